@@ -1,0 +1,357 @@
+package slack
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/outboxd/outboxd/executors"
+)
+
+//go:embed send_message.schema.json
+var sendMessageSchema string
+
+const sendMessageDescription = "Post a message to a Slack channel, private channel or direct message " +
+	"as the workspace's Slack app. Set `channel` to a channel ID such as C0123456789 (preferred) or a " +
+	"name such as #general; the app must be a member of the channel. Write `text` in Slack mrkdwn. " +
+	"To reply in a thread, set `thread_ts` to the ts of the parent message. Every call posts a new " +
+	"message and cannot be undone. On success the provider reference is the new message's ts, " +
+	"usable as `thread_ts` for follow-up replies."
+
+const (
+	// maxResponseBytes bounds how much of Slack's answer is read. A
+	// chat.postMessage answer echoes the message, whose text is capped at
+	// 40,000 characters, so 1 MiB leaves ample room.
+	maxResponseBytes = 1 << 20
+
+	// defaultRetryAfter is used when Slack rate-limits without a usable
+	// Retry-After header.
+	defaultRetryAfter = 30 * time.Second
+
+	// maxRetryAfter caps a Retry-After header, so a bogus value cannot park
+	// an invocation for days.
+	maxRetryAfter = time.Hour
+)
+
+// slackErrorCode matches the snake_case error codes Slack returns. Anything
+// else is not trusted into Error.Code.
+var slackErrorCode = regexp.MustCompile(`^[a-z0-9_]{1,100}$`)
+
+// slackScopes matches the comma-separated OAuth scopes Slack names in a
+// missing_scope answer, such as "chat:write,chat:write.public".
+var slackScopes = regexp.MustCompile(`^[a-z0-9_:.,]{1,200}$`)
+
+// retryableSlackErrors are the ok:false codes that describe a passing
+// problem on Slack's side rather than something wrong with the call.
+var retryableSlackErrors = map[string]bool{
+	"ratelimited":         true,
+	"internal_error":      true,
+	"fatal_error":         true,
+	"service_unavailable": true,
+	"request_timeout":     true,
+}
+
+// slackErrorMessages explains the common ok:false codes in terms an agent
+// or operator can act on. Codes not listed get a generic message.
+var slackErrorMessages = map[string]string{
+	"invalid_auth":        "the Slack token is invalid; reconnect Slack",
+	"not_authed":          "no Slack token was sent; connect Slack first",
+	"token_revoked":       "the Slack token has been revoked; reconnect Slack",
+	"token_expired":       "the Slack token has expired; reconnect Slack",
+	"account_inactive":    "the Slack account behind the token is deactivated",
+	"missing_scope":       "the Slack app lacks an OAuth scope this call needs",
+	"channel_not_found":   "the channel does not exist or the Slack app cannot see it; check the channel ID",
+	"not_in_channel":      "the Slack app is not a member of the channel; invite it first",
+	"is_archived":         "the channel is archived",
+	"msg_too_long":        "the message text is too long",
+	"no_text":             "the message has no text",
+	"restricted_action":   "a workspace setting prevents the Slack app from posting in this channel",
+	"ratelimited":         "Slack rate-limited the call",
+	"internal_error":      "Slack had an internal error",
+	"fatal_error":         "Slack had a fatal server error",
+	"service_unavailable": "Slack is temporarily unavailable",
+	"request_timeout":     "Slack timed out reading the request",
+}
+
+// SendMessageParams are the params of send_message. They mirror the action's
+// JSON Schema and are also the body sent to chat.postMessage.
+type SendMessageParams struct {
+	// Channel is a channel, private channel or DM ID, or a channel name.
+	Channel string `json:"channel"`
+	// Text is the message in Slack mrkdwn.
+	Text string `json:"text"`
+	// ThreadTS, when set, makes the message a reply in that thread.
+	ThreadTS string `json:"thread_ts,omitempty"`
+}
+
+// sendMessageDefinition builds the definition afresh on each call, so a
+// caller that mutates Params cannot corrupt another's copy.
+func sendMessageDefinition() executors.Definition {
+	return executors.Definition{
+		ID:          ActionSendMessage,
+		Description: sendMessageDescription,
+		Risk:        executors.RiskWrite,
+		Params:      json.RawMessage(sendMessageSchema),
+	}
+}
+
+// postMessageAnswer is the part of chat.postMessage's answer that drives
+// classification. OK is a pointer so a body without it is told apart from
+// ok:false.
+type postMessageAnswer struct {
+	OK     *bool  `json:"ok"`
+	Error  string `json:"error"`
+	TS     string `json:"ts"`
+	Needed string `json:"needed"`
+}
+
+func (s *Source) sendMessage(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
+	res, err := s.postMessage(ctx, params, ec)
+	return res, redactError(err, ec.Token)
+}
+
+func (s *Source) postMessage(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
+	p, err := decodeSendMessageParams(params)
+	if err != nil {
+		return executors.Result{}, &executors.Error{Code: "invalid_params", Message: err.Error()}
+	}
+	if ec.Token == "" {
+		return executors.Result{}, &executors.Error{
+			Code:    "not_authed",
+			Message: "no Slack token is available; connect Slack first",
+		}
+	}
+
+	body, err := json.Marshal(p)
+	if err != nil {
+		return executors.Result{}, fmt.Errorf("slack: encoding chat.postMessage body: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.baseURL+"/chat.postMessage", bytes.NewReader(body))
+	if err != nil {
+		return executors.Result{}, fmt.Errorf("slack: building chat.postMessage request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+ec.Token)
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("Accept", "application/json")
+	if ec.IdempotencyKey != "" {
+		// Not "Idempotency-Key": net/http would then resend a POST on its own
+		// after some connection failures, and Slack ignores the key.
+		req.Header.Set("X-Outboxd-Idempotency-Key", ec.IdempotencyKey)
+	}
+
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return executors.Result{}, transportError(ctx, err)
+	}
+	defer func() {
+		// Draining lets the transport reuse the connection.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
+		_ = resp.Body.Close()
+	}()
+
+	raw, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		return executors.Result{}, &executors.Error{
+			Code:       "ratelimited",
+			Message:    "Slack rate-limited the call (HTTP 429)",
+			Retryable:  true,
+			RetryAfter: retryAfter(resp.Header),
+		}
+	case resp.StatusCode >= 500:
+		return executors.Result{}, httpStatusError(resp, raw, true)
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return executors.Result{}, httpStatusError(resp, raw, false)
+	}
+
+	if readErr != nil {
+		return executors.Result{}, transportError(ctx, readErr)
+	}
+	if len(raw) > maxResponseBytes {
+		return executors.Result{}, &executors.Error{
+			Code:      "invalid_response",
+			Message:   fmt.Sprintf("Slack's answer is larger than %d bytes", maxResponseBytes),
+			Retryable: true,
+		}
+	}
+
+	var answer postMessageAnswer
+	if err := json.Unmarshal(raw, &answer); err != nil || answer.OK == nil {
+		return executors.Result{}, &executors.Error{
+			Code:      "invalid_response",
+			Message:   fmt.Sprintf("Slack answered HTTP %d with a body that is not a Web API response", resp.StatusCode),
+			Retryable: true,
+		}
+	}
+	if !*answer.OK {
+		return executors.Result{}, slackError(answer, resp.Header)
+	}
+	return executors.Result{Data: json.RawMessage(raw), ProviderRef: answer.TS}, nil
+}
+
+// decodeSendMessageParams decodes params strictly. The worker validates
+// params against the schema before executing; this guards the request body
+// against a caller that did not.
+func decodeSendMessageParams(params json.RawMessage) (SendMessageParams, error) {
+	var p SendMessageParams
+	dec := json.NewDecoder(bytes.NewReader(params))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return SendMessageParams{}, fmt.Errorf("invalid send_message params: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return SendMessageParams{}, errors.New("invalid send_message params: unexpected data after the JSON object")
+	}
+	switch {
+	case p.Channel == "":
+		return SendMessageParams{}, errors.New("invalid send_message params: channel is required")
+	case p.Text == "":
+		return SendMessageParams{}, errors.New("invalid send_message params: text is required")
+	}
+	return p, nil
+}
+
+// slackError classifies a Web API ok:false answer.
+func slackError(answer postMessageAnswer, header http.Header) *executors.Error {
+	code := answer.Error
+	if !slackErrorCode.MatchString(code) {
+		return &executors.Error{
+			Code:    "unknown_error",
+			Message: "Slack rejected the message without a recognisable error code",
+		}
+	}
+
+	msg, ok := slackErrorMessages[code]
+	if !ok {
+		msg = "Slack rejected the message with error " + code
+	}
+	if code == "missing_scope" && slackScopes.MatchString(answer.Needed) {
+		msg += " (needs " + answer.Needed + ")"
+	}
+
+	e := &executors.Error{Code: code, Message: msg, Retryable: retryableSlackErrors[code]}
+	if code == "ratelimited" {
+		e.RetryAfter = retryAfter(header)
+	}
+	return e
+}
+
+// httpStatusError classifies a non-2xx answer other than 429. Slack's error
+// code, when the body carries one, is added to the message for operators.
+func httpStatusError(resp *http.Response, raw []byte, retryable bool) *executors.Error {
+	msg := fmt.Sprintf("Slack answered HTTP %d", resp.StatusCode)
+	var answer postMessageAnswer
+	if json.Unmarshal(raw, &answer) == nil && slackErrorCode.MatchString(answer.Error) {
+		msg += " (" + answer.Error + ")"
+	}
+	e := &executors.Error{
+		Code:      fmt.Sprintf("http_%d", resp.StatusCode),
+		Message:   msg,
+		Retryable: retryable,
+	}
+	if retryable {
+		if d, ok := parseRetryAfter(resp.Header); ok {
+			e.RetryAfter = d
+		}
+	}
+	return e
+}
+
+// transportError classifies a failure to get an answer from Slack. Whether
+// the message was posted is unknown in every case, so all are retryable.
+func transportError(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if errors.Is(ctxErr, context.DeadlineExceeded) {
+			return &classifiedError{
+				classified: &executors.Error{
+					Code:      "timeout",
+					Message:   "Slack did not answer before the deadline",
+					Retryable: true,
+				},
+				cause: ctxErr,
+			}
+		}
+		return &classifiedError{
+			classified: &executors.Error{
+				Code:      "canceled",
+				Message:   "the call to Slack was canceled before it answered",
+				Retryable: true,
+			},
+			cause: ctxErr,
+		}
+	}
+
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return &classifiedError{
+			classified: &executors.Error{
+				Code:      "timeout",
+				Message:   "calling Slack timed out: " + err.Error(),
+				Retryable: true,
+			},
+			cause: err,
+		}
+	}
+	return &classifiedError{
+		classified: &executors.Error{
+			Code:      "network_error",
+			Message:   "calling Slack failed: " + err.Error(),
+			Retryable: true,
+		},
+		cause: err,
+	}
+}
+
+// retryAfter reads a Retry-After header, falling back to defaultRetryAfter
+// when it is absent or unusable.
+func retryAfter(header http.Header) time.Duration {
+	if d, ok := parseRetryAfter(header); ok {
+		return d
+	}
+	return defaultRetryAfter
+}
+
+// parseRetryAfter reads Retry-After as the delay in seconds Slack sends,
+// capped at maxRetryAfter. Zero, negative and HTTP-date values are not
+// usable.
+func parseRetryAfter(header http.Header) (time.Duration, bool) {
+	secs, err := strconv.ParseInt(strings.TrimSpace(header.Get("Retry-After")), 10, 64)
+	if err != nil || secs <= 0 {
+		return 0, false
+	}
+	if secs > int64(maxRetryAfter/time.Second) {
+		return maxRetryAfter, true
+	}
+	return time.Duration(secs) * time.Second, true
+}
+
+// redactError removes token from the text of a classified error. Messages
+// are built without the token, but some embed text from elsewhere (network
+// errors, Slack's fields), and a token in an invocation's stored error would
+// outlive any rotation.
+func redactError(err error, token string) error {
+	if err == nil || token == "" {
+		return err
+	}
+	var e *executors.Error
+	if errors.As(err, &e) {
+		e.Code = strings.ReplaceAll(e.Code, token, "[REDACTED]")
+		e.Message = strings.ReplaceAll(e.Message, token, "[REDACTED]")
+		return err
+	}
+	if strings.Contains(err.Error(), token) {
+		return errors.New(strings.ReplaceAll(err.Error(), token, "[REDACTED]"))
+	}
+	return err
+}

@@ -1,0 +1,106 @@
+// Package executors holds the ActionSource seam: the interface every provider
+// (Slack, Linear, Sentry, MCP connectors) implements, the action definitions
+// it publishes, and the error shape the worker uses to decide between retry,
+// snooze and failure.
+package executors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Risk is a static hint on an action definition. It only feeds the inferred
+// default of the mode cascade; enforcement is by mode.
+type Risk string
+
+const (
+	RiskRead   Risk = "read"
+	RiskWrite  Risk = "write"
+	RiskDanger Risk = "danger"
+)
+
+// Definition describes one action a source can execute.
+type Definition struct {
+	// ID is the action id within its source, e.g. "send_message".
+	ID string `json:"action"`
+	// Description is shown to agents in the catalog and guides.
+	Description string `json:"description"`
+	// Risk is the hint used for the inferred default mode.
+	Risk Risk `json:"risk_level"`
+	// Params is the JSON Schema of the action's params.
+	Params json.RawMessage `json:"params"`
+}
+
+// ExecContext carries what a source needs to execute an action. Sources never
+// read Postgres: everything is injected here.
+type ExecContext struct {
+	// Token is the provider credential, resolved at call time. Never logged.
+	Token string
+	// OrganizationID and SessionID identify who asked.
+	OrganizationID string
+	SessionID      string
+	// IdempotencyKey is stable across retries of one invocation (the
+	// invocation id). Sources pass it to the provider where its API supports
+	// one.
+	IdempotencyKey string
+}
+
+// Result is the outcome of a successful execution.
+type Result struct {
+	// Data is the provider's answer, stored redacted and truncated.
+	Data json.RawMessage
+	// ProviderRef is the provider's id for what was created or changed
+	// (a Slack message ts, a Linear issue id).
+	ProviderRef string
+	// Conflict is true when the provider reported the work as already done
+	// (a retry after a lost answer). Conflicts count as success.
+	Conflict bool
+}
+
+// Source is the ActionSource seam. Implementations are stateless.
+type Source interface {
+	// ID is the source id used in the invocation's integration column and in
+	// mode keys: "slack", "linear", "connector:<uuid>".
+	ID() string
+	// ListActions returns the definitions the source offers.
+	ListActions(ctx context.Context, ec ExecContext) ([]Definition, error)
+	// Execute runs one action. Errors should be *Error so the worker can
+	// classify them; any other error is treated as retryable.
+	Execute(ctx context.Context, actionID string, params json.RawMessage, ec ExecContext) (Result, error)
+}
+
+// Error is an execution failure classified by the source.
+type Error struct {
+	// Code is a short machine-readable reason, e.g. Slack's "channel_not_found".
+	Code string
+	// Message is a human-readable explanation. It must not contain secrets.
+	Message string
+	// Retryable says whether the same call may succeed later.
+	Retryable bool
+	// RetryAfter, when positive, is how long the provider asked us to wait.
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return e.Code
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Classify returns err as an *Error. Errors that are not *Error (network
+// failures, deadlines) are considered retryable.
+func Classify(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: "transient_error", Message: err.Error(), Retryable: true}
+}
+
+// ErrUnknownAction is returned by Execute for an action the source does not
+// define.
+var ErrUnknownAction = errors.New("unknown action")

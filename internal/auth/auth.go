@@ -1,0 +1,118 @@
+// Package auth verifies and mints the bearer JWTs outboxd accepts: HS256,
+// signed with the configured shared secret.
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Kind is who holds a token.
+type Kind string
+
+const (
+	KindUser    Kind = "user"    // a human in the dashboard; has a Role
+	KindSandbox Kind = "sandbox" // an agent's sandbox; bound to one session
+	KindService Kind = "service" // an automation or backend enqueuing envelopes
+)
+
+// Role is a user's role in their organization.
+type Role string
+
+const (
+	RoleOwner  Role = "owner"
+	RoleAdmin  Role = "admin"
+	RoleMember Role = "member"
+)
+
+// Claims are outboxd's JWT claims.
+type Claims struct {
+	Org          string   `json:"org"`
+	Kind         Kind     `json:"kind"`
+	Role         Role     `json:"role,omitempty"`
+	SessionID    string   `json:"session_id,omitempty"`
+	AutomationID string   `json:"automation_id,omitempty"`
+	Sources      []string `json:"sources,omitempty"`
+	jwt.RegisteredClaims
+}
+
+// CanAdminister reports whether the holder may approve, deny and change
+// policy: a user with role admin or owner.
+func (c *Claims) CanAdminister() bool {
+	return c.Kind == KindUser && (c.Role == RoleAdmin || c.Role == RoleOwner)
+}
+
+// MaySource reports whether the token's sources claim (when present) allows
+// the given source id.
+func (c *Claims) MaySource(sourceID string) bool {
+	return len(c.Sources) == 0 || slices.Contains(c.Sources, sourceID)
+}
+
+func (c *Claims) validate() error {
+	if c.Org == "" {
+		return errors.New("token has no org claim")
+	}
+	if c.Subject == "" {
+		return errors.New("token has no sub claim")
+	}
+	switch c.Kind {
+	case KindUser:
+		switch c.Role {
+		case RoleOwner, RoleAdmin, RoleMember:
+		default:
+			return fmt.Errorf("user token has invalid role %q", c.Role)
+		}
+	case KindSandbox:
+		if c.SessionID == "" {
+			return errors.New("sandbox token has no session_id claim")
+		}
+	case KindService:
+	default:
+		return fmt.Errorf("token has invalid kind %q", c.Kind)
+	}
+	return nil
+}
+
+// Verifier checks tokens.
+type Verifier struct {
+	secret []byte
+	parser *jwt.Parser
+}
+
+// NewVerifier returns a Verifier for the shared secret.
+func NewVerifier(secret string) (*Verifier, error) {
+	if len(secret) < 16 {
+		return nil, errors.New("auth.jwt_secret must be at least 16 characters")
+	}
+	return &Verifier{
+		secret: []byte(secret),
+		parser: jwt.NewParser(jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithLeeway(30*time.Second)),
+	}, nil
+}
+
+// Verify parses and validates a token string.
+func (v *Verifier) Verify(token string) (*Claims, error) {
+	claims := &Claims{}
+	if _, err := v.parser.ParseWithClaims(token, claims, func(*jwt.Token) (any, error) { return v.secret, nil }); err != nil {
+		return nil, err
+	}
+	if err := claims.validate(); err != nil {
+		return nil, err
+	}
+	return claims, nil
+}
+
+// Mint signs claims, setting iat and exp from ttl.
+func Mint(secret string, claims Claims, ttl time.Duration) (string, error) {
+	if err := claims.validate(); err != nil {
+		return "", err
+	}
+	now := time.Now()
+	claims.IssuedAt = jwt.NewNumericDate(now)
+	claims.ExpiresAt = jwt.NewNumericDate(now.Add(ttl))
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
+}

@@ -1,0 +1,24 @@
+-- name: ModeList :many
+SELECT * FROM action_modes
+WHERE organization_id = @organization_id AND scope = @scope AND scope_id = @scope_id
+ORDER BY source_id, action_id;
+
+-- name: ModeDeleteScope :exec
+DELETE FROM action_modes WHERE organization_id = @organization_id AND scope = @scope AND scope_id = @scope_id;
+
+-- name: ModeUpsert :exec
+INSERT INTO action_modes (organization_id, scope, scope_id, source_id, action_id, mode, updated_by)
+VALUES (@organization_id, @scope, @scope_id, @source_id, @action_id, @mode, @updated_by)
+ON CONFLICT (organization_id, scope, scope_id, source_id, action_id)
+DO UPDATE SET mode = EXCLUDED.mode, updated_by = EXCLUDED.updated_by, updated_at = now();
+
+-- name: ModeForAction :one
+-- The org default and, when an automation is given, its override for one
+-- action; empty strings when unset.
+SELECT
+    coalesce((SELECT m.mode FROM action_modes m
+              WHERE m.organization_id = @organization_id AND m.scope = 'automation'
+                AND m.scope_id = @automation_id::text AND m.source_id = @source_id AND m.action_id = @action_id), '')::text AS automation_mode,
+    coalesce((SELECT m.mode FROM action_modes m
+              WHERE m.organization_id = @organization_id AND m.scope = 'org'
+                AND m.scope_id = @organization_id AND m.source_id = @source_id AND m.action_id = @action_id), '')::text AS org_mode;

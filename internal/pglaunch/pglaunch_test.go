@@ -1,0 +1,315 @@
+//go:build unix
+
+package pglaunch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+type testBundle struct {
+	config *Config
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	return &testBundle{
+		config: &Config{
+			DataDir: filepath.Join(t.TempDir(), "data"),
+			Logger:  slog.New(slog.NewTextHandler(t.Output(), nil)),
+			Fast:    true,
+		},
+	}
+}
+
+// startServer starts a server that is stopped, and whose fallback directory
+// (if any) is removed, when the test ends.
+func startServer(t *testing.T, config *Config) *Server {
+	t.Helper()
+	s, err := Start(t.Context(), config)
+	require.NoError(t, err)
+	registerCleanup(t, s)
+	return s
+}
+
+func registerCleanup(t *testing.T, s *Server) {
+	t.Helper()
+	t.Cleanup(func() {
+		require.NoError(t, s.Stop(context.Background()))
+		if base := filepath.Dir(s.DataDir()); strings.HasPrefix(filepath.Base(base), "outboxd-pg-") {
+			require.NoError(t, os.RemoveAll(base))
+		}
+	})
+}
+
+func queryInt(t *testing.T, url, sql string) int {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var n int
+	require.NoError(t, conn.QueryRow(t.Context(), sql).Scan(&n))
+	return n
+}
+
+func exec1(t *testing.T, url string, sqls ...string) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	for _, sql := range sqls {
+		_, err := conn.Exec(t.Context(), sql)
+		require.NoError(t, err)
+	}
+}
+
+func TestStart_RestartKeepsData(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+
+	begin := time.Now()
+	s := startServer(t, bundle.config)
+	freshStart := time.Since(begin)
+
+	require.NotZero(t, s.Port())
+	require.NotEqual(t, 5432, s.Port())
+	require.Equal(t, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", s.Port()), s.URL("app"))
+	require.Equal(t, 1, queryInt(t, s.URL("postgres"), "SELECT 1"))
+	require.Equal(t, 200, queryInt(t, s.URL("postgres"), "SELECT current_setting('max_connections')::int"))
+
+	require.NoError(t, s.CreateDatabase(t.Context(), "app"))
+	require.NoError(t, s.CreateDatabase(t.Context(), "app"))
+	require.NoError(t, s.CreateDatabase(t.Context(), "Odd-Name ü"))
+	exec1(t, s.URL("app"), "CREATE TABLE kept (v int)", "INSERT INTO kept VALUES (42)")
+	require.Equal(t, 1, queryInt(t, s.URL("Odd-Name ü"), "SELECT 1"))
+
+	require.NoError(t, s.Stop(t.Context()))
+	require.NoError(t, s.Stop(t.Context()))
+	_, err := pgx.Connect(t.Context(), s.URL("app"))
+	require.Error(t, err)
+
+	begin = time.Now()
+	s2 := startServer(t, bundle.config)
+	existingStart := time.Since(begin)
+
+	require.Equal(t, s.DataDir(), s2.DataDir())
+	require.Equal(t, 42, queryInt(t, s2.URL("app"), "SELECT v FROM kept"))
+
+	log, err := os.ReadFile(s2.LogPath())
+	require.NoError(t, err)
+	require.Contains(t, string(log), "database system is ready to accept connections")
+	require.FileExists(t, s2.LogPath()+".1")
+
+	t.Logf("start on a fresh data directory: %s; on an existing one: %s (data in %s)",
+		freshStart.Round(time.Millisecond), existingStart.Round(time.Millisecond), s.DataDir())
+}
+
+func TestStart_TwoServersAtOnce(t *testing.T) {
+	t.Parallel()
+	bundles := []*testBundle{setup(t), setup(t)}
+
+	var (
+		wg      sync.WaitGroup
+		servers = make([]*Server, len(bundles))
+		errs    = make([]error, len(bundles))
+	)
+	for i, bundle := range bundles {
+		wg.Go(func() { servers[i], errs[i] = Start(t.Context(), bundle.config) })
+	}
+	wg.Wait()
+	for _, s := range servers {
+		if s != nil {
+			registerCleanup(t, s)
+		}
+	}
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+
+	require.NotEqual(t, servers[0].Port(), servers[1].Port())
+	for i, s := range servers {
+		exec1(t, s.URL("postgres"), fmt.Sprintf("CREATE TABLE server_%d ()", i))
+	}
+	require.Equal(t, 1, queryInt(t, servers[0].URL("postgres"), "SELECT count(*) FROM pg_tables WHERE tablename = 'server_0'"))
+	require.Equal(t, 0, queryInt(t, servers[1].URL("postgres"), "SELECT count(*) FROM pg_tables WHERE tablename = 'server_0'"))
+}
+
+func TestStart_AlreadyRunning(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	startServer(t, bundle.config)
+
+	_, err := Start(t.Context(), bundle.config)
+	require.ErrorIs(t, err, ErrAlreadyRunning)
+	require.ErrorContains(t, err, "already running")
+}
+
+func TestStart_RemovesStalePIDFile(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	s := startServer(t, bundle.config)
+	require.NoError(t, s.Stop(t.Context()))
+
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	pidFile := fmt.Sprintf("%d\n%s\n1700000000\n%d\n\n127.0.0.1\n  1234  5678\nready   \n",
+		dead.Process.Pid, s.DataDir(), s.Port())
+	require.NoError(t, os.WriteFile(filepath.Join(s.DataDir(), "postmaster.pid"), []byte(pidFile), 0o600))
+
+	s2 := startServer(t, bundle.config)
+	require.Equal(t, 1, queryInt(t, s2.URL("postgres"), "SELECT 1"))
+}
+
+func TestServer_StopForcesWhenContextEnds(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	t.Cleanup(func() { require.NoError(t, os.RemoveAll(fallbackBase(bundle.config.DataDir))) })
+	s, err := Start(t.Context(), bundle.config)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.ErrorIs(t, s.Stop(ctx), context.Canceled)
+	require.ErrorIs(t, s.Stop(t.Context()), context.Canceled)
+	_, err = pgx.Connect(t.Context(), s.URL("postgres"))
+	require.Error(t, err)
+
+	s2 := startServer(t, bundle.config)
+	require.Equal(t, 1, queryInt(t, s2.URL("postgres"), "SELECT 1"))
+}
+
+func TestStart_PortTaken(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	bundle.config.Port = l.Addr().(*net.TCPAddr).Port
+
+	// The cluster is initialized before postgres fails; as root, that happens
+	// in the fallback directory.
+	t.Cleanup(func() { require.NoError(t, os.RemoveAll(fallbackBase(bundle.config.DataDir))) })
+
+	_, err = Start(t.Context(), bundle.config)
+	require.ErrorContains(t, err, "exited during start-up")
+	require.ErrorContains(t, err, "Address already in use")
+}
+
+func TestStart_RejectsForeignDirectory(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
+	stray := filepath.Join(dir, "notes.txt")
+	require.NoError(t, os.WriteFile(stray, []byte("mine"), 0o600))
+	bundle.config.DataDir = dir
+
+	_, err := Start(t.Context(), bundle.config)
+	require.ErrorContains(t, err, "holds no PostgreSQL cluster")
+
+	info, err := os.Stat(stray)
+	require.NoError(t, err)
+	require.Equal(t, uint32(os.Geteuid()), info.Sys().(*syscall.Stat_t).Uid)
+}
+
+func TestStart_InvalidConfig(t *testing.T) {
+	t.Parallel()
+
+	_, err := Start(t.Context(), &Config{})
+	require.ErrorContains(t, err, "DataDir is required")
+
+	_, err = Start(t.Context(), &Config{DataDir: t.TempDir(), BinDir: t.TempDir()})
+	require.ErrorIs(t, err, ErrBinariesNotFound)
+}
+
+func TestStart_AsRoot(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("exercises the hand-over to an unprivileged user, which only root does")
+	}
+
+	t.Run("InPlaceWhenReachable", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		dir := filepath.Dir(bundle.config.DataDir)
+		require.NoError(t, os.Chmod(dir, 0o755))
+		require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
+		bundle.config.DataDir = filepath.Join(dir, "nested", "data")
+
+		s := startServer(t, bundle.config)
+		require.Equal(t, bundle.config.DataDir, s.DataDir())
+
+		acct, err := serverAccount()
+		require.NoError(t, err)
+		for _, path := range []string{s.DataDir(), filepath.Join(s.DataDir(), "PG_VERSION"), s.LogPath()} {
+			info, err := os.Stat(path)
+			require.NoError(t, err)
+			require.Equal(t, acct.uid, info.Sys().(*syscall.Stat_t).Uid, path)
+		}
+		info, err := os.Stat(filepath.Dir(s.DataDir()))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o755), info.Mode().Perm())
+	})
+
+	t.Run("FallbackWhenUnreachable", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+
+		s := startServer(t, bundle.config)
+		require.True(t, strings.HasPrefix(s.DataDir(), filepath.Join(fallbackRoot, "outboxd-pg-")), s.DataDir())
+		require.NoDirExists(t, bundle.config.DataDir)
+		require.Equal(t, 1, queryInt(t, s.URL("postgres"), "SELECT 1"))
+	})
+
+	t.Run("ExistingClusterUnreachable", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		dir := filepath.Dir(bundle.config.DataDir)
+		require.NoError(t, os.Chmod(dir, 0o755))
+		require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
+
+		s := startServer(t, bundle.config)
+		require.NoError(t, s.Stop(t.Context()))
+		require.NoError(t, os.Chmod(dir, 0o700))
+
+		_, err := Start(t.Context(), bundle.config)
+		require.ErrorContains(t, err, "cannot reach it")
+	})
+}
+
+func TestFindBinDir(t *testing.T) {
+	t.Parallel()
+
+	dir, err := FindBinDir()
+	require.NoError(t, err)
+	require.FileExists(t, filepath.Join(dir, "initdb"))
+	require.FileExists(t, filepath.Join(dir, "postgres"))
+}
+
+func TestPathVersion(t *testing.T) {
+	t.Parallel()
+
+	require.Equal(t, []int{15}, pathVersion("/usr/lib/postgresql/15/bin"))
+	require.Equal(t, []int{9, 6}, pathVersion("/usr/lib/postgresql/9.6/bin"))
+	require.Equal(t, []int{16}, pathVersion("/opt/homebrew/opt/postgresql@16/bin"))
+	require.Nil(t, pathVersion("/usr/local/pgsql/bin"))
+}

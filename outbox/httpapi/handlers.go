@@ -1,0 +1,396 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/worker"
+)
+
+// sessionAccess checks a token may act on the path's session: a sandbox
+// only on its own, a user on any session of its org.
+func sessionAccess(r *http.Request, c *auth.Claims) (string, error) {
+	sessionID := r.PathValue("session_id")
+	switch c.Kind {
+	case auth.KindSandbox:
+		if c.SessionID != sessionID {
+			return "", forbidden("this sandbox token is bound to another session")
+		}
+	case auth.KindUser:
+	default:
+		return "", forbidden("session routes take a sandbox or user token")
+	}
+	return sessionID, nil
+}
+
+type invokeBody struct {
+	Integration string          `json:"integration"`
+	Action      string          `json:"action"`
+	Params      json.RawMessage `json:"params"`
+}
+
+func (s *Server) invoke(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if c.Kind != auth.KindSandbox {
+		return forbidden("only sandbox tokens may invoke actions")
+	}
+	sessionID, err := sessionAccess(r, c)
+	if err != nil {
+		return err
+	}
+	var body invokeBody
+	if err := decode(r, &body, false); err != nil {
+		return err
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if len(key) > 255 {
+		return badRequest("invalid_request", "Idempotency-Key must be at most 255 characters")
+	}
+	inv, err := s.svc.Invoke(r.Context(), &outbox.InvokeParams{
+		OrganizationID: c.Org,
+		SessionID:      sessionID,
+		AutomationID:   c.AutomationID,
+		RequestedBy:    c.Subject,
+		Sources:        c.Sources,
+		Integration:    body.Integration,
+		Action:         body.Action,
+		Params:         body.Params,
+		IdempotencyKey: key,
+	})
+	if err != nil {
+		return err
+	}
+	writeInvokeOutcome(w, inv)
+	return nil
+}
+
+// writeInvokeOutcome answers an invoke by where its invocation stands.
+func writeInvokeOutcome(w http.ResponseWriter, inv dbsqlc.ActionInvocation) {
+	view := viewInvocation(inv)
+	switch inv.Status {
+	case worker.StatusCompleted, worker.StatusSkipped:
+		writeJSON(w, http.StatusOK, map[string]any{"invocation": view, "result": inv.Result})
+	case worker.StatusPending:
+		writeJSON(w, http.StatusAccepted, map[string]any{
+			"invocation": view, "invocation_id": inv.ID, "status": inv.Status,
+			"message": "Action requires approval; poll the invocation or wait for a human decision",
+		})
+	case worker.StatusApproved, worker.StatusExecuting:
+		writeJSON(w, http.StatusAccepted, map[string]any{
+			"invocation": view, "invocation_id": inv.ID, "status": worker.StatusApproved,
+			"message": "Action is queued and has not finished yet; poll the invocation",
+		})
+	case worker.StatusDenied:
+		writeJSON(w, http.StatusForbidden, map[string]any{"invocation": view, "error": errorBody(&apiError{
+			code: "action_denied", message: "action denied (" + deref(inv.DeniedReason) + ")",
+		})})
+	case worker.StatusFailed:
+		writeJSON(w, http.StatusBadGateway, map[string]any{"invocation": view, "error": errorBody(&apiError{
+			code: "action_failed", message: deref(inv.Error),
+		})})
+	case worker.StatusExpired:
+		writeJSON(w, http.StatusGone, map[string]any{"invocation": view, "error": errorBody(&apiError{
+			code: "expired", message: "the approval window closed",
+		})})
+	default:
+		writeJSON(w, http.StatusConflict, map[string]any{"invocation": view, "error": errorBody(&apiError{
+			code: "conflict", message: "invocation is " + inv.Status,
+		})})
+	}
+}
+
+func (s *Server) available(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if _, err := sessionAccess(r, c); err != nil {
+		return err
+	}
+	actions, err := s.svc.Available(r.Context(), c.Org, c.AutomationID, c.Sources)
+	if err != nil {
+		return err
+	}
+	if actions == nil {
+		actions = []outbox.AvailableAction{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"actions": actions})
+	return nil
+}
+
+func (s *Server) listSession(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	sessionID, err := sessionAccess(r, c)
+	if err != nil {
+		return err
+	}
+	page, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	invs, err := s.svc.ListSession(r.Context(), c.Org, sessionID, page)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocations": viewInvocations(invs)})
+	return nil
+}
+
+func (s *Server) getInSession(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	sessionID, err := sessionAccess(r, c)
+	if err != nil {
+		return err
+	}
+	inv, err := s.svc.GetInSession(r.Context(), c.Org, sessionID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocation": viewInvocation(inv)})
+	return nil
+}
+
+func (s *Server) getInvocation(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	var (
+		inv dbsqlc.ActionInvocation
+		err error
+	)
+	if c.Kind == auth.KindSandbox {
+		inv, err = s.svc.GetInSession(r.Context(), c.Org, c.SessionID, r.PathValue("id"))
+	} else {
+		inv, err = s.svc.Get(r.Context(), c.Org, r.PathValue("id"))
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocation": viewInvocation(inv)})
+	return nil
+}
+
+var knownStatuses = map[string]bool{
+	worker.StatusPending: true, worker.StatusApproved: true, worker.StatusExecuting: true, worker.StatusCompleted: true,
+	worker.StatusFailed: true, worker.StatusDenied: true, worker.StatusExpired: true, worker.StatusSkipped: true, worker.StatusCancelled: true,
+}
+
+func (s *Server) listOrg(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if c.Kind == auth.KindSandbox {
+		return forbidden("the org inbox takes a user or service token")
+	}
+	status := r.URL.Query().Get("status")
+	if status != "" && !knownStatuses[status] {
+		return badRequest("invalid_request", "unknown status "+strconv.Quote(status))
+	}
+	page, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	invs, total, err := s.svc.ListOrg(r.Context(), c.Org, status, page)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocations": viewInvocations(invs), "total": total})
+	return nil
+}
+
+func pageParams(r *http.Request) (outbox.Page, error) {
+	var p outbox.Page
+	for name, dst := range map[string]*int{"limit": &p.Limit, "offset": &p.Offset} {
+		raw := r.URL.Query().Get(name)
+		if raw == "" {
+			continue
+		}
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 0 || (name == "limit" && n > 100) {
+			return p, badRequest("invalid_request", name+" must be an integer between 0 and 100 (limit) or non-negative (offset)")
+		}
+		*dst = n
+	}
+	return p, nil
+}
+
+type approveBody struct {
+	Mode string `json:"mode"`
+}
+
+func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if !c.CanAdminister() {
+		return forbidden("approving takes a user token with role admin or owner")
+	}
+	if err := s.checkSessionPath(r, c); err != nil {
+		return err
+	}
+	body := approveBody{Mode: "once"}
+	if r.ContentLength != 0 {
+		if err := decode(r, &body, false); err != nil {
+			return err
+		}
+	}
+	if body.Mode != "once" && body.Mode != "always" {
+		return badRequest("invalid_request", `mode must be "once" or "always"`)
+	}
+	inv, err := s.svc.Approve(r.Context(), &outbox.ApproveParams{
+		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Always: body.Mode == "always",
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocation": viewInvocation(inv)})
+	return nil
+}
+
+type denyBody struct {
+	Reason string `json:"reason"`
+}
+
+func (s *Server) deny(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if !c.CanAdminister() {
+		return forbidden("denying takes a user token with role admin or owner")
+	}
+	if err := s.checkSessionPath(r, c); err != nil {
+		return err
+	}
+	var body denyBody
+	if r.ContentLength != 0 {
+		if err := decode(r, &body, false); err != nil {
+			return err
+		}
+	}
+	if len(body.Reason) > 2000 {
+		return badRequest("invalid_request", "reason must be at most 2000 characters")
+	}
+	inv, err := s.svc.Deny(r.Context(), &outbox.DenyParams{
+		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Reason: body.Reason,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocation": viewInvocation(inv)})
+	return nil
+}
+
+// checkSessionPath makes the session-scoped approve/deny routes refuse an
+// invocation of another session.
+func (s *Server) checkSessionPath(r *http.Request, c *auth.Claims) error {
+	sessionID := r.PathValue("session_id")
+	if sessionID == "" {
+		return nil
+	}
+	_, err := s.svc.GetInSession(r.Context(), c.Org, sessionID, r.PathValue("id"))
+	return err
+}
+
+func (s *Server) getModes(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if c.Kind != auth.KindUser {
+		return forbidden("action modes take a user token")
+	}
+	modes, err := s.svc.GetModes(r.Context(), c.Org, r.PathValue("automation_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, modes)
+	return nil
+}
+
+func (s *Server) putModes(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if !c.CanAdminister() {
+		return forbidden("changing action modes takes a user token with role admin or owner")
+	}
+	var body map[string]string
+	if err := decode(r, &body, false); err != nil {
+		return err
+	}
+	modes, err := s.svc.PutModes(r.Context(), c.Org, r.PathValue("automation_id"), c.Subject, body)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, modes)
+	return nil
+}
+
+func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if c.Kind != auth.KindUser {
+		return forbidden("credentials take a user token")
+	}
+	infos, err := s.svc.ListCredentials(r.Context(), c.Org)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"credentials": infos})
+	return nil
+}
+
+type credentialBody struct {
+	Token string `json:"token"`
+}
+
+func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if !c.CanAdminister() {
+		return forbidden("storing credentials takes a user token with role admin or owner")
+	}
+	var body credentialBody
+	if err := decode(r, &body, false); err != nil {
+		return err
+	}
+	info, err := s.svc.PutCredential(r.Context(), c.Org, r.PathValue("integration"), c.Subject, body.Token)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"credential": info})
+	return nil
+}
+
+func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if c.Kind != auth.KindService {
+		return forbidden("enqueuing envelopes takes a service token")
+	}
+	var env outbox.Envelope
+	// Envelopes may carry the seed's read-only fields (result, timestamps,
+	// tenant_id...); they are ignored rather than refused.
+	if err := decode(r, &env, true); err != nil {
+		return err
+	}
+	inv, created, err := s.svc.Enqueue(r.Context(), &outbox.EnqueueParams{
+		OrganizationID: c.Org, RequestedBy: c.Subject, AutomationID: c.AutomationID, Envelope: env,
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, viewEnvelope(inv))
+	return nil
+}
+
+func (s *Server) getEnvelope(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if c.Kind == auth.KindSandbox {
+		return forbidden("envelopes take a service or user token")
+	}
+	inv, err := s.svc.GetEnvelope(r.Context(), c.Org, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, viewEnvelope(inv))
+	return nil
+}
+
+func (s *Server) cancelEnvelope(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if c.Kind != auth.KindService && !c.CanAdminister() {
+		return forbidden("cancelling envelopes takes a service token or a user token with role admin or owner")
+	}
+	if _, err := s.svc.GetEnvelope(r.Context(), c.Org, r.PathValue("id")); err != nil {
+		return err
+	}
+	inv, err := s.svc.Cancel(r.Context(), c.Org, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, viewEnvelope(inv))
+	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return strings.TrimSpace(*s)
+}

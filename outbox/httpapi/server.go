@@ -1,0 +1,254 @@
+// Package httpapi is outboxd's HTTP API: JSON over net/http, bearer JWTs,
+// errors as {"error":{"code","message","details"}}. Handlers only call the
+// outbox service; nothing here talks to a provider.
+package httpapi
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/migrations"
+	"github.com/outboxd/outboxd/outbox"
+)
+
+// maxBodyBytes bounds request bodies.
+const maxBodyBytes = 1 << 20
+
+// Deps are the server's collaborators.
+type Deps struct {
+	Service  *outbox.Service
+	Verifier *auth.Verifier
+	Pool     *pgxpool.Pool
+	Gatherer prometheus.Gatherer
+	Logger   *slog.Logger
+}
+
+// Server routes requests to the outbox service.
+type Server struct {
+	svc      *outbox.Service
+	verifier *auth.Verifier
+	pool     *pgxpool.Pool
+	gatherer prometheus.Gatherer
+	logger   *slog.Logger
+}
+
+// New returns a Server.
+func New(deps *Deps) *Server {
+	return &Server{
+		svc:      deps.Service,
+		verifier: deps.Verifier,
+		pool:     deps.Pool,
+		gatherer: deps.Gatherer,
+		logger:   cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
+	}
+}
+
+// Handler returns the API's routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
+
+	const session = "/v1/sessions/{session_id}/actions"
+	mux.Handle("POST "+session+"/invoke", s.authed(s.invoke))
+	mux.Handle("GET "+session+"/available", s.authed(s.available))
+	mux.Handle("GET "+session+"/invocations", s.authed(s.listSession))
+	mux.Handle("GET "+session+"/invocations/{id}", s.authed(s.getInSession))
+	mux.Handle("POST "+session+"/invocations/{id}/approve", s.authed(s.approve))
+	mux.Handle("POST "+session+"/invocations/{id}/deny", s.authed(s.deny))
+
+	mux.Handle("GET /v1/invocations", s.authed(s.listOrg))
+	mux.Handle("GET /v1/invocations/{id}", s.authed(s.getInvocation))
+	mux.Handle("POST /v1/invocations/{id}/approve", s.authed(s.approve))
+	mux.Handle("POST /v1/invocations/{id}/deny", s.authed(s.deny))
+
+	mux.Handle("GET /v1/action-modes", s.authed(s.getModes))
+	mux.Handle("PUT /v1/action-modes", s.authed(s.putModes))
+	mux.Handle("GET /v1/automations/{automation_id}/action-modes", s.authed(s.getModes))
+	mux.Handle("PUT /v1/automations/{automation_id}/action-modes", s.authed(s.putModes))
+
+	mux.Handle("GET /v1/credentials", s.authed(s.listCredentials))
+	mux.Handle("PUT /v1/credentials/{integration}", s.authed(s.putCredential))
+
+	mux.Handle("POST /v1/envelopes", s.authed(s.enqueue))
+	mux.Handle("GET /v1/envelopes/{id}", s.authed(s.getEnvelope))
+	mux.Handle("DELETE /v1/envelopes/{id}", s.authed(s.cancelEnvelope))
+
+	return s.recoverer(mux)
+}
+
+type claimsKey struct{}
+
+// handlerFunc is a handler that returns its error; the error is written as
+// JSON in one place.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, c *auth.Claims) error
+
+func (s *Server) authed(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || token == "" {
+			writeError(w, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing bearer token"})
+			return
+		}
+		claims, err := s.verifier.Verify(strings.TrimSpace(token))
+		if err != nil {
+			writeError(w, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "invalid token: " + err.Error()})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		if err := h(w, r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims)), claims); err != nil {
+			s.writeErr(w, r, err)
+		}
+	})
+}
+
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.logger.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
+				writeError(w, &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"})
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	if err := s.pool.Ping(ctx); err != nil {
+		writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "database_unreachable", message: err.Error()})
+		return
+	}
+	if err := migrations.Check(ctx, s.pool); err != nil {
+		writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "not_migrated", message: err.Error() + "; run `outboxd migrate up`"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// apiError is an error with its HTTP answer.
+type apiError struct {
+	status  int
+	code    string
+	message string
+	details any
+	header  http.Header
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func forbidden(msg string) error {
+	return &apiError{status: http.StatusForbidden, code: "forbidden", message: msg}
+}
+
+func badRequest(code, msg string) error {
+	return &apiError{status: http.StatusBadRequest, code: code, message: msg}
+}
+
+// toAPIError maps domain errors to HTTP answers: the one place that does.
+func toAPIError(err error) *apiError {
+	var (
+		ae  *apiError
+		ve  *outbox.ValidationError
+		rle *outbox.RateLimitError
+	)
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &ve):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: ve.Message, details: map[string]any{"fields": ve.Fields}}
+	case errors.As(err, &rle):
+		secs := int(rle.RetryAfter.Seconds()) + 1
+		return &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: err.Error(),
+			details: map[string]any{"retry_after_seconds": secs}, header: http.Header{"Retry-After": {fmt.Sprint(secs)}}}
+	case errors.Is(err, outbox.ErrNotFound):
+		return &apiError{status: http.StatusNotFound, code: "not_found", message: err.Error()}
+	case errors.Is(err, outbox.ErrConflict):
+		return &apiError{status: http.StatusConflict, code: "conflict", message: err.Error()}
+	case errors.Is(err, outbox.ErrExpired):
+		return &apiError{status: http.StatusGone, code: "expired", message: err.Error()}
+	case errors.Is(err, outbox.ErrPendingLimit):
+		return &apiError{status: http.StatusTooManyRequests, code: "pending_limit", message: err.Error()}
+	case errors.Is(err, outbox.ErrIdempotencyMismatch):
+		return &apiError{status: http.StatusUnprocessableEntity, code: "idempotency_mismatch", message: err.Error()}
+	case errors.Is(err, outbox.ErrSourceNotAllowed):
+		return &apiError{status: http.StatusForbidden, code: "source_not_allowed", message: err.Error()}
+	}
+	return nil
+}
+
+func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	ae := toAPIError(err)
+	if ae == nil {
+		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		ae = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
+	}
+	writeError(w, ae)
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	for k, v := range e.header {
+		w.Header()[k] = v
+	}
+	writeJSON(w, e.status, map[string]any{"error": errorBody(e)})
+}
+
+func errorBody(e *apiError) map[string]any {
+	body := map[string]any{"code": e.code, "message": e.message}
+	if e.details != nil {
+		body["details"] = e.details
+	}
+	return body
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decode reads one JSON object from the body into v. Unknown fields are
+// errors unless lenient.
+func decode(r *http.Request, v any, lenient bool) error {
+	dec := json.NewDecoder(r.Body)
+	if !lenient {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		var maxErr *http.MaxBytesError
+		switch {
+		case errors.As(err, &maxErr):
+			return &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: fmt.Sprintf("request body exceeds %d bytes", maxErr.Limit)}
+		case errors.Is(err, io.EOF):
+			return badRequest("invalid_json", "request body is empty")
+		}
+		return badRequest("invalid_json", "request body is not valid JSON: "+err.Error())
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("invalid_json", "request body has data after the JSON object")
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/worker"
+)
+
+// InvokeParams is an agent's request to run one action in its session.
+type InvokeParams struct {
+	OrganizationID string
+	SessionID      string
+	AutomationID   string
+	RequestedBy    string
+	// Sources limits the sources the caller may use; empty means any.
+	Sources        []string
+	Integration    string
+	Action         string
+	Params         json.RawMessage
+	IdempotencyKey string
+}
+
+// Invoke records an invocation and its job. An allow-mode invocation is then
+// waited for (up to SyncWait) so the caller usually gets the result in the
+// same request; the returned invocation may still be approved or executing
+// when the wait ran out.
+func (s *Service) Invoke(ctx context.Context, p *InvokeParams) (dbsqlc.ActionInvocation, error) {
+	if p.Integration == "" || p.Action == "" {
+		return dbsqlc.ActionInvocation{}, invalid("integration", "integration and action are required")
+	}
+	inv, _, err := s.submit(ctx, &request{
+		org:            p.OrganizationID,
+		sessionID:      p.SessionID,
+		automationID:   p.AutomationID,
+		requestedBy:    p.RequestedBy,
+		origin:         originInvoke,
+		source:         p.Integration,
+		action:         p.Action,
+		params:         p.Params,
+		sources:        p.Sources,
+		idempotencyKey: p.IdempotencyKey,
+	})
+	if err != nil {
+		return inv, err
+	}
+	if inv.Status == worker.StatusApproved || inv.Status == worker.StatusExecuting {
+		return s.Wait(ctx, inv, s.cfg.SyncWait)
+	}
+	return inv, nil
+}
+
+// Wait waits up to d for the invocation to reach a terminal status and
+// returns its latest state. Workers notify in the transaction that finishes
+// an invocation; a slow poll covers notifications lost to a reconnect.
+func (s *Service) Wait(ctx context.Context, inv dbsqlc.ActionInvocation, d time.Duration) (dbsqlc.ActionInvocation, error) {
+	done, unsubscribe := s.waiter.subscribe(inv.ID)
+	defer unsubscribe()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	for {
+		// Re-read first: the worker may have finished before we subscribed.
+		latest, err := s.queries.InvocationGetByID(ctx, s.deps.Pool, inv.ID)
+		if err != nil {
+			return inv, fmt.Errorf("reloading invocation: %w", err)
+		}
+		inv = latest
+		if worker.Terminal(inv.Status) {
+			return inv, nil
+		}
+		select {
+		case <-done:
+		case <-poll.C:
+		case <-deadline.C:
+			return inv, nil
+		case <-ctx.Done():
+			return inv, nil
+		}
+	}
+}

@@ -1,0 +1,226 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/credential"
+	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/internal/dbutil"
+	"github.com/outboxd/outboxd/policy"
+)
+
+// Get returns one invocation of the organization.
+func (s *Service) Get(ctx context.Context, org, id string) (dbsqlc.ActionInvocation, error) {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return dbsqlc.ActionInvocation{}, fmt.Errorf("%w: invocation %s", ErrNotFound, id)
+	}
+	inv, err := s.queries.InvocationGet(ctx, s.deps.Pool, dbsqlc.InvocationGetParams{ID: uid, OrganizationID: org})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return inv, fmt.Errorf("%w: invocation %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return inv, fmt.Errorf("loading invocation: %w", err)
+	}
+	return inv, nil
+}
+
+// GetInSession returns one invocation of a session; an invocation of
+// another session is not found.
+func (s *Service) GetInSession(ctx context.Context, org, sessionID, id string) (dbsqlc.ActionInvocation, error) {
+	inv, err := s.Get(ctx, org, id)
+	if err != nil {
+		return inv, err
+	}
+	if deref(inv.SessionID) != sessionID {
+		return dbsqlc.ActionInvocation{}, fmt.Errorf("%w: invocation %s", ErrNotFound, id)
+	}
+	return inv, nil
+}
+
+// Page is a limit/offset window. Limit defaults to 50 and is capped at 100.
+type Page struct {
+	Limit, Offset int
+}
+
+func (p Page) normalized() (int32, int32) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	return int32(min(limit, 100)), int32(max(p.Offset, 0))
+}
+
+// ListSession returns a session's invocations, newest first.
+func (s *Service) ListSession(ctx context.Context, org, sessionID string, page Page) ([]dbsqlc.ActionInvocation, error) {
+	limit, offset := page.normalized()
+	invs, err := s.queries.InvocationListBySession(ctx, s.deps.Pool, dbsqlc.InvocationListBySessionParams{
+		OrganizationID: org, SessionID: &sessionID, Max: limit, Skip: offset,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing invocations: %w", err)
+	}
+	return invs, nil
+}
+
+// ListOrg is the organization's inbox: invocations filtered by status,
+// newest first, with the total count for paging.
+func (s *Service) ListOrg(ctx context.Context, org, status string, page Page) ([]dbsqlc.ActionInvocation, int64, error) {
+	limit, offset := page.normalized()
+	st := nilIfEmpty(status)
+	invs, err := s.queries.InvocationListByOrg(ctx, s.deps.Pool, dbsqlc.InvocationListByOrgParams{
+		OrganizationID: org, Status: st, Max: limit, Skip: offset,
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing invocations: %w", err)
+	}
+	total, err := s.queries.InvocationCountByOrg(ctx, s.deps.Pool, dbsqlc.InvocationCountByOrgParams{OrganizationID: org, Status: st})
+	if err != nil {
+		return nil, 0, fmt.Errorf("counting invocations: %w", err)
+	}
+	return invs, total, nil
+}
+
+// Modes is the API's map shape of mode overrides: "<source>:<action>" → mode.
+type Modes map[string]policy.Mode
+
+// GetModes returns the overrides of the org (automationID "") or of one
+// automation.
+func (s *Service) GetModes(ctx context.Context, org, automationID string) (Modes, error) {
+	scope, scopeID := modeScope(org, automationID)
+	rows, err := s.queries.ModeList(ctx, s.deps.Pool, dbsqlc.ModeListParams{OrganizationID: org, Scope: scope, ScopeID: scopeID})
+	if err != nil {
+		return nil, fmt.Errorf("listing modes: %w", err)
+	}
+	modes := make(Modes, len(rows))
+	for _, r := range rows {
+		modes[r.SourceID+":"+r.ActionID] = policy.Mode(r.Mode)
+	}
+	return modes, nil
+}
+
+// PutModes replaces the overrides of the org or of one automation.
+func (s *Service) PutModes(ctx context.Context, org, automationID, userID string, raw map[string]string) (Modes, error) {
+	var fieldErrs []executors.FieldError
+	type entry struct{ source, action, mode string }
+	entries := make([]entry, 0, len(raw))
+	for key, value := range raw {
+		i := strings.LastIndex(key, ":")
+		if i <= 0 || i == len(key)-1 {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: key, Message: `key must be "<source>:<action>"`})
+			continue
+		}
+		mode, ok := policy.ParseMode(value)
+		if !ok {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: key, Message: fmt.Sprintf("invalid mode %q: use allow, deny or require_approval", value)})
+			continue
+		}
+		entries = append(entries, entry{key[:i], key[i+1:], string(mode)})
+	}
+	if len(fieldErrs) > 0 {
+		return nil, &ValidationError{Message: "invalid action modes", Fields: fieldErrs}
+	}
+	scope, scopeID := modeScope(org, automationID)
+	err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.queries.ModeDeleteScope(ctx, tx, dbsqlc.ModeDeleteScopeParams{OrganizationID: org, Scope: scope, ScopeID: scopeID}); err != nil {
+			return err
+		}
+		for _, e := range entries {
+			err := s.queries.ModeUpsert(ctx, tx, dbsqlc.ModeUpsertParams{
+				OrganizationID: org, Scope: scope, ScopeID: scopeID, SourceID: e.source, ActionID: e.action, Mode: e.mode, UpdatedBy: userID,
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storing modes: %w", err)
+	}
+	return s.GetModes(ctx, org, automationID)
+}
+
+func modeScope(org, automationID string) (string, string) {
+	if automationID != "" {
+		return "automation", automationID
+	}
+	return "org", org
+}
+
+// PutCredential stores a provider token for one of the registry's
+// integrations.
+func (s *Service) PutCredential(ctx context.Context, org, integration, userID, token string) (credential.Info, error) {
+	if _, ok := s.deps.Sources.Source(integration); !ok {
+		return credential.Info{}, fmt.Errorf("%w: integration %s", ErrNotFound, integration)
+	}
+	if strings.TrimSpace(token) == "" {
+		return credential.Info{}, invalid("token", "token is required")
+	}
+	return s.deps.Credentials.Put(ctx, org, integration, "", token, userID)
+}
+
+// ListCredentials lists the organization's stored credentials, without the
+// tokens.
+func (s *Service) ListCredentials(ctx context.Context, org string) ([]credential.Info, error) {
+	return s.deps.Credentials.List(ctx, org)
+}
+
+// AvailableAction is one entry of a session's action catalog.
+type AvailableAction struct {
+	Source      string            `json:"source"`
+	Action      string            `json:"action"`
+	Description string            `json:"description"`
+	RiskLevel   executors.Risk    `json:"risk_level"`
+	Mode        policy.Mode       `json:"mode"`
+	ModeSource  policy.ModeSource `json:"mode_source"`
+	Params      json.RawMessage   `json:"params"`
+}
+
+// Available lists the actions a caller may use, with the mode each would
+// resolve to for it now.
+func (s *Service) Available(ctx context.Context, org, automationID string, sources []string) ([]AvailableAction, error) {
+	orgModes, err := s.GetModes(ctx, org, "")
+	if err != nil {
+		return nil, err
+	}
+	automationModes := Modes{}
+	if automationID != "" {
+		if automationModes, err = s.GetModes(ctx, org, automationID); err != nil {
+			return nil, err
+		}
+	}
+	var out []AvailableAction
+	for _, id := range s.deps.Sources.IDs() {
+		if !policyAllowsSource(sources, id) {
+			continue
+		}
+		src, _ := s.deps.Sources.Source(id)
+		defs, err := src.ListActions(ctx, executors.ExecContext{OrganizationID: org})
+		if err != nil {
+			s.logger.Warn("listing actions failed", "source_id", id, "error", err)
+			continue
+		}
+		for _, d := range defs {
+			key := id + ":" + d.ID
+			res := policy.Resolve(policy.ModeInput{
+				AutomationOverride: string(automationModes[key]),
+				OrgDefault:         string(orgModes[key]),
+				Risk:               string(d.Risk),
+			})
+			out = append(out, AvailableAction{
+				Source: id, Action: d.ID, Description: d.Description, RiskLevel: d.Risk,
+				Mode: res.Mode, ModeSource: res.Source, Params: d.Params,
+			})
+		}
+	}
+	return out, nil
+}

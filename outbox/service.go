@@ -1,0 +1,104 @@
+package outbox
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/credential"
+	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/internal/telemetry"
+)
+
+// Config configures the write side.
+type Config struct {
+	// InteractiveTTL is how long an interactive session's approval request
+	// stays open. Default 5m.
+	InteractiveTTL time.Duration
+	// UnattendedTTL is the approval window when the request comes from an
+	// automation (token or envelope). Default 24h.
+	UnattendedTTL time.Duration
+	// PendingPerSession caps pending invocations per session. Default 10.
+	PendingPerSession int
+	// InvokesPerMinute limits invokes per session, across all API
+	// processes. Default 60.
+	InvokesPerMinute int
+	// SyncWait bounds how long an allow-mode invoke waits for its worker
+	// before answering 202. Default 30s.
+	SyncWait time.Duration
+}
+
+// WithDefaults returns a copy with unset fields defaulted.
+func (c *Config) WithDefaults() *Config {
+	return &Config{
+		InteractiveTTL:    cmp.Or(c.InteractiveTTL, 5*time.Minute),
+		UnattendedTTL:     cmp.Or(c.UnattendedTTL, 24*time.Hour),
+		PendingPerSession: cmp.Or(c.PendingPerSession, 10),
+		InvokesPerMinute:  cmp.Or(c.InvokesPerMinute, 60),
+		SyncWait:          cmp.Or(c.SyncWait, 30*time.Second),
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.InteractiveTTL <= 0 || c.UnattendedTTL <= 0:
+		return errors.New("approval TTLs must be positive")
+	case c.PendingPerSession < 1:
+		return errors.New("limits.pending_per_session must be at least 1")
+	case c.InvokesPerMinute < 1:
+		return errors.New("limits.invokes_per_minute must be at least 1")
+	}
+	return nil
+}
+
+// Deps are the service's collaborators.
+type Deps struct {
+	Pool        *pgxpool.Pool
+	River       *river.Client[pgx.Tx]
+	Sources     *executors.Registry
+	Credentials *credential.Store
+	Metrics     *telemetry.Metrics
+	Logger      *slog.Logger
+}
+
+// Service is the write side: invoke, enqueue, approve, deny, cancel, and the
+// reads the API needs.
+type Service struct {
+	deps      Deps
+	cfg       *Config
+	logger    *slog.Logger
+	queries   *dbsqlc.Queries
+	validator *executors.Validator
+	waiter    *waiter
+}
+
+// New returns a Service. Call Run to start the listener that answers
+// allow-mode invokes synchronously.
+func New(deps *Deps, config *Config) (*Service, error) {
+	cfg := config.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	logger := cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))
+	return &Service{
+		deps:      *deps,
+		cfg:       cfg,
+		logger:    logger,
+		queries:   dbsqlc.New(),
+		validator: executors.NewValidator(),
+		waiter:    newWaiter(deps.Pool, logger),
+	}, nil
+}
+
+// Run listens for finished invocations until ctx is done.
+func (s *Service) Run(ctx context.Context) { s.waiter.run(ctx) }
+
+// Sources returns the registry the service resolves actions in.
+func (s *Service) Sources() *executors.Registry { return s.deps.Sources }

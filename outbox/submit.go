@@ -1,0 +1,284 @@
+package outbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/internal/dbutil"
+	"github.com/outboxd/outboxd/policy"
+	"github.com/outboxd/outboxd/worker"
+)
+
+const (
+	originInvoke   = "invoke"
+	originEnvelope = "envelope"
+)
+
+// request is what invoke and envelopes have in common on their way to one
+// transaction.
+type request struct {
+	org, sessionID, automationID, requestedBy, origin string
+	source, action                                    string
+	params                                            json.RawMessage
+	sources                                           []string // token's sources claim; empty = any
+	idempotencyKey, externalID                        string
+	riskHint                                          string
+	approvalRequired                                  bool
+	rateBucket                                        string
+	mustRunBefore                                     *time.Time
+}
+
+// submit runs the pipeline shared by invoke and envelopes: resolve and
+// validate, de-duplicate, resolve the mode, then record the invocation and
+// its job in one transaction. created is false when an earlier request with
+// the same idempotency key or external id is returned instead.
+func (s *Service) submit(ctx context.Context, r *request) (inv dbsqlc.ActionInvocation, created bool, err error) {
+	if !policyAllowsSource(r.sources, r.source) {
+		return inv, false, fmt.Errorf("%w: %s", ErrSourceNotAllowed, r.source)
+	}
+	_, def, found, err := s.deps.Sources.Definition(ctx, r.source, r.action)
+	if err != nil {
+		return inv, false, fmt.Errorf("listing actions of %s: %w", r.source, err)
+	}
+	if !found {
+		return inv, false, fmt.Errorf("%w: action %s.%s", ErrNotFound, r.source, r.action)
+	}
+	if len(r.params) == 0 {
+		r.params = json.RawMessage(`{}`)
+	}
+	fieldErrs, err := s.validator.Validate(def.Params, r.params)
+	if err != nil {
+		return inv, false, fmt.Errorf("validating params of %s.%s: %w", r.source, r.action, err)
+	}
+	if len(fieldErrs) > 0 {
+		return inv, false, &ValidationError{Message: "invalid params for " + r.source + "." + r.action, Fields: fieldErrs}
+	}
+	hash, err := requestHash(r)
+	if err != nil {
+		return inv, false, invalid("params", "params are not valid JSON")
+	}
+
+	if existing, ok, err := s.existing(ctx, r, hash); ok || err != nil {
+		return existing, false, err
+	}
+
+	if r.origin == originInvoke {
+		if err := s.hitInvokeRate(ctx, r.org, r.sessionID); err != nil {
+			return inv, false, err
+		}
+	}
+
+	modes, err := s.queries.ModeForAction(ctx, s.deps.Pool, dbsqlc.ModeForActionParams{
+		OrganizationID: r.org, AutomationID: r.automationID, SourceID: r.source, ActionID: r.action,
+	})
+	if err != nil {
+		return inv, false, fmt.Errorf("loading mode overrides: %w", err)
+	}
+	automationMode := modes.AutomationMode
+	if r.automationID == "" {
+		automationMode = ""
+	}
+	res := policy.Resolve(policy.ModeInput{
+		AutomationOverride: automationMode,
+		OrgDefault:         modes.OrgMode,
+		Risk:               string(def.Risk),
+		RequestRisk:        r.riskHint,
+		RequireApproval:    r.approvalRequired,
+	})
+
+	params := policy.Redact(r.params)
+	insert := dbsqlc.InvocationInsertParams{
+		ID:             uuid.Must(uuid.NewV7()),
+		OrganizationID: r.org,
+		SessionID:      nilIfEmpty(r.sessionID),
+		AutomationID:   nilIfEmpty(r.automationID),
+		RequestedBy:    r.requestedBy,
+		Origin:         r.origin,
+		Integration:    r.source,
+		Action:         r.action,
+		RiskLevel:      string(def.Risk),
+		Mode:           string(res.Mode),
+		ModeSource:     string(res.Source),
+		Params:         params,
+		ParamsHash:     hash,
+		ExternalID:     nilIfEmpty(r.externalID),
+		IdempotencyKey: nilIfEmpty(r.idempotencyKey),
+		RateBucket:     nilIfEmpty(r.rateBucket),
+		MustRunBefore:  r.mustRunBefore,
+		Approval:       "auto",
+		RiskHint:       nilIfEmpty(r.riskHint),
+	}
+	if r.approvalRequired {
+		insert.Approval = "required"
+	}
+
+	inv, err = dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (dbsqlc.ActionInvocation, error) {
+		switch res.Mode {
+		case policy.ModeDeny:
+			insert.Status = worker.StatusDenied
+			insert.DeniedReason = ptr("policy")
+			if res.DeniedReason != "" {
+				insert.DeniedReason = &res.DeniedReason
+			}
+		case policy.ModeAllow:
+			insert.Status = worker.StatusApproved
+			job, err := s.deps.River.InsertTx(ctx, tx, worker.ExecuteArgs{InvocationID: insert.ID}, nil)
+			if err != nil {
+				return inv, fmt.Errorf("inserting execute job: %w", err)
+			}
+			insert.JobID = &job.Job.ID
+		default:
+			if r.sessionID != "" {
+				if err := s.checkPendingCap(ctx, tx, r.org, r.sessionID); err != nil {
+					return inv, err
+				}
+			}
+			insert.Status = worker.StatusPending
+			expires := time.Now().Add(s.ttl(r.automationID))
+			insert.ExpiresAt = &expires
+			job, err := s.deps.River.InsertTx(ctx, tx, worker.ExecuteArgs{InvocationID: insert.ID}, &river.InsertOpts{Pending: true})
+			if err != nil {
+				return inv, fmt.Errorf("inserting parked execute job: %w", err)
+			}
+			insert.JobID = &job.Job.ID
+			if _, err := s.deps.River.InsertTx(ctx, tx, worker.ExpireArgs{InvocationID: insert.ID}, &river.InsertOpts{ScheduledAt: expires}); err != nil {
+				return inv, fmt.Errorf("inserting expiry job: %w", err)
+			}
+		}
+		inv, err := s.queries.InvocationInsert(ctx, tx, insert)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return inv, errDuplicate // a concurrent request with the same key won
+		}
+		return inv, err
+	})
+	if errors.Is(err, errDuplicate) {
+		existing, _, err := s.existing(ctx, r, hash)
+		return existing, false, err
+	}
+	if err != nil {
+		return inv, false, err
+	}
+	s.deps.Metrics.InvocationStatus(inv.Mode, inv.Status)
+	s.logger.Info("invocation created", "invocation_id", inv.ID, "organization_id", inv.OrganizationID,
+		"session_id", r.sessionID, "source_id", inv.Integration, "action_id", inv.Action,
+		"mode", inv.Mode, "mode_source", inv.ModeSource, "status", inv.Status)
+	return inv, true, nil
+}
+
+var errDuplicate = errors.New("duplicate request")
+
+// existing returns the invocation an earlier request with the same
+// idempotency key or external id created. ok is false when there is none.
+func (s *Service) existing(ctx context.Context, r *request, hash string) (dbsqlc.ActionInvocation, bool, error) {
+	var (
+		inv dbsqlc.ActionInvocation
+		err error
+	)
+	switch {
+	case r.idempotencyKey != "":
+		inv, err = s.queries.InvocationGetByIdempotencyKey(ctx, s.deps.Pool, dbsqlc.InvocationGetByIdempotencyKeyParams{OrganizationID: r.org, IdempotencyKey: &r.idempotencyKey})
+	case r.externalID != "":
+		inv, err = s.queries.InvocationGetByExternalID(ctx, s.deps.Pool, dbsqlc.InvocationGetByExternalIDParams{OrganizationID: r.org, ExternalID: &r.externalID})
+	default:
+		return inv, false, nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return inv, false, nil
+	}
+	if err != nil {
+		return inv, false, fmt.Errorf("looking up idempotency key: %w", err)
+	}
+	if inv.ParamsHash != hash || deref(inv.SessionID) != r.sessionID {
+		return inv, true, ErrIdempotencyMismatch
+	}
+	return inv, true, nil
+}
+
+// checkPendingCap takes a per-session transaction lock, so concurrent
+// requests count pending invocations one after the other.
+func (s *Service) checkPendingCap(ctx context.Context, tx pgx.Tx, org, sessionID string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "pending/"+org+"/"+sessionID); err != nil {
+		return fmt.Errorf("locking session: %w", err)
+	}
+	n, err := s.queries.InvocationCountPending(ctx, tx, dbsqlc.InvocationCountPendingParams{OrganizationID: org, SessionID: &sessionID})
+	if err != nil {
+		return fmt.Errorf("counting pending invocations: %w", err)
+	}
+	if n >= int64(s.cfg.PendingPerSession) {
+		return fmt.Errorf("%w: %d pending invocations in session %s", ErrPendingLimit, n, sessionID)
+	}
+	return nil
+}
+
+// hitInvokeRate counts one invoke in the session's current minute window,
+// in a table every API process shares.
+func (s *Service) hitInvokeRate(ctx context.Context, org, sessionID string) error {
+	now := time.Now()
+	window := now.Truncate(time.Minute)
+	n, err := s.queries.InvokeRateHit(ctx, s.deps.Pool, dbsqlc.InvokeRateHitParams{OrganizationID: org, SessionID: sessionID, WindowStart: window})
+	if err != nil {
+		return fmt.Errorf("counting invoke rate: %w", err)
+	}
+	if int(n) > s.cfg.InvokesPerMinute {
+		return &RateLimitError{Limit: s.cfg.InvokesPerMinute, RetryAfter: window.Add(time.Minute).Sub(now)}
+	}
+	return nil
+}
+
+func (s *Service) ttl(automationID string) time.Duration {
+	if automationID != "" {
+		return s.cfg.UnattendedTTL
+	}
+	return s.cfg.InteractiveTTL
+}
+
+// requestHash identifies a request's content, to tell a retry of the same
+// request from a reused key.
+func requestHash(r *request) (string, error) {
+	canonical, err := policy.CanonicalJSON(r.params)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", r.source, r.action)
+	h.Write(canonical)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func policyAllowsSource(sources []string, source string) bool {
+	if len(sources) == 0 {
+		return true
+	}
+	for _, s := range sources {
+		if s == source {
+			return true
+		}
+	}
+	return false
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,138 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/internal/telemetry"
+)
+
+// QueueActions is the queue execute jobs run on.
+const QueueActions = "actions"
+
+// NotifyChannel is the Postgres channel a finished invocation's id is sent
+// on, in the same transaction that records the outcome. API processes listen
+// on it to answer allow-mode invokes synchronously.
+const NotifyChannel = "outboxd_invocation_done"
+
+// Config configures the River client and its workers.
+type Config struct {
+	// MaxWorkers is how many execute jobs run at once in this process.
+	// Default 50.
+	MaxWorkers int
+	// MaxAttempts is how many times a failing execute job is tried before it
+	// is dead-lettered (discarded) and its invocation failed. Default 5.
+	MaxAttempts int
+	// RetryBaseDelay is the first retry's delay; each retry doubles it, with
+	// jitter. Default 1s.
+	RetryBaseDelay time.Duration
+	// RetryMaxDelay caps the retry delay. Default 5m.
+	RetryMaxDelay time.Duration
+	// CallTimeout bounds one provider call. Default 30s.
+	CallTimeout time.Duration
+	// RescueAfter is how long a job may stay running before River assumes
+	// its process died and makes it available again. Default 5m.
+	RescueAfter time.Duration
+	// SweepInterval is how often pending invocations past expiry are
+	// expired, as a safety net for the per-invocation expiry jobs.
+	// Default 60s.
+	SweepInterval time.Duration
+	// PollInterval is how often River polls for jobs when notifications
+	// are missed. Default River's (1s).
+	PollInterval time.Duration
+}
+
+// WithDefaults returns a copy with unset fields defaulted.
+func (c *Config) WithDefaults() *Config {
+	return &Config{
+		MaxWorkers:     cmp.Or(c.MaxWorkers, 50),
+		MaxAttempts:    cmp.Or(c.MaxAttempts, 5),
+		RetryBaseDelay: cmp.Or(c.RetryBaseDelay, time.Second),
+		RetryMaxDelay:  cmp.Or(c.RetryMaxDelay, 5*time.Minute),
+		CallTimeout:    cmp.Or(c.CallTimeout, 30*time.Second),
+		RescueAfter:    cmp.Or(c.RescueAfter, 5*time.Minute),
+		SweepInterval:  cmp.Or(c.SweepInterval, time.Minute),
+		PollInterval:   c.PollInterval,
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.MaxWorkers < 1:
+		return errors.New("worker.max_workers must be at least 1")
+	case c.MaxAttempts < 1:
+		return errors.New("worker.max_attempts must be at least 1")
+	case c.RetryMaxDelay < c.RetryBaseDelay:
+		return errors.New("worker.retry_max_delay must not be below worker.retry_base_delay")
+	case c.RescueAfter <= c.CallTimeout:
+		return errors.New("worker.rescue_after must be longer than worker.call_timeout")
+	}
+	return nil
+}
+
+// TokenSource resolves the credential for a call at call time.
+type TokenSource interface {
+	Token(ctx context.Context, org, integration, userID string) (string, error)
+}
+
+// Deps are what the workers need from the rest of the process.
+type Deps struct {
+	Pool    *pgxpool.Pool
+	Sources *executors.Registry
+	Tokens  TokenSource
+	Metrics *telemetry.Metrics
+	Logger  *slog.Logger
+}
+
+// NewClient builds the River client. With work false it is an insert-only
+// client (the API role): it inserts, releases and cancels jobs but never
+// works them. With work true it also runs the action queue, the expiry jobs
+// and the sweep once started.
+func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], error) {
+	cfg := config.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	logger := cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &ExecuteWorker{deps: deps, cfg: cfg, logger: logger, queries: dbsqlc.New()})
+	river.AddWorker(workers, &ExpireWorker{deps: deps, logger: logger})
+	river.AddWorker(workers, &SweepWorker{deps: deps, logger: logger})
+
+	rc := &river.Config{
+		Logger:               logger.With("component", "river"),
+		MaxAttempts:          cfg.MaxAttempts,
+		RetryPolicy:          &RetryPolicy{Base: cfg.RetryBaseDelay, Max: cfg.RetryMaxDelay},
+		JobTimeout:           cfg.CallTimeout + 15*time.Second,
+		RescueStuckJobsAfter: cfg.RescueAfter,
+		FetchPollInterval:    cfg.PollInterval,
+		Workers:              workers,
+	}
+	if work {
+		rc.Queues = map[string]river.QueueConfig{
+			QueueActions:      {MaxWorkers: cfg.MaxWorkers},
+			river.QueueDefault: {MaxWorkers: 5},
+		}
+		rc.PeriodicJobs = []*river.PeriodicJob{
+			river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepInterval),
+				func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
+				&river.PeriodicJobOpts{RunOnStart: true, ID: "expire_sweep"}),
+		}
+	}
+	client, err := river.NewClient(riverpgxv5.New(deps.Pool), rc)
+	if err != nil {
+		return nil, fmt.Errorf("creating river client: %w", err)
+	}
+	return client, nil
+}

@@ -1,0 +1,219 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/credential"
+	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/internal/dbutil"
+	"github.com/outboxd/outboxd/policy"
+)
+
+// ExecuteArgs runs one invocation. The job row is the outbox row: it is
+// inserted in the transaction that records the invocation.
+type ExecuteArgs struct {
+	InvocationID uuid.UUID `json:"invocation_id"`
+}
+
+// Kind implements river.JobArgs.
+func (ExecuteArgs) Kind() string { return "execute_action" }
+
+// InsertOpts puts execute jobs on the actions queue.
+func (ExecuteArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: QueueActions} }
+
+// ExecuteWorker calls the provider for an approved invocation and records the
+// outcome.
+type ExecuteWorker struct {
+	river.WorkerDefaults[ExecuteArgs]
+	deps    *Deps
+	cfg     *Config
+	logger  *slog.Logger
+	queries *dbsqlc.Queries
+}
+
+// Work implements river.Worker.
+func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) error {
+	// Bookkeeping after the call must land even when the job's context was
+	// cancelled (shutdown, timeout), or the outcome would be lost.
+	bg := context.WithoutCancel(ctx)
+
+	inv, err := w.queries.InvocationGetByID(ctx, w.deps.Pool, job.Args.InvocationID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return river.JobCancel(fmt.Errorf("invocation %s does not exist", job.Args.InvocationID))
+	}
+	if err != nil {
+		return fmt.Errorf("loading invocation: %w", err)
+	}
+	if inv.Status != StatusApproved && inv.Status != StatusExecuting {
+		return nil // terminal, or never released: nothing to do
+	}
+	log := w.logger.With("invocation_id", inv.ID, "organization_id", inv.OrganizationID,
+		"source_id", inv.Integration, "action_id", inv.Action, "attempt", job.Attempt)
+
+	if inv.MustRunBefore != nil && time.Now().After(*inv.MustRunBefore) {
+		return w.finish(bg, job, inv, StatusSkipped, func(tx pgx.Tx) (dbsqlc.ActionInvocation, error) {
+			return w.queries.InvocationSkip(bg, tx, dbsqlc.InvocationSkipParams{ID: inv.ID, Error: ptr("must_run_before passed before the action could run")})
+		})
+	}
+
+	source, ok := w.deps.Sources.Source(inv.Integration)
+	if !ok {
+		return w.fail(bg, job, inv, nil, &executors.Error{Code: "unknown_source", Message: "source " + inv.Integration + " is not available"}, "")
+	}
+
+	inv, err = w.queries.InvocationMarkExecuting(ctx, w.deps.Pool, dbsqlc.InvocationMarkExecutingParams{ID: inv.ID, Attempt: int32(job.Attempt)})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // cancelled or expired since it was loaded
+	}
+	if err != nil {
+		return fmt.Errorf("marking invocation executing: %w", err)
+	}
+
+	token, err := w.deps.Tokens.Token(ctx, inv.OrganizationID, inv.Integration, "")
+	if errors.Is(err, credential.ErrNotFound) {
+		return w.fail(bg, job, inv, nil, &executors.Error{Code: "credential_missing", Message: "no credential is stored for " + inv.Integration}, "")
+	}
+	if err != nil {
+		return w.retryOrFail(bg, job, inv, nil, executors.Classify(fmt.Errorf("resolving credential: %w", err)), "", log)
+	}
+
+	callCtx, cancel := context.WithTimeout(ctx, w.cfg.CallTimeout)
+	start := time.Now()
+	res, err := source.Execute(callCtx, inv.Action, inv.Params, executors.ExecContext{
+		Token:          token,
+		OrganizationID: inv.OrganizationID,
+		SessionID:      deref(inv.SessionID),
+		IdempotencyKey: inv.ID.String(),
+	})
+	cancel()
+	elapsed := time.Since(start)
+	duration := ptr(int32(elapsed.Milliseconds()))
+	if err != nil {
+		w.deps.Metrics.JobDuration.WithLabelValues(inv.Integration, "error").Observe(elapsed.Seconds())
+		return w.retryOrFail(bg, job, inv, duration, executors.Classify(err), token, log)
+	}
+	w.deps.Metrics.JobDuration.WithLabelValues(inv.Integration, "success").Observe(elapsed.Seconds())
+
+	result := policy.Truncate(policy.Redact(orNull(res.Data)), policy.MaxStoredBytes)
+	err = w.finish(bg, job, inv, StatusCompleted, func(tx pgx.Tx) (dbsqlc.ActionInvocation, error) {
+		return w.queries.InvocationComplete(bg, tx, dbsqlc.InvocationCompleteParams{
+			ID: inv.ID, Result: result, ProviderRef: nilIfEmpty(res.ProviderRef), Conflict: res.Conflict, DurationMs: duration,
+		})
+	})
+	if err == nil {
+		log.Info("invocation completed", "status", StatusCompleted, "duration_ms", *duration, "conflict", res.Conflict)
+	}
+	return err
+}
+
+// retryOrFail decides what a failed call becomes: a snooze when the provider
+// asked us to wait, a retry while attempts remain, otherwise failed.
+func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[ExecuteArgs], inv dbsqlc.ActionInvocation, duration *int32, e *executors.Error, token string, log *slog.Logger) error {
+	msg := policy.RedactString(e.Error(), token)
+	switch {
+	case !e.Retryable:
+		return w.fail(ctx, job, inv, duration, e, token)
+	case e.RetryAfter > 0:
+		if err := w.queries.InvocationRecordRetry(ctx, w.deps.Pool, dbsqlc.InvocationRecordRetryParams{ID: inv.ID, Error: &msg, DurationMs: duration}); err != nil {
+			return fmt.Errorf("recording snooze: %w", err)
+		}
+		log.Info("provider asked to wait; snoozing", "retry_after", e.RetryAfter, "error", msg)
+		return river.JobSnooze(e.RetryAfter)
+	case job.Attempt >= job.MaxAttempts:
+		// River discards the job when this error comes back: the dead letter.
+		if err := w.fail(ctx, job, inv, duration, e, token); err != nil && !isCancel(err) {
+			return err
+		}
+		log.Warn("invocation failed after last attempt", "status", StatusFailed, "error", msg)
+		return errors.New(msg)
+	default:
+		if err := w.queries.InvocationRecordRetry(ctx, w.deps.Pool, dbsqlc.InvocationRecordRetryParams{ID: inv.ID, Error: &msg, DurationMs: duration}); err != nil {
+			return fmt.Errorf("recording retry: %w", err)
+		}
+		log.Info("retryable failure; will retry", "error", msg)
+		return errors.New(msg)
+	}
+}
+
+// fail records a non-retryable failure, notifies waiters and cancels the job
+// so River never runs it again.
+func (w *ExecuteWorker) fail(ctx context.Context, job *river.Job[ExecuteArgs], inv dbsqlc.ActionInvocation, duration *int32, e *executors.Error, token string) error {
+	msg := policy.RedactString(e.Error(), token)
+	err := dbutil.WithTx(ctx, w.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := w.queries.InvocationFail(ctx, tx, dbsqlc.InvocationFailParams{ID: inv.ID, Error: &msg, DurationMs: duration})
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("recording failure: %w", err)
+		}
+		return notify(ctx, tx, inv.ID)
+	})
+	if err != nil {
+		return err
+	}
+	w.deps.Metrics.InvocationStatus(inv.Mode, StatusFailed)
+	return river.JobCancel(errors.New(msg))
+}
+
+// finish records a final state with update, completes the job and notifies
+// waiters, all in one transaction.
+func (w *ExecuteWorker) finish(ctx context.Context, job *river.Job[ExecuteArgs], inv dbsqlc.ActionInvocation, status string, update func(tx pgx.Tx) (dbsqlc.ActionInvocation, error)) error {
+	err := dbutil.WithTx(ctx, w.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := update(tx); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil // someone else finished it; the job just completes
+			}
+			return fmt.Errorf("recording %s: %w", status, err)
+		}
+		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+			return fmt.Errorf("completing job: %w", err)
+		}
+		return notify(ctx, tx, inv.ID)
+	})
+	if err != nil {
+		return err
+	}
+	w.deps.Metrics.InvocationStatus(inv.Mode, status)
+	return nil
+}
+
+func notify(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, id.String())
+	return err
+}
+
+func isCancel(err error) bool {
+	var c *river.JobCancelError
+	return errors.As(err, &c)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func orNull(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte("null")
+	}
+	return b
+}
