@@ -47,8 +47,13 @@ func parseJSON(data []byte) (value, error) {
 	if !json.Valid(data) {
 		return value{}, ErrInvalidJSON
 	}
+	return parseValid(data), nil
+}
+
+// parseValid builds the tree for data that already passed json.Valid.
+func parseValid(data []byte) value {
 	p := parser{data: data}
-	return p.value(), nil
+	return p.value()
 }
 
 type parser struct {
@@ -278,6 +283,11 @@ func appendStringContent(dst []byte, s string) []byte {
 func stringSize(s string) int {
 	n := 2
 	for i := 0; i < len(s); {
+		if c := s[i]; c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
+			n++
+			i++
+			continue
+		}
 		r, width := utf8.DecodeRuneInString(s[i:])
 		n += runeSize(r, width)
 		i += width
@@ -312,4 +322,16 @@ func isBlank(doc []byte) bool {
 		}
 	}
 	return true
+}
+
+// nonSpaceLen counts the bytes of doc that are not JSON whitespace, a lower
+// bound on the length of its compact form.
+func nonSpaceLen(doc []byte) int {
+	n := 0
+	for _, c := range doc {
+		if !isJSONSpace(c) {
+			n++
+		}
+	}
+	return n
 }

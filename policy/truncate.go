@@ -40,7 +40,8 @@ const (
 // suffix. A pruned top-level object gains "_truncated": true (replacing any
 // such member it had); any other top-level value is wrapped as
 // {"_truncated": true, "value": <pruned>}, with "value" omitted when nothing
-// of it fits. Input that is not valid JSON becomes
+// of it fits. Only the top level carries the marker. Input that is not valid
+// JSON becomes
 // {"_truncated":true,"_invalid":true} and empty input becomes null.
 //
 // Sizes are measured once bottom-up and only one child per container is
@@ -57,17 +58,14 @@ func Truncate(doc json.RawMessage, maxBytes int) json.RawMessage {
 	if len(doc) <= limit {
 		return doc
 	}
-	var compact bytes.Buffer
-	compact.Grow(len(doc))
-	if err := json.Compact(&compact, doc); err == nil && compact.Len() <= limit {
-		return compact.Bytes()
+	if nonSpaceLen(doc) <= limit {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, doc); err == nil && compact.Len() <= limit {
+			return compact.Bytes()
+		}
 	}
 
-	v, err := parseJSON(doc)
-	if err != nil {
-		return json.RawMessage(invalidDocument)
-	}
-
+	v := parseValid(doc)
 	out := make([]byte, 0, limit)
 	if v.kind == kindObject {
 		members := v.members[:0:0]

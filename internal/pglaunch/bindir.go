@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -38,11 +37,13 @@ var versionInPath = regexp.MustCompile(`\d+(?:\.\d+)*`)
 // it first; otherwise the highest version among the usual installation
 // directories is used.
 func FindBinDir() (string, error) {
-	for _, name := range []string{"initdb", "postgres", "pg_ctl"} {
-		if path, err := exec.LookPath(name); err == nil {
-			if dir := filepath.Dir(path); hasServerBinaries(dir) {
-				return dir, nil
-			}
+	return findBinDir(os.Getenv("PATH"), binDirGlobs)
+}
+
+func findBinDir(pathList string, globs []string) (string, error) {
+	for _, dir := range filepath.SplitList(pathList) {
+		if dir != "" && filepath.IsAbs(dir) && hasServerBinaries(dir) {
+			return dir, nil
 		}
 	}
 
@@ -51,7 +52,7 @@ func FindBinDir() (string, error) {
 		version []int
 	}
 	var candidates []candidate
-	for _, pattern := range binDirGlobs {
+	for _, pattern := range globs {
 		matches, _ := filepath.Glob(pattern)
 		for _, dir := range matches {
 			if hasServerBinaries(dir) {
@@ -63,7 +64,7 @@ func FindBinDir() (string, error) {
 		return "", fmt.Errorf("%w: looked in PATH and in %s; install the PostgreSQL server "+
 			"(Debian/Ubuntu: apt-get install postgresql; Fedora/RHEL: dnf install postgresql-server; "+
 			"macOS: brew install postgresql@17) or set Config.BinDir",
-			ErrBinariesNotFound, strings.Join(binDirGlobs, ", "))
+			ErrBinariesNotFound, strings.Join(globs, ", "))
 	}
 	slices.SortStableFunc(candidates, func(a, b candidate) int {
 		return -slices.Compare(a.version, b.version)

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/outboxd/outboxd/internal/app"
+	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/worker"
+)
+
+// defaults lists every configuration key with its default. It is the one
+// list: configs/outboxd.example.yaml documents the same keys, and a test
+// checks the two agree.
+var defaults = map[string]any{
+	"database.url":                "",
+	"http.addr":                   "127.0.0.1:8080",
+	"auth.jwt_secret":             "",
+	"secrets.key":                 "",
+	"providers.slack.base_url":    "https://slack.com/api",
+	"approval.interactive_ttl":    5 * time.Minute,
+	"approval.unattended_ttl":     24 * time.Hour,
+	"limits.pending_per_session":  10,
+	"limits.invokes_per_minute":   60,
+	"sync_wait":                   30 * time.Second,
+	"worker.max_workers":          50,
+	"worker.max_attempts":         5,
+	"worker.retry_base_delay":     time.Second,
+	"worker.retry_max_delay":      5 * time.Minute,
+	"worker.call_timeout":         30 * time.Second,
+	"worker.rescue_after":         5 * time.Minute,
+	"worker.sweep_interval":       time.Minute,
+	"shutdown_timeout":            30 * time.Second,
+	"log.level":                   "info",
+	"log.format":                  "text",
+}
+
+// loadConfig builds viper from defaults, the --config file, OUTBOXD_*
+// variables (key a.b_c ↔ OUTBOXD_A_B_C; DATABASE_URL also works) and the
+// command's flags, in increasing precedence.
+func loadConfig(cmd *cobra.Command) (*viper.Viper, error) {
+	v := viper.New()
+	for k, d := range defaults {
+		v.SetDefault(k, d)
+	}
+	v.SetEnvPrefix("OUTBOXD")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	if err := v.BindEnv("database.url", "OUTBOXD_DATABASE_URL", "DATABASE_URL"); err != nil {
+		return nil, err
+	}
+	if path, _ := cmd.Flags().GetString("config"); path != "" {
+		v.SetConfigFile(path)
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("reading config %s: %w", path, err)
+		}
+		for _, key := range v.AllKeys() {
+			if _, ok := defaults[key]; !ok {
+				return nil, fmt.Errorf("config %s: unknown key %q", path, key)
+			}
+		}
+	}
+	var bindErr error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if key, ok := f.Annotations["viper"]; ok && bindErr == nil {
+			bindErr = v.BindPFlag(key[0], f)
+		}
+	})
+	return v, bindErr
+}
+
+// bindFlag marks flag name as setting viper key.
+func bindFlag(cmd *cobra.Command, name, key string) {
+	_ = cmd.Flags().SetAnnotation(name, "viper", []string{key})
+}
+
+// bindPersistentFlag is bindFlag for a flag every subcommand inherits.
+func bindPersistentFlag(cmd *cobra.Command, name, key string) {
+	_ = cmd.PersistentFlags().SetAnnotation(name, "viper", []string{key})
+}
+
+func appConfig(v *viper.Viper) (*app.Config, error) {
+	cfg := &app.Config{
+		HTTPAddr:        v.GetString("http.addr"),
+		JWTSecret:       v.GetString("auth.jwt_secret"),
+		SecretsKey:      v.GetString("secrets.key"),
+		SlackBaseURL:    v.GetString("providers.slack.base_url"),
+		ShutdownTimeout: v.GetDuration("shutdown_timeout"),
+		Outbox: outbox.Config{
+			InteractiveTTL:    v.GetDuration("approval.interactive_ttl"),
+			UnattendedTTL:     v.GetDuration("approval.unattended_ttl"),
+			PendingPerSession: v.GetInt("limits.pending_per_session"),
+			InvokesPerMinute:  v.GetInt("limits.invokes_per_minute"),
+			SyncWait:          v.GetDuration("sync_wait"),
+		},
+		Worker: worker.Config{
+			MaxWorkers:     v.GetInt("worker.max_workers"),
+			MaxAttempts:    v.GetInt("worker.max_attempts"),
+			RetryBaseDelay: v.GetDuration("worker.retry_base_delay"),
+			RetryMaxDelay:  v.GetDuration("worker.retry_max_delay"),
+			CallTimeout:    v.GetDuration("worker.call_timeout"),
+			RescueAfter:    v.GetDuration("worker.rescue_after"),
+			SweepInterval:  v.GetDuration("worker.sweep_interval"),
+		},
+	}
+	for key, d := range map[string]time.Duration{
+		"approval.interactive_ttl": cfg.Outbox.InteractiveTTL, "approval.unattended_ttl": cfg.Outbox.UnattendedTTL,
+		"sync_wait": cfg.Outbox.SyncWait, "worker.call_timeout": cfg.Worker.CallTimeout, "shutdown_timeout": cfg.ShutdownTimeout,
+	} {
+		if d <= 0 {
+			return nil, fmt.Errorf("%s must be a positive duration such as 30s or 5m", key)
+		}
+	}
+	return cfg, nil
+}
+
+func newLogger(v *viper.Viper) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(v.GetString("log.level"))); err != nil {
+		return nil, fmt.Errorf("log.level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch v.GetString("log.format") {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, errors.New("log.format must be text or json")
+}

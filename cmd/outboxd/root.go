@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/outboxd/outboxd/internal/app"
+	"github.com/outboxd/outboxd/migrations"
+)
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "outboxd",
+		Short:         "Execute AI-agent actions on external services safely",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().String("config", "", "YAML config file (see configs/outboxd.example.yaml)")
+	root.PersistentFlags().String("database-url", "", "Postgres URL (database.url; DATABASE_URL also works)")
+	root.PersistentFlags().String("log-level", "", "debug, info, warn or error (log.level)")
+	bindPersistentFlag(root, "database-url", "database.url")
+	bindPersistentFlag(root, "log-level", "log.level")
+	root.AddCommand(newServeCommand(), newMigrateCommand(), newDevCommand(), newTokenCommand(), newBenchCommand())
+	return root
+}
+
+func openPool(ctx context.Context, v *viper.Viper) (*pgxpool.Pool, error) {
+	url := v.GetString("database.url")
+	if url == "" {
+		return nil, errors.New("database.url is not set: set DATABASE_URL (or OUTBOXD_DATABASE_URL), or run `outboxd dev` for an embedded database")
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("database.url: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connecting to the database: %w", err)
+	}
+	return pool, nil
+}
+
+func newServeCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the API, the workers, or both",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			roleFlag, _ := cmd.Flags().GetString("role")
+			role, err := app.ParseRole(roleFlag)
+			if err != nil {
+				return err
+			}
+			logger, err := newLogger(v)
+			if err != nil {
+				return err
+			}
+			cfg, err := appConfig(v)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			pool, err := openPool(ctx, v)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			if err := migrations.Check(ctx, pool); err != nil {
+				if errors.Is(err, migrations.ErrNotMigrated) {
+					return &exitError{code: 2, err: fmt.Errorf("%w; run `outboxd migrate up` first", err)}
+				}
+				return err
+			}
+			a, err := app.New(cfg, role, pool, logger)
+			if err != nil {
+				return err
+			}
+			return a.Run(ctx, nil)
+		},
+	}
+	cmd.Flags().String("role", "all", "all, api or worker")
+	cmd.Flags().String("http-addr", "", "listen address (http.addr, default 127.0.0.1:8080)")
+	bindFlag(cmd, "http-addr", "http.addr")
+	return cmd
+}
+
+func newMigrateCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply, revert or show database migrations (outboxd's and River's)",
+	}
+	withPool := func(fn func(cmd *cobra.Command, pool *pgxpool.Pool) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, _ []string) error {
+			v, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			pool, err := openPool(cmd.Context(), v)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			return fn(cmd, pool)
+		}
+	}
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Apply River's and outboxd's pending migrations",
+		Args:  cobra.NoArgs,
+		RunE: withPool(func(cmd *cobra.Command, pool *pgxpool.Pool) error {
+			applied, err := migrations.Up(cmd.Context(), pool)
+			if err != nil {
+				return err
+			}
+			if len(applied) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "database is up to date")
+			}
+			for _, version := range applied {
+				fmt.Fprintf(cmd.OutOrStdout(), "applied %03d\n", version)
+			}
+			return nil
+		}),
+	}
+	down := &cobra.Command{
+		Use:   "down",
+		Short: "Revert outboxd migrations (the last one by default)",
+		Args:  cobra.NoArgs,
+		RunE: withPool(func(cmd *cobra.Command, pool *pgxpool.Pool) error {
+			steps, _ := cmd.Flags().GetInt("steps")
+			all, _ := cmd.Flags().GetBool("all")
+			if steps < 1 {
+				return errors.New("--steps must be at least 1")
+			}
+			reverted, err := migrations.Down(cmd.Context(), pool, steps, all)
+			if err != nil {
+				return err
+			}
+			for _, version := range reverted {
+				fmt.Fprintf(cmd.OutOrStdout(), "reverted %03d\n", version)
+			}
+			if all {
+				fmt.Fprintln(cmd.OutOrStdout(), "reverted River's migrations")
+			}
+			return nil
+		}),
+	}
+	down.Flags().Int("steps", 1, "how many outboxd migrations to revert")
+	down.Flags().Bool("all", false, "revert every outboxd migration and River's too (drops all data)")
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show applied and pending migrations",
+		Args:  cobra.NoArgs,
+		RunE: withPool(func(cmd *cobra.Command, pool *pgxpool.Pool) error {
+			st, err := migrations.GetStatus(cmd.Context(), pool)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			for _, m := range migrations.All() {
+				state := "pending"
+				for _, v := range st.Applied {
+					if v == m.Version {
+						state = "applied"
+					}
+				}
+				fmt.Fprintf(out, "outboxd %03d_%s\t%s\n", m.Version, m.Name, state)
+			}
+			fmt.Fprintf(out, "river   version %d of %d\n", st.RiverCurrent, st.RiverLatest)
+			if st.Current() {
+				fmt.Fprintln(out, "database is up to date")
+			} else {
+				fmt.Fprintln(out, "migrations pending: run `outboxd migrate up`")
+			}
+			return nil
+		}),
+	}
+	cmd.AddCommand(up, down, status)
+	return cmd
+}

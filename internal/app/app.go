@@ -1,0 +1,207 @@
+// Package app wires outboxd's parts into a running process: the pool, the
+// River client, the sources, the outbox service and the HTTP server, for the
+// api, worker or all roles. cmd/outboxd and the end-to-end tests share it.
+package app
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/riverqueue/river"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/slack"
+	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/credential"
+	"github.com/outboxd/outboxd/internal/secretbox"
+	"github.com/outboxd/outboxd/internal/telemetry"
+	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/outbox/httpapi"
+	"github.com/outboxd/outboxd/worker"
+)
+
+// Role is which half of outboxd a process runs.
+type Role string
+
+const (
+	RoleAll    Role = "all"    // API and workers
+	RoleAPI    Role = "api"    // HTTP API only; inserts jobs, never works them
+	RoleWorker Role = "worker" // River workers only; serves /healthz, /readyz and /metrics
+)
+
+// ParseRole validates a --role value.
+func ParseRole(s string) (Role, error) {
+	switch r := Role(s); r {
+	case RoleAll, RoleAPI, RoleWorker:
+		return r, nil
+	}
+	return "", fmt.Errorf("invalid role %q: use all, api or worker", s)
+}
+
+// Config is the whole process configuration, filled from viper in cmd.
+type Config struct {
+	HTTPAddr        string
+	JWTSecret       string
+	SecretsKey      string
+	SlackBaseURL    string
+	ShutdownTimeout time.Duration
+	Outbox          outbox.Config
+	Worker          worker.Config
+}
+
+func (c *Config) validate() error {
+	if c.JWTSecret == "" {
+		return errors.New("auth.jwt_secret is required (set OUTBOXD_AUTH_JWT_SECRET)")
+	}
+	if c.SecretsKey == "" {
+		return errors.New("secrets.key is required: base64 of 32 random bytes (set OUTBOXD_SECRETS_KEY; `openssl rand -base64 32` makes one)")
+	}
+	return nil
+}
+
+// App is a wired process.
+type App struct {
+	cfg      *Config
+	role     Role
+	pool     *pgxpool.Pool
+	logger   *slog.Logger
+	River    *river.Client[pgx.Tx]
+	Service  *outbox.Service
+	Handler  http.Handler
+	Registry *prometheus.Registry
+	Sources  *executors.Registry
+}
+
+// New wires an App on pool. The registry collects outboxd's and the Go
+// runtime's metrics.
+func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
+	box, err := secretbox.New(cfg.SecretsKey)
+	if err != nil {
+		return nil, err
+	}
+	verifier, err := auth.NewVerifier(cfg.JWTSecret)
+	if err != nil {
+		return nil, err
+	}
+	slackSource, err := slack.New(&slack.Config{BaseURL: cfg.SlackBaseURL})
+	if err != nil {
+		return nil, err
+	}
+	sources := executors.NewRegistry(slackSource)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := telemetry.New(reg)
+	telemetry.RegisterQueueCollector(reg, pool, logger)
+
+	creds := credential.NewStore(pool, box)
+	client, err := worker.NewClient(&worker.Deps{
+		Pool: pool, Sources: sources, Tokens: creds, Metrics: metrics, Logger: logger,
+	}, &cfg.Worker, role != RoleAPI)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := outbox.New(&outbox.Deps{
+		Pool: pool, River: client, Sources: sources, Credentials: creds, Metrics: metrics, Logger: logger,
+	}, &cfg.Outbox)
+	if err != nil {
+		return nil, err
+	}
+
+	server := httpapi.New(&httpapi.Deps{Service: svc, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger})
+	var handler http.Handler = server.Handler()
+	if role == RoleWorker {
+		mux := http.NewServeMux()
+		mux.Handle("GET /healthz", handler)
+		mux.Handle("GET /readyz", handler)
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		handler = mux
+	}
+	return &App{
+		cfg: cfg, role: role, pool: pool, logger: logger,
+		River: client, Service: svc, Handler: handler, Registry: reg, Sources: sources,
+	}, nil
+}
+
+// Run serves until ctx is cancelled, then shuts down gracefully: it stops
+// taking requests, lets running jobs finish within the shutdown timeout
+// (cancelling them after it), and returns nil. ready, when not nil, is
+// called with the listening address once the process serves.
+func (a *App) Run(ctx context.Context, ready func(addr string)) error {
+	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", a.cfg.HTTPAddr, err)
+	}
+	return a.Serve(ctx, ln, ready)
+}
+
+// Serve is Run on an existing listener.
+func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string)) error {
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
+
+	listenerDone := make(chan struct{})
+	go func() {
+		defer close(listenerDone)
+		a.Service.Run(runCtx)
+	}()
+
+	if a.role != RoleAPI {
+		if err := a.River.Start(runCtx); err != nil {
+			ln.Close()
+			stopRun()
+			<-listenerDone
+			return fmt.Errorf("starting workers: %w", err)
+		}
+	}
+
+	srv := &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	a.logger.Info("outboxd serving", "role", a.role, "addr", ln.Addr().String())
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		runErr = fmt.Errorf("http server: %w", err)
+	}
+
+	timeout := cmp.Or(a.cfg.ShutdownTimeout, 30*time.Second)
+	a.logger.Info("shutting down", "timeout", timeout)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		a.logger.Warn("http shutdown", "error", err)
+	}
+	if a.role != RoleAPI {
+		if err := a.River.Stop(shutdownCtx); err != nil {
+			a.logger.Warn("running jobs did not finish in time; cancelling them", "error", err)
+			hardCtx, hardCancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = a.River.StopAndCancel(hardCtx)
+			hardCancel()
+		}
+	}
+	stopRun()
+	<-listenerDone
+	a.logger.Info("outboxd stopped")
+	return runErr
+}
