@@ -238,6 +238,12 @@ func Check(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
+// RiverLatest is the highest migration version of the linked River.
+func RiverLatest() int {
+	all := riverMigrator(nil).AllVersions()
+	return all[len(all)-1].Version
+}
+
 func riverMigrator(pool *pgxpool.Pool) *rivermigrate.Migrator[pgx.Tx] {
 	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
 	if err != nil {

@@ -30,7 +30,7 @@ const (
 )
 
 // Truncate bounds doc to maxBytes (at least MinTruncateBytes) without ever
-// cutting through JSON syntax, so the result can always be stored as JSONB.
+// cutting through JSON syntax, so the result is always valid JSON.
 //
 // A valid doc of at most maxBytes is returned unchanged, and one whose
 // compact form fits is returned compacted. Otherwise the document is pruned
@@ -41,8 +41,8 @@ const (
 // such member it had); any other top-level value is wrapped as
 // {"_truncated": true, "value": <pruned>}, with "value" omitted when nothing
 // of it fits. Only the top level carries the marker. Input that is not valid
-// JSON becomes
-// {"_truncated":true,"_invalid":true} and empty input becomes null.
+// JSON becomes {"_truncated":true,"_invalid":true} and empty input becomes
+// null.
 //
 // Sizes are measured once bottom-up and only one child per container is
 // pruned, so the cost is linear in the input apart from sorting the members

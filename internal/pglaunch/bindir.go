@@ -72,11 +72,12 @@ func findBinDir(pathList string, globs []string) (string, error) {
 	return candidates[0].dir, nil
 }
 
-// pathVersion extracts the version number from an installation path such as
-// /usr/lib/postgresql/15/bin or /opt/homebrew/opt/postgresql@16/bin; it
-// returns nil for unversioned paths, which therefore sort last.
-func pathVersion(dir string) []int {
-	match := versionInPath.FindString(dir)
+// pathVersion extracts the version number from the directory above bin in an
+// installation path such as /usr/lib/postgresql/15/bin or
+// /opt/homebrew/opt/postgresql@16/bin; it returns nil for unversioned paths,
+// which therefore sort last.
+func pathVersion(binDir string) []int {
+	match := versionInPath.FindString(filepath.Base(filepath.Dir(binDir)))
 	if match == "" {
 		return nil
 	}

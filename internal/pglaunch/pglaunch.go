@@ -184,7 +184,7 @@ func Start(ctx context.Context, cfg *Config) (*Server, error) {
 		})
 		if err == nil {
 			logger.Info("postgres started",
-				"data_dir", dataDir, "port", port, "initialized", initialized,
+				"data_dir", dataDir, "port", port, "bin_dir", binDir, "initialized", initialized,
 				"duration_ms", time.Since(begin).Milliseconds())
 			return s, nil
 		}
@@ -276,7 +276,7 @@ func (s *Server) stop(ctx context.Context, timeout time.Duration) error {
 		reason = fmt.Errorf("stopping postgres: %w", ctx.Err())
 	}
 	if reason != nil {
-		s.logger.Warn("postgres did not shut down in time; forcing it", "port", s.port, "error", reason)
+		s.logger.Warn("forcing postgres to stop", "port", s.port, "reason", reason)
 		s.forceExit()
 		return reason
 	}

@@ -305,11 +305,55 @@ func TestFindBinDir(t *testing.T) {
 	require.FileExists(t, filepath.Join(dir, "postgres"))
 }
 
+func TestFindBinDir_Search(t *testing.T) {
+	t.Parallel()
+
+	root := t.TempDir()
+	install := func(dir string, names ...string) string {
+		dir = filepath.Join(root, dir)
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		for _, name := range names {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755))
+		}
+		return dir
+	}
+	install("lib/postgresql/9.6/bin", "initdb", "postgres")
+	newest := install("lib/postgresql/16/bin", "initdb", "postgres")
+	install("lib/postgresql/17/bin", "postgres") // Client-only or partial install.
+	install("lib/postgresql/15/bin", "initdb", "postgres")
+	unversioned := install("local/pgsql/bin", "initdb", "postgres", "pg_ctl")
+	clientOnly := install("usr/bin", "psql", "postgres")
+	globs := []string{filepath.Join(root, "lib/postgresql/*/bin"), filepath.Join(root, "local/pgsql/bin")}
+
+	t.Run("HighestVersion", func(t *testing.T) {
+		t.Parallel()
+		dir, err := findBinDir(clientOnly, globs)
+		require.NoError(t, err)
+		require.Equal(t, newest, dir)
+	})
+
+	t.Run("PathWins", func(t *testing.T) {
+		t.Parallel()
+		dir, err := findBinDir(strings.Join([]string{clientOnly, unversioned}, string(os.PathListSeparator)), globs)
+		require.NoError(t, err)
+		require.Equal(t, unversioned, dir)
+	})
+
+	t.Run("NotFound", func(t *testing.T) {
+		t.Parallel()
+		_, err := findBinDir(clientOnly, []string{filepath.Join(root, "nowhere/*/bin")})
+		require.ErrorIs(t, err, ErrBinariesNotFound)
+		require.ErrorContains(t, err, "apt-get install postgresql")
+	})
+}
+
 func TestPathVersion(t *testing.T) {
 	t.Parallel()
 
 	require.Equal(t, []int{15}, pathVersion("/usr/lib/postgresql/15/bin"))
 	require.Equal(t, []int{9, 6}, pathVersion("/usr/lib/postgresql/9.6/bin"))
 	require.Equal(t, []int{16}, pathVersion("/opt/homebrew/opt/postgresql@16/bin"))
+	require.Equal(t, []int{16}, pathVersion("/usr/pgsql-16/bin"))
+	require.Equal(t, []int{15}, pathVersion("/tmp/Test123/001/lib/postgresql/15/bin"))
 	require.Nil(t, pathVersion("/usr/local/pgsql/bin"))
 }

@@ -73,7 +73,7 @@ func writeInvokeOutcome(w http.ResponseWriter, inv dbsqlc.ActionInvocation) {
 	view := viewInvocation(inv)
 	switch inv.Status {
 	case worker.StatusCompleted, worker.StatusSkipped:
-		writeJSON(w, http.StatusOK, map[string]any{"invocation": view, "result": inv.Result})
+		writeJSON(w, http.StatusOK, map[string]any{"invocation": view, "result": json.RawMessage(orNull(inv.Result))})
 	case worker.StatusPending:
 		writeJSON(w, http.StatusAccepted, map[string]any{
 			"invocation": view, "invocation_id": inv.ID, "status": inv.Status,
@@ -393,4 +393,11 @@ func deref(s *string) string {
 		return ""
 	}
 	return strings.TrimSpace(*s)
+}
+
+func orNull(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte("null")
+	}
+	return b
 }
