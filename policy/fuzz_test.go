@@ -28,14 +28,19 @@ var fuzzDocs = []string{
 // decoding, used to check Redact's output.
 func redactReference(v any) any {
 	switch v := v.(type) {
+	case string:
+		return strings.ReplaceAll(v, "\x00", "\uFFFD")
 	case map[string]any:
+		out := make(map[string]any, len(v))
 		for k, val := range v {
+			k2 := strings.ReplaceAll(k, "\x00", "\uFFFD")
 			if isSensitiveKey(k) {
-				v[k] = Redacted
+				out[k2] = Redacted
 			} else {
-				v[k] = redactReference(val)
+				out[k2] = redactReference(val)
 			}
 		}
+		return out
 	case []any:
 		for i := range v {
 			v[i] = redactReference(v[i])

@@ -259,6 +259,10 @@ func appendStringContent(dst []byte, s string) []byte {
 				dst = append(dst, '\\', 'b')
 			case '\f':
 				dst = append(dst, '\\', 'f')
+			case 0:
+				// Postgres refuses \u0000 in jsonb; U+FFFD keeps every
+				// document outboxd writes storable.
+				dst = append(dst, "\uFFFD"...)
 			default:
 				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}
@@ -300,6 +304,8 @@ func runeSize(r rune, width int) int {
 	switch {
 	case r == utf8.RuneError && width == 1:
 		return len(`\ufffd`)
+	case r == 0:
+		return len("\uFFFD")
 	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t' || r == '\b' || r == '\f':
 		return 2
 	case r < 0x20:

@@ -19,8 +19,12 @@ const unparseable = `"[unparseable]"`
 var jsonNull = json.RawMessage("null")
 
 // sensitiveKeys are the object keys whose values Redact replaces, compared
-// case-insensitively against the whole key.
-var sensitiveKeys = []string{"token", "secret", "password", "authorization", "api_key", "apikey"}
+// case-insensitively against the whole key: the spec's six, plus the OAuth
+// names providers put in their answers.
+var sensitiveKeys = []string{
+	"token", "secret", "password", "authorization", "api_key", "apikey",
+	"access_token", "refresh_token", "id_token", "client_secret", "private_key",
+}
 
 func isSensitiveKey(key string) bool {
 	for _, k := range sensitiveKeys {
@@ -38,8 +42,8 @@ func isSensitiveKey(key string) bool {
 // Input that is not valid JSON yields the JSON string "[unparseable]" and
 // empty input yields null, so the result is always valid JSON.
 //
-// Only exact key names match: "access_token" or "client_secret" are not
-// redacted here.
+// Only exact key names match (the list also holds the OAuth names
+// access_token, refresh_token, id_token, client_secret and private_key).
 func Redact(doc json.RawMessage) json.RawMessage {
 	if isBlank(doc) {
 		return jsonNull

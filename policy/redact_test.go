@@ -48,8 +48,8 @@ func TestRedact(t *testing.T) {
 		},
 		{
 			name: "ExactKeyOnly",
-			in:   `{"access_token":"a","tokens":5,"token_type":"bearer","my_password":"p"}`,
-			want: `{"access_token":"a","tokens":5,"token_type":"bearer","my_password":"p"}`,
+			in:   `{"access_tokens":"a","tokens":5,"token_type":"bearer","my_password":"p"}`,
+			want: `{"access_tokens":"a","tokens":5,"token_type":"bearer","my_password":"p"}`,
 		},
 		{
 			name: "EscapedKeyName",
@@ -273,4 +273,18 @@ func TestRedactString(t *testing.T) {
 			require.Equal(t, got, RedactString(got, tt.secrets...), "not idempotent")
 		})
 	}
+}
+
+func TestRedact_NULBecomesStorable(t *testing.T) {
+	t.Parallel()
+	out := Redact(json.RawMessage(`{"a":"x\u0000y","b\u0000":1}`))
+	require.NotContains(t, string(out), `\u0000`)
+	require.JSONEq(t, `{"a":"x\ufffdy","b\ufffd":1}`, string(out))
+	require.Equal(t, string(out), string(Redact(out)), "idempotent")
+}
+
+func TestRedact_OAuthKeys(t *testing.T) {
+	t.Parallel()
+	out := Redact(json.RawMessage(`{"access_token":"a","Refresh_Token":"r","client_secret":"c","tokens_used":3}`))
+	require.JSONEq(t, `{"access_token":"[REDACTED]","Refresh_Token":"[REDACTED]","client_secret":"[REDACTED]","tokens_used":3}`, string(out))
 }

@@ -121,7 +121,7 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 	}
 	if work {
 		rc.Queues = map[string]river.QueueConfig{
-			QueueActions:      {MaxWorkers: cfg.MaxWorkers},
+			QueueActions:       {MaxWorkers: cfg.MaxWorkers},
 			river.QueueDefault: {MaxWorkers: 5},
 		}
 		rc.PeriodicJobs = []*river.PeriodicJob{

@@ -136,9 +136,15 @@ func (b *Bundle) Token(c auth.Claims) string {
 }
 
 // Owner, Admin, Member, Sandbox and Service are default tokens of Org.
-func (b *Bundle) Owner() string  { return b.Token(auth.Claims{Kind: auth.KindUser, Role: auth.RoleOwner}) }
-func (b *Bundle) Admin() string  { return b.Token(auth.Claims{Kind: auth.KindUser, Role: auth.RoleAdmin}) }
-func (b *Bundle) Member() string { return b.Token(auth.Claims{Kind: auth.KindUser, Role: auth.RoleMember}) }
+func (b *Bundle) Owner() string {
+	return b.Token(auth.Claims{Kind: auth.KindUser, Role: auth.RoleOwner})
+}
+func (b *Bundle) Admin() string {
+	return b.Token(auth.Claims{Kind: auth.KindUser, Role: auth.RoleAdmin})
+}
+func (b *Bundle) Member() string {
+	return b.Token(auth.Claims{Kind: auth.KindUser, Role: auth.RoleMember})
+}
 func (b *Bundle) Sandbox() string {
 	return b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: Session})
 }
@@ -304,4 +310,3 @@ func SlackError(code string) http.HandlerFunc {
 		_, _ = io.WriteString(w, `{"ok":false,"error":"`+code+`"}`)
 	}
 }
-

@@ -65,18 +65,18 @@ func (a *account) credential() *syscall.Credential {
 
 // prepareDataDir creates the data directory (but not the cluster in it) and
 // returns the absolute path of the directory the server will use. Running as
-// root, that directory belongs to acct and may be a fallback location; see
-// the package documentation.
-func prepareDataDir(logical string, acct *account, logger *slog.Logger) (string, error) {
+// root, that directory belongs to acct and may be in a fallback directory,
+// which is then returned too; see the package documentation.
+func prepareDataDir(logical string, acct *account, logger *slog.Logger) (dir, fallback string, err error) {
 	abs, err := filepath.Abs(logical)
 	if err != nil {
-		return "", fmt.Errorf("resolving data directory %s: %w", logical, err)
+		return "", "", fmt.Errorf("resolving data directory %s: %w", logical, err)
 	}
 	if acct == nil {
 		if err := os.MkdirAll(abs, 0o700); err != nil {
-			return "", fmt.Errorf("creating data directory: %w", err)
+			return "", "", fmt.Errorf("creating data directory: %w", err)
 		}
-		return abs, checkClusterDir(abs)
+		return abs, "", checkClusterDir(abs)
 	}
 
 	target := abs
@@ -85,40 +85,40 @@ func prepareDataDir(logical string, acct *account, logger *slog.Logger) (string,
 	}
 	parent, err := resolveExisting(filepath.Dir(target))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	blocker, err := untraversable(parent, acct)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if blocker == "" {
 		dir := filepath.Join(parent, filepath.Base(target))
 		if err := handOver(dir, acct); err != nil {
-			return "", err
+			return "", "", err
 		}
-		return dir, nil
+		return dir, "", nil
 	}
 
 	if _, err := os.Stat(filepath.Join(target, "PG_VERSION")); err == nil {
-		return "", fmt.Errorf("data directory %s holds a cluster, but user %q, which PostgreSQL runs as "+
+		return "", "", fmt.Errorf("data directory %s holds a cluster, but user %q, which PostgreSQL runs as "+
 			"because it refuses to run as root, cannot reach it: %s is not searchable by that user; "+
 			"make it searchable (chmod o+x) or run as another user", abs, acct.name, blocker)
 	}
 	base := fallbackBase(abs)
 	if err := makeFallbackBase(base); err != nil {
-		return "", err
+		return "", "", err
 	}
 	if blocker, err := untraversable(base, acct); err != nil || blocker != "" {
-		return "", errors.Join(err, fmt.Errorf("fallback directory %s is not reachable by user %q (%s is not searchable)",
+		return "", "", errors.Join(err, fmt.Errorf("fallback directory %s is not reachable by user %q (%s is not searchable)",
 			base, acct.name, blocker))
 	}
-	dir := filepath.Join(base, "data")
+	dir = filepath.Join(base, "data")
 	if err := handOver(dir, acct); err != nil {
-		return "", err
+		return "", "", err
 	}
 	logger.Info("data directory is not reachable by the unprivileged PostgreSQL user; keeping the data elsewhere",
 		"data_dir", abs, "physical_data_dir", dir, "user", acct.name, "blocked_at", blocker)
-	return dir, nil
+	return dir, base, nil
 }
 
 // handOver creates dir if needed, makes sure it can hold a cluster, and gives

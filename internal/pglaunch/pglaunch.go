@@ -101,9 +101,12 @@ func (c *Config) validate() error {
 // it down.
 type Server struct {
 	dataDir string
-	logPath string
-	port    int
-	logger  *slog.Logger
+	// fallback is the directory created to hold dataDir when root could not
+	// use the configured one, or "".
+	fallback string
+	logPath  string
+	port     int
+	logger   *slog.Logger
 
 	cmd *exec.Cmd
 	// exited is closed once the server process has exited and waitErr is set.
@@ -144,7 +147,7 @@ func Start(ctx context.Context, cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dataDir, err := prepareDataDir(cfg.DataDir, acct, logger)
+	dataDir, fallback, err := prepareDataDir(cfg.DataDir, acct, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +186,7 @@ func Start(ctx context.Context, cfg *Config) (*Server, error) {
 			logger:  logger,
 		})
 		if err == nil {
+			s.fallback = fallback
 			logger.Info("postgres started",
 				"data_dir", dataDir, "port", port, "bin_dir", binDir, "initialized", initialized,
 				"duration_ms", time.Since(begin).Milliseconds())
@@ -300,6 +304,22 @@ func (s *Server) forceExit() {
 	}
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	<-s.exited
+}
+
+// RemoveData deletes the cluster, and the fallback directory holding it if
+// there is one, after Stop. Clusters made for a single test run should call
+// it: removing only Config.DataDir leaves a fallback copy behind.
+func (s *Server) RemoveData() error {
+	select {
+	case <-s.exited:
+	default:
+		return errors.New("removing postgres data: the server is still running; call Stop first")
+	}
+	dir := cmp.Or(s.fallback, s.dataDir)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing postgres data: %w", err)
+	}
+	return nil
 }
 
 type launchParams struct {

@@ -40,8 +40,8 @@ func setup(t *testing.T) *testBundle {
 	}
 }
 
-// startServer starts a server that is stopped, and whose fallback directory
-// (if any) is removed, when the test ends.
+// startServer starts a server that is stopped, and whose data is removed,
+// when the test ends.
 func startServer(t *testing.T, config *Config) *Server {
 	t.Helper()
 	s, err := Start(t.Context(), config)
@@ -54,9 +54,7 @@ func registerCleanup(t *testing.T, s *Server) {
 	t.Helper()
 	t.Cleanup(func() {
 		require.NoError(t, s.Stop(context.Background()))
-		if base := filepath.Dir(s.DataDir()); strings.HasPrefix(filepath.Base(base), "outboxd-pg-") {
-			require.NoError(t, os.RemoveAll(base))
-		}
+		require.NoError(t, s.RemoveData())
 	})
 }
 
@@ -181,9 +179,9 @@ func TestStart_RemovesStalePIDFile(t *testing.T) {
 func TestServer_StopForcesWhenContextEnds(t *testing.T) {
 	t.Parallel()
 	bundle := setup(t)
-	t.Cleanup(func() { require.NoError(t, os.RemoveAll(fallbackBase(bundle.config.DataDir))) })
 	s, err := Start(t.Context(), bundle.config)
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.RemoveData()) })
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -194,6 +192,19 @@ func TestServer_StopForcesWhenContextEnds(t *testing.T) {
 
 	s2 := startServer(t, bundle.config)
 	require.Equal(t, 1, queryInt(t, s2.URL("postgres"), "SELECT 1"))
+}
+
+func TestServer_RemoveData(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	s, err := Start(t.Context(), bundle.config)
+	require.NoError(t, err)
+
+	require.ErrorContains(t, s.RemoveData(), "still running")
+	require.NoError(t, s.Stop(t.Context()))
+	require.NoError(t, s.RemoveData())
+	require.NoDirExists(t, s.DataDir())
+	require.NoDirExists(t, fallbackBase(bundle.config.DataDir))
 }
 
 func TestStart_PortTaken(t *testing.T) {
