@@ -80,8 +80,11 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) e
 	}
 
 	token, err := w.deps.Tokens.Token(ctx, inv.OrganizationID, inv.Integration, "")
-	if errors.Is(err, credential.ErrNotFound) {
+	switch {
+	case errors.Is(err, credential.ErrNotFound):
 		return w.fail(bg, job, inv, nil, &executors.Error{Code: "credential_missing", Message: "no credential is stored for " + inv.Integration}, "")
+	case errors.Is(err, credential.ErrUnreadable):
+		return w.fail(bg, job, inv, nil, &executors.Error{Code: "credential_unreadable", Message: err.Error()}, "")
 	}
 	if err != nil {
 		return w.retryOrFail(bg, job, inv, nil, executors.Classify(fmt.Errorf("resolving credential: %w", err)), "", log)

@@ -5,6 +5,7 @@ package apptest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -42,6 +43,11 @@ type Options struct {
 	SlackFunc http.HandlerFunc // Slack's answer; default ok with a ts
 	// DatabaseURL reuses a database instead of creating one.
 	DatabaseURL string
+	// SecretsKey seals credentials; default a fresh key. Reuse another
+	// bundle's Config.SecretsKey to share its database.
+	SecretsKey string
+	// ShutdownTimeout bounds the graceful stop; default 10s.
+	ShutdownTimeout time.Duration
 }
 
 // Bundle is a running outboxd under test.
@@ -83,9 +89,9 @@ func Start(t testing.TB, opts *Options) *Bundle {
 	cfg := &app.Config{
 		HTTPAddr:        "127.0.0.1:0",
 		JWTSecret:       "test-secret-0123456789abcdef",
-		SecretsKey:      secretbox.NewKey(),
+		SecretsKey:      cmp.Or(opts.SecretsKey, secretbox.NewKey()),
 		SlackBaseURL:    slack.Server.URL,
-		ShutdownTimeout: 10 * time.Second,
+		ShutdownTimeout: cmp.Or(opts.ShutdownTimeout, 10*time.Second),
 		Outbox:          opts.Outbox,
 		Worker:          wcfg,
 	}

@@ -15,8 +15,14 @@ import (
 	"github.com/outboxd/outboxd/internal/secretbox"
 )
 
-// ErrNotFound is returned when no credential is stored for an integration.
-var ErrNotFound = errors.New("no credential stored")
+var (
+	// ErrNotFound is returned when no credential is stored for an integration.
+	ErrNotFound = errors.New("no credential stored")
+	// ErrUnreadable is returned when a stored credential cannot be opened
+	// with the configured secrets.key (the key changed, or the row was
+	// tampered with). Store the credential again to fix it.
+	ErrUnreadable = errors.New("stored credential cannot be decrypted with secrets.key")
+)
 
 // Info is what may be shown about a stored credential: never the token.
 type Info struct {
@@ -85,7 +91,7 @@ func (s *Store) Token(ctx context.Context, org, integration, userID string) (str
 		}
 		plain, err := s.box.Open(row.Sealed, additional(org, integration, uid))
 		if err != nil {
-			return "", fmt.Errorf("opening credential for %s: %w", integration, err)
+			return "", fmt.Errorf("%w (%s)", ErrUnreadable, integration)
 		}
 		return string(plain), nil
 	}

@@ -49,6 +49,8 @@ func Main(m *testing.M) int {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := server.Stop(ctx); err != nil {
 			log.Printf("pgtest: stopping postgres: %v", err)
+		} else if err := server.RemoveData(); err != nil {
+			log.Printf("pgtest: removing postgres data: %v", err)
 		}
 		cancel()
 	}
@@ -108,6 +110,11 @@ func setup() error {
 			return err
 		}
 		tmpDir = dir
+		// MkdirTemp makes 0700 dirs; when running as root the server runs as
+		// an unprivileged user and must be able to reach its data.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return err
+		}
 		server, err = pglaunch.Start(ctx, &pglaunch.Config{DataDir: dir + "/pg", Fast: true})
 		if err != nil {
 			return fmt.Errorf("starting a private postgres (set TEST_DATABASE_URL to use a server of yours): %w", err)

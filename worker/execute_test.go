@@ -1,0 +1,150 @@
+package worker_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/worker"
+)
+
+// enqueue posts an allow-mode envelope and returns its invocation id.
+func enqueue(t *testing.T, b *apptest.Bundle, externalID string) string {
+	t.Helper()
+	r := b.Do("POST", "/v1/envelopes", b.Service(), map[string]any{
+		"external_id": externalID,
+		"tool":        map[string]string{"source": "slack", "action": "send_message"},
+		"args":        map[string]string{"channel": "C0123456789", "text": "hello"},
+	})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	return r.Body["action_id"].(string)
+}
+
+func allowSlack(b *apptest.Bundle) {
+	b.StoreSlackToken("xoxb-worker-token")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+}
+
+func jobRow(t *testing.T, b *apptest.Bundle, id string) (state string, attempt int) {
+	t.Helper()
+	require.NoError(t, b.Pool.QueryRow(context.Background(),
+		`SELECT j.state::text, j.attempt FROM river_job j JOIN action_invocations i ON i.job_id = j.id WHERE i.id = $1`, id).Scan(&state, &attempt))
+	return state, attempt
+}
+
+func TestExecute_StoppedMidCallIsRetriedWithSameKey(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	// The first process's Slack hangs until the caller gives up.
+	hanging := make(chan struct{})
+	first := apptest.Start(t, &apptest.Options{
+		ShutdownTimeout: 300 * time.Millisecond,
+		SlackFunc: func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			close(hanging)
+			<-r.Context().Done()
+		},
+	})
+	allowSlack(first)
+	id := enqueue(t, first, "hang-1")
+	select {
+	case <-hanging:
+	case <-time.After(10 * time.Second):
+		t.Fatal("provider never called")
+	}
+	first.Stop() // the job's context is cancelled mid-call
+
+	second := apptest.Start(t, &apptest.Options{DatabaseURL: first.DBURL, SecretsKey: first.Config.SecretsKey})
+	inv := second.WaitStatus(id, worker.StatusCompleted, 15*time.Second)
+
+	firstReqs, secondReqs := first.Slack.Requests(), second.Slack.Requests()
+	require.Len(t, firstReqs, 1)
+	require.Len(t, secondReqs, 1, "completes once")
+	require.Equal(t, id, firstReqs[0].IdempotencyKey)
+	require.Equal(t, id, secondReqs[0].IdempotencyKey, "the retry carries the same idempotency key")
+	require.Equal(t, float64(2), inv["attempt"])
+	state, _ := jobRow(t, second, id)
+	require.Equal(t, "completed", state)
+}
+
+func TestExecute_RetryableErrorsExhaustAttempts(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{
+		Worker: worker.Config{MaxAttempts: 3, RetryBaseDelay: 50 * time.Millisecond},
+		SlackFunc: func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusBadGateway)
+		},
+	})
+	allowSlack(b)
+	id := enqueue(t, b, "flaky-1")
+
+	inv := b.WaitStatus(id, worker.StatusFailed, 20*time.Second)
+	require.Contains(t, inv["error"], "502")
+	require.Len(t, b.Slack.Requests(), 3)
+	require.Eventually(t, func() bool {
+		state, attempt := jobRow(t, b, id)
+		return state == "discarded" && attempt == 3
+	}, 10*time.Second, 50*time.Millisecond, "the dead letter is River's discarded job")
+}
+
+func TestExecute_RateLimitedSnoozesWithoutBurningAttempts(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	b := apptest.Start(t, &apptest.Options{
+		Worker: worker.Config{MaxAttempts: 1},
+		SlackFunc: func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) <= 2 {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+				return
+			}
+			apptest.SlackOK(w, r)
+		},
+	})
+	allowSlack(b)
+	id := enqueue(t, b, "limited-1")
+
+	// Two 429s with a single allowed attempt: only snoozing can get it done.
+	inv := b.WaitStatus(id, worker.StatusCompleted, 20*time.Second)
+	require.Len(t, b.Slack.Requests(), 3)
+	require.Equal(t, float64(1), inv["attempt"])
+	_, attempt := jobRow(t, b, id)
+	require.Equal(t, 1, attempt)
+}
+
+func TestExecute_NonRetryableFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{SlackFunc: apptest.SlackError("channel_not_found")})
+	allowSlack(b)
+	id := enqueue(t, b, "bad-channel")
+
+	inv := b.WaitStatus(id, worker.StatusFailed, 10*time.Second)
+	require.Contains(t, inv["error"], "channel_not_found")
+	require.Len(t, b.Slack.Requests(), 1)
+	require.Eventually(t, func() bool { s, _ := jobRow(t, b, id); return s == "cancelled" }, 5*time.Second, 50*time.Millisecond)
+}
+
+func TestExecute_TokenNeverStored(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{SlackFunc: func(w http.ResponseWriter, r *http.Request) {
+		// A provider that echoes the token in its error.
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, "bad token "+r.Header.Get("Authorization"))
+	}})
+	allowSlack(b)
+	id := enqueue(t, b, "echo-1")
+	b.WaitStatus(id, worker.StatusFailed, 10*time.Second)
+
+	var row string
+	require.NoError(t, b.Pool.QueryRow(context.Background(), `SELECT row_to_json(i)::text FROM action_invocations i WHERE id = $1`, id).Scan(&row))
+	require.NotContains(t, row, "xoxb-worker-token")
+	var jobErrors string
+	require.NoError(t, b.Pool.QueryRow(context.Background(), `SELECT coalesce(errors::text, '') FROM river_job WHERE kind = 'execute_action'`).Scan(&jobErrors))
+	require.NotContains(t, jobErrors, "xoxb-worker-token")
+}
