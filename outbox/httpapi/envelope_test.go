@@ -1,0 +1,282 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/internal/auth"
+)
+
+const slackTS = "1503435956.000247"
+
+func TestEnvelope_ExternalIDIsIdempotent(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+
+	first := postEnvelope(t, b, envelope("ext-1", nil), http.StatusCreated)
+	require.Equal(t, "ext-1", first["external_id"])
+	require.Equal(t, "mcp.exec", first["type"])
+	require.Equal(t, apptest.Org, first["tenant_id"])
+	require.Equal(t, "automation-1", first["automation_id"])
+	require.Equal(t, "pending", first["result"].(map[string]any)["status"])
+
+	again := postEnvelope(t, b, envelope("ext-1", nil), http.StatusOK)
+	require.Equal(t, first["action_id"], again["action_id"])
+
+	t.Run("DifferentArgsConflict", func(t *testing.T) {
+		changed := envelope("ext-1", map[string]any{"args": map[string]any{"channel": "C0123456789", "text": "something else"}})
+		r := b.Do("POST", "/v1/envelopes", b.Service(), changed)
+		requireAPIError(t, r, http.StatusUnprocessableEntity, "idempotency_mismatch")
+	})
+	t.Run("DifferentToolConflicts", func(t *testing.T) {
+		changed := envelope("ext-1", map[string]any{"tool": map[string]any{"name": "slack.other"}})
+		r := b.Do("POST", "/v1/envelopes", b.Service(), changed)
+		require.Equal(t, http.StatusNotFound, r.Status, string(r.Raw))
+	})
+	t.Run("ToolByName", func(t *testing.T) {
+		byName := envelope("ext-1", map[string]any{"tool": map[string]any{"name": "slack.send_message"}})
+		r := postEnvelope(t, b, byName, http.StatusOK)
+		require.Equal(t, first["action_id"], r["action_id"])
+		tool := r["tool"].(map[string]any)
+		require.Equal(t, "slack.send_message", tool["name"])
+		require.Equal(t, "slack", tool["source"])
+		require.Equal(t, "send_message", tool["action"])
+
+		r = postEnvelope(t, b, envelope("ext-by-name", map[string]any{"tool": map[string]any{"name": "slack.send_message"}}), http.StatusCreated)
+		require.Equal(t, "send_message", r["tool"].(map[string]any)["action"])
+	})
+	t.Run("ConcurrentDuplicates", func(t *testing.T) {
+		const n = 6
+		ids := make(chan any, n)
+		statuses := make(chan int, n)
+		for range n {
+			go func() {
+				r := b.Do("POST", "/v1/envelopes", b.Service(), envelope("ext-race", nil))
+				statuses <- r.Status
+				ids <- r.Body["action_id"]
+			}()
+		}
+		created := 0
+		var want any
+		for range n {
+			if <-statuses == http.StatusCreated {
+				created++
+			}
+			id := <-ids
+			if want == nil {
+				want = id
+			}
+			require.Equal(t, want, id)
+		}
+		require.Equal(t, 1, created)
+	})
+
+	require.Equal(t, 1, countRows(t, b, `SELECT count(*) FROM action_invocations WHERE external_id = 'ext-1'`))
+	require.Equal(t, 1, countRows(t, b, `SELECT count(*) FROM action_invocations WHERE external_id = 'ext-race'`))
+	require.Equal(t, 3, invocationTotal(t, b))
+}
+
+func TestEnvelope_PolicyCanOnlyTighten(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-token")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+
+	t.Run("ApprovalRequiredParksIt", func(t *testing.T) {
+		env := postEnvelope(t, b, envelope("needs-human", map[string]any{"approval": "required"}), http.StatusCreated)
+		require.Equal(t, "required", env["approval"])
+		require.Equal(t, "pending", env["result"].(map[string]any)["status"])
+		require.Equal(t, "pending", env["invocation_status"])
+		require.Equal(t, "require_approval", env["mode"])
+		require.Equal(t, "request", env["mode_source"])
+		expires, err := time.Parse(time.RFC3339Nano, env["expires_at"].(string))
+		require.NoError(t, err)
+		require.WithinDuration(t, time.Now().Add(24*time.Hour), expires, time.Minute, "unattended TTL")
+		require.Equal(t, "pending", jobState(t, b, env["action_id"].(string)))
+	})
+	t.Run("HighRiskIsDenied", func(t *testing.T) {
+		env := postEnvelope(t, b, envelope("too-risky", map[string]any{"risk": "high"}), http.StatusCreated)
+		require.Equal(t, "denied", env["invocation_status"])
+		require.Equal(t, "denied", env["approval"])
+		require.Equal(t, "deny", env["mode"])
+		require.Equal(t, "request", env["mode_source"])
+		require.Equal(t, "high", env["risk"])
+		require.Equal(t, "skipped", env["result"].(map[string]any)["status"])
+		require.NotEmpty(t, env["result"].(map[string]any)["error"])
+	})
+	t.Run("LowRiskDoesNotLoosen", func(t *testing.T) {
+		b2 := b.Do("PUT", "/v1/automations/automation-1/action-modes", b.Owner(), map[string]string{"slack:send_message": "require_approval"})
+		require.Equal(t, http.StatusOK, b2.Status, string(b2.Raw))
+		env := postEnvelope(t, b, envelope("low-risk", map[string]any{"risk": "low"}), http.StatusCreated)
+		require.Equal(t, "pending", env["invocation_status"])
+		require.Equal(t, "automation_override", env["mode_source"])
+		b2 = b.Do("PUT", "/v1/automations/automation-1/action-modes", b.Owner(), map[string]string{})
+		require.Equal(t, http.StatusOK, b2.Status, string(b2.Raw))
+	})
+	t.Run("InvalidValues", func(t *testing.T) {
+		for name, env := range map[string]map[string]any{
+			"approval":        envelope("bad-approval", map[string]any{"approval": "maybe"}),
+			"risk":            envelope("bad-risk", map[string]any{"risk": "extreme"}),
+			"external_id":     envelope("", nil),
+			"tool":            envelope("no-tool", map[string]any{"tool": map[string]any{}}),
+			"tool.name":       envelope("bad-name", map[string]any{"tool": map[string]any{"name": "slack"}}),
+			"args":            envelope("bad-args", map[string]any{"args": map[string]any{"channel": 1}}),
+			"must_run_before": envelope("bad-time", map[string]any{"constraints": map[string]any{"must_run_before": "tomorrow"}}),
+		} {
+			r := b.Do("POST", "/v1/envelopes", b.Service(), env)
+			require.Equal(t, http.StatusBadRequest, r.Status, "%s: %s", name, r.Raw)
+			require.NotEmpty(t, r.Body["error"].(map[string]any)["code"], name)
+		}
+		noID := envelope("no-external-id", nil)
+		delete(noID, "external_id")
+		requireAPIError(t, b.Do("POST", "/v1/envelopes", b.Service(), noID), http.StatusBadRequest, "invalid_request")
+		requireAPIError(t, b.Do("POST", "/v1/envelopes", b.Service(), envelope("unknown-tool", map[string]any{"tool": map[string]any{"name": "slack.nuke"}})),
+			http.StatusNotFound, "not_found")
+		require.Zero(t, countRows(t, b, `SELECT count(*) FROM action_invocations WHERE external_id NOT IN ('needs-human', 'too-risky', 'low-risk')`))
+	})
+
+	time.Sleep(200 * time.Millisecond)
+	require.Empty(t, b.Slack.Requests(), "neither the parked nor the denied envelope was sent")
+}
+
+func TestEnvelope_AllowRunsThroughWorker(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-envelope")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+
+	env := postEnvelope(t, b, envelope("run-me", map[string]any{"constraints": map[string]any{"rate_bucket": "slack:C0123456789"}}), http.StatusCreated)
+	id := env["action_id"].(string)
+	require.Equal(t, "auto", env["approval"])
+	require.Equal(t, "slack:C0123456789", env["constraints"].(map[string]any)["rate_bucket"])
+
+	done := waitEnvelope(t, b, id, "sent", 10*time.Second)
+	result := done["result"].(map[string]any)
+	require.Equal(t, slackTS, result["provider_id"])
+	require.Equal(t, true, result["output"].(map[string]any)["ok"])
+	require.Nil(t, result["error"])
+	require.Equal(t, "completed", done["invocation_status"])
+	require.NotNil(t, done["timestamps"].(map[string]any)["completed_at"])
+	require.Equal(t, "completed", jobState(t, b, id))
+
+	reqs := b.Slack.Requests()
+	require.Len(t, reqs, 1)
+	require.Equal(t, id, reqs[0].IdempotencyKey)
+	require.Equal(t, "Bearer xoxb-envelope", reqs[0].Authorization)
+	require.Equal(t, "envelope run-me", reqs[0].Body["text"])
+
+	t.Run("RepeatDoesNotResend", func(t *testing.T) {
+		again := postEnvelope(t, b, envelope("run-me", map[string]any{"constraints": map[string]any{"rate_bucket": "slack:C0123456789"}}), http.StatusOK)
+		require.Equal(t, id, again["action_id"])
+		require.Equal(t, "sent", again["result"].(map[string]any)["status"])
+		time.Sleep(200 * time.Millisecond)
+		require.Len(t, b.Slack.Requests(), 1)
+	})
+	t.Run("DeleteCompletedConflicts", func(t *testing.T) {
+		requireAPIError(t, b.Do("DELETE", "/v1/envelopes/"+id, b.Service(), nil), http.StatusConflict, "conflict")
+		require.Equal(t, "completed", b.Invocation(id)["status"])
+	})
+}
+
+func TestEnvelope_MustRunBeforePassedIsSkipped(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-token")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+
+	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	env := postEnvelope(t, b, envelope("too-late", map[string]any{"constraints": map[string]any{"must_run_before": past}}), http.StatusCreated)
+	id := env["action_id"].(string)
+	require.NotNil(t, env["constraints"].(map[string]any)["must_run_before"])
+
+	done := waitEnvelope(t, b, id, "skipped", 10*time.Second)
+	require.Equal(t, "skipped", done["invocation_status"])
+	require.Contains(t, done["result"].(map[string]any)["error"], "must_run_before")
+	time.Sleep(200 * time.Millisecond)
+	require.Empty(t, b.Slack.Requests())
+}
+
+func TestEnvelope_DeletePendingCancelsJob(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-token")
+
+	env := postEnvelope(t, b, envelope("undo-me", nil), http.StatusCreated)
+	id := env["action_id"].(string)
+	require.Equal(t, "pending", env["invocation_status"])
+	require.Equal(t, "pending", jobState(t, b, id))
+
+	r := b.Do("DELETE", "/v1/envelopes/"+id, b.Service(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, "cancelled", r.Body["invocation_status"])
+	require.Equal(t, id, r.Body["action_id"])
+	require.Equal(t, "cancelled", jobState(t, b, id))
+
+	requireAPIError(t, b.Do("DELETE", "/v1/envelopes/"+id, b.Service(), nil), http.StatusConflict, "conflict")
+	requireAPIError(t, b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"}), http.StatusConflict, "conflict")
+	require.Equal(t, "cancelled", b.Invocation(id)["status"])
+
+	t.Run("MemberCannotDelete", func(t *testing.T) {
+		other := postEnvelope(t, b, envelope("keep-me", nil), http.StatusCreated)
+		otherID := other["action_id"].(string)
+		requireAPIError(t, b.Do("DELETE", "/v1/envelopes/"+otherID, b.Member(), nil), http.StatusForbidden, "forbidden")
+		requireAPIError(t, b.Do("DELETE", "/v1/envelopes/"+otherID, b.Sandbox(), nil), http.StatusForbidden, "forbidden")
+		require.Equal(t, "pending", b.Invocation(otherID)["status"])
+
+		r := b.Do("DELETE", "/v1/envelopes/"+otherID, b.Admin(), nil)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		require.Equal(t, "cancelled", r.Body["invocation_status"])
+	})
+	t.Run("InvokedInvocationIsNotAnEnvelope", func(t *testing.T) {
+		invID := b.Invoke("send_message", message).Body["invocation_id"].(string)
+		requireAPIError(t, b.Do("GET", "/v1/envelopes/"+invID, b.Service(), nil), http.StatusNotFound, "not_found")
+		requireAPIError(t, b.Do("DELETE", "/v1/envelopes/"+invID, b.Service(), nil), http.StatusNotFound, "not_found")
+		require.Equal(t, "pending", b.Invocation(invID)["status"])
+	})
+
+	time.Sleep(200 * time.Millisecond)
+	require.Empty(t, b.Slack.Requests())
+}
+
+func TestEnvelope_AutomationOverrideBeatsOrgDefault(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-token")
+	b.SetModes(map[string]string{"slack:send_message": "require_approval"})
+
+	r := b.Do("PUT", "/v1/automations/automation-1/action-modes", b.Owner(), map[string]string{"slack:send_message": "allow"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, map[string]any{"slack:send_message": "allow"}, r.Body)
+	r = b.Do("GET", "/v1/automations/automation-1/action-modes", b.Member(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, map[string]any{"slack:send_message": "allow"}, r.Body)
+	r = b.Do("GET", "/v1/action-modes", b.Member(), nil)
+	require.Equal(t, map[string]any{"slack:send_message": "require_approval"}, r.Body)
+
+	env := postEnvelope(t, b, envelope("automated", nil), http.StatusCreated)
+	require.Equal(t, "allow", env["mode"])
+	require.Equal(t, "automation_override", env["mode_source"])
+	waitEnvelope(t, b, env["action_id"].(string), "sent", 10*time.Second)
+	require.Len(t, b.Slack.Requests(), 1)
+
+	t.Run("OtherAutomationUsesOrgDefault", func(t *testing.T) {
+		svc := b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "automation-2"})
+		r := b.Do("POST", "/v1/envelopes", svc, envelope("other-automation", nil))
+		require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+		require.Equal(t, "require_approval", r.Body["mode"])
+		require.Equal(t, "org_default", r.Body["mode_source"])
+	})
+	t.Run("SandboxUsesOrgDefault", func(t *testing.T) {
+		r := b.Invoke("send_message", message)
+		require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+		require.Equal(t, "org_default", r.Body["invocation"].(map[string]any)["mode_source"])
+		exp, err := time.Parse(time.RFC3339Nano, r.Body["invocation"].(map[string]any)["expires_at"].(string))
+		require.NoError(t, err)
+		require.WithinDuration(t, time.Now().Add(5*time.Minute), exp, time.Minute, "interactive TTL")
+	})
+	require.Len(t, b.Slack.Requests(), 1)
+}
