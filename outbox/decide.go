@@ -64,11 +64,12 @@ type DenyParams struct {
 	Reason         string
 }
 
-// Deny rejects a pending invocation and cancels its parked job.
+// Deny rejects a pending invocation and cancels its parked job. The reason
+// is stored as the invocation's error, redacted like every error string.
 func (s *Service) Deny(ctx context.Context, p *DenyParams) (dbsqlc.ActionInvocation, error) {
 	return s.decide(ctx, p.OrganizationID, p.InvocationID, "denied", func(ctx context.Context, tx pgx.Tx, inv dbsqlc.ActionInvocation) (dbsqlc.ActionInvocation, error) {
 		denied, err := s.queries.InvocationDeny(ctx, tx, dbsqlc.InvocationDenyParams{
-			ID: inv.ID, DeniedReason: ptr("human"), Error: nilIfEmpty(p.Reason), ApprovedBy: &p.UserID,
+			ID: inv.ID, DeniedReason: ptr("human"), Error: nilIfEmpty(policy.RedactString(p.Reason)), ApprovedBy: &p.UserID,
 		})
 		if err != nil {
 			return inv, fmt.Errorf("denying: %w", err)
