@@ -49,6 +49,23 @@ func jobState(t *testing.T, b *apptest.Bundle, invocationID string) string {
 	return state
 }
 
+// waitJobState polls until the invocation's River job is in state: River
+// records a worker's outcome just after the worker's own transaction.
+func waitJobState(t *testing.T, b *apptest.Bundle, invocationID, state string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := jobState(t, b, invocationID)
+		if got == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job of invocation %s is %s, want %s", invocationID, got, state)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // envelope is an envelope for a Slack message with the given external id;
 // fields in extra are set on top.
 func envelope(externalID string, extra map[string]any) map[string]any {

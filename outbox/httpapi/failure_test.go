@@ -30,7 +30,7 @@ func TestInvoke_ProviderErrorFailsWithoutRetry(t *testing.T) {
 	// Not retried: River cancelled the job and Slack saw one request.
 	time.Sleep(500 * time.Millisecond)
 	require.Len(t, b.Slack.Requests(), 1)
-	require.Equal(t, "cancelled", jobState(t, b, id))
+	waitJobState(t, b, id, "cancelled")
 	require.Equal(t, "failed", b.Invocation(id)["status"])
 
 	t.Run("EnvelopeShowsFailed", func(t *testing.T) {
@@ -52,7 +52,7 @@ func TestInvoke_MissingCredentialFails(t *testing.T) {
 	inv := r.Body["invocation"].(map[string]any)
 	require.Equal(t, "failed", inv["status"])
 	require.Contains(t, inv["error"], "credential_missing")
-	require.Equal(t, "cancelled", jobState(t, b, inv["id"].(string)))
+	waitJobState(t, b, inv["id"].(string), "cancelled")
 	require.Empty(t, b.Slack.Requests())
 
 	// Another org's credential is not used.
@@ -85,17 +85,31 @@ func TestOps_HealthReadyMetrics(t *testing.T) {
 	require.Equal(t, http.StatusOK, b.Invoke("send_message", message).Status)
 	postEnvelope(t, b, envelope("metrics", map[string]any{"approval": "required"}), http.StatusCreated)
 
-	r = b.Do("GET", "/metrics", "", nil)
-	require.Equal(t, http.StatusOK, r.Status)
-	text := string(r.Raw)
-	for _, want := range []string{
+	// Counters move just after the transactions they count commit, so poll.
+	want := []string{
 		`outboxd_invocations_total{mode="allow",status="approved"} 1`,
 		`outboxd_invocations_total{mode="allow",status="completed"} 1`,
 		`outboxd_invocations_total{mode="require_approval",status="pending"} 1`,
 		`outboxd_queue_jobs{queue="actions",state="completed"} 1`,
 		`outboxd_queue_jobs{queue="actions",state="pending"} 1`,
 		"outboxd_job_duration_seconds_bucket",
-	} {
-		require.True(t, strings.Contains(text, want), "metrics lack %q:\n%s", want, text)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r = b.Do("GET", "/metrics", "", nil)
+		require.Equal(t, http.StatusOK, r.Status)
+		var missing []string
+		for _, w := range want {
+			if !strings.Contains(string(r.Raw), w) {
+				missing = append(missing, w)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics lack %q:\n%s", missing, r.Raw)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
