@@ -39,6 +39,10 @@ type Definition struct {
 type ExecContext struct {
 	// Token is the provider credential, resolved at call time. Never logged.
 	Token string
+	// TokenKind says how Token is presented when a provider distinguishes:
+	// TokenKindAPIKey (as is) or TokenKindOAuth (as a Bearer token). Empty
+	// means the provider's usual form.
+	TokenKind string
 	// OrganizationID and SessionID identify who asked.
 	OrganizationID string
 	SessionID      string
@@ -47,6 +51,17 @@ type ExecContext struct {
 	// one.
 	IdempotencyKey string
 }
+
+// Token kinds for ExecContext.TokenKind.
+const (
+	TokenKindAPIKey = "api_key"
+	TokenKindOAuth  = "oauth"
+)
+
+// CodeUnauthorized is the Error code a source returns when the provider
+// rejected the credential (HTTP 401). The worker then refreshes the token
+// once and retries; a second rejection fails the invocation.
+const CodeUnauthorized = "unauthorized"
 
 // Result is the outcome of a successful execution.
 type Result struct {
