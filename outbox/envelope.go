@@ -47,7 +47,9 @@ type EnqueueParams struct {
 	// AutomationID is the token's automation; the envelope's own
 	// automation_id is used when the token has none.
 	AutomationID string
-	Envelope     Envelope
+	// UserID is the human the automation acts for, if any.
+	UserID   string
+	Envelope Envelope
 }
 
 // Enqueue records an envelope's invocation and job. created is false when an
@@ -94,6 +96,7 @@ func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv dbsqlc.Act
 	return s.submit(ctx, &request{
 		org:              p.OrganizationID,
 		automationID:     automationID,
+		userID:           p.UserID,
 		requestedBy:      p.RequestedBy,
 		origin:           originEnvelope,
 		source:           source,

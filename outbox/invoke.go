@@ -15,7 +15,9 @@ type InvokeParams struct {
 	OrganizationID string
 	SessionID      string
 	AutomationID   string
-	RequestedBy    string
+	// UserID is the human the session acts for, if any.
+	UserID      string
+	RequestedBy string
 	// Sources limits the sources the caller may use; empty means any.
 	Sources        []string
 	Integration    string
@@ -36,6 +38,7 @@ func (s *Service) Invoke(ctx context.Context, p *InvokeParams) (dbsqlc.ActionInv
 		org:            p.OrganizationID,
 		sessionID:      p.SessionID,
 		automationID:   p.AutomationID,
+		userID:         p.UserID,
 		requestedBy:    p.RequestedBy,
 		origin:         originInvoke,
 		source:         p.Integration,

@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -156,71 +155,39 @@ func modeScope(org, automationID string) (string, string) {
 	return "org", org
 }
 
+// PutCredentialParams stores one provider token.
+type PutCredentialParams struct {
+	OrganizationID string
+	Integration    string
+	// UserID scopes the credential to one user; "" is the org's own.
+	UserID string
+	// TokenKind is "api_key", "oauth" or "" (the provider's usual form).
+	TokenKind string
+	Token     string
+	By        string
+}
+
 // PutCredential stores a provider token for one of the registry's
 // integrations.
-func (s *Service) PutCredential(ctx context.Context, org, integration, userID, token string) (credential.Info, error) {
-	if _, ok := s.deps.Sources.Source(integration); !ok {
-		return credential.Info{}, fmt.Errorf("%w: integration %s", ErrNotFound, integration)
+func (s *Service) PutCredential(ctx context.Context, p *PutCredentialParams) (credential.Info, error) {
+	if _, ok := s.deps.Sources.Source(p.Integration); !ok {
+		return credential.Info{}, fmt.Errorf("%w: integration %s", ErrNotFound, p.Integration)
 	}
-	if strings.TrimSpace(token) == "" {
+	if strings.TrimSpace(p.Token) == "" {
 		return credential.Info{}, invalid("token", "token is required")
 	}
-	return s.deps.Credentials.Put(ctx, org, integration, "", token, userID)
+	switch p.TokenKind {
+	case "", executors.TokenKindAPIKey, executors.TokenKindOAuth:
+	default:
+		return credential.Info{}, invalid("token_kind", "token_kind must be api_key or oauth")
+	}
+	return s.deps.Credentials.Put(ctx,
+		credential.Request{Org: p.OrganizationID, Integration: p.Integration, UserID: p.UserID},
+		credential.Token{Value: p.Token, Kind: p.TokenKind}, p.By)
 }
 
 // ListCredentials lists the organization's stored credentials, without the
 // tokens.
 func (s *Service) ListCredentials(ctx context.Context, org string) ([]credential.Info, error) {
 	return s.deps.Credentials.List(ctx, org)
-}
-
-// AvailableAction is one entry of a session's action catalog.
-type AvailableAction struct {
-	Source      string            `json:"source"`
-	Action      string            `json:"action"`
-	Description string            `json:"description"`
-	RiskLevel   executors.Risk    `json:"risk_level"`
-	Mode        policy.Mode       `json:"mode"`
-	ModeSource  policy.ModeSource `json:"mode_source"`
-	Params      json.RawMessage   `json:"params"`
-}
-
-// Available lists the actions a caller may use, with the mode each would
-// resolve to for it now.
-func (s *Service) Available(ctx context.Context, org, automationID string, sources []string) ([]AvailableAction, error) {
-	orgModes, err := s.GetModes(ctx, org, "")
-	if err != nil {
-		return nil, err
-	}
-	automationModes := Modes{}
-	if automationID != "" {
-		if automationModes, err = s.GetModes(ctx, org, automationID); err != nil {
-			return nil, err
-		}
-	}
-	var out []AvailableAction
-	for _, id := range s.deps.Sources.IDs() {
-		if !policyAllowsSource(sources, id) {
-			continue
-		}
-		src, _ := s.deps.Sources.Source(id)
-		defs, err := src.ListActions(ctx, executors.ExecContext{OrganizationID: org})
-		if err != nil {
-			s.logger.Warn("listing actions failed", "source_id", id, "error", err)
-			continue
-		}
-		for _, d := range defs {
-			key := id + ":" + d.ID
-			res := policy.Resolve(policy.ModeInput{
-				AutomationOverride: string(automationModes[key]),
-				OrgDefault:         string(orgModes[key]),
-				Risk:               string(d.Risk),
-			})
-			out = append(out, AvailableAction{
-				Source: id, Action: d.ID, Description: d.Description, RiskLevel: d.Risk,
-				Mode: res.Mode, ModeSource: res.Source, Params: d.Params,
-			})
-		}
-	}
-	return out, nil
 }

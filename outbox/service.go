@@ -64,8 +64,14 @@ type Deps struct {
 	River       *river.Client[pgx.Tx]
 	Sources     *executors.Registry
 	Credentials *credential.Store
-	Metrics     *telemetry.Metrics
-	Logger      *slog.Logger
+	// Catalog, when set, limits the catalog to integrations with a stored
+	// credential (the credential store). A token broker leaves it nil: any
+	// registered integration is listed and the broker decides at call time.
+	Catalog interface {
+		Integrations(ctx context.Context, org, userID string) ([]string, error)
+	}
+	Metrics *telemetry.Metrics
+	Logger  *slog.Logger
 }
 
 // Service is the write side: invoke, enqueue, approve, deny, cancel, and the

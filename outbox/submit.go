@@ -27,15 +27,15 @@ const (
 // request is what invoke and envelopes have in common on their way to one
 // transaction.
 type request struct {
-	org, sessionID, automationID, requestedBy, origin string
-	source, action                                    string
-	params                                            json.RawMessage
-	sources                                           []string // token's sources claim; empty = any
-	idempotencyKey, externalID                        string
-	riskHint                                          string
-	approvalRequired                                  bool
-	rateBucket                                        string
-	mustRunBefore                                     *time.Time
+	org, sessionID, automationID, userID, requestedBy, origin string
+	source, action                                            string
+	params                                                    json.RawMessage
+	sources                                                   []string // token's sources claim; empty = any
+	idempotencyKey, externalID                                string
+	riskHint                                                  string
+	approvalRequired                                          bool
+	rateBucket                                                string
+	mustRunBefore                                             *time.Time
 }
 
 // submit runs the pipeline shared by invoke and envelopes: resolve and
@@ -102,6 +102,7 @@ func (s *Service) submit(ctx context.Context, r *request) (inv dbsqlc.ActionInvo
 		OrganizationID: r.org,
 		SessionID:      nilIfEmpty(r.sessionID),
 		AutomationID:   nilIfEmpty(r.automationID),
+		UserID:         nilIfEmpty(r.userID),
 		RequestedBy:    r.requestedBy,
 		Origin:         r.origin,
 		Integration:    r.source,

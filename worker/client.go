@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/telemetry"
 )
@@ -81,9 +82,11 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// TokenSource resolves the credential for a call at call time.
+// TokenSource resolves the credential for a call at call time: the
+// encrypted store or a token broker. refresh asks for a new token after the
+// provider rejected the last one.
 type TokenSource interface {
-	Token(ctx context.Context, org, integration, userID string) (string, error)
+	Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error)
 }
 
 // Deps are what the workers need from the rest of the process.

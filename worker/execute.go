@@ -79,31 +79,31 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) e
 		return fmt.Errorf("marking invocation executing: %w", err)
 	}
 
-	token, err := w.deps.Tokens.Token(ctx, inv.OrganizationID, inv.Integration, "")
-	switch {
-	case errors.Is(err, credential.ErrNotFound):
-		return w.fail(bg, job, inv, nil, &executors.Error{Code: "credential_missing", Message: "no credential is stored for " + inv.Integration}, "")
-	case errors.Is(err, credential.ErrUnreadable):
-		return w.fail(bg, job, inv, nil, &executors.Error{Code: "credential_unreadable", Message: err.Error()}, "")
-	}
+	req := credential.Request{Org: inv.OrganizationID, Integration: inv.Integration, UserID: deref(inv.UserID)}
+	tok, err := w.deps.Tokens.Token(ctx, req, false)
 	if err != nil {
-		return w.retryOrFail(bg, job, inv, nil, executors.Classify(fmt.Errorf("resolving credential: %w", err)), "", log)
+		return w.tokenFailure(bg, job, inv, err, log)
 	}
 
-	callCtx, cancel := context.WithTimeout(ctx, w.cfg.CallTimeout)
 	start := time.Now()
-	res, err := source.Execute(callCtx, inv.Action, inv.Params, executors.ExecContext{
-		Token:          token,
-		OrganizationID: inv.OrganizationID,
-		SessionID:      deref(inv.SessionID),
-		IdempotencyKey: inv.ID.String(),
-	})
-	cancel()
+	res, err := w.call(ctx, source, inv, tok)
+	if unauthorized(err) {
+		// The provider rejected the credential: refresh it once and retry.
+		log.Info("provider rejected the credential; refreshing the token and retrying once")
+		tok, err = w.deps.Tokens.Token(ctx, req, true)
+		if err != nil {
+			return w.tokenFailure(bg, job, inv, err, log)
+		}
+		res, err = w.call(ctx, source, inv, tok)
+		if unauthorized(err) {
+			err = &executors.Error{Code: executors.CodeUnauthorized, Message: "the provider rejected the credential again after a refresh: " + executors.Classify(err).Message}
+		}
+	}
 	elapsed := time.Since(start)
 	duration := ptr(int32(elapsed.Milliseconds()))
 	if err != nil {
 		w.deps.Metrics.JobDuration.WithLabelValues(inv.Integration, "error").Observe(elapsed.Seconds())
-		return w.retryOrFail(bg, job, inv, duration, executors.Classify(err), token, log)
+		return w.retryOrFail(bg, job, inv, duration, executors.Classify(err), tok.Value, log)
 	}
 	w.deps.Metrics.JobDuration.WithLabelValues(inv.Integration, "success").Observe(elapsed.Seconds())
 
@@ -117,6 +117,36 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) e
 		log.Info("invocation completed", "status", StatusCompleted, "duration_ms", *duration, "conflict", res.Conflict)
 	}
 	return err
+}
+
+func unauthorized(err error) bool {
+	return err != nil && executors.Classify(err).Code == executors.CodeUnauthorized
+}
+
+// call runs the action with the call deadline.
+func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv dbsqlc.ActionInvocation, tok credential.Token) (executors.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.CallTimeout)
+	defer cancel()
+	return source.Execute(ctx, inv.Action, inv.Params, executors.ExecContext{
+		Token:          tok.Value,
+		TokenKind:      tok.Kind,
+		OrganizationID: inv.OrganizationID,
+		SessionID:      deref(inv.SessionID),
+		IdempotencyKey: inv.ID.String(),
+	})
+}
+
+// tokenFailure classifies a failure to resolve the credential.
+func (w *ExecuteWorker) tokenFailure(ctx context.Context, job *river.Job[ExecuteArgs], inv dbsqlc.ActionInvocation, err error, log *slog.Logger) error {
+	switch {
+	case errors.Is(err, credential.ErrNotFound):
+		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "credential_missing", Message: "no credential is stored for " + inv.Integration}, "")
+	case errors.Is(err, credential.ErrUnreadable):
+		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "credential_unreadable", Message: err.Error()}, "")
+	case errors.Is(err, credential.ErrInactive):
+		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "integration_inactive", Message: err.Error()}, "")
+	}
+	return w.retryOrFail(ctx, job, inv, nil, executors.Classify(fmt.Errorf("resolving credential: %w", err)), "", log)
 }
 
 // retryOrFail decides what a failed call becomes: a snooze when the provider

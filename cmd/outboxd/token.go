@@ -35,7 +35,7 @@ func newTokenCommand() *cobra.Command {
 			ttl, _ := cmd.Flags().GetDuration("ttl")
 			claims := auth.Claims{
 				Org: get("org"), Kind: auth.Kind(get("kind")), Role: auth.Role(get("role")),
-				SessionID: get("session"), AutomationID: get("automation"),
+				SessionID: get("session"), AutomationID: get("automation"), UserID: get("user"),
 				RegisteredClaims: jwt.RegisteredClaims{Subject: get("sub")},
 			}
 			if s := get("sources"); s != "" {
@@ -57,6 +57,7 @@ func newTokenCommand() *cobra.Command {
 	cmd.Flags().String("role", "", "owner, admin or member (user tokens)")
 	cmd.Flags().String("session", "", "session id (sandbox tokens)")
 	cmd.Flags().String("automation", "", "automation id (optional)")
+	cmd.Flags().String("user", "", "user the sandbox or service token acts for (optional; prefers their credentials)")
 	cmd.Flags().String("sub", "", "subject; defaults from kind and role")
 	cmd.Flags().String("sources", "", "comma-separated source ids the token may use (optional)")
 	cmd.Flags().Duration("ttl", 24*time.Hour, "token lifetime")

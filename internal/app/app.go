@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,8 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/linear"
+	"github.com/outboxd/outboxd/executors/sentry"
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/credential"
@@ -51,10 +54,16 @@ func ParseRole(s string) (Role, error) {
 
 // Config is the whole process configuration, filled from viper in cmd.
 type Config struct {
-	HTTPAddr        string
-	JWTSecret       string
-	SecretsKey      string
-	SlackBaseURL    string
+	HTTPAddr      string
+	JWTSecret     string
+	SecretsKey    string
+	SlackBaseURL  string
+	LinearBaseURL string
+	SentryBaseURL string
+	// TokenSource is "store" (the encrypted credential store) or "broker"
+	// (BrokerURL answers token requests).
+	TokenSource     string
+	BrokerURL       string
 	ShutdownTimeout time.Duration
 	Outbox          outbox.Config
 	Worker          worker.Config
@@ -63,6 +72,11 @@ type Config struct {
 func (c *Config) validate() error {
 	if c.JWTSecret == "" {
 		return errors.New("auth.jwt_secret is required (set OUTBOXD_AUTH_JWT_SECRET)")
+	}
+	switch c.TokenSource {
+	case "", "store", "broker":
+	default:
+		return fmt.Errorf("tokens.source must be store or broker, not %q", c.TokenSource)
 	}
 	if c.SecretsKey == "" {
 		return errors.New("secrets.key is required: base64 of 32 random bytes (set OUTBOXD_SECRETS_KEY; `openssl rand -base64 32` makes one)")
@@ -102,7 +116,15 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	if err != nil {
 		return nil, err
 	}
-	sources := executors.NewRegistry(slackSource)
+	sentrySource, err := sentry.New(&sentry.Config{BaseURL: cfg.SentryBaseURL})
+	if err != nil {
+		return nil, err
+	}
+	linearSource, err := linear.New(&linear.Config{BaseURL: cfg.LinearBaseURL})
+	if err != nil {
+		return nil, err
+	}
+	sources := executors.NewRegistry(slackSource, linearSource, sentrySource)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -110,15 +132,31 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	telemetry.RegisterQueueCollector(reg, pool, logger)
 
 	creds := credential.NewStore(pool, box)
+	var tokens worker.TokenSource = creds
+	if cfg.TokenSource == "broker" {
+		tokens, err = credential.NewBroker(&credential.BrokerConfig{
+			URL: cfg.BrokerURL,
+			ServiceToken: func(org string) (string, error) {
+				return auth.Mint(cfg.JWTSecret, auth.Claims{Org: org, Kind: auth.KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: "outboxd"}}, 5*time.Minute)
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	client, err := worker.NewClient(&worker.Deps{
-		Pool: pool, Sources: sources, Tokens: creds, Metrics: metrics, Logger: logger,
+		Pool: pool, Sources: sources, Tokens: tokens, Metrics: metrics, Logger: logger,
 	}, &cfg.Worker, role != RoleAPI)
 	if err != nil {
 		return nil, err
 	}
-	svc, err := outbox.New(&outbox.Deps{
+	deps := &outbox.Deps{
 		Pool: pool, River: client, Sources: sources, Credentials: creds, Metrics: metrics, Logger: logger,
-	}, &cfg.Outbox)
+	}
+	if cfg.TokenSource != "broker" {
+		deps.Catalog = creds
+	}
+	svc, err := outbox.New(deps, &cfg.Outbox)
 	if err != nil {
 		return nil, err
 	}

@@ -41,6 +41,11 @@ type Options struct {
 	Outbox    outbox.Config
 	Worker    worker.Config
 	SlackFunc http.HandlerFunc // Slack's answer; default ok with a ts
+	// LinearURL and SentryURL point those sources at loopback servers;
+	// default an unroutable address.
+	LinearURL, SentryURL string
+	// BrokerURL switches token resolution to the HTTP token broker.
+	BrokerURL string
 	// DatabaseURL reuses a database instead of creating one.
 	DatabaseURL string
 	// SecretsKey seals credentials; default a fresh key. Reuse another
@@ -91,9 +96,15 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		JWTSecret:       "test-secret-0123456789abcdef",
 		SecretsKey:      cmp.Or(opts.SecretsKey, secretbox.NewKey()),
 		SlackBaseURL:    slack.Server.URL,
+		LinearBaseURL:   cmp.Or(opts.LinearURL, "http://127.0.0.1:9/graphql"),
+		SentryBaseURL:   cmp.Or(opts.SentryURL, "http://127.0.0.1:9/api/0"),
+		BrokerURL:       opts.BrokerURL,
 		ShutdownTimeout: cmp.Or(opts.ShutdownTimeout, 10*time.Second),
 		Outbox:          opts.Outbox,
 		Worker:          wcfg,
+	}
+	if opts.BrokerURL != "" {
+		cfg.TokenSource = "broker"
 	}
 	role := opts.Role
 	if role == "" {
@@ -218,9 +229,13 @@ func (b *Bundle) SetModes(modes map[string]string) {
 }
 
 // StoreSlackToken stores the org's Slack credential.
-func (b *Bundle) StoreSlackToken(token string) {
+func (b *Bundle) StoreSlackToken(token string) { b.StoreToken("slack", token, "") }
+
+// StoreToken stores the org's credential for integration; kind is
+// "api_key", "oauth" or "".
+func (b *Bundle) StoreToken(integration, token, kind string) {
 	b.T.Helper()
-	r := b.Do("PUT", "/v1/credentials/slack", b.Owner(), map[string]string{"token": token})
+	r := b.Do("PUT", "/v1/credentials/"+integration, b.Owner(), map[string]string{"token": token, "token_kind": kind})
 	require.Equal(b.T, http.StatusOK, r.Status, string(r.Raw))
 }
 

@@ -31,12 +31,15 @@ const (
 
 // Claims are outboxd's JWT claims.
 type Claims struct {
-	Org          string   `json:"org"`
-	Kind         Kind     `json:"kind"`
-	Role         Role     `json:"role,omitempty"`
-	SessionID    string   `json:"session_id,omitempty"`
-	AutomationID string   `json:"automation_id,omitempty"`
-	Sources      []string `json:"sources,omitempty"`
+	Org          string `json:"org"`
+	Kind         Kind   `json:"kind"`
+	Role         Role   `json:"role,omitempty"`
+	SessionID    string `json:"session_id,omitempty"`
+	AutomationID string `json:"automation_id,omitempty"`
+	// UserID is the human a sandbox or service token acts for; their own
+	// credential for an integration is preferred over the org's.
+	UserID  string   `json:"user_id,omitempty"`
+	Sources []string `json:"sources,omitempty"`
 	jwt.RegisteredClaims
 }
 

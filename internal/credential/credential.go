@@ -1,5 +1,6 @@
-// Package credential stores provider tokens sealed at rest and hands them to
-// workers at call time. No route or log ever sees a token.
+// Package credential resolves provider tokens for workers at call time (the
+// getToken boundary): from outboxd's own encrypted store, or from an HTTP
+// token broker. No route or log ever sees a token.
 package credential
 
 import (
@@ -22,12 +23,34 @@ var (
 	// with the configured secrets.key (the key changed, or the row was
 	// tampered with). Store the credential again to fix it.
 	ErrUnreadable = errors.New("stored credential cannot be decrypted with secrets.key")
+	// ErrInactive is returned when the integration's connection is not
+	// active (revoked, expired, suspended): retrying will not help.
+	ErrInactive = errors.New("integration is not active")
 )
+
+// Request names the credential one call needs.
+type Request struct {
+	Org         string
+	Integration string
+	// UserID is the user the call acts for; a credential of that user is
+	// preferred over the organization's. Empty for org-only.
+	UserID string
+}
+
+// Token is a resolved credential.
+type Token struct {
+	Value string
+	// Kind is executors.TokenKindAPIKey, executors.TokenKindOAuth or "".
+	Kind string
+	// ExpiresAt is when the token stops working; zero when unknown.
+	ExpiresAt time.Time
+}
 
 // Info is what may be shown about a stored credential: never the token.
 type Info struct {
 	Integration string    `json:"integration"`
 	UserID      string    `json:"user_id,omitempty"`
+	TokenKind   string    `json:"token_kind,omitempty"`
 	UpdatedBy   string    `json:"updated_by"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
@@ -45,20 +68,21 @@ func NewStore(pool *pgxpool.Pool, box *secretbox.Box) *Store {
 	return &Store{pool: pool, box: box, queries: dbsqlc.New()}
 }
 
-// Put seals and stores token for the organization's integration. userID is
-// "" for the organization's own credential.
-func (s *Store) Put(ctx context.Context, org, integration, userID, token, by string) (Info, error) {
+// Put seals and stores tok for req's integration: the organization's own
+// credential when req.UserID is "", else that user's.
+func (s *Store) Put(ctx context.Context, req Request, tok Token, by string) (Info, error) {
 	row, err := s.queries.CredentialUpsert(ctx, s.pool, dbsqlc.CredentialUpsertParams{
-		OrganizationID: org,
-		Integration:    integration,
-		UserID:         userID,
-		Sealed:         s.box.Seal([]byte(token), additional(org, integration, userID)),
+		OrganizationID: req.Org,
+		Integration:    req.Integration,
+		UserID:         req.UserID,
+		Sealed:         s.box.Seal([]byte(tok.Value), additional(req.Org, req.Integration, req.UserID)),
+		TokenKind:      tok.Kind,
 		CreatedBy:      by,
 	})
 	if err != nil {
 		return Info{}, fmt.Errorf("storing credential: %w", err)
 	}
-	return Info{Integration: row.Integration, UserID: row.UserID, UpdatedBy: row.CreatedBy, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt}, nil
+	return Info{Integration: row.Integration, UserID: row.UserID, TokenKind: row.TokenKind, UpdatedBy: row.CreatedBy, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt}, nil
 }
 
 // List returns metadata of the organization's credentials.
@@ -69,33 +93,45 @@ func (s *Store) List(ctx context.Context, org string) ([]Info, error) {
 	}
 	infos := make([]Info, len(rows))
 	for i, r := range rows {
-		infos[i] = Info{Integration: r.Integration, UserID: r.UserID, UpdatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		infos[i] = Info{Integration: r.Integration, UserID: r.UserID, TokenKind: r.TokenKind, UpdatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	}
 	return infos, nil
 }
 
-// Token returns the token to call integration with. A credential of userID
-// is preferred when one is stored; otherwise the organization's is used.
-func (s *Store) Token(ctx context.Context, org, integration, userID string) (string, error) {
+// Token returns the token to call req's integration with: the user's
+// credential when one is stored, else the organization's. The store always
+// reads the current row, so refresh changes nothing here: a token rotated
+// with Put is picked up by the next call.
+func (s *Store) Token(ctx context.Context, req Request, refresh bool) (Token, error) {
 	candidates := []string{""}
-	if userID != "" {
-		candidates = []string{userID, ""}
+	if req.UserID != "" {
+		candidates = []string{req.UserID, ""}
 	}
 	for _, uid := range candidates {
-		row, err := s.queries.CredentialGet(ctx, s.pool, dbsqlc.CredentialGetParams{OrganizationID: org, Integration: integration, UserID: uid})
+		row, err := s.queries.CredentialGet(ctx, s.pool, dbsqlc.CredentialGetParams{OrganizationID: req.Org, Integration: req.Integration, UserID: uid})
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("loading credential: %w", err)
+			return Token{}, fmt.Errorf("loading credential: %w", err)
 		}
-		plain, err := s.box.Open(row.Sealed, additional(org, integration, uid))
+		plain, err := s.box.Open(row.Sealed, additional(req.Org, req.Integration, uid))
 		if err != nil {
-			return "", fmt.Errorf("%w (%s)", ErrUnreadable, integration)
+			return Token{}, fmt.Errorf("%w (%s)", ErrUnreadable, req.Integration)
 		}
-		return string(plain), nil
+		return Token{Value: string(plain), Kind: row.TokenKind}, nil
 	}
-	return "", fmt.Errorf("%w for %s", ErrNotFound, integration)
+	return Token{}, fmt.Errorf("%w for %s", ErrNotFound, req.Integration)
+}
+
+// Integrations lists the integrations with a credential the organization
+// (or, with userID, that user) can use.
+func (s *Store) Integrations(ctx context.Context, org, userID string) ([]string, error) {
+	ids, err := s.queries.CredentialIntegrations(ctx, s.pool, dbsqlc.CredentialIntegrationsParams{OrganizationID: org, UserID: userID})
+	if err != nil {
+		return nil, fmt.Errorf("listing credentials: %w", err)
+	}
+	return ids, nil
 }
 
 func additional(org, integration, userID string) []byte {

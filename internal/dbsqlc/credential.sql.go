@@ -11,7 +11,7 @@ import (
 )
 
 const credentialGet = `-- name: CredentialGet :one
-SELECT organization_id, integration, user_id, sealed, created_by, created_at, updated_at FROM credentials
+SELECT organization_id, integration, user_id, sealed, created_by, created_at, updated_at, token_kind FROM credentials
 WHERE organization_id = $1 AND integration = $2 AND user_id = $3
 `
 
@@ -32,12 +32,46 @@ func (q *Queries) CredentialGet(ctx context.Context, db DBTX, arg CredentialGetP
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.TokenKind,
 	)
 	return i, err
 }
 
+const credentialIntegrations = `-- name: CredentialIntegrations :many
+SELECT DISTINCT integration FROM credentials
+WHERE organization_id = $1 AND (user_id = '' OR user_id = $2::text)
+ORDER BY integration
+`
+
+type CredentialIntegrationsParams struct {
+	OrganizationID string
+	UserID         string
+}
+
+// The integrations a caller can use: the org's credentials and, when a user
+// is given, that user's.
+func (q *Queries) CredentialIntegrations(ctx context.Context, db DBTX, arg CredentialIntegrationsParams) ([]string, error) {
+	rows, err := db.Query(ctx, credentialIntegrations, arg.OrganizationID, arg.UserID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var integration string
+		if err := rows.Scan(&integration); err != nil {
+			return nil, err
+		}
+		items = append(items, integration)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const credentialList = `-- name: CredentialList :many
-SELECT organization_id, integration, user_id, created_by, created_at, updated_at FROM credentials
+SELECT organization_id, integration, user_id, token_kind, created_by, created_at, updated_at FROM credentials
 WHERE organization_id = $1
 ORDER BY integration, user_id
 `
@@ -46,6 +80,7 @@ type CredentialListRow struct {
 	OrganizationID string
 	Integration    string
 	UserID         string
+	TokenKind      string
 	CreatedBy      string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
@@ -64,6 +99,7 @@ func (q *Queries) CredentialList(ctx context.Context, db DBTX, organizationID st
 			&i.OrganizationID,
 			&i.Integration,
 			&i.UserID,
+			&i.TokenKind,
 			&i.CreatedBy,
 			&i.CreatedAt,
 			&i.UpdatedAt,
@@ -79,11 +115,11 @@ func (q *Queries) CredentialList(ctx context.Context, db DBTX, organizationID st
 }
 
 const credentialUpsert = `-- name: CredentialUpsert :one
-INSERT INTO credentials (organization_id, integration, user_id, sealed, created_by)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO credentials (organization_id, integration, user_id, sealed, token_kind, created_by)
+VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (organization_id, integration, user_id)
-DO UPDATE SET sealed = EXCLUDED.sealed, created_by = EXCLUDED.created_by, updated_at = now()
-RETURNING organization_id, integration, user_id, sealed, created_by, created_at, updated_at
+DO UPDATE SET sealed = EXCLUDED.sealed, token_kind = EXCLUDED.token_kind, created_by = EXCLUDED.created_by, updated_at = now()
+RETURNING organization_id, integration, user_id, sealed, created_by, created_at, updated_at, token_kind
 `
 
 type CredentialUpsertParams struct {
@@ -91,6 +127,7 @@ type CredentialUpsertParams struct {
 	Integration    string
 	UserID         string
 	Sealed         []byte
+	TokenKind      string
 	CreatedBy      string
 }
 
@@ -100,6 +137,7 @@ func (q *Queries) CredentialUpsert(ctx context.Context, db DBTX, arg CredentialU
 		arg.Integration,
 		arg.UserID,
 		arg.Sealed,
+		arg.TokenKind,
 		arg.CreatedBy,
 	)
 	var i Credential
@@ -111,6 +149,7 @@ func (q *Queries) CredentialUpsert(ctx context.Context, db DBTX, arg CredentialU
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.TokenKind,
 	)
 	return i, err
 }

@@ -16,7 +16,7 @@ const invocationApprove = `-- name: InvocationApprove :one
 UPDATE action_invocations
 SET status = 'approved', approved_by = $1, approved_at = now(), updated_at = now()
 WHERE id = $2 AND status = 'pending'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
 `
 
 type InvocationApproveParams struct {
@@ -63,6 +63,7 @@ func (q *Queries) InvocationApprove(ctx context.Context, db DBTX, arg Invocation
 		&i.Conflict,
 		&i.Approval,
 		&i.RiskHint,
+		&i.UserID,
 	)
 	return i, err
 }
@@ -71,7 +72,7 @@ const invocationCancel = `-- name: InvocationCancel :one
 UPDATE action_invocations
 SET status = 'cancelled', completed_at = now(), updated_at = now()
 WHERE id = $1 AND status IN ('pending', 'approved')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
 `
 
 func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -113,6 +114,7 @@ func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, id uuid.UUID) (
 		&i.Conflict,
 		&i.Approval,
 		&i.RiskHint,
+		&i.UserID,
 	)
 	return i, err
 }
@@ -122,7 +124,7 @@ UPDATE action_invocations
 SET status = 'completed', result = $1, provider_ref = $2, conflict = $3,
     error = NULL, duration_ms = $4, completed_at = now(), updated_at = now()
 WHERE id = $5 AND status = 'executing'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
 `
 
 type InvocationCompleteParams struct {
@@ -178,6 +180,7 @@ func (q *Queries) InvocationComplete(ctx context.Context, db DBTX, arg Invocatio
 		&i.Conflict,
 		&i.Approval,
 		&i.RiskHint,
+		&i.UserID,
 	)
 	return i, err
 }
@@ -221,7 +224,7 @@ UPDATE action_invocations
 SET status = 'denied', denied_reason = $1, error = $2, approved_by = $3,
     approved_at = now(), completed_at = now(), updated_at = now()
 WHERE id = $4 AND status = 'pending'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
 `
 
 type InvocationDenyParams struct {
@@ -275,6 +278,7 @@ func (q *Queries) InvocationDeny(ctx context.Context, db DBTX, arg InvocationDen
 		&i.Conflict,
 		&i.Approval,
 		&i.RiskHint,
+		&i.UserID,
 	)
 	return i, err
 }
@@ -283,7 +287,7 @@ const invocationExpire = `-- name: InvocationExpire :one
 UPDATE action_invocations
 SET status = 'expired', denied_reason = 'expired', completed_at = now(), updated_at = now()
 WHERE id = $1 AND status = 'pending'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
 `
 
 func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -325,6 +329,7 @@ func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, id uuid.UUID) (
 		&i.Conflict,
 		&i.Approval,
 		&i.RiskHint,
+		&i.UserID,
 	)
 	return i, err
 }
@@ -333,7 +338,7 @@ const invocationFail = `-- name: InvocationFail :one
 UPDATE action_invocations
 SET status = 'failed', error = $1, duration_ms = $2, completed_at = now(), updated_at = now()
 WHERE id = $3 AND status IN ('approved', 'executing')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
 `
 
 type InvocationFailParams struct {
@@ -381,12 +386,13 @@ func (q *Queries) InvocationFail(ctx context.Context, db DBTX, arg InvocationFai
 		&i.Conflict,
 		&i.Approval,
 		&i.RiskHint,
+		&i.UserID,
 	)
 	return i, err
 }
 
 const invocationGet = `-- name: InvocationGet :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint FROM action_invocations WHERE id = $1 AND organization_id = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations WHERE id = $1 AND organization_id = $2
 `
 
 type InvocationGetParams struct {
@@ -433,12 +439,13 @@ func (q *Queries) InvocationGet(ctx context.Context, db DBTX, arg InvocationGetP
 		&i.Conflict,
 		&i.Approval,
 		&i.RiskHint,
+		&i.UserID,
 	)
 	return i, err
 }
 
 const invocationGetByExternalID = `-- name: InvocationGetByExternalID :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint FROM action_invocations WHERE organization_id = $1 AND external_id = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations WHERE organization_id = $1 AND external_id = $2
 `
 
 type InvocationGetByExternalIDParams struct {
@@ -485,12 +492,13 @@ func (q *Queries) InvocationGetByExternalID(ctx context.Context, db DBTX, arg In
 		&i.Conflict,
 		&i.Approval,
 		&i.RiskHint,
+		&i.UserID,
 	)
 	return i, err
 }
 
 const invocationGetByID = `-- name: InvocationGetByID :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint FROM action_invocations WHERE id = $1
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations WHERE id = $1
 `
 
 func (q *Queries) InvocationGetByID(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -532,12 +540,13 @@ func (q *Queries) InvocationGetByID(ctx context.Context, db DBTX, id uuid.UUID) 
 		&i.Conflict,
 		&i.Approval,
 		&i.RiskHint,
+		&i.UserID,
 	)
 	return i, err
 }
 
 const invocationGetByIDForUpdate = `-- name: InvocationGetByIDForUpdate :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint FROM action_invocations WHERE id = $1 FOR UPDATE
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) InvocationGetByIDForUpdate(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -579,12 +588,13 @@ func (q *Queries) InvocationGetByIDForUpdate(ctx context.Context, db DBTX, id uu
 		&i.Conflict,
 		&i.Approval,
 		&i.RiskHint,
+		&i.UserID,
 	)
 	return i, err
 }
 
 const invocationGetByIdempotencyKey = `-- name: InvocationGetByIdempotencyKey :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint FROM action_invocations WHERE organization_id = $1 AND idempotency_key = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations WHERE organization_id = $1 AND idempotency_key = $2
 `
 
 type InvocationGetByIdempotencyKeyParams struct {
@@ -631,12 +641,13 @@ func (q *Queries) InvocationGetByIdempotencyKey(ctx context.Context, db DBTX, ar
 		&i.Conflict,
 		&i.Approval,
 		&i.RiskHint,
+		&i.UserID,
 	)
 	return i, err
 }
 
 const invocationGetForUpdate = `-- name: InvocationGetForUpdate :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint FROM action_invocations WHERE id = $1 AND organization_id = $2 FOR UPDATE
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations WHERE id = $1 AND organization_id = $2 FOR UPDATE
 `
 
 type InvocationGetForUpdateParams struct {
@@ -683,25 +694,26 @@ func (q *Queries) InvocationGetForUpdate(ctx context.Context, db DBTX, arg Invoc
 		&i.Conflict,
 		&i.Approval,
 		&i.RiskHint,
+		&i.UserID,
 	)
 	return i, err
 }
 
 const invocationInsert = `-- name: InvocationInsert :one
 INSERT INTO action_invocations (
-    id, job_id, organization_id, session_id, automation_id, requested_by, origin,
+    id, job_id, organization_id, session_id, automation_id, user_id, requested_by, origin,
     integration, action, risk_level, mode, mode_source, params, params_hash,
     status, denied_reason, expires_at, external_id, idempotency_key,
     rate_bucket, must_run_before, approval, risk_hint, completed_at
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7,
-    $8, $9, $10, $11, $12, $13, $14,
-    $15, $16, $17, $18, $19,
-    $20, $21, $22, $23,
-    CASE WHEN $15::text = 'denied' THEN now() END
+    $1, $2, $3, $4, $5, $6, $7, $8,
+    $9, $10, $11, $12, $13, $14, $15,
+    $16, $17, $18, $19, $20,
+    $21, $22, $23, $24,
+    CASE WHEN $16::text = 'denied' THEN now() END
 )
 ON CONFLICT DO NOTHING
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
 `
 
 type InvocationInsertParams struct {
@@ -710,6 +722,7 @@ type InvocationInsertParams struct {
 	OrganizationID string
 	SessionID      *string
 	AutomationID   *string
+	UserID         *string
 	RequestedBy    string
 	Origin         string
 	Integration    string
@@ -739,6 +752,7 @@ func (q *Queries) InvocationInsert(ctx context.Context, db DBTX, arg InvocationI
 		arg.OrganizationID,
 		arg.SessionID,
 		arg.AutomationID,
+		arg.UserID,
 		arg.RequestedBy,
 		arg.Origin,
 		arg.Integration,
@@ -795,12 +809,13 @@ func (q *Queries) InvocationInsert(ctx context.Context, db DBTX, arg InvocationI
 		&i.Conflict,
 		&i.Approval,
 		&i.RiskHint,
+		&i.UserID,
 	)
 	return i, err
 }
 
 const invocationListByOrg = `-- name: InvocationListByOrg :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations
 WHERE organization_id = $1 AND ($2::text IS NULL OR status = $2)
 ORDER BY created_at DESC, id
 LIMIT $4 OFFSET $3
@@ -863,6 +878,7 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 			&i.Conflict,
 			&i.Approval,
 			&i.RiskHint,
+			&i.UserID,
 		); err != nil {
 			return nil, err
 		}
@@ -875,7 +891,7 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 }
 
 const invocationListBySession = `-- name: InvocationListBySession :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations
 WHERE organization_id = $1 AND session_id = $2
 ORDER BY created_at DESC, id
 LIMIT $4 OFFSET $3
@@ -938,6 +954,7 @@ func (q *Queries) InvocationListBySession(ctx context.Context, db DBTX, arg Invo
 			&i.Conflict,
 			&i.Approval,
 			&i.RiskHint,
+			&i.UserID,
 		); err != nil {
 			return nil, err
 		}
@@ -950,7 +967,7 @@ func (q *Queries) InvocationListBySession(ctx context.Context, db DBTX, arg Invo
 }
 
 const invocationListExpiredForUpdate = `-- name: InvocationListExpiredForUpdate :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations
 WHERE status = 'pending' AND expires_at <= now()
 ORDER BY expires_at
 LIMIT $1
@@ -1002,6 +1019,7 @@ func (q *Queries) InvocationListExpiredForUpdate(ctx context.Context, db DBTX, m
 			&i.Conflict,
 			&i.Approval,
 			&i.RiskHint,
+			&i.UserID,
 		); err != nil {
 			return nil, err
 		}
@@ -1017,7 +1035,7 @@ const invocationMarkExecuting = `-- name: InvocationMarkExecuting :one
 UPDATE action_invocations
 SET status = 'executing', attempt = $1, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = $2 AND status IN ('approved', 'executing')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
 `
 
 type InvocationMarkExecutingParams struct {
@@ -1064,6 +1082,7 @@ func (q *Queries) InvocationMarkExecuting(ctx context.Context, db DBTX, arg Invo
 		&i.Conflict,
 		&i.Approval,
 		&i.RiskHint,
+		&i.UserID,
 	)
 	return i, err
 }
@@ -1089,7 +1108,7 @@ const invocationSkip = `-- name: InvocationSkip :one
 UPDATE action_invocations
 SET status = 'skipped', error = $1, completed_at = now(), updated_at = now()
 WHERE id = $2 AND status IN ('approved', 'executing')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
 `
 
 type InvocationSkipParams struct {
@@ -1136,6 +1155,7 @@ func (q *Queries) InvocationSkip(ctx context.Context, db DBTX, arg InvocationSki
 		&i.Conflict,
 		&i.Approval,
 		&i.RiskHint,
+		&i.UserID,
 	)
 	return i, err
 }

@@ -46,6 +46,7 @@ type ActionInvocation struct {
 	Conflict       bool
 	Approval       string
 	RiskHint       *string
+	UserID         *string
 }
 
 type ActionMode struct {
@@ -67,6 +68,7 @@ type Credential struct {
 	CreatedBy      string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	TokenKind      string
 }
 
 type InvokeRateWindow struct {

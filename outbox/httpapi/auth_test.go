@@ -68,6 +68,13 @@ func TestAuth_InvalidTokensAreUnauthorized(t *testing.T) {
 	}
 	require.Zero(t, invocationTotal(t, b))
 	require.Empty(t, b.Slack.Requests())
+
+	t.Run("SchemeIsCaseInsensitive", func(t *testing.T) {
+		r := b.Do("GET", "/v1/invocations", "", nil, "Authorization", "bearer "+b.Owner())
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		r = b.Do("GET", "/v1/invocations", "", nil, "Authorization", "BEARER "+b.Owner())
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	})
 }
 
 func TestAuth_WrongKindOrRoleIsForbidden(t *testing.T) {

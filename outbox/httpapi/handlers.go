@@ -54,6 +54,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 		OrganizationID: c.Org,
 		SessionID:      sessionID,
 		AutomationID:   c.AutomationID,
+		UserID:         c.UserID,
 		RequestedBy:    c.Subject,
 		Sources:        c.Sources,
 		Integration:    body.Integration,
@@ -103,19 +104,43 @@ func writeInvokeOutcome(w http.ResponseWriter, inv dbsqlc.ActionInvocation) {
 	}
 }
 
+func caller(c *auth.Claims) *outbox.Caller {
+	return &outbox.Caller{OrganizationID: c.Org, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources}
+}
+
 func (s *Server) available(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	if _, err := sessionAccess(r, c); err != nil {
 		return err
 	}
-	actions, err := s.svc.Available(r.Context(), c.Org, c.AutomationID, c.Sources)
+	actions, err := s.svc.Available(r.Context(), caller(c))
 	if err != nil {
 		return err
 	}
-	if actions == nil {
-		actions = []outbox.AvailableAction{}
-	}
 	writeJSON(w, http.StatusOK, map[string]any{"actions": actions})
 	return nil
+}
+
+func (s *Server) guide(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if _, err := sessionAccess(r, c); err != nil {
+		return err
+	}
+	md, err := s.svc.Guide(r.Context(), caller(c), r.PathValue("integration"))
+	if err != nil {
+		return err
+	}
+	writeMarkdown(w, md)
+	return nil
+}
+
+func (s *Server) bootstrapGuide(w http.ResponseWriter, _ *http.Request, _ *auth.Claims) error {
+	writeMarkdown(w, outbox.BootstrapGuide)
+	return nil
+}
+
+func writeMarkdown(w http.ResponseWriter, md string) {
+	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(md))
 }
 
 func (s *Server) listSession(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
@@ -297,6 +322,10 @@ func (s *Server) putModes(w http.ResponseWriter, r *http.Request, c *auth.Claims
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
+	if body == nil {
+		// A JSON null would otherwise replace every override with none.
+		return badRequest("invalid_json", `request body must be a JSON object of "<source>:<action>": mode`)
+	}
 	modes, err := s.svc.PutModes(r.Context(), c.Org, r.PathValue("automation_id"), c.Subject, body)
 	if err != nil {
 		return err
@@ -318,7 +347,9 @@ func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request, c *auth
 }
 
 type credentialBody struct {
-	Token string `json:"token"`
+	Token     string `json:"token"`
+	TokenKind string `json:"token_kind"`
+	UserID    string `json:"user_id"`
 }
 
 func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
@@ -329,7 +360,10 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
-	info, err := s.svc.PutCredential(r.Context(), c.Org, r.PathValue("integration"), c.Subject, body.Token)
+	info, err := s.svc.PutCredential(r.Context(), &outbox.PutCredentialParams{
+		OrganizationID: c.Org, Integration: r.PathValue("integration"), UserID: body.UserID,
+		TokenKind: body.TokenKind, Token: body.Token, By: c.Subject,
+	})
 	if err != nil {
 		return err
 	}
@@ -348,7 +382,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 		return err
 	}
 	inv, created, err := s.svc.Enqueue(r.Context(), &outbox.EnqueueParams{
-		OrganizationID: c.Org, RequestedBy: c.Subject, AutomationID: c.AutomationID, Envelope: env,
+		OrganizationID: c.Org, RequestedBy: c.Subject, AutomationID: c.AutomationID, UserID: c.UserID, Envelope: env,
 	})
 	if err != nil {
 		return err

@@ -95,6 +95,8 @@ func TestAvailable_ListsActionsWithModes(t *testing.T) {
 	t.Parallel()
 	b := apptest.Start(t, nil)
 	path := "/v1/sessions/" + apptest.Session + "/actions/available"
+	// The catalog lists integrations the org has a credential for.
+	b.StoreSlackToken("xoxb-listing")
 
 	find := func(r *apptest.Response) map[string]any {
 		t.Helper()

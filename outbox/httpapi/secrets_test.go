@@ -109,7 +109,7 @@ func TestSecrets_NeverStored(t *testing.T) {
 	require.NotContains(t, string(r.Raw), slackToken)
 
 	// Deny reasons are free text a human typed; they are redacted too.
-	b.SetModes(nil)
+	b.SetModes(map[string]string{})
 	pending := b.Invoke("send_message", map[string]any{"channel": "C1", "text": "z"}).Body["invocation_id"].(string)
 	dr := b.Do("POST", "/v1/invocations/"+pending+"/deny", b.Owner(), map[string]string{"reason": "rotate it first, password=" + password})
 	require.Equal(t, http.StatusOK, dr.Status, string(dr.Raw))

@@ -66,6 +66,8 @@ func (s *Server) Handler() http.Handler {
 	const session = "/v1/sessions/{session_id}/actions"
 	mux.Handle("POST "+session+"/invoke", s.authed(s.invoke))
 	mux.Handle("GET "+session+"/available", s.authed(s.available))
+	mux.Handle("GET "+session+"/guide/{integration}", s.authed(s.guide))
+	mux.Handle("GET /v1/actions/bootstrap-guide", s.authed(s.bootstrapGuide))
 	mux.Handle("GET "+session+"/invocations", s.authed(s.listSession))
 	mux.Handle("GET "+session+"/invocations/{id}", s.authed(s.getInSession))
 	mux.Handle("POST "+session+"/invocations/{id}/approve", s.authed(s.approve))
@@ -88,7 +90,31 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /v1/envelopes/{id}", s.authed(s.getEnvelope))
 	mux.Handle("DELETE /v1/envelopes/{id}", s.authed(s.cancelEnvelope))
 
+	mux.Handle("/", noRoute(mux))
 	return s.recoverer(mux)
+}
+
+// noRoute answers what no route takes in the API's JSON error shape rather
+// than net/http's plain text: 405 with Allow when the path exists under
+// other methods, else 404.
+func noRoute(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var allowed []string
+		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+			probe := r.Clone(r.Context())
+			probe.Method = method
+			if _, pattern := mux.Handler(probe); pattern != "/" {
+				allowed = append(allowed, method)
+			}
+		}
+		if len(allowed) > 0 {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			writeError(w, &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed",
+				message: r.Method + " is not allowed on " + r.URL.Path})
+			return
+		}
+		writeError(w, &apiError{status: http.StatusNotFound, code: "not_found", message: "no route for " + r.Method + " " + r.URL.Path})
+	})
 }
 
 type claimsKey struct{}
@@ -99,8 +125,9 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, c *auth.Claims) er
 
 func (s *Server) authed(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || token == "" {
+		// The scheme is case-insensitive (RFC 9110 §11.1).
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 			writeError(w, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing bearer token"})
 			return
 		}

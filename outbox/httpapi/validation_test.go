@@ -103,6 +103,7 @@ func TestInvoke_BadInputChangesNothing(t *testing.T) {
 			map[string]string{"slack:send_message": "deny", "nocolon": "allow"},
 			map[string]any{"slack:send_message": 1},
 			`["allow"]`,
+			`null`, // would otherwise wipe every override
 		} {
 			r := b.Do("PUT", "/v1/action-modes", b.Owner(), body)
 			require.Equal(t, http.StatusBadRequest, r.Status, string(r.Raw))
@@ -130,6 +131,21 @@ func TestInvoke_BadInputChangesNothing(t *testing.T) {
 			r := b.Do("GET", "/v1/sessions/"+apptest.Session+"/actions/invocations?"+q, b.Sandbox(), nil)
 			requireAPIError(t, r, http.StatusBadRequest, "invalid_request")
 		}
+	})
+
+	t.Run("UnknownRouteOrMethod", func(t *testing.T) {
+		requireAPIError(t, b.Do("GET", "/v1/nope", b.Owner(), nil), http.StatusNotFound, "not_found")
+		requireAPIError(t, b.Do("GET", "/v1/invocations/x/y/z", b.Owner(), nil), http.StatusNotFound, "not_found")
+		r := b.Do("PATCH", "/v1/invocations", b.Owner(), nil)
+		requireAPIError(t, r, http.StatusMethodNotAllowed, "method_not_allowed")
+		require.Equal(t, "GET", r.Header.Get("Allow"))
+		r = b.Do("GET", invokePath, b.Sandbox(), nil)
+		requireAPIError(t, r, http.StatusMethodNotAllowed, "method_not_allowed")
+		require.Equal(t, "POST", r.Header.Get("Allow"))
+		r = b.Do("POST", "/v1/envelopes/"+uuid.NewString(), b.Service(), nil)
+		requireAPIError(t, r, http.StatusMethodNotAllowed, "method_not_allowed")
+		require.Equal(t, "GET, DELETE", r.Header.Get("Allow"))
+		require.Equal(t, http.StatusOK, b.Do("HEAD", "/healthz", "", nil).Status)
 	})
 
 	require.Zero(t, invocationTotal(t, b), "refused requests create no invocation")

@@ -16,6 +16,7 @@ type invocationView struct {
 	OrganizationID string          `json:"organization_id"`
 	SessionID      *string         `json:"session_id"`
 	AutomationID   *string         `json:"automation_id"`
+	UserID         *string         `json:"user_id"`
 	RequestedBy    string          `json:"requested_by"`
 	Origin         string          `json:"origin"`
 	Integration    string          `json:"integration"`
@@ -47,7 +48,7 @@ type invocationView struct {
 
 func viewInvocation(inv dbsqlc.ActionInvocation) invocationView {
 	return invocationView{
-		ID: inv.ID, OrganizationID: inv.OrganizationID, SessionID: inv.SessionID, AutomationID: inv.AutomationID,
+		ID: inv.ID, OrganizationID: inv.OrganizationID, SessionID: inv.SessionID, AutomationID: inv.AutomationID, UserID: inv.UserID,
 		RequestedBy: inv.RequestedBy, Origin: inv.Origin, Integration: inv.Integration, Action: inv.Action,
 		RiskLevel: inv.RiskLevel, Mode: inv.Mode, ModeSource: inv.ModeSource, Params: inv.Params, Status: inv.Status,
 		Result: inv.Result, Error: inv.Error, DeniedReason: inv.DeniedReason, DurationMs: inv.DurationMs,

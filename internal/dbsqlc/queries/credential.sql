@@ -1,8 +1,8 @@
 -- name: CredentialUpsert :one
-INSERT INTO credentials (organization_id, integration, user_id, sealed, created_by)
-VALUES (@organization_id, @integration, @user_id, @sealed, @created_by)
+INSERT INTO credentials (organization_id, integration, user_id, sealed, token_kind, created_by)
+VALUES (@organization_id, @integration, @user_id, @sealed, @token_kind, @created_by)
 ON CONFLICT (organization_id, integration, user_id)
-DO UPDATE SET sealed = EXCLUDED.sealed, created_by = EXCLUDED.created_by, updated_at = now()
+DO UPDATE SET sealed = EXCLUDED.sealed, token_kind = EXCLUDED.token_kind, created_by = EXCLUDED.created_by, updated_at = now()
 RETURNING *;
 
 -- name: CredentialGet :one
@@ -10,9 +10,16 @@ SELECT * FROM credentials
 WHERE organization_id = @organization_id AND integration = @integration AND user_id = @user_id;
 
 -- name: CredentialList :many
-SELECT organization_id, integration, user_id, created_by, created_at, updated_at FROM credentials
+SELECT organization_id, integration, user_id, token_kind, created_by, created_at, updated_at FROM credentials
 WHERE organization_id = @organization_id
 ORDER BY integration, user_id;
+
+-- name: CredentialIntegrations :many
+-- The integrations a caller can use: the org's credentials and, when a user
+-- is given, that user's.
+SELECT DISTINCT integration FROM credentials
+WHERE organization_id = @organization_id AND (user_id = '' OR user_id = @user_id::text)
+ORDER BY integration;
 
 -- name: InvokeRateHit :one
 INSERT INTO invoke_rate_windows (organization_id, session_id, window_start, count)

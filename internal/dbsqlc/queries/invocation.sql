@@ -2,12 +2,12 @@
 -- A conflict on the idempotency key or external id inserts nothing and
 -- returns no row; the caller then loads the existing invocation.
 INSERT INTO action_invocations (
-    id, job_id, organization_id, session_id, automation_id, requested_by, origin,
+    id, job_id, organization_id, session_id, automation_id, user_id, requested_by, origin,
     integration, action, risk_level, mode, mode_source, params, params_hash,
     status, denied_reason, expires_at, external_id, idempotency_key,
     rate_bucket, must_run_before, approval, risk_hint, completed_at
 ) VALUES (
-    @id, sqlc.narg(job_id), @organization_id, @session_id, @automation_id, @requested_by, @origin,
+    @id, sqlc.narg(job_id), @organization_id, @session_id, @automation_id, sqlc.narg(user_id), @requested_by, @origin,
     @integration, @action, @risk_level, @mode, @mode_source, @params, @params_hash,
     @status, @denied_reason, @expires_at, @external_id, @idempotency_key,
     @rate_bucket, @must_run_before, @approval, @risk_hint,

@@ -1,0 +1,130 @@
+package linear
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+
+	"github.com/outboxd/outboxd/executors"
+)
+
+//go:embed add_comment.schema.json
+var addCommentSchema string
+
+const addCommentDescription = "Add a comment to a Linear issue, given by its id (a UUID, as list_issues " +
+	"and get_issue return). Write `body` in Markdown. The comment is posted as the token's user or app, " +
+	"once even if the call is retried. On success the provider reference is the new comment's id and the " +
+	"result holds the comment with its url."
+
+// AddCommentParams are the params of add_comment. Their JSON names are
+// those of Linear's CommentCreateInput, so they are sent as they are.
+type AddCommentParams struct {
+	// IssueID is the issue to comment on.
+	IssueID string `json:"issueId"`
+	// Body is the comment in Markdown.
+	Body string `json:"body"`
+}
+
+// commentCreateInput is Linear's CommentCreateInput: the params plus the
+// client-chosen id.
+type commentCreateInput struct {
+	ID string `json:"id,omitempty"`
+	AddCommentParams
+}
+
+// commentFields is the selection of a comment add_comment returns.
+const commentFields = `id body url createdAt updatedAt
+    user { id name }
+    issue { id identifier }`
+
+const addCommentMutation = `mutation AddComment($input: CommentCreateInput!) {
+  commentCreate(input: $input) {
+    success
+    comment {
+      ` + commentFields + `
+    }
+  }
+}`
+
+const getCommentQuery = `query GetComment($id: String!) {
+  comment(id: $id) {
+    ` + commentFields + `
+  }
+}`
+
+// commentPayload is Linear's CommentPayload, the answer of commentCreate.
+type commentPayload struct {
+	Success bool            `json:"success"`
+	Comment json.RawMessage `json:"comment"`
+}
+
+func addCommentDefinition() executors.Definition {
+	return executors.Definition{
+		ID:          ActionAddComment,
+		Description: addCommentDescription,
+		Risk:        executors.RiskWrite,
+		Params:      json.RawMessage(addCommentSchema),
+	}
+}
+
+func (s *Source) addComment(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
+	p, err := decodeParams[AddCommentParams](ActionAddComment, params)
+	if err != nil {
+		return executors.Result{}, err
+	}
+	switch {
+	case p.IssueID == "":
+		return executors.Result{}, invalidParams(ActionAddComment, "issueId is required")
+	case p.Body == "":
+		return executors.Result{}, invalidParams(ActionAddComment, "body is required")
+	}
+
+	input := commentCreateInput{AddCommentParams: p}
+	if ec.IdempotencyKey != "" {
+		input.ID = StableID(ActionAddComment, ec.IdempotencyKey)
+	}
+
+	var data struct {
+		CommentCreate *commentPayload `json:"commentCreate"`
+	}
+	op := operation{
+		name:      "AddComment",
+		query:     addCommentMutation,
+		variables: map[string]any{"input": input},
+		mutation:  true,
+	}
+	if err := s.do(ctx, ec, op, &data); err != nil {
+		if input.ID != "" && errorCode(err) == codeAlreadyExists {
+			res, lookupErr := s.fetchComment(ctx, ec, input.ID)
+			return conflictResult(res, lookupErr, err)
+		}
+		return executors.Result{}, err
+	}
+	if data.CommentCreate == nil || !data.CommentCreate.Success || isNull(data.CommentCreate.Comment) {
+		return executors.Result{}, &executors.Error{
+			Code:    "mutation_failed",
+			Message: "Linear answered AddComment without success",
+		}
+	}
+	return objectResult("AddComment", data.CommentCreate.Comment)
+}
+
+// fetchComment reads one comment by id. A comment Linear does not know is a
+// codeNotFound failure.
+func (s *Source) fetchComment(ctx context.Context, ec executors.ExecContext, id string) (executors.Result, error) {
+	var data struct {
+		Comment json.RawMessage `json:"comment"`
+	}
+	op := operation{name: "GetComment", query: getCommentQuery, variables: map[string]any{"id": id}}
+	if err := s.do(ctx, ec, op, &data); err != nil {
+		return executors.Result{}, err
+	}
+	if isNull(data.Comment) {
+		return executors.Result{}, &executors.Error{
+			Code:    codeNotFound,
+			Message: fmt.Sprintf("Linear has no comment %q that the token can see", id),
+		}
+	}
+	return objectResult("GetComment", data.Comment)
+}

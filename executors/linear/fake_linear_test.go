@@ -1,0 +1,558 @@
+package linear_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// fakeLinear is a loopback Linear GraphQL API over an in-memory workspace.
+// It parses each request's {"query","variables"} document, dispatches on
+// the root field the query selects, and answers in Linear's shapes: data
+// payloads with success flags, connections with pageInfo, and errors arrays
+// with extensions. Like Linear, it refuses to create an issue or comment
+// whose client-chosen id is taken.
+type fakeLinear struct {
+	mu sync.Mutex
+
+	// acceptedAuth are the Authorization values it lets in.
+	acceptedAuth []string
+
+	issues      map[string]*fakeIssue
+	issueOrder  []string
+	comments    map[string]*fakeComment
+	teamNumbers map[string]int
+	created     int
+
+	calls []graphQLCall
+
+	// hangNextMutation makes the next successful mutation take effect and
+	// then never answer, as when the answer is lost to a timeout.
+	hangNextMutation bool
+
+	// duplicateMessage is the message of Linear's answer to a create whose
+	// id is taken.
+	duplicateMessage string
+
+	// override, when set, answers every request in place of the workspace.
+	override fakeHandler
+}
+
+// fakeHandler answers one parsed GraphQL request.
+type fakeHandler func(w http.ResponseWriter, r *http.Request, call graphQLCall)
+
+// graphQLCall is what the fake saw of one request.
+type graphQLCall struct {
+	Header        http.Header
+	OperationName string
+	Query         string
+	Variables     json.RawMessage
+}
+
+type fakeIssue struct {
+	ID          string
+	Identifier  string
+	Title       string
+	Description *string
+	Priority    int
+	TeamID      string
+	ProjectID   string
+	StateID     string
+	AssigneeID  string
+	LabelIDs    []string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+type fakeComment struct {
+	ID        string
+	IssueID   string
+	Body      string
+	CreatedAt time.Time
+}
+
+var (
+	fakeTeams    = map[string]string{"team-eng": "ENG", "team-ops": "OPS"}
+	fakeStates   = map[string]string{"state-todo": "Todo", "state-started": "In Progress", "state-done": "Done"}
+	fakeUsers    = map[string]string{"user-ada": "Ada Lovelace", "user-alan": "Alan Turing"}
+	fakeProjects = map[string]string{"project-q3": "Q3 launch"}
+	fakeLabels   = map[string]string{"label-bug": "Bug", "label-infra": "Infra"}
+
+	priorityLabels = []string{"No priority", "Urgent", "High", "Medium", "Low"}
+
+	fakeEpoch = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
+)
+
+const defaultDuplicateMessage = "Entity already exists"
+
+func newFakeLinear(acceptedAuth ...string) *fakeLinear {
+	return &fakeLinear{
+		acceptedAuth:     acceptedAuth,
+		issues:           make(map[string]*fakeIssue),
+		comments:         make(map[string]*fakeComment),
+		teamNumbers:      make(map[string]int),
+		duplicateMessage: defaultDuplicateMessage,
+	}
+}
+
+// answerWith makes h answer every request from now on.
+func (f *fakeLinear) answerWith(h fakeHandler) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.override = h
+}
+
+// hangAfterNextMutation makes the next successful mutation never answer.
+func (f *fakeLinear) hangAfterNextMutation() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hangNextMutation = true
+}
+
+func (f *fakeLinear) setDuplicateMessage(msg string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.duplicateMessage = msg
+}
+
+func (f *fakeLinear) recorded() []graphQLCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+func (f *fakeLinear) issueCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.issues)
+}
+
+func (f *fakeLinear) commentCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.comments)
+}
+
+func (f *fakeLinear) issue(id string) fakeIssue {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return *f.issues[id]
+}
+
+// seedIssue stores an issue directly, as if created in Linear's UI.
+func (f *fakeLinear) seedIssue(teamID, projectID, title string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.insertIssue(&fakeIssue{ID: uuid.NewString(), TeamID: teamID, ProjectID: projectID, Title: title, StateID: "state-todo"})
+}
+
+func (f *fakeLinear) insertIssue(is *fakeIssue) string {
+	f.teamNumbers[is.TeamID]++
+	is.Identifier = fmt.Sprintf("%s-%d", fakeTeams[is.TeamID], f.teamNumbers[is.TeamID])
+	is.CreatedAt = fakeEpoch.Add(time.Duration(f.created) * time.Minute)
+	is.UpdatedAt = is.CreatedAt
+	f.created++
+	f.issues[is.ID] = is
+	f.issueOrder = append(f.issueOrder, is.ID)
+	return is.ID
+}
+
+func (f *fakeLinear) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	var body struct {
+		Query         string          `json:"query"`
+		OperationName string          `json:"operationName"`
+		Variables     json.RawMessage `json:"variables"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Query == "" {
+		writeJSON(w, http.StatusBadRequest, gqlErrors("GRAPHQL_PARSE_FAILED", "Must provide query string.", ""))
+		return
+	}
+	call := graphQLCall{
+		Header:        r.Header.Clone(),
+		OperationName: body.OperationName,
+		Query:         body.Query,
+		Variables:     body.Variables,
+	}
+
+	f.mu.Lock()
+	f.calls = append(f.calls, call)
+	override := f.override
+	f.mu.Unlock()
+	if override != nil {
+		override(w, r, call)
+		return
+	}
+
+	if !slices.Contains(f.acceptedAuth, r.Header.Get("Authorization")) {
+		// Linear answers a bad credential with HTTP 400 and a GraphQL error.
+		writeJSON(w, http.StatusBadRequest, gqlErrorsTyped("AUTHENTICATION_ERROR", "authentication error",
+			"Authentication required, not authenticated", "You need to authenticate to access this operation."))
+		return
+	}
+
+	f.mu.Lock()
+	answer, mutated := f.resolve(call)
+	hang := mutated && f.hangNextMutation
+	if hang {
+		f.hangNextMutation = false
+	}
+	f.mu.Unlock()
+
+	if hang {
+		<-r.Context().Done()
+		return
+	}
+	writeJSON(w, http.StatusOK, answer)
+}
+
+// resolve runs one operation against the workspace. mutated reports a
+// mutation that took effect.
+func (f *fakeLinear) resolve(call graphQLCall) (answer any, mutated bool) {
+	q := call.Query
+	switch {
+	case strings.Contains(q, "issueCreate("):
+		return f.issueCreate(call.Variables)
+	case strings.Contains(q, "issueUpdate("):
+		return f.issueUpdate(call.Variables)
+	case strings.Contains(q, "commentCreate("):
+		return f.commentCreate(call.Variables)
+	case strings.Contains(q, "issues("):
+		return f.issuesQuery(call.Variables), false
+	case strings.Contains(q, "issue("):
+		return f.issueQuery(call.Variables), false
+	case strings.Contains(q, "comment("):
+		return f.commentQuery(call.Variables), false
+	default:
+		return gqlErrors("GRAPHQL_VALIDATION_FAILED", "Cannot query field on type \"Query\".", ""), false
+	}
+}
+
+func (f *fakeLinear) issuesQuery(raw json.RawMessage) any {
+	var vars struct {
+		First  int     `json:"first"`
+		After  *string `json:"after"`
+		Filter *struct {
+			Team    *struct{ ID struct{ Eq string } } `json:"team"`
+			Project *struct{ ID struct{ Eq string } } `json:"project"`
+		} `json:"filter"`
+	}
+	if err := decodeStrict(raw, &vars); err != nil {
+		return variableError(err)
+	}
+	if vars.First > 250 {
+		return gqlErrors("INVALID_INPUT", "first cannot be more than 250", "")
+	}
+
+	var matching []*fakeIssue
+	for _, id := range f.issueOrder {
+		is := f.issues[id]
+		if vars.Filter != nil && vars.Filter.Team != nil && is.TeamID != vars.Filter.Team.ID.Eq {
+			continue
+		}
+		if vars.Filter != nil && vars.Filter.Project != nil && is.ProjectID != vars.Filter.Project.ID.Eq {
+			continue
+		}
+		matching = append(matching, is)
+	}
+	if vars.After != nil {
+		i := slices.IndexFunc(matching, func(is *fakeIssue) bool { return is.ID == *vars.After })
+		if i < 0 {
+			return gqlErrors("INVALID_INPUT", "Invalid cursor", "")
+		}
+		matching = matching[i+1:]
+	}
+	hasNext := len(matching) > vars.First
+	page := matching[:min(vars.First, len(matching))]
+
+	nodes := make([]any, len(page))
+	for i, is := range page {
+		nodes[i] = issueJSON(is)
+	}
+	var endCursor any
+	if len(page) > 0 {
+		endCursor = page[len(page)-1].ID
+	}
+	return gqlData("issues", map[string]any{
+		"nodes":    nodes,
+		"pageInfo": map[string]any{"hasNextPage": hasNext, "endCursor": endCursor},
+	})
+}
+
+func (f *fakeLinear) findIssue(idOrIdentifier string) *fakeIssue {
+	if is, ok := f.issues[idOrIdentifier]; ok {
+		return is
+	}
+	for _, is := range f.issues {
+		if is.Identifier == idOrIdentifier {
+			return is
+		}
+	}
+	return nil
+}
+
+func (f *fakeLinear) issueQuery(raw json.RawMessage) any {
+	var vars struct {
+		ID string `json:"id"`
+	}
+	if err := decodeStrict(raw, &vars); err != nil {
+		return variableError(err)
+	}
+	is := f.findIssue(vars.ID)
+	if is == nil {
+		return entityNotFound("Issue")
+	}
+	return gqlData("issue", issueJSON(is))
+}
+
+func (f *fakeLinear) issueCreate(raw json.RawMessage) (any, bool) {
+	var vars struct {
+		Input struct {
+			ID          *string  `json:"id"`
+			TeamID      string   `json:"teamId"`
+			Title       string   `json:"title"`
+			Description *string  `json:"description"`
+			AssigneeID  *string  `json:"assigneeId"`
+			StateID     *string  `json:"stateId"`
+			Priority    *int     `json:"priority"`
+			LabelIDs    []string `json:"labelIds"`
+			ProjectID   *string  `json:"projectId"`
+		} `json:"input"`
+	}
+	if err := decodeStrict(raw, &vars); err != nil {
+		return variableError(err), false
+	}
+	in := vars.Input
+
+	id := uuid.NewString()
+	if in.ID != nil {
+		if _, err := uuid.Parse(*in.ID); err != nil {
+			return gqlErrors("INVALID_INPUT", "Argument Validation Error", "id must be a UUID."), false
+		}
+		id = *in.ID
+		if _, taken := f.issues[id]; taken {
+			return gqlErrors("INVALID_INPUT", f.duplicateMessage, ""), false
+		}
+	}
+	if _, ok := fakeTeams[in.TeamID]; !ok {
+		return entityNotFound("Team"), false
+	}
+	if len(in.Title) > 255 {
+		return gqlErrors("INVALID_INPUT", "Argument Validation Error", "Title must be shorter than 256 characters."), false
+	}
+	is := &fakeIssue{
+		ID:          id,
+		Title:       in.Title,
+		Description: in.Description,
+		TeamID:      in.TeamID,
+		StateID:     "state-todo",
+		LabelIDs:    in.LabelIDs,
+	}
+	if in.Priority != nil {
+		is.Priority = *in.Priority
+	}
+	if in.AssigneeID != nil {
+		is.AssigneeID = *in.AssigneeID
+	}
+	if in.StateID != nil {
+		is.StateID = *in.StateID
+	}
+	if in.ProjectID != nil {
+		is.ProjectID = *in.ProjectID
+	}
+	f.insertIssue(is)
+	return gqlData("issueCreate", map[string]any{"success": true, "issue": issueJSON(is)}), true
+}
+
+func (f *fakeLinear) issueUpdate(raw json.RawMessage) (any, bool) {
+	var vars struct {
+		ID    string `json:"id"`
+		Input struct {
+			Title       *string `json:"title"`
+			Description *string `json:"description"`
+			AssigneeID  *string `json:"assigneeId"`
+			StateID     *string `json:"stateId"`
+			Priority    *int    `json:"priority"`
+		} `json:"input"`
+	}
+	if err := decodeStrict(raw, &vars); err != nil {
+		return variableError(err), false
+	}
+	is := f.findIssue(vars.ID)
+	if is == nil {
+		return entityNotFound("Issue"), false
+	}
+	in := vars.Input
+	if in.Title != nil {
+		is.Title = *in.Title
+	}
+	if in.Description != nil {
+		is.Description = in.Description
+	}
+	if in.AssigneeID != nil {
+		is.AssigneeID = *in.AssigneeID
+	}
+	if in.StateID != nil {
+		if _, ok := fakeStates[*in.StateID]; !ok {
+			return entityNotFound("WorkflowState"), false
+		}
+		is.StateID = *in.StateID
+	}
+	if in.Priority != nil {
+		is.Priority = *in.Priority
+	}
+	is.UpdatedAt = is.UpdatedAt.Add(time.Hour)
+	return gqlData("issueUpdate", map[string]any{"success": true, "issue": issueJSON(is)}), true
+}
+
+func (f *fakeLinear) commentCreate(raw json.RawMessage) (any, bool) {
+	var vars struct {
+		Input struct {
+			ID      *string `json:"id"`
+			IssueID string  `json:"issueId"`
+			Body    string  `json:"body"`
+		} `json:"input"`
+	}
+	if err := decodeStrict(raw, &vars); err != nil {
+		return variableError(err), false
+	}
+	in := vars.Input
+	id := uuid.NewString()
+	if in.ID != nil {
+		id = *in.ID
+		if _, taken := f.comments[id]; taken {
+			return gqlErrors("INVALID_INPUT", f.duplicateMessage, ""), false
+		}
+	}
+	is := f.findIssue(in.IssueID)
+	if is == nil {
+		return entityNotFound("Issue"), false
+	}
+	c := &fakeComment{ID: id, IssueID: is.ID, Body: in.Body, CreatedAt: fakeEpoch.Add(time.Duration(len(f.comments)) * time.Second)}
+	f.comments[id] = c
+	return gqlData("commentCreate", map[string]any{"success": true, "comment": f.commentJSON(c)}), true
+}
+
+func (f *fakeLinear) commentQuery(raw json.RawMessage) any {
+	var vars struct {
+		ID string `json:"id"`
+	}
+	if err := decodeStrict(raw, &vars); err != nil {
+		return variableError(err)
+	}
+	c, ok := f.comments[vars.ID]
+	if !ok {
+		return entityNotFound("Comment")
+	}
+	return gqlData("comment", f.commentJSON(c))
+}
+
+func issueJSON(is *fakeIssue) map[string]any {
+	labels := make([]any, 0, len(is.LabelIDs))
+	for _, id := range is.LabelIDs {
+		labels = append(labels, map[string]any{"id": id, "name": fakeLabels[id]})
+	}
+	var assignee, project any
+	if is.AssigneeID != "" {
+		assignee = map[string]any{"id": is.AssigneeID, "name": fakeUsers[is.AssigneeID]}
+	}
+	if is.ProjectID != "" {
+		project = map[string]any{"id": is.ProjectID, "name": fakeProjects[is.ProjectID]}
+	}
+	return map[string]any{
+		"id":            is.ID,
+		"identifier":    is.Identifier,
+		"title":         is.Title,
+		"description":   is.Description,
+		"priority":      is.Priority,
+		"priorityLabel": priorityLabels[is.Priority],
+		"url":           "https://linear.app/acme/issue/" + is.Identifier,
+		"createdAt":     is.CreatedAt.Format(time.RFC3339Nano),
+		"updatedAt":     is.UpdatedAt.Format(time.RFC3339Nano),
+		"state":         map[string]any{"id": is.StateID, "name": fakeStates[is.StateID], "type": "unstarted"},
+		"assignee":      assignee,
+		"team":          map[string]any{"id": is.TeamID, "key": fakeTeams[is.TeamID], "name": fakeTeams[is.TeamID]},
+		"project":       project,
+		"labels":        map[string]any{"nodes": labels},
+	}
+}
+
+func (f *fakeLinear) commentJSON(c *fakeComment) map[string]any {
+	is := f.issues[c.IssueID]
+	return map[string]any{
+		"id":        c.ID,
+		"body":      c.Body,
+		"url":       "https://linear.app/acme/issue/" + is.Identifier + "#comment-" + c.ID[:8],
+		"createdAt": c.CreatedAt.Format(time.RFC3339Nano),
+		"updatedAt": c.CreatedAt.Format(time.RFC3339Nano),
+		"user":      map[string]any{"id": "user-ada", "name": fakeUsers["user-ada"]},
+		"issue":     map[string]any{"id": is.ID, "identifier": is.Identifier},
+	}
+}
+
+func gqlData(field string, value any) any {
+	return map[string]any{"data": map[string]any{field: value}}
+}
+
+// gqlErrors is Linear's error answer: an errors array and null data.
+func gqlErrors(code, message, userMessage string) any {
+	return gqlErrorsTyped(code, strings.ToLower(strings.ReplaceAll(code, "_", " ")), message, userMessage)
+}
+
+func gqlErrorsTyped(code, typ, message, userMessage string) any {
+	ext := map[string]any{"code": code, "type": typ, "userError": true}
+	if userMessage != "" {
+		ext["userPresentableMessage"] = userMessage
+	}
+	return map[string]any{
+		"errors": []any{map[string]any{
+			"message":    message,
+			"locations":  []any{map[string]any{"line": 2, "column": 3}},
+			"extensions": ext,
+		}},
+		"data": nil,
+	}
+}
+
+func entityNotFound(entity string) any {
+	return gqlErrors("INVALID_INPUT", "Entity not found: "+entity, "Could not find referenced "+entity+".")
+}
+
+func variableError(err error) any {
+	return gqlErrors("GRAPHQL_VALIDATION_FAILED", "Variable got invalid value: "+err.Error(), "")
+}
+
+// decodeStrict decodes variables, refusing fields the GraphQL input types do
+// not define, as Linear's schema validation does.
+func decodeStrict(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		raw = json.RawMessage(`{}`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("trailing data")
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

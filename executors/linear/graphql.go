@@ -1,0 +1,527 @@
+package linear
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/outboxd/outboxd/executors"
+)
+
+const (
+	// maxResponseBytes bounds how much of Linear's answer is read. The
+	// largest answer is a page of 50 issue summaries, far below this.
+	maxResponseBytes = 1 << 20
+
+	// defaultRetryAfter is used when Linear rate-limits without a usable
+	// Retry-After or reset header.
+	defaultRetryAfter = 30 * time.Second
+
+	// maxRetryAfter caps the delay read from a header, so a bogus value
+	// cannot park an invocation for days.
+	maxRetryAfter = time.Hour
+
+	// maxMessageRunes bounds how much of Linear's error text goes into an
+	// Error.Message, which is stored with the invocation.
+	maxMessageRunes = 500
+
+	// apiKeyPrefix starts every Linear personal API key. Such keys are sent
+	// as they are; anything else is an OAuth access token.
+	apiKeyPrefix = "lin_api_"
+
+	// codeAlreadyExists classifies Linear's refusal to create an object
+	// whose client-chosen id is taken. create_issue and add_comment turn it
+	// into a conflict; elsewhere it is a plain failure.
+	codeAlreadyExists = "already_exists"
+
+	// codeNotFound classifies a read of an id Linear does not know.
+	codeNotFound = "not_found"
+)
+
+// graphQLCode matches the SCREAMING_SNAKE_CASE codes Linear puts in an
+// error's extensions. Anything else is not trusted into Error.Code.
+var graphQLCode = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+
+// retryableGraphQLCodes are the error codes that describe a passing problem
+// on Linear's side rather than something wrong with the call. Unknown codes
+// are not retried: a call Linear refused for a reason this source does not
+// know would most likely be refused again.
+var retryableGraphQLCodes = map[string]bool{
+	"INTERNAL_SERVER_ERROR": true,
+	"INTERNAL_ERROR":        true,
+	"LOCK_TIMEOUT":          true,
+}
+
+// Ranks of a classified GraphQL error, lowest first. When one answer carries
+// several errors, the lowest rank decides: a rejected token matters more
+// than anything else the answer says, and one permanent error makes a retry
+// pointless whatever else went wrong.
+const (
+	rankUnauthorized = iota
+	rankForbidden
+	rankRateLimited
+	rankPermanent
+	rankTransient
+)
+
+// operation is one GraphQL document with its variables.
+type operation struct {
+	// name is the operation name declared in query, used in messages.
+	name      string
+	query     string
+	variables map[string]any
+	// mutation marks operations that change data. A mutation answered
+	// without data or errors is not retried blindly.
+	mutation bool
+}
+
+type graphQLRequest struct {
+	Query         string         `json:"query"`
+	OperationName string         `json:"operationName,omitempty"`
+	Variables     map[string]any `json:"variables,omitempty"`
+}
+
+type graphQLResponse struct {
+	Data   json.RawMessage `json:"data"`
+	Errors []graphQLError  `json:"errors"`
+}
+
+// graphQLError is one entry of a response's errors array. Extensions are
+// kept raw and read leniently: an unexpected shape there must not hide the
+// message.
+type graphQLError struct {
+	Message    string          `json:"message"`
+	Extensions json.RawMessage `json:"extensions"`
+}
+
+// graphQLExtensions is the part of Linear's error extensions that drives
+// classification, e.g. {"type":"invalid input","code":"INVALID_INPUT",
+// "userPresentableMessage":"..."}.
+type graphQLExtensions struct {
+	Code                   string `json:"code"`
+	Type                   string `json:"type"`
+	UserPresentableMessage string `json:"userPresentableMessage"`
+}
+
+// do sends op and decodes the answer's data into out. A non-nil error is an
+// *executors.Error, bare or inside a classifiedError.
+func (s *Source) do(ctx context.Context, ec executors.ExecContext, op operation, out any) error {
+	if ec.Token == "" {
+		return &executors.Error{
+			Code:    "not_authed",
+			Message: "no Linear token is available; connect Linear first",
+		}
+	}
+	auth, err := authorization(ec)
+	if err != nil {
+		return err
+	}
+
+	body, err := json.Marshal(graphQLRequest{Query: op.query, OperationName: op.name, Variables: op.variables})
+	if err != nil {
+		return fmt.Errorf("linear: encoding %s request: %w", op.name, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.baseURL, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("linear: building %s request: %w", op.name, err)
+	}
+	req.Header.Set("Authorization", auth)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if ec.IdempotencyKey != "" {
+		// Not "Idempotency-Key": net/http would then resend a POST on its own
+		// after some connection failures. Linear ignores the header; the
+		// client-chosen ids of create inputs are what make creates safe.
+		req.Header.Set("X-Outboxd-Idempotency-Key", ec.IdempotencyKey)
+	}
+
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return transportError(ctx, err)
+	}
+	defer func() {
+		// Draining lets the transport reuse the connection.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
+		_ = resp.Body.Close()
+	}()
+
+	raw, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	tooLarge := len(raw) > maxResponseBytes
+	// Redacting the whole answer, before any of it is parsed or cut short,
+	// keeps the token out of messages and of stored results alike.
+	if ec.Token != "" {
+		raw = bytes.ReplaceAll(raw, []byte(ec.Token), []byte("[REDACTED]"))
+	}
+	var answer graphQLResponse
+	parsed := readErr == nil && !tooLarge && json.Unmarshal(raw, &answer) == nil
+	hasErrors := parsed && len(answer.Errors) > 0
+
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		e := &executors.Error{
+			Code:    executors.CodeUnauthorized,
+			Message: "Linear rejected the token (HTTP 401)",
+		}
+		if hasErrors {
+			e.Message += ": " + describe(answer.Errors[0])
+		}
+		return e
+	case resp.StatusCode == http.StatusTooManyRequests:
+		return &executors.Error{
+			Code:       "ratelimited",
+			Message:    "Linear rate-limited the call (HTTP 429)",
+			Retryable:  true,
+			RetryAfter: rateLimitRetryAfter(resp.Header),
+		}
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		if hasErrors {
+			e := graphQLFailure(answer.Errors, resp.Header)
+			if resp.StatusCode >= 500 && e.Code != executors.CodeUnauthorized && e.Code != "forbidden" {
+				e.Retryable = true
+			}
+			return e
+		}
+		return httpStatusError(resp)
+	}
+
+	if readErr != nil {
+		return transportError(ctx, readErr)
+	}
+	if tooLarge {
+		return &executors.Error{
+			Code:      "invalid_response",
+			Message:   fmt.Sprintf("Linear's answer to %s is larger than %d bytes", op.name, maxResponseBytes),
+			Retryable: true,
+		}
+	}
+	if !parsed {
+		return &executors.Error{
+			Code:      "invalid_response",
+			Message:   fmt.Sprintf("Linear answered %s with HTTP %d and a body that is not a GraphQL response", op.name, resp.StatusCode),
+			Retryable: true,
+		}
+	}
+	if hasErrors {
+		return graphQLFailure(answer.Errors, resp.Header)
+	}
+	if isNull(answer.Data) {
+		if op.mutation {
+			return &executors.Error{
+				Code:    "mutation_failed",
+				Message: fmt.Sprintf("Linear answered %s with neither data nor errors", op.name),
+			}
+		}
+		return &executors.Error{
+			Code:      "invalid_response",
+			Message:   fmt.Sprintf("Linear answered %s with neither data nor errors", op.name),
+			Retryable: true,
+		}
+	}
+	if err := json.Unmarshal(answer.Data, out); err != nil {
+		return &executors.Error{
+			Code:      "invalid_response",
+			Message:   fmt.Sprintf("Linear's answer to %s has an unexpected shape", op.name),
+			Retryable: true,
+		}
+	}
+	return nil
+}
+
+// authorization returns the Authorization header value for ec's token.
+// Linear takes personal API keys as they are and OAuth access tokens as
+// Bearer tokens; when the credential does not say which it is, the key
+// prefix decides.
+func authorization(ec executors.ExecContext) (string, error) {
+	switch ec.TokenKind {
+	case executors.TokenKindAPIKey:
+		return ec.Token, nil
+	case executors.TokenKindOAuth:
+		return "Bearer " + ec.Token, nil
+	case "":
+		if strings.HasPrefix(ec.Token, apiKeyPrefix) {
+			return ec.Token, nil
+		}
+		return "Bearer " + ec.Token, nil
+	default:
+		return "", &executors.Error{
+			Code:    "invalid_token_kind",
+			Message: fmt.Sprintf("the Linear credential has token kind %q; want %q or %q", ec.TokenKind, executors.TokenKindAPIKey, executors.TokenKindOAuth),
+		}
+	}
+}
+
+// graphQLFailure classifies a non-empty errors array by its most decisive
+// entry (see the rank constants).
+func graphQLFailure(errs []graphQLError, header http.Header) *executors.Error {
+	var (
+		best     *executors.Error
+		bestRank int
+	)
+	for _, g := range errs {
+		e, rank := classifyGraphQLError(g, header)
+		if best == nil || rank < bestRank {
+			best, bestRank = e, rank
+		}
+	}
+	if len(errs) > 1 {
+		best.Message += fmt.Sprintf(" (and %d more errors)", len(errs)-1)
+	}
+	return best
+}
+
+// classifyGraphQLError classifies one GraphQL error and returns its rank.
+func classifyGraphQLError(g graphQLError, header http.Header) (*executors.Error, int) {
+	code := graphQLErrorCode(g)
+	text := describe(g)
+
+	switch code {
+	case "AUTHENTICATION_ERROR":
+		return &executors.Error{
+			Code:    executors.CodeUnauthorized,
+			Message: "Linear rejected the token: " + text,
+		}, rankUnauthorized
+	case "FORBIDDEN":
+		return &executors.Error{
+			Code:    "forbidden",
+			Message: "Linear refused access; the token lacks permission for this call: " + text,
+		}, rankForbidden
+	case "RATELIMITED":
+		return &executors.Error{
+			Code:       "ratelimited",
+			Message:    "Linear rate-limited the call: " + text,
+			Retryable:  true,
+			RetryAfter: rateLimitRetryAfter(header),
+		}, rankRateLimited
+	}
+	if retryableGraphQLCodes[code] {
+		return &executors.Error{
+			Code:      strings.ToLower(code),
+			Message:   "Linear had a temporary problem: " + text,
+			Retryable: true,
+		}, rankTransient
+	}
+
+	lower := strings.ToLower(text)
+	switch {
+	case strings.Contains(lower, "already exists") || strings.Contains(lower, "duplicate"):
+		return &executors.Error{Code: codeAlreadyExists, Message: "Linear reports the object already exists: " + text}, rankPermanent
+	case strings.Contains(lower, "not found") || strings.Contains(lower, "could not find"):
+		return &executors.Error{Code: codeNotFound, Message: "Linear could not find what the call refers to: " + text}, rankPermanent
+	}
+
+	e := &executors.Error{Code: "graphql_error", Message: "Linear rejected the call: " + text}
+	if code != "" {
+		e.Code = strings.ToLower(code)
+		e.Message = "Linear rejected the call with " + code + ": " + text
+	}
+	return e, rankPermanent
+}
+
+// graphQLErrorCode returns the error's code, from extensions.code or, when
+// that is missing, from extensions.type ("invalid input" → INVALID_INPUT),
+// or "" when neither is a well-formed code.
+func graphQLErrorCode(g graphQLError) string {
+	ext := g.extensions()
+	for _, c := range []string{ext.Code, strings.ReplaceAll(strings.ToUpper(strings.TrimSpace(ext.Type)), " ", "_")} {
+		if graphQLCode.MatchString(c) {
+			return c
+		}
+	}
+	return ""
+}
+
+func (g graphQLError) extensions() graphQLExtensions {
+	var ext graphQLExtensions
+	if len(g.Extensions) > 0 {
+		// A field of an unexpected type is left empty; the rest still count.
+		_ = json.Unmarshal(g.Extensions, &ext)
+	}
+	return ext
+}
+
+// describe renders a GraphQL error's message, and Linear's message for
+// users when it adds something, on one bounded line.
+func describe(g graphQLError) string {
+	text := strings.TrimSpace(g.Message)
+	if upm := strings.TrimSpace(g.extensions().UserPresentableMessage); upm != "" && !strings.Contains(text, upm) {
+		if text == "" {
+			text = upm
+		} else {
+			text += " (" + upm + ")"
+		}
+	}
+	text = strings.Join(strings.Fields(text), " ")
+	if text == "" {
+		return "no message"
+	}
+	if utf8.RuneCountInString(text) > maxMessageRunes {
+		text = string([]rune(text)[:maxMessageRunes]) + "…"
+	}
+	return text
+}
+
+// httpStatusError classifies a non-2xx answer, other than 401 and 429, that
+// carries no GraphQL errors.
+func httpStatusError(resp *http.Response) *executors.Error {
+	switch {
+	case resp.StatusCode == http.StatusForbidden:
+		return &executors.Error{
+			Code:    "forbidden",
+			Message: "Linear refused access (HTTP 403); the token lacks permission for this call",
+		}
+	case resp.StatusCode >= 500:
+		e := &executors.Error{
+			Code:      fmt.Sprintf("http_%d", resp.StatusCode),
+			Message:   fmt.Sprintf("Linear answered HTTP %d", resp.StatusCode),
+			Retryable: true,
+		}
+		if d, ok := parseRetryAfter(resp.Header); ok {
+			e.RetryAfter = d
+		}
+		return e
+	default:
+		return &executors.Error{
+			Code:    fmt.Sprintf("http_%d", resp.StatusCode),
+			Message: fmt.Sprintf("Linear answered HTTP %d", resp.StatusCode),
+		}
+	}
+}
+
+// transportError classifies a failure to get an answer from Linear. Whether
+// a mutation took effect is unknown in every case, so all are retryable;
+// creates are safe to retry thanks to their stable ids.
+func transportError(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if errors.Is(ctxErr, context.DeadlineExceeded) {
+			return &classifiedError{
+				classified: &executors.Error{
+					Code:      "timeout",
+					Message:   "Linear did not answer before the deadline",
+					Retryable: true,
+				},
+				cause: ctxErr,
+			}
+		}
+		return &classifiedError{
+			classified: &executors.Error{
+				Code:      "canceled",
+				Message:   "the call to Linear was canceled before it answered",
+				Retryable: true,
+			},
+			cause: ctxErr,
+		}
+	}
+
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return &classifiedError{
+			classified: &executors.Error{
+				Code:      "timeout",
+				Message:   "calling Linear timed out: " + err.Error(),
+				Retryable: true,
+			},
+			cause: err,
+		}
+	}
+	return &classifiedError{
+		classified: &executors.Error{
+			Code:      "network_error",
+			Message:   "calling Linear failed: " + err.Error(),
+			Retryable: true,
+		},
+		cause: err,
+	}
+}
+
+// rateLimitRetryAfter says how long to wait after Linear rate-limited a
+// call: Retry-After when present, else until the request window resets
+// (X-RateLimit-Requests-Reset, then X-RateLimit-Complexity-Reset), else
+// defaultRetryAfter.
+func rateLimitRetryAfter(header http.Header) time.Duration {
+	if d, ok := parseRetryAfter(header); ok {
+		return d
+	}
+	for _, name := range []string{"X-RateLimit-Requests-Reset", "X-RateLimit-Complexity-Reset"} {
+		if d, ok := parseReset(header.Get(name), time.Now()); ok {
+			return d
+		}
+	}
+	return defaultRetryAfter
+}
+
+// parseRetryAfter reads Retry-After as a delay in seconds, capped at
+// maxRetryAfter. Zero, negative and HTTP-date values are not usable.
+func parseRetryAfter(header http.Header) (time.Duration, bool) {
+	secs, err := strconv.ParseInt(strings.TrimSpace(header.Get("Retry-After")), 10, 64)
+	if err != nil || secs <= 0 {
+		return 0, false
+	}
+	if secs > int64(maxRetryAfter/time.Second) {
+		return maxRetryAfter, true
+	}
+	return time.Duration(secs) * time.Second, true
+}
+
+// parseReset reads one of Linear's reset headers, a UTC epoch time in
+// milliseconds, as the delay from now, capped at maxRetryAfter. A value
+// too small to be milliseconds is taken as seconds. A reset in the past is
+// not usable.
+func parseReset(value string, now time.Time) (time.Duration, bool) {
+	n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	at := time.UnixMilli(n)
+	if n < 1e11 {
+		at = time.Unix(n, 0)
+	}
+	d := at.Sub(now)
+	if d <= 0 {
+		return 0, false
+	}
+	return min(d, maxRetryAfter), true
+}
+
+// isNull reports whether raw is absent or JSON null.
+func isNull(raw json.RawMessage) bool {
+	return len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null"
+}
+
+// errorCode returns the code of a classified error, or "".
+func errorCode(err error) string {
+	var e *executors.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// redactError removes token from the text of a classified error. Messages
+// are built without the token, but some embed text from elsewhere (network
+// errors, Linear's messages), and a token in an invocation's stored error
+// would outlive any rotation.
+func redactError(err error, token string) error {
+	if err == nil || token == "" {
+		return err
+	}
+	var e *executors.Error
+	if errors.As(err, &e) {
+		e.Code = strings.ReplaceAll(e.Code, token, "[REDACTED]")
+		e.Message = strings.ReplaceAll(e.Message, token, "[REDACTED]")
+		return err
+	}
+	if strings.Contains(err.Error(), token) {
+		return errors.New(strings.ReplaceAll(err.Error(), token, "[REDACTED]"))
+	}
+	return err
+}

@@ -1,0 +1,269 @@
+package mcp
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/outboxd/outboxd/executors"
+)
+
+// AuthType says how a connector's secret is presented to its server.
+type AuthType string
+
+const (
+	// AuthNone sends no credential. An empty AuthType means the same.
+	AuthNone AuthType = "none"
+	// AuthBearer sends "Authorization: Bearer <secret>".
+	AuthBearer AuthType = "bearer"
+	// AuthCustomHeader sends "<HeaderName>: <secret>".
+	AuthCustomHeader AuthType = "custom_header"
+)
+
+// Auth is a connector's authentication scheme. The secret itself is never
+// part of it: it lives in the encrypted store and is passed per call.
+type Auth struct {
+	Type AuthType `json:"type"`
+	// HeaderName is the header carrying the secret for AuthCustomHeader.
+	HeaderName string `json:"header_name,omitempty"`
+}
+
+// RiskPolicy is an organization's say over the risk hints of a connector's
+// tools, which otherwise come from the server's annotations.
+type RiskPolicy struct {
+	// Default applies to tools with neither an override nor a telling
+	// annotation. Empty means executors.RiskWrite.
+	Default executors.Risk `json:"default,omitempty"`
+	// Tools overrides the risk of individual tools by name.
+	Tools map[string]executors.Risk `json:"tools,omitempty"`
+}
+
+// Connector is an organization's remote MCP server, as this package needs
+// it: where it is, how to authenticate, and how to rate its tools.
+type Connector struct {
+	ID         uuid.UUID  `json:"id"`
+	Name       string     `json:"name"`
+	URL        string     `json:"url"`
+	Auth       Auth       `json:"auth"`
+	RiskPolicy RiskPolicy `json:"risk_policy"`
+}
+
+// clone returns a copy of c sharing nothing mutable with it.
+func (c *Connector) clone() *Connector {
+	out := *c
+	out.RiskPolicy.Tools = maps.Clone(c.RiskPolicy.Tools)
+	return &out
+}
+
+// authHeader returns the header name the secret goes in, "" for no auth.
+func (c *Connector) authHeader() string {
+	switch c.Auth.Type {
+	case AuthBearer:
+		return "Authorization"
+	case AuthCustomHeader:
+		return http.CanonicalHeaderKey(c.Auth.HeaderName)
+	default:
+		return ""
+	}
+}
+
+// authValue returns the header value carrying secret.
+func (c *Connector) authValue(secret string) string {
+	if c.Auth.Type == AuthBearer {
+		return "Bearer " + secret
+	}
+	return secret
+}
+
+// cacheKey fingerprints what a tool list depends on besides the server's
+// own state: the URL and the auth scheme. Editing either makes cached lists
+// miss. The secret is not part of it, so a rotated secret keeps the cache
+// and a list can be served without resolving the secret.
+func (c *Connector) cacheKey() string {
+	h := sha256.New()
+	authType := c.Auth.Type
+	if authType == "" {
+		authType = AuthNone
+	}
+	for _, part := range []string{c.URL, string(authType), http.CanonicalHeaderKey(c.Auth.HeaderName)} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// reservedHeaders are headers a custom auth header must not replace: they
+// carry the transport's own protocol.
+var reservedHeaders = map[string]bool{
+	"Accept":               true,
+	"Connection":           true,
+	"Content-Length":       true,
+	"Content-Type":         true,
+	"Host":                 true,
+	"Last-Event-Id":        true,
+	"Mcp-Protocol-Version": true,
+	"Mcp-Session-Id":       true,
+	"Te":                   true,
+	"Trailer":              true,
+	"Transfer-Encoding":    true,
+	"Upgrade":              true,
+}
+
+// CheckConnector checks a connector's configuration as the API does before
+// saving it: the URL (see CheckURL), the auth type, the custom header name
+// and the risk policy's values.
+func CheckConnector(c *Connector, allowPrivate bool) error {
+	if err := CheckURL(c.URL, allowPrivate); err != nil {
+		return err
+	}
+	switch c.Auth.Type {
+	case "", AuthNone, AuthBearer:
+		if c.Auth.HeaderName != "" {
+			return fmt.Errorf("auth header_name is only used with %q auth", AuthCustomHeader)
+		}
+	case AuthCustomHeader:
+		if !validHeaderName(c.Auth.HeaderName) {
+			return fmt.Errorf("auth header_name %q is not a valid HTTP header name", c.Auth.HeaderName)
+		}
+		if reservedHeaders[http.CanonicalHeaderKey(c.Auth.HeaderName)] {
+			return fmt.Errorf("auth header_name %q is reserved by the MCP transport", c.Auth.HeaderName)
+		}
+	default:
+		return fmt.Errorf("auth type %q is not one of %q, %q, %q", c.Auth.Type, AuthNone, AuthBearer, AuthCustomHeader)
+	}
+	if c.RiskPolicy.Default != "" && !validRisk(c.RiskPolicy.Default) {
+		return fmt.Errorf("risk_policy default %q is not one of read, write, danger", c.RiskPolicy.Default)
+	}
+	for name, risk := range c.RiskPolicy.Tools {
+		if !validRisk(risk) {
+			return fmt.Errorf("risk_policy for tool %q: %q is not one of read, write, danger", name, risk)
+		}
+	}
+	return nil
+}
+
+// checkSecret refuses a secret that cannot be sent as a header value: the
+// transport would reject it with an error naming the header, and a secret
+// with a line break must never reach the wire.
+func checkSecret(c *Connector, secret string) error {
+	if c.authHeader() == "" {
+		return nil
+	}
+	if secret == "" {
+		return errors.New("the connector needs a secret and none was resolved")
+	}
+	for i := 0; i < len(secret); i++ {
+		if b := secret[i]; b < 0x20 && b != '\t' || b == 0x7f {
+			return errors.New("the connector secret contains control characters")
+		}
+	}
+	return nil
+}
+
+// validHeaderName reports whether name is an RFC 9110 field name (a token).
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		b := name[i]
+		switch {
+		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func validRisk(r executors.Risk) bool {
+	return r == executors.RiskRead || r == executors.RiskWrite || r == executors.RiskDanger
+}
+
+// Annotations are the behaviour hints an MCP server attaches to a tool.
+// They are claims of the server, not guarantees; they only feed the risk
+// hint, which itself only feeds the inferred mode.
+type Annotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    bool   `json:"read_only_hint"`
+	DestructiveHint *bool  `json:"destructive_hint,omitempty"`
+	IdempotentHint  bool   `json:"idempotent_hint"`
+	OpenWorldHint   *bool  `json:"open_world_hint,omitempty"`
+}
+
+// Tool is one tool a connector's server offers.
+type Tool struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description"`
+	// InputSchema is the JSON Schema of the tool's arguments, as the server
+	// published it (re-encoded, so key order and spacing may differ).
+	InputSchema json.RawMessage `json:"input_schema"`
+	// Annotations are nil when the server sent none.
+	Annotations *Annotations `json:"annotations,omitempty"`
+	// Risk is derived from the connector's risk policy and the annotations.
+	Risk executors.Risk `json:"risk_level"`
+	// Hash is policy.DefinitionHash of InputSchema: it changes when what the
+	// tool accepts changes, not when descriptions, defaults or enums do.
+	Hash string `json:"hash"`
+}
+
+// clone returns a copy of t sharing nothing mutable with it.
+func (t Tool) clone() Tool {
+	t.InputSchema = append(json.RawMessage(nil), t.InputSchema...)
+	if t.Annotations != nil {
+		a := *t.Annotations
+		if a.DestructiveHint != nil {
+			a.DestructiveHint = new(*a.DestructiveHint)
+		}
+		if a.OpenWorldHint != nil {
+			a.OpenWorldHint = new(*a.OpenWorldHint)
+		}
+		t.Annotations = &a
+	}
+	return t
+}
+
+// definition turns t into the action definition a connector source offers.
+func (t Tool) definition() executors.Definition {
+	desc := t.Description
+	if desc == "" {
+		desc = t.Title
+	}
+	return executors.Definition{
+		ID:          t.Name,
+		Description: desc,
+		Risk:        t.Risk,
+		Params:      append(json.RawMessage(nil), t.InputSchema...),
+	}
+}
+
+// deriveRisk rates a tool: the connector's per-tool override wins, then the
+// server's annotations (destructive first, so a tool claiming both is
+// treated as the more dangerous), then the connector's default, then
+// executors.RiskWrite.
+func deriveRisk(name string, ann *Annotations, policy RiskPolicy) executors.Risk {
+	if r, ok := policy.Tools[name]; ok && validRisk(r) {
+		return r
+	}
+	if ann != nil {
+		if ann.DestructiveHint != nil && *ann.DestructiveHint {
+			return executors.RiskDanger
+		}
+		if ann.ReadOnlyHint {
+			return executors.RiskRead
+		}
+	}
+	if validRisk(policy.Default) {
+		return policy.Default
+	}
+	return executors.RiskWrite
+}

@@ -1,0 +1,193 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/outboxd/outboxd/executors"
+)
+
+// Error codes this package reports in executors.Error, besides
+// executors.CodeUnauthorized and the "http_<status>" codes.
+const (
+	// CodeURLNotAllowed: the connector URL is malformed, not http(s), or
+	// reaches a private network while those are not allowed. Not retried.
+	CodeURLNotAllowed = "url_not_allowed"
+	// CodeInvalidConnector: the connector's auth configuration or secret
+	// cannot be used. Not retried.
+	CodeInvalidConnector = "invalid_connector"
+	// CodeToolError: the tool ran and reported failure (isError). Not
+	// retried: the server has answered.
+	CodeToolError = "tool_error"
+	// CodeUnknownAction: the connector offers no tool by that name.
+	CodeUnknownAction = "unknown_action"
+	// CodeInvalidParams: the params are not a JSON object.
+	CodeInvalidParams = "invalid_params"
+	// CodeTimeout: the server did not answer within the deadline. Retried.
+	CodeTimeout = "timeout"
+	// CodeCanceled: the caller gave up before the server answered. Retried.
+	CodeCanceled = "canceled"
+	// CodeUnreachable: no connection could be made. Retried.
+	CodeUnreachable = "unreachable"
+	// CodeNetworkError: the connection failed mid-request. Retried.
+	CodeNetworkError = "network_error"
+	// CodeRateLimited: the server answered 429. Retried.
+	CodeRateLimited = "rate_limited"
+	// CodeRPCError: the server refused the request with a JSON-RPC error,
+	// such as invalid arguments. Retried only for internal errors.
+	CodeRPCError = "rpc_error"
+	// CodeResponseTooLarge: an answer exceeded the size limit. Not retried:
+	// a tool call may have run, and its answer would be as large again.
+	CodeResponseTooLarge = "response_too_large"
+	// CodeProtocolError: the server broke the MCP protocol in some other
+	// way. Retried, as any unclassified failure.
+	CodeProtocolError = "protocol_error"
+)
+
+// maxMessageLen bounds the text taken from a server or an SDK error into a
+// message, since messages are stored with the invocation.
+const maxMessageLen = 1000
+
+// classifiedError pairs the classification the worker reads with the error
+// that caused it, so errors.As finds the *executors.Error and errors.Is
+// finds sentinels such as context.DeadlineExceeded or
+// executors.ErrUnknownAction. Its text is the classification's, which is
+// free of secrets. Causes carrying text from the server or the SDK are not
+// kept, as their text is not scrubbed.
+type classifiedError struct {
+	classified *executors.Error
+	cause      error
+}
+
+func (e *classifiedError) Error() string { return e.classified.Error() }
+
+func (e *classifiedError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.classified}
+	}
+	return []error{e.classified, e.cause}
+}
+
+func newError(code, msg string, retryable bool, cause error) error {
+	return &classifiedError{
+		classified: &executors.Error{Code: code, Message: msg, Retryable: retryable},
+		cause:      cause,
+	}
+}
+
+// scrubber removes a connector secret from text bound for errors. The
+// secret can reach error text through the server (an echoing error page, a
+// JSON-RPC message) or the HTTP stack, and an error is stored and logged.
+type scrubber string
+
+const redacted = "[REDACTED]"
+
+func (s scrubber) scrub(text string) string {
+	if s != "" {
+		text = strings.ReplaceAll(text, string(s), redacted)
+	}
+	return truncate(text)
+}
+
+// errorf builds a classified error whose message is scrubbed.
+func (s scrubber) errorf(code string, retryable bool, cause error, format string, args ...any) error {
+	return newError(code, s.scrub(fmt.Sprintf(format, args...)), retryable, cause)
+}
+
+func truncate(text string) string {
+	if len(text) <= maxMessageLen {
+		return text
+	}
+	cut := maxMessageLen
+	for cut > 0 && !isRuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// classify turns the failure of an operation on a connector into a
+// classified error. what names the operation for messages ("listing
+// tools"); parent is the caller's context and ctx the operation's, which
+// also carries the operation's own deadline of timeout.
+func classify(parent, ctx context.Context, err error, out outcome, s scrubber, what string, timeout time.Duration) error {
+	switch {
+	case out.notAllowed != nil:
+		return s.errorf(CodeURLNotAllowed, false, errURLNotAllowed, "%s: the connector URL leads to a refused address: %v", what, out.notAllowed)
+
+	case parent.Err() != nil:
+		if errors.Is(parent.Err(), context.DeadlineExceeded) {
+			return s.errorf(CodeTimeout, true, parent.Err(), "%s: the deadline passed before the MCP server answered", what)
+		}
+		return s.errorf(CodeCanceled, true, parent.Err(), "%s: canceled before the MCP server answered", what)
+
+	case ctx.Err() != nil:
+		return s.errorf(CodeTimeout, true, context.DeadlineExceeded, "%s: the MCP server did not answer within %s", what, timeout)
+
+	case out.tooLarge:
+		return s.errorf(CodeResponseTooLarge, false, nil, "%s: the MCP server's answer exceeds %d bytes", what, maxResponseBytes)
+
+	case out.status == http.StatusUnauthorized || out.status == http.StatusForbidden:
+		return s.errorf(executors.CodeUnauthorized, false, nil, "%s: the MCP server rejected the credential (HTTP %d)", what, out.status)
+
+	case out.status == http.StatusTooManyRequests:
+		e := &executors.Error{
+			Code:       CodeRateLimited,
+			Message:    s.scrub(fmt.Sprintf("%s: the MCP server rate-limited the request (HTTP 429)", what)),
+			Retryable:  true,
+			RetryAfter: out.retryAfter,
+		}
+		return &classifiedError{classified: e}
+
+	case out.status >= 500:
+		e := &executors.Error{
+			Code:       fmt.Sprintf("http_%d", out.status),
+			Message:    s.scrub(fmt.Sprintf("%s: the MCP server answered HTTP %d", what, out.status)),
+			Retryable:  true,
+			RetryAfter: out.retryAfter,
+		}
+		return &classifiedError{classified: e}
+
+	case out.transport != nil:
+		return transportError(out.transport, s, what)
+	}
+
+	// Under the newest protocol a JSON-RPC error can come with a 4xx status,
+	// so the error body is looked at before the status.
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		// An internal error may be passing; every other JSON-RPC error says
+		// the request itself is wrong.
+		retryable := rpcErr.Code == jsonrpc.CodeInternalError
+		return s.errorf(CodeRPCError, retryable, nil, "%s: the MCP server refused the request (JSON-RPC error %d): %s", what, rpcErr.Code, rpcErr.Message)
+	}
+	if out.status >= 300 {
+		return s.errorf(fmt.Sprintf("http_%d", out.status), false, nil, "%s: the MCP server answered HTTP %d: %v", what, out.status, err)
+	}
+	return s.errorf(CodeProtocolError, true, nil, "%s: %v", what, err)
+}
+
+// transportError classifies a request that got no response. Failing to
+// connect at all is told apart from failing midway, as only the latter can
+// have reached the server.
+func transportError(err error, s scrubber, what string) error {
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &dnsErr), errors.As(err, &opErr) && opErr.Op == "dial":
+		return s.errorf(CodeUnreachable, true, nil, "%s: the MCP server is unreachable: %v", what, err)
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return s.errorf(CodeTimeout, true, nil, "%s: the connection to the MCP server timed out: %v", what, err)
+	}
+	return s.errorf(CodeNetworkError, true, nil, "%s: the connection to the MCP server failed: %v", what, err)
+}

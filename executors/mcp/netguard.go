@@ -1,0 +1,198 @@
+package mcp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// maxRedirects bounds the redirects followed for one request. MCP servers
+// have no reason to redirect more than once or twice; each hop is checked
+// again by CheckURL and by the dial guard.
+const maxRedirects = 5
+
+// errURLNotAllowed is the cause of every refusal of a connector address, so
+// classification finds it however deep the HTTP stack wrapped it.
+var errURLNotAllowed = errors.New("connector URL not allowed")
+
+// addrNotAllowedError is returned by the dial guard for a resolved address
+// in a refused range.
+type addrNotAllowedError struct {
+	addr netip.Addr
+}
+
+func (e *addrNotAllowedError) Error() string {
+	return fmt.Sprintf("address %s is in a private, loopback, link-local or otherwise internal range", e.addr)
+}
+
+func (e *addrNotAllowedError) Unwrap() error { return errURLNotAllowed }
+
+// blockedPrefixes are ranges refused on top of what netip classifies as
+// loopback, private, link-local, multicast or unspecified: shared address
+// space (used by some cloud metadata services), IETF protocol assignments,
+// benchmarking, reserved space and the deprecated IPv6 forms that tunnel or
+// embed IPv4.
+var blockedPrefixes = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("::/96"),
+	netip.MustParsePrefix("2001::/32"),
+	netip.MustParsePrefix("fec0::/10"),
+}
+
+// embeddedIPv4Prefixes are IPv6 ranges that carry an IPv4 address: NAT64
+// (the IPv4 address in the last four bytes) and 6to4 (in bytes 2 to 5). An
+// address in them is refused when the IPv4 address it reaches is.
+var (
+	nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour   = netip.MustParsePrefix("2002::/16")
+)
+
+// addrAllowed reports whether a connector may be reached at addr when
+// private networks are not allowed. Only global unicast addresses outside
+// the private and special-purpose ranges pass, which also covers the cloud
+// metadata endpoints 169.254.169.254 (link-local) and fd00:ec2::254
+// (unique local).
+func addrAllowed(addr netip.Addr) bool {
+	addr = addr.Unmap().WithZone("")
+	if !addr.IsValid() || !addr.IsGlobalUnicast() || addr.IsPrivate() {
+		return false
+	}
+	for _, p := range blockedPrefixes {
+		if p.Contains(addr) {
+			return false
+		}
+	}
+	if nat64Prefix.Contains(addr) {
+		b := addr.As16()
+		return addrAllowed(netip.AddrFrom4([4]byte(b[12:16])))
+	}
+	if sixToFour.Contains(addr) {
+		b := addr.As16()
+		return addrAllowed(netip.AddrFrom4([4]byte(b[2:6])))
+	}
+	return true
+}
+
+// CheckURL statically checks a connector URL, as the API does before saving
+// one: it must be absolute http or https with a host and no user info, and,
+// unless allowPrivate, its host must not be a literal address in a refused
+// range. Host names are not resolved here: the dial guard checks the
+// addresses they resolve to on every connection, including after redirects,
+// so a name cannot be pointed at an internal address later.
+func CheckURL(raw string, allowPrivate bool) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("invalid URL: %w", errors.Unwrap(err))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("URL scheme %q is not allowed: use http or https", u.Scheme)
+	}
+	if u.Opaque != "" || u.Hostname() == "" {
+		return errors.New("URL has no host")
+	}
+	if u.User != nil {
+		return errors.New("URL must not contain user info: put credentials in the connector's auth")
+	}
+	if allowPrivate {
+		return nil
+	}
+	if addr, err := netip.ParseAddr(u.Hostname()); err == nil && !addrAllowed(addr) {
+		return fmt.Errorf("%w: %w", errURLNotAllowed, &addrNotAllowedError{addr: addr})
+	}
+	return nil
+}
+
+// guardControl is a net.Dialer Control function refusing connections to
+// internal addresses. It sees the address actually being dialed, after DNS
+// resolution, so it holds for every name, every redirect and every address
+// tried by Happy Eyeballs.
+func guardControl(_, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return fmt.Errorf("dial guard: %w", err)
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return fmt.Errorf("dial guard: %w", err)
+	}
+	if !addrAllowed(addr) {
+		return &addrNotAllowedError{addr: addr}
+	}
+	return nil
+}
+
+// guardedTransport returns the transport connectors are reached through.
+// With the guard on, it dials through a net.Dialer whose Control refuses
+// internal addresses, and proxies are disabled: through a proxy, the guard
+// would only see the proxy's address and the proxy would resolve the
+// connector's name itself.
+func guardedTransport(base *http.Client, allowPrivate bool) (http.RoundTripper, error) {
+	var rt http.RoundTripper
+	if base != nil {
+		rt = base.Transport
+	}
+	if rt == nil {
+		rt = defaultTransport()
+	}
+	if allowPrivate {
+		return rt, nil
+	}
+	tr, ok := rt.(*http.Transport)
+	if !ok {
+		return nil, fmt.Errorf("mcp: HTTPClient.Transport is a %T; the private network guard needs an *http.Transport (or set AllowPrivateNetworks)", rt)
+	}
+	tr = tr.Clone()
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: guardControl}
+	tr.DialContext = dialer.DialContext
+	tr.DialTLSContext = nil
+	tr.Proxy = nil
+	return tr, nil
+}
+
+// defaultTransport mirrors http.DefaultTransport's settings on a transport
+// of its own, so idle connections to connectors are not shared with, or
+// closed by, unrelated code.
+func defaultTransport() *http.Transport {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// checkRedirect re-applies CheckURL to every redirect target and bounds the
+// chain. The dial guard still checks resolved addresses.
+func checkRedirect(allowPrivate bool) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		if err := CheckURL(req.URL.String(), allowPrivate); err != nil {
+			return fmt.Errorf("redirect refused: %w", err)
+		}
+		return nil
+	}
+}
+
+// sameOrigin reports whether u has the scheme and host of origin, so the
+// connector secret is only ever sent to the server it was configured for
+// and not to a host a redirect points at.
+func sameOrigin(u, origin *url.URL) bool {
+	return strings.EqualFold(u.Scheme, origin.Scheme) && strings.EqualFold(u.Host, origin.Host)
+}

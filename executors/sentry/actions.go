@@ -1,0 +1,365 @@
+package sentry
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/outboxd/outboxd/executors"
+)
+
+// Action ids, as they appear in the catalog and in mode keys.
+const (
+	ActionListIssues      = "list_issues"
+	ActionGetIssue        = "get_issue"
+	ActionListIssueEvents = "list_issue_events"
+	ActionGetEvent        = "get_event"
+	ActionUpdateIssue     = "update_issue"
+)
+
+// DefaultIssueQuery is the search list_issues runs when params carry no
+// query, matching the default of Sentry's own issue stream.
+const DefaultIssueQuery = "is:unresolved"
+
+var (
+	//go:embed list_issues.schema.json
+	listIssuesSchema string
+	//go:embed get_issue.schema.json
+	getIssueSchema string
+	//go:embed list_issue_events.schema.json
+	listIssueEventsSchema string
+	//go:embed get_event.schema.json
+	getEventSchema string
+	//go:embed update_issue.schema.json
+	updateIssueSchema string
+)
+
+const (
+	listIssuesDescription = "List the issues (grouped errors) of one Sentry project, most recently seen first. " +
+		"Set `organization_slug` and `project_slug`; narrow the list with `query` in Sentry's issue search " +
+		"syntax (default \"is:unresolved\"). The result is {\"issues\": [...], \"next_cursor\": ...}; each " +
+		"issue has id (the issue_id for the other Sentry actions), shortId, title, culprit, status, level, " +
+		"count, userCount, firstSeen, lastSeen, project and permalink. When next_cursor is not null, call " +
+		"again with `cursor` set to it for the next page."
+	getIssueDescription = "Get one Sentry issue by its id: title, culprit, status, level, event and user " +
+		"counts, first and last seen, assignee, project and permalink. For stack traces, use " +
+		"list_issue_events and get_event."
+	listIssueEventsDescription = "List the most recent events (individual occurrences) of a Sentry issue, " +
+		"each with its eventID, title, message, dateCreated, tags, user and platform. Pass an eventID to " +
+		"get_event for the full event with its stack trace."
+	getEventDescription = "Get one event of a Sentry issue in full: exception and stack trace, breadcrumbs, " +
+		"request, tags, contexts, user and release. Set `event_id` to an eventID from list_issue_events, " +
+		"or to \"latest\" or \"oldest\"."
+	updateIssueDescription = "Change the status or the assignee of a Sentry issue. Set `status` to resolved, " +
+		"unresolved, ignored (archived) or resolvedInNextRelease, and/or `assignedTo` to \"user:<id>\", " +
+		"\"team:<id>\", or an organization member's username or email; an empty `assignedTo` removes the " +
+		"assignee. At least one of the two is required. The change is visible to the whole team and may " +
+		"notify the issue's subscribers; repeating it is harmless. The provider reference is the issue id."
+)
+
+// definitions builds the definitions afresh on each call, so a caller that
+// mutates Params cannot corrupt another's copy.
+func definitions() []executors.Definition {
+	return []executors.Definition{
+		{ID: ActionListIssues, Description: listIssuesDescription, Risk: executors.RiskRead, Params: json.RawMessage(listIssuesSchema)},
+		{ID: ActionGetIssue, Description: getIssueDescription, Risk: executors.RiskRead, Params: json.RawMessage(getIssueSchema)},
+		{ID: ActionListIssueEvents, Description: listIssueEventsDescription, Risk: executors.RiskRead, Params: json.RawMessage(listIssueEventsSchema)},
+		{ID: ActionGetEvent, Description: getEventDescription, Risk: executors.RiskRead, Params: json.RawMessage(getEventSchema)},
+		{ID: ActionUpdateIssue, Description: updateIssueDescription, Risk: executors.RiskWrite, Params: json.RawMessage(updateIssueSchema)},
+	}
+}
+
+// actions maps each action id to the method that runs it.
+var actions = map[string]func(*Source, context.Context, json.RawMessage, executors.ExecContext) (executors.Result, error){
+	ActionListIssues:      (*Source).listIssues,
+	ActionGetIssue:        (*Source).getIssue,
+	ActionListIssueEvents: (*Source).listIssueEvents,
+	ActionGetEvent:        (*Source).getEvent,
+	ActionUpdateIssue:     (*Source).updateIssue,
+}
+
+// ListIssuesParams are the params of list_issues.
+type ListIssuesParams struct {
+	// OrganizationSlug is the slug of the organization owning the project.
+	OrganizationSlug string `json:"organization_slug"`
+	// ProjectSlug is the slug of the project whose issues are listed.
+	ProjectSlug string `json:"project_slug"`
+	// Query is a Sentry issue search. Nil means DefaultIssueQuery; an empty
+	// string lists issues in every status.
+	Query *string `json:"query,omitempty"`
+	// Cursor is the next_cursor of a previous page.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+func (p *ListIssuesParams) check() error {
+	return checkSegments(
+		segment{"organization_slug", p.OrganizationSlug},
+		segment{"project_slug", p.ProjectSlug},
+	)
+}
+
+// IssueParams are the params of get_issue and list_issue_events.
+type IssueParams struct {
+	// IssueID is Sentry's numeric issue id, as a string.
+	IssueID string `json:"issue_id"`
+	// OrganizationSlug, when set, selects the organization-scoped endpoint.
+	OrganizationSlug string `json:"organization_slug,omitempty"`
+}
+
+func (p *IssueParams) check() error {
+	return checkSegments(segment{"issue_id", p.IssueID}, optionalSegment("organization_slug", p.OrganizationSlug))
+}
+
+// GetEventParams are the params of get_event.
+type GetEventParams struct {
+	// IssueID is Sentry's numeric issue id, as a string.
+	IssueID string `json:"issue_id"`
+	// EventID is an event's eventID, or "latest" or "oldest".
+	EventID string `json:"event_id"`
+	// OrganizationSlug, when set, selects the organization-scoped endpoint.
+	OrganizationSlug string `json:"organization_slug,omitempty"`
+}
+
+func (p *GetEventParams) check() error {
+	return checkSegments(
+		segment{"issue_id", p.IssueID},
+		segment{"event_id", p.EventID},
+		optionalSegment("organization_slug", p.OrganizationSlug),
+	)
+}
+
+// UpdateIssueParams are the params of update_issue.
+type UpdateIssueParams struct {
+	// IssueID is Sentry's numeric issue id, as a string.
+	IssueID string `json:"issue_id"`
+	// OrganizationSlug, when set, selects the organization-scoped endpoint.
+	OrganizationSlug string `json:"organization_slug,omitempty"`
+	// Status is the new status, one of the values in issueStatuses.
+	Status *string `json:"status,omitempty"`
+	// AssignedTo is the new assignee; an empty string unassigns.
+	AssignedTo *string `json:"assignedTo,omitempty"`
+}
+
+// issueStatuses are the statuses update_issue may set.
+var issueStatuses = map[string]bool{
+	"resolved":              true,
+	"unresolved":            true,
+	"ignored":               true,
+	"resolvedInNextRelease": true,
+}
+
+func (p *UpdateIssueParams) check() error {
+	if err := checkSegments(segment{"issue_id", p.IssueID}, optionalSegment("organization_slug", p.OrganizationSlug)); err != nil {
+		return err
+	}
+	switch {
+	case p.Status == nil && p.AssignedTo == nil:
+		return errors.New("set status, assignedTo or both")
+	case p.Status != nil && !issueStatuses[*p.Status]:
+		return fmt.Errorf("status %q is not one of resolved, unresolved, ignored, resolvedInNextRelease", *p.Status)
+	}
+	return nil
+}
+
+// updateIssueBody is what update_issue sends: only the fields to change.
+type updateIssueBody struct {
+	Status     *string `json:"status,omitempty"`
+	AssignedTo *string `json:"assignedTo,omitempty"`
+}
+
+// listIssuesData is list_issues' result: Sentry's page of issues and the
+// cursor of the next page, null on the last one.
+type listIssuesData struct {
+	Issues     json.RawMessage `json:"issues"`
+	NextCursor *string         `json:"next_cursor"`
+}
+
+func (s *Source) listIssues(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
+	var p ListIssuesParams
+	if err := decodeParams(ActionListIssues, params, &p); err != nil {
+		return executors.Result{}, err
+	}
+	query := url.Values{"query": {DefaultIssueQuery}}
+	if p.Query != nil {
+		query.Set("query", *p.Query)
+	}
+	if p.Cursor != "" {
+		query.Set("cursor", p.Cursor)
+	}
+
+	ans, err := s.do(ctx, ec, &request{
+		method:   http.MethodGet,
+		segments: []string{"projects", p.OrganizationSlug, p.ProjectSlug, "issues"},
+		query:    query,
+		subject:  fmt.Sprintf("project %q in organization %q", p.ProjectSlug, p.OrganizationSlug),
+	})
+	if err != nil {
+		return executors.Result{}, err
+	}
+	if !isJSONArray(ans.body) {
+		return executors.Result{}, &executors.Error{
+			Code:      "invalid_response",
+			Message:   "Sentry answered list_issues with something other than a list of issues",
+			Retryable: true,
+		}
+	}
+	data, err := json.Marshal(listIssuesData{Issues: ans.body, NextCursor: nextCursor(ans.header)})
+	if err != nil {
+		return executors.Result{}, fmt.Errorf("sentry: encoding list_issues result: %w", err)
+	}
+	return executors.Result{Data: data}, nil
+}
+
+func (s *Source) getIssue(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
+	var p IssueParams
+	if err := decodeParams(ActionGetIssue, params, &p); err != nil {
+		return executors.Result{}, err
+	}
+	ans, err := s.do(ctx, ec, &request{
+		method:   http.MethodGet,
+		segments: issuePath(p.OrganizationSlug, p.IssueID),
+		subject:  issueSubject(p.OrganizationSlug, p.IssueID),
+	})
+	if err != nil {
+		return executors.Result{}, err
+	}
+	return executors.Result{Data: ans.body}, nil
+}
+
+func (s *Source) listIssueEvents(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
+	var p IssueParams
+	if err := decodeParams(ActionListIssueEvents, params, &p); err != nil {
+		return executors.Result{}, err
+	}
+	ans, err := s.do(ctx, ec, &request{
+		method:   http.MethodGet,
+		segments: issuePath(p.OrganizationSlug, p.IssueID, "events"),
+		subject:  issueSubject(p.OrganizationSlug, p.IssueID),
+	})
+	if err != nil {
+		return executors.Result{}, err
+	}
+	return executors.Result{Data: ans.body}, nil
+}
+
+func (s *Source) getEvent(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
+	var p GetEventParams
+	if err := decodeParams(ActionGetEvent, params, &p); err != nil {
+		return executors.Result{}, err
+	}
+	ans, err := s.do(ctx, ec, &request{
+		method:   http.MethodGet,
+		segments: issuePath(p.OrganizationSlug, p.IssueID, "events", p.EventID),
+		subject:  fmt.Sprintf("event %q of %s", p.EventID, issueSubject(p.OrganizationSlug, p.IssueID)),
+	})
+	if err != nil {
+		return executors.Result{}, err
+	}
+	return executors.Result{Data: ans.body}, nil
+}
+
+func (s *Source) updateIssue(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
+	var p UpdateIssueParams
+	if err := decodeParams(ActionUpdateIssue, params, &p); err != nil {
+		return executors.Result{}, err
+	}
+	body, err := json.Marshal(updateIssueBody{Status: p.Status, AssignedTo: p.AssignedTo})
+	if err != nil {
+		return executors.Result{}, fmt.Errorf("sentry: encoding update_issue body: %w", err)
+	}
+	ans, err := s.do(ctx, ec, &request{
+		method:     http.MethodPut,
+		segments:   issuePath(p.OrganizationSlug, p.IssueID),
+		body:       body,
+		subject:    issueSubject(p.OrganizationSlug, p.IssueID),
+		allowEmpty: true,
+	})
+	if err != nil {
+		return executors.Result{}, err
+	}
+	return executors.Result{Data: ans.body, ProviderRef: p.IssueID}, nil
+}
+
+// issuePath is the path of an issue, or of something under it. Sentry has
+// both a legacy /issues/{id}/ and an organization-scoped form; the scoped
+// one is used when the caller names the organization.
+func issuePath(org, issueID string, rest ...string) []string {
+	path := []string{"issues", issueID}
+	if org != "" {
+		path = []string{"organizations", org, "issues", issueID}
+	}
+	return append(path, rest...)
+}
+
+// issueSubject names an issue in error messages.
+func issueSubject(org, issueID string) string {
+	if org != "" {
+		return fmt.Sprintf("issue %q in organization %q", issueID, org)
+	}
+	return fmt.Sprintf("issue %q", issueID)
+}
+
+// checker is implemented by every params type.
+type checker interface {
+	check() error
+}
+
+// decodeParams decodes params strictly into p and checks them. The worker
+// validates params against the schema before executing; this guards the
+// request against a caller that did not.
+func decodeParams(action string, params json.RawMessage, p checker) error {
+	invalid := func(err error) error {
+		return &executors.Error{
+			Code:    "invalid_params",
+			Message: fmt.Sprintf("invalid %s params: %s", action, err),
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(params))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(p); err != nil {
+		return invalid(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return invalid(errors.New("unexpected data after the JSON object"))
+	}
+	if err := p.check(); err != nil {
+		return invalid(err)
+	}
+	return nil
+}
+
+// segment is one path segment taken from params, with the param's name.
+type segment struct {
+	name, value string
+}
+
+// optionalSegment is a segment that may be absent, which an empty value
+// stands for.
+func optionalSegment(name, value string) segment {
+	if value == "" {
+		return segment{}
+	}
+	return segment{name, value}
+}
+
+// checkSegments rejects path segments that are empty or that a server or
+// proxy would resolve as "." or "..": escaping leaves those unchanged, and
+// they would move the request to another endpoint.
+func checkSegments(segments ...segment) error {
+	for _, s := range segments {
+		switch {
+		case s.name == "":
+		case s.value == "":
+			return fmt.Errorf("%s is required", s.name)
+		case s.value == "." || s.value == "..":
+			return fmt.Errorf("%s %q is not a valid id", s.name, s.value)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,358 @@
+package sentry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/outboxd/outboxd/executors"
+)
+
+const (
+	// maxResponseBytes bounds how much of Sentry's answer is read. A full
+	// event with its stack trace and breadcrumbs is the largest answer and
+	// rarely comes near it.
+	maxResponseBytes = 1 << 20
+
+	// defaultRetryAfter is used when Sentry rate-limits without a usable
+	// Retry-After header.
+	defaultRetryAfter = 30 * time.Second
+
+	// maxRetryAfter caps a Retry-After header, so a bogus value cannot park
+	// an invocation for days.
+	maxRetryAfter = time.Hour
+
+	// maxDetailRunes bounds how much of Sentry's error detail is quoted in a
+	// message.
+	maxDetailRunes = 300
+)
+
+// request is one call to Sentry's REST API.
+type request struct {
+	method string
+	// segments are the path below the base URL, unescaped; each is escaped
+	// on its own and the path gets Sentry's trailing slash.
+	segments []string
+	query    url.Values
+	// body is sent as JSON when non-nil; its presence also marks the call
+	// as a write, which carries the idempotency key.
+	body []byte
+	// subject names what the call is about, e.g. `issue "123"`, for error
+	// messages.
+	subject string
+	// allowEmpty accepts a 2xx answer with no body, which Sentry may send
+	// for a write.
+	allowEmpty bool
+}
+
+// answer is a successful response: its JSON body and its headers.
+type answer struct {
+	body   json.RawMessage
+	header http.Header
+}
+
+// do sends r and classifies the outcome. On success the body is valid JSON
+// of at most maxResponseBytes.
+func (s *Source) do(ctx context.Context, ec executors.ExecContext, r *request) (*answer, error) {
+	if ec.Token == "" {
+		return nil, &executors.Error{
+			Code:    "not_authed",
+			Message: "no Sentry token is available; connect Sentry first",
+		}
+	}
+
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, s.endpoint(r), body)
+	if err != nil {
+		return nil, fmt.Errorf("sentry: building request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+ec.Token)
+	req.Header.Set("Accept", "application/json")
+	if r.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+		if ec.IdempotencyKey != "" {
+			// Not "Idempotency-Key": net/http would then resend the request
+			// on its own after some connection failures, and Sentry ignores
+			// the key anyway.
+			req.Header.Set("X-Outboxd-Idempotency-Key", ec.IdempotencyKey)
+		}
+	}
+
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, transportError(ctx, err)
+	}
+	defer func() {
+		// Draining lets the transport reuse the connection.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
+		_ = resp.Body.Close()
+	}()
+
+	raw, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, statusError(resp, raw, r.subject, ec.Token)
+	}
+	if readErr != nil {
+		return nil, transportError(ctx, readErr)
+	}
+	if len(raw) > maxResponseBytes {
+		return nil, &executors.Error{
+			Code:    "response_too_large",
+			Message: fmt.Sprintf("Sentry's answer about %s is larger than %d bytes", r.subject, maxResponseBytes),
+		}
+	}
+	if r.allowEmpty && len(bytes.TrimSpace(raw)) == 0 {
+		raw = []byte("{}")
+	}
+	if !json.Valid(raw) {
+		return nil, &executors.Error{
+			Code:      "invalid_response",
+			Message:   fmt.Sprintf("Sentry answered HTTP %d with a body that is not JSON", resp.StatusCode),
+			Retryable: true,
+		}
+	}
+	return &answer{body: json.RawMessage(raw), header: resp.Header}, nil
+}
+
+// endpoint is the URL of r: the base URL, each segment escaped on its own
+// so a "/" or "?" in an id cannot change the endpoint, a trailing slash as
+// Sentry's routes expect, and the query.
+func (s *Source) endpoint(r *request) string {
+	var b strings.Builder
+	b.WriteString(s.baseURL)
+	for _, seg := range r.segments {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(seg))
+	}
+	b.WriteByte('/')
+	if len(r.query) > 0 {
+		b.WriteByte('?')
+		b.WriteString(r.query.Encode())
+	}
+	return b.String()
+}
+
+// statusError classifies a non-2xx answer. The token is removed from
+// Sentry's detail before the detail is shortened, so no fragment of it can
+// survive the cut.
+func statusError(resp *http.Response, raw []byte, subject, token string) *executors.Error {
+	detail := errorDetail(raw)
+	if token != "" {
+		detail = strings.ReplaceAll(detail, token, "[REDACTED]")
+	}
+	detail = sanitize(detail)
+	withDetail := func(msg string) string {
+		if detail == "" {
+			return msg
+		}
+		return msg + " (Sentry said: " + detail + ")"
+	}
+
+	switch status := resp.StatusCode; {
+	case status == http.StatusUnauthorized:
+		return &executors.Error{
+			Code:    executors.CodeUnauthorized,
+			Message: withDetail("Sentry rejected the token (HTTP 401); reconnect Sentry"),
+		}
+	case status == http.StatusForbidden:
+		return &executors.Error{
+			Code:    "forbidden",
+			Message: withDetail("the Sentry token lacks access to " + subject + " (HTTP 403); check the token's scopes and team membership"),
+		}
+	case status == http.StatusNotFound:
+		return &executors.Error{
+			Code:    "not_found",
+			Message: withDetail("Sentry found no " + subject + ", or the token cannot see it (HTTP 404); check the ids and slugs"),
+		}
+	case status == http.StatusTooManyRequests:
+		return &executors.Error{
+			Code:       "ratelimited",
+			Message:    withDetail("Sentry rate-limited the call (HTTP 429)"),
+			Retryable:  true,
+			RetryAfter: retryAfter(resp.Header),
+		}
+	case status >= 500:
+		e := &executors.Error{
+			Code:      fmt.Sprintf("http_%d", status),
+			Message:   withDetail(fmt.Sprintf("Sentry failed while handling the call about %s (HTTP %d)", subject, status)),
+			Retryable: true,
+		}
+		if d, ok := parseRetryAfter(resp.Header); ok {
+			e.RetryAfter = d
+		}
+		return e
+	default:
+		return &executors.Error{
+			Code:    fmt.Sprintf("http_%d", status),
+			Message: withDetail(fmt.Sprintf("Sentry rejected the call about %s (HTTP %d)", subject, status)),
+		}
+	}
+}
+
+// errorDetail extracts the explanation from a Sentry error body.
+// Sentry answers {"detail": "..."}, sometimes {"detail": {"message": ...}},
+// and for invalid fields {"field": ["message", ...]}. Anything else yields
+// "".
+func errorDetail(raw []byte) string {
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return ""
+	}
+	if d, ok := body["detail"]; ok {
+		var s string
+		if json.Unmarshal(d, &s) == nil {
+			return s
+		}
+		var obj struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(d, &obj) == nil {
+			return obj.Message
+		}
+		return ""
+	}
+
+	var parts []string
+	for _, field := range slices.Sorted(maps.Keys(body)) {
+		var msgs []string
+		if json.Unmarshal(body[field], &msgs) != nil || len(msgs) == 0 {
+			continue
+		}
+		parts = append(parts, field+": "+strings.Join(msgs, " "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sanitize makes provider text safe to quote in a message: control
+// characters become spaces, runs of space collapse, and the text is cut to
+// maxDetailRunes.
+func sanitize(s string) string {
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError
+	}), " ")
+	if utf8.RuneCountInString(s) > maxDetailRunes {
+		s = string([]rune(s)[:maxDetailRunes]) + "…"
+	}
+	return s
+}
+
+// transportError classifies a failure to get an answer from Sentry. Whether
+// a write reached Sentry is unknown in every case; Sentry's writes here set
+// absolute values, so all are retryable.
+func transportError(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if errors.Is(ctxErr, context.DeadlineExceeded) {
+			return &classifiedError{
+				classified: &executors.Error{
+					Code:      "timeout",
+					Message:   "Sentry did not answer before the deadline",
+					Retryable: true,
+				},
+				cause: ctxErr,
+			}
+		}
+		return &classifiedError{
+			classified: &executors.Error{
+				Code:      "canceled",
+				Message:   "the call to Sentry was canceled before it answered",
+				Retryable: true,
+			},
+			cause: ctxErr,
+		}
+	}
+
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return &classifiedError{
+			classified: &executors.Error{
+				Code:      "timeout",
+				Message:   "calling Sentry timed out: " + err.Error(),
+				Retryable: true,
+			},
+			cause: err,
+		}
+	}
+	return &classifiedError{
+		classified: &executors.Error{
+			Code:      "network_error",
+			Message:   "calling Sentry failed: " + err.Error(),
+			Retryable: true,
+		},
+		cause: err,
+	}
+}
+
+// retryAfter reads a Retry-After header, falling back to defaultRetryAfter
+// when it is absent or unusable.
+func retryAfter(header http.Header) time.Duration {
+	if d, ok := parseRetryAfter(header); ok {
+		return d
+	}
+	return defaultRetryAfter
+}
+
+// parseRetryAfter reads Retry-After as the delay in seconds Sentry sends,
+// capped at maxRetryAfter. Zero, negative and HTTP-date values are not
+// usable.
+func parseRetryAfter(header http.Header) (time.Duration, bool) {
+	secs, err := strconv.ParseInt(strings.TrimSpace(header.Get("Retry-After")), 10, 64)
+	if err != nil || secs <= 0 {
+		return 0, false
+	}
+	if secs > int64(maxRetryAfter/time.Second) {
+		return maxRetryAfter, true
+	}
+	return time.Duration(secs) * time.Second, true
+}
+
+// redactError removes token from the text of a classified error. Messages
+// are built without the token, but some embed text from elsewhere (network
+// errors with the URL, Sentry's detail, ids from params), and a token in an
+// invocation's stored error would outlive any rotation. The escaped forms
+// cover a token that reached the URL through params.
+func redactError(err error, token string) error {
+	if err == nil || token == "" {
+		return err
+	}
+	forms := []string{token, url.PathEscape(token), url.QueryEscape(token)}
+	redact := func(s string) string {
+		for _, f := range forms {
+			s = strings.ReplaceAll(s, f, "[REDACTED]")
+		}
+		return s
+	}
+	var e *executors.Error
+	if errors.As(err, &e) {
+		e.Code = redact(e.Code)
+		e.Message = redact(e.Message)
+		return err
+	}
+	if msg := err.Error(); redact(msg) != msg {
+		return errors.New(redact(msg))
+	}
+	return err
+}
+
+// isJSONArray reports whether raw, already known to be valid JSON, is an
+// array.
+func isJSONArray(raw []byte) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '['
+}

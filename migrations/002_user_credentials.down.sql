@@ -1,0 +1,2 @@
+ALTER TABLE action_invocations DROP COLUMN user_id;
+ALTER TABLE credentials DROP COLUMN token_kind;

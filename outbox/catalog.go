@@ -1,0 +1,321 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/policy"
+)
+
+// Caller is who asks for the catalog: the token's org, automation, user and
+// sources claim.
+type Caller struct {
+	OrganizationID string
+	AutomationID   string
+	UserID         string
+	// Sources limits the sources the caller may use; empty means any.
+	Sources []string
+}
+
+// AvailableAction is one entry of a session's action catalog.
+type AvailableAction struct {
+	Source      string            `json:"source"`
+	Action      string            `json:"action"`
+	Description string            `json:"description"`
+	RiskLevel   executors.Risk    `json:"risk_level"`
+	Mode        policy.Mode       `json:"mode"`
+	ModeSource  policy.ModeSource `json:"mode_source"`
+	Params      json.RawMessage   `json:"params"`
+	// Hash is the definition's canonical hash (policy.DefinitionHash of the
+	// params schema): it changes when the contract changes, not when only
+	// descriptions, defaults or enums do.
+	Hash string `json:"definition_hash"`
+}
+
+// catalogSource is a source usable by a caller with its definitions.
+type catalogSource struct {
+	id   string
+	defs []executors.Definition
+}
+
+// sources lists what a caller may use: registered sources allowed by the
+// sources claim and, when the token source can tell (the credential store),
+// with a credential for the org or the caller's user.
+func (s *Service) sources(ctx context.Context, c *Caller) ([]catalogSource, error) {
+	var configured map[string]bool
+	if s.deps.Catalog != nil {
+		ids, err := s.deps.Catalog.Integrations(ctx, c.OrganizationID, c.UserID)
+		if err != nil {
+			return nil, err
+		}
+		configured = make(map[string]bool, len(ids))
+		for _, id := range ids {
+			configured[id] = true
+		}
+	}
+	var out []catalogSource
+	for _, id := range s.deps.Sources.IDs() {
+		if !policyAllowsSource(c.Sources, id) || (configured != nil && !configured[id]) {
+			continue
+		}
+		src, _ := s.deps.Sources.Source(id)
+		defs, err := src.ListActions(ctx, executors.ExecContext{OrganizationID: c.OrganizationID})
+		if err != nil {
+			s.logger.Warn("listing actions failed", "source_id", id, "error", err)
+			continue
+		}
+		out = append(out, catalogSource{id: id, defs: defs})
+	}
+	return out, nil
+}
+
+// Available lists the actions a caller may use, with the mode each resolves
+// to for it now.
+func (s *Service) Available(ctx context.Context, c *Caller) ([]AvailableAction, error) {
+	srcs, err := s.sources(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	resolve, err := s.modeResolver(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	out := []AvailableAction{}
+	for _, src := range srcs {
+		for _, d := range src.defs {
+			res := resolve(src.id, d)
+			hash, err := policy.DefinitionHash(d.Params)
+			if err != nil {
+				return nil, fmt.Errorf("hashing %s.%s: %w", src.id, d.ID, err)
+			}
+			out = append(out, AvailableAction{
+				Source: src.id, Action: d.ID, Description: d.Description, RiskLevel: d.Risk,
+				Mode: res.Mode, ModeSource: res.Source, Params: d.Params, Hash: hash,
+			})
+		}
+	}
+	return out, nil
+}
+
+// modeResolver loads the caller's overrides once and resolves actions
+// against them.
+func (s *Service) modeResolver(ctx context.Context, c *Caller) (func(string, executors.Definition) policy.Resolution, error) {
+	orgModes, err := s.GetModes(ctx, c.OrganizationID, "")
+	if err != nil {
+		return nil, err
+	}
+	automationModes := Modes{}
+	if c.AutomationID != "" {
+		if automationModes, err = s.GetModes(ctx, c.OrganizationID, c.AutomationID); err != nil {
+			return nil, err
+		}
+	}
+	return func(source string, d executors.Definition) policy.Resolution {
+		key := source + ":" + d.ID
+		return policy.Resolve(policy.ModeInput{
+			AutomationOverride: string(automationModes[key]),
+			OrgDefault:         string(orgModes[key]),
+			Risk:               string(d.Risk),
+		})
+	}, nil
+}
+
+// Guide renders the markdown guide of one integration for a caller: every
+// action with its description, resolved mode, params and an example.
+func (s *Service) Guide(ctx context.Context, c *Caller, integration string) (string, error) {
+	srcs, err := s.sources(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	i := -1
+	for j, src := range srcs {
+		if src.id == integration {
+			i = j
+		}
+	}
+	if i < 0 {
+		return "", fmt.Errorf("%w: integration %s is not available to this session", ErrNotFound, integration)
+	}
+	resolve, err := s.modeResolver(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s actions\n\n", integration)
+	fmt.Fprintf(&b, "Invoke an action with `POST /v1/sessions/{session_id}/actions/invoke` and the body "+
+		"`{\"integration\": %q, \"action\": \"<action>\", \"params\": {...}}`.\n", integration)
+	b.WriteString("The mode below is what applies to you now: `allow` runs at once, `require_approval` waits for a human " +
+		"(poll the invocation), `deny` is refused.\n")
+	for _, d := range srcs[i].defs {
+		res := resolve(integration, d)
+		fmt.Fprintf(&b, "\n## %s.%s\n\n%s\n\n", integration, d.ID, strings.TrimSpace(d.Description))
+		fmt.Fprintf(&b, "- Mode: `%s` (%s)\n- Risk: `%s`\n\n### Params\n\n", res.Mode, res.Source, d.Risk)
+		renderParams(&b, d.Params)
+		example, _ := json.MarshalIndent(map[string]any{"integration": integration, "action": d.ID, "params": exampleParams(d.Params)}, "", "  ")
+		fmt.Fprintf(&b, "\n### Example\n\n```json\n%s\n```\n", example)
+	}
+	return b.String(), nil
+}
+
+// schemaDoc is the part of a JSON Schema the guide renders.
+type schemaDoc struct {
+	Type        any                  `json:"type"`
+	Description string               `json:"description"`
+	Properties  map[string]schemaDoc `json:"properties"`
+	Required    []string             `json:"required"`
+	Items       *schemaDoc           `json:"items"`
+	Enum        []any                `json:"enum"`
+	Default     any                  `json:"default"`
+	Examples    []any                `json:"examples"`
+	Minimum     *float64             `json:"minimum"`
+	Maximum     *float64             `json:"maximum"`
+	Format      string               `json:"format"`
+}
+
+func (d schemaDoc) typeName() string {
+	t := fmt.Sprint(d.Type)
+	if d.Type == nil {
+		t = "any"
+	}
+	if t == "array" && d.Items != nil {
+		t = "array of " + d.Items.typeName()
+	}
+	if d.Format != "" {
+		t += " (" + d.Format + ")"
+	}
+	return t
+}
+
+func renderParams(b *strings.Builder, schema json.RawMessage) {
+	var doc schemaDoc
+	if err := json.Unmarshal(schema, &doc); err != nil || len(doc.Properties) == 0 {
+		b.WriteString("None.\n")
+		return
+	}
+	required := map[string]bool{}
+	for _, r := range doc.Required {
+		required[r] = true
+	}
+	b.WriteString("| name | type | required | description |\n|---|---|---|---|\n")
+	for _, name := range sortedKeys(doc.Properties) {
+		p := doc.Properties[name]
+		desc := strings.ReplaceAll(strings.TrimSpace(p.Description), "\n", " ")
+		var notes []string
+		if len(p.Enum) > 0 {
+			notes = append(notes, "one of "+joinValues(p.Enum))
+		}
+		if p.Default != nil {
+			notes = append(notes, "default "+joinValues([]any{p.Default}))
+		}
+		if p.Minimum != nil || p.Maximum != nil {
+			notes = append(notes, fmt.Sprintf("range %v–%v", deref64(p.Minimum, "…"), deref64(p.Maximum, "…")))
+		}
+		if len(notes) > 0 {
+			desc = strings.TrimSpace(desc + " (" + strings.Join(notes, "; ") + ")")
+		}
+		req := "no"
+		if required[name] {
+			req = "yes"
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", name, p.typeName(), req, strings.ReplaceAll(desc, "|", "\\|"))
+	}
+}
+
+// exampleParams builds an example params object from a schema: the
+// required properties, each with its first example, default or enum value,
+// or a placeholder of its type.
+func exampleParams(schema json.RawMessage) map[string]any {
+	var doc schemaDoc
+	out := map[string]any{}
+	if json.Unmarshal(schema, &doc) != nil {
+		return out
+	}
+	for _, name := range doc.Required {
+		p := doc.Properties[name]
+		switch {
+		case len(p.Examples) > 0:
+			out[name] = p.Examples[0]
+		case p.Default != nil:
+			out[name] = p.Default
+		case len(p.Enum) > 0:
+			out[name] = p.Enum[0]
+		default:
+			switch p.typeName() {
+			case "integer", "number":
+				out[name] = 1
+			case "boolean":
+				out[name] = true
+			case "object":
+				out[name] = map[string]any{}
+			default:
+				if strings.HasPrefix(p.typeName(), "array") {
+					out[name] = []any{}
+				} else {
+					out[name] = "<" + name + ">"
+				}
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func joinValues(vs []any) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		raw, _ := json.Marshal(v)
+		parts[i] = "`" + string(raw) + "`"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func deref64(f *float64, none string) string {
+	if f == nil {
+		return none
+	}
+	return fmt.Sprint(*f)
+}
+
+// BootstrapGuide is the static guide an agent reads first: how to list,
+// read guides and invoke. It names no integration: what is connected is
+// found at runtime.
+const BootstrapGuide = `# Actions
+
+You can act on external services (Slack, Linear, Sentry, MCP tools...) through
+outboxd. You never hold their credentials; outboxd runs each action for you
+after checking policy.
+
+1. List what you can use:
+   GET /v1/sessions/{session_id}/actions/available
+   Each action has a source, an action id, a description, a risk level, the
+   mode that applies to you and the JSON Schema of its params.
+2. Read an integration's guide before using it:
+   GET /v1/sessions/{session_id}/actions/guide/{integration}
+3. Invoke:
+   POST /v1/sessions/{session_id}/actions/invoke
+   {"integration": "<source>", "action": "<action>", "params": {...}}
+   Send an Idempotency-Key header when you may retry the same request.
+
+What the answer means:
+- 200: the action ran; "result" holds the provider's answer.
+- 202 with status "pending": a human must approve. Poll
+  GET /v1/sessions/{session_id}/actions/invocations/{invocation_id}
+  until its status is completed, denied or expired. Do not invoke again.
+- 202 with status "approved": accepted and still running; poll the same way.
+- 403: policy denies this action. Do not retry it.
+- 400: your params do not match the schema; error.details.fields says which.
+- 429: too many pending approvals or invokes; wait before trying again.
+- 502: the provider refused or failed; the invocation's error says why.
+`
