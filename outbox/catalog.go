@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -34,12 +35,32 @@ type AvailableAction struct {
 	// params schema): it changes when the contract changes, not when only
 	// descriptions, defaults or enums do.
 	Hash string `json:"definition_hash"`
+	// Drifted marks a connector tool changed since an admin reviewed it.
+	Drifted bool `json:"drifted"`
 }
 
-// catalogSource is a source usable by a caller with its definitions.
+// SourceStatus is one source in the catalog: ok, or why its actions are
+// missing (an unreachable connector).
+type SourceStatus struct {
+	Source string `json:"source"`
+	Name   string `json:"name,omitempty"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Catalog is what a caller may use.
+type Catalog struct {
+	Actions []AvailableAction `json:"actions"`
+	Sources []SourceStatus    `json:"sources"`
+}
+
+// catalogSource is a source usable by a caller with its definitions, or
+// the error that kept them from being listed (an unreachable connector).
 type catalogSource struct {
 	id   string
+	src  executors.Source
 	defs []executors.Definition
+	err  error
 }
 
 // sources lists what a caller may use: registered sources allowed by the
@@ -57,25 +78,32 @@ func (s *Service) sources(ctx context.Context, c *Caller) ([]catalogSource, erro
 			configured[id] = true
 		}
 	}
+	all, err := s.deps.Sources.List(ctx, c.OrganizationID)
+	if err != nil {
+		return nil, err
+	}
 	var out []catalogSource
-	for _, id := range s.deps.Sources.IDs() {
-		if !policyAllowsSource(c.Sources, id) || (configured != nil && !configured[id]) {
+	for _, src := range all {
+		id := src.ID()
+		_, isConnector := src.(*catalog.ConnectorSource)
+		if !policyAllowsSource(c.Sources, id) || (!isConnector && configured != nil && !configured[id]) {
 			continue
 		}
-		src, _ := s.deps.Sources.Source(id)
-		defs, err := src.ListActions(ctx, executors.ExecContext{OrganizationID: c.OrganizationID})
-		if err != nil {
-			s.logger.Warn("listing actions failed", "source_id", id, "error", err)
-			continue
+		entry := catalogSource{id: id, src: src}
+		entry.defs, entry.err = src.ListActions(ctx, executors.ExecContext{OrganizationID: c.OrganizationID})
+		if entry.err != nil {
+			s.logger.Warn("listing actions failed", "source_id", id, "error", entry.err)
 		}
-		out = append(out, catalogSource{id: id, defs: defs})
+		out = append(out, entry)
 	}
 	return out, nil
 }
 
 // Available lists the actions a caller may use, with the mode each resolves
-// to for it now.
-func (s *Service) Available(ctx context.Context, c *Caller) ([]AvailableAction, error) {
+// to for it now, and the state of every source: an unreachable connector is
+// listed with its error and no actions, and the other sources are
+// unaffected.
+func (s *Service) Available(ctx context.Context, c *Caller) (*Catalog, error) {
 	srcs, err := s.sources(ctx, c)
 	if err != nil {
 		return nil, err
@@ -84,17 +112,25 @@ func (s *Service) Available(ctx context.Context, c *Caller) ([]AvailableAction, 
 	if err != nil {
 		return nil, err
 	}
-	out := []AvailableAction{}
+	out := &Catalog{Actions: []AvailableAction{}, Sources: []SourceStatus{}}
 	for _, src := range srcs {
+		status := SourceStatus{Source: src.id, Status: "ok"}
+		if conn, ok := src.src.(*catalog.ConnectorSource); ok {
+			status.Name = conn.Name()
+		}
+		if src.err != nil {
+			status.Status, status.Error = "unreachable", src.err.Error()
+		}
+		out.Sources = append(out.Sources, status)
 		for _, d := range src.defs {
-			res := resolve(src.id, d)
+			res, drifted := resolve(src, d)
 			hash, err := policy.DefinitionHash(d.Params)
 			if err != nil {
 				return nil, fmt.Errorf("hashing %s.%s: %w", src.id, d.ID, err)
 			}
-			out = append(out, AvailableAction{
+			out.Actions = append(out.Actions, AvailableAction{
 				Source: src.id, Action: d.ID, Description: d.Description, RiskLevel: d.Risk,
-				Mode: res.Mode, ModeSource: res.Source, Params: d.Params, Hash: hash,
+				Mode: res.Mode, ModeSource: res.Source, Params: d.Params, Hash: hash, Drifted: drifted,
 			})
 		}
 	}
@@ -103,7 +139,7 @@ func (s *Service) Available(ctx context.Context, c *Caller) ([]AvailableAction, 
 
 // modeResolver loads the caller's overrides once and resolves actions
 // against them.
-func (s *Service) modeResolver(ctx context.Context, c *Caller) (func(string, executors.Definition) policy.Resolution, error) {
+func (s *Service) modeResolver(ctx context.Context, c *Caller) (func(catalogSource, executors.Definition) (policy.Resolution, bool), error) {
 	orgModes, err := s.GetModes(ctx, c.OrganizationID, "")
 	if err != nil {
 		return nil, err
@@ -114,12 +150,11 @@ func (s *Service) modeResolver(ctx context.Context, c *Caller) (func(string, exe
 			return nil, err
 		}
 	}
-	return func(source string, d executors.Definition) policy.Resolution {
-		key := source + ":" + d.ID
-		return policy.Resolve(policy.ModeInput{
+	return func(src catalogSource, d executors.Definition) (policy.Resolution, bool) {
+		key := src.id + ":" + d.ID
+		return resolveMode(src.src, d, policy.ModeInput{
 			AutomationOverride: string(automationModes[key]),
 			OrgDefault:         string(orgModes[key]),
-			Risk:               string(d.Risk),
 		})
 	}, nil
 }
@@ -150,10 +185,17 @@ func (s *Service) Guide(ctx context.Context, c *Caller, integration string) (str
 		"`{\"integration\": %q, \"action\": \"<action>\", \"params\": {...}}`.\n", integration)
 	b.WriteString("The mode below is what applies to you now: `allow` runs at once, `require_approval` waits for a human " +
 		"(poll the invocation), `deny` is refused.\n")
+	if srcs[i].err != nil {
+		return "", fmt.Errorf("%w: %s", ErrSourceUnavailable, srcs[i].err)
+	}
 	for _, d := range srcs[i].defs {
-		res := resolve(integration, d)
+		res, drifted := resolve(srcs[i], d)
 		fmt.Fprintf(&b, "\n## %s.%s\n\n%s\n\n", integration, d.ID, strings.TrimSpace(d.Description))
-		fmt.Fprintf(&b, "- Mode: `%s` (%s)\n- Risk: `%s`\n\n### Params\n\n", res.Mode, res.Source, d.Risk)
+		fmt.Fprintf(&b, "- Mode: `%s` (%s)\n- Risk: `%s`\n", res.Mode, res.Source, d.Risk)
+		if drifted {
+			b.WriteString("- Changed since an admin reviewed it: runs only with approval until re-reviewed\n")
+		}
+		b.WriteString("\n### Params\n\n")
 		renderParams(&b, d.Params)
 		example, _ := json.MarshalIndent(map[string]any{"integration": integration, "action": d.ID, "params": exampleParams(d.Params)}, "", "  ")
 		fmt.Fprintf(&b, "\n### Example\n\n```json\n%s\n```\n", example)

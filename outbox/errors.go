@@ -22,6 +22,9 @@ var (
 	// ErrIdempotencyMismatch: an idempotency key or external id was reused
 	// with a different request.
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with different parameters")
+	// ErrSourceUnavailable: the source could not list its actions right now
+	// (an unreachable connector).
+	ErrSourceUnavailable = errors.New("source unavailable")
 	// ErrSourceNotAllowed: the token's sources claim excludes the source.
 	ErrSourceNotAllowed = errors.New("source not allowed for this token")
 )

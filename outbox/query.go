@@ -170,7 +170,7 @@ type PutCredentialParams struct {
 // PutCredential stores a provider token for one of the registry's
 // integrations.
 func (s *Service) PutCredential(ctx context.Context, p *PutCredentialParams) (credential.Info, error) {
-	if _, ok := s.deps.Sources.Source(p.Integration); !ok {
+	if _, ok := s.deps.Sources.Static().Source(p.Integration); !ok {
 		return credential.Info{}, fmt.Errorf("%w: integration %s", ErrNotFound, p.Integration)
 	}
 	if strings.TrimSpace(p.Token) == "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/telemetry"
@@ -62,7 +63,7 @@ func (c *Config) validate() error {
 type Deps struct {
 	Pool        *pgxpool.Pool
 	River       *river.Client[pgx.Tx]
-	Sources     *executors.Registry
+	Sources     *catalog.Catalog
 	Credentials *credential.Store
 	// Catalog, when set, limits the catalog to integrations with a stored
 	// credential (the credential store). A token broker leaves it nil: any
@@ -106,5 +107,5 @@ func New(deps *Deps, config *Config) (*Service, error) {
 // Run listens for finished invocations until ctx is done.
 func (s *Service) Run(ctx context.Context) { s.waiter.run(ctx) }
 
-// Sources returns the registry the service resolves actions in.
-func (s *Service) Sources() *executors.Registry { return s.deps.Sources }
+// Sources returns the catalog the service resolves actions in.
+func (s *Service) Sources() *catalog.Catalog { return s.deps.Sources }

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/policy"
@@ -46,12 +48,9 @@ func (s *Service) submit(ctx context.Context, r *request) (inv dbsqlc.ActionInvo
 	if !policyAllowsSource(r.sources, r.source) {
 		return inv, false, fmt.Errorf("%w: %s", ErrSourceNotAllowed, r.source)
 	}
-	_, def, found, err := s.deps.Sources.Definition(ctx, r.source, r.action)
+	src, def, err := s.resolveAction(ctx, r.org, r.source, r.action)
 	if err != nil {
-		return inv, false, fmt.Errorf("listing actions of %s: %w", r.source, err)
-	}
-	if !found {
-		return inv, false, fmt.Errorf("%w: action %s.%s", ErrNotFound, r.source, r.action)
+		return inv, false, err
 	}
 	if len(r.params) == 0 {
 		r.params = json.RawMessage(`{}`)
@@ -88,13 +87,16 @@ func (s *Service) submit(ctx context.Context, r *request) (inv dbsqlc.ActionInvo
 	if r.automationID == "" {
 		automationMode = ""
 	}
-	res := policy.Resolve(policy.ModeInput{
+	res, drifted := resolveMode(src, def, policy.ModeInput{
 		AutomationOverride: automationMode,
 		OrgDefault:         modes.OrgMode,
-		Risk:               string(def.Risk),
 		RequestRisk:        r.riskHint,
 		RequireApproval:    r.approvalRequired,
 	})
+	if drifted {
+		s.deps.Metrics.Drift.WithLabelValues(r.source).Inc()
+		s.logger.Warn("connector tool drifted since its review", "source_id", r.source, "action_id", r.action, "mode", res.Mode)
+	}
 
 	params := policy.Redact(r.params)
 	insert := dbsqlc.InvocationInsertParams{
@@ -177,6 +179,54 @@ func (s *Service) submit(ctx context.Context, r *request) (inv dbsqlc.ActionInvo
 }
 
 var errDuplicate = errors.New("duplicate request")
+
+// resolveAction finds an action's source and definition for org.
+func (s *Service) resolveAction(ctx context.Context, org, sourceID, actionID string) (executors.Source, executors.Definition, error) {
+	src, err := s.deps.Sources.Source(ctx, org, sourceID)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return nil, executors.Definition{}, fmt.Errorf("%w: integration %s", ErrNotFound, sourceID)
+	}
+	if err != nil {
+		return nil, executors.Definition{}, err
+	}
+	defs, err := src.ListActions(ctx, executors.ExecContext{OrganizationID: org})
+	if err != nil {
+		return nil, executors.Definition{}, fmt.Errorf("%w: listing the actions of %s: %s", ErrSourceUnavailable, sourceID, err)
+	}
+	for _, d := range defs {
+		if d.ID == actionID {
+			return src, d, nil
+		}
+	}
+	return nil, executors.Definition{}, fmt.Errorf("%w: action %s.%s", ErrNotFound, sourceID, actionID)
+}
+
+// resolveMode runs the mode cascade for one action. For a connector tool,
+// the mode an admin confirmed in review stands in for the org default
+// (an explicit org override still wins), and the drift guard applies when
+// the tool's definition hash changed since that review. Connector tools
+// infer per vNext: read-only → allow, anything else → require_approval.
+func resolveMode(src executors.Source, def executors.Definition, in policy.ModeInput) (policy.Resolution, bool) {
+	in.Risk = string(def.Risk)
+	conn, isConnector := src.(*catalog.ConnectorSource)
+	if !isConnector {
+		return policy.Resolve(in), false
+	}
+	if def.Risk == executors.RiskDanger {
+		in.Risk = string(executors.RiskWrite)
+	}
+	review, reviewed := conn.Reviewed[def.ID]
+	if reviewed && in.OrgDefault == "" {
+		in.OrgDefault = review.Mode
+	}
+	res := policy.Resolve(in)
+	if !reviewed {
+		return res, false
+	}
+	hash, err := policy.DefinitionHash(def.Params)
+	drifted := err != nil || hash != review.Hash
+	return policy.ApplyDriftGuard(res, drifted), drifted
+}
 
 // existing returns the invocation an earlier request with the same
 // idempotency key or external id created. ok is false when there is none.

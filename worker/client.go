@@ -89,10 +89,16 @@ type TokenSource interface {
 	Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error)
 }
 
+// SourceResolver finds the source of an invocation: a provider, or one of
+// the organization's connectors.
+type SourceResolver interface {
+	Source(ctx context.Context, org, id string) (executors.Source, error)
+}
+
 // Deps are what the workers need from the rest of the process.
 type Deps struct {
 	Pool    *pgxpool.Pool
-	Sources *executors.Registry
+	Sources SourceResolver
 	Tokens  TokenSource
 	Metrics *telemetry.Metrics
 	Logger  *slog.Logger

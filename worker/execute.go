@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
@@ -66,9 +67,12 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) e
 		})
 	}
 
-	source, ok := w.deps.Sources.Source(inv.Integration)
-	if !ok {
-		return w.fail(bg, job, inv, nil, &executors.Error{Code: "unknown_source", Message: "source " + inv.Integration + " is not available"}, "")
+	source, err := w.deps.Sources.Source(ctx, inv.OrganizationID, inv.Integration)
+	if err != nil {
+		if errors.Is(err, catalog.ErrNotFound) {
+			return w.fail(bg, job, inv, nil, &executors.Error{Code: "unknown_source", Message: "source " + inv.Integration + " is not available (removed or disabled)"}, "")
+		}
+		return fmt.Errorf("resolving source: %w", err)
 	}
 
 	inv, err = w.queries.InvocationMarkExecuting(ctx, w.deps.Pool, dbsqlc.InvocationMarkExecutingParams{ID: inv.ID, Attempt: int32(job.Attempt)})
@@ -80,9 +84,11 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) e
 	}
 
 	req := credential.Request{Org: inv.OrganizationID, Integration: inv.Integration, UserID: deref(inv.UserID)}
-	tok, err := w.deps.Tokens.Token(ctx, req, false)
-	if err != nil {
-		return w.tokenFailure(bg, job, inv, err, log)
+	var tok credential.Token
+	if needsCredential(source) {
+		if tok, err = w.deps.Tokens.Token(ctx, req, false); err != nil {
+			return w.tokenFailure(bg, job, inv, err, log)
+		}
 	}
 
 	start := time.Now()
@@ -117,6 +123,13 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) e
 		log.Info("invocation completed", "status", StatusCompleted, "duration_ms", *duration, "conflict", res.Conflict)
 	}
 	return err
+}
+
+// needsCredential is false for sources that say their calls take none (a
+// connector without auth).
+func needsCredential(s executors.Source) bool {
+	r, ok := s.(interface{ RequiresCredential() bool })
+	return !ok || r.RequiresCredential()
 }
 
 func unauthorized(err error) bool {

@@ -19,10 +19,13 @@ const (
 	// exhaust memory; tool lists and results are far smaller.
 	maxResponseBytes = 16 << 20
 
-	// sessionCloseTimeout bounds the DELETE that ends an MCP session. The
-	// SDK allows five seconds; a server that stopped answering should not
-	// hold a worker that long after its call already failed.
-	sessionCloseTimeout = 2 * time.Second
+	// cleanupTimeout bounds, all together, the requests the SDK sends to
+	// tidy up once an operation is over: the notification cancelling a
+	// request abandoned at its deadline, which lets the server stop the
+	// tool, and the DELETE ending the session. The SDK allows five seconds
+	// for each; a server that stopped answering should not hold a worker
+	// that long after its call already failed.
+	cleanupTimeout = time.Second
 
 	// maxRetryAfter caps a Retry-After header, so a bogus value cannot park
 	// an invocation for days.
@@ -31,13 +34,6 @@ const (
 	// sessionIDHeader is the streamable HTTP transport's session header.
 	sessionIDHeader = "Mcp-Session-Id"
 )
-
-// errOperationOver refuses requests other than the session DELETE once the
-// operation's context is done. They can only be the SDK's notification
-// cancelling the abandoned request, which closing the session makes moot
-// and which the SDK would otherwise wait up to five seconds for when the
-// server is not answering.
-var errOperationOver = errors.New("the operation is over")
 
 // errResponseTooLarge is the read error of a body past maxResponseBytes.
 var errResponseTooLarge = fmt.Errorf("response body exceeds %d bytes", maxResponseBytes)
@@ -48,7 +44,8 @@ var errResponseTooLarge = fmt.Errorf("response body exceeds %d bytes", maxRespon
 // session was lost) so failures can be classified. It is used by one
 // attempt only.
 type attempt struct {
-	// ctx is the operation's context.
+	// ctx is the operation's context. Requests sent once it is done, and
+	// DELETEs, are cleanup.
 	ctx    context.Context
 	base   http.RoundTripper
 	origin *url.URL
@@ -57,6 +54,7 @@ type attempt struct {
 	secret string
 
 	mu          sync.Mutex
+	cleanupBy   time.Time
 	frozen      bool
 	status      int
 	retryAfter  time.Duration
@@ -108,13 +106,10 @@ func (a *attempt) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 
 	cancel := context.CancelFunc(func() {})
-	switch {
-	case req.Method == http.MethodDelete:
+	if req.Method == http.MethodDelete || a.ctx.Err() != nil {
 		var ctx context.Context
-		ctx, cancel = context.WithTimeout(req.Context(), sessionCloseTimeout)
+		ctx, cancel = context.WithDeadline(req.Context(), a.cleanupDeadline())
 		req = req.WithContext(ctx)
-	case a.ctx.Err() != nil:
-		return nil, errOperationOver
 	}
 
 	resp, err := a.base.RoundTrip(req)
@@ -127,10 +122,24 @@ func (a *attempt) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// cleanupDeadline returns the deadline shared by cleanup requests, set by
+// the first of them.
+func (a *attempt) cleanupDeadline() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cleanupBy.IsZero() {
+		a.cleanupBy = time.Now().Add(cleanupTimeout)
+	}
+	return a.cleanupBy
+}
+
 func (a *attempt) record(req *http.Request, resp *http.Response, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.frozen {
+	// Only POSTs carry the operation. The DELETE ending the session can be
+	// sent while a failure is still being reported, when the SDK closes a
+	// broken connection on its own, and must not mask it.
+	if a.frozen || req.Method != http.MethodPost {
 		return
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -23,9 +24,11 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/linear"
+	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/executors/sentry"
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/internal/telemetry"
@@ -60,6 +63,9 @@ type Config struct {
 	SlackBaseURL  string
 	LinearBaseURL string
 	SentryBaseURL string
+	// AllowPrivateNetworks lets connectors reach loopback and private
+	// addresses (tests, single-tenant deployments).
+	AllowPrivateNetworks bool
 	// TokenSource is "store" (the encrypted credential store) or "broker"
 	// (BrokerURL answers token requests).
 	TokenSource     string
@@ -94,7 +100,7 @@ type App struct {
 	Service  *outbox.Service
 	Handler  http.Handler
 	Registry *prometheus.Registry
-	Sources  *executors.Registry
+	Sources  *catalog.Catalog
 }
 
 // New wires an App on pool. The registry collects outboxd's and the Go
@@ -124,7 +130,11 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	if err != nil {
 		return nil, err
 	}
-	sources := executors.NewRegistry(slackSource, linearSource, sentrySource)
+	registry := executors.NewRegistry(slackSource, linearSource, sentrySource)
+	mcpClient, err := mcp.New(&mcp.Config{AllowPrivateNetworks: cfg.AllowPrivateNetworks})
+	if err != nil {
+		return nil, err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -132,9 +142,10 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	telemetry.RegisterQueueCollector(reg, pool, logger)
 
 	creds := credential.NewStore(pool, box)
+	sources := catalog.New(registry, pool, mcpClient, creds)
 	var tokens worker.TokenSource = creds
 	if cfg.TokenSource == "broker" {
-		tokens, err = credential.NewBroker(&credential.BrokerConfig{
+		broker, err := credential.NewBroker(&credential.BrokerConfig{
 			URL: cfg.BrokerURL,
 			ServiceToken: func(org string) (string, error) {
 				return auth.Mint(cfg.JWTSecret, auth.Claims{Org: org, Kind: auth.KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: "outboxd"}}, 5*time.Minute)
@@ -143,6 +154,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 		if err != nil {
 			return nil, err
 		}
+		tokens = &brokerWithConnectors{broker: broker, store: creds}
 	}
 	client, err := worker.NewClient(&worker.Deps{
 		Pool: pool, Sources: sources, Tokens: tokens, Metrics: metrics, Logger: logger,
@@ -242,4 +254,18 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 	<-listenerDone
 	a.logger.Info("outboxd stopped")
 	return runErr
+}
+
+// brokerWithConnectors resolves provider tokens through the broker and
+// connector secrets, which only outboxd holds, through the store.
+type brokerWithConnectors struct {
+	broker *credential.Broker
+	store  *credential.Store
+}
+
+func (b *brokerWithConnectors) Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error) {
+	if strings.HasPrefix(req.Integration, catalog.ConnectorPrefix) {
+		return b.store.Token(ctx, req, refresh)
+	}
+	return b.broker.Token(ctx, req, refresh)
 }

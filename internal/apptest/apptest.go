@@ -92,16 +92,17 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		wcfg.RetryBaseDelay = 100 * time.Millisecond
 	}
 	cfg := &app.Config{
-		HTTPAddr:        "127.0.0.1:0",
-		JWTSecret:       "test-secret-0123456789abcdef",
-		SecretsKey:      cmp.Or(opts.SecretsKey, secretbox.NewKey()),
-		SlackBaseURL:    slack.Server.URL,
-		LinearBaseURL:   cmp.Or(opts.LinearURL, "http://127.0.0.1:9/graphql"),
-		SentryBaseURL:   cmp.Or(opts.SentryURL, "http://127.0.0.1:9/api/0"),
-		BrokerURL:       opts.BrokerURL,
-		ShutdownTimeout: cmp.Or(opts.ShutdownTimeout, 10*time.Second),
-		Outbox:          opts.Outbox,
-		Worker:          wcfg,
+		HTTPAddr:             "127.0.0.1:0",
+		JWTSecret:            "test-secret-0123456789abcdef",
+		SecretsKey:           cmp.Or(opts.SecretsKey, secretbox.NewKey()),
+		SlackBaseURL:         slack.Server.URL,
+		LinearBaseURL:        cmp.Or(opts.LinearURL, "http://127.0.0.1:9/graphql"),
+		SentryBaseURL:        cmp.Or(opts.SentryURL, "http://127.0.0.1:9/api/0"),
+		BrokerURL:            opts.BrokerURL,
+		AllowPrivateNetworks: true,
+		ShutdownTimeout:      cmp.Or(opts.ShutdownTimeout, 10*time.Second),
+		Outbox:               opts.Outbox,
+		Worker:               wcfg,
 	}
 	if opts.BrokerURL != "" {
 		cfg.TokenSource = "broker"

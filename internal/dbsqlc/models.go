@@ -77,3 +77,19 @@ type InvokeRateWindow struct {
 	WindowStart    time.Time
 	Count          int32
 }
+
+type OrgConnector struct {
+	ID                uuid.UUID
+	OrganizationID    string
+	Name              string
+	Transport         string
+	Url               string
+	AuthType          string
+	AuthHeader        string
+	RiskPolicy        []byte
+	ToolRiskOverrides []byte
+	Enabled           bool
+	CreatedBy         string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}

@@ -19,6 +19,9 @@ type Metrics struct {
 	JobDuration *prometheus.HistogramVec
 	// ApprovalLatency is the time from request to a human decision.
 	ApprovalLatency *prometheus.HistogramVec
+	// Drift counts invocations of connector tools whose definition changed
+	// since an admin reviewed them.
+	Drift *prometheus.CounterVec
 }
 
 // New creates the metrics and registers them on reg.
@@ -39,7 +42,11 @@ func New(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 900, 3600, 4 * 3600, 24 * 3600},
 		}, []string{"decision"}),
 	}
-	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency)
+	m.Drift = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "outboxd_connector_drift_total",
+		Help: "Invocations of connector tools whose definition drifted since review.",
+	}, []string{"source"})
+	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency, m.Drift)
 	return m
 }
 

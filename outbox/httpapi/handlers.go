@@ -112,11 +112,11 @@ func (s *Server) available(w http.ResponseWriter, r *http.Request, c *auth.Claim
 	if _, err := sessionAccess(r, c); err != nil {
 		return err
 	}
-	actions, err := s.svc.Available(r.Context(), caller(c))
+	cat, err := s.svc.Available(r.Context(), caller(c))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"actions": actions})
+	writeJSON(w, http.StatusOK, cat)
 	return nil
 }
 

@@ -111,6 +111,8 @@ func TestAvailable_ListsActionsWithModes(t *testing.T) {
 		return nil
 	}
 
+	// The catalog lists the sources the org has a credential for.
+	b.StoreSlackToken("xoxb-token")
 	action := find(b.Do("GET", path, b.Sandbox(), nil))
 	require.Equal(t, "require_approval", action["mode"])
 	require.Equal(t, "inferred_default", action["mode_source"])

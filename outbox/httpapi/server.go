@@ -221,6 +221,8 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusTooManyRequests, code: "pending_limit", message: err.Error()}
 	case errors.Is(err, outbox.ErrIdempotencyMismatch):
 		return &apiError{status: http.StatusUnprocessableEntity, code: "idempotency_mismatch", message: err.Error()}
+	case errors.Is(err, outbox.ErrSourceUnavailable):
+		return &apiError{status: http.StatusServiceUnavailable, code: "source_unavailable", message: err.Error()}
 	case errors.Is(err, outbox.ErrSourceNotAllowed):
 		return &apiError{status: http.StatusForbidden, code: "source_not_allowed", message: err.Error()}
 	}

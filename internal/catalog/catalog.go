@@ -1,0 +1,176 @@
+// Package catalog resolves source ids for an organization: the static
+// provider sources (Slack, Linear, Sentry) plus the organization's enabled
+// MCP connectors, each wrapped with the connector row it came from. The API
+// and the workers resolve through it, so a connector added in one process
+// is usable by every other at once.
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/mcp"
+	"github.com/outboxd/outboxd/internal/credential"
+	"github.com/outboxd/outboxd/internal/dbsqlc"
+)
+
+// ErrNotFound is returned for a source id the organization cannot use.
+var ErrNotFound = errors.New("source not found")
+
+// ConnectorPrefix starts the source id of every connector.
+const ConnectorPrefix = "connector:"
+
+// SecretStore resolves connector secrets: always the encrypted store, also
+// when provider tokens come from a broker.
+type SecretStore interface {
+	Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error)
+}
+
+// Catalog resolves sources per organization.
+type Catalog struct {
+	static  *executors.Registry
+	pool    *pgxpool.Pool
+	mcp     *mcp.Client
+	secrets SecretStore
+	queries *dbsqlc.Queries
+}
+
+// New returns a Catalog. With mcpClient nil, connectors are not resolved.
+func New(static *executors.Registry, pool *pgxpool.Pool, mcpClient *mcp.Client, secrets SecretStore) *Catalog {
+	return &Catalog{static: static, pool: pool, mcp: mcpClient, secrets: secrets, queries: dbsqlc.New()}
+}
+
+// MCP returns the connector client (nil when connectors are off).
+func (c *Catalog) MCP() *mcp.Client { return c.mcp }
+
+// Static returns the provider sources.
+func (c *Catalog) Static() *executors.Registry { return c.static }
+
+// Source returns the source id for org.
+func (c *Catalog) Source(ctx context.Context, org, id string) (executors.Source, error) {
+	if s, ok := c.static.Source(id); ok {
+		return s, nil
+	}
+	rawID, ok := strings.CutPrefix(id, ConnectorPrefix)
+	if !ok || c.mcp == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	uid, err := uuid.Parse(rawID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	row, err := c.queries.ConnectorGet(ctx, c.pool, dbsqlc.ConnectorGetParams{ID: uid, OrganizationID: org})
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !row.Enabled) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading connector: %w", err)
+	}
+	return c.connectorSource(row)
+}
+
+// List returns the static sources and the organization's enabled
+// connectors, in that order.
+func (c *Catalog) List(ctx context.Context, org string) ([]executors.Source, error) {
+	var out []executors.Source
+	for _, id := range c.static.IDs() {
+		s, _ := c.static.Source(id)
+		out = append(out, s)
+	}
+	if c.mcp == nil {
+		return out, nil
+	}
+	rows, err := c.queries.ConnectorListEnabled(ctx, c.pool, org)
+	if err != nil {
+		return nil, fmt.Errorf("listing connectors: %w", err)
+	}
+	for _, row := range rows {
+		s, err := c.connectorSource(row)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (c *Catalog) connectorSource(row dbsqlc.OrgConnector) (*ConnectorSource, error) {
+	conn, err := Connector(row)
+	if err != nil {
+		return nil, err
+	}
+	var reviewed map[string]Review
+	if err := json.Unmarshal(row.ToolRiskOverrides, &reviewed); err != nil {
+		return nil, fmt.Errorf("connector %s: tool_risk_overrides: %w", row.ID, err)
+	}
+	return &ConnectorSource{Source: c.mcp.Source(conn), Row: row, Reviewed: reviewed, secrets: c.secrets}, nil
+}
+
+// Connector turns a row into the MCP package's connector.
+func Connector(row dbsqlc.OrgConnector) (*mcp.Connector, error) {
+	conn := &mcp.Connector{
+		ID: row.ID, Name: row.Name, URL: row.Url,
+		Auth: mcp.Auth{Type: mcp.AuthType(row.AuthType), HeaderName: row.AuthHeader},
+	}
+	if err := json.Unmarshal(row.RiskPolicy, &conn.RiskPolicy); err != nil {
+		return nil, fmt.Errorf("connector %s: risk_policy: %w", row.ID, err)
+	}
+	return conn, nil
+}
+
+// SourceID is the source id of a connector.
+func SourceID(id uuid.UUID) string { return ConnectorPrefix + id.String() }
+
+// Review is an admin's confirmed mode for a connector tool and the
+// definition hash it was confirmed for.
+type Review struct {
+	Mode string `json:"mode"`
+	Hash string `json:"hash"`
+}
+
+// ConnectorSource is a connector's action source together with its row.
+type ConnectorSource struct {
+	executors.Source
+	Row      dbsqlc.OrgConnector
+	Reviewed map[string]Review
+	secrets  SecretStore
+}
+
+// Name is the connector's display name.
+func (s *ConnectorSource) Name() string { return s.Row.Name }
+
+// RequiresCredential reports whether calls need the connector's secret.
+func (s *ConnectorSource) RequiresCredential() bool {
+	return s.Row.AuthType != string(mcp.AuthNone)
+}
+
+// Secret resolves the connector's secret ("" for auth none).
+func (s *ConnectorSource) Secret(ctx context.Context) (string, error) {
+	if !s.RequiresCredential() {
+		return "", nil
+	}
+	tok, err := s.secrets.Token(ctx, credential.Request{Org: s.Row.OrganizationID, Integration: s.ID()}, false)
+	if err != nil {
+		return "", err
+	}
+	return tok.Value, nil
+}
+
+// ListActions lists the connector's tools, resolving its secret first:
+// listing happens outside a worker, where nothing else injects it.
+func (s *ConnectorSource) ListActions(ctx context.Context, ec executors.ExecContext) ([]executors.Definition, error) {
+	secret, err := s.Secret(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connector %s secret: %w", s.Row.Name, err)
+	}
+	ec.Token = secret
+	return s.Source.ListActions(ctx, ec)
+}
