@@ -34,6 +34,9 @@ type Config struct {
 	// SyncWait bounds how long an allow-mode invoke waits for its worker
 	// before answering 202. Default 30s.
 	SyncWait time.Duration
+	// AllowPrivateNetworks accepts connector URLs on loopback and private
+	// networks. Default false.
+	AllowPrivateNetworks bool
 }
 
 // WithDefaults returns a copy with unset fields defaulted.
@@ -44,6 +47,8 @@ func (c *Config) WithDefaults() *Config {
 		PendingPerSession: cmp.Or(c.PendingPerSession, 10),
 		InvokesPerMinute:  cmp.Or(c.InvokesPerMinute, 60),
 		SyncWait:          cmp.Or(c.SyncWait, 30*time.Second),
+
+		AllowPrivateNetworks: c.AllowPrivateNetworks,
 	}
 }
 

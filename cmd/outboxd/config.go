@@ -30,6 +30,7 @@ var defaults = map[string]any{
 	"providers.sentry.base_url":         "https://sentry.io/api/0",
 	"tokens.source":                     "store",
 	"connectors.allow_private_networks": false,
+	"connectors.tools_cache_ttl":        5 * time.Minute,
 	"tokens.broker_url":                 "",
 	"approval.interactive_ttl":          5 * time.Minute,
 	"approval.unattended_ttl":           24 * time.Hour,
@@ -102,6 +103,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		SentryBaseURL:        v.GetString("providers.sentry.base_url"),
 		TokenSource:          v.GetString("tokens.source"),
 		AllowPrivateNetworks: v.GetBool("connectors.allow_private_networks"),
+		ConnectorCacheTTL:    v.GetDuration("connectors.tools_cache_ttl"),
 		BrokerURL:            v.GetString("tokens.broker_url"),
 		ShutdownTimeout:      v.GetDuration("shutdown_timeout"),
 		Outbox: outbox.Config{

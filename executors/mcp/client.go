@@ -347,12 +347,13 @@ func (c *Client) Validate(ctx context.Context, conn *Connector, secret string) D
 // initialize. Failures come back classified and scrubbed of secret.
 func (c *Client) withSession(ctx context.Context, conn *Connector, secret string, timeout time.Duration, what string, fn func(context.Context, *mcpsdk.ClientSession) error) error {
 	s := scrubber(secret)
-	if err := CheckConnector(conn, c.allowPrivate); err != nil {
-		code := CodeInvalidConnector
-		if CheckURL(conn.URL, c.allowPrivate) != nil {
-			code = CodeURLNotAllowed
-		}
-		return s.errorf(code, false, nil, "%s: %v", what, err)
+	if err := CheckURL(conn.URL, c.allowPrivate); err != nil {
+		return s.errorf(CodeURLNotAllowed, false, nil, "%s: %v", what, err)
+	}
+	// The risk policy is not checked: invalid values in it are ignored by
+	// deriveRisk and must not make the connector unusable.
+	if err := checkAuth(conn.Auth); err != nil {
+		return s.errorf(CodeInvalidConnector, false, nil, "%s: %v", what, err)
 	}
 	if err := checkSecret(conn, secret); err != nil {
 		return s.errorf(CodeInvalidConnector, false, nil, "%s: %v", what, err)

@@ -123,20 +123,8 @@ func CheckConnector(c *Connector, allowPrivate bool) error {
 	if err := CheckURL(c.URL, allowPrivate); err != nil {
 		return err
 	}
-	switch c.Auth.Type {
-	case "", AuthNone, AuthBearer:
-		if c.Auth.HeaderName != "" {
-			return fmt.Errorf("auth header_name is only used with %q auth", AuthCustomHeader)
-		}
-	case AuthCustomHeader:
-		if !validHeaderName(c.Auth.HeaderName) {
-			return fmt.Errorf("auth header_name %q is not a valid HTTP header name", c.Auth.HeaderName)
-		}
-		if reservedHeaders[http.CanonicalHeaderKey(c.Auth.HeaderName)] {
-			return fmt.Errorf("auth header_name %q is reserved by the MCP transport", c.Auth.HeaderName)
-		}
-	default:
-		return fmt.Errorf("auth type %q is not one of %q, %q, %q", c.Auth.Type, AuthNone, AuthBearer, AuthCustomHeader)
+	if err := checkAuth(c.Auth); err != nil {
+		return err
 	}
 	if c.RiskPolicy.Default != "" && !validRisk(c.RiskPolicy.Default) {
 		return fmt.Errorf("risk_policy default %q is not one of read, write, danger", c.RiskPolicy.Default)
@@ -145,6 +133,26 @@ func CheckConnector(c *Connector, allowPrivate bool) error {
 		if !validRisk(risk) {
 			return fmt.Errorf("risk_policy for tool %q: %q is not one of read, write, danger", name, risk)
 		}
+	}
+	return nil
+}
+
+// checkAuth checks the auth type and the custom header name.
+func checkAuth(auth Auth) error {
+	switch auth.Type {
+	case "", AuthNone, AuthBearer:
+		if auth.HeaderName != "" {
+			return fmt.Errorf("auth header_name is only used with %q auth", AuthCustomHeader)
+		}
+	case AuthCustomHeader:
+		if !validHeaderName(auth.HeaderName) {
+			return fmt.Errorf("auth header_name %q is not a valid HTTP header name", auth.HeaderName)
+		}
+		if reservedHeaders[http.CanonicalHeaderKey(auth.HeaderName)] {
+			return fmt.Errorf("auth header_name %q is reserved by the MCP transport", auth.HeaderName)
+		}
+	default:
+		return fmt.Errorf("auth type %q is not one of %q, %q, %q", auth.Type, AuthNone, AuthBearer, AuthCustomHeader)
 	}
 	return nil
 }

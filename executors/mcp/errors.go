@@ -123,6 +123,10 @@ func classify(parent, ctx context.Context, err error, out outcome, s scrubber, w
 	case out.notAllowed != nil:
 		return s.errorf(CodeURLNotAllowed, false, errURLNotAllowed, "%s: the connector URL leads to a refused address: %v", what, out.notAllowed)
 
+	case errors.Is(err, errURLNotAllowed):
+		// A redirect to a literal internal address, refused before dialing.
+		return s.errorf(CodeURLNotAllowed, false, errURLNotAllowed, "%s: %v", what, err)
+
 	case parent.Err() != nil:
 		if errors.Is(parent.Err(), context.DeadlineExceeded) {
 			return s.errorf(CodeTimeout, true, parent.Err(), "%s: the deadline passed before the MCP server answered", what)

@@ -183,6 +183,11 @@ func checkRedirect(allowPrivate bool) func(*http.Request, []*http.Request) error
 		if len(via) >= maxRedirects {
 			return fmt.Errorf("stopped after %d redirects", maxRedirects)
 		}
+		// A 301, 302 or 303 turns a POST into a GET without its body, which
+		// an MCP endpoint would take for a request to open a stream.
+		if req.Method != via[0].Method {
+			return fmt.Errorf("redirect refused: it changes %s to %s", via[0].Method, req.Method)
+		}
 		if err := CheckURL(req.URL.String(), allowPrivate); err != nil {
 			return fmt.Errorf("redirect refused: %w", err)
 		}

@@ -208,6 +208,34 @@ func TestSource_Execute(t *testing.T) {
 		require.Len(t, bundle.tool.recorded(), 1, "a tool error is not retried")
 	})
 
+	t.Run("ToolErrorTruncated", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t, serverOptions{}, nil)
+		bundle.tool.result = &mcpsdk.CallToolResult{
+			IsError: true,
+			Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: strings.Repeat("stack frame\n", 10000)}},
+		}
+
+		_, err := bundle.source.Execute(ctx, "create_issue", json.RawMessage(params), execContext())
+		execErr := requireExecError(t, err)
+		require.Equal(t, mcp.CodeToolError, execErr.Code)
+		require.Less(t, len(execErr.Message), 1100)
+		require.True(t, strings.HasSuffix(execErr.Message, "…"))
+	})
+
+	t.Run("ResponseTooLarge", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t, serverOptions{}, nil)
+		bundle.tool.result = &mcpsdk.CallToolResult{
+			Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: strings.Repeat("x", 17<<20)}},
+		}
+
+		_, err := bundle.source.Execute(ctx, "create_issue", json.RawMessage(params), execContext())
+		execErr := requireExecError(t, err)
+		require.Equal(t, mcp.CodeResponseTooLarge, execErr.Code)
+		require.False(t, execErr.Retryable, "the tool ran; its answer would be as large again")
+	})
+
 	t.Run("UnknownTool", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t, serverOptions{}, nil)

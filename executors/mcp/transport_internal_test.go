@@ -1,18 +1,26 @@
 package mcp
 
 import (
+	"context"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/executors"
 )
 
 func TestLimitedBody(t *testing.T) {
 	t.Parallel()
 
-	read := func(body string, budget int64) (string, error, bool, bool) {
+	read := func(body string, budget int64) (string, bool, bool, error) {
 		var tooLarge, closed bool
 		b := &limitedBody{
 			rc:         io.NopCloser(strings.NewReader(body)),
@@ -22,21 +30,21 @@ func TestLimitedBody(t *testing.T) {
 		}
 		got, err := io.ReadAll(b)
 		require.NoError(t, b.Close())
-		return string(got), err, tooLarge, closed
+		return string(got), tooLarge, closed, err
 	}
 
-	got, err, tooLarge, closed := read("0123456789", 10)
+	got, tooLarge, closed, err := read("0123456789", 10)
 	require.NoError(t, err)
 	require.Equal(t, "0123456789", got)
 	require.False(t, tooLarge)
 	require.True(t, closed)
 
-	got, err, tooLarge, _ = read("0123456789", 100)
+	got, tooLarge, _, err = read("0123456789", 100)
 	require.NoError(t, err)
 	require.Equal(t, "0123456789", got)
 	require.False(t, tooLarge)
 
-	_, err, tooLarge, closed = read("0123456789a", 10)
+	_, tooLarge, closed, err = read("0123456789a", 10)
 	require.ErrorIs(t, err, errResponseTooLarge)
 	require.True(t, tooLarge)
 	require.True(t, closed)
@@ -58,4 +66,49 @@ func TestScrubber(t *testing.T) {
 	// A secret straddling the cut is removed before truncating.
 	text := strings.Repeat("a", maxMessageLen-3) + "hunter2"
 	require.NotContains(t, s.scrub(text), "hun")
+}
+
+func TestCheckRedirect(t *testing.T) {
+	t.Parallel()
+
+	post := func(raw string) *http.Request {
+		req, err := http.NewRequest(http.MethodPost, raw, nil)
+		require.NoError(t, err)
+		return req
+	}
+	via := []*http.Request{post("https://mcp.example.com/mcp")}
+
+	require.NoError(t, checkRedirect(false)(post("https://mcp2.example.com/mcp"), via))
+
+	err := checkRedirect(false)(post("http://10.0.0.1/mcp"), via)
+	require.ErrorIs(t, err, errURLNotAllowed)
+	require.NoError(t, checkRedirect(true)(post("http://10.0.0.1/mcp"), via))
+
+	require.Error(t, checkRedirect(true)(post("ftp://mcp.example.com/"), via))
+
+	get, err := http.NewRequest(http.MethodGet, "https://mcp.example.com/other", nil)
+	require.NoError(t, err)
+	require.ErrorContains(t, checkRedirect(true)(get, via), "changes POST to GET")
+
+	long := make([]*http.Request, maxRedirects)
+	for i := range long {
+		long[i] = via[0]
+	}
+	require.Error(t, checkRedirect(true)(post("https://mcp.example.com/mcp"), long))
+}
+
+func TestClassify_RedirectRefused(t *testing.T) {
+	t.Parallel()
+
+	ctx := context.Background()
+	redirectErr := &url.Error{Op: "Post", URL: "https://mcp.example.com/mcp", Err: checkRedirect(false)(
+		httptest.NewRequest(http.MethodPost, "http://169.254.169.254/", nil),
+		[]*http.Request{httptest.NewRequest(http.MethodPost, "https://mcp.example.com/mcp", nil)},
+	)}
+	err := classify(ctx, ctx, fmt.Errorf("sending %q: %w", "tools/call", redirectErr), outcome{status: http.StatusTemporaryRedirect}, "", "calling tool", time.Second)
+
+	var execErr *executors.Error
+	require.ErrorAs(t, err, &execErr)
+	require.Equal(t, CodeURLNotAllowed, execErr.Code)
+	require.False(t, execErr.Retryable)
 }

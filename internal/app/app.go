@@ -66,6 +66,9 @@ type Config struct {
 	// AllowPrivateNetworks lets connectors reach loopback and private
 	// addresses (tests, single-tenant deployments).
 	AllowPrivateNetworks bool
+	// ConnectorCacheTTL is how long a connector's tool list is cached.
+	// Default 5m.
+	ConnectorCacheTTL time.Duration
 	// TokenSource is "store" (the encrypted credential store) or "broker"
 	// (BrokerURL answers token requests).
 	TokenSource     string
@@ -131,7 +134,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 		return nil, err
 	}
 	registry := executors.NewRegistry(slackSource, linearSource, sentrySource)
-	mcpClient, err := mcp.New(&mcp.Config{AllowPrivateNetworks: cfg.AllowPrivateNetworks})
+	mcpClient, err := mcp.New(&mcp.Config{AllowPrivateNetworks: cfg.AllowPrivateNetworks, CacheTTL: cfg.ConnectorCacheTTL})
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +165,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	if err != nil {
 		return nil, err
 	}
+	cfg.Outbox.AllowPrivateNetworks = cfg.AllowPrivateNetworks
 	deps := &outbox.Deps{
 		Pool: pool, River: client, Sources: sources, Credentials: creds, Metrics: metrics, Logger: logger,
 	}

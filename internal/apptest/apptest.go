@@ -46,6 +46,13 @@ type Options struct {
 	LinearURL, SentryURL string
 	// BrokerURL switches token resolution to the HTTP token broker.
 	BrokerURL string
+	// DenyPrivateNetworks refuses loopback connector URLs (tests allow
+	// them by default, since their MCP servers run on loopback).
+	DenyPrivateNetworks bool
+	// ConnectorCacheTTL is how long tool lists are cached; default 5m.
+	ConnectorCacheTTL time.Duration
+	// Logs, when set, receives the process's logs.
+	Logs io.Writer
 	// DatabaseURL reuses a database instead of creating one.
 	DatabaseURL string
 	// SecretsKey seals credentials; default a fresh key. Reuse another
@@ -99,7 +106,8 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		LinearBaseURL:        cmp.Or(opts.LinearURL, "http://127.0.0.1:9/graphql"),
 		SentryBaseURL:        cmp.Or(opts.SentryURL, "http://127.0.0.1:9/api/0"),
 		BrokerURL:            opts.BrokerURL,
-		AllowPrivateNetworks: true,
+		AllowPrivateNetworks: !opts.DenyPrivateNetworks,
+		ConnectorCacheTTL:    opts.ConnectorCacheTTL,
 		ShutdownTimeout:      cmp.Or(opts.ShutdownTimeout, 10*time.Second),
 		Outbox:               opts.Outbox,
 		Worker:               wcfg,
@@ -112,7 +120,9 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		role = app.RoleAll
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("OUTBOXD_TEST_LOG") != "" {
+	if opts.Logs != nil {
+		logger = slog.New(slog.NewTextHandler(opts.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	} else if os.Getenv("OUTBOXD_TEST_LOG") != "" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	a, err := app.New(cfg, role, pool, logger)

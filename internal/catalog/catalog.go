@@ -74,7 +74,7 @@ func (c *Catalog) Source(ctx context.Context, org, id string) (executors.Source,
 	if err != nil {
 		return nil, fmt.Errorf("loading connector: %w", err)
 	}
-	return c.connectorSource(row)
+	return c.ConnectorSource(row)
 }
 
 // List returns the static sources and the organization's enabled
@@ -93,7 +93,7 @@ func (c *Catalog) List(ctx context.Context, org string) ([]executors.Source, err
 		return nil, fmt.Errorf("listing connectors: %w", err)
 	}
 	for _, row := range rows {
-		s, err := c.connectorSource(row)
+		s, err := c.ConnectorSource(row)
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +102,11 @@ func (c *Catalog) List(ctx context.Context, org string) ([]executors.Source, err
 	return out, nil
 }
 
-func (c *Catalog) connectorSource(row dbsqlc.OrgConnector) (*ConnectorSource, error) {
+// ConnectorSource wraps a connector row as a source, whether enabled or not.
+func (c *Catalog) ConnectorSource(row dbsqlc.OrgConnector) (*ConnectorSource, error) {
+	if c.mcp == nil {
+		return nil, fmt.Errorf("%w: connectors are not configured", ErrNotFound)
+	}
 	conn, err := Connector(row)
 	if err != nil {
 		return nil, err

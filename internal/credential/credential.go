@@ -71,7 +71,12 @@ func NewStore(pool *pgxpool.Pool, box *secretbox.Box) *Store {
 // Put seals and stores tok for req's integration: the organization's own
 // credential when req.UserID is "", else that user's.
 func (s *Store) Put(ctx context.Context, req Request, tok Token, by string) (Info, error) {
-	row, err := s.queries.CredentialUpsert(ctx, s.pool, dbsqlc.CredentialUpsertParams{
+	return s.PutTx(ctx, s.pool, req, tok, by)
+}
+
+// PutTx is Put inside the caller's transaction.
+func (s *Store) PutTx(ctx context.Context, db dbsqlc.DBTX, req Request, tok Token, by string) (Info, error) {
+	row, err := s.queries.CredentialUpsert(ctx, db, dbsqlc.CredentialUpsertParams{
 		OrganizationID: req.Org,
 		Integration:    req.Integration,
 		UserID:         req.UserID,

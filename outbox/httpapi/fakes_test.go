@@ -110,11 +110,11 @@ func (f *fakeLinear) insertIssue(id string, in map[string]any) string {
 		"priority": orDefault(in["priority"], 0), "priorityLabel": "No priority",
 		"url":       "https://linear.app/acme/issue/" + identifier,
 		"createdAt": created, "updatedAt": created,
-		"state":     map[string]any{"id": "state-todo", "name": "Todo", "type": "unstarted"},
-		"assignee":  nil,
-		"team":      map[string]any{"id": in["teamId"], "key": "ENG", "name": "Engineering"},
-		"project":   nil,
-		"labels":    map[string]any{"nodes": []any{}},
+		"state":    map[string]any{"id": "state-todo", "name": "Todo", "type": "unstarted"},
+		"assignee": nil,
+		"team":     map[string]any{"id": in["teamId"], "key": "ENG", "name": "Engineering"},
+		"project":  nil,
+		"labels":   map[string]any{"nodes": []any{}},
 	}
 	f.order = append(f.order, id)
 	return id
@@ -397,7 +397,9 @@ type fakeBroker struct {
 	token, refreshed string
 	// status, when set, is the connection's status in every answer.
 	status string
-	calls  []brokerCall
+	// unavailable is how many requests are answered 503 before any other.
+	unavailable int
+	calls       []brokerCall
 }
 
 // brokerCall is what the broker saw of one request.
@@ -425,6 +427,11 @@ func newFakeBroker(t testing.TB, token, refreshed, status string) *fakeBroker {
 			writeJSONAnswer(w, http.StatusUnauthorized, map[string]any{"error": "unauthorized"})
 			return
 		}
+		if f.unavailable > 0 {
+			f.unavailable--
+			writeJSONAnswer(w, http.StatusServiceUnavailable, map[string]any{"error": "try again"})
+			return
+		}
 		if f.status != "" && f.status != "active" {
 			writeJSONAnswer(w, http.StatusOK, map[string]any{"status": f.status})
 			return
@@ -439,6 +446,13 @@ func newFakeBroker(t testing.TB, token, refreshed, status string) *fakeBroker {
 	}))
 	t.Cleanup(f.server.Close)
 	return f
+}
+
+// failNext makes the next n requests fail with 503.
+func (f *fakeBroker) failNext(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unavailable = n
 }
 
 func (f *fakeBroker) recorded() []brokerCall {

@@ -86,6 +86,15 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /v1/credentials", s.authed(s.listCredentials))
 	mux.Handle("PUT /v1/credentials/{integration}", s.authed(s.putCredential))
 
+	mux.Handle("GET /v1/connectors", s.authed(s.listConnectors))
+	mux.Handle("POST /v1/connectors", s.authed(s.createConnector))
+	mux.Handle("GET /v1/connectors/{id}", s.authed(s.getConnector))
+	mux.Handle("PATCH /v1/connectors/{id}", s.authed(s.updateConnector))
+	mux.Handle("DELETE /v1/connectors/{id}", s.authed(s.deleteConnector))
+	mux.Handle("POST /v1/connectors/{id}/validate", s.authed(s.validateConnector))
+	mux.Handle("GET /v1/connectors/{id}/tools", s.authed(s.connectorTools))
+	mux.Handle("PUT /v1/connectors/{id}/tools", s.authed(s.reviewConnectorTools))
+
 	mux.Handle("POST /v1/envelopes", s.authed(s.enqueue))
 	mux.Handle("GET /v1/envelopes/{id}", s.authed(s.getEnvelope))
 	mux.Handle("DELETE /v1/envelopes/{id}", s.authed(s.cancelEnvelope))
