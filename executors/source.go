@@ -32,6 +32,9 @@ type Definition struct {
 	Risk Risk `json:"risk_level"`
 	// Params is the JSON Schema of the action's params.
 	Params json.RawMessage `json:"params"`
+	// Recipients names the top-level params that say who is contacted
+	// (a Slack channel): do-not-contact patterns are matched against them.
+	Recipients []string `json:"recipient_fields,omitempty"`
 }
 
 // ExecContext carries what a source needs to execute an action. Sources never

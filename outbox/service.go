@@ -76,6 +76,8 @@ type Deps struct {
 	Catalog interface {
 		Integrations(ctx context.Context, org, userID string) ([]string, error)
 	}
+	// Buckets, when set, reports whether a rate bucket name is configured.
+	Buckets func(name string) bool
 	Metrics *telemetry.Metrics
 	Logger  *slog.Logger
 }

@@ -75,6 +75,25 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) e
 		return fmt.Errorf("resolving source: %w", err)
 	}
 
+	reason, err := w.doNotContact(ctx, inv, source)
+	if err != nil {
+		return err
+	}
+	if reason != "" {
+		log.Info("invocation skipped", "status", StatusSkipped, "reason", reason)
+		return w.finish(bg, job, inv, StatusSkipped, func(tx pgx.Tx) (dbsqlc.ActionInvocation, error) {
+			return w.queries.InvocationSkip(bg, tx, dbsqlc.InvocationSkipParams{ID: inv.ID, Error: &reason})
+		})
+	}
+	wait, err := w.quietHours(ctx, inv, deref(inv.RateBucket))
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		log.Info("quiet hours; snoozing until the window ends", "wait", wait)
+		return river.JobSnooze(wait)
+	}
+
 	inv, err = w.queries.InvocationMarkExecuting(ctx, w.deps.Pool, dbsqlc.InvocationMarkExecutingParams{ID: inv.ID, Attempt: int32(job.Attempt)})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // cancelled or expired since it was loaded

@@ -102,6 +102,7 @@ func sendMessageDefinition() executors.Definition {
 		Description: sendMessageDescription,
 		Risk:        executors.RiskWrite,
 		Params:      json.RawMessage(sendMessageSchema),
+		Recipients:  []string{"channel"},
 	}
 }
 

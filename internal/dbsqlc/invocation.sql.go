@@ -12,11 +12,224 @@ import (
 	"github.com/google/uuid"
 )
 
+const deadLetterCount = `-- name: DeadLetterCount :one
+SELECT count(*) FROM action_invocations
+WHERE organization_id = $1 AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
+`
+
+func (q *Queries) DeadLetterCount(ctx context.Context, db DBTX, organizationID string) (int64, error) {
+	row := db.QueryRow(ctx, deadLetterCount, organizationID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const deadLetterDiscard = `-- name: DeadLetterDiscard :one
+UPDATE action_invocations
+SET discarded_by = $1, discarded_at = now(), updated_at = now()
+WHERE id = $2 AND status = 'failed' AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at
+`
+
+type DeadLetterDiscardParams struct {
+	DiscardedBy *string
+	ID          uuid.UUID
+}
+
+func (q *Queries) DeadLetterDiscard(ctx context.Context, db DBTX, arg DeadLetterDiscardParams) (ActionInvocation, error) {
+	row := db.QueryRow(ctx, deadLetterDiscard, arg.DiscardedBy, arg.ID)
+	var i ActionInvocation
+	err := row.Scan(
+		&i.ID,
+		&i.OrganizationID,
+		&i.SessionID,
+		&i.AutomationID,
+		&i.RequestedBy,
+		&i.Origin,
+		&i.Integration,
+		&i.Action,
+		&i.RiskLevel,
+		&i.Mode,
+		&i.ModeSource,
+		&i.Params,
+		&i.ParamsHash,
+		&i.Status,
+		&i.Result,
+		&i.Error,
+		&i.DeniedReason,
+		&i.DurationMs,
+		&i.ApprovedBy,
+		&i.ApprovedAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.ExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ExternalID,
+		&i.IdempotencyKey,
+		&i.JobID,
+		&i.Attempt,
+		&i.RateBucket,
+		&i.MustRunBefore,
+		&i.ProviderRef,
+		&i.Conflict,
+		&i.Approval,
+		&i.RiskHint,
+		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
+	)
+	return i, err
+}
+
+const deadLetterList = `-- name: DeadLetterList :many
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at FROM action_invocations
+WHERE organization_id = $1 AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
+ORDER BY dead_lettered_at DESC, id
+LIMIT $3 OFFSET $2
+`
+
+type DeadLetterListParams struct {
+	OrganizationID string
+	Skip           int32
+	Max            int32
+}
+
+func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterListParams) ([]ActionInvocation, error) {
+	rows, err := db.Query(ctx, deadLetterList, arg.OrganizationID, arg.Skip, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ActionInvocation
+	for rows.Next() {
+		var i ActionInvocation
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrganizationID,
+			&i.SessionID,
+			&i.AutomationID,
+			&i.RequestedBy,
+			&i.Origin,
+			&i.Integration,
+			&i.Action,
+			&i.RiskLevel,
+			&i.Mode,
+			&i.ModeSource,
+			&i.Params,
+			&i.ParamsHash,
+			&i.Status,
+			&i.Result,
+			&i.Error,
+			&i.DeniedReason,
+			&i.DurationMs,
+			&i.ApprovedBy,
+			&i.ApprovedAt,
+			&i.StartedAt,
+			&i.CompletedAt,
+			&i.ExpiresAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.ExternalID,
+			&i.IdempotencyKey,
+			&i.JobID,
+			&i.Attempt,
+			&i.RateBucket,
+			&i.MustRunBefore,
+			&i.ProviderRef,
+			&i.Conflict,
+			&i.Approval,
+			&i.RiskHint,
+			&i.UserID,
+			&i.DeadLetteredAt,
+			&i.ReplayCount,
+			&i.ReplayedBy,
+			&i.ReplayedAt,
+			&i.DiscardedBy,
+			&i.DiscardedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deadLetterReplay = `-- name: DeadLetterReplay :one
+UPDATE action_invocations
+SET status = 'approved', dead_lettered_at = NULL, completed_at = NULL, replay_count = replay_count + 1,
+    replayed_by = $1, replayed_at = now(), updated_at = now()
+WHERE id = $2 AND status = 'failed' AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at
+`
+
+type DeadLetterReplayParams struct {
+	ReplayedBy *string
+	ID         uuid.UUID
+}
+
+func (q *Queries) DeadLetterReplay(ctx context.Context, db DBTX, arg DeadLetterReplayParams) (ActionInvocation, error) {
+	row := db.QueryRow(ctx, deadLetterReplay, arg.ReplayedBy, arg.ID)
+	var i ActionInvocation
+	err := row.Scan(
+		&i.ID,
+		&i.OrganizationID,
+		&i.SessionID,
+		&i.AutomationID,
+		&i.RequestedBy,
+		&i.Origin,
+		&i.Integration,
+		&i.Action,
+		&i.RiskLevel,
+		&i.Mode,
+		&i.ModeSource,
+		&i.Params,
+		&i.ParamsHash,
+		&i.Status,
+		&i.Result,
+		&i.Error,
+		&i.DeniedReason,
+		&i.DurationMs,
+		&i.ApprovedBy,
+		&i.ApprovedAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.ExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ExternalID,
+		&i.IdempotencyKey,
+		&i.JobID,
+		&i.Attempt,
+		&i.RateBucket,
+		&i.MustRunBefore,
+		&i.ProviderRef,
+		&i.Conflict,
+		&i.Approval,
+		&i.RiskHint,
+		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
+	)
+	return i, err
+}
+
 const invocationApprove = `-- name: InvocationApprove :one
 UPDATE action_invocations
 SET status = 'approved', approved_by = $1, approved_at = now(), updated_at = now()
 WHERE id = $2 AND status = 'pending'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at
 `
 
 type InvocationApproveParams struct {
@@ -64,6 +277,12 @@ func (q *Queries) InvocationApprove(ctx context.Context, db DBTX, arg Invocation
 		&i.Approval,
 		&i.RiskHint,
 		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
 	)
 	return i, err
 }
@@ -72,7 +291,7 @@ const invocationCancel = `-- name: InvocationCancel :one
 UPDATE action_invocations
 SET status = 'cancelled', completed_at = now(), updated_at = now()
 WHERE id = $1 AND status IN ('pending', 'approved')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at
 `
 
 func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -115,6 +334,12 @@ func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, id uuid.UUID) (
 		&i.Approval,
 		&i.RiskHint,
 		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
 	)
 	return i, err
 }
@@ -124,7 +349,7 @@ UPDATE action_invocations
 SET status = 'completed', result = $1, provider_ref = $2, conflict = $3,
     error = NULL, duration_ms = $4, completed_at = now(), updated_at = now()
 WHERE id = $5 AND status = 'executing'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at
 `
 
 type InvocationCompleteParams struct {
@@ -181,6 +406,12 @@ func (q *Queries) InvocationComplete(ctx context.Context, db DBTX, arg Invocatio
 		&i.Approval,
 		&i.RiskHint,
 		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
 	)
 	return i, err
 }
@@ -224,7 +455,7 @@ UPDATE action_invocations
 SET status = 'denied', denied_reason = $1, error = $2, approved_by = $3,
     approved_at = now(), completed_at = now(), updated_at = now()
 WHERE id = $4 AND status = 'pending'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at
 `
 
 type InvocationDenyParams struct {
@@ -279,6 +510,12 @@ func (q *Queries) InvocationDeny(ctx context.Context, db DBTX, arg InvocationDen
 		&i.Approval,
 		&i.RiskHint,
 		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
 	)
 	return i, err
 }
@@ -287,7 +524,7 @@ const invocationExpire = `-- name: InvocationExpire :one
 UPDATE action_invocations
 SET status = 'expired', denied_reason = 'expired', completed_at = now(), updated_at = now()
 WHERE id = $1 AND status = 'pending'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at
 `
 
 func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -330,15 +567,22 @@ func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, id uuid.UUID) (
 		&i.Approval,
 		&i.RiskHint,
 		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
 	)
 	return i, err
 }
 
 const invocationFail = `-- name: InvocationFail :one
 UPDATE action_invocations
-SET status = 'failed', error = $1, duration_ms = $2, completed_at = now(), updated_at = now()
+SET status = 'failed', error = $1, duration_ms = $2, completed_at = now(), updated_at = now(),
+    dead_lettered_at = now()
 WHERE id = $3 AND status IN ('approved', 'executing')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at
 `
 
 type InvocationFailParams struct {
@@ -347,6 +591,7 @@ type InvocationFailParams struct {
 	ID         uuid.UUID
 }
 
+// A failure in the worker is a dead letter an operator may replay.
 func (q *Queries) InvocationFail(ctx context.Context, db DBTX, arg InvocationFailParams) (ActionInvocation, error) {
 	row := db.QueryRow(ctx, invocationFail, arg.Error, arg.DurationMs, arg.ID)
 	var i ActionInvocation
@@ -387,12 +632,18 @@ func (q *Queries) InvocationFail(ctx context.Context, db DBTX, arg InvocationFai
 		&i.Approval,
 		&i.RiskHint,
 		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
 	)
 	return i, err
 }
 
 const invocationGet = `-- name: InvocationGet :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations WHERE id = $1 AND organization_id = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at FROM action_invocations WHERE id = $1 AND organization_id = $2
 `
 
 type InvocationGetParams struct {
@@ -440,12 +691,18 @@ func (q *Queries) InvocationGet(ctx context.Context, db DBTX, arg InvocationGetP
 		&i.Approval,
 		&i.RiskHint,
 		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
 	)
 	return i, err
 }
 
 const invocationGetByExternalID = `-- name: InvocationGetByExternalID :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations WHERE organization_id = $1 AND external_id = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at FROM action_invocations WHERE organization_id = $1 AND external_id = $2
 `
 
 type InvocationGetByExternalIDParams struct {
@@ -493,12 +750,18 @@ func (q *Queries) InvocationGetByExternalID(ctx context.Context, db DBTX, arg In
 		&i.Approval,
 		&i.RiskHint,
 		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
 	)
 	return i, err
 }
 
 const invocationGetByID = `-- name: InvocationGetByID :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations WHERE id = $1
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at FROM action_invocations WHERE id = $1
 `
 
 func (q *Queries) InvocationGetByID(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -541,12 +804,18 @@ func (q *Queries) InvocationGetByID(ctx context.Context, db DBTX, id uuid.UUID) 
 		&i.Approval,
 		&i.RiskHint,
 		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
 	)
 	return i, err
 }
 
 const invocationGetByIDForUpdate = `-- name: InvocationGetByIDForUpdate :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations WHERE id = $1 FOR UPDATE
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at FROM action_invocations WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) InvocationGetByIDForUpdate(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -589,12 +858,18 @@ func (q *Queries) InvocationGetByIDForUpdate(ctx context.Context, db DBTX, id uu
 		&i.Approval,
 		&i.RiskHint,
 		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
 	)
 	return i, err
 }
 
 const invocationGetByIdempotencyKey = `-- name: InvocationGetByIdempotencyKey :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations WHERE organization_id = $1 AND idempotency_key = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at FROM action_invocations WHERE organization_id = $1 AND idempotency_key = $2
 `
 
 type InvocationGetByIdempotencyKeyParams struct {
@@ -642,12 +917,18 @@ func (q *Queries) InvocationGetByIdempotencyKey(ctx context.Context, db DBTX, ar
 		&i.Approval,
 		&i.RiskHint,
 		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
 	)
 	return i, err
 }
 
 const invocationGetForUpdate = `-- name: InvocationGetForUpdate :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations WHERE id = $1 AND organization_id = $2 FOR UPDATE
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at FROM action_invocations WHERE id = $1 AND organization_id = $2 FOR UPDATE
 `
 
 type InvocationGetForUpdateParams struct {
@@ -695,6 +976,12 @@ func (q *Queries) InvocationGetForUpdate(ctx context.Context, db DBTX, arg Invoc
 		&i.Approval,
 		&i.RiskHint,
 		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
 	)
 	return i, err
 }
@@ -713,7 +1000,7 @@ INSERT INTO action_invocations (
     CASE WHEN $16::text = 'denied' THEN now() END
 )
 ON CONFLICT DO NOTHING
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at
 `
 
 type InvocationInsertParams struct {
@@ -810,12 +1097,18 @@ func (q *Queries) InvocationInsert(ctx context.Context, db DBTX, arg InvocationI
 		&i.Approval,
 		&i.RiskHint,
 		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
 	)
 	return i, err
 }
 
 const invocationListByOrg = `-- name: InvocationListByOrg :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at FROM action_invocations
 WHERE organization_id = $1 AND ($2::text IS NULL OR status = $2)
 ORDER BY created_at DESC, id
 LIMIT $4 OFFSET $3
@@ -879,6 +1172,12 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 			&i.Approval,
 			&i.RiskHint,
 			&i.UserID,
+			&i.DeadLetteredAt,
+			&i.ReplayCount,
+			&i.ReplayedBy,
+			&i.ReplayedAt,
+			&i.DiscardedBy,
+			&i.DiscardedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -891,7 +1190,7 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 }
 
 const invocationListBySession = `-- name: InvocationListBySession :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at FROM action_invocations
 WHERE organization_id = $1 AND session_id = $2
 ORDER BY created_at DESC, id
 LIMIT $4 OFFSET $3
@@ -955,6 +1254,12 @@ func (q *Queries) InvocationListBySession(ctx context.Context, db DBTX, arg Invo
 			&i.Approval,
 			&i.RiskHint,
 			&i.UserID,
+			&i.DeadLetteredAt,
+			&i.ReplayCount,
+			&i.ReplayedBy,
+			&i.ReplayedAt,
+			&i.DiscardedBy,
+			&i.DiscardedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -967,7 +1272,7 @@ func (q *Queries) InvocationListBySession(ctx context.Context, db DBTX, arg Invo
 }
 
 const invocationListExpiredForUpdate = `-- name: InvocationListExpiredForUpdate :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at FROM action_invocations
 WHERE status = 'pending' AND expires_at <= now()
 ORDER BY expires_at
 LIMIT $1
@@ -1020,6 +1325,12 @@ func (q *Queries) InvocationListExpiredForUpdate(ctx context.Context, db DBTX, m
 			&i.Approval,
 			&i.RiskHint,
 			&i.UserID,
+			&i.DeadLetteredAt,
+			&i.ReplayCount,
+			&i.ReplayedBy,
+			&i.ReplayedAt,
+			&i.DiscardedBy,
+			&i.DiscardedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -1035,7 +1346,7 @@ const invocationMarkExecuting = `-- name: InvocationMarkExecuting :one
 UPDATE action_invocations
 SET status = 'executing', attempt = $1, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = $2 AND status IN ('approved', 'executing')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at
 `
 
 type InvocationMarkExecutingParams struct {
@@ -1083,6 +1394,12 @@ func (q *Queries) InvocationMarkExecuting(ctx context.Context, db DBTX, arg Invo
 		&i.Approval,
 		&i.RiskHint,
 		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
 	)
 	return i, err
 }
@@ -1108,7 +1425,7 @@ const invocationSkip = `-- name: InvocationSkip :one
 UPDATE action_invocations
 SET status = 'skipped', error = $1, completed_at = now(), updated_at = now()
 WHERE id = $2 AND status IN ('approved', 'executing')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at
 `
 
 type InvocationSkipParams struct {
@@ -1156,6 +1473,12 @@ func (q *Queries) InvocationSkip(ctx context.Context, db DBTX, arg InvocationSki
 		&i.Approval,
 		&i.RiskHint,
 		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
 	)
 	return i, err
 }

@@ -47,6 +47,12 @@ type ActionInvocation struct {
 	Approval       string
 	RiskHint       *string
 	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
 }
 
 type ActionMode struct {
@@ -71,6 +77,13 @@ type Credential struct {
 	TokenKind      string
 }
 
+type DoNotContact struct {
+	OrganizationID string
+	Pattern        string
+	CreatedBy      string
+	CreatedAt      time.Time
+}
+
 type InvokeRateWindow struct {
 	OrganizationID string
 	SessionID      string
@@ -92,4 +105,14 @@ type OrgConnector struct {
 	CreatedBy         string
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
+}
+
+type QuietHour struct {
+	OrganizationID string
+	Bucket         string
+	TimeZone       string
+	StartMinute    int32
+	EndMinute      int32
+	UpdatedBy      string
+	UpdatedAt      time.Time
 }

@@ -44,6 +44,12 @@ type invocationView struct {
 	MustRunBefore  *time.Time      `json:"must_run_before"`
 	ProviderRef    *string         `json:"provider_ref"`
 	Conflict       bool            `json:"conflict"`
+	DeadLetteredAt *time.Time      `json:"dead_lettered_at"`
+	ReplayCount    int32           `json:"replay_count"`
+	ReplayedBy     *string         `json:"replayed_by"`
+	ReplayedAt     *time.Time      `json:"replayed_at"`
+	DiscardedBy    *string         `json:"discarded_by"`
+	DiscardedAt    *time.Time      `json:"discarded_at"`
 }
 
 func viewInvocation(inv dbsqlc.ActionInvocation) invocationView {
@@ -56,6 +62,8 @@ func viewInvocation(inv dbsqlc.ActionInvocation) invocationView {
 		ExpiresAt: inv.ExpiresAt, CreatedAt: inv.CreatedAt, UpdatedAt: inv.UpdatedAt, ExternalID: inv.ExternalID,
 		IdempotencyKey: inv.IdempotencyKey, Attempt: inv.Attempt, RateBucket: inv.RateBucket,
 		MustRunBefore: inv.MustRunBefore, ProviderRef: inv.ProviderRef, Conflict: inv.Conflict,
+		DeadLetteredAt: inv.DeadLetteredAt, ReplayCount: inv.ReplayCount, ReplayedBy: inv.ReplayedBy,
+		ReplayedAt: inv.ReplayedAt, DiscardedBy: inv.DiscardedBy, DiscardedAt: inv.DiscardedAt,
 	}
 }
 

@@ -100,8 +100,10 @@ WHERE id = @id AND status = 'executing'
 RETURNING *;
 
 -- name: InvocationFail :one
+-- A failure in the worker is a dead letter an operator may replay.
 UPDATE action_invocations
-SET status = 'failed', error = @error, duration_ms = sqlc.narg(duration_ms), completed_at = now(), updated_at = now()
+SET status = 'failed', error = @error, duration_ms = sqlc.narg(duration_ms), completed_at = now(), updated_at = now(),
+    dead_lettered_at = now()
 WHERE id = @id AND status IN ('approved', 'executing')
 RETURNING *;
 
@@ -115,3 +117,26 @@ RETURNING *;
 UPDATE action_invocations
 SET status = 'approved', error = @error, duration_ms = sqlc.narg(duration_ms), updated_at = now()
 WHERE id = @id AND status = 'executing';
+
+-- name: DeadLetterList :many
+SELECT * FROM action_invocations
+WHERE organization_id = @organization_id AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
+ORDER BY dead_lettered_at DESC, id
+LIMIT @max OFFSET @skip;
+
+-- name: DeadLetterCount :one
+SELECT count(*) FROM action_invocations
+WHERE organization_id = @organization_id AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL;
+
+-- name: DeadLetterReplay :one
+UPDATE action_invocations
+SET status = 'approved', dead_lettered_at = NULL, completed_at = NULL, replay_count = replay_count + 1,
+    replayed_by = @replayed_by, replayed_at = now(), updated_at = now()
+WHERE id = @id AND status = 'failed' AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
+RETURNING *;
+
+-- name: DeadLetterDiscard :one
+UPDATE action_invocations
+SET discarded_by = @discarded_by, discarded_at = now(), updated_at = now()
+WHERE id = @id AND status = 'failed' AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
+RETURNING *;

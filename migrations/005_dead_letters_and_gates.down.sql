@@ -1,0 +1,10 @@
+DROP TABLE do_not_contact;
+DROP TABLE quiet_hours;
+DROP INDEX action_invocations_dead_letters;
+ALTER TABLE action_invocations
+    DROP COLUMN dead_lettered_at,
+    DROP COLUMN replay_count,
+    DROP COLUMN replayed_by,
+    DROP COLUMN replayed_at,
+    DROP COLUMN discarded_by,
+    DROP COLUMN discarded_at;

@@ -1,0 +1,156 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/outbox"
+)
+
+func requireAdminFor(c *auth.Claims, what string) error {
+	if !c.CanAdminister() {
+		return forbidden(what + " takes a user token with role admin or owner")
+	}
+	return nil
+}
+
+func (s *Server) getQuietHours(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := requireUser(c); err != nil {
+		return err
+	}
+	windows, err := s.svc.GetQuietHours(r.Context(), c.Org)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"windows": windows})
+	return nil
+}
+
+func (s *Server) putQuietHours(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := requireAdminFor(c, "changing quiet hours"); err != nil {
+		return err
+	}
+	var body struct {
+		Windows []outbox.QuietHoursWindow `json:"windows"`
+	}
+	if err := decode(r, &body, false); err != nil {
+		return err
+	}
+	windows, err := s.svc.PutQuietHours(r.Context(), c.Org, c.Subject, body.Windows)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"windows": windows})
+	return nil
+}
+
+func (s *Server) getDoNotContact(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := requireUser(c); err != nil {
+		return err
+	}
+	patterns, err := s.svc.GetDoNotContact(r.Context(), c.Org)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"patterns": patterns})
+	return nil
+}
+
+func (s *Server) putDoNotContact(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := requireAdminFor(c, "changing the do-not-contact list"); err != nil {
+		return err
+	}
+	var body struct {
+		Patterns []string `json:"patterns"`
+	}
+	if err := decode(r, &body, false); err != nil {
+		return err
+	}
+	patterns, err := s.svc.PutDoNotContact(r.Context(), c.Org, c.Subject, body.Patterns)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"patterns": patterns})
+	return nil
+}
+
+func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := requireAdminFor(c, "dead letters"); err != nil {
+		return err
+	}
+	page, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	invs, total, err := s.svc.ListDeadLetters(r.Context(), c.Org, page)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"dead_letters": viewInvocations(invs), "total": total})
+	return nil
+}
+
+type idsBody struct {
+	IDs []string `json:"ids"`
+}
+
+func (s *Server) deadLetterOp(retry bool) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+		if err := requireAdminFor(c, "dead letters"); err != nil {
+			return err
+		}
+		var body idsBody
+		if id := r.PathValue("id"); id != "" {
+			body.IDs = []string{id}
+		} else if err := decode(r, &body, false); err != nil {
+			return err
+		}
+		op := s.svc.DiscardDeadLetters
+		if retry {
+			op = s.svc.RetryDeadLetters
+		}
+		results, err := op(r.Context(), c.Org, c.Subject, body.IDs)
+		if err != nil {
+			return err
+		}
+		if r.PathValue("id") != "" && results[0].Status != "retried" && results[0].Status != "discarded" {
+			status := http.StatusConflict
+			if results[0].Status == "not_found" {
+				status = http.StatusNotFound
+			}
+			return &apiError{status: status, code: results[0].Status, message: results[0].Error}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"results": results})
+		return nil
+	}
+}
+
+func (s *Server) listQueues(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := requireAdminFor(c, "queues"); err != nil {
+		return err
+	}
+	queues, err := s.svc.Queues(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queues": queues})
+	return nil
+}
+
+func (s *Server) queueOp(pause bool) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+		// Queues are shared by every organization: only owners may stop them.
+		if c.Kind != auth.KindUser || c.Role != auth.RoleOwner {
+			return forbidden("pausing and resuming queues takes a user token with role owner")
+		}
+		op := s.svc.ResumeQueue
+		if pause {
+			op = s.svc.PauseQueue
+		}
+		if err := op(r.Context(), r.PathValue("name")); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"queue": r.PathValue("name"), "paused": pause})
+		return nil
+	}
+}

@@ -1,0 +1,293 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/internal/dbutil"
+	"github.com/outboxd/outboxd/policy"
+)
+
+// QuietHoursWindow is the API shape of a quiet window.
+type QuietHoursWindow struct {
+	// Bucket limits the window to one rate bucket; "" is every job of the org.
+	Bucket   string `json:"bucket"`
+	TimeZone string `json:"time_zone"`
+	Start    string `json:"start"`
+	End      string `json:"end"`
+}
+
+// GetQuietHours returns the organization's quiet windows.
+func (s *Service) GetQuietHours(ctx context.Context, org string) ([]QuietHoursWindow, error) {
+	rows, err := s.queries.QuietHoursList(ctx, s.deps.Pool, org)
+	if err != nil {
+		return nil, fmt.Errorf("loading quiet hours: %w", err)
+	}
+	out := make([]QuietHoursWindow, len(rows))
+	for i, r := range rows {
+		out[i] = QuietHoursWindow{Bucket: r.Bucket, TimeZone: r.TimeZone, Start: policy.FormatClock(int(r.StartMinute)), End: policy.FormatClock(int(r.EndMinute))}
+	}
+	return out, nil
+}
+
+// PutQuietHours replaces the organization's quiet windows.
+func (s *Service) PutQuietHours(ctx context.Context, org, by string, windows []QuietHoursWindow) ([]QuietHoursWindow, error) {
+	var fieldErrs []executors.FieldError
+	seen := map[string]bool{}
+	type parsed struct {
+		w          QuietHoursWindow
+		start, end int
+	}
+	var rows []parsed
+	for i, w := range windows {
+		field := fmt.Sprintf("%d", i)
+		if _, err := time.LoadLocation(w.TimeZone); err != nil || w.TimeZone == "" {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/time_zone", Message: fmt.Sprintf("unknown time zone %q (use an IANA name such as Europe/Paris)", w.TimeZone)})
+		}
+		start, err1 := policy.ParseClock(w.Start)
+		end, err2 := policy.ParseClock(w.End)
+		if err1 != nil {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/start", Message: err1.Error()})
+		}
+		if err2 != nil {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/end", Message: err2.Error()})
+		}
+		if w.Bucket != "" && !s.bucketExists(w.Bucket) {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/bucket", Message: fmt.Sprintf("unknown rate bucket %q", w.Bucket)})
+		}
+		if seen[w.Bucket] {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/bucket", Message: "one window per bucket"})
+		}
+		seen[w.Bucket] = true
+		rows = append(rows, parsed{w, start, end})
+	}
+	if len(fieldErrs) > 0 {
+		return nil, &ValidationError{Message: "invalid quiet hours", Fields: fieldErrs}
+	}
+	err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.queries.QuietHoursDeleteAll(ctx, tx, org); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			err := s.queries.QuietHoursInsert(ctx, tx, dbsqlc.QuietHoursInsertParams{
+				OrganizationID: org, Bucket: r.w.Bucket, TimeZone: r.w.TimeZone,
+				StartMinute: int32(r.start), EndMinute: int32(r.end), UpdatedBy: by,
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storing quiet hours: %w", err)
+	}
+	return s.GetQuietHours(ctx, org)
+}
+
+// bucketExists reports whether name is a configured rate bucket. Without a
+// bucket configuration every name is accepted.
+func (s *Service) bucketExists(name string) bool {
+	if s.deps.Buckets == nil {
+		return true
+	}
+	return s.deps.Buckets(name)
+}
+
+// GetDoNotContact returns the organization's do-not-contact patterns.
+func (s *Service) GetDoNotContact(ctx context.Context, org string) ([]string, error) {
+	patterns, err := s.queries.DoNotContactList(ctx, s.deps.Pool, org)
+	if err != nil {
+		return nil, fmt.Errorf("loading do-not-contact: %w", err)
+	}
+	if patterns == nil {
+		patterns = []string{}
+	}
+	return patterns, nil
+}
+
+// PutDoNotContact replaces the organization's do-not-contact patterns.
+func (s *Service) PutDoNotContact(ctx context.Context, org, by string, patterns []string) ([]string, error) {
+	var fieldErrs []executors.FieldError
+	for i, p := range patterns {
+		if !policy.ValidRecipientPattern(p) || len(p) > 200 {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: fmt.Sprint(i), Message: fmt.Sprintf("%q is not a valid pattern (a glob such as #general or C09*)", p)})
+		}
+	}
+	if len(fieldErrs) > 0 {
+		return nil, &ValidationError{Message: "invalid do-not-contact patterns", Fields: fieldErrs}
+	}
+	err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.queries.DoNotContactDeleteAll(ctx, tx, org); err != nil {
+			return err
+		}
+		for _, p := range patterns {
+			if err := s.queries.DoNotContactInsert(ctx, tx, dbsqlc.DoNotContactInsertParams{OrganizationID: org, Pattern: strings.TrimSpace(p), CreatedBy: by}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storing do-not-contact: %w", err)
+	}
+	return s.GetDoNotContact(ctx, org)
+}
+
+// ListDeadLetters returns the organization's failed invocations that were
+// neither replayed nor discarded, newest first, with the total.
+func (s *Service) ListDeadLetters(ctx context.Context, org string, page Page) ([]dbsqlc.ActionInvocation, int64, error) {
+	limit, offset := page.normalized()
+	invs, err := s.queries.DeadLetterList(ctx, s.deps.Pool, dbsqlc.DeadLetterListParams{OrganizationID: org, Max: limit, Skip: offset})
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing dead letters: %w", err)
+	}
+	total, err := s.queries.DeadLetterCount(ctx, s.deps.Pool, org)
+	if err != nil {
+		return nil, 0, fmt.Errorf("counting dead letters: %w", err)
+	}
+	return invs, total, nil
+}
+
+// BatchResult is the outcome of one id in a batch operation.
+type BatchResult struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// RetryDeadLetters replays dead letters: each goes back to approved and
+// its River job is made available again, with the same invocation id and
+// so the same idempotency key. Who and when is recorded.
+func (s *Service) RetryDeadLetters(ctx context.Context, org, by string, ids []string) ([]BatchResult, error) {
+	return s.deadLetterBatch(ctx, org, ids, "retried", func(ctx context.Context, tx pgx.Tx, inv dbsqlc.ActionInvocation) error {
+		if _, err := s.queries.DeadLetterReplay(ctx, tx, dbsqlc.DeadLetterReplayParams{ID: inv.ID, ReplayedBy: &by}); err != nil {
+			return err
+		}
+		if inv.JobID == nil {
+			return fmt.Errorf("%w: invocation has no job", ErrConflict)
+		}
+		_, err := s.deps.River.JobRetryTx(ctx, tx, *inv.JobID)
+		return err
+	})
+}
+
+// DiscardDeadLetters drops dead letters from the list; they stay failed.
+func (s *Service) DiscardDeadLetters(ctx context.Context, org, by string, ids []string) ([]BatchResult, error) {
+	return s.deadLetterBatch(ctx, org, ids, "discarded", func(ctx context.Context, tx pgx.Tx, inv dbsqlc.ActionInvocation) error {
+		_, err := s.queries.DeadLetterDiscard(ctx, tx, dbsqlc.DeadLetterDiscardParams{ID: inv.ID, DiscardedBy: &by})
+		return err
+	})
+}
+
+// maxBatch bounds one batch request.
+const maxBatch = 500
+
+func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string, done string, fn func(context.Context, pgx.Tx, dbsqlc.ActionInvocation) error) ([]BatchResult, error) {
+	if len(ids) == 0 || len(ids) > maxBatch {
+		return nil, invalid("ids", "give between 1 and %d ids", maxBatch)
+	}
+	out := make([]BatchResult, 0, len(ids))
+	for _, id := range ids {
+		err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
+			uid, err := uuid.Parse(id)
+			if err != nil {
+				return ErrNotFound
+			}
+			inv, err := s.queries.InvocationGetForUpdate(ctx, tx, dbsqlc.InvocationGetForUpdateParams{ID: uid, OrganizationID: org})
+			if errors.Is(err, pgx.ErrNoRows) {
+				return ErrNotFound
+			}
+			if err != nil {
+				return err
+			}
+			if inv.Status != "failed" || inv.DeadLetteredAt == nil || inv.DiscardedAt != nil {
+				return fmt.Errorf("%w: invocation is %s and not a dead letter", ErrConflict, inv.Status)
+			}
+			return fn(ctx, tx, inv)
+		})
+		switch {
+		case err == nil:
+			out = append(out, BatchResult{ID: id, Status: done})
+			s.logger.Info("dead letter "+done, "invocation_id", id, "organization_id", org)
+		case errors.Is(err, ErrNotFound):
+			out = append(out, BatchResult{ID: id, Status: "not_found", Error: "no such invocation"})
+		case errors.Is(err, ErrConflict):
+			out = append(out, BatchResult{ID: id, Status: "conflict", Error: err.Error()})
+		default:
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// QueueInfo is a River queue with its job counts.
+type QueueInfo struct {
+	Name     string           `json:"name"`
+	Paused   bool             `json:"paused"`
+	PausedAt *time.Time       `json:"paused_at"`
+	Jobs     map[string]int64 `json:"jobs"`
+}
+
+// Queues lists River's queues with their job counts by state.
+func (s *Service) Queues(ctx context.Context) ([]QueueInfo, error) {
+	res, err := s.deps.River.QueueList(ctx, river.NewQueueListParams())
+	if err != nil {
+		return nil, fmt.Errorf("listing queues: %w", err)
+	}
+	rows, err := s.deps.Pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river_job GROUP BY 1, 2`)
+	if err != nil {
+		return nil, fmt.Errorf("counting jobs: %w", err)
+	}
+	counts := map[string]map[string]int64{}
+	for rows.Next() {
+		var queue, state string
+		var n int64
+		if err := rows.Scan(&queue, &state, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if counts[queue] == nil {
+			counts[queue] = map[string]int64{}
+		}
+		counts[queue][state] = n
+	}
+	rows.Close()
+	out := make([]QueueInfo, 0, len(res.Queues))
+	for _, q := range res.Queues {
+		jobs := counts[q.Name]
+		if jobs == nil {
+			jobs = map[string]int64{}
+		}
+		out = append(out, QueueInfo{Name: q.Name, Paused: q.PausedAt != nil, PausedAt: q.PausedAt, Jobs: jobs})
+	}
+	return out, rows.Err()
+}
+
+// PauseQueue stops every worker process from fetching jobs of a queue until
+// it is resumed. Running jobs finish.
+func (s *Service) PauseQueue(ctx context.Context, name string) error {
+	return s.queueOp(ctx, name, s.deps.River.QueuePause)
+}
+
+// ResumeQueue undoes PauseQueue.
+func (s *Service) ResumeQueue(ctx context.Context, name string) error {
+	return s.queueOp(ctx, name, s.deps.River.QueueResume)
+}
+
+func (s *Service) queueOp(ctx context.Context, name string, op func(context.Context, string, *river.QueuePauseOpts) error) error {
+	err := op(ctx, name, nil)
+	if errors.Is(err, river.ErrNotFound) {
+		return fmt.Errorf("%w: queue %s (queues exist once a worker has served them)", ErrNotFound, name)
+	}
+	return err
+}
