@@ -15,6 +15,7 @@ import (
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/policy"
+	"github.com/outboxd/outboxd/worker"
 )
 
 // QuietHoursWindow is the API shape of a quiet window.
@@ -165,18 +166,17 @@ type BatchResult struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// RetryDeadLetters replays dead letters: each goes back to approved and
-// its River job is made available again, with the same invocation id and
-// so the same idempotency key. Who and when is recorded.
+// RetryDeadLetters replays dead letters: each goes back to approved with a
+// fresh execute job (a full set of attempts) for the same invocation id, and
+// so the same idempotency key. The dead job stays in River's history. Who
+// and when is recorded.
 func (s *Service) RetryDeadLetters(ctx context.Context, org, by string, ids []string) ([]BatchResult, error) {
 	return s.deadLetterBatch(ctx, org, ids, "retried", func(ctx context.Context, tx pgx.Tx, inv dbsqlc.ActionInvocation) error {
-		if _, err := s.queries.DeadLetterReplay(ctx, tx, dbsqlc.DeadLetterReplayParams{ID: inv.ID, ReplayedBy: &by}); err != nil {
-			return err
+		job, err := s.deps.River.InsertTx(ctx, tx, worker.ExecuteArgs{InvocationID: inv.ID}, nil)
+		if err != nil {
+			return fmt.Errorf("inserting replay job: %w", err)
 		}
-		if inv.JobID == nil {
-			return fmt.Errorf("%w: invocation has no job", ErrConflict)
-		}
-		_, err := s.deps.River.JobRetryTx(ctx, tx, *inv.JobID)
+		_, err = s.queries.DeadLetterReplay(ctx, tx, dbsqlc.DeadLetterReplayParams{ID: inv.ID, ReplayedBy: &by, JobID: &job.Job.ID})
 		return err
 	})
 }

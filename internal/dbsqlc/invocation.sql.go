@@ -165,18 +165,19 @@ func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterLis
 const deadLetterReplay = `-- name: DeadLetterReplay :one
 UPDATE action_invocations
 SET status = 'approved', dead_lettered_at = NULL, completed_at = NULL, replay_count = replay_count + 1,
-    replayed_by = $1, replayed_at = now(), updated_at = now()
-WHERE id = $2 AND status = 'failed' AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
+    replayed_by = $1, replayed_at = now(), job_id = $2, updated_at = now()
+WHERE id = $3 AND status = 'failed' AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
 RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at
 `
 
 type DeadLetterReplayParams struct {
 	ReplayedBy *string
+	JobID      *int64
 	ID         uuid.UUID
 }
 
 func (q *Queries) DeadLetterReplay(ctx context.Context, db DBTX, arg DeadLetterReplayParams) (ActionInvocation, error) {
-	row := db.QueryRow(ctx, deadLetterReplay, arg.ReplayedBy, arg.ID)
+	row := db.QueryRow(ctx, deadLetterReplay, arg.ReplayedBy, arg.JobID, arg.ID)
 	var i ActionInvocation
 	err := row.Scan(
 		&i.ID,

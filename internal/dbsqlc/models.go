@@ -84,6 +84,15 @@ type DoNotContact struct {
 	CreatedAt      time.Time
 }
 
+type FlowBucket struct {
+	Name         string
+	ScopeKey     string
+	Tokens       float64
+	RefilledAt   time.Time
+	BlockedUntil *time.Time
+	Leases       []byte
+}
+
 type InvokeRateWindow struct {
 	OrganizationID string
 	SessionID      string

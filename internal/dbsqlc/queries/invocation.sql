@@ -131,7 +131,7 @@ WHERE organization_id = @organization_id AND dead_lettered_at IS NOT NULL AND di
 -- name: DeadLetterReplay :one
 UPDATE action_invocations
 SET status = 'approved', dead_lettered_at = NULL, completed_at = NULL, replay_count = replay_count + 1,
-    replayed_by = @replayed_by, replayed_at = now(), updated_at = now()
+    replayed_by = @replayed_by, replayed_at = now(), job_id = @job_id, updated_at = now()
 WHERE id = @id AND status = 'failed' AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
 RETURNING *;
 

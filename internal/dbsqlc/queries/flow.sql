@@ -1,0 +1,78 @@
+-- name: FlowBucketCreate :exec
+-- Creates a bucket row full. A row created meanwhile by another process is
+-- left as it is.
+INSERT INTO flow_buckets (name, scope_key, tokens, refilled_at)
+VALUES (@name, @scope_key, @burst::float8, now())
+ON CONFLICT (name, scope_key) DO NOTHING;
+
+-- name: FlowAcquire :one
+-- Takes one token, and with a positive max_concurrency a lease for holder,
+-- when both are free; otherwise writes nothing. No row means the bucket row
+-- does not exist yet (FlowBucketCreate).
+--
+-- cur locks the row, serializing takers across processes. FOR UPDATE returns
+-- the latest committed version of the row even after waiting for the lock,
+-- and the leases are part of that row, so one statement sees a consistent
+-- state without an explicit transaction. now() is the statement's start,
+-- which can precede the lock by the wait for it: refilled_at never moves
+-- backwards and a negative elapsed time counts as zero, so a waiter credits
+-- no time twice and the refill at worst lags by the lock wait.
+--
+-- token_wait_seconds is how long until a token is free (0 when one is):
+-- the later of the end of a drain and one token's refill.
+WITH cur AS (
+    SELECT b.tokens, b.refilled_at, b.blocked_until, b.leases
+    FROM flow_buckets b
+    WHERE b.name = @name AND b.scope_key = @scope_key
+    FOR UPDATE
+), state AS (
+    SELECT
+        least(@burst::float8,
+              cur.tokens + greatest(0, extract(epoch FROM now() - cur.refilled_at))::float8 * @per_second::float8) AS available,
+        greatest(cur.refilled_at, now()) AS refilled_at,
+        greatest(0, coalesce(extract(epoch FROM cur.blocked_until - now()), 0))::float8 AS blocked_seconds,
+        live.leases,
+        live.others
+    FROM cur, LATERAL (
+        SELECT coalesce(jsonb_object_agg(l.key, l.value), '{}'::jsonb) AS leases,
+               count(*) FILTER (WHERE l.key <> @holder::text) AS others
+        FROM jsonb_each(cur.leases) l
+        WHERE (l.value #>> '{}')::timestamptz > now()
+    ) live
+), decision AS (
+    SELECT state.*,
+           state.blocked_seconds = 0 AND state.available >= 1
+               AND (@max_concurrency::int = 0 OR state.others < @max_concurrency::int) AS granted,
+           greatest(state.blocked_seconds, (1 - state.available) / @per_second::float8) AS token_wait_seconds
+    FROM state
+), take AS (
+    UPDATE flow_buckets b
+    SET tokens = d.available - 1,
+        refilled_at = d.refilled_at,
+        leases = CASE WHEN @max_concurrency::int > 0
+                      THEN d.leases || jsonb_build_object(@holder::text, now() + make_interval(secs => @lease_ttl_seconds::float8))
+                      ELSE b.leases END
+    FROM decision d
+    WHERE b.name = @name AND b.scope_key = @scope_key AND d.granted
+)
+SELECT decision.granted::bool AS granted,
+       greatest(0, decision.token_wait_seconds)::float8 AS token_wait_seconds,
+       decision.others::int AS active_leases
+FROM decision;
+
+-- name: FlowRelease :exec
+-- Frees holder's lease. Releasing a lease that expired or was released
+-- already changes nothing.
+UPDATE flow_buckets
+SET leases = leases - @holder::text
+WHERE name = @name AND scope_key = @scope_key AND leases ? @holder::text;
+
+-- name: FlowDrain :exec
+-- Empties the bucket and blocks it until now + seconds; a block that ends
+-- later stays.
+INSERT INTO flow_buckets (name, scope_key, tokens, refilled_at, blocked_until)
+VALUES (@name, @scope_key, 0, now(), now() + make_interval(secs => @seconds::float8))
+ON CONFLICT (name, scope_key) DO UPDATE
+SET tokens = 0,
+    refilled_at = greatest(flow_buckets.refilled_at, EXCLUDED.refilled_at),
+    blocked_until = greatest(flow_buckets.blocked_until, EXCLUDED.blocked_until);
