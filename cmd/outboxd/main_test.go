@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/pgtest"
 	"github.com/outboxd/outboxd/internal/secretbox"
+	"github.com/outboxd/outboxd/worker"
 )
 
 // TestMain doubles as the outboxd binary: with OUTBOXD_TEST_MAIN set, the
@@ -289,4 +291,49 @@ func TestConfig_ExampleDocumentsEveryKey(t *testing.T) {
 		}
 		require.Equal(t, fmt.Sprint(def), got, "example value of %q should be its default", key)
 	}
+}
+
+func TestDLQ_CommandsReplayThroughTheCLI(t *testing.T) {
+	t.Parallel()
+	var healthy atomic.Bool
+	b := apptest.Start(t, &apptest.Options{
+		Worker: worker.Config{MaxAttempts: 1},
+		SlackFunc: func(w http.ResponseWriter, r *http.Request) {
+			if healthy.Load() {
+				apptest.SlackOK(w, r)
+				return
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
+		},
+	})
+	b.StoreSlackToken("xoxb-cli")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	r := b.Invoke("send_message", map[string]any{"channel": "C1", "text": "to replay"})
+	id := r.Body["invocation"].(map[string]any)["id"].(string)
+	b.WaitStatus(id, worker.StatusFailed, 10*time.Second)
+
+	env := []string{
+		"DATABASE_URL=" + b.DBURL,
+		"OUTBOXD_AUTH_JWT_SECRET=" + b.Config.JWTSecret,
+		"OUTBOXD_SECRETS_KEY=" + b.Config.SecretsKey,
+	}
+	code, out := run(t, env, "dlq", "list", "--org", apptest.Org)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, id)
+	require.Contains(t, out, "1 dead letter(s)")
+
+	healthy.Store(true)
+	code, out = run(t, env, "dlq", "retry", "--org", apptest.Org, "--by", "oncall", id)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, `"status":"retried"`)
+	inv := b.WaitStatus(id, worker.StatusCompleted, 10*time.Second)
+	require.Equal(t, "oncall", inv["replayed_by"])
+
+	code, out = run(t, env, "dlq", "discard", "--org", apptest.Org, id)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "conflict")
+
+	code, out = run(t, env, "queue", "list")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "actions")
 }

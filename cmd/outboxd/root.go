@@ -25,7 +25,7 @@ func newRootCommand() *cobra.Command {
 	root.PersistentFlags().String("log-level", "", "debug, info, warn or error (log.level)")
 	bindPersistentFlag(root, "database-url", "database.url")
 	bindPersistentFlag(root, "log-level", "log.level")
-	root.AddCommand(newServeCommand(), newMigrateCommand(), newDevCommand(), newTokenCommand(), newBenchCommand())
+	root.AddCommand(newServeCommand(), newMigrateCommand(), newDevCommand(), newTokenCommand(), newBenchCommand(), newDLQCommand(), newQueueCommand())
 	return root
 }
 

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/user"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/outboxd/outboxd/internal/app"
+	"github.com/outboxd/outboxd/outbox"
+)
+
+// withService runs fn with an API-role process wired on the configured
+// database: the same service the HTTP API uses, without serving.
+func withService(cmd *cobra.Command, fn func(svc *outbox.Service) error) error {
+	v, err := loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	cfg, err := appConfig(v)
+	if err != nil {
+		return err
+	}
+	pool, err := openPool(cmd.Context(), v)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	a, err := app.New(cfg, app.RoleAPI, pool, nil)
+	if err != nil {
+		return err
+	}
+	return fn(a.Service)
+}
+
+func operator(cmd *cobra.Command) string {
+	if by, _ := cmd.Flags().GetString("by"); by != "" {
+		return by
+	}
+	if u, err := user.Current(); err == nil {
+		return "cli:" + u.Username
+	}
+	return "cli"
+}
+
+func newDLQCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "dlq", Short: "List, replay or discard dead letters (failed invocations)"}
+	cmd.PersistentFlags().String("org", "", "organization id (required)")
+	cmd.PersistentFlags().String("by", "", "who to record as the operator (default cli:<user>)")
+	_ = cmd.MarkPersistentFlagRequired("org")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List dead letters with their last error",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			org, _ := cmd.Flags().GetString("org")
+			limit, _ := cmd.Flags().GetInt("limit")
+			return withService(cmd, func(svc *outbox.Service) error {
+				invs, total, err := svc.ListDeadLetters(cmd.Context(), org, outbox.Page{Limit: limit})
+				if err != nil {
+					return err
+				}
+				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "ID\tACTION\tATTEMPT\tDEAD SINCE\tERROR")
+				for _, inv := range invs {
+					errMsg := ""
+					if inv.Error != nil {
+						errMsg = *inv.Error
+					}
+					fmt.Fprintf(w, "%s\t%s.%s\t%d\t%s\t%s\n", inv.ID, inv.Integration, inv.Action, inv.Attempt, inv.DeadLetteredAt.Format("2006-01-02 15:04:05"), errMsg)
+				}
+				fmt.Fprintf(w, "%d dead letter(s)\n", total)
+				return w.Flush()
+			})
+		},
+	}
+	list.Flags().Int("limit", 100, "how many to show (at most 100)")
+
+	batch := func(use, short string, retry bool) *cobra.Command {
+		return &cobra.Command{
+			Use:   use + " ID...",
+			Short: short,
+			Args:  cobra.MinimumNArgs(1),
+			RunE: func(cmd *cobra.Command, ids []string) error {
+				org, _ := cmd.Flags().GetString("org")
+				return withService(cmd, func(svc *outbox.Service) error {
+					op := svc.DiscardDeadLetters
+					if retry {
+						op = svc.RetryDeadLetters
+					}
+					results, err := op(cmd.Context(), org, operator(cmd), ids)
+					if err != nil {
+						return err
+					}
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					failed := 0
+					for _, r := range results {
+						if err := enc.Encode(r); err != nil {
+							return err
+						}
+						if r.Error != "" {
+							failed++
+						}
+					}
+					if failed > 0 {
+						return &exitError{code: 1, err: fmt.Errorf("%d of %d could not be %s", failed, len(results), use+"d")}
+					}
+					return nil
+				})
+			},
+		}
+	}
+	cmd.AddCommand(list,
+		batch("retry", "Replay dead letters: same invocation id and idempotency key, a fresh job", true),
+		batch("discard", "Discard dead letters: they stay failed and leave the list", false))
+	return cmd
+}
+
+func newQueueCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "queue", Short: "List, pause or resume River queues (for every worker process)"}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List queues with their job counts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withService(cmd, func(svc *outbox.Service) error {
+				queues, err := svc.Queues(cmd.Context())
+				if err != nil {
+					return err
+				}
+				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "QUEUE\tPAUSED\tJOBS")
+				for _, q := range queues {
+					jobs, _ := json.Marshal(q.Jobs)
+					fmt.Fprintf(w, "%s\t%v\t%s\n", q.Name, q.Paused, jobs)
+				}
+				return w.Flush()
+			})
+		},
+	}
+	op := func(use string, pause bool) *cobra.Command {
+		return &cobra.Command{
+			Use:   use + " NAME",
+			Short: use + " a queue",
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return withService(cmd, func(svc *outbox.Service) error {
+					fn := svc.ResumeQueue
+					if pause {
+						fn = svc.PauseQueue
+					}
+					if err := fn(cmd.Context(), args[0]); err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "queue %s %sd\n", args[0], use)
+					return nil
+				})
+			},
+		}
+	}
+	cmd.AddCommand(list, op("pause", true), op("resume", false))
+	return cmd
+}
