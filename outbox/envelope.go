@@ -9,6 +9,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/policy"
+	"github.com/outboxd/outboxd/worker"
 )
 
 // Envelope is the Universal Action Envelope an automation enqueues.
@@ -36,8 +37,44 @@ type EnvelopeTool struct {
 
 // EnvelopeConstraints are the envelope's execution constraints.
 type EnvelopeConstraints struct {
-	RateBucket    string     `json:"rate_bucket,omitempty"`
-	MustRunBefore *time.Time `json:"must_run_before,omitempty"`
+	RateBucket    string         `json:"rate_bucket,omitempty"`
+	MustRunBefore *time.Time     `json:"must_run_before,omitempty"`
+	Retry         *EnvelopeRetry `json:"retry,omitempty"`
+}
+
+// EnvelopeRetry overrides the source's retry policy for one envelope.
+type EnvelopeRetry struct {
+	MaxAttempts int    `json:"max_attempts,omitempty"`
+	BaseDelay   string `json:"base_delay,omitempty"`
+	MaxDelay    string `json:"max_delay,omitempty"`
+}
+
+func (r *EnvelopeRetry) parse() (worker.Retry, error) {
+	var out worker.Retry
+	if r == nil {
+		return out, nil
+	}
+	if r.MaxAttempts < 0 || r.MaxAttempts > 25 {
+		return out, invalid("constraints.retry.max_attempts", "max_attempts must be between 1 and 25")
+	}
+	out.MaxAttempts = r.MaxAttempts
+	for _, d := range []struct {
+		field, raw string
+		dst        *time.Duration
+	}{{"base_delay", r.BaseDelay, &out.BaseDelay}, {"max_delay", r.MaxDelay, &out.MaxDelay}} {
+		if d.raw == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.raw)
+		if err != nil || v < 100*time.Millisecond || v > 24*time.Hour {
+			return out, invalid("constraints.retry."+d.field, "%s must be a duration between 100ms and 24h, such as 2s or 5m", d.field)
+		}
+		*d.dst = v
+	}
+	if out.BaseDelay > 0 && out.MaxDelay > 0 && out.MaxDelay < out.BaseDelay {
+		return out, invalid("constraints.retry.max_delay", "max_delay must not be below base_delay")
+	}
+	return out, nil
 }
 
 // EnqueueParams is who enqueues an envelope.
@@ -87,6 +124,10 @@ func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv dbsqlc.Act
 	default:
 		return inv, false, invalid("approval", "approval must be auto or required")
 	}
+	retry, err := env.Constraints.Retry.parse()
+	if err != nil {
+		return inv, false, err
+	}
 	automationID := p.AutomationID
 	if automationID == "" {
 		automationID = env.AutomationID
@@ -107,6 +148,7 @@ func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv dbsqlc.Act
 		approvalRequired: approvalRequired,
 		rateBucket:       env.Constraints.RateBucket,
 		mustRunBefore:    env.Constraints.MustRunBefore,
+		retry:            retry,
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/telemetry"
+	"github.com/outboxd/outboxd/worker"
 )
 
 // Config configures the write side.
@@ -37,6 +38,9 @@ type Config struct {
 	// AllowPrivateNetworks accepts connector URLs on loopback and private
 	// networks. Default false.
 	AllowPrivateNetworks bool
+	// RetryBySource sets a retry policy per source id (an envelope may
+	// override it). Unset fields use the worker's defaults.
+	RetryBySource map[string]worker.Retry
 }
 
 // WithDefaults returns a copy with unset fields defaulted.
@@ -49,6 +53,7 @@ func (c *Config) WithDefaults() *Config {
 		SyncWait:          cmp.Or(c.SyncWait, 30*time.Second),
 
 		AllowPrivateNetworks: c.AllowPrivateNetworks,
+		RetryBySource:        c.RetryBySource,
 	}
 }
 

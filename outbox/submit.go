@@ -38,6 +38,7 @@ type request struct {
 	approvalRequired                                          bool
 	rateBucket                                                string
 	mustRunBefore                                             *time.Time
+	retry                                                     worker.Retry // the envelope\'s override
 }
 
 // submit runs the pipeline shared by invoke and envelopes: resolve and
@@ -125,6 +126,12 @@ func (s *Service) submit(ctx context.Context, r *request) (inv dbsqlc.ActionInvo
 		insert.Approval = "required"
 	}
 
+	var retry *worker.Retry
+	if spec := s.cfg.RetryBySource[r.source].Merge(r.retry); spec != (worker.Retry{}) {
+		retry = &spec
+	}
+	execute := worker.ExecuteArgs{InvocationID: insert.ID, Retry: retry}
+
 	inv, err = dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (dbsqlc.ActionInvocation, error) {
 		switch res.Mode {
 		case policy.ModeDeny:
@@ -135,7 +142,7 @@ func (s *Service) submit(ctx context.Context, r *request) (inv dbsqlc.ActionInvo
 			}
 		case policy.ModeAllow:
 			insert.Status = worker.StatusApproved
-			job, err := s.deps.River.InsertTx(ctx, tx, worker.ExecuteArgs{InvocationID: insert.ID}, nil)
+			job, err := s.deps.River.InsertTx(ctx, tx, execute, retry.InsertOpts(false))
 			if err != nil {
 				return inv, fmt.Errorf("inserting execute job: %w", err)
 			}
@@ -149,7 +156,7 @@ func (s *Service) submit(ctx context.Context, r *request) (inv dbsqlc.ActionInvo
 			insert.Status = worker.StatusPending
 			expires := time.Now().Add(s.ttl(r.automationID))
 			insert.ExpiresAt = &expires
-			job, err := s.deps.River.InsertTx(ctx, tx, worker.ExecuteArgs{InvocationID: insert.ID}, &river.InsertOpts{Pending: true})
+			job, err := s.deps.River.InsertTx(ctx, tx, execute, retry.InsertOpts(true))
 			if err != nil {
 				return inv, fmt.Errorf("inserting parked execute job: %w", err)
 			}

@@ -24,6 +24,41 @@ import (
 // inserted in the transaction that records the invocation.
 type ExecuteArgs struct {
 	InvocationID uuid.UUID `json:"invocation_id"`
+	// Retry overrides the worker's backoff for this job (its source's or its
+	// envelope's policy). Max attempts travel as the job's max_attempts.
+	Retry *Retry `json:"retry,omitempty"`
+}
+
+// Retry is a retry policy: how many attempts and the backoff bounds. Zero
+// fields fall back to the worker's configuration.
+type Retry struct {
+	MaxAttempts int           `json:"max_attempts,omitempty"`
+	BaseDelay   time.Duration `json:"base_delay,omitempty"`
+	MaxDelay    time.Duration `json:"max_delay,omitempty"`
+}
+
+// Merge returns r with the fields of over that are set.
+func (r Retry) Merge(over Retry) Retry {
+	if over.MaxAttempts > 0 {
+		r.MaxAttempts = over.MaxAttempts
+	}
+	if over.BaseDelay > 0 {
+		r.BaseDelay = over.BaseDelay
+	}
+	if over.MaxDelay > 0 {
+		r.MaxDelay = over.MaxDelay
+	}
+	return r
+}
+
+// InsertOpts returns the insert options of an execute job with this retry
+// policy; pending parks it for approval.
+func (r *Retry) InsertOpts(pending bool) *river.InsertOpts {
+	opts := &river.InsertOpts{Pending: pending}
+	if r != nil {
+		opts.MaxAttempts = r.MaxAttempts
+	}
+	return opts
 }
 
 // Kind implements river.JobArgs.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/worker"
 )
 
@@ -147,4 +148,41 @@ func TestExecute_TokenNeverStored(t *testing.T) {
 	var jobErrors string
 	require.NoError(t, b.Pool.QueryRow(context.Background(), `SELECT coalesce(errors::text, '') FROM river_job WHERE kind = 'execute_action'`).Scan(&jobErrors))
 	require.NotContains(t, jobErrors, "xoxb-worker-token")
+}
+
+func TestExecute_RetryPolicyPerSourceAndEnvelope(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{
+		Outbox: outbox.Config{RetryBySource: map[string]worker.Retry{"slack": {MaxAttempts: 2, BaseDelay: 50 * time.Millisecond}}},
+		SlackFunc: func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		},
+	})
+	allowSlack(b)
+
+	bySource := enqueue(t, b, "by-source")
+	b.WaitStatus(bySource, worker.StatusFailed, 20*time.Second)
+	_, attempt := jobRow(t, b, bySource)
+	require.Equal(t, 2, attempt, "the source's max_attempts, not the worker's 5")
+
+	r := b.Do("POST", "/v1/envelopes", b.Service(), map[string]any{
+		"external_id": "by-envelope",
+		"tool":        map[string]string{"source": "slack", "action": "send_message"},
+		"args":        map[string]string{"channel": "C0123456789", "text": "once"},
+		"constraints": map[string]any{"retry": map[string]any{"max_attempts": 1}},
+	})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	byEnvelope := r.Body["action_id"].(string)
+	b.WaitStatus(byEnvelope, worker.StatusFailed, 20*time.Second)
+	_, attempt = jobRow(t, b, byEnvelope)
+	require.Equal(t, 1, attempt, "the envelope's max_attempts wins")
+	require.Len(t, b.Slack.Requests(), 3)
+
+	r = b.Do("POST", "/v1/envelopes", b.Service(), map[string]any{
+		"external_id": "bad-retry",
+		"tool":        map[string]string{"source": "slack", "action": "send_message"},
+		"args":        map[string]string{"channel": "C0123456789", "text": "x"},
+		"constraints": map[string]any{"retry": map[string]any{"base_delay": "soon"}},
+	})
+	require.Equal(t, http.StatusBadRequest, r.Status)
 }

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"cmp"
+	"encoding/json"
 	"time"
 
 	"github.com/riverqueue/river/rivertype"
@@ -14,13 +16,23 @@ type RetryPolicy struct {
 	Max  time.Duration
 }
 
-// NextRetry implements river.ClientRetryPolicy.
+// NextRetry implements river.ClientRetryPolicy. An execute job carrying its
+// own retry policy (from its source or envelope) uses those bounds.
 func (p *RetryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
-	return time.Now().Add(p.delay(job.Attempt))
+	base, maxDelay := p.Base, p.Max
+	if job.Kind == (ExecuteArgs{}).Kind() {
+		var args ExecuteArgs
+		if err := json.Unmarshal(job.EncodedArgs, &args); err == nil && args.Retry != nil {
+			base, maxDelay = cmp.Or(args.Retry.BaseDelay, base), cmp.Or(args.Retry.MaxDelay, maxDelay)
+		}
+	}
+	return time.Now().Add(backoff(base, max(base, maxDelay), job.Attempt))
 }
 
-func (p *RetryPolicy) delay(attempt int) time.Duration {
-	b := retry.WithCappedDuration(p.Max, retry.WithJitterPercent(20, retry.NewExponential(p.Base)))
+func (p *RetryPolicy) delay(attempt int) time.Duration { return backoff(p.Base, p.Max, attempt) }
+
+func backoff(base, maxDelay time.Duration, attempt int) time.Duration {
+	b := retry.WithCappedDuration(maxDelay, retry.WithJitterPercent(20, retry.NewExponential(base)))
 	var d time.Duration
 	for range min(max(attempt, 1), 30) {
 		d, _ = b.Next()

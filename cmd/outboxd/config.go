@@ -69,6 +69,9 @@ func loadConfig(cmd *cobra.Command) (*viper.Viper, error) {
 			return nil, fmt.Errorf("reading config %s: %w", path, err)
 		}
 		for _, key := range v.AllKeys() {
+			if strings.HasPrefix(key, "retry.") {
+				continue // per-source sections, read by retryBySource
+			}
 			if _, ok := defaults[key]; !ok {
 				return nil, fmt.Errorf("config %s: unknown key %q", path, key)
 			}
@@ -123,6 +126,11 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			SweepInterval:  v.GetDuration("worker.sweep_interval"),
 		},
 	}
+	retries, err := retryBySource(v)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Outbox.RetryBySource = retries
 	for key, d := range map[string]time.Duration{
 		"approval.interactive_ttl": cfg.Outbox.InteractiveTTL, "approval.unattended_ttl": cfg.Outbox.UnattendedTTL,
 		"sync_wait": cfg.Outbox.SyncWait, "worker.call_timeout": cfg.Worker.CallTimeout, "shutdown_timeout": cfg.ShutdownTimeout,
@@ -147,4 +155,31 @@ func newLogger(v *viper.Viper) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return nil, errors.New("log.format must be text or json")
+}
+
+// retryBySource reads the optional per-source retry sections:
+//
+//	retry:
+//	  slack: {max_attempts: 8, base_delay: 2s, max_delay: 10m}
+func retryBySource(v *viper.Viper) (map[string]worker.Retry, error) {
+	out := map[string]worker.Retry{}
+	for source := range v.GetStringMap("retry") {
+		sub := v.Sub("retry." + source)
+		if sub == nil {
+			continue
+		}
+		for _, key := range sub.AllKeys() {
+			switch key {
+			case "max_attempts", "base_delay", "max_delay":
+			default:
+				return nil, fmt.Errorf("retry.%s: unknown key %q (use max_attempts, base_delay, max_delay)", source, key)
+			}
+		}
+		r := worker.Retry{MaxAttempts: sub.GetInt("max_attempts"), BaseDelay: sub.GetDuration("base_delay"), MaxDelay: sub.GetDuration("max_delay")}
+		if r.MaxAttempts < 0 || r.BaseDelay < 0 || r.MaxDelay < 0 || (r.MaxDelay > 0 && r.MaxDelay < r.BaseDelay) {
+			return nil, fmt.Errorf("retry.%s: attempts and delays must be positive, max_delay ≥ base_delay", source)
+		}
+		out[source] = r
+	}
+	return out, nil
 }

@@ -153,7 +153,12 @@ func (f *fakeLinear) serve(w http.ResponseWriter, r *http.Request) {
 	answer, hang := f.resolve(call)
 	f.mu.Unlock()
 	if hang {
-		<-r.Context().Done()
+		// Bounded, so a caller that never gives up fails the test instead
+		// of blocking the server's Close forever.
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
 		return
 	}
 	writeJSONAnswer(w, http.StatusOK, answer)
