@@ -212,6 +212,8 @@ func (w *ExecuteWorker) tokenFailure(ctx context.Context, job *river.Job[Execute
 		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "credential_unreadable", Message: err.Error()}, "")
 	case errors.Is(err, credential.ErrInactive):
 		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "integration_inactive", Message: err.Error()}, "")
+	case errors.Is(err, credential.ErrRefused):
+		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "credential_unavailable", Message: err.Error()}, "")
 	}
 	return w.retryOrFail(ctx, job, inv, nil, executors.Classify(fmt.Errorf("resolving credential: %w", err)), "", log)
 }

@@ -156,7 +156,7 @@ func (b *Broker) fetch(ctx context.Context, req Request, refresh bool) (Token, e
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		return Token{}, retry.RetryableError(fmt.Errorf("token broker answered %d", resp.StatusCode))
 	case resp.StatusCode != http.StatusOK:
-		return Token{}, fmt.Errorf("token broker refused the request with %d", resp.StatusCode)
+		return Token{}, fmt.Errorf("%w: HTTP %d", ErrRefused, resp.StatusCode)
 	}
 	var ans brokerAnswer
 	if err := json.Unmarshal(raw, &ans); err != nil {
@@ -166,7 +166,7 @@ func (b *Broker) fetch(ctx context.Context, req Request, refresh bool) (Token, e
 		return Token{}, fmt.Errorf("%w: %s is %s", ErrInactive, req.Integration, ans.Status)
 	}
 	if ans.AccessToken == "" {
-		return Token{}, fmt.Errorf("token broker answered without an access_token for %s", req.Integration)
+		return Token{}, fmt.Errorf("%w: no access_token for %s", ErrRefused, req.Integration)
 	}
 	tok := Token{Value: ans.AccessToken}
 	switch ans.TokenType {

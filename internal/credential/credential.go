@@ -26,6 +26,10 @@ var (
 	// ErrInactive is returned when the integration's connection is not
 	// active (revoked, expired, suspended): retrying will not help.
 	ErrInactive = errors.New("integration is not active")
+	// ErrRefused is returned when the token broker refuses outboxd's
+	// request or answers without a token: a configuration problem that a
+	// retry will not fix.
+	ErrRefused = errors.New("token broker refused the request")
 )
 
 // Request names the credential one call needs.

@@ -172,3 +172,11 @@ func TestBroker(t *testing.T) {
 		require.ErrorIs(t, err, credential.ErrNotFound)
 	})
 }
+
+func TestBroker_RefusalIsPermanent(t *testing.T) {
+	t.Parallel()
+	srv, broker := newBroker(t, func(_ int32, w http.ResponseWriter) { w.WriteHeader(http.StatusForbidden) })
+	_, err := broker.Token(context.Background(), credential.Request{Org: "o", Integration: "linear"}, false)
+	require.ErrorIs(t, err, credential.ErrRefused)
+	require.Equal(t, int32(1), srv.calls.Load(), "not retried")
+}

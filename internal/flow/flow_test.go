@@ -199,6 +199,35 @@ func TestLimiter_ManyProcesses(t *testing.T) {
 	require.GreaterOrEqual(t, got, 0.8*most, "at least 80%% of what the bucket allows")
 }
 
+// TestLimiter_ExactUnderContention empties a bucket that hardly refills from
+// two processes at once: a lost update would grant more than its burst.
+func TestLimiter_ExactUnderContention(t *testing.T) {
+	t.Parallel()
+	const burst = 50
+	b := setup(t, &flow.Config{Buckets: []flow.BucketConfig{{Name: "once", Rate: 1, Interval: time.Hour, Burst: burst}}})
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for range 2 {
+		p := b.process(t)
+		for range 8 {
+			wg.Go(func() {
+				for range 20 {
+					g, err := p.Acquire(context.Background(), "once", "", "")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if g.Granted() {
+						granted.Add(1)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	require.Equal(t, int64(burst), granted.Load())
+}
+
 func TestLimiter_Scope(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &flow.Config{Buckets: []flow.BucketConfig{
