@@ -124,6 +124,9 @@ func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv dbsqlc.Act
 	default:
 		return inv, false, invalid("approval", "approval must be auto or required")
 	}
+	if b := env.Constraints.RateBucket; b != "" && !s.bucketExists(b) {
+		return inv, false, invalid("constraints.rate_bucket", "unknown rate bucket %q", b)
+	}
 	retry, err := env.Constraints.Retry.parse()
 	if err != nil {
 		return inv, false, err

@@ -95,13 +95,14 @@ func (s *Service) PutQuietHours(ctx context.Context, org, by string, windows []Q
 	return s.GetQuietHours(ctx, org)
 }
 
-// bucketExists reports whether name is a configured rate bucket. Without a
-// bucket configuration every name is accepted.
+// bucketExists reports whether name is a configured rate bucket. Without
+// flow control every name is accepted.
 func (s *Service) bucketExists(name string) bool {
-	if s.deps.Buckets == nil {
+	if s.deps.Flow == nil {
 		return true
 	}
-	return s.deps.Buckets(name)
+	_, ok := s.deps.Flow.Bucket(name)
+	return ok
 }
 
 // GetDoNotContact returns the organization's do-not-contact patterns.

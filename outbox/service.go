@@ -15,6 +15,7 @@ import (
 	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/internal/flow"
 	"github.com/outboxd/outboxd/internal/telemetry"
 	"github.com/outboxd/outboxd/worker"
 )
@@ -81,8 +82,9 @@ type Deps struct {
 	Catalog interface {
 		Integrations(ctx context.Context, org, userID string) ([]string, error)
 	}
-	// Buckets, when set, reports whether a rate bucket name is configured.
-	Buckets func(name string) bool
+	// Flow holds the configured rate buckets (names are validated against
+	// it); nil disables flow control.
+	Flow    *flow.Limiter
 	Metrics *telemetry.Metrics
 	Logger  *slog.Logger
 }

@@ -99,6 +99,11 @@ func (s *Service) submit(ctx context.Context, r *request) (inv dbsqlc.ActionInvo
 		s.logger.Warn("connector tool drifted since its review", "source_id", r.source, "action_id", r.action, "mode", res.Mode)
 	}
 
+	if r.rateBucket == "" {
+		if b := worker.BucketFor(r.source); b != "" && s.bucketExists(b) {
+			r.rateBucket = b
+		}
+	}
 	params := policy.Redact(r.params)
 	insert := dbsqlc.InvocationInsertParams{
 		ID:             uuid.Must(uuid.NewV7()),

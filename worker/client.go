@@ -16,6 +16,7 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/internal/flow"
 	"github.com/outboxd/outboxd/internal/telemetry"
 )
 
@@ -100,6 +101,8 @@ type Deps struct {
 	Pool    *pgxpool.Pool
 	Sources SourceResolver
 	Tokens  TokenSource
+	// Flow enforces rate buckets and concurrency limits; nil disables them.
+	Flow    *flow.Limiter
 	Metrics *telemetry.Metrics
 	Logger  *slog.Logger
 }

@@ -129,6 +129,15 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) e
 		return river.JobSnooze(wait)
 	}
 
+	tokenWait, release, err := w.takeToken(ctx, inv, job.ID)
+	if err != nil {
+		return fmt.Errorf("acquiring rate bucket: %w", err)
+	}
+	if tokenWait > 0 {
+		return river.JobSnooze(tokenWait)
+	}
+	defer release()
+
 	inv, err = w.queries.InvocationMarkExecuting(ctx, w.deps.Pool, dbsqlc.InvocationMarkExecutingParams{ID: inv.ID, Attempt: int32(job.Attempt)})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // cancelled or expired since it was loaded
@@ -229,7 +238,8 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[ExecuteA
 		if err := w.queries.InvocationRecordRetry(ctx, w.deps.Pool, dbsqlc.InvocationRecordRetryParams{ID: inv.ID, Error: &msg, DurationMs: duration}); err != nil {
 			return fmt.Errorf("recording snooze: %w", err)
 		}
-		log.Info("provider asked to wait; snoozing", "retry_after", e.RetryAfter, "error", msg)
+		w.drain(ctx, inv, e.RetryAfter)
+		log.Info("provider asked to wait; snoozing and draining the bucket", "retry_after", e.RetryAfter, "error", msg)
 		return river.JobSnooze(e.RetryAfter)
 	case job.Attempt >= job.MaxAttempts:
 		// River discards the job when this error comes back: the dead letter.

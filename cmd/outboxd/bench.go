@@ -28,6 +28,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/flow"
 	"github.com/outboxd/outboxd/internal/pglaunch"
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/migrations"
@@ -92,6 +93,9 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		HTTPAddr: "127.0.0.1:0", JWTSecret: secretbox.NewKey(), SecretsKey: secretbox.NewKey(),
 		SlackBaseURL: slackSrv.URL, ShutdownTimeout: 30 * time.Second,
 		Worker: worker.Config{MaxWorkers: workers},
+		// Measure the pipeline, not Slack's rate limit: the bucket is
+		// acquired on every job but never runs dry.
+		Buckets: []flow.BucketConfig{{Name: "slack.minute", Rate: 1_000_000, Interval: time.Second, Burst: 1_000_000, Scope: flow.ScopeOrg}},
 	}
 	a, err := app.New(cfg, app.RoleAll, pool, slog.New(slog.DiscardHandler))
 	if err != nil {

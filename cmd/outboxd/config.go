@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/outboxd/outboxd/internal/app"
+	"github.com/outboxd/outboxd/internal/flow"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/worker"
 )
@@ -30,6 +31,7 @@ var defaults = map[string]any{
 	"providers.sentry.base_url":         "https://sentry.io/api/0",
 	"tokens.source":                     "store",
 	"connectors.allow_private_networks": false,
+	"buckets":                           []any{},
 	"connectors.tools_cache_ttl":        5 * time.Minute,
 	"tokens.broker_url":                 "",
 	"approval.interactive_ttl":          5 * time.Minute,
@@ -126,6 +128,11 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			SweepInterval:  v.GetDuration("worker.sweep_interval"),
 		},
 	}
+	buckets, err := bucketConfigs(v)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Buckets = buckets
 	retries, err := retryBySource(v)
 	if err != nil {
 		return nil, err
@@ -180,6 +187,27 @@ func retryBySource(v *viper.Viper) (map[string]worker.Retry, error) {
 			return nil, fmt.Errorf("retry.%s: attempts and delays must be positive, max_delay ≥ base_delay", source)
 		}
 		out[source] = r
+	}
+	return out, nil
+}
+
+// bucketConfigs reads the buckets list, which adds to or redefines
+// worker.DefaultBuckets by name.
+func bucketConfigs(v *viper.Viper) ([]flow.BucketConfig, error) {
+	var raw []struct {
+		Name           string        `mapstructure:"name"`
+		Rate           int           `mapstructure:"rate"`
+		Interval       time.Duration `mapstructure:"interval"`
+		Burst          int           `mapstructure:"burst"`
+		MaxConcurrency int           `mapstructure:"max_concurrency"`
+		Scope          string        `mapstructure:"scope"`
+	}
+	if err := v.UnmarshalKey("buckets", &raw); err != nil {
+		return nil, fmt.Errorf("buckets: %w", err)
+	}
+	out := make([]flow.BucketConfig, len(raw))
+	for i, b := range raw {
+		out[i] = flow.BucketConfig{Name: b.Name, Rate: b.Rate, Interval: b.Interval, Burst: b.Burst, MaxConcurrency: b.MaxConcurrency, Scope: flow.Scope(b.Scope)}
 	}
 	return out, nil
 }

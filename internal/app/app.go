@@ -30,6 +30,7 @@ import (
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/credential"
+	"github.com/outboxd/outboxd/internal/flow"
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/internal/telemetry"
 	"github.com/outboxd/outboxd/outbox"
@@ -66,6 +67,8 @@ type Config struct {
 	// AllowPrivateNetworks lets connectors reach loopback and private
 	// addresses (tests, single-tenant deployments).
 	AllowPrivateNetworks bool
+	// Buckets add to or redefine worker.DefaultBuckets by name.
+	Buckets []flow.BucketConfig
 	// ConnectorCacheTTL is how long a connector's tool list is cached.
 	// Default 5m.
 	ConnectorCacheTTL time.Duration
@@ -146,6 +149,13 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 
 	creds := credential.NewStore(pool, box)
 	sources := catalog.New(registry, pool, mcpClient, creds)
+	limiter, err := flow.New(pool, &flow.Config{
+		Buckets:  mergeBuckets(worker.DefaultBuckets, cfg.Buckets),
+		LeaseTTL: cmp.Or(cfg.Worker.CallTimeout, 30*time.Second) + 30*time.Second,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("buckets: %w", err)
+	}
 	var tokens worker.TokenSource = creds
 	if cfg.TokenSource == "broker" {
 		broker, err := credential.NewBroker(&credential.BrokerConfig{
@@ -160,14 +170,14 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 		tokens = &brokerWithConnectors{broker: broker, store: creds}
 	}
 	client, err := worker.NewClient(&worker.Deps{
-		Pool: pool, Sources: sources, Tokens: tokens, Metrics: metrics, Logger: logger,
+		Pool: pool, Sources: sources, Tokens: tokens, Flow: limiter, Metrics: metrics, Logger: logger,
 	}, &cfg.Worker, role != RoleAPI)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Outbox.AllowPrivateNetworks = cfg.AllowPrivateNetworks
 	deps := &outbox.Deps{
-		Pool: pool, River: client, Sources: sources, Credentials: creds, Metrics: metrics, Logger: logger,
+		Pool: pool, River: client, Sources: sources, Credentials: creds, Flow: limiter, Metrics: metrics, Logger: logger,
 	}
 	if cfg.TokenSource != "broker" {
 		deps.Catalog = creds
@@ -272,4 +282,22 @@ func (b *brokerWithConnectors) Token(ctx context.Context, req credential.Request
 		return b.store.Token(ctx, req, refresh)
 	}
 	return b.broker.Token(ctx, req, refresh)
+}
+
+// mergeBuckets returns defaults with every bucket of overrides replacing the
+// default of the same name or added after them.
+func mergeBuckets(defaults, overrides []flow.BucketConfig) []flow.BucketConfig {
+	out := append([]flow.BucketConfig(nil), defaults...)
+	for _, o := range overrides {
+		replaced := false
+		for i := range out {
+			if out[i].Name == o.Name {
+				out[i], replaced = o, true
+			}
+		}
+		if !replaced {
+			out = append(out, o)
+		}
+	}
+	return out
 }

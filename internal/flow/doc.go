@@ -48,6 +48,12 @@
 // So when the limiter holds no whole token, or the last answer's wait has not
 // run out, the shared bucket certainly has no token either, and Acquire
 // returns the wait without a round trip. The check only ever refuses; every
-// token is granted by Postgres. A wait for a concurrency slot is not
-// remembered, since a Release elsewhere can free a slot at any moment.
+// token is granted by Postgres. Its wait is a lower bound of the real one
+// (the limiter's clock starts no later than the row's), so a caller coming
+// back after it may be told to wait a little longer. A wait for a
+// concurrency slot is not remembered, since a Release elsewhere can free a
+// slot at any moment.
+//
+// Every process must configure a bucket alike: each passes its own rate and
+// burst to Postgres and checks locally against them.
 package flow

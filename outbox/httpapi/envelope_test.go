@@ -149,10 +149,10 @@ func TestEnvelope_AllowRunsThroughWorker(t *testing.T) {
 	b.StoreSlackToken("xoxb-envelope")
 	b.SetModes(map[string]string{"slack:send_message": "allow"})
 
-	env := postEnvelope(t, b, envelope("run-me", map[string]any{"constraints": map[string]any{"rate_bucket": "slack:C0123456789"}}), http.StatusCreated)
+	env := postEnvelope(t, b, envelope("run-me", map[string]any{"constraints": map[string]any{"rate_bucket": "slack.minute"}}), http.StatusCreated)
 	id := env["action_id"].(string)
 	require.Equal(t, "auto", env["approval"])
-	require.Equal(t, "slack:C0123456789", env["constraints"].(map[string]any)["rate_bucket"])
+	require.Equal(t, "slack.minute", env["constraints"].(map[string]any)["rate_bucket"])
 
 	done := waitEnvelope(t, b, id, "sent", 10*time.Second)
 	result := done["result"].(map[string]any)
@@ -170,7 +170,7 @@ func TestEnvelope_AllowRunsThroughWorker(t *testing.T) {
 	require.Equal(t, "envelope run-me", reqs[0].Body["text"])
 
 	t.Run("RepeatDoesNotResend", func(t *testing.T) {
-		again := postEnvelope(t, b, envelope("run-me", map[string]any{"constraints": map[string]any{"rate_bucket": "slack:C0123456789"}}), http.StatusOK)
+		again := postEnvelope(t, b, envelope("run-me", map[string]any{"constraints": map[string]any{"rate_bucket": "slack.minute"}}), http.StatusOK)
 		require.Equal(t, id, again["action_id"])
 		require.Equal(t, "sent", again["result"].(map[string]any)["status"])
 		time.Sleep(200 * time.Millisecond)

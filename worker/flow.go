@@ -1,0 +1,95 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/internal/flow"
+)
+
+// DefaultBuckets are the rate buckets outboxd starts with; configuration may
+// redefine any of them by name or add more.
+var DefaultBuckets = []flow.BucketConfig{
+	// Slack's chat.postMessage allows about one message per second per
+	// channel, with short bursts.
+	{Name: "slack.minute", Rate: 60, Interval: time.Minute, Burst: 10, Scope: flow.ScopeOrg},
+	// Linear: 1,500 requests per hour per API key.
+	{Name: "linear.api", Rate: 1500, Interval: time.Hour, Burst: 25, Scope: flow.ScopeOrg},
+	// Sentry: conservative against its per-organization limits.
+	{Name: "sentry.api", Rate: 10, Interval: time.Second, Burst: 20, Scope: flow.ScopeOrg},
+	// Every MCP connector gets its own bucket of this shape (see BucketFor).
+	{Name: "connector", Rate: 10, Interval: time.Second, Burst: 10, MaxConcurrency: 5, Scope: flow.ScopeOrg},
+}
+
+// BucketFor is the default bucket of a source's jobs when the request named
+// none.
+func BucketFor(source string) string {
+	switch {
+	case source == "slack":
+		return "slack.minute"
+	case source == "linear" || source == "sentry":
+		return source + ".api"
+	case strings.HasPrefix(source, "connector:"):
+		return "connector"
+	}
+	return ""
+}
+
+// bucketScope is the scope key passed to the limiter: the organization, or
+// for the connector bucket the organization and the connector, so each
+// connector has a bucket of its own.
+func bucketScope(bucket string, inv dbsqlc.ActionInvocation) string {
+	if bucket == "connector" {
+		return inv.OrganizationID + "/" + inv.Integration
+	}
+	return inv.OrganizationID
+}
+
+// takeToken acquires the invocation's bucket. wait > 0 means no token (or
+// no concurrency slot) now: the job snoozes that long, holding no worker and
+// spending no attempt. release frees the concurrency slot after the call.
+func (w *ExecuteWorker) takeToken(ctx context.Context, inv dbsqlc.ActionInvocation, jobID int64) (wait time.Duration, release func(), err error) {
+	bucket := deref(inv.RateBucket)
+	if w.deps.Flow == nil || bucket == "" {
+		return 0, func() {}, nil
+	}
+	grant, err := w.deps.Flow.Acquire(ctx, bucket, bucketScope(bucket, inv), "job:"+strconv.FormatInt(jobID, 10))
+	if errors.Is(err, flow.ErrUnknownBucket) {
+		// The bucket was removed from the configuration after this job was
+		// enqueued: run unthrottled rather than never.
+		w.logger.Warn("unknown rate bucket; running without it", "bucket", bucket, "invocation_id", inv.ID)
+		return 0, func() {}, nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	if grant.Wait > 0 {
+		// Spread the jobs that were refused together over a little time so
+		// they do not all come back at the same instant.
+		return grant.Wait + rand.N(grant.Wait/10+20*time.Millisecond), nil, nil
+	}
+	return 0, func() {
+		if grant.Lease != nil {
+			if err := w.deps.Flow.Release(context.WithoutCancel(ctx), grant.Lease); err != nil {
+				w.logger.Warn("releasing concurrency lease", "error", err)
+			}
+		}
+	}, nil
+}
+
+// drain empties the invocation's bucket for d after a provider 429, so the
+// other jobs of the bucket wait too.
+func (w *ExecuteWorker) drain(ctx context.Context, inv dbsqlc.ActionInvocation, d time.Duration) {
+	bucket := deref(inv.RateBucket)
+	if w.deps.Flow == nil || bucket == "" {
+		return
+	}
+	if err := w.deps.Flow.Drain(ctx, bucket, bucketScope(bucket, inv), d); err != nil && !errors.Is(err, flow.ErrUnknownBucket) {
+		w.logger.Warn("draining rate bucket", "bucket", bucket, "error", err)
+	}
+}
