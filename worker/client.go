@@ -50,8 +50,10 @@ type Config struct {
 	// expired, as a safety net for the per-invocation expiry jobs.
 	// Default 60s.
 	SweepInterval time.Duration
-	// PollInterval is how often River polls for jobs when notifications
-	// are missed. Default River's (1s).
+	// PollInterval is how often River looks for jobs that became due
+	// without a notification: snoozed and retried jobs. It bounds how late
+	// a job refused by its rate bucket comes back, so it must stay well
+	// under burst/rate of the buckets. Default 100ms.
 	PollInterval time.Duration
 }
 
@@ -65,7 +67,7 @@ func (c *Config) WithDefaults() *Config {
 		CallTimeout:    cmp.Or(c.CallTimeout, 30*time.Second),
 		RescueAfter:    cmp.Or(c.RescueAfter, 5*time.Minute),
 		SweepInterval:  cmp.Or(c.SweepInterval, time.Minute),
-		PollInterval:   c.PollInterval,
+		PollInterval:   cmp.Or(c.PollInterval, 100*time.Millisecond),
 	}
 }
 
@@ -73,15 +75,25 @@ func (c *Config) validate() error {
 	switch {
 	case c.MaxWorkers < 1:
 		return errors.New("worker.max_workers must be at least 1")
+	case c.PollInterval < time.Millisecond:
+		return errors.New("worker.poll_interval must be at least 1ms")
 	case c.MaxAttempts < 1:
 		return errors.New("worker.max_attempts must be at least 1")
 	case c.RetryMaxDelay < c.RetryBaseDelay:
 		return errors.New("worker.retry_max_delay must not be below worker.retry_base_delay")
-	case c.RescueAfter <= c.CallTimeout:
-		return errors.New("worker.rescue_after must be longer than worker.call_timeout")
+	case c.RescueAfter <= c.JobTimeout():
+		return fmt.Errorf("worker.rescue_after must be longer than worker.call_timeout + %s", jobOverhead)
 	}
 	return nil
 }
+
+// jobOverhead is what a job may spend besides its provider call: loading
+// the invocation, gates, the token, recording the outcome.
+const jobOverhead = 5 * time.Second
+
+// JobTimeout is how long one execute job may run: the call deadline plus
+// the bookkeeping around it.
+func (c *Config) JobTimeout() time.Duration { return c.CallTimeout + jobOverhead }
 
 // TokenSource resolves the credential for a call at call time: the
 // encrypted store or a token broker. refresh asks for a new token after the
@@ -126,9 +138,10 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 		Logger:               logger.With("component", "river"),
 		MaxAttempts:          cfg.MaxAttempts,
 		RetryPolicy:          &RetryPolicy{Base: cfg.RetryBaseDelay, Max: cfg.RetryMaxDelay},
-		JobTimeout:           cfg.CallTimeout + 15*time.Second,
+		JobTimeout:           cfg.JobTimeout(),
 		RescueStuckJobsAfter: cfg.RescueAfter,
 		FetchPollInterval:    cfg.PollInterval,
+		FetchCooldown:        min(cfg.PollInterval, river.FetchCooldownDefault),
 		Workers:              workers,
 	}
 	if work {

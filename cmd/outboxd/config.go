@@ -46,6 +46,7 @@ var defaults = map[string]any{
 	"worker.call_timeout":               30 * time.Second,
 	"worker.rescue_after":               5 * time.Minute,
 	"worker.sweep_interval":             time.Minute,
+	"worker.poll_interval":              100 * time.Millisecond,
 	"shutdown_timeout":                  30 * time.Second,
 	"log.level":                         "info",
 	"log.format":                        "text",
@@ -126,6 +127,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			CallTimeout:    v.GetDuration("worker.call_timeout"),
 			RescueAfter:    v.GetDuration("worker.rescue_after"),
 			SweepInterval:  v.GetDuration("worker.sweep_interval"),
+			PollInterval:   v.GetDuration("worker.poll_interval"),
 		},
 	}
 	buckets, err := bucketConfigs(v)

@@ -151,7 +151,12 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	sources := catalog.New(registry, pool, mcpClient, creds)
 	limiter, err := flow.New(pool, &flow.Config{
 		Buckets:  mergeBuckets(worker.DefaultBuckets, cfg.Buckets),
-		LeaseTTL: cmp.Or(cfg.Worker.CallTimeout, 30*time.Second) + 30*time.Second,
+		// A lease outlives any job that holds it; a dead process's leases
+		// come back soon after its jobs would have timed out.
+		LeaseTTL: cfg.Worker.WithDefaults().JobTimeout() + 5*time.Second,
+		// A job refused a concurrency slot comes back about when a call
+		// could have finished.
+		ConcurrencyRetry: cmp.Or(cfg.Worker.PollInterval, 100*time.Millisecond),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("buckets: %w", err)

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/internal/pgtest"
+)
+
+// provider is a loopback Slack that records when each call arrived, how many
+// ran at once, and the idempotency keys it saw.
+type provider struct {
+	*httptest.Server
+	delay time.Duration
+
+	mu       sync.Mutex
+	arrivals []time.Time
+	keys     map[string]int
+	inFlight int
+	maxIn    int
+}
+
+func newProvider(t *testing.T, delay time.Duration) *provider {
+	p := &provider{delay: delay, keys: map[string]int{}}
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.arrivals = append(p.arrivals, time.Now())
+		p.keys[r.Header.Get("X-Outboxd-Idempotency-Key")]++
+		p.inFlight++
+		p.maxIn = max(p.maxIn, p.inFlight)
+		p.mu.Unlock()
+		time.Sleep(p.delay)
+		p.mu.Lock()
+		p.inFlight--
+		p.mu.Unlock()
+		apptest.SlackOK(w, r)
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+func (p *provider) snapshot() ([]time.Time, map[string]int, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keys := make(map[string]int, len(p.keys))
+	for k, v := range p.keys {
+		keys[k] = v
+	}
+	return append([]time.Time(nil), p.arrivals...), keys, p.maxIn
+}
+
+// TestFlow_MultiProcessRateBucket runs one API and three worker processes on
+// one Postgres against a bucket of rate R: the provider must see R per
+// second (±10%), never more than burst + R in any second, never more than
+// max_concurrency at once, and every invocation exactly once in effect —
+// also after one worker is killed with SIGKILL mid-run.
+func TestFlow_MultiProcessRateBucket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs four outboxd processes for about a minute")
+	}
+	t.Parallel()
+	const (
+		rate      = 10
+		burst     = 5
+		maxInFlow = 4
+		jobs      = rate*10 + 30
+	)
+	prov := newProvider(t, 50*time.Millisecond)
+	dir := t.TempDir()
+	configPath := filepath.Join(dir, "outboxd.yaml")
+	require.NoError(t, os.WriteFile(configPath, []byte(fmt.Sprintf(`
+buckets:
+  - name: test.bucket
+    rate: %d
+    interval: 1s
+    burst: %d
+    max_concurrency: %d
+    scope: global
+worker:
+  call_timeout: 1s
+  rescue_after: 7s
+  retry_base_delay: 200ms
+  poll_interval: 50ms
+`, rate, burst, maxInFlow)), 0o600))
+
+	env := baseEnv(pgtest.URL(t), prov.URL)
+	apiAddr := freeAddr(t)
+	api := outboxd(t, env, "serve", "--config", configPath, "--role=api", "--http-addr", apiAddr)
+	var workers []*process
+	for range 3 {
+		w := outboxd(t, env, "serve", "--config", configPath, "--role=worker", "--http-addr", freeAddr(t))
+		workers = append(workers, w)
+	}
+	waitReady(t, apiAddr, api)
+
+	b := &apptest.Bundle{T: t, URL: "http://" + apiAddr, Secret: "separate-process-secret-0123"}
+	b.StoreSlackToken("xoxb-flow")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	enqueue := func(prefix string, n int) []string {
+		ids := make([]string, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := b.Do("POST", "/v1/envelopes", b.Service(), map[string]any{
+					"external_id": fmt.Sprintf("%s-%d", prefix, i),
+					"tool":        map[string]string{"source": "slack", "action": "send_message"},
+					"args":        map[string]string{"channel": "C1", "text": fmt.Sprint("message ", i)},
+					"constraints": map[string]any{"rate_bucket": "test.bucket"},
+				})
+				require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+				ids[i] = r.Body["action_id"].(string)
+			}()
+		}
+		wg.Wait()
+		return ids
+	}
+	waitCompleted := func(ids []string, timeout time.Duration) {
+		deadline := time.Now().Add(timeout)
+		for _, id := range ids {
+			for {
+				inv := b.Invocation(id)
+				if inv["status"] == "completed" {
+					break
+				}
+				require.NotEqual(t, "failed", inv["status"], "invocation %s failed: %v", id, inv["error"])
+				if time.Now().After(deadline) {
+					t.Fatalf("invocation %s is %v after %s\napi: %s", id, inv["status"], timeout, api.output)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}
+
+	// Phase 1: all three workers, a burst of more than R×10 jobs.
+	ids := enqueue("steady", jobs)
+	waitCompleted(ids, 60*time.Second)
+	arrivals, keys, maxIn := prov.snapshot()
+	require.Len(t, arrivals, jobs, "one call per invocation")
+	for _, id := range ids {
+		require.Equal(t, 1, keys[id], "invocation %s called exactly once", id)
+	}
+	require.LessOrEqual(t, maxIn, maxInFlow, "max_concurrency holds across processes")
+
+	sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].Before(arrivals[j]) })
+	span := arrivals[len(arrivals)-1].Sub(arrivals[0]).Seconds()
+	observed := float64(jobs-burst) / span
+	t.Logf("observed %.2f calls/s for a bucket of %d/s (%d calls over %.2fs, max %d in flight)", observed, rate, jobs, span, maxIn)
+	require.InDelta(t, rate, observed, rate*0.10, "rate within ±10%% of R")
+	for i, start := range arrivals {
+		n := 0
+		for _, a := range arrivals[i:] {
+			if a.Sub(start) >= time.Second {
+				break
+			}
+			n++
+		}
+		require.LessOrEqual(t, n, burst+rate+1, "calls in the second starting at call %d", i)
+	}
+
+	// Phase 2: SIGKILL one worker mid-run. Its running jobs are rescued, its
+	// concurrency leases expire, and every invocation still completes.
+	ids = enqueue("killed", 60)
+	require.Eventually(t, func() bool {
+		arrivals, _, _ := prov.snapshot()
+		return len(arrivals) >= jobs+15
+	}, 30*time.Second, 20*time.Millisecond)
+	require.NoError(t, workers[0].cmd.Process.Signal(syscall.SIGKILL))
+	_ = workers[0].cmd.Wait()
+	waitCompleted(ids, 90*time.Second)
+	_, keys, maxIn = prov.snapshot()
+	for _, id := range ids {
+		require.GreaterOrEqual(t, keys[id], 1, "invocation %s reached the provider", id)
+		require.LessOrEqual(t, keys[id], 2, "at most the killed attempt and its rescue")
+	}
+	require.LessOrEqual(t, maxIn, maxInFlow)
+
+	api.stop(t)
+	workers[1].stop(t)
+	workers[2].stop(t)
+}
