@@ -150,7 +150,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	creds := credential.NewStore(pool, box)
 	sources := catalog.New(registry, pool, mcpClient, creds)
 	limiter, err := flow.New(pool, &flow.Config{
-		Buckets:  mergeBuckets(worker.DefaultBuckets, cfg.Buckets),
+		Buckets: mergeBuckets(worker.DefaultBuckets, cfg.Buckets),
 		// A lease outlives any job that holds it; a dead process's leases
 		// come back soon after its jobs would have timed out.
 		LeaseTTL: cfg.Worker.WithDefaults().JobTimeout() + 5*time.Second,
