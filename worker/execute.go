@@ -235,10 +235,10 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[ExecuteA
 	case !e.Retryable:
 		return w.fail(ctx, job, inv, duration, e, token)
 	case e.RetryAfter > 0:
+		w.drain(ctx, inv, e.RetryAfter)
 		if err := w.queries.InvocationRecordRetry(ctx, w.deps.Pool, dbsqlc.InvocationRecordRetryParams{ID: inv.ID, Error: &msg, DurationMs: duration}); err != nil {
 			return fmt.Errorf("recording snooze: %w", err)
 		}
-		w.drain(ctx, inv, e.RetryAfter)
 		log.Info("provider asked to wait; snoozing and draining the bucket", "retry_after", e.RetryAfter, "error", msg)
 		return river.JobSnooze(e.RetryAfter)
 	case job.Attempt >= job.MaxAttempts:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -185,4 +187,54 @@ func TestExecute_RetryPolicyPerSourceAndEnvelope(t *testing.T) {
 		"constraints": map[string]any{"retry": map[string]any{"base_delay": "soon"}},
 	})
 	require.Equal(t, http.StatusBadRequest, r.Status)
+}
+
+func TestExecute_RateLimitDrainsTheBucket(t *testing.T) {
+	t.Parallel()
+	var limited atomic.Bool
+	limited.Store(true)
+	var arrivals sync.Map
+	b := apptest.Start(t, &apptest.Options{
+		SlackFunc: func(w http.ResponseWriter, r *http.Request) {
+			arrivals.Store(r.Header.Get("X-Outboxd-Idempotency-Key")+time.Now().String(), time.Now())
+			if limited.CompareAndSwap(true, false) {
+				w.Header().Set("Retry-After", "2")
+				w.WriteHeader(http.StatusTooManyRequests)
+				return
+			}
+			apptest.SlackOK(w, r)
+		},
+	})
+	allowSlack(b)
+	first := enqueue(t, b, "drain-1")
+	limitedAt := time.Now()
+	// The drain is recorded before the invocation notes the 429.
+	require.Eventually(t, func() bool {
+		e, _ := b.Invocation(first)["error"].(string)
+		return strings.Contains(e, "ratelimited")
+	}, 10*time.Second, 10*time.Millisecond)
+
+	// Another job of the same bucket must not reach Slack while it is drained.
+	second := enqueue(t, b, "drain-2")
+	b.WaitStatus(second, worker.StatusCompleted, 15*time.Second)
+	b.WaitStatus(first, worker.StatusCompleted, 15*time.Second)
+	reqs := b.Slack.Requests()
+	require.Len(t, reqs, 3)
+	var secondAt time.Time
+	arrivals.Range(func(k, v any) bool {
+		if strings.HasPrefix(k.(string), second) {
+			secondAt = v.(time.Time)
+		}
+		return true
+	})
+	require.GreaterOrEqual(t, secondAt.Sub(limitedAt), 1500*time.Millisecond, "the 429 drained the bucket for everyone")
+
+	r := b.Do("POST", "/v1/envelopes", b.Service(), map[string]any{
+		"external_id": "unknown-bucket",
+		"tool":        map[string]string{"source": "slack", "action": "send_message"},
+		"args":        map[string]string{"channel": "C0123456789", "text": "x"},
+		"constraints": map[string]any{"rate_bucket": "no.such.bucket"},
+	})
+	require.Equal(t, http.StatusBadRequest, r.Status)
+	require.Contains(t, string(r.Raw), "unknown rate bucket")
 }
