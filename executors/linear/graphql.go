@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/httpsource"
 )
 
 const (
@@ -147,23 +146,18 @@ func (s *Source) do(ctx context.Context, ec executors.ExecContext, op operation,
 
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return transportError(ctx, err)
+		return httpsource.TransportError(ctx, "Linear", err)
 	}
-	defer func() {
-		// Draining lets the transport reuse the connection.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
-		_ = resp.Body.Close()
-	}()
+	defer httpsource.CloseBody(resp.Body, maxResponseBytes)
 
-	raw, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
-	tooLarge := len(raw) > maxResponseBytes
+	raw, readErr := httpsource.ReadBody(resp.Body, maxResponseBytes)
 	// Redacting the whole answer, before any of it is parsed or cut short,
 	// keeps the token out of messages and of stored results alike.
 	if ec.Token != "" {
-		raw = bytes.ReplaceAll(raw, []byte(ec.Token), []byte("[REDACTED]"))
+		raw = bytes.ReplaceAll(raw, []byte(ec.Token), []byte(httpsource.Redacted))
 	}
 	var answer graphQLResponse
-	parsed := readErr == nil && !tooLarge && json.Unmarshal(raw, &answer) == nil
+	parsed := readErr == nil && json.Unmarshal(raw, &answer) == nil
 	hasErrors := parsed && len(answer.Errors) > 0
 
 	switch {
@@ -194,15 +188,15 @@ func (s *Source) do(ctx context.Context, ec executors.ExecContext, op operation,
 		return httpStatusError(resp)
 	}
 
-	if readErr != nil {
-		return transportError(ctx, readErr)
-	}
-	if tooLarge {
+	if errors.Is(readErr, httpsource.ErrTooLarge) {
 		return &executors.Error{
 			Code:      "invalid_response",
 			Message:   fmt.Sprintf("Linear's answer to %s is larger than %d bytes", op.name, maxResponseBytes),
 			Retryable: true,
 		}
+	}
+	if readErr != nil {
+		return httpsource.TransportError(ctx, "Linear", readErr)
 	}
 	if !parsed {
 		return &executors.Error{
@@ -385,9 +379,7 @@ func httpStatusError(resp *http.Response) *executors.Error {
 			Message:   fmt.Sprintf("Linear answered HTTP %d", resp.StatusCode),
 			Retryable: true,
 		}
-		if d, ok := parseRetryAfter(resp.Header); ok {
-			e.RetryAfter = d
-		}
+		e.RetryAfter = httpsource.RetryAfter(resp.Header, 0, maxRetryAfter)
 		return e
 	default:
 		return &executors.Error{
@@ -397,58 +389,12 @@ func httpStatusError(resp *http.Response) *executors.Error {
 	}
 }
 
-// transportError classifies a failure to get an answer from Linear. Whether
-// a mutation took effect is unknown in every case, so all are retryable;
-// creates are safe to retry thanks to their stable ids.
-func transportError(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		if errors.Is(ctxErr, context.DeadlineExceeded) {
-			return &classifiedError{
-				classified: &executors.Error{
-					Code:      "timeout",
-					Message:   "Linear did not answer before the deadline",
-					Retryable: true,
-				},
-				cause: ctxErr,
-			}
-		}
-		return &classifiedError{
-			classified: &executors.Error{
-				Code:      "canceled",
-				Message:   "the call to Linear was canceled before it answered",
-				Retryable: true,
-			},
-			cause: ctxErr,
-		}
-	}
-
-	var netErr net.Error
-	if errors.As(err, &netErr) && netErr.Timeout() {
-		return &classifiedError{
-			classified: &executors.Error{
-				Code:      "timeout",
-				Message:   "calling Linear timed out: " + err.Error(),
-				Retryable: true,
-			},
-			cause: err,
-		}
-	}
-	return &classifiedError{
-		classified: &executors.Error{
-			Code:      "network_error",
-			Message:   "calling Linear failed: " + err.Error(),
-			Retryable: true,
-		},
-		cause: err,
-	}
-}
-
 // rateLimitRetryAfter says how long to wait after Linear rate-limited a
 // call: Retry-After when present, else until the request window resets
 // (X-RateLimit-Requests-Reset, then X-RateLimit-Complexity-Reset), else
 // defaultRetryAfter.
 func rateLimitRetryAfter(header http.Header) time.Duration {
-	if d, ok := parseRetryAfter(header); ok {
+	if d := httpsource.RetryAfter(header, 0, maxRetryAfter); d > 0 {
 		return d
 	}
 	for _, name := range []string{"X-RateLimit-Requests-Reset", "X-RateLimit-Complexity-Reset"} {
@@ -457,19 +403,6 @@ func rateLimitRetryAfter(header http.Header) time.Duration {
 		}
 	}
 	return defaultRetryAfter
-}
-
-// parseRetryAfter reads Retry-After as a delay in seconds, capped at
-// maxRetryAfter. Zero, negative and HTTP-date values are not usable.
-func parseRetryAfter(header http.Header) (time.Duration, bool) {
-	secs, err := strconv.ParseInt(strings.TrimSpace(header.Get("Retry-After")), 10, 64)
-	if err != nil || secs <= 0 {
-		return 0, false
-	}
-	if secs > int64(maxRetryAfter/time.Second) {
-		return maxRetryAfter, true
-	}
-	return time.Duration(secs) * time.Second, true
 }
 
 // parseReset reads one of Linear's reset headers, a UTC epoch time in
@@ -504,24 +437,4 @@ func errorCode(err error) string {
 		return e.Code
 	}
 	return ""
-}
-
-// redactError removes token from the text of a classified error. Messages
-// are built without the token, but some embed text from elsewhere (network
-// errors, Linear's messages), and a token in an invocation's stored error
-// would outlive any rotation.
-func redactError(err error, token string) error {
-	if err == nil || token == "" {
-		return err
-	}
-	var e *executors.Error
-	if errors.As(err, &e) {
-		e.Code = strings.ReplaceAll(e.Code, token, "[REDACTED]")
-		e.Message = strings.ReplaceAll(e.Message, token, "[REDACTED]")
-		return err
-	}
-	if strings.Contains(err.Error(), token) {
-		return errors.New(strings.ReplaceAll(err.Error(), token, "[REDACTED]"))
-	}
-	return err
 }

@@ -96,27 +96,23 @@ func (s *Source) do(ctx context.Context, ec executors.ExecContext, r *request) (
 
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, transportError(ctx, err)
+		return nil, httpsource.TransportError(ctx, "Sentry", err)
 	}
-	defer func() {
-		// Draining lets the transport reuse the connection.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
-		_ = resp.Body.Close()
-	}()
+	defer httpsource.CloseBody(resp.Body, maxResponseBytes)
 
-	raw, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	raw, readErr := httpsource.ReadBody(resp.Body, maxResponseBytes)
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, statusError(resp, raw, r.subject, ec.Token)
 	}
-	if readErr != nil {
-		return nil, transportError(ctx, readErr)
-	}
-	if len(raw) > maxResponseBytes {
+	if errors.Is(readErr, httpsource.ErrTooLarge) {
 		return nil, &executors.Error{
 			Code:    "response_too_large",
 			Message: fmt.Sprintf("Sentry's answer about %s is larger than %d bytes", r.subject, maxResponseBytes),
 		}
+	}
+	if readErr != nil {
+		return nil, httpsource.TransportError(ctx, "Sentry", readErr)
 	}
 	if r.allowEmpty && len(bytes.TrimSpace(raw)) == 0 {
 		raw = []byte("{}")
@@ -155,7 +151,7 @@ func (s *Source) endpoint(r *request) string {
 func statusError(resp *http.Response, raw []byte, subject, token string) *executors.Error {
 	detail := errorDetail(raw)
 	if token != "" {
-		detail = strings.ReplaceAll(detail, token, "[REDACTED]")
+		detail = strings.ReplaceAll(detail, token, httpsource.Redacted)
 	}
 	detail = sanitize(detail)
 	withDetail := func(msg string) string {
@@ -186,7 +182,7 @@ func statusError(resp *http.Response, raw []byte, subject, token string) *execut
 			Code:       "ratelimited",
 			Message:    withDetail("Sentry rate-limited the call (HTTP 429)"),
 			Retryable:  true,
-			RetryAfter: retryAfter(resp.Header),
+			RetryAfter: httpsource.RetryAfter(resp.Header, defaultRetryAfter, maxRetryAfter),
 		}
 	case status >= 500:
 		e := &executors.Error{
@@ -194,9 +190,7 @@ func statusError(resp *http.Response, raw []byte, subject, token string) *execut
 			Message:   withDetail(fmt.Sprintf("Sentry failed while handling the call about %s (HTTP %d)", subject, status)),
 			Retryable: true,
 		}
-		if d, ok := parseRetryAfter(resp.Header); ok {
-			e.RetryAfter = d
-		}
+		e.RetryAfter = httpsource.RetryAfter(resp.Header, 0, maxRetryAfter)
 		return e
 	default:
 		return &executors.Error{
@@ -251,103 +245,6 @@ func sanitize(s string) string {
 		s = string([]rune(s)[:maxDetailRunes]) + "…"
 	}
 	return s
-}
-
-// transportError classifies a failure to get an answer from Sentry. Whether
-// a write reached Sentry is unknown in every case; Sentry's writes here set
-// absolute values, so all are retryable.
-func transportError(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		if errors.Is(ctxErr, context.DeadlineExceeded) {
-			return &classifiedError{
-				classified: &executors.Error{
-					Code:      "timeout",
-					Message:   "Sentry did not answer before the deadline",
-					Retryable: true,
-				},
-				cause: ctxErr,
-			}
-		}
-		return &classifiedError{
-			classified: &executors.Error{
-				Code:      "canceled",
-				Message:   "the call to Sentry was canceled before it answered",
-				Retryable: true,
-			},
-			cause: ctxErr,
-		}
-	}
-
-	var netErr net.Error
-	if errors.As(err, &netErr) && netErr.Timeout() {
-		return &classifiedError{
-			classified: &executors.Error{
-				Code:      "timeout",
-				Message:   "calling Sentry timed out: " + err.Error(),
-				Retryable: true,
-			},
-			cause: err,
-		}
-	}
-	return &classifiedError{
-		classified: &executors.Error{
-			Code:      "network_error",
-			Message:   "calling Sentry failed: " + err.Error(),
-			Retryable: true,
-		},
-		cause: err,
-	}
-}
-
-// retryAfter reads a Retry-After header, falling back to defaultRetryAfter
-// when it is absent or unusable.
-func retryAfter(header http.Header) time.Duration {
-	if d, ok := parseRetryAfter(header); ok {
-		return d
-	}
-	return defaultRetryAfter
-}
-
-// parseRetryAfter reads Retry-After as the delay in seconds Sentry sends,
-// capped at maxRetryAfter. Zero, negative and HTTP-date values are not
-// usable.
-func parseRetryAfter(header http.Header) (time.Duration, bool) {
-	secs, err := strconv.ParseInt(strings.TrimSpace(header.Get("Retry-After")), 10, 64)
-	if err != nil || secs <= 0 {
-		return 0, false
-	}
-	if secs > int64(maxRetryAfter/time.Second) {
-		return maxRetryAfter, true
-	}
-	return time.Duration(secs) * time.Second, true
-}
-
-// redactError removes token from the text of a classified error. Messages
-// are built without the token, but some embed text from elsewhere (network
-// errors with the URL, Sentry's detail, ids from params), and a token in an
-// invocation's stored error would outlive any rotation. The escaped forms
-// cover a token that reached the URL through params.
-func redactError(err error, token string) error {
-	if err == nil || token == "" {
-		return err
-	}
-	forms := []string{token, url.PathEscape(token), url.QueryEscape(token)}
-	redact := func(s string) string {
-		for _, f := range forms {
-			s = strings.ReplaceAll(s, f, "[REDACTED]")
-		}
-		return s
-	}
-	var e *executors.Error
-	if errors.As(err, &e) {
-		e.Code = redact(e.Code)
-		e.Message = redact(e.Message)
-		return err
-	}
-	if msg := err.Error(); redact(msg) != msg {
-		return errors.New(redact(msg))
-	}
-	return err
 }
 
 // isJSONArray reports whether raw, already known to be valid JSON, is an

@@ -8,14 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/httpsource"
 )
 
 //go:embed send_message.schema.json
@@ -118,7 +116,7 @@ type postMessageAnswer struct {
 
 func (s *Source) sendMessage(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
 	res, err := s.postMessage(ctx, params, ec)
-	return res, redactError(err, ec.Token)
+	return res, httpsource.Scrub(err, ec.Token)
 }
 
 func (s *Source) postMessage(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
@@ -152,15 +150,11 @@ func (s *Source) postMessage(ctx context.Context, params json.RawMessage, ec exe
 
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return executors.Result{}, transportError(ctx, err)
+		return executors.Result{}, httpsource.TransportError(ctx, "Slack", err)
 	}
-	defer func() {
-		// Draining lets the transport reuse the connection.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
-		_ = resp.Body.Close()
-	}()
+	defer httpsource.CloseBody(resp.Body, maxResponseBytes)
 
-	raw, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	raw, readErr := httpsource.ReadBody(resp.Body, maxResponseBytes)
 
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
@@ -168,7 +162,7 @@ func (s *Source) postMessage(ctx context.Context, params json.RawMessage, ec exe
 			Code:       "ratelimited",
 			Message:    "Slack rate-limited the call (HTTP 429)",
 			Retryable:  true,
-			RetryAfter: retryAfter(resp.Header),
+			RetryAfter: httpsource.RetryAfter(resp.Header, defaultRetryAfter, maxRetryAfter),
 		}
 	case resp.StatusCode >= 500:
 		return executors.Result{}, httpStatusError(resp, raw, true)
@@ -176,15 +170,15 @@ func (s *Source) postMessage(ctx context.Context, params json.RawMessage, ec exe
 		return executors.Result{}, httpStatusError(resp, raw, false)
 	}
 
-	if readErr != nil {
-		return executors.Result{}, transportError(ctx, readErr)
-	}
-	if len(raw) > maxResponseBytes {
+	if errors.Is(readErr, httpsource.ErrTooLarge) {
 		return executors.Result{}, &executors.Error{
 			Code:      "invalid_response",
 			Message:   fmt.Sprintf("Slack's answer is larger than %d bytes", maxResponseBytes),
 			Retryable: true,
 		}
+	}
+	if readErr != nil {
+		return executors.Result{}, httpsource.TransportError(ctx, "Slack", readErr)
 	}
 
 	var answer postMessageAnswer
@@ -243,7 +237,7 @@ func slackError(answer postMessageAnswer, header http.Header) *executors.Error {
 
 	e := &executors.Error{Code: code, Message: msg, Retryable: retryableSlackErrors[code]}
 	if code == "ratelimited" {
-		e.RetryAfter = retryAfter(header)
+		e.RetryAfter = httpsource.RetryAfter(header, defaultRetryAfter, maxRetryAfter)
 	}
 	return e
 }
@@ -262,97 +256,7 @@ func httpStatusError(resp *http.Response, raw []byte, retryable bool) *executors
 		Retryable: retryable,
 	}
 	if retryable {
-		if d, ok := parseRetryAfter(resp.Header); ok {
-			e.RetryAfter = d
-		}
+		e.RetryAfter = httpsource.RetryAfter(resp.Header, 0, maxRetryAfter)
 	}
 	return e
-}
-
-// transportError classifies a failure to get an answer from Slack. Whether
-// the message was posted is unknown in every case, so all are retryable.
-func transportError(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		if errors.Is(ctxErr, context.DeadlineExceeded) {
-			return &classifiedError{
-				classified: &executors.Error{
-					Code:      "timeout",
-					Message:   "Slack did not answer before the deadline",
-					Retryable: true,
-				},
-				cause: ctxErr,
-			}
-		}
-		return &classifiedError{
-			classified: &executors.Error{
-				Code:      "canceled",
-				Message:   "the call to Slack was canceled before it answered",
-				Retryable: true,
-			},
-			cause: ctxErr,
-		}
-	}
-
-	var netErr net.Error
-	if errors.As(err, &netErr) && netErr.Timeout() {
-		return &classifiedError{
-			classified: &executors.Error{
-				Code:      "timeout",
-				Message:   "calling Slack timed out: " + err.Error(),
-				Retryable: true,
-			},
-			cause: err,
-		}
-	}
-	return &classifiedError{
-		classified: &executors.Error{
-			Code:      "network_error",
-			Message:   "calling Slack failed: " + err.Error(),
-			Retryable: true,
-		},
-		cause: err,
-	}
-}
-
-// retryAfter reads a Retry-After header, falling back to defaultRetryAfter
-// when it is absent or unusable.
-func retryAfter(header http.Header) time.Duration {
-	if d, ok := parseRetryAfter(header); ok {
-		return d
-	}
-	return defaultRetryAfter
-}
-
-// parseRetryAfter reads Retry-After as the delay in seconds Slack sends,
-// capped at maxRetryAfter. Zero, negative and HTTP-date values are not
-// usable.
-func parseRetryAfter(header http.Header) (time.Duration, bool) {
-	secs, err := strconv.ParseInt(strings.TrimSpace(header.Get("Retry-After")), 10, 64)
-	if err != nil || secs <= 0 {
-		return 0, false
-	}
-	if secs > int64(maxRetryAfter/time.Second) {
-		return maxRetryAfter, true
-	}
-	return time.Duration(secs) * time.Second, true
-}
-
-// redactError removes token from the text of a classified error. Messages
-// are built without the token, but some embed text from elsewhere (network
-// errors, Slack's fields), and a token in an invocation's stored error would
-// outlive any rotation.
-func redactError(err error, token string) error {
-	if err == nil || token == "" {
-		return err
-	}
-	var e *executors.Error
-	if errors.As(err, &e) {
-		e.Code = strings.ReplaceAll(e.Code, token, "[REDACTED]")
-		e.Message = strings.ReplaceAll(e.Message, token, "[REDACTED]")
-		return err
-	}
-	if strings.Contains(err.Error(), token) {
-		return errors.New(strings.ReplaceAll(err.Error(), token, "[REDACTED]"))
-	}
-	return err
 }

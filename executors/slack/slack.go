@@ -8,14 +8,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
-	"time"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/httpsource"
 )
 
 const (
@@ -49,44 +46,13 @@ func (c *Config) WithDefaults() *Config {
 	}
 	return &Config{
 		BaseURL:    strings.TrimRight(cmp.Or(c.BaseURL, DefaultBaseURL), "/"),
-		HTTPClient: cmp.Or(c.HTTPClient, defaultHTTPClient()),
+		HTTPClient: cmp.Or(c.HTTPClient, httpsource.NewClient()),
 	}
 }
 
 func (c *Config) validate() error {
-	u, err := url.Parse(c.BaseURL)
-	if err != nil {
-		return fmt.Errorf("slack: invalid BaseURL: %w", err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("slack: BaseURL %q must use http or https", c.BaseURL)
-	}
-	if u.Host == "" {
-		return fmt.Errorf("slack: BaseURL %q has no host", c.BaseURL)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("slack: BaseURL %q must not have a query or fragment", c.BaseURL)
-	}
-	return nil
-}
-
-// defaultHTTPClient mirrors http.DefaultTransport's settings on a transport
-// of its own, so idle connections to Slack are not shared with, or closed
-// by, unrelated code using the default client.
-func defaultHTTPClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Client{
-		Transport: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           dialer.DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          100,
-			MaxIdleConnsPerHost:   16,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: time.Second,
-		},
-	}
+	_, err := httpsource.CheckBaseURL(SourceID, c.BaseURL)
+	return err
 }
 
 // Source is the Slack action source. It holds configuration only, so one
@@ -124,26 +90,6 @@ func (s *Source) Execute(ctx context.Context, actionID string, params json.RawMe
 	case ActionSendMessage:
 		return s.sendMessage(ctx, params, ec)
 	default:
-		return executors.Result{}, &classifiedError{
-			classified: &executors.Error{
-				Code:    "unknown_action",
-				Message: fmt.Sprintf("the slack source has no action %q", actionID),
-			},
-			cause: executors.ErrUnknownAction,
-		}
+		return executors.Result{}, httpsource.UnknownAction(SourceID, actionID)
 	}
 }
-
-// classifiedError pairs the classification the worker reads with the error
-// that caused it. executors.Error has no Unwrap and lives in a package this
-// one does not own, so the pairing happens here: errors.As finds the
-// *executors.Error and errors.Is finds the cause. Its text is the
-// classification's, which is already free of secrets.
-type classifiedError struct {
-	classified *executors.Error
-	cause      error
-}
-
-func (e *classifiedError) Error() string { return e.classified.Error() }
-
-func (e *classifiedError) Unwrap() []error { return []error{e.classified, e.cause} }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/goleak"
 
 	"github.com/outboxd/outboxd/internal/pglaunch"
 	"github.com/outboxd/outboxd/migrations"
@@ -41,9 +42,11 @@ var (
 	tmpDir   string
 )
 
-// Main runs the package's tests and then stops the private server, if one
-// was started. Call it from TestMain.
+// Main runs the package's tests, stops the private server, if one was
+// started, and fails the run when the tests leaked goroutines. Call it from
+// TestMain: os.Exit(pgtest.Main(m)).
 func Main(m *testing.M) int {
+	before := goleak.IgnoreCurrent()
 	code := m.Run()
 	if server != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -56,6 +59,12 @@ func Main(m *testing.M) int {
 	}
 	if tmpDir != "" {
 		os.RemoveAll(tmpDir)
+	}
+	if code == 0 {
+		if err := goleak.Find(before); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
 	}
 	return code
 }

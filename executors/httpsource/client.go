@@ -1,0 +1,51 @@
+package httpsource
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// CheckBaseURL checks raw, the BaseURL of the source named source, and
+// returns it parsed so the caller can add checks of its own. It must be an
+// http or https URL with a host and without a query or fragment, because
+// request paths are appended to it. Errors start with "source: ".
+func CheckBaseURL(source, raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: invalid BaseURL: %w", source, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("%s: BaseURL %q must use http or https", source, raw)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%s: BaseURL %q has no host", source, raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%s: BaseURL %q must not have a query or fragment", source, raw)
+	}
+	return u, nil
+}
+
+// NewClient returns a client whose transport mirrors
+// http.DefaultTransport's settings but is its own, so idle connections to a
+// provider are not shared with, or closed by, unrelated code using the
+// default client. It has no overall timeout: deadlines come from the
+// context of each request.
+func NewClient() *http.Client {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           dialer.DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          100,
+			MaxIdleConnsPerHost:   16,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+	}
+}
