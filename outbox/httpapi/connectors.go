@@ -14,9 +14,11 @@ func requireUser(c *auth.Claims) error {
 	return nil
 }
 
-func requireAdmin(c *auth.Claims) error {
+// requireAdmin refuses anyone but a user with role admin or owner; what
+// names the operation in the error.
+func requireAdmin(c *auth.Claims, what string) error {
 	if !c.CanAdminister() {
-		return forbidden("changing connectors takes a user token with role admin or owner")
+		return forbidden(what + " takes a user token with role admin or owner")
 	}
 	return nil
 }
@@ -34,7 +36,7 @@ func (s *Server) listConnectors(w http.ResponseWriter, r *http.Request, c *auth.
 }
 
 func (s *Server) createConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireAdmin(c); err != nil {
+	if err := requireAdmin(c, "changing connectors"); err != nil {
 		return err
 	}
 	var in outbox.ConnectorInput
@@ -62,7 +64,7 @@ func (s *Server) getConnector(w http.ResponseWriter, r *http.Request, c *auth.Cl
 }
 
 func (s *Server) updateConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireAdmin(c); err != nil {
+	if err := requireAdmin(c, "changing connectors"); err != nil {
 		return err
 	}
 	var in outbox.ConnectorInput
@@ -78,7 +80,7 @@ func (s *Server) updateConnector(w http.ResponseWriter, r *http.Request, c *auth
 }
 
 func (s *Server) deleteConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireAdmin(c); err != nil {
+	if err := requireAdmin(c, "changing connectors"); err != nil {
 		return err
 	}
 	if err := s.svc.DeleteConnector(r.Context(), c.Org, r.PathValue("id")); err != nil {
@@ -89,7 +91,7 @@ func (s *Server) deleteConnector(w http.ResponseWriter, r *http.Request, c *auth
 }
 
 func (s *Server) validateConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireAdmin(c); err != nil {
+	if err := requireAdmin(c, "changing connectors"); err != nil {
 		return err
 	}
 	diag, err := s.svc.ValidateConnector(r.Context(), c.Org, r.PathValue("id"))
@@ -113,7 +115,7 @@ func (s *Server) connectorTools(w http.ResponseWriter, r *http.Request, c *auth.
 }
 
 func (s *Server) reviewConnectorTools(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireAdmin(c); err != nil {
+	if err := requireAdmin(c, "changing connectors"); err != nil {
 		return err
 	}
 	var modes map[string]string

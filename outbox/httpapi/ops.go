@@ -7,13 +7,6 @@ import (
 	"github.com/outboxd/outboxd/outbox"
 )
 
-func requireAdminFor(c *auth.Claims, what string) error {
-	if !c.CanAdminister() {
-		return forbidden(what + " takes a user token with role admin or owner")
-	}
-	return nil
-}
-
 func (s *Server) getQuietHours(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	if err := requireUser(c); err != nil {
 		return err
@@ -27,7 +20,7 @@ func (s *Server) getQuietHours(w http.ResponseWriter, r *http.Request, c *auth.C
 }
 
 func (s *Server) putQuietHours(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireAdminFor(c, "changing quiet hours"); err != nil {
+	if err := requireAdmin(c, "changing quiet hours"); err != nil {
 		return err
 	}
 	var body struct {
@@ -57,7 +50,7 @@ func (s *Server) getDoNotContact(w http.ResponseWriter, r *http.Request, c *auth
 }
 
 func (s *Server) putDoNotContact(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireAdminFor(c, "changing the do-not-contact list"); err != nil {
+	if err := requireAdmin(c, "changing the do-not-contact list"); err != nil {
 		return err
 	}
 	var body struct {
@@ -75,7 +68,7 @@ func (s *Server) putDoNotContact(w http.ResponseWriter, r *http.Request, c *auth
 }
 
 func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireAdminFor(c, "dead letters"); err != nil {
+	if err := requireAdmin(c, "dead letters"); err != nil {
 		return err
 	}
 	page, err := pageParams(r)
@@ -96,7 +89,7 @@ type idsBody struct {
 
 func (s *Server) deadLetterOp(retry bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-		if err := requireAdminFor(c, "dead letters"); err != nil {
+		if err := requireAdmin(c, "dead letters"); err != nil {
 			return err
 		}
 		var body idsBody
@@ -126,7 +119,7 @@ func (s *Server) deadLetterOp(retry bool) handlerFunc {
 }
 
 func (s *Server) listQueues(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireAdminFor(c, "queues"); err != nil {
+	if err := requireAdmin(c, "queues"); err != nil {
 		return err
 	}
 	queues, err := s.svc.Queues(r.Context())
