@@ -96,12 +96,6 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) e
 	log := w.logger.With("invocation_id", inv.ID, "organization_id", inv.OrganizationID,
 		"source_id", inv.Integration, "action_id", inv.Action, "attempt", job.Attempt)
 
-	if inv.MustRunBefore != nil && time.Now().After(*inv.MustRunBefore) {
-		return w.finish(bg, job, inv, StatusSkipped, func(tx pgx.Tx) (dbsqlc.ActionInvocation, error) {
-			return w.queries.InvocationSkip(bg, tx, dbsqlc.InvocationSkipParams{ID: inv.ID, Error: ptr("must_run_before passed before the action could run")})
-		})
-	}
-
 	source, err := w.deps.Sources.Source(ctx, inv.OrganizationID, inv.Integration)
 	if err != nil {
 		if errors.Is(err, catalog.ErrNotFound) {
@@ -110,21 +104,16 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) e
 		return fmt.Errorf("resolving source: %w", err)
 	}
 
-	reason, err := w.doNotContact(ctx, inv, source)
-	if err != nil {
+	skip, wait, err := w.gates(ctx, inv, source)
+	switch {
+	case err != nil:
 		return err
-	}
-	if reason != "" {
-		log.Info("invocation skipped", "status", StatusSkipped, "reason", reason)
+	case skip != "":
+		log.Info("invocation skipped", "status", StatusSkipped, "reason", skip)
 		return w.finish(bg, job, inv, StatusSkipped, func(tx pgx.Tx) (dbsqlc.ActionInvocation, error) {
-			return w.queries.InvocationSkip(bg, tx, dbsqlc.InvocationSkipParams{ID: inv.ID, Error: &reason})
+			return w.queries.InvocationSkip(bg, tx, dbsqlc.InvocationSkipParams{ID: inv.ID, Error: &skip})
 		})
-	}
-	wait, err := w.quietHours(ctx, inv, deref(inv.RateBucket))
-	if err != nil {
-		return err
-	}
-	if wait > 0 {
+	case wait > 0:
 		log.Info("quiet hours; snoozing until the window ends", "wait", wait)
 		return river.JobSnooze(wait)
 	}

@@ -11,6 +11,20 @@ import (
 	"github.com/outboxd/outboxd/policy"
 )
 
+// gates are checked before every call: a passed must_run_before or a
+// do-not-contact match skips the invocation (skip says why); quiet hours
+// make it wait.
+func (w *ExecuteWorker) gates(ctx context.Context, inv dbsqlc.ActionInvocation, source executors.Source) (skip string, wait time.Duration, err error) {
+	if inv.MustRunBefore != nil && time.Now().After(*inv.MustRunBefore) {
+		return "must_run_before passed before the action could run", 0, nil
+	}
+	if skip, err = w.doNotContact(ctx, inv, source); skip != "" || err != nil {
+		return skip, 0, err
+	}
+	wait, err = w.quietHours(ctx, inv, deref(inv.RateBucket))
+	return "", wait, err
+}
+
 // doNotContact returns why an invocation must be skipped when one of its
 // action's recipient fields matches the organization's do-not-contact
 // list, and "" otherwise.
