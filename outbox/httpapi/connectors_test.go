@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -344,4 +345,26 @@ func (b *syncBuffer) String() string {
 
 func authClaims(org string) auth.Claims {
 	return auth.Claims{Org: org, Kind: auth.KindUser, Role: auth.RoleOwner}
+}
+
+func TestConnector_ToolErrorFailsWithoutRetry(t *testing.T) {
+	t.Parallel()
+	srv := newMCPServer(t)
+	var calls atomic.Int32
+	srv.sdk.AddTool(&mcpsdk.Tool{Name: "explode", Description: "Always fails.", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+			calls.Add(1)
+			return &mcpsdk.CallToolResult{IsError: true, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "the index is corrupt"}}}, nil
+		})
+	b := apptest.Start(t, nil)
+	_, source := createConnector(t, b, srv, nil)
+
+	r := invokeTool(b, source, "explode", map[string]any{})
+	require.Equal(t, http.StatusBadGateway, r.Status, string(r.Raw))
+	inv := r.Body["invocation"].(map[string]any)
+	require.Equal(t, "failed", inv["status"])
+	require.Contains(t, inv["error"], "the index is corrupt")
+	time.Sleep(300 * time.Millisecond)
+	require.Equal(t, int32(1), calls.Load(), "a tool error is not retried")
 }
