@@ -8,10 +8,18 @@ import (
 	"time"
 )
 
-// CheckBaseURL checks raw, the BaseURL of the source named source, and
-// returns it parsed so the caller can add checks of its own. It must be an
-// http or https URL with a host and without a query or fragment, because
-// request paths are appended to it. Errors start with "source: ".
+// IdempotencyKeyHeader is the request header that carries
+// executors.ExecContext.IdempotencyKey to a provider. It is not
+// "Idempotency-Key": net/http takes a request with that header as safe to
+// resend and would then repeat a POST on its own after some connection
+// failures, behind the worker's back.
+const IdempotencyKeyHeader = "X-Outboxd-Idempotency-Key"
+
+// CheckBaseURL checks raw, the configured BaseURL of the source with id
+// source, and returns it parsed so the caller can add checks of its own. It
+// must be an http or https URL with a host and without a query or fragment,
+// since request paths are appended to it. Error texts are prefixed with the
+// source id, as in "slack: BaseURL ... has no host".
 func CheckBaseURL(source, raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -33,17 +33,18 @@ func CloseBody(body io.ReadCloser, limit int64) {
 	_ = body.Close()
 }
 
-// RetryAfter reads h's Retry-After as a delay in seconds, capped at max so
-// a bogus value cannot park an invocation for days. It returns def when the
-// header is absent or unusable: zero, negative and HTTP-date values are not
-// usable. A def of zero leaves the delay to the caller's retry policy.
-func RetryAfter(h http.Header, def, max time.Duration) time.Duration {
+// RetryAfter reads h's Retry-After as a delay in seconds, capped at ceiling
+// so a bogus value cannot park an invocation for days. It returns fallback
+// when the header is absent or unusable: zero, negative and HTTP-date values
+// are not usable. A fallback of zero lets the caller tell "no usable
+// header" apart, since a usable one is at least a second.
+func RetryAfter(h http.Header, fallback, ceiling time.Duration) time.Duration {
 	secs, err := strconv.ParseInt(strings.TrimSpace(h.Get("Retry-After")), 10, 64)
 	if err != nil || secs <= 0 {
-		return def
+		return fallback
 	}
-	if secs > int64(max/time.Second) {
-		return max
+	if secs > int64(ceiling/time.Second) {
+		return ceiling
 	}
 	return time.Duration(secs) * time.Second
 }

@@ -113,7 +113,7 @@ type graphQLExtensions struct {
 }
 
 // do sends op and decodes the answer's data into out. A non-nil error is an
-// *executors.Error, bare or inside a classifiedError.
+// *executors.Error, bare or inside an httpsource.Error.
 func (s *Source) do(ctx context.Context, ec executors.ExecContext, op operation, out any) error {
 	if ec.Token == "" {
 		return &executors.Error{
@@ -138,10 +138,9 @@ func (s *Source) do(ctx context.Context, ec executors.ExecContext, op operation,
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	if ec.IdempotencyKey != "" {
-		// Not "Idempotency-Key": net/http would then resend a POST on its own
-		// after some connection failures. Linear ignores the header; the
-		// client-chosen ids of create inputs are what make creates safe.
-		req.Header.Set("X-Outboxd-Idempotency-Key", ec.IdempotencyKey)
+		// Linear ignores the header; the client-chosen ids of create inputs
+		// are what make creates safe.
+		req.Header.Set(httpsource.IdempotencyKeyHeader, ec.IdempotencyKey)
 	}
 
 	resp, err := s.client.Do(req)

@@ -8,17 +8,16 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/httpsource"
 )
 
 const (
@@ -87,10 +86,8 @@ func (s *Source) do(ctx context.Context, ec executors.ExecContext, r *request) (
 	if r.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 		if ec.IdempotencyKey != "" {
-			// Not "Idempotency-Key": net/http would then resend the request
-			// on its own after some connection failures, and Sentry ignores
-			// the key anyway.
-			req.Header.Set("X-Outboxd-Idempotency-Key", ec.IdempotencyKey)
+			// Sentry ignores the key.
+			req.Header.Set(httpsource.IdempotencyKeyHeader, ec.IdempotencyKey)
 		}
 	}
 

@@ -143,9 +143,8 @@ func (s *Source) postMessage(ctx context.Context, params json.RawMessage, ec exe
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	req.Header.Set("Accept", "application/json")
 	if ec.IdempotencyKey != "" {
-		// Not "Idempotency-Key": net/http would then resend a POST on its own
-		// after some connection failures, and Slack ignores the key.
-		req.Header.Set("X-Outboxd-Idempotency-Key", ec.IdempotencyKey)
+		// Slack ignores the key.
+		req.Header.Set(httpsource.IdempotencyKeyHeader, ec.IdempotencyKey)
 	}
 
 	resp, err := s.client.Do(req)
