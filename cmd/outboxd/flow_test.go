@@ -73,7 +73,7 @@ func TestFlow_MultiProcessRateBucket(t *testing.T) {
 	const (
 		rate      = 10
 		burst     = 5
-		maxInFlow = 4
+		maxInFlow = 5
 		jobs      = rate*10 + 30
 	)
 	prov := newProvider(t, 50*time.Millisecond)
