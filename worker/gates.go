@@ -13,25 +13,28 @@ import (
 
 // gates are checked before every call: a passed must_run_before or a
 // do-not-contact match skips the invocation (skip says why); quiet hours
-// make it wait.
+// make it wait. The organization's settings cost one round trip.
 func (w *ExecuteWorker) gates(ctx context.Context, inv dbsqlc.ActionInvocation, source executors.Source) (skip string, wait time.Duration, err error) {
 	if inv.MustRunBefore != nil && time.Now().After(*inv.MustRunBefore) {
 		return "must_run_before passed before the action could run", 0, nil
 	}
-	if skip, err = w.doNotContact(ctx, inv, source); skip != "" || err != nil {
+	settings, err := w.queries.GateSettings(ctx, w.deps.Pool, dbsqlc.GateSettingsParams{OrganizationID: inv.OrganizationID, Bucket: deref(inv.RateBucket)})
+	if err != nil {
+		return "", 0, fmt.Errorf("loading gate settings: %w", err)
+	}
+	if skip, err = doNotContact(ctx, inv, source, settings.Patterns); skip != "" || err != nil {
 		return skip, 0, err
 	}
-	wait, err = w.quietHours(ctx, inv, deref(inv.RateBucket))
+	wait, err = quietHours(settings.Windows, time.Now())
 	return "", wait, err
 }
 
 // doNotContact returns why an invocation must be skipped when one of its
-// action's recipient fields matches the organization's do-not-contact
-// list, and "" otherwise.
-func (w *ExecuteWorker) doNotContact(ctx context.Context, inv dbsqlc.ActionInvocation, source executors.Source) (string, error) {
-	patterns, err := w.queries.DoNotContactList(ctx, w.deps.Pool, inv.OrganizationID)
-	if err != nil || len(patterns) == 0 {
-		return "", err
+// action's recipient fields matches a do-not-contact pattern, and ""
+// otherwise.
+func doNotContact(ctx context.Context, inv dbsqlc.ActionInvocation, source executors.Source, patterns []string) (string, error) {
+	if len(patterns) == 0 {
+		return "", nil
 	}
 	defs, err := source.ListActions(ctx, executors.ExecContext{OrganizationID: inv.OrganizationID})
 	if err != nil {
@@ -58,17 +61,20 @@ func (w *ExecuteWorker) doNotContact(ctx context.Context, inv dbsqlc.ActionInvoc
 	return "", nil
 }
 
-// quietHours returns how long the invocation must wait for the quiet
-// windows of its organization and bucket to end (0 outside them).
-func (w *ExecuteWorker) quietHours(ctx context.Context, inv dbsqlc.ActionInvocation, bucket string) (time.Duration, error) {
-	windows, err := w.queries.QuietHoursForJob(ctx, w.deps.Pool, dbsqlc.QuietHoursForJobParams{OrganizationID: inv.OrganizationID, Bucket: bucket})
-	if err != nil {
-		return 0, fmt.Errorf("loading quiet hours: %w", err)
+// quietHours returns how long until every quiet window containing now has
+// ended (0 outside them).
+func quietHours(raw []byte, now time.Time) (time.Duration, error) {
+	var windows []struct {
+		TimeZone string `json:"time_zone"`
+		Start    int    `json:"start"`
+		End      int    `json:"end"`
+	}
+	if err := json.Unmarshal(raw, &windows); err != nil {
+		return 0, fmt.Errorf("reading quiet hours: %w", err)
 	}
 	var wait time.Duration
-	now := time.Now()
 	for _, qw := range windows {
-		d, err := policy.QuietWindow{TimeZone: qw.TimeZone, Start: int(qw.StartMinute), End: int(qw.EndMinute)}.Wait(now)
+		d, err := policy.QuietWindow{TimeZone: qw.TimeZone, Start: qw.Start, End: qw.End}.Wait(now)
 		if err != nil {
 			return 0, err
 		}

@@ -58,6 +58,34 @@ func (q *Queries) DoNotContactList(ctx context.Context, db DBTX, organizationID 
 	return items, nil
 }
 
+const gateSettings = `-- name: GateSettings :one
+SELECT
+    coalesce((SELECT array_agg(d.pattern ORDER BY d.pattern) FROM do_not_contact d
+              WHERE d.organization_id = $1), '{}')::text[] AS patterns,
+    coalesce((SELECT jsonb_agg(jsonb_build_object('time_zone', q.time_zone, 'start', q.start_minute, 'end', q.end_minute))
+              FROM quiet_hours q
+              WHERE q.organization_id = $1 AND (q.bucket = '' OR q.bucket = $2::text)), '[]')::jsonb AS windows
+`
+
+type GateSettingsParams struct {
+	OrganizationID string
+	Bucket         string
+}
+
+type GateSettingsRow struct {
+	Patterns []string
+	Windows  []byte
+}
+
+// What the worker checks before a call, in one round trip: the org's
+// do-not-contact patterns and the quiet windows of the org and the bucket.
+func (q *Queries) GateSettings(ctx context.Context, db DBTX, arg GateSettingsParams) (GateSettingsRow, error) {
+	row := db.QueryRow(ctx, gateSettings, arg.OrganizationID, arg.Bucket)
+	var i GateSettingsRow
+	err := row.Scan(&i.Patterns, &i.Windows)
+	return i, err
+}
+
 const quietHoursDeleteAll = `-- name: QuietHoursDeleteAll :exec
 DELETE FROM quiet_hours WHERE organization_id = $1
 `
@@ -65,45 +93,6 @@ DELETE FROM quiet_hours WHERE organization_id = $1
 func (q *Queries) QuietHoursDeleteAll(ctx context.Context, db DBTX, organizationID string) error {
 	_, err := db.Exec(ctx, quietHoursDeleteAll, organizationID)
 	return err
-}
-
-const quietHoursForJob = `-- name: QuietHoursForJob :many
-SELECT organization_id, bucket, time_zone, start_minute, end_minute, updated_by, updated_at FROM quiet_hours
-WHERE organization_id = $1 AND (bucket = '' OR bucket = $2::text)
-`
-
-type QuietHoursForJobParams struct {
-	OrganizationID string
-	Bucket         string
-}
-
-// The windows that apply to a job: the org-wide one and its bucket's.
-func (q *Queries) QuietHoursForJob(ctx context.Context, db DBTX, arg QuietHoursForJobParams) ([]QuietHour, error) {
-	rows, err := db.Query(ctx, quietHoursForJob, arg.OrganizationID, arg.Bucket)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []QuietHour
-	for rows.Next() {
-		var i QuietHour
-		if err := rows.Scan(
-			&i.OrganizationID,
-			&i.Bucket,
-			&i.TimeZone,
-			&i.StartMinute,
-			&i.EndMinute,
-			&i.UpdatedBy,
-			&i.UpdatedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const quietHoursInsert = `-- name: QuietHoursInsert :exec
