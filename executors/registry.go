@@ -1,9 +1,6 @@
 package executors
 
-import (
-	"context"
-	"sort"
-)
+import "sort"
 
 // Registry is the set of sources a process knows, keyed by source id.
 type Registry struct {
@@ -37,22 +34,4 @@ func (r *Registry) IDs() []string {
 	}
 	sort.Strings(ids)
 	return ids
-}
-
-// Definition finds one action of one source.
-func (r *Registry) Definition(ctx context.Context, sourceID, actionID string) (Source, Definition, bool, error) {
-	s, ok := r.sources[sourceID]
-	if !ok {
-		return nil, Definition{}, false, nil
-	}
-	defs, err := s.ListActions(ctx, ExecContext{})
-	if err != nil {
-		return nil, Definition{}, false, err
-	}
-	for _, d := range defs {
-		if d.ID == actionID {
-			return s, d, true, nil
-		}
-	}
-	return s, Definition{}, false, nil
 }

@@ -120,6 +120,3 @@ func New(deps *Deps, config *Config) (*Service, error) {
 
 // Run listens for finished invocations until ctx is done.
 func (s *Service) Run(ctx context.Context) { s.waiter.run(ctx) }
-
-// Sources returns the catalog the service resolves actions in.
-func (s *Service) Sources() *catalog.Catalog { return s.deps.Sources }
