@@ -232,7 +232,7 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[ExecuteA
 		return river.JobSnooze(e.RetryAfter)
 	case job.Attempt >= job.MaxAttempts:
 		// River discards the job when this error comes back: the dead letter.
-		if err := w.fail(ctx, job, inv, duration, e, token); err != nil && !isCancel(err) {
+		if _, err := w.recordFailure(ctx, inv, duration, e, token); err != nil {
 			return err
 		}
 		log.Warn("invocation failed after last attempt", "status", StatusFailed, "error", msg)
@@ -249,6 +249,16 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[ExecuteA
 // fail records a non-retryable failure, notifies waiters and cancels the job
 // so River never runs it again.
 func (w *ExecuteWorker) fail(ctx context.Context, job *river.Job[ExecuteArgs], inv dbsqlc.ActionInvocation, duration *int32, e *executors.Error, token string) error {
+	msg, err := w.recordFailure(ctx, inv, duration, e, token)
+	if err != nil {
+		return err
+	}
+	return river.JobCancel(errors.New(msg))
+}
+
+// recordFailure marks the invocation failed (a dead letter) and notifies
+// waiters in one transaction, and returns the redacted error message.
+func (w *ExecuteWorker) recordFailure(ctx context.Context, inv dbsqlc.ActionInvocation, duration *int32, e *executors.Error, token string) (string, error) {
 	msg := policy.RedactString(e.Error(), token)
 	err := dbutil.WithTx(ctx, w.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := w.queries.InvocationFail(ctx, tx, dbsqlc.InvocationFailParams{ID: inv.ID, Error: &msg, DurationMs: duration})
@@ -258,10 +268,10 @@ func (w *ExecuteWorker) fail(ctx context.Context, job *river.Job[ExecuteArgs], i
 		return notify(ctx, tx, inv.ID)
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	w.deps.Metrics.InvocationStatus(inv.Mode, StatusFailed)
-	return river.JobCancel(errors.New(msg))
+	return msg, nil
 }
 
 // finish records a final state with update, completes the job and notifies
@@ -289,11 +299,6 @@ func (w *ExecuteWorker) finish(ctx context.Context, job *river.Job[ExecuteArgs],
 func notify(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
 	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, id.String())
 	return err
-}
-
-func isCancel(err error) bool {
-	var c *river.JobCancelError
-	return errors.As(err, &c)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -70,12 +70,6 @@ func (f *fakeLinear) hangNextCreate() {
 	f.hangCreates++
 }
 
-func (f *fakeLinear) setIntercept(h func(w http.ResponseWriter, call linearCall) bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.intercept = h
-}
-
 func (f *fakeLinear) recorded() []linearCall {
 	f.mu.Lock()
 	defer f.mu.Unlock()
