@@ -3,6 +3,7 @@
 
 GO ?= go
 SQLC = $(GO) tool -modfile=tools/go.mod sqlc
+STATICCHECK = $(GO) tool -modfile=tools/go.mod staticcheck
 
 .PHONY: dev build test vet generate check-generated fuzz bench clean
 
@@ -19,6 +20,7 @@ vet:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
 
 # Regenerate internal/dbsqlc from migrations/ and internal/dbsqlc/queries/.
 generate:
