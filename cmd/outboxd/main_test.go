@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/viper"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/apptest"
@@ -328,4 +331,32 @@ func TestDLQ_CommandsReplayThroughTheCLI(t *testing.T) {
 	code, out = run(t, env, "queue", "list")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "actions")
+}
+
+func TestConfigs_OperationsFilesParse(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../configs/grafana-dashboard.json")
+	require.NoError(t, err)
+	var dash struct {
+		Panels []struct {
+			Targets []struct{ Expr string } `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &dash))
+	require.NotEmpty(t, dash.Panels)
+
+	rules := viper.New()
+	rules.SetConfigFile("../../configs/prometheus-alerts.yaml")
+	require.NoError(t, rules.ReadInConfig())
+	require.NotEmpty(t, rules.Get("groups"))
+
+	// Every metric the dashboard and the alerts use is one outboxd exports.
+	alerts, err := os.ReadFile("../../configs/prometheus-alerts.yaml")
+	require.NoError(t, err)
+	text := string(raw) + string(alerts)
+	for _, name := range regexp.MustCompile(`outboxd_[a-z_]+`).FindAllString(text, -1) {
+		name = strings.TrimSuffix(name, "_bucket")
+		require.Contains(t, []string{"outboxd_invocations_total", "outboxd_queue_jobs", "outboxd_job_duration_seconds",
+			"outboxd_approval_latency_seconds", "outboxd_connector_drift_total"}, name)
+	}
 }
