@@ -43,6 +43,10 @@ type Config struct {
 	RetryMaxDelay time.Duration
 	// CallTimeout bounds one provider call. Default 30s.
 	CallTimeout time.Duration
+	// MaxProviderWaits is how many times a provider's Retry-After may snooze
+	// one invocation without spending an attempt; later ones retry as
+	// ordinary failures. Default 20.
+	MaxProviderWaits int
 	// RescueAfter is how long a job may stay running before River assumes
 	// its process died and makes it available again. Default 5m.
 	RescueAfter time.Duration
@@ -60,14 +64,15 @@ type Config struct {
 // WithDefaults returns a copy with unset fields defaulted.
 func (c *Config) WithDefaults() *Config {
 	return &Config{
-		MaxWorkers:     cmp.Or(c.MaxWorkers, 50),
-		MaxAttempts:    cmp.Or(c.MaxAttempts, 5),
-		RetryBaseDelay: cmp.Or(c.RetryBaseDelay, time.Second),
-		RetryMaxDelay:  cmp.Or(c.RetryMaxDelay, 5*time.Minute),
-		CallTimeout:    cmp.Or(c.CallTimeout, 30*time.Second),
-		RescueAfter:    cmp.Or(c.RescueAfter, 5*time.Minute),
-		SweepInterval:  cmp.Or(c.SweepInterval, time.Minute),
-		PollInterval:   cmp.Or(c.PollInterval, 100*time.Millisecond),
+		MaxWorkers:       cmp.Or(c.MaxWorkers, 50),
+		MaxAttempts:      cmp.Or(c.MaxAttempts, 5),
+		RetryBaseDelay:   cmp.Or(c.RetryBaseDelay, time.Second),
+		RetryMaxDelay:    cmp.Or(c.RetryMaxDelay, 5*time.Minute),
+		CallTimeout:      cmp.Or(c.CallTimeout, 30*time.Second),
+		RescueAfter:      cmp.Or(c.RescueAfter, 5*time.Minute),
+		MaxProviderWaits: cmp.Or(c.MaxProviderWaits, 20),
+		SweepInterval:    cmp.Or(c.SweepInterval, time.Minute),
+		PollInterval:     cmp.Or(c.PollInterval, 100*time.Millisecond),
 	}
 }
 

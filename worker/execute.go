@@ -220,12 +220,14 @@ func (w *ExecuteWorker) tokenFailure(ctx context.Context, job *river.Job[Execute
 // asked us to wait, a retry while attempts remain, otherwise failed.
 func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[ExecuteArgs], inv dbsqlc.ActionInvocation, duration *int32, e *executors.Error, token string, log *slog.Logger) error {
 	msg := policy.RedactString(e.Error(), token)
+	if e.RetryAfter > 0 {
+		w.drain(ctx, inv, e.RetryAfter)
+	}
 	switch {
 	case !e.Retryable:
 		return w.fail(ctx, job, inv, duration, e, token)
-	case e.RetryAfter > 0:
-		w.drain(ctx, inv, e.RetryAfter)
-		if err := w.queries.InvocationRecordRetry(ctx, w.deps.Pool, dbsqlc.InvocationRecordRetryParams{ID: inv.ID, Error: &msg, DurationMs: duration}); err != nil {
+	case e.RetryAfter > 0 && int(inv.ProviderWaits) < w.cfg.MaxProviderWaits:
+		if err := w.queries.InvocationRecordProviderWait(ctx, w.deps.Pool, dbsqlc.InvocationRecordProviderWaitParams{ID: inv.ID, Error: &msg, DurationMs: duration}); err != nil {
 			return fmt.Errorf("recording snooze: %w", err)
 		}
 		log.Info("provider asked to wait; snoozing and draining the bucket", "retry_after", e.RetryAfter, "error", msg)

@@ -238,3 +238,21 @@ func TestExecute_RateLimitDrainsTheBucket(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, r.Status)
 	require.Contains(t, string(r.Raw), "unknown rate bucket")
 }
+
+func TestExecute_ProviderWaitsAreBounded(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{
+		Worker: worker.Config{MaxAttempts: 1, MaxProviderWaits: 2},
+		SlackFunc: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		},
+	})
+	allowSlack(b)
+	id := enqueue(t, b, "always-limited")
+
+	// Two snoozes, then the third 429 spends the only attempt.
+	inv := b.WaitStatus(id, worker.StatusFailed, 20*time.Second)
+	require.Equal(t, float64(2), inv["provider_waits"])
+	require.Len(t, b.Slack.Requests(), 3)
+}

@@ -53,6 +53,7 @@ type ActionInvocation struct {
 	ReplayedAt     *time.Time
 	DiscardedBy    *string
 	DiscardedAt    *time.Time
+	ProviderWaits  int32
 }
 
 type ActionMode struct {

@@ -40,6 +40,7 @@ type invocationView struct {
 	ExternalID     *string         `json:"external_id"`
 	IdempotencyKey *string         `json:"idempotency_key"`
 	Attempt        int32           `json:"attempt"`
+	ProviderWaits  int32           `json:"provider_waits"`
 	RateBucket     *string         `json:"rate_bucket"`
 	MustRunBefore  *time.Time      `json:"must_run_before"`
 	ProviderRef    *string         `json:"provider_ref"`
@@ -60,7 +61,7 @@ func viewInvocation(inv dbsqlc.ActionInvocation) invocationView {
 		Result: inv.Result, Error: inv.Error, DeniedReason: inv.DeniedReason, DurationMs: inv.DurationMs,
 		ApprovedBy: inv.ApprovedBy, ApprovedAt: inv.ApprovedAt, StartedAt: inv.StartedAt, CompletedAt: inv.CompletedAt,
 		ExpiresAt: inv.ExpiresAt, CreatedAt: inv.CreatedAt, UpdatedAt: inv.UpdatedAt, ExternalID: inv.ExternalID,
-		IdempotencyKey: inv.IdempotencyKey, Attempt: inv.Attempt, RateBucket: inv.RateBucket,
+		IdempotencyKey: inv.IdempotencyKey, Attempt: inv.Attempt, ProviderWaits: inv.ProviderWaits, RateBucket: inv.RateBucket,
 		MustRunBefore: inv.MustRunBefore, ProviderRef: inv.ProviderRef, Conflict: inv.Conflict,
 		DeadLetteredAt: inv.DeadLetteredAt, ReplayCount: inv.ReplayCount, ReplayedBy: inv.ReplayedBy,
 		ReplayedAt: inv.ReplayedAt, DiscardedBy: inv.DiscardedBy, DiscardedAt: inv.DiscardedAt,

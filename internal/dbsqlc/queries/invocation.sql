@@ -113,6 +113,11 @@ SET status = 'skipped', error = @error, completed_at = now(), updated_at = now()
 WHERE id = @id AND status IN ('approved', 'executing')
 RETURNING *;
 
+-- name: InvocationRecordProviderWait :exec
+UPDATE action_invocations
+SET status = 'approved', error = @error, duration_ms = sqlc.narg(duration_ms), provider_waits = provider_waits + 1, updated_at = now()
+WHERE id = @id AND status = 'executing';
+
 -- name: InvocationRecordRetry :exec
 UPDATE action_invocations
 SET status = 'approved', error = @error, duration_ms = sqlc.narg(duration_ms), updated_at = now()
