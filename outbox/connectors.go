@@ -111,7 +111,7 @@ func (s *Service) checkConnector(f *connectorFields, in *ConnectorInput) error {
 		return invalid("transport", "transport must be remote_http")
 	}
 	conn := &mcp.Connector{URL: f.url, Auth: mcp.Auth{Type: mcp.AuthType(f.authType), HeaderName: f.authHeader}, RiskPolicy: f.riskPolicy}
-	if err := mcp.CheckConnector(conn, s.cfg.AllowPrivateNetworks); err != nil {
+	if err := s.deps.Sources.MCP().CheckConnector(conn); err != nil {
 		field := "auth"
 		switch {
 		case strings.Contains(err.Error(), "URL") || strings.Contains(err.Error(), "url"):

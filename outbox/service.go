@@ -36,9 +36,6 @@ type Config struct {
 	// SyncWait bounds how long an allow-mode invoke waits for its worker
 	// before answering 202. Default 30s.
 	SyncWait time.Duration
-	// AllowPrivateNetworks accepts connector URLs on loopback and private
-	// networks. Default false.
-	AllowPrivateNetworks bool
 	// RetryBySource sets a retry policy per source id (an envelope may
 	// override it). Unset fields use the worker's defaults.
 	RetryBySource map[string]worker.Retry
@@ -53,8 +50,7 @@ func (c *Config) WithDefaults() *Config {
 		InvokesPerMinute:  cmp.Or(c.InvokesPerMinute, 60),
 		SyncWait:          cmp.Or(c.SyncWait, 30*time.Second),
 
-		AllowPrivateNetworks: c.AllowPrivateNetworks,
-		RetryBySource:        c.RetryBySource,
+		RetryBySource: c.RetryBySource,
 	}
 }
 

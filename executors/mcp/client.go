@@ -112,6 +112,12 @@ type Client struct {
 	cache map[uuid.UUID]cacheEntry
 }
 
+// CheckConnector is the package's CheckConnector with this client's own
+// private-network setting, so what is saved is what the client will reach.
+func (c *Client) CheckConnector(conn *Connector) error {
+	return CheckConnector(conn, c.allowPrivate)
+}
+
 // cacheEntry is a connector's tool list as fetched. Risks are derived on
 // every read, so a changed risk policy applies at once.
 type cacheEntry struct {

@@ -180,7 +180,6 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	if err != nil {
 		return nil, err
 	}
-	cfg.Outbox.AllowPrivateNetworks = cfg.AllowPrivateNetworks
 	deps := &outbox.Deps{
 		Pool: pool, River: client, Sources: sources, Credentials: creds, Flow: limiter, Metrics: metrics, Logger: logger,
 	}
