@@ -22,8 +22,8 @@ var DefaultBuckets = []flow.BucketConfig{
 	{Name: "linear.api", Rate: 1500, Interval: time.Hour, Burst: 25, Scope: flow.ScopeOrg},
 	// Sentry: conservative against its per-organization limits.
 	{Name: "sentry.api", Rate: 10, Interval: time.Second, Burst: 20, Scope: flow.ScopeOrg},
-	// Every MCP connector gets its own bucket of this shape (see BucketFor).
-	{Name: "connector", Rate: 10, Interval: time.Second, Burst: 10, MaxConcurrency: 5, Scope: flow.ScopeOrg},
+	// Every MCP connector gets its own bucket of this shape.
+	{Name: "connector", Rate: 10, Interval: time.Second, Burst: 10, MaxConcurrency: 5, Scope: flow.ScopeSource},
 }
 
 // BucketFor is the default bucket of a source's jobs when the request named
@@ -40,14 +40,11 @@ func BucketFor(source string) string {
 	return ""
 }
 
-// bucketScope is the scope key passed to the limiter: the organization, or
-// for the connector bucket the organization and the connector, so each
-// connector has a bucket of its own.
-func bucketScope(bucket string, inv dbsqlc.ActionInvocation) string {
-	if bucket == "connector" {
-		return inv.OrganizationID + "/" + inv.Integration
-	}
-	return inv.OrganizationID
+// bucketScope is the scope key of the invocation's bucket; an unknown
+// bucket is left to the limiter to report.
+func (w *ExecuteWorker) bucketScope(bucket string, inv dbsqlc.ActionInvocation) string {
+	cfg, _ := w.deps.Flow.Bucket(bucket)
+	return cfg.ScopeKey(inv.OrganizationID, inv.Integration)
 }
 
 // takeToken acquires the invocation's bucket. wait > 0 means no token (or
@@ -58,7 +55,7 @@ func (w *ExecuteWorker) takeToken(ctx context.Context, inv dbsqlc.ActionInvocati
 	if w.deps.Flow == nil || bucket == "" {
 		return 0, func() {}, nil
 	}
-	grant, err := w.deps.Flow.Acquire(ctx, bucket, bucketScope(bucket, inv), "job:"+strconv.FormatInt(jobID, 10))
+	grant, err := w.deps.Flow.Acquire(ctx, bucket, w.bucketScope(bucket, inv), "job:"+strconv.FormatInt(jobID, 10))
 	if errors.Is(err, flow.ErrUnknownBucket) {
 		// The bucket was removed from the configuration after this job was
 		// enqueued: run unthrottled rather than never.
@@ -89,7 +86,7 @@ func (w *ExecuteWorker) drain(ctx context.Context, inv dbsqlc.ActionInvocation, 
 	if w.deps.Flow == nil || bucket == "" {
 		return
 	}
-	if err := w.deps.Flow.Drain(ctx, bucket, bucketScope(bucket, inv), d); err != nil && !errors.Is(err, flow.ErrUnknownBucket) {
+	if err := w.deps.Flow.Drain(ctx, bucket, w.bucketScope(bucket, inv), d); err != nil && !errors.Is(err, flow.ErrUnknownBucket) {
 		w.logger.Warn("draining rate bucket", "bucket", bucket, "error", err)
 	}
 }

@@ -26,7 +26,23 @@ const (
 	ScopeGlobal Scope = "global"
 	// ScopeOrg is one bucket per organization.
 	ScopeOrg Scope = "org"
+	// ScopeSource is one bucket per organization and source, so each of an
+	// organization's MCP connectors gets a bucket of its own.
+	ScopeSource Scope = "source"
 )
+
+// ScopeKey is the key to pass to Acquire and Drain for a call of org to
+// source: "" for a global bucket, the organization for an org one, the
+// organization and the source for a source one.
+func (b BucketConfig) ScopeKey(org, source string) string {
+	switch b.Scope {
+	case ScopeGlobal:
+		return ""
+	case ScopeSource:
+		return org + "/" + source
+	}
+	return org
+}
 
 // BucketConfig defines one bucket. Every process must use the same values
 // for a bucket: each enforces the rate and burst it was given.
@@ -105,8 +121,8 @@ func (c *Config) validate() error {
 			return fmt.Errorf("flow bucket %q: max_concurrency must not be negative", b.Name)
 		case b.MaxConcurrency > math.MaxInt32:
 			return fmt.Errorf("flow bucket %q: max_concurrency is too large", b.Name)
-		case b.Scope != ScopeGlobal && b.Scope != ScopeOrg:
-			return fmt.Errorf("flow bucket %q: scope must be %q or %q", b.Name, ScopeGlobal, ScopeOrg)
+		case b.Scope != ScopeGlobal && b.Scope != ScopeOrg && b.Scope != ScopeSource:
+			return fmt.Errorf("flow bucket %q: scope must be %q, %q or %q", b.Name, ScopeGlobal, ScopeOrg, ScopeSource)
 		}
 	}
 	return nil
@@ -280,7 +296,7 @@ func (l *Limiter) Drain(ctx context.Context, bucketName, org string, d time.Dura
 }
 
 // resolve finds the bucket and its scope key: "" for a global bucket, the
-// organization for an org one.
+// given key (see BucketConfig.ScopeKey) otherwise.
 func (l *Limiter) resolve(name, org string) (*bucket, string, error) {
 	b, ok := l.buckets[name]
 	if !ok {
