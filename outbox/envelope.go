@@ -81,11 +81,14 @@ func (r *EnvelopeRetry) parse() (worker.Retry, error) {
 type EnqueueParams struct {
 	OrganizationID string
 	RequestedBy    string
-	// AutomationID is the token's automation; the envelope's own
-	// automation_id is used when the token has none.
+	// AutomationID is the token's automation. The envelope's own
+	// automation_id may only repeat it: a body never grants what the token
+	// does not carry.
 	AutomationID string
 	// UserID is the human the automation acts for, if any.
-	UserID   string
+	UserID string
+	// Sources limits the sources the token may use; empty means any.
+	Sources  []string
 	Envelope Envelope
 }
 
@@ -131,17 +134,15 @@ func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv dbsqlc.Act
 	if err != nil {
 		return inv, false, err
 	}
-	automationID := p.AutomationID
-	if automationID == "" {
-		automationID = env.AutomationID
-	} else if env.AutomationID != "" && env.AutomationID != automationID {
-		return inv, false, invalid("automation_id", "automation_id differs from the token's automation")
+	if env.AutomationID != "" && env.AutomationID != p.AutomationID {
+		return inv, false, fmt.Errorf("%w: the envelope names automation %q and the token carries %q", ErrAutomationNotAllowed, env.AutomationID, p.AutomationID)
 	}
 	return s.submit(ctx, &request{
 		org:              p.OrganizationID,
-		automationID:     automationID,
+		automationID:     p.AutomationID,
 		userID:           p.UserID,
 		requestedBy:      p.RequestedBy,
+		sources:          p.Sources,
 		origin:           originEnvelope,
 		source:           source,
 		action:           action,

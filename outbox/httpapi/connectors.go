@@ -7,26 +7,7 @@ import (
 	"github.com/outboxd/outboxd/outbox"
 )
 
-func requireUser(c *auth.Claims) error {
-	if c.Kind != auth.KindUser {
-		return forbidden("connectors take a user token")
-	}
-	return nil
-}
-
-// requireAdmin refuses anyone but a user with role admin or owner; what
-// names the operation in the error.
-func requireAdmin(c *auth.Claims, what string) error {
-	if !c.CanAdminister() {
-		return forbidden(what + " takes a user token with role admin or owner")
-	}
-	return nil
-}
-
 func (s *Server) listConnectors(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireUser(c); err != nil {
-		return err
-	}
 	views, err := s.svc.ListConnectors(r.Context(), c.Org)
 	if err != nil {
 		return err
@@ -36,9 +17,6 @@ func (s *Server) listConnectors(w http.ResponseWriter, r *http.Request, c *auth.
 }
 
 func (s *Server) createConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireAdmin(c, "changing connectors"); err != nil {
-		return err
-	}
 	var in outbox.ConnectorInput
 	if err := decode(r, &in, false); err != nil {
 		return err
@@ -52,9 +30,6 @@ func (s *Server) createConnector(w http.ResponseWriter, r *http.Request, c *auth
 }
 
 func (s *Server) getConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireUser(c); err != nil {
-		return err
-	}
 	view, err := s.svc.GetConnector(r.Context(), c.Org, r.PathValue("id"))
 	if err != nil {
 		return err
@@ -64,9 +39,6 @@ func (s *Server) getConnector(w http.ResponseWriter, r *http.Request, c *auth.Cl
 }
 
 func (s *Server) updateConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireAdmin(c, "changing connectors"); err != nil {
-		return err
-	}
 	var in outbox.ConnectorInput
 	if err := decode(r, &in, false); err != nil {
 		return err
@@ -80,9 +52,6 @@ func (s *Server) updateConnector(w http.ResponseWriter, r *http.Request, c *auth
 }
 
 func (s *Server) deleteConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireAdmin(c, "changing connectors"); err != nil {
-		return err
-	}
 	if err := s.svc.DeleteConnector(r.Context(), c.Org, r.PathValue("id")); err != nil {
 		return err
 	}
@@ -91,9 +60,6 @@ func (s *Server) deleteConnector(w http.ResponseWriter, r *http.Request, c *auth
 }
 
 func (s *Server) validateConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireAdmin(c, "changing connectors"); err != nil {
-		return err
-	}
 	diag, err := s.svc.ValidateConnector(r.Context(), c.Org, r.PathValue("id"))
 	if err != nil {
 		return err
@@ -103,9 +69,6 @@ func (s *Server) validateConnector(w http.ResponseWriter, r *http.Request, c *au
 }
 
 func (s *Server) connectorTools(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireUser(c); err != nil {
-		return err
-	}
 	tools, err := s.svc.ConnectorTools(r.Context(), c.Org, r.PathValue("id"))
 	if err != nil {
 		return err
@@ -115,9 +78,6 @@ func (s *Server) connectorTools(w http.ResponseWriter, r *http.Request, c *auth.
 }
 
 func (s *Server) reviewConnectorTools(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := requireAdmin(c, "changing connectors"); err != nil {
-		return err
-	}
 	var modes map[string]string
 	if err := decode(r, &modes, false); err != nil {
 		return err

@@ -280,3 +280,90 @@ func TestEnvelope_AutomationOverrideBeatsOrgDefault(t *testing.T) {
 	})
 	require.Len(t, b.Slack.Requests(), 1)
 }
+
+// TestEnvelope_TokenLimits checks that an envelope gets no more than its
+// token carries: the sources claim limits what it may run, and an
+// automation id in the body must be the token's own.
+func TestEnvelope_TokenLimits(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-limits")
+	// The automation "nightly" may post without approval.
+	r := b.Do("PUT", "/v1/automations/nightly/action-modes", b.Owner(), map[string]string{"slack:send_message": "allow"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+
+	linearOnly := b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "nightly", Sources: []string{"linear"}})
+	noAutomation := b.Token(auth.Claims{Kind: auth.KindService})
+	nightly := b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "nightly"})
+
+	t.Run("SourcesClaim", func(t *testing.T) {
+		requireAPIError(t, b.Do("POST", "/v1/envelopes", linearOnly, envelope("src-1", nil)), http.StatusForbidden, "source_not_allowed")
+		byName := envelope("src-2", map[string]any{"tool": map[string]any{"name": "slack.send_message"}})
+		requireAPIError(t, b.Do("POST", "/v1/envelopes", linearOnly, byName), http.StatusForbidden, "source_not_allowed")
+	})
+	t.Run("AutomationInBodyWithoutClaim", func(t *testing.T) {
+		env := envelope("auto-1", map[string]any{"automation_id": "nightly"})
+		requireAPIError(t, b.Do("POST", "/v1/envelopes", noAutomation, env), http.StatusForbidden, "automation_not_allowed")
+	})
+	t.Run("AutomationInBodyOtherThanClaim", func(t *testing.T) {
+		env := envelope("auto-2", map[string]any{"automation_id": "nightly"})
+		requireAPIError(t, b.Do("POST", "/v1/envelopes", b.Service(), env), http.StatusForbidden, "automation_not_allowed")
+	})
+	require.Zero(t, countRows(t, b, `SELECT count(*) FROM action_invocations`))
+	require.Zero(t, countRows(t, b, `SELECT count(*) FROM river_job WHERE kind = 'execute_action'`))
+
+	t.Run("AutomationInBodyEqualToClaim", func(t *testing.T) {
+		env := postEnvelopeAs(t, b, nightly, envelope("auto-3", map[string]any{"automation_id": "nightly"}), http.StatusCreated)
+		require.Equal(t, "nightly", env["automation_id"])
+		require.Equal(t, "automation_override", b.Invocation(env["action_id"].(string))["mode_source"])
+		b.WaitStatus(env["action_id"].(string), "completed", 10*time.Second)
+	})
+	t.Run("WithoutClaimTheCascadeDecides", func(t *testing.T) {
+		env := postEnvelopeAs(t, b, noAutomation, envelope("auto-4", nil), http.StatusCreated)
+		require.Nil(t, env["automation_id"])
+		inv := b.Invocation(env["action_id"].(string))
+		require.Equal(t, "pending", inv["status"])
+		require.NotEqual(t, "automation_override", inv["mode_source"])
+	})
+	require.Len(t, b.Slack.Requests(), 1)
+}
+
+// TestEnvelope_ServiceSeesItsOwn checks a service token reads and cancels
+// only its own automation's envelopes, and never the org's inbox.
+func TestEnvelope_ServiceSeesItsOwn(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	mine := postEnvelope(t, b, envelope("own-1", map[string]any{"approval": "required"}), http.StatusCreated)
+	id := mine["action_id"].(string)
+	sandboxInv := b.Invoke("send_message", message).Body["invocation_id"].(string)
+
+	other := b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "automation-2"})
+	noAutomation := b.Token(auth.Claims{Kind: auth.KindService})
+	for _, tok := range []string{other, noAutomation} {
+		requireAPIError(t, b.Do("GET", "/v1/envelopes/"+id, tok, nil), http.StatusNotFound, "not_found")
+		requireAPIError(t, b.Do("DELETE", "/v1/envelopes/"+id, tok, nil), http.StatusNotFound, "not_found")
+	}
+	for _, tok := range []string{b.Service(), other} {
+		requireAPIError(t, b.Do("GET", "/v1/invocations", tok, nil), http.StatusForbidden, "forbidden")
+		requireAPIError(t, b.Do("GET", "/v1/invocations/"+sandboxInv, tok, nil), http.StatusForbidden, "forbidden")
+	}
+	require.Equal(t, "pending", b.Invocation(id)["status"])
+
+	// Without an automation claim a token sees what it enqueued itself.
+	own := postEnvelopeAs(t, b, noAutomation, envelope("own-2", map[string]any{"approval": "required"}), http.StatusCreated)
+	r := b.Do("GET", "/v1/envelopes/"+own["action_id"].(string), noAutomation, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	requireAPIError(t, b.Do("GET", "/v1/envelopes/"+own["action_id"].(string), b.Service(), nil), http.StatusNotFound, "not_found")
+
+	r = b.Do("DELETE", "/v1/envelopes/"+id, b.Service(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, "cancelled", b.Invocation(id)["status"])
+}
+
+// postEnvelopeAs enqueues env with token and requires status.
+func postEnvelopeAs(t *testing.T, b *apptest.Bundle, token string, env map[string]any, status int) map[string]any {
+	t.Helper()
+	r := b.Do("POST", "/v1/envelopes", token, env)
+	require.Equal(t, status, r.Status, string(r.Raw))
+	return r.Body
+}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,22 +13,6 @@ import (
 	"github.com/outboxd/outboxd/worker"
 )
 
-// sessionAccess checks a token may act on the path's session: a sandbox
-// only on its own, a user on any session of its org.
-func sessionAccess(r *http.Request, c *auth.Claims) (string, error) {
-	sessionID := r.PathValue("session_id")
-	switch c.Kind {
-	case auth.KindSandbox:
-		if c.SessionID != sessionID {
-			return "", forbidden("this sandbox token is bound to another session")
-		}
-	case auth.KindUser:
-	default:
-		return "", forbidden("session routes take a sandbox or user token")
-	}
-	return sessionID, nil
-}
-
 type invokeBody struct {
 	Integration string          `json:"integration"`
 	Action      string          `json:"action"`
@@ -35,13 +20,7 @@ type invokeBody struct {
 }
 
 func (s *Server) invoke(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if c.Kind != auth.KindSandbox {
-		return forbidden("only sandbox tokens may invoke actions")
-	}
-	sessionID, err := sessionAccess(r, c)
-	if err != nil {
-		return err
-	}
+	sessionID := r.PathValue("session_id")
 	var body invokeBody
 	if err := decode(r, &body, false); err != nil {
 		return err
@@ -109,9 +88,6 @@ func caller(c *auth.Claims) *outbox.Caller {
 }
 
 func (s *Server) available(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if _, err := sessionAccess(r, c); err != nil {
-		return err
-	}
 	cat, err := s.svc.Available(r.Context(), caller(c))
 	if err != nil {
 		return err
@@ -121,9 +97,6 @@ func (s *Server) available(w http.ResponseWriter, r *http.Request, c *auth.Claim
 }
 
 func (s *Server) guide(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if _, err := sessionAccess(r, c); err != nil {
-		return err
-	}
 	md, err := s.svc.Guide(r.Context(), caller(c), r.PathValue("integration"))
 	if err != nil {
 		return err
@@ -144,10 +117,7 @@ func writeMarkdown(w http.ResponseWriter, md string) {
 }
 
 func (s *Server) listSession(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	sessionID, err := sessionAccess(r, c)
-	if err != nil {
-		return err
-	}
+	sessionID := r.PathValue("session_id")
 	page, err := pageParams(r)
 	if err != nil {
 		return err
@@ -161,10 +131,7 @@ func (s *Server) listSession(w http.ResponseWriter, r *http.Request, c *auth.Cla
 }
 
 func (s *Server) getInSession(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	sessionID, err := sessionAccess(r, c)
-	if err != nil {
-		return err
-	}
+	sessionID := r.PathValue("session_id")
 	inv, err := s.svc.GetInSession(r.Context(), c.Org, sessionID, r.PathValue("id"))
 	if err != nil {
 		return err
@@ -196,9 +163,6 @@ var knownStatuses = map[string]bool{
 }
 
 func (s *Server) listOrg(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if c.Kind == auth.KindSandbox {
-		return forbidden("the org inbox takes a user or service token")
-	}
 	status := r.URL.Query().Get("status")
 	if status != "" && !knownStatuses[status] {
 		return badRequest("invalid_request", "unknown status "+strconv.Quote(status))
@@ -236,9 +200,6 @@ type approveBody struct {
 }
 
 func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if !c.CanAdminister() {
-		return forbidden("approving takes a user token with role admin or owner")
-	}
 	if err := s.checkSessionPath(r, c); err != nil {
 		return err
 	}
@@ -266,9 +227,6 @@ type denyBody struct {
 }
 
 func (s *Server) deny(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if !c.CanAdminister() {
-		return forbidden("denying takes a user token with role admin or owner")
-	}
 	if err := s.checkSessionPath(r, c); err != nil {
 		return err
 	}
@@ -303,9 +261,6 @@ func (s *Server) checkSessionPath(r *http.Request, c *auth.Claims) error {
 }
 
 func (s *Server) getModes(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if c.Kind != auth.KindUser {
-		return forbidden("action modes take a user token")
-	}
 	modes, err := s.svc.GetModes(r.Context(), c.Org, r.PathValue("automation_id"))
 	if err != nil {
 		return err
@@ -315,9 +270,6 @@ func (s *Server) getModes(w http.ResponseWriter, r *http.Request, c *auth.Claims
 }
 
 func (s *Server) putModes(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if !c.CanAdminister() {
-		return forbidden("changing action modes takes a user token with role admin or owner")
-	}
 	var body map[string]string
 	if err := decode(r, &body, false); err != nil {
 		return err
@@ -335,9 +287,6 @@ func (s *Server) putModes(w http.ResponseWriter, r *http.Request, c *auth.Claims
 }
 
 func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if c.Kind != auth.KindUser {
-		return forbidden("credentials take a user token")
-	}
 	infos, err := s.svc.ListCredentials(r.Context(), c.Org)
 	if err != nil {
 		return err
@@ -353,9 +302,6 @@ type credentialBody struct {
 }
 
 func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if !c.CanAdminister() {
-		return forbidden("storing credentials takes a user token with role admin or owner")
-	}
 	var body credentialBody
 	if err := decode(r, &body, false); err != nil {
 		return err
@@ -372,9 +318,6 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.C
 }
 
 func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if c.Kind != auth.KindService {
-		return forbidden("enqueuing envelopes takes a service token")
-	}
 	var env outbox.Envelope
 	// Envelopes may carry the seed's read-only fields (result, timestamps,
 	// tenant_id...); they are ignored rather than refused.
@@ -382,7 +325,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 		return err
 	}
 	inv, created, err := s.svc.Enqueue(r.Context(), &outbox.EnqueueParams{
-		OrganizationID: c.Org, RequestedBy: c.Subject, AutomationID: c.AutomationID, UserID: c.UserID, Envelope: env,
+		OrganizationID: c.Org, RequestedBy: c.Subject, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources, Envelope: env,
 	})
 	if err != nil {
 		return err
@@ -396,10 +339,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 }
 
 func (s *Server) getEnvelope(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if c.Kind == auth.KindSandbox {
-		return forbidden("envelopes take a service or user token")
-	}
-	inv, err := s.svc.GetEnvelope(r.Context(), c.Org, r.PathValue("id"))
+	inv, err := s.envelopeFor(r, c)
 	if err != nil {
 		return err
 	}
@@ -408,10 +348,7 @@ func (s *Server) getEnvelope(w http.ResponseWriter, r *http.Request, c *auth.Cla
 }
 
 func (s *Server) cancelEnvelope(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if c.Kind != auth.KindService && !c.CanAdminister() {
-		return forbidden("cancelling envelopes takes a service token or a user token with role admin or owner")
-	}
-	if _, err := s.svc.GetEnvelope(r.Context(), c.Org, r.PathValue("id")); err != nil {
+	if _, err := s.envelopeFor(r, c); err != nil {
 		return err
 	}
 	inv, err := s.svc.Cancel(r.Context(), c.Org, r.PathValue("id"))
@@ -420,6 +357,25 @@ func (s *Server) cancelEnvelope(w http.ResponseWriter, r *http.Request, c *auth.
 	}
 	writeJSON(w, http.StatusOK, viewEnvelope(inv))
 	return nil
+}
+
+// envelopeFor loads the path's envelope as the caller may see it: a service
+// token sees only its own automation's envelopes (with no automation claim,
+// the ones it enqueued without an automation); anything else is not found.
+func (s *Server) envelopeFor(r *http.Request, c *auth.Claims) (dbsqlc.ActionInvocation, error) {
+	id := r.PathValue("id")
+	inv, err := s.svc.GetEnvelope(r.Context(), c.Org, id)
+	if err != nil || c.Kind != auth.KindService {
+		return inv, err
+	}
+	own := deref(inv.AutomationID) == c.AutomationID
+	if c.AutomationID == "" {
+		own = inv.AutomationID == nil && inv.RequestedBy == c.Subject
+	}
+	if !own {
+		return dbsqlc.ActionInvocation{}, fmt.Errorf("%w: envelope %s", outbox.ErrNotFound, id)
+	}
+	return inv, nil
 }
 
 func deref(s *string) string {

@@ -85,7 +85,7 @@ func TestList_SessionAndOrgInbox(t *testing.T) {
 		require.Equal(t, float64(4), page.Body["total"])
 		require.Empty(t, page.Body["invocations"])
 
-		deniedOnly := b.Do("GET", "/v1/invocations?status=denied", b.Service(), nil)
+		deniedOnly := b.Do("GET", "/v1/invocations?status=denied", b.Member(), nil)
 		require.Equal(t, float64(1), deniedOnly.Body["total"])
 		require.Equal(t, []string{denied}, ids(deniedOnly))
 	})

@@ -24,7 +24,7 @@ func TestCredentials_StoredSealedAndNeverShown(t *testing.T) {
 	require.Equal(t, "user-admin", r.Body["credential"].(map[string]any)["updated_by"])
 	require.NotContains(t, string(r.Raw), token)
 
-	list := b.Do("GET", "/v1/credentials", b.Member(), nil)
+	list := b.Do("GET", "/v1/credentials", b.Admin(), nil)
 	require.Equal(t, http.StatusOK, list.Status, string(list.Raw))
 	creds := list.Body["credentials"].([]any)
 	require.Len(t, creds, 1)

@@ -63,55 +63,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
 
-	const session = "/v1/sessions/{session_id}/actions"
-	mux.Handle("POST "+session+"/invoke", s.authed(s.invoke))
-	mux.Handle("GET "+session+"/available", s.authed(s.available))
-	mux.Handle("GET "+session+"/guide/{integration}", s.authed(s.guide))
-	mux.Handle("GET /v1/actions/bootstrap-guide", s.authed(s.bootstrapGuide))
-	mux.Handle("GET "+session+"/invocations", s.authed(s.listSession))
-	mux.Handle("GET "+session+"/invocations/{id}", s.authed(s.getInSession))
-	mux.Handle("POST "+session+"/invocations/{id}/approve", s.authed(s.approve))
-	mux.Handle("POST "+session+"/invocations/{id}/deny", s.authed(s.deny))
-
-	mux.Handle("GET /v1/invocations", s.authed(s.listOrg))
-	mux.Handle("GET /v1/invocations/{id}", s.authed(s.getInvocation))
-	mux.Handle("POST /v1/invocations/{id}/approve", s.authed(s.approve))
-	mux.Handle("POST /v1/invocations/{id}/deny", s.authed(s.deny))
-
-	mux.Handle("GET /v1/action-modes", s.authed(s.getModes))
-	mux.Handle("PUT /v1/action-modes", s.authed(s.putModes))
-	mux.Handle("GET /v1/automations/{automation_id}/action-modes", s.authed(s.getModes))
-	mux.Handle("PUT /v1/automations/{automation_id}/action-modes", s.authed(s.putModes))
-
-	mux.Handle("GET /v1/credentials", s.authed(s.listCredentials))
-	mux.Handle("PUT /v1/credentials/{integration}", s.authed(s.putCredential))
-
-	mux.Handle("GET /v1/connectors", s.authed(s.listConnectors))
-	mux.Handle("POST /v1/connectors", s.authed(s.createConnector))
-	mux.Handle("GET /v1/connectors/{id}", s.authed(s.getConnector))
-	mux.Handle("PATCH /v1/connectors/{id}", s.authed(s.updateConnector))
-	mux.Handle("DELETE /v1/connectors/{id}", s.authed(s.deleteConnector))
-	mux.Handle("POST /v1/connectors/{id}/validate", s.authed(s.validateConnector))
-	mux.Handle("GET /v1/connectors/{id}/tools", s.authed(s.connectorTools))
-	mux.Handle("PUT /v1/connectors/{id}/tools", s.authed(s.reviewConnectorTools))
-
-	mux.Handle("GET /v1/quiet-hours", s.authed(s.getQuietHours))
-	mux.Handle("PUT /v1/quiet-hours", s.authed(s.putQuietHours))
-	mux.Handle("GET /v1/do-not-contact", s.authed(s.getDoNotContact))
-	mux.Handle("PUT /v1/do-not-contact", s.authed(s.putDoNotContact))
-	mux.Handle("GET /v1/dead-letters", s.authed(s.listDeadLetters))
-	mux.Handle("POST /v1/dead-letters/retry", s.authed(s.deadLetterOp(true)))
-	mux.Handle("POST /v1/dead-letters/discard", s.authed(s.deadLetterOp(false)))
-	mux.Handle("POST /v1/dead-letters/{id}/retry", s.authed(s.deadLetterOp(true)))
-	mux.Handle("POST /v1/dead-letters/{id}/discard", s.authed(s.deadLetterOp(false)))
-	mux.Handle("GET /v1/queues", s.authed(s.listQueues))
-	mux.Handle("POST /v1/queues/{name}/pause", s.authed(s.queueOp(true)))
-	mux.Handle("POST /v1/queues/{name}/resume", s.authed(s.queueOp(false)))
-
-	mux.Handle("POST /v1/envelopes", s.authed(s.enqueue))
-	mux.Handle("GET /v1/envelopes/{id}", s.authed(s.getEnvelope))
-	mux.Handle("DELETE /v1/envelopes/{id}", s.authed(s.cancelEnvelope))
-
+	for _, rt := range s.routes() {
+		mux.Handle(rt.method+" "+rt.pattern, s.authed(&rt))
+	}
 	mux.Handle("/", noRoute(mux))
 	return s.recoverer(mux)
 }
@@ -122,7 +76,7 @@ func (s *Server) Handler() http.Handler {
 func noRoute(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var allowed []string
-		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 			probe := r.Clone(r.Context())
 			probe.Method = method
 			if _, pattern := mux.Handler(probe); pattern != "/" {
@@ -145,7 +99,9 @@ type claimsKey struct{}
 // JSON in one place.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, c *auth.Claims) error
 
-func (s *Server) authed(h handlerFunc) http.Handler {
+// authed verifies the bearer token, applies the route's rule and runs its
+// handler.
+func (s *Server) authed(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The scheme is case-insensitive (RFC 9110 §11.1).
 		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
@@ -158,8 +114,12 @@ func (s *Server) authed(h handlerFunc) http.Handler {
 			writeError(w, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "invalid token: " + err.Error()})
 			return
 		}
+		if err := rt.authorize(r, claims); err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-		if err := h(w, r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims)), claims); err != nil {
+		if err := rt.handler(w, r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims)), claims); err != nil {
 			s.writeErr(w, r, err)
 		}
 	})
@@ -247,6 +207,8 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusServiceUnavailable, code: "source_unavailable", message: err.Error()}
 	case errors.Is(err, outbox.ErrSourceNotAllowed):
 		return &apiError{status: http.StatusForbidden, code: "source_not_allowed", message: err.Error()}
+	case errors.Is(err, outbox.ErrAutomationNotAllowed):
+		return &apiError{status: http.StatusForbidden, code: "automation_not_allowed", message: err.Error()}
 	}
 	return nil
 }
