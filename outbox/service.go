@@ -16,6 +16,7 @@ import (
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/internal/telemetry"
 	"github.com/outboxd/outboxd/worker"
 )
@@ -72,6 +73,9 @@ type Deps struct {
 	River       *river.Client[pgx.Tx]
 	Sources     *catalog.Catalog
 	Credentials *credential.Store
+	// Box seals the exact params of an invocation whose stored params are
+	// redacted; the worker opens them with the same key.
+	Box *secretbox.Box
 	// Catalog, when set, limits the catalog to integrations with a stored
 	// credential (the credential store). A token broker leaves it nil: any
 	// registered integration is listed and the broker decides at call time.

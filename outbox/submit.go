@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -130,6 +131,11 @@ func (s *Service) submit(ctx context.Context, r *request) (inv dbsqlc.ActionInvo
 	if r.approvalRequired {
 		insert.Approval = "required"
 	}
+	if res.Mode != policy.ModeDeny && s.redacted(r.params, params) {
+		// The provider must get the exact params: keep them sealed for the
+		// worker, bound to this invocation.
+		insert.ParamsSealed = s.deps.Box.Seal(r.params, insert.ID[:])
+	}
 
 	var retry *worker.Retry
 	if spec := s.cfg.RetryBySource[r.source].Merge(r.retry); spec != (worker.Retry{}) {
@@ -191,6 +197,15 @@ func (s *Service) submit(ctx context.Context, r *request) (inv dbsqlc.ActionInvo
 }
 
 var errDuplicate = errors.New("duplicate request")
+
+// redacted reports whether redaction changed params.
+func (s *Service) redacted(original, redacted json.RawMessage) bool {
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, original); err != nil {
+		return true
+	}
+	return !bytes.Equal(compact.Bytes(), redacted)
+}
 
 // resolveAction finds an action's source and definition for org.
 func (s *Service) resolveAction(ctx context.Context, org, sourceID, actionID string) (executors.Source, executors.Definition, error) {

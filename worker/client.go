@@ -17,6 +17,7 @@ import (
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/internal/telemetry"
 )
 
@@ -118,6 +119,9 @@ type Deps struct {
 	Pool    *pgxpool.Pool
 	Sources SourceResolver
 	Tokens  TokenSource
+	// Box opens the sealed exact params of invocations whose stored params
+	// are redacted.
+	Box *secretbox.Box
 	// Flow enforces rate buckets and concurrency limits; nil disables them.
 	Flow    *flow.Limiter
 	Metrics *telemetry.Metrics

@@ -190,9 +190,17 @@ func unauthorized(err error) bool {
 
 // call runs the action with the call deadline.
 func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv dbsqlc.ActionInvocation, tok credential.Token) (executors.Result, error) {
+	params := inv.Params
+	if inv.ParamsSealed != nil {
+		exact, err := w.deps.Box.Open(inv.ParamsSealed, inv.ID[:])
+		if err != nil {
+			return executors.Result{}, &executors.Error{Code: "params_unreadable", Message: "the sealed params do not open with secrets.key"}
+		}
+		params = exact
+	}
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.CallTimeout)
 	defer cancel()
-	return source.Execute(ctx, inv.Action, inv.Params, executors.ExecContext{
+	return source.Execute(ctx, inv.Action, params, executors.ExecContext{
 		Token:          tok.Value,
 		TokenKind:      tok.Kind,
 		OrganizationID: inv.OrganizationID,

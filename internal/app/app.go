@@ -175,13 +175,13 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 		tokens = &brokerWithConnectors{broker: broker, store: creds}
 	}
 	client, err := worker.NewClient(&worker.Deps{
-		Pool: pool, Sources: sources, Tokens: tokens, Flow: limiter, Metrics: metrics, Logger: logger,
+		Pool: pool, Sources: sources, Tokens: tokens, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
 	}, &cfg.Worker, role != RoleAPI)
 	if err != nil {
 		return nil, err
 	}
 	deps := &outbox.Deps{
-		Pool: pool, River: client, Sources: sources, Credentials: creds, Flow: limiter, Metrics: metrics, Logger: logger,
+		Pool: pool, River: client, Sources: sources, Credentials: creds, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
 	}
 	if cfg.TokenSource != "broker" {
 		deps.Catalog = creds

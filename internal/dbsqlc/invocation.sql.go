@@ -26,9 +26,9 @@ func (q *Queries) DeadLetterCount(ctx context.Context, db DBTX, organizationID s
 
 const deadLetterDiscard = `-- name: DeadLetterDiscard :one
 UPDATE action_invocations
-SET discarded_by = $1, discarded_at = now(), updated_at = now()
+SET discarded_by = $1, discarded_at = now(), updated_at = now(), params_sealed = NULL
 WHERE id = $2 AND status = 'failed' AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
 `
 
 type DeadLetterDiscardParams struct {
@@ -83,12 +83,13 @@ func (q *Queries) DeadLetterDiscard(ctx context.Context, db DBTX, arg DeadLetter
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
 
 const deadLetterList = `-- name: DeadLetterList :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations
 WHERE organization_id = $1 AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
 ORDER BY dead_lettered_at DESC, id
 LIMIT $3 OFFSET $2
@@ -153,6 +154,7 @@ func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterLis
 			&i.DiscardedBy,
 			&i.DiscardedAt,
 			&i.ProviderWaits,
+			&i.ParamsSealed,
 		); err != nil {
 			return nil, err
 		}
@@ -169,7 +171,7 @@ UPDATE action_invocations
 SET status = 'approved', dead_lettered_at = NULL, completed_at = NULL, replay_count = replay_count + 1,
     replayed_by = $1, replayed_at = now(), job_id = $2, updated_at = now()
 WHERE id = $3 AND status = 'failed' AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
 `
 
 type DeadLetterReplayParams struct {
@@ -225,6 +227,7 @@ func (q *Queries) DeadLetterReplay(ctx context.Context, db DBTX, arg DeadLetterR
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
@@ -233,7 +236,7 @@ const invocationApprove = `-- name: InvocationApprove :one
 UPDATE action_invocations
 SET status = 'approved', approved_by = $1, approved_at = now(), updated_at = now()
 WHERE id = $2 AND status = 'pending'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
 `
 
 type InvocationApproveParams struct {
@@ -288,15 +291,16 @@ func (q *Queries) InvocationApprove(ctx context.Context, db DBTX, arg Invocation
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
 
 const invocationCancel = `-- name: InvocationCancel :one
 UPDATE action_invocations
-SET status = 'cancelled', completed_at = now(), updated_at = now()
+SET status = 'cancelled', completed_at = now(), updated_at = now(), params_sealed = NULL
 WHERE id = $1 AND status IN ('pending', 'approved')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
 `
 
 func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -346,6 +350,7 @@ func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, id uuid.UUID) (
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
@@ -353,9 +358,9 @@ func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, id uuid.UUID) (
 const invocationComplete = `-- name: InvocationComplete :one
 UPDATE action_invocations
 SET status = 'completed', result = $1, provider_ref = $2, conflict = $3,
-    error = NULL, duration_ms = $4, completed_at = now(), updated_at = now()
+    error = NULL, duration_ms = $4, completed_at = now(), updated_at = now(), params_sealed = NULL
 WHERE id = $5 AND status = 'executing'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
 `
 
 type InvocationCompleteParams struct {
@@ -419,6 +424,7 @@ func (q *Queries) InvocationComplete(ctx context.Context, db DBTX, arg Invocatio
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
@@ -460,9 +466,9 @@ func (q *Queries) InvocationCountPending(ctx context.Context, db DBTX, arg Invoc
 const invocationDeny = `-- name: InvocationDeny :one
 UPDATE action_invocations
 SET status = 'denied', denied_reason = $1, error = $2, approved_by = $3,
-    approved_at = now(), completed_at = now(), updated_at = now()
+    approved_at = now(), completed_at = now(), updated_at = now(), params_sealed = NULL
 WHERE id = $4 AND status = 'pending'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
 `
 
 type InvocationDenyParams struct {
@@ -524,15 +530,16 @@ func (q *Queries) InvocationDeny(ctx context.Context, db DBTX, arg InvocationDen
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
 
 const invocationExpire = `-- name: InvocationExpire :one
 UPDATE action_invocations
-SET status = 'expired', denied_reason = 'expired', completed_at = now(), updated_at = now()
+SET status = 'expired', denied_reason = 'expired', completed_at = now(), updated_at = now(), params_sealed = NULL
 WHERE id = $1 AND status = 'pending'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
 `
 
 func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -582,6 +589,7 @@ func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, id uuid.UUID) (
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
@@ -591,7 +599,7 @@ UPDATE action_invocations
 SET status = 'failed', error = $1, duration_ms = $2, completed_at = now(), updated_at = now(),
     dead_lettered_at = now()
 WHERE id = $3 AND status IN ('approved', 'executing')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
 `
 
 type InvocationFailParams struct {
@@ -648,12 +656,13 @@ func (q *Queries) InvocationFail(ctx context.Context, db DBTX, arg InvocationFai
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
 
 const invocationGet = `-- name: InvocationGet :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits FROM action_invocations WHERE id = $1 AND organization_id = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations WHERE id = $1 AND organization_id = $2
 `
 
 type InvocationGetParams struct {
@@ -708,12 +717,13 @@ func (q *Queries) InvocationGet(ctx context.Context, db DBTX, arg InvocationGetP
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
 
 const invocationGetByExternalID = `-- name: InvocationGetByExternalID :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits FROM action_invocations WHERE organization_id = $1 AND external_id = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations WHERE organization_id = $1 AND external_id = $2
 `
 
 type InvocationGetByExternalIDParams struct {
@@ -768,12 +778,13 @@ func (q *Queries) InvocationGetByExternalID(ctx context.Context, db DBTX, arg In
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
 
 const invocationGetByID = `-- name: InvocationGetByID :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits FROM action_invocations WHERE id = $1
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations WHERE id = $1
 `
 
 func (q *Queries) InvocationGetByID(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -823,12 +834,13 @@ func (q *Queries) InvocationGetByID(ctx context.Context, db DBTX, id uuid.UUID) 
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
 
 const invocationGetByIDForUpdate = `-- name: InvocationGetByIDForUpdate :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits FROM action_invocations WHERE id = $1 FOR UPDATE
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) InvocationGetByIDForUpdate(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -878,12 +890,13 @@ func (q *Queries) InvocationGetByIDForUpdate(ctx context.Context, db DBTX, id uu
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
 
 const invocationGetByIdempotencyKey = `-- name: InvocationGetByIdempotencyKey :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits FROM action_invocations WHERE organization_id = $1 AND idempotency_key = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations WHERE organization_id = $1 AND idempotency_key = $2
 `
 
 type InvocationGetByIdempotencyKeyParams struct {
@@ -938,12 +951,13 @@ func (q *Queries) InvocationGetByIdempotencyKey(ctx context.Context, db DBTX, ar
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
 
 const invocationGetForUpdate = `-- name: InvocationGetForUpdate :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits FROM action_invocations WHERE id = $1 AND organization_id = $2 FOR UPDATE
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations WHERE id = $1 AND organization_id = $2 FOR UPDATE
 `
 
 type InvocationGetForUpdateParams struct {
@@ -998,6 +1012,7 @@ func (q *Queries) InvocationGetForUpdate(ctx context.Context, db DBTX, arg Invoc
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
@@ -1005,18 +1020,18 @@ func (q *Queries) InvocationGetForUpdate(ctx context.Context, db DBTX, arg Invoc
 const invocationInsert = `-- name: InvocationInsert :one
 INSERT INTO action_invocations (
     id, job_id, organization_id, session_id, automation_id, user_id, requested_by, origin,
-    integration, action, risk_level, mode, mode_source, params, params_hash,
+    integration, action, risk_level, mode, mode_source, params, params_sealed, params_hash,
     status, denied_reason, expires_at, external_id, idempotency_key,
     rate_bucket, must_run_before, approval, risk_hint, completed_at
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8,
-    $9, $10, $11, $12, $13, $14, $15,
-    $16, $17, $18, $19, $20,
-    $21, $22, $23, $24,
-    CASE WHEN $16::text = 'denied' THEN now() END
+    $9, $10, $11, $12, $13, $14, $15, $16,
+    $17, $18, $19, $20, $21,
+    $22, $23, $24, $25,
+    CASE WHEN $17::text = 'denied' THEN now() END
 )
 ON CONFLICT DO NOTHING
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
 `
 
 type InvocationInsertParams struct {
@@ -1034,6 +1049,7 @@ type InvocationInsertParams struct {
 	Mode           string
 	ModeSource     string
 	Params         []byte
+	ParamsSealed   []byte
 	ParamsHash     string
 	Status         string
 	DeniedReason   *string
@@ -1064,6 +1080,7 @@ func (q *Queries) InvocationInsert(ctx context.Context, db DBTX, arg InvocationI
 		arg.Mode,
 		arg.ModeSource,
 		arg.Params,
+		arg.ParamsSealed,
 		arg.ParamsHash,
 		arg.Status,
 		arg.DeniedReason,
@@ -1120,12 +1137,13 @@ func (q *Queries) InvocationInsert(ctx context.Context, db DBTX, arg InvocationI
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
 
 const invocationListByOrg = `-- name: InvocationListByOrg :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations
 WHERE organization_id = $1 AND ($2::text IS NULL OR status = $2)
 ORDER BY created_at DESC, id
 LIMIT $4 OFFSET $3
@@ -1196,6 +1214,7 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 			&i.DiscardedBy,
 			&i.DiscardedAt,
 			&i.ProviderWaits,
+			&i.ParamsSealed,
 		); err != nil {
 			return nil, err
 		}
@@ -1208,7 +1227,7 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 }
 
 const invocationListBySession = `-- name: InvocationListBySession :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations
 WHERE organization_id = $1 AND session_id = $2
 ORDER BY created_at DESC, id
 LIMIT $4 OFFSET $3
@@ -1279,6 +1298,7 @@ func (q *Queries) InvocationListBySession(ctx context.Context, db DBTX, arg Invo
 			&i.DiscardedBy,
 			&i.DiscardedAt,
 			&i.ProviderWaits,
+			&i.ParamsSealed,
 		); err != nil {
 			return nil, err
 		}
@@ -1291,7 +1311,7 @@ func (q *Queries) InvocationListBySession(ctx context.Context, db DBTX, arg Invo
 }
 
 const invocationListExpiredForUpdate = `-- name: InvocationListExpiredForUpdate :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations
 WHERE status = 'pending' AND expires_at <= now()
 ORDER BY expires_at
 LIMIT $1
@@ -1351,6 +1371,7 @@ func (q *Queries) InvocationListExpiredForUpdate(ctx context.Context, db DBTX, m
 			&i.DiscardedBy,
 			&i.DiscardedAt,
 			&i.ProviderWaits,
+			&i.ParamsSealed,
 		); err != nil {
 			return nil, err
 		}
@@ -1366,7 +1387,7 @@ const invocationMarkExecuting = `-- name: InvocationMarkExecuting :one
 UPDATE action_invocations
 SET status = 'executing', attempt = $1, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = $2 AND status IN ('approved', 'executing')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
 `
 
 type InvocationMarkExecutingParams struct {
@@ -1421,6 +1442,7 @@ func (q *Queries) InvocationMarkExecuting(ctx context.Context, db DBTX, arg Invo
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }
@@ -1461,9 +1483,9 @@ func (q *Queries) InvocationRecordRetry(ctx context.Context, db DBTX, arg Invoca
 
 const invocationSkip = `-- name: InvocationSkip :one
 UPDATE action_invocations
-SET status = 'skipped', error = $1, completed_at = now(), updated_at = now()
+SET status = 'skipped', error = $1, completed_at = now(), updated_at = now(), params_sealed = NULL
 WHERE id = $2 AND status IN ('approved', 'executing')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits
+RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
 `
 
 type InvocationSkipParams struct {
@@ -1518,6 +1540,7 @@ func (q *Queries) InvocationSkip(ctx context.Context, db DBTX, arg InvocationSki
 		&i.DiscardedBy,
 		&i.DiscardedAt,
 		&i.ProviderWaits,
+		&i.ParamsSealed,
 	)
 	return i, err
 }

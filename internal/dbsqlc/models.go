@@ -54,6 +54,7 @@ type ActionInvocation struct {
 	DiscardedBy    *string
 	DiscardedAt    *time.Time
 	ProviderWaits  int32
+	ParamsSealed   []byte
 }
 
 type ActionMode struct {

@@ -368,3 +368,54 @@ func TestConnector_ToolErrorFailsWithoutRetry(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	require.Equal(t, int32(1), calls.Load(), "a tool error is not retried")
 }
+
+// TestConnector_SecretParamsReachTheServer checks a tool argument with a
+// secret's name is executed as given while only its redacted form is
+// stored and shown, and that the sealed exact copy is gone once the
+// invocation is finished.
+func TestConnector_SecretParamsReachTheServer(t *testing.T) {
+	t.Parallel()
+	const password = "pw-correct-horse-battery-7"
+	srv := newMCPServer(t)
+	srv.addTool("login", "Log in.", `{"type":"object","properties":{"user":{"type":"string"},"password":{"type":"string"}},"required":["user","password"]}`, nil)
+	b := apptest.Start(t, nil)
+	_, source := createConnector(t, b, srv, nil)
+
+	sealed := func(id string) bool {
+		return countRows(t, b, `SELECT count(*) FROM action_invocations WHERE id = $1 AND params_sealed IS NOT NULL`, id) == 1
+	}
+	noPlaintext := func() {
+		t.Helper()
+		require.Zero(t, countRows(t, b, `SELECT count(*) FROM action_invocations i WHERE row_to_json(i)::text LIKE '%'||$1||'%'`, password))
+		require.Zero(t, countRows(t, b, `SELECT count(*) FROM river_job j WHERE row_to_json(j)::text LIKE '%'||$1||'%'`, password))
+	}
+
+	r := invokeTool(b, source, "login", map[string]any{"user": "ada", "password": password})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	require.NotContains(t, string(r.Raw), password)
+	id := r.Body["invocation_id"].(string)
+	require.Equal(t, map[string]any{"user": "ada", "password": "[REDACTED]"}, b.Invocation(id)["params"])
+	require.True(t, sealed(id), "the exact params wait sealed for the worker")
+	noPlaintext()
+
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"}).Status)
+	b.WaitStatus(id, worker.StatusCompleted, 10*time.Second)
+	calls := srv.toolCalls()
+	require.Len(t, calls, 1)
+	require.JSONEq(t, `{"user":"ada","password":"`+password+`"}`, string(calls[0].Arguments))
+	require.False(t, sealed(id), "a finished invocation keeps no sealed params")
+
+	// A denied one drops its sealed copy too.
+	r = invokeTool(b, source, "login", map[string]any{"user": "bob", "password": password})
+	denied := r.Body["invocation_id"].(string)
+	require.True(t, sealed(denied))
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/invocations/"+denied+"/deny", b.Owner(), nil).Status)
+	require.False(t, sealed(denied))
+
+	// Params without a secret are not sealed.
+	r = invokeTool(b, source, "search", map[string]any{"query": "plain"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.False(t, sealed(r.Body["invocation"].(map[string]any)["id"].(string)))
+	noPlaintext()
+	require.Len(t, srv.toolCalls(), 2)
+}

@@ -3,12 +3,12 @@
 -- returns no row; the caller then loads the existing invocation.
 INSERT INTO action_invocations (
     id, job_id, organization_id, session_id, automation_id, user_id, requested_by, origin,
-    integration, action, risk_level, mode, mode_source, params, params_hash,
+    integration, action, risk_level, mode, mode_source, params, params_sealed, params_hash,
     status, denied_reason, expires_at, external_id, idempotency_key,
     rate_bucket, must_run_before, approval, risk_hint, completed_at
 ) VALUES (
     @id, sqlc.narg(job_id), @organization_id, @session_id, @automation_id, sqlc.narg(user_id), @requested_by, @origin,
-    @integration, @action, @risk_level, @mode, @mode_source, @params, @params_hash,
+    @integration, @action, @risk_level, @mode, @mode_source, @params, sqlc.narg(params_sealed), @params_hash,
     @status, @denied_reason, @expires_at, @external_id, @idempotency_key,
     @rate_bucket, @must_run_before, @approval, @risk_hint,
     CASE WHEN @status::text = 'denied' THEN now() END
@@ -63,13 +63,13 @@ RETURNING *;
 -- name: InvocationDeny :one
 UPDATE action_invocations
 SET status = 'denied', denied_reason = @denied_reason, error = sqlc.narg(error), approved_by = @approved_by,
-    approved_at = now(), completed_at = now(), updated_at = now()
+    approved_at = now(), completed_at = now(), updated_at = now(), params_sealed = NULL
 WHERE id = @id AND status = 'pending'
 RETURNING *;
 
 -- name: InvocationExpire :one
 UPDATE action_invocations
-SET status = 'expired', denied_reason = 'expired', completed_at = now(), updated_at = now()
+SET status = 'expired', denied_reason = 'expired', completed_at = now(), updated_at = now(), params_sealed = NULL
 WHERE id = @id AND status = 'pending'
 RETURNING *;
 
@@ -82,7 +82,7 @@ FOR UPDATE SKIP LOCKED;
 
 -- name: InvocationCancel :one
 UPDATE action_invocations
-SET status = 'cancelled', completed_at = now(), updated_at = now()
+SET status = 'cancelled', completed_at = now(), updated_at = now(), params_sealed = NULL
 WHERE id = @id AND status IN ('pending', 'approved')
 RETURNING *;
 
@@ -95,7 +95,7 @@ RETURNING *;
 -- name: InvocationComplete :one
 UPDATE action_invocations
 SET status = 'completed', result = @result, provider_ref = sqlc.narg(provider_ref), conflict = @conflict,
-    error = NULL, duration_ms = @duration_ms, completed_at = now(), updated_at = now()
+    error = NULL, duration_ms = @duration_ms, completed_at = now(), updated_at = now(), params_sealed = NULL
 WHERE id = @id AND status = 'executing'
 RETURNING *;
 
@@ -109,7 +109,7 @@ RETURNING *;
 
 -- name: InvocationSkip :one
 UPDATE action_invocations
-SET status = 'skipped', error = @error, completed_at = now(), updated_at = now()
+SET status = 'skipped', error = @error, completed_at = now(), updated_at = now(), params_sealed = NULL
 WHERE id = @id AND status IN ('approved', 'executing')
 RETURNING *;
 
@@ -142,6 +142,6 @@ RETURNING *;
 
 -- name: DeadLetterDiscard :one
 UPDATE action_invocations
-SET discarded_by = @discarded_by, discarded_at = now(), updated_at = now()
+SET discarded_by = @discarded_by, discarded_at = now(), updated_at = now(), params_sealed = NULL
 WHERE id = @id AND status = 'failed' AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
 RETURNING *;
