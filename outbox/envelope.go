@@ -7,9 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/policy"
-	"github.com/outboxd/outboxd/worker"
 )
 
 // Envelope is the Universal Action Envelope an automation enqueues.
@@ -49,8 +48,8 @@ type EnvelopeRetry struct {
 	MaxDelay    string `json:"max_delay,omitempty"`
 }
 
-func (r *EnvelopeRetry) parse() (worker.Retry, error) {
-	var out worker.Retry
+func (r *EnvelopeRetry) parse() (invocation.Retry, error) {
+	var out invocation.Retry
 	if r == nil {
 		return out, nil
 	}
@@ -94,7 +93,7 @@ type EnqueueParams struct {
 
 // Enqueue records an envelope's invocation and job. created is false when an
 // envelope with the same external id already existed; it is returned as is.
-func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv dbsqlc.ActionInvocation, created bool, err error) {
+func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv invocation.Invocation, created bool, err error) {
 	env := p.Envelope
 	if env.ExternalID == "" {
 		return inv, false, invalid("external_id", "external_id is required")
@@ -157,7 +156,7 @@ func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv dbsqlc.Act
 }
 
 // GetEnvelope returns an envelope's invocation by its action id.
-func (s *Service) GetEnvelope(ctx context.Context, org string, id string) (dbsqlc.ActionInvocation, error) {
+func (s *Service) GetEnvelope(ctx context.Context, org string, id string) (invocation.Invocation, error) {
 	inv, err := s.Get(ctx, org, id)
 	if err != nil {
 		return inv, err

@@ -3,11 +3,9 @@ package outbox
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
-	"github.com/outboxd/outboxd/internal/dbsqlc"
-	"github.com/outboxd/outboxd/worker"
+	"github.com/outboxd/outboxd/internal/invocation"
 )
 
 // InvokeParams is an agent's request to run one action in its session.
@@ -30,9 +28,9 @@ type InvokeParams struct {
 // waited for (up to SyncWait) so the caller usually gets the result in the
 // same request; the returned invocation may still be approved or executing
 // when the wait ran out.
-func (s *Service) Invoke(ctx context.Context, p *InvokeParams) (dbsqlc.ActionInvocation, error) {
+func (s *Service) Invoke(ctx context.Context, p *InvokeParams) (invocation.Invocation, error) {
 	if p.Integration == "" || p.Action == "" {
-		return dbsqlc.ActionInvocation{}, invalid("integration", "integration and action are required")
+		return invocation.Invocation{}, invalid("integration", "integration and action are required")
 	}
 	inv, _, err := s.submit(ctx, &request{
 		org:            p.OrganizationID,
@@ -50,7 +48,7 @@ func (s *Service) Invoke(ctx context.Context, p *InvokeParams) (dbsqlc.ActionInv
 	if err != nil {
 		return inv, err
 	}
-	if inv.Status == worker.StatusApproved || inv.Status == worker.StatusExecuting {
+	if inv.Status == invocation.StatusApproved || inv.Status == invocation.StatusExecuting {
 		return s.Wait(ctx, inv, s.cfg.SyncWait)
 	}
 	return inv, nil
@@ -59,7 +57,7 @@ func (s *Service) Invoke(ctx context.Context, p *InvokeParams) (dbsqlc.ActionInv
 // Wait waits up to d for the invocation to reach a terminal status and
 // returns its latest state. Workers notify in the transaction that finishes
 // an invocation; a slow poll covers notifications lost to a reconnect.
-func (s *Service) Wait(ctx context.Context, inv dbsqlc.ActionInvocation, d time.Duration) (dbsqlc.ActionInvocation, error) {
+func (s *Service) Wait(ctx context.Context, inv invocation.Invocation, d time.Duration) (invocation.Invocation, error) {
 	done, unsubscribe := s.waiter.subscribe(inv.ID)
 	defer unsubscribe()
 	deadline := time.NewTimer(d)
@@ -68,12 +66,12 @@ func (s *Service) Wait(ctx context.Context, inv dbsqlc.ActionInvocation, d time.
 	defer poll.Stop()
 	for {
 		// Re-read first: the worker may have finished before we subscribed.
-		latest, err := s.queries.InvocationGetByID(ctx, s.deps.Pool, inv.ID)
+		latest, err := s.store.GetByID(ctx, s.deps.Pool, inv.ID)
 		if err != nil {
-			return inv, fmt.Errorf("reloading invocation: %w", err)
+			return inv, err
 		}
 		inv = latest
-		if worker.Terminal(inv.Status) {
+		if inv.Status.Terminal() {
 			return inv, nil
 		}
 		select {

@@ -14,8 +14,8 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/policy"
-	"github.com/outboxd/outboxd/worker"
 )
 
 // QuietHoursWindow is the API shape of a quiet window.
@@ -147,17 +147,8 @@ func (s *Service) PutDoNotContact(ctx context.Context, org, by string, patterns 
 
 // ListDeadLetters returns the organization's failed invocations that were
 // neither replayed nor discarded, newest first, with the total.
-func (s *Service) ListDeadLetters(ctx context.Context, org string, page Page) ([]dbsqlc.ActionInvocation, int64, error) {
-	limit, offset := page.normalized()
-	invs, err := s.queries.DeadLetterList(ctx, s.deps.Pool, dbsqlc.DeadLetterListParams{OrganizationID: org, Max: limit, Skip: offset})
-	if err != nil {
-		return nil, 0, fmt.Errorf("listing dead letters: %w", err)
-	}
-	total, err := s.queries.DeadLetterCount(ctx, s.deps.Pool, org)
-	if err != nil {
-		return nil, 0, fmt.Errorf("counting dead letters: %w", err)
-	}
-	return invs, total, nil
+func (s *Service) ListDeadLetters(ctx context.Context, org string, page Page) ([]invocation.Invocation, int64, error) {
+	return s.store.ListDeadLetters(ctx, s.deps.Pool, org, page.normalized())
 }
 
 // BatchResult is the outcome of one id in a batch operation.
@@ -168,24 +159,20 @@ type BatchResult struct {
 }
 
 // RetryDeadLetters replays dead letters: each goes back to approved with a
-// fresh execute job (a full set of attempts) for the same invocation id, and
-// so the same idempotency key. The dead job stays in River's history. Who
-// and when is recorded.
+// fresh execute job (a full set of attempts, its own retry policy) for the
+// same invocation id, and so the same idempotency key. The dead job stays
+// in River's history. Who and when is recorded.
 func (s *Service) RetryDeadLetters(ctx context.Context, org, by string, ids []string) ([]BatchResult, error) {
-	return s.deadLetterBatch(ctx, org, ids, "retried", func(ctx context.Context, tx pgx.Tx, inv dbsqlc.ActionInvocation) error {
-		job, err := s.deps.River.InsertTx(ctx, tx, worker.ExecuteArgs{InvocationID: inv.ID}, nil)
-		if err != nil {
-			return fmt.Errorf("inserting replay job: %w", err)
-		}
-		_, err = s.queries.DeadLetterReplay(ctx, tx, dbsqlc.DeadLetterReplayParams{ID: inv.ID, ReplayedBy: &by, JobID: &job.Job.ID})
+	return s.deadLetterBatch(ctx, org, ids, "retried", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) error {
+		_, err := s.store.Replay(ctx, tx, inv, by)
 		return err
 	})
 }
 
 // DiscardDeadLetters drops dead letters from the list; they stay failed.
 func (s *Service) DiscardDeadLetters(ctx context.Context, org, by string, ids []string) ([]BatchResult, error) {
-	return s.deadLetterBatch(ctx, org, ids, "discarded", func(ctx context.Context, tx pgx.Tx, inv dbsqlc.ActionInvocation) error {
-		_, err := s.queries.DeadLetterDiscard(ctx, tx, dbsqlc.DeadLetterDiscardParams{ID: inv.ID, DiscardedBy: &by})
+	return s.deadLetterBatch(ctx, org, ids, "discarded", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) error {
+		_, err := s.store.Discard(ctx, tx, inv.ID, by)
 		return err
 	})
 }
@@ -193,7 +180,7 @@ func (s *Service) DiscardDeadLetters(ctx context.Context, org, by string, ids []
 // maxBatch bounds one batch request.
 const maxBatch = 500
 
-func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string, done string, fn func(context.Context, pgx.Tx, dbsqlc.ActionInvocation) error) ([]BatchResult, error) {
+func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string, done string, fn func(context.Context, pgx.Tx, invocation.Invocation) error) ([]BatchResult, error) {
 	if len(ids) == 0 || len(ids) > maxBatch {
 		return nil, invalid("ids", "give between 1 and %d ids", maxBatch)
 	}
@@ -204,14 +191,11 @@ func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string,
 			if err != nil {
 				return ErrNotFound
 			}
-			inv, err := s.queries.InvocationGetForUpdate(ctx, tx, dbsqlc.InvocationGetForUpdateParams{ID: uid, OrganizationID: org})
-			if errors.Is(err, pgx.ErrNoRows) {
-				return ErrNotFound
-			}
+			inv, err := s.store.Lock(ctx, tx, org, uid)
 			if err != nil {
 				return err
 			}
-			if inv.Status != "failed" || inv.DeadLetteredAt == nil || inv.DiscardedAt != nil {
+			if inv.Status != invocation.StatusFailed || inv.DeadLetteredAt == nil || inv.DiscardedAt != nil {
 				return fmt.Errorf("%w: invocation is %s and not a dead letter", ErrConflict, inv.Status)
 			}
 			return fn(ctx, tx, inv)
@@ -220,9 +204,9 @@ func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string,
 		case err == nil:
 			out = append(out, BatchResult{ID: id, Status: done})
 			s.logger.Info("dead letter "+done, "invocation_id", id, "organization_id", org)
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, ErrNotFound), errors.Is(err, invocation.ErrNotFound):
 			out = append(out, BatchResult{ID: id, Status: "not_found", Error: "no such invocation"})
-		case errors.Is(err, ErrConflict):
+		case errors.Is(err, ErrConflict), errors.Is(err, invocation.ErrConflict):
 			out = append(out, BatchResult{ID: id, Status: "conflict", Error: err.Error()})
 		default:
 			return nil, err

@@ -2,8 +2,8 @@ package outbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/google/uuid"
@@ -13,36 +13,39 @@ import (
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/policy"
 )
 
 // Get returns one invocation of the organization.
-func (s *Service) Get(ctx context.Context, org, id string) (dbsqlc.ActionInvocation, error) {
+func (s *Service) Get(ctx context.Context, org, id string) (invocation.Invocation, error) {
 	uid, err := uuid.Parse(id)
 	if err != nil {
-		return dbsqlc.ActionInvocation{}, fmt.Errorf("%w: invocation %s", ErrNotFound, id)
+		return invocation.Invocation{}, fmt.Errorf("%w: invocation %s", ErrNotFound, id)
 	}
-	inv, err := s.queries.InvocationGet(ctx, s.deps.Pool, dbsqlc.InvocationGetParams{ID: uid, OrganizationID: org})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return inv, fmt.Errorf("%w: invocation %s", ErrNotFound, id)
-	}
-	if err != nil {
-		return inv, fmt.Errorf("loading invocation: %w", err)
-	}
-	return inv, nil
+	return s.store.Get(ctx, s.deps.Pool, org, uid)
 }
 
 // GetInSession returns one invocation of a session; an invocation of
 // another session is not found.
-func (s *Service) GetInSession(ctx context.Context, org, sessionID, id string) (dbsqlc.ActionInvocation, error) {
+func (s *Service) GetInSession(ctx context.Context, org, sessionID, id string) (invocation.Invocation, error) {
 	inv, err := s.Get(ctx, org, id)
 	if err != nil {
 		return inv, err
 	}
 	if deref(inv.SessionID) != sessionID {
-		return dbsqlc.ActionInvocation{}, fmt.Errorf("%w: invocation %s", ErrNotFound, id)
+		return invocation.Invocation{}, fmt.Errorf("%w: invocation %s", ErrNotFound, id)
 	}
 	return inv, nil
+}
+
+// Events returns an invocation's timeline, oldest first.
+func (s *Service) Events(ctx context.Context, org, id string) ([]invocation.Event, error) {
+	inv, err := s.Get(ctx, org, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.Events(ctx, s.deps.Pool, org, inv.ID)
 }
 
 // Page is a limit/offset window. Limit defaults to 50 and is capped at 100.
@@ -50,42 +53,23 @@ type Page struct {
 	Limit, Offset int
 }
 
-func (p Page) normalized() (int32, int32) {
+func (p Page) normalized() invocation.Page {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 50
 	}
-	return int32(min(limit, 100)), int32(max(p.Offset, 0))
+	return invocation.Page{Limit: int32(min(limit, 100)), Offset: int32(min(max(p.Offset, 0), math.MaxInt32))}
 }
 
 // ListSession returns a session's invocations, newest first.
-func (s *Service) ListSession(ctx context.Context, org, sessionID string, page Page) ([]dbsqlc.ActionInvocation, error) {
-	limit, offset := page.normalized()
-	invs, err := s.queries.InvocationListBySession(ctx, s.deps.Pool, dbsqlc.InvocationListBySessionParams{
-		OrganizationID: org, SessionID: &sessionID, Max: limit, Skip: offset,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing invocations: %w", err)
-	}
-	return invs, nil
+func (s *Service) ListSession(ctx context.Context, org, sessionID string, page Page) ([]invocation.Invocation, error) {
+	return s.store.ListSession(ctx, s.deps.Pool, org, sessionID, page.normalized())
 }
 
 // ListOrg is the organization's inbox: invocations filtered by status,
 // newest first, with the total count for paging.
-func (s *Service) ListOrg(ctx context.Context, org, status string, page Page) ([]dbsqlc.ActionInvocation, int64, error) {
-	limit, offset := page.normalized()
-	st := nilIfEmpty(status)
-	invs, err := s.queries.InvocationListByOrg(ctx, s.deps.Pool, dbsqlc.InvocationListByOrgParams{
-		OrganizationID: org, Status: st, Max: limit, Skip: offset,
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("listing invocations: %w", err)
-	}
-	total, err := s.queries.InvocationCountByOrg(ctx, s.deps.Pool, dbsqlc.InvocationCountByOrgParams{OrganizationID: org, Status: st})
-	if err != nil {
-		return nil, 0, fmt.Errorf("counting invocations: %w", err)
-	}
-	return invs, total, nil
+func (s *Service) ListOrg(ctx context.Context, org string, status invocation.Status, page Page) ([]invocation.Invocation, int64, error) {
+	return s.store.ListOrg(ctx, s.deps.Pool, org, status, page.normalized())
 }
 
 // Modes is the API's map shape of mode overrides: "<source>:<action>" → mode.

@@ -16,9 +16,9 @@ import (
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/internal/telemetry"
-	"github.com/outboxd/outboxd/worker"
 )
 
 // Config configures the write side.
@@ -39,7 +39,7 @@ type Config struct {
 	SyncWait time.Duration
 	// RetryBySource sets a retry policy per source id (an envelope may
 	// override it). Unset fields use the worker's defaults.
-	RetryBySource map[string]worker.Retry
+	RetryBySource map[string]invocation.Retry
 }
 
 // WithDefaults returns a copy with unset fields defaulted.
@@ -98,6 +98,7 @@ type Service struct {
 	queries   *dbsqlc.Queries
 	validator *executors.Validator
 	waiter    *waiter
+	store     *invocation.Store
 }
 
 // New returns a Service. Call Run to start the listener that answers
@@ -115,6 +116,7 @@ func New(deps *Deps, config *Config) (*Service, error) {
 		queries:   dbsqlc.New(),
 		validator: executors.NewValidator(),
 		waiter:    newWaiter(deps.Pool, logger),
+		store:     invocation.New(deps.River),
 	}, nil
 }
 

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,12 +13,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/policy"
 	"github.com/outboxd/outboxd/worker"
 )
@@ -39,14 +40,14 @@ type request struct {
 	approvalRequired                                          bool
 	rateBucket                                                string
 	mustRunBefore                                             *time.Time
-	retry                                                     worker.Retry // the envelope\'s override
+	retry                                                     invocation.Retry // the envelope's override
 }
 
 // submit runs the pipeline shared by invoke and envelopes: resolve and
 // validate, de-duplicate, resolve the mode, then record the invocation and
 // its job in one transaction. created is false when an earlier request with
 // the same idempotency key or external id is returned instead.
-func (s *Service) submit(ctx context.Context, r *request) (inv dbsqlc.ActionInvocation, created bool, err error) {
+func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invocation, created bool, err error) {
 	if !policyAllowsSource(r.sources, r.source) {
 		return inv, false, fmt.Errorf("%w: %s", ErrSourceNotAllowed, r.source)
 	}
@@ -106,12 +107,12 @@ func (s *Service) submit(ctx context.Context, r *request) (inv dbsqlc.ActionInvo
 		}
 	}
 	params := policy.Redact(r.params)
-	insert := dbsqlc.InvocationInsertParams{
+	create := invocation.CreateParams{
 		ID:             uuid.Must(uuid.NewV7()),
 		OrganizationID: r.org,
-		SessionID:      nilIfEmpty(r.sessionID),
-		AutomationID:   nilIfEmpty(r.automationID),
-		UserID:         nilIfEmpty(r.userID),
+		SessionID:      r.sessionID,
+		AutomationID:   r.automationID,
+		UserID:         r.userID,
 		RequestedBy:    r.requestedBy,
 		Origin:         r.origin,
 		Integration:    r.source,
@@ -121,82 +122,58 @@ func (s *Service) submit(ctx context.Context, r *request) (inv dbsqlc.ActionInvo
 		ModeSource:     string(res.Source),
 		Params:         params,
 		ParamsHash:     hash,
-		ExternalID:     nilIfEmpty(r.externalID),
-		IdempotencyKey: nilIfEmpty(r.idempotencyKey),
-		RateBucket:     nilIfEmpty(r.rateBucket),
+		ExternalID:     r.externalID,
+		IdempotencyKey: r.idempotencyKey,
+		RateBucket:     r.rateBucket,
 		MustRunBefore:  r.mustRunBefore,
 		Approval:       "auto",
-		RiskHint:       nilIfEmpty(r.riskHint),
+		RiskHint:       r.riskHint,
 	}
 	if r.approvalRequired {
-		insert.Approval = "required"
+		create.Approval = "required"
 	}
 	if res.Mode != policy.ModeDeny && s.redacted(r.params, params) {
 		// The provider must get the exact params: keep them sealed for the
 		// worker, bound to this invocation.
-		insert.ParamsSealed = s.deps.Box.Seal(r.params, insert.ID[:])
+		create.ParamsSealed = s.deps.Box.Seal(r.params, create.ID[:])
+	}
+	if spec := s.cfg.RetryBySource[r.source].Merge(r.retry); spec != (invocation.Retry{}) {
+		create.Retry = &spec
 	}
 
-	var retry *worker.Retry
-	if spec := s.cfg.RetryBySource[r.source].Merge(r.retry); spec != (worker.Retry{}) {
-		retry = &spec
-	}
-	execute := worker.ExecuteArgs{InvocationID: insert.ID, Retry: retry}
-
-	inv, err = dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (dbsqlc.ActionInvocation, error) {
+	inv, err = dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
 		switch res.Mode {
 		case policy.ModeDeny:
-			insert.Status = worker.StatusDenied
-			insert.DeniedReason = ptr("policy")
-			if res.DeniedReason != "" {
-				insert.DeniedReason = &res.DeniedReason
-			}
+			create.Status = invocation.StatusDenied
+			create.DeniedReason = cmp.Or(res.DeniedReason, "policy")
 		case policy.ModeAllow:
-			insert.Status = worker.StatusApproved
-			job, err := s.deps.River.InsertTx(ctx, tx, execute, retry.InsertOpts(false))
-			if err != nil {
-				return inv, fmt.Errorf("inserting execute job: %w", err)
-			}
-			insert.JobID = &job.Job.ID
+			create.Status = invocation.StatusApproved
 		default:
 			if r.sessionID != "" {
 				if err := s.checkPendingCap(ctx, tx, r.org, r.sessionID); err != nil {
 					return inv, err
 				}
 			}
-			insert.Status = worker.StatusPending
+			create.Status = invocation.StatusPending
 			expires := time.Now().Add(s.ttl(r.automationID))
-			insert.ExpiresAt = &expires
-			job, err := s.deps.River.InsertTx(ctx, tx, execute, retry.InsertOpts(true))
-			if err != nil {
-				return inv, fmt.Errorf("inserting parked execute job: %w", err)
-			}
-			insert.JobID = &job.Job.ID
-			if _, err := s.deps.River.InsertTx(ctx, tx, worker.ExpireArgs{InvocationID: insert.ID}, &river.InsertOpts{ScheduledAt: expires}); err != nil {
-				return inv, fmt.Errorf("inserting expiry job: %w", err)
-			}
+			create.ExpiresAt = &expires
 		}
-		inv, err := s.queries.InvocationInsert(ctx, tx, insert)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return inv, errDuplicate // a concurrent request with the same key won
-		}
-		return inv, err
+		return s.store.Create(ctx, tx, &create)
 	})
-	if errors.Is(err, errDuplicate) {
+	if errors.Is(err, invocation.ErrDuplicate) {
+		// A concurrent request with the same key won.
 		existing, _, err := s.existing(ctx, r, hash)
 		return existing, false, err
 	}
 	if err != nil {
 		return inv, false, err
 	}
-	s.deps.Metrics.InvocationStatus(inv.Mode, inv.Status)
+	s.deps.Metrics.InvocationStatus(inv.Mode, string(inv.Status))
 	s.logger.Info("invocation created", "invocation_id", inv.ID, "organization_id", inv.OrganizationID,
 		"session_id", r.sessionID, "source_id", inv.Integration, "action_id", inv.Action,
 		"mode", inv.Mode, "mode_source", inv.ModeSource, "status", inv.Status)
 	return inv, true, nil
 }
-
-var errDuplicate = errors.New("duplicate request")
 
 // redacted reports whether redaction changed params.
 func (s *Service) redacted(original, redacted json.RawMessage) bool {
@@ -257,24 +234,10 @@ func resolveMode(src executors.Source, def executors.Definition, in policy.ModeI
 
 // existing returns the invocation an earlier request with the same
 // idempotency key or external id created. ok is false when there is none.
-func (s *Service) existing(ctx context.Context, r *request, hash string) (dbsqlc.ActionInvocation, bool, error) {
-	var (
-		inv dbsqlc.ActionInvocation
-		err error
-	)
-	switch {
-	case r.idempotencyKey != "":
-		inv, err = s.queries.InvocationGetByIdempotencyKey(ctx, s.deps.Pool, dbsqlc.InvocationGetByIdempotencyKeyParams{OrganizationID: r.org, IdempotencyKey: &r.idempotencyKey})
-	case r.externalID != "":
-		inv, err = s.queries.InvocationGetByExternalID(ctx, s.deps.Pool, dbsqlc.InvocationGetByExternalIDParams{OrganizationID: r.org, ExternalID: &r.externalID})
-	default:
-		return inv, false, nil
-	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return inv, false, nil
-	}
-	if err != nil {
-		return inv, false, fmt.Errorf("looking up idempotency key: %w", err)
+func (s *Service) existing(ctx context.Context, r *request, hash string) (invocation.Invocation, bool, error) {
+	inv, ok, err := s.store.GetByKey(ctx, s.deps.Pool, r.org, r.idempotencyKey, r.externalID)
+	if !ok || err != nil {
+		return inv, ok, err
 	}
 	if inv.ParamsHash != hash || deref(inv.SessionID) != r.sessionID {
 		return inv, true, ErrIdempotencyMismatch
@@ -288,7 +251,7 @@ func (s *Service) checkPendingCap(ctx context.Context, tx pgx.Tx, org, sessionID
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "pending/"+org+"/"+sessionID); err != nil {
 		return fmt.Errorf("locking session: %w", err)
 	}
-	n, err := s.queries.InvocationCountPending(ctx, tx, dbsqlc.InvocationCountPendingParams{OrganizationID: org, SessionID: &sessionID})
+	n, err := s.store.CountPending(ctx, tx, org, sessionID)
 	if err != nil {
 		return fmt.Errorf("counting pending invocations: %w", err)
 	}
@@ -345,18 +308,9 @@ func policyAllowsSource(sources []string, source string) bool {
 	return false
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func deref(s *string) string {
 	if s == nil {
 		return ""
 	}
 	return *s
-}
-
-func nilIfEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

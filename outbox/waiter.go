@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"sync"
 	"time"
@@ -10,11 +11,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outboxd/outboxd/worker"
+	"github.com/outboxd/outboxd/internal/invocation"
 )
 
 // waiter lets requests wait for the worker that finishes their invocation,
-// possibly in another process: it LISTENs on worker.NotifyChannel on one
+// possibly in another process: it LISTENs on invocation.EventsChannel on one
 // dedicated connection and wakes the subscribers of each id it hears.
 type waiter struct {
 	pool   *pgxpool.Pool
@@ -100,7 +101,7 @@ func (w *waiter) listen(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+worker.NotifyChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+invocation.EventsChannel); err != nil {
 		return err
 	}
 	w.wakeAll()
@@ -109,8 +110,11 @@ func (w *waiter) listen(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if id, err := uuid.Parse(n.Payload); err == nil {
-			w.wake(id)
+		var ev struct {
+			InvocationID uuid.UUID `json:"invocation_id"`
+		}
+		if json.Unmarshal([]byte(n.Payload), &ev) == nil {
+			w.wake(ev.InvocationID)
 		}
 	}
 }

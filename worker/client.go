@@ -17,17 +17,10 @@ import (
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/internal/telemetry"
 )
-
-// QueueActions is the queue execute jobs run on.
-const QueueActions = "actions"
-
-// NotifyChannel is the Postgres channel a finished invocation's id is sent
-// on, in the same transaction that records the outcome. API processes listen
-// on it to answer allow-mode invokes synchronously.
-const NotifyChannel = "outboxd_invocation_done"
 
 // Config configures the River client and its workers.
 type Config struct {
@@ -139,7 +132,7 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 	}
 	logger := cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &ExecuteWorker{deps: deps, cfg: cfg, logger: logger, queries: dbsqlc.New()})
+	river.AddWorker(workers, &ExecuteWorker{deps: deps, cfg: cfg, logger: logger, queries: dbsqlc.New(), store: invocation.New(nil)})
 	river.AddWorker(workers, &ExpireWorker{deps: deps, logger: logger})
 	river.AddWorker(workers, &SweepWorker{deps: deps, logger: logger})
 
@@ -155,8 +148,8 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 	}
 	if work {
 		rc.Queues = map[string]river.QueueConfig{
-			QueueActions:       {MaxWorkers: cfg.MaxWorkers},
-			river.QueueDefault: {MaxWorkers: 5},
+			invocation.QueueActions: {MaxWorkers: cfg.MaxWorkers},
+			river.QueueDefault:      {MaxWorkers: 5},
 		}
 		rc.PeriodicJobs = []*river.PeriodicJob{
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepInterval),

@@ -1,13 +1,13 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -17,80 +17,46 @@ import (
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/policy"
 )
-
-// ExecuteArgs runs one invocation. The job row is the outbox row: it is
-// inserted in the transaction that records the invocation.
-type ExecuteArgs struct {
-	InvocationID uuid.UUID `json:"invocation_id"`
-	// Retry overrides the worker's backoff for this job (its source's or its
-	// envelope's policy). Max attempts travel as the job's max_attempts.
-	Retry *Retry `json:"retry,omitempty"`
-}
-
-// Retry is a retry policy: how many attempts and the backoff bounds. Zero
-// fields fall back to the worker's configuration.
-type Retry struct {
-	MaxAttempts int           `json:"max_attempts,omitempty"`
-	BaseDelay   time.Duration `json:"base_delay,omitempty"`
-	MaxDelay    time.Duration `json:"max_delay,omitempty"`
-}
-
-// Merge returns r with the fields of over that are set.
-func (r Retry) Merge(over Retry) Retry {
-	if over.MaxAttempts > 0 {
-		r.MaxAttempts = over.MaxAttempts
-	}
-	if over.BaseDelay > 0 {
-		r.BaseDelay = over.BaseDelay
-	}
-	if over.MaxDelay > 0 {
-		r.MaxDelay = over.MaxDelay
-	}
-	return r
-}
-
-// InsertOpts returns the insert options of an execute job with this retry
-// policy; pending parks it for approval.
-func (r *Retry) InsertOpts(pending bool) *river.InsertOpts {
-	opts := &river.InsertOpts{Pending: pending}
-	if r != nil {
-		opts.MaxAttempts = r.MaxAttempts
-	}
-	return opts
-}
-
-// Kind implements river.JobArgs.
-func (ExecuteArgs) Kind() string { return "execute_action" }
-
-// InsertOpts puts execute jobs on the actions queue.
-func (ExecuteArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: QueueActions} }
 
 // ExecuteWorker calls the provider for an approved invocation and records the
 // outcome.
 type ExecuteWorker struct {
-	river.WorkerDefaults[ExecuteArgs]
+	river.WorkerDefaults[invocation.ExecuteArgs]
 	deps    *Deps
 	cfg     *Config
 	logger  *slog.Logger
 	queries *dbsqlc.Queries
+	store   *invocation.Store
+}
+
+// NextRetry implements river.Worker: exponential backoff with jitter
+// within the job's own retry policy (its source's or envelope's), else
+// the worker's.
+func (w *ExecuteWorker) NextRetry(job *river.Job[invocation.ExecuteArgs]) time.Time {
+	base, maxDelay := w.cfg.RetryBaseDelay, w.cfg.RetryMaxDelay
+	if r := job.Args.Retry; r != nil {
+		base, maxDelay = cmp.Or(r.BaseDelay, base), cmp.Or(r.MaxDelay, maxDelay)
+	}
+	return time.Now().Add(backoff(base, max(base, maxDelay), job.Attempt))
 }
 
 // Work implements river.Worker.
-func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) error {
+func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.ExecuteArgs]) error {
 	// Bookkeeping after the call must land even when the job's context was
 	// cancelled (shutdown, timeout), or the outcome would be lost.
 	bg := context.WithoutCancel(ctx)
 
-	inv, err := w.queries.InvocationGetByID(ctx, w.deps.Pool, job.Args.InvocationID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return river.JobCancel(fmt.Errorf("invocation %s does not exist", job.Args.InvocationID))
+	inv, err := w.store.GetByID(ctx, w.deps.Pool, job.Args.InvocationID)
+	if errors.Is(err, invocation.ErrNotFound) {
+		return river.JobCancel(err)
 	}
 	if err != nil {
-		return fmt.Errorf("loading invocation: %w", err)
+		return err
 	}
-	if inv.Status != StatusApproved && inv.Status != StatusExecuting {
+	if inv.Status != invocation.StatusApproved && inv.Status != invocation.StatusExecuting {
 		return nil // terminal, or never released: nothing to do
 	}
 	log := w.logger.With("invocation_id", inv.ID, "organization_id", inv.OrganizationID,
@@ -109,9 +75,9 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) e
 	case err != nil:
 		return err
 	case skip != "":
-		log.Info("invocation skipped", "status", StatusSkipped, "reason", skip)
-		return w.finish(bg, job, inv, StatusSkipped, func(tx pgx.Tx) (dbsqlc.ActionInvocation, error) {
-			return w.queries.InvocationSkip(bg, tx, dbsqlc.InvocationSkipParams{ID: inv.ID, Error: &skip})
+		log.Info("invocation skipped", "status", invocation.StatusSkipped, "reason", skip)
+		return w.finish(bg, job, inv, func(tx pgx.Tx) (invocation.Invocation, error) {
+			return w.store.Skip(bg, tx, inv.ID, skip)
 		})
 	case wait > 0:
 		log.Info("quiet hours; snoozing until the window ends", "wait", wait)
@@ -127,8 +93,8 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) e
 	}
 	defer release()
 
-	inv, err = w.queries.InvocationMarkExecuting(ctx, w.deps.Pool, dbsqlc.InvocationMarkExecutingParams{ID: inv.ID, Attempt: int32(job.Attempt)})
-	if errors.Is(err, pgx.ErrNoRows) {
+	inv, err = w.store.Start(ctx, w.deps.Pool, inv.ID, job.Attempt)
+	if errors.Is(err, invocation.ErrConflict) {
 		return nil // cancelled or expired since it was loaded
 	}
 	if err != nil {
@@ -166,13 +132,13 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) e
 	w.deps.Metrics.JobDuration.WithLabelValues(inv.Integration, "success").Observe(elapsed.Seconds())
 
 	result := policy.Truncate(policy.Redact(orNull(res.Data)), policy.MaxStoredBytes)
-	err = w.finish(bg, job, inv, StatusCompleted, func(tx pgx.Tx) (dbsqlc.ActionInvocation, error) {
-		return w.queries.InvocationComplete(bg, tx, dbsqlc.InvocationCompleteParams{
-			ID: inv.ID, Result: result, ProviderRef: nilIfEmpty(res.ProviderRef), Conflict: res.Conflict, DurationMs: duration,
+	err = w.finish(bg, job, inv, func(tx pgx.Tx) (invocation.Invocation, error) {
+		return w.store.Complete(bg, tx, inv.ID, &invocation.Outcome{
+			Result: result, ProviderRef: res.ProviderRef, Conflict: res.Conflict, DurationMs: duration,
 		})
 	})
 	if err == nil {
-		log.Info("invocation completed", "status", StatusCompleted, "duration_ms", *duration, "conflict", res.Conflict)
+		log.Info("invocation completed", "status", invocation.StatusCompleted, "duration_ms", *duration, "conflict", res.Conflict)
 	}
 	return err
 }
@@ -189,7 +155,7 @@ func unauthorized(err error) bool {
 }
 
 // call runs the action with the call deadline.
-func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv dbsqlc.ActionInvocation, tok credential.Token) (executors.Result, error) {
+func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv invocation.Invocation, tok credential.Token) (executors.Result, error) {
 	params := inv.Params
 	if inv.ParamsSealed != nil {
 		exact, err := w.deps.Box.Open(inv.ParamsSealed, inv.ID[:])
@@ -210,7 +176,7 @@ func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv d
 }
 
 // tokenFailure classifies a failure to resolve the credential.
-func (w *ExecuteWorker) tokenFailure(ctx context.Context, job *river.Job[ExecuteArgs], inv dbsqlc.ActionInvocation, err error, log *slog.Logger) error {
+func (w *ExecuteWorker) tokenFailure(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, err error, log *slog.Logger) error {
 	switch {
 	case errors.Is(err, credential.ErrNotFound):
 		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "credential_missing", Message: "no credential is stored for " + inv.Integration}, "")
@@ -226,7 +192,7 @@ func (w *ExecuteWorker) tokenFailure(ctx context.Context, job *river.Job[Execute
 
 // retryOrFail decides what a failed call becomes: a snooze when the provider
 // asked us to wait, a retry while attempts remain, otherwise failed.
-func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[ExecuteArgs], inv dbsqlc.ActionInvocation, duration *int32, e *executors.Error, token string, log *slog.Logger) error {
+func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, duration *int32, e *executors.Error, token string, log *slog.Logger) error {
 	msg := policy.RedactString(e.Error(), token)
 	if e.RetryAfter > 0 {
 		w.drain(ctx, inv, e.RetryAfter)
@@ -235,8 +201,8 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[ExecuteA
 	case !e.Retryable:
 		return w.fail(ctx, job, inv, duration, e, token)
 	case e.RetryAfter > 0 && int(inv.ProviderWaits) < w.cfg.MaxProviderWaits:
-		if err := w.queries.InvocationRecordProviderWait(ctx, w.deps.Pool, dbsqlc.InvocationRecordProviderWaitParams{ID: inv.ID, Error: &msg, DurationMs: duration}); err != nil {
-			return fmt.Errorf("recording snooze: %w", err)
+		if _, err := w.store.Snooze(ctx, w.deps.Pool, inv.ID, msg, duration); err != nil && !errors.Is(err, invocation.ErrConflict) {
+			return err
 		}
 		log.Info("provider asked to wait; snoozing and draining the bucket", "retry_after", e.RetryAfter, "error", msg)
 		return river.JobSnooze(e.RetryAfter)
@@ -245,11 +211,11 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[ExecuteA
 		if _, err := w.recordFailure(ctx, inv, duration, e, token); err != nil {
 			return err
 		}
-		log.Warn("invocation failed after last attempt", "status", StatusFailed, "error", msg)
+		log.Warn("invocation failed after its last attempt", "status", invocation.StatusFailed, "error", msg)
 		return errors.New(msg)
 	default:
-		if err := w.queries.InvocationRecordRetry(ctx, w.deps.Pool, dbsqlc.InvocationRecordRetryParams{ID: inv.ID, Error: &msg, DurationMs: duration}); err != nil {
-			return fmt.Errorf("recording retry: %w", err)
+		if _, err := w.store.ScheduleRetry(ctx, w.deps.Pool, inv.ID, msg, duration); err != nil && !errors.Is(err, invocation.ErrConflict) {
+			return err
 		}
 		log.Info("retryable failure; will retry", "error", msg)
 		return errors.New(msg)
@@ -258,57 +224,53 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[ExecuteA
 
 // fail records a non-retryable failure, notifies waiters and cancels the job
 // so River never runs it again.
-func (w *ExecuteWorker) fail(ctx context.Context, job *river.Job[ExecuteArgs], inv dbsqlc.ActionInvocation, duration *int32, e *executors.Error, token string) error {
+func (w *ExecuteWorker) fail(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, duration *int32, e *executors.Error, token string) error {
 	msg, err := w.recordFailure(ctx, inv, duration, e, token)
 	if err != nil {
 		return err
 	}
+	w.logger.Warn("invocation failed", "invocation_id", inv.ID, "organization_id", inv.OrganizationID,
+		"source_id", inv.Integration, "action_id", inv.Action, "status", invocation.StatusFailed, "code", e.Code, "error", msg)
 	return river.JobCancel(errors.New(msg))
 }
 
-// recordFailure marks the invocation failed (a dead letter) and notifies
-// waiters in one transaction, and returns the redacted error message.
-func (w *ExecuteWorker) recordFailure(ctx context.Context, inv dbsqlc.ActionInvocation, duration *int32, e *executors.Error, token string) (string, error) {
+// recordFailure marks the invocation failed (a dead letter) and returns the
+// redacted error message. An invocation that left executing meanwhile (a
+// cancel won) is left as it is.
+func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invocation, duration *int32, e *executors.Error, token string) (string, error) {
 	msg := policy.RedactString(e.Error(), token)
-	err := dbutil.WithTx(ctx, w.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := w.queries.InvocationFail(ctx, tx, dbsqlc.InvocationFailParams{ID: inv.ID, Error: &msg, DurationMs: duration})
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("recording failure: %w", err)
-		}
-		return notify(ctx, tx, inv.ID)
-	})
-	if err != nil {
+	if _, err := w.store.Fail(ctx, w.deps.Pool, inv.ID, msg, duration); err != nil && !errors.Is(err, invocation.ErrConflict) {
 		return "", err
 	}
-	w.deps.Metrics.InvocationStatus(inv.Mode, StatusFailed)
+	w.deps.Metrics.InvocationStatus(inv.Mode, string(invocation.StatusFailed))
 	return msg, nil
 }
 
-// finish records a final state with update, completes the job and notifies
-// waiters, all in one transaction.
-func (w *ExecuteWorker) finish(ctx context.Context, job *river.Job[ExecuteArgs], inv dbsqlc.ActionInvocation, status string, update func(tx pgx.Tx) (dbsqlc.ActionInvocation, error)) error {
+// finish records a final state with update and completes the job in one
+// transaction.
+func (w *ExecuteWorker) finish(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, update func(tx pgx.Tx) (invocation.Invocation, error)) error {
+	var finished invocation.Invocation
 	err := dbutil.WithTx(ctx, w.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
-		if _, err := update(tx); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil // someone else finished it; the job just completes
-			}
-			return fmt.Errorf("recording %s: %w", status, err)
+		var err error
+		finished, err = update(tx)
+		if errors.Is(err, invocation.ErrConflict) {
+			return nil // someone else finished it; the job just completes
+		}
+		if err != nil {
+			return err
 		}
 		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
 			return fmt.Errorf("completing job: %w", err)
 		}
-		return notify(ctx, tx, inv.ID)
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	w.deps.Metrics.InvocationStatus(inv.Mode, status)
+	if finished.Status != "" {
+		w.deps.Metrics.InvocationStatus(inv.Mode, string(finished.Status))
+	}
 	return nil
-}
-
-func notify(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
-	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, id.String())
-	return err
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -318,13 +280,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func nilIfEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func orNull(b []byte) []byte {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/worker"
 )
@@ -64,7 +65,7 @@ func TestExecute_StoppedMidCallIsRetriedWithSameKey(t *testing.T) {
 	first.Stop() // the job's context is cancelled mid-call
 
 	second := apptest.Start(t, &apptest.Options{DatabaseURL: first.DBURL, SecretsKey: first.Config.SecretsKey})
-	inv := second.WaitStatus(id, worker.StatusCompleted, 15*time.Second)
+	inv := second.WaitStatus(id, invocation.StatusCompleted, 15*time.Second)
 
 	firstReqs, secondReqs := first.Slack.Requests(), second.Slack.Requests()
 	require.Len(t, firstReqs, 1)
@@ -87,7 +88,7 @@ func TestExecute_RetryableErrorsExhaustAttempts(t *testing.T) {
 	allowSlack(b)
 	id := enqueue(t, b, "flaky-1")
 
-	inv := b.WaitStatus(id, worker.StatusFailed, 20*time.Second)
+	inv := b.WaitStatus(id, invocation.StatusFailed, 20*time.Second)
 	require.Contains(t, inv["error"], "502")
 	require.Len(t, b.Slack.Requests(), 3)
 	require.Eventually(t, func() bool {
@@ -114,7 +115,7 @@ func TestExecute_RateLimitedSnoozesWithoutBurningAttempts(t *testing.T) {
 	id := enqueue(t, b, "limited-1")
 
 	// Two 429s with a single allowed attempt: only snoozing can get it done.
-	inv := b.WaitStatus(id, worker.StatusCompleted, 20*time.Second)
+	inv := b.WaitStatus(id, invocation.StatusCompleted, 20*time.Second)
 	require.Len(t, b.Slack.Requests(), 3)
 	require.Equal(t, float64(1), inv["attempt"])
 	_, attempt := jobRow(t, b, id)
@@ -127,7 +128,7 @@ func TestExecute_NonRetryableFailsAtOnce(t *testing.T) {
 	allowSlack(b)
 	id := enqueue(t, b, "bad-channel")
 
-	inv := b.WaitStatus(id, worker.StatusFailed, 10*time.Second)
+	inv := b.WaitStatus(id, invocation.StatusFailed, 10*time.Second)
 	require.Contains(t, inv["error"], "channel_not_found")
 	require.Len(t, b.Slack.Requests(), 1)
 	require.Eventually(t, func() bool { s, _ := jobRow(t, b, id); return s == "cancelled" }, 5*time.Second, 50*time.Millisecond)
@@ -142,7 +143,7 @@ func TestExecute_TokenNeverStored(t *testing.T) {
 	}})
 	allowSlack(b)
 	id := enqueue(t, b, "echo-1")
-	b.WaitStatus(id, worker.StatusFailed, 10*time.Second)
+	b.WaitStatus(id, invocation.StatusFailed, 10*time.Second)
 
 	var row string
 	require.NoError(t, b.Pool.QueryRow(context.Background(), `SELECT row_to_json(i)::text FROM action_invocations i WHERE id = $1`, id).Scan(&row))
@@ -155,7 +156,7 @@ func TestExecute_TokenNeverStored(t *testing.T) {
 func TestExecute_RetryPolicyPerSourceAndEnvelope(t *testing.T) {
 	t.Parallel()
 	b := apptest.Start(t, &apptest.Options{
-		Outbox: outbox.Config{RetryBySource: map[string]worker.Retry{"slack": {MaxAttempts: 2, BaseDelay: 50 * time.Millisecond}}},
+		Outbox: outbox.Config{RetryBySource: map[string]invocation.Retry{"slack": {MaxAttempts: 2, BaseDelay: 50 * time.Millisecond}}},
 		SlackFunc: func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		},
@@ -163,7 +164,7 @@ func TestExecute_RetryPolicyPerSourceAndEnvelope(t *testing.T) {
 	allowSlack(b)
 
 	bySource := enqueue(t, b, "by-source")
-	b.WaitStatus(bySource, worker.StatusFailed, 20*time.Second)
+	b.WaitStatus(bySource, invocation.StatusFailed, 20*time.Second)
 	_, attempt := jobRow(t, b, bySource)
 	require.Equal(t, 2, attempt, "the source's max_attempts, not the worker's 5")
 
@@ -175,7 +176,7 @@ func TestExecute_RetryPolicyPerSourceAndEnvelope(t *testing.T) {
 	})
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
 	byEnvelope := r.Body["action_id"].(string)
-	b.WaitStatus(byEnvelope, worker.StatusFailed, 20*time.Second)
+	b.WaitStatus(byEnvelope, invocation.StatusFailed, 20*time.Second)
 	_, attempt = jobRow(t, b, byEnvelope)
 	require.Equal(t, 1, attempt, "the envelope's max_attempts wins")
 	require.Len(t, b.Slack.Requests(), 3)
@@ -216,8 +217,8 @@ func TestExecute_RateLimitDrainsTheBucket(t *testing.T) {
 
 	// Another job of the same bucket must not reach Slack while it is drained.
 	second := enqueue(t, b, "drain-2")
-	b.WaitStatus(second, worker.StatusCompleted, 15*time.Second)
-	b.WaitStatus(first, worker.StatusCompleted, 15*time.Second)
+	b.WaitStatus(second, invocation.StatusCompleted, 15*time.Second)
+	b.WaitStatus(first, invocation.StatusCompleted, 15*time.Second)
 	reqs := b.Slack.Requests()
 	require.Len(t, reqs, 3)
 	var secondAt time.Time
@@ -252,7 +253,7 @@ func TestExecute_ProviderWaitsAreBounded(t *testing.T) {
 	id := enqueue(t, b, "always-limited")
 
 	// Two snoozes, then the third 429 spends the only attempt.
-	inv := b.WaitStatus(id, worker.StatusFailed, 20*time.Second)
+	inv := b.WaitStatus(id, invocation.StatusFailed, 20*time.Second)
 	require.Equal(t, float64(2), inv["provider_waits"])
 	require.Len(t, b.Slack.Requests(), 3)
 }

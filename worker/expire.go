@@ -7,38 +7,29 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/telemetry"
 )
 
-// ExpireArgs expires one pending invocation at its expires_at. It is
-// inserted, scheduled, in the transaction that parks the invocation.
-type ExpireArgs struct {
-	InvocationID uuid.UUID `json:"invocation_id"`
-}
-
-// Kind implements river.JobArgs.
-func (ExpireArgs) Kind() string { return "expire_invocation" }
-
 // ExpireWorker expires an invocation nobody approved in time.
 type ExpireWorker struct {
-	river.WorkerDefaults[ExpireArgs]
+	river.WorkerDefaults[invocation.ExpireArgs]
 	deps   *Deps
 	logger *slog.Logger
 }
 
 // Work implements river.Worker.
-func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) error {
-	client := river.ClientFromContext[pgx.Tx](ctx)
+func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[invocation.ExpireArgs]) error {
+	store := invocation.New(river.ClientFromContext[pgx.Tx](ctx))
 	var wait time.Duration
 	err := dbutil.WithTx(ctx, w.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
-		inv, err := dbsqlc.New().InvocationGetByIDForUpdate(ctx, tx, job.Args.InvocationID)
-		if errors.Is(err, pgx.ErrNoRows) || (err == nil && inv.Status != StatusPending) {
+		inv, err := store.GetByID(ctx, tx, job.Args.InvocationID)
+		if errors.Is(err, invocation.ErrNotFound) || (err == nil && inv.Status != invocation.StatusPending) {
 			return nil
 		}
 		if err != nil {
@@ -48,8 +39,7 @@ func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) err
 			wait = time.Until(*inv.ExpiresAt)
 			return nil
 		}
-		_, err = ExpireTx(ctx, tx, client, w.deps.Metrics, inv)
-		return err
+		return expire(ctx, tx, store, w.deps.Metrics, w.logger, inv)
 	})
 	if err != nil {
 		return err
@@ -60,23 +50,20 @@ func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) err
 	return nil
 }
 
-// ExpireTx marks a locked pending invocation expired, cancels its parked job
-// and notifies waiters. The caller commits.
-func ExpireTx(ctx context.Context, tx pgx.Tx, client *river.Client[pgx.Tx], metrics *telemetry.Metrics, inv dbsqlc.ActionInvocation) (dbsqlc.ActionInvocation, error) {
-	expired, err := dbsqlc.New().InvocationExpire(ctx, tx, inv.ID)
+// expire closes a pending invocation's approval window; one that left
+// pending meanwhile (approved, denied) is left as it is.
+func expire(ctx context.Context, tx pgx.Tx, store *invocation.Store, metrics *telemetry.Metrics, logger *slog.Logger, inv invocation.Invocation) error {
+	_, err := store.Expire(ctx, tx, inv.ID)
+	if errors.Is(err, invocation.ErrConflict) {
+		return nil
+	}
 	if err != nil {
-		return inv, fmt.Errorf("expiring invocation: %w", err)
+		return err
 	}
-	if inv.JobID != nil {
-		if _, err := client.JobCancelTx(ctx, tx, *inv.JobID); err != nil && !errors.Is(err, river.ErrNotFound) {
-			return inv, fmt.Errorf("cancelling parked job: %w", err)
-		}
-	}
-	if err := notify(ctx, tx, inv.ID); err != nil {
-		return inv, err
-	}
-	metrics.InvocationStatus(inv.Mode, StatusExpired)
-	return expired, nil
+	metrics.InvocationStatus(inv.Mode, string(invocation.StatusExpired))
+	logger.Info("invocation expired", "invocation_id", inv.ID, "organization_id", inv.OrganizationID,
+		"source_id", inv.Integration, "action_id", inv.Action, "status", invocation.StatusExpired)
+	return nil
 }
 
 // SweepArgs is the periodic safety net: it expires every pending invocation
@@ -99,7 +86,7 @@ const sweepBatch = 500
 
 // Work implements river.Worker.
 func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error {
-	n, err := Sweep(ctx, w.deps.Pool, river.ClientFromContext[pgx.Tx](ctx), w.deps.Metrics)
+	n, err := Sweep(ctx, w.deps.Pool, invocation.New(river.ClientFromContext[pgx.Tx](ctx)), w.deps.Metrics, w.logger)
 	if err != nil {
 		return err
 	}
@@ -114,20 +101,20 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 
 // Sweep expires pending invocations past their expiry, in batches, and
 // returns how many it expired.
-func Sweep(ctx context.Context, pool dbutil.Beginner, client *river.Client[pgx.Tx], metrics *telemetry.Metrics) (int, error) {
+func Sweep(ctx context.Context, pool dbutil.Beginner, store *invocation.Store, metrics *telemetry.Metrics, logger *slog.Logger) (int, error) {
 	total := 0
 	for {
 		n, err := dbutil.WithTxV(ctx, pool, func(ctx context.Context, tx pgx.Tx) (int, error) {
-			rows, err := dbsqlc.New().InvocationListExpiredForUpdate(ctx, tx, sweepBatch)
+			invs, err := store.ListExpired(ctx, tx, sweepBatch)
 			if err != nil {
 				return 0, err
 			}
-			for _, inv := range rows {
-				if _, err := ExpireTx(ctx, tx, client, metrics, inv); err != nil {
+			for _, inv := range invs {
+				if err := expire(ctx, tx, store, metrics, logger, inv); err != nil {
 					return 0, err
 				}
 			}
-			return len(rows), nil
+			return len(invs), nil
 		})
 		total += n
 		if err != nil || n < sweepBatch {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/invocation"
 )
 
 // DefaultBuckets are the rate buckets outboxd starts with; configuration may
@@ -42,7 +42,7 @@ func BucketFor(source string) string {
 
 // bucketScope is the scope key of the invocation's bucket; an unknown
 // bucket is left to the limiter to report.
-func (w *ExecuteWorker) bucketScope(bucket string, inv dbsqlc.ActionInvocation) string {
+func (w *ExecuteWorker) bucketScope(bucket string, inv invocation.Invocation) string {
 	cfg, _ := w.deps.Flow.Bucket(bucket)
 	return cfg.ScopeKey(inv.OrganizationID, inv.Integration)
 }
@@ -50,7 +50,7 @@ func (w *ExecuteWorker) bucketScope(bucket string, inv dbsqlc.ActionInvocation) 
 // takeToken acquires the invocation's bucket. wait > 0 means no token (or
 // no concurrency slot) now: the job snoozes that long, holding no worker and
 // spending no attempt. release frees the concurrency slot after the call.
-func (w *ExecuteWorker) takeToken(ctx context.Context, inv dbsqlc.ActionInvocation, jobID int64) (wait time.Duration, release func(), err error) {
+func (w *ExecuteWorker) takeToken(ctx context.Context, inv invocation.Invocation, jobID int64) (wait time.Duration, release func(), err error) {
 	bucket := deref(inv.RateBucket)
 	if w.deps.Flow == nil || bucket == "" {
 		return 0, func() {}, nil
@@ -81,7 +81,7 @@ func (w *ExecuteWorker) takeToken(ctx context.Context, inv dbsqlc.ActionInvocati
 
 // drain empties the invocation's bucket for d after a provider 429, so the
 // other jobs of the bucket wait too.
-func (w *ExecuteWorker) drain(ctx context.Context, inv dbsqlc.ActionInvocation, d time.Duration) {
+func (w *ExecuteWorker) drain(ctx context.Context, inv invocation.Invocation, d time.Duration) {
 	bucket := deref(inv.RateBucket)
 	if w.deps.Flow == nil || bucket == "" {
 		return

@@ -8,13 +8,14 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/policy"
 )
 
 // gates are checked before every call: a passed must_run_before or a
 // do-not-contact match skips the invocation (skip says why); quiet hours
 // make it wait. The organization's settings cost one round trip.
-func (w *ExecuteWorker) gates(ctx context.Context, inv dbsqlc.ActionInvocation, source executors.Source) (skip string, wait time.Duration, err error) {
+func (w *ExecuteWorker) gates(ctx context.Context, inv invocation.Invocation, source executors.Source) (skip string, wait time.Duration, err error) {
 	if inv.MustRunBefore != nil && time.Now().After(*inv.MustRunBefore) {
 		return "must_run_before passed before the action could run", 0, nil
 	}
@@ -32,7 +33,7 @@ func (w *ExecuteWorker) gates(ctx context.Context, inv dbsqlc.ActionInvocation, 
 // doNotContact returns why an invocation must be skipped when one of its
 // action's recipient fields matches a do-not-contact pattern, and ""
 // otherwise.
-func doNotContact(ctx context.Context, inv dbsqlc.ActionInvocation, source executors.Source, patterns []string) (string, error) {
+func doNotContact(ctx context.Context, inv invocation.Invocation, source executors.Source, patterns []string) (string, error) {
 	if len(patterns) == 0 {
 		return "", nil
 	}

@@ -1,8 +1,6 @@
 package worker
 
 import (
-	"cmp"
-	"encoding/json"
 	"time"
 
 	"github.com/riverqueue/river/rivertype"
@@ -16,17 +14,10 @@ type RetryPolicy struct {
 	Max  time.Duration
 }
 
-// NextRetry implements river.ClientRetryPolicy. An execute job carrying its
-// own retry policy (from its source or envelope) uses those bounds.
+// NextRetry implements river.ClientRetryPolicy, for the jobs whose worker
+// has no policy of its own (ExecuteWorker has, from its job's args).
 func (p *RetryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
-	base, maxDelay := p.Base, p.Max
-	if job.Kind == (ExecuteArgs{}).Kind() {
-		var args ExecuteArgs
-		if err := json.Unmarshal(job.EncodedArgs, &args); err == nil && args.Retry != nil {
-			base, maxDelay = cmp.Or(args.Retry.BaseDelay, base), cmp.Or(args.Retry.MaxDelay, maxDelay)
-		}
-	}
-	return time.Now().Add(backoff(base, max(base, maxDelay), job.Attempt))
+	return time.Now().Add(backoff(p.Base, max(p.Base, p.Max), job.Attempt))
 }
 
 func (p *RetryPolicy) delay(attempt int) time.Duration { return backoff(p.Base, p.Max, attempt) }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/worker"
 )
@@ -172,8 +173,8 @@ func newLogger(v *viper.Viper) (*slog.Logger, error) {
 //
 //	retry:
 //	  slack: {max_attempts: 8, base_delay: 2s, max_delay: 10m}
-func retryBySource(v *viper.Viper) (map[string]worker.Retry, error) {
-	out := map[string]worker.Retry{}
+func retryBySource(v *viper.Viper) (map[string]invocation.Retry, error) {
+	out := map[string]invocation.Retry{}
 	for source := range v.GetStringMap("retry") {
 		sub := v.Sub("retry." + source)
 		if sub == nil {
@@ -186,7 +187,7 @@ func retryBySource(v *viper.Viper) (map[string]worker.Retry, error) {
 				return nil, fmt.Errorf("retry.%s: unknown key %q (use max_attempts, base_delay, max_delay)", source, key)
 			}
 		}
-		r := worker.Retry{MaxAttempts: sub.GetInt("max_attempts"), BaseDelay: sub.GetDuration("base_delay"), MaxDelay: sub.GetDuration("max_delay")}
+		r := invocation.Retry{MaxAttempts: sub.GetInt("max_attempts"), BaseDelay: sub.GetDuration("base_delay"), MaxDelay: sub.GetDuration("max_delay")}
 		if r.MaxAttempts < 0 || r.BaseDelay < 0 || r.MaxDelay < 0 || (r.MaxDelay > 0 && r.MaxDelay < r.BaseDelay) {
 			return nil, fmt.Errorf("retry.%s: attempts and delays must be positive, max_delay ≥ base_delay", source)
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/apptest"
 	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/pgtest"
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/worker"
@@ -305,7 +306,7 @@ func TestDLQ_CommandsReplayThroughTheCLI(t *testing.T) {
 	b.SetModes(map[string]string{"slack:send_message": "allow"})
 	r := b.Invoke("send_message", map[string]any{"channel": "C1", "text": "to replay"})
 	id := r.Body["invocation"].(map[string]any)["id"].(string)
-	b.WaitStatus(id, worker.StatusFailed, 10*time.Second)
+	b.WaitStatus(id, invocation.StatusFailed, 10*time.Second)
 
 	env := []string{
 		"DATABASE_URL=" + b.DBURL,
@@ -321,7 +322,7 @@ func TestDLQ_CommandsReplayThroughTheCLI(t *testing.T) {
 	code, out = run(t, env, "dlq", "retry", "--org", apptest.Org, "--by", "oncall", id)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, `"status":"retried"`)
-	inv := b.WaitStatus(id, worker.StatusCompleted, 10*time.Second)
+	inv := b.WaitStatus(id, invocation.StatusCompleted, 10*time.Second)
 	require.Equal(t, "oncall", inv["replayed_by"])
 
 	code, out = run(t, env, "dlq", "discard", "--org", apptest.Org, id)

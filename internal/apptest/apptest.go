@@ -23,6 +23,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/pgtest"
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/outbox"
@@ -259,12 +260,12 @@ func (b *Bundle) Invocation(id string) map[string]any {
 }
 
 // WaitStatus polls an invocation until it has status or the timeout passes.
-func (b *Bundle) WaitStatus(id, status string, timeout time.Duration) map[string]any {
+func (b *Bundle) WaitStatus(id string, status invocation.Status, timeout time.Duration) map[string]any {
 	b.T.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		inv := b.Invocation(id)
-		if inv["status"] == status {
+		if inv["status"] == string(status) {
 			return inv
 		}
 		if time.Now().After(deadline) {

@@ -24,72 +24,8 @@ func (q *Queries) DeadLetterCount(ctx context.Context, db DBTX, organizationID s
 	return count, err
 }
 
-const deadLetterDiscard = `-- name: DeadLetterDiscard :one
-UPDATE action_invocations
-SET discarded_by = $1, discarded_at = now(), updated_at = now(), params_sealed = NULL
-WHERE id = $2 AND status = 'failed' AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
-`
-
-type DeadLetterDiscardParams struct {
-	DiscardedBy *string
-	ID          uuid.UUID
-}
-
-func (q *Queries) DeadLetterDiscard(ctx context.Context, db DBTX, arg DeadLetterDiscardParams) (ActionInvocation, error) {
-	row := db.QueryRow(ctx, deadLetterDiscard, arg.DiscardedBy, arg.ID)
-	var i ActionInvocation
-	err := row.Scan(
-		&i.ID,
-		&i.OrganizationID,
-		&i.SessionID,
-		&i.AutomationID,
-		&i.RequestedBy,
-		&i.Origin,
-		&i.Integration,
-		&i.Action,
-		&i.RiskLevel,
-		&i.Mode,
-		&i.ModeSource,
-		&i.Params,
-		&i.ParamsHash,
-		&i.Status,
-		&i.Result,
-		&i.Error,
-		&i.DeniedReason,
-		&i.DurationMs,
-		&i.ApprovedBy,
-		&i.ApprovedAt,
-		&i.StartedAt,
-		&i.CompletedAt,
-		&i.ExpiresAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.ExternalID,
-		&i.IdempotencyKey,
-		&i.JobID,
-		&i.Attempt,
-		&i.RateBucket,
-		&i.MustRunBefore,
-		&i.ProviderRef,
-		&i.Conflict,
-		&i.Approval,
-		&i.RiskHint,
-		&i.UserID,
-		&i.DeadLetteredAt,
-		&i.ReplayCount,
-		&i.ReplayedBy,
-		&i.ReplayedAt,
-		&i.DiscardedBy,
-		&i.DiscardedAt,
-		&i.ProviderWaits,
-		&i.ParamsSealed,
-	)
-	return i, err
-}
-
 const deadLetterList = `-- name: DeadLetterList :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM action_invocations
 WHERE organization_id = $1 AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
 ORDER BY dead_lettered_at DESC, id
 LIMIT $3 OFFSET $2
@@ -155,6 +91,8 @@ func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterLis
 			&i.DiscardedAt,
 			&i.ProviderWaits,
 			&i.ParamsSealed,
+			&i.EventSeq,
+			&i.Retry,
 		); err != nil {
 			return nil, err
 		}
@@ -166,87 +104,120 @@ func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterLis
 	return items, nil
 }
 
-const deadLetterReplay = `-- name: DeadLetterReplay :one
-UPDATE action_invocations
-SET status = 'approved', dead_lettered_at = NULL, completed_at = NULL, replay_count = replay_count + 1,
-    replayed_by = $1, replayed_at = now(), job_id = $2, updated_at = now()
-WHERE id = $3 AND status = 'failed' AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
+const eventListByInvocation = `-- name: EventListByInvocation :many
+SELECT id, invocation_id, organization_id, seq, type, from_status, to_status, actor, reason, created_at FROM invocation_events
+WHERE invocation_id = $1 AND organization_id = $2
+ORDER BY seq
 `
 
-type DeadLetterReplayParams struct {
-	ReplayedBy *string
-	JobID      *int64
-	ID         uuid.UUID
+type EventListByInvocationParams struct {
+	InvocationID   uuid.UUID
+	OrganizationID string
 }
 
-func (q *Queries) DeadLetterReplay(ctx context.Context, db DBTX, arg DeadLetterReplayParams) (ActionInvocation, error) {
-	row := db.QueryRow(ctx, deadLetterReplay, arg.ReplayedBy, arg.JobID, arg.ID)
-	var i ActionInvocation
-	err := row.Scan(
-		&i.ID,
-		&i.OrganizationID,
-		&i.SessionID,
-		&i.AutomationID,
-		&i.RequestedBy,
-		&i.Origin,
-		&i.Integration,
-		&i.Action,
-		&i.RiskLevel,
-		&i.Mode,
-		&i.ModeSource,
-		&i.Params,
-		&i.ParamsHash,
-		&i.Status,
-		&i.Result,
-		&i.Error,
-		&i.DeniedReason,
-		&i.DurationMs,
-		&i.ApprovedBy,
-		&i.ApprovedAt,
-		&i.StartedAt,
-		&i.CompletedAt,
-		&i.ExpiresAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.ExternalID,
-		&i.IdempotencyKey,
-		&i.JobID,
-		&i.Attempt,
-		&i.RateBucket,
-		&i.MustRunBefore,
-		&i.ProviderRef,
-		&i.Conflict,
-		&i.Approval,
-		&i.RiskHint,
-		&i.UserID,
-		&i.DeadLetteredAt,
-		&i.ReplayCount,
-		&i.ReplayedBy,
-		&i.ReplayedAt,
-		&i.DiscardedBy,
-		&i.DiscardedAt,
-		&i.ProviderWaits,
-		&i.ParamsSealed,
-	)
-	return i, err
+func (q *Queries) EventListByInvocation(ctx context.Context, db DBTX, arg EventListByInvocationParams) ([]InvocationEvent, error) {
+	rows, err := db.Query(ctx, eventListByInvocation, arg.InvocationID, arg.OrganizationID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []InvocationEvent
+	for rows.Next() {
+		var i InvocationEvent
+		if err := rows.Scan(
+			&i.ID,
+			&i.InvocationID,
+			&i.OrganizationID,
+			&i.Seq,
+			&i.Type,
+			&i.FromStatus,
+			&i.ToStatus,
+			&i.Actor,
+			&i.Reason,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const invocationApprove = `-- name: InvocationApprove :one
-UPDATE action_invocations
-SET status = 'approved', approved_by = $1, approved_at = now(), updated_at = now()
-WHERE id = $2 AND status = 'pending'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'approved', approved_by = $2, approved_at = now(), updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'approved', prev.status, next.status, $2, NULL FROM next, prev
+)
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
 `
 
 type InvocationApproveParams struct {
-	ApprovedBy *string
-	ID         uuid.UUID
+	ID    uuid.UUID
+	Actor *string
 }
 
-func (q *Queries) InvocationApprove(ctx context.Context, db DBTX, arg InvocationApproveParams) (ActionInvocation, error) {
-	row := db.QueryRow(ctx, invocationApprove, arg.ApprovedBy, arg.ID)
-	var i ActionInvocation
+type InvocationApproveRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+	SessionID      *string
+	AutomationID   *string
+	RequestedBy    string
+	Origin         string
+	Integration    string
+	Action         string
+	RiskLevel      string
+	Mode           string
+	ModeSource     string
+	Params         []byte
+	ParamsHash     string
+	Status         string
+	Result         []byte
+	Error          *string
+	DeniedReason   *string
+	DurationMs     *int32
+	ApprovedBy     *string
+	ApprovedAt     *time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExternalID     *string
+	IdempotencyKey *string
+	JobID          *int64
+	Attempt        int32
+	RateBucket     *string
+	MustRunBefore  *time.Time
+	ProviderRef    *string
+	Conflict       bool
+	Approval       string
+	RiskHint       *string
+	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
+	ProviderWaits  int32
+	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
+}
+
+func (q *Queries) InvocationApprove(ctx context.Context, db DBTX, arg InvocationApproveParams) (InvocationApproveRow, error) {
+	row := db.QueryRow(ctx, invocationApprove, arg.ID, arg.Actor)
+	var i InvocationApproveRow
 	err := row.Scan(
 		&i.ID,
 		&i.OrganizationID,
@@ -292,20 +263,84 @@ func (q *Queries) InvocationApprove(ctx context.Context, db DBTX, arg Invocation
 		&i.DiscardedAt,
 		&i.ProviderWaits,
 		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
 	)
 	return i, err
 }
 
 const invocationCancel = `-- name: InvocationCancel :one
-UPDATE action_invocations
-SET status = 'cancelled', completed_at = now(), updated_at = now(), params_sealed = NULL
-WHERE id = $1 AND status IN ('pending', 'approved')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'cancelled', completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status IN ('pending', 'approved')
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'cancelled', prev.status, next.status, $2, NULL FROM next, prev
+)
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
 `
 
-func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
-	row := db.QueryRow(ctx, invocationCancel, id)
-	var i ActionInvocation
+type InvocationCancelParams struct {
+	ID    uuid.UUID
+	Actor *string
+}
+
+type InvocationCancelRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+	SessionID      *string
+	AutomationID   *string
+	RequestedBy    string
+	Origin         string
+	Integration    string
+	Action         string
+	RiskLevel      string
+	Mode           string
+	ModeSource     string
+	Params         []byte
+	ParamsHash     string
+	Status         string
+	Result         []byte
+	Error          *string
+	DeniedReason   *string
+	DurationMs     *int32
+	ApprovedBy     *string
+	ApprovedAt     *time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExternalID     *string
+	IdempotencyKey *string
+	JobID          *int64
+	Attempt        int32
+	RateBucket     *string
+	MustRunBefore  *time.Time
+	ProviderRef    *string
+	Conflict       bool
+	Approval       string
+	RiskHint       *string
+	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
+	ProviderWaits  int32
+	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
+}
+
+func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, arg InvocationCancelParams) (InvocationCancelRow, error) {
+	row := db.QueryRow(ctx, invocationCancel, arg.ID, arg.Actor)
+	var i InvocationCancelRow
 	err := row.Scan(
 		&i.ID,
 		&i.OrganizationID,
@@ -351,35 +386,94 @@ func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, id uuid.UUID) (
 		&i.DiscardedAt,
 		&i.ProviderWaits,
 		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
 	)
 	return i, err
 }
 
 const invocationComplete = `-- name: InvocationComplete :one
-UPDATE action_invocations
-SET status = 'completed', result = $1, provider_ref = $2, conflict = $3,
-    error = NULL, duration_ms = $4, completed_at = now(), updated_at = now(), params_sealed = NULL
-WHERE id = $5 AND status = 'executing'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'completed', result = $2, provider_ref = $3, conflict = $4,
+        error = NULL, duration_ms = $5, completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'completed', prev.status, next.status, NULL, NULL FROM next, prev
+)
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
 `
 
 type InvocationCompleteParams struct {
+	ID          uuid.UUID
 	Result      []byte
 	ProviderRef *string
 	Conflict    bool
 	DurationMs  *int32
-	ID          uuid.UUID
 }
 
-func (q *Queries) InvocationComplete(ctx context.Context, db DBTX, arg InvocationCompleteParams) (ActionInvocation, error) {
+type InvocationCompleteRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+	SessionID      *string
+	AutomationID   *string
+	RequestedBy    string
+	Origin         string
+	Integration    string
+	Action         string
+	RiskLevel      string
+	Mode           string
+	ModeSource     string
+	Params         []byte
+	ParamsHash     string
+	Status         string
+	Result         []byte
+	Error          *string
+	DeniedReason   *string
+	DurationMs     *int32
+	ApprovedBy     *string
+	ApprovedAt     *time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExternalID     *string
+	IdempotencyKey *string
+	JobID          *int64
+	Attempt        int32
+	RateBucket     *string
+	MustRunBefore  *time.Time
+	ProviderRef    *string
+	Conflict       bool
+	Approval       string
+	RiskHint       *string
+	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
+	ProviderWaits  int32
+	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
+}
+
+func (q *Queries) InvocationComplete(ctx context.Context, db DBTX, arg InvocationCompleteParams) (InvocationCompleteRow, error) {
 	row := db.QueryRow(ctx, invocationComplete,
+		arg.ID,
 		arg.Result,
 		arg.ProviderRef,
 		arg.Conflict,
 		arg.DurationMs,
-		arg.ID,
 	)
-	var i ActionInvocation
+	var i InvocationCompleteRow
 	err := row.Scan(
 		&i.ID,
 		&i.OrganizationID,
@@ -425,6 +519,8 @@ func (q *Queries) InvocationComplete(ctx context.Context, db DBTX, arg Invocatio
 		&i.DiscardedAt,
 		&i.ProviderWaits,
 		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
 	)
 	return i, err
 }
@@ -464,28 +560,85 @@ func (q *Queries) InvocationCountPending(ctx context.Context, db DBTX, arg Invoc
 }
 
 const invocationDeny = `-- name: InvocationDeny :one
-UPDATE action_invocations
-SET status = 'denied', denied_reason = $1, error = $2, approved_by = $3,
-    approved_at = now(), completed_at = now(), updated_at = now(), params_sealed = NULL
-WHERE id = $4 AND status = 'pending'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'denied', denied_reason = $2, error = $3, approved_by = $4,
+        approved_at = now(), completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'denied', prev.status, next.status, $4, $3 FROM next, prev
+)
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
 `
 
 type InvocationDenyParams struct {
-	DeniedReason *string
-	Error        *string
-	ApprovedBy   *string
 	ID           uuid.UUID
+	DeniedReason *string
+	Reason       *string
+	Actor        *string
 }
 
-func (q *Queries) InvocationDeny(ctx context.Context, db DBTX, arg InvocationDenyParams) (ActionInvocation, error) {
+type InvocationDenyRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+	SessionID      *string
+	AutomationID   *string
+	RequestedBy    string
+	Origin         string
+	Integration    string
+	Action         string
+	RiskLevel      string
+	Mode           string
+	ModeSource     string
+	Params         []byte
+	ParamsHash     string
+	Status         string
+	Result         []byte
+	Error          *string
+	DeniedReason   *string
+	DurationMs     *int32
+	ApprovedBy     *string
+	ApprovedAt     *time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExternalID     *string
+	IdempotencyKey *string
+	JobID          *int64
+	Attempt        int32
+	RateBucket     *string
+	MustRunBefore  *time.Time
+	ProviderRef    *string
+	Conflict       bool
+	Approval       string
+	RiskHint       *string
+	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
+	ProviderWaits  int32
+	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
+}
+
+func (q *Queries) InvocationDeny(ctx context.Context, db DBTX, arg InvocationDenyParams) (InvocationDenyRow, error) {
 	row := db.QueryRow(ctx, invocationDeny,
-		arg.DeniedReason,
-		arg.Error,
-		arg.ApprovedBy,
 		arg.ID,
+		arg.DeniedReason,
+		arg.Reason,
+		arg.Actor,
 	)
-	var i ActionInvocation
+	var i InvocationDenyRow
 	err := row.Scan(
 		&i.ID,
 		&i.OrganizationID,
@@ -531,20 +684,202 @@ func (q *Queries) InvocationDeny(ctx context.Context, db DBTX, arg InvocationDen
 		&i.DiscardedAt,
 		&i.ProviderWaits,
 		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
+	)
+	return i, err
+}
+
+const invocationDiscard = `-- name: InvocationDiscard :one
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET discarded_by = $2, discarded_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'failed' AND i.dead_lettered_at IS NOT NULL AND i.discarded_at IS NULL
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'discarded', prev.status, next.status, $2, NULL FROM next, prev
+)
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
+`
+
+type InvocationDiscardParams struct {
+	ID    uuid.UUID
+	Actor *string
+}
+
+type InvocationDiscardRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+	SessionID      *string
+	AutomationID   *string
+	RequestedBy    string
+	Origin         string
+	Integration    string
+	Action         string
+	RiskLevel      string
+	Mode           string
+	ModeSource     string
+	Params         []byte
+	ParamsHash     string
+	Status         string
+	Result         []byte
+	Error          *string
+	DeniedReason   *string
+	DurationMs     *int32
+	ApprovedBy     *string
+	ApprovedAt     *time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExternalID     *string
+	IdempotencyKey *string
+	JobID          *int64
+	Attempt        int32
+	RateBucket     *string
+	MustRunBefore  *time.Time
+	ProviderRef    *string
+	Conflict       bool
+	Approval       string
+	RiskHint       *string
+	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
+	ProviderWaits  int32
+	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
+}
+
+func (q *Queries) InvocationDiscard(ctx context.Context, db DBTX, arg InvocationDiscardParams) (InvocationDiscardRow, error) {
+	row := db.QueryRow(ctx, invocationDiscard, arg.ID, arg.Actor)
+	var i InvocationDiscardRow
+	err := row.Scan(
+		&i.ID,
+		&i.OrganizationID,
+		&i.SessionID,
+		&i.AutomationID,
+		&i.RequestedBy,
+		&i.Origin,
+		&i.Integration,
+		&i.Action,
+		&i.RiskLevel,
+		&i.Mode,
+		&i.ModeSource,
+		&i.Params,
+		&i.ParamsHash,
+		&i.Status,
+		&i.Result,
+		&i.Error,
+		&i.DeniedReason,
+		&i.DurationMs,
+		&i.ApprovedBy,
+		&i.ApprovedAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.ExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ExternalID,
+		&i.IdempotencyKey,
+		&i.JobID,
+		&i.Attempt,
+		&i.RateBucket,
+		&i.MustRunBefore,
+		&i.ProviderRef,
+		&i.Conflict,
+		&i.Approval,
+		&i.RiskHint,
+		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
+		&i.ProviderWaits,
+		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
 	)
 	return i, err
 }
 
 const invocationExpire = `-- name: InvocationExpire :one
-UPDATE action_invocations
-SET status = 'expired', denied_reason = 'expired', completed_at = now(), updated_at = now(), params_sealed = NULL
-WHERE id = $1 AND status = 'pending'
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'expired', denied_reason = 'expired', completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'expired', prev.status, next.status, NULL, 'approval window closed' FROM next, prev
+)
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
 `
 
-func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
+type InvocationExpireRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+	SessionID      *string
+	AutomationID   *string
+	RequestedBy    string
+	Origin         string
+	Integration    string
+	Action         string
+	RiskLevel      string
+	Mode           string
+	ModeSource     string
+	Params         []byte
+	ParamsHash     string
+	Status         string
+	Result         []byte
+	Error          *string
+	DeniedReason   *string
+	DurationMs     *int32
+	ApprovedBy     *string
+	ApprovedAt     *time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExternalID     *string
+	IdempotencyKey *string
+	JobID          *int64
+	Attempt        int32
+	RateBucket     *string
+	MustRunBefore  *time.Time
+	ProviderRef    *string
+	Conflict       bool
+	Approval       string
+	RiskHint       *string
+	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
+	ProviderWaits  int32
+	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
+}
+
+func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, id uuid.UUID) (InvocationExpireRow, error) {
 	row := db.QueryRow(ctx, invocationExpire, id)
-	var i ActionInvocation
+	var i InvocationExpireRow
 	err := row.Scan(
 		&i.ID,
 		&i.OrganizationID,
@@ -590,28 +925,87 @@ func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, id uuid.UUID) (
 		&i.DiscardedAt,
 		&i.ProviderWaits,
 		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
 	)
 	return i, err
 }
 
 const invocationFail = `-- name: InvocationFail :one
-UPDATE action_invocations
-SET status = 'failed', error = $1, duration_ms = $2, completed_at = now(), updated_at = now(),
-    dead_lettered_at = now()
-WHERE id = $3 AND status IN ('approved', 'executing')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'failed', error = $2, duration_ms = $3, completed_at = now(), dead_lettered_at = now(), updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'failed', prev.status, next.status, NULL, $2 FROM next, prev
+)
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
 `
 
 type InvocationFailParams struct {
+	ID         uuid.UUID
 	Error      *string
 	DurationMs *int32
-	ID         uuid.UUID
 }
 
-// A failure in the worker is a dead letter an operator may replay.
-func (q *Queries) InvocationFail(ctx context.Context, db DBTX, arg InvocationFailParams) (ActionInvocation, error) {
-	row := db.QueryRow(ctx, invocationFail, arg.Error, arg.DurationMs, arg.ID)
-	var i ActionInvocation
+type InvocationFailRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+	SessionID      *string
+	AutomationID   *string
+	RequestedBy    string
+	Origin         string
+	Integration    string
+	Action         string
+	RiskLevel      string
+	Mode           string
+	ModeSource     string
+	Params         []byte
+	ParamsHash     string
+	Status         string
+	Result         []byte
+	Error          *string
+	DeniedReason   *string
+	DurationMs     *int32
+	ApprovedBy     *string
+	ApprovedAt     *time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExternalID     *string
+	IdempotencyKey *string
+	JobID          *int64
+	Attempt        int32
+	RateBucket     *string
+	MustRunBefore  *time.Time
+	ProviderRef    *string
+	Conflict       bool
+	Approval       string
+	RiskHint       *string
+	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
+	ProviderWaits  int32
+	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
+}
+
+// A failure in the worker is a dead letter an operator may replay; it keeps
+// its sealed params for that replay until it is discarded.
+func (q *Queries) InvocationFail(ctx context.Context, db DBTX, arg InvocationFailParams) (InvocationFailRow, error) {
+	row := db.QueryRow(ctx, invocationFail, arg.ID, arg.Error, arg.DurationMs)
+	var i InvocationFailRow
 	err := row.Scan(
 		&i.ID,
 		&i.OrganizationID,
@@ -657,12 +1051,14 @@ func (q *Queries) InvocationFail(ctx context.Context, db DBTX, arg InvocationFai
 		&i.DiscardedAt,
 		&i.ProviderWaits,
 		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
 	)
 	return i, err
 }
 
 const invocationGet = `-- name: InvocationGet :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations WHERE id = $1 AND organization_id = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM action_invocations WHERE id = $1 AND organization_id = $2
 `
 
 type InvocationGetParams struct {
@@ -718,12 +1114,14 @@ func (q *Queries) InvocationGet(ctx context.Context, db DBTX, arg InvocationGetP
 		&i.DiscardedAt,
 		&i.ProviderWaits,
 		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
 	)
 	return i, err
 }
 
 const invocationGetByExternalID = `-- name: InvocationGetByExternalID :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations WHERE organization_id = $1 AND external_id = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM action_invocations WHERE organization_id = $1 AND external_id = $2
 `
 
 type InvocationGetByExternalIDParams struct {
@@ -779,12 +1177,14 @@ func (q *Queries) InvocationGetByExternalID(ctx context.Context, db DBTX, arg In
 		&i.DiscardedAt,
 		&i.ProviderWaits,
 		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
 	)
 	return i, err
 }
 
 const invocationGetByID = `-- name: InvocationGetByID :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations WHERE id = $1
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM action_invocations WHERE id = $1
 `
 
 func (q *Queries) InvocationGetByID(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -835,68 +1235,14 @@ func (q *Queries) InvocationGetByID(ctx context.Context, db DBTX, id uuid.UUID) 
 		&i.DiscardedAt,
 		&i.ProviderWaits,
 		&i.ParamsSealed,
-	)
-	return i, err
-}
-
-const invocationGetByIDForUpdate = `-- name: InvocationGetByIDForUpdate :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations WHERE id = $1 FOR UPDATE
-`
-
-func (q *Queries) InvocationGetByIDForUpdate(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
-	row := db.QueryRow(ctx, invocationGetByIDForUpdate, id)
-	var i ActionInvocation
-	err := row.Scan(
-		&i.ID,
-		&i.OrganizationID,
-		&i.SessionID,
-		&i.AutomationID,
-		&i.RequestedBy,
-		&i.Origin,
-		&i.Integration,
-		&i.Action,
-		&i.RiskLevel,
-		&i.Mode,
-		&i.ModeSource,
-		&i.Params,
-		&i.ParamsHash,
-		&i.Status,
-		&i.Result,
-		&i.Error,
-		&i.DeniedReason,
-		&i.DurationMs,
-		&i.ApprovedBy,
-		&i.ApprovedAt,
-		&i.StartedAt,
-		&i.CompletedAt,
-		&i.ExpiresAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.ExternalID,
-		&i.IdempotencyKey,
-		&i.JobID,
-		&i.Attempt,
-		&i.RateBucket,
-		&i.MustRunBefore,
-		&i.ProviderRef,
-		&i.Conflict,
-		&i.Approval,
-		&i.RiskHint,
-		&i.UserID,
-		&i.DeadLetteredAt,
-		&i.ReplayCount,
-		&i.ReplayedBy,
-		&i.ReplayedAt,
-		&i.DiscardedBy,
-		&i.DiscardedAt,
-		&i.ProviderWaits,
-		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
 	)
 	return i, err
 }
 
 const invocationGetByIdempotencyKey = `-- name: InvocationGetByIdempotencyKey :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations WHERE organization_id = $1 AND idempotency_key = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM action_invocations WHERE organization_id = $1 AND idempotency_key = $2
 `
 
 type InvocationGetByIdempotencyKeyParams struct {
@@ -952,12 +1298,14 @@ func (q *Queries) InvocationGetByIdempotencyKey(ctx context.Context, db DBTX, ar
 		&i.DiscardedAt,
 		&i.ProviderWaits,
 		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
 	)
 	return i, err
 }
 
 const invocationGetForUpdate = `-- name: InvocationGetForUpdate :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations WHERE id = $1 AND organization_id = $2 FOR UPDATE
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM action_invocations WHERE id = $1 AND organization_id = $2 FOR UPDATE
 `
 
 type InvocationGetForUpdateParams struct {
@@ -1013,25 +1361,33 @@ func (q *Queries) InvocationGetForUpdate(ctx context.Context, db DBTX, arg Invoc
 		&i.DiscardedAt,
 		&i.ProviderWaits,
 		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
 	)
 	return i, err
 }
 
 const invocationInsert = `-- name: InvocationInsert :one
-INSERT INTO action_invocations (
-    id, job_id, organization_id, session_id, automation_id, user_id, requested_by, origin,
-    integration, action, risk_level, mode, mode_source, params, params_sealed, params_hash,
-    status, denied_reason, expires_at, external_id, idempotency_key,
-    rate_bucket, must_run_before, approval, risk_hint, completed_at
-) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8,
-    $9, $10, $11, $12, $13, $14, $15, $16,
-    $17, $18, $19, $20, $21,
-    $22, $23, $24, $25,
-    CASE WHEN $17::text = 'denied' THEN now() END
+WITH next AS (
+    INSERT INTO action_invocations (
+        id, job_id, organization_id, session_id, automation_id, user_id, requested_by, origin,
+        integration, action, risk_level, mode, mode_source, params, params_sealed, params_hash,
+        status, denied_reason, expires_at, external_id, idempotency_key,
+        rate_bucket, must_run_before, approval, risk_hint, retry, event_seq, completed_at
+    ) VALUES (
+        $1, $2, $3, $4, $5, $6, $7, $8,
+        $9, $10, $11, $12, $13, $14, $15, $16,
+        $17, $18, $19, $20, $21,
+        $22, $23, $24, $25, $26, 1,
+        CASE WHEN $17::text = 'denied' THEN now() END
+    )
+    ON CONFLICT DO NOTHING
+    RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, to_status, actor, reason)
+    SELECT next.id, next.organization_id, 1, 'created', next.status, next.requested_by, next.denied_reason FROM next
 )
-ON CONFLICT DO NOTHING
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
 `
 
 type InvocationInsertParams struct {
@@ -1060,11 +1416,61 @@ type InvocationInsertParams struct {
 	MustRunBefore  *time.Time
 	Approval       string
 	RiskHint       *string
+	Retry          []byte
+}
+
+type InvocationInsertRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+	SessionID      *string
+	AutomationID   *string
+	RequestedBy    string
+	Origin         string
+	Integration    string
+	Action         string
+	RiskLevel      string
+	Mode           string
+	ModeSource     string
+	Params         []byte
+	ParamsHash     string
+	Status         string
+	Result         []byte
+	Error          *string
+	DeniedReason   *string
+	DurationMs     *int32
+	ApprovedBy     *string
+	ApprovedAt     *time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExternalID     *string
+	IdempotencyKey *string
+	JobID          *int64
+	Attempt        int32
+	RateBucket     *string
+	MustRunBefore  *time.Time
+	ProviderRef    *string
+	Conflict       bool
+	Approval       string
+	RiskHint       *string
+	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
+	ProviderWaits  int32
+	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
 }
 
 // A conflict on the idempotency key or external id inserts nothing and
 // returns no row; the caller then loads the existing invocation.
-func (q *Queries) InvocationInsert(ctx context.Context, db DBTX, arg InvocationInsertParams) (ActionInvocation, error) {
+func (q *Queries) InvocationInsert(ctx context.Context, db DBTX, arg InvocationInsertParams) (InvocationInsertRow, error) {
 	row := db.QueryRow(ctx, invocationInsert,
 		arg.ID,
 		arg.JobID,
@@ -1091,8 +1497,9 @@ func (q *Queries) InvocationInsert(ctx context.Context, db DBTX, arg InvocationI
 		arg.MustRunBefore,
 		arg.Approval,
 		arg.RiskHint,
+		arg.Retry,
 	)
-	var i ActionInvocation
+	var i InvocationInsertRow
 	err := row.Scan(
 		&i.ID,
 		&i.OrganizationID,
@@ -1138,12 +1545,14 @@ func (q *Queries) InvocationInsert(ctx context.Context, db DBTX, arg InvocationI
 		&i.DiscardedAt,
 		&i.ProviderWaits,
 		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
 	)
 	return i, err
 }
 
 const invocationListByOrg = `-- name: InvocationListByOrg :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM action_invocations
 WHERE organization_id = $1 AND ($2::text IS NULL OR status = $2)
 ORDER BY created_at DESC, id
 LIMIT $4 OFFSET $3
@@ -1215,6 +1624,8 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 			&i.DiscardedAt,
 			&i.ProviderWaits,
 			&i.ParamsSealed,
+			&i.EventSeq,
+			&i.Retry,
 		); err != nil {
 			return nil, err
 		}
@@ -1227,7 +1638,7 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 }
 
 const invocationListBySession = `-- name: InvocationListBySession :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM action_invocations
 WHERE organization_id = $1 AND session_id = $2
 ORDER BY created_at DESC, id
 LIMIT $4 OFFSET $3
@@ -1299,6 +1710,8 @@ func (q *Queries) InvocationListBySession(ctx context.Context, db DBTX, arg Invo
 			&i.DiscardedAt,
 			&i.ProviderWaits,
 			&i.ParamsSealed,
+			&i.EventSeq,
+			&i.Retry,
 		); err != nil {
 			return nil, err
 		}
@@ -1311,7 +1724,7 @@ func (q *Queries) InvocationListBySession(ctx context.Context, db DBTX, arg Invo
 }
 
 const invocationListExpiredForUpdate = `-- name: InvocationListExpiredForUpdate :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM action_invocations
 WHERE status = 'pending' AND expires_at <= now()
 ORDER BY expires_at
 LIMIT $1
@@ -1372,6 +1785,8 @@ func (q *Queries) InvocationListExpiredForUpdate(ctx context.Context, db DBTX, m
 			&i.DiscardedAt,
 			&i.ProviderWaits,
 			&i.ParamsSealed,
+			&i.EventSeq,
+			&i.Retry,
 		); err != nil {
 			return nil, err
 		}
@@ -1383,21 +1798,80 @@ func (q *Queries) InvocationListExpiredForUpdate(ctx context.Context, db DBTX, m
 	return items, nil
 }
 
-const invocationMarkExecuting = `-- name: InvocationMarkExecuting :one
-UPDATE action_invocations
-SET status = 'executing', attempt = $1, started_at = coalesce(started_at, now()), updated_at = now()
-WHERE id = $2 AND status IN ('approved', 'executing')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
+const invocationReplay = `-- name: InvocationReplay :one
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'approved', dead_lettered_at = NULL, completed_at = NULL, replay_count = i.replay_count + 1,
+        replayed_by = $2, replayed_at = now(), job_id = $3, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'failed' AND i.dead_lettered_at IS NOT NULL AND i.discarded_at IS NULL
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'replayed', prev.status, next.status, $2, NULL FROM next, prev
+)
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
 `
 
-type InvocationMarkExecutingParams struct {
-	Attempt int32
-	ID      uuid.UUID
+type InvocationReplayParams struct {
+	ID    uuid.UUID
+	Actor *string
+	JobID *int64
 }
 
-func (q *Queries) InvocationMarkExecuting(ctx context.Context, db DBTX, arg InvocationMarkExecutingParams) (ActionInvocation, error) {
-	row := db.QueryRow(ctx, invocationMarkExecuting, arg.Attempt, arg.ID)
-	var i ActionInvocation
+type InvocationReplayRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+	SessionID      *string
+	AutomationID   *string
+	RequestedBy    string
+	Origin         string
+	Integration    string
+	Action         string
+	RiskLevel      string
+	Mode           string
+	ModeSource     string
+	Params         []byte
+	ParamsHash     string
+	Status         string
+	Result         []byte
+	Error          *string
+	DeniedReason   *string
+	DurationMs     *int32
+	ApprovedBy     *string
+	ApprovedAt     *time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExternalID     *string
+	IdempotencyKey *string
+	JobID          *int64
+	Attempt        int32
+	RateBucket     *string
+	MustRunBefore  *time.Time
+	ProviderRef    *string
+	Conflict       bool
+	Approval       string
+	RiskHint       *string
+	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
+	ProviderWaits  int32
+	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
+}
+
+func (q *Queries) InvocationReplay(ctx context.Context, db DBTX, arg InvocationReplayParams) (InvocationReplayRow, error) {
+	row := db.QueryRow(ctx, invocationReplay, arg.ID, arg.Actor, arg.JobID)
+	var i InvocationReplayRow
 	err := row.Scan(
 		&i.ID,
 		&i.OrganizationID,
@@ -1443,59 +1917,85 @@ func (q *Queries) InvocationMarkExecuting(ctx context.Context, db DBTX, arg Invo
 		&i.DiscardedAt,
 		&i.ProviderWaits,
 		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
 	)
 	return i, err
 }
 
-const invocationRecordProviderWait = `-- name: InvocationRecordProviderWait :exec
-UPDATE action_invocations
-SET status = 'approved', error = $1, duration_ms = $2, provider_waits = provider_waits + 1, updated_at = now()
-WHERE id = $3 AND status = 'executing'
+const invocationScheduleRetry = `-- name: InvocationScheduleRetry :one
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'approved', error = $2, duration_ms = $3, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'retry_scheduled', prev.status, next.status, NULL, $2 FROM next, prev
+)
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
 `
 
-type InvocationRecordProviderWaitParams struct {
+type InvocationScheduleRetryParams struct {
+	ID         uuid.UUID
 	Error      *string
 	DurationMs *int32
-	ID         uuid.UUID
 }
 
-func (q *Queries) InvocationRecordProviderWait(ctx context.Context, db DBTX, arg InvocationRecordProviderWaitParams) error {
-	_, err := db.Exec(ctx, invocationRecordProviderWait, arg.Error, arg.DurationMs, arg.ID)
-	return err
+type InvocationScheduleRetryRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+	SessionID      *string
+	AutomationID   *string
+	RequestedBy    string
+	Origin         string
+	Integration    string
+	Action         string
+	RiskLevel      string
+	Mode           string
+	ModeSource     string
+	Params         []byte
+	ParamsHash     string
+	Status         string
+	Result         []byte
+	Error          *string
+	DeniedReason   *string
+	DurationMs     *int32
+	ApprovedBy     *string
+	ApprovedAt     *time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExternalID     *string
+	IdempotencyKey *string
+	JobID          *int64
+	Attempt        int32
+	RateBucket     *string
+	MustRunBefore  *time.Time
+	ProviderRef    *string
+	Conflict       bool
+	Approval       string
+	RiskHint       *string
+	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
+	ProviderWaits  int32
+	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
 }
 
-const invocationRecordRetry = `-- name: InvocationRecordRetry :exec
-UPDATE action_invocations
-SET status = 'approved', error = $1, duration_ms = $2, updated_at = now()
-WHERE id = $3 AND status = 'executing'
-`
-
-type InvocationRecordRetryParams struct {
-	Error      *string
-	DurationMs *int32
-	ID         uuid.UUID
-}
-
-func (q *Queries) InvocationRecordRetry(ctx context.Context, db DBTX, arg InvocationRecordRetryParams) error {
-	_, err := db.Exec(ctx, invocationRecordRetry, arg.Error, arg.DurationMs, arg.ID)
-	return err
-}
-
-const invocationSkip = `-- name: InvocationSkip :one
-UPDATE action_invocations
-SET status = 'skipped', error = $1, completed_at = now(), updated_at = now(), params_sealed = NULL
-WHERE id = $2 AND status IN ('approved', 'executing')
-RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed
-`
-
-type InvocationSkipParams struct {
-	Error *string
-	ID    uuid.UUID
-}
-
-func (q *Queries) InvocationSkip(ctx context.Context, db DBTX, arg InvocationSkipParams) (ActionInvocation, error) {
-	row := db.QueryRow(ctx, invocationSkip, arg.Error, arg.ID)
-	var i ActionInvocation
+func (q *Queries) InvocationScheduleRetry(ctx context.Context, db DBTX, arg InvocationScheduleRetryParams) (InvocationScheduleRetryRow, error) {
+	row := db.QueryRow(ctx, invocationScheduleRetry, arg.ID, arg.Error, arg.DurationMs)
+	var i InvocationScheduleRetryRow
 	err := row.Scan(
 		&i.ID,
 		&i.OrganizationID,
@@ -1541,6 +2041,379 @@ func (q *Queries) InvocationSkip(ctx context.Context, db DBTX, arg InvocationSki
 		&i.DiscardedAt,
 		&i.ProviderWaits,
 		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
+	)
+	return i, err
+}
+
+const invocationSkip = `-- name: InvocationSkip :one
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'skipped', error = $2, completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'skipped', prev.status, next.status, NULL, $2 FROM next, prev
+)
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
+`
+
+type InvocationSkipParams struct {
+	ID    uuid.UUID
+	Error *string
+}
+
+type InvocationSkipRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+	SessionID      *string
+	AutomationID   *string
+	RequestedBy    string
+	Origin         string
+	Integration    string
+	Action         string
+	RiskLevel      string
+	Mode           string
+	ModeSource     string
+	Params         []byte
+	ParamsHash     string
+	Status         string
+	Result         []byte
+	Error          *string
+	DeniedReason   *string
+	DurationMs     *int32
+	ApprovedBy     *string
+	ApprovedAt     *time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExternalID     *string
+	IdempotencyKey *string
+	JobID          *int64
+	Attempt        int32
+	RateBucket     *string
+	MustRunBefore  *time.Time
+	ProviderRef    *string
+	Conflict       bool
+	Approval       string
+	RiskHint       *string
+	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
+	ProviderWaits  int32
+	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
+}
+
+func (q *Queries) InvocationSkip(ctx context.Context, db DBTX, arg InvocationSkipParams) (InvocationSkipRow, error) {
+	row := db.QueryRow(ctx, invocationSkip, arg.ID, arg.Error)
+	var i InvocationSkipRow
+	err := row.Scan(
+		&i.ID,
+		&i.OrganizationID,
+		&i.SessionID,
+		&i.AutomationID,
+		&i.RequestedBy,
+		&i.Origin,
+		&i.Integration,
+		&i.Action,
+		&i.RiskLevel,
+		&i.Mode,
+		&i.ModeSource,
+		&i.Params,
+		&i.ParamsHash,
+		&i.Status,
+		&i.Result,
+		&i.Error,
+		&i.DeniedReason,
+		&i.DurationMs,
+		&i.ApprovedBy,
+		&i.ApprovedAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.ExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ExternalID,
+		&i.IdempotencyKey,
+		&i.JobID,
+		&i.Attempt,
+		&i.RateBucket,
+		&i.MustRunBefore,
+		&i.ProviderRef,
+		&i.Conflict,
+		&i.Approval,
+		&i.RiskHint,
+		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
+		&i.ProviderWaits,
+		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
+	)
+	return i, err
+}
+
+const invocationSnooze = `-- name: InvocationSnooze :one
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'approved', error = $2, duration_ms = $3, provider_waits = i.provider_waits + 1, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'snoozed', prev.status, next.status, NULL, $2 FROM next, prev
+)
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
+`
+
+type InvocationSnoozeParams struct {
+	ID         uuid.UUID
+	Error      *string
+	DurationMs *int32
+}
+
+type InvocationSnoozeRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+	SessionID      *string
+	AutomationID   *string
+	RequestedBy    string
+	Origin         string
+	Integration    string
+	Action         string
+	RiskLevel      string
+	Mode           string
+	ModeSource     string
+	Params         []byte
+	ParamsHash     string
+	Status         string
+	Result         []byte
+	Error          *string
+	DeniedReason   *string
+	DurationMs     *int32
+	ApprovedBy     *string
+	ApprovedAt     *time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExternalID     *string
+	IdempotencyKey *string
+	JobID          *int64
+	Attempt        int32
+	RateBucket     *string
+	MustRunBefore  *time.Time
+	ProviderRef    *string
+	Conflict       bool
+	Approval       string
+	RiskHint       *string
+	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
+	ProviderWaits  int32
+	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
+}
+
+// A provider asked to wait (429 Retry-After); no attempt is spent.
+func (q *Queries) InvocationSnooze(ctx context.Context, db DBTX, arg InvocationSnoozeParams) (InvocationSnoozeRow, error) {
+	row := db.QueryRow(ctx, invocationSnooze, arg.ID, arg.Error, arg.DurationMs)
+	var i InvocationSnoozeRow
+	err := row.Scan(
+		&i.ID,
+		&i.OrganizationID,
+		&i.SessionID,
+		&i.AutomationID,
+		&i.RequestedBy,
+		&i.Origin,
+		&i.Integration,
+		&i.Action,
+		&i.RiskLevel,
+		&i.Mode,
+		&i.ModeSource,
+		&i.Params,
+		&i.ParamsHash,
+		&i.Status,
+		&i.Result,
+		&i.Error,
+		&i.DeniedReason,
+		&i.DurationMs,
+		&i.ApprovedBy,
+		&i.ApprovedAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.ExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ExternalID,
+		&i.IdempotencyKey,
+		&i.JobID,
+		&i.Attempt,
+		&i.RateBucket,
+		&i.MustRunBefore,
+		&i.ProviderRef,
+		&i.Conflict,
+		&i.Approval,
+		&i.RiskHint,
+		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
+		&i.ProviderWaits,
+		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
+	)
+	return i, err
+}
+
+const invocationStart = `-- name: InvocationStart :one
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'executing', attempt = $2, started_at = coalesce(i.started_at, now()), updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || $2::int FROM next, prev
+)
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
+`
+
+type InvocationStartParams struct {
+	ID      uuid.UUID
+	Attempt int32
+}
+
+type InvocationStartRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+	SessionID      *string
+	AutomationID   *string
+	RequestedBy    string
+	Origin         string
+	Integration    string
+	Action         string
+	RiskLevel      string
+	Mode           string
+	ModeSource     string
+	Params         []byte
+	ParamsHash     string
+	Status         string
+	Result         []byte
+	Error          *string
+	DeniedReason   *string
+	DurationMs     *int32
+	ApprovedBy     *string
+	ApprovedAt     *time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExternalID     *string
+	IdempotencyKey *string
+	JobID          *int64
+	Attempt        int32
+	RateBucket     *string
+	MustRunBefore  *time.Time
+	ProviderRef    *string
+	Conflict       bool
+	Approval       string
+	RiskHint       *string
+	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
+	ProviderWaits  int32
+	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
+}
+
+func (q *Queries) InvocationStart(ctx context.Context, db DBTX, arg InvocationStartParams) (InvocationStartRow, error) {
+	row := db.QueryRow(ctx, invocationStart, arg.ID, arg.Attempt)
+	var i InvocationStartRow
+	err := row.Scan(
+		&i.ID,
+		&i.OrganizationID,
+		&i.SessionID,
+		&i.AutomationID,
+		&i.RequestedBy,
+		&i.Origin,
+		&i.Integration,
+		&i.Action,
+		&i.RiskLevel,
+		&i.Mode,
+		&i.ModeSource,
+		&i.Params,
+		&i.ParamsHash,
+		&i.Status,
+		&i.Result,
+		&i.Error,
+		&i.DeniedReason,
+		&i.DurationMs,
+		&i.ApprovedBy,
+		&i.ApprovedAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.ExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ExternalID,
+		&i.IdempotencyKey,
+		&i.JobID,
+		&i.Attempt,
+		&i.RateBucket,
+		&i.MustRunBefore,
+		&i.ProviderRef,
+		&i.Conflict,
+		&i.Approval,
+		&i.RiskHint,
+		&i.UserID,
+		&i.DeadLetteredAt,
+		&i.ReplayCount,
+		&i.ReplayedBy,
+		&i.ReplayedAt,
+		&i.DiscardedBy,
+		&i.DiscardedAt,
+		&i.ProviderWaits,
+		&i.ParamsSealed,
+		&i.EventSeq,
+		&i.Retry,
 	)
 	return i, err
 }

@@ -55,6 +55,8 @@ type ActionInvocation struct {
 	DiscardedAt    *time.Time
 	ProviderWaits  int32
 	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
 }
 
 type ActionMode struct {
@@ -93,6 +95,19 @@ type FlowBucket struct {
 	RefilledAt   time.Time
 	BlockedUntil *time.Time
 	Leases       []byte
+}
+
+type InvocationEvent struct {
+	ID             int64
+	InvocationID   uuid.UUID
+	OrganizationID string
+	Seq            int32
+	Type           string
+	FromStatus     *string
+	ToStatus       string
+	Actor          *string
+	Reason         *string
+	CreatedAt      time.Time
 }
 
 type InvokeRateWindow struct {

@@ -17,6 +17,8 @@ import (
 // wantAccess is who may call each route, written out independently of the
 // route table: a route added without a rule here fails the matrix.
 var wantAccess = map[string]string{
+	"GET /v1/sessions/{session_id}/actions/invocations/{id}/events":   "sandbox member admin owner",
+	"GET /v1/invocations/{id}/events":                                 "sandbox member admin owner",
 	"POST /v1/sessions/{session_id}/actions/invoke":                   "sandbox",
 	"GET /v1/sessions/{session_id}/actions/available":                 "sandbox member admin owner",
 	"GET /v1/sessions/{session_id}/actions/guide/{integration}":       "sandbox member admin owner",

@@ -18,6 +18,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/apptest"
 	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/worker"
 )
 
@@ -135,7 +136,7 @@ func TestConnector_ToolsRunThroughThePipeline(t *testing.T) {
 	noteID := r.Body["invocation_id"].(string)
 	require.Len(t, srv.toolCalls(), 1, "nothing runs before approval")
 	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/invocations/"+noteID+"/approve", b.Owner(), map[string]string{"mode": "once"}).Status)
-	b.WaitStatus(noteID, worker.StatusCompleted, 10*time.Second)
+	b.WaitStatus(noteID, invocation.StatusCompleted, 10*time.Second)
 	require.Len(t, srv.toolCalls(), 2)
 
 	// Validate reports on the live server without saving anything.
@@ -238,7 +239,7 @@ func TestConnector_HangingServerIsRetriedThenFails(t *testing.T) {
 
 	r := invokeTool(b, source, "search", map[string]any{"query": "slow"})
 	id := r.Body["invocation"].(map[string]any)["id"].(string)
-	b.WaitStatus(id, worker.StatusFailed, 20*time.Second)
+	b.WaitStatus(id, invocation.StatusFailed, 20*time.Second)
 	require.Len(t, srv.toolCalls(), 2, "one call per attempt")
 }
 
@@ -399,7 +400,7 @@ func TestConnector_SecretParamsReachTheServer(t *testing.T) {
 	noPlaintext()
 
 	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"}).Status)
-	b.WaitStatus(id, worker.StatusCompleted, 10*time.Second)
+	b.WaitStatus(id, invocation.StatusCompleted, 10*time.Second)
 	calls := srv.toolCalls()
 	require.Len(t, calls, 1)
 	require.JSONEq(t, `{"user":"ada","password":"`+password+`"}`, string(calls[0].Arguments))

@@ -8,9 +8,8 @@ import (
 	"strings"
 
 	"github.com/outboxd/outboxd/internal/auth"
-	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/outbox"
-	"github.com/outboxd/outboxd/worker"
 )
 
 type invokeBody struct {
@@ -49,36 +48,36 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 }
 
 // writeInvokeOutcome answers an invoke by where its invocation stands.
-func writeInvokeOutcome(w http.ResponseWriter, inv dbsqlc.ActionInvocation) {
+func writeInvokeOutcome(w http.ResponseWriter, inv invocation.Invocation) {
 	view := viewInvocation(inv)
 	switch inv.Status {
-	case worker.StatusCompleted, worker.StatusSkipped:
+	case invocation.StatusCompleted, invocation.StatusSkipped:
 		writeJSON(w, http.StatusOK, map[string]any{"invocation": view, "result": json.RawMessage(orNull(inv.Result))})
-	case worker.StatusPending:
+	case invocation.StatusPending:
 		writeJSON(w, http.StatusAccepted, map[string]any{
 			"invocation": view, "invocation_id": inv.ID, "status": inv.Status,
 			"message": "Action requires approval; poll the invocation or wait for a human decision",
 		})
-	case worker.StatusApproved, worker.StatusExecuting:
+	case invocation.StatusApproved, invocation.StatusExecuting:
 		writeJSON(w, http.StatusAccepted, map[string]any{
-			"invocation": view, "invocation_id": inv.ID, "status": worker.StatusApproved,
+			"invocation": view, "invocation_id": inv.ID, "status": invocation.StatusApproved,
 			"message": "Action is queued and has not finished yet; poll the invocation",
 		})
-	case worker.StatusDenied:
+	case invocation.StatusDenied:
 		writeJSON(w, http.StatusForbidden, map[string]any{"invocation": view, "error": errorBody(&apiError{
 			code: "action_denied", message: "action denied (" + deref(inv.DeniedReason) + ")",
 		})})
-	case worker.StatusFailed:
+	case invocation.StatusFailed:
 		writeJSON(w, http.StatusBadGateway, map[string]any{"invocation": view, "error": errorBody(&apiError{
 			code: "action_failed", message: deref(inv.Error),
 		})})
-	case worker.StatusExpired:
+	case invocation.StatusExpired:
 		writeJSON(w, http.StatusGone, map[string]any{"invocation": view, "error": errorBody(&apiError{
 			code: "expired", message: "the approval window closed",
 		})})
 	default:
 		writeJSON(w, http.StatusConflict, map[string]any{"invocation": view, "error": errorBody(&apiError{
-			code: "conflict", message: "invocation is " + inv.Status,
+			code: "conflict", message: "invocation is " + string(inv.Status),
 		})})
 	}
 }
@@ -142,7 +141,7 @@ func (s *Server) getInSession(w http.ResponseWriter, r *http.Request, c *auth.Cl
 
 func (s *Server) getInvocation(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	var (
-		inv dbsqlc.ActionInvocation
+		inv invocation.Invocation
 		err error
 	)
 	if c.Kind == auth.KindSandbox {
@@ -157,15 +156,10 @@ func (s *Server) getInvocation(w http.ResponseWriter, r *http.Request, c *auth.C
 	return nil
 }
 
-var knownStatuses = map[string]bool{
-	worker.StatusPending: true, worker.StatusApproved: true, worker.StatusExecuting: true, worker.StatusCompleted: true,
-	worker.StatusFailed: true, worker.StatusDenied: true, worker.StatusExpired: true, worker.StatusSkipped: true, worker.StatusCancelled: true,
-}
-
 func (s *Server) listOrg(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	status := r.URL.Query().Get("status")
-	if status != "" && !knownStatuses[status] {
-		return badRequest("invalid_request", "unknown status "+strconv.Quote(status))
+	status := invocation.Status(r.URL.Query().Get("status"))
+	if status != "" && !status.Valid() {
+		return badRequest("invalid_request", "unknown status "+strconv.Quote(string(status)))
 	}
 	page, err := pageParams(r)
 	if err != nil {
@@ -176,6 +170,27 @@ func (s *Server) listOrg(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"invocations": viewInvocations(invs), "total": total})
+	return nil
+}
+
+// events answers an invocation's timeline. A sandbox sees the invocations
+// of its own session only.
+func (s *Server) events(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	sessionID := r.PathValue("session_id")
+	if c.Kind == auth.KindSandbox {
+		sessionID = c.SessionID
+	}
+	id := r.PathValue("id")
+	if sessionID != "" {
+		if _, err := s.svc.GetInSession(r.Context(), c.Org, sessionID, id); err != nil {
+			return err
+		}
+	}
+	events, err := s.svc.Events(r.Context(), c.Org, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": viewEvents(events)})
 	return nil
 }
 
@@ -351,7 +366,7 @@ func (s *Server) cancelEnvelope(w http.ResponseWriter, r *http.Request, c *auth.
 	if _, err := s.envelopeFor(r, c); err != nil {
 		return err
 	}
-	inv, err := s.svc.Cancel(r.Context(), c.Org, r.PathValue("id"))
+	inv, err := s.svc.Cancel(r.Context(), c.Org, r.PathValue("id"), c.Subject)
 	if err != nil {
 		return err
 	}
@@ -362,7 +377,7 @@ func (s *Server) cancelEnvelope(w http.ResponseWriter, r *http.Request, c *auth.
 // envelopeFor loads the path's envelope as the caller may see it: a service
 // token sees only its own automation's envelopes (with no automation claim,
 // the ones it enqueued without an automation); anything else is not found.
-func (s *Server) envelopeFor(r *http.Request, c *auth.Claims) (dbsqlc.ActionInvocation, error) {
+func (s *Server) envelopeFor(r *http.Request, c *auth.Claims) (invocation.Invocation, error) {
 	id := r.PathValue("id")
 	inv, err := s.svc.GetEnvelope(r.Context(), c.Org, id)
 	if err != nil || c.Kind != auth.KindService {
@@ -373,7 +388,7 @@ func (s *Server) envelopeFor(r *http.Request, c *auth.Claims) (dbsqlc.ActionInvo
 		own = inv.AutomationID == nil && inv.RequestedBy == c.Subject
 	}
 	if !own {
-		return dbsqlc.ActionInvocation{}, fmt.Errorf("%w: envelope %s", outbox.ErrNotFound, id)
+		return invocation.Invocation{}, fmt.Errorf("%w: envelope %s", outbox.ErrNotFound, id)
 	}
 	return inv, nil
 }

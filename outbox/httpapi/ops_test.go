@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/worker"
 )
 
@@ -46,9 +47,9 @@ func TestDeadLetters_ReplayAndDiscard(t *testing.T) {
 	b.SetModes(map[string]string{"slack:send_message": "allow"})
 	id := sendEnvelope(t, b, "dlq-1", nil)
 	other := sendEnvelope(t, b, "dlq-2", nil)
-	failed := b.WaitStatus(id, worker.StatusFailed, 15*time.Second)
+	failed := b.WaitStatus(id, invocation.StatusFailed, 15*time.Second)
 	require.NotNil(t, failed["dead_lettered_at"])
-	b.WaitStatus(other, worker.StatusFailed, 15*time.Second)
+	b.WaitStatus(other, invocation.StatusFailed, 15*time.Second)
 
 	require.Equal(t, http.StatusForbidden, b.Do("GET", "/v1/dead-letters", b.Member(), nil).Status)
 	list := b.Do("GET", "/v1/dead-letters", b.Admin(), nil)
@@ -63,7 +64,7 @@ func TestDeadLetters_ReplayAndDiscard(t *testing.T) {
 	results := r.Body["results"].([]any)
 	require.Equal(t, "retried", results[0].(map[string]any)["status"])
 	require.Equal(t, "not_found", results[1].(map[string]any)["status"])
-	done := b.WaitStatus(id, worker.StatusCompleted, 15*time.Second)
+	done := b.WaitStatus(id, invocation.StatusCompleted, 15*time.Second)
 	require.Equal(t, float64(1), done["replay_count"])
 	require.Equal(t, "user-owner", done["replayed_by"])
 	require.Nil(t, done["dead_lettered_at"])
@@ -145,7 +146,7 @@ func TestGates_QuietHoursSnoozeWithoutSpendingAttempts(t *testing.T) {
 	require.Equal(t, http.StatusOK, b.Do("PUT", "/v1/quiet-hours", b.Owner(), map[string]any{"windows": []any{}}).Status)
 	_, err := b.Pool.Exec(context.Background(), `UPDATE river_job SET scheduled_at = now() WHERE state = 'scheduled' AND kind = 'execute_action'`)
 	require.NoError(t, err)
-	b.WaitStatus(id, worker.StatusCompleted, 15*time.Second)
+	b.WaitStatus(id, invocation.StatusCompleted, 15*time.Second)
 }
 
 func TestGates_MustRunBeforePassingWhileAwaitingApproval(t *testing.T) {
@@ -159,7 +160,7 @@ func TestGates_MustRunBeforePassingWhileAwaitingApproval(t *testing.T) {
 	time.Sleep(1200 * time.Millisecond)
 	r := b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
-	inv := b.WaitStatus(id, worker.StatusSkipped, 10*time.Second)
+	inv := b.WaitStatus(id, invocation.StatusSkipped, 10*time.Second)
 	require.Contains(t, inv["error"], "must_run_before")
 	require.Empty(t, b.Slack.Requests())
 }
@@ -192,5 +193,5 @@ func TestQueues_PauseAndResume(t *testing.T) {
 	require.Equal(t, "approved", b.Invocation(id)["status"])
 
 	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/actions/resume", b.Owner(), nil).Status)
-	b.WaitStatus(id, worker.StatusCompleted, 15*time.Second)
+	b.WaitStatus(id, invocation.StatusCompleted, 15*time.Second)
 }

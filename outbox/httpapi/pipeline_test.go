@@ -148,6 +148,45 @@ func TestApprove_AfterExpiryIsGone(t *testing.T) {
 	require.Equal(t, http.StatusGone, r.Status, string(r.Raw))
 	require.Equal(t, "expired", r.Body["error"].(map[string]any)["code"])
 	require.Equal(t, "expired", b.Invocation(id)["status"])
+
+	// Once expired (here by the first attempt, elsewhere by the expiry job
+	// or the sweep), approving and denying still say the window closed.
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"})
+	requireAPIError(t, r, http.StatusGone, "expired")
+	requireAPIError(t, b.Do("POST", "/v1/invocations/"+id+"/deny", b.Owner(), nil), http.StatusGone, "expired")
+}
+
+// TestTimeline_RecordsEveryTransition follows an approved invocation through
+// the API's timeline, on the org path and on the session path.
+func TestTimeline_RecordsEveryTransition(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-timeline")
+	id := b.Invoke("send_message", message).Body["invocation_id"].(string)
+	r := b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]string{"mode": "once"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	b.WaitStatus(id, "completed", 10*time.Second)
+
+	steps := func(r *apptest.Response) []string {
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		var out []string
+		for _, e := range r.Body["events"].([]any) {
+			ev := e.(map[string]any)
+			out = append(out, fmt.Sprintf("%s:%v>%v", ev["type"], ev["from_status"], ev["to_status"]))
+		}
+		return out
+	}
+	want := []string{"created:<nil>>pending", "approved:pending>approved", "started:approved>executing", "completed:executing>completed"}
+	require.Equal(t, want, steps(b.Do("GET", "/v1/invocations/"+id+"/events", b.Member(), nil)))
+	require.Equal(t, want, steps(b.Do("GET", "/v1/sessions/"+apptest.Session+"/actions/invocations/"+id+"/events", b.Sandbox(), nil)))
+	require.Equal(t, want, steps(b.Do("GET", "/v1/invocations/"+id+"/events", b.Sandbox(), nil)))
+	events := b.Do("GET", "/v1/invocations/"+id+"/events", b.Owner(), nil).Body["events"].([]any)
+	require.Equal(t, "user-admin", events[1].(map[string]any)["actor"])
+
+	other := b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: "session-2"})
+	requireAPIError(t, b.Do("GET", "/v1/invocations/"+id+"/events", other, nil), http.StatusNotFound, "not_found")
+	owner2 := b.Token(auth.Claims{Org: "org-2", Kind: auth.KindUser, Role: auth.RoleOwner})
+	requireAPIError(t, b.Do("GET", "/v1/invocations/"+id+"/events", owner2, nil), http.StatusNotFound, "not_found")
 }
 
 func TestExpiry_JobExpiresPendingInvocation(t *testing.T) {

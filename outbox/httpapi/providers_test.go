@@ -15,6 +15,7 @@ import (
 	linearsrc "github.com/outboxd/outboxd/executors/linear"
 	"github.com/outboxd/outboxd/internal/apptest"
 	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/policy"
 	"github.com/outboxd/outboxd/worker"
 )
@@ -35,7 +36,7 @@ func completed(t *testing.T, r *apptest.Response) (inv, result map[string]any) {
 	t.Helper()
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	inv = r.Body["invocation"].(map[string]any)
-	require.Equal(t, worker.StatusCompleted, inv["status"], string(r.Raw))
+	require.Equal(t, string(invocation.StatusCompleted), inv["status"], string(r.Raw))
 	result, _ = r.Body["result"].(map[string]any)
 	return inv, result
 }
@@ -130,14 +131,14 @@ func TestLinear_ThroughPipeline(t *testing.T) {
 			"teamId": "team-eng", "title": "Deploys hang at migrate", "description": "Seen twice today.", "priority": 2,
 		})
 		require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
-		require.Equal(t, worker.StatusPending, r.Body["status"])
+		require.Equal(t, string(invocation.StatusPending), r.Body["status"])
 		require.Equal(t, "require_approval", r.Body["invocation"].(map[string]any)["mode"])
 		id := r.Body["invocation_id"].(string)
 		require.Len(t, linear.recorded(), before, "nothing reaches Linear before approval")
 
 		r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]string{"mode": "once"})
 		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
-		inv := b.WaitStatus(id, worker.StatusCompleted, 10*time.Second)
+		inv := b.WaitStatus(id, invocation.StatusCompleted, 10*time.Second)
 
 		issueID := linearsrc.StableID(linearsrc.ActionCreateIssue, id)
 		require.Equal(t, issueID, inv["provider_ref"])
@@ -272,14 +273,14 @@ func TestBroker_RefreshOnUnauthorized(t *testing.T) {
 		e := requireAPIError(t, r, http.StatusBadGateway, "action_failed")
 		require.Contains(t, e["message"], "unauthorized")
 		inv := r.Body["invocation"].(map[string]any)
-		require.Equal(t, worker.StatusFailed, inv["status"])
+		require.Equal(t, string(invocation.StatusFailed), inv["status"])
 		require.Contains(t, inv["error"], "after a refresh")
 		id := inv["id"].(string)
 
 		waitJobState(t, b, id, "cancelled") // not retried by River
 		require.Len(t, linear.recorded(), 2)
 		require.Equal(t, 1, refreshes(broker.recorded()))
-		require.Equal(t, worker.StatusFailed, b.Invocation(id)["status"])
+		require.Equal(t, string(invocation.StatusFailed), b.Invocation(id)["status"])
 		requireNoSecrets(t, b, stale, fresh)
 	})
 
@@ -342,7 +343,7 @@ func TestSentry_ThroughPipeline(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
 	id := r.Body["invocation_id"].(string)
 	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), nil).Status)
-	done := b.WaitStatus(id, worker.StatusCompleted, 10*time.Second)
+	done := b.WaitStatus(id, invocation.StatusCompleted, 10*time.Second)
 	require.Equal(t, issue, done["provider_ref"])
 	update := sentry.recorded()[2]
 	require.Equal(t, "PUT", update.Method)
@@ -408,7 +409,7 @@ func TestSentry_ServerErrorsExhaustAttempts(t *testing.T) {
 	require.Contains(t, []int{http.StatusAccepted, http.StatusBadGateway}, r.Status, string(r.Raw))
 	id := r.Body["invocation"].(map[string]any)["id"].(string)
 
-	inv := b.WaitStatus(id, worker.StatusFailed, 20*time.Second)
+	inv := b.WaitStatus(id, invocation.StatusFailed, 20*time.Second)
 	require.Contains(t, inv["error"], "503")
 	require.Contains(t, inv["error"], "[REDACTED]")
 	require.Equal(t, float64(3), inv["attempt"])

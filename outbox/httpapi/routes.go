@@ -85,12 +85,14 @@ func (s *Server) routes() []route {
 		{"GET", session + "/guide/{integration}", sandbox | users, s.guide},
 		{"GET", session + "/invocations", sandbox | users, s.listSession},
 		{"GET", session + "/invocations/{id}", sandbox | users, s.getInSession},
+		{"GET", session + "/invocations/{id}/events", sandbox | users, s.events},
 		{"POST", session + "/invocations/{id}/approve", admins, s.approve},
 		{"POST", session + "/invocations/{id}/deny", admins, s.deny},
 		{"GET", "/v1/actions/bootstrap-guide", anybody, s.bootstrapGuide},
 
 		{"GET", "/v1/invocations", users, s.listOrg},
 		{"GET", "/v1/invocations/{id}", sandbox | users, s.getInvocation},
+		{"GET", "/v1/invocations/{id}/events", sandbox | users, s.events},
 		{"POST", "/v1/invocations/{id}/approve", admins, s.approve},
 		{"POST", "/v1/invocations/{id}/deny", admins, s.deny},
 

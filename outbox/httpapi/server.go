@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/migrations"
 	"github.com/outboxd/outboxd/outbox"
 )
@@ -193,9 +194,9 @@ func toAPIError(err error) *apiError {
 		secs := int(rle.RetryAfter.Seconds()) + 1
 		return &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: err.Error(),
 			details: map[string]any{"retry_after_seconds": secs}, header: http.Header{"Retry-After": {fmt.Sprint(secs)}}}
-	case errors.Is(err, outbox.ErrNotFound):
+	case errors.Is(err, outbox.ErrNotFound), errors.Is(err, invocation.ErrNotFound):
 		return &apiError{status: http.StatusNotFound, code: "not_found", message: err.Error()}
-	case errors.Is(err, outbox.ErrConflict):
+	case errors.Is(err, outbox.ErrConflict), errors.Is(err, invocation.ErrConflict):
 		return &apiError{status: http.StatusConflict, code: "conflict", message: err.Error()}
 	case errors.Is(err, outbox.ErrExpired):
 		return &apiError{status: http.StatusGone, code: "expired", message: err.Error()}

@@ -6,54 +6,53 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/outboxd/outboxd/internal/dbsqlc"
-	"github.com/outboxd/outboxd/worker"
+	"github.com/outboxd/outboxd/internal/invocation"
 )
 
 // invocationView is the API shape of an invocation.
 type invocationView struct {
-	ID             uuid.UUID       `json:"id"`
-	OrganizationID string          `json:"organization_id"`
-	SessionID      *string         `json:"session_id"`
-	AutomationID   *string         `json:"automation_id"`
-	UserID         *string         `json:"user_id"`
-	RequestedBy    string          `json:"requested_by"`
-	Origin         string          `json:"origin"`
-	Integration    string          `json:"integration"`
-	Action         string          `json:"action"`
-	RiskLevel      string          `json:"risk_level"`
-	Mode           string          `json:"mode"`
-	ModeSource     string          `json:"mode_source"`
-	Params         json.RawMessage `json:"params"`
-	Status         string          `json:"status"`
-	Result         json.RawMessage `json:"result"`
-	Error          *string         `json:"error"`
-	DeniedReason   *string         `json:"denied_reason"`
-	DurationMs     *int32          `json:"duration_ms"`
-	ApprovedBy     *string         `json:"approved_by"`
-	ApprovedAt     *time.Time      `json:"approved_at"`
-	StartedAt      *time.Time      `json:"started_at"`
-	CompletedAt    *time.Time      `json:"completed_at"`
-	ExpiresAt      *time.Time      `json:"expires_at"`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
-	ExternalID     *string         `json:"external_id"`
-	IdempotencyKey *string         `json:"idempotency_key"`
-	Attempt        int32           `json:"attempt"`
-	ProviderWaits  int32           `json:"provider_waits"`
-	RateBucket     *string         `json:"rate_bucket"`
-	MustRunBefore  *time.Time      `json:"must_run_before"`
-	ProviderRef    *string         `json:"provider_ref"`
-	Conflict       bool            `json:"conflict"`
-	DeadLetteredAt *time.Time      `json:"dead_lettered_at"`
-	ReplayCount    int32           `json:"replay_count"`
-	ReplayedBy     *string         `json:"replayed_by"`
-	ReplayedAt     *time.Time      `json:"replayed_at"`
-	DiscardedBy    *string         `json:"discarded_by"`
-	DiscardedAt    *time.Time      `json:"discarded_at"`
+	ID             uuid.UUID         `json:"id"`
+	OrganizationID string            `json:"organization_id"`
+	SessionID      *string           `json:"session_id"`
+	AutomationID   *string           `json:"automation_id"`
+	UserID         *string           `json:"user_id"`
+	RequestedBy    string            `json:"requested_by"`
+	Origin         string            `json:"origin"`
+	Integration    string            `json:"integration"`
+	Action         string            `json:"action"`
+	RiskLevel      string            `json:"risk_level"`
+	Mode           string            `json:"mode"`
+	ModeSource     string            `json:"mode_source"`
+	Params         json.RawMessage   `json:"params"`
+	Status         invocation.Status `json:"status"`
+	Result         json.RawMessage   `json:"result"`
+	Error          *string           `json:"error"`
+	DeniedReason   *string           `json:"denied_reason"`
+	DurationMs     *int32            `json:"duration_ms"`
+	ApprovedBy     *string           `json:"approved_by"`
+	ApprovedAt     *time.Time        `json:"approved_at"`
+	StartedAt      *time.Time        `json:"started_at"`
+	CompletedAt    *time.Time        `json:"completed_at"`
+	ExpiresAt      *time.Time        `json:"expires_at"`
+	CreatedAt      time.Time         `json:"created_at"`
+	UpdatedAt      time.Time         `json:"updated_at"`
+	ExternalID     *string           `json:"external_id"`
+	IdempotencyKey *string           `json:"idempotency_key"`
+	Attempt        int32             `json:"attempt"`
+	ProviderWaits  int32             `json:"provider_waits"`
+	RateBucket     *string           `json:"rate_bucket"`
+	MustRunBefore  *time.Time        `json:"must_run_before"`
+	ProviderRef    *string           `json:"provider_ref"`
+	Conflict       bool              `json:"conflict"`
+	DeadLetteredAt *time.Time        `json:"dead_lettered_at"`
+	ReplayCount    int32             `json:"replay_count"`
+	ReplayedBy     *string           `json:"replayed_by"`
+	ReplayedAt     *time.Time        `json:"replayed_at"`
+	DiscardedBy    *string           `json:"discarded_by"`
+	DiscardedAt    *time.Time        `json:"discarded_at"`
 }
 
-func viewInvocation(inv dbsqlc.ActionInvocation) invocationView {
+func viewInvocation(inv invocation.Invocation) invocationView {
 	return invocationView{
 		ID: inv.ID, OrganizationID: inv.OrganizationID, SessionID: inv.SessionID, AutomationID: inv.AutomationID, UserID: inv.UserID,
 		RequestedBy: inv.RequestedBy, Origin: inv.Origin, Integration: inv.Integration, Action: inv.Action,
@@ -68,12 +67,40 @@ func viewInvocation(inv dbsqlc.ActionInvocation) invocationView {
 	}
 }
 
-func viewInvocations(invs []dbsqlc.ActionInvocation) []invocationView {
+func viewInvocations(invs []invocation.Invocation) []invocationView {
 	views := make([]invocationView, len(invs))
 	for i, inv := range invs {
 		views[i] = viewInvocation(inv)
 	}
 	return views
+}
+
+// eventView is the API shape of one timeline event.
+type eventView struct {
+	ID        int64     `json:"id"`
+	Seq       int32     `json:"seq"`
+	Type      string    `json:"type"`
+	From      *string   `json:"from_status"`
+	To        string    `json:"to_status"`
+	Actor     *string   `json:"actor"`
+	Reason    *string   `json:"reason"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func viewEvents(events []invocation.Event) []eventView {
+	out := make([]eventView, len(events))
+	for i, e := range events {
+		out[i] = eventView{ID: e.ID, Seq: e.Seq, Type: string(e.Type), From: nilIfEmpty(string(e.From)), To: string(e.To),
+			Actor: nilIfEmpty(e.Actor), Reason: nilIfEmpty(e.Reason), CreatedAt: e.CreatedAt}
+	}
+	return out
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // envelopeView is the Universal Action Envelope shape of an invocation.
@@ -91,7 +118,7 @@ type envelopeView struct {
 	Result         envelopeResult      `json:"result"`
 	Mode           string              `json:"mode"`
 	ModeSource     string              `json:"mode_source"`
-	Status         string              `json:"invocation_status"`
+	Status         invocation.Status   `json:"invocation_status"`
 	ExpiresAt      *time.Time          `json:"expires_at"`
 	Timestamps     envelopeTimestamps  `json:"timestamps"`
 	InvocationPath string              `json:"invocation_url"`
@@ -121,16 +148,16 @@ type envelopeTimestamps struct {
 	CompletedAt *time.Time `json:"completed_at"`
 }
 
-func viewEnvelope(inv dbsqlc.ActionInvocation) envelopeView {
+func viewEnvelope(inv invocation.Invocation) envelopeView {
 	errMsg := inv.Error
 	if errMsg == nil && inv.DeniedReason != nil {
 		msg := "denied: " + *inv.DeniedReason
-		if inv.Status == worker.StatusExpired {
+		if inv.Status == invocation.StatusExpired {
 			msg = "approval expired"
 		}
 		errMsg = &msg
 	}
-	if errMsg == nil && inv.Status == worker.StatusCancelled {
+	if errMsg == nil && inv.Status == invocation.StatusCancelled {
 		msg := "cancelled"
 		errMsg = &msg
 	}
@@ -162,18 +189,18 @@ func viewEnvelope(inv dbsqlc.ActionInvocation) envelopeView {
 // envelopeStatus maps an invocation status to the envelope's result status.
 // Outcomes the envelope has no word for (denied, expired, cancelled) are
 // skipped: nothing was sent, and result.error says why.
-func envelopeStatus(inv dbsqlc.ActionInvocation) string {
+func envelopeStatus(inv invocation.Invocation) string {
 	switch inv.Status {
-	case worker.StatusPending, worker.StatusApproved:
+	case invocation.StatusPending, invocation.StatusApproved:
 		return "pending"
-	case worker.StatusExecuting:
+	case invocation.StatusExecuting:
 		return "sending"
-	case worker.StatusCompleted:
+	case invocation.StatusCompleted:
 		if inv.Conflict {
 			return "conflict"
 		}
 		return "sent"
-	case worker.StatusFailed:
+	case invocation.StatusFailed:
 		return "failed"
 	default:
 		return "skipped"
@@ -182,11 +209,11 @@ func envelopeStatus(inv dbsqlc.ActionInvocation) string {
 
 // envelopeApproval is the envelope's approval state: auto when policy let
 // it run, required while a human must decide, then granted or denied.
-func envelopeApproval(inv dbsqlc.ActionInvocation) string {
+func envelopeApproval(inv invocation.Invocation) string {
 	switch {
-	case inv.Status == worker.StatusPending:
+	case inv.Status == invocation.StatusPending:
 		return "required"
-	case inv.Status == worker.StatusDenied || inv.Status == worker.StatusExpired:
+	case inv.Status == invocation.StatusDenied || inv.Status == invocation.StatusExpired:
 		return "denied"
 	case inv.ApprovedBy != nil:
 		return "granted"

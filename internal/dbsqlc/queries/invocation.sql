@@ -1,20 +1,26 @@
 -- name: InvocationInsert :one
 -- A conflict on the idempotency key or external id inserts nothing and
 -- returns no row; the caller then loads the existing invocation.
-INSERT INTO action_invocations (
-    id, job_id, organization_id, session_id, automation_id, user_id, requested_by, origin,
-    integration, action, risk_level, mode, mode_source, params, params_sealed, params_hash,
-    status, denied_reason, expires_at, external_id, idempotency_key,
-    rate_bucket, must_run_before, approval, risk_hint, completed_at
-) VALUES (
-    @id, sqlc.narg(job_id), @organization_id, @session_id, @automation_id, sqlc.narg(user_id), @requested_by, @origin,
-    @integration, @action, @risk_level, @mode, @mode_source, @params, sqlc.narg(params_sealed), @params_hash,
-    @status, @denied_reason, @expires_at, @external_id, @idempotency_key,
-    @rate_bucket, @must_run_before, @approval, @risk_hint,
-    CASE WHEN @status::text = 'denied' THEN now() END
+WITH next AS (
+    INSERT INTO action_invocations (
+        id, job_id, organization_id, session_id, automation_id, user_id, requested_by, origin,
+        integration, action, risk_level, mode, mode_source, params, params_sealed, params_hash,
+        status, denied_reason, expires_at, external_id, idempotency_key,
+        rate_bucket, must_run_before, approval, risk_hint, retry, event_seq, completed_at
+    ) VALUES (
+        @id, sqlc.narg(job_id), @organization_id, @session_id, @automation_id, sqlc.narg(user_id), @requested_by, @origin,
+        @integration, @action, @risk_level, @mode, @mode_source, @params, sqlc.narg(params_sealed), @params_hash,
+        @status, @denied_reason, @expires_at, @external_id, @idempotency_key,
+        @rate_bucket, @must_run_before, @approval, @risk_hint, sqlc.narg(retry), 1,
+        CASE WHEN @status::text = 'denied' THEN now() END
+    )
+    ON CONFLICT DO NOTHING
+    RETURNING *
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, to_status, actor, reason)
+    SELECT next.id, next.organization_id, 1, 'created', next.status, next.requested_by, next.denied_reason FROM next
 )
-ON CONFLICT DO NOTHING
-RETURNING *;
+SELECT * FROM next;
 
 -- name: InvocationGet :one
 SELECT * FROM action_invocations WHERE id = @id AND organization_id = @organization_id;
@@ -24,9 +30,6 @@ SELECT * FROM action_invocations WHERE id = @id;
 
 -- name: InvocationGetForUpdate :one
 SELECT * FROM action_invocations WHERE id = @id AND organization_id = @organization_id FOR UPDATE;
-
--- name: InvocationGetByIDForUpdate :one
-SELECT * FROM action_invocations WHERE id = @id FOR UPDATE;
 
 -- name: InvocationGetByIdempotencyKey :one
 SELECT * FROM action_invocations WHERE organization_id = @organization_id AND idempotency_key = @idempotency_key;
@@ -55,23 +58,178 @@ SELECT count(*) FROM action_invocations
 WHERE organization_id = @organization_id AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status));
 
 -- name: InvocationApprove :one
-UPDATE action_invocations
-SET status = 'approved', approved_by = @approved_by, approved_at = now(), updated_at = now()
-WHERE id = @id AND status = 'pending'
-RETURNING *;
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'approved', approved_by = @actor, approved_at = now(), updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
+    RETURNING i.*
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'approved', prev.status, next.status, @actor, NULL FROM next, prev
+)
+SELECT * FROM next;
 
 -- name: InvocationDeny :one
-UPDATE action_invocations
-SET status = 'denied', denied_reason = @denied_reason, error = sqlc.narg(error), approved_by = @approved_by,
-    approved_at = now(), completed_at = now(), updated_at = now(), params_sealed = NULL
-WHERE id = @id AND status = 'pending'
-RETURNING *;
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'denied', denied_reason = @denied_reason, error = sqlc.narg(reason), approved_by = @actor,
+        approved_at = now(), completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
+    RETURNING i.*
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'denied', prev.status, next.status, @actor, sqlc.narg(reason) FROM next, prev
+)
+SELECT * FROM next;
 
 -- name: InvocationExpire :one
-UPDATE action_invocations
-SET status = 'expired', denied_reason = 'expired', completed_at = now(), updated_at = now(), params_sealed = NULL
-WHERE id = @id AND status = 'pending'
-RETURNING *;
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'expired', denied_reason = 'expired', completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
+    RETURNING i.*
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'expired', prev.status, next.status, NULL, 'approval window closed' FROM next, prev
+)
+SELECT * FROM next;
+
+-- name: InvocationCancel :one
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'cancelled', completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status IN ('pending', 'approved')
+    RETURNING i.*
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'cancelled', prev.status, next.status, sqlc.narg(actor), NULL FROM next, prev
+)
+SELECT * FROM next;
+
+-- name: InvocationStart :one
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'executing', attempt = @attempt, started_at = coalesce(i.started_at, now()), updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
+    RETURNING i.*
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || @attempt::int FROM next, prev
+)
+SELECT * FROM next;
+
+-- name: InvocationComplete :one
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'completed', result = @result, provider_ref = sqlc.narg(provider_ref), conflict = @conflict,
+        error = NULL, duration_ms = @duration_ms, completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
+    RETURNING i.*
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'completed', prev.status, next.status, NULL, NULL FROM next, prev
+)
+SELECT * FROM next;
+
+-- name: InvocationFail :one
+-- A failure in the worker is a dead letter an operator may replay; it keeps
+-- its sealed params for that replay until it is discarded.
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'failed', error = @error, duration_ms = sqlc.narg(duration_ms), completed_at = now(), dead_lettered_at = now(), updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
+    RETURNING i.*
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'failed', prev.status, next.status, NULL, @error FROM next, prev
+)
+SELECT * FROM next;
+
+-- name: InvocationSkip :one
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'skipped', error = @error, completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
+    RETURNING i.*
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'skipped', prev.status, next.status, NULL, @error FROM next, prev
+)
+SELECT * FROM next;
+
+-- name: InvocationScheduleRetry :one
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'approved', error = @error, duration_ms = sqlc.narg(duration_ms), updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
+    RETURNING i.*
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'retry_scheduled', prev.status, next.status, NULL, @error FROM next, prev
+)
+SELECT * FROM next;
+
+-- name: InvocationSnooze :one
+-- A provider asked to wait (429 Retry-After); no attempt is spent.
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'approved', error = @error, duration_ms = sqlc.narg(duration_ms), provider_waits = i.provider_waits + 1, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
+    RETURNING i.*
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'snoozed', prev.status, next.status, NULL, @error FROM next, prev
+)
+SELECT * FROM next;
+
+-- name: InvocationReplay :one
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'approved', dead_lettered_at = NULL, completed_at = NULL, replay_count = i.replay_count + 1,
+        replayed_by = @actor, replayed_at = now(), job_id = @job_id, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'failed' AND i.dead_lettered_at IS NOT NULL AND i.discarded_at IS NULL
+    RETURNING i.*
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'replayed', prev.status, next.status, @actor, NULL FROM next, prev
+)
+SELECT * FROM next;
+
+-- name: InvocationDiscard :one
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET discarded_by = @actor, discarded_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'failed' AND i.dead_lettered_at IS NOT NULL AND i.discarded_at IS NULL
+    RETURNING i.*
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'discarded', prev.status, next.status, @actor, NULL FROM next, prev
+)
+SELECT * FROM next;
 
 -- name: InvocationListExpiredForUpdate :many
 SELECT * FROM action_invocations
@@ -80,48 +238,10 @@ ORDER BY expires_at
 LIMIT @max
 FOR UPDATE SKIP LOCKED;
 
--- name: InvocationCancel :one
-UPDATE action_invocations
-SET status = 'cancelled', completed_at = now(), updated_at = now(), params_sealed = NULL
-WHERE id = @id AND status IN ('pending', 'approved')
-RETURNING *;
-
--- name: InvocationMarkExecuting :one
-UPDATE action_invocations
-SET status = 'executing', attempt = @attempt, started_at = coalesce(started_at, now()), updated_at = now()
-WHERE id = @id AND status IN ('approved', 'executing')
-RETURNING *;
-
--- name: InvocationComplete :one
-UPDATE action_invocations
-SET status = 'completed', result = @result, provider_ref = sqlc.narg(provider_ref), conflict = @conflict,
-    error = NULL, duration_ms = @duration_ms, completed_at = now(), updated_at = now(), params_sealed = NULL
-WHERE id = @id AND status = 'executing'
-RETURNING *;
-
--- name: InvocationFail :one
--- A failure in the worker is a dead letter an operator may replay.
-UPDATE action_invocations
-SET status = 'failed', error = @error, duration_ms = sqlc.narg(duration_ms), completed_at = now(), updated_at = now(),
-    dead_lettered_at = now()
-WHERE id = @id AND status IN ('approved', 'executing')
-RETURNING *;
-
--- name: InvocationSkip :one
-UPDATE action_invocations
-SET status = 'skipped', error = @error, completed_at = now(), updated_at = now(), params_sealed = NULL
-WHERE id = @id AND status IN ('approved', 'executing')
-RETURNING *;
-
--- name: InvocationRecordProviderWait :exec
-UPDATE action_invocations
-SET status = 'approved', error = @error, duration_ms = sqlc.narg(duration_ms), provider_waits = provider_waits + 1, updated_at = now()
-WHERE id = @id AND status = 'executing';
-
--- name: InvocationRecordRetry :exec
-UPDATE action_invocations
-SET status = 'approved', error = @error, duration_ms = sqlc.narg(duration_ms), updated_at = now()
-WHERE id = @id AND status = 'executing';
+-- name: EventListByInvocation :many
+SELECT * FROM invocation_events
+WHERE invocation_id = @invocation_id AND organization_id = @organization_id
+ORDER BY seq;
 
 -- name: DeadLetterList :many
 SELECT * FROM action_invocations
@@ -132,16 +252,3 @@ LIMIT @max OFFSET @skip;
 -- name: DeadLetterCount :one
 SELECT count(*) FROM action_invocations
 WHERE organization_id = @organization_id AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL;
-
--- name: DeadLetterReplay :one
-UPDATE action_invocations
-SET status = 'approved', dead_lettered_at = NULL, completed_at = NULL, replay_count = replay_count + 1,
-    replayed_by = @replayed_by, replayed_at = now(), job_id = @job_id, updated_at = now()
-WHERE id = @id AND status = 'failed' AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
-RETURNING *;
-
--- name: DeadLetterDiscard :one
-UPDATE action_invocations
-SET discarded_by = @discarded_by, discarded_at = now(), updated_at = now(), params_sealed = NULL
-WHERE id = @id AND status = 'failed' AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
-RETURNING *;

@@ -1,0 +1,69 @@
+package invocation
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+)
+
+// QueueActions is the queue execute jobs run on.
+const QueueActions = "actions"
+
+// ExecuteArgs runs one invocation. The job row is the outbox row: the store
+// inserts it in the transaction that records the invocation (or replays
+// it), and nowhere else.
+type ExecuteArgs struct {
+	InvocationID uuid.UUID `json:"invocation_id"`
+	// Retry overrides the worker's backoff for this job (its source's or its
+	// envelope's policy). Max attempts travel as the job's max_attempts.
+	Retry *Retry `json:"retry,omitempty"`
+}
+
+// Kind implements river.JobArgs.
+func (ExecuteArgs) Kind() string { return "execute_action" }
+
+// InsertOpts puts execute jobs on the actions queue.
+func (ExecuteArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: QueueActions} }
+
+// ExpireArgs expires one pending invocation at its expires_at. It is
+// inserted, scheduled, in the transaction that parks the invocation.
+type ExpireArgs struct {
+	InvocationID uuid.UUID `json:"invocation_id"`
+}
+
+// Kind implements river.JobArgs.
+func (ExpireArgs) Kind() string { return "expire_invocation" }
+
+// Retry is a retry policy: how many attempts and the backoff bounds. Zero
+// fields fall back to the worker's configuration.
+type Retry struct {
+	MaxAttempts int           `json:"max_attempts,omitempty"`
+	BaseDelay   time.Duration `json:"base_delay,omitempty"`
+	MaxDelay    time.Duration `json:"max_delay,omitempty"`
+}
+
+// Merge returns r with the fields of over that are set.
+func (r Retry) Merge(over Retry) Retry {
+	if over.MaxAttempts > 0 {
+		r.MaxAttempts = over.MaxAttempts
+	}
+	if over.BaseDelay > 0 {
+		r.BaseDelay = over.BaseDelay
+	}
+	if over.MaxDelay > 0 {
+		r.MaxDelay = over.MaxDelay
+	}
+	return r
+}
+
+// executeJob is the one place an invocation's execute job is built: its
+// args and insert options follow from the invocation, so a replay carries
+// the same retry policy as the first run. pending parks it for approval.
+func executeJob(id uuid.UUID, retry *Retry, pending bool) (ExecuteArgs, *river.InsertOpts) {
+	opts := &river.InsertOpts{Pending: pending}
+	if retry != nil {
+		opts.MaxAttempts = retry.MaxAttempts
+	}
+	return ExecuteArgs{InvocationID: id, Retry: retry}, opts
+}

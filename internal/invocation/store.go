@@ -1,0 +1,387 @@
+package invocation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/outboxd/outboxd/internal/dbsqlc"
+)
+
+// EventsChannel is the Postgres channel every event is announced on, as
+// JSON {"id", "invocation_id", "organization_id", "type", "to_status"}.
+const EventsChannel = "outboxd_invocation_events"
+
+var (
+	// ErrNotFound: no such invocation (in this organization).
+	ErrNotFound = errors.New("invocation not found")
+	// ErrConflict: the invocation is not in a state the transition allows,
+	// for instance because a concurrent transition won.
+	ErrConflict = errors.New("invocation is not in a state that allows this")
+	// ErrDuplicate: Create found an invocation with the same idempotency
+	// key or external id; the caller's transaction must roll back.
+	ErrDuplicate = errors.New("an invocation with this key exists")
+)
+
+// DB is a connection, pool or transaction to read with.
+type DB = dbsqlc.DBTX
+
+// Store reads invocations and makes their transitions.
+type Store struct {
+	river *river.Client[pgx.Tx]
+	q     *dbsqlc.Queries
+}
+
+// New returns a Store that inserts, releases and cancels jobs with client.
+// A nil client is taken from the context: inside a River worker.
+func New(client *river.Client[pgx.Tx]) *Store {
+	return &Store{river: client, q: dbsqlc.New()}
+}
+
+func (s *Store) jobs(ctx context.Context) (*river.Client[pgx.Tx], error) {
+	if s.river != nil {
+		return s.river, nil
+	}
+	return river.ClientFromContextSafely[pgx.Tx](ctx)
+}
+
+// Get returns an invocation of the organization.
+func (s *Store) Get(ctx context.Context, db DB, org string, id uuid.UUID) (Invocation, error) {
+	r, err := s.q.InvocationGet(ctx, db, dbsqlc.InvocationGetParams{ID: id, OrganizationID: org})
+	return one(r, err, id)
+}
+
+// GetByID returns an invocation whatever its organization (for workers).
+func (s *Store) GetByID(ctx context.Context, db DB, id uuid.UUID) (Invocation, error) {
+	r, err := s.q.InvocationGetByID(ctx, db, id)
+	return one(r, err, id)
+}
+
+// Lock returns an invocation of the organization, locked until tx ends.
+func (s *Store) Lock(ctx context.Context, tx pgx.Tx, org string, id uuid.UUID) (Invocation, error) {
+	r, err := s.q.InvocationGetForUpdate(ctx, tx, dbsqlc.InvocationGetForUpdateParams{ID: id, OrganizationID: org})
+	return one(r, err, id)
+}
+
+// GetByKey returns the invocation with the organization's idempotency key
+// or, when key is empty, external id. ok is false when there is none.
+func (s *Store) GetByKey(ctx context.Context, db DB, org, key, externalID string) (inv Invocation, ok bool, err error) {
+	var r dbsqlc.ActionInvocation
+	switch {
+	case key != "":
+		r, err = s.q.InvocationGetByIdempotencyKey(ctx, db, dbsqlc.InvocationGetByIdempotencyKeyParams{OrganizationID: org, IdempotencyKey: &key})
+	case externalID != "":
+		r, err = s.q.InvocationGetByExternalID(ctx, db, dbsqlc.InvocationGetByExternalIDParams{OrganizationID: org, ExternalID: &externalID})
+	default:
+		return inv, false, nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return inv, false, nil
+	}
+	if err != nil {
+		return inv, false, fmt.Errorf("looking up idempotency key: %w", err)
+	}
+	return fromRow(r), true, nil
+}
+
+// Page is a limit/offset window.
+type Page struct {
+	Limit, Offset int32
+}
+
+// ListSession returns a session's invocations, newest first.
+func (s *Store) ListSession(ctx context.Context, db DB, org, sessionID string, page Page) ([]Invocation, error) {
+	rows, err := s.q.InvocationListBySession(ctx, db, dbsqlc.InvocationListBySessionParams{
+		OrganizationID: org, SessionID: &sessionID, Max: page.Limit, Skip: page.Offset,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing invocations: %w", err)
+	}
+	return fromRows(rows), nil
+}
+
+// ListOrg returns the organization's invocations in a status ("" for any),
+// newest first, and how many there are in all.
+func (s *Store) ListOrg(ctx context.Context, db DB, org string, status Status, page Page) ([]Invocation, int64, error) {
+	var st *string
+	if status != "" {
+		st = (*string)(&status)
+	}
+	rows, err := s.q.InvocationListByOrg(ctx, db, dbsqlc.InvocationListByOrgParams{OrganizationID: org, Status: st, Max: page.Limit, Skip: page.Offset})
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing invocations: %w", err)
+	}
+	total, err := s.q.InvocationCountByOrg(ctx, db, dbsqlc.InvocationCountByOrgParams{OrganizationID: org, Status: st})
+	if err != nil {
+		return nil, 0, fmt.Errorf("counting invocations: %w", err)
+	}
+	return fromRows(rows), total, nil
+}
+
+// ListDeadLetters returns the organization's failed, undiscarded
+// invocations, newest first, and how many there are.
+func (s *Store) ListDeadLetters(ctx context.Context, db DB, org string, page Page) ([]Invocation, int64, error) {
+	rows, err := s.q.DeadLetterList(ctx, db, dbsqlc.DeadLetterListParams{OrganizationID: org, Max: page.Limit, Skip: page.Offset})
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing dead letters: %w", err)
+	}
+	total, err := s.q.DeadLetterCount(ctx, db, org)
+	if err != nil {
+		return nil, 0, fmt.Errorf("counting dead letters: %w", err)
+	}
+	return fromRows(rows), total, nil
+}
+
+// CountPending counts a session's pending invocations.
+func (s *Store) CountPending(ctx context.Context, db DB, org, sessionID string) (int64, error) {
+	return s.q.InvocationCountPending(ctx, db, dbsqlc.InvocationCountPendingParams{OrganizationID: org, SessionID: &sessionID})
+}
+
+// Events returns an invocation's timeline, oldest first.
+func (s *Store) Events(ctx context.Context, db DB, org string, id uuid.UUID) ([]Event, error) {
+	rows, err := s.q.EventListByInvocation(ctx, db, dbsqlc.EventListByInvocationParams{InvocationID: id, OrganizationID: org})
+	if err != nil {
+		return nil, fmt.Errorf("loading events: %w", err)
+	}
+	out := make([]Event, len(rows))
+	for i, r := range rows {
+		out[i] = fromEvent(r)
+	}
+	return out, nil
+}
+
+// CreateParams is a new invocation. Status is pending (its job is parked
+// until a human decides, and an expiry job is scheduled at ExpiresAt),
+// approved (its job is available now) or denied (no job).
+type CreateParams struct {
+	ID                                     uuid.UUID
+	OrganizationID                         string
+	SessionID, AutomationID, UserID        string
+	RequestedBy, Origin                    string
+	Integration, Action, RiskLevel         string
+	Mode, ModeSource                       string
+	Params                                 json.RawMessage
+	ParamsSealed                           []byte
+	ParamsHash                             string
+	Status                                 Status
+	DeniedReason                           string
+	ExpiresAt                              *time.Time
+	ExternalID, IdempotencyKey, RateBucket string
+	MustRunBefore                          *time.Time
+	Approval, RiskHint                     string
+	Retry                                  *Retry
+}
+
+// Create records a new invocation, its jobs and its created event.
+func (s *Store) Create(ctx context.Context, tx pgx.Tx, p *CreateParams) (Invocation, error) {
+	insert := dbsqlc.InvocationInsertParams{
+		ID: p.ID, OrganizationID: p.OrganizationID, SessionID: nilIfEmpty(p.SessionID), AutomationID: nilIfEmpty(p.AutomationID),
+		UserID: nilIfEmpty(p.UserID), RequestedBy: p.RequestedBy, Origin: p.Origin, Integration: p.Integration,
+		Action: p.Action, RiskLevel: p.RiskLevel, Mode: p.Mode, ModeSource: p.ModeSource, Params: p.Params,
+		ParamsSealed: p.ParamsSealed, ParamsHash: p.ParamsHash, Status: string(p.Status), DeniedReason: nilIfEmpty(p.DeniedReason),
+		ExpiresAt: p.ExpiresAt, ExternalID: nilIfEmpty(p.ExternalID), IdempotencyKey: nilIfEmpty(p.IdempotencyKey),
+		RateBucket: nilIfEmpty(p.RateBucket), MustRunBefore: p.MustRunBefore, Approval: p.Approval, RiskHint: nilIfEmpty(p.RiskHint),
+	}
+	if p.Retry != nil {
+		insert.Retry, _ = json.Marshal(p.Retry)
+	}
+	if p.Status != StatusDenied {
+		client, err := s.jobs(ctx)
+		if err != nil {
+			return Invocation{}, err
+		}
+		args, opts := executeJob(p.ID, p.Retry, p.Status == StatusPending)
+		job, err := client.InsertTx(ctx, tx, args, opts)
+		if err != nil {
+			return Invocation{}, fmt.Errorf("inserting execute job: %w", err)
+		}
+		insert.JobID = &job.Job.ID
+		if p.Status == StatusPending {
+			if p.ExpiresAt == nil {
+				return Invocation{}, errors.New("a pending invocation needs ExpiresAt")
+			}
+			if _, err := client.InsertTx(ctx, tx, ExpireArgs{InvocationID: p.ID}, &river.InsertOpts{ScheduledAt: *p.ExpiresAt}); err != nil {
+				return Invocation{}, fmt.Errorf("inserting expiry job: %w", err)
+			}
+		}
+	}
+	r, err := s.q.InvocationInsert(ctx, tx, insert)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Invocation{}, ErrDuplicate
+	}
+	if err != nil {
+		return Invocation{}, fmt.Errorf("inserting invocation: %w", err)
+	}
+	return fromRow(r), nil
+}
+
+// Approve clears a pending invocation to run and releases its parked job.
+func (s *Store) Approve(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string) (Invocation, error) {
+	r, err := s.q.InvocationApprove(ctx, tx, dbsqlc.InvocationApproveParams{ID: id, Actor: &actor})
+	inv, err := transitioned(r, err, id, "approving")
+	if err != nil || inv.JobID == nil {
+		return inv, err
+	}
+	client, err := s.jobs(ctx)
+	if err != nil {
+		return inv, err
+	}
+	if _, err := client.JobRetryTx(ctx, tx, *inv.JobID); err != nil {
+		return inv, fmt.Errorf("releasing job: %w", err)
+	}
+	return inv, nil
+}
+
+// Deny rejects a pending invocation and cancels its parked job. reason is
+// a human's text; the caller redacts it.
+func (s *Store) Deny(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor, deniedReason, reason string) (Invocation, error) {
+	r, err := s.q.InvocationDeny(ctx, tx, dbsqlc.InvocationDenyParams{ID: id, Actor: &actor, DeniedReason: &deniedReason, Reason: nilIfEmpty(reason)})
+	return s.cancelJob(ctx, tx)(transitioned(r, err, id, "denying"))
+}
+
+// Expire closes a pending invocation's approval window and cancels its
+// parked job.
+func (s *Store) Expire(ctx context.Context, tx pgx.Tx, id uuid.UUID) (Invocation, error) {
+	r, err := s.q.InvocationExpire(ctx, tx, id)
+	return s.cancelJob(ctx, tx)(transitioned(r, err, id, "expiring"))
+}
+
+// Cancel undoes an invocation that has not started (pending or approved)
+// and cancels its job.
+func (s *Store) Cancel(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string) (Invocation, error) {
+	r, err := s.q.InvocationCancel(ctx, tx, dbsqlc.InvocationCancelParams{ID: id, Actor: nilIfEmpty(actor)})
+	return s.cancelJob(ctx, tx)(transitioned(r, err, id, "cancelling"))
+}
+
+// cancelJob returns a step that cancels the job of a transitioned
+// invocation; a job already gone is fine.
+func (s *Store) cancelJob(ctx context.Context, tx pgx.Tx) func(Invocation, error) (Invocation, error) {
+	return func(inv Invocation, err error) (Invocation, error) {
+		if err != nil || inv.JobID == nil {
+			return inv, err
+		}
+		client, err := s.jobs(ctx)
+		if err != nil {
+			return inv, err
+		}
+		if _, err := client.JobCancelTx(ctx, tx, *inv.JobID); err != nil && !errors.Is(err, river.ErrNotFound) {
+			return inv, fmt.Errorf("cancelling job: %w", err)
+		}
+		return inv, nil
+	}
+}
+
+// Start marks an approved invocation executing for this attempt.
+func (s *Store) Start(ctx context.Context, db DB, id uuid.UUID, attempt int) (Invocation, error) {
+	r, err := s.q.InvocationStart(ctx, db, dbsqlc.InvocationStartParams{ID: id, Attempt: int32(attempt)})
+	return transitioned(r, err, id, "starting")
+}
+
+// Outcome is a successful provider call.
+type Outcome struct {
+	Result      json.RawMessage
+	ProviderRef string
+	Conflict    bool
+	DurationMs  *int32
+}
+
+// Complete records an executing invocation's successful call.
+func (s *Store) Complete(ctx context.Context, db DB, id uuid.UUID, o *Outcome) (Invocation, error) {
+	r, err := s.q.InvocationComplete(ctx, db, dbsqlc.InvocationCompleteParams{
+		ID: id, Result: o.Result, ProviderRef: nilIfEmpty(o.ProviderRef), Conflict: o.Conflict, DurationMs: o.DurationMs,
+	})
+	return transitioned(r, err, id, "completing")
+}
+
+// Fail records a failure that will not be retried: a dead letter.
+func (s *Store) Fail(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32) (Invocation, error) {
+	r, err := s.q.InvocationFail(ctx, db, dbsqlc.InvocationFailParams{ID: id, Error: &msg, DurationMs: durationMs})
+	return transitioned(r, err, id, "failing")
+}
+
+// Skip finishes an invocation without calling the provider (a gate said
+// so).
+func (s *Store) Skip(ctx context.Context, db DB, id uuid.UUID, reason string) (Invocation, error) {
+	r, err := s.q.InvocationSkip(ctx, db, dbsqlc.InvocationSkipParams{ID: id, Error: &reason})
+	return transitioned(r, err, id, "skipping")
+}
+
+// ScheduleRetry records a failed attempt that River will retry.
+func (s *Store) ScheduleRetry(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32) (Invocation, error) {
+	r, err := s.q.InvocationScheduleRetry(ctx, db, dbsqlc.InvocationScheduleRetryParams{ID: id, Error: &msg, DurationMs: durationMs})
+	return transitioned(r, err, id, "recording retry")
+}
+
+// Snooze records a provider's request to wait; no attempt is spent.
+func (s *Store) Snooze(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32) (Invocation, error) {
+	r, err := s.q.InvocationSnooze(ctx, db, dbsqlc.InvocationSnoozeParams{ID: id, Error: &msg, DurationMs: durationMs})
+	return transitioned(r, err, id, "recording snooze")
+}
+
+// Replay gives a dead letter a fresh job with a full set of attempts and
+// the invocation's own retry policy; the invocation id, and so the
+// idempotency key sent to the provider, stays the same.
+func (s *Store) Replay(ctx context.Context, tx pgx.Tx, inv Invocation, actor string) (Invocation, error) {
+	client, err := s.jobs(ctx)
+	if err != nil {
+		return inv, err
+	}
+	args, opts := executeJob(inv.ID, inv.Retry, false)
+	job, err := client.InsertTx(ctx, tx, args, opts)
+	if err != nil {
+		return inv, fmt.Errorf("inserting replay job: %w", err)
+	}
+	r, err := s.q.InvocationReplay(ctx, tx, dbsqlc.InvocationReplayParams{ID: inv.ID, Actor: &actor, JobID: &job.Job.ID})
+	return transitioned(r, err, inv.ID, "replaying")
+}
+
+// Discard drops a dead letter from the list; it stays failed.
+func (s *Store) Discard(ctx context.Context, db DB, id uuid.UUID, actor string) (Invocation, error) {
+	r, err := s.q.InvocationDiscard(ctx, db, dbsqlc.InvocationDiscardParams{ID: id, Actor: &actor})
+	return transitioned(r, err, id, "discarding")
+}
+
+// ListExpired returns pending invocations past their expiry, locked and
+// skipping those another transaction holds.
+func (s *Store) ListExpired(ctx context.Context, tx pgx.Tx, limit int) ([]Invocation, error) {
+	rows, err := s.q.InvocationListExpiredForUpdate(ctx, tx, int32(limit))
+	if err != nil {
+		return nil, fmt.Errorf("listing expired invocations: %w", err)
+	}
+	return fromRows(rows), nil
+}
+
+func one(r dbsqlc.ActionInvocation, err error, id uuid.UUID) (Invocation, error) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Invocation{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Invocation{}, fmt.Errorf("loading invocation: %w", err)
+	}
+	return fromRow(r), nil
+}
+
+// transitioned turns a guarded update's answer into the invocation; no row
+// means the invocation was not in a state the transition allows.
+func transitioned[R row](r R, err error, id uuid.UUID, what string) (Invocation, error) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Invocation{}, fmt.Errorf("%s %s: %w", what, id, ErrConflict)
+	}
+	if err != nil {
+		return Invocation{}, fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	return fromRow(r), nil
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

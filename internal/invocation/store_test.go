@@ -1,0 +1,324 @@
+package invocation_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/internal/pgtest"
+)
+
+type testBundle struct {
+	pool  *pgxpool.Pool
+	store *invocation.Store
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	return &testBundle{pool: pool, store: invocation.New(client)}
+}
+
+// begin opens a transaction rolled back at the end of the test.
+func (b *testBundle) begin(t *testing.T) pgx.Tx {
+	t.Helper()
+	tx, err := b.pool.Begin(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	return tx
+}
+
+func (b *testBundle) create(t *testing.T, db pgx.Tx, status invocation.Status) invocation.Invocation {
+	t.Helper()
+	p := &invocation.CreateParams{
+		ID: uuid.Must(uuid.NewV7()), OrganizationID: "org-1", SessionID: "session-1", RequestedBy: "agent",
+		Origin: "invoke", Integration: "slack", Action: "send_message", RiskLevel: "write",
+		Mode: "require_approval", ModeSource: "inferred_default", Params: json.RawMessage(`{"channel":"C1"}`),
+		ParamsHash: "h", Status: status, Approval: "auto", Retry: &invocation.Retry{MaxAttempts: 2, BaseDelay: time.Second},
+	}
+	if status == invocation.StatusPending {
+		expires := time.Now().Add(time.Hour)
+		p.ExpiresAt = &expires
+	}
+	if status == invocation.StatusDenied {
+		p.DeniedReason = "policy"
+	}
+	inv, err := b.store.Create(context.Background(), db, p)
+	require.NoError(t, err)
+	return inv
+}
+
+type step struct {
+	typ      invocation.EventType
+	from, to invocation.Status
+}
+
+func requireTimeline(t *testing.T, b *testBundle, db invocation.DB, id uuid.UUID, want ...step) {
+	t.Helper()
+	events, err := b.store.Events(context.Background(), db, "org-1", id)
+	require.NoError(t, err)
+	got := make([]step, len(events))
+	for i, e := range events {
+		got[i] = step{e.Type, e.From, e.To}
+		require.Equal(t, int32(i+1), e.Seq)
+		if i > 0 {
+			require.Greater(t, e.ID, events[i-1].ID)
+		}
+	}
+	require.Equal(t, want, got)
+}
+
+func jobState(t *testing.T, db invocation.DB, id int64) string {
+	t.Helper()
+	var state string
+	require.NoError(t, db.QueryRow(context.Background(), `SELECT state::text FROM river_job WHERE id = $1`, id).Scan(&state))
+	return state
+}
+
+func TestStore_Timeline(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+
+	t.Run("Approved", func(t *testing.T) {
+		tx := b.begin(t)
+		inv := b.create(t, tx, invocation.StatusPending)
+		require.Equal(t, "pending", jobState(t, tx, *inv.JobID))
+		approved, err := b.store.Approve(ctx, tx, inv.ID, "alice")
+		require.NoError(t, err)
+		require.Equal(t, invocation.StatusApproved, approved.Status)
+		require.Equal(t, "available", jobState(t, tx, *inv.JobID), "approval releases the parked job")
+		_, err = b.store.Start(ctx, tx, inv.ID, 1)
+		require.NoError(t, err)
+		done, err := b.store.Complete(ctx, tx, inv.ID, &invocation.Outcome{Result: json.RawMessage(`{"ok":true}`), ProviderRef: "ts"})
+		require.NoError(t, err)
+		require.Equal(t, invocation.StatusCompleted, done.Status)
+		require.Equal(t, "ts", *done.ProviderRef)
+		requireTimeline(t, b, tx, inv.ID,
+			step{invocation.EventCreated, "", invocation.StatusPending},
+			step{invocation.EventApproved, invocation.StatusPending, invocation.StatusApproved},
+			step{invocation.EventStarted, invocation.StatusApproved, invocation.StatusExecuting},
+			step{invocation.EventCompleted, invocation.StatusExecuting, invocation.StatusCompleted})
+		events, err := b.store.Events(ctx, tx, "org-1", inv.ID)
+		require.NoError(t, err)
+		require.Equal(t, "alice", events[1].Actor)
+		require.Equal(t, "agent", events[0].Actor)
+	})
+	t.Run("Denied", func(t *testing.T) {
+		tx := b.begin(t)
+		inv := b.create(t, tx, invocation.StatusPending)
+		denied, err := b.store.Deny(ctx, tx, inv.ID, "bob", "human", "not today")
+		require.NoError(t, err)
+		require.Equal(t, invocation.StatusDenied, denied.Status)
+		require.Equal(t, "cancelled", jobState(t, tx, *inv.JobID))
+		requireTimeline(t, b, tx, inv.ID,
+			step{invocation.EventCreated, "", invocation.StatusPending},
+			step{invocation.EventDenied, invocation.StatusPending, invocation.StatusDenied})
+		events, _ := b.store.Events(ctx, tx, "org-1", inv.ID)
+		require.Equal(t, "not today", events[1].Reason)
+	})
+	t.Run("Expired", func(t *testing.T) {
+		tx := b.begin(t)
+		inv := b.create(t, tx, invocation.StatusPending)
+		_, err := b.store.Expire(ctx, tx, inv.ID)
+		require.NoError(t, err)
+		require.Equal(t, "cancelled", jobState(t, tx, *inv.JobID))
+		_, err = b.store.Approve(ctx, tx, inv.ID, "late")
+		require.ErrorIs(t, err, invocation.ErrConflict)
+		requireTimeline(t, b, tx, inv.ID,
+			step{invocation.EventCreated, "", invocation.StatusPending},
+			step{invocation.EventExpired, invocation.StatusPending, invocation.StatusExpired})
+	})
+	t.Run("RetriedThenFailedThenReplayed", func(t *testing.T) {
+		tx := b.begin(t)
+		inv := b.create(t, tx, invocation.StatusApproved)
+		_, err := b.store.Start(ctx, tx, inv.ID, 1)
+		require.NoError(t, err)
+		_, err = b.store.ScheduleRetry(ctx, tx, inv.ID, "503 from provider", nil)
+		require.NoError(t, err)
+		_, err = b.store.Start(ctx, tx, inv.ID, 2)
+		require.NoError(t, err)
+		_, err = b.store.Snooze(ctx, tx, inv.ID, "429, retry after 1s", nil)
+		require.NoError(t, err)
+		_, err = b.store.Start(ctx, tx, inv.ID, 2)
+		require.NoError(t, err)
+		failed, err := b.store.Fail(ctx, tx, inv.ID, "503 again", nil)
+		require.NoError(t, err)
+		require.NotNil(t, failed.DeadLetteredAt)
+		replayed, err := b.store.Replay(ctx, tx, failed, "ops")
+		require.NoError(t, err)
+		require.NotEqual(t, *inv.JobID, *replayed.JobID)
+		var maxAttempts int
+		var args string
+		require.NoError(t, tx.QueryRow(ctx, `SELECT max_attempts, args::text FROM river_job WHERE id = $1`, *replayed.JobID).Scan(&maxAttempts, &args))
+		require.Equal(t, 2, maxAttempts, "a replay keeps the invocation's retry policy")
+		require.Contains(t, args, `"base_delay": 1000000000`)
+		_, err = b.store.Start(ctx, tx, inv.ID, 1)
+		require.NoError(t, err)
+		_, err = b.store.Fail(ctx, tx, inv.ID, "still down", nil)
+		require.NoError(t, err)
+		_, err = b.store.Discard(ctx, tx, inv.ID, "ops")
+		require.NoError(t, err)
+		requireTimeline(t, b, tx, inv.ID,
+			step{invocation.EventCreated, "", invocation.StatusApproved},
+			step{invocation.EventStarted, invocation.StatusApproved, invocation.StatusExecuting},
+			step{invocation.EventRetryScheduled, invocation.StatusExecuting, invocation.StatusApproved},
+			step{invocation.EventStarted, invocation.StatusApproved, invocation.StatusExecuting},
+			step{invocation.EventSnoozed, invocation.StatusExecuting, invocation.StatusApproved},
+			step{invocation.EventStarted, invocation.StatusApproved, invocation.StatusExecuting},
+			step{invocation.EventFailed, invocation.StatusExecuting, invocation.StatusFailed},
+			step{invocation.EventReplayed, invocation.StatusFailed, invocation.StatusApproved},
+			step{invocation.EventStarted, invocation.StatusApproved, invocation.StatusExecuting},
+			step{invocation.EventFailed, invocation.StatusExecuting, invocation.StatusFailed},
+			step{invocation.EventDiscarded, invocation.StatusFailed, invocation.StatusFailed})
+	})
+	t.Run("DeniedByPolicyHasNoJob", func(t *testing.T) {
+		tx := b.begin(t)
+		inv := b.create(t, tx, invocation.StatusDenied)
+		require.Nil(t, inv.JobID)
+		require.NotNil(t, inv.CompletedAt)
+		requireTimeline(t, b, tx, inv.ID, step{invocation.EventCreated, "", invocation.StatusDenied})
+	})
+	t.Run("OtherOrgSeesNothing", func(t *testing.T) {
+		tx := b.begin(t)
+		inv := b.create(t, tx, invocation.StatusPending)
+		_, err := b.store.Get(ctx, tx, "org-2", inv.ID)
+		require.ErrorIs(t, err, invocation.ErrNotFound)
+		events, err := b.store.Events(ctx, tx, "org-2", inv.ID)
+		require.NoError(t, err)
+		require.Empty(t, events)
+	})
+}
+
+func TestStore_DuplicateKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tx := b.begin(t)
+	p := &invocation.CreateParams{
+		ID: uuid.Must(uuid.NewV7()), OrganizationID: "org-1", RequestedBy: "svc", Origin: "envelope",
+		Integration: "slack", Action: "send_message", RiskLevel: "write", Mode: "allow", ModeSource: "org_default",
+		Params: json.RawMessage(`{}`), ParamsHash: "h", Status: invocation.StatusApproved, Approval: "auto", ExternalID: "ext-1",
+	}
+	_, err := b.store.Create(context.Background(), tx, p)
+	require.NoError(t, err)
+	p.ID = uuid.Must(uuid.NewV7())
+	_, err = b.store.Create(context.Background(), tx, p)
+	require.ErrorIs(t, err, invocation.ErrDuplicate)
+}
+
+// TestStore_RacingTransitions runs two transitions of one invocation in
+// concurrent transactions: exactly one wins, and exactly one event is
+// written for it.
+func TestStore_RacingTransitions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+
+	race := func(t *testing.T, start invocation.Status, first, second func(tx pgx.Tx, id uuid.UUID) (invocation.Invocation, error)) (winners []invocation.Status, events int) {
+		t.Helper()
+		var inv invocation.Invocation
+		require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error { inv = b.create(t, tx, start); return nil }))
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			barrier = make(chan struct{})
+		)
+		for _, fn := range []func(pgx.Tx, uuid.UUID) (invocation.Invocation, error){first, second} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-barrier
+				err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+					got, err := fn(tx, inv.ID)
+					if err == nil {
+						mu.Lock()
+						winners = append(winners, got.Status)
+						mu.Unlock()
+					}
+					return err
+				})
+				if err != nil && !errors.Is(err, invocation.ErrConflict) {
+					t.Error(err)
+				}
+			}()
+		}
+		close(barrier)
+		wg.Wait()
+		all, err := b.store.Events(ctx, b.pool, "org-1", inv.ID)
+		require.NoError(t, err)
+		return winners, len(all) - 1
+	}
+
+	approve := func(tx pgx.Tx, id uuid.UUID) (invocation.Invocation, error) {
+		return b.store.Approve(ctx, tx, id, "alice")
+	}
+	expire := func(tx pgx.Tx, id uuid.UUID) (invocation.Invocation, error) { return b.store.Expire(ctx, tx, id) }
+	cancel := func(tx pgx.Tx, id uuid.UUID) (invocation.Invocation, error) {
+		return b.store.Cancel(ctx, tx, id, "svc")
+	}
+	start := func(tx pgx.Tx, id uuid.UUID) (invocation.Invocation, error) { return b.store.Start(ctx, tx, id, 1) }
+
+	for range 10 {
+		winners, events := race(t, invocation.StatusPending, approve, expire)
+		require.Len(t, winners, 1, "approve vs expire")
+		require.Equal(t, 1, events)
+
+		winners, events = race(t, invocation.StatusApproved, cancel, start)
+		require.Len(t, winners, 1, "cancel vs start")
+		require.Equal(t, 1, events)
+	}
+}
+
+// TestStore_EventsAreAnnounced checks each committed event is announced on
+// EventsChannel, and a rolled-back one is not.
+func TestStore_EventsAreAnnounced(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	conn, err := b.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, "LISTEN "+invocation.EventsChannel)
+	require.NoError(t, err)
+
+	rolledBack, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	b.create(t, rolledBack, invocation.StatusPending)
+	require.NoError(t, rolledBack.Rollback(ctx))
+
+	var inv invocation.Invocation
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		inv = b.create(t, tx, invocation.StatusPending)
+		_, err := b.store.Approve(ctx, tx, inv.ID, "alice")
+		return err
+	}))
+
+	var types []string
+	for range 2 {
+		waitCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		n, err := conn.Conn().WaitForNotification(waitCtx)
+		cancel()
+		require.NoError(t, err)
+		var ev struct {
+			InvocationID uuid.UUID `json:"invocation_id"`
+			Type         string    `json:"type"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(n.Payload), &ev))
+		require.Equal(t, inv.ID, ev.InvocationID, "only the committed invocation is announced")
+		types = append(types, ev.Type)
+	}
+	require.Equal(t, []string{"created", "approved"}, types)
+}

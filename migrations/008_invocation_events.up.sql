@@ -1,0 +1,36 @@
+-- The timeline of every invocation: one row per state transition, written
+-- by the statement that makes the transition (see internal/invocation).
+-- id grows with every event and is what event streams resume from.
+CREATE TABLE invocation_events (
+    id              bigserial   PRIMARY KEY,
+    invocation_id   uuid        NOT NULL REFERENCES action_invocations (id) ON DELETE CASCADE,
+    organization_id text        NOT NULL,
+    seq             integer     NOT NULL,
+    type            text        NOT NULL,
+    from_status     text,
+    to_status       text        NOT NULL,
+    actor           text,
+    reason          text,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (invocation_id, seq)
+);
+CREATE INDEX invocation_events_org_id ON invocation_events (organization_id, id);
+
+-- event_seq numbers an invocation's events; every transition increments it.
+ALTER TABLE action_invocations ADD COLUMN event_seq integer NOT NULL DEFAULT 0;
+-- retry is the invocation's retry policy (its source's, overridden by its
+-- envelope's), so every job built for it, a replay's too, carries it.
+ALTER TABLE action_invocations ADD COLUMN retry jsonb;
+
+-- Every event is announced once, on one channel, in the transaction that
+-- wrote it: listeners never hear of a change that rolled back.
+CREATE FUNCTION outboxd_announce_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('outboxd_invocation_events', json_build_object(
+        'id', NEW.id, 'invocation_id', NEW.invocation_id, 'organization_id', NEW.organization_id,
+        'type', NEW.type, 'to_status', NEW.to_status)::text);
+    RETURN NULL;
+END;
+$$;
+CREATE TRIGGER invocation_events_announce AFTER INSERT ON invocation_events
+    FOR EACH ROW EXECUTE FUNCTION outboxd_announce_event();
