@@ -84,7 +84,7 @@ type Config struct {
 	// sets it; it is no configuration key.
 	DemoOrg string
 	Outbox  outbox.Config
-	Worker          worker.Config
+	Worker  worker.Config
 }
 
 func (c *Config) validate() error {
