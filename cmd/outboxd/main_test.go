@@ -502,3 +502,15 @@ func TestConfigs_OperationsFilesParse(t *testing.T) {
 			"outboxd_approval_latency_seconds", "outboxd_connector_drift_total"}, name)
 	}
 }
+
+func TestMakefile_TestExplainsMissingCgo(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	cmd := exec.Command("make", "-s", "-C", "../..", "check-cgo")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "needs cgo and so a C compiler")
+}
