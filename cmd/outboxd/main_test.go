@@ -499,7 +499,8 @@ func TestConfigs_OperationsFilesParse(t *testing.T) {
 	for _, name := range regexp.MustCompile(`outboxd_[a-z_]+`).FindAllString(text, -1) {
 		name = strings.TrimSuffix(name, "_bucket")
 		require.Contains(t, []string{"outboxd_invocations_total", "outboxd_queue_jobs", "outboxd_job_duration_seconds",
-			"outboxd_approval_latency_seconds", "outboxd_connector_drift_total"}, name)
+			"outboxd_approval_latency_seconds", "outboxd_connector_drift_total", "outboxd_queue_age_seconds",
+			"outboxd_connector_list_duration_seconds"}, name)
 	}
 }
 

@@ -148,15 +148,17 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 		providers = append(providers, demo.New(&demo.Config{Logger: logger}))
 	}
 	registry := executors.NewRegistry(providers...)
-	mcpClient, err := mcp.New(&mcp.Config{AllowPrivateNetworks: cfg.AllowPrivateNetworks, CacheTTL: cfg.ConnectorCacheTTL})
-	if err != nil {
-		return nil, err
-	}
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := telemetry.New(reg)
 	telemetry.RegisterQueueCollector(reg, pool, logger)
+
+	mcpClient, err := mcp.New(&mcp.Config{
+		AllowPrivateNetworks: cfg.AllowPrivateNetworks, CacheTTL: cfg.ConnectorCacheTTL, ObserveList: metrics.ObserveConnectorList,
+	})
+	if err != nil {
+		return nil, err
+	}
 
 	creds := credential.NewStore(pool, box)
 	sources := catalog.New(registry, pool, mcpClient, creds)
