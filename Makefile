@@ -5,16 +5,31 @@ GO ?= go
 SQLC = $(GO) tool -modfile=tools/go.mod sqlc
 STATICCHECK = $(GO) tool -modfile=tools/go.mod staticcheck
 
-.PHONY: dev build test vet generate check-generated fuzz bench clean
+.PHONY: dev build test check-cgo tools-note vet generate check-generated fuzz bench clean
 
-dev:
-	$(GO) run ./cmd/outboxd dev
+# The binary replaces the shell, so Ctrl-C reaches outboxd alone and a
+# normal stop ends make cleanly.
+dev: build
+	exec ./bin/outboxd dev
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/outboxd ./cmd/outboxd
 
-test: vet check-generated
+test: check-cgo tools-note vet check-generated
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+# go test -race needs cgo, hence a C compiler. Go turns cgo off by itself
+# when it finds none, so CGO_ENABLED tells both cases.
+check-cgo:
+	@if [ "$$($(GO) env CGO_ENABLED)" != 1 ]; then \
+		echo "make test runs go test -race, which needs cgo and so a C compiler, but CGO_ENABLED is 0." >&2; \
+		echo "Install gcc or clang (Debian/Ubuntu: apt-get install gcc; macOS: xcode-select --install)," >&2; \
+		echo "and do not set CGO_ENABLED=0." >&2; \
+		exit 1; \
+	fi
+
+tools-note:
+	@echo "make test: staticcheck and sqlc are built from tools/go.mod on first use (a few minutes, once)"
 
 vet:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
@@ -41,5 +56,9 @@ fuzz:
 bench:
 	$(GO) run ./cmd/outboxd bench
 
+# dev clean removes .outboxd and the embedded cluster, also when it lives
+# outside the checkout (/var/tmp/outboxd-pg-*, for a checkout root cannot
+# hand to the postgres user).
 clean:
-	rm -rf bin .outboxd
+	$(GO) run ./cmd/outboxd dev clean
+	rm -rf bin

@@ -99,9 +99,11 @@ type Status struct {
 	RiverLatest int
 }
 
-// Current reports whether nothing is pending.
+// Current reports whether nothing is pending. A database migrated by a
+// newer release is current too: during a rolling upgrade the old processes
+// keep reporting ready after `migrate up` has run.
 func (s *Status) Current() bool {
-	return len(s.Pending) == 0 && s.RiverCurrent == s.RiverLatest
+	return len(s.Pending) == 0 && s.RiverCurrent >= s.RiverLatest
 }
 
 // Up applies River's migrations and then every pending outboxd migration.

@@ -197,7 +197,7 @@ func (s *Service) Guide(ctx context.Context, c *Caller, integration string) (str
 		}
 		b.WriteString("\n### Params\n\n")
 		renderParams(&b, d.Params)
-		example, _ := json.MarshalIndent(map[string]any{"integration": integration, "action": d.ID, "params": exampleParams(d.Params)}, "", "  ")
+		example := markdownJSON(map[string]any{"integration": integration, "action": d.ID, "params": exampleParams(d.Params)}, "  ")
 		fmt.Fprintf(&b, "\n### Example\n\n```json\n%s\n```\n", example)
 	}
 	return b.String(), nil
@@ -317,10 +317,20 @@ func sortedKeys[V any](m map[string]V) []string {
 func joinValues(vs []any) string {
 	parts := make([]string, len(vs))
 	for i, v := range vs {
-		raw, _ := json.Marshal(v)
-		parts[i] = "`" + string(raw) + "`"
+		parts[i] = "`" + markdownJSON(v, "") + "`"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// markdownJSON encodes v for a markdown document, where <, > and & need no
+// escaping: an agent reading the guide sees "<channel>", not "\u003cchannel\u003e".
+func markdownJSON(v any, indent string) string {
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	_ = enc.Encode(v)
+	return strings.TrimSuffix(buf.String(), "\n")
 }
 
 func deref64(f *float64, none string) string {

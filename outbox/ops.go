@@ -15,6 +15,7 @@ import (
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/internal/telemetry"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -223,30 +224,17 @@ type QueueInfo struct {
 	Jobs     map[string]int64 `json:"jobs"`
 }
 
-// Queues lists River's queues with their job counts by state.
+// Queues lists River's queues with their job counts by state, each capped
+// at telemetry.MaxQueueCount.
 func (s *Service) Queues(ctx context.Context) ([]QueueInfo, error) {
 	res, err := s.deps.River.QueueList(ctx, river.NewQueueListParams())
 	if err != nil {
 		return nil, fmt.Errorf("listing queues: %w", err)
 	}
-	rows, err := s.deps.Pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river_job GROUP BY 1, 2`)
+	counts, err := telemetry.CountJobs(ctx, s.deps.Pool, telemetry.MaxQueueCount)
 	if err != nil {
-		return nil, fmt.Errorf("counting jobs: %w", err)
+		return nil, err
 	}
-	counts := map[string]map[string]int64{}
-	for rows.Next() {
-		var queue, state string
-		var n int64
-		if err := rows.Scan(&queue, &state, &n); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if counts[queue] == nil {
-			counts[queue] = map[string]int64{}
-		}
-		counts[queue][state] = n
-	}
-	rows.Close()
 	out := make([]QueueInfo, 0, len(res.Queues))
 	for _, q := range res.Queues {
 		jobs := counts[q.Name]
@@ -255,7 +243,7 @@ func (s *Service) Queues(ctx context.Context) ([]QueueInfo, error) {
 		}
 		out = append(out, QueueInfo{Name: q.Name, Paused: q.PausedAt != nil, PausedAt: q.PausedAt, Jobs: jobs})
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // PauseQueue stops every worker process from fetching jobs of a queue until

@@ -137,7 +137,7 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 	river.AddWorker(workers, &SweepWorker{deps: deps, logger: logger})
 
 	rc := &river.Config{
-		Logger:               logger.With("component", "river"),
+		Logger:               riverLogger(logger),
 		MaxAttempts:          cfg.MaxAttempts,
 		RetryPolicy:          &RetryPolicy{Base: cfg.RetryBaseDelay, Max: cfg.RetryMaxDelay},
 		JobTimeout:           cfg.JobTimeout(),

@@ -3,8 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -154,7 +154,10 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 	return cfg, nil
 }
 
-func newLogger(v *viper.Viper) (*slog.Logger, error) {
+// newLogger builds the process logger on w from log.level and log.format.
+// JSON logs write durations as strings such as "1.5s", as text logs do,
+// rather than as nanoseconds.
+func newLogger(v *viper.Viper, w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(v.GetString("log.level"))); err != nil {
 		return nil, fmt.Errorf("log.level: %w", err)
@@ -162,9 +165,15 @@ func newLogger(v *viper.Viper) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
 	switch v.GetString("log.format") {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		opts.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(a.Value.Duration().String())
+			}
+			return a
+		}
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, errors.New("log.format must be text or json")
 }

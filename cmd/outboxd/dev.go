@@ -14,6 +14,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/pglaunch"
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/migrations"
@@ -67,17 +68,31 @@ const devOrg = "dev-org"
 func newDevCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run outboxd on an embedded local Postgres, with generated secrets and ready-made tokens",
+		Short: "Run outboxd on an embedded local Postgres, with generated secrets, ready-made tokens and a demo provider",
 		Long: `dev starts a local PostgreSQL from the installed binaries in --data-dir (unless
 DATABASE_URL is set), migrates it, generates a JWT secret and a secrets key on
 the first run (kept in --data-dir/dev.json), serves the API and the workers,
-and prints tokens to try it. Ctrl-C stops everything; data survives restarts.`,
+and prints tokens to try it. Ctrl-C stops everything; data survives restarts.
+
+While it runs, --data-dir/running.json tells the other commands (dlq, queue,
+migrate, token) where its database is, so they need no DATABASE_URL.
+
+The demo provider (source "demo", --demo=false to leave it out) runs in the
+process and sends nothing anywhere: its messages are written to the console.
+It exists only in dev, never in serve.`,
 		Args: cobra.NoArgs,
 		RunE: runDev,
 	}
-	cmd.Flags().String("data-dir", ".outboxd", "where the embedded database and development secrets live")
+	addDevDirFlag(cmd.PersistentFlags())
 	cmd.Flags().String("http-addr", "", "listen address (http.addr, default 127.0.0.1:8080)")
+	cmd.Flags().Bool("demo", true, "add the built-in demo provider (source \"demo\")")
 	bindFlag(cmd, "http-addr", "http.addr")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "clean",
+		Short: "Delete the dev directory: its database (wherever the cluster lives) and its secrets",
+		Args:  cobra.NoArgs,
+		RunE:  runDevClean,
+	})
 	return cmd
 }
 
@@ -87,11 +102,11 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	logger, err := newLogger(v)
+	logger, err := newLogger(v, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
-	dataDir, _ := cmd.Flags().GetString("data-dir")
+	dataDir, _ := cmd.Flags().GetString(devDirFlag)
 	dataDir, err = filepath.Abs(dataDir)
 	if err != nil {
 		return err
@@ -107,8 +122,12 @@ func runDev(cmd *cobra.Command, _ []string) error {
 		v.Set("secrets.key", state.SecretsKey)
 	}
 
+	running := &devRunning{PID: os.Getpid()}
 	if v.GetString("database.url") == "" {
 		pg, err := pglaunch.Start(ctx, &pglaunch.Config{DataDir: filepath.Join(dataDir, "pg"), Logger: logger})
+		if errors.Is(err, pglaunch.ErrAlreadyRunning) {
+			return fmt.Errorf("%w\nis another `outboxd dev` running on %s? Stop it, or give this one its own --%s", err, dataDir, devDirFlag)
+		}
 		if err != nil {
 			return fmt.Errorf("starting the embedded Postgres: %w", err)
 		}
@@ -123,14 +142,20 @@ func runDev(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 		v.Set("database.url", pg.URL("outboxd"))
+		running.PostgresDataDir = pg.DataDir()
 		logger.Info("embedded Postgres running", "data_dir", pg.DataDir(), "port", pg.Port())
 	}
+	running.DatabaseURL = v.GetString("database.url")
 
 	cfg, err := appConfig(v)
 	if err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, v)
+	demo, _ := cmd.Flags().GetBool("demo")
+	if demo {
+		cfg.DemoOrg = devOrg
+	}
+	pool, err := openPool(cmd, v)
 	if err != nil {
 		return err
 	}
@@ -142,12 +167,44 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	if err := a.CheckSecrets(ctx); errors.Is(err, credential.ErrKeyChanged) {
+		return fmt.Errorf("%w\nThe database outlived the development secrets in %s (dev.json was removed or replaced). "+
+			"Restore that file, or start over with `outboxd dev clean` (make clean), which deletes the database too", err, dataDir)
+	} else if err != nil {
+		return err
+	}
+	defer removeDevRunning(dataDir)
 	return a.Run(ctx, func(addr string) {
-		printDevWelcome(cmd.OutOrStdout(), addr, cfg.JWTSecret)
+		running.HTTPAddr = addr
+		if err := writeDevRunning(dataDir, running); err != nil {
+			logger.Warn("recording the running dev for other commands", "error", err)
+		}
+		printDevWelcome(cmd.OutOrStdout(), addr, cfg.JWTSecret, demo)
 	})
 }
 
-func printDevWelcome(out io.Writer, addr, secret string) {
+func runDevClean(cmd *cobra.Command, _ []string) error {
+	dataDir, _ := cmd.Flags().GetString(devDirFlag)
+	if r, err := readDevRunning(dataDir); err == nil {
+		return fmt.Errorf("`outboxd dev` (pid %d) is running on %s: stop it first", r.PID, dataDir)
+	}
+	removed, err := pglaunch.RemoveCluster(filepath.Join(dataDir, "pg"))
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(dataDir); err == nil {
+		if err := os.RemoveAll(dataDir); err != nil {
+			return err
+		}
+		removed = append(removed, dataDir)
+	}
+	for _, dir := range removed {
+		fmt.Fprintln(cmd.OutOrStdout(), "removed", dir)
+	}
+	return nil
+}
+
+func printDevWelcome(out io.Writer, addr, secret string, demo bool) {
 	mint := func(c auth.Claims) string {
 		t, err := auth.Mint(secret, c, 30*24*time.Hour)
 		if err != nil {
@@ -170,19 +227,44 @@ outboxd is ready at %[1]s (org %[2]q; tokens valid 30 days)
   MEMBER=%[4]s
   SANDBOX=%[5]s
   SERVICE=%[6]s
+`, base, devOrg, owner, member, sandbox, service)
+	approve := fmt.Sprintf(`
+  It is a write, so it waits for approval. Find it and approve it:
 
-Try it (Slack's send_message is a write: it waits for approval):
+  curl -s '%[1]s/v1/invocations?status=pending' -H "Authorization: Bearer $OWNER"
+  curl -s -X POST %[1]s/v1/invocations/<id>/approve -H "Authorization: Bearer $OWNER" -d '{"mode":"once"}'
+`, base)
+	if demo {
+		fmt.Fprintf(out, `
+1. Try the built-in DEMO provider (source "demo"; nothing leaves this machine,
+   its messages are printed in this console):
+
+  curl -s -X POST %[1]s/v1/sessions/dev-session/actions/invoke \
+    -H "Authorization: Bearer $SANDBOX" -H 'Content-Type: application/json' \
+    -d '{"integration":"demo","action":"send_message","params":{"channel":"#general","text":"hello from outboxd"}}'
+%[2]s
+2. Connect a real provider: store its credential, then invoke it the same way
+   (the catalog lists a provider once it has a credential):
+
+  curl -s -X PUT %[1]s/v1/credentials/slack -H "Authorization: Bearer $OWNER" -d '{"token":"xoxb-..."}'
+  curl -s %[1]s/v1/sessions/dev-session/actions/available -H "Authorization: Bearer $SANDBOX"
+`, base, approve)
+	} else {
+		fmt.Fprintf(out, `
+1. Store a provider credential first (the catalog is empty until you do):
+
+  curl -s -X PUT %[1]s/v1/credentials/slack -H "Authorization: Bearer $OWNER" -d '{"token":"xoxb-..."}'
+
+2. Then invoke (Slack's send_message posts for real):
 
   curl -s -X POST %[1]s/v1/sessions/dev-session/actions/invoke \
     -H "Authorization: Bearer $SANDBOX" -H 'Content-Type: application/json' \
     -d '{"integration":"slack","action":"send_message","params":{"channel":"#general","text":"hello from outboxd"}}'
-
-  curl -s %[1]s/v1/invocations?status=pending -H "Authorization: Bearer $OWNER"
-  curl -s -X POST %[1]s/v1/invocations/<id>/approve -H "Authorization: Bearer $OWNER" -d '{"mode":"once"}'
-
-Store a Slack bot token first to really post:
-  curl -s -X PUT %[1]s/v1/credentials/slack -H "Authorization: Bearer $OWNER" -d '{"token":"xoxb-..."}'
-
+%[2]s`, base, approve)
+	}
+	fmt.Fprintf(out, `
+While dev runs, the other commands find its database: outboxd queue list,
+outboxd dlq list --org %[1]s, outboxd token --org %[1]s --kind user --role owner.
 Ctrl-C stops outboxd and its Postgres.
-`, base, devOrg, owner, member, sandbox, service)
+`, devOrg)
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -144,6 +145,7 @@ func TestServe_APIAndWorkerInSeparateProcesses(t *testing.T) {
 	env := baseEnv(pgtest.URL(t), slack.Server.URL)
 
 	apiAddr, workerAddr := freeAddr(t), freeAddr(t)
+	env = append(env, "OUTBOXD_LOG_LEVEL=debug") // River's start-up lines are debug
 	api := outboxd(t, env, "serve", "--role=api", "--http-addr", apiAddr)
 	wrk := outboxd(t, env, "serve", "--role=worker", "--http-addr", workerAddr)
 	waitReady(t, apiAddr, api)
@@ -159,6 +161,7 @@ func TestServe_APIAndWorkerInSeparateProcesses(t *testing.T) {
 
 	// The API process has no workers: its River client only inserts.
 	require.NotContains(t, api.output.String(), "River client started")
+	require.Contains(t, wrk.output.String(), "River client started")
 
 	// The worker process serves metrics but not the API.
 	resp, err := http.Get("http://" + workerAddr + "/v1/invocations")
@@ -188,6 +191,7 @@ func TestServe_UnmigratedDatabaseExitsWithAdvice(t *testing.T) {
 
 	code, out = run(t, env, "migrate", "up")
 	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "applied River's migrations")
 	require.Contains(t, out, "applied 001")
 	code, out = run(t, env, "migrate", "up")
 	require.Equal(t, 0, code, out)
@@ -232,6 +236,14 @@ func TestToken_MintsVerifiableTokens(t *testing.T) {
 	code, out = run(t, []string{"OUTBOXD_AUTH_JWT_SECRET=" + secret}, "token", "--org", "o1", "--kind", "user", "--role", "boss")
 	require.NotEqual(t, 0, code)
 	require.Contains(t, out, "invalid role")
+
+	code, out = run(t, []string{"OUTBOXD_AUTH_JWT_SECRET=" + secret}, "token", "--org", "o1", "--kind", "sandbox")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out, "--kind sandbox needs --session")
+
+	code, out = run(t, nil, "token", "--help")
+	require.Equal(t, 0, code, out)
+	require.Regexp(t, `--data-dir string\s+the outboxd dev directory`, out, "no backquoted word taken for the flag's type")
 }
 
 func TestDev_RunsOnEmbeddedPostgres(t *testing.T) {
@@ -239,37 +251,170 @@ func TestDev_RunsOnEmbeddedPostgres(t *testing.T) {
 		t.Skip("starts its own Postgres cluster")
 	}
 	t.Parallel()
+	// As root, t.TempDir's 0700 parent keeps the unprivileged server out,
+	// so the cluster lives in /var/tmp: the case `dev clean` must cover.
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(dir, 0o755))
+	stateDir := dir + "/state"
+	// Nothing from the environment: dev must supply all of it, and the
+	// other commands must find it.
+	env := []string{"DATABASE_URL=", "OUTBOXD_DATABASE_URL=", "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY="}
+	t.Cleanup(func() {
+		// After a failure, a killed dev's Postgres may take a moment to go.
+		for range 30 {
+			if code, _ := run(t, env, "dev", "clean", "--data-dir", stateDir); code == 0 {
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		t.Errorf("dev clean never succeeded for %s", stateDir)
+	})
 	addr := freeAddr(t)
-	env := []string{"DATABASE_URL=", "OUTBOXD_DATABASE_URL="}
 	start := func() *process {
-		p := outboxd(t, env, "dev", "--data-dir", dir+"/state", "--http-addr", addr)
+		p := outboxd(t, env, "dev", "--data-dir", stateDir, "--http-addr", addr)
 		waitReady(t, addr, p)
+		require.Eventually(t, func() bool { return strings.Contains(p.output.String(), "Ctrl-C stops") }, 10*time.Second, 50*time.Millisecond)
 		return p
 	}
 	p := start()
-	require.Eventually(t, func() bool { return strings.Contains(p.output.String(), "SANDBOX=") }, 10*time.Second, 50*time.Millisecond)
-	var tokens = map[string]string{}
+	tokens := map[string]string{}
 	for _, line := range strings.Split(p.output.String(), "\n") {
 		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && (k == "OWNER" || k == "SANDBOX") {
 			tokens[k] = v
 		}
 	}
-	b := &apptest.Bundle{T: t, URL: "http://" + addr}
-	r := b.Do("POST", "/v1/sessions/dev-session/actions/invoke", tokens["SANDBOX"], map[string]any{
-		"integration": "slack", "action": "send_message", "params": map[string]string{"channel": "C1", "text": "hi"},
+	welcome := p.output.String()
+	require.Less(t, strings.Index(welcome, `"integration":"demo"`), strings.Index(welcome, "/v1/credentials/slack"),
+		"the welcome starts with what works at once")
+
+	t.Run("DemoProviderApproveToComplete", func(t *testing.T) {
+		b := &apptest.Bundle{T: t, URL: "http://" + addr}
+		r := b.Do("POST", "/v1/sessions/dev-session/actions/invoke", tokens["SANDBOX"], map[string]any{
+			"integration": "demo", "action": "send_message", "params": map[string]string{"channel": "#general", "text": "hi from the test"},
+		})
+		require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+		id := r.Body["invocation_id"].(string)
+		r = b.Do("POST", "/v1/invocations/"+id+"/approve", tokens["OWNER"], map[string]string{"mode": "once"})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		require.Eventually(t, func() bool {
+			r := b.Do("GET", "/v1/invocations/"+id, tokens["OWNER"], nil)
+			inv, _ := r.Body["invocation"].(map[string]any)
+			return inv["status"] == "completed"
+		}, 20*time.Second, 50*time.Millisecond, p.output.String())
+		require.Contains(t, p.output.String(), "demo provider: message delivered")
+
+		r = b.Do("POST", "/v1/sessions/dev-session/actions/invoke", tokens["SANDBOX"], map[string]any{
+			"integration": "demo", "action": "echo", "params": map[string]string{"text": "ping"},
+		})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	})
-	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+
+	t.Run("OtherCommandsFindItsDatabase", func(t *testing.T) {
+		code, out := run(t, env, "queue", "list", "--data-dir", stateDir)
+		require.Equal(t, 0, code, out)
+		require.Contains(t, out, "actions")
+		code, out = run(t, env, "dlq", "list", "--org", devOrg, "--data-dir", stateDir)
+		require.Equal(t, 0, code, out)
+		require.Contains(t, out, "0 dead letter(s)")
+		code, out = run(t, env, "migrate", "status", "--data-dir", stateDir)
+		require.Equal(t, 0, code, out)
+		require.Contains(t, out, "up to date")
+		code, out = run(t, env, "token", "--org", devOrg, "--kind", "user", "--role", "owner", "--data-dir", stateDir)
+		require.Equal(t, 0, code, out)
+	})
+
+	t.Run("ConsoleIsQuiet", func(t *testing.T) {
+		require.NotRegexp(t, `level=INFO .*component=river`, p.output.String(), "River's INFO lines are debug")
+	})
+
+	running, err := os.ReadFile(stateDir + "/running.json")
+	require.NoError(t, err)
+	var rec devRunning
+	require.NoError(t, json.Unmarshal(running, &rec))
+	require.NotEmpty(t, rec.PostgresDataDir)
 	p.stop(t)
 
+	code, out := run(t, env, "queue", "list", "--data-dir", stateDir)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out, "no `outboxd dev` is running", "running.json goes when dev stops")
+
 	// Data and secrets survive a restart: the old owner token still works
-	// and still sees the invocation.
+	// and still sees the invocations.
 	p = start()
-	r = b.Do("GET", "/v1/invocations", tokens["OWNER"], nil)
+	b := &apptest.Bundle{T: t, URL: "http://" + addr}
+	r := b.Do("GET", "/v1/invocations", tokens["OWNER"], nil)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
-	require.Equal(t, float64(1), r.Body["total"])
+	require.Equal(t, float64(2), r.Body["total"])
+	code, out = run(t, env, "dev", "clean", "--data-dir", stateDir)
+	require.NotEqual(t, 0, code, "clean refuses while dev runs")
+	require.Contains(t, out, "stop it first")
 	p.stop(t)
+
+	// The secrets go, the database stays: dev refuses to start on it.
+	require.NoError(t, os.Remove(stateDir+"/dev.json"))
+	code, out = run(t, env, "dev", "--data-dir", stateDir, "--http-addr", addr)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "sealed with another secrets.key")
+	require.Contains(t, out, "outboxd dev clean")
+
+	// dev clean removes the cluster wherever it lives.
+	code, out = run(t, env, "dev", "clean", "--data-dir", stateDir)
+	require.Equal(t, 0, code, out)
+	require.NoDirExists(t, rec.PostgresDataDir)
+	require.NoDirExists(t, stateDir)
+	if !strings.HasPrefix(rec.PostgresDataDir, stateDir) {
+		require.NoDirExists(t, filepath.Dir(rec.PostgresDataDir), "the fallback directory goes too")
+	}
+}
+
+func TestServe_HasNoDemoProvider(t *testing.T) {
+	t.Parallel()
+	env := baseEnv(pgtest.URL(t), "http://127.0.0.1:1")
+	addr := freeAddr(t)
+	p := outboxd(t, env, "serve", "--http-addr", addr)
+	waitReady(t, addr, p)
+	b := &apptest.Bundle{T: t, URL: "http://" + addr, Secret: "separate-process-secret-0123"}
+	r := b.Do("PUT", "/v1/credentials/demo", b.Owner(), map[string]string{"token": "demo"})
+	require.Equal(t, http.StatusNotFound, r.Status, string(r.Raw))
+	p.stop(t)
+}
+
+func TestServe_PortTakenNamesTheSetting(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	code, out := run(t, baseEnv(pgtest.URL(t), "http://127.0.0.1:1"), "serve", "--http-addr", ln.Addr().String())
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "OUTBOXD_HTTP_ADDR")
+}
+
+func TestServe_RefusesCredentialsSealedWithAnotherKey(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.URL(t)
+	env := baseEnv(dbURL, "http://127.0.0.1:1")
+	addr := freeAddr(t)
+	p := outboxd(t, env, "serve", "--http-addr", addr)
+	waitReady(t, addr, p)
+	b := &apptest.Bundle{T: t, URL: "http://" + addr, Secret: "separate-process-secret-0123"}
+	b.StoreSlackToken("xoxb-sealed")
+	p.stop(t)
+
+	code, out := run(t, baseEnv(dbURL, "http://127.0.0.1:1"), "serve", "--http-addr", addr)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "refusing to start: stored credentials were sealed with another secrets.key")
+}
+
+func TestLogger_JSONDurationsAreReadable(t *testing.T) {
+	t.Parallel()
+	v := viper.New()
+	v.Set("log.level", "info")
+	v.Set("log.format", "json")
+	var buf bytes.Buffer
+	logger, err := newLogger(v, &buf)
+	require.NoError(t, err)
+	logger.Info("shutting down", "timeout", 1500*time.Millisecond)
+	require.Contains(t, buf.String(), `"timeout":"1.5s"`)
 }
 
 func TestConfig_ExampleDocumentsEveryKey(t *testing.T) {
@@ -308,11 +453,8 @@ func TestDLQ_CommandsReplayThroughTheCLI(t *testing.T) {
 	id := r.Body["invocation"].(map[string]any)["id"].(string)
 	b.WaitStatus(id, invocation.StatusFailed, 10*time.Second)
 
-	env := []string{
-		"DATABASE_URL=" + b.DBURL,
-		"OUTBOXD_AUTH_JWT_SECRET=" + b.Config.JWTSecret,
-		"OUTBOXD_SECRETS_KEY=" + b.Config.SecretsKey,
-	}
+	// Operations need the database only: no auth.jwt_secret, no secrets.key.
+	env := []string{"DATABASE_URL=" + b.DBURL, "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY="}
 	code, out := run(t, env, "dlq", "list", "--org", apptest.Org)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, id)
@@ -358,6 +500,19 @@ func TestConfigs_OperationsFilesParse(t *testing.T) {
 	for _, name := range regexp.MustCompile(`outboxd_[a-z_]+`).FindAllString(text, -1) {
 		name = strings.TrimSuffix(name, "_bucket")
 		require.Contains(t, []string{"outboxd_invocations_total", "outboxd_queue_jobs", "outboxd_job_duration_seconds",
-			"outboxd_approval_latency_seconds", "outboxd_connector_drift_total"}, name)
+			"outboxd_approval_latency_seconds", "outboxd_connector_drift_total", "outboxd_queue_age_seconds",
+			"outboxd_connector_list_duration_seconds"}, name)
 	}
+}
+
+func TestMakefile_TestExplainsMissingCgo(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	cmd := exec.Command("make", "-s", "-C", "../..", "check-cgo")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "needs cgo and so a C compiler")
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/outboxd/outboxd/outbox"
 )
 
-// withService runs fn with an API-role process wired on the configured
-// database: the same service the HTTP API uses, without serving.
+// withService runs fn with the service the HTTP API uses for operations,
+// on the configured database or the running `outboxd dev` one. It needs no
+// secrets: operations read and write jobs, never credentials or tokens.
 func withService(cmd *cobra.Command, fn func(svc *outbox.Service) error) error {
 	v, err := loadConfig(cmd)
 	if err != nil {
@@ -23,16 +24,16 @@ func withService(cmd *cobra.Command, fn func(svc *outbox.Service) error) error {
 	if err != nil {
 		return err
 	}
-	pool, err := openPool(cmd.Context(), v)
+	pool, err := openPool(cmd, v)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	a, err := app.New(cfg, app.RoleAPI, pool, nil)
+	svc, err := app.NewOps(cfg, pool, nil)
 	if err != nil {
 		return err
 	}
-	return fn(a.Service)
+	return fn(svc)
 }
 
 func operator(cmd *cobra.Command) string {
@@ -50,6 +51,7 @@ func newDLQCommand() *cobra.Command {
 	cmd.PersistentFlags().String("org", "", "organization id (required)")
 	cmd.PersistentFlags().String("by", "", "who to record as the operator (default cli:<user>)")
 	_ = cmd.MarkPersistentFlagRequired("org")
+	addDevDirFlag(cmd.PersistentFlags())
 
 	list := &cobra.Command{
 		Use:   "list",
@@ -121,6 +123,7 @@ func newDLQCommand() *cobra.Command {
 
 func newQueueCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "queue", Short: "List, pause or resume River queues (for every worker process)"}
+	addDevDirFlag(cmd.PersistentFlags())
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List queues with their job counts",

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -29,8 +28,18 @@ func newRootCommand() *cobra.Command {
 	return root
 }
 
-func openPool(ctx context.Context, v *viper.Viper) (*pgxpool.Pool, error) {
+// openPool connects to database.url. Commands with a --data-dir flag fall
+// back to the database of the `outboxd dev` running there.
+func openPool(cmd *cobra.Command, v *viper.Viper) (*pgxpool.Pool, error) {
+	ctx := cmd.Context()
 	url := v.GetString("database.url")
+	if url == "" && cmd.Flag(devDirFlag) != nil {
+		devURL, err := devDatabaseURL(cmd)
+		if err != nil {
+			return nil, fmt.Errorf("database.url is not set (DATABASE_URL), and %w", err)
+		}
+		url = devURL
+	}
 	if url == "" {
 		return nil, errors.New("database.url is not set: set DATABASE_URL (or OUTBOXD_DATABASE_URL), or run `outboxd dev` for an embedded database")
 	}
@@ -60,7 +69,7 @@ func newServeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			logger, err := newLogger(v)
+			logger, err := newLogger(v, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -69,7 +78,7 @@ func newServeCommand() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			pool, err := openPool(ctx, v)
+			pool, err := openPool(cmd, v)
 			if err != nil {
 				return err
 			}
@@ -98,13 +107,14 @@ func newMigrateCommand() *cobra.Command {
 		Use:   "migrate",
 		Short: "Apply, revert or show database migrations (outboxd's and River's)",
 	}
+	addDevDirFlag(cmd.PersistentFlags())
 	withPool := func(fn func(cmd *cobra.Command, pool *pgxpool.Pool) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, _ []string) error {
 			v, err := loadConfig(cmd)
 			if err != nil {
 				return err
 			}
-			pool, err := openPool(cmd.Context(), v)
+			pool, err := openPool(cmd, v)
 			if err != nil {
 				return err
 			}
@@ -117,15 +127,24 @@ func newMigrateCommand() *cobra.Command {
 		Short: "Apply River's and outboxd's pending migrations",
 		Args:  cobra.NoArgs,
 		RunE: withPool(func(cmd *cobra.Command, pool *pgxpool.Pool) error {
+			before, err := migrations.GetStatus(cmd.Context(), pool)
+			if err != nil {
+				return err
+			}
 			applied, err := migrations.Up(cmd.Context(), pool)
 			if err != nil {
 				return err
 			}
-			if len(applied) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "database is up to date")
+			out := cmd.OutOrStdout()
+			if before.RiverCurrent < before.RiverLatest {
+				fmt.Fprintf(out, "applied River's migrations %d to %d (River's job tables)\n", before.RiverCurrent+1, before.RiverLatest)
 			}
 			for _, version := range applied {
-				fmt.Fprintf(cmd.OutOrStdout(), "applied %03d\n", version)
+				fmt.Fprintf(out, "applied %03d\n", version)
+			}
+			if len(applied) == 0 && before.RiverCurrent == before.RiverLatest {
+				fmt.Fprintf(out, "database is up to date (River's migrations at version %d, outboxd's at %03d)\n",
+					before.RiverLatest, migrations.All()[len(migrations.All())-1].Version)
 			}
 			return nil
 		}),

@@ -41,6 +41,9 @@ func newTokenCommand() *cobra.Command {
 			if s := get("sources"); s != "" {
 				claims.Sources = strings.Split(s, ",")
 			}
+			if err := checkTokenFlags(claims); err != nil {
+				return err
+			}
 			if claims.Subject == "" {
 				claims.Subject = defaultSubject(claims)
 			}
@@ -61,10 +64,33 @@ func newTokenCommand() *cobra.Command {
 	cmd.Flags().String("sub", "", "subject; defaults from kind and role")
 	cmd.Flags().String("sources", "", "comma-separated source ids the token may use (optional)")
 	cmd.Flags().Duration("ttl", 24*time.Hour, "token lifetime")
-	cmd.Flags().String("data-dir", ".outboxd", "`outboxd dev` directory to read the development secret from when auth.jwt_secret is unset")
+	addDevDirFlag(cmd.Flags())
 	_ = cmd.MarkFlagRequired("org")
 	_ = cmd.MarkFlagRequired("kind")
 	return cmd
+}
+
+// checkTokenFlags names the flag a token needs, where minting would name
+// the claim.
+func checkTokenFlags(c auth.Claims) error {
+	switch c.Kind {
+	case auth.KindUser:
+		switch c.Role {
+		case auth.RoleOwner, auth.RoleAdmin, auth.RoleMember:
+		case "":
+			return errors.New("--kind user needs --role owner, admin or member")
+		default:
+			return fmt.Errorf("invalid role %q: --role must be owner, admin or member", c.Role)
+		}
+	case auth.KindSandbox:
+		if c.SessionID == "" {
+			return errors.New("--kind sandbox needs --session (the session id the agent runs in)")
+		}
+	case auth.KindService:
+	default:
+		return fmt.Errorf("invalid --kind %q: use user, sandbox or service", c.Kind)
+	}
+	return nil
 }
 
 func defaultSubject(c auth.Claims) string {

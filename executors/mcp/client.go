@@ -61,6 +61,11 @@ type Config struct {
 	// Only tests and single-tenant deployments should set it.
 	AllowPrivateNetworks bool
 
+	// ObserveList, when set, is called after every tools/list fetch that
+	// missed the cache, with its duration and error (outboxd feeds
+	// outboxd_connector_list_duration_seconds with it). Default: none.
+	ObserveList func(d time.Duration, err error)
+
 	// HTTPClient is the base for requests to connectors. Its Transport, when
 	// set, must be an *http.Transport unless AllowPrivateNetworks is set: it
 	// is cloned with the private network guard in its dialer. Its
@@ -79,6 +84,7 @@ func (c *Config) WithDefaults() *Config {
 		CallTimeout:          cmp.Or(c.CallTimeout, DefaultCallTimeout),
 		CacheTTL:             cmp.Or(c.CacheTTL, DefaultCacheTTL),
 		AllowPrivateNetworks: c.AllowPrivateNetworks,
+		ObserveList:          c.ObserveList,
 		HTTPClient:           cmp.Or(c.HTTPClient, &http.Client{}),
 	}
 }
@@ -104,6 +110,7 @@ type Client struct {
 	callTimeout  time.Duration
 	cacheTTL     time.Duration
 	allowPrivate bool
+	observeList  func(time.Duration, error)
 	transport    http.RoundTripper
 	impl         *mcpsdk.Implementation
 	validator    *executors.Validator
@@ -141,6 +148,7 @@ func New(cfg *Config) (*Client, error) {
 		callTimeout:  cfg.CallTimeout,
 		cacheTTL:     cfg.CacheTTL,
 		allowPrivate: cfg.AllowPrivateNetworks,
+		observeList:  cfg.ObserveList,
 		transport:    transport,
 		impl:         &mcpsdk.Implementation{Name: clientName, Version: moduleVersion()},
 		validator:    executors.NewValidator(),
@@ -175,11 +183,15 @@ func (c *Client) ListTools(ctx context.Context, conn *Connector, secret string) 
 	}
 
 	var tools []Tool
+	begin := time.Now()
 	err := c.withSession(ctx, conn, secret, c.listTimeout, "listing tools", func(ctx context.Context, cs *mcpsdk.ClientSession) error {
 		var err error
 		tools, err = fetchTools(ctx, cs)
 		return err
 	})
+	if c.observeList != nil {
+		c.observeList(time.Since(begin), err)
+	}
 	if err != nil {
 		return nil, err
 	}

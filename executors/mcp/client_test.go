@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -247,6 +248,27 @@ func TestClient_ListTools(t *testing.T) {
 		_, err = bundle.client.ListTools(ctx, bundle.conn, "")
 		require.NoError(t, err)
 		require.Equal(t, 2, bundle.server.count("tools/list"))
+	})
+
+	t.Run("ObservesFetchesNotCacheHits", func(t *testing.T) {
+		t.Parallel()
+		var mu sync.Mutex
+		var observed []error
+		bundle := setup(t, serverOptions{}, &mcp.Config{ObserveList: func(d time.Duration, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			require.Positive(t, d)
+			observed = append(observed, err)
+		}})
+		bundle.server.addTool("search", "", objectSchema, nil, nil)
+
+		for range 2 {
+			_, err := bundle.client.ListTools(ctx, bundle.conn, "")
+			require.NoError(t, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		require.Equal(t, []error{nil}, observed, "one fetch, one cache hit")
 	})
 
 	t.Run("ReturnsCopies", func(t *testing.T) {

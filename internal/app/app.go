@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -23,6 +24,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/demo"
 	"github.com/outboxd/outboxd/executors/linear"
 	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/executors/sentry"
@@ -77,8 +79,12 @@ type Config struct {
 	TokenSource     string
 	BrokerURL       string
 	ShutdownTimeout time.Duration
-	Outbox          outbox.Config
-	Worker          worker.Config
+	// DemoOrg, when set, adds the demo source (executors/demo) and stores
+	// a credential for it in that organization at start. Only `outboxd dev`
+	// sets it; it is no configuration key.
+	DemoOrg string
+	Outbox  outbox.Config
+	Worker  worker.Config
 }
 
 func (c *Config) validate() error {
@@ -107,6 +113,7 @@ type App struct {
 	Handler  http.Handler
 	Registry *prometheus.Registry
 	Sources  *catalog.Catalog
+	creds    *credential.Store
 }
 
 // New wires an App on pool. The registry collects outboxd's and the Go
@@ -136,16 +143,22 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	if err != nil {
 		return nil, err
 	}
-	registry := executors.NewRegistry(slackSource, linearSource, sentrySource)
-	mcpClient, err := mcp.New(&mcp.Config{AllowPrivateNetworks: cfg.AllowPrivateNetworks, CacheTTL: cfg.ConnectorCacheTTL})
-	if err != nil {
-		return nil, err
+	providers := []executors.Source{slackSource, linearSource, sentrySource}
+	if cfg.DemoOrg != "" {
+		providers = append(providers, demo.New(&demo.Config{Logger: logger}))
 	}
-
+	registry := executors.NewRegistry(providers...)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := telemetry.New(reg)
 	telemetry.RegisterQueueCollector(reg, pool, logger)
+
+	mcpClient, err := mcp.New(&mcp.Config{
+		AllowPrivateNetworks: cfg.AllowPrivateNetworks, CacheTTL: cfg.ConnectorCacheTTL, ObserveList: metrics.ObserveConnectorList,
+	})
+	if err != nil {
+		return nil, err
+	}
 
 	creds := credential.NewStore(pool, box)
 	sources := catalog.New(registry, pool, mcpClient, creds)
@@ -202,8 +215,26 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	}
 	return &App{
 		cfg: cfg, role: role, pool: pool, logger: logger,
-		River: client, Service: svc, Handler: handler, Registry: reg, Sources: sources,
+		River: client, Service: svc, Handler: handler, Registry: reg, Sources: sources, creds: creds,
 	}, nil
+}
+
+// NewOps wires the outbox service for command-line operations (dead
+// letters, queues) on pool: an insert-only River client and no sources, so
+// it needs neither auth.jwt_secret nor secrets.key.
+func NewOps(cfg *Config, pool *pgxpool.Pool, logger *slog.Logger) (*outbox.Service, error) {
+	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
+	client, err := worker.NewClient(&worker.Deps{Pool: pool, Metrics: telemetry.NewNop(), Logger: logger}, &cfg.Worker, false)
+	if err != nil {
+		return nil, err
+	}
+	return outbox.New(&outbox.Deps{Pool: pool, River: client, Metrics: telemetry.NewNop(), Logger: logger}, &cfg.Outbox)
+}
+
+// CheckSecrets fails with credential.ErrKeyChanged when the stored
+// credentials were sealed with another secrets.key.
+func (a *App) CheckSecrets(ctx context.Context) error {
+	return a.creds.CheckKey(ctx)
 }
 
 // Run serves until ctx is cancelled, then shuts down gracefully: it stops
@@ -212,14 +243,31 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 // called with the listening address once the process serves.
 func (a *App) Run(ctx context.Context, ready func(addr string)) error {
 	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("listening on %s: the address is taken (is outboxd already running?); "+
+			"pick another with --http-addr or OUTBOXD_HTTP_ADDR, e.g. OUTBOXD_HTTP_ADDR=127.0.0.1:8081", a.cfg.HTTPAddr)
+	}
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", a.cfg.HTTPAddr, err)
 	}
 	return a.Serve(ctx, ln, ready)
 }
 
-// Serve is Run on an existing listener.
+// Serve is Run on an existing listener. It refuses to start when the
+// stored credentials do not open with secrets.key (see CheckSecrets).
 func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string)) error {
+	if err := a.CheckSecrets(ctx); err != nil {
+		ln.Close()
+		return fmt.Errorf("refusing to start: %w; start with the secrets.key they were sealed with", err)
+	}
+	if a.cfg.DemoOrg != "" {
+		_, err := a.creds.Put(ctx, credential.Request{Org: a.cfg.DemoOrg, Integration: demo.SourceID},
+			credential.Token{Value: "demo"}, "outboxd dev")
+		if err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRun()
 

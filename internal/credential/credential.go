@@ -23,6 +23,10 @@ var (
 	// with the configured secrets.key (the key changed, or the row was
 	// tampered with). Store the credential again to fix it.
 	ErrUnreadable = errors.New("stored credential cannot be decrypted with secrets.key")
+	// ErrKeyChanged is returned by CheckKey when the newest stored
+	// credential does not open with secrets.key: the data outlived the key
+	// it was sealed with.
+	ErrKeyChanged = errors.New("stored credentials were sealed with another secrets.key")
 	// ErrInactive is returned when the integration's connection is not
 	// active (revoked, expired, suspended): retrying will not help.
 	ErrInactive = errors.New("integration is not active")
@@ -131,6 +135,25 @@ func (s *Store) Token(ctx context.Context, req Request, refresh bool) (Token, er
 		return Token{Value: string(plain), Kind: row.TokenKind}, nil
 	}
 	return Token{}, fmt.Errorf("%w for %s", ErrNotFound, req.Integration)
+}
+
+// CheckKey verifies that the configured secrets.key opens the most recently
+// stored credential, so that a process started with a new key on old data
+// refuses at once instead of failing every call with ErrUnreadable. A
+// database without credentials passes.
+func (s *Store) CheckKey(ctx context.Context) error {
+	row, err := s.queries.CredentialNewest(ctx, s.pool)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("checking secrets.key: %w", err)
+	}
+	if _, err := s.box.Open(row.Sealed, additional(row.OrganizationID, row.Integration, row.UserID)); err != nil {
+		return fmt.Errorf("%w (the newest, %s of organization %s, stored %s, does not open)",
+			ErrKeyChanged, row.Integration, row.OrganizationID, row.UpdatedAt.Format(time.DateTime))
+	}
+	return nil
 }
 
 // Integrations lists the integrations with a credential the organization

@@ -55,6 +55,27 @@ func TestStore_PrefersUserCredential(t *testing.T) {
 	require.ErrorIs(t, err, credential.ErrNotFound, "a fresh database has nothing")
 }
 
+func TestStore_CheckKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	box, err := secretbox.New(secretbox.NewKey())
+	require.NoError(t, err)
+	other, err := secretbox.New(secretbox.NewKey())
+	require.NoError(t, err)
+
+	require.NoError(t, credential.NewStore(pool, other).CheckKey(ctx), "no credentials: any key will do")
+
+	store := credential.NewStore(pool, box)
+	_, err = store.Put(ctx, credential.Request{Org: "o", Integration: "slack"}, credential.Token{Value: "xoxb"}, "admin")
+	require.NoError(t, err)
+	require.NoError(t, store.CheckKey(ctx))
+
+	err = credential.NewStore(pool, other).CheckKey(ctx)
+	require.ErrorIs(t, err, credential.ErrKeyChanged)
+	require.ErrorContains(t, err, "slack of organization o")
+}
+
 type brokerServer struct {
 	*httptest.Server
 	calls    atomic.Int32

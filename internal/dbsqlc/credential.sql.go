@@ -114,6 +114,28 @@ func (q *Queries) CredentialList(ctx context.Context, db DBTX, organizationID st
 	return items, nil
 }
 
+const credentialNewest = `-- name: CredentialNewest :one
+SELECT organization_id, integration, user_id, sealed, created_by, created_at, updated_at, token_kind FROM credentials ORDER BY updated_at DESC LIMIT 1
+`
+
+// The most recently stored credential of any organization: the one sealed
+// with the current secrets.key if any is.
+func (q *Queries) CredentialNewest(ctx context.Context, db DBTX) (Credential, error) {
+	row := db.QueryRow(ctx, credentialNewest)
+	var i Credential
+	err := row.Scan(
+		&i.OrganizationID,
+		&i.Integration,
+		&i.UserID,
+		&i.Sealed,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.TokenKind,
+	)
+	return i, err
+}
+
 const credentialUpsert = `-- name: CredentialUpsert :one
 INSERT INTO credentials (organization_id, integration, user_id, sealed, token_kind, created_by)
 VALUES ($1, $2, $3, $4, $5, $6)

@@ -63,7 +63,7 @@ func findBinDir(pathList string, globs []string) (string, error) {
 	if len(candidates) == 0 {
 		return "", fmt.Errorf("%w: looked in PATH and in %s; install the PostgreSQL server "+
 			"(Debian/Ubuntu: apt-get install postgresql; Fedora/RHEL: dnf install postgresql-server; "+
-			"macOS: brew install postgresql@17) or set Config.BinDir",
+			"macOS: brew install postgresql@17), or put the directory holding initdb and postgres first in PATH",
 			ErrBinariesNotFound, strings.Join(globs, ", "))
 	}
 	slices.SortStableFunc(candidates, func(a, b candidate) int {
@@ -102,7 +102,7 @@ func isExecutable(path string) bool {
 // leaving the user with an exec error for one of the programs.
 func checkBinDir(dir string) error {
 	if !hasServerBinaries(dir) {
-		return fmt.Errorf("%w in BinDir %s", ErrBinariesNotFound, dir)
+		return fmt.Errorf("%w in %s", ErrBinariesNotFound, dir)
 	}
 	return nil
 }

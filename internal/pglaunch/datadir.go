@@ -13,6 +13,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -267,4 +268,57 @@ func makeFallbackBase(base string) error {
 			"writable only by root; remove it", base)
 	}
 	return nil
+}
+
+// RemoveCluster deletes the cluster configured as dataDir wherever its
+// files are: dataDir itself and, when root kept the cluster in a fallback
+// directory (see the package documentation), that directory too. It
+// refuses while a server runs on the cluster and returns the directories it
+// removed. Removing only dataDir would leave a fallback copy behind, which
+// the next Start with the same dataDir would use again.
+func RemoveCluster(dataDir string) ([]string, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("resolving data directory %s: %w", dataDir, err)
+	}
+	base := fallbackBase(abs)
+	for _, dir := range []string{abs, filepath.Join(base, "data")} {
+		if pid, ok := serverUsing(dir); ok {
+			return nil, fmt.Errorf("%w: pid %d uses %s; stop it first", ErrAlreadyRunning, pid, dir)
+		}
+	}
+	var removed []string
+	if info, err := os.Lstat(base); err == nil {
+		st, ok := info.Sys().(*syscall.Stat_t)
+		if !info.IsDir() || !ok || st.Uid != 0 {
+			return nil, fmt.Errorf("refusing to remove %s: it is not a directory owned by root", base)
+		}
+		if err := os.RemoveAll(base); err != nil {
+			return nil, fmt.Errorf("removing postgres data: %w", err)
+		}
+		removed = append(removed, base)
+	}
+	if _, err := os.Lstat(abs); err == nil {
+		if err := os.RemoveAll(abs); err != nil {
+			return nil, fmt.Errorf("removing postgres data: %w", err)
+		}
+		removed = append(removed, abs)
+	}
+	return removed, nil
+}
+
+// serverUsing returns the pid of a live server recorded in dataDir's
+// postmaster.pid.
+func serverUsing(dataDir string) (int, bool) {
+	data, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0, false
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid == 0 {
+		return 0, false
+	}
+	pid = max(pid, -pid)
+	return pid, postgresUsesDir(pid, dataDir)
 }

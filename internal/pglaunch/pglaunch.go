@@ -585,7 +585,7 @@ func clearStalePIDFile(dataDir string, logger *slog.Logger) error {
 		if len(lines) > 3 {
 			port = strings.TrimSpace(lines[3])
 		}
-		return fmt.Errorf("%w: pid %d (port %s) uses data directory %s; stop it or use another DataDir",
+		return fmt.Errorf("%w: pid %d (port %s) uses data directory %s; stop it or use another data directory",
 			ErrAlreadyRunning, pid, port, dataDir)
 	}
 	if err := os.Remove(path); err != nil {

@@ -207,6 +207,31 @@ func TestServer_RemoveData(t *testing.T) {
 	require.NoDirExists(t, fallbackBase(bundle.config.DataDir))
 }
 
+func TestRemoveCluster(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	// As root, the 0700 temporary directory sends the cluster to the
+	// fallback directory, which RemoveCluster must find from DataDir alone.
+	s, err := Start(t.Context(), bundle.config)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Stop(context.Background()); _ = s.RemoveData() })
+
+	_, err = RemoveCluster(bundle.config.DataDir)
+	require.ErrorIs(t, err, ErrAlreadyRunning)
+	require.DirExists(t, s.DataDir())
+
+	require.NoError(t, s.Stop(t.Context()))
+	removed, err := RemoveCluster(bundle.config.DataDir)
+	require.NoError(t, err)
+	require.NotEmpty(t, removed)
+	require.NoDirExists(t, s.DataDir())
+	require.NoDirExists(t, fallbackBase(bundle.config.DataDir))
+
+	removed, err = RemoveCluster(bundle.config.DataDir)
+	require.NoError(t, err)
+	require.Empty(t, removed, "nothing left to remove")
+}
+
 func TestStart_PortTaken(t *testing.T) {
 	t.Parallel()
 	bundle := setup(t)
@@ -355,6 +380,7 @@ func TestFindBinDir_Search(t *testing.T) {
 		_, err := findBinDir(clientOnly, []string{filepath.Join(root, "nowhere/*/bin")})
 		require.ErrorIs(t, err, ErrBinariesNotFound)
 		require.ErrorContains(t, err, "apt-get install postgresql")
+		require.ErrorContains(t, err, "first in PATH", "names what a user can set, not a Go field")
 	})
 }
 

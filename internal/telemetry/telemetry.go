@@ -4,9 +4,11 @@ package telemetry
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -22,6 +24,9 @@ type Metrics struct {
 	// Drift counts invocations of connector tools whose definition changed
 	// since an admin reviewed them.
 	Drift *prometheus.CounterVec
+	// ConnectorList is the time to fetch an MCP connector's tool list
+	// (cache misses only), by outcome.
+	ConnectorList *prometheus.HistogramVec
 }
 
 // New creates the metrics and registers them on reg.
@@ -46,8 +51,22 @@ func New(reg prometheus.Registerer) *Metrics {
 		Name: "outboxd_connector_drift_total",
 		Help: "Invocations of connector tools whose definition drifted since review.",
 	}, []string{"source"})
-	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency, m.Drift)
+	m.ConnectorList = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "outboxd_connector_list_duration_seconds",
+		Help:    "Time to fetch an MCP connector's tool list (cache misses only), by outcome (ok or error).",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 10),
+	}, []string{"outcome"})
+	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency, m.Drift, m.ConnectorList)
 	return m
+}
+
+// ObserveConnectorList records one tool-list fetch.
+func (m *Metrics) ObserveConnectorList(d time.Duration, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.ConnectorList.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
 // NewNop returns metrics registered nowhere, for tests and tools.
@@ -58,42 +77,122 @@ func (m *Metrics) InvocationStatus(mode, status string) {
 	m.Invocations.WithLabelValues(mode, status).Inc()
 }
 
-// queueCollector reports River's job counts by queue and state at scrape
-// time, so every process that serves /metrics shows the same numbers.
-type queueCollector struct {
-	pool   *pgxpool.Pool
-	logger *slog.Logger
-	desc   *prometheus.Desc
+// MaxQueueCount caps each job count of outboxd_queue_jobs and of the queue
+// listing: a count at the cap means at least that many. Counting stops
+// there, so a scrape reads at most this many index entries per queue and
+// state however large river_job grows.
+const MaxQueueCount = 10000
+
+// countJobsSQL counts jobs per queue and state, each count stopping at $1.
+// Every count is a range of river_job_prioritized_fetching_index (state,
+// queue, ...), so no count reads the table beyond its cap.
+const countJobsSQL = `
+SELECT q.name, s.state::text,
+       (SELECT count(*) FROM (SELECT 1 FROM river_job j
+                              WHERE j.state = s.state AND j.queue = q.name LIMIT $1) AS capped)
+FROM river_queue q CROSS JOIN unnest(enum_range(NULL::river_job_state)) AS s(state)`
+
+// queueAgeSQL is the age of the oldest available job per queue, 0 when
+// none: for each priority, the first job of the fetch index, so a handful
+// of index probes per queue.
+const queueAgeSQL = `
+SELECT q.name,
+       coalesce(extract(epoch FROM now() - (
+           SELECT min(head.scheduled_at) FROM unnest(ARRAY[1, 2, 3, 4]) AS p(priority),
+           LATERAL (SELECT j.scheduled_at FROM river_job j
+                    WHERE j.state = 'available' AND j.queue = q.name AND j.priority = p.priority
+                    ORDER BY j.scheduled_at LIMIT 1) AS head)), 0)::float8
+FROM river_queue q`
+
+// Querier is what the counts need of a pool or a transaction.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// RegisterQueueCollector registers the outboxd_queue_jobs gauge, read from
-// river_job on every scrape.
-func RegisterQueueCollector(reg prometheus.Registerer, pool *pgxpool.Pool, logger *slog.Logger) {
-	reg.MustRegister(&queueCollector{
-		pool:   pool,
-		logger: logger,
-		desc:   prometheus.NewDesc("outboxd_queue_jobs", "River jobs by queue and state.", []string{"queue", "state"}, nil),
+// CountJobs returns River's job counts by queue and state, each capped at
+// limit (see MaxQueueCount). States without jobs are 0.
+func CountJobs(ctx context.Context, db Querier, limit int) (map[string]map[string]int64, error) {
+	rows, err := db.Query(ctx, countJobsSQL, limit)
+	if err != nil {
+		return nil, fmt.Errorf("counting jobs: %w", err)
+	}
+	counts := map[string]map[string]int64{}
+	var queue, state string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&queue, &state, &n}, func() error {
+		if counts[queue] == nil {
+			counts[queue] = map[string]int64{}
+		}
+		counts[queue][state] = n
+		return nil
 	})
+	if err != nil {
+		return nil, fmt.Errorf("counting jobs: %w", err)
+	}
+	return counts, nil
 }
 
-func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+// queueCollector reports River's job counts and queue ages at scrape time,
+// so every process that serves /metrics shows the same numbers.
+type queueCollector struct {
+	pool     *pgxpool.Pool
+	logger   *slog.Logger
+	maxCount int
+	jobs     *prometheus.Desc
+	age      *prometheus.Desc
+}
+
+// RegisterQueueCollector registers the outboxd_queue_jobs and
+// outboxd_queue_age_seconds gauges, read from River's tables on every
+// scrape with two bounded queries (see MaxQueueCount).
+func RegisterQueueCollector(reg prometheus.Registerer, pool *pgxpool.Pool, logger *slog.Logger) {
+	reg.MustRegister(newQueueCollector(pool, logger, MaxQueueCount))
+}
+
+func newQueueCollector(pool *pgxpool.Pool, logger *slog.Logger, maxCount int) *queueCollector {
+	return &queueCollector{
+		pool:     pool,
+		logger:   logger,
+		maxCount: maxCount,
+		jobs: prometheus.NewDesc("outboxd_queue_jobs",
+			fmt.Sprintf("River jobs by queue and state, counted up to %d (a value at the cap means at least that many).", maxCount),
+			[]string{"queue", "state"}, nil),
+		age: prometheus.NewDesc("outboxd_queue_age_seconds",
+			"Age of the oldest available job per queue: how long the next job has waited for a worker; 0 when none waits.",
+			[]string{"queue"}, nil),
+	}
+}
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.jobs
+	ch <- c.age
+}
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	rows, err := c.pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river_job GROUP BY 1, 2`)
+	counts, err := CountJobs(ctx, c.pool, c.maxCount)
 	if err != nil {
 		c.logger.Warn("collecting queue depth", "error", err)
 		return
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var queue, state string
-		var n int64
-		if err := rows.Scan(&queue, &state, &n); err != nil {
-			c.logger.Warn("collecting queue depth", "error", err)
-			return
+	for queue, states := range counts {
+		for state, n := range states {
+			ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(n), queue, state)
 		}
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), queue, state)
+	}
+	rows, err := c.pool.Query(ctx, queueAgeSQL)
+	if err != nil {
+		c.logger.Warn("collecting queue age", "error", err)
+		return
+	}
+	var queue string
+	var age float64
+	_, err = pgx.ForEachRow(rows, []any{&queue, &age}, func() error {
+		ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, max(age, 0), queue)
+		return nil
+	})
+	if err != nil {
+		c.logger.Warn("collecting queue age", "error", err)
 	}
 }

@@ -195,6 +195,7 @@ func TestConnector_DriftGuard(t *testing.T) {
 	require.Contains(t, string(avail.Raw), `"drifted":true`)
 	metrics := b.Do("GET", "/metrics", "", nil)
 	require.Contains(t, string(metrics.Raw), `outboxd_connector_drift_total{source="`+source+`"} 1`)
+	require.Contains(t, string(metrics.Raw), `outboxd_connector_list_duration_seconds_count{outcome="ok"}`)
 
 	// Re-review re-arms the guard; a reviewed deny stays deny even after drift.
 	r = b.Do("PUT", "/v1/connectors/"+id+"/tools", b.Owner(), map[string]string{"create_note": "deny"})

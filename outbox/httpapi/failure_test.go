@@ -92,6 +92,7 @@ func TestOps_HealthReadyMetrics(t *testing.T) {
 		`outboxd_invocations_total{mode="require_approval",status="pending"} 1`,
 		`outboxd_queue_jobs{queue="actions",state="completed"} 1`,
 		`outboxd_queue_jobs{queue="actions",state="pending"} 1`,
+		`outboxd_queue_age_seconds{queue="actions"} 0`,
 		"outboxd_job_duration_seconds_bucket",
 	}
 	deadline := time.Now().Add(10 * time.Second)

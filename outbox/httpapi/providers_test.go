@@ -568,6 +568,12 @@ func TestCatalog_AvailableAndGuides(t *testing.T) {
 		require.NotContains(t, create, "require_approval")
 	})
 
+	t.Run("GuideIsNotHTMLEscaped", func(t *testing.T) {
+		md := guide(t, b.Sandbox(), "slack")
+		require.Contains(t, section(t, md, "slack.send_message"), `"channel": "<channel>"`)
+		require.NotContains(t, md, `\u003c`)
+	})
+
 	t.Run("BootstrapGuide", func(t *testing.T) {
 		r := b.Do("GET", "/v1/actions/bootstrap-guide", limited, nil)
 		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))

@@ -30,3 +30,8 @@ RETURNING count;
 
 -- name: InvokeRateDeleteBefore :exec
 DELETE FROM invoke_rate_windows WHERE window_start < @before;
+
+-- name: CredentialNewest :one
+-- The most recently stored credential of any organization: the one sealed
+-- with the current secrets.key if any is.
+SELECT * FROM credentials ORDER BY updated_at DESC LIMIT 1;
