@@ -76,8 +76,8 @@ func (r *EnvelopeRetry) parse() (invocation.Retry, error) {
 	return out, nil
 }
 
-// EnqueueParams is who enqueues an envelope.
-type EnqueueParams struct {
+// Enqueuer is who enqueues envelopes: the claims of a service token.
+type Enqueuer struct {
 	OrganizationID string
 	RequestedBy    string
 	// AutomationID is the token's automation. The envelope's own
@@ -87,36 +87,50 @@ type EnqueueParams struct {
 	// UserID is the human the automation acts for, if any.
 	UserID string
 	// Sources limits the sources the token may use; empty means any.
-	Sources  []string
+	Sources []string
+}
+
+// EnqueueParams is one envelope and who enqueues it.
+type EnqueueParams struct {
+	Enqueuer
 	Envelope Envelope
 }
 
 // Enqueue records an envelope's invocation and job. created is false when an
 // envelope with the same external id already existed; it is returned as is.
 func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv invocation.Invocation, created bool, err error) {
-	env := p.Envelope
+	r, err := s.envelopeRequest(&p.Enqueuer, &p.Envelope)
+	if err != nil {
+		return inv, false, err
+	}
+	return s.submit(ctx, r)
+}
+
+// envelopeRequest checks an envelope's own fields and turns it into a
+// pipeline request.
+func (s *Service) envelopeRequest(by *Enqueuer, env *Envelope) (*request, error) {
 	if env.ExternalID == "" {
-		return inv, false, invalid("external_id", "external_id is required")
+		return nil, invalid("external_id", "external_id is required")
 	}
 	if len(env.ExternalID) > 255 {
-		return inv, false, invalid("external_id", "external_id must be at most 255 characters")
+		return nil, invalid("external_id", "external_id must be at most 255 characters")
 	}
 	source, action := env.Tool.Source, env.Tool.Action
 	if env.Tool.Name != "" {
 		if source != "" || action != "" {
-			return inv, false, invalid("tool", "give either tool.name or tool.source and tool.action, not both")
+			return nil, invalid("tool", "give either tool.name or tool.source and tool.action, not both")
 		}
 		i := strings.LastIndex(env.Tool.Name, ".")
 		if i <= 0 || i == len(env.Tool.Name)-1 {
-			return inv, false, invalid("tool.name", "tool.name must be <source>.<action>")
+			return nil, invalid("tool.name", "tool.name must be <source>.<action>")
 		}
 		source, action = env.Tool.Name[:i], env.Tool.Name[i+1:]
 	}
 	if source == "" || action == "" {
-		return inv, false, invalid("tool", "tool.source and tool.action are required")
+		return nil, invalid("tool", "tool.source and tool.action are required")
 	}
 	if env.Risk != "" && !policy.ValidRisk(env.Risk) {
-		return inv, false, invalid("risk", "risk must be one of low, medium, high, read, write, danger, R0–R4")
+		return nil, invalid("risk", "risk must be one of low, medium, high, read, write, danger, R0–R4")
 	}
 	var approvalRequired bool
 	switch env.Approval {
@@ -124,24 +138,24 @@ func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv invocation
 	case "required":
 		approvalRequired = true
 	default:
-		return inv, false, invalid("approval", "approval must be auto or required")
+		return nil, invalid("approval", "approval must be auto or required")
 	}
 	if b := env.Constraints.RateBucket; b != "" && !s.bucketExists(b) {
-		return inv, false, invalid("constraints.rate_bucket", "unknown rate bucket %q", b)
+		return nil, invalid("constraints.rate_bucket", "unknown rate bucket %q", b)
 	}
 	retry, err := env.Constraints.Retry.parse()
 	if err != nil {
-		return inv, false, err
+		return nil, err
 	}
-	if env.AutomationID != "" && env.AutomationID != p.AutomationID {
-		return inv, false, fmt.Errorf("%w: the envelope names automation %q and the token carries %q", ErrAutomationNotAllowed, env.AutomationID, p.AutomationID)
+	if env.AutomationID != "" && env.AutomationID != by.AutomationID {
+		return nil, fmt.Errorf("%w: the envelope names automation %q and the token carries %q", ErrAutomationNotAllowed, env.AutomationID, by.AutomationID)
 	}
-	return s.submit(ctx, &request{
-		org:              p.OrganizationID,
-		automationID:     p.AutomationID,
-		userID:           p.UserID,
-		requestedBy:      p.RequestedBy,
-		sources:          p.Sources,
+	return &request{
+		org:              by.OrganizationID,
+		automationID:     by.AutomationID,
+		userID:           by.UserID,
+		requestedBy:      by.RequestedBy,
+		sources:          by.Sources,
 		origin:           originEnvelope,
 		source:           source,
 		action:           action,
@@ -152,7 +166,7 @@ func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv invocation
 		rateBucket:       env.Constraints.RateBucket,
 		mustRunBefore:    env.Constraints.MustRunBefore,
 		retry:            retry,
-	})
+	}, nil
 }
 
 // GetEnvelope returns an envelope's invocation by its action id.

@@ -48,51 +48,96 @@ type request struct {
 // its job in one transaction. created is false when an earlier request with
 // the same idempotency key or external id is returned instead.
 func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invocation, created bool, err error) {
-	if !policyAllowsSource(r.sources, r.source) {
-		return inv, false, fmt.Errorf("%w: %s", ErrSourceNotAllowed, r.source)
-	}
-	src, def, err := s.resolveAction(ctx, r.org, r.source, r.action)
+	p, err := s.prepare(ctx, r, s.resolveAction)
 	if err != nil {
 		return inv, false, err
 	}
-	if len(r.params) == 0 {
-		r.params = json.RawMessage(`{}`)
-	}
-	fieldErrs, err := s.validator.Validate(def.Params, r.params)
-	if err != nil {
-		return inv, false, fmt.Errorf("validating params of %s.%s: %w", r.source, r.action, err)
-	}
-	if len(fieldErrs) > 0 {
-		return inv, false, &ValidationError{Message: "invalid params for " + r.source + "." + r.action, Fields: fieldErrs}
-	}
-	hash, err := requestHash(r)
-	if err != nil {
-		return inv, false, invalid("params", "params are not valid JSON")
-	}
-
-	if existing, ok, err := s.existing(ctx, r, hash); ok || err != nil {
+	if existing, ok, err := s.existing(ctx, r, p.hash); ok || err != nil {
 		return existing, false, err
 	}
-
 	if r.origin == originInvoke {
 		if err := s.hitInvokeRate(ctx, r.org, r.sessionID); err != nil {
 			return inv, false, err
 		}
 	}
-
 	modes, err := s.queries.ModeForAction(ctx, s.deps.Pool, dbsqlc.ModeForActionParams{
 		OrganizationID: r.org, AutomationID: r.automationID, SourceID: r.source, ActionID: r.action,
 	})
 	if err != nil {
 		return inv, false, fmt.Errorf("loading mode overrides: %w", err)
 	}
-	automationMode := modes.AutomationMode
+	create := s.plan(p, modes.OrgMode, modes.AutomationMode)
+
+	inv, err = dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
+		if create.Status == invocation.StatusPending && r.sessionID != "" {
+			if err := s.checkPendingCap(ctx, tx, r.org, r.sessionID); err != nil {
+				return inv, err
+			}
+		}
+		return s.store.Create(ctx, tx, create)
+	})
+	if errors.Is(err, invocation.ErrDuplicate) {
+		// A concurrent request with the same key won.
+		existing, _, err := s.existing(ctx, r, p.hash)
+		return existing, false, err
+	}
+	if err != nil {
+		return inv, false, err
+	}
+	s.created(inv)
+	return inv, true, nil
+}
+
+// prepared is a request whose action is resolved and whose params are
+// valid.
+type prepared struct {
+	r    *request
+	src  executors.Source
+	def  executors.Definition
+	hash string
+}
+
+type actionResolver func(ctx context.Context, org, sourceID, actionID string) (executors.Source, executors.Definition, error)
+
+// prepare checks the token may use the source, resolves the action and
+// validates the params against its schema.
+func (s *Service) prepare(ctx context.Context, r *request, resolve actionResolver) (*prepared, error) {
+	if !policyAllowsSource(r.sources, r.source) {
+		return nil, fmt.Errorf("%w: %s", ErrSourceNotAllowed, r.source)
+	}
+	src, def, err := resolve(ctx, r.org, r.source, r.action)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.params) == 0 {
+		r.params = json.RawMessage(`{}`)
+	}
+	fieldErrs, err := s.validator.Validate(def.Params, r.params)
+	if err != nil {
+		return nil, fmt.Errorf("validating params of %s.%s: %w", r.source, r.action, err)
+	}
+	if len(fieldErrs) > 0 {
+		return nil, &ValidationError{Message: "invalid params for " + r.source + "." + r.action, Fields: fieldErrs}
+	}
+	hash, err := requestHash(r)
+	if err != nil {
+		return nil, invalid("params", "params are not valid JSON")
+	}
+	return &prepared{r: r, src: src, def: def, hash: hash}, nil
+}
+
+// plan resolves the mode of a prepared request from the overrides that
+// apply to it and returns the invocation to create: denied, approved (its
+// job runs now) or pending (its job waits for a human until the window
+// closes).
+func (s *Service) plan(p *prepared, orgMode, automationMode string) *invocation.CreateParams {
+	r := p.r
 	if r.automationID == "" {
 		automationMode = ""
 	}
-	res, drifted := resolveMode(src, def, policy.ModeInput{
+	res, drifted := resolveMode(p.src, p.def, policy.ModeInput{
 		AutomationOverride: automationMode,
-		OrgDefault:         modes.OrgMode,
+		OrgDefault:         orgMode,
 		RequestRisk:        r.riskHint,
 		RequireApproval:    r.approvalRequired,
 	})
@@ -100,14 +145,14 @@ func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invoca
 		s.deps.Metrics.Drift.WithLabelValues(r.source).Inc()
 		s.logger.Warn("connector tool drifted since its review", "source_id", r.source, "action_id", r.action, "mode", res.Mode)
 	}
-
-	if r.rateBucket == "" {
+	bucket := r.rateBucket
+	if bucket == "" {
 		if b := worker.BucketFor(r.source); b != "" && s.bucketExists(b) {
-			r.rateBucket = b
+			bucket = b
 		}
 	}
 	params := policy.Redact(r.params)
-	create := invocation.CreateParams{
+	create := &invocation.CreateParams{
 		ID:             uuid.Must(uuid.NewV7()),
 		OrganizationID: r.org,
 		SessionID:      r.sessionID,
@@ -117,14 +162,14 @@ func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invoca
 		Origin:         r.origin,
 		Integration:    r.source,
 		Action:         r.action,
-		RiskLevel:      string(def.Risk),
+		RiskLevel:      string(p.def.Risk),
 		Mode:           string(res.Mode),
 		ModeSource:     string(res.Source),
 		Params:         params,
-		ParamsHash:     hash,
+		ParamsHash:     p.hash,
 		ExternalID:     r.externalID,
 		IdempotencyKey: r.idempotencyKey,
-		RateBucket:     r.rateBucket,
+		RateBucket:     bucket,
 		MustRunBefore:  r.mustRunBefore,
 		Approval:       "auto",
 		RiskHint:       r.riskHint,
@@ -132,56 +177,35 @@ func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invoca
 	if r.approvalRequired {
 		create.Approval = "required"
 	}
-	if res.Mode != policy.ModeDeny && s.redacted(r.params, params) {
+	if spec := s.cfg.RetryBySource[r.source].Merge(r.retry); spec != (invocation.Retry{}) {
+		create.Retry = &spec
+	}
+	switch res.Mode {
+	case policy.ModeDeny:
+		create.Status = invocation.StatusDenied
+		create.DeniedReason = cmp.Or(res.DeniedReason, "policy")
+		return create
+	case policy.ModeAllow:
+		create.Status = invocation.StatusApproved
+	default:
+		create.Status = invocation.StatusPending
+		expires := time.Now().Add(s.ttl(r.automationID))
+		create.ExpiresAt = &expires
+	}
+	if s.redacted(r.params, params) {
 		// The provider must get the exact params: keep them sealed for the
 		// worker, bound to this invocation.
 		create.ParamsSealed = s.deps.Box.Seal(r.params, create.ID[:])
 	}
-	if spec := s.cfg.RetryBySource[r.source].Merge(r.retry); spec != (invocation.Retry{}) {
-		create.Retry = &spec
-	}
-
-	inv, err = dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
-		switch res.Mode {
-		case policy.ModeDeny:
-			create.Status = invocation.StatusDenied
-			create.DeniedReason = cmp.Or(res.DeniedReason, "policy")
-		case policy.ModeAllow:
-			create.Status = invocation.StatusApproved
-		default:
-			if r.sessionID != "" {
-				if err := s.checkPendingCap(ctx, tx, r.org, r.sessionID); err != nil {
-					return inv, err
-				}
-			}
-			create.Status = invocation.StatusPending
-			expires := time.Now().Add(s.ttl(r.automationID))
-			create.ExpiresAt = &expires
-		}
-		return s.store.Create(ctx, tx, &create)
-	})
-	if errors.Is(err, invocation.ErrDuplicate) {
-		// A concurrent request with the same key won.
-		existing, _, err := s.existing(ctx, r, hash)
-		return existing, false, err
-	}
-	if err != nil {
-		return inv, false, err
-	}
-	s.deps.Metrics.InvocationStatus(inv.Mode, string(inv.Status))
-	s.logger.Info("invocation created", "invocation_id", inv.ID, "organization_id", inv.OrganizationID,
-		"session_id", r.sessionID, "source_id", inv.Integration, "action_id", inv.Action,
-		"mode", inv.Mode, "mode_source", inv.ModeSource, "status", inv.Status)
-	return inv, true, nil
+	return create
 }
 
-// redacted reports whether redaction changed params.
-func (s *Service) redacted(original, redacted json.RawMessage) bool {
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, original); err != nil {
-		return true
-	}
-	return !bytes.Equal(compact.Bytes(), redacted)
+// created counts and logs a new invocation.
+func (s *Service) created(inv invocation.Invocation) {
+	s.deps.Metrics.InvocationStatus(inv.Mode, string(inv.Status))
+	s.logger.Info("invocation created", "invocation_id", inv.ID, "organization_id", inv.OrganizationID,
+		"session_id", deref(inv.SessionID), "source_id", inv.Integration, "action_id", inv.Action,
+		"mode", inv.Mode, "mode_source", inv.ModeSource, "status", inv.Status)
 }
 
 // resolveAction finds an action's source and definition for org.
@@ -313,4 +337,13 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// redacted reports whether redaction changed params.
+func (s *Service) redacted(original, redacted json.RawMessage) bool {
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, original); err != nil {
+		return true
+	}
+	return !bytes.Equal(compact.Bytes(), redacted)
 }

@@ -1367,188 +1367,81 @@ func (q *Queries) InvocationGetForUpdate(ctx context.Context, db DBTX, arg Invoc
 	return i, err
 }
 
-const invocationInsert = `-- name: InvocationInsert :one
-WITH next AS (
-    INSERT INTO action_invocations (
-        id, job_id, organization_id, session_id, automation_id, user_id, requested_by, origin,
-        integration, action, risk_level, mode, mode_source, params, params_sealed, params_hash,
-        status, denied_reason, expires_at, external_id, idempotency_key,
-        rate_bucket, must_run_before, approval, risk_hint, retry, event_seq, completed_at
-    ) VALUES (
-        $1, $2, $3, $4, $5, $6, $7, $8,
-        $9, $10, $11, $12, $13, $14, $15, $16,
-        $17, $18, $19, $20, $21,
-        $22, $23, $24, $25, $26, 1,
-        CASE WHEN $17::text = 'denied' THEN now() END
-    )
-    ON CONFLICT DO NOTHING
-    RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry
-), event AS (
-    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, to_status, actor, reason)
-    SELECT next.id, next.organization_id, 1, 'created', next.status, next.requested_by, next.denied_reason FROM next
-)
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
+const invocationListByExternalIDs = `-- name: InvocationListByExternalIDs :many
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM action_invocations
+WHERE organization_id = $1 AND external_id = ANY($2::text[])
 `
 
-type InvocationInsertParams struct {
-	ID             uuid.UUID
-	JobID          *int64
+type InvocationListByExternalIDsParams struct {
 	OrganizationID string
-	SessionID      *string
-	AutomationID   *string
-	UserID         *string
-	RequestedBy    string
-	Origin         string
-	Integration    string
-	Action         string
-	RiskLevel      string
-	Mode           string
-	ModeSource     string
-	Params         []byte
-	ParamsSealed   []byte
-	ParamsHash     string
-	Status         string
-	DeniedReason   *string
-	ExpiresAt      *time.Time
-	ExternalID     *string
-	IdempotencyKey *string
-	RateBucket     *string
-	MustRunBefore  *time.Time
-	Approval       string
-	RiskHint       *string
-	Retry          []byte
+	ExternalIds    []string
 }
 
-type InvocationInsertRow struct {
-	ID             uuid.UUID
-	OrganizationID string
-	SessionID      *string
-	AutomationID   *string
-	RequestedBy    string
-	Origin         string
-	Integration    string
-	Action         string
-	RiskLevel      string
-	Mode           string
-	ModeSource     string
-	Params         []byte
-	ParamsHash     string
-	Status         string
-	Result         []byte
-	Error          *string
-	DeniedReason   *string
-	DurationMs     *int32
-	ApprovedBy     *string
-	ApprovedAt     *time.Time
-	StartedAt      *time.Time
-	CompletedAt    *time.Time
-	ExpiresAt      *time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	ExternalID     *string
-	IdempotencyKey *string
-	JobID          *int64
-	Attempt        int32
-	RateBucket     *string
-	MustRunBefore  *time.Time
-	ProviderRef    *string
-	Conflict       bool
-	Approval       string
-	RiskHint       *string
-	UserID         *string
-	DeadLetteredAt *time.Time
-	ReplayCount    int32
-	ReplayedBy     *string
-	ReplayedAt     *time.Time
-	DiscardedBy    *string
-	DiscardedAt    *time.Time
-	ProviderWaits  int32
-	ParamsSealed   []byte
-	EventSeq       int32
-	Retry          []byte
-}
-
-// A conflict on the idempotency key or external id inserts nothing and
-// returns no row; the caller then loads the existing invocation.
-func (q *Queries) InvocationInsert(ctx context.Context, db DBTX, arg InvocationInsertParams) (InvocationInsertRow, error) {
-	row := db.QueryRow(ctx, invocationInsert,
-		arg.ID,
-		arg.JobID,
-		arg.OrganizationID,
-		arg.SessionID,
-		arg.AutomationID,
-		arg.UserID,
-		arg.RequestedBy,
-		arg.Origin,
-		arg.Integration,
-		arg.Action,
-		arg.RiskLevel,
-		arg.Mode,
-		arg.ModeSource,
-		arg.Params,
-		arg.ParamsSealed,
-		arg.ParamsHash,
-		arg.Status,
-		arg.DeniedReason,
-		arg.ExpiresAt,
-		arg.ExternalID,
-		arg.IdempotencyKey,
-		arg.RateBucket,
-		arg.MustRunBefore,
-		arg.Approval,
-		arg.RiskHint,
-		arg.Retry,
-	)
-	var i InvocationInsertRow
-	err := row.Scan(
-		&i.ID,
-		&i.OrganizationID,
-		&i.SessionID,
-		&i.AutomationID,
-		&i.RequestedBy,
-		&i.Origin,
-		&i.Integration,
-		&i.Action,
-		&i.RiskLevel,
-		&i.Mode,
-		&i.ModeSource,
-		&i.Params,
-		&i.ParamsHash,
-		&i.Status,
-		&i.Result,
-		&i.Error,
-		&i.DeniedReason,
-		&i.DurationMs,
-		&i.ApprovedBy,
-		&i.ApprovedAt,
-		&i.StartedAt,
-		&i.CompletedAt,
-		&i.ExpiresAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.ExternalID,
-		&i.IdempotencyKey,
-		&i.JobID,
-		&i.Attempt,
-		&i.RateBucket,
-		&i.MustRunBefore,
-		&i.ProviderRef,
-		&i.Conflict,
-		&i.Approval,
-		&i.RiskHint,
-		&i.UserID,
-		&i.DeadLetteredAt,
-		&i.ReplayCount,
-		&i.ReplayedBy,
-		&i.ReplayedAt,
-		&i.DiscardedBy,
-		&i.DiscardedAt,
-		&i.ProviderWaits,
-		&i.ParamsSealed,
-		&i.EventSeq,
-		&i.Retry,
-	)
-	return i, err
+func (q *Queries) InvocationListByExternalIDs(ctx context.Context, db DBTX, arg InvocationListByExternalIDsParams) ([]ActionInvocation, error) {
+	rows, err := db.Query(ctx, invocationListByExternalIDs, arg.OrganizationID, arg.ExternalIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ActionInvocation
+	for rows.Next() {
+		var i ActionInvocation
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrganizationID,
+			&i.SessionID,
+			&i.AutomationID,
+			&i.RequestedBy,
+			&i.Origin,
+			&i.Integration,
+			&i.Action,
+			&i.RiskLevel,
+			&i.Mode,
+			&i.ModeSource,
+			&i.Params,
+			&i.ParamsHash,
+			&i.Status,
+			&i.Result,
+			&i.Error,
+			&i.DeniedReason,
+			&i.DurationMs,
+			&i.ApprovedBy,
+			&i.ApprovedAt,
+			&i.StartedAt,
+			&i.CompletedAt,
+			&i.ExpiresAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.ExternalID,
+			&i.IdempotencyKey,
+			&i.JobID,
+			&i.Attempt,
+			&i.RateBucket,
+			&i.MustRunBefore,
+			&i.ProviderRef,
+			&i.Conflict,
+			&i.Approval,
+			&i.RiskHint,
+			&i.UserID,
+			&i.DeadLetteredAt,
+			&i.ReplayCount,
+			&i.ReplayedBy,
+			&i.ReplayedAt,
+			&i.DiscardedBy,
+			&i.DiscardedAt,
+			&i.ProviderWaits,
+			&i.ParamsSealed,
+			&i.EventSeq,
+			&i.Retry,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const invocationListByOrg = `-- name: InvocationListByOrg :many

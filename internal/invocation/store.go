@@ -1,6 +1,7 @@
 package invocation
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -180,6 +181,96 @@ type CreateParams struct {
 
 // Create records a new invocation, its jobs and its created event.
 func (s *Store) Create(ctx context.Context, tx pgx.Tx, p *CreateParams) (Invocation, error) {
+	created, err := s.CreateMany(ctx, tx, []*CreateParams{p})
+	if err != nil {
+		return Invocation{}, err
+	}
+	if created[0] == nil {
+		return Invocation{}, ErrDuplicate
+	}
+	return *created[0], nil
+}
+
+// CreateMany records new invocations with their jobs and created events in
+// a few round trips: the jobs in one bulk insert, the invocations in one
+// pipelined batch. An invocation whose idempotency key or external id
+// another one took meanwhile is nil in the answer (its jobs are deleted);
+// the others are recorded.
+func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*CreateParams) ([]*Invocation, error) {
+	client, err := s.jobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	inserts := make([]dbsqlc.InvocationInsertParams, len(ps))
+	var jobs []river.InsertManyParams
+	type jobRef struct{ item, expiry int }
+	refs := make([]jobRef, len(ps))
+	for i, p := range ps {
+		inserts[i] = p.insertParams()
+		refs[i] = jobRef{-1, -1}
+		if p.Status == StatusDenied {
+			continue
+		}
+		args, opts := executeJob(p.ID, p.Retry, p.Status == StatusPending)
+		refs[i].item = len(jobs)
+		jobs = append(jobs, river.InsertManyParams{Args: args, InsertOpts: opts})
+		if p.Status == StatusPending {
+			if p.ExpiresAt == nil {
+				return nil, errors.New("a pending invocation needs ExpiresAt")
+			}
+			refs[i].expiry = len(jobs)
+			jobs = append(jobs, river.InsertManyParams{Args: ExpireArgs{InvocationID: p.ID}, InsertOpts: &river.InsertOpts{ScheduledAt: *p.ExpiresAt}})
+		}
+	}
+	var jobIDs []int64
+	if len(jobs) > 0 {
+		res, err := client.InsertManyTx(ctx, tx, jobs)
+		if err != nil {
+			return nil, fmt.Errorf("inserting jobs: %w", err)
+		}
+		for _, r := range res {
+			jobIDs = append(jobIDs, r.Job.ID)
+		}
+		for i := range inserts {
+			if refs[i].item >= 0 {
+				inserts[i].JobID = &jobIDs[refs[i].item]
+			}
+		}
+	}
+
+	out := make([]*Invocation, len(ps))
+	var batchErr error
+	results := s.q.InvocationInsert(ctx, tx, inserts)
+	results.QueryRow(func(i int, r dbsqlc.InvocationInsertRow, err error) {
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			batchErr = cmp.Or(batchErr, fmt.Errorf("inserting invocation: %w", err))
+		default:
+			inv := fromRow(r)
+			out[i] = &inv
+		}
+	})
+	if err := cmp.Or(batchErr, results.Close()); err != nil {
+		return nil, err
+	}
+	for i, inv := range out {
+		if inv != nil {
+			continue
+		}
+		for _, j := range []int{refs[i].item, refs[i].expiry} {
+			if j < 0 {
+				continue
+			}
+			if _, err := client.JobDeleteTx(ctx, tx, jobIDs[j]); err != nil && !errors.Is(err, river.ErrNotFound) {
+				return nil, fmt.Errorf("deleting the job of a duplicate: %w", err)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (p *CreateParams) insertParams() dbsqlc.InvocationInsertParams {
 	insert := dbsqlc.InvocationInsertParams{
 		ID: p.ID, OrganizationID: p.OrganizationID, SessionID: nilIfEmpty(p.SessionID), AutomationID: nilIfEmpty(p.AutomationID),
 		UserID: nilIfEmpty(p.UserID), RequestedBy: p.RequestedBy, Origin: p.Origin, Integration: p.Integration,
@@ -191,34 +282,7 @@ func (s *Store) Create(ctx context.Context, tx pgx.Tx, p *CreateParams) (Invocat
 	if p.Retry != nil {
 		insert.Retry, _ = json.Marshal(p.Retry)
 	}
-	if p.Status != StatusDenied {
-		client, err := s.jobs(ctx)
-		if err != nil {
-			return Invocation{}, err
-		}
-		args, opts := executeJob(p.ID, p.Retry, p.Status == StatusPending)
-		job, err := client.InsertTx(ctx, tx, args, opts)
-		if err != nil {
-			return Invocation{}, fmt.Errorf("inserting execute job: %w", err)
-		}
-		insert.JobID = &job.Job.ID
-		if p.Status == StatusPending {
-			if p.ExpiresAt == nil {
-				return Invocation{}, errors.New("a pending invocation needs ExpiresAt")
-			}
-			if _, err := client.InsertTx(ctx, tx, ExpireArgs{InvocationID: p.ID}, &river.InsertOpts{ScheduledAt: *p.ExpiresAt}); err != nil {
-				return Invocation{}, fmt.Errorf("inserting expiry job: %w", err)
-			}
-		}
-	}
-	r, err := s.q.InvocationInsert(ctx, tx, insert)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Invocation{}, ErrDuplicate
-	}
-	if err != nil {
-		return Invocation{}, fmt.Errorf("inserting invocation: %w", err)
-	}
-	return fromRow(r), nil
+	return insert
 }
 
 // Approve clears a pending invocation to run and releases its parked job.

@@ -219,6 +219,43 @@ func TestStore_DuplicateKey(t *testing.T) {
 	require.ErrorIs(t, err, invocation.ErrDuplicate)
 }
 
+func TestStore_CreateManySkipsTakenKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	tx := b.begin(t)
+	params := func(ext string, status invocation.Status) *invocation.CreateParams {
+		p := &invocation.CreateParams{
+			ID: uuid.Must(uuid.NewV7()), OrganizationID: "org-1", RequestedBy: "svc", Origin: "envelope",
+			Integration: "slack", Action: "send_message", RiskLevel: "write", Mode: "allow", ModeSource: "org_default",
+			Params: json.RawMessage(`{}`), ParamsHash: "h", Status: status, Approval: "auto", ExternalID: ext,
+		}
+		if status == invocation.StatusPending {
+			expires := time.Now().Add(time.Hour)
+			p.ExpiresAt = &expires
+		}
+		return p
+	}
+	_, err := b.store.Create(ctx, tx, params("taken", invocation.StatusApproved))
+	require.NoError(t, err)
+
+	out, err := b.store.CreateMany(ctx, tx, []*invocation.CreateParams{
+		params("a", invocation.StatusApproved), params("taken", invocation.StatusPending), params("b", invocation.StatusPending), params("c", invocation.StatusDenied),
+	})
+	require.NoError(t, err)
+	require.NotNil(t, out[0])
+	require.Nil(t, out[1], "the taken external id is not created twice")
+	require.NotNil(t, out[2])
+	require.NotNil(t, out[3])
+	require.Nil(t, out[3].JobID)
+	var jobs, expiries int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE kind = 'execute_action'), count(*) FILTER (WHERE kind = 'expire_invocation') FROM river_job`).Scan(&jobs, &expiries))
+	require.Equal(t, 3, jobs, "the duplicate's jobs are deleted")
+	require.Equal(t, 1, expiries)
+	require.Equal(t, "pending", jobState(t, tx, *out[2].JobID))
+	require.Equal(t, "available", jobState(t, tx, *out[0].JobID))
+}
+
 // TestStore_RacingTransitions runs two transitions of one invocation in
 // concurrent transactions: exactly one wins, and exactly one event is
 // written for it.

@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -366,4 +368,72 @@ func postEnvelopeAs(t *testing.T, b *apptest.Bundle, token string, env map[strin
 	r := b.Do("POST", "/v1/envelopes", token, env)
 	require.Equal(t, status, r.Status, string(r.Raw))
 	return r.Body
+}
+
+// TestEnvelope_Batch sends good, repeated, duplicate and invalid envelopes
+// in one batch: each is answered on its own, in order, and only the good
+// ones are written.
+func TestEnvelope_Batch(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-batch")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	earlier := postEnvelope(t, b, envelope("batch-earlier", nil), http.StatusCreated)
+
+	batch := []any{
+		envelope("batch-1", nil),
+		envelope("batch-earlier", nil), // repeats a stored envelope
+		envelope("batch-2", map[string]any{"approval": "required"}),
+		envelope("batch-1", nil), // repeats an item of this batch
+		envelope("batch-1", map[string]any{"args": map[string]any{"channel": "C0123456789", "text": "other"}}), // reuses its id
+		envelope("batch-bad", map[string]any{"args": map[string]any{"channel": 7}}),
+		envelope("", nil),
+		envelope("batch-unknown", map[string]any{"tool": map[string]any{"name": "nope.nothing"}}),
+		envelope("batch-auto", map[string]any{"automation_id": "someone-else"}),
+	}
+	r := b.Do("POST", "/v1/envelopes/batch", b.Service(), map[string]any{"envelopes": batch})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	items := r.Body["envelopes"].([]any)
+	require.Len(t, items, len(batch))
+	item := func(i int) map[string]any { return items[i].(map[string]any) }
+	errCode := func(i int) any { return item(i)["error"].(map[string]any)["code"] }
+
+	require.Equal(t, true, item(0)["created"])
+	require.Equal(t, "batch-1", item(0)["external_id"])
+	require.Equal(t, false, item(1)["created"])
+	require.Equal(t, earlier["action_id"], item(1)["action_id"])
+	require.Equal(t, true, item(2)["created"])
+	require.Equal(t, "required", item(2)["approval"])
+	require.Equal(t, false, item(3)["created"])
+	require.Equal(t, item(0)["action_id"], item(3)["action_id"])
+	require.Equal(t, "idempotency_mismatch", errCode(4))
+	require.Equal(t, "invalid_request", errCode(5))
+	require.Equal(t, "invalid_request", errCode(6))
+	require.Equal(t, "not_found", errCode(7))
+	require.Equal(t, "automation_not_allowed", errCode(8))
+
+	require.Equal(t, 3, countRows(t, b, `SELECT count(*) FROM action_invocations`))
+	require.Equal(t, 3, countRows(t, b, `SELECT count(*) FROM river_job WHERE kind = 'execute_action'`))
+	require.Equal(t, 1, countRows(t, b, `SELECT count(*) FROM river_job WHERE kind = 'expire_invocation'`))
+	b.WaitStatus(item(0)["action_id"].(string), "completed", 10*time.Second)
+	require.Equal(t, "pending", b.Invocation(item(2)["action_id"].(string))["status"])
+
+	t.Run("TooManyOrTooLarge", func(t *testing.T) {
+		many := make([]any, 1001)
+		for i := range many {
+			many[i] = envelope(fmt.Sprintf("many-%d", i), nil)
+		}
+		requireAPIError(t, b.Do("POST", "/v1/envelopes/batch", b.Service(), map[string]any{"envelopes": many}), http.StatusBadRequest, "invalid_request")
+		requireAPIError(t, b.Do("POST", "/v1/envelopes/batch", b.Service(), map[string]any{"envelopes": []any{}}), http.StatusBadRequest, "invalid_request")
+		huge := envelope("huge", map[string]any{"args": map[string]any{"channel": "C0123456789", "text": strings.Repeat("x", 17<<20)}})
+		requireAPIError(t, b.Do("POST", "/v1/envelopes/batch", b.Service(), map[string]any{"envelopes": []any{huge}}), http.StatusRequestEntityTooLarge, "body_too_large")
+		require.Equal(t, 3, countRows(t, b, `SELECT count(*) FROM action_invocations`))
+	})
+	t.Run("SourcesClaimPerItem", func(t *testing.T) {
+		linearOnly := b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "automation-1", Sources: []string{"linear"}})
+		r := b.Do("POST", "/v1/envelopes/batch", linearOnly, map[string]any{"envelopes": []any{envelope("batch-src", nil)}})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		require.Equal(t, "source_not_allowed", r.Body["envelopes"].([]any)[0].(map[string]any)["error"].(map[string]any)["code"])
+		require.Equal(t, 3, countRows(t, b, `SELECT count(*) FROM action_invocations`))
+	})
 }

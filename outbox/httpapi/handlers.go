@@ -339,9 +339,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 	if err := decode(r, &env, true); err != nil {
 		return err
 	}
-	inv, created, err := s.svc.Enqueue(r.Context(), &outbox.EnqueueParams{
-		OrganizationID: c.Org, RequestedBy: c.Subject, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources, Envelope: env,
-	})
+	inv, created, err := s.svc.Enqueue(r.Context(), &outbox.EnqueueParams{Enqueuer: *enqueuer(c), Envelope: env})
 	if err != nil {
 		return err
 	}
@@ -351,6 +349,50 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 	}
 	writeJSON(w, status, viewEnvelope(inv))
 	return nil
+}
+
+func enqueuer(c *auth.Claims) *outbox.Enqueuer {
+	return &outbox.Enqueuer{OrganizationID: c.Org, RequestedBy: c.Subject, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources}
+}
+
+// enqueueBatch answers each envelope of a batch in request order: its
+// envelope view with "created", or its own error.
+func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	var body struct {
+		Envelopes []outbox.Envelope `json:"envelopes"`
+	}
+	// Lenient like single envelopes: the seed's read-only fields are ignored.
+	if err := decode(r, &body, true); err != nil {
+		return err
+	}
+	if len(body.Envelopes) == 0 || len(body.Envelopes) > outbox.MaxBatch {
+		return badRequest("invalid_request", fmt.Sprintf("envelopes must hold between 1 and %d envelopes", outbox.MaxBatch))
+	}
+	items, err := s.svc.EnqueueBatch(r.Context(), enqueuer(c), body.Envelopes)
+	if err != nil {
+		return err
+	}
+	out := make([]any, len(items))
+	for i, item := range items {
+		if item.Err != nil {
+			ae := toAPIError(item.Err)
+			if ae == nil {
+				s.logger.Error("batch item failed", "item", i, "error", item.Err)
+				ae = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
+			}
+			out[i] = map[string]any{"error": errorBody(ae)}
+			continue
+		}
+		out[i] = batchEnvelopeView{envelopeView: viewEnvelope(item.Invocation), Created: item.Created}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"envelopes": out})
+	return nil
+}
+
+// batchEnvelopeView is an envelope in a batch answer.
+type batchEnvelopeView struct {
+	envelopeView
+	Created bool `json:"created"`
 }
 
 func (s *Server) getEnvelope(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {

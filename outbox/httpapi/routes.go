@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"net/http"
 	"strings"
 
@@ -127,9 +128,19 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/queues/{name}/resume", owner, s.queueOp(false)},
 
 		{"POST", "/v1/envelopes", service, s.enqueue},
+		{"POST", "/v1/envelopes/batch", service, s.enqueueBatch},
 		{"GET", "/v1/envelopes/{id}", service | users, s.getEnvelope},
 		{"DELETE", "/v1/envelopes/{id}", service | admins, s.cancelEnvelope},
 	}
+}
+
+// bodyLimits are the routes whose bodies may exceed maxBodyBytes.
+var bodyLimits = map[string]int64{
+	"POST /v1/envelopes/batch": 16 << 20,
+}
+
+func (rt *route) bodyLimit() int64 {
+	return cmp.Or(bodyLimits[rt.method+" "+rt.pattern], maxBodyBytes)
 }
 
 // Route describes one authenticated route: its method, its pattern and the

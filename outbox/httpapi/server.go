@@ -119,7 +119,7 @@ func (s *Server) authed(rt *route) http.Handler {
 			s.writeErr(w, r, err)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, rt.bodyLimit())
 		if err := rt.handler(w, r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims)), claims); err != nil {
 			s.writeErr(w, r, err)
 		}

@@ -1,4 +1,4 @@
--- name: InvocationInsert :one
+-- name: InvocationInsert :batchone
 -- A conflict on the idempotency key or external id inserts nothing and
 -- returns no row; the caller then loads the existing invocation.
 WITH next AS (
@@ -252,3 +252,7 @@ LIMIT @max OFFSET @skip;
 -- name: DeadLetterCount :one
 SELECT count(*) FROM action_invocations
 WHERE organization_id = @organization_id AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL;
+
+-- name: InvocationListByExternalIDs :many
+SELECT * FROM action_invocations
+WHERE organization_id = @organization_id AND external_id = ANY(@external_ids::text[]);

@@ -22,3 +22,10 @@ SELECT
     coalesce((SELECT m.mode FROM action_modes m
               WHERE m.organization_id = @organization_id AND m.scope = 'org'
                 AND m.scope_id = @organization_id AND m.source_id = @source_id AND m.action_id = @action_id), '')::text AS org_mode;
+
+-- name: ModeListForCaller :many
+-- Every override that can apply to a caller: the org's, and its
+-- automation's when it has one.
+SELECT scope, source_id, action_id, mode FROM action_modes
+WHERE organization_id = @organization_id
+  AND ((scope = 'org' AND scope_id = @organization_id) OR (scope = 'automation' AND scope_id = @automation_id::text));
