@@ -182,7 +182,7 @@ func checkBodyText(body []byte) error {
 			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
 				stack[n-1].key, stack[n-1].wantKey = tok, false
 				if problem != "" {
-					return invalidField(path(), "the key %s %s", strconv.QuoteToASCII(tok), problem)
+					return invalidField(path(), "the key %s %s", path(), problem)
 				}
 				continue
 			}
