@@ -13,6 +13,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/outbox"
 )
@@ -229,4 +231,19 @@ func readBody(r *http.Request) ([]byte, error) {
 		return nil, badRequest("invalid_json", "reading the request body: "+err.Error())
 	}
 	return body, nil
+}
+
+// isUnstorableValue reports whether Postgres refused a value as text or as
+// an index entry (too long, invalid encoding, a NUL). It is the safety net
+// behind the edge checks, which name the field; it cannot.
+func isUnstorableValue(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "54000", "22001", "22021", "22P05":
+		return true
+	}
+	return false
 }

@@ -218,6 +218,8 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusForbidden, code: "automation_not_allowed", message: err.Error()}
 	case isDatabaseUnavailable(err):
 		return databaseUnavailable()
+	case isUnstorableValue(err):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: "a value is too long or is not storable text"}
 	}
 	return nil
 }

@@ -75,6 +75,11 @@ func TestIsDatabaseUnavailable(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, isDatabaseUnavailable(tc.err), "%v", tc.err)
 	}
+	for _, code := range []string{"54000", "22001", "22021", "22P05"} {
+		ae := toAPIError(fmt.Errorf("storing: %w", &pgconn.PgError{Code: code}))
+		require.Equal(t, 400, ae.status, code)
+		require.Equal(t, "invalid_request", ae.code, code)
+	}
 	ae := toAPIError(&pgconn.PgError{Code: "57P01"})
 	require.Equal(t, 503, ae.status)
 	require.Equal(t, "database_unavailable", ae.code)
