@@ -17,6 +17,7 @@ build:
 
 test: check-cgo tools-note vet check-generated
 	$(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) fuzz FUZZTIME=5s
 
 # go test -race needs cgo, hence a C compiler. Go turns cgo off by itself
 # when it finds none, so CGO_ENABLED tells both cases.
@@ -45,12 +46,16 @@ generate:
 check-generated:
 	$(SQLC) diff
 
-# Run each fuzz target for FUZZTIME (default 30s).
+# Run each fuzz target for FUZZTIME (default 30s; `make test` runs them for
+# 5s each). A failing input is saved under policy/testdata/fuzz and then
+# replayed by every `go test`.
 FUZZTIME ?= 30s
+FUZZ_TARGETS = FuzzRedact FuzzRedactString FuzzRedactSecrets FuzzTruncate
 fuzz:
-	$(GO) test ./policy -run='^$$' -fuzz=FuzzRedact$$ -fuzztime=$(FUZZTIME)
-	$(GO) test ./policy -run='^$$' -fuzz=FuzzRedactString -fuzztime=$(FUZZTIME)
-	$(GO) test ./policy -run='^$$' -fuzz=FuzzTruncate -fuzztime=$(FUZZTIME)
+	@for target in $(FUZZ_TARGETS); do \
+		echo "$(GO) test ./policy -run='^$$' -fuzz=^$$target\$$ -fuzztime=$(FUZZTIME)"; \
+		$(GO) test ./policy -run='^$$' -fuzz="^$$target\$$" -fuzztime=$(FUZZTIME) || exit 1; \
+	done
 
 # The end-to-end benchmark: HTTP → transaction → River → loopback Slack.
 bench:

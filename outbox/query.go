@@ -90,6 +90,9 @@ func (s *Service) GetModes(ctx context.Context, org, automationID string) (Modes
 	return modes, nil
 }
 
+// maxModeKeyBytes bounds an action-mode key; its parts are indexed.
+const maxModeKeyBytes = 255
+
 // PutModes replaces the overrides of the org or of one automation.
 func (s *Service) PutModes(ctx context.Context, org, automationID, userID string, raw map[string]string) (Modes, error) {
 	var fieldErrs []executors.FieldError
@@ -97,8 +100,8 @@ func (s *Service) PutModes(ctx context.Context, org, automationID, userID string
 	entries := make([]entry, 0, len(raw))
 	for key, value := range raw {
 		i := strings.LastIndex(key, ":")
-		if i <= 0 || i == len(key)-1 {
-			fieldErrs = append(fieldErrs, executors.FieldError{Field: key, Message: `key must be "<source>:<action>"`})
+		if i <= 0 || i == len(key)-1 || len(key) > maxModeKeyBytes {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: key, Message: fmt.Sprintf(`key must be "<source>:<action>", at most %d bytes`, maxModeKeyBytes)})
 			continue
 		}
 		mode, ok := policy.ParseMode(value)
@@ -159,6 +162,9 @@ func (s *Service) PutCredential(ctx context.Context, p *PutCredentialParams) (cr
 	}
 	if strings.TrimSpace(p.Token) == "" {
 		return credential.Info{}, invalid("token", "token is required")
+	}
+	if len(p.UserID) > 255 {
+		return credential.Info{}, invalid("user_id", "user_id must be at most 255 characters")
 	}
 	switch p.TokenKind {
 	case "", executors.TokenKindAPIKey, executors.TokenKindOAuth:

@@ -16,9 +16,27 @@
 //
 // # Redaction and truncation
 //
-// Redact replaces the values of sensitive keys (token, secret, password,
-// authorization, api_key, apikey) at any depth of a JSON document, and
-// RedactString scrubs free-text error messages. Truncate prunes a document
+// Redact replaces, at any depth of a JSON document, the value of every key
+// that names a secret, every well-known token format found inside a string
+// (Slack xox?- tokens, GitHub ghp_/gho_/ghu_/ghs_/ghr_/github_pat_ tokens,
+// JWTs, PEM private keys, Bearer and Basic credentials) and every occurrence
+// of the exact secrets it is given (the credentials a worker used, so that a
+// provider echoing one back stores nothing). RedactString does the same for
+// free text such as error messages, where it also scrubs key=value
+// fragments.
+//
+// A key names a secret when its letters, lower-cased with separators,
+// digits and camelCase dropped, end in token, secret, password, passwd,
+// passphrase, authorization, bearer, cookie(s), credential(s) or key after
+// api, private, secret, access, auth, client, signing, encryption or master
+// (so api-key, x-api-key, accessToken, auth_token, clientSecret, privateKey,
+// set-cookie), or when its last word is pwd, jwt or session. Keys that
+// describe a secret without holding one end in something else and are kept:
+// token_type, session_id, secret_name, and the plural tokens of usage
+// counters such as max_tokens. The spec's six (token, secret, password,
+// authorization, api_key, apikey) are the minimum.
+//
+// Truncate prunes a document
 // structurally (trailing array elements, the largest object members, the tail
 // of long strings) so that what is stored is always valid JSON of bounded
 // size, marked with "_truncated": true. Results are redacted first and

@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -22,18 +23,26 @@ var fuzzDocs = []string{
 	`123456789012345678901234567890`,
 	`{"a":`,
 	`{"a":1} x`,
+	`{"x-api-key":"k","accessToken":"t","session_id":"s","max_tokens":5,"Set-Cookie":["a"]}`,
+	`{"msg":"Authorization: Bearer abc123def456 xoxb-1234-5678-abcdef ghp_abcdefghij0123456789ABCD"}`,
+	`["eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.sig","-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----"]`,
+	`{"xoxp-1111-2222-key":{"Basic dXNlcjpwYXNz":1}}`,
 }
 
-// redactReference is an independent redaction over encoding/json's generic
-// decoding, used to check Redact's output.
+// redactReference is an independent walk over encoding/json's generic
+// decoding, used to check Redact's own parser and tree walk; it shares the
+// string scrubbing.
 func redactReference(v any) any {
+	scrub := func(s string) string {
+		return strings.ReplaceAll(newScrubber(nil).scrub(s, nil), "\x00", "\uFFFD")
+	}
 	switch v := v.(type) {
 	case string:
-		return strings.ReplaceAll(v, "\x00", "\uFFFD")
+		return scrub(v)
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, val := range v {
-			k2 := strings.ReplaceAll(k, "\x00", "\uFFFD")
+			k2 := scrub(k)
 			if isSensitiveKey(k) {
 				out[k2] = Redacted
 			} else {
@@ -100,8 +109,10 @@ func FuzzTruncate(f *testing.F) {
 			}
 			return
 		}
-		var decoded map[string]any
-		require.NoError(t, json.Unmarshal(out, &decoded))
+		// UseNumber: a kept literal such as 1e700 is valid JSON but no
+		// float64.
+		decoded, ok := decodeNumbers(t, out).(map[string]any)
+		require.True(t, ok, "truncated output is not an object: %s", out)
 		require.Equal(t, true, decoded["_truncated"])
 	})
 }
@@ -113,17 +124,88 @@ func FuzzRedactString(f *testing.F) {
 	f.Add("aaaaaaaa", "aaaa", "aaaaa")
 	f.Add("xx[REDACTED]yy", "D]yy", "xx[R")
 	f.Add("Authorization: Basic dXNlcjpwYXNz", "dXNlcjpwYXNz", "Basic")
+	f.Add("sent Bearer sk-live-12345 to xoxb-1-2-abcdef", "Bearer sk-live-12345", "token xoxb")
+	f.Add("cb?k=a%2Bb%2Fc&x=1", "a+b/c", "")
+	f.Add(`{\"k\":\"q\\\"uote\"}`, `q"uote`, "")
 	f.Fuzz(func(t *testing.T, s, secret1, secret2 string) {
 		out := RedactString(s, secret1, secret2)
 		for _, secret := range []string{secret1, secret2} {
-			if len(secret) < minSecretLen {
-				continue
-			}
-			// Text outside the markers must not hold the secret; a secret
-			// sharing characters with the marker can appear across one.
-			for _, piece := range strings.Split(out, Redacted) {
-				require.NotContains(t, piece, secret)
+			requireScrubbed(t, out, secret)
+		}
+	})
+}
+
+// requireScrubbed fails when text outside the Redacted markers of out holds
+// secret (or, for "Bearer x", x). A secret sharing characters with the
+// marker can appear across one, so only the pieces between markers are
+// searched.
+func requireScrubbed(t *testing.T, out, secret string) {
+	t.Helper()
+	if scheme, rest, ok := strings.Cut(secret, " "); ok && isAuthScheme(scheme) {
+		secret = strings.TrimSpace(rest)
+	}
+	if len(secret) < minSecretLen {
+		return
+	}
+	for _, piece := range strings.Split(out, Redacted) {
+		require.NotContains(t, piece, secret)
+	}
+}
+
+// FuzzRedactSecrets plants a secret, in several of the forms it takes in
+// transit, inside keys and values of a document (around an arbitrary valid
+// document) and checks that Redact leaves it nowhere.
+func FuzzRedactSecrets(f *testing.F) {
+	f.Add([]byte(`{"a":1}`), "xoxb-planted-secret", "invalid token: ", "!")
+	f.Add([]byte(`[]`), "Bearer hunter2!", "Authorization: ", "")
+	f.Add([]byte(`"x"`), `q"u\ote<&>`, `{"k":"`, `"}`)
+	f.Add([]byte(`null`), "a+b/c d", "?k=", "&x")
+	f.Add([]byte(`{}`), "aaaa", "aa", "aa")
+	f.Add([]byte(``), "[REDACTED]x", "[REDA", "CTED]")
+	f.Fuzz(func(t *testing.T, doc []byte, secret, prefix, suffix string) {
+		if strings.ContainsAny(secret, "\x00\uFFFD") {
+			// Redact stores NUL as U+FFFD; such a secret could only appear
+			// after that substitution.
+			t.Skip()
+		}
+		bare := secret
+		if scheme, rest, ok := strings.Cut(secret, " "); ok && isAuthScheme(scheme) {
+			bare = strings.TrimSpace(rest)
+		}
+		planted := map[string]any{
+			"text":            prefix + bare + suffix,
+			"nested":          map[string]any{"list": []any{bare, 1, prefix + bare}},
+			bare + suffix:     true,
+			"embedded_json":   `{"e":"` + jsonEscape(bare) + `"}`,
+			"query":           "https://x/?k=" + url.QueryEscape(bare),
+			"header":          "Authorization: Bearer " + bare,
+			"sensitive_token": bare,
+		}
+		if json.Valid(doc) {
+			planted["doc"] = json.RawMessage(doc)
+		}
+		in, err := json.Marshal(planted)
+		require.NoError(t, err)
+
+		out := Redact(in, secret)
+		require.True(t, json.Valid(out), "invalid output %q", out)
+		require.Equal(t, string(out), string(Redact(out, secret)), "not idempotent")
+		var walk func(v any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case string:
+				requireScrubbed(t, v, secret)
+			case map[string]any:
+				for k, val := range v {
+					requireScrubbed(t, k, secret)
+					walk(val)
+				}
+			case []any:
+				for _, e := range v {
+					walk(e)
+				}
 			}
 		}
+		walk(decodeNumbers(t, out))
 	})
 }

@@ -47,9 +47,14 @@ func TestRedact(t *testing.T) {
 			want: `{"secret":"[REDACTED]","ok":1}`,
 		},
 		{
-			name: "ExactKeyOnly",
-			in:   `{"access_tokens":"a","tokens":5,"token_type":"bearer","my_password":"p"}`,
-			want: `{"access_tokens":"a","tokens":5,"token_type":"bearer","my_password":"p"}`,
+			name: "DescriptiveKeysKept",
+			in:   `{"access_tokens":"a","tokens":5,"max_tokens":9,"token_type":"bearer","session_id":"s","secret_name":"n","key":"ENG"}`,
+			want: `{"access_tokens":"a","tokens":5,"max_tokens":9,"token_type":"bearer","session_id":"s","secret_name":"n","key":"ENG"}`,
+		},
+		{
+			name: "KeyFamily",
+			in:   `{"my_password":"p","x-api-key":"k","accessToken":"t","set-cookie":"c","credentials":{"u":"v"}}`,
+			want: `{"my_password":"[REDACTED]","x-api-key":"[REDACTED]","accessToken":"[REDACTED]","set-cookie":"[REDACTED]","credentials":"[REDACTED]"}`,
 		},
 		{
 			name: "EscapedKeyName",
@@ -260,6 +265,22 @@ func TestRedactString(t *testing.T) {
 			want:    "token=[REDACTED] then [REDACTED] leaked",
 		},
 		{
+			name:    "BearerFormOfSecret",
+			in:      "upstream: invalid credentials sk-live-12345 (sent Bearer sk-live-12345)",
+			secrets: []string{"Bearer sk-live-12345"},
+			want:    "upstream: invalid credentials [REDACTED] (sent Bearer [REDACTED])",
+		},
+		{
+			name: "TokenFormatWithoutKey",
+			in:   "echo: got xoxb-1111-2222-abcdefgh from you",
+			want: "echo: got [REDACTED] from you",
+		},
+		{
+			name: "FamilyKeys",
+			in:   "passwd=hunter2 pwd: x1 Cookie: sid=abc privateKey=k clientSecret=c",
+			want: "passwd=[REDACTED] pwd: [REDACTED] Cookie: [REDACTED] privateKey=[REDACTED] clientSecret=[REDACTED]",
+		},
+		{
 			name: "NothingSensitive",
 			in:   "connection refused (max_tokens: 5)",
 			want: "connection refused (max_tokens: 5)",
@@ -287,4 +308,180 @@ func TestRedact_OAuthKeys(t *testing.T) {
 	t.Parallel()
 	out := Redact(json.RawMessage(`{"access_token":"a","Refresh_Token":"r","client_secret":"c","tokens_used":3}`))
 	require.JSONEq(t, `{"access_token":"[REDACTED]","Refresh_Token":"[REDACTED]","client_secret":"[REDACTED]","tokens_used":3}`, string(out))
+}
+
+func TestIsSensitiveKey(t *testing.T) {
+	t.Parallel()
+
+	sensitive := []string{
+		// The spec's six.
+		"token", "secret", "password", "authorization", "api_key", "apikey",
+		// Case, separators and camelCase.
+		"TOKEN", "Api-Key", "API_KEY", "apiKey", "APIKey", "ApiKey", "x-api-key", "X-API-KEY",
+		"accessToken", "access_token", "AccessToken", "auth_token", "authToken", "id_token", "refresh_token",
+		"github_token", "GITHUB_TOKEN", "slack_token", "bot_token", "sessionToken", "session_token", "oauth2_token", "token2",
+		"clientSecret", "client_secret", "secret_key", "secretKey", "aws_secret_access_key", "SECRET",
+		"privateKey", "private_key", "PRIVATE-KEY", "access_key", "signing_key", "masterKey",
+		"passwd", "pwd", "db_pwd", "user.password", "my_password", "newPassword", "passphrase",
+		"bearer", "Bearer", "Proxy-Authorization", "jwt", "JWT", "id_jwt",
+		"cookie", "Cookie", "cookies", "set-cookie", "Set-Cookie",
+		"credential", "credentials", "Credentials", "aws.credentials",
+		"session", "user_session",
+	}
+	for _, k := range sensitive {
+		require.True(t, isSensitiveKey(k), "%q must be redacted", k)
+	}
+
+	kept := []string{
+		"", "_", "123", "user", "text", "channel", "key", "keys", "monkey", "id", "name",
+		// They describe a secret or count language-model tokens; they do not
+		// hold one.
+		"session_id", "sessionId", "SessionID", "session_ids", "sessions",
+		"tokens", "max_tokens", "maxTokens", "tokens_used", "input_tokens", "access_tokens",
+		"token_type", "tokenType", "token_id", "token_expires_at", "expires_in",
+		"secret_name", "secretName", "password_hint", "passwordPolicy", "api_key_id", "apiKeyName",
+		"authorization_url", "cookie_policy", "credential_id", "jwt_algorithm", "keyboard", "turkey",
+		"author", "authority", "bearing", "pwdx",
+	}
+	for _, k := range kept {
+		require.False(t, isSensitiveKey(k), "%q must not be redacted", k)
+	}
+}
+
+func TestKeyWords(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string][]string{
+		"accessToken":       {"access", "token"},
+		"APIKey":            {"api", "key"},
+		"x-api-key":         {"x", "api", "key"},
+		"OAuth2Token":       {"o", "auth", "token"},
+		"HTTPServerURL":     {"http", "server", "url"},
+		"set_cookie":        {"set", "cookie"},
+		"ÉtéPassword":       {"été", "password"},
+		"--":                nil,
+		"aws.secret_Access": {"aws", "secret", "access"},
+	} {
+		require.Equal(t, want, keyWords(in), in)
+	}
+}
+
+func TestRedact_TokenFormats(t *testing.T) {
+	t.Parallel()
+
+	const (
+		slack   = "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOp"
+		ghp     = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+		pat     = "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEF"
+		jwt     = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+		pemKey  = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0\n-----END RSA PRIVATE KEY-----"
+		basicUP = "dXNlcjpodW50ZXIy" // user:hunter2
+	)
+	tests := []struct {
+		name string
+		in   string // a string value
+		want string
+		// prose is text RedactString scrubs more eagerly than Redact.
+		prose bool
+	}{
+		{"Slack", "posting with " + slack + " now", "posting with [REDACTED] now", false},
+		{"SlackUser", "xoxp-2222-3333-abcd", "[REDACTED]", false},
+		{"GitHubClassic", "clone https://" + ghp + "@github.com/x/y", "clone https://[REDACTED]@github.com/x/y", false},
+		{"GitHubOthers", "gho_abcdefghij0123456789 ghu_abcdefghij0123456789 ghs_abcdefghij0123456789 ghr_abcdefghij0123456789",
+			"[REDACTED] [REDACTED] [REDACTED] [REDACTED]", false},
+		{"GitHubFineGrained", "token " + pat + ".", "token [REDACTED].", false},
+		{"JWT", "session " + jwt + " expired", "session [REDACTED] expired", false},
+		{"JWTAlgNone", "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.", "[REDACTED]", false},
+		{"PEM", "key:\n" + pemKey + "\nthanks", "key:\n[REDACTED]\nthanks", false},
+		{"PEMCutOff", "key: -----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "key: [REDACTED]", false},
+		{"AuthorizationHeaderInText", "curl -H 'Authorization: Bearer abc123def456' https://x", "curl -H 'Authorization: Bearer [REDACTED]' https://x", false},
+		{"BearerLong", "bearer AbCdEfGhIjKlMnOpQrStUv", "bearer [REDACTED]", false},
+		{"BasicCredentials", "Authorization: Basic " + basicUP, "Authorization: Basic [REDACTED]", false},
+		// Ordinary prose is left alone.
+		{"BearerProse", "the bearer of bad news; Bearer tokens expire", "the bearer of bad news; Bearer tokens expire", true},
+		{"BasicProse", "basic support and Basic example", "basic support and Basic example", true},
+		{"ShortPrefixes", "xoxb- gh_ ghp_short eyJ. github_pat_x", "xoxb- gh_ ghp_short eyJ. github_pat_x", false},
+		{"PublicKey", "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----", "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in, err := json.Marshal(map[string]any{"text": tt.in, "list": []string{tt.in}})
+			require.NoError(t, err)
+			want, err := json.Marshal(map[string]any{"text": tt.want, "list": []string{tt.want}})
+			require.NoError(t, err)
+			require.JSONEq(t, string(want), string(Redact(in)))
+			if !tt.prose {
+				require.Equal(t, tt.want, RedactString(tt.in))
+			}
+		})
+	}
+}
+
+func TestRedact_Secrets(t *testing.T) {
+	t.Parallel()
+
+	const secret = "s3cr3t-Value/with+chars"
+	tests := []struct {
+		name    string
+		in      string
+		secrets []string
+		want    string
+	}{
+		{
+			name:    "AnyKeyAnyDepth",
+			in:      `{"message":"invalid token s3cr3t-Value/with+chars","data":{"list":["x s3cr3t-Value/with+chars y"]}}`,
+			secrets: []string{secret},
+			want:    `{"message":"invalid token [REDACTED]","data":{"list":["x [REDACTED] y"]}}`,
+		},
+		{
+			name:    "InKeys",
+			in:      `{"s3cr3t-Value/with+chars":1}`,
+			secrets: []string{secret},
+			want:    `{"[REDACTED]":1}`,
+		},
+		{
+			name:    "BearerFormGiven",
+			in:      `{"error":"rejected Bearer s3cr3t-Value/with+chars and s3cr3t-Value/with+chars"}`,
+			secrets: []string{"Bearer " + secret},
+			want:    `{"error":"rejected Bearer [REDACTED] and [REDACTED]"}`,
+		},
+		{
+			name:    "QueryEscapedForm",
+			in:      `{"url":"https://x/cb?key=s3cr3t-Value%2Fwith%2Bchars&a=1"}`,
+			secrets: []string{secret},
+			want:    `{"url":"https://x/cb?key=[REDACTED]&a=1"}`,
+		},
+		{
+			name:    "JSONEscapedFormInsideAString",
+			in:      `{"body":"{\"auth\":\"pa\\\"ss\\\\word\"}"}`,
+			secrets: []string{`pa"ss\word`},
+			want:    `{"body":"{\"auth\":\"[REDACTED]\"}"}`,
+		},
+		{
+			name:    "SeveralSecrets",
+			in:      `{"a":"old-credential then new-credential"}`,
+			secrets: []string{"old-credential", "new-credential", ""},
+			want:    `{"a":"[REDACTED] then [REDACTED]"}`,
+		},
+		{
+			name:    "ShortSecretsIgnored",
+			in:      `{"a":"a b abc"}`,
+			secrets: []string{"a", "abc", " "},
+			want:    `{"a":"a b abc"}`,
+		},
+		{
+			name:    "NumbersAndKeysUntouched",
+			in:      `{"n":12345678,"ok":true}`,
+			secrets: []string{"12345678", "true"},
+			want:    `{"n":12345678,"ok":true}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := Redact(json.RawMessage(tt.in), tt.secrets...)
+			require.Equal(t, tt.want, string(got))
+			require.Equal(t, string(got), string(Redact(got, tt.secrets...)), "not idempotent")
+		})
+	}
 }

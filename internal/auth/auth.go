@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -55,7 +56,23 @@ func (c *Claims) MaySource(sourceID string) bool {
 	return len(c.Sources) == 0 || slices.Contains(c.Sources, sourceID)
 }
 
+// maxClaimBytes bounds every string claim: they are identifiers that end up
+// in indexed columns.
+const maxClaimBytes = 255
+
 func (c *Claims) validate() error {
+	claims := [][2]string{
+		{"org", c.Org}, {"sub", c.Subject}, {"kind", string(c.Kind)}, {"role", string(c.Role)},
+		{"session_id", c.SessionID}, {"automation_id", c.AutomationID}, {"user_id", c.UserID},
+	}
+	for i, s := range c.Sources {
+		claims = append(claims, [2]string{fmt.Sprintf("sources[%d]", i), s})
+	}
+	for _, claim := range claims {
+		if err := checkClaim(claim[0], claim[1]); err != nil {
+			return err
+		}
+	}
 	if c.Org == "" {
 		return errors.New("token has no org claim")
 	}
@@ -76,6 +93,24 @@ func (c *Claims) validate() error {
 	case KindService:
 	default:
 		return fmt.Errorf("token has invalid kind %q", c.Kind)
+	}
+	return nil
+}
+
+// checkClaim refuses a claim value Postgres could not store or index, or
+// that would forge log lines: invalid UTF-8, control characters (NUL
+// included), more than maxClaimBytes.
+func checkClaim(name, value string) error {
+	if !utf8.ValidString(value) {
+		return fmt.Errorf("claim %s is not valid UTF-8", name)
+	}
+	for _, r := range value {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("claim %s contains a control character", name)
+		}
+	}
+	if len(value) > maxClaimBytes {
+		return fmt.Errorf("claim %s is longer than %d bytes", name, maxClaimBytes)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +87,56 @@ func TestClaims_Permissions(t *testing.T) {
 	require.False(t, (&Claims{Kind: KindService, Role: RoleOwner}).CanAdminister())
 	require.True(t, (&Claims{}).MaySource("slack"))
 	require.False(t, (&Claims{Sources: []string{"linear"}}).MaySource("slack"))
+}
+
+func TestVerifier_UnstorableClaims(t *testing.T) {
+	t.Parallel()
+	v, err := NewVerifier(secret)
+	require.NoError(t, err)
+	exp := time.Now().Add(time.Hour).Unix()
+	base := func() jwt.MapClaims {
+		return jwt.MapClaims{"org": "o", "sub": "x", "kind": "sandbox", "session_id": "s", "exp": exp}
+	}
+	long := strings.Repeat("a", maxClaimBytes+1)
+	for _, tc := range []struct {
+		claim string
+		value any
+	}{
+		{"org", "o\x00"}, {"org", long}, {"org", "o\n"},
+		{"sub", "\x00"}, {"sub", long},
+		{"session_id", "s\x00"}, {"session_id", "s\x7f"}, {"session_id", long},
+		{"automation_id", "a\x00"}, {"automation_id", long},
+		{"user_id", "\x00u"}, {"user_id", long},
+		{"sources", []string{"slack", "lin\x00ear"}}, {"sources", []string{long}},
+		{"kind", "sandbox\x00"},
+	} {
+		t.Run(tc.claim, func(t *testing.T) {
+			t.Parallel()
+			c := base()
+			c[tc.claim] = tc.value
+			tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString([]byte(secret))
+			require.NoError(t, err)
+			_, err = v.Verify(tok)
+			require.ErrorContains(t, err, "claim "+tc.claim)
+		})
+	}
+
+	t.Run("InvalidUTF8", func(t *testing.T) {
+		t.Parallel()
+		// encoding/json repairs invalid UTF-8 in a token's payload, so this
+		// only happens to claims built in code.
+		c := Claims{Org: "o\xff", Kind: KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: "x"}}
+		require.ErrorContains(t, c.validate(), "claim org is not valid UTF-8")
+		_, err := Mint(secret, c, time.Hour)
+		require.Error(t, err)
+	})
+	t.Run("LongestAccepted", func(t *testing.T) {
+		t.Parallel()
+		c := base()
+		c["session_id"] = strings.Repeat("é", maxClaimBytes/2)
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString([]byte(secret))
+		require.NoError(t, err)
+		_, err = v.Verify(tok)
+		require.NoError(t, err)
+	})
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -202,8 +203,8 @@ func pageParams(r *http.Request) (outbox.Page, error) {
 			continue
 		}
 		n, err := strconv.Atoi(raw)
-		if err != nil || n < 0 || (name == "limit" && n > 100) {
-			return p, badRequest("invalid_request", name+" must be an integer between 0 and 100 (limit) or non-negative (offset)")
+		if err != nil || n < 0 || (name == "limit" && n > 100) || n > math.MaxInt32 {
+			return p, invalidField(name, "%s must be an integer between 0 and 100 (limit) or between 0 and %d (offset)", name, math.MaxInt32)
 		}
 		*dst = n
 	}

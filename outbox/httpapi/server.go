@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -100,8 +101,9 @@ type claimsKey struct{}
 // JSON in one place.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, c *auth.Claims) error
 
-// authed verifies the bearer token, applies the route's rule and runs its
-// handler.
+// authed verifies the bearer token, refuses text Postgres cannot store in
+// the path, query and Idempotency-Key (checkRequestText), applies the
+// route's rule and runs its handler.
 func (s *Server) authed(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The scheme is case-insensitive (RFC 9110 §11.1).
@@ -113,6 +115,10 @@ func (s *Server) authed(rt *route) http.Handler {
 		claims, err := s.verifier.Verify(strings.TrimSpace(token))
 		if err != nil {
 			writeError(w, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "invalid token: " + err.Error()})
+			return
+		}
+		if err := checkRequestText(r); err != nil {
+			s.writeErr(w, r, err)
 			return
 		}
 		if err := rt.authorize(r, claims); err != nil {
@@ -210,15 +216,22 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusForbidden, code: "source_not_allowed", message: err.Error()}
 	case errors.Is(err, outbox.ErrAutomationNotAllowed):
 		return &apiError{status: http.StatusForbidden, code: "automation_not_allowed", message: err.Error()}
+	case isDatabaseUnavailable(err):
+		return databaseUnavailable()
+	case isUnstorableValue(err):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: "a value is too long or is not storable text"}
 	}
 	return nil
 }
 
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	ae := toAPIError(err)
-	if ae == nil {
+	switch {
+	case ae == nil:
 		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		ae = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
+	case ae.status == http.StatusServiceUnavailable:
+		s.logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", ae.status, "error", err)
 	}
 	writeError(w, ae)
 }
@@ -245,18 +258,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // decode reads one JSON object from the body into v. Unknown fields are
-// errors unless lenient.
+// errors unless lenient. Text Postgres cannot store is refused first, with
+// the field named (checkBodyText).
 func decode(r *http.Request, v any, lenient bool) error {
-	dec := json.NewDecoder(r.Body)
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if err := checkBodyText(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if !lenient {
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(v); err != nil {
-		var maxErr *http.MaxBytesError
-		switch {
-		case errors.As(err, &maxErr):
-			return &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: fmt.Sprintf("request body exceeds %d bytes", maxErr.Limit)}
-		case errors.Is(err, io.EOF):
+		if errors.Is(err, io.EOF) {
 			return badRequest("invalid_json", "request body is empty")
 		}
 		return badRequest("invalid_json", "request body is not valid JSON: "+err.Error())

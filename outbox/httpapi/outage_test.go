@@ -1,0 +1,81 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/app"
+	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/internal/pglaunch"
+	"github.com/outboxd/outboxd/migrations"
+)
+
+// TestOutage_DatabaseUnavailable stops the API's Postgres (a private server
+// of this test), checks that reads and writes answer 503
+// database_unavailable with Retry-After, then starts it again and checks
+// that nothing was written and that the API recovers on its own.
+func TestOutage_DatabaseUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := &pglaunch.Config{DataDir: filepath.Join(t.TempDir(), "pg"), Fast: true}
+	srv, err := pglaunch.Start(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, srv.RemoveData()) })
+	require.NoError(t, srv.CreateDatabase(ctx, "outboxd"))
+	dbURL := srv.URL("outboxd")
+	pool, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	_, err = migrations.Up(ctx, pool)
+	pool.Close()
+	require.NoError(t, err)
+
+	b := apptest.Start(t, &apptest.Options{DatabaseURL: dbURL, Role: app.RoleAPI})
+	b.StoreSlackToken("xoxb-outage-token")
+	pending := b.Invoke("send_message", message).Body["invocation_id"].(string)
+	before := databaseDigest(t, b)
+
+	require.NoError(t, srv.Stop(ctx))
+	sess := "/v1/sessions/" + apptest.Session + "/actions"
+	for _, c := range []struct {
+		method, path, token string
+		body                any
+	}{
+		{"POST", sess + "/invoke", b.Sandbox(), map[string]any{"integration": "slack", "action": "send_message", "params": message}},
+		{"POST", "/v1/envelopes", b.Service(), envelope("outage-1", nil)},
+		{"POST", "/v1/invocations/" + pending + "/approve", b.Owner(), map[string]string{"mode": "always"}},
+		{"POST", "/v1/invocations/" + pending + "/deny", b.Owner(), map[string]string{"reason": "no"}},
+		{"PUT", "/v1/action-modes", b.Owner(), map[string]string{"slack:send_message": "allow"}},
+		{"PUT", "/v1/credentials/slack", b.Owner(), map[string]string{"token": "xoxb-replaced"}},
+		{"PUT", "/v1/do-not-contact", b.Owner(), map[string]any{"patterns": []string{"#general"}}},
+		{"POST", "/v1/dead-letters/retry", b.Owner(), map[string]any{"ids": []string{pending}}},
+		{"POST", "/v1/queues/default/pause", b.Owner(), nil},
+		{"GET", "/v1/invocations", b.Owner(), nil},
+		{"GET", "/v1/invocations/" + pending, b.Owner(), nil},
+		{"GET", sess + "/available", b.Sandbox(), nil},
+		{"GET", "/v1/credentials", b.Owner(), nil},
+		{"GET", "/v1/queues", b.Owner(), nil},
+	} {
+		r := b.Do(c.method, c.path, c.token, c.body)
+		e := requireAPIError(t, r, http.StatusServiceUnavailable, "database_unavailable")
+		require.Equal(t, "5", r.Header.Get("Retry-After"), c.method+" "+c.path)
+		require.EqualValues(t, 5, e["details"].(map[string]any)["retry_after_seconds"])
+	}
+	requireAPIError(t, b.Do("GET", "/readyz", "", nil), http.StatusServiceUnavailable, "database_unreachable")
+
+	cfg.DataDir, cfg.Port = srv.DataDir(), srv.Port()
+	srv, err = pglaunch.Start(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, srv.Stop(context.Background())) })
+	require.Eventually(t, func() bool {
+		return b.Do("GET", "/v1/invocations", b.Owner(), nil).Status == http.StatusOK
+	}, 20*time.Second, 100*time.Millisecond)
+	require.Equal(t, before, databaseDigest(t, b), "a request refused during the outage wrote something")
+	require.Equal(t, "pending", b.Invocation(pending)["status"])
+	require.Equal(t, http.StatusAccepted, b.Invoke("send_message", message).Status)
+}
