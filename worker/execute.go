@@ -65,7 +65,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	source, err := w.deps.Sources.Source(ctx, inv.OrganizationID, inv.Integration)
 	if err != nil {
 		if errors.Is(err, catalog.ErrNotFound) {
-			return w.fail(bg, job, inv, nil, &executors.Error{Code: "unknown_source", Message: "source " + inv.Integration + " is not available (removed or disabled)"}, "")
+			return w.fail(bg, job, inv, nil, &executors.Error{Code: "unknown_source", Message: "source " + inv.Integration + " is not available (removed or disabled)"}, nil)
 		}
 		return fmt.Errorf("resolving source: %w", err)
 	}
@@ -110,11 +110,15 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	}
 
 	start := time.Now()
+	// Every credential value this job used is scrubbed from what it stores
+	// and logs, whatever key or text a provider echoes it in.
+	secrets := []string{tok.Value}
 	res, err := w.call(ctx, source, inv, tok)
 	if unauthorized(err) {
 		// The provider rejected the credential: refresh it once and retry.
 		log.Info("provider rejected the credential; refreshing the token and retrying once")
 		tok, err = w.deps.Tokens.Token(ctx, req, true)
+		secrets = append(secrets, tok.Value)
 		if err != nil {
 			return w.tokenFailure(bg, job, inv, err, log)
 		}
@@ -127,11 +131,11 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	duration := ptr(int32(elapsed.Milliseconds()))
 	if err != nil {
 		w.deps.Metrics.JobDuration.WithLabelValues(inv.Integration, "error").Observe(elapsed.Seconds())
-		return w.retryOrFail(bg, job, inv, duration, executors.Classify(err), tok.Value, log)
+		return w.retryOrFail(bg, job, inv, duration, executors.Classify(err), secrets, log)
 	}
 	w.deps.Metrics.JobDuration.WithLabelValues(inv.Integration, "success").Observe(elapsed.Seconds())
 
-	result := policy.Truncate(policy.Redact(orNull(res.Data)), policy.MaxStoredBytes)
+	result := policy.Truncate(policy.Redact(orNull(res.Data), secrets...), policy.MaxStoredBytes)
 	err = w.finish(bg, job, inv, func(tx pgx.Tx) (invocation.Invocation, error) {
 		return w.store.Complete(bg, tx, inv.ID, &invocation.Outcome{
 			Result: result, ProviderRef: res.ProviderRef, Conflict: res.Conflict, DurationMs: duration,
@@ -179,27 +183,27 @@ func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv i
 func (w *ExecuteWorker) tokenFailure(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, err error, log *slog.Logger) error {
 	switch {
 	case errors.Is(err, credential.ErrNotFound):
-		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "credential_missing", Message: "no credential is stored for " + inv.Integration}, "")
+		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "credential_missing", Message: "no credential is stored for " + inv.Integration}, nil)
 	case errors.Is(err, credential.ErrUnreadable):
-		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "credential_unreadable", Message: err.Error()}, "")
+		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "credential_unreadable", Message: err.Error()}, nil)
 	case errors.Is(err, credential.ErrInactive):
-		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "integration_inactive", Message: err.Error()}, "")
+		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "integration_inactive", Message: err.Error()}, nil)
 	case errors.Is(err, credential.ErrRefused):
-		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "credential_unavailable", Message: err.Error()}, "")
+		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "credential_unavailable", Message: err.Error()}, nil)
 	}
-	return w.retryOrFail(ctx, job, inv, nil, executors.Classify(fmt.Errorf("resolving credential: %w", err)), "", log)
+	return w.retryOrFail(ctx, job, inv, nil, executors.Classify(fmt.Errorf("resolving credential: %w", err)), nil, log)
 }
 
 // retryOrFail decides what a failed call becomes: a snooze when the provider
 // asked us to wait, a retry while attempts remain, otherwise failed.
-func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, duration *int32, e *executors.Error, token string, log *slog.Logger) error {
-	msg := policy.RedactString(e.Error(), token)
+func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, duration *int32, e *executors.Error, secrets []string, log *slog.Logger) error {
+	msg := policy.RedactString(e.Error(), secrets...)
 	if e.RetryAfter > 0 {
 		w.drain(ctx, inv, e.RetryAfter)
 	}
 	switch {
 	case !e.Retryable:
-		return w.fail(ctx, job, inv, duration, e, token)
+		return w.fail(ctx, job, inv, duration, e, secrets)
 	case e.RetryAfter > 0 && int(inv.ProviderWaits) < w.cfg.MaxProviderWaits:
 		if _, err := w.store.Snooze(ctx, w.deps.Pool, inv.ID, msg, duration); err != nil && !errors.Is(err, invocation.ErrConflict) {
 			return err
@@ -208,7 +212,7 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[invocati
 		return river.JobSnooze(e.RetryAfter)
 	case job.Attempt >= job.MaxAttempts:
 		// River discards the job when this error comes back: the dead letter.
-		if _, err := w.recordFailure(ctx, inv, duration, e, token); err != nil {
+		if _, err := w.recordFailure(ctx, inv, duration, e, secrets); err != nil {
 			return err
 		}
 		log.Warn("invocation failed after its last attempt", "status", invocation.StatusFailed, "error", msg)
@@ -224,8 +228,8 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[invocati
 
 // fail records a non-retryable failure, notifies waiters and cancels the job
 // so River never runs it again.
-func (w *ExecuteWorker) fail(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, duration *int32, e *executors.Error, token string) error {
-	msg, err := w.recordFailure(ctx, inv, duration, e, token)
+func (w *ExecuteWorker) fail(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, duration *int32, e *executors.Error, secrets []string) error {
+	msg, err := w.recordFailure(ctx, inv, duration, e, secrets)
 	if err != nil {
 		return err
 	}
@@ -237,8 +241,8 @@ func (w *ExecuteWorker) fail(ctx context.Context, job *river.Job[invocation.Exec
 // recordFailure marks the invocation failed (a dead letter) and returns the
 // redacted error message. An invocation that left executing meanwhile (a
 // cancel won) is left as it is.
-func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invocation, duration *int32, e *executors.Error, token string) (string, error) {
-	msg := policy.RedactString(e.Error(), token)
+func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invocation, duration *int32, e *executors.Error, secrets []string) (string, error) {
+	msg := policy.RedactString(e.Error(), secrets...)
 	if _, err := w.store.Fail(ctx, w.deps.Pool, inv.ID, msg, duration); err != nil && !errors.Is(err, invocation.ErrConflict) {
 		return "", err
 	}

@@ -148,3 +148,37 @@ func TestSecrets_NeverStored(t *testing.T) {
 	}
 	require.NoError(t, jobs.Err())
 }
+
+// TestSecrets_EchoedCredentialIsScrubbed checks a credential the provider
+// echoes back, under any key and inside free text, is stored and shown
+// nowhere, even when it has no recognisable token format.
+func TestSecrets_EchoedCredentialIsScrubbed(t *testing.T) {
+	t.Parallel()
+	const credential = "opaque-credential-8f3k2q"
+	b := apptest.Start(t, &apptest.Options{SlackFunc: func(w http.ResponseWriter, r *http.Request) {
+		used := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"ok":true,"ts":"1.2","note":"served for `+used+`","list":["`+used+`"]}`)
+	}})
+	b.StoreSlackToken(credential)
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+
+	ok := b.Invoke("send_message", map[string]any{"channel": "C1", "text": "hello"})
+	require.Equal(t, http.StatusOK, ok.Status, string(ok.Raw))
+	require.Contains(t, string(ok.Raw), "served for [REDACTED]")
+	b.Slack.SetHandler(func(w http.ResponseWriter, r *http.Request) {
+		used := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"ok":false,"error":"invalid_arguments","detail":"request with `+used+` refused"}`)
+	})
+	failed := b.Invoke("send_message", map[string]any{"channel": "C1", "text": "please fail"})
+	require.Equal(t, http.StatusBadGateway, failed.Status, string(failed.Raw))
+
+	for _, raw := range []string{string(ok.Raw), string(failed.Raw), string(b.Do("GET", "/v1/invocations", b.Owner(), nil).Raw),
+		string(b.Do("GET", "/v1/dead-letters", b.Owner(), nil).Raw)} {
+		require.NotContains(t, raw, credential)
+	}
+	require.Zero(t, countRows(t, b, `SELECT count(*) FROM action_invocations i WHERE row_to_json(i)::text LIKE '%'||$1||'%'`, credential))
+	require.Zero(t, countRows(t, b, `SELECT count(*) FROM invocation_events e WHERE row_to_json(e)::text LIKE '%'||$1||'%'`, credential))
+}
