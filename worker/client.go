@@ -42,8 +42,16 @@ type Config struct {
 	// ordinary failures. Default 20.
 	MaxProviderWaits int
 	// RescueAfter is how long a job may stay running before River assumes
-	// its process died and makes it available again. Default 5m.
+	// its process died and makes it available again. A job cannot run
+	// longer than JobTimeout (River cancels it), so the default is
+	// JobTimeout plus 5s: no job still running elsewhere is rescued, and a
+	// killed process's jobs run again within RescueAfter plus River's 30s
+	// rescuer interval.
 	RescueAfter time.Duration
+	// BookkeepingRetry is how long the worker keeps trying to record the
+	// outcome of a provider call while Postgres is unreachable, before the
+	// job fails and River runs it (and the call) again. Default 2m.
+	BookkeepingRetry time.Duration
 	// SweepInterval is how often pending invocations past expiry are
 	// expired, as a safety net for the per-invocation expiry jobs.
 	// Default 60s.
@@ -57,18 +65,27 @@ type Config struct {
 
 // WithDefaults returns a copy with unset fields defaulted.
 func (c *Config) WithDefaults() *Config {
-	return &Config{
+	cfg := &Config{
 		MaxWorkers:       cmp.Or(c.MaxWorkers, 50),
 		MaxAttempts:      cmp.Or(c.MaxAttempts, 5),
 		RetryBaseDelay:   cmp.Or(c.RetryBaseDelay, time.Second),
 		RetryMaxDelay:    cmp.Or(c.RetryMaxDelay, 5*time.Minute),
-		CallTimeout:      cmp.Or(c.CallTimeout, 30*time.Second),
-		RescueAfter:      cmp.Or(c.RescueAfter, 5*time.Minute),
+		CallTimeout:      cmp.Or(c.CallTimeout, 20*time.Second),
+		RescueAfter:      c.RescueAfter,
+		BookkeepingRetry: cmp.Or(c.BookkeepingRetry, 2*time.Minute),
 		MaxProviderWaits: cmp.Or(c.MaxProviderWaits, 20),
 		SweepInterval:    cmp.Or(c.SweepInterval, time.Minute),
 		PollInterval:     cmp.Or(c.PollInterval, 100*time.Millisecond),
 	}
+	if cfg.RescueAfter == 0 {
+		cfg.RescueAfter = cfg.JobTimeout() + rescueMargin
+	}
+	return cfg
 }
+
+// rescueMargin is how much longer than the job timeout a job must run
+// before it is presumed orphaned.
+const rescueMargin = 5 * time.Second
 
 func (c *Config) validate() error {
 	switch {

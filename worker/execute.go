@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/sethvargo/go-retry"
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/catalog"
@@ -243,7 +244,14 @@ func (w *ExecuteWorker) fail(ctx context.Context, job *river.Job[invocation.Exec
 // cancel won) is left as it is.
 func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invocation, duration *int32, e *executors.Error, secrets []string) (string, error) {
 	msg := policy.RedactString(e.Error(), secrets...)
-	if _, err := w.store.Fail(ctx, w.deps.Pool, inv.ID, msg, duration); err != nil && !errors.Is(err, invocation.ErrConflict) {
+	err := w.persist(ctx, func(ctx context.Context) error {
+		_, err := w.store.Fail(ctx, w.deps.Pool, inv.ID, msg, duration)
+		if errors.Is(err, invocation.ErrConflict) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
 		return "", err
 	}
 	w.deps.Metrics.InvocationStatus(inv.Mode, string(invocation.StatusFailed))
@@ -254,19 +262,23 @@ func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invoca
 // transaction.
 func (w *ExecuteWorker) finish(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, update func(tx pgx.Tx) (invocation.Invocation, error)) error {
 	var finished invocation.Invocation
-	err := dbutil.WithTx(ctx, w.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
-		var err error
-		finished, err = update(tx)
-		if errors.Is(err, invocation.ErrConflict) {
-			return nil // someone else finished it; the job just completes
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
-			return fmt.Errorf("completing job: %w", err)
-		}
-		return nil
+	err := w.persist(ctx, func(ctx context.Context) error {
+		return dbutil.WithTx(ctx, w.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
+			var err error
+			finished, err = update(tx)
+			if errors.Is(err, invocation.ErrConflict) {
+				// Someone else finished it, or an earlier try of this
+				// transaction committed before its answer was lost.
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+				return fmt.Errorf("completing job: %w", err)
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return err
@@ -275,6 +287,28 @@ func (w *ExecuteWorker) finish(ctx context.Context, job *river.Job[invocation.Ex
 		w.deps.Metrics.InvocationStatus(inv.Mode, string(finished.Status))
 	}
 	return nil
+}
+
+// persist runs the bookkeeping of a call that already happened. While
+// Postgres is unreachable (a restart, a failover) it tries again with
+// backoff for up to Config.BookkeepingRetry rather than failing the job:
+// a failed job runs again, and its provider call with it.
+func (w *ExecuteWorker) persist(ctx context.Context, fn func(ctx context.Context) error) error {
+	backoff := retry.WithMaxDuration(w.cfg.BookkeepingRetry,
+		retry.WithCappedDuration(2*time.Second, retry.WithJitterPercent(20, retry.NewExponential(50*time.Millisecond))))
+	attempts := 0
+	err := retry.Do(ctx, backoff, func(ctx context.Context) error {
+		attempts++
+		err := fn(ctx)
+		if err != nil && dbutil.Unavailable(err) {
+			return retry.RetryableError(err)
+		}
+		return err
+	})
+	if attempts > 1 && err == nil {
+		w.logger.Info("recorded an outcome after the database came back", "attempts", attempts)
+	}
+	return err
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/migrations"
 	"github.com/outboxd/outboxd/outbox"
@@ -216,7 +217,7 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusForbidden, code: "source_not_allowed", message: err.Error()}
 	case errors.Is(err, outbox.ErrAutomationNotAllowed):
 		return &apiError{status: http.StatusForbidden, code: "automation_not_allowed", message: err.Error()}
-	case isDatabaseUnavailable(err):
+	case dbutil.Unavailable(err):
 		return databaseUnavailable()
 	case isUnstorableValue(err):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: "a value is too long or is not storable text"}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/internal/pgtest"
 	"github.com/outboxd/outboxd/outbox"
 )
@@ -28,7 +29,7 @@ func TestIsDatabaseUnavailable(t *testing.T) {
 		require.NoError(t, ln.Close())
 		_, err = pgx.Connect(ctx, "postgres://x@"+addr+"/x?sslmode=disable&connect_timeout=5")
 		require.Error(t, err)
-		require.True(t, isDatabaseUnavailable(fmt.Errorf("loading invocation: %w", err)), "%v", err)
+		require.True(t, dbutil.Unavailable(fmt.Errorf("loading invocation: %w", err)), "%v", err)
 	})
 	t.Run("TerminatedBackend", func(t *testing.T) {
 		t.Parallel()
@@ -41,10 +42,10 @@ func TestIsDatabaseUnavailable(t *testing.T) {
 		require.True(t, terminated)
 		_, err = conn.Exec(ctx, `SELECT 1`)
 		require.Error(t, err)
-		require.True(t, isDatabaseUnavailable(err), "%v", err)
+		require.True(t, dbutil.Unavailable(err), "%v", err)
 		// The connection is now closed for good.
 		_, err = conn.Exec(ctx, `SELECT 1`)
-		require.True(t, isDatabaseUnavailable(err), "%v", err)
+		require.True(t, dbutil.Unavailable(err), "%v", err)
 	})
 	t.Run("AcquireDeadline", func(t *testing.T) {
 		t.Parallel()
@@ -53,7 +54,7 @@ func TestIsDatabaseUnavailable(t *testing.T) {
 		<-ctx.Done()
 		_, err := pgtest.Pool(t).Acquire(ctx)
 		require.Error(t, err)
-		require.True(t, isDatabaseUnavailable(err), "%v", err)
+		require.True(t, dbutil.Unavailable(err), "%v", err)
 	})
 
 	for _, tc := range []struct {
@@ -73,7 +74,7 @@ func TestIsDatabaseUnavailable(t *testing.T) {
 		{errors.New("boom"), false},
 		{context.Canceled, false},
 	} {
-		require.Equal(t, tc.want, isDatabaseUnavailable(tc.err), "%v", tc.err)
+		require.Equal(t, tc.want, dbutil.Unavailable(tc.err), "%v", tc.err)
 	}
 	for _, code := range []string{"54000", "22001", "22021", "22P05"} {
 		ae := toAPIError(fmt.Errorf("storing: %w", &pgconn.PgError{Code: code}))

@@ -1,0 +1,93 @@
+package worker_test
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/internal/pglaunch"
+	"github.com/outboxd/outboxd/migrations"
+)
+
+// TestExecute_OutcomeSurvivesPostgresRestart restarts Postgres while
+// provider calls are in flight: the calls that completed are recorded once
+// the database is back, and none is made twice.
+func TestExecute_OutcomeSurvivesPostgresRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := &pglaunch.Config{DataDir: filepath.Join(t.TempDir(), "pg"), Fast: true}
+	srv, err := pglaunch.Start(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.RemoveData() })
+	require.NoError(t, srv.CreateDatabase(ctx, "outboxd"))
+	dbURL := srv.URL("outboxd")
+	pool, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	_, err = migrations.Up(ctx, pool)
+	pool.Close()
+	require.NoError(t, err)
+
+	const n = 8
+	var (
+		mu        sync.Mutex
+		restarted bool
+		arrived   int
+		release   = make(chan struct{})
+		back      = make(chan error, 1)
+	)
+	b := apptest.Start(t, &apptest.Options{DatabaseURL: dbURL, SlackFunc: func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrived++
+		last := arrived == n && !restarted
+		if last {
+			restarted = true
+		}
+		mu.Unlock()
+		if last {
+			// Every call is in flight: take Postgres down under them, then
+			// answer them all while it is down.
+			go func() {
+				err := srv.Stop(context.Background())
+				if err == nil {
+					close(release)
+					time.Sleep(2 * time.Second)
+					srv, err = pglaunch.Start(context.Background(), &pglaunch.Config{DataDir: srv.DataDir(), Port: srv.Port(), Fast: true})
+				}
+				back <- err
+			}()
+		}
+		select {
+		case <-release:
+		case <-time.After(30 * time.Second):
+		}
+		apptest.SlackOK(w, r)
+	}})
+	allowSlack(b)
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = enqueue(t, b, "restart-"+string(rune('a'+i)))
+	}
+	require.NoError(t, <-back)
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+
+	require.Eventually(t, func() bool {
+		var done int
+		err := b.Pool.QueryRow(ctx, `SELECT count(*) FROM action_invocations WHERE status = 'completed'`).Scan(&done)
+		return err == nil && done == n
+	}, 60*time.Second, 200*time.Millisecond)
+	calls := map[string]int{}
+	for _, req := range b.Slack.Requests() {
+		calls[req.IdempotencyKey]++
+	}
+	require.Len(t, calls, n)
+	for key, c := range calls {
+		require.Equal(t, 1, c, "invocation %s was called %d times", key, c)
+	}
+}
