@@ -104,7 +104,7 @@ func (s *Service) EnqueueBatch(ctx context.Context, by *Enqueuer, envs []Envelop
 		i := owners[k]
 		if inv == nil {
 			// A concurrent request took the external id meanwhile.
-			existing, _, err := s.existing(ctx, preps[i].r, preps[i].hash)
+			existing, _, err := s.existing(ctx, s.deps.Pool, preps[i].r, preps[i].hash)
 			items[i] = BatchItem{Invocation: existing, Err: err}
 			continue
 		}

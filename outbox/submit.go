@@ -52,23 +52,28 @@ func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invoca
 	if err != nil {
 		return inv, false, err
 	}
-	if existing, ok, err := s.existing(ctx, r, p.hash); ok || err != nil {
-		return existing, false, err
-	}
-	if r.origin == originInvoke {
-		if err := s.hitInvokeRate(ctx, r.org, r.sessionID); err != nil {
-			return inv, false, err
-		}
-	}
-	modes, err := s.queries.ModeForAction(ctx, s.deps.Pool, dbsqlc.ModeForActionParams{
-		OrganizationID: r.org, AutomationID: r.automationID, SourceID: r.source, ActionID: r.action,
-	})
-	if err != nil {
-		return inv, false, fmt.Errorf("loading mode overrides: %w", err)
-	}
-	create := s.plan(p, modes.OrgMode, modes.AutomationMode)
-
+	// One transaction: the repeat check, the invoke rate and the mode
+	// overrides are read in it, so a request costs one transaction, and a
+	// deny override written just before is always seen.
+	var repeat bool
 	inv, err = dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
+		existing, ok, err := s.existing(ctx, tx, r, p.hash)
+		if ok || err != nil {
+			repeat = ok
+			return existing, err
+		}
+		if r.origin == originInvoke {
+			if err := s.hitInvokeRate(ctx, tx, r.org, r.sessionID); err != nil {
+				return inv, err
+			}
+		}
+		modes, err := s.queries.ModeForAction(ctx, tx, dbsqlc.ModeForActionParams{
+			OrganizationID: r.org, AutomationID: r.automationID, SourceID: r.source, ActionID: r.action,
+		})
+		if err != nil {
+			return inv, fmt.Errorf("loading mode overrides: %w", err)
+		}
+		create := s.plan(p, modes.OrgMode, modes.AutomationMode)
 		if create.Status == invocation.StatusPending && r.sessionID != "" {
 			if err := s.checkPendingCap(ctx, tx, r.org, r.sessionID); err != nil {
 				return inv, err
@@ -76,9 +81,12 @@ func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invoca
 		}
 		return s.store.Create(ctx, tx, create)
 	})
+	if repeat {
+		return inv, false, err
+	}
 	if errors.Is(err, invocation.ErrDuplicate) {
 		// A concurrent request with the same key won.
-		existing, _, err := s.existing(ctx, r, p.hash)
+		existing, _, err := s.existing(ctx, s.deps.Pool, r, p.hash)
 		return existing, false, err
 	}
 	if err != nil {
@@ -258,8 +266,8 @@ func resolveMode(src executors.Source, def executors.Definition, in policy.ModeI
 
 // existing returns the invocation an earlier request with the same
 // idempotency key or external id created. ok is false when there is none.
-func (s *Service) existing(ctx context.Context, r *request, hash string) (invocation.Invocation, bool, error) {
-	inv, ok, err := s.store.GetByKey(ctx, s.deps.Pool, r.org, r.idempotencyKey, r.externalID)
+func (s *Service) existing(ctx context.Context, db invocation.DB, r *request, hash string) (invocation.Invocation, bool, error) {
+	inv, ok, err := s.store.GetByKey(ctx, db, r.org, r.idempotencyKey, r.externalID)
 	if !ok || err != nil {
 		return inv, ok, err
 	}
@@ -286,11 +294,12 @@ func (s *Service) checkPendingCap(ctx context.Context, tx pgx.Tx, org, sessionID
 }
 
 // hitInvokeRate counts one invoke in the session's current minute window,
-// in a table every API process shares.
-func (s *Service) hitInvokeRate(ctx context.Context, org, sessionID string) error {
+// in a table every API process shares. A refused invoke rolls its count
+// back with its transaction.
+func (s *Service) hitInvokeRate(ctx context.Context, tx pgx.Tx, org, sessionID string) error {
 	now := time.Now()
 	window := now.Truncate(time.Minute)
-	n, err := s.queries.InvokeRateHit(ctx, s.deps.Pool, dbsqlc.InvokeRateHitParams{OrganizationID: org, SessionID: sessionID, WindowStart: window})
+	n, err := s.queries.InvokeRateHit(ctx, tx, dbsqlc.InvokeRateHitParams{OrganizationID: org, SessionID: sessionID, WindowStart: window})
 	if err != nil {
 		return fmt.Errorf("counting invoke rate: %w", err)
 	}

@@ -50,7 +50,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	// cancelled (shutdown, timeout), or the outcome would be lost.
 	bg := context.WithoutCancel(ctx)
 
-	inv, err := w.store.GetByID(ctx, w.deps.Pool, job.Args.InvocationID)
+	inv, rc, err := w.store.GetForRun(ctx, w.deps.Pool, job.Args.InvocationID)
 	if errors.Is(err, invocation.ErrNotFound) {
 		return river.JobCancel(err)
 	}
@@ -71,7 +71,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		return fmt.Errorf("resolving source: %w", err)
 	}
 
-	skip, wait, err := w.gates(ctx, inv, source)
+	skip, wait, err := w.gates(ctx, inv, rc, source)
 	switch {
 	case err != nil:
 		return err
@@ -102,7 +102,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		return fmt.Errorf("marking invocation executing: %w", err)
 	}
 
-	req := credential.Request{Org: inv.OrganizationID, Integration: inv.Integration, UserID: deref(inv.UserID)}
+	req := credential.Request{Org: inv.OrganizationID, Integration: inv.Integration, UserID: deref(inv.UserID), Version: rc.CredentialVersion}
 	var tok credential.Token
 	if needsCredential(source) {
 		if tok, err = w.deps.Tokens.Token(ctx, req, false); err != nil {

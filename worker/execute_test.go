@@ -257,3 +257,18 @@ func TestExecute_ProviderWaitsAreBounded(t *testing.T) {
 	require.Equal(t, float64(2), inv["provider_waits"])
 	require.Len(t, b.Slack.Requests(), 3)
 }
+
+// TestExecute_ChangedCredentialIsUsedByTheNextJob checks the worker's cache
+// of decrypted credentials never serves a credential that was replaced.
+func TestExecute_ChangedCredentialIsUsedByTheNextJob(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	allowSlack(b)
+	b.WaitStatus(enqueue(t, b, "cred-1"), invocation.StatusCompleted, 10*time.Second)
+	b.StoreSlackToken("xoxb-rotated-token")
+	b.WaitStatus(enqueue(t, b, "cred-2"), invocation.StatusCompleted, 10*time.Second)
+	reqs := b.Slack.Requests()
+	require.Len(t, reqs, 2)
+	require.Equal(t, "Bearer xoxb-worker-token", reqs[0].Authorization)
+	require.Equal(t, "Bearer xoxb-rotated-token", reqs[1].Authorization)
+}

@@ -7,26 +7,21 @@ import (
 	"time"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/policy"
 )
 
 // gates are checked before every call: a passed must_run_before or a
 // do-not-contact match skips the invocation (skip says why); quiet hours
-// make it wait. The organization's settings cost one round trip.
-func (w *ExecuteWorker) gates(ctx context.Context, inv invocation.Invocation, source executors.Source) (skip string, wait time.Duration, err error) {
+// make it wait. The settings come with the invocation (GetForRun).
+func (w *ExecuteWorker) gates(ctx context.Context, inv invocation.Invocation, rc invocation.RunContext, source executors.Source) (skip string, wait time.Duration, err error) {
 	if inv.MustRunBefore != nil && time.Now().After(*inv.MustRunBefore) {
 		return "must_run_before passed before the action could run", 0, nil
 	}
-	settings, err := w.queries.GateSettings(ctx, w.deps.Pool, dbsqlc.GateSettingsParams{OrganizationID: inv.OrganizationID, Bucket: deref(inv.RateBucket)})
-	if err != nil {
-		return "", 0, fmt.Errorf("loading gate settings: %w", err)
-	}
-	if skip, err = doNotContact(ctx, inv, source, settings.Patterns); skip != "" || err != nil {
+	if skip, err = doNotContact(ctx, inv, source, rc.DoNotContact); skip != "" || err != nil {
 		return skip, 0, err
 	}
-	wait, err = quietHours(settings.Windows, time.Now())
+	wait, err = quietHours(rc.QuietHours, time.Now())
 	return "", wait, err
 }
 

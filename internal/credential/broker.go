@@ -86,6 +86,7 @@ const skew = 30 * time.Second
 // Token implements the worker's token source. refresh skips the cache and
 // asks the broker for a fresh token (after a provider rejected the old one).
 func (b *Broker) Token(ctx context.Context, req Request, refresh bool) (Token, error) {
+	req.Version = time.Time{} // the broker's answers expire; stored versions do not apply
 	if !refresh {
 		b.mu.Lock()
 		tok, ok := b.cache[req]

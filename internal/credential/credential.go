@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,6 +44,11 @@ type Request struct {
 	// UserID is the user the call acts for; a credential of that user is
 	// preferred over the organization's. Empty for org-only.
 	UserID string
+	// Version, when set, is the last change of the stored credentials the
+	// call may use (read with the invocation). The store then answers from
+	// its cache of decrypted tokens while the version is unchanged, so a
+	// credential changed since is read afresh by the next job.
+	Version time.Time
 }
 
 // Token is a resolved credential.
@@ -69,11 +75,25 @@ type Store struct {
 	pool    *pgxpool.Pool
 	box     *secretbox.Box
 	queries *dbsqlc.Queries
+
+	mu    sync.Mutex
+	cache map[cacheKey]cachedToken
 }
+
+type cacheKey struct{ org, integration, userID string }
+
+type cachedToken struct {
+	version time.Time
+	token   Token
+}
+
+// maxCached bounds the cache of decrypted tokens; past it the cache starts
+// over.
+const maxCached = 10_000
 
 // NewStore returns a Store sealing with box.
 func NewStore(pool *pgxpool.Pool, box *secretbox.Box) *Store {
-	return &Store{pool: pool, box: box, queries: dbsqlc.New()}
+	return &Store{pool: pool, box: box, queries: dbsqlc.New(), cache: map[cacheKey]cachedToken{}}
 }
 
 // Put seals and stores tok for req's integration: the organization's own
@@ -112,10 +132,33 @@ func (s *Store) List(ctx context.Context, org string) ([]Info, error) {
 }
 
 // Token returns the token to call req's integration with: the user's
-// credential when one is stored, else the organization's. The store always
-// reads the current row, so refresh changes nothing here: a token rotated
-// with Put is picked up by the next call.
+// credential when one is stored, else the organization's. Without a
+// Version, or with refresh, it reads the current row; a token rotated with
+// Put is picked up by the next call either way.
 func (s *Store) Token(ctx context.Context, req Request, refresh bool) (Token, error) {
+	key := cacheKey{req.Org, req.Integration, req.UserID}
+	if !req.Version.IsZero() && !refresh {
+		s.mu.Lock()
+		c, ok := s.cache[key]
+		s.mu.Unlock()
+		if ok && c.version.Equal(req.Version) {
+			return c.token, nil
+		}
+	}
+	tok, err := s.read(ctx, req)
+	if err == nil && !req.Version.IsZero() {
+		s.mu.Lock()
+		if len(s.cache) >= maxCached {
+			clear(s.cache)
+		}
+		s.cache[key] = cachedToken{version: req.Version, token: tok}
+		s.mu.Unlock()
+	}
+	return tok, err
+}
+
+// read loads and opens the credential for req.
+func (s *Store) read(ctx context.Context, req Request) (Token, error) {
 	candidates := []string{""}
 	if req.UserID != "" {
 		candidates = []string{req.UserID, ""}

@@ -55,6 +55,39 @@ func TestStore_PrefersUserCredential(t *testing.T) {
 	require.ErrorIs(t, err, credential.ErrNotFound, "a fresh database has nothing")
 }
 
+// TestStore_CachesByVersion checks decrypted tokens are served from the
+// cache while the version the caller read is unchanged, and read afresh
+// once it changes.
+func TestStore_CachesByVersion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	box, err := secretbox.New(secretbox.NewKey())
+	require.NoError(t, err)
+	store := credential.NewStore(pgtest.Pool(t), box)
+	req := credential.Request{Org: "o", Integration: "slack"}
+
+	first, err := store.Put(ctx, req, credential.Token{Value: "xoxb-first"}, "admin")
+	require.NoError(t, err)
+	req.Version = first.UpdatedAt
+	tok, err := store.Token(ctx, req, false)
+	require.NoError(t, err)
+	require.Equal(t, "xoxb-first", tok.Value)
+
+	second, err := store.Put(ctx, credential.Request{Org: "o", Integration: "slack"}, credential.Token{Value: "xoxb-second"}, "admin")
+	require.NoError(t, err)
+	tok, err = store.Token(ctx, req, false)
+	require.NoError(t, err)
+	require.Equal(t, "xoxb-first", tok.Value, "the same version is served from the cache")
+	tok, err = store.Token(ctx, req, true)
+	require.NoError(t, err)
+	require.Equal(t, "xoxb-second", tok.Value, "a refresh reads the row")
+
+	req.Version = second.UpdatedAt
+	tok, err = store.Token(ctx, req, false)
+	require.NoError(t, err)
+	require.Equal(t, "xoxb-second", tok.Value, "a new version is read afresh")
+}
+
 func TestStore_CheckKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -58,34 +58,6 @@ func (q *Queries) DoNotContactList(ctx context.Context, db DBTX, organizationID 
 	return items, nil
 }
 
-const gateSettings = `-- name: GateSettings :one
-SELECT
-    coalesce((SELECT array_agg(d.pattern ORDER BY d.pattern) FROM do_not_contact d
-              WHERE d.organization_id = $1), '{}')::text[] AS patterns,
-    coalesce((SELECT jsonb_agg(jsonb_build_object('time_zone', q.time_zone, 'start', q.start_minute, 'end', q.end_minute))
-              FROM quiet_hours q
-              WHERE q.organization_id = $1 AND (q.bucket = '' OR q.bucket = $2::text)), '[]')::jsonb AS windows
-`
-
-type GateSettingsParams struct {
-	OrganizationID string
-	Bucket         string
-}
-
-type GateSettingsRow struct {
-	Patterns []string
-	Windows  []byte
-}
-
-// What the worker checks before a call, in one round trip: the org's
-// do-not-contact patterns and the quiet windows of the org and the bucket.
-func (q *Queries) GateSettings(ctx context.Context, db DBTX, arg GateSettingsParams) (GateSettingsRow, error) {
-	row := db.QueryRow(ctx, gateSettings, arg.OrganizationID, arg.Bucket)
-	var i GateSettingsRow
-	err := row.Scan(&i.Patterns, &i.Windows)
-	return i, err
-}
-
 const quietHoursDeleteAll = `-- name: QuietHoursDeleteAll :exec
 DELETE FROM quiet_hours WHERE organization_id = $1
 `

@@ -1304,6 +1304,88 @@ func (q *Queries) InvocationGetByIdempotencyKey(ctx context.Context, db DBTX, ar
 	return i, err
 }
 
+const invocationGetForRun = `-- name: InvocationGetForRun :one
+SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry,
+    coalesce((SELECT array_agg(d.pattern ORDER BY d.pattern) FROM do_not_contact d
+              WHERE d.organization_id = i.organization_id), '{}')::text[] AS patterns,
+    coalesce((SELECT jsonb_agg(jsonb_build_object('time_zone', q.time_zone, 'start', q.start_minute, 'end', q.end_minute))
+              FROM quiet_hours q
+              WHERE q.organization_id = i.organization_id AND (q.bucket = '' OR q.bucket = coalesce(i.rate_bucket, ''))), '[]')::jsonb AS windows,
+    coalesce((SELECT max(c.updated_at) FROM credentials c
+              WHERE c.organization_id = i.organization_id AND c.integration = i.integration
+                AND (c.user_id = '' OR c.user_id = coalesce(i.user_id, ''))), 'epoch')::timestamptz AS credential_version
+FROM action_invocations i
+WHERE i.id = $1
+`
+
+type InvocationGetForRunRow struct {
+	ActionInvocation  ActionInvocation
+	Patterns          []string
+	Windows           []byte
+	CredentialVersion time.Time
+}
+
+// Everything the worker needs before a call, in one round trip: the
+// invocation, its organization's do-not-contact patterns, the quiet windows
+// of the organization and of its bucket, and the version (last change) of
+// the credentials it may use.
+func (q *Queries) InvocationGetForRun(ctx context.Context, db DBTX, id uuid.UUID) (InvocationGetForRunRow, error) {
+	row := db.QueryRow(ctx, invocationGetForRun, id)
+	var i InvocationGetForRunRow
+	err := row.Scan(
+		&i.ActionInvocation.ID,
+		&i.ActionInvocation.OrganizationID,
+		&i.ActionInvocation.SessionID,
+		&i.ActionInvocation.AutomationID,
+		&i.ActionInvocation.RequestedBy,
+		&i.ActionInvocation.Origin,
+		&i.ActionInvocation.Integration,
+		&i.ActionInvocation.Action,
+		&i.ActionInvocation.RiskLevel,
+		&i.ActionInvocation.Mode,
+		&i.ActionInvocation.ModeSource,
+		&i.ActionInvocation.Params,
+		&i.ActionInvocation.ParamsHash,
+		&i.ActionInvocation.Status,
+		&i.ActionInvocation.Result,
+		&i.ActionInvocation.Error,
+		&i.ActionInvocation.DeniedReason,
+		&i.ActionInvocation.DurationMs,
+		&i.ActionInvocation.ApprovedBy,
+		&i.ActionInvocation.ApprovedAt,
+		&i.ActionInvocation.StartedAt,
+		&i.ActionInvocation.CompletedAt,
+		&i.ActionInvocation.ExpiresAt,
+		&i.ActionInvocation.CreatedAt,
+		&i.ActionInvocation.UpdatedAt,
+		&i.ActionInvocation.ExternalID,
+		&i.ActionInvocation.IdempotencyKey,
+		&i.ActionInvocation.JobID,
+		&i.ActionInvocation.Attempt,
+		&i.ActionInvocation.RateBucket,
+		&i.ActionInvocation.MustRunBefore,
+		&i.ActionInvocation.ProviderRef,
+		&i.ActionInvocation.Conflict,
+		&i.ActionInvocation.Approval,
+		&i.ActionInvocation.RiskHint,
+		&i.ActionInvocation.UserID,
+		&i.ActionInvocation.DeadLetteredAt,
+		&i.ActionInvocation.ReplayCount,
+		&i.ActionInvocation.ReplayedBy,
+		&i.ActionInvocation.ReplayedAt,
+		&i.ActionInvocation.DiscardedBy,
+		&i.ActionInvocation.DiscardedAt,
+		&i.ActionInvocation.ProviderWaits,
+		&i.ActionInvocation.ParamsSealed,
+		&i.ActionInvocation.EventSeq,
+		&i.ActionInvocation.Retry,
+		&i.Patterns,
+		&i.Windows,
+		&i.CredentialVersion,
+	)
+	return i, err
+}
+
 const invocationGetForUpdate = `-- name: InvocationGetForUpdate :one
 SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM action_invocations WHERE id = $1 AND organization_id = $2 FOR UPDATE
 `
@@ -2309,4 +2391,16 @@ func (q *Queries) InvocationStart(ctx context.Context, db DBTX, arg InvocationSt
 		&i.Retry,
 	)
 	return i, err
+}
+
+const riverWakeQueue = `-- name: RiverWakeQueue :exec
+SELECT pg_notify('river_insert', json_build_object('queue', $1::text)::text)
+`
+
+// Tells River's producers that jobs of a queue became available, as
+// River's own inserts do (topic river_insert), so a released job is
+// fetched at once rather than at the next poll.
+func (q *Queries) RiverWakeQueue(ctx context.Context, db DBTX, queue string) error {
+	_, err := db.Exec(ctx, riverWakeQueue, queue)
+	return err
 }

@@ -70,6 +70,33 @@ func (s *Store) Lock(ctx context.Context, tx pgx.Tx, org string, id uuid.UUID) (
 	return one(r, err, id)
 }
 
+// RunContext is what the worker checks before a call, read with the
+// invocation in one round trip.
+type RunContext struct {
+	// DoNotContact are the organization's recipient patterns.
+	DoNotContact []string
+	// QuietHours are the windows of the organization and of the
+	// invocation's bucket, as JSON [{"time_zone","start","end"}].
+	QuietHours json.RawMessage
+	// CredentialVersion changes whenever a credential the invocation may
+	// use is stored; the zero time when there is none.
+	CredentialVersion time.Time
+}
+
+// GetForRun returns an invocation with its RunContext.
+func (s *Store) GetForRun(ctx context.Context, db DB, id uuid.UUID) (Invocation, RunContext, error) {
+	r, err := s.q.InvocationGetForRun(ctx, db, id)
+	inv, err := one(r.ActionInvocation, err, id)
+	if err != nil {
+		return inv, RunContext{}, err
+	}
+	rc := RunContext{DoNotContact: r.Patterns, QuietHours: r.Windows}
+	if r.CredentialVersion.After(time.Unix(0, 0)) {
+		rc.CredentialVersion = r.CredentialVersion
+	}
+	return inv, rc, nil
+}
+
 // GetByKey returns the invocation with the organization's idempotency key
 // or, when key is empty, external id. ok is false when there is none.
 func (s *Store) GetByKey(ctx context.Context, db DB, org, key, externalID string) (inv Invocation, ok bool, err error) {
@@ -298,6 +325,11 @@ func (s *Store) Approve(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor stri
 	}
 	if _, err := client.JobRetryTx(ctx, tx, *inv.JobID); err != nil {
 		return inv, fmt.Errorf("releasing job: %w", err)
+	}
+	// River sends no notification for a retried job; without one the
+	// approval would wait for the next fetch poll.
+	if err := s.q.RiverWakeQueue(ctx, tx, QueueActions); err != nil {
+		return inv, fmt.Errorf("waking the queue: %w", err)
 	}
 	return inv, nil
 }

@@ -256,3 +256,26 @@ WHERE organization_id = @organization_id AND dead_lettered_at IS NOT NULL AND di
 -- name: InvocationListByExternalIDs :many
 SELECT * FROM action_invocations
 WHERE organization_id = @organization_id AND external_id = ANY(@external_ids::text[]);
+
+-- name: InvocationGetForRun :one
+-- Everything the worker needs before a call, in one round trip: the
+-- invocation, its organization's do-not-contact patterns, the quiet windows
+-- of the organization and of its bucket, and the version (last change) of
+-- the credentials it may use.
+SELECT sqlc.embed(i),
+    coalesce((SELECT array_agg(d.pattern ORDER BY d.pattern) FROM do_not_contact d
+              WHERE d.organization_id = i.organization_id), '{}')::text[] AS patterns,
+    coalesce((SELECT jsonb_agg(jsonb_build_object('time_zone', q.time_zone, 'start', q.start_minute, 'end', q.end_minute))
+              FROM quiet_hours q
+              WHERE q.organization_id = i.organization_id AND (q.bucket = '' OR q.bucket = coalesce(i.rate_bucket, ''))), '[]')::jsonb AS windows,
+    coalesce((SELECT max(c.updated_at) FROM credentials c
+              WHERE c.organization_id = i.organization_id AND c.integration = i.integration
+                AND (c.user_id = '' OR c.user_id = coalesce(i.user_id, ''))), 'epoch')::timestamptz AS credential_version
+FROM action_invocations i
+WHERE i.id = @id;
+
+-- name: RiverWakeQueue :exec
+-- Tells River's producers that jobs of a queue became available, as
+-- River's own inserts do (topic river_insert), so a released job is
+-- fetched at once rather than at the next poll.
+SELECT pg_notify('river_insert', json_build_object('queue', @queue::text)::text);
