@@ -27,16 +27,21 @@ type provider struct {
 	mu       sync.Mutex
 	arrivals []time.Time
 	keys     map[string]int
+	first    map[string]time.Time // when each key was first called
 	inFlight int
 	maxIn    int
 }
 
 func newProvider(t *testing.T, delay time.Duration) *provider {
-	p := &provider{delay: delay, keys: map[string]int{}}
+	p := &provider{delay: delay, keys: map[string]int{}, first: map[string]time.Time{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.arrivals = append(p.arrivals, time.Now())
-		p.keys[r.Header.Get("X-Outboxd-Idempotency-Key")]++
+		key := r.Header.Get("X-Outboxd-Idempotency-Key")
+		p.keys[key]++
+		if _, ok := p.first[key]; !ok {
+			p.first[key] = time.Now()
+		}
 		p.inFlight++
 		p.maxIn = max(p.maxIn, p.inFlight)
 		p.mu.Unlock()
@@ -48,6 +53,13 @@ func newProvider(t *testing.T, delay time.Duration) *provider {
 	}))
 	t.Cleanup(p.Close)
 	return p
+}
+
+// firstCall is when key was first called.
+func (p *provider) firstCall(key string) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.first[key]
 }
 
 func (p *provider) snapshot() ([]time.Time, map[string]int, int) {
