@@ -5,12 +5,17 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/internal/pglaunch"
 )
 
 func TestCredentials_StoredSealedAndNeverShown(t *testing.T) {
@@ -181,4 +186,75 @@ func TestSecrets_EchoedCredentialIsScrubbed(t *testing.T) {
 	}
 	require.Zero(t, countRows(t, b, `SELECT count(*) FROM action_invocations i WHERE row_to_json(i)::text LIKE '%'||$1||'%'`, credential))
 	require.Zero(t, countRows(t, b, `SELECT count(*) FROM invocation_events e WHERE row_to_json(e)::text LIKE '%'||$1||'%'`, credential))
+}
+
+// TestSecrets_PlantedSecretsAppearNowhere plants a secret in params, in a
+// provider credential and in a connector's auth, runs invocations to
+// completion (one through approval, one echoing the credential back, one
+// failing with it), then looks for the secrets in a pg_dump of the
+// database, in the debug-level logs and in every answer.
+func TestSecrets_PlantedSecretsAppearNowhere(t *testing.T) {
+	t.Parallel()
+	const (
+		paramSecret     = "pw-planted-5521x"
+		credSecret      = "cred-planted-8842x"
+		connectorSecret = "conn-planted-7713x"
+	)
+	var logs syncBuffer
+	srv := newMCPServer(t)
+	srv.addTool("login", "Log in.", `{"type":"object","properties":{"user":{"type":"string"},"password":{"type":"string"}},"required":["user","password"]}`, nil)
+	b := apptest.Start(t, &apptest.Options{Logs: &logs, SlackFunc: func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"ok":true,"ts":"1.2","echo":"`+r.Header.Get("Authorization")+`"}`)
+	}})
+	b.StoreSlackToken(credSecret)
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	_, source := createConnector(t, b, srv, map[string]any{"type": "bearer", "secret": connectorSecret})
+
+	var answers []string
+	record := func(r *apptest.Response) *apptest.Response { answers = append(answers, string(r.Raw)); return r }
+	login := record(invokeTool(b, source, "login", map[string]any{"user": "ada", "password": paramSecret}))
+	require.Equal(t, http.StatusAccepted, login.Status, string(login.Raw))
+	loginID := login.Body["invocation_id"].(string)
+	require.Equal(t, http.StatusOK, record(b.Do("POST", "/v1/invocations/"+loginID+"/approve", b.Owner(), map[string]string{"mode": "once"})).Status)
+	b.WaitStatus(loginID, invocation.StatusCompleted, 10*time.Second)
+	require.JSONEq(t, `{"user":"ada","password":"`+paramSecret+`"}`, string(srv.toolCalls()[0].Arguments))
+
+	sent := record(b.Invoke("send_message", map[string]any{"channel": "C1", "text": "hello"}))
+	require.Equal(t, http.StatusOK, sent.Status, string(sent.Raw))
+	b.Slack.SetHandler(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"ok":false,"error":"invalid_auth","detail":"`+r.Header.Get("Authorization")+` rejected"}`)
+	})
+	failed := record(b.Invoke("send_message", map[string]any{"channel": "C1", "text": "again"}))
+	require.Equal(t, http.StatusBadGateway, failed.Status, string(failed.Raw))
+
+	ids := []string{loginID, sent.Body["invocation"].(map[string]any)["id"].(string), failed.Body["invocation"].(map[string]any)["id"].(string)}
+	for _, path := range []string{"/v1/invocations", "/v1/dead-letters", "/v1/connectors", "/v1/credentials"} {
+		require.Equal(t, http.StatusOK, record(b.Do("GET", path, b.Owner(), nil)).Status, path)
+	}
+	for _, id := range ids {
+		require.Equal(t, http.StatusOK, record(b.Do("GET", "/v1/invocations/"+id, b.Owner(), nil)).Status)
+		require.Equal(t, http.StatusOK, record(b.Do("GET", "/v1/invocations/"+id+"/events", b.Owner(), nil)).Status)
+	}
+
+	// pg_dump sits next to the server binaries (PATH may hold links to
+	// those alone).
+	bin, err := pglaunch.FindBinDir()
+	require.NoError(t, err)
+	initdb, err := filepath.EvalSymlinks(filepath.Join(bin, "initdb"))
+	require.NoError(t, err)
+	dump, err := exec.Command(filepath.Join(filepath.Dir(initdb), "pg_dump"), "--dbname", b.DBURL).CombinedOutput()
+	require.NoError(t, err, string(dump))
+	require.Contains(t, string(dump), "invocation_events")
+	require.Contains(t, string(dump), "[REDACTED]")
+	require.Contains(t, logs.String(), "level=DEBUG")
+	for _, secret := range []string{paramSecret, credSecret, connectorSecret} {
+		require.NotContains(t, string(dump), secret, "pg_dump")
+		require.NotContains(t, logs.String(), secret, "logs")
+		for i, a := range answers {
+			require.NotContains(t, a, secret, "answer %d", i)
+		}
+	}
 }
