@@ -32,6 +32,7 @@ import (
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/credential"
+	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/internal/flow"
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/internal/telemetry"
@@ -104,16 +105,18 @@ func (c *Config) validate() error {
 
 // App is a wired process.
 type App struct {
-	cfg      *Config
-	role     Role
-	pool     *pgxpool.Pool
-	logger   *slog.Logger
-	River    *river.Client[pgx.Tx]
-	Service  *outbox.Service
-	Handler  http.Handler
-	Registry *prometheus.Registry
-	Sources  *catalog.Catalog
-	creds    *credential.Store
+	cfg  *Config
+	role Role
+	pool *pgxpool.Pool
+	// tenantPool is the API's: its queries run as dbutil.TenantRole.
+	tenantPool *pgxpool.Pool
+	logger     *slog.Logger
+	River      *river.Client[pgx.Tx]
+	Service    *outbox.Service
+	Handler    http.Handler
+	Registry   *prometheus.Registry
+	Sources    *catalog.Catalog
+	creds      *credential.Store
 }
 
 // New wires an App on pool. The registry collects outboxd's and the Go
@@ -193,14 +196,24 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	if err != nil {
 		return nil, err
 	}
+	// The API works through its own pool, as the tenant role: whatever it
+	// reads or writes is limited to the caller's organization by the
+	// database (row-level security), whatever filter a query forgets.
+	tenantPool, err := dbutil.TenantPool(context.Background(), pool.Config())
+	if err != nil {
+		return nil, err
+	}
+	apiCreds := credential.NewStore(tenantPool, box)
 	deps := &outbox.Deps{
-		Pool: pool, River: client, Sources: sources, Credentials: creds, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
+		Pool: tenantPool, River: client, Sources: catalog.New(registry, tenantPool, mcpClient, apiCreds),
+		Credentials: apiCreds, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
 	}
 	if cfg.TokenSource != "broker" {
-		deps.Catalog = creds
+		deps.Catalog = apiCreds
 	}
 	svc, err := outbox.New(deps, &cfg.Outbox)
 	if err != nil {
+		tenantPool.Close()
 		return nil, err
 	}
 
@@ -214,7 +227,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 		handler = mux
 	}
 	return &App{
-		cfg: cfg, role: role, pool: pool, logger: logger,
+		cfg: cfg, role: role, pool: pool, tenantPool: tenantPool, logger: logger,
 		River: client, Service: svc, Handler: handler, Registry: reg, Sources: sources, creds: creds,
 	}, nil
 }
@@ -256,6 +269,7 @@ func (a *App) Run(ctx context.Context, ready func(addr string)) error {
 // Serve is Run on an existing listener. It refuses to start when the
 // stored credentials do not open with secrets.key (see CheckSecrets).
 func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string)) error {
+	defer a.tenantPool.Close()
 	if err := a.CheckSecrets(ctx); err != nil {
 		ln.Close()
 		return fmt.Errorf("refusing to start: %w; start with the secrets.key they were sealed with", err)

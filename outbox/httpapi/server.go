@@ -127,7 +127,9 @@ func (s *Server) authed(rt *route) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, rt.bodyLimit())
-		if err := rt.handler(w, r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims)), claims); err != nil {
+		// The database shows this request only its organization's rows.
+		ctx := dbutil.WithOrg(context.WithValue(r.Context(), claimsKey{}, claims), claims.Org)
+		if err := rt.handler(w, r.WithContext(ctx), claims); err != nil {
 			s.writeErr(w, r, err)
 		}
 	})
