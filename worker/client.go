@@ -16,6 +16,7 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/internal/flow"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/secretbox"
@@ -126,7 +127,11 @@ type SourceResolver interface {
 
 // Deps are what the workers need from the rest of the process.
 type Deps struct {
-	Pool    *pgxpool.Pool
+	// Pool is River's.
+	Pool *pgxpool.Pool
+	// DB is what the workers read and write through; default Pool. Tests
+	// give a transaction they roll back.
+	DB      DB
 	Sources SourceResolver
 	Tokens  TokenSource
 	// Box opens the sealed exact params of invocations whose stored params
@@ -136,6 +141,27 @@ type Deps struct {
 	Flow    *flow.Limiter
 	Metrics *telemetry.Metrics
 	Logger  *slog.Logger
+}
+
+// DB is a pool or a transaction.
+type DB interface {
+	dbsqlc.DBTX
+	dbutil.Beginner
+}
+
+func (d *Deps) db() DB {
+	if d.DB != nil {
+		return d.DB
+	}
+	return d.Pool
+}
+
+// NewExecuteWorker returns the worker of execute jobs.
+func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
+	return &ExecuteWorker{
+		deps: deps, cfg: config.WithDefaults(), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
+		store: invocation.New(nil),
+	}
 }
 
 // NewClient builds the River client. With work false it is an insert-only
@@ -149,7 +175,7 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 	}
 	logger := cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &ExecuteWorker{deps: deps, cfg: cfg, logger: logger, queries: dbsqlc.New(), store: invocation.New(nil)})
+	river.AddWorker(workers, NewExecuteWorker(deps, cfg))
 	river.AddWorker(workers, &ExpireWorker{deps: deps, logger: logger})
 	river.AddWorker(workers, &SweepWorker{deps: deps, logger: logger})
 

@@ -16,7 +16,6 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/credential"
-	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/policy"
@@ -26,11 +25,10 @@ import (
 // outcome.
 type ExecuteWorker struct {
 	river.WorkerDefaults[invocation.ExecuteArgs]
-	deps    *Deps
-	cfg     *Config
-	logger  *slog.Logger
-	queries *dbsqlc.Queries
-	store   *invocation.Store
+	deps   *Deps
+	cfg    *Config
+	logger *slog.Logger
+	store  *invocation.Store
 }
 
 // NextRetry implements river.Worker: exponential backoff with jitter
@@ -50,7 +48,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	// cancelled (shutdown, timeout), or the outcome would be lost.
 	bg := context.WithoutCancel(ctx)
 
-	inv, rc, err := w.store.GetForRun(ctx, w.deps.Pool, job.Args.InvocationID)
+	inv, rc, err := w.store.GetForRun(ctx, w.deps.db(), job.Args.InvocationID)
 	if errors.Is(err, invocation.ErrNotFound) {
 		return river.JobCancel(err)
 	}
@@ -94,7 +92,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	}
 	defer release()
 
-	inv, err = w.store.Start(ctx, w.deps.Pool, inv.ID, job.Attempt)
+	inv, err = w.store.Start(ctx, w.deps.db(), inv.ID, job.Attempt)
 	if errors.Is(err, invocation.ErrConflict) {
 		return nil // cancelled or expired since it was loaded
 	}
@@ -206,7 +204,7 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[invocati
 	case !e.Retryable:
 		return w.fail(ctx, job, inv, duration, e, secrets)
 	case e.RetryAfter > 0 && int(inv.ProviderWaits) < w.cfg.MaxProviderWaits:
-		if _, err := w.store.Snooze(ctx, w.deps.Pool, inv.ID, msg, duration); err != nil && !errors.Is(err, invocation.ErrConflict) {
+		if _, err := w.store.Snooze(ctx, w.deps.db(), inv.ID, msg, duration); err != nil && !errors.Is(err, invocation.ErrConflict) {
 			return err
 		}
 		log.Info("provider asked to wait; snoozing and draining the bucket", "retry_after", e.RetryAfter, "error", msg)
@@ -219,7 +217,7 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[invocati
 		log.Warn("invocation failed after its last attempt", "status", invocation.StatusFailed, "error", msg)
 		return errors.New(msg)
 	default:
-		if _, err := w.store.ScheduleRetry(ctx, w.deps.Pool, inv.ID, msg, duration); err != nil && !errors.Is(err, invocation.ErrConflict) {
+		if _, err := w.store.ScheduleRetry(ctx, w.deps.db(), inv.ID, msg, duration); err != nil && !errors.Is(err, invocation.ErrConflict) {
 			return err
 		}
 		log.Info("retryable failure; will retry", "error", msg)
@@ -245,7 +243,7 @@ func (w *ExecuteWorker) fail(ctx context.Context, job *river.Job[invocation.Exec
 func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invocation, duration *int32, e *executors.Error, secrets []string) (string, error) {
 	msg := policy.RedactString(e.Error(), secrets...)
 	err := w.persist(ctx, func(ctx context.Context) error {
-		_, err := w.store.Fail(ctx, w.deps.Pool, inv.ID, msg, duration)
+		_, err := w.store.Fail(ctx, w.deps.db(), inv.ID, msg, duration)
 		if errors.Is(err, invocation.ErrConflict) {
 			return nil
 		}
@@ -263,7 +261,7 @@ func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invoca
 func (w *ExecuteWorker) finish(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, update func(tx pgx.Tx) (invocation.Invocation, error)) error {
 	var finished invocation.Invocation
 	err := w.persist(ctx, func(ctx context.Context) error {
-		return dbutil.WithTx(ctx, w.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
+		return dbutil.WithTx(ctx, w.deps.db(), func(ctx context.Context, tx pgx.Tx) error {
 			var err error
 			finished, err = update(tx)
 			if errors.Is(err, invocation.ErrConflict) {

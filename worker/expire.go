@@ -27,7 +27,7 @@ type ExpireWorker struct {
 func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[invocation.ExpireArgs]) error {
 	store := invocation.New(river.ClientFromContext[pgx.Tx](ctx))
 	var wait time.Duration
-	err := dbutil.WithTx(ctx, w.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
+	err := dbutil.WithTx(ctx, w.deps.db(), func(ctx context.Context, tx pgx.Tx) error {
 		inv, err := store.GetByID(ctx, tx, job.Args.InvocationID)
 		if errors.Is(err, invocation.ErrNotFound) || (err == nil && inv.Status != invocation.StatusPending) {
 			return nil
@@ -86,14 +86,14 @@ const sweepBatch = 500
 
 // Work implements river.Worker.
 func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error {
-	n, err := Sweep(ctx, w.deps.Pool, invocation.New(river.ClientFromContext[pgx.Tx](ctx)), w.deps.Metrics, w.logger)
+	n, err := Sweep(ctx, w.deps.db(), invocation.New(river.ClientFromContext[pgx.Tx](ctx)), w.deps.Metrics, w.logger)
 	if err != nil {
 		return err
 	}
 	if n > 0 {
 		w.logger.Info("expiry sweep expired invocations", "count", n)
 	}
-	if err := dbsqlc.New().InvokeRateDeleteBefore(ctx, w.deps.Pool, time.Now().Add(-10*time.Minute)); err != nil {
+	if err := dbsqlc.New().InvokeRateDeleteBefore(ctx, w.deps.db(), time.Now().Add(-10*time.Minute)); err != nil {
 		return fmt.Errorf("dropping old invoke-rate windows: %w", err)
 	}
 	return nil

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/secretbox"
@@ -72,7 +71,7 @@ type Info struct {
 
 // Store is the encrypted credential store.
 type Store struct {
-	pool    *pgxpool.Pool
+	pool    dbsqlc.DBTX
 	box     *secretbox.Box
 	queries *dbsqlc.Queries
 
@@ -92,8 +91,10 @@ type cachedToken struct {
 const maxCached = 10_000
 
 // NewStore returns a Store sealing with box.
-func NewStore(pool *pgxpool.Pool, box *secretbox.Box) *Store {
-	return &Store{pool: pool, box: box, queries: dbsqlc.New(), cache: map[cacheKey]cachedToken{}}
+// NewStore returns a Store sealing with box and reading through db (a
+// pool, or a transaction in tests).
+func NewStore(db dbsqlc.DBTX, box *secretbox.Box) *Store {
+	return &Store{pool: db, box: box, queries: dbsqlc.New(), cache: map[cacheKey]cachedToken{}}
 }
 
 // Put seals and stores tok for req's integration: the organization's own

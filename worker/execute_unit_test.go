@@ -1,0 +1,241 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/slack"
+	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/internal/credential"
+	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/internal/pgtest"
+	"github.com/outboxd/outboxd/internal/secretbox"
+	"github.com/outboxd/outboxd/internal/telemetry"
+	"github.com/outboxd/outboxd/worker"
+)
+
+// registrySources resolves static sources, as the catalog does for
+// providers.
+type registrySources struct{ *executors.Registry }
+
+func (r registrySources) Source(_ context.Context, _, id string) (executors.Source, error) {
+	if s, ok := r.Registry.Source(id); ok {
+		return s, nil
+	}
+	return nil, executors.ErrUnknownAction
+}
+
+type unitBundle struct {
+	tx     pgx.Tx
+	store  *invocation.Store
+	slack  *apptest.Slack
+	worker *rivertest.Worker[invocation.ExecuteArgs, pgx.Tx]
+	client *river.Client[pgx.Tx]
+}
+
+// setupUnit runs an ExecuteWorker inside a transaction rolled back at the
+// end of the test, against a loopback Slack.
+func setupUnit(t *testing.T) *unitBundle {
+	t.Helper()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+
+	fake := apptest.NewSlack(t, nil)
+	src, err := slack.New(&slack.Config{BaseURL: fake.Server.URL})
+	require.NoError(t, err)
+	box, err := secretbox.New(secretbox.NewKey())
+	require.NoError(t, err)
+	creds := credential.NewStore(tx, box)
+	_, err = creds.Put(ctx, credential.Request{Org: "org-1", Integration: "slack"}, credential.Token{Value: "xoxb-unit"}, "test")
+	require.NoError(t, err)
+
+	config := &river.Config{}
+	client, err := river.NewClient(riverpgxv5.New(pool), config)
+	require.NoError(t, err)
+	w := worker.NewExecuteWorker(&worker.Deps{
+		Pool: pool, DB: tx, Sources: registrySources{executors.NewRegistry(src)}, Tokens: creds, Box: box, Metrics: telemetry.NewNop(),
+	}, &worker.Config{RetryBaseDelay: time.Second, MaxProviderWaits: 2})
+	return &unitBundle{
+		tx: tx, store: invocation.New(client), slack: fake, client: client,
+		worker: rivertest.NewWorker(t, riverpgxv5.New(pool), config, w),
+	}
+}
+
+// approved records an approved invocation and returns it with its job.
+func (b *unitBundle) approved(t *testing.T, edit func(p *invocation.CreateParams)) (invocation.Invocation, *rivertype.JobRow) {
+	t.Helper()
+	ctx := context.Background()
+	p := &invocation.CreateParams{
+		ID: uuid.Must(uuid.NewV7()), OrganizationID: "org-1", RequestedBy: "svc", Origin: "envelope",
+		Integration: "slack", Action: "send_message", RiskLevel: "write", Mode: "allow", ModeSource: "org_default",
+		Params: json.RawMessage(`{"channel":"C0123456789","text":"hi"}`), ParamsHash: "h",
+		Status: invocation.StatusApproved, Approval: "auto",
+	}
+	if edit != nil {
+		edit(p)
+	}
+	inv, err := b.store.Create(ctx, b.tx, p)
+	require.NoError(t, err)
+	job, err := b.client.JobGetTx(ctx, b.tx, *inv.JobID)
+	require.NoError(t, err)
+	return inv, job
+}
+
+// work runs job and returns River's result (a job that failed is in it:
+// the worker's error is what River records) and the invocation after it.
+func (b *unitBundle) work(t *testing.T, job *rivertype.JobRow) (*rivertest.WorkResult, invocation.Invocation) {
+	t.Helper()
+	res, _ := b.worker.WorkJob(context.Background(), t, b.tx, job)
+	require.NotNil(t, res)
+	var args invocation.ExecuteArgs
+	require.NoError(t, json.Unmarshal(job.EncodedArgs, &args))
+	inv, err := b.store.Get(context.Background(), b.tx, "org-1", args.InvocationID)
+	require.NoError(t, err)
+	return res, inv
+}
+
+func (b *unitBundle) timeline(t *testing.T, id uuid.UUID) []invocation.EventType {
+	t.Helper()
+	events, err := b.store.Events(context.Background(), b.tx, "org-1", id)
+	require.NoError(t, err)
+	var out []invocation.EventType
+	for _, e := range events {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+func TestExecuteWorker_Completes(t *testing.T) {
+	t.Parallel()
+	b := setupUnit(t)
+	inv, job := b.approved(t, nil)
+	res, got := b.work(t, job)
+	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	require.Equal(t, invocation.StatusCompleted, got.Status)
+	require.Equal(t, []invocation.EventType{"created", "started", "completed"}, b.timeline(t, inv.ID))
+	require.Len(t, b.slack.Requests(), 1)
+	require.Equal(t, inv.ID.String(), b.slack.Requests()[0].IdempotencyKey)
+}
+
+func TestExecuteWorker_Gates(t *testing.T) {
+	t.Parallel()
+
+	t.Run("MustRunBeforePassedSkips", func(t *testing.T) {
+		t.Parallel()
+		b := setupUnit(t)
+		past := time.Now().Add(-time.Minute)
+		inv, job := b.approved(t, func(p *invocation.CreateParams) { p.MustRunBefore = &past })
+		res, got := b.work(t, job)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+		require.Equal(t, invocation.StatusSkipped, got.Status)
+		require.Contains(t, *got.Error, "must_run_before")
+		require.Equal(t, []invocation.EventType{"created", "skipped"}, b.timeline(t, inv.ID))
+		require.Empty(t, b.slack.Requests())
+	})
+	t.Run("DoNotContactSkips", func(t *testing.T) {
+		t.Parallel()
+		b := setupUnit(t)
+		_, err := b.tx.Exec(context.Background(), `INSERT INTO do_not_contact (organization_id, pattern, created_by) VALUES ('org-1', 'C01*', 'ops')`)
+		require.NoError(t, err)
+		_, job := b.approved(t, nil)
+		_, got := b.work(t, job)
+		require.Equal(t, invocation.StatusSkipped, got.Status)
+		require.Contains(t, *got.Error, "do-not-contact")
+		require.Empty(t, b.slack.Requests())
+	})
+	t.Run("QuietHoursSnooze", func(t *testing.T) {
+		t.Parallel()
+		b := setupUnit(t)
+		// A window from an hour ago to an hour from now (wrapping midnight
+		// when it must).
+		now := time.Now().UTC()
+		minute := now.Hour()*60 + now.Minute()
+		_, err := b.tx.Exec(context.Background(), `INSERT INTO quiet_hours (organization_id, bucket, time_zone, start_minute, end_minute, updated_by)
+			VALUES ('org-1', '', 'UTC', $1, $2, 'ops')`, (minute+1440-60)%1440, (minute+60)%1440)
+		require.NoError(t, err)
+		_, job := b.approved(t, nil)
+		res, got := b.work(t, job)
+		require.Equal(t, river.EventKindJobSnoozed, res.EventKind)
+		require.Equal(t, invocation.StatusApproved, got.Status)
+		require.Empty(t, b.slack.Requests())
+	})
+}
+
+func TestExecuteWorker_Failures(t *testing.T) {
+	t.Parallel()
+
+	t.Run("RetryableThenDeadLetter", func(t *testing.T) {
+		t.Parallel()
+		b := setupUnit(t)
+		b.slack.SetHandler(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
+		inv, job := b.approved(t, func(p *invocation.CreateParams) { p.Retry = &invocation.Retry{MaxAttempts: 2} })
+		res, got := b.work(t, job)
+		require.Equal(t, river.EventKindJobFailed, res.EventKind)
+		require.Contains(t, []rivertype.JobState{rivertype.JobStateRetryable, rivertype.JobStateAvailable}, res.Job.State, "River will run it again")
+		require.Equal(t, invocation.StatusApproved, got.Status)
+		require.NotNil(t, got.Error)
+
+		res, got = b.work(t, res.Job)
+		require.Equal(t, rivertype.JobStateDiscarded, res.Job.State, "the last attempt is the dead letter")
+		require.Equal(t, invocation.StatusFailed, got.Status)
+		require.NotNil(t, got.DeadLetteredAt)
+		require.Equal(t, []invocation.EventType{"created", "started", "retry_scheduled", "started", "failed"}, b.timeline(t, inv.ID))
+		require.Len(t, b.slack.Requests(), 2)
+	})
+	t.Run("PermanentFailsAtOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setupUnit(t)
+		b.slack.SetHandler(apptest.SlackError("channel_not_found"))
+		_, job := b.approved(t, nil)
+		res, got := b.work(t, job)
+		require.Equal(t, rivertype.JobStateCancelled, res.Job.State)
+		require.Equal(t, invocation.StatusFailed, got.Status)
+		require.Contains(t, *got.Error, "channel_not_found")
+	})
+	t.Run("RetryAfterSnoozes", func(t *testing.T) {
+		t.Parallel()
+		b := setupUnit(t)
+		b.slack.SetHandler(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(http.StatusTooManyRequests)
+		})
+		inv, job := b.approved(t, nil)
+		res, got := b.work(t, job)
+		require.Equal(t, river.EventKindJobSnoozed, res.EventKind)
+		require.Equal(t, invocation.StatusApproved, got.Status)
+		require.EqualValues(t, 1, got.ProviderWaits)
+		require.Equal(t, []invocation.EventType{"created", "started", "snoozed"}, b.timeline(t, inv.ID))
+	})
+	t.Run("CancelledBeforeItRuns", func(t *testing.T) {
+		t.Parallel()
+		b := setupUnit(t)
+		inv, job := b.approved(t, nil)
+		_, err := b.store.Cancel(context.Background(), b.tx, inv.ID, "svc")
+		require.NoError(t, err)
+		// A job that still runs (say it was fetched before the cancel) finds
+		// the invocation cancelled and calls nothing.
+		res, err := b.worker.Work(context.Background(), t, b.tx, invocation.ExecuteArgs{InvocationID: inv.ID}, nil)
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+		got, err := b.store.Get(context.Background(), b.tx, "org-1", inv.ID)
+		require.NoError(t, err)
+		require.Equal(t, invocation.StatusCancelled, got.Status)
+		_ = job
+		require.Empty(t, b.slack.Requests())
+	})
+}
