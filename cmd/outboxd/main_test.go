@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/spf13/viper"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/apptest"
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/invocation"
@@ -158,6 +160,10 @@ func TestServe_APIAndWorkerInSeparateProcesses(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, "%s\napi: %s\nworker: %s", r.Raw, api.output, wrk.output)
 	require.Equal(t, "completed", r.Body["invocation"].(map[string]any)["status"])
 	require.Len(t, slack.Requests(), 1)
+
+	// Each role sizes its pool for what it runs.
+	require.Contains(t, api.output.String(), fmt.Sprintf("max_conns=%d", app.PoolSize(app.RoleAPI, 200, runtime.GOMAXPROCS(0))))
+	require.Contains(t, wrk.output.String(), fmt.Sprintf("max_conns=%d", app.PoolSize(app.RoleWorker, 200, runtime.GOMAXPROCS(0))))
 
 	// The API process has no workers: its River client only inserts.
 	require.NotContains(t, api.output.String(), "River client started")
