@@ -522,3 +522,17 @@ func TestMakefile_TestExplainsMissingCgo(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, string(out), "needs cgo and so a C compiler")
 }
+
+func TestBench_RunsEveryPhase(t *testing.T) {
+	t.Parallel()
+	// The bench makes its own scratch database on the test database's server.
+	env := []string{"DATABASE_URL=" + pgtest.URL(t), "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY="}
+	code, out := run(t, env, "bench", "--n", "40", "--concurrency", "4", "--batch-size", "25",
+		"--provider-latency", "20ms", "--approvals", "3", "--backlog", "30", "--river-workers", "50")
+	require.Equal(t, 0, code, out)
+	for _, phase := range []string{"River raw (no-op jobs)", "single ", "batch ", "single, provider 20ms", "approve → provider call",
+		"backlog fill (30)", "single, 30 queued", "batch, 30 queued"} {
+		require.Contains(t, out, phase)
+	}
+	require.Regexp(t, `single\s+40\s+\d+\s+\d+\s+0\.\d+\s+\S+\s+\S+\s+\d+\.\d\d\s+\d+ MB`, out)
+}

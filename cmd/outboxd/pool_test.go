@@ -28,9 +28,9 @@ func TestServingPoolSize(t *testing.T) {
 	}{
 		{name: "APISmallMachine", url: base, role: app.RoleAPI, maxWorkers: 200, procs: 1, want: 8 + 1, from: "role api and worker.max_workers"},
 		{name: "APIManyCores", url: base, role: app.RoleAPI, maxWorkers: 200, procs: 16, want: 36 + 1, from: "role api and worker.max_workers"},
-		{name: "Worker", url: base, role: app.RoleWorker, maxWorkers: 200, procs: 2, want: 200 + 8, from: "role worker and worker.max_workers"},
-		{name: "WorkerFewWorkers", url: base, role: app.RoleWorker, maxWorkers: 5, procs: 2, want: 5 + 8, from: "role worker and worker.max_workers"},
-		{name: "AllIsTheSum", url: base, role: app.RoleAll, maxWorkers: 200, procs: 2, want: 9 + 208, from: "role all and worker.max_workers"},
+		{name: "Worker", url: base, role: app.RoleWorker, maxWorkers: 200, procs: 2, want: 50 + 8, from: "role worker and worker.max_workers"},
+		{name: "WorkerFewWorkers", url: base, role: app.RoleWorker, maxWorkers: 5, procs: 2, want: 2 + 8, from: "role worker and worker.max_workers"},
+		{name: "AllIsTheSum", url: base, role: app.RoleAll, maxWorkers: 200, procs: 2, want: 9 + 58, from: "role all and worker.max_workers"},
 		{name: "ConfigKeyWins", maxConns: 40, url: base + "?pool_max_conns=10", role: app.RoleAll, maxWorkers: 200, procs: 2, want: 40, from: "database.max_conns"},
 		{name: "URLSettingWinsOverDerived", url: base + "?sslmode=disable&pool_max_conns=10", role: app.RoleAll, maxWorkers: 200, procs: 2, want: 0, from: "database.url pool_max_conns"},
 		{name: "KeywordURLSetting", url: "host=db pool_max_conns=10", role: app.RoleWorker, maxWorkers: 200, procs: 2, want: 0, from: "database.url pool_max_conns"},
@@ -72,7 +72,7 @@ func TestOpenServingPool_Size(t *testing.T) {
 	q.Set("pool_max_conns", "3")
 	withPoolMaxConns.RawQuery = q.Encode()
 
-	require.Equal(t, int32(30+8), open(t, map[string]any{"database.url": dbURL}, app.RoleWorker, 30), "derived")
+	require.Equal(t, int32(8+8), open(t, map[string]any{"database.url": dbURL}, app.RoleWorker, 30), "derived")
 	require.Equal(t, int32(17), open(t, map[string]any{"database.url": dbURL, "database.max_conns": 17}, app.RoleAll, 200), "database.max_conns")
 	require.Equal(t, int32(3), open(t, map[string]any{"database.url": withPoolMaxConns.String()}, app.RoleAll, 200), "pool_max_conns in the URL")
 }
