@@ -572,6 +572,14 @@ func (b *bench) startOutboxd(ctx context.Context, size int32) (stop func(), err 
 	if code, _, err := b.call(ctx, "PUT", "/v1/action-modes", b.owner, map[string]string{"slack:send_message": "allow"}); err != nil || code != http.StatusOK {
 		return nil, fmt.Errorf("allowing send_message: %d %v", code, err)
 	}
+	// Until the batch endpoint exists, its phases are reported as skipped.
+	code, _, err := b.call(ctx, "POST", "/v1/envelopes/batch", b.service, map[string]any{"envelopes": []any{}})
+	if err != nil {
+		return nil, err
+	}
+	if code == http.StatusNotFound || code == http.StatusMethodNotAllowed {
+		b.noBatch = fmt.Sprintf("POST /v1/envelopes/batch answered %d: not built yet", code)
+	}
 	return stop, nil
 }
 
@@ -721,10 +729,6 @@ func (b *bench) postBatch(ctx context.Context, items []map[string]any) ([]string
 	code, body, err := b.call(ctx, "POST", "/v1/envelopes/batch", b.service, map[string]any{"envelopes": items})
 	if err != nil {
 		return nil, err
-	}
-	if code == http.StatusNotFound || code == http.StatusMethodNotAllowed {
-		b.noBatch = fmt.Sprintf("POST /v1/envelopes/batch answered %d: not built yet", code)
-		return nil, errNoBatch
 	}
 	if code != http.StatusOK {
 		return nil, fmt.Errorf("POST /v1/envelopes/batch answered %d: %s", code, body)
