@@ -293,18 +293,27 @@ func (b *bench) xacts(ctx context.Context) (int64, error) {
 // settle makes the statistics exact: a backend sends its counts to the
 // statistics at most once a second and an idle one may keep them for ten,
 // but a closing one always sends them. So the pool's connections are
-// closed (they are opened again as the next phase needs them).
-func (b *bench) settle() {
+// closed (they are opened again as the next phase needs them), and settle
+// waits until the count stops moving.
+func (b *bench) settle(ctx context.Context) {
 	if b.pool != nil {
 		b.pool.Reset()
 	}
-	time.Sleep(300 * time.Millisecond)
+	last := int64(-1)
+	for range 20 {
+		time.Sleep(150 * time.Millisecond)
+		n, err := b.xacts(ctx)
+		if err != nil || n == last {
+			return
+		}
+		last = n
+	}
 }
 
 // measure runs one outboxd phase of n actions: run sends the requests, and
 // the phase ends when n more invocations have completed.
 func (b *bench) measure(ctx context.Context, name, prefix string, n int, run func() error) (*phaseResult, error) {
-	b.settle()
+	b.settle(ctx)
 	x0, err := b.xacts(ctx)
 	if err != nil {
 		return nil, err
@@ -325,7 +334,7 @@ func (b *bench) measure(ctx context.Context, name, prefix string, n int, run fun
 	}
 	total := time.Since(start)
 	rss := peakRSS()
-	b.settle()
+	b.settle(ctx)
 	x1, err := b.xacts(ctx)
 	if err != nil {
 		return nil, err
@@ -346,7 +355,7 @@ func (b *bench) waitCompleted(ctx context.Context, target, failedBefore int64) e
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-b.listenDone:
-			return errors.New("lost the notification connection")
+			return errors.New("the event subscription ended")
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
@@ -371,7 +380,7 @@ func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil
 // cooldown, from the client's start until the last completion.
 func (b *bench) riverRaw(ctx context.Context) (*phaseResult, error) {
 	n := b.flags.n
-	b.settle()
+	b.settle(ctx)
 	x0, err := b.xacts(ctx)
 	if err != nil {
 		return nil, err
@@ -441,7 +450,7 @@ func (b *bench) riverRaw(ctx context.Context) (*phaseResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	time.Sleep(300 * time.Millisecond)
+	b.settle(ctx)
 	x1, err := b.xacts(ctx)
 	if err != nil {
 		return nil, err
@@ -545,18 +554,14 @@ func (b *bench) startOutboxd(ctx context.Context, size int32) (stop func(), err 
 	if err != nil {
 		return nil, err
 	}
+	listenCtx, stopListening := context.WithCancel(ctx)
+	b.listen(listenCtx)
+	cleanups = append(cleanups, func() { stopListening(); <-b.listenDone })
 	runCtx, cancel := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- b.app.Serve(runCtx, ln, nil) }()
 	cleanups = append(cleanups, func() { cancel(); <-served })
 	b.base = "http://" + ln.Addr().String()
-
-	listenCtx, stopListening := context.WithCancel(ctx)
-	if err := b.listen(listenCtx); err != nil {
-		stopListening()
-		return nil, err
-	}
-	cleanups = append(cleanups, func() { stopListening(); <-b.listenDone })
 
 	mint := func(c auth.Claims) string {
 		c.Org = benchOrg
@@ -583,41 +588,37 @@ func (b *bench) startOutboxd(ctx context.Context, size int32) (stop func(), err 
 	return stop, nil
 }
 
-// listen counts completed and failed invocations from the events every
-// transition announces, on a connection of its own.
-func (b *bench) listen(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, b.dbURL)
-	if err != nil {
-		return err
-	}
-	if _, err := conn.Exec(ctx, "LISTEN "+invocation.EventsChannel); err != nil {
-		_ = conn.Close(ctx)
-		return err
-	}
+// listen counts the execute jobs River finishes. It does not LISTEN on
+// the database: every notifying commit makes each listening backend run a
+// transaction to read the queue, which would count as outboxd's.
+func (b *bench) listen(ctx context.Context) {
+	events, cancel := b.app.River.SubscribeConfig(&river.SubscribeConfig{
+		ChanSize: 100_000,
+		Kinds:    []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled},
+	})
 	b.listenDone = make(chan struct{})
 	go func() {
 		defer close(b.listenDone)
-		defer conn.Close(context.WithoutCancel(ctx))
+		defer cancel()
 		for {
-			n, err := conn.WaitForNotification(ctx)
-			if err != nil {
+			select {
+			case <-ctx.Done():
 				return
-			}
-			var e struct {
-				ToStatus invocation.Status `json:"to_status"`
-			}
-			if json.Unmarshal([]byte(n.Payload), &e) != nil {
-				continue
-			}
-			switch e.ToStatus {
-			case invocation.StatusCompleted:
-				b.completed.Add(1)
-			case invocation.StatusFailed:
-				b.failed.Add(1)
+			case e, ok := <-events:
+				if !ok {
+					return
+				}
+				if e.Job.Kind != (invocation.ExecuteArgs{}).Kind() {
+					continue
+				}
+				if e.Kind == river.EventKindJobCompleted {
+					b.completed.Add(1)
+				} else {
+					b.failed.Add(1)
+				}
 			}
 		}
 	}()
-	return nil
 }
 
 func (b *bench) call(ctx context.Context, method, path, token string, body any) (int, []byte, error) {
@@ -774,7 +775,7 @@ func (b *bench) approvalLatency(ctx context.Context, k int) (*phaseResult, error
 		}
 		ids[i] = view.ActionID
 	}
-	b.settle()
+	b.settle(ctx)
 	x0, err := b.xacts(ctx)
 	if err != nil {
 		return nil, err
@@ -807,7 +808,7 @@ func (b *bench) approvalLatency(ctx context.Context, k int) (*phaseResult, error
 		}
 	}
 	rss := peakRSS()
-	b.settle()
+	b.settle(ctx)
 	x1, err := b.xacts(ctx)
 	if err != nil {
 		return nil, err
@@ -827,7 +828,7 @@ func (b *bench) fillBacklog(ctx context.Context, n int) (*phaseResult, error) {
 		return nil, err
 	}
 	time.Sleep(time.Second) // the producer hears of the pause
-	b.settle()
+	b.settle(ctx)
 	x0, err := b.xacts(ctx)
 	if err != nil {
 		return nil, err
@@ -845,7 +846,7 @@ func (b *bench) fillBacklog(ctx context.Context, n int) (*phaseResult, error) {
 	}
 	enqueue := time.Since(start)
 	rss := peakRSS()
-	b.settle()
+	b.settle(ctx)
 	x1, err := b.xacts(ctx)
 	if err != nil {
 		return nil, err
