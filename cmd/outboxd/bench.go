@@ -79,7 +79,7 @@ set, otherwise an embedded Postgres in a temporary directory.`,
 	cmd.Flags().Int("backlog", 0, "envelopes left queued before the single and batch phases are run again (0 skips it)")
 	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	// Only the test shortens it, trading exact transaction counts for time.
-	cmd.Flags().Duration("stats-settle", 1100*time.Millisecond, "wait before waking listeners to flush their statistics")
+	cmd.Flags().Duration("stats-settle", 1500*time.Millisecond, "wait before waking listeners to flush their statistics")
 	_ = cmd.Flags().MarkHidden("stats-settle")
 	return cmd
 }
@@ -304,11 +304,11 @@ func (b *bench) xacts(ctx context.Context) (int64, error) {
 // settle makes the statistics exact. A backend sends its counts at most
 // once a second, and an idle one may keep them for ten seconds; a closing
 // one always sends them. So the pool's connections are closed (the next
-// phase opens them again, one transaction each), and after a second the
-// connections the pool cannot close — River's notifier and the waiter,
-// which LISTEN and run a transaction for each notifying commit they hear —
-// are woken by a NOTIFY so they send theirs. Then settle waits until the
-// count stops moving.
+// phase opens them again, one transaction each), those of the API's pool
+// close once idle for idleClose, and then the connections no pool closes —
+// River's notifier and the waiter, which LISTEN and run a transaction for
+// each notifying commit they hear — are woken by a NOTIFY so they send
+// theirs. Then settle waits until the count stops moving.
 func (b *bench) settle(ctx context.Context) {
 	if b.pool != nil {
 		b.pool.Reset()
@@ -331,6 +331,9 @@ func (b *bench) settle(ctx context.Context) {
 	}
 	b.dirty.Store(false)
 }
+
+// idleClose is how long the bench's connections may stay idle.
+const idleClose = time.Second
 
 // measure runs one outboxd phase of n actions: run sends the requests, and
 // the phase ends when n more invocations have completed.
@@ -556,6 +559,10 @@ func (b *bench) startOutboxd(ctx context.Context, size int32) (stop func(), err 
 	if size > 0 {
 		cfg.MaxConns = size
 	}
+	// Connections idle for a second close, so between phases the API's
+	// pool (which app.New derives from this one) sends its statistics too.
+	cfg.MaxConnIdleTime = idleClose
+	cfg.HealthCheckPeriod = idleClose / 4
 	b.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
