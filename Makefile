@@ -57,9 +57,10 @@ fuzz:
 		$(GO) test ./policy -run='^$$' -fuzz="^$$target\$$" -fuzztime=$(FUZZTIME) || exit 1; \
 	done
 
-# The end-to-end benchmark: HTTP → transaction → River → loopback Slack.
+# The end-to-end benchmark against River raw (README, Benchmark); e.g.
+# BENCHFLAGS="--backlog 100000".
 bench:
-	$(GO) run ./cmd/outboxd bench
+	$(GO) run ./cmd/outboxd bench $(BENCHFLAGS)
 
 # dev clean removes .outboxd and the embedded cluster, also when it lives
 # outside the checkout (/var/tmp/outboxd-pg-*, for a checkout root cannot

@@ -26,7 +26,8 @@ import (
 // Config configures the River client and its workers.
 type Config struct {
 	// MaxWorkers is how many execute jobs run at once in this process.
-	// Default 50.
+	// Jobs mostly wait on providers, and per-bucket max_concurrency is what
+	// protects a provider, so it is well above the CPU count. Default 200.
 	MaxWorkers int
 	// MaxAttempts is how many times a failing execute job is tried before it
 	// is dead-lettered (discarded) and its invocation failed. Default 5.
@@ -67,7 +68,7 @@ type Config struct {
 // WithDefaults returns a copy with unset fields defaulted.
 func (c *Config) WithDefaults() *Config {
 	cfg := &Config{
-		MaxWorkers:       cmp.Or(c.MaxWorkers, 50),
+		MaxWorkers:       cmp.Or(c.MaxWorkers, 200),
 		MaxAttempts:      cmp.Or(c.MaxAttempts, 5),
 		RetryBaseDelay:   cmp.Or(c.RetryBaseDelay, time.Second),
 		RetryMaxDelay:    cmp.Or(c.RetryMaxDelay, 5*time.Minute),

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -29,6 +32,7 @@ import (
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/pglaunch"
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/migrations"
@@ -38,20 +42,52 @@ import (
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure the real pipeline against River's raw throughput",
-		Long: `bench sends N allow-mode envelopes through the whole path — HTTP, the
-enqueue transaction, River, a loopback Slack, the completing transaction —
-and reports throughput and enqueue-to-completed latency. In the same run it
-measures River alone working N no-op jobs on the same database and prints
-the ratio. It uses a scratch database on DATABASE_URL's server when set,
-otherwise an embedded Postgres in a temporary directory.`,
+		Short: "Measure outboxd's paths against River's raw throughput, in one run on one database",
+		Long: `bench measures, on one scratch database, one phase after another:
+
+  1. River raw: N pre-inserted no-op jobs worked by --river-workers workers
+     with a short fetch cooldown, the way River's own benchmark runs;
+  2. single: N allow-mode envelopes, one POST /v1/envelopes each, from
+     --concurrency HTTP clients, executed on a loopback Slack;
+  3. batch: N envelopes through POST /v1/envelopes/batch, --batch-size each;
+  4. slow provider: the single path against a Slack answering after
+     --provider-latency (0 skips it);
+  5. approval: --approvals require_approval envelopes approved one at a
+     time on an idle queue, timed from the approve response to the call
+     reaching Slack;
+  6. with --backlog B: B envelopes left queued (their jobs scheduled an hour
+     ahead, as a rate bucket's snooze leaves them), then single and batch
+     again.
+
+Each phase reports actions/s (first request to last completion), its ratio
+to River raw, enqueue→completed p50/p99, Postgres transactions per action
+(pg_stat_database of the bench database; every phase starts and ends with
+the pool's connections closed so their counts are flushed) and the peak RSS
+of this process during the phase (which also runs the HTTP clients and the
+loopback Slack). The database is a new one on DATABASE_URL's server when
+set, otherwise an embedded Postgres in a temporary directory.`,
 		Args: cobra.NoArgs,
 		RunE: runBench,
 	}
-	cmd.Flags().Int("n", 2000, "envelopes (and no-op jobs) to run")
-	cmd.Flags().Int("concurrency", 32, "concurrent HTTP clients")
-	cmd.Flags().Int("workers", 50, "River workers (worker.max_workers)")
+	cmd.Flags().Int("n", 2000, "actions per phase (and River's no-op jobs)")
+	cmd.Flags().Int("concurrency", 64, "concurrent HTTP clients of the single-envelope phases")
+	cmd.Flags().Int("workers", 0, "worker.max_workers of outboxd (default: the configured value)")
+	cmd.Flags().Int("river-workers", 1000, "MaxWorkers of the River raw phase")
+	cmd.Flags().Int("batch-size", 1000, "envelopes per batch request (at most 1000)")
+	cmd.Flags().Duration("provider-latency", 150*time.Millisecond, "how long the loopback Slack takes to answer in the slow-provider phase (0 skips it)")
+	cmd.Flags().Int("approvals", 20, "require_approval invocations approved one by one (0 skips the phase)")
+	cmd.Flags().Int("backlog", 0, "envelopes left queued before the single and batch phases are run again (0 skips it)")
+	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	// Only the test shortens it, trading exact transaction counts for time.
+	cmd.Flags().Duration("stats-settle", 1500*time.Millisecond, "wait before waking listeners to flush their statistics")
+	_ = cmd.Flags().MarkHidden("stats-settle")
 	return cmd
+}
+
+// benchFlags are the command's settings.
+type benchFlags struct {
+	n, concurrency, workers, riverWorkers, batchSize, approvals, backlog int
+	providerLatency, statsSettle                                         time.Duration
 }
 
 func runBench(cmd *cobra.Command, _ []string) error {
@@ -60,144 +96,303 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	n, _ := cmd.Flags().GetInt("n")
-	concurrency, _ := cmd.Flags().GetInt("concurrency")
-	workers, _ := cmd.Flags().GetInt("workers")
-	if n < 1 || concurrency < 1 || workers < 1 {
-		return fmt.Errorf("--n, --concurrency and --workers must be positive")
+	var f benchFlags
+	flags := cmd.Flags()
+	f.n, _ = flags.GetInt("n")
+	f.concurrency, _ = flags.GetInt("concurrency")
+	f.workers, _ = flags.GetInt("workers")
+	f.riverWorkers, _ = flags.GetInt("river-workers")
+	f.batchSize, _ = flags.GetInt("batch-size")
+	f.approvals, _ = flags.GetInt("approvals")
+	f.backlog, _ = flags.GetInt("backlog")
+	f.providerLatency, _ = flags.GetDuration("provider-latency")
+	f.statsSettle, _ = flags.GetDuration("stats-settle")
+	if f.workers == 0 {
+		f.workers = v.GetInt("worker.max_workers")
 	}
-	out := cmd.OutOrStdout()
+	switch {
+	case f.n < 1 || f.concurrency < 1 || f.workers < 1 || f.riverWorkers < 1:
+		return errors.New("--n, --concurrency, --workers and --river-workers must be positive")
+	case f.batchSize < 1 || f.batchSize > 1000:
+		return errors.New("--batch-size must be between 1 and 1000")
+	case f.approvals < 0 || f.backlog < 0 || f.providerLatency < 0:
+		return errors.New("--approvals, --backlog and --provider-latency must not be negative")
+	}
+	if path, _ := flags.GetString("cpuprofile"); path != "" {
+		out, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		if err := pprof.StartCPUProfile(out); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 
-	dbURL, cleanup, err := benchDatabase(ctx, v.GetString("database.url"))
+	dbURL, monitorURL, cleanup, err := benchDatabase(ctx, v.GetString("database.url"))
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	pool, err := pgxpool.New(ctx, dbURL)
+	// outboxd's own warnings and errors go to stderr; --log-level shows more.
+	if f := cmd.Flag("log-level"); (f == nil || !f.Changed) && os.Getenv("OUTBOXD_LOG_LEVEL") == "" {
+		v.Set("log.level", "warn")
+	}
+	logger, err := newLogger(v, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	configured, err := appConfig(v)
+	if err != nil {
+		return err
+	}
+	b := &bench{flags: f, worker: configured.Worker, out: cmd.OutOrStdout(), dbURL: dbURL, logger: logger}
+	b.worker.MaxWorkers = f.workers
+	if err := b.open(ctx, monitorURL); err != nil {
+		return err
+	}
+	defer b.close()
+
+	var results []*phaseResult
+	add := func(r *phaseResult, err error) error {
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+		return nil
+	}
+	if err := add(b.riverRaw(ctx)); err != nil {
+		return fmt.Errorf("river raw: %w", err)
+	}
+	size, _, err := servingPoolSize(v.GetInt("database.max_conns"), dbURL, app.RoleAll, f.workers, runtime.GOMAXPROCS(0))
+	if err != nil {
+		return err
+	}
+	stop, err := b.startOutboxd(ctx, size)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	fmt.Fprintf(b.out, "outboxd bench: N=%d, %d HTTP clients, batches of %d, %d workers, pool of %d connections, River raw with %d workers; GOMAXPROCS %d; %s\n",
+		f.n, f.concurrency, f.batchSize, f.workers, b.pool.Config().MaxConns, f.riverWorkers, runtime.GOMAXPROCS(0), b.serverVersion)
+
+	if err := add(b.measure(ctx, "single", "single", f.n, func() error { return b.postSingles(ctx, "single", f.n) })); err != nil {
+		return fmt.Errorf("single: %w", err)
+	}
+	if err := add(b.measure(ctx, "batch", "batch", f.n, func() error { return b.postBatches(ctx, "batch", f.n, nil) })); err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	if f.providerLatency > 0 {
+		b.slack.latency.Store(int64(f.providerLatency))
+		name := fmt.Sprintf("single, provider %s", f.providerLatency)
+		err := add(b.measure(ctx, name, "slow", f.n, func() error { return b.postSingles(ctx, "slow", f.n) }))
+		b.slack.latency.Store(0)
+		if err != nil {
+			return fmt.Errorf("slow provider: %w", err)
+		}
+	}
+	if f.approvals > 0 {
+		if err := add(b.approvalLatency(ctx, f.approvals)); err != nil {
+			return fmt.Errorf("approvals: %w", err)
+		}
+	}
+	if f.backlog > 0 {
+		if err := add(b.fillBacklog(ctx, f.backlog)); err != nil {
+			return fmt.Errorf("backlog: %w", err)
+		}
+		name := fmt.Sprintf("single, %d queued", f.backlog)
+		if err := add(b.measure(ctx, name, "backlog-single", f.n, func() error { return b.postSingles(ctx, "backlog-single", f.n) })); err != nil {
+			return fmt.Errorf("single with a backlog: %w", err)
+		}
+		name = fmt.Sprintf("batch, %d queued", f.backlog)
+		if err := add(b.measure(ctx, name, "backlog-batch", f.n, func() error { return b.postBatches(ctx, "backlog-batch", f.n, nil) })); err != nil {
+			return fmt.Errorf("batch with a backlog: %w", err)
+		}
+	}
+	if err := b.readLatencies(ctx, results); err != nil {
+		return err
+	}
+	printBenchTable(b.out, results)
+	return nil
+}
+
+// bench is one run: the scratch database, the outboxd process under test
+// and its loopback Slack.
+type bench struct {
+	flags         benchFlags
+	worker        worker.Config // the configured worker settings, --workers applied
+	out           io.Writer
+	logger        *slog.Logger
+	dbURL         string
+	serverVersion string
+
+	// monitor reads pg_stat_database from another database, so reading
+	// does not count as the bench database's transactions.
+	monitor *pgx.Conn
+	dbName  string
+
+	slack      *loopbackSlack
+	app        *app.App
+	pool       *pgxpool.Pool
+	base       string
+	http       *http.Client
+	owner      string
+	service    string
+	dirty      atomic.Bool // the database was used since the last settle
+	completed  atomic.Int64
+	failed     atomic.Int64
+	listenDone chan struct{}
+	noBatch    string // why the batch endpoint cannot be measured, if it cannot
+}
+
+// phaseResult is one row of the report.
+type phaseResult struct {
+	name    string
+	prefix  string // external_id prefix of the phase's envelopes; "" when none
+	actions int
+	// enqueue is how long the requests took (zero when not measured),
+	// total how long until the last action completed.
+	enqueue, total time.Duration
+	// latencies are the phase's enqueue→completed times in seconds,
+	// sorted; for the approval phase, approve→provider call.
+	latencies []float64
+	xacts     int64
+	peakRSSkB int64
+	river     bool // the River baseline
+	note      string
+}
+
+func (b *bench) open(ctx context.Context, monitorURL string) error {
+	var err error
+	b.monitor, err = pgx.Connect(ctx, monitorURL)
+	if err != nil {
+		return fmt.Errorf("connecting to the server's postgres database: %w", err)
+	}
+	cfg, err := pgx.ParseConfig(b.dbURL)
+	if err != nil {
+		return err
+	}
+	b.dbName = cfg.Database
+	if err := b.monitor.QueryRow(ctx, "SELECT current_setting('server_version')").Scan(&b.serverVersion); err != nil {
+		return err
+	}
+	b.serverVersion = "PostgreSQL " + b.serverVersion
+	pool, err := pgxpool.New(ctx, b.dbURL)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if _, err := migrations.Up(ctx, pool); err != nil {
-		return err
-	}
+	_, err = migrations.Up(ctx, pool)
+	return err
+}
 
-	slackSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"ok":true,"channel":"C1","ts":"1503435956.000247"}`)
-	}))
-	defer slackSrv.Close()
+func (b *bench) close() {
+	if b.monitor != nil {
+		_ = b.monitor.Close(context.Background())
+	}
+}
 
-	cfg := &app.Config{
-		HTTPAddr: "127.0.0.1:0", JWTSecret: secretbox.NewKey(), SecretsKey: secretbox.NewKey(),
-		SlackBaseURL: slackSrv.URL, ShutdownTimeout: 30 * time.Second,
-		Worker: worker.Config{MaxWorkers: workers},
-		// Measure the pipeline, not Slack's rate limit: the bucket is
-		// acquired on every job but never runs dry.
-		Buckets: []flow.BucketConfig{{Name: "slack.minute", Rate: 1_000_000, Interval: time.Second, Burst: 1_000_000, Scope: flow.ScopeOrg}},
-	}
-	a, err := app.New(cfg, app.RoleAll, pool, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return err
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- a.Serve(runCtx, ln, nil) }()
-	defer func() { stop(); <-served }()
-	base := "http://" + ln.Addr().String()
+// xacts is the bench database's committed and rolled-back transactions so
+// far, as far as the server's statistics know.
+func (b *bench) xacts(ctx context.Context) (int64, error) {
+	var n int64
+	err := b.monitor.QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1`, b.dbName).Scan(&n)
+	return n, err
+}
 
-	const org = "bench-org"
-	mint := func(c auth.Claims) string {
-		c.Org = org
-		t, _ := auth.Mint(cfg.JWTSecret, c, time.Hour)
-		return t
-	}
-	owner := mint(auth.Claims{Kind: auth.KindUser, Role: auth.RoleOwner, RegisteredClaims: jwt.RegisteredClaims{Subject: "bench-owner"}})
-	service := mint(auth.Claims{Kind: auth.KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: "bench"}})
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency}}
-	call := func(method, path, token string, body any) (int, error) {
-		raw, _ := json.Marshal(body)
-		req, _ := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(raw))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode, nil
-	}
-	if code, err := call("PUT", "/v1/credentials/slack", owner, map[string]string{"token": "xoxb-bench"}); err != nil || code != 200 {
-		return fmt.Errorf("storing the bench credential: %d %v", code, err)
-	}
-	if code, err := call("PUT", "/v1/action-modes", owner, map[string]string{"slack:send_message": "allow"}); err != nil || code != 200 {
-		return fmt.Errorf("allowing send_message: %d %v", code, err)
-	}
-
-	fmt.Fprintf(out, "outboxd bench: %d envelopes, %d HTTP clients, %d workers\n", n, concurrency, workers)
-	start := time.Now()
-	var next, failed atomic.Int64
-	var wg sync.WaitGroup
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > int64(n) {
-					return
-				}
-				code, err := call("POST", "/v1/envelopes", service, map[string]any{
-					"external_id": fmt.Sprintf("bench-%d", i),
-					"tool":        map[string]string{"source": "slack", "action": "send_message"},
-					"args":        map[string]string{"channel": "C1", "text": fmt.Sprintf("bench message %d", i)},
-				})
-				if err != nil || code != http.StatusCreated {
-					failed.Add(1)
-				}
+// settle makes the statistics exact. A backend sends its counts at most
+// once a second, and an idle one may keep them for ten seconds; a closing
+// one always sends them. So the pool's connections are closed (the next
+// phase opens them again, one transaction each), those of the API's pool
+// close once idle for idleClose, and then the connections no pool closes —
+// River's notifier and the waiter, which LISTEN and run a transaction for
+// each notifying commit they hear — are woken by a NOTIFY so they send
+// theirs. Then settle waits until the count stops moving.
+func (b *bench) settle(ctx context.Context) {
+	if b.pool != nil {
+		b.pool.Reset()
+		if b.flags.statsSettle > 0 {
+			time.Sleep(b.flags.statsSettle)
+			if conn, err := pgx.Connect(ctx, b.dbURL); err == nil {
+				_, _ = conn.Exec(ctx, "NOTIFY outboxd_bench_settle")
+				_ = conn.Close(ctx)
 			}
-		}()
+		}
 	}
-	wg.Wait()
-	enqueued := time.Since(start)
-	if f := failed.Load(); f > 0 {
-		return fmt.Errorf("%d envelopes were not accepted", f)
+	last := int64(-1)
+	for range 20 {
+		time.Sleep(150 * time.Millisecond)
+		n, err := b.xacts(ctx)
+		if err != nil || n == last {
+			break
+		}
+		last = n
 	}
-	if err := waitFor(ctx, pool, `SELECT count(*) FROM action_invocations WHERE status = 'completed'`, n); err != nil {
-		return err
+	b.dirty.Store(false)
+}
+
+// idleClose is how long the bench's connections may stay idle.
+const idleClose = time.Second
+
+// measure runs one outboxd phase of n actions: run sends the requests, and
+// the phase ends when n more invocations have completed.
+func (b *bench) measure(ctx context.Context, name, prefix string, n int, run func() error) (*phaseResult, error) {
+	if b.dirty.Load() {
+		b.settle(ctx)
+	}
+	x0, err := b.xacts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resetPeakRSS()
+	target := b.completed.Load() + int64(n)
+	failedBefore := b.failed.Load()
+	start := time.Now()
+	if err := run(); err != nil {
+		if errors.Is(err, errNoBatch) {
+			return &phaseResult{name: name, note: b.noBatch}, nil
+		}
+		return nil, err
+	}
+	enqueue := time.Since(start)
+	if err := b.waitCompleted(ctx, target, failedBefore); err != nil {
+		return nil, err
 	}
 	total := time.Since(start)
-	rows, err := pool.Query(ctx, `SELECT extract(epoch FROM completed_at - created_at) FROM action_invocations WHERE status = 'completed'`)
+	rss := peakRSS()
+	b.settle(ctx)
+	x1, err := b.xacts(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	latencies, err := pgx.CollectRows(rows, pgx.RowTo[float64])
-	if err != nil {
-		return err
-	}
-	slices.Sort(latencies)
-	pipelineRate := float64(n) / total.Seconds()
-	fmt.Fprintf(out, "pipeline: enqueued in %s (%.0f/s); all completed in %s: %.0f actions/s\n",
-		enqueued.Round(time.Millisecond), float64(n)/enqueued.Seconds(), total.Round(time.Millisecond), pipelineRate)
-	fmt.Fprintf(out, "latency enqueue→completed: p50 %s  p99 %s  max %s\n",
-		seconds(percentile(latencies, 0.50)), seconds(percentile(latencies, 0.99)), seconds(latencies[len(latencies)-1]))
+	return &phaseResult{name: name, prefix: prefix, actions: n, enqueue: enqueue, total: total, xacts: x1 - x0, peakRSSkB: rss}, nil
+}
 
-	riverRate, err := benchRiver(ctx, pool, n, workers)
-	if err != nil {
-		return err
+func (b *bench) waitCompleted(ctx context.Context, target, failedBefore int64) error {
+	deadline := time.Now().Add(10 * time.Minute)
+	for b.completed.Load() < target {
+		if f := b.failed.Load() - failedBefore; f > 0 {
+			return fmt.Errorf("%d invocations failed", f)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of the phase's invocations completed in 10 minutes", b.completed.Load()-target)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.listenDone:
+			return errors.New("the event subscription ended")
+		case <-time.After(2 * time.Millisecond):
+		}
 	}
-	fmt.Fprintf(out, "river no-op jobs: %.0f jobs/s\n", riverRate)
-	fmt.Fprintf(out, "pipeline / river: %.2f\n", pipelineRate/riverRate)
 	return nil
 }
 
 // noopArgs is River's baseline: a job that does nothing.
-type noopArgs struct{}
+type noopArgs struct {
+	Num int `json:"num"`
+}
 
 func (noopArgs) Kind() string { return "bench_noop" }
 
@@ -207,96 +402,639 @@ type noopWorker struct {
 
 func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil }
 
-// benchRiver measures River alone: n no-op jobs inserted in batches, worked
-// by the same number of workers on the same database.
-func benchRiver(ctx context.Context, pool *pgxpool.Pool, n, workers int) (float64, error) {
+// riverRaw measures River alone as its own benchmark does: N no-op jobs
+// inserted first, then worked by many workers with a short fetch
+// cooldown, from the client's start until the last completion.
+func (b *bench) riverRaw(ctx context.Context) (*phaseResult, error) {
+	n := b.flags.n
+	b.settle(ctx)
+	x0, err := b.xacts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resetPeakRSS()
+	cfg, err := pgxpool.ParseConfig(b.dbURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = riverRawConns
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	ws := river.NewWorkers()
 	river.AddWorker(ws, noopWorker{})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:  map[string]river.QueueConfig{"bench_noop": {MaxWorkers: workers}},
-		Workers: ws,
-		Logger:  slog.New(slog.DiscardHandler),
+		FetchCooldown:     2 * time.Millisecond,
+		FetchPollInterval: 20 * time.Millisecond,
+		Queues:            map[string]river.QueueConfig{"bench_noop": {MaxWorkers: b.flags.riverWorkers}},
+		Workers:           ws,
+		Logger:            slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
-		return 0, err
+		pool.Close()
+		return nil, err
 	}
-	start := time.Now()
-	if err := client.Start(ctx); err != nil {
-		return 0, err
-	}
-	defer func() { _ = client.Stop(context.WithoutCancel(ctx)) }()
 	for done := 0; done < n; {
-		batch := min(500, n-done)
-		params := make([]river.InsertManyParams, batch)
+		params := make([]river.InsertManyParams, min(5000, n-done))
 		for i := range params {
-			params[i] = river.InsertManyParams{Args: noopArgs{}, InsertOpts: &river.InsertOpts{Queue: "bench_noop"}}
+			params[i] = river.InsertManyParams{Args: noopArgs{Num: done + i}, InsertOpts: &river.InsertOpts{Queue: "bench_noop"}}
 		}
 		if _, err := client.InsertMany(ctx, params); err != nil {
-			return 0, err
+			pool.Close()
+			return nil, err
 		}
-		done += batch
+		done += len(params)
 	}
-	if err := waitFor(ctx, pool, `SELECT count(*) FROM river_job WHERE kind = 'bench_noop' AND state = 'completed'`, n); err != nil {
-		return 0, err
+	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{
+		ChanSize: n + 100,
+		Kinds:    []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled},
+	})
+	defer cancel()
+	start := time.Now()
+	if err := client.Start(ctx); err != nil {
+		pool.Close()
+		return nil, err
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	var total time.Duration
+	for worked := 0; worked < n; worked++ {
+		select {
+		case e := <-events:
+			if e.Kind != river.EventKindJobCompleted {
+				err = fmt.Errorf("no-op job %d ended %s", e.Job.ID, e.Kind)
+			}
+		case <-time.After(time.Minute):
+			err = fmt.Errorf("only %d of %d no-op jobs completed", worked, n)
+		}
+		if err != nil {
+			break
+		}
+		total = time.Since(start)
+	}
+	rss := peakRSS()
+	_ = client.Stop(context.WithoutCancel(ctx))
+	pool.Close() // flushes its connections' statistics
+	if err != nil {
+		return nil, err
+	}
+	b.settle(ctx)
+	x1, err := b.xacts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &phaseResult{name: "River raw (no-op jobs)", actions: n, total: total, xacts: x1 - x0, peakRSSkB: rss, river: true}, nil
 }
 
-func waitFor(ctx context.Context, pool *pgxpool.Pool, query string, want int) error {
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
-		var got int
-		if err := pool.QueryRow(ctx, query).Scan(&got); err != nil {
+// riverRawConns is the River baseline's pool: its no-op jobs never touch
+// the database, so only River's fetches and completions need connections.
+const riverRawConns = 20
+
+// loopbackSlack answers chat.postMessage, after latency when set, and
+// tells watchers when the call for an invocation arrives.
+type loopbackSlack struct {
+	server  *httptest.Server
+	latency atomic.Int64 // time.Duration
+	mu      sync.Mutex
+	watch   map[string]chan time.Time
+}
+
+func newLoopbackSlack() *loopbackSlack {
+	s := &loopbackSlack{watch: map[string]chan time.Time{}}
+	s.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now()
+		s.mu.Lock()
+		ch := s.watch[r.Header.Get("X-Outboxd-Idempotency-Key")]
+		s.mu.Unlock()
+		if ch != nil {
+			select {
+			case ch <- at:
+			default:
+			}
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		if d := time.Duration(s.latency.Load()); d > 0 {
+			time.Sleep(d)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"ok":true,"channel":"C1","ts":"1503435956.000247"}`)
+	}))
+	return s
+}
+
+// expect returns a channel receiving when the call for invocation id arrives.
+func (s *loopbackSlack) expect(id string) (<-chan time.Time, func()) {
+	ch := make(chan time.Time, 1)
+	s.mu.Lock()
+	s.watch[id] = ch
+	s.mu.Unlock()
+	return ch, func() {
+		s.mu.Lock()
+		delete(s.watch, id)
+		s.mu.Unlock()
+	}
+}
+
+const benchOrg = "bench-org"
+
+// startOutboxd runs outboxd (role all) in this process on a pool of size
+// connections, with an unlimited slack.minute bucket, a Slack credential
+// and send_message allowed, and starts counting completed invocations.
+func (b *bench) startOutboxd(ctx context.Context, size int32) (stop func(), err error) {
+	b.slack = newLoopbackSlack()
+	cleanups := []func(){b.slack.server.Close}
+	stop = func() {
+		for _, c := range slices.Backward(cleanups) {
+			c()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	cfg, err := pgxpool.ParseConfig(b.dbURL)
+	if err != nil {
+		return nil, err
+	}
+	if size > 0 {
+		cfg.MaxConns = size
+	}
+	// Connections idle for a second close, so between phases the API's
+	// pool (which app.New derives from this one) sends its statistics too.
+	cfg.MaxConnIdleTime = idleClose
+	cfg.HealthCheckPeriod = idleClose / 4
+	b.pool, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cleanups = append(cleanups, b.pool.Close)
+
+	appCfg := &app.Config{
+		HTTPAddr: "127.0.0.1:0", JWTSecret: secretbox.NewKey(), SecretsKey: secretbox.NewKey(),
+		SlackBaseURL: b.slack.server.URL, ShutdownTimeout: 30 * time.Second,
+		Worker: b.worker,
+		// Measure outboxd, not Slack's rate limit: the bucket is taken on
+		// every job but never runs dry.
+		Buckets: []flow.BucketConfig{{Name: "slack.minute", Rate: 1_000_000, Interval: time.Second, Burst: 1_000_000, Scope: flow.ScopeOrg}},
+	}
+	b.app, err = app.New(appCfg, app.RoleAll, b.pool, b.logger)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", appCfg.HTTPAddr)
+	if err != nil {
+		return nil, err
+	}
+	listenCtx, stopListening := context.WithCancel(ctx)
+	b.listen(listenCtx)
+	cleanups = append(cleanups, func() { stopListening(); <-b.listenDone })
+	runCtx, cancel := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- b.app.Serve(runCtx, ln, nil) }()
+	cleanups = append(cleanups, func() { cancel(); <-served })
+	b.base = "http://" + ln.Addr().String()
+
+	mint := func(c auth.Claims) string {
+		c.Org = benchOrg
+		t, _ := auth.Mint(appCfg.JWTSecret, c, 24*time.Hour)
+		return t
+	}
+	b.owner = mint(auth.Claims{Kind: auth.KindUser, Role: auth.RoleOwner, RegisteredClaims: jwt.RegisteredClaims{Subject: "bench-owner"}})
+	b.service = mint(auth.Claims{Kind: auth.KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: "bench"}})
+	b.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: b.flags.concurrency + 8}, Timeout: 5 * time.Minute}
+	if code, _, err := b.call(ctx, "PUT", "/v1/credentials/slack", b.owner, map[string]string{"token": "xoxb-bench"}); err != nil || code != http.StatusOK {
+		return nil, fmt.Errorf("storing the bench credential: %d %v", code, err)
+	}
+	if code, _, err := b.call(ctx, "PUT", "/v1/action-modes", b.owner, map[string]string{"slack:send_message": "allow"}); err != nil || code != http.StatusOK {
+		return nil, fmt.Errorf("allowing send_message: %d %v", code, err)
+	}
+	// Until the batch endpoint exists, its phases are reported as skipped.
+	code, _, err := b.call(ctx, "POST", "/v1/envelopes/batch", b.service, map[string]any{"envelopes": []any{}})
+	if err != nil {
+		return nil, err
+	}
+	if code == http.StatusNotFound || code == http.StatusMethodNotAllowed {
+		b.noBatch = fmt.Sprintf("POST /v1/envelopes/batch answered %d: not built yet", code)
+	}
+	return stop, nil
+}
+
+// listen counts the execute jobs River finishes. It does not LISTEN on
+// the database: every notifying commit makes each listening backend run a
+// transaction to read the queue, which would count as outboxd's.
+func (b *bench) listen(ctx context.Context) {
+	events, cancel := b.app.River.SubscribeConfig(&river.SubscribeConfig{
+		ChanSize: 100_000,
+		Kinds:    []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled},
+	})
+	b.listenDone = make(chan struct{})
+	go func() {
+		defer close(b.listenDone)
+		defer cancel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-events:
+				if !ok {
+					return
+				}
+				if e.Job.Kind != (invocation.ExecuteArgs{}).Kind() {
+					continue
+				}
+				if e.Kind == river.EventKindJobCompleted {
+					b.completed.Add(1)
+				} else {
+					b.failed.Add(1)
+				}
+			}
+		}
+	}()
+}
+
+func (b *bench) call(ctx context.Context, method, path, token string, body any) (int, []byte, error) {
+	b.dirty.Store(true)
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, b.base+path, bytes.NewReader(raw))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := b.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
+}
+
+// envelope is the bench's Slack message envelope number i of prefix.
+func envelope(prefix string, i int, approval string) map[string]any {
+	e := map[string]any{
+		"external_id": fmt.Sprintf("%s-%d", prefix, i),
+		"tool":        map[string]string{"source": "slack", "action": "send_message"},
+		"args":        map[string]string{"channel": "C1", "text": fmt.Sprintf("bench message %d", i)},
+	}
+	if approval != "" {
+		e["approval"] = approval
+	}
+	return e
+}
+
+// postSingles posts n envelopes one request each from the configured
+// number of concurrent clients.
+func (b *bench) postSingles(ctx context.Context, prefix string, n int) error {
+	var next atomic.Int64
+	errs := make(chan error, b.flags.concurrency)
+	var wg sync.WaitGroup
+	for range b.flags.concurrency {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1))
+				if i > n {
+					return
+				}
+				code, body, err := b.call(ctx, "POST", "/v1/envelopes", b.service, envelope(prefix, i, ""))
+				if err == nil && code != http.StatusCreated {
+					err = fmt.Errorf("POST /v1/envelopes answered %d: %s", code, body)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+var errNoBatch = errors.New("the batch endpoint is not available")
+
+// postBatches posts n envelopes through POST /v1/envelopes/batch, at most
+// four requests at once. ids, when not nil, receives the action ids.
+func (b *bench) postBatches(ctx context.Context, prefix string, n int, ids *[]string) error {
+	if b.noBatch != "" {
+		return errNoBatch
+	}
+	type batch struct{ from, to int }
+	batches := make(chan batch, n/b.flags.batchSize+1)
+	for from := 1; from <= n; from += b.flags.batchSize {
+		batches <- batch{from, min(n, from+b.flags.batchSize-1)}
+	}
+	close(batches)
+	var mu sync.Mutex
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	for range min(4, len(batches)) {
+		wg.Go(func() {
+			for bt := range batches {
+				items := make([]map[string]any, 0, bt.to-bt.from+1)
+				for i := bt.from; i <= bt.to; i++ {
+					items = append(items, envelope(prefix, i, ""))
+				}
+				got, err := b.postBatch(ctx, items)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if ids != nil {
+					mu.Lock()
+					*ids = append(*ids, got...)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// postBatch posts one batch and requires every item to be created.
+func (b *bench) postBatch(ctx context.Context, items []map[string]any) ([]string, error) {
+	code, body, err := b.call(ctx, "POST", "/v1/envelopes/batch", b.service, map[string]any{"envelopes": items})
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("POST /v1/envelopes/batch answered %d: %s", code, body)
+	}
+	var resp struct {
+		Envelopes []struct {
+			ActionID string          `json:"action_id"`
+			Created  bool            `json:"created"`
+			Error    json.RawMessage `json:"error"`
+		} `json:"envelopes"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return nil, fmt.Errorf("batch answer: %w", err)
+	}
+	if len(resp.Envelopes) != len(items) {
+		return nil, fmt.Errorf("batch of %d answered %d items", len(items), len(resp.Envelopes))
+	}
+	ids := make([]string, len(items))
+	for i, e := range resp.Envelopes {
+		if e.Error != nil || !e.Created {
+			return nil, fmt.Errorf("batch item %d not created: %s", i, e.Error)
+		}
+		ids[i] = e.ActionID
+	}
+	return ids, nil
+}
+
+// approvalLatency parks k invocations for approval, then approves them one
+// at a time on an idle queue and times each from the approve response to
+// the call reaching Slack.
+func (b *bench) approvalLatency(ctx context.Context, k int) (*phaseResult, error) {
+	ids := make([]string, k)
+	for i := range k {
+		code, body, err := b.call(ctx, "POST", "/v1/envelopes", b.service, envelope("approval", i+1, "required"))
+		if err != nil || code != http.StatusCreated {
+			return nil, fmt.Errorf("parking an envelope for approval: %d %s %v", code, body, err)
+		}
+		var view struct {
+			ActionID string `json:"action_id"`
+		}
+		if err := json.Unmarshal(body, &view); err != nil {
+			return nil, err
+		}
+		ids[i] = view.ActionID
+	}
+	b.settle(ctx)
+	x0, err := b.xacts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resetPeakRSS()
+	latencies := make([]float64, 0, k)
+	for _, id := range ids {
+		target := b.completed.Load() + 1
+		called, forget := b.slack.expect(id)
+		code, body, err := b.call(ctx, "POST", "/v1/invocations/"+id+"/approve", b.owner, map[string]string{"mode": "once"})
+		approved := time.Now()
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("approve answered %d: %s", code, body)
+		}
+		if err != nil {
+			forget()
+			return nil, err
+		}
+		select {
+		case at := <-called:
+			latencies = append(latencies, max(0, at.Sub(approved).Seconds()))
+		case <-time.After(time.Minute):
+			forget()
+			return nil, fmt.Errorf("the approved invocation %s never reached Slack", id)
+		}
+		forget()
+		// An idle queue: the next approval waits for this one to finish.
+		if err := b.waitCompleted(ctx, target, b.failed.Load()); err != nil {
+			return nil, err
+		}
+	}
+	rss := peakRSS()
+	b.settle(ctx)
+	x1, err := b.xacts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(latencies)
+	return &phaseResult{
+		name: "approve → provider call", actions: k, latencies: latencies, xacts: x1 - x0, peakRSSkB: rss,
+		note: "one at a time; p50/p99 from the approve response to Slack's receipt; xact/action includes the approve request",
+	}, nil
+}
+
+// fillBacklog leaves n envelopes queued: they are enqueued while the
+// actions queue is paused, then their jobs are scheduled an hour ahead —
+// the state a rate bucket's snooze leaves a job in — and the queue resumes.
+func (b *bench) fillBacklog(ctx context.Context, n int) (*phaseResult, error) {
+	if err := b.app.River.QueuePause(ctx, invocation.QueueActions, nil); err != nil {
+		return nil, err
+	}
+	time.Sleep(time.Second) // the producer hears of the pause
+	b.settle(ctx)
+	x0, err := b.xacts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resetPeakRSS()
+	start := time.Now()
+	err = b.postBatches(ctx, "backlog", n, nil)
+	how := "through the batch endpoint"
+	if errors.Is(err, errNoBatch) {
+		how = "one request each (no batch endpoint)"
+		err = b.postSingles(ctx, "backlog", n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	enqueue := time.Since(start)
+	rss := peakRSS()
+	b.settle(ctx)
+	x1, err := b.xacts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tag, err := b.pool.Exec(ctx, `UPDATE river_job SET state = 'scheduled', scheduled_at = now() + interval '1 hour'
+		WHERE queue = $1 AND state = 'available'`, invocation.QueueActions)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.app.River.QueueResume(ctx, invocation.QueueActions, nil); err != nil {
+		return nil, err
+	}
+	if tag.RowsAffected() < int64(n) {
+		return nil, fmt.Errorf("only %d of %d backlog jobs were left queued", tag.RowsAffected(), n)
+	}
+	return &phaseResult{
+		name: fmt.Sprintf("backlog fill (%d)", n), actions: n, enqueue: enqueue, xacts: x1 - x0, peakRSSkB: rss,
+		note: "enqueued " + how + " on a paused queue; not executed: their jobs wait an hour",
+	}, nil
+}
+
+// readLatencies fills in each outboxd phase's enqueue→completed times from
+// the invocations, once every phase has run (the reads would count as a
+// phase's transactions otherwise).
+func (b *bench) readLatencies(ctx context.Context, results []*phaseResult) error {
+	conn, err := pgx.Connect(ctx, b.dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	for _, r := range results {
+		if r.prefix == "" || r.actions == 0 {
+			continue
+		}
+		rows, err := conn.Query(ctx, `SELECT extract(epoch FROM completed_at - created_at)::float8 FROM action_invocations
+			WHERE organization_id = $1 AND external_id LIKE $2 AND status = 'completed'`, benchOrg, r.prefix+"-%")
+		if err != nil {
 			return err
 		}
-		if got >= want {
-			return nil
+		r.latencies, err = pgx.CollectRows(rows, pgx.RowTo[float64])
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d finished in time", got, want)
+		slices.Sort(r.latencies)
+	}
+	return nil
+}
+
+func printBenchTable(w io.Writer, results []*phaseResult) {
+	var riverRate float64
+	for _, r := range results {
+		if r.river && r.total > 0 {
+			riverRate = float64(r.actions) / r.total.Seconds()
 		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	fmt.Fprintf(w, "\n%-28s %7s %10s %10s %8s %9s %9s %12s %9s\n",
+		"phase", "actions", "enqueue/s", "actions/s", "÷River", "p50", "p99", "xact/action", "peak RSS")
+	var notes []string
+	for _, r := range results {
+		if r.actions == 0 {
+			fmt.Fprintf(w, "%-28s skipped: %s\n", r.name, r.note)
+			continue
+		}
+		dash := "—"
+		enqueue, rate, ratio, p50, p99 := dash, dash, dash, dash, dash
+		if r.enqueue > 0 {
+			enqueue = fmt.Sprintf("%.0f", float64(r.actions)/r.enqueue.Seconds())
+		}
+		if r.total > 0 {
+			v := float64(r.actions) / r.total.Seconds()
+			rate = fmt.Sprintf("%.0f", v)
+			if riverRate > 0 {
+				ratio = fmt.Sprintf("%.3f", v/riverRate)
+			}
+		}
+		if len(r.latencies) > 0 {
+			p50, p99 = seconds(percentile(r.latencies, 0.50)).String(), seconds(percentile(r.latencies, 0.99)).String()
+		}
+		fmt.Fprintf(w, "%-28s %7d %10s %10s %8s %9s %9s %12.2f %6d MB\n",
+			r.name, r.actions, enqueue, rate, ratio, p50, p99, float64(r.xacts)/float64(r.actions), r.peakRSSkB/1024)
+		if r.note != "" {
+			notes = append(notes, r.name+": "+r.note)
+		}
+	}
+	notes = append(notes, "River raw: jobs inserted before the clock starts, so it has no enqueue rate or latency")
+	for _, n := range notes {
+		fmt.Fprintln(w, "  "+n)
 	}
 }
 
-// benchDatabase returns a scratch database: a new one on the server of
-// serverURL, or on an embedded Postgres when serverURL is empty.
-func benchDatabase(ctx context.Context, serverURL string) (string, func(), error) {
+// resetPeakRSS restarts the kernel's peak RSS (VmHWM) from the current RSS,
+// so the next peakRSS is the peak since now. Where it cannot, peakRSS is
+// the process's peak so far.
+func resetPeakRSS() {
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSS is VmHWM of /proc/self/status in kB, or 0 where there is none.
+func peakRSS() int64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range bytes.Lines(raw) {
+		if rest, ok := bytes.CutPrefix(line, []byte("VmHWM:")); ok {
+			var kb int64
+			_, _ = fmt.Sscan(string(rest), &kb)
+			return kb
+		}
+	}
+	return 0
+}
+
+// benchDatabase returns a scratch database and the URL of the postgres
+// database of its server: a new database on the server of serverURL, or
+// on an embedded Postgres when serverURL is empty.
+func benchDatabase(ctx context.Context, serverURL string) (dbURL, monitorURL string, cleanup func(), err error) {
 	name := "outboxd_bench_" + randomHex(4)
 	if serverURL == "" {
 		dir, err := os.MkdirTemp("", "outboxd-bench-")
 		if err != nil {
-			return "", nil, err
+			return "", "", nil, err
 		}
 		_ = os.Chmod(dir, 0o755)
 		pg, err := pglaunch.Start(ctx, &pglaunch.Config{DataDir: dir + "/pg"})
 		if err != nil {
 			os.RemoveAll(dir)
-			return "", nil, err
+			return "", "", nil, err
 		}
-		if err := pg.CreateDatabase(ctx, name); err != nil {
-			return "", nil, err
-		}
-		return pg.URL(name), func() {
+		cleanup := func() {
 			_ = pg.Stop(context.Background())
 			_ = pg.RemoveData()
 			os.RemoveAll(dir)
-		}, nil
+		}
+		if err := pg.CreateDatabase(ctx, name); err != nil {
+			cleanup()
+			return "", "", nil, err
+		}
+		return pg.URL(name), pg.URL("postgres"), cleanup, nil
 	}
 	conn, err := pgx.Connect(ctx, serverURL)
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", nil, fmt.Errorf("creating a scratch database (the role needs CREATEDB): %w", err)
+		return "", "", nil, fmt.Errorf("creating a scratch database (the role needs CREATEDB): %w", err)
 	}
 	u, err := url.Parse(serverURL)
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	u.Path = "/" + name
-	return u.String(), func() {
+	dbURL = u.String()
+	u.Path = "/postgres"
+	return dbURL, u.String(), func() {
 		c, err := pgx.Connect(context.Background(), serverURL)
 		if err == nil {
 			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")

@@ -24,6 +24,7 @@ import (
 // checks the two agree.
 var defaults = map[string]any{
 	"database.url":                      "",
+	"database.max_conns":                0,
 	"http.addr":                         "127.0.0.1:8080",
 	"auth.jwt_secret":                   "",
 	"secrets.key":                       "",
@@ -40,7 +41,7 @@ var defaults = map[string]any{
 	"limits.pending_per_session":        10,
 	"limits.invokes_per_minute":         60,
 	"sync_wait":                         30 * time.Second,
-	"worker.max_workers":                50,
+	"worker.max_workers":                200,
 	"worker.max_attempts":               5,
 	"worker.retry_base_delay":           time.Second,
 	"worker.retry_max_delay":            5 * time.Minute,

@@ -155,7 +155,7 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	if demo {
 		cfg.DemoOrg = devOrg
 	}
-	pool, err := openPool(cmd, v)
+	pool, err := openServingPool(cmd, v, app.RoleAll, cfg.Worker.WithDefaults().MaxWorkers, logger)
 	if err != nil {
 		return err
 	}

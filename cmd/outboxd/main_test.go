@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/spf13/viper"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/apptest"
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/invocation"
@@ -158,6 +160,10 @@ func TestServe_APIAndWorkerInSeparateProcesses(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, "%s\napi: %s\nworker: %s", r.Raw, api.output, wrk.output)
 	require.Equal(t, "completed", r.Body["invocation"].(map[string]any)["status"])
 	require.Len(t, slack.Requests(), 1)
+
+	// Each role sizes its pool for what it runs.
+	require.Contains(t, api.output.String(), fmt.Sprintf("max_conns=%d", app.PoolSize(app.RoleAPI, 200, runtime.GOMAXPROCS(0))))
+	require.Contains(t, wrk.output.String(), fmt.Sprintf("max_conns=%d", app.PoolSize(app.RoleWorker, 200, runtime.GOMAXPROCS(0))))
 
 	// The API process has no workers: its River client only inserts.
 	require.NotContains(t, api.output.String(), "River client started")
@@ -515,4 +521,18 @@ func TestMakefile_TestExplainsMissingCgo(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err)
 	require.Contains(t, string(out), "needs cgo and so a C compiler")
+}
+
+func TestBench_RunsEveryPhase(t *testing.T) {
+	t.Parallel()
+	// The bench makes its own scratch database on the test database's server.
+	env := []string{"DATABASE_URL=" + pgtest.URL(t), "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY="}
+	code, out := run(t, env, "bench", "--n", "40", "--concurrency", "4", "--batch-size", "25",
+		"--provider-latency", "20ms", "--approvals", "3", "--backlog", "30", "--river-workers", "50", "--stats-settle", "0")
+	require.Equal(t, 0, code, out)
+	for _, phase := range []string{"River raw (no-op jobs)", "single ", "batch ", "single, provider 20ms", "approve → provider call",
+		"backlog fill (30)", "single, 30 queued", "batch, 30 queued"} {
+		require.Contains(t, out, phase)
+	}
+	require.Regexp(t, `single\s+40\s+\d+\s+\d+\s+0\.\d+\s+\S+\s+\S+\s+\d+\.\d\d\s+\d+ MB`, out)
 }

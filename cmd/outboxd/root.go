@@ -3,6 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"math"
+	"runtime"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
@@ -28,9 +32,46 @@ func newRootCommand() *cobra.Command {
 	return root
 }
 
-// openPool connects to database.url. Commands with a --data-dir flag fall
-// back to the database of the `outboxd dev` running there.
+// openPool connects to database.url with the pool size the URL gives
+// (pgxpool's default otherwise): enough for the short-lived commands.
+// Commands with a --data-dir flag fall back to the database of the
+// `outboxd dev` running there.
 func openPool(cmd *cobra.Command, v *viper.Viper) (*pgxpool.Pool, error) {
+	return connectPool(cmd, v, nil)
+}
+
+// openServingPool is openPool for a process serving role, sized by
+// servingPoolSize. It logs the size and where it came from.
+func openServingPool(cmd *cobra.Command, v *viper.Viper, role app.Role, maxWorkers int, logger *slog.Logger) (*pgxpool.Pool, error) {
+	return connectPool(cmd, v, func(cfg *pgxpool.Config, url string) error {
+		size, from, err := servingPoolSize(v.GetInt("database.max_conns"), url, role, maxWorkers, runtime.GOMAXPROCS(0))
+		if err != nil {
+			return err
+		}
+		if size > 0 {
+			cfg.MaxConns = size
+		}
+		logger.Info("database pool", "max_conns", cfg.MaxConns, "from", from)
+		return nil
+	})
+}
+
+// servingPoolSize is the pool size of a serving process: database.max_conns
+// when set, else pool_max_conns when the URL has it (returned as 0: the URL
+// applies), else app.PoolSize for role. from names which.
+func servingPoolSize(maxConns int, url string, role app.Role, maxWorkers, procs int) (size int32, from string, err error) {
+	switch {
+	case maxConns < 0 || maxConns > math.MaxInt32:
+		return 0, "", fmt.Errorf("database.max_conns must be 0 (sized from the role and worker.max_workers) or a positive number, not %d", maxConns)
+	case maxConns > 0:
+		return int32(maxConns), "database.max_conns", nil
+	case strings.Contains(url, "pool_max_conns"):
+		return 0, "database.url pool_max_conns", nil
+	}
+	return app.PoolSize(role, maxWorkers, procs), "role " + string(role) + " and worker.max_workers", nil
+}
+
+func connectPool(cmd *cobra.Command, v *viper.Viper, configure func(*pgxpool.Config, string) error) (*pgxpool.Pool, error) {
 	ctx := cmd.Context()
 	url := v.GetString("database.url")
 	if url == "" && cmd.Flag(devDirFlag) != nil {
@@ -43,7 +84,16 @@ func openPool(cmd *cobra.Command, v *viper.Viper) (*pgxpool.Pool, error) {
 	if url == "" {
 		return nil, errors.New("database.url is not set: set DATABASE_URL (or OUTBOXD_DATABASE_URL), or run `outboxd dev` for an embedded database")
 	}
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("database.url: %w", err)
+	}
+	if configure != nil {
+		if err := configure(cfg, url); err != nil {
+			return nil, err
+		}
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("database.url: %w", err)
 	}
@@ -78,7 +128,7 @@ func newServeCommand() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			pool, err := openPool(cmd, v)
+			pool, err := openServingPool(cmd, v, role, cfg.Worker.WithDefaults().MaxWorkers, logger)
 			if err != nil {
 				return err
 			}
