@@ -22,8 +22,13 @@ ALTER TABLE action_invocations ADD COLUMN event_seq integer NOT NULL DEFAULT 0;
 -- envelope's), so every job built for it, a replay's too, carries it.
 ALTER TABLE action_invocations ADD COLUMN retry jsonb;
 
--- Every event is announced once, on one channel, in the transaction that
--- wrote it: listeners never hear of a change that rolled back.
+-- The events a listener waits for are announced once, on one channel, in
+-- the transaction that wrote them: listeners never hear of a change that
+-- rolled back. Only those: a request that needs approval, a decision, an
+-- end. Every notifying commit takes Postgres's notification queue lock
+-- until it is flushed, so announcing every transition (started, retries,
+-- snoozes) would serialize the workers' commits; readers that need the
+-- whole timeline read the table.
 CREATE FUNCTION outboxd_announce_event() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_notify('outboxd_invocation_events', json_build_object(
@@ -33,4 +38,7 @@ BEGIN
 END;
 $$;
 CREATE TRIGGER invocation_events_announce AFTER INSERT ON invocation_events
-    FOR EACH ROW EXECUTE FUNCTION outboxd_announce_event();
+    FOR EACH ROW
+    WHEN ((NEW.type = 'created' AND NEW.to_status = 'pending')
+          OR NEW.type IN ('approved', 'denied', 'expired', 'cancelled', 'completed', 'failed', 'skipped'))
+    EXECUTE FUNCTION outboxd_announce_event();

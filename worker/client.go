@@ -85,6 +85,9 @@ func (c *Config) WithDefaults() *Config {
 	return cfg
 }
 
+// fetchCooldown bounds how long a released job waits for River's producer.
+const fetchCooldown = 10 * time.Millisecond
+
 // rescueMargin is how much longer than the job timeout a job must run
 // before it is presumed orphaned.
 const rescueMargin = 5 * time.Second
@@ -187,8 +190,11 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 		JobTimeout:           cfg.JobTimeout(),
 		RescueStuckJobsAfter: cfg.RescueAfter,
 		FetchPollInterval:    cfg.PollInterval,
-		FetchCooldown:        min(cfg.PollInterval, river.FetchCooldownDefault),
-		Workers:              workers,
+		// How soon after a fetch a notification (an insert, an approval) may
+		// fetch again: short, so an approved job starts within a few
+		// milliseconds; under load each fetch takes a batch anyway.
+		FetchCooldown: min(cfg.PollInterval, fetchCooldown),
+		Workers:       workers,
 	}
 	if work {
 		rc.Queues = map[string]river.QueueConfig{

@@ -100,6 +100,7 @@ buckets:
     max_concurrency: %d
     scope: global
 worker:
+  max_workers: 20
   call_timeout: 1s
   rescue_after: 7s
   retry_base_delay: 200ms

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -199,7 +200,12 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	// The API works through its own pool, as the tenant role: whatever it
 	// reads or writes is limited to the caller's organization by the
 	// database (row-level security), whatever filter a query forgets.
-	tenantPool, err := dbutil.TenantPool(context.Background(), pool.Config())
+	// It opens at most the API's share of connections; the base pool, which
+	// opens connections only as they are used, keeps serving the workers,
+	// River, readiness and metrics.
+	tenantConfig := pool.Config()
+	tenantConfig.MaxConns = min(tenantConfig.MaxConns, PoolSize(RoleAPI, 0, runtime.GOMAXPROCS(0)))
+	tenantPool, err := dbutil.TenantPool(context.Background(), tenantConfig)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,8 @@
 // locks the row, changes it only when it is in a state the transition
 // allows (a lost race changes nothing and returns ErrConflict), and appends
 // the invocation's next row to invocation_events: the activity timeline.
-// A trigger on that table announces each event with pg_notify on
+// A trigger on that table announces the events listeners wait for (a
+// request for approval, a decision, an end) with pg_notify on
 // EventsChannel in the same transaction, so a listener never hears of a
 // change that rolled back and never misses one that committed.
 //
