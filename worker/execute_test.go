@@ -272,3 +272,43 @@ func TestExecute_ChangedCredentialIsUsedByTheNextJob(t *testing.T) {
 	require.Equal(t, "Bearer xoxb-worker-token", reqs[0].Authorization)
 	require.Equal(t, "Bearer xoxb-rotated-token", reqs[1].Authorization)
 }
+
+// TestExecute_TerminalFailuresAreLogged checks a failure the worker decides
+// without retrying leaves one log line with the invocation and the reason.
+func TestExecute_TerminalFailuresAreLogged(t *testing.T) {
+	t.Parallel()
+	var logs syncLogs
+	b := apptest.Start(t, &apptest.Options{Logs: &logs})
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	id := enqueue(t, b, "no-credential")
+	inv := b.WaitStatus(id, invocation.StatusFailed, 10*time.Second)
+	require.Contains(t, inv["error"], "no credential")
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "invocation_id="+id) }, 5*time.Second, 20*time.Millisecond)
+	var lines []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `msg="invocation failed"`) && strings.Contains(line, "invocation_id="+id) {
+			lines = append(lines, line)
+		}
+	}
+	require.Len(t, lines, 1, logs.String())
+	require.Contains(t, lines[0], "code=credential_missing")
+	require.Contains(t, lines[0], "level=WARN")
+}
+
+// syncLogs collects a process's logs while the test reads them.
+type syncLogs struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *syncLogs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLogs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
