@@ -3,17 +3,14 @@ package worker_test
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/apptest"
-	"github.com/outboxd/outboxd/internal/pglaunch"
-	"github.com/outboxd/outboxd/migrations"
+	"github.com/outboxd/outboxd/internal/pgtest"
 )
 
 // TestExecute_OutcomeSurvivesPostgresRestart restarts Postgres while
@@ -22,17 +19,7 @@ import (
 func TestExecute_OutcomeSurvivesPostgresRestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg := &pglaunch.Config{DataDir: filepath.Join(t.TempDir(), "pg"), Fast: true}
-	srv, err := pglaunch.Start(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.RemoveData() })
-	require.NoError(t, srv.CreateDatabase(ctx, "outboxd"))
-	dbURL := srv.URL("outboxd")
-	pool, err := pgxpool.New(ctx, dbURL)
-	require.NoError(t, err)
-	_, err = migrations.Up(ctx, pool)
-	pool.Close()
-	require.NoError(t, err)
+	pg := pgtest.NewPrivate(t)
 
 	const n = 8
 	var (
@@ -42,7 +29,7 @@ func TestExecute_OutcomeSurvivesPostgresRestart(t *testing.T) {
 		release   = make(chan struct{})
 		back      = make(chan error, 1)
 	)
-	b := apptest.Start(t, &apptest.Options{DatabaseURL: dbURL, SlackFunc: func(w http.ResponseWriter, r *http.Request) {
+	b := apptest.Start(t, &apptest.Options{DatabaseURL: pg.URL, SlackFunc: func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		arrived++
 		last := arrived == n && !restarted
@@ -54,11 +41,11 @@ func TestExecute_OutcomeSurvivesPostgresRestart(t *testing.T) {
 			// Every call is in flight: take Postgres down under them, then
 			// answer them all while it is down.
 			go func() {
-				err := srv.Stop(context.Background())
+				err := pg.Stop()
 				if err == nil {
 					close(release)
 					time.Sleep(2 * time.Second)
-					srv, err = pglaunch.Start(context.Background(), &pglaunch.Config{DataDir: srv.DataDir(), Port: srv.Port(), Fast: true})
+					err = pg.Start()
 				}
 				back <- err
 			}()
@@ -75,7 +62,6 @@ func TestExecute_OutcomeSurvivesPostgresRestart(t *testing.T) {
 		ids[i] = enqueue(t, b, "restart-"+string(rune('a'+i)))
 	}
 	require.NoError(t, <-back)
-	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
 
 	require.Eventually(t, func() bool {
 		var done int

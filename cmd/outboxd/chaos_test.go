@@ -14,8 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/apptest"
-	"github.com/outboxd/outboxd/internal/pglaunch"
-	"github.com/outboxd/outboxd/migrations"
+	"github.com/outboxd/outboxd/internal/pgtest"
 )
 
 // TestChaos_KilledWorkerAndPostgresRestart runs an API and two worker
@@ -33,16 +32,8 @@ func TestChaos_KilledWorkerAndPostgresRestart(t *testing.T) {
 	ctx := context.Background()
 	const n = 300
 
-	srv, err := pglaunch.Start(ctx, &pglaunch.Config{DataDir: filepath.Join(t.TempDir(), "pg"), Fast: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.RemoveData() })
-	require.NoError(t, srv.CreateDatabase(ctx, "outboxd"))
-	dbURL := srv.URL("outboxd")
-	pool, err := pgxpool.New(ctx, dbURL)
-	require.NoError(t, err)
-	_, err = migrations.Up(ctx, pool)
-	pool.Close()
-	require.NoError(t, err)
+	pg := pgtest.NewPrivate(t)
+	dbURL := pg.URL
 
 	prov := newProvider(t, 30*time.Millisecond)
 	configPath := filepath.Join(t.TempDir(), "outboxd.yaml")
@@ -91,11 +82,8 @@ worker:
 	killedAt := time.Now()
 
 	require.Eventually(t, func() bool { return arrived() >= n/2 }, 30*time.Second, 10*time.Millisecond)
-	port := srv.Port()
-	require.NoError(t, srv.Stop(ctx))
-	srv, err = pglaunch.Start(ctx, &pglaunch.Config{DataDir: srv.DataDir(), Port: port, Fast: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	require.NoError(t, pg.Stop())
+	require.NoError(t, pg.Start())
 
 	check, err := pgxpool.New(ctx, dbURL)
 	require.NoError(t, err)

@@ -1,19 +1,15 @@
 package httpapi_test
 
 import (
-	"context"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/apptest"
-	"github.com/outboxd/outboxd/internal/pglaunch"
-	"github.com/outboxd/outboxd/migrations"
+	"github.com/outboxd/outboxd/internal/pgtest"
 )
 
 // TestOutage_DatabaseUnavailable stops the API's Postgres (a private server
@@ -22,25 +18,13 @@ import (
 // that nothing was written and that the API recovers on its own.
 func TestOutage_DatabaseUnavailable(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	cfg := &pglaunch.Config{DataDir: filepath.Join(t.TempDir(), "pg"), Fast: true}
-	srv, err := pglaunch.Start(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, srv.RemoveData()) })
-	require.NoError(t, srv.CreateDatabase(ctx, "outboxd"))
-	dbURL := srv.URL("outboxd")
-	pool, err := pgxpool.New(ctx, dbURL)
-	require.NoError(t, err)
-	_, err = migrations.Up(ctx, pool)
-	pool.Close()
-	require.NoError(t, err)
-
-	b := apptest.Start(t, &apptest.Options{DatabaseURL: dbURL, Role: app.RoleAPI})
+	pg := pgtest.NewPrivate(t)
+	b := apptest.Start(t, &apptest.Options{DatabaseURL: pg.URL, Role: app.RoleAPI})
 	b.StoreSlackToken("xoxb-outage-token")
 	pending := b.Invoke("send_message", message).Body["invocation_id"].(string)
 	before := databaseDigest(t, b)
 
-	require.NoError(t, srv.Stop(ctx))
+	require.NoError(t, pg.Stop())
 	sess := "/v1/sessions/" + apptest.Session + "/actions"
 	for _, c := range []struct {
 		method, path, token string
@@ -68,10 +52,7 @@ func TestOutage_DatabaseUnavailable(t *testing.T) {
 	}
 	requireAPIError(t, b.Do("GET", "/readyz", "", nil), http.StatusServiceUnavailable, "database_unreachable")
 
-	cfg.DataDir, cfg.Port = srv.DataDir(), srv.Port()
-	srv, err = pglaunch.Start(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, srv.Stop(context.Background())) })
+	require.NoError(t, pg.Start())
 	require.Eventually(t, func() bool {
 		return b.Do("GET", "/v1/invocations", b.Owner(), nil).Status == http.StatusOK
 	}, 20*time.Second, 100*time.Millisecond)
