@@ -2394,12 +2394,12 @@ func (q *Queries) InvocationStart(ctx context.Context, db DBTX, arg InvocationSt
 }
 
 const riverWakeQueue = `-- name: RiverWakeQueue :exec
-SELECT pg_notify('river_insert', json_build_object('queue', $1::text)::text)
+SELECT pg_notify(current_schema() || '.river_insert', json_build_object('queue', $1::text)::text)
 `
 
 // Tells River's producers that jobs of a queue became available, as
-// River's own inserts do (topic river_insert), so a released job is
-// fetched at once rather than at the next poll.
+// River's own inserts do (channel <schema>.river_insert), so a released
+// job is fetched at once rather than at the next poll.
 func (q *Queries) RiverWakeQueue(ctx context.Context, db DBTX, queue string) error {
 	_, err := db.Exec(ctx, riverWakeQueue, queue)
 	return err

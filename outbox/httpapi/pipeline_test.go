@@ -13,6 +13,7 @@ import (
 	"github.com/outboxd/outboxd/internal/apptest"
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/worker"
 )
 
 var message = map[string]any{"channel": "C0123456789", "text": "deploy finished"}
@@ -307,4 +308,17 @@ func TestInvoke_RateLimit(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, r.Status)
 	require.Equal(t, "rate_limited", r.Body["error"].(map[string]any)["code"])
 	require.NotEmpty(t, r.Header.Get("Retry-After"))
+}
+
+// TestApprove_WakesTheWorker checks an approval starts the job at once,
+// not at River's next poll: with a poll interval far longer than the wait,
+// only the approval's wake-up can run it in time.
+func TestApprove_WakesTheWorker(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Worker: worker.Config{PollInterval: time.Minute}})
+	b.StoreSlackToken("xoxb-wake")
+	id := b.Invoke("send_message", message).Body["invocation_id"].(string)
+	r := b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	b.WaitStatus(id, "completed", 15*time.Second)
 }

@@ -276,6 +276,6 @@ WHERE i.id = @id;
 
 -- name: RiverWakeQueue :exec
 -- Tells River's producers that jobs of a queue became available, as
--- River's own inserts do (topic river_insert), so a released job is
--- fetched at once rather than at the next poll.
-SELECT pg_notify('river_insert', json_build_object('queue', @queue::text)::text);
+-- River's own inserts do (channel <schema>.river_insert), so a released
+-- job is fetched at once rather than at the next poll.
+SELECT pg_notify(current_schema() || '.river_insert', json_build_object('queue', @queue::text)::text);
