@@ -164,7 +164,7 @@ func (d *Deps) db() DB {
 func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
 	return &ExecuteWorker{
 		deps: deps, cfg: config.WithDefaults(), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		store: invocation.New(nil),
+		store: invocation.New(nil), completer: &completer{db: deps.db(), maxBatch: 100},
 	}
 }
 

@@ -25,10 +25,11 @@ import (
 // outcome.
 type ExecuteWorker struct {
 	river.WorkerDefaults[invocation.ExecuteArgs]
-	deps   *Deps
-	cfg    *Config
-	logger *slog.Logger
-	store  *invocation.Store
+	deps      *Deps
+	cfg       *Config
+	logger    *slog.Logger
+	store     *invocation.Store
+	completer *completer
 }
 
 // NextRetry implements river.Worker: exponential backoff with jitter
@@ -261,7 +262,7 @@ func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invoca
 func (w *ExecuteWorker) finish(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, update func(tx pgx.Tx) (invocation.Invocation, error)) error {
 	var finished invocation.Invocation
 	err := w.persist(ctx, func(ctx context.Context) error {
-		return dbutil.WithTx(ctx, w.deps.db(), func(ctx context.Context, tx pgx.Tx) error {
+		return w.completer.complete(ctx, func(ctx context.Context, tx pgx.Tx) error {
 			var err error
 			finished, err = update(tx)
 			if errors.Is(err, invocation.ErrConflict) {

@@ -10,7 +10,9 @@ import (
 )
 
 const flowAcquire = `-- name: FlowAcquire :one
-WITH cur AS (
+WITH async AS (
+    SELECT set_config('synchronous_commit', 'off', true)
+), cur AS (
     SELECT b.tokens, b.refilled_at, b.blocked_until, b.leases
     FROM flow_buckets b
     WHERE b.name = $1 AND b.scope_key = $2
@@ -48,7 +50,7 @@ WITH cur AS (
 SELECT decision.granted::bool AS granted,
        greatest(0, decision.token_wait_seconds)::float8 AS token_wait_seconds,
        decision.others::int AS active_leases
-FROM decision
+FROM decision, async
 `
 
 type FlowAcquireParams struct {
@@ -81,6 +83,12 @@ type FlowAcquireRow struct {
 //
 // token_wait_seconds is how long until a token is free (0 when one is):
 // the later of the end of a drain and one token's refill.
+//
+// The statement commits asynchronously (synchronous_commit off for its
+// own implicit transaction): the row lock that serializes every taker of
+// the bucket is then held for the statement, not also for a WAL flush. A
+// crash may forget the last few milliseconds of grants, which can only
+// hand out those tokens once more.
 func (q *Queries) FlowAcquire(ctx context.Context, db DBTX, arg FlowAcquireParams) (FlowAcquireRow, error) {
 	row := db.QueryRow(ctx, flowAcquire,
 		arg.Name,

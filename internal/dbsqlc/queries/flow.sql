@@ -20,7 +20,15 @@ ON CONFLICT (name, scope_key) DO NOTHING;
 --
 -- token_wait_seconds is how long until a token is free (0 when one is):
 -- the later of the end of a drain and one token's refill.
-WITH cur AS (
+--
+-- The statement commits asynchronously (synchronous_commit off for its
+-- own implicit transaction): the row lock that serializes every taker of
+-- the bucket is then held for the statement, not also for a WAL flush. A
+-- crash may forget the last few milliseconds of grants, which can only
+-- hand out those tokens once more.
+WITH async AS (
+    SELECT set_config('synchronous_commit', 'off', true)
+), cur AS (
     SELECT b.tokens, b.refilled_at, b.blocked_until, b.leases
     FROM flow_buckets b
     WHERE b.name = @name AND b.scope_key = @scope_key
@@ -58,7 +66,7 @@ WITH cur AS (
 SELECT decision.granted::bool AS granted,
        greatest(0, decision.token_wait_seconds)::float8 AS token_wait_seconds,
        decision.others::int AS active_leases
-FROM decision;
+FROM decision, async;
 
 -- name: FlowRelease :exec
 -- Frees holder's lease. Releasing a lease that expired or was released
