@@ -1,0 +1,136 @@
+package outbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/internal/dbutil"
+	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/outbox"
+)
+
+type testBundle struct {
+	ctx context.Context
+	svc *outbox.Service
+	app *apptest.Bundle
+}
+
+// setup runs the service of an API process (no workers, so nothing it
+// enqueues runs) and a context of the default organization.
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	b := apptest.Start(t, &apptest.Options{Role: "api"})
+	return &testBundle{ctx: dbutil.WithOrg(context.Background(), apptest.Org), svc: b.App.Service, app: b}
+}
+
+func slackEnvelope(externalID string) outbox.Envelope {
+	return outbox.Envelope{
+		ExternalID: externalID,
+		Tool:       outbox.EnvelopeTool{Source: "slack", Action: "send_message"},
+		Args:       json.RawMessage(`{"channel":"C0123456789","text":"hello"}`),
+	}
+}
+
+var enqueuer = outbox.Enqueuer{OrganizationID: apptest.Org, RequestedBy: "svc", AutomationID: "nightly"}
+
+func TestService_Enqueue(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+
+	t.Run("ModeFromOverridesReadInTheWrite", func(t *testing.T) {
+		_, err := bundle.svc.PutModes(bundle.ctx, apptest.Org, "nightly", "admin", map[string]string{"slack:send_message": "allow"})
+		require.NoError(t, err)
+		inv, created, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: slackEnvelope("mode-1")})
+		require.NoError(t, err)
+		require.True(t, created)
+		require.Equal(t, invocation.StatusApproved, inv.Status)
+		require.Equal(t, "automation_override", inv.ModeSource)
+
+		// A deny written a moment later is never bypassed.
+		_, err = bundle.svc.PutModes(bundle.ctx, apptest.Org, "nightly", "admin", map[string]string{"slack:send_message": "deny"})
+		require.NoError(t, err)
+		inv, _, err = bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: slackEnvelope("mode-2")})
+		require.NoError(t, err)
+		require.Equal(t, invocation.StatusDenied, inv.Status)
+		require.Nil(t, inv.JobID)
+	})
+	t.Run("RepeatReturnsTheFirst", func(t *testing.T) {
+		first, created, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: slackEnvelope("repeat")})
+		require.NoError(t, err)
+		require.True(t, created)
+		again, created, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: slackEnvelope("repeat")})
+		require.NoError(t, err)
+		require.False(t, created)
+		require.Equal(t, first.ID, again.ID)
+
+		changed := slackEnvelope("repeat")
+		changed.Args = json.RawMessage(`{"channel":"C0123456789","text":"other"}`)
+		_, _, err = bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: changed})
+		require.ErrorIs(t, err, outbox.ErrIdempotencyMismatch)
+	})
+	t.Run("BodyCannotNameAnotherAutomation", func(t *testing.T) {
+		env := slackEnvelope("other-automation")
+		env.AutomationID = "someone-else"
+		_, _, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: env})
+		require.ErrorIs(t, err, outbox.ErrAutomationNotAllowed)
+	})
+	t.Run("RetryPolicyTravelsWithTheInvocation", func(t *testing.T) {
+		env := slackEnvelope("retry-policy")
+		env.Approval = "required"
+		env.Constraints.Retry = &outbox.EnvelopeRetry{MaxAttempts: 3, BaseDelay: "2s"}
+		noAutomation := outbox.Enqueuer{OrganizationID: apptest.Org, RequestedBy: "svc"}
+		inv, _, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: noAutomation, Envelope: env})
+		require.NoError(t, err)
+		require.Equal(t, invocation.StatusPending, inv.Status)
+		require.Equal(t, &invocation.Retry{MaxAttempts: 3, BaseDelay: 2 * time.Second}, inv.Retry)
+	})
+}
+
+func TestService_Decisions(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	pending := func(externalID string) invocation.Invocation {
+		env := slackEnvelope(externalID)
+		env.Approval = "required"
+		inv, _, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: env})
+		require.NoError(t, err)
+		return inv
+	}
+
+	t.Run("ApproveThenDenyConflicts", func(t *testing.T) {
+		inv := pending("decide-1")
+		approved, err := bundle.svc.Approve(bundle.ctx, &outbox.ApproveParams{OrganizationID: apptest.Org, InvocationID: inv.ID.String(), UserID: "alice"})
+		require.NoError(t, err)
+		require.Equal(t, invocation.StatusApproved, approved.Status)
+		_, err = bundle.svc.Deny(bundle.ctx, &outbox.DenyParams{OrganizationID: apptest.Org, InvocationID: inv.ID.String(), UserID: "bob"})
+		require.ErrorIs(t, err, outbox.ErrConflict)
+	})
+	t.Run("PastItsWindowIsExpired", func(t *testing.T) {
+		inv := pending("decide-2")
+		_, err := bundle.app.Pool.Exec(context.Background(), `UPDATE action_invocations SET expires_at = now() - interval '1s' WHERE id = $1`, inv.ID)
+		require.NoError(t, err)
+		for range 2 { // found expired, then already expired
+			_, err = bundle.svc.Approve(bundle.ctx, &outbox.ApproveParams{OrganizationID: apptest.Org, InvocationID: inv.ID.String(), UserID: "alice"})
+			require.ErrorIs(t, err, outbox.ErrExpired)
+		}
+		events, err := bundle.svc.Events(bundle.ctx, apptest.Org, inv.ID.String())
+		require.NoError(t, err)
+		require.Len(t, events, 2)
+		require.Equal(t, invocation.EventExpired, events[1].Type)
+	})
+	t.Run("AnotherOrgFindsNothing", func(t *testing.T) {
+		inv := pending("decide-3")
+		other := dbutil.WithOrg(context.Background(), "org-2")
+		_, err := bundle.svc.Approve(other, &outbox.ApproveParams{OrganizationID: "org-2", InvocationID: inv.ID.String(), UserID: "mallory"})
+		require.ErrorIs(t, err, invocation.ErrNotFound)
+		// Even a caller that passed the wrong organization to the service
+		// gets nothing from the database of another one.
+		_, err = bundle.svc.Get(other, apptest.Org, inv.ID.String())
+		require.ErrorIs(t, err, invocation.ErrNotFound)
+	})
+}
