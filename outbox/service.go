@@ -109,13 +109,17 @@ func New(deps *Deps, config *Config) (*Service, error) {
 		return nil, err
 	}
 	logger := cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))
+	if deps.Metrics == nil {
+		deps.Metrics = telemetry.NewNop()
+	}
+	heard := func(typ string) { deps.Metrics.Events.WithLabelValues(typ).Inc() }
 	return &Service{
 		deps:      *deps,
 		cfg:       cfg,
 		logger:    logger,
 		queries:   dbsqlc.New(),
 		validator: executors.NewValidator(),
-		waiter:    newWaiter(deps.Pool, logger),
+		waiter:    newWaiter(deps.Pool, logger, heard),
 		store:     invocation.New(deps.River),
 	}, nil
 }

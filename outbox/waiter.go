@@ -16,17 +16,69 @@ import (
 
 // waiter lets requests wait for the worker that finishes their invocation,
 // possibly in another process: it LISTENs on invocation.EventsChannel on one
-// dedicated connection and wakes the subscribers of each id it hears.
+// dedicated connection and wakes the subscribers of each id it hears, and
+// the event streams of each organization.
+//
+// A wake-up is a doorbell, not the event: each subscriber has a channel of
+// one slot that a notification fills if it is empty, and the subscriber
+// then reads the events table from its own cursor. A subscriber that is
+// slow to answer costs one slot however many events it misses meanwhile,
+// and never holds up the listener or the other subscribers.
 type waiter struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
+	// heard counts the events announced, by type.
+	heard func(typ string)
 
-	mu   sync.Mutex
-	subs map[uuid.UUID][]chan struct{}
+	mu      sync.Mutex
+	subs    map[uuid.UUID][]chan struct{}
+	orgSubs map[string][]chan struct{}
 }
 
-func newWaiter(pool *pgxpool.Pool, logger *slog.Logger) *waiter {
-	return &waiter{pool: pool, logger: logger, subs: map[uuid.UUID][]chan struct{}{}}
+func newWaiter(pool *pgxpool.Pool, logger *slog.Logger, heard func(typ string)) *waiter {
+	return &waiter{pool: pool, logger: logger, heard: heard, subs: map[uuid.UUID][]chan struct{}{}, orgSubs: map[string][]chan struct{}{}}
+}
+
+// subscribeOrg returns a channel that receives when an event of the
+// organization is announced (or announcements may have been missed), and a
+// function to drop the subscription.
+func (w *waiter) subscribeOrg(org string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	w.orgSubs[org] = append(w.orgSubs[org], ch)
+	w.mu.Unlock()
+	return ch, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.orgSubs[org] = removeChan(w.orgSubs[org], ch)
+		if len(w.orgSubs[org]) == 0 {
+			delete(w.orgSubs, org)
+		}
+	}
+}
+
+func removeChan(list []chan struct{}, ch chan struct{}) []chan struct{} {
+	for i, c := range list {
+		if c == ch {
+			return append(list[:i:i], list[i+1:]...)
+		}
+	}
+	return list
+}
+
+func ring(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (w *waiter) wakeOrg(org string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ch := range w.orgSubs[org] {
+		ring(ch)
+	}
 }
 
 // subscribe returns a channel that receives when id is reported done, and a
@@ -73,6 +125,11 @@ func (w *waiter) wakeAll() {
 	for id := range w.subs {
 		ids = append(ids, id)
 	}
+	for _, list := range w.orgSubs {
+		for _, ch := range list {
+			ring(ch)
+		}
+	}
 	w.mu.Unlock()
 	for _, id := range ids {
 		w.wake(id)
@@ -111,10 +168,16 @@ func (w *waiter) listen(ctx context.Context) error {
 			return err
 		}
 		var ev struct {
-			InvocationID uuid.UUID `json:"invocation_id"`
+			InvocationID   uuid.UUID `json:"invocation_id"`
+			OrganizationID string    `json:"organization_id"`
+			Type           string    `json:"type"`
 		}
 		if json.Unmarshal([]byte(n.Payload), &ev) == nil {
 			w.wake(ev.InvocationID)
+			w.wakeOrg(ev.OrganizationID)
+			if w.heard != nil {
+				w.heard(ev.Type)
+			}
 		}
 	}
 }

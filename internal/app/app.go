@@ -87,6 +87,8 @@ type Config struct {
 	DemoOrg string
 	Outbox  outbox.Config
 	Worker  worker.Config
+	// Streams tunes the event streams (SSE).
+	Streams httpapi.StreamConfig
 }
 
 func (c *Config) validate() error {
@@ -118,6 +120,7 @@ type App struct {
 	Registry   *prometheus.Registry
 	Sources    *catalog.Catalog
 	creds      *credential.Store
+	api        *httpapi.Server
 }
 
 // New wires an App on pool. The registry collects outboxd's and the Go
@@ -223,7 +226,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 		return nil, err
 	}
 
-	server := httpapi.New(&httpapi.Deps{Service: svc, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger})
+	server := httpapi.New(&httpapi.Deps{Service: svc, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams})
 	var handler http.Handler = server.Handler()
 	if role == RoleWorker {
 		mux := http.NewServeMux()
@@ -234,7 +237,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	}
 	return &App{
 		cfg: cfg, role: role, pool: pool, tenantPool: tenantPool, logger: logger,
-		River: client, Service: svc, Handler: handler, Registry: reg, Sources: sources, creds: creds,
+		River: client, Service: svc, Handler: handler, Registry: reg, Sources: sources, creds: creds, api: server,
 	}, nil
 }
 
@@ -307,6 +310,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 	}
 
 	srv := &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(a.api.CloseStreams)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	a.logger.Info("outboxd serving", "role", a.role, "addr", ln.Addr().String())

@@ -27,6 +27,7 @@ import (
 	"github.com/outboxd/outboxd/internal/pgtest"
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/outbox/httpapi"
 	"github.com/outboxd/outboxd/worker"
 )
 
@@ -61,6 +62,8 @@ type Options struct {
 	SecretsKey string
 	// ShutdownTimeout bounds the graceful stop; default 10s.
 	ShutdownTimeout time.Duration
+	// Streams tunes the event streams.
+	Streams httpapi.StreamConfig
 }
 
 // Bundle is a running outboxd under test.
@@ -112,6 +115,7 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		ShutdownTimeout:      cmp.Or(opts.ShutdownTimeout, 10*time.Second),
 		Outbox:               opts.Outbox,
 		Worker:               wcfg,
+		Streams:              opts.Streams,
 	}
 	if opts.BrokerURL != "" {
 		cfg.TokenSource = "broker"

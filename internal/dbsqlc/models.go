@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type ActionInvocation struct {
@@ -108,6 +109,7 @@ type InvocationEvent struct {
 	Actor          *string
 	Reason         *string
 	CreatedAt      time.Time
+	Xid            pgtype.Uint64
 }
 
 type InvokeRateWindow struct {

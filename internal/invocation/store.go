@@ -31,6 +31,8 @@ var (
 	// ErrDuplicate: Create found an invocation with the same idempotency
 	// key or external id; the caller's transaction must roll back.
 	ErrDuplicate = errors.New("an invocation with this key exists")
+	// ErrEventNotFound: no such event (in this organization).
+	ErrEventNotFound = errors.New("event not found")
 )
 
 // DB is a connection, pool or transaction to read with.

@@ -27,6 +27,16 @@ type Metrics struct {
 	// ConnectorList is the time to fetch an MCP connector's tool list
 	// (cache misses only), by outcome.
 	ConnectorList *prometheus.HistogramVec
+	// Events counts the invocation events this process heard announced, by
+	// type. Every process hears every event.
+	Events *prometheus.CounterVec
+	// StreamSubscribers is the number of open event streams (SSE).
+	StreamSubscribers prometheus.Gauge
+	// WebhookDeliveries counts webhook delivery attempts by outcome
+	// (delivered, retry, dead, refused).
+	WebhookDeliveries *prometheus.CounterVec
+	// WebhookLatency is the duration of webhook delivery attempts by outcome.
+	WebhookLatency *prometheus.HistogramVec
 }
 
 // New creates the metrics and registers them on reg.
@@ -56,7 +66,25 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help:    "Time to fetch an MCP connector's tool list (cache misses only), by outcome (ok or error).",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 10),
 	}, []string{"outcome"})
-	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency, m.Drift, m.ConnectorList)
+	m.Events = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "outboxd_events_total",
+		Help: "Invocation events announced, by type (every process hears every event).",
+	}, []string{"type"})
+	m.StreamSubscribers = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "outboxd_event_stream_subscribers",
+		Help: "Open event streams (SSE) of this process.",
+	})
+	m.WebhookDeliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "outboxd_webhook_deliveries_total",
+		Help: "Webhook delivery attempts, by outcome (delivered, retry, dead, refused).",
+	}, []string{"outcome"})
+	m.WebhookLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "outboxd_webhook_delivery_duration_seconds",
+		Help:    "Duration of webhook delivery attempts, by outcome.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
+	}, []string{"outcome"})
+	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency, m.Drift, m.ConnectorList,
+		m.Events, m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency)
 	return m
 }
 

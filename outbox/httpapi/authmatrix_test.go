@@ -1,7 +1,10 @@
 package httpapi_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -28,6 +31,8 @@ var wantAccess = map[string]string{
 	"POST /v1/sessions/{session_id}/actions/invocations/{id}/approve": "admin owner",
 	"POST /v1/sessions/{session_id}/actions/invocations/{id}/deny":    "admin owner",
 	"GET /v1/actions/bootstrap-guide":                                 "sandbox service member admin owner",
+	"GET /v1/sessions/{session_id}/events":                            "sandbox member admin owner",
+	"GET /v1/events":                                                  "member admin owner",
 	"GET /v1/invocations":                                             "member admin owner",
 	"GET /v1/invocations/{id}":                                        "sandbox member admin owner",
 	"POST /v1/invocations/{id}/approve":                               "admin owner",
@@ -114,7 +119,7 @@ func TestAuth_Matrix(t *testing.T) {
 		}
 		for _, c := range callers {
 			requests++
-			r := b.Do(rt.Method, path, b.Token(c.claims), nil)
+			r := call(b, rt, path, b.Token(c.claims))
 			what := fmt.Sprintf("%s %s as %s: %s", rt.Method, path, c.name, r.Raw)
 			admitted := slices.Contains(rt.Who, c.principal)
 			if c.name[strings.Index(c.name, "/")+1:] == "sandbox-other-session" && strings.Contains(rt.Pattern, "{session_id}") {
@@ -136,4 +141,26 @@ func TestAuth_Matrix(t *testing.T) {
 
 	// Nothing the matrix sent changed the envelope.
 	require.Equal(t, "pending", b.Invocation(id)["status"])
+}
+
+// call calls a route; an event stream is read up to its first message and
+// closed.
+func call(b *apptest.Bundle, rt httpapi.Route, path, token string) *apptest.Response {
+	if !rt.Stream {
+		return b.Do(rt.Method, path, token, nil)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp := b.Open(ctx, path, token)
+	defer resp.Body.Close()
+	r := &apptest.Response{Status: resp.StatusCode, Header: resp.Header}
+	if resp.StatusCode != http.StatusOK {
+		r.Raw, _ = io.ReadAll(resp.Body)
+		_ = json.Unmarshal(r.Raw, &r.Body)
+		return r
+	}
+	buf := make([]byte, 64)
+	n, _ := resp.Body.Read(buf)
+	r.Raw = buf[:n]
+	return r
 }

@@ -84,6 +84,8 @@ func TestBadInput_Corpus(t *testing.T) {
 		{"GET", sess + "/available", sandbox, service, nil},
 		{"GET", sess + "/guide/slack", sandbox, service, nil},
 		{"GET", "/v1/actions/bootstrap-guide", sandbox, "", nil},
+		{"GET", "/v1/sessions/" + apptest.Session + "/events", sandbox, service, nil},
+		{"GET", "/v1/events", owner, sandbox, nil},
 		{"GET", sess + "/invocations", sandbox, service, nil},
 		{"GET", sess + "/invocations/" + pending, sandbox, service, nil},
 		{"GET", sess + "/invocations/" + pending + "/events", sandbox, service, nil},
@@ -192,6 +194,22 @@ func TestBadInput_Corpus(t *testing.T) {
 		} {
 			field := strings.Split(q, "=")[0]
 			add(badCase{name: "Paging" + list.path + "?" + q, method: "GET", path: list.path + "?" + q, token: list.token, status: http.StatusBadRequest, field: field})
+		}
+	}
+	// Event streams: the resume point and the filter.
+	var otherOrgEvent int64
+	require.NoError(t, b.Pool.QueryRow(context.Background(), `SELECT max(id) FROM invocation_events WHERE organization_id = 'org-2'`).Scan(&otherOrgEvent))
+	for _, stream := range []struct{ path, token string }{{"/v1/events", owner}, {"/v1/sessions/" + apptest.Session + "/events", sandbox}} {
+		for _, q := range []string{
+			"after=-1", "after=1e3", "after=99999999999999999999", "after=%FF", "after=" + fmt.Sprint(otherOrgEvent),
+			"types=action_started", "types=%00", "types=action_completed,",
+		} {
+			field := strings.Split(q, "=")[0]
+			add(badCase{name: "Stream" + stream.path + "?" + q, method: "GET", path: stream.path + "?" + q, token: stream.token, status: http.StatusBadRequest, field: field})
+		}
+		for _, h := range []string{"-1", "x", "1\xff", "99999999999999999999", fmt.Sprint(otherOrgEvent)} {
+			add(badCase{name: "Stream" + stream.path + "/Last-Event-ID=" + h, method: "GET", path: stream.path, token: stream.token,
+				headers: []string{"Last-Event-ID", h}, status: http.StatusBadRequest, field: "Last-Event-ID"})
 		}
 	}
 	add(badCase{name: "StatusNUL", method: "GET", path: "/v1/invocations?status=pending%00", token: owner, status: http.StatusBadRequest, field: "status"})

@@ -90,6 +90,8 @@ func (s *Server) routes() []route {
 		{"POST", session + "/invocations/{id}/approve", admins, s.approve},
 		{"POST", session + "/invocations/{id}/deny", admins, s.deny},
 		{"GET", "/v1/actions/bootstrap-guide", anybody, s.bootstrapGuide},
+		{"GET", "/v1/sessions/{session_id}/events", sandbox | users, s.stream},
+		{"GET", "/v1/events", users, s.stream},
 
 		{"GET", "/v1/invocations", users, s.listOrg},
 		{"GET", "/v1/invocations/{id}", sandbox | users, s.getInvocation},
@@ -148,6 +150,8 @@ func (rt *route) bodyLimit() int64 {
 type Route struct {
 	Method, Pattern string
 	Who             []string
+	// Stream is set on routes that answer with an event stream.
+	Stream bool
 }
 
 // Routes lists the API's authenticated routes, for documentation and for
@@ -155,7 +159,7 @@ type Route struct {
 func (s *Server) Routes() []Route {
 	var out []Route
 	for _, rt := range s.routes() {
-		out = append(out, Route{Method: rt.method, Pattern: rt.pattern, Who: rt.who.names()})
+		out = append(out, Route{Method: rt.method, Pattern: rt.pattern, Who: rt.who.names(), Stream: streamRoutes[rt.method+" "+rt.pattern]})
 	}
 	return out
 }

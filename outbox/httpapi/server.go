@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -37,6 +38,8 @@ type Deps struct {
 	Pool     *pgxpool.Pool
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger
+	// Streams tunes the event streams.
+	Streams StreamConfig
 }
 
 // Server routes requests to the outbox service.
@@ -46,6 +49,10 @@ type Server struct {
 	pool     *pgxpool.Pool
 	gatherer prometheus.Gatherer
 	logger   *slog.Logger
+	streams  StreamConfig
+
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // New returns a Server.
@@ -56,7 +63,15 @@ func New(deps *Deps) *Server {
 		pool:     deps.Pool,
 		gatherer: deps.Gatherer,
 		logger:   cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
+		streams:  deps.Streams.WithDefaults(),
+		closing:  make(chan struct{}),
 	}
+}
+
+// CloseStreams ends every open event stream, so that a graceful shutdown
+// does not wait for them; clients reconnect elsewhere with Last-Event-ID.
+func (s *Server) CloseStreams() {
+	s.closeOnce.Do(func() { close(s.closing) })
 }
 
 // Handler returns the API's routes.

@@ -1,0 +1,146 @@
+package invocation
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxd/outboxd/internal/dbsqlc"
+)
+
+// Notice is what an event tells the people and agents watching: the three
+// notifications of the Actions specification. Most events (started,
+// retry_scheduled, snoozed, replayed, discarded, and created in any status
+// but pending) are no notice.
+type Notice string
+
+const (
+	// NoticeApprovalRequest: an invocation entered pending (created).
+	NoticeApprovalRequest Notice = "action_approval_request"
+	// NoticeApprovalResult: a pending invocation was approved, denied or
+	// expired.
+	NoticeApprovalResult Notice = "action_approval_result"
+	// NoticeCompleted: an invocation finished: completed (a provider
+	// conflict counts as success), failed, skipped or cancelled.
+	NoticeCompleted Notice = "action_completed"
+)
+
+// Notices lists every notice kind.
+var Notices = []Notice{NoticeApprovalRequest, NoticeApprovalResult, NoticeCompleted}
+
+// Cursor is a position in a feed. Feeds run in (XID, ID) order — the order
+// transactions became visible below the horizon — not in id order, since an
+// id is taken at insert and an earlier id can commit later. The zero
+// Cursor is before every event.
+type Cursor struct {
+	XID int64 // the xid8 of the event's transaction
+	ID  int64 // the event id
+}
+
+// FeedItem is one event of a feed with the invocation as it is now.
+type FeedItem struct {
+	Event
+	Notice     Notice
+	Invocation Invocation
+	Cursor     Cursor
+}
+
+// FeedParams select a feed's events.
+type FeedParams struct {
+	Org string
+	// SessionID limits the feed to a session's invocations ("" for all).
+	SessionID string
+	After     Cursor
+	// Notices limits the kinds; empty means every kind.
+	Notices []Notice
+	// Limit bounds the answer; default 100.
+	Limit int32
+}
+
+// Feed returns the organization's notices after p.After, oldest first, up
+// to the horizon: events of transactions that may still have earlier
+// neighbours in flight are held back, and held reports whether any were,
+// so the caller asks again soon.
+func (s *Store) Feed(ctx context.Context, db DB, p *FeedParams) (items []FeedItem, held bool, err error) {
+	kinds := make([]string, 0, len(Notices))
+	for _, n := range Notices {
+		if len(p.Notices) == 0 || containsNotice(p.Notices, n) {
+			kinds = append(kinds, string(n))
+		}
+	}
+	rows, err := s.q.FeedList(ctx, db, dbsqlc.FeedListParams{
+		OrganizationID: p.Org, SessionID: nilIfEmpty(p.SessionID), Kinds: kinds, Max: cmp.Or(p.Limit, 100),
+		AfterXid: strconv.FormatInt(p.After.XID, 10), AfterID: p.After.ID,
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("reading event feed: %w", err)
+	}
+	for _, r := range rows {
+		if !r.Settled {
+			return items, true, nil
+		}
+		items = append(items, FeedItem{
+			Event: Event{
+				ID: r.EventID, InvocationID: r.ActionInvocation.ID, Seq: r.Seq, Type: EventType(r.Type),
+				From: Status(deref(r.FromStatus)), To: Status(r.ToStatus), Actor: deref(r.Actor), Reason: deref(r.Reason),
+				CreatedAt: r.EventCreatedAt,
+			},
+			Notice:     Notice(r.Kind),
+			Invocation: fromRow(r.ActionInvocation),
+			Cursor:     Cursor{XID: r.Xid, ID: r.EventID},
+		})
+	}
+	return items, false, nil
+}
+
+// FeedCursor returns the position of one of the organization's events, to
+// resume a feed after it. An unknown id is ErrEventNotFound.
+func (s *Store) FeedCursor(ctx context.Context, db DB, org string, eventID int64) (Cursor, error) {
+	xid, err := s.q.FeedCursor(ctx, db, dbsqlc.FeedCursorParams{ID: eventID, OrganizationID: org})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Cursor{}, fmt.Errorf("%w: %d", ErrEventNotFound, eventID)
+	}
+	if err != nil {
+		return Cursor{}, fmt.Errorf("locating event: %w", err)
+	}
+	return Cursor{XID: xid, ID: eventID}, nil
+}
+
+// FeedNow returns the position of the present: a feed that starts here
+// delivers what becomes visible from now on, and perhaps a few events of
+// transactions that committed just before.
+func (s *Store) FeedNow(ctx context.Context, db DB) (Cursor, error) {
+	horizon, err := s.q.FeedHorizon(ctx, db)
+	if err != nil {
+		return Cursor{}, fmt.Errorf("reading the feed horizon: %w", err)
+	}
+	return Cursor{XID: horizon}, nil
+}
+
+// NoticeOf returns the notice an event makes, or "".
+func NoticeOf(typ EventType, to Status) Notice {
+	switch typ {
+	case EventCreated:
+		if to == StatusPending {
+			return NoticeApprovalRequest
+		}
+	case EventApproved, EventDenied, EventExpired:
+		return NoticeApprovalResult
+	case EventCompleted, EventFailed, EventSkipped, EventCancelled:
+		return NoticeCompleted
+	}
+	return ""
+}
+
+func containsNotice(list []Notice, n Notice) bool {
+	for _, x := range list {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}

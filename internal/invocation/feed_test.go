@@ -1,0 +1,96 @@
+package invocation_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/invocation"
+)
+
+// TestStore_FeedCommitOrder: an event id is taken at insert, so a later id
+// can commit first. A feed must deliver it without losing the earlier id
+// that commits afterwards, and must not deliver an event while a
+// transaction that could precede it is open.
+func TestStore_FeedCommitOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	feed := func(after invocation.Cursor) ([]invocation.FeedItem, bool) {
+		t.Helper()
+		items, held, err := b.store.Feed(ctx, b.pool, &invocation.FeedParams{Org: "org-1", After: after})
+		require.NoError(t, err)
+		return items, held
+	}
+	// settled reads the feed until nothing is held back: the horizon is
+	// the cluster's, so transactions of parallel tests may hold it a moment.
+	settled := func(after invocation.Cursor) []invocation.FeedItem {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			items, held := feed(after)
+			if !held || time.Now().After(deadline) {
+				return items
+			}
+		}
+	}
+	start, err := b.store.FeedNow(ctx, b.pool)
+	require.NoError(t, err)
+
+	// A takes its transaction id first, B second; B inserts its event
+	// first (the lower id), A second; A commits, B is still open.
+	txA, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer txA.Rollback(ctx)
+	_, err = txA.Exec(ctx, `SELECT pg_current_xact_id()`)
+	require.NoError(t, err)
+	txB, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer txB.Rollback(ctx)
+	_, err = txB.Exec(ctx, `SELECT pg_current_xact_id()`)
+	require.NoError(t, err)
+	invB := b.create(t, txB, invocation.StatusPending)
+	invA := b.create(t, txA, invocation.StatusPending)
+	require.NoError(t, txA.Commit(ctx))
+
+	var items []invocation.FeedItem
+	for deadline := time.Now().Add(10 * time.Second); len(items) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		items, _ = feed(start)
+	}
+	require.Len(t, items, 1, "A's transaction is older than every open one")
+	require.Equal(t, invA.ID, items[0].InvocationID)
+	cursor := items[0].Cursor
+
+	require.NoError(t, txB.Commit(ctx))
+	items = settled(cursor)
+	require.Len(t, items, 1, "B's event, with the lower id, still comes after the cursor")
+	require.Equal(t, invB.ID, items[0].InvocationID)
+	require.Less(t, items[0].ID, cursor.ID)
+	require.Equal(t, invocation.NoticeApprovalRequest, items[0].Notice)
+
+	// Resuming from an id finds the same position.
+	resumed, err := b.store.FeedCursor(ctx, b.pool, "org-1", cursor.ID)
+	require.NoError(t, err)
+	require.Equal(t, cursor, resumed)
+	_, err = b.store.FeedCursor(ctx, b.pool, "org-2", cursor.ID)
+	require.ErrorIs(t, err, invocation.ErrEventNotFound)
+
+	// An event committed while an older transaction is open is held back.
+	txC, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer txC.Rollback(ctx)
+	_, err = txC.Exec(ctx, `SELECT pg_current_xact_id()`)
+	require.NoError(t, err)
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	invD := b.create(t, tx, invocation.StatusPending)
+	require.NoError(t, tx.Commit(ctx))
+	items, held := feed(items[0].Cursor)
+	require.Empty(t, items)
+	require.True(t, held)
+	require.NoError(t, txC.Rollback(ctx))
+	items = settled(resumed)
+	require.Len(t, items, 2)
+	require.Equal(t, invD.ID, items[1].InvocationID)
+}

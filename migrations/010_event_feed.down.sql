@@ -1,0 +1,1 @@
+ALTER TABLE invocation_events DROP COLUMN xid;

@@ -1,0 +1,48 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+
+	"github.com/outboxd/outboxd/internal/invocation"
+)
+
+// FeedParams select the events of a stream.
+type FeedParams = invocation.FeedParams
+
+// Subscribe returns a doorbell that rings when an event of the organization
+// may have been written (by any process), and a function to hang up. The
+// subscriber reads the events with Feed from its own cursor.
+func (s *Service) Subscribe(org string) (<-chan struct{}, func()) {
+	ch, unsubscribe := s.waiter.subscribeOrg(org)
+	s.deps.Metrics.StreamSubscribers.Inc()
+	return ch, func() {
+		unsubscribe()
+		s.deps.Metrics.StreamSubscribers.Dec()
+	}
+}
+
+// Feed returns the notices after p.After, oldest first; held says that
+// later events exist but are not yet safe to deliver, so ask again soon.
+func (s *Service) Feed(ctx context.Context, p *FeedParams) ([]invocation.FeedItem, bool, error) {
+	return s.store.Feed(ctx, s.deps.Pool, p)
+}
+
+// FeedCursor returns where a stream resumes: after the organization's
+// event afterID (0: before every event). An id the organization does not
+// have is a validation error.
+func (s *Service) FeedCursor(ctx context.Context, org string, afterID int64) (invocation.Cursor, error) {
+	if afterID == 0 {
+		return invocation.Cursor{}, nil
+	}
+	c, err := s.store.FeedCursor(ctx, s.deps.Pool, org, afterID)
+	if errors.Is(err, invocation.ErrEventNotFound) {
+		return c, &ValidationError{Message: err.Error()}
+	}
+	return c, err
+}
+
+// FeedNow returns the cursor of a stream that starts now.
+func (s *Service) FeedNow(ctx context.Context) (invocation.Cursor, error) {
+	return s.store.FeedNow(ctx, s.deps.Pool)
+}
