@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -145,6 +146,16 @@ type Deps struct {
 	Flow    *flow.Limiter
 	Metrics *telemetry.Metrics
 	Logger  *slog.Logger
+	// Jobs are job kinds of other packages (webhook deliveries), run with
+	// the others.
+	Jobs []JobSet
+}
+
+// JobSet is a package's workers, queues and periodic jobs.
+type JobSet interface {
+	AddWorkers(workers *river.Workers)
+	Queues() map[string]river.QueueConfig
+	PeriodicJobs() []*river.PeriodicJob
 }
 
 // DB is a pool or a transaction.
@@ -182,6 +193,9 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 	river.AddWorker(workers, NewExecuteWorker(deps, cfg))
 	river.AddWorker(workers, &ExpireWorker{deps: deps, logger: logger})
 	river.AddWorker(workers, &SweepWorker{deps: deps, logger: logger})
+	for _, js := range deps.Jobs {
+		js.AddWorkers(workers)
+	}
 
 	rc := &river.Config{
 		Logger:               riverLogger(logger),
@@ -205,6 +219,10 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepInterval),
 				func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
 				&river.PeriodicJobOpts{RunOnStart: true, ID: "expire_sweep"}),
+		}
+		for _, js := range deps.Jobs {
+			maps.Copy(rc.Queues, js.Queues())
+			rc.PeriodicJobs = append(rc.PeriodicJobs, js.PeriodicJobs()...)
 		}
 	}
 	client, err := river.NewClient(riverpgxv5.New(deps.Pool), rc)

@@ -16,6 +16,7 @@ import (
 	"github.com/outboxd/outboxd/internal/flow"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/webhook"
 	"github.com/outboxd/outboxd/worker"
 )
 
@@ -51,6 +52,12 @@ var defaults = map[string]any{
 	"worker.max_provider_waits":         20,
 	"worker.sweep_interval":             time.Minute,
 	"worker.poll_interval":              100 * time.Millisecond,
+	"webhooks.max_attempts":             8,
+	"webhooks.retry_base_delay":         10 * time.Second,
+	"webhooks.retry_max_delay":          time.Hour,
+	"webhooks.timeout":                  10 * time.Second,
+	"webhooks.disable_after":            72 * time.Hour,
+	"webhooks.max_workers":              20,
 	"shutdown_timeout":                  30 * time.Second,
 	"log.level":                         "info",
 	"log.format":                        "text",
@@ -134,6 +141,14 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			MaxProviderWaits: v.GetInt("worker.max_provider_waits"),
 			SweepInterval:    v.GetDuration("worker.sweep_interval"),
 			PollInterval:     v.GetDuration("worker.poll_interval"),
+		},
+		Webhooks: webhook.Config{
+			MaxAttempts:    v.GetInt("webhooks.max_attempts"),
+			RetryBaseDelay: v.GetDuration("webhooks.retry_base_delay"),
+			RetryMaxDelay:  v.GetDuration("webhooks.retry_max_delay"),
+			Timeout:        v.GetDuration("webhooks.timeout"),
+			DisableAfter:   v.GetDuration("webhooks.disable_after"),
+			MaxWorkers:     v.GetInt("webhooks.max_workers"),
 		},
 	}
 	buckets, err := bucketConfigs(v)

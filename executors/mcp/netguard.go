@@ -201,3 +201,19 @@ func checkRedirect(allowPrivate bool) func(*http.Request, []*http.Request) error
 func sameOrigin(u, origin *url.URL) bool {
 	return strings.EqualFold(u.Scheme, origin.Scheme) && strings.EqualFold(u.Host, origin.Host)
 }
+
+// GuardedClient returns an HTTP client with the guard connectors use, for
+// other outbound calls to addresses an organization chose (webhooks):
+// unless allowPrivate, internal addresses are refused when dialing, after
+// DNS resolution, and every redirect is checked with CheckURL. timeout
+// bounds each request.
+func GuardedClient(allowPrivate bool, timeout time.Duration) (*http.Client, error) {
+	rt, err := guardedTransport(nil, allowPrivate)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: rt, Timeout: timeout, CheckRedirect: checkRedirect(allowPrivate)}, nil
+}
+
+// NotAllowed reports whether err is the guard refusing an address.
+func NotAllowed(err error) bool { return errors.Is(err, errURLNotAllowed) }

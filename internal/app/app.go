@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -35,10 +36,12 @@ import (
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/internal/telemetry"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/outbox/httpapi"
+	"github.com/outboxd/outboxd/webhook"
 	"github.com/outboxd/outboxd/worker"
 )
 
@@ -89,6 +92,9 @@ type Config struct {
 	Worker  worker.Config
 	// Streams tunes the event streams (SSE).
 	Streams httpapi.StreamConfig
+	// Webhooks configures webhook delivery; AllowPrivateNetworks follows
+	// the connectors' setting.
+	Webhooks webhook.Config
 }
 
 func (c *Config) validate() error {
@@ -170,7 +176,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	creds := credential.NewStore(pool, box)
 	sources := catalog.New(registry, pool, mcpClient, creds)
 	limiter, err := flow.New(pool, &flow.Config{
-		Buckets: mergeBuckets(worker.DefaultBuckets, cfg.Buckets),
+		Buckets: mergeBuckets(append(slices.Clone(worker.DefaultBuckets), webhook.Bucket), cfg.Buckets),
 		// A lease outlives any job that holds it; a dead process's leases
 		// come back soon after its jobs would have timed out.
 		LeaseTTL: cfg.Worker.WithDefaults().JobTimeout() + 5*time.Second,
@@ -194,8 +200,19 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 		}
 		tokens = &brokerWithConnectors{broker: broker, store: creds}
 	}
+	whcfg := cfg.Webhooks
+	whcfg.AllowPrivateNetworks = cfg.AllowPrivateNetworks
+	whDeps := webhook.Deps{
+		Pool: pool, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
+		Payload: func(item *invocation.FeedItem) any { return httpapi.Notice(item) },
+	}
+	webhooks, err := webhook.New(&whDeps, &whcfg)
+	if err != nil {
+		return nil, err
+	}
 	client, err := worker.NewClient(&worker.Deps{
 		Pool: pool, Sources: sources, Tokens: tokens, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
+		Jobs: []worker.JobSet{webhooks},
 	}, &cfg.Worker, role != RoleAPI)
 	if err != nil {
 		return nil, err
@@ -225,8 +242,16 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 		tenantPool.Close()
 		return nil, err
 	}
+	// The API manages endpoints through the tenant pool too; the relay and
+	// the deliveries (webhooks, above) work for every organization.
+	whDeps.Pool = tenantPool
+	apiWebhooks, err := webhook.New(&whDeps, &whcfg)
+	if err != nil {
+		tenantPool.Close()
+		return nil, err
+	}
 
-	server := httpapi.New(&httpapi.Deps{Service: svc, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams})
+	server := httpapi.New(&httpapi.Deps{Service: svc, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams, Webhooks: apiWebhooks})
 	var handler http.Handler = server.Handler()
 	if role == RoleWorker {
 		mux := http.NewServeMux()

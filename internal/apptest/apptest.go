@@ -28,6 +28,7 @@ import (
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/outbox/httpapi"
+	"github.com/outboxd/outboxd/webhook"
 	"github.com/outboxd/outboxd/worker"
 )
 
@@ -64,6 +65,8 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Streams tunes the event streams.
 	Streams httpapi.StreamConfig
+	// Webhooks configures webhook delivery; default fast retries and relay.
+	Webhooks webhook.Config
 }
 
 // Bundle is a running outboxd under test.
@@ -116,6 +119,13 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		Outbox:               opts.Outbox,
 		Worker:               wcfg,
 		Streams:              opts.Streams,
+		Webhooks:             opts.Webhooks,
+	}
+	if cfg.Webhooks.RetryBaseDelay == 0 {
+		cfg.Webhooks.RetryBaseDelay = 50 * time.Millisecond
+	}
+	if cfg.Webhooks.RelayInterval == 0 {
+		cfg.Webhooks.RelayInterval = 100 * time.Millisecond
 	}
 	if opts.BrokerURL != "" {
 		cfg.TokenSource = "broker"

@@ -175,3 +175,124 @@ func (q *Queries) FeedList(ctx context.Context, db DBTX, arg FeedListParams) ([]
 	}
 	return items, nil
 }
+
+const feedListAll = `-- name: FeedListAll :many
+WITH e AS (
+    SELECT ev.id, ev.invocation_id, ev.seq, ev.type, ev.from_status, ev.to_status, ev.actor, ev.reason, ev.created_at, ev.xid,
+        coalesce(CASE
+            WHEN ev.type = 'created' AND ev.to_status = 'pending' THEN 'action_approval_request'
+            WHEN ev.type IN ('approved', 'denied', 'expired') THEN 'action_approval_result'
+            WHEN ev.type IN ('completed', 'failed', 'skipped', 'cancelled') THEN 'action_completed'
+        END, '')::text AS kind
+    FROM invocation_events ev
+    WHERE (ev.xid, ev.id) > (CAST($2::text AS xid8), $3::bigint)
+)
+SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.reason, e.created_at AS event_created_at,
+       e.xid::text::bigint AS xid,
+       (e.xid < pg_snapshot_xmin(pg_current_snapshot()))::bool AS settled,
+       e.kind,
+       a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry
+FROM e JOIN action_invocations a ON a.id = e.invocation_id
+ORDER BY e.xid, e.id
+LIMIT $1
+`
+
+type FeedListAllParams struct {
+	Max      int32
+	AfterXid string
+	AfterID  int64
+}
+
+type FeedListAllRow struct {
+	EventID          int64
+	Seq              int32
+	Type             string
+	FromStatus       *string
+	ToStatus         string
+	Actor            *string
+	Reason           *string
+	EventCreatedAt   time.Time
+	Xid              int64
+	Settled          bool
+	Kind             string
+	ActionInvocation ActionInvocation
+}
+
+// FeedList across organizations, for the webhook relay.
+func (q *Queries) FeedListAll(ctx context.Context, db DBTX, arg FeedListAllParams) ([]FeedListAllRow, error) {
+	rows, err := db.Query(ctx, feedListAll, arg.Max, arg.AfterXid, arg.AfterID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FeedListAllRow
+	for rows.Next() {
+		var i FeedListAllRow
+		if err := rows.Scan(
+			&i.EventID,
+			&i.Seq,
+			&i.Type,
+			&i.FromStatus,
+			&i.ToStatus,
+			&i.Actor,
+			&i.Reason,
+			&i.EventCreatedAt,
+			&i.Xid,
+			&i.Settled,
+			&i.Kind,
+			&i.ActionInvocation.ID,
+			&i.ActionInvocation.OrganizationID,
+			&i.ActionInvocation.SessionID,
+			&i.ActionInvocation.AutomationID,
+			&i.ActionInvocation.RequestedBy,
+			&i.ActionInvocation.Origin,
+			&i.ActionInvocation.Integration,
+			&i.ActionInvocation.Action,
+			&i.ActionInvocation.RiskLevel,
+			&i.ActionInvocation.Mode,
+			&i.ActionInvocation.ModeSource,
+			&i.ActionInvocation.Params,
+			&i.ActionInvocation.ParamsHash,
+			&i.ActionInvocation.Status,
+			&i.ActionInvocation.Result,
+			&i.ActionInvocation.Error,
+			&i.ActionInvocation.DeniedReason,
+			&i.ActionInvocation.DurationMs,
+			&i.ActionInvocation.ApprovedBy,
+			&i.ActionInvocation.ApprovedAt,
+			&i.ActionInvocation.StartedAt,
+			&i.ActionInvocation.CompletedAt,
+			&i.ActionInvocation.ExpiresAt,
+			&i.ActionInvocation.CreatedAt,
+			&i.ActionInvocation.UpdatedAt,
+			&i.ActionInvocation.ExternalID,
+			&i.ActionInvocation.IdempotencyKey,
+			&i.ActionInvocation.JobID,
+			&i.ActionInvocation.Attempt,
+			&i.ActionInvocation.RateBucket,
+			&i.ActionInvocation.MustRunBefore,
+			&i.ActionInvocation.ProviderRef,
+			&i.ActionInvocation.Conflict,
+			&i.ActionInvocation.Approval,
+			&i.ActionInvocation.RiskHint,
+			&i.ActionInvocation.UserID,
+			&i.ActionInvocation.DeadLetteredAt,
+			&i.ActionInvocation.ReplayCount,
+			&i.ActionInvocation.ReplayedBy,
+			&i.ActionInvocation.ReplayedAt,
+			&i.ActionInvocation.DiscardedBy,
+			&i.ActionInvocation.DiscardedAt,
+			&i.ActionInvocation.ProviderWaits,
+			&i.ActionInvocation.ParamsSealed,
+			&i.ActionInvocation.EventSeq,
+			&i.ActionInvocation.Retry,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -144,3 +144,43 @@ type QuietHour struct {
 	UpdatedBy      string
 	UpdatedAt      time.Time
 }
+
+type Webhook struct {
+	ID             uuid.UUID
+	OrganizationID string
+	Url            string
+	Events         []string
+	Description    string
+	SecretSealed   []byte
+	Enabled        bool
+	FailingSince   *time.Time
+	DisabledAt     *time.Time
+	DisabledReason *string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+type WebhookDelivery struct {
+	ID             uuid.UUID
+	WebhookID      uuid.UUID
+	OrganizationID string
+	EventID        int64
+	EventType      string
+	Payload        string
+	Status         string
+	Attempts       int32
+	LastStatusCode *int32
+	LastError      *string
+	LastLatencyMs  *int32
+	AttemptLog     []byte
+	NextAttemptAt  *time.Time
+	DeliveredAt    *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+type WebhookRelay struct {
+	Singleton bool
+	AfterXid  pgtype.Uint64
+	AfterID   int64
+}

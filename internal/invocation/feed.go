@@ -144,3 +144,31 @@ func containsNotice(list []Notice, n Notice) bool {
 	}
 	return false
 }
+
+// FeedAll returns the events of every organization after after, oldest
+// first, up to the horizon, whether or not they make a notice (Notice is ""
+// for those), for relays that keep their own cursor. held is as for Feed.
+func (s *Store) FeedAll(ctx context.Context, db DB, after Cursor, limit int32) (items []FeedItem, held bool, err error) {
+	rows, err := s.q.FeedListAll(ctx, db, dbsqlc.FeedListAllParams{
+		AfterXid: strconv.FormatInt(after.XID, 10), AfterID: after.ID, Max: cmp.Or(limit, 100),
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("reading event feed: %w", err)
+	}
+	for _, r := range rows {
+		if !r.Settled {
+			return items, true, nil
+		}
+		items = append(items, FeedItem{
+			Event: Event{
+				ID: r.EventID, InvocationID: r.ActionInvocation.ID, Seq: r.Seq, Type: EventType(r.Type),
+				From: Status(deref(r.FromStatus)), To: Status(r.ToStatus), Actor: deref(r.Actor), Reason: deref(r.Reason),
+				CreatedAt: r.EventCreatedAt,
+			},
+			Notice:     Notice(r.Kind),
+			Invocation: fromRow(r.ActionInvocation),
+			Cursor:     Cursor{XID: r.Xid, ID: r.EventID},
+		})
+	}
+	return items, false, nil
+}

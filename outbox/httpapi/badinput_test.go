@@ -73,6 +73,9 @@ func TestBadInput_Corpus(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
 	conn2 := r.Body["connector"].(map[string]any)["id"].(string)
 
+	hook := createDisabledWebhook(t, b, b.Owner())
+	hook2 := createDisabledWebhook(t, b, owner2)
+
 	before := databaseDigest(t, b)
 
 	owner, admin, member, sandbox, service := b.Owner(), b.Admin(), b.Member(), b.Sandbox(), b.Service()
@@ -110,6 +113,13 @@ func TestBadInput_Corpus(t *testing.T) {
 		{"POST", "/v1/connectors/" + conn + "/validate", owner, member, nil},
 		{"GET", "/v1/connectors/" + conn + "/tools", owner, sandbox, nil},
 		{"PUT", "/v1/connectors/" + conn + "/tools", owner, member, map[string]string{}},
+		{"GET", "/v1/webhooks", owner, sandbox, nil},
+		{"POST", "/v1/webhooks", owner, member, map[string]any{"url": "https://hooks.example.com/new", "events": []string{"action_completed"}}},
+		{"GET", "/v1/webhooks/" + hook, owner, sandbox, nil},
+		{"PATCH", "/v1/webhooks/" + hook, owner, member, map[string]any{"description": "changed"}},
+		{"DELETE", "/v1/webhooks/" + hook, owner, member, nil},
+		{"POST", "/v1/webhooks/" + hook + "/rotate-secret", owner, member, nil},
+		{"GET", "/v1/webhooks/" + hook + "/deliveries", owner, sandbox, nil},
 		{"GET", "/v1/quiet-hours", owner, sandbox, nil},
 		{"PUT", "/v1/quiet-hours", owner, member, map[string]any{"windows": []any{}}},
 		{"GET", "/v1/do-not-contact", owner, sandbox, nil},
@@ -131,7 +141,7 @@ func TestBadInput_Corpus(t *testing.T) {
 	add := func(c badCase) { cases = append(cases, c) }
 	// segment matches the path segments that are wildcards of the route.
 	segment := regexp.MustCompile(`/(` + regexp.QuoteMeta(apptest.Session) + `|` + pending + `|` + env + `|` + conn +
-		`|slack|automation-1|default)(/|$)`)
+		`|` + hook + `|slack|automation-1|default)(/|$)`)
 	badSegments := []struct{ name, value string }{
 		{"NUL", "%00"}, {"EmbeddedNUL", "a%00b"}, {"InvalidUTF8", "%FF"}, {"TruncatedUTF8", "%C3"},
 		{"Overlong", "%C0%AF"}, {"Newline", "x%0Ay"}, {"TooLong", strings.Repeat("a", 300)},
@@ -177,6 +187,12 @@ func TestBadInput_Corpus(t *testing.T) {
 		{method: "DELETE", path: "/v1/connectors/" + conn2, token: owner},
 		{method: "PUT", path: "/v1/connectors/" + conn2 + "/tools", token: owner, body: map[string]string{}},
 		{method: "GET", path: "/v1/invocations/" + pending, token: owner2},
+		{method: "GET", path: "/v1/webhooks/" + hook2, token: owner},
+		{method: "PATCH", path: "/v1/webhooks/" + hook2, token: owner, body: map[string]any{"description": "x"}},
+		{method: "DELETE", path: "/v1/webhooks/" + hook2, token: owner},
+		{method: "POST", path: "/v1/webhooks/" + hook2 + "/rotate-secret", token: owner},
+		{method: "GET", path: "/v1/webhooks/" + hook2 + "/deliveries", token: owner},
+		{method: "GET", path: "/v1/webhooks/" + hook + "/deliveries", token: owner2},
 		{method: "DELETE", path: "/v1/envelopes/" + env, token: service2},
 	} {
 		c.name = "OtherOrg/" + c.method + " " + c.path
@@ -308,6 +324,24 @@ func TestBadInput_Corpus(t *testing.T) {
 			{"BadTransport", `{"name":"c","url":"https://mcp.example.com/x","transport":"stdio"}`, ""},
 			{"Null", `null`, ""},
 		}},
+		{"POST", "/v1/webhooks", owner, []bodyCase{
+			{"URLNUL", `{"url":"https://hooks.example.com/\u0000","events":["action_completed"]}`, "url"},
+			{"URLMissing", `{"events":["action_completed"]}`, "url"},
+			{"URLScheme", `{"url":"ftp://hooks.example.com/","events":["action_completed"]}`, "url"},
+			{"URLTooLong", `{"url":"https://hooks.example.com/` + strings.Repeat("a", 3000) + `","events":["action_completed"]}`, "url"},
+			{"EventsEmpty", `{"url":"https://hooks.example.com/","events":[]}`, "events"},
+			{"EventUnknown", `{"url":"https://hooks.example.com/","events":["action_completed","started"]}`, "events[1]"},
+			{"EventNUL", `{"url":"https://hooks.example.com/","events":["action_completed\u0000"]}`, "events[0]"},
+			{"DescriptionInvalidUTF8", "{\"url\":\"https://hooks.example.com/\",\"events\":[\"action_completed\"],\"description\":\"\xff\"}", "description"},
+			{"EnabledOnCreate", `{"url":"https://hooks.example.com/","events":["action_completed"],"enabled":false}`, "enabled"},
+			{"Unknown", `{"url":"https://hooks.example.com/","events":["action_completed"],"secret":"mine"}`, ""},
+			{"Null", `null`, ""},
+		}},
+		{"PATCH", "/v1/webhooks/" + hook, owner, []bodyCase{
+			{"URLNUL", `{"url":"https://hooks.example.com/\u0000"}`, "url"},
+			{"EventsEmpty", `{"events":[]}`, "events"},
+			{"EnabledString", `{"enabled":"yes"}`, ""},
+		}},
 		{"PATCH", "/v1/connectors/" + conn, owner, []bodyCase{
 			{"NameNUL", `{"name":"c\u0000"}`, "name"},
 			{"URLInvalidUTF8", "{\"url\":\"https://mcp.example.com/\xff\"}", "url"},
@@ -425,12 +459,25 @@ func badTokens(t *testing.T, b *apptest.Bundle) map[string]string {
 // databaseDigest fingerprints every outboxd table, River's jobs (but the
 // periodic sweep's) and River's queues (their names and pause state; River
 // keeps touching the rest).
+// createDisabledWebhook creates a webhook and disables it, so that nothing
+// is delivered to it while the corpus runs.
+func createDisabledWebhook(t *testing.T, b *apptest.Bundle, token string) string {
+	t.Helper()
+	r := b.Do("POST", "/v1/webhooks", token, map[string]any{"url": "https://hooks.example.com/corpus", "events": []string{"action_completed"}})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	id := r.Body["webhook"].(map[string]any)["id"].(string)
+	r = b.Do("PATCH", "/v1/webhooks/"+id, token, map[string]any{"enabled": false})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	return id
+}
+
 func databaseDigest(t *testing.T, b *apptest.Bundle) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	rows, err := b.Pool.Query(ctx, `SELECT table_name FROM information_schema.tables
 		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'
-		  AND (table_name NOT LIKE 'river%' OR table_name = 'river_job')`)
+		  AND (table_name NOT LIKE 'river%' OR table_name = 'river_job')
+		  AND table_name <> 'webhook_relay'`)
 	require.NoError(t, err)
 	var tables []string
 	for rows.Next() {
@@ -448,7 +495,7 @@ func databaseDigest(t *testing.T, b *apptest.Bundle) map[string]string {
 		// The periodic sweep inserts its own jobs whenever it is due.
 		where := ""
 		if table == "river_job" {
-			where = ` WHERE kind <> 'expire_sweep'`
+			where = ` WHERE kind NOT IN ('expire_sweep', 'webhook_relay')`
 		}
 		var sum string
 		require.NoError(t, b.Pool.QueryRow(ctx, fmt.Sprintf(

@@ -116,6 +116,14 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/connectors/{id}/tools", admins, s.connectorTools},
 		{"PUT", "/v1/connectors/{id}/tools", admins, s.reviewConnectorTools},
 
+		{"GET", "/v1/webhooks", admins, s.listWebhooks},
+		{"POST", "/v1/webhooks", admins, s.createWebhook},
+		{"GET", "/v1/webhooks/{id}", admins, s.getWebhook},
+		{"PATCH", "/v1/webhooks/{id}", admins, s.updateWebhook},
+		{"DELETE", "/v1/webhooks/{id}", admins, s.deleteWebhook},
+		{"POST", "/v1/webhooks/{id}/rotate-secret", admins, s.rotateWebhookSecret},
+		{"GET", "/v1/webhooks/{id}/deliveries", admins, s.listDeliveries},
+
 		{"GET", "/v1/quiet-hours", admins, s.getQuietHours},
 		{"PUT", "/v1/quiet-hours", admins, s.putQuietHours},
 		{"GET", "/v1/do-not-contact", admins, s.getDoNotContact},

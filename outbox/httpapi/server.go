@@ -21,11 +21,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/migrations"
 	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/webhook"
 )
 
 // maxBodyBytes bounds request bodies.
@@ -40,6 +42,8 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Streams tunes the event streams.
 	Streams StreamConfig
+	// Webhooks manages webhook endpoints.
+	Webhooks *webhook.Service
 }
 
 // Server routes requests to the outbox service.
@@ -50,6 +54,7 @@ type Server struct {
 	gatherer prometheus.Gatherer
 	logger   *slog.Logger
 	streams  StreamConfig
+	webhooks *webhook.Service
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -64,6 +69,7 @@ func New(deps *Deps) *Server {
 		gatherer: deps.Gatherer,
 		logger:   cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
 		streams:  deps.Streams.WithDefaults(),
+		webhooks: deps.Webhooks,
 		closing:  make(chan struct{}),
 	}
 }
@@ -208,6 +214,7 @@ func toAPIError(err error) *apiError {
 		ae  *apiError
 		ve  *outbox.ValidationError
 		rle *outbox.RateLimitError
+		we  *webhook.InvalidError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -218,7 +225,10 @@ func toAPIError(err error) *apiError {
 		secs := int(rle.RetryAfter.Seconds()) + 1
 		return &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: err.Error(),
 			details: map[string]any{"retry_after_seconds": secs}, header: http.Header{"Retry-After": {fmt.Sprint(secs)}}}
-	case errors.Is(err, outbox.ErrNotFound), errors.Is(err, invocation.ErrNotFound):
+	case errors.As(err, &we):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: we.Message,
+			details: map[string]any{"fields": []executors.FieldError{{Field: we.Field, Message: we.Message}}}}
+	case errors.Is(err, outbox.ErrNotFound), errors.Is(err, invocation.ErrNotFound), errors.Is(err, webhook.ErrNotFound):
 		return &apiError{status: http.StatusNotFound, code: "not_found", message: err.Error()}
 	case errors.Is(err, outbox.ErrConflict), errors.Is(err, invocation.ErrConflict):
 		return &apiError{status: http.StatusConflict, code: "conflict", message: err.Error()}

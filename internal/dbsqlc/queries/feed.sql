@@ -32,3 +32,24 @@ SELECT xid::text::bigint AS xid FROM invocation_events WHERE id = @id AND organi
 -- Everything below the horizon has ended: a feed that starts now starts
 -- here.
 SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon;
+
+-- name: FeedListAll :many
+-- FeedList across organizations, for the webhook relay.
+WITH e AS (
+    SELECT ev.id, ev.invocation_id, ev.seq, ev.type, ev.from_status, ev.to_status, ev.actor, ev.reason, ev.created_at, ev.xid,
+        coalesce(CASE
+            WHEN ev.type = 'created' AND ev.to_status = 'pending' THEN 'action_approval_request'
+            WHEN ev.type IN ('approved', 'denied', 'expired') THEN 'action_approval_result'
+            WHEN ev.type IN ('completed', 'failed', 'skipped', 'cancelled') THEN 'action_completed'
+        END, '')::text AS kind
+    FROM invocation_events ev
+    WHERE (ev.xid, ev.id) > (CAST(@after_xid::text AS xid8), @after_id::bigint)
+)
+SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.reason, e.created_at AS event_created_at,
+       e.xid::text::bigint AS xid,
+       (e.xid < pg_snapshot_xmin(pg_current_snapshot()))::bool AS settled,
+       e.kind,
+       sqlc.embed(a)
+FROM e JOIN action_invocations a ON a.id = e.invocation_id
+ORDER BY e.xid, e.id
+LIMIT @max;

@@ -1,0 +1,93 @@
+-- name: WebhookInsert :one
+INSERT INTO webhooks (id, organization_id, url, events, description, secret_sealed)
+VALUES (@id, @organization_id, @url, @events, @description, @secret_sealed)
+RETURNING *;
+
+-- name: WebhookGet :one
+SELECT * FROM webhooks WHERE id = @id AND organization_id = @organization_id;
+
+-- name: WebhookGetByID :one
+SELECT * FROM webhooks WHERE id = @id;
+
+-- name: WebhookList :many
+SELECT * FROM webhooks WHERE organization_id = @organization_id ORDER BY created_at, id;
+
+-- name: WebhookUpdate :one
+-- Enabling an endpoint clears its disabling and its failure streak.
+UPDATE webhooks SET
+    url = coalesce(sqlc.narg(url), url),
+    events = coalesce(sqlc.narg(events)::text[], events),
+    description = coalesce(sqlc.narg(description), description),
+    enabled = coalesce(sqlc.narg(enabled), enabled),
+    disabled_at = CASE WHEN sqlc.narg(enabled)::boolean THEN NULL ELSE disabled_at END,
+    disabled_reason = CASE WHEN sqlc.narg(enabled)::boolean THEN NULL ELSE disabled_reason END,
+    failing_since = CASE WHEN sqlc.narg(enabled)::boolean THEN NULL ELSE failing_since END,
+    updated_at = now()
+WHERE id = @id AND organization_id = @organization_id
+RETURNING *;
+
+-- name: WebhookSetSecret :one
+UPDATE webhooks SET secret_sealed = @secret_sealed, updated_at = now()
+WHERE id = @id AND organization_id = @organization_id
+RETURNING *;
+
+-- name: WebhookDelete :execrows
+DELETE FROM webhooks WHERE id = @id AND organization_id = @organization_id;
+
+-- name: WebhookEndpointsFor :many
+SELECT id, organization_id, events FROM webhooks
+WHERE organization_id = ANY(@organizations::text[]) AND enabled
+ORDER BY created_at, id;
+
+-- name: WebhookSucceeded :exec
+UPDATE webhooks SET failing_since = NULL WHERE id = @id AND failing_since IS NOT NULL;
+
+-- name: WebhookFailed :one
+-- Records a failed attempt; an endpoint failing for at least
+-- disable_after_seconds when a delivery dies is disabled.
+UPDATE webhooks SET
+    failing_since = coalesce(failing_since, now()),
+    enabled = CASE WHEN @dead::boolean AND coalesce(failing_since, now()) <= now() - make_interval(secs => @disable_after_seconds::float8) THEN false ELSE enabled END,
+    disabled_at = CASE WHEN enabled AND @dead::boolean AND coalesce(failing_since, now()) <= now() - make_interval(secs => @disable_after_seconds::float8) THEN now() ELSE disabled_at END,
+    disabled_reason = CASE WHEN enabled AND @dead::boolean AND coalesce(failing_since, now()) <= now() - make_interval(secs => @disable_after_seconds::float8)
+        THEN 'failing since ' || to_char(coalesce(failing_since, now()) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') ELSE disabled_reason END,
+    updated_at = now()
+WHERE id = @id
+RETURNING *;
+
+-- name: RelayLock :one
+SELECT after_xid::text::bigint AS after_xid, after_id FROM webhook_relay FOR UPDATE;
+
+-- name: RelayAdvance :exec
+UPDATE webhook_relay SET after_xid = CAST(@after_xid::text AS xid8), after_id = @after_id;
+
+-- name: DeliveryInsert :one
+INSERT INTO webhook_deliveries (id, webhook_id, organization_id, event_id, event_type, payload)
+VALUES (@id, @webhook_id, @organization_id, @event_id, @event_type, @payload)
+ON CONFLICT DO NOTHING
+RETURNING id;
+
+-- name: DeliveryGet :one
+SELECT * FROM webhook_deliveries WHERE id = @id;
+
+-- name: DeliveryList :many
+SELECT * FROM webhook_deliveries WHERE webhook_id = @webhook_id AND organization_id = @organization_id
+ORDER BY created_at DESC, id DESC
+LIMIT @max OFFSET @skip;
+
+-- name: DeliveryRecord :one
+-- Records one attempt: status is delivered, retrying, dead or cancelled.
+UPDATE webhook_deliveries SET
+    status = @status,
+    attempts = attempts + CASE WHEN @attempted::boolean THEN 1 ELSE 0 END,
+    last_status_code = sqlc.narg(status_code),
+    last_error = sqlc.narg(error),
+    last_latency_ms = sqlc.narg(latency_ms),
+    attempt_log = CASE WHEN @attempted::boolean THEN attempt_log || jsonb_build_array(jsonb_build_object(
+        'at', now(), 'status_code', sqlc.narg(status_code)::int, 'latency_ms', sqlc.narg(latency_ms)::int, 'error', sqlc.narg(error)::text))
+        ELSE attempt_log END,
+    next_attempt_at = sqlc.narg(next_attempt_at),
+    delivered_at = CASE WHEN @status = 'delivered' THEN now() ELSE delivered_at END,
+    updated_at = now()
+WHERE id = @id
+RETURNING *;

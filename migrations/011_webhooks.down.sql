@@ -1,0 +1,3 @@
+DROP TABLE webhook_relay;
+DROP TABLE webhook_deliveries;
+DROP TABLE webhooks;
