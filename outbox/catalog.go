@@ -349,23 +349,47 @@ You can act on external services (Slack, Linear, Sentry, MCP tools...) through
 outboxd. You never hold their credentials; outboxd runs each action for you
 after checking policy.
 
+## With the outboxd command
+
+OUTBOXD_URL (the outboxd API) and OUTBOXD_TOKEN (your sandbox token) must be
+set; your session comes from the token.
+
 1. List what you can use:
-   GET /v1/sessions/{session_id}/actions/available
+   outboxd actions list            (one line per action: ACTION MODE RISK DESCRIPTION)
+   outboxd actions list --json     (the full catalog, with each action's params schema)
+2. Read an integration's guide before using it:
+   outboxd actions guide <integration>
+3. Run an action:
+   outboxd actions run <integration> <action> --params '{"key": "value"}'
+   If a human must approve, it waits (progress on stderr) for the decision
+   and then for the result; --timeout 10m gives up earlier. The result JSON
+   is printed on stdout. Running the same command again never acts twice:
+   it finds the same invocation and prints its outcome.
+
+Exit codes: 0 completed, 1 failed, 2 denied (by policy or by a human),
+3 expired (nobody decided in time), 4 usage or auth error (bad arguments,
+params that do not match the schema, a wrong or expired token). Do not
+retry after 2 or 3.
+
+## Over HTTP
+
+1. GET /v1/sessions/{session_id}/actions/available
    Each action has a source, an action id, a description, a risk level, the
    mode that applies to you and the JSON Schema of its params.
-2. Read an integration's guide before using it:
-   GET /v1/sessions/{session_id}/actions/guide/{integration}
-3. Invoke:
-   POST /v1/sessions/{session_id}/actions/invoke
+2. GET /v1/sessions/{session_id}/actions/guide/{integration}
+3. POST /v1/sessions/{session_id}/actions/invoke
    {"integration": "<source>", "action": "<action>", "params": {...}}
    Send an Idempotency-Key header when you may retry the same request.
 
 What the answer means:
 - 200: the action ran; "result" holds the provider's answer.
-- 202 with status "pending": a human must approve. Poll
+- 202 with status "pending": a human must approve. Wait on
+  GET /v1/sessions/{session_id}/events (Server-Sent Events; open it before
+  invoking) for action_approval_result and then action_completed of your
+  invocation_id, or poll
   GET /v1/sessions/{session_id}/actions/invocations/{invocation_id}
   until its status is completed, denied or expired. Do not invoke again.
-- 202 with status "approved": accepted and still running; poll the same way.
+- 202 with status "approved": accepted and still running; wait the same way.
 - 403: policy denies this action. Do not retry it.
 - 400: your params do not match the schema; error.details.fields says which.
 - 429: too many pending approvals or invokes; wait before trying again.
