@@ -41,6 +41,7 @@ import (
 	"github.com/outboxd/outboxd/internal/telemetry"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/outbox/httpapi"
+	"github.com/outboxd/outboxd/slackapproval"
 	"github.com/outboxd/outboxd/webhook"
 	"github.com/outboxd/outboxd/worker"
 )
@@ -95,6 +96,9 @@ type Config struct {
 	// Webhooks configures webhook delivery; AllowPrivateNetworks follows
 	// the connectors' setting.
 	Webhooks webhook.Config
+	// Slack configures Slack approvals; BaseURL and AllowPrivateNetworks
+	// follow the Slack provider's and the connectors' settings.
+	Slack slackapproval.Config
 }
 
 func (c *Config) validate() error {
@@ -210,9 +214,17 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	if err != nil {
 		return nil, err
 	}
+	slackCfg := cfg.Slack
+	slackCfg.BaseURL = cfg.SlackBaseURL
+	slackCfg.AllowPrivateNetworks = cfg.AllowPrivateNetworks
+	slackDeps := slackapproval.Deps{Pool: pool, Tokens: tokens, Metrics: metrics, Logger: logger}
+	slackApprovals, err := slackapproval.New(&slackDeps, &slackCfg)
+	if err != nil {
+		return nil, err
+	}
 	client, err := worker.NewClient(&worker.Deps{
 		Pool: pool, Sources: sources, Tokens: tokens, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
-		Jobs: []worker.JobSet{webhooks},
+		Jobs: []worker.JobSet{webhooks, slackApprovals},
 	}, &cfg.Worker, role != RoleAPI)
 	if err != nil {
 		return nil, err
@@ -250,8 +262,14 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 		tenantPool.Close()
 		return nil, err
 	}
+	slackDeps.Pool, slackDeps.Decider = tenantPool, svc
+	apiSlack, err := slackapproval.New(&slackDeps, &slackCfg)
+	if err != nil {
+		tenantPool.Close()
+		return nil, err
+	}
 
-	server := httpapi.New(&httpapi.Deps{Service: svc, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams, Webhooks: apiWebhooks})
+	server := httpapi.New(&httpapi.Deps{Service: svc, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams, Webhooks: apiWebhooks, Slack: apiSlack})
 	var handler http.Handler = server.Handler()
 	if role == RoleWorker {
 		mux := http.NewServeMux()

@@ -28,6 +28,7 @@ import (
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/outbox/httpapi"
+	"github.com/outboxd/outboxd/slackapproval"
 	"github.com/outboxd/outboxd/webhook"
 	"github.com/outboxd/outboxd/worker"
 )
@@ -67,6 +68,8 @@ type Options struct {
 	Streams httpapi.StreamConfig
 	// Webhooks configures webhook delivery; default fast retries and relay.
 	Webhooks webhook.Config
+	// Slack configures Slack approvals; default a fast relay.
+	Slack slackapproval.Config
 }
 
 // Bundle is a running outboxd under test.
@@ -120,6 +123,10 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		Worker:               wcfg,
 		Streams:              opts.Streams,
 		Webhooks:             opts.Webhooks,
+		Slack:                opts.Slack,
+	}
+	if cfg.Slack.RelayInterval == 0 {
+		cfg.Slack.RelayInterval = 100 * time.Millisecond
 	}
 	if cfg.Webhooks.RetryBaseDelay == 0 {
 		cfg.Webhooks.RetryBaseDelay = 50 * time.Millisecond

@@ -145,6 +145,29 @@ type QuietHour struct {
 	UpdatedAt      time.Time
 }
 
+type SlackMessage struct {
+	InvocationID   uuid.UUID
+	OrganizationID string
+	Channel        string
+	Ts             string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+type SlackRelay struct {
+	Singleton bool
+	AfterXid  pgtype.Uint64
+	AfterID   int64
+}
+
+type SlackSetting struct {
+	OrganizationID string
+	Channel        *string
+	Approvers      []byte
+	UpdatedBy      string
+	UpdatedAt      time.Time
+}
+
 type Webhook struct {
 	ID             uuid.UUID
 	OrganizationID string

@@ -37,6 +37,9 @@ type Metrics struct {
 	WebhookDeliveries *prometheus.CounterVec
 	// WebhookLatency is the duration of webhook delivery attempts by outcome.
 	WebhookLatency *prometheus.HistogramVec
+	// SlackNotifications counts Slack approval messages posted and updated
+	// and interactivity answers, by kind and outcome.
+	SlackNotifications *prometheus.CounterVec
 }
 
 // New creates the metrics and registers them on reg.
@@ -83,8 +86,12 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help:    "Duration of webhook delivery attempts, by outcome.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
 	}, []string{"outcome"})
+	m.SlackNotifications = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "outboxd_slack_notifications_total",
+		Help: "Slack approval messages posted and updated, and clicks answered, by kind (post, update, click) and outcome.",
+	}, []string{"kind", "outcome"})
 	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency, m.Drift, m.ConnectorList,
-		m.Events, m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency)
+		m.Events, m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications)
 	return m
 }
 

@@ -124,6 +124,11 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/webhooks/{id}/rotate-secret", admins, s.rotateWebhookSecret},
 		{"GET", "/v1/webhooks/{id}/deliveries", admins, s.listDeliveries},
 
+		{"GET", "/v1/notifications/slack", admins, s.getSlackSettings},
+		{"PUT", "/v1/notifications/slack", admins, s.putSlackChannel},
+		{"GET", "/v1/approvers/slack", admins, s.getSlackSettings},
+		{"PUT", "/v1/approvers/slack", owner, s.putSlackApprovers},
+
 		{"GET", "/v1/quiet-hours", admins, s.getQuietHours},
 		{"PUT", "/v1/quiet-hours", admins, s.putQuietHours},
 		{"GET", "/v1/do-not-contact", admins, s.getDoNotContact},

@@ -27,6 +27,7 @@ import (
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/migrations"
 	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/slackapproval"
 	"github.com/outboxd/outboxd/webhook"
 )
 
@@ -44,6 +45,8 @@ type Deps struct {
 	Streams StreamConfig
 	// Webhooks manages webhook endpoints.
 	Webhooks *webhook.Service
+	// Slack holds the Slack approval settings and takes Slack's clicks.
+	Slack *slackapproval.Service
 }
 
 // Server routes requests to the outbox service.
@@ -55,6 +58,7 @@ type Server struct {
 	logger   *slog.Logger
 	streams  StreamConfig
 	webhooks *webhook.Service
+	slack    *slackapproval.Service
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -70,6 +74,7 @@ func New(deps *Deps) *Server {
 		logger:   cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
 		streams:  deps.Streams.WithDefaults(),
 		webhooks: deps.Webhooks,
+		slack:    deps.Slack,
 		closing:  make(chan struct{}),
 	}
 }
@@ -86,6 +91,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
+	if s.slack != nil {
+		// Slack signs its requests; there is no bearer token.
+		mux.Handle("POST /v1/slack/interactions", s.slack)
+	}
 
 	for _, rt := range s.routes() {
 		mux.Handle(rt.method+" "+rt.pattern, s.authed(&rt))
@@ -215,6 +224,7 @@ func toAPIError(err error) *apiError {
 		ve  *outbox.ValidationError
 		rle *outbox.RateLimitError
 		we  *webhook.InvalidError
+		se  *slackapproval.InvalidError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -225,6 +235,9 @@ func toAPIError(err error) *apiError {
 		secs := int(rle.RetryAfter.Seconds()) + 1
 		return &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: err.Error(),
 			details: map[string]any{"retry_after_seconds": secs}, header: http.Header{"Retry-After": {fmt.Sprint(secs)}}}
+	case errors.As(err, &se):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: se.Message,
+			details: map[string]any{"fields": []executors.FieldError{{Field: se.Field, Message: se.Message}}}}
 	case errors.As(err, &we):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: we.Message,
 			details: map[string]any{"fields": []executors.FieldError{{Field: we.Field, Message: we.Message}}}}

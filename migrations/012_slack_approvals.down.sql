@@ -1,0 +1,3 @@
+DROP TABLE slack_relay;
+DROP TABLE slack_messages;
+DROP TABLE slack_settings;

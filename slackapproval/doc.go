@@ -1,0 +1,11 @@
+// Package slackapproval is the human side of unattended runs in Slack: a
+// Block Kit message with Approve / Approve & always allow / Deny buttons
+// for every invocation that enters pending, the signed interactivity
+// endpoint that turns a click into the same approve or deny transition as
+// the HTTP API, and the update of the message when the invocation is
+// decided, wherever that happened.
+//
+// Messages come from invocation_events through a relay with its own cursor,
+// as webhook deliveries do (see package webhook): an approval request that
+// rolled back is never posted, and one that committed is posted once.
+package slackapproval
