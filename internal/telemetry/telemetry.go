@@ -27,8 +27,8 @@ type Metrics struct {
 	// ConnectorList is the time to fetch an MCP connector's tool list
 	// (cache misses only), by outcome.
 	ConnectorList *prometheus.HistogramVec
-	// Events counts the invocation events this process heard announced, by
-	// type. Every process hears every event.
+	// Events counts the invocation events this process heard announced
+	// (requests, decisions, ends), by type. Every process hears every one.
 	Events *prometheus.CounterVec
 	// StreamSubscribers is the number of open event streams (SSE).
 	StreamSubscribers prometheus.Gauge
@@ -71,7 +71,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}, []string{"outcome"})
 	m.Events = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "outboxd_events_total",
-		Help: "Invocation events announced, by type (every process hears every event).",
+		Help: "Invocation events announced (approval requests, decisions, ends), by type; every process hears every one.",
 	}, []string{"type"})
 	m.StreamSubscribers = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "outboxd_event_stream_subscribers",
