@@ -318,16 +318,23 @@ func (sc *scrubber) scrub(s string, more func([]span) []span) string {
 	if len(s) < minSecretLen {
 		return s
 	}
+	// A secret found inside a marker an earlier redaction left is not
+	// redacted again ("[RED" is a secret too), so redacting is idempotent.
+	markers := literalSpans(nil, s, Redacted)
+	inMarker := func(sp span) bool {
+		for _, m := range markers {
+			if sp.start >= m.start && sp.end <= m.end {
+				return true
+			}
+		}
+		return false
+	}
 	var spans []span
 	for _, lit := range sc.literals {
-		for from := 0; ; {
-			i := strings.Index(s[from:], lit)
-			if i < 0 {
-				break
+		for _, sp := range literalSpans(nil, s, lit) {
+			if !inMarker(sp) {
+				spans = append(spans, sp)
 			}
-			start := from + i
-			spans = append(spans, span{start, start + len(lit)})
-			from = start + 1
 		}
 	}
 	for _, f := range tokenFormats {
@@ -340,6 +347,20 @@ func (sc *scrubber) scrub(s string, more func([]span) []span) string {
 }
 
 type span struct{ start, end int }
+
+// literalSpans appends the span of every occurrence of lit in s,
+// overlapping ones included.
+func literalSpans(spans []span, s, lit string) []span {
+	for from := 0; ; {
+		i := strings.Index(s[from:], lit)
+		if i < 0 {
+			return spans
+		}
+		start := from + i
+		spans = append(spans, span{start, start + len(lit)})
+		from = start + 1
+	}
+}
 
 // replaceSpans replaces every span of s with Redacted, merging spans that
 // overlap or touch.
