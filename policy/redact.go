@@ -318,12 +318,14 @@ func (sc *scrubber) scrub(s string, more func([]span) []span) string {
 	if len(s) < minSecretLen {
 		return s
 	}
-	// A secret found inside a marker an earlier redaction left is not
-	// redacted again ("[RED" is a secret too), so redacting is idempotent.
+	// An occurrence of a secret that runs into a marker an earlier
+	// redaction left is not redacted again, so redacting is idempotent: the
+	// marker is not the secret's text (only a secret made of the marker's
+	// own characters can match there).
 	markers := literalSpans(nil, s, Redacted)
 	inMarker := func(sp span) bool {
 		for _, m := range markers {
-			if sp.start >= m.start && sp.end <= m.end {
+			if sp.start < m.end && sp.end > m.start {
 				return true
 			}
 		}
