@@ -100,6 +100,11 @@ type Error struct {
 	Retryable bool
 	// RetryAfter, when positive, is how long the provider asked us to wait.
 	RetryAfter time.Duration
+	// Cause is the underlying error, such as the caller's context error or
+	// ErrUnknownAction, reachable with errors.Is. It is not part of the
+	// error's text, which stays the classification's and so free of
+	// secrets; a cause whose text may hold one is not kept.
+	Cause error
 }
 
 func (e *Error) Error() string {
@@ -108,6 +113,9 @@ func (e *Error) Error() string {
 	}
 	return fmt.Sprintf("%s: %s", e.Code, e.Message)
 }
+
+// Unwrap returns the cause, so errors.Is sees through the classification.
+func (e *Error) Unwrap() error { return e.Cause }
 
 // Classify returns err as an *Error. Errors that are not *Error (network
 // failures, deadlines) are considered retryable.

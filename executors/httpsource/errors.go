@@ -13,32 +13,14 @@ import (
 // Redacted replaces a secret in error texts and stored answers.
 const Redacted = "[REDACTED]"
 
-// Error pairs the classification the worker reads with the error that
-// caused it. executors.Error carries no cause, so the pairing happens here:
-// errors.As finds the *executors.Error and errors.Is finds the cause. Its
-// text is the classification's, which is already free of secrets.
-type Error struct {
-	// Classified is what the worker acts on.
-	Classified *executors.Error
-	// Cause is the underlying error, such as the caller's context error.
-	Cause error
-}
-
-func (e *Error) Error() string { return e.Classified.Error() }
-
-// Unwrap returns the classification and the cause.
-func (e *Error) Unwrap() []error { return []error{e.Classified, e.Cause} }
-
 // UnknownAction is the error a source's Execute returns for an action it
 // does not define: code unknown_action, not retryable, and
 // executors.ErrUnknownAction as its cause.
 func UnknownAction(source, actionID string) error {
-	return &Error{
-		Classified: &executors.Error{
-			Code:    "unknown_action",
-			Message: fmt.Sprintf("the %s source has no action %q", source, actionID),
-		},
-		Cause: executors.ErrUnknownAction,
+	return &executors.Error{
+		Code:    "unknown_action",
+		Message: fmt.Sprintf("the %s source has no action %q", source, actionID),
+		Cause:   executors.ErrUnknownAction,
 	}
 }
 
@@ -50,43 +32,35 @@ func UnknownAction(source, actionID string) error {
 func TransportError(ctx context.Context, provider string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		if errors.Is(ctxErr, context.DeadlineExceeded) {
-			return &Error{
-				Classified: &executors.Error{
-					Code:      "timeout",
-					Message:   provider + " did not answer before the deadline",
-					Retryable: true,
-				},
-				Cause: ctxErr,
+			return &executors.Error{
+				Code:      "timeout",
+				Message:   provider + " did not answer before the deadline",
+				Retryable: true,
+				Cause:     ctxErr,
 			}
 		}
-		return &Error{
-			Classified: &executors.Error{
-				Code:      "canceled",
-				Message:   "the call to " + provider + " was canceled before it answered",
-				Retryable: true,
-			},
-			Cause: ctxErr,
+		return &executors.Error{
+			Code:      "canceled",
+			Message:   "the call to " + provider + " was canceled before it answered",
+			Retryable: true,
+			Cause:     ctxErr,
 		}
 	}
 
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() {
-		return &Error{
-			Classified: &executors.Error{
-				Code:      "timeout",
-				Message:   "calling " + provider + " timed out: " + err.Error(),
-				Retryable: true,
-			},
-			Cause: err,
+		return &executors.Error{
+			Code:      "timeout",
+			Message:   "calling " + provider + " timed out: " + err.Error(),
+			Retryable: true,
+			Cause:     err,
 		}
 	}
-	return &Error{
-		Classified: &executors.Error{
-			Code:      "network_error",
-			Message:   "calling " + provider + " failed: " + err.Error(),
-			Retryable: true,
-		},
-		Cause: err,
+	return &executors.Error{
+		Code:      "network_error",
+		Message:   "calling " + provider + " failed: " + err.Error(),
+		Retryable: true,
+		Cause:     err,
 	}
 }
 
@@ -96,7 +70,7 @@ func TransportError(ctx context.Context, provider string, err error) error {
 // invocation's stored error would outlive any rotation.
 //
 // A classified error keeps its identity: the Code and Message of the
-// *executors.Error inside it are scrubbed in place. Any other error whose
+// *executors.Error in its chain are scrubbed in place. Any other error whose
 // text holds a secret is replaced by a plain error with the scrubbed text.
 func Scrub(err error, secrets ...string) error {
 	if err == nil {

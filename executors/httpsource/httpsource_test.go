@@ -3,6 +3,7 @@ package httpsource_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -220,7 +221,7 @@ func TestTransportError(t *testing.T) {
 		t.Helper()
 		var e *executors.Error
 		require.ErrorAs(t, err, &e)
-		require.Equal(t, &executors.Error{Code: code, Message: message, Retryable: true}, e)
+		require.Equal(t, &executors.Error{Code: code, Message: message, Retryable: true, Cause: e.Cause}, e)
 		require.Equal(t, e.Error(), err.Error())
 		require.ErrorIs(t, err, cause)
 	}
@@ -274,19 +275,6 @@ func TestTransportError(t *testing.T) {
 	})
 }
 
-func TestError(t *testing.T) {
-	t.Parallel()
-
-	classified := &executors.Error{Code: "timeout", Message: "too slow", Retryable: true}
-	err := error(&httpsource.Error{Classified: classified, Cause: context.DeadlineExceeded})
-
-	require.EqualError(t, err, "timeout: too slow")
-	var e *executors.Error
-	require.ErrorAs(t, err, &e)
-	require.Same(t, classified, e)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-}
-
 func TestUnknownAction(t *testing.T) {
 	t.Parallel()
 
@@ -297,6 +285,7 @@ func TestUnknownAction(t *testing.T) {
 	require.Equal(t, &executors.Error{
 		Code:    "unknown_action",
 		Message: `the linear source has no action "delete_everything"`,
+		Cause:   executors.ErrUnknownAction,
 	}, e)
 	require.ErrorIs(t, err, executors.ErrUnknownAction)
 }
@@ -315,12 +304,12 @@ func TestScrub(t *testing.T) {
 	t.Run("ClassifiedIsScrubbedInPlace", func(t *testing.T) {
 		t.Parallel()
 
-		classified := &executors.Error{Code: "bad_" + token, Message: "calling X failed: " + token + " and " + token, Retryable: true}
-		err := error(&httpsource.Error{Classified: classified, Cause: context.Canceled})
+		classified := &executors.Error{Code: "bad_" + token, Message: "calling X failed: " + token + " and " + token, Retryable: true, Cause: context.Canceled}
+		err := fmt.Errorf("calling X: %w", classified)
 
 		got := httpsource.Scrub(err, token)
 		require.Same(t, err, got)
-		require.Equal(t, &executors.Error{Code: "bad_[REDACTED]", Message: "calling X failed: [REDACTED] and [REDACTED]", Retryable: true}, classified)
+		require.Equal(t, &executors.Error{Code: "bad_[REDACTED]", Message: "calling X failed: [REDACTED] and [REDACTED]", Retryable: true, Cause: context.Canceled}, classified)
 		require.ErrorIs(t, got, context.Canceled)
 	})
 

@@ -113,7 +113,7 @@ type graphQLExtensions struct {
 }
 
 // do sends op and decodes the answer's data into out. A non-nil error is an
-// *executors.Error, bare or inside an httpsource.Error.
+// *executors.Error.
 func (s *Source) do(ctx context.Context, ec executors.ExecContext, op operation, out any) error {
 	if ec.Token == "" {
 		return &executors.Error{

@@ -55,31 +55,10 @@ const (
 // message, since messages are stored with the invocation.
 const maxMessageLen = 1000
 
-// classifiedError pairs the classification the worker reads with the error
-// that caused it, so errors.As finds the *executors.Error and errors.Is
-// finds sentinels such as context.DeadlineExceeded or
-// executors.ErrUnknownAction. Its text is the classification's, which is
-// free of secrets. Causes carrying text from the server or the SDK are not
-// kept, as their text is not scrubbed.
-type classifiedError struct {
-	classified *executors.Error
-	cause      error
-}
-
-func (e *classifiedError) Error() string { return e.classified.Error() }
-
-func (e *classifiedError) Unwrap() []error {
-	if e.cause == nil {
-		return []error{e.classified}
-	}
-	return []error{e.classified, e.cause}
-}
-
+// newError builds a classified error. Causes carrying text from the server
+// or the SDK are not kept, as their text is not scrubbed.
 func newError(code, msg string, retryable bool, cause error) error {
-	return &classifiedError{
-		classified: &executors.Error{Code: code, Message: msg, Retryable: retryable},
-		cause:      cause,
-	}
+	return &executors.Error{Code: code, Message: msg, Retryable: retryable, Cause: cause}
 }
 
 // scrubber removes a connector secret from text bound for errors. The
@@ -143,22 +122,20 @@ func classify(parent, ctx context.Context, err error, out outcome, s scrubber, w
 		return s.errorf(executors.CodeUnauthorized, false, nil, "%s: the MCP server rejected the credential (HTTP %d)", what, out.status)
 
 	case out.status == http.StatusTooManyRequests:
-		e := &executors.Error{
+		return &executors.Error{
 			Code:       CodeRateLimited,
 			Message:    s.scrub(fmt.Sprintf("%s: the MCP server rate-limited the request (HTTP 429)", what)),
 			Retryable:  true,
 			RetryAfter: out.retryAfter,
 		}
-		return &classifiedError{classified: e}
 
 	case out.status >= 500:
-		e := &executors.Error{
+		return &executors.Error{
 			Code:       fmt.Sprintf("http_%d", out.status),
 			Message:    s.scrub(fmt.Sprintf("%s: the MCP server answered HTTP %d", what, out.status)),
 			Retryable:  true,
 			RetryAfter: out.retryAfter,
 		}
-		return &classifiedError{classified: e}
 
 	case out.transport != nil:
 		return transportError(out.transport, s, what)
