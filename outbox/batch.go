@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/internal/invocation"
@@ -152,18 +152,17 @@ func (s *Service) callerModes(ctx context.Context, org, automationID string) (ma
 // envelopes for one action resolves it once.
 func (s *Service) memoResolve() actionResolver {
 	type answer struct {
-		src executors.Source
-		def executors.Definition
-		err error
+		action catalog.Action
+		err    error
 	}
 	seen := map[string]answer{}
-	return func(ctx context.Context, org, sourceID, actionID string) (executors.Source, executors.Definition, error) {
+	return func(ctx context.Context, org, sourceID, actionID string) (catalog.Action, error) {
 		key := sourceID + "\x00" + actionID
 		a, ok := seen[key]
 		if !ok {
-			a.src, a.def, a.err = s.resolveAction(ctx, org, sourceID, actionID)
+			a.action, a.err = s.resolveAction(ctx, org, sourceID, actionID)
 			seen[key] = a
 		}
-		return a.src, a.def, a.err
+		return a.action, a.err
 	}
 }

@@ -58,7 +58,7 @@ type Catalog struct {
 // the error that kept them from being listed (an unreachable connector).
 type catalogSource struct {
 	id   string
-	src  executors.Source
+	src  *catalog.Source
 	defs []executors.Definition
 	err  error
 }
@@ -85,8 +85,7 @@ func (s *Service) sources(ctx context.Context, c *Caller) ([]catalogSource, erro
 	var out []catalogSource
 	for _, src := range all {
 		id := src.ID()
-		_, isConnector := src.(*catalog.ConnectorSource)
-		if !policyAllowsSource(c.Sources, id) || (!isConnector && configured != nil && !configured[id]) {
+		if !policyAllowsSource(c.Sources, id) || (!src.OrgRegistered && configured != nil && !configured[id]) {
 			continue
 		}
 		entry := catalogSource{id: id, src: src}
@@ -114,10 +113,7 @@ func (s *Service) Available(ctx context.Context, c *Caller) (*Catalog, error) {
 	}
 	out := &Catalog{Actions: []AvailableAction{}, Sources: []SourceStatus{}}
 	for _, src := range srcs {
-		status := SourceStatus{Source: src.id, Status: "ok"}
-		if conn, ok := src.src.(*catalog.ConnectorSource); ok {
-			status.Name = conn.Name()
-		}
+		status := SourceStatus{Source: src.id, Name: src.src.Name, Status: "ok"}
 		if src.err != nil {
 			status.Status, status.Error = "unreachable", src.err.Error()
 		}
@@ -152,7 +148,7 @@ func (s *Service) modeResolver(ctx context.Context, c *Caller) (func(catalogSour
 	}
 	return func(src catalogSource, d executors.Definition) (policy.Resolution, bool) {
 		key := src.id + ":" + d.ID
-		return resolveMode(src.src, d, policy.ModeInput{
+		return resolveMode(catalog.Action{Source: src.src, Definition: d}, policy.ModeInput{
 			AutomationOverride: string(automationModes[key]),
 			OrgDefault:         string(orgModes[key]),
 		})

@@ -312,7 +312,7 @@ func (s *Service) ConnectorTools(ctx context.Context, org, id string) ([]ToolRev
 		if err != nil {
 			return nil, fmt.Errorf("hashing tool %s: %w", d.ID, err)
 		}
-		res, drifted := resolveMode(src, d, policy.ModeInput{OrgDefault: string(orgModes[src.ID()+":"+d.ID])})
+		res, drifted := resolveMode(catalog.Action{Source: src.Entry(), Definition: d}, policy.ModeInput{OrgDefault: string(orgModes[src.ID()+":"+d.ID])})
 		rv := src.Reviewed[d.ID]
 		out = append(out, ToolReview{
 			Name: d.ID, Description: d.Description, RiskLevel: d.Risk, Hash: hash, Params: d.Params,
@@ -406,7 +406,7 @@ func (s *Service) invalidate(id uuid.UUID) {
 }
 
 func parseConnectorID(id string) (uuid.UUID, error) {
-	uid, err := uuid.Parse(strings.TrimPrefix(id, catalog.ConnectorPrefix))
+	uid, err := uuid.Parse(strings.TrimPrefix(id, mcp.SourcePrefix))
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("%w: connector %s", ErrNotFound, id)
 	}

@@ -99,13 +99,12 @@ func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invoca
 // prepared is a request whose action is resolved and whose params are
 // valid.
 type prepared struct {
-	r    *request
-	src  executors.Source
-	def  executors.Definition
-	hash string
+	r      *request
+	action catalog.Action
+	hash   string
 }
 
-type actionResolver func(ctx context.Context, org, sourceID, actionID string) (executors.Source, executors.Definition, error)
+type actionResolver func(ctx context.Context, org, sourceID, actionID string) (catalog.Action, error)
 
 // prepare checks the token may use the source, resolves the action and
 // validates the params against its schema.
@@ -113,10 +112,11 @@ func (s *Service) prepare(ctx context.Context, r *request, resolve actionResolve
 	if !policyAllowsSource(r.sources, r.source) {
 		return nil, fmt.Errorf("%w: %s", ErrSourceNotAllowed, r.source)
 	}
-	src, def, err := resolve(ctx, r.org, r.source, r.action)
+	action, err := resolve(ctx, r.org, r.source, r.action)
 	if err != nil {
 		return nil, err
 	}
+	def := action.Definition
 	if len(r.params) == 0 {
 		r.params = json.RawMessage(`{}`)
 	}
@@ -131,7 +131,7 @@ func (s *Service) prepare(ctx context.Context, r *request, resolve actionResolve
 	if err != nil {
 		return nil, invalid("params", "params are not valid JSON")
 	}
-	return &prepared{r: r, src: src, def: def, hash: hash}, nil
+	return &prepared{r: r, action: action, hash: hash}, nil
 }
 
 // plan resolves the mode of a prepared request from the overrides that
@@ -143,7 +143,7 @@ func (s *Service) plan(p *prepared, orgMode, automationMode string) *invocation.
 	if r.automationID == "" {
 		automationMode = ""
 	}
-	res, drifted := resolveMode(p.src, p.def, policy.ModeInput{
+	res, drifted := resolveMode(p.action, policy.ModeInput{
 		AutomationOverride: automationMode,
 		OrgDefault:         orgMode,
 		RequestRisk:        r.riskHint,
@@ -170,7 +170,7 @@ func (s *Service) plan(p *prepared, orgMode, automationMode string) *invocation.
 		Origin:         r.origin,
 		Integration:    r.source,
 		Action:         r.action,
-		RiskLevel:      string(p.def.Risk),
+		RiskLevel:      string(p.action.Definition.Risk),
 		Mode:           string(res.Mode),
 		ModeSource:     string(res.Source),
 		Params:         params,
@@ -216,42 +216,43 @@ func (s *Service) created(inv invocation.Invocation) {
 		"mode", inv.Mode, "mode_source", inv.ModeSource, "status", inv.Status)
 }
 
-// resolveAction finds an action's source and definition for org.
-func (s *Service) resolveAction(ctx context.Context, org, sourceID, actionID string) (executors.Source, executors.Definition, error) {
+// resolveAction finds an action, with its source, for org.
+func (s *Service) resolveAction(ctx context.Context, org, sourceID, actionID string) (catalog.Action, error) {
 	src, err := s.deps.Sources.Source(ctx, org, sourceID)
 	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, executors.Definition{}, fmt.Errorf("%w: integration %s", ErrNotFound, sourceID)
+		return catalog.Action{}, fmt.Errorf("%w: integration %s", ErrNotFound, sourceID)
 	}
 	if err != nil {
-		return nil, executors.Definition{}, err
+		return catalog.Action{}, err
 	}
 	defs, err := src.ListActions(ctx, executors.ExecContext{OrganizationID: org})
 	if err != nil {
-		return nil, executors.Definition{}, fmt.Errorf("%w: listing the actions of %s: %s", ErrSourceUnavailable, sourceID, err)
+		return catalog.Action{}, fmt.Errorf("%w: listing the actions of %s: %s", ErrSourceUnavailable, sourceID, err)
 	}
 	for _, d := range defs {
 		if d.ID == actionID {
-			return src, d, nil
+			return catalog.Action{Source: src, Definition: d}, nil
 		}
 	}
-	return nil, executors.Definition{}, fmt.Errorf("%w: action %s.%s", ErrNotFound, sourceID, actionID)
+	return catalog.Action{}, fmt.Errorf("%w: action %s.%s", ErrNotFound, sourceID, actionID)
 }
 
-// resolveMode runs the mode cascade for one action. For a connector tool,
-// the mode an admin confirmed in review stands in for the org default
-// (an explicit org override still wins), and the drift guard applies when
-// the tool's definition hash changed since that review. Connector tools
-// infer per vNext: read-only → allow, anything else → require_approval.
-func resolveMode(src executors.Source, def executors.Definition, in policy.ModeInput) (policy.Resolution, bool) {
+// resolveMode runs the mode cascade for one action. For an action of an
+// org-registered source (a connector tool), the mode an admin confirmed in
+// review stands in for the org default (an explicit org override still
+// wins), and the drift guard applies when the definition hash changed since
+// that review. Such actions infer per vNext: read-only → allow, anything
+// else → require_approval.
+func resolveMode(a catalog.Action, in policy.ModeInput) (policy.Resolution, bool) {
+	def := a.Definition
 	in.Risk = string(def.Risk)
-	conn, isConnector := src.(*catalog.ConnectorSource)
-	if !isConnector {
+	if !a.Source.OrgRegistered {
 		return policy.Resolve(in), false
 	}
 	if def.Risk == executors.RiskDanger {
 		in.Risk = string(executors.RiskWrite)
 	}
-	review, reviewed := conn.Reviewed[def.ID]
+	review, reviewed := a.Review()
 	if reviewed && in.OrgDefault == "" {
 		in.OrgDefault = review.Mode
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
@@ -127,7 +127,7 @@ type TokenSource interface {
 // SourceResolver finds the source of an invocation: a provider, or one of
 // the organization's connectors.
 type SourceResolver interface {
-	Source(ctx context.Context, org, id string) (executors.Source, error)
+	Source(ctx context.Context, org, id string) (*catalog.Source, error)
 }
 
 // Deps are what the workers need from the rest of the process.

@@ -103,7 +103,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 
 	req := credential.Request{Org: inv.OrganizationID, Integration: inv.Integration, UserID: deref(inv.UserID), Version: rc.CredentialVersion}
 	var tok credential.Token
-	if needsCredential(source) {
+	if source.NeedsCredential {
 		if tok, err = w.deps.Tokens.Token(ctx, req, false); err != nil {
 			return w.tokenFailure(bg, job, inv, err, log)
 		}
@@ -145,13 +145,6 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		log.Info("invocation completed", "status", invocation.StatusCompleted, "duration_ms", *duration, "conflict", res.Conflict)
 	}
 	return err
-}
-
-// needsCredential is false for sources that say their calls take none (a
-// connector without auth).
-func needsCredential(s executors.Source) bool {
-	r, ok := s.(interface{ RequiresCredential() bool })
-	return !ok || r.RequiresCredential()
 }
 
 func unauthorized(err error) bool {

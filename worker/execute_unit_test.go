@@ -18,6 +18,7 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/pgtest"
@@ -30,9 +31,9 @@ import (
 // providers.
 type registrySources struct{ *executors.Registry }
 
-func (r registrySources) Source(_ context.Context, _, id string) (executors.Source, error) {
+func (r registrySources) Source(_ context.Context, _, id string) (*catalog.Source, error) {
 	if s, ok := r.Registry.Source(id); ok {
-		return s, nil
+		return &catalog.Source{Source: s, NeedsCredential: true}, nil
 	}
 	return nil, executors.ErrUnknownAction
 }

@@ -397,7 +397,7 @@ type brokerWithConnectors struct {
 }
 
 func (b *brokerWithConnectors) Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error) {
-	if strings.HasPrefix(req.Integration, catalog.ConnectorPrefix) {
+	if strings.HasPrefix(req.Integration, mcp.SourcePrefix) {
 		return b.store.Token(ctx, req, refresh)
 	}
 	return b.broker.Token(ctx, req, refresh)

@@ -25,9 +25,6 @@ import (
 // ErrNotFound is returned for a source id the organization cannot use.
 var ErrNotFound = errors.New("source not found")
 
-// ConnectorPrefix starts the source id of every connector.
-const ConnectorPrefix = "connector:"
-
 // SecretStore resolves connector secrets: always the encrypted store, also
 // when provider tokens come from a broker.
 type SecretStore interface {
@@ -37,6 +34,7 @@ type SecretStore interface {
 // Catalog resolves sources per organization.
 type Catalog struct {
 	static  *executors.Registry
+	sources map[string]*Source
 	pool    *pgxpool.Pool
 	mcp     *mcp.Client
 	secrets SecretStore
@@ -45,7 +43,12 @@ type Catalog struct {
 
 // New returns a Catalog. With mcpClient nil, connectors are not resolved.
 func New(static *executors.Registry, pool *pgxpool.Pool, mcpClient *mcp.Client, secrets SecretStore) *Catalog {
-	return &Catalog{static: static, pool: pool, mcp: mcpClient, secrets: secrets, queries: dbsqlc.New()}
+	c := &Catalog{static: static, sources: map[string]*Source{}, pool: pool, mcp: mcpClient, secrets: secrets, queries: dbsqlc.New()}
+	for _, id := range static.IDs() {
+		s, _ := static.Source(id)
+		c.sources[id] = &Source{Source: s, NeedsCredential: true}
+	}
+	return c
 }
 
 // MCP returns the connector client (nil when connectors are off).
@@ -55,11 +58,11 @@ func (c *Catalog) MCP() *mcp.Client { return c.mcp }
 func (c *Catalog) Static() *executors.Registry { return c.static }
 
 // Source returns the source id for org.
-func (c *Catalog) Source(ctx context.Context, org, id string) (executors.Source, error) {
-	if s, ok := c.static.Source(id); ok {
+func (c *Catalog) Source(ctx context.Context, org, id string) (*Source, error) {
+	if s, ok := c.sources[id]; ok {
 		return s, nil
 	}
-	rawID, ok := strings.CutPrefix(id, ConnectorPrefix)
+	rawID, ok := strings.CutPrefix(id, mcp.SourcePrefix)
 	if !ok || c.mcp == nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
@@ -74,16 +77,19 @@ func (c *Catalog) Source(ctx context.Context, org, id string) (executors.Source,
 	if err != nil {
 		return nil, fmt.Errorf("loading connector: %w", err)
 	}
-	return c.ConnectorSource(row)
+	conn, err := c.ConnectorSource(row)
+	if err != nil {
+		return nil, err
+	}
+	return conn.Entry(), nil
 }
 
 // List returns the static sources and the organization's enabled
 // connectors, in that order.
-func (c *Catalog) List(ctx context.Context, org string) ([]executors.Source, error) {
-	var out []executors.Source
+func (c *Catalog) List(ctx context.Context, org string) ([]*Source, error) {
+	var out []*Source
 	for _, id := range c.static.IDs() {
-		s, _ := c.static.Source(id)
-		out = append(out, s)
+		out = append(out, c.sources[id])
 	}
 	if c.mcp == nil {
 		return out, nil
@@ -97,7 +103,7 @@ func (c *Catalog) List(ctx context.Context, org string) ([]executors.Source, err
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, s)
+		out = append(out, s.Entry())
 	}
 	return out, nil
 }
@@ -131,13 +137,48 @@ func Connector(row dbsqlc.OrgConnector) (*mcp.Connector, error) {
 }
 
 // SourceID is the source id of a connector.
-func SourceID(id uuid.UUID) string { return ConnectorPrefix + id.String() }
+func SourceID(id uuid.UUID) string { return mcp.SourceID(id) }
 
 // Review is an admin's confirmed mode for a connector tool and the
 // definition hash it was confirmed for.
 type Review struct {
 	Mode string `json:"mode"`
 	Hash string `json:"hash"`
+}
+
+// Source is a source as the catalog hands it to the rest of the system:
+// the source with what policy and the worker need to know about it, so
+// that neither asks what kind of source it is.
+type Source struct {
+	executors.Source
+	// Name is the display name; empty when the id is the name.
+	Name string
+	// NeedsCredential says whether calls take a credential, which the worker
+	// resolves before each call.
+	NeedsCredential bool
+	// OrgRegistered marks a source the organization added itself (an MCP
+	// connector). It is listed whether or not a credential is stored for
+	// it, and its actions' modes are an admin's to review: until reviewed,
+	// an action infers at most require_approval; once reviewed, the
+	// reviewed mode stands in for the org default and the drift guard
+	// applies.
+	OrgRegistered bool
+	// Reviews are the admin reviews of its actions, by action id.
+	Reviews map[string]Review
+}
+
+// Action is one action as the catalog hands it out: its source and its
+// definition.
+type Action struct {
+	Source     *Source
+	Definition executors.Definition
+}
+
+// Review returns the admin's review of the action, and false when it has
+// none.
+func (a Action) Review() (Review, bool) {
+	r, ok := a.Source.Reviews[a.Definition.ID]
+	return r, ok
 }
 
 // ConnectorSource is a connector's action source together with its row.
@@ -150,6 +191,11 @@ type ConnectorSource struct {
 
 // Name is the connector's display name.
 func (s *ConnectorSource) Name() string { return s.Row.Name }
+
+// Entry returns the connector as the catalog hands it out.
+func (s *ConnectorSource) Entry() *Source {
+	return &Source{Source: s, Name: s.Name(), NeedsCredential: s.RequiresCredential(), OrgRegistered: true, Reviews: s.Reviewed}
+}
 
 // RequiresCredential reports whether calls need the connector's secret.
 func (s *ConnectorSource) RequiresCredential() bool {
