@@ -20,7 +20,6 @@ import (
 	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/policy"
-	"github.com/outboxd/outboxd/worker"
 )
 
 const (
@@ -155,7 +154,7 @@ func (s *Service) plan(p *prepared, orgMode, automationMode string) *invocation.
 	}
 	bucket := r.rateBucket
 	if bucket == "" {
-		if b := worker.BucketFor(r.source); b != "" && s.bucketExists(b) {
+		if b := p.action.Source.Bucket; b != "" && s.bucketExists(b) {
 			bucket = b
 		}
 	}

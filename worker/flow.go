@@ -5,40 +5,11 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/outboxd/outboxd/internal/flow"
 	"github.com/outboxd/outboxd/internal/invocation"
 )
-
-// DefaultBuckets are the rate buckets outboxd starts with; configuration may
-// redefine any of them by name or add more.
-var DefaultBuckets = []flow.BucketConfig{
-	// Slack's chat.postMessage allows about one message per second per
-	// channel, with short bursts.
-	{Name: "slack.minute", Rate: 60, Interval: time.Minute, Burst: 10, Scope: flow.ScopeOrg},
-	// Linear: 1,500 requests per hour per API key.
-	{Name: "linear.api", Rate: 1500, Interval: time.Hour, Burst: 25, Scope: flow.ScopeOrg},
-	// Sentry: conservative against its per-organization limits.
-	{Name: "sentry.api", Rate: 10, Interval: time.Second, Burst: 20, Scope: flow.ScopeOrg},
-	// Every MCP connector gets its own bucket of this shape.
-	{Name: "connector", Rate: 10, Interval: time.Second, Burst: 10, MaxConcurrency: 5, Scope: flow.ScopeSource},
-}
-
-// BucketFor is the default bucket of a source's jobs when the request named
-// none.
-func BucketFor(source string) string {
-	switch {
-	case source == "slack":
-		return "slack.minute"
-	case source == "linear" || source == "sentry":
-		return source + ".api"
-	case strings.HasPrefix(source, "connector:"):
-		return "connector"
-	}
-	return ""
-}
 
 // bucketScope is the scope key of the invocation's bucket; an unknown
 // bucket is left to the limiter to report.

@@ -29,6 +29,8 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/spf13/cobra"
 
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/flow"
@@ -571,8 +573,9 @@ func (b *bench) startOutboxd(ctx context.Context, size int32) (stop func(), err 
 
 	appCfg := &app.Config{
 		HTTPAddr: "127.0.0.1:0", JWTSecret: secretbox.NewKey(), SecretsKey: secretbox.NewKey(),
-		SlackBaseURL: b.slack.server.URL, ShutdownTimeout: 30 * time.Second,
-		Worker: b.worker,
+		Providers:       map[string]executors.ProviderConfig{slack.SourceID: {BaseURL: b.slack.server.URL}},
+		ShutdownTimeout: 30 * time.Second,
+		Worker:          b.worker,
 		// Measure outboxd, not Slack's rate limit: the bucket is taken on
 		// every job but never runs dry.
 		Buckets: []flow.BucketConfig{{Name: "slack.minute", Rate: 1_000_000, Interval: time.Second, Burst: 1_000_000, Scope: flow.ScopeOrg}},

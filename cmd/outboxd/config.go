@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/flow"
 	"github.com/outboxd/outboxd/internal/invocation"
@@ -21,18 +22,16 @@ import (
 	"github.com/outboxd/outboxd/worker"
 )
 
-// defaults lists every configuration key with its default. It is the one
+// defaults lists every configuration key with its default, the providers'
+// keys (providers.<id>.*) taken from their registrations. It is the one
 // list: configs/outboxd.example.yaml documents the same keys, and a test
 // checks the two agree.
-var defaults = map[string]any{
+var defaults = withProviderDefaults(map[string]any{
 	"database.url":                       "",
 	"database.max_conns":                 0,
 	"http.addr":                          "127.0.0.1:8080",
 	"auth.jwt_secret":                    "",
 	"secrets.key":                        "",
-	"providers.slack.base_url":           "https://slack.com/api",
-	"providers.linear.base_url":          "https://api.linear.app/graphql",
-	"providers.sentry.base_url":          "https://sentry.io/api/0",
 	"tokens.source":                      "store",
 	"connectors.allow_private_networks":  false,
 	"buckets":                            []any{},
@@ -64,6 +63,25 @@ var defaults = map[string]any{
 	"shutdown_timeout":                   30 * time.Second,
 	"log.level":                          "info",
 	"log.format":                         "text",
+})
+
+// withProviderDefaults adds the keys of every provider in app.Providers to
+// keys.
+func withProviderDefaults(keys map[string]any) map[string]any {
+	for _, p := range app.Providers {
+		keys["providers."+p.ID+".base_url"] = p.DefaultBaseURL
+	}
+	return keys
+}
+
+// providerConfigs reads providers.<id>.* for every provider in
+// app.Providers.
+func providerConfigs(v *viper.Viper) map[string]executors.ProviderConfig {
+	out := make(map[string]executors.ProviderConfig, len(app.Providers))
+	for _, p := range app.Providers {
+		out[p.ID] = executors.ProviderConfig{BaseURL: v.GetString("providers." + p.ID + ".base_url")}
+	}
+	return out
 }
 
 // loadConfig builds viper from defaults, the --config file, OUTBOXD_*
@@ -118,9 +136,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		HTTPAddr:             v.GetString("http.addr"),
 		JWTSecret:            v.GetString("auth.jwt_secret"),
 		SecretsKey:           v.GetString("secrets.key"),
-		SlackBaseURL:         v.GetString("providers.slack.base_url"),
-		LinearBaseURL:        v.GetString("providers.linear.base_url"),
-		SentryBaseURL:        v.GetString("providers.sentry.base_url"),
+		Providers:            providerConfigs(v),
 		TokenSource:          v.GetString("tokens.source"),
 		AllowPrivateNetworks: v.GetBool("connectors.allow_private_networks"),
 		ConnectorCacheTTL:    v.GetDuration("connectors.tools_cache_ttl"),
@@ -231,7 +247,7 @@ func retryBySource(v *viper.Viper) (map[string]invocation.Retry, error) {
 }
 
 // bucketConfigs reads the buckets list, which adds to or redefines
-// worker.DefaultBuckets by name.
+// app.DefaultBuckets() by name.
 func bucketConfigs(v *viper.Viper) ([]flow.BucketConfig, error) {
 	var raw []struct {
 		Name           string        `mapstructure:"name"`

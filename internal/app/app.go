@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"runtime"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -27,9 +26,7 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/demo"
-	"github.com/outboxd/outboxd/executors/linear"
 	"github.com/outboxd/outboxd/executors/mcp"
-	"github.com/outboxd/outboxd/executors/sentry"
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/catalog"
@@ -66,16 +63,16 @@ func ParseRole(s string) (Role, error) {
 
 // Config is the whole process configuration, filled from viper in cmd.
 type Config struct {
-	HTTPAddr      string
-	JWTSecret     string
-	SecretsKey    string
-	SlackBaseURL  string
-	LinearBaseURL string
-	SentryBaseURL string
+	HTTPAddr   string
+	JWTSecret  string
+	SecretsKey string
+	// Providers configure the provider sources by id (providers.<id>.*);
+	// a provider missing here uses its defaults.
+	Providers map[string]executors.ProviderConfig
 	// AllowPrivateNetworks lets connectors reach loopback and private
 	// addresses (tests, single-tenant deployments).
 	AllowPrivateNetworks bool
-	// Buckets add to or redefine worker.DefaultBuckets by name.
+	// Buckets add to or redefine DefaultBuckets() by name.
 	Buckets []flow.BucketConfig
 	// ConnectorCacheTTL is how long a connector's tool list is cached.
 	// Default 5m.
@@ -148,23 +145,13 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	if err != nil {
 		return nil, err
 	}
-	slackSource, err := slack.New(&slack.Config{BaseURL: cfg.SlackBaseURL})
+	registry, err := executors.Build(Providers, cfg.Providers)
 	if err != nil {
 		return nil, err
 	}
-	sentrySource, err := sentry.New(&sentry.Config{BaseURL: cfg.SentryBaseURL})
-	if err != nil {
-		return nil, err
-	}
-	linearSource, err := linear.New(&linear.Config{BaseURL: cfg.LinearBaseURL})
-	if err != nil {
-		return nil, err
-	}
-	providers := []executors.Source{slackSource, linearSource, sentrySource}
 	if cfg.DemoOrg != "" {
-		providers = append(providers, demo.New(&demo.Config{Logger: logger}))
+		registry.Add(demo.New(&demo.Config{Logger: logger}), "")
 	}
-	registry := executors.NewRegistry(providers...)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := telemetry.New(reg)
@@ -180,7 +167,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	creds := credential.NewStore(pool, box)
 	sources := catalog.New(registry, pool, mcpClient, creds)
 	limiter, err := flow.New(pool, &flow.Config{
-		Buckets: mergeBuckets(append(slices.Clone(worker.DefaultBuckets), webhook.Bucket), cfg.Buckets),
+		Buckets: mergeBuckets(DefaultBuckets(), cfg.Buckets),
 		// A lease outlives any job that holds it; a dead process's leases
 		// come back soon after its jobs would have timed out.
 		LeaseTTL: cfg.Worker.WithDefaults().JobTimeout() + 5*time.Second,
@@ -215,7 +202,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 		return nil, err
 	}
 	slackCfg := cfg.Slack
-	slackCfg.BaseURL = cfg.SlackBaseURL
+	slackCfg.BaseURL = cfg.Providers[slack.SourceID].BaseURL
 	slackCfg.AllowPrivateNetworks = cfg.AllowPrivateNetworks
 	slackDeps := slackapproval.Deps{Pool: pool, Tokens: tokens, Metrics: metrics, Logger: logger}
 	slackApprovals, err := slackapproval.New(&slackDeps, &slackCfg)

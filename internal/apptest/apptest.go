@@ -21,6 +21,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/invocation"
@@ -45,9 +47,9 @@ type Options struct {
 	Outbox    outbox.Config
 	Worker    worker.Config
 	SlackFunc http.HandlerFunc // Slack's answer; default ok with a ts
-	// LinearURL and SentryURL point those sources at loopback servers;
-	// default an unroutable address.
-	LinearURL, SentryURL string
+	// BaseURLs point providers, by source id, at loopback servers; a
+	// provider not named gets an unroutable address (Slack: the fake Slack).
+	BaseURLs map[string]string
 	// BrokerURL switches token resolution to the HTTP token broker.
 	BrokerURL string
 	// DenyPrivateNetworks refuses loopback connector URLs (tests allow
@@ -112,9 +114,7 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		HTTPAddr:             "127.0.0.1:0",
 		JWTSecret:            "test-secret-0123456789abcdef",
 		SecretsKey:           cmp.Or(opts.SecretsKey, secretbox.NewKey()),
-		SlackBaseURL:         slack.Server.URL,
-		LinearBaseURL:        cmp.Or(opts.LinearURL, "http://127.0.0.1:9/graphql"),
-		SentryBaseURL:        cmp.Or(opts.SentryURL, "http://127.0.0.1:9/api/0"),
+		Providers:            providerConfigs(opts.BaseURLs, slack.Server.URL),
 		BrokerURL:            opts.BrokerURL,
 		AllowPrivateNetworks: !opts.DenyPrivateNetworks,
 		ConnectorCacheTTL:    opts.ConnectorCacheTTL,
@@ -363,4 +363,18 @@ func SlackError(code string) http.HandlerFunc {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		_, _ = io.WriteString(w, `{"ok":false,"error":"`+code+`"}`)
 	}
+}
+
+// providerConfigs points every provider at its entry of baseURLs, else Slack
+// at slackURL and the others at an unroutable address.
+func providerConfigs(baseURLs map[string]string, slackURL string) map[string]executors.ProviderConfig {
+	out := make(map[string]executors.ProviderConfig, len(app.Providers))
+	for _, p := range app.Providers {
+		fallback := "http://127.0.0.1:9/" + p.ID
+		if p.ID == slack.SourceID {
+			fallback = slackURL
+		}
+		out[p.ID] = executors.ProviderConfig{BaseURL: cmp.Or(baseURLs[p.ID], fallback)}
+	}
+	return out
 }

@@ -46,7 +46,7 @@ func New(static *executors.Registry, pool *pgxpool.Pool, mcpClient *mcp.Client, 
 	c := &Catalog{static: static, sources: map[string]*Source{}, pool: pool, mcp: mcpClient, secrets: secrets, queries: dbsqlc.New()}
 	for _, id := range static.IDs() {
 		s, _ := static.Source(id)
-		c.sources[id] = &Source{Source: s, NeedsCredential: true}
+		c.sources[id] = &Source{Source: s, NeedsCredential: true, Bucket: static.Bucket(id)}
 	}
 	return c
 }
@@ -156,6 +156,9 @@ type Source struct {
 	// NeedsCredential says whether calls take a credential, which the worker
 	// resolves before each call.
 	NeedsCredential bool
+	// Bucket is the rate bucket its jobs take when a request names none;
+	// "" for none.
+	Bucket string
 	// OrgRegistered marks a source the organization added itself (an MCP
 	// connector). It is listed whether or not a credential is stored for
 	// it, and its actions' modes are an admin's to review: until reviewed,
@@ -194,7 +197,7 @@ func (s *ConnectorSource) Name() string { return s.Row.Name }
 
 // Entry returns the connector as the catalog hands it out.
 func (s *ConnectorSource) Entry() *Source {
-	return &Source{Source: s, Name: s.Name(), NeedsCredential: s.RequiresCredential(), OrgRegistered: true, Reviews: s.Reviewed}
+	return &Source{Source: s, Name: s.Name(), NeedsCredential: s.RequiresCredential(), Bucket: mcp.Bucket.Name, OrgRegistered: true, Reviews: s.Reviewed}
 }
 
 // RequiresCredential reports whether calls need the connector's secret.

@@ -83,7 +83,7 @@ func jobAttempt(t *testing.T, b *apptest.Bundle, invocationID string) (state str
 func TestLinear_ThroughPipeline(t *testing.T) {
 	t.Parallel()
 	linear := newFakeLinear(t)
-	b := apptest.Start(t, &apptest.Options{LinearURL: linear.URL()})
+	b := apptest.Start(t, &apptest.Options{BaseURLs: map[string]string{"linear": linear.URL()}})
 	const key = "lin_api_pipeline_0123456789abcdef"
 	b.StoreToken("linear", key, "api_key")
 	linear.acceptOnly(key)
@@ -171,7 +171,7 @@ func TestLinear_ThroughPipeline(t *testing.T) {
 func TestLinear_InvalidParamsRecordNothing(t *testing.T) {
 	t.Parallel()
 	linear := newFakeLinear(t)
-	b := apptest.Start(t, &apptest.Options{LinearURL: linear.URL()})
+	b := apptest.Start(t, &apptest.Options{BaseURLs: map[string]string{"linear": linear.URL()}})
 	b.StoreToken("linear", "lin_api_validation", "api_key")
 	// Allow mode: anything that slipped through validation would run.
 	b.SetModes(map[string]string{"linear:create_issue": "allow", "linear:add_comment": "allow"})
@@ -211,7 +211,7 @@ func TestBroker_RefreshOnUnauthorized(t *testing.T) {
 		t.Helper()
 		linear := newFakeLinear(t)
 		broker := newFakeBroker(t, token, refreshed, status)
-		b := apptest.Start(t, &apptest.Options{LinearURL: linear.URL(), BrokerURL: broker.server.URL})
+		b := apptest.Start(t, &apptest.Options{BaseURLs: map[string]string{"linear": linear.URL()}, BrokerURL: broker.server.URL})
 		return b, linear, broker
 	}
 	refreshes := func(calls []brokerCall) int {
@@ -316,7 +316,7 @@ func TestBroker_RefreshOnUnauthorized(t *testing.T) {
 func TestSentry_ThroughPipeline(t *testing.T) {
 	t.Parallel()
 	sentry := newFakeSentry(t)
-	b := apptest.Start(t, &apptest.Options{SentryURL: sentry.URL()})
+	b := apptest.Start(t, &apptest.Options{BaseURLs: map[string]string{"sentry": sentry.URL()}})
 	const token = "sntrys_pipeline_0a1b2c3d4e5f"
 	b.StoreToken("sentry", token, "")
 	issue := sentry.seedIssue("web", "TypeError: cart is undefined")
@@ -371,7 +371,7 @@ func TestSentry_RateLimitedSnoozesThenCompletes(t *testing.T) {
 		return true
 	})
 	// One attempt only: a snooze that burned it would fail the invocation.
-	b := apptest.Start(t, &apptest.Options{SentryURL: sentry.URL(), Worker: worker.Config{MaxAttempts: 1}})
+	b := apptest.Start(t, &apptest.Options{BaseURLs: map[string]string{"sentry": sentry.URL()}, Worker: worker.Config{MaxAttempts: 1}})
 	const token = "sntrys_ratelimit_9a8b7c6d5e"
 	b.StoreToken("sentry", token, "")
 	issue := sentry.seedIssue("web", "TimeoutError")
@@ -399,8 +399,8 @@ func TestSentry_ServerErrorsExhaustAttempts(t *testing.T) {
 		return true
 	})
 	b := apptest.Start(t, &apptest.Options{
-		SentryURL: sentry.URL(),
-		Worker:    worker.Config{MaxAttempts: 3, RetryBaseDelay: 50 * time.Millisecond},
+		BaseURLs: map[string]string{"sentry": sentry.URL()},
+		Worker:   worker.Config{MaxAttempts: 3, RetryBaseDelay: 50 * time.Millisecond},
 	})
 	const token = "sntrys_exhaust_4d5e6f7a8b9c"
 	b.StoreToken("sentry", token, "")
@@ -426,7 +426,7 @@ func TestLinear_CreateIssueRetriedAfterTimeoutConflicts(t *testing.T) {
 	linear := newFakeLinear(t)
 	// The first create takes effect, then its answer never comes.
 	linear.hangNextCreate()
-	b := apptest.Start(t, &apptest.Options{LinearURL: linear.URL(), Worker: worker.Config{CallTimeout: 300 * time.Millisecond}})
+	b := apptest.Start(t, &apptest.Options{BaseURLs: map[string]string{"linear": linear.URL()}, Worker: worker.Config{CallTimeout: 300 * time.Millisecond}})
 	const key = "lin_api_timeout_5c6d7e8f90"
 	b.StoreToken("linear", key, "")
 	b.SetModes(map[string]string{"linear:create_issue": "allow"})
@@ -591,7 +591,7 @@ func TestCredentials_UserScopedAndTokenKinds(t *testing.T) {
 	t.Parallel()
 	linear := newFakeLinear(t)
 	sentry := newFakeSentry(t)
-	b := apptest.Start(t, &apptest.Options{LinearURL: linear.URL(), SentryURL: sentry.URL()})
+	b := apptest.Start(t, &apptest.Options{BaseURLs: map[string]string{"linear": linear.URL(), "sentry": sentry.URL()}})
 	const (
 		orgKey     = "org-linear-api-key-31337"
 		orgOAuth   = "org-linear-oauth-token-777"
