@@ -1,7 +1,8 @@
 // Package executors holds the ActionSource seam: the interface every provider
 // (Slack, Linear, Sentry, MCP connectors) implements, the action definitions
-// it publishes, and the error shape the worker uses to decide between retry,
-// snooze and failure.
+// it publishes, the registration a provider package exports (Provider), and
+// the error shape the worker uses to decide between retry, snooze and
+// failure.
 package executors
 
 import (
