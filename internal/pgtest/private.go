@@ -17,6 +17,9 @@ import (
 type Private struct {
 	t   testing.TB
 	srv *pglaunch.Server
+	// dataDir is the directory asked for; as root the cluster may live in
+	// a fallback directory derived from it, which Start must find again.
+	dataDir string
 	// URL is its migrated database "outboxd".
 	URL string
 }
@@ -26,9 +29,10 @@ type Private struct {
 func NewPrivate(t testing.TB) *Private {
 	t.Helper()
 	ctx := context.Background()
-	srv, err := pglaunch.Start(ctx, &pglaunch.Config{DataDir: filepath.Join(t.TempDir(), "pg"), Fast: true})
+	dataDir := filepath.Join(t.TempDir(), "pg")
+	srv, err := pglaunch.Start(ctx, &pglaunch.Config{DataDir: dataDir, Fast: true})
 	require.NoError(t, err)
-	p := &Private{t: t, srv: srv}
+	p := &Private{t: t, srv: srv, dataDir: dataDir}
 	t.Cleanup(func() {
 		_ = p.srv.Stop(context.Background())
 		_ = p.srv.RemoveData()
@@ -48,7 +52,7 @@ func (p *Private) Stop() error { return p.srv.Stop(context.Background()) }
 
 // Start starts the stopped server again on the same port and data.
 func (p *Private) Start() error {
-	srv, err := pglaunch.Start(context.Background(), &pglaunch.Config{DataDir: p.srv.DataDir(), Port: p.srv.Port(), Fast: true})
+	srv, err := pglaunch.Start(context.Background(), &pglaunch.Config{DataDir: p.dataDir, Port: p.srv.Port(), Fast: true})
 	if err == nil {
 		p.srv = srv
 	}
