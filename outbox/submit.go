@@ -199,7 +199,7 @@ func (s *Service) plan(p *prepared, orgMode, automationMode string) *invocation.
 		expires := time.Now().Add(s.ttl(r.automationID))
 		create.ExpiresAt = &expires
 	}
-	if s.redacted(r.params, params) {
+	if redacted(r.params, params) {
 		// The provider must get the exact params: keep them sealed for the
 		// worker, bound to this invocation.
 		create.ParamsSealed = s.deps.Box.Seal(r.params, create.ID[:])
@@ -349,7 +349,7 @@ func deref(s *string) string {
 }
 
 // redacted reports whether redaction changed params.
-func (s *Service) redacted(original, redacted json.RawMessage) bool {
+func redacted(original, redacted json.RawMessage) bool {
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, original); err != nil {
 		return true

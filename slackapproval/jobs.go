@@ -12,15 +12,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/internal/invocation"
 )
-
-// relayBatch is how many events the relay reads per transaction.
-const relayBatch = 500
 
 // RelayArgs turns new events into message jobs.
 type RelayArgs struct{}
@@ -29,12 +25,7 @@ type RelayArgs struct{}
 func (RelayArgs) Kind() string { return "slack_relay" }
 
 // InsertOpts keeps at most one relay job waiting or running.
-func (RelayArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
-		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-		rivertype.JobStateRetryable, rivertype.JobStateScheduled,
-	}}}
-}
+func (RelayArgs) InsertOpts() river.InsertOpts { return invocation.RelayInsertOpts("") }
 
 // RelayWorker runs RelayArgs.
 type RelayWorker struct {
@@ -44,13 +35,7 @@ type RelayWorker struct {
 
 // Work relays until it has caught up with the horizon.
 func (w *RelayWorker) Work(ctx context.Context, _ *river.Job[RelayArgs]) error {
-	for range 20 {
-		n, err := w.svc.relay(ctx)
-		if err != nil || n < relayBatch {
-			return err
-		}
-	}
-	return nil
+	return invocation.CatchUp(ctx, w.svc.relay)
 }
 
 // relay reads the events after the cursor: a request makes a post job, a
@@ -67,7 +52,7 @@ func (s *Service) relay(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("locking the slack relay cursor: %w", err)
 		}
-		items, _, err := s.store.FeedAll(ctx, tx, invocation.Cursor{XID: cur.AfterXid, ID: cur.AfterID}, relayBatch)
+		items, _, err := s.store.FeedAll(ctx, tx, invocation.Cursor{XID: cur.AfterXid, ID: cur.AfterID}, invocation.RelayBatch)
 		if err != nil || len(items) == 0 {
 			return 0, err
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/outboxd/outboxd/executors/mcp"
@@ -28,9 +27,6 @@ import (
 // Queue is the queue deliveries run on, apart from the actions.
 const Queue = "webhooks"
 
-// relayBatch is how many events the relay reads per transaction.
-const relayBatch = 500
-
 // RelayArgs turns the events written since the last run into deliveries.
 // It runs periodically on the leader.
 type RelayArgs struct{}
@@ -38,14 +34,8 @@ type RelayArgs struct{}
 // Kind implements river.JobArgs.
 func (RelayArgs) Kind() string { return "webhook_relay" }
 
-// InsertOpts keeps at most one relay job waiting or running; the relay is
-// serialized by a row lock besides.
-func (RelayArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: Queue, MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
-		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-		rivertype.JobStateRetryable, rivertype.JobStateScheduled,
-	}}}
-}
+// InsertOpts keeps at most one relay job waiting or running.
+func (RelayArgs) InsertOpts() river.InsertOpts { return invocation.RelayInsertOpts(Queue) }
 
 // RelayWorker runs RelayArgs.
 type RelayWorker struct {
@@ -55,13 +45,7 @@ type RelayWorker struct {
 
 // Work relays until it has caught up with the horizon.
 func (w *RelayWorker) Work(ctx context.Context, _ *river.Job[RelayArgs]) error {
-	for range 20 {
-		n, err := w.svc.relay(ctx)
-		if err != nil || n < relayBatch {
-			return err
-		}
-	}
-	return nil
+	return invocation.CatchUp(ctx, w.svc.relay)
 }
 
 // relay moves one batch of events past the relay cursor, inserting the
@@ -77,7 +61,7 @@ func (s *Service) relay(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("locking the relay cursor: %w", err)
 		}
-		items, _, err := s.store.FeedAll(ctx, tx, invocation.Cursor{XID: cur.AfterXid, ID: cur.AfterID}, relayBatch)
+		items, _, err := s.store.FeedAll(ctx, tx, invocation.Cursor{XID: cur.AfterXid, ID: cur.AfterID}, invocation.RelayBatch)
 		if err != nil || len(items) == 0 {
 			return 0, err
 		}

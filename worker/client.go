@@ -191,8 +191,8 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 	logger := cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))
 	workers := river.NewWorkers()
 	river.AddWorker(workers, NewExecuteWorker(deps, cfg))
-	river.AddWorker(workers, &ExpireWorker{deps: deps, logger: logger})
-	river.AddWorker(workers, &SweepWorker{deps: deps, logger: logger})
+	river.AddWorker(workers, &ExpireWorker{deps: deps, logger: logger, store: invocation.New(nil)})
+	river.AddWorker(workers, &SweepWorker{deps: deps, logger: logger, store: invocation.New(nil)})
 	for _, js := range deps.Jobs {
 		js.AddWorkers(workers)
 	}

@@ -76,8 +76,8 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		return err
 	case skip != "":
 		log.Info("invocation skipped", "status", invocation.StatusSkipped, "reason", skip)
-		return w.finish(bg, job, inv, func(tx pgx.Tx) (invocation.Invocation, error) {
-			return w.store.Skip(bg, tx, inv.ID, skip)
+		return w.finish(bg, job, inv, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
+			return w.store.Skip(ctx, tx, inv.ID, skip)
 		})
 	case wait > 0:
 		log.Info("quiet hours; snoozing until the window ends", "wait", wait)
@@ -136,8 +136,8 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	w.deps.Metrics.JobDuration.WithLabelValues(inv.Integration, "success").Observe(elapsed.Seconds())
 
 	result := policy.Truncate(policy.Redact(orNull(res.Data), secrets...), policy.MaxStoredBytes)
-	err = w.finish(bg, job, inv, func(tx pgx.Tx) (invocation.Invocation, error) {
-		return w.store.Complete(bg, tx, inv.ID, &invocation.Outcome{
+	err = w.finish(bg, job, inv, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
+		return w.store.Complete(ctx, tx, inv.ID, &invocation.Outcome{
 			Result: result, ProviderRef: res.ProviderRef, Conflict: res.Conflict, DurationMs: duration,
 		})
 	})
@@ -252,12 +252,12 @@ func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invoca
 
 // finish records a final state with update and completes the job in one
 // transaction.
-func (w *ExecuteWorker) finish(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, update func(tx pgx.Tx) (invocation.Invocation, error)) error {
+func (w *ExecuteWorker) finish(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, update func(context.Context, pgx.Tx) (invocation.Invocation, error)) error {
 	var finished invocation.Invocation
 	err := w.persist(ctx, func(ctx context.Context) error {
 		return w.completer.complete(ctx, func(ctx context.Context, tx pgx.Tx) error {
 			var err error
-			finished, err = update(tx)
+			finished, err = update(ctx, tx)
 			if errors.Is(err, invocation.ErrConflict) {
 				// Someone else finished it, or an earlier try of this
 				// transaction committed before its answer was lost.

@@ -277,7 +277,7 @@ func TestExecute_ChangedCredentialIsUsedByTheNextJob(t *testing.T) {
 // without retrying leaves one log line with the invocation and the reason.
 func TestExecute_TerminalFailuresAreLogged(t *testing.T) {
 	t.Parallel()
-	var logs syncLogs
+	var logs apptest.Logs
 	b := apptest.Start(t, &apptest.Options{Logs: &logs})
 	b.SetModes(map[string]string{"slack:send_message": "allow"})
 	id := enqueue(t, b, "no-credential")
@@ -293,22 +293,4 @@ func TestExecute_TerminalFailuresAreLogged(t *testing.T) {
 	require.Len(t, lines, 1, logs.String())
 	require.Contains(t, lines[0], "code=credential_missing")
 	require.Contains(t, lines[0], "level=WARN")
-}
-
-// syncLogs collects a process's logs while the test reads them.
-type syncLogs struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *syncLogs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *syncLogs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }

@@ -21,14 +21,14 @@ type ExpireWorker struct {
 	river.WorkerDefaults[invocation.ExpireArgs]
 	deps   *Deps
 	logger *slog.Logger
+	store  *invocation.Store // takes River's client from the job's context
 }
 
 // Work implements river.Worker.
 func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[invocation.ExpireArgs]) error {
-	store := invocation.New(river.ClientFromContext[pgx.Tx](ctx))
 	var wait time.Duration
 	err := dbutil.WithTx(ctx, w.deps.db(), func(ctx context.Context, tx pgx.Tx) error {
-		inv, err := store.GetByID(ctx, tx, job.Args.InvocationID)
+		inv, err := w.store.GetByID(ctx, tx, job.Args.InvocationID)
 		if errors.Is(err, invocation.ErrNotFound) || (err == nil && inv.Status != invocation.StatusPending) {
 			return nil
 		}
@@ -39,7 +39,7 @@ func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[invocation.Expir
 			wait = time.Until(*inv.ExpiresAt)
 			return nil
 		}
-		return expire(ctx, tx, store, w.deps.Metrics, w.logger, inv)
+		return expire(ctx, tx, w.store, w.deps.Metrics, w.logger, inv)
 	})
 	if err != nil {
 		return err
@@ -79,6 +79,7 @@ type SweepWorker struct {
 	river.WorkerDefaults[SweepArgs]
 	deps   *Deps
 	logger *slog.Logger
+	store  *invocation.Store
 }
 
 // sweepBatch bounds one sweep transaction.
@@ -86,7 +87,7 @@ const sweepBatch = 500
 
 // Work implements river.Worker.
 func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error {
-	n, err := Sweep(ctx, w.deps.db(), invocation.New(river.ClientFromContext[pgx.Tx](ctx)), w.deps.Metrics, w.logger)
+	n, err := Sweep(ctx, w.deps.db(), w.store, w.deps.Metrics, w.logger)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ func agentRun(t *testing.T, env []string, onStderr func(stderr string) bool, arg
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"actions"}, args...)...)
 	cmd.Env = append(append(os.Environ(), "OUTBOXD_TEST_MAIN=1"), env...)
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &apptest.Logs{}, &apptest.Logs{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	require.NoError(t, cmd.Start())
 	done := make(chan struct{})

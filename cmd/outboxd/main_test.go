@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -45,32 +44,14 @@ func TestMain(m *testing.M) {
 // process is an outboxd started as its own OS process.
 type process struct {
 	cmd    *exec.Cmd
-	output *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer the process writes while the test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	output *apptest.Logs
 }
 
 func outboxd(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(append(os.Environ(), "OUTBOXD_TEST_MAIN=1"), env...)
-	out := &syncBuffer{}
+	out := &apptest.Logs{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
 	p := &process{cmd: cmd, output: out}

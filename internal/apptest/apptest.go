@@ -154,7 +154,17 @@ func Start(t testing.TB, opts *Options) *Bundle {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx, ln, nil) }()
+	serving := make(chan struct{})
+	go func() { done <- a.Serve(ctx, ln, func(string) { close(serving) }) }()
+	// Return once it serves: a test that finishes before the start-up
+	// checks ran would otherwise stop it in the middle of them.
+	select {
+	case <-serving:
+	case err := <-done:
+		cancel()
+		require.NoError(t, err, "outboxd did not start")
+		t.Fatal("outboxd stopped before serving")
+	}
 
 	b := &Bundle{T: t, URL: "http://" + ln.Addr().String(), App: a, Pool: pool, DBURL: dbURL, Slack: slack, Secret: cfg.JWTSecret, Config: cfg}
 	var once sync.Once
@@ -377,4 +387,23 @@ func providerConfigs(baseURLs map[string]string, slackURL string) map[string]exe
 		out[p.ID] = executors.ProviderConfig{BaseURL: cmp.Or(baseURLs[p.ID], fallback)}
 	}
 	return out
+}
+
+// Logs collects what a process under test writes (its logs, its output)
+// while the test reads it.
+type Logs struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *Logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *Logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

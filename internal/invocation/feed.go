@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -68,7 +69,7 @@ type FeedParams struct {
 func (s *Store) Feed(ctx context.Context, db DB, p *FeedParams) (items []FeedItem, held bool, err error) {
 	kinds := make([]string, 0, len(Notices))
 	for _, n := range Notices {
-		if len(p.Notices) == 0 || containsNotice(p.Notices, n) {
+		if len(p.Notices) == 0 || slices.Contains(p.Notices, n) {
 			kinds = append(kinds, string(n))
 		}
 	}
@@ -79,22 +80,8 @@ func (s *Store) Feed(ctx context.Context, db DB, p *FeedParams) (items []FeedIte
 	if err != nil {
 		return nil, false, fmt.Errorf("reading event feed: %w", err)
 	}
-	for _, r := range rows {
-		if !r.Settled {
-			return items, true, nil
-		}
-		items = append(items, FeedItem{
-			Event: Event{
-				ID: r.EventID, InvocationID: r.ActionInvocation.ID, Seq: r.Seq, Type: EventType(r.Type),
-				From: Status(deref(r.FromStatus)), To: Status(r.ToStatus), Actor: deref(r.Actor), Reason: deref(r.Reason),
-				CreatedAt: r.EventCreatedAt,
-			},
-			Notice:     Notice(r.Kind),
-			Invocation: fromRow(r.ActionInvocation),
-			Cursor:     Cursor{XID: r.Xid, ID: r.EventID},
-		})
-	}
-	return items, false, nil
+	items, held = feedItems(rows)
+	return items, held, nil
 }
 
 // FeedCursor returns the position of one of the organization's events, to
@@ -136,15 +123,6 @@ func NoticeOf(typ EventType, to Status) Notice {
 	return ""
 }
 
-func containsNotice(list []Notice, n Notice) bool {
-	for _, x := range list {
-		if x == n {
-			return true
-		}
-	}
-	return false
-}
-
 // FeedAll returns the events of every organization after after, oldest
 // first, up to the horizon, whether or not they make a notice (Notice is ""
 // for those), for relays that keep their own cursor. held is as for Feed.
@@ -155,9 +133,20 @@ func (s *Store) FeedAll(ctx context.Context, db DB, after Cursor, limit int32) (
 	if err != nil {
 		return nil, false, fmt.Errorf("reading event feed: %w", err)
 	}
+	rs := make([]dbsqlc.FeedListRow, len(rows))
+	for i, r := range rows {
+		rs[i] = dbsqlc.FeedListRow(r)
+	}
+	items, held = feedItems(rs)
+	return items, held, nil
+}
+
+// feedItems turns feed rows into items, up to the first event not settled
+// yet (held is then true).
+func feedItems(rows []dbsqlc.FeedListRow) (items []FeedItem, held bool) {
 	for _, r := range rows {
 		if !r.Settled {
-			return items, true, nil
+			return items, true
 		}
 		items = append(items, FeedItem{
 			Event: Event{
@@ -170,5 +159,5 @@ func (s *Store) FeedAll(ctx context.Context, db DB, after Cursor, limit int32) (
 			Cursor:     Cursor{XID: r.Xid, ID: r.EventID},
 		})
 	}
-	return items, false, nil
+	return items, false
 }

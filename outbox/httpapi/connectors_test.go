@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -246,7 +245,7 @@ func TestConnector_HangingServerIsRetriedThenFails(t *testing.T) {
 
 func TestConnector_AuthReachesServerAndSecretsStayHidden(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs apptest.Logs
 	srv := newMCPServer(t)
 	b := apptest.Start(t, &apptest.Options{Logs: &logs})
 
@@ -325,24 +324,6 @@ func TestConnector_CRUDAndURLSafety(t *testing.T) {
 
 	require.Equal(t, http.StatusNoContent, b.Do("DELETE", "/v1/connectors/"+id, b.Owner(), nil).Status)
 	require.Equal(t, http.StatusNotFound, b.Do("GET", "/v1/connectors/"+id, b.Owner(), nil).Status)
-}
-
-// syncBuffer collects logs written by the process under test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func authClaims(org string) auth.Claims {

@@ -200,7 +200,7 @@ func TestSecrets_PlantedSecretsAppearNowhere(t *testing.T) {
 		credSecret      = "cred-planted-8842x"
 		connectorSecret = "conn-planted-7713x"
 	)
-	var logs syncBuffer
+	var logs apptest.Logs
 	srv := newMCPServer(t)
 	srv.addTool("login", "Log in.", `{"type":"object","properties":{"user":{"type":"string"},"password":{"type":"string"}},"required":["user","password"]}`, nil)
 	b := apptest.Start(t, &apptest.Options{Logs: &logs, SlackFunc: func(w http.ResponseWriter, r *http.Request) {

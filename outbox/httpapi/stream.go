@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,7 +98,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 	for _, v := range r.URL.Query()["types"] {
 		for _, t := range strings.Split(v, ",") {
 			n := invocation.Notice(strings.TrimSpace(t))
-			if !containsNotice(n) {
+			if !slices.Contains(invocation.Notices, n) {
 				return invalidField("types", "types: unknown event type %q (use action_approval_request, action_approval_result, action_completed)", t)
 			}
 			p.Notices = append(p.Notices, n)
@@ -199,13 +200,4 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 			}
 		}
 	}
-}
-
-func containsNotice(n invocation.Notice) bool {
-	for _, x := range invocation.Notices {
-		if x == n {
-			return true
-		}
-	}
-	return false
 }
