@@ -53,13 +53,9 @@ func (s *Service) EnqueueBatch(ctx context.Context, by *Enqueuer, envs []Envelop
 		return items, nil
 	}
 
-	rows, err := s.queries.InvocationListByExternalIDs(ctx, s.deps.Pool, dbsqlc.InvocationListByExternalIDsParams{OrganizationID: by.OrganizationID, ExternalIds: externalIDs})
+	stored, err := s.store.ByExternalIDs(ctx, s.deps.Pool, by.OrganizationID, externalIDs)
 	if err != nil {
-		return nil, fmt.Errorf("looking up external ids: %w", err)
-	}
-	stored := make(map[string]string, len(rows)) // external id → invocation id
-	for _, row := range rows {
-		stored[*row.ExternalID] = row.ID.String()
+		return nil, err
 	}
 	modes, err := s.callerModes(ctx, by.OrganizationID, by.AutomationID)
 	if err != nil {
@@ -75,8 +71,11 @@ func (s *Service) EnqueueBatch(ctx context.Context, by *Enqueuer, envs []Envelop
 		if p == nil {
 			continue
 		}
-		if id, ok := stored[p.r.externalID]; ok {
-			items[i].Invocation, items[i].Err = s.repeat(ctx, by.OrganizationID, id, p.hash)
+		if inv, ok := stored[p.r.externalID]; ok {
+			items[i].Invocation = inv
+			if inv.ParamsHash != p.hash {
+				items[i].Err = ErrIdempotencyMismatch
+			}
 			continue
 		}
 		if j, ok := first[p.r.externalID]; ok {
@@ -119,19 +118,6 @@ func (s *Service) EnqueueBatch(ctx context.Context, by *Enqueuer, envs []Envelop
 		items[i] = BatchItem{Invocation: items[j].Invocation, Err: items[j].Err}
 	}
 	return items, nil
-}
-
-// repeat returns the stored invocation an envelope repeats, or
-// ErrIdempotencyMismatch when its content differs.
-func (s *Service) repeat(ctx context.Context, org, id, hash string) (invocation.Invocation, error) {
-	inv, err := s.Get(ctx, org, id)
-	if err != nil {
-		return inv, err
-	}
-	if inv.ParamsHash != hash {
-		return inv, ErrIdempotencyMismatch
-	}
-	return inv, nil
 }
 
 // callerModes loads every mode override that can apply to a caller, keyed

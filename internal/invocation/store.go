@@ -123,6 +123,20 @@ func (s *Store) GetByKey(ctx context.Context, db DB, org, key, externalID string
 	return fromRow(r), true, nil
 }
 
+// ByExternalIDs returns the organization's invocations with these external
+// ids, by external id.
+func (s *Store) ByExternalIDs(ctx context.Context, db DB, org string, externalIDs []string) (map[string]Invocation, error) {
+	rows, err := s.q.InvocationListByExternalIDs(ctx, db, dbsqlc.InvocationListByExternalIDsParams{OrganizationID: org, ExternalIds: externalIDs})
+	if err != nil {
+		return nil, fmt.Errorf("looking up external ids: %w", err)
+	}
+	out := make(map[string]Invocation, len(rows))
+	for _, r := range rows {
+		out[*r.ExternalID] = fromRow(r)
+	}
+	return out, nil
+}
+
 // Page is a limit/offset window.
 type Page struct {
 	Limit, Offset int32
