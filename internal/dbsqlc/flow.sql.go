@@ -15,63 +15,71 @@ WITH async AS (
 ), cur AS (
     SELECT b.tokens, b.refilled_at, b.blocked_until, b.leases
     FROM flow_buckets b
-    WHERE b.name = $1 AND b.scope_key = $2
+    WHERE b.name = $2 AND b.scope_key = $3
     FOR UPDATE
 ), state AS (
     SELECT
-        least($3::float8,
-              cur.tokens + greatest(0, extract(epoch FROM now() - cur.refilled_at))::float8 * $4::float8) AS available,
+        least($4::float8,
+              cur.tokens + greatest(0, extract(epoch FROM now() - cur.refilled_at))::float8 * $1::float8) AS available,
         greatest(cur.refilled_at, now()) AS refilled_at,
         greatest(0, coalesce(extract(epoch FROM cur.blocked_until - now()), 0))::float8 AS blocked_seconds,
         live.leases,
         live.others
     FROM cur, LATERAL (
         SELECT coalesce(jsonb_object_agg(l.key, l.value), '{}'::jsonb) AS leases,
-               count(*) FILTER (WHERE l.key <> $5::text) AS others
+               (count(*) FILTER (WHERE l.key <> ALL($5::text[])))::int AS others
         FROM jsonb_each(cur.leases) l
         WHERE (l.value #>> '{}')::timestamptz > now()
     ) live
 ), decision AS (
     SELECT state.available, state.refilled_at, state.blocked_seconds, state.leases, state.others,
-           state.blocked_seconds = 0 AND state.available >= 1
-               AND ($6::int = 0 OR state.others < $6::int) AS granted,
-           greatest(state.blocked_seconds, (1 - state.available) / $4::float8) AS token_wait_seconds
+           (CASE WHEN state.blocked_seconds > 0 THEN 0
+                ELSE greatest(0, least(cardinality($5::text[]),
+                                       floor(state.available)::int,
+                                       CASE WHEN $6::int > 0
+                                            THEN $6::int - state.others
+                                            ELSE cardinality($5::text[]) END))
+            END)::int AS granted
     FROM state
 ), take AS (
     UPDATE flow_buckets b
-    SET tokens = d.available - 1,
+    SET tokens = d.available - d.granted,
         refilled_at = d.refilled_at,
         leases = CASE WHEN $6::int > 0
-                      THEN d.leases || jsonb_build_object($5::text, now() + make_interval(secs => $7::float8))
+                      THEN d.leases || (SELECT jsonb_object_agg(h.holder, now() + make_interval(secs => $7::float8))
+                                        FROM unnest($5::text[]) WITH ORDINALITY AS h(holder, n)
+                                        WHERE h.n <= d.granted)
                       ELSE b.leases END
     FROM decision d
-    WHERE b.name = $1 AND b.scope_key = $2 AND d.granted
+    WHERE b.name = $2 AND b.scope_key = $3 AND d.granted > 0
 )
-SELECT decision.granted::bool AS granted,
-       greatest(0, decision.token_wait_seconds)::float8 AS token_wait_seconds,
-       decision.others::int AS active_leases
+SELECT decision.granted::int AS granted,
+       greatest(0, decision.blocked_seconds,
+                (1 - (decision.available - decision.granted)) / $1::float8)::float8 AS token_wait_seconds
 FROM decision, async
 `
 
 type FlowAcquireParams struct {
+	PerSecond       float64
 	Name            string
 	ScopeKey        string
 	Burst           float64
-	PerSecond       float64
-	Holder          string
+	Holders         []string
 	MaxConcurrency  int32
 	LeaseTtlSeconds float64
 }
 
 type FlowAcquireRow struct {
-	Granted          bool
+	Granted          int32
 	TokenWaitSeconds float64
-	ActiveLeases     int32
 }
 
-// Takes one token, and with a positive max_concurrency a lease for holder,
-// when both are free; otherwise writes nothing. No row means the bucket row
-// does not exist yet (FlowBucketCreate).
+// Takes one token for each of holders, in order, while tokens last, and
+// with a positive max_concurrency a lease for each while slots last;
+// granted is how many of holders (a prefix) got theirs. The holders
+// refused get nothing. No row means the bucket row does not exist yet
+// (FlowBucketCreate). A process asks for all the jobs that want the bucket
+// at the same moment in one statement, so the row is locked once for them.
 //
 // cur locks the row, serializing takers across processes. FOR UPDATE returns
 // the latest committed version of the row even after waiting for the lock,
@@ -81,8 +89,12 @@ type FlowAcquireRow struct {
 // backwards and a negative elapsed time counts as zero, so a waiter credits
 // no time twice and the refill at worst lags by the lock wait.
 //
-// token_wait_seconds is how long until a token is free (0 when one is):
-// the later of the end of a drain and one token's refill.
+// Leases of holders that are not asking count against max_concurrency; a
+// holder asking again (a retried job) replaces its own lease.
+//
+// token_wait_seconds is how long until the next token after the granted
+// ones is free (0 when one is): the later of the end of a drain and one
+// token's refill.
 //
 // The statement commits asynchronously (synchronous_commit off for its
 // own implicit transaction): the row lock that serializes every taker of
@@ -91,16 +103,16 @@ type FlowAcquireRow struct {
 // hand out those tokens once more.
 func (q *Queries) FlowAcquire(ctx context.Context, db DBTX, arg FlowAcquireParams) (FlowAcquireRow, error) {
 	row := db.QueryRow(ctx, flowAcquire,
+		arg.PerSecond,
 		arg.Name,
 		arg.ScopeKey,
 		arg.Burst,
-		arg.PerSecond,
-		arg.Holder,
+		arg.Holders,
 		arg.MaxConcurrency,
 		arg.LeaseTtlSeconds,
 	)
 	var i FlowAcquireRow
-	err := row.Scan(&i.Granted, &i.TokenWaitSeconds, &i.ActiveLeases)
+	err := row.Scan(&i.Granted, &i.TokenWaitSeconds)
 	return i, err
 }
 

@@ -30,11 +30,17 @@
 // Acquire, with or without concurrency, is one statement and so one round
 // trip: FlowAcquire locks the row with SELECT ... FOR UPDATE, which returns
 // the latest committed version even after waiting for the lock, decides, and
-// updates the row in a data-modifying CTE only when it grants. The first
-// Acquire of a bucket and scope key in a database costs three (the row is
-// missing, FlowBucketCreate, FlowAcquire again). Release and Drain are one
-// each. pgx prepares a statement the first time a connection runs it, which
-// adds one round trip per statement and connection, not per call.
+// updates the row in a data-modifying CTE only when it grants. The Acquires
+// of one bucket that a process makes while such a statement is under way
+// wait for it and then go together, in the next one (internal/batch): it
+// grants to as many of them, in order, as there are tokens and slots, so a
+// busy bucket's row is locked once per batch rather than once per job, and
+// what a caller is granted is exactly what it would have been granted alone.
+// The first Acquire of a bucket and scope key in a database costs three
+// (the row is missing, FlowBucketCreate, FlowAcquire again). Release and
+// Drain are one each. pgx prepares a statement the first time a connection
+// runs it, which adds one round trip per statement and connection, not per
+// call.
 //
 // # Local pre-check
 //

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outboxd/outboxd/internal/batch"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 )
 
@@ -205,8 +206,10 @@ type Lease struct {
 // it instead of taking a second one.
 //
 // When no token or slot is free Acquire takes nothing and returns a Grant
-// with a positive Wait. It costs one round trip, none when this process
-// already knows the bucket is empty (see the package documentation).
+// with a positive Wait. Acquires of one bucket made at the same moment in
+// this process share one statement, one round trip; none is made when this
+// process already knows the bucket is empty (see the package
+// documentation).
 func (l *Limiter) Acquire(ctx context.Context, bucketName, org, holder string) (Grant, error) {
 	b, key, err := l.resolve(bucketName, org)
 	if err != nil {
@@ -215,21 +218,41 @@ func (l *Limiter) Acquire(ctx context.Context, bucketName, org, holder string) (
 	if b.MaxConcurrency > 0 && holder == "" {
 		return Grant{}, fmt.Errorf("flow bucket %q limits concurrency: a holder is required", b.Name)
 	}
-	loc := l.locals.get(b, key)
+	loc := l.local(b, key)
+	if wait := loc.wait(time.Now()); wait > 0 {
+		return Grant{Wait: wait}, nil
+	}
+	return loc.takes.Do(ctx, holder)
+}
+
+// local returns the pre-check and the batch of Acquires of a bucket and
+// scope key.
+func (l *Limiter) local(b *bucket, key string) *local {
+	return l.locals.get(b, key, func(loc *local) {
+		loc.takes.Max = maxHolders
+		loc.takes.Run = func(ctx context.Context, holders []string) []batch.Result[Grant] {
+			return l.take(ctx, b, key, loc, holders)
+		}
+	})
+}
+
+// maxHolders caps the holders served by one statement.
+const maxHolders = 256
+
+// take asks Postgres for a token (and a slot) for each holder, in one
+// statement.
+func (l *Limiter) take(ctx context.Context, b *bucket, key string, loc *local, holders []string) []batch.Result[Grant] {
 	// sent is taken before the statement starts, so it is no later than the
 	// database's now(): a wait measured from it ends no later than the real
 	// one, and a token charged at it charges the local limiter no later than
 	// Postgres charged the bucket.
 	sent := time.Now()
-	if wait := loc.wait(sent); wait > 0 {
-		return Grant{Wait: wait}, nil
-	}
 	params := dbsqlc.FlowAcquireParams{
 		Name:            b.Name,
 		ScopeKey:        key,
 		Burst:           float64(b.Burst),
 		PerSecond:       b.perSecond,
-		Holder:          holder,
+		Holders:         holders,
 		MaxConcurrency:  int32(b.MaxConcurrency),
 		LeaseTtlSeconds: l.cfg.LeaseTTL.Seconds(),
 	}
@@ -242,23 +265,34 @@ func (l *Limiter) Acquire(ctx context.Context, bucketName, org, holder string) (
 			row, err = l.queries.FlowAcquire(ctx, l.pool, params)
 		}
 	}
+	out := make([]batch.Result[Grant], len(holders))
 	if err != nil {
-		return Grant{}, fmt.Errorf("acquiring from flow bucket %q: %w", b.Name, err)
-	}
-	switch {
-	case row.Granted:
-		loc.took(sent)
-		if b.MaxConcurrency == 0 {
-			return Grant{}, nil
+		err = fmt.Errorf("acquiring from flow bucket %q: %w", b.Name, err)
+		for i := range out {
+			out[i].Err = err
 		}
-		return Grant{Lease: &Lease{Bucket: b.Name, ScopeKey: key, Holder: holder}}, nil
-	case row.TokenWaitSeconds > 0:
-		wait := fromSeconds(row.TokenWaitSeconds)
-		loc.block(sent.Add(wait))
-		return Grant{Wait: wait}, nil
-	default:
-		return Grant{Wait: jitter(l.cfg.ConcurrencyRetry)}, nil
+		return out
 	}
+	granted := int(row.Granted)
+	loc.took(sent, granted)
+	var tokenWait time.Duration
+	if granted < len(holders) && row.TokenWaitSeconds > 0 {
+		tokenWait = fromSeconds(row.TokenWaitSeconds)
+		loc.block(sent.Add(tokenWait))
+	}
+	for i, holder := range holders {
+		switch {
+		case i < granted:
+			if b.MaxConcurrency > 0 {
+				out[i].Value.Lease = &Lease{Bucket: b.Name, ScopeKey: key, Holder: holder}
+			}
+		case tokenWait > 0:
+			out[i].Value.Wait = tokenWait
+		default: // a token is free, a slot is not
+			out[i].Value.Wait = jitter(l.cfg.ConcurrencyRetry)
+		}
+	}
+	return out
 }
 
 // Release frees a lease's concurrency slot before it expires. A nil lease
@@ -291,7 +325,7 @@ func (l *Limiter) Drain(ctx context.Context, bucketName, org string, d time.Dura
 	if err != nil {
 		return fmt.Errorf("draining flow bucket %q: %w", b.Name, err)
 	}
-	l.locals.get(b, key).block(sent.Add(d))
+	l.local(b, key).block(sent.Add(d))
 	return nil
 }
 

@@ -3,6 +3,7 @@ package flow_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -570,4 +571,98 @@ func BenchmarkAcquireParallel(b *testing.B) {
 		})
 		b.ReportMetric(float64(p.queries.n.Load()-before)/float64(b.N), "roundtrips/op")
 	})
+}
+
+// holdingTracer counts FlowAcquire statements and, while armed, holds the
+// first one until released.
+type holdingTracer struct {
+	armed    atomic.Bool
+	started  chan struct{}
+	release  chan struct{}
+	acquires atomic.Int64
+}
+
+func (h *holdingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if !strings.Contains(d.SQL, "name: FlowAcquire ") {
+		return ctx
+	}
+	h.acquires.Add(1)
+	if h.armed.CompareAndSwap(true, false) {
+		close(h.started)
+		<-h.release
+	}
+	return ctx
+}
+
+func (h *holdingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TestLimiter_BatchesConcurrentAcquires: the Acquires that arrive while one
+// is at Postgres are answered by one statement, which grants tokens and
+// slots to a prefix of them, exactly as many as are free, and refuses the
+// rest.
+func TestLimiter_BatchesConcurrentAcquires(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &flow.Config{Buckets: []flow.BucketConfig{
+		{Name: "conc", Rate: 1, Interval: time.Hour, Burst: 30, MaxConcurrency: 20},
+	}})
+	pcfg, err := pgxpool.ParseConfig(b.url)
+	require.NoError(t, err)
+	tracer := &holdingTracer{started: make(chan struct{}), release: make(chan struct{})}
+	pcfg.ConnConfig.Tracer = tracer
+	pool, err := pgxpool.NewWithConfig(context.Background(), pcfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	limiter, err := flow.New(pool, b.cfg)
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	// Create the bucket row, then give the token's slot back.
+	warm, err := limiter.Acquire(ctx, "conc", "", "warm")
+	require.NoError(t, err)
+	require.NoError(t, limiter.Release(ctx, warm.Lease))
+	tracer.acquires.Store(0)
+	tracer.armed.Store(true)
+
+	const waiting = 40
+	grants := make(chan flow.Grant, waiting+1)
+	var wg sync.WaitGroup
+	take := func(holder string) {
+		g, err := limiter.Acquire(ctx, "conc", "", holder)
+		if err != nil {
+			t.Error(err)
+		}
+		grants <- g
+	}
+	wg.Go(func() { take("first") })
+	<-tracer.started
+	for i := range waiting {
+		wg.Go(func() { take(fmt.Sprintf("job:%d", i)) })
+	}
+	require.Eventually(t, func() bool { return limiter.Queued("conc", "") == waiting }, 5*time.Second, time.Millisecond)
+	close(tracer.release)
+	wg.Wait()
+	close(grants)
+
+	require.Equal(t, int64(2), tracer.acquires.Load(), "one statement for the first, one for the 40 queued behind it")
+	var granted, refused int
+	holders := map[string]bool{}
+	for g := range grants {
+		if g.Granted() {
+			granted++
+			require.NotNil(t, g.Lease)
+			holders[g.Lease.Holder] = true
+		} else {
+			refused++
+			require.Positive(t, g.Wait)
+		}
+	}
+	require.Equal(t, 20, granted, "as many as the bucket has slots (29 tokens were left)")
+	require.Len(t, holders, 20)
+	require.Equal(t, waiting+1-20, refused)
+	var leases int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM flow_buckets, jsonb_object_keys(leases) WHERE name = 'conc'`).Scan(&leases))
+	require.Equal(t, 20, leases)
+	var tokens float64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT tokens FROM flow_buckets WHERE name = 'conc'`).Scan(&tokens))
+	require.InDelta(t, 30-1-20, tokens, 0.1, "warm-up, then one token per grant")
 }

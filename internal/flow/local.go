@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/outboxd/outboxd/internal/batch"
 )
 
 // locals holds what this process knows about each bucket and scope key.
@@ -34,12 +36,18 @@ type local struct {
 	// blockedUntil is when the wait Postgres last returned for a token (or
 	// a Drain from this process) ends.
 	blockedUntil time.Time
+
+	// takes batches the Acquires of the bucket and scope key that are made
+	// at the same moment into one statement.
+	takes batch.Group[string, Grant]
 }
 
 // minSweep is the map size below which no sweep runs.
 const minSweep = 1024
 
-func (ls *locals) get(b *bucket, scopeKey string) *local {
+// get returns the entry of a bucket and scope key, creating it, and passing
+// it to init, when there is none.
+func (ls *locals) get(b *bucket, scopeKey string, init func(*local)) *local {
 	k := localKey{b.Name, scopeKey}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -56,6 +64,7 @@ func (ls *locals) get(b *bucket, scopeKey string) *local {
 		ls.sweepAt = 2 * len(ls.m)
 	}
 	loc := &local{limiter: rate.NewLimiter(rate.Limit(b.perSecond), b.Burst), burst: float64(b.Burst)}
+	init(loc)
 	ls.m[k] = loc
 	return loc
 }
@@ -73,11 +82,13 @@ func (loc *local) wait(now time.Time) time.Duration {
 	return max(blocked, refill, 0)
 }
 
-// took charges the limiter for a token Postgres granted. ReserveN always
+// took charges the limiter for n tokens Postgres granted. ReserveN always
 // succeeds, so the limiter is charged even when goroutines raced past the
 // check; that only errs towards refusing.
-func (loc *local) took(at time.Time) {
-	loc.limiter.ReserveN(at, 1)
+func (loc *local) took(at time.Time, n int) {
+	if n > 0 {
+		loc.limiter.ReserveN(at, n)
+	}
 }
 
 // block records that the shared bucket has no token until t.

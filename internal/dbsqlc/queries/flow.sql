@@ -6,9 +6,12 @@ VALUES (@name, @scope_key, @burst::float8, now())
 ON CONFLICT (name, scope_key) DO NOTHING;
 
 -- name: FlowAcquire :one
--- Takes one token, and with a positive max_concurrency a lease for holder,
--- when both are free; otherwise writes nothing. No row means the bucket row
--- does not exist yet (FlowBucketCreate).
+-- Takes one token for each of holders, in order, while tokens last, and
+-- with a positive max_concurrency a lease for each while slots last;
+-- granted is how many of holders (a prefix) got theirs. The holders
+-- refused get nothing. No row means the bucket row does not exist yet
+-- (FlowBucketCreate). A process asks for all the jobs that want the bucket
+-- at the same moment in one statement, so the row is locked once for them.
 --
 -- cur locks the row, serializing takers across processes. FOR UPDATE returns
 -- the latest committed version of the row even after waiting for the lock,
@@ -18,8 +21,12 @@ ON CONFLICT (name, scope_key) DO NOTHING;
 -- backwards and a negative elapsed time counts as zero, so a waiter credits
 -- no time twice and the refill at worst lags by the lock wait.
 --
--- token_wait_seconds is how long until a token is free (0 when one is):
--- the later of the end of a drain and one token's refill.
+-- Leases of holders that are not asking count against max_concurrency; a
+-- holder asking again (a retried job) replaces its own lease.
+--
+-- token_wait_seconds is how long until the next token after the granted
+-- ones is free (0 when one is): the later of the end of a drain and one
+-- token's refill.
 --
 -- The statement commits asynchronously (synchronous_commit off for its
 -- own implicit transaction): the row lock that serializes every taker of
@@ -43,29 +50,35 @@ WITH async AS (
         live.others
     FROM cur, LATERAL (
         SELECT coalesce(jsonb_object_agg(l.key, l.value), '{}'::jsonb) AS leases,
-               count(*) FILTER (WHERE l.key <> @holder::text) AS others
+               (count(*) FILTER (WHERE l.key <> ALL(@holders::text[])))::int AS others
         FROM jsonb_each(cur.leases) l
         WHERE (l.value #>> '{}')::timestamptz > now()
     ) live
 ), decision AS (
     SELECT state.*,
-           state.blocked_seconds = 0 AND state.available >= 1
-               AND (@max_concurrency::int = 0 OR state.others < @max_concurrency::int) AS granted,
-           greatest(state.blocked_seconds, (1 - state.available) / @per_second::float8) AS token_wait_seconds
+           (CASE WHEN state.blocked_seconds > 0 THEN 0
+                ELSE greatest(0, least(cardinality(@holders::text[]),
+                                       floor(state.available)::int,
+                                       CASE WHEN @max_concurrency::int > 0
+                                            THEN sqlc.arg(max_concurrency)::int - state.others
+                                            ELSE cardinality(@holders::text[]) END))
+            END)::int AS granted
     FROM state
 ), take AS (
     UPDATE flow_buckets b
-    SET tokens = d.available - 1,
+    SET tokens = d.available - d.granted,
         refilled_at = d.refilled_at,
         leases = CASE WHEN @max_concurrency::int > 0
-                      THEN d.leases || jsonb_build_object(@holder::text, now() + make_interval(secs => @lease_ttl_seconds::float8))
+                      THEN d.leases || (SELECT jsonb_object_agg(h.holder, now() + make_interval(secs => @lease_ttl_seconds::float8))
+                                        FROM unnest(@holders::text[]) WITH ORDINALITY AS h(holder, n)
+                                        WHERE h.n <= d.granted)
                       ELSE b.leases END
     FROM decision d
-    WHERE b.name = @name AND b.scope_key = @scope_key AND d.granted
+    WHERE b.name = @name AND b.scope_key = @scope_key AND d.granted > 0
 )
-SELECT decision.granted::bool AS granted,
-       greatest(0, decision.token_wait_seconds)::float8 AS token_wait_seconds,
-       decision.others::int AS active_leases
+SELECT decision.granted::int AS granted,
+       greatest(0, decision.blocked_seconds,
+                (1 - (decision.available - decision.granted)) / @per_second::float8)::float8 AS token_wait_seconds
 FROM decision, async;
 
 -- name: FlowRelease :exec

@@ -1,0 +1,98 @@
+// Package batch runs the calls that arrive while one is under way together,
+// as one: group commit. Every call of outboxd's hot path that takes a row
+// lock or a WAL flush (a bucket's row, the start and the end of a job) goes
+// through a Group, so jobs running at the same moment share one statement or
+// one transaction instead of queueing for it one by one.
+//
+// There is no background goroutine and no timer: a call that finds the
+// group idle runs at once, alone; calls arriving meanwhile queue, and when
+// it finishes the first of them leads the next batch with everything queued
+// by then. A lone call therefore never waits, and under load the batches
+// grow by themselves to what arrived during one round trip.
+package batch
+
+import (
+	"context"
+	"sync"
+)
+
+// Result is one item's outcome.
+type Result[R any] struct {
+	Value R
+	Err   error
+}
+
+// Group batches calls to Run. The zero value is not usable: set Run.
+type Group[T, R any] struct {
+	// Run does the work of one batch and returns one Result per item, in
+	// order. Its context is the leading call's, without its cancellation:
+	// a batch carries other callers' items too.
+	Run func(ctx context.Context, items []T) []Result[R]
+	// Max caps the items of one batch; 0 means no cap.
+	Max int
+
+	mu      sync.Mutex
+	queue   []*call[T, R]
+	running bool
+}
+
+type call[T, R any] struct {
+	item T
+	res  Result[R]
+	// wake receives false when res is set, true when this call is to lead
+	// the next batch.
+	wake chan bool
+}
+
+// Do adds item to the next batch and returns its result.
+func (g *Group[T, R]) Do(ctx context.Context, item T) (R, error) {
+	c := &call[T, R]{item: item, wake: make(chan bool, 1)}
+	g.mu.Lock()
+	g.queue = append(g.queue, c)
+	if g.running {
+		g.mu.Unlock()
+		if lead := <-c.wake; !lead {
+			return c.res.Value, c.res.Err
+		}
+		g.mu.Lock()
+	}
+	g.running = true
+	// c is at the head of the queue: it arrived at an idle group, or was
+	// woken as the head.
+	n := len(g.queue)
+	if g.Max > 0 {
+		n = min(n, g.Max)
+	}
+	batch := g.queue[:n:n]
+	g.queue = g.queue[n:]
+	g.mu.Unlock()
+
+	items := make([]T, len(batch))
+	for i, b := range batch {
+		items[i] = b.item
+	}
+	results := g.Run(context.WithoutCancel(ctx), items)
+
+	g.mu.Lock()
+	if len(g.queue) > 0 {
+		g.queue[0].wake <- true
+	} else {
+		g.running = false
+	}
+	g.mu.Unlock()
+	for i, b := range batch {
+		b.res = results[i]
+		if b != c {
+			b.wake <- false
+		}
+	}
+	return c.res.Value, c.res.Err
+}
+
+// Queued is how many calls wait for a batch to start (for tests and
+// metrics).
+func (g *Group[T, R]) Queued() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queue)
+}

@@ -1,0 +1,129 @@
+package batch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/batch"
+)
+
+// TestGroup_BatchesConcurrentCalls holds the first batch open until every
+// other call has queued, so the second batch must carry all of them, each
+// with its own result.
+func TestGroup_BatchesConcurrentCalls(t *testing.T) {
+	const n = 50
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var sizes []int
+	g := &batch.Group[int, string]{Run: func(ctx context.Context, items []int) []batch.Result[string] {
+		mu.Lock()
+		sizes = append(sizes, len(items))
+		first := len(sizes) == 1
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		out := make([]batch.Result[string], len(items))
+		for i, it := range items {
+			if it%7 == 0 {
+				out[i].Err = fmt.Errorf("item %d refused", it)
+				continue
+			}
+			out[i].Value = fmt.Sprint("done ", it)
+		}
+		return out
+	}}
+
+	results := make([]batch.Result[string], n)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the first call, which leads the first batch alone
+		defer wg.Done()
+		v, err := g.Do(context.Background(), 1)
+		results[1] = batch.Result[string]{Value: v, Err: err}
+	}()
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 1 }, timeout, tick)
+	var queued sync.WaitGroup
+	for i := 2; i < n; i++ {
+		wg.Add(1)
+		queued.Add(1)
+		go func() {
+			defer wg.Done()
+			queued.Done()
+			v, err := g.Do(context.Background(), i)
+			results[i] = batch.Result[string]{Value: v, Err: err}
+		}()
+	}
+	queued.Wait()
+	// Every goroutine has started; give them the moment they need to reach
+	// the queue, then let the first batch finish.
+	require.Eventually(t, func() bool { return g.Queued() == n-2 }, timeout, tick)
+	close(release)
+	wg.Wait()
+
+	require.Equal(t, []int{1, n - 2}, sizes)
+	for i := 1; i < n; i++ {
+		if i%7 == 0 {
+			require.EqualError(t, results[i].Err, fmt.Sprintf("item %d refused", i))
+		} else {
+			require.NoError(t, results[i].Err)
+			require.Equal(t, fmt.Sprint("done ", i), results[i].Value)
+		}
+	}
+}
+
+// TestGroup_Max splits a queue longer than Max into several batches, none
+// larger than Max, losing no item.
+func TestGroup_Max(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[int]bool{}
+	largest := 0
+	g := &batch.Group[int, int]{Max: 4, Run: func(ctx context.Context, items []int) []batch.Result[int] {
+		mu.Lock()
+		largest = max(largest, len(items))
+		for _, it := range items {
+			seen[it] = true
+		}
+		mu.Unlock()
+		out := make([]batch.Result[int], len(items))
+		for i, it := range items {
+			out[i].Value = it * 2
+		}
+		return out
+	}}
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := g.Do(context.Background(), i)
+			if err != nil || v != i*2 {
+				t.Errorf("item %d: got %d, %v", i, v, err)
+			}
+		}()
+	}
+	wg.Wait()
+	require.Len(t, seen, 200)
+	require.LessOrEqual(t, largest, 4)
+}
+
+// TestGroup_LeaderCancelled: a batch runs to the end for everyone in it even
+// when the call that leads it has its context cancelled.
+func TestGroup_LeaderCancelled(t *testing.T) {
+	g := &batch.Group[int, error]{Run: func(ctx context.Context, items []int) []batch.Result[error] {
+		out := make([]batch.Result[error], len(items))
+		for i := range items {
+			out[i].Err = ctx.Err()
+		}
+		return out
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := g.Do(ctx, 1)
+	require.False(t, errors.Is(err, context.Canceled))
+}
