@@ -175,7 +175,7 @@ func (d *Deps) db() DB {
 func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
 	return &ExecuteWorker{
 		deps: deps, cfg: config.WithDefaults(), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		store: invocation.New(nil), completer: &completer{db: deps.db(), maxBatch: 100},
+		store: invocation.New(nil), starter: newTxGroup(deps.db(), 100), completer: newTxGroup(deps.db(), 100),
 	}
 }
 

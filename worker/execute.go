@@ -25,11 +25,13 @@ import (
 // outcome.
 type ExecuteWorker struct {
 	river.WorkerDefaults[invocation.ExecuteArgs]
-	deps      *Deps
-	cfg       *Config
-	logger    *slog.Logger
-	store     *invocation.Store
-	completer *completer
+	deps   *Deps
+	cfg    *Config
+	logger *slog.Logger
+	store  *invocation.Store
+	// starter and completer group the first and the last transaction of
+	// jobs running at the same moment.
+	starter, completer *txGroup
 }
 
 // NextRetry implements river.Worker: exponential backoff with jitter
@@ -49,7 +51,29 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	// cancelled (shutdown, timeout), or the outcome would be lost.
 	bg := context.WithoutCancel(ctx)
 
-	inv, rc, err := w.store.GetForRun(ctx, w.deps.db(), job.Args.InvocationID)
+	// The bucket's token comes first, so that one statement can then both
+	// read the invocation and mark it executing.
+	ref := job.Args.Bucket
+	if ref == nil { // a job enqueued before jobs named their bucket
+		inv, err := w.store.GetByID(ctx, w.deps.db(), job.Args.InvocationID)
+		if errors.Is(err, invocation.ErrNotFound) {
+			return river.JobCancel(err)
+		}
+		if err != nil {
+			return err
+		}
+		ref = &invocation.BucketRef{Name: deref(inv.RateBucket), Org: inv.OrganizationID, Source: inv.Integration}
+	}
+	tokenWait, release, err := w.takeToken(ctx, ref, job.ID)
+	if err != nil {
+		return fmt.Errorf("acquiring rate bucket: %w", err)
+	}
+	if tokenWait > 0 {
+		return river.JobSnooze(tokenWait)
+	}
+	defer release()
+
+	inv, rc, started, err := w.begin(ctx, job)
 	if errors.Is(err, invocation.ErrNotFound) {
 		return river.JobCancel(err)
 	}
@@ -70,35 +94,27 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		return fmt.Errorf("resolving source: %w", err)
 	}
 
-	skip, wait, err := w.gates(ctx, inv, rc, source)
-	switch {
-	case err != nil:
-		return err
-	case skip != "":
-		log.Info("invocation skipped", "status", invocation.StatusSkipped, "reason", skip)
-		return w.finish(bg, job, inv, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
-			return w.store.Skip(ctx, tx, inv.ID, skip)
-		})
-	case wait > 0:
-		log.Info("quiet hours; snoozing until the window ends", "wait", wait)
-		return river.JobSnooze(wait)
-	}
-
-	tokenWait, release, err := w.takeToken(ctx, inv, job.ID)
-	if err != nil {
-		return fmt.Errorf("acquiring rate bucket: %w", err)
-	}
-	if tokenWait > 0 {
-		return river.JobSnooze(tokenWait)
-	}
-	defer release()
-
-	inv, err = w.store.Start(ctx, w.deps.db(), inv.ID, job.Attempt)
-	if errors.Is(err, invocation.ErrConflict) {
-		return nil // cancelled or expired since it was loaded
-	}
-	if err != nil {
-		return fmt.Errorf("marking invocation executing: %w", err)
+	if !started {
+		skip, wait, err := w.gates(ctx, inv, rc, source)
+		switch {
+		case err != nil:
+			return err
+		case skip != "":
+			log.Info("invocation skipped", "status", invocation.StatusSkipped, "reason", skip)
+			return w.finish(bg, job, inv, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
+				return w.store.Skip(ctx, tx, inv.ID, skip)
+			})
+		case wait > 0:
+			log.Info("quiet hours; snoozing until the window ends", "wait", wait)
+			return river.JobSnooze(wait)
+		}
+		inv, err = w.store.Start(ctx, w.deps.db(), inv.ID, job.Attempt)
+		if errors.Is(err, invocation.ErrConflict) {
+			return nil // cancelled or expired since it was loaded
+		}
+		if err != nil {
+			return fmt.Errorf("marking invocation executing: %w", err)
+		}
 	}
 
 	req := credential.Request{Org: inv.OrganizationID, Integration: inv.Integration, UserID: deref(inv.UserID), Version: rc.CredentialVersion}
@@ -145,6 +161,25 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		log.Info("invocation completed", "status", invocation.StatusCompleted, "duration_ms", *duration, "conflict", res.Conflict)
 	}
 	return err
+}
+
+// begin reads the job's invocation and, when no gate can apply, marks it
+// executing (invocation.Store.Begin), in a transaction shared with the jobs
+// beginning at the same moment.
+func (w *ExecuteWorker) begin(ctx context.Context, job *river.Job[invocation.ExecuteArgs]) (inv invocation.Invocation, rc invocation.RunContext, started bool, err error) {
+	var missing error
+	err = w.starter.do(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		inv, rc, started, err = w.store.Begin(ctx, tx, job.Args.InvocationID, job.Attempt)
+		if errors.Is(err, invocation.ErrNotFound) {
+			// Not an error of the shared transaction.
+			missing = err
+			return nil
+		}
+		missing = nil
+		return err
+	})
+	return inv, rc, started, cmp.Or(err, missing)
 }
 
 func unauthorized(err error) bool {
@@ -255,7 +290,7 @@ func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invoca
 func (w *ExecuteWorker) finish(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, update func(context.Context, pgx.Tx) (invocation.Invocation, error)) error {
 	var finished invocation.Invocation
 	err := w.persist(ctx, func(ctx context.Context) error {
-		return w.completer.complete(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		return w.completer.do(ctx, func(ctx context.Context, tx pgx.Tx) error {
 			var err error
 			finished, err = update(ctx, tx)
 			if errors.Is(err, invocation.ErrConflict) {

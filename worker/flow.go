@@ -11,26 +11,26 @@ import (
 	"github.com/outboxd/outboxd/internal/invocation"
 )
 
-// bucketScope is the scope key of the invocation's bucket; an unknown
-// bucket is left to the limiter to report.
-func (w *ExecuteWorker) bucketScope(bucket string, inv invocation.Invocation) string {
+// bucketScope is the scope key of a call of org to source in bucket; an
+// unknown bucket is left to the limiter to report.
+func (w *ExecuteWorker) bucketScope(bucket, org, source string) string {
 	cfg, _ := w.deps.Flow.Bucket(bucket)
-	return cfg.ScopeKey(inv.OrganizationID, inv.Integration)
+	return cfg.ScopeKey(org, source)
 }
 
 // takeToken acquires the invocation's bucket. wait > 0 means no token (or
 // no concurrency slot) now: the job snoozes that long, holding no worker and
 // spending no attempt. release frees the concurrency slot after the call.
-func (w *ExecuteWorker) takeToken(ctx context.Context, inv invocation.Invocation, jobID int64) (wait time.Duration, release func(), err error) {
-	bucket := deref(inv.RateBucket)
+func (w *ExecuteWorker) takeToken(ctx context.Context, ref *invocation.BucketRef, jobID int64) (wait time.Duration, release func(), err error) {
+	bucket := ref.Name
 	if w.deps.Flow == nil || bucket == "" {
 		return 0, func() {}, nil
 	}
-	grant, err := w.deps.Flow.Acquire(ctx, bucket, w.bucketScope(bucket, inv), "job:"+strconv.FormatInt(jobID, 10))
+	grant, err := w.deps.Flow.Acquire(ctx, bucket, w.bucketScope(bucket, ref.Org, ref.Source), "job:"+strconv.FormatInt(jobID, 10))
 	if errors.Is(err, flow.ErrUnknownBucket) {
 		// The bucket was removed from the configuration after this job was
 		// enqueued: run unthrottled rather than never.
-		w.logger.Warn("unknown rate bucket; running without it", "bucket", bucket, "invocation_id", inv.ID)
+		w.logger.Warn("unknown rate bucket; running without it", "bucket", bucket, "job_id", jobID)
 		return 0, func() {}, nil
 	}
 	if err != nil {
@@ -57,7 +57,7 @@ func (w *ExecuteWorker) drain(ctx context.Context, inv invocation.Invocation, d 
 	if w.deps.Flow == nil || bucket == "" {
 		return
 	}
-	if err := w.deps.Flow.Drain(ctx, bucket, w.bucketScope(bucket, inv), d); err != nil && !errors.Is(err, flow.ErrUnknownBucket) {
+	if err := w.deps.Flow.Drain(ctx, bucket, w.bucketScope(bucket, inv.OrganizationID, inv.Integration), d); err != nil && !errors.Is(err, flow.ErrUnknownBucket) {
 		w.logger.Warn("draining rate bucket", "bucket", bucket, "error", err)
 	}
 }

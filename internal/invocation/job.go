@@ -18,6 +18,19 @@ type ExecuteArgs struct {
 	// Retry overrides the worker's backoff for this job (its source's or its
 	// envelope's policy). Max attempts travel as the job's max_attempts.
 	Retry *Retry `json:"retry,omitempty"`
+	// Bucket is the rate bucket the call takes a token from, so the worker
+	// takes it before its first statement. Nil in jobs enqueued by a
+	// version that did not record it: the worker then reads the invocation
+	// first.
+	Bucket *BucketRef `json:"bucket,omitempty"`
+}
+
+// BucketRef names an invocation's rate bucket and what its scope key is
+// made of. An empty Name means the invocation takes no token.
+type BucketRef struct {
+	Name   string `json:"name,omitempty"`
+	Org    string `json:"org,omitempty"`
+	Source string `json:"source,omitempty"`
 }
 
 // Kind implements river.JobArgs.
@@ -59,11 +72,12 @@ func (r Retry) Merge(over Retry) Retry {
 
 // executeJob is the one place an invocation's execute job is built: its
 // args and insert options follow from the invocation, so a replay carries
-// the same retry policy as the first run. pending parks it for approval.
-func executeJob(id uuid.UUID, retry *Retry, pending bool) (ExecuteArgs, *river.InsertOpts) {
+// the same retry policy and bucket as the first run. pending parks it for
+// approval.
+func executeJob(id uuid.UUID, org, source, bucket string, retry *Retry, pending bool) (ExecuteArgs, *river.InsertOpts) {
 	opts := &river.InsertOpts{Pending: pending}
 	if retry != nil {
 		opts.MaxAttempts = retry.MaxAttempts
 	}
-	return ExecuteArgs{InvocationID: id, Retry: retry}, opts
+	return ExecuteArgs{InvocationID: id, Retry: retry, Bucket: &BucketRef{Name: bucket, Org: org, Source: source}}, opts
 }

@@ -88,18 +88,31 @@ type RunContext struct {
 	CredentialVersion time.Time
 }
 
-// GetForRun returns an invocation with its RunContext.
-func (s *Store) GetForRun(ctx context.Context, db DB, id uuid.UUID) (Invocation, RunContext, error) {
-	r, err := s.q.InvocationGetForRun(ctx, db, id)
-	inv, err := one(r.ActionInvocation, err, id)
-	if err != nil {
-		return inv, RunContext{}, err
+// Begin is a job's first step before its call, in one statement: it returns
+// the invocation with its RunContext and, when it is approved or executing
+// and none of the gates can apply (no do-not-contact pattern, no quiet
+// window, must_run_before not passed), marks it executing for attempt, as
+// Start does. started is false when it did not: the invocation is in
+// another state, or the gates must be checked before Start.
+func (s *Store) Begin(ctx context.Context, db DB, id uuid.UUID, attempt int) (inv Invocation, rc RunContext, started bool, err error) {
+	r, err := s.q.InvocationBegin(ctx, db, dbsqlc.InvocationBeginParams{ID: id, Attempt: int32(attempt)})
+	if inv, err = one(r.ActionInvocation, err, id); err != nil {
+		return inv, rc, false, err
 	}
-	rc := RunContext{DoNotContact: r.Patterns, QuietHours: r.Windows}
-	if r.CredentialVersion.After(time.Unix(0, 0)) {
-		rc.CredentialVersion = r.CredentialVersion
+	inv.Status = Status(r.LockedStatus)
+	if r.Started {
+		inv.Status, inv.Attempt = StatusExecuting, int32(attempt)
+		inv.StartedAt, inv.UpdatedAt = r.StartedAtNew, *r.UpdatedAtNew
 	}
-	return inv, rc, nil
+	return inv, runContext(r.Patterns, r.Windows, r.CredentialVersion), r.Started, nil
+}
+
+func runContext(patterns []string, windows json.RawMessage, credentialVersion time.Time) RunContext {
+	rc := RunContext{DoNotContact: patterns, QuietHours: windows}
+	if credentialVersion.After(time.Unix(0, 0)) {
+		rc.CredentialVersion = credentialVersion
+	}
+	return rc
 }
 
 // GetByKey returns the invocation with the organization's idempotency key
@@ -257,7 +270,7 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*CreateParams) (
 		if p.Status == StatusDenied {
 			continue
 		}
-		args, opts := executeJob(p.ID, p.Retry, p.Status == StatusPending)
+		args, opts := executeJob(p.ID, p.OrganizationID, p.Integration, p.RateBucket, p.Retry, p.Status == StatusPending)
 		refs[i].item = len(jobs)
 		jobs = append(jobs, river.InsertManyParams{Args: args, InsertOpts: opts})
 		if p.Status == StatusPending {
@@ -447,7 +460,7 @@ func (s *Store) Replay(ctx context.Context, tx pgx.Tx, inv Invocation, actor str
 	if err != nil {
 		return inv, err
 	}
-	args, opts := executeJob(inv.ID, inv.Retry, false)
+	args, opts := executeJob(inv.ID, inv.OrganizationID, inv.Integration, deref(inv.RateBucket), inv.Retry, false)
 	job, err := client.InsertTx(ctx, tx, args, opts)
 	if err != nil {
 		return inv, fmt.Errorf("inserting replay job: %w", err)

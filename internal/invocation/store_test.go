@@ -359,3 +359,109 @@ func TestStore_EventsAreAnnounced(t *testing.T) {
 	}
 	require.Equal(t, []string{"created", "approved"}, types)
 }
+
+// TestStore_Begin: the worker's first statement starts an approved
+// invocation when no gate can apply, and otherwise only reads, leaving the
+// gates to the worker.
+func TestStore_Begin(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+
+	t.Run("StartsWhenNoGateApplies", func(t *testing.T) {
+		tx := b.begin(t)
+		inv := b.create(t, tx, invocation.StatusApproved)
+		got, rc, started, err := b.store.Begin(ctx, tx, inv.ID, 1)
+		require.NoError(t, err)
+		require.True(t, started)
+		require.Equal(t, invocation.StatusExecuting, got.Status)
+		require.Equal(t, int32(1), got.Attempt)
+		require.NotNil(t, got.StartedAt)
+		require.Empty(t, rc.DoNotContact)
+		requireTimeline(t, b, tx, inv.ID,
+			step{invocation.EventCreated, "", invocation.StatusApproved},
+			step{invocation.EventStarted, invocation.StatusApproved, invocation.StatusExecuting})
+		stored, err := b.store.GetByID(ctx, tx, inv.ID)
+		require.NoError(t, err)
+		require.Equal(t, got.Status, stored.Status)
+		require.Equal(t, got.StartedAt.UTC(), stored.StartedAt.UTC())
+		require.Equal(t, got.UpdatedAt.UTC(), stored.UpdatedAt.UTC())
+	})
+
+	gated := map[string]string{
+		"DoNotContact": `INSERT INTO do_not_contact (organization_id, pattern, created_by) VALUES ('org-1', '*@example.com', 'alice')`,
+		"QuietHours":   `INSERT INTO quiet_hours (organization_id, time_zone, start_minute, end_minute, updated_by) VALUES ('org-1', 'UTC', 0, 1, 'alice')`,
+	}
+	for name, gate := range gated {
+		t.Run(name+"LeavesTheGateToTheWorker", func(t *testing.T) {
+			tx := b.begin(t)
+			_, err := tx.Exec(ctx, gate)
+			require.NoError(t, err)
+			inv := b.create(t, tx, invocation.StatusApproved)
+			got, rc, started, err := b.store.Begin(ctx, tx, inv.ID, 1)
+			require.NoError(t, err)
+			require.False(t, started)
+			require.Equal(t, invocation.StatusApproved, got.Status)
+			require.True(t, len(rc.DoNotContact) > 0 || string(rc.QuietHours) != "[]")
+			requireTimeline(t, b, tx, inv.ID, step{invocation.EventCreated, "", invocation.StatusApproved})
+		})
+	}
+
+	t.Run("MustRunBeforePassed", func(t *testing.T) {
+		tx := b.begin(t)
+		inv := b.create(t, tx, invocation.StatusApproved)
+		_, err := tx.Exec(ctx, `UPDATE action_invocations SET must_run_before = now() - interval '1 second' WHERE id = $1`, inv.ID)
+		require.NoError(t, err)
+		_, _, started, err := b.store.Begin(ctx, tx, inv.ID, 1)
+		require.NoError(t, err)
+		require.False(t, started)
+	})
+
+	t.Run("NotApproved", func(t *testing.T) {
+		tx := b.begin(t)
+		inv := b.create(t, tx, invocation.StatusPending)
+		got, _, started, err := b.store.Begin(ctx, tx, inv.ID, 1)
+		require.NoError(t, err)
+		require.False(t, started)
+		require.Equal(t, invocation.StatusPending, got.Status)
+	})
+
+	t.Run("Missing", func(t *testing.T) {
+		_, _, _, err := b.store.Begin(ctx, b.pool, uuid.Must(uuid.NewV7()), 1)
+		require.ErrorIs(t, err, invocation.ErrNotFound)
+	})
+
+	// A cancel committed while Begin waited for the row: the status under
+	// the lock is what counts, not the statement's snapshot.
+	t.Run("CancelledWhileWaiting", func(t *testing.T) {
+		setupTx, err := b.pool.Begin(ctx)
+		require.NoError(t, err)
+		inv := b.create(t, setupTx, invocation.StatusApproved)
+		require.NoError(t, setupTx.Commit(ctx))
+		canceller, err := b.pool.Begin(ctx)
+		require.NoError(t, err)
+		defer canceller.Rollback(ctx) //nolint:errcheck
+		_, err = b.store.Cancel(ctx, canceller, inv.ID, "alice")
+		require.NoError(t, err)
+		type answer struct {
+			inv     invocation.Invocation
+			started bool
+			err     error
+		}
+		done := make(chan answer, 1)
+		go func() {
+			got, _, started, err := b.store.Begin(ctx, b.pool, inv.ID, 1)
+			done <- answer{got, started, err}
+		}()
+		require.Eventually(t, func() bool {
+			var waiting bool
+			_ = b.pool.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%InvocationBegin%'`).Scan(&waiting)
+			return waiting
+		}, 5*time.Second, 5*time.Millisecond)
+		require.NoError(t, canceller.Commit(ctx))
+		a := <-done
+		require.NoError(t, a.err)
+		require.False(t, a.started)
+		require.Equal(t, invocation.StatusCancelled, a.inv.Status)
+	})
+}

@@ -257,22 +257,55 @@ WHERE organization_id = @organization_id AND dead_lettered_at IS NOT NULL AND di
 SELECT * FROM action_invocations
 WHERE organization_id = @organization_id AND external_id = ANY(@external_ids::text[]);
 
--- name: InvocationGetForRun :one
--- Everything the worker needs before a call, in one round trip: the
--- invocation, its organization's do-not-contact patterns, the quiet windows
--- of the organization and of its bucket, and the version (last change) of
--- the credentials it may use.
-SELECT sqlc.embed(i),
-    coalesce((SELECT array_agg(d.pattern ORDER BY d.pattern) FROM do_not_contact d
-              WHERE d.organization_id = i.organization_id), '{}')::text[] AS patterns,
-    coalesce((SELECT jsonb_agg(jsonb_build_object('time_zone', q.time_zone, 'start', q.start_minute, 'end', q.end_minute))
-              FROM quiet_hours q
-              WHERE q.organization_id = i.organization_id AND (q.bucket = '' OR q.bucket = coalesce(i.rate_bucket, ''))), '[]')::jsonb AS windows,
-    coalesce((SELECT max(c.updated_at) FROM credentials c
-              WHERE c.organization_id = i.organization_id AND c.integration = i.integration
-                AND (c.user_id = '' OR c.user_id = coalesce(i.user_id, ''))), 'epoch')::timestamptz AS credential_version
+-- name: InvocationBegin :one
+-- The worker's one statement before a call: it reads the invocation, its
+-- organization's do-not-contact patterns, the quiet windows of the
+-- organization and of its bucket, and the version (last change) of the
+-- credentials it may use, and, when no gate can apply (no do-not-contact
+-- pattern, no quiet window, must_run_before not passed) and the invocation
+-- is approved or executing, marks it executing as InvocationStart does,
+-- with its event.
+-- When a gate may apply it changes nothing: the worker evaluates the gates
+-- and then starts with InvocationStart.
+--
+-- i is the row in the statement's snapshot (a data-modifying CTE's change
+-- is not visible to the rest of the statement, and a transition committed
+-- while the lock was awaited is not in it either): locked_status is the
+-- status under the lock, and started and the *_new columns are the fields
+-- the start changed.
+WITH prev AS (
+    SELECT a.id, a.status, a.organization_id, a.integration, a.user_id, a.rate_bucket, a.must_run_before
+    FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+), run AS (
+    SELECT prev.id,
+        coalesce((SELECT array_agg(d.pattern ORDER BY d.pattern) FROM do_not_contact d
+                  WHERE d.organization_id = prev.organization_id), '{}')::text[] AS patterns,
+        coalesce((SELECT jsonb_agg(jsonb_build_object('time_zone', q.time_zone, 'start', q.start_minute, 'end', q.end_minute))
+                  FROM quiet_hours q
+                  WHERE q.organization_id = prev.organization_id AND (q.bucket = '' OR q.bucket = coalesce(prev.rate_bucket, ''))), '[]')::jsonb AS windows,
+        coalesce((SELECT max(c.updated_at) FROM credentials c
+                  WHERE c.organization_id = prev.organization_id AND c.integration = prev.integration
+                    AND (c.user_id = '' OR c.user_id = coalesce(prev.user_id, ''))), 'epoch')::timestamptz AS credential_version
+    FROM prev
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'executing', attempt = @attempt, started_at = coalesce(i.started_at, now()), updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev, run
+    WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
+      AND cardinality(run.patterns) = 0 AND run.windows = '[]'::jsonb
+      AND (prev.must_run_before IS NULL OR prev.must_run_before > now())
+    RETURNING i.id, i.organization_id, i.status, i.attempt, i.started_at, i.updated_at, i.event_seq
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || @attempt::int FROM next, prev
+)
+SELECT sqlc.embed(i), run.patterns, run.windows, run.credential_version,
+    prev.status AS locked_status, (next.id IS NOT NULL)::bool AS started,
+    next.started_at AS started_at_new, next.updated_at AS updated_at_new
 FROM action_invocations i
-WHERE i.id = @id;
+JOIN prev ON prev.id = i.id
+JOIN run ON run.id = i.id
+LEFT JOIN next ON next.id = i.id;
 
 -- name: RiverWakeQueue :exec
 -- Tells River's producers that jobs of a queue became available, as

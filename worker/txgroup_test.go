@@ -12,15 +12,15 @@ import (
 	"github.com/outboxd/outboxd/internal/pgtest"
 )
 
-// TestCompleter_GroupsAndIsolates completes many jobs at once: they share
+// TestTxGroup_GroupsAndIsolates completes many jobs at once: they share
 // transactions, every one commits, and one that fails fails alone.
-func TestCompleter_GroupsAndIsolates(t *testing.T) {
+func TestTxGroup_GroupsAndIsolates(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	_, err := pool.Exec(ctx, `CREATE TABLE done (job int PRIMARY KEY, xid bigint NOT NULL)`)
 	require.NoError(t, err)
-	c := &completer{db: pool, maxBatch: 100}
+	c := newTxGroup(pool, 100)
 
 	run := func(from, n, failing int) []error {
 		errs := make([]error, n)
@@ -29,7 +29,7 @@ func TestCompleter_GroupsAndIsolates(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = c.complete(ctx, func(ctx context.Context, tx pgx.Tx) error {
+				errs[i] = c.do(ctx, func(ctx context.Context, tx pgx.Tx) error {
 					if from+i == failing {
 						return errors.New("this job cannot be recorded")
 					}
