@@ -60,6 +60,10 @@ func outboxd(t *testing.T, env []string, args ...string) *process {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 		}
+		if t.Failed() {
+			logs := out.String()
+			t.Logf("outboxd %s (last 16 KiB of its output):\n%s", strings.Join(args, " "), logs[max(0, len(logs)-16<<10):])
+		}
 	})
 	return p
 }

@@ -287,7 +287,9 @@ func (l *Limiter) take(ctx context.Context, b *bucket, key string, loc *local, h
 				out[i].Value.Lease = &Lease{Bucket: b.Name, ScopeKey: key, Holder: holder}
 			}
 		case tokenWait > 0:
-			out[i].Value.Wait = tokenWait
+			// The refused come back one token's refill apart, in order,
+			// rather than all at the moment the next single token is free.
+			out[i].Value.Wait = tokenWait + time.Duration(float64(i-granted)/b.perSecond*float64(time.Second))
 		default: // a token is free, a slot is not
 			out[i].Value.Wait = jitter(l.cfg.ConcurrencyRetry)
 		}
