@@ -52,8 +52,17 @@ func (s *Service) relay(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("locking the slack relay cursor: %w", err)
 		}
-		items, _, err := s.store.FeedAll(ctx, tx, invocation.Cursor{XID: cur.AfterXid, ID: cur.AfterID}, invocation.RelayBatch)
-		if err != nil || len(items) == 0 {
+		// With a default channel every organization's requests are posted;
+		// otherwise only those of organizations with a channel of their own.
+		scope := invocation.FeedScope{All: s.cfg.Channel != ""}
+		if !scope.All {
+			if scope.Orgs, err = s.q.SlackChannelOrganizations(ctx, tx); err != nil {
+				return 0, fmt.Errorf("loading the organizations with a channel: %w", err)
+			}
+		}
+		after := invocation.Cursor{XID: cur.AfterXid, ID: cur.AfterID}
+		items, next, err := s.store.FeedAll(ctx, tx, after, scope, invocation.RelayBatch)
+		if err != nil {
 			return 0, err
 		}
 		var orgs []string
@@ -90,9 +99,10 @@ func (s *Service) relay(ctx context.Context) (int, error) {
 				return 0, fmt.Errorf("inserting slack jobs: %w", err)
 			}
 		}
-		last := items[len(items)-1].Cursor
-		if err := s.q.SlackRelayAdvance(ctx, tx, dbsqlc.SlackRelayAdvanceParams{AfterXid: strconv.FormatInt(last.XID, 10), AfterID: last.ID}); err != nil {
-			return 0, fmt.Errorf("moving the slack relay cursor: %w", err)
+		if next != after {
+			if err := s.q.SlackRelayAdvance(ctx, tx, dbsqlc.SlackRelayAdvanceParams{AfterXid: strconv.FormatInt(next.XID, 10), AfterID: next.ID}); err != nil {
+				return 0, fmt.Errorf("moving the slack relay cursor: %w", err)
+			}
 		}
 		return len(items), nil
 	})

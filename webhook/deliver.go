@@ -61,18 +61,17 @@ func (s *Service) relay(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("locking the relay cursor: %w", err)
 		}
-		items, _, err := s.store.FeedAll(ctx, tx, invocation.Cursor{XID: cur.AfterXid, ID: cur.AfterID}, invocation.RelayBatch)
-		if err != nil || len(items) == 0 {
+		orgs, err := s.q.WebhookOrganizations(ctx, tx)
+		if err != nil {
+			return 0, fmt.Errorf("loading the organizations with endpoints: %w", err)
+		}
+		after := invocation.Cursor{XID: cur.AfterXid, ID: cur.AfterID}
+		items, next, err := s.store.FeedAll(ctx, tx, after, invocation.FeedScope{Orgs: orgs}, invocation.RelayBatch)
+		if err != nil {
 			return 0, err
 		}
-		var orgs []string
-		for _, it := range items {
-			if it.Notice != "" && !slices.Contains(orgs, it.Invocation.OrganizationID) {
-				orgs = append(orgs, it.Invocation.OrganizationID)
-			}
-		}
 		var endpoints []dbsqlc.WebhookEndpointsForRow
-		if len(orgs) > 0 {
+		if len(items) > 0 {
 			if endpoints, err = s.q.WebhookEndpointsFor(ctx, tx, orgs); err != nil {
 				return 0, fmt.Errorf("loading endpoints: %w", err)
 			}
@@ -80,9 +79,6 @@ func (s *Service) relay(ctx context.Context) (int, error) {
 		var jobs []river.InsertManyParams
 		for i := range items {
 			it := &items[i]
-			if it.Notice == "" {
-				continue
-			}
 			var payload []byte
 			for _, ep := range endpoints {
 				if ep.OrganizationID != it.Invocation.OrganizationID || !slices.Contains(ep.Events, string(it.Notice)) {
@@ -112,9 +108,10 @@ func (s *Service) relay(ctx context.Context) (int, error) {
 				return 0, fmt.Errorf("inserting delivery jobs: %w", err)
 			}
 		}
-		last := items[len(items)-1].Cursor
-		if err := s.q.RelayAdvance(ctx, tx, dbsqlc.RelayAdvanceParams{AfterXid: strconv.FormatInt(last.XID, 10), AfterID: last.ID}); err != nil {
-			return 0, fmt.Errorf("moving the relay cursor: %w", err)
+		if next != after {
+			if err := s.q.RelayAdvance(ctx, tx, dbsqlc.RelayAdvanceParams{AfterXid: strconv.FormatInt(next.XID, 10), AfterID: next.ID}); err != nil {
+				return 0, fmt.Errorf("moving the relay cursor: %w", err)
+			}
 		}
 		return len(items), nil
 	})

@@ -186,6 +186,7 @@ WITH e AS (
         END, '')::text AS kind
     FROM invocation_events ev
     WHERE (ev.xid, ev.id) > (CAST($2::text AS xid8), $3::bigint)
+      AND ($4::bool OR ev.organization_id = ANY($5::text[]))
 )
 SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.reason, e.created_at AS event_created_at,
        e.xid::text::bigint AS xid,
@@ -193,14 +194,17 @@ SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.r
        e.kind,
        a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry
 FROM e JOIN action_invocations a ON a.id = e.invocation_id
+WHERE e.kind <> ''
 ORDER BY e.xid, e.id
 LIMIT $1
 `
 
 type FeedListAllParams struct {
-	Max      int32
-	AfterXid string
-	AfterID  int64
+	Max              int32
+	AfterXid         string
+	AfterID          int64
+	AllOrganizations bool
+	Organizations    []string
 }
 
 type FeedListAllRow struct {
@@ -218,9 +222,16 @@ type FeedListAllRow struct {
 	ActionInvocation ActionInvocation
 }
 
-// FeedList across organizations, for the webhook relay.
+// FeedList across organizations, for the relays: the events that make a
+// notice, of every organization (all_organizations) or of those listed.
 func (q *Queries) FeedListAll(ctx context.Context, db DBTX, arg FeedListAllParams) ([]FeedListAllRow, error) {
-	rows, err := db.Query(ctx, feedListAll, arg.Max, arg.AfterXid, arg.AfterID)
+	rows, err := db.Query(ctx, feedListAll,
+		arg.Max,
+		arg.AfterXid,
+		arg.AfterID,
+		arg.AllOrganizations,
+		arg.Organizations,
+	)
 	if err != nil {
 		return nil, err
 	}

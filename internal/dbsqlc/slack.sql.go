@@ -36,6 +36,31 @@ func (q *Queries) SlackApproversPut(ctx context.Context, db DBTX, arg SlackAppro
 	return i, err
 }
 
+const slackChannelOrganizations = `-- name: SlackChannelOrganizations :many
+SELECT organization_id FROM slack_settings WHERE channel IS NOT NULL
+`
+
+// The organizations with a channel of their own.
+func (q *Queries) SlackChannelOrganizations(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, slackChannelOrganizations)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var organization_id string
+		if err := rows.Scan(&organization_id); err != nil {
+			return nil, err
+		}
+		items = append(items, organization_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const slackChannelPut = `-- name: SlackChannelPut :one
 INSERT INTO slack_settings (organization_id, channel, updated_by) VALUES ($1, $2, $3)
 ON CONFLICT (organization_id) DO UPDATE SET channel = EXCLUDED.channel, updated_by = EXCLUDED.updated_by, updated_at = now()

@@ -436,6 +436,31 @@ func (q *Queries) WebhookList(ctx context.Context, db DBTX, organizationID strin
 	return items, nil
 }
 
+const webhookOrganizations = `-- name: WebhookOrganizations :many
+SELECT DISTINCT organization_id FROM webhooks WHERE enabled
+`
+
+// The organizations with an enabled endpoint, whose events the relay reads.
+func (q *Queries) WebhookOrganizations(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, webhookOrganizations)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var organization_id string
+		if err := rows.Scan(&organization_id); err != nil {
+			return nil, err
+		}
+		items = append(items, organization_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const webhookSetSecret = `-- name: WebhookSetSecret :one
 UPDATE webhooks SET secret_sealed = $1, updated_at = now()
 WHERE id = $2 AND organization_id = $3

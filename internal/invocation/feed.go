@@ -123,22 +123,61 @@ func NoticeOf(typ EventType, to Status) Notice {
 	return ""
 }
 
-// FeedAll returns the events of every organization after after, oldest
-// first, up to the horizon, whether or not they make a notice (Notice is ""
-// for those), for relays that keep their own cursor. held is as for Feed.
-func (s *Store) FeedAll(ctx context.Context, db DB, after Cursor, limit int32) (items []FeedItem, held bool, err error) {
+// FeedScope says whose events a relay reads: every organization's (All),
+// or those of Orgs.
+type FeedScope struct {
+	All  bool
+	Orgs []string
+}
+
+// FeedAll returns the events that make a notice of the organizations in
+// scope after after, oldest first, up to the horizon, for relays that keep
+// their own cursor; next is where the relay's cursor goes once it has
+// handled them. Events out of scope are passed over for good: next moves
+// beyond them, up to the horizon when nothing is left to read, so a relay
+// with nothing to relay reads nothing again.
+func (s *Store) FeedAll(ctx context.Context, db DB, after Cursor, scope FeedScope, limit int32) (items []FeedItem, next Cursor, err error) {
+	// The horizon is read first: every transaction below it has ended, so
+	// its events are all visible to the read that follows.
+	horizon, err := s.FeedNow(ctx, db)
+	if err != nil {
+		return nil, after, err
+	}
+	next = after
+	if horizon.XID > after.XID {
+		next = horizon
+	}
+	if !scope.All && len(scope.Orgs) == 0 {
+		return nil, next, nil
+	}
+	limit = cmp.Or(limit, 100)
 	rows, err := s.q.FeedListAll(ctx, db, dbsqlc.FeedListAllParams{
-		AfterXid: strconv.FormatInt(after.XID, 10), AfterID: after.ID, Max: cmp.Or(limit, 100),
+		AfterXid: strconv.FormatInt(after.XID, 10), AfterID: after.ID,
+		AllOrganizations: scope.All, Organizations: scope.Orgs, Max: limit,
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("reading event feed: %w", err)
+		return nil, after, fmt.Errorf("reading event feed: %w", err)
 	}
 	rs := make([]dbsqlc.FeedListRow, len(rows))
 	for i, r := range rows {
 		rs[i] = dbsqlc.FeedListRow(r)
 	}
-	items, held = feedItems(rs)
-	return items, held, nil
+	items, held := feedItems(rs)
+	switch {
+	case held || len(rows) == int(limit): // more to read after the last item
+		if len(items) == 0 {
+			return nil, after, nil
+		}
+		return items, items[len(items)-1].Cursor, nil
+	case len(items) > 0 && items[len(items)-1].Cursor.after(next):
+		next = items[len(items)-1].Cursor
+	}
+	return items, next, nil
+}
+
+// after reports whether c comes after d in feed order.
+func (c Cursor) after(d Cursor) bool {
+	return c.XID > d.XID || c.XID == d.XID && c.ID > d.ID
 }
 
 // feedItems turns feed rows into items, up to the first event not settled

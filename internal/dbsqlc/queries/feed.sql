@@ -34,7 +34,8 @@ SELECT xid::text::bigint AS xid FROM invocation_events WHERE id = @id AND organi
 SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon;
 
 -- name: FeedListAll :many
--- FeedList across organizations, for the webhook relay.
+-- FeedList across organizations, for the relays: the events that make a
+-- notice, of every organization (all_organizations) or of those listed.
 WITH e AS (
     SELECT ev.id, ev.invocation_id, ev.seq, ev.type, ev.from_status, ev.to_status, ev.actor, ev.reason, ev.created_at, ev.xid,
         coalesce(CASE
@@ -44,6 +45,7 @@ WITH e AS (
         END, '')::text AS kind
     FROM invocation_events ev
     WHERE (ev.xid, ev.id) > (CAST(@after_xid::text AS xid8), @after_id::bigint)
+      AND (@all_organizations::bool OR ev.organization_id = ANY(@organizations::text[]))
 )
 SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.reason, e.created_at AS event_created_at,
        e.xid::text::bigint AS xid,
@@ -51,5 +53,6 @@ SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.r
        e.kind,
        sqlc.embed(a)
 FROM e JOIN action_invocations a ON a.id = e.invocation_id
+WHERE e.kind <> ''
 ORDER BY e.xid, e.id
 LIMIT @max;

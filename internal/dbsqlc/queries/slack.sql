@@ -11,6 +11,10 @@ INSERT INTO slack_settings (organization_id, approvers, updated_by) VALUES (@org
 ON CONFLICT (organization_id) DO UPDATE SET approvers = EXCLUDED.approvers, updated_by = EXCLUDED.updated_by, updated_at = now()
 RETURNING *;
 
+-- name: SlackChannelOrganizations :many
+-- The organizations with a channel of their own.
+SELECT organization_id FROM slack_settings WHERE channel IS NOT NULL;
+
 -- name: SlackChannels :many
 SELECT organization_id, channel FROM slack_settings WHERE organization_id = ANY(@organizations::text[]);
 
