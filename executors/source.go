@@ -11,16 +11,23 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/outboxd/outboxd/policy"
 )
 
-// Risk is a static hint on an action definition. It only feeds the inferred
-// default of the mode cascade; enforcement is by mode.
-type Risk string
+// Tier is an action definition's risk tier, R0 to R4 (policy.Tier, which
+// documents the tiers and their mapping onto read, write and danger). It
+// decides the mode an action infers when no override applies, and R3 and
+// R4 never run without a human whatever the overrides say.
+type Tier = policy.Tier
 
+// The tiers a definition may carry.
 const (
-	RiskRead   Risk = "read"
-	RiskWrite  Risk = "write"
-	RiskDanger Risk = "danger"
+	TierR0 = policy.TierR0 // nothing outside outboxd
+	TierR1 = policy.TierR1 // reads from a provider
+	TierR2 = policy.TierR2 // a write
+	TierR3 = policy.TierR3 // a destructive or irreversible write
+	TierR4 = policy.TierR4 // critical
 )
 
 // Definition describes one action a source can execute.
@@ -29,8 +36,9 @@ type Definition struct {
 	ID string `json:"action"`
 	// Description is shown to agents in the catalog and guides.
 	Description string `json:"description"`
-	// Risk is the hint used for the inferred default mode.
-	Risk Risk `json:"risk_level"`
+	// Tier is the action's risk tier. A definition without one is treated
+	// as R4: it never runs without a human.
+	Tier Tier `json:"risk_tier"`
 	// Params is the JSON Schema of the action's params.
 	Params json.RawMessage `json:"params"`
 	// Recipients names the top-level params that say who is contacted

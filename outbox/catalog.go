@@ -22,12 +22,15 @@ type Caller struct {
 	Sources []string
 }
 
-// AvailableAction is one entry of a session's action catalog.
+// AvailableAction is one entry of a session's action catalog. RiskTier is
+// the action's risk tier (R0–R4) and RiskLevel its risk word (read, write,
+// danger).
 type AvailableAction struct {
 	Source      string            `json:"source"`
 	Action      string            `json:"action"`
 	Description string            `json:"description"`
-	RiskLevel   executors.Risk    `json:"risk_level"`
+	RiskTier    policy.Tier       `json:"risk_tier"`
+	RiskLevel   string            `json:"risk_level"`
 	Mode        policy.Mode       `json:"mode"`
 	ModeSource  policy.ModeSource `json:"mode_source"`
 	Params      json.RawMessage   `json:"params"`
@@ -124,8 +127,9 @@ func (s *Service) Available(ctx context.Context, c *Caller) (*Catalog, error) {
 			if err != nil {
 				return nil, fmt.Errorf("hashing %s.%s: %w", src.id, d.ID, err)
 			}
+			tier := policy.TierOf(string(d.Tier))
 			out.Actions = append(out.Actions, AvailableAction{
-				Source: src.id, Action: d.ID, Description: d.Description, RiskLevel: d.Risk,
+				Source: src.id, Action: d.ID, Description: d.Description, RiskTier: tier, RiskLevel: tier.Risk(),
 				Mode: res.Mode, ModeSource: res.Source, Params: d.Params, Hash: hash, Drifted: drifted,
 			})
 		}
@@ -187,7 +191,8 @@ func (s *Service) Guide(ctx context.Context, c *Caller, integration string) (str
 	for _, d := range srcs[i].defs {
 		res, drifted := resolve(srcs[i], d)
 		fmt.Fprintf(&b, "\n## %s.%s\n\n%s\n\n", integration, d.ID, strings.TrimSpace(d.Description))
-		fmt.Fprintf(&b, "- Mode: `%s` (%s)\n- Risk: `%s`\n", res.Mode, res.Source, d.Risk)
+		tier := policy.TierOf(string(d.Tier))
+		fmt.Fprintf(&b, "- Mode: `%s` (%s)\n- Risk: `%s` (%s)\n", res.Mode, res.Source, tier, tier.Risk())
 		if drifted {
 			b.WriteString("- Changed since an admin reviewed it: runs only with approval until re-reviewed\n")
 		}

@@ -281,7 +281,8 @@ func (s *Service) ValidateConnector(ctx context.Context, org, id string) (mcp.Di
 type ToolReview struct {
 	Name         string          `json:"name"`
 	Description  string          `json:"description"`
-	RiskLevel    executors.Risk  `json:"risk_level"`
+	RiskTier     policy.Tier     `json:"risk_tier"`
+	RiskLevel    string          `json:"risk_level"`
 	Hash         string          `json:"hash"`
 	Mode         policy.Mode     `json:"mode"`
 	ModeSource   string          `json:"mode_source"`
@@ -314,8 +315,9 @@ func (s *Service) ConnectorTools(ctx context.Context, org, id string) ([]ToolRev
 		}
 		res, drifted := resolveMode(catalog.Action{Source: src.Entry(), Definition: d}, policy.ModeInput{OrgDefault: string(orgModes[src.ID()+":"+d.ID])})
 		rv := src.Reviewed[d.ID]
+		tier := policy.TierOf(string(d.Tier))
 		out = append(out, ToolReview{
-			Name: d.ID, Description: d.Description, RiskLevel: d.Risk, Hash: hash, Params: d.Params,
+			Name: d.ID, Description: d.Description, RiskTier: tier, RiskLevel: tier.Risk(), Hash: hash, Params: d.Params,
 			Mode: res.Mode, ModeSource: string(res.Source), ReviewedMode: rv.Mode, ReviewedHash: rv.Hash, Drifted: drifted,
 		})
 	}

@@ -169,7 +169,7 @@ func (s *Service) plan(p *prepared, orgMode, automationMode string) *invocation.
 		Origin:         r.origin,
 		Integration:    r.source,
 		Action:         r.action,
-		RiskLevel:      string(p.action.Definition.Risk),
+		RiskLevel:      string(policy.TierOf(string(p.action.Definition.Tier))),
 		Mode:           string(res.Mode),
 		ModeSource:     string(res.Source),
 		Params:         params,
@@ -236,20 +236,17 @@ func (s *Service) resolveAction(ctx context.Context, org, sourceID, actionID str
 	return catalog.Action{}, fmt.Errorf("%w: action %s.%s", ErrNotFound, sourceID, actionID)
 }
 
-// resolveMode runs the mode cascade for one action. For an action of an
-// org-registered source (a connector tool), the mode an admin confirmed in
-// review stands in for the org default (an explicit org override still
-// wins), and the drift guard applies when the definition hash changed since
-// that review. Such actions infer per vNext: read-only → allow, anything
-// else → require_approval.
+// resolveMode runs the mode cascade for one action, from its tier. For an
+// action of an org-registered source (a connector tool), the mode an admin
+// confirmed in review stands in for the org default (an explicit org
+// override still wins), and the drift guard applies when the definition
+// hash changed since that review. A reviewed allow does not make an R3 or
+// R4 tool run unattended: policy.Resolve keeps those for a human.
 func resolveMode(a catalog.Action, in policy.ModeInput) (policy.Resolution, bool) {
 	def := a.Definition
-	in.Risk = string(def.Risk)
+	in.Tier = string(def.Tier)
 	if !a.Source.OrgRegistered {
 		return policy.Resolve(in), false
-	}
-	if def.Risk == executors.RiskDanger {
-		in.Risk = string(executors.RiskWrite)
 	}
 	review, reviewed := a.Review()
 	if reviewed && in.OrgDefault == "" {

@@ -4,15 +4,17 @@
 // # Modes
 //
 // Resolve runs the mode cascade: an automation override wins over an
-// organization default, which wins over a default inferred from the action
-// definition's risk hint (read/R0/R1 allow, write/R2 require approval,
-// danger/R3/R4 deny, anything missing or unrecognised requires approval). A
-// stored mode that is not one of the three valid modes denies, so a corrupt
-// or future value can never widen access. A request may then only tighten the
-// result (a risk hint or approval=required on the envelope), and
-// ApplyDriftGuard downgrades allow to require_approval for connector tools
-// whose definition changed since an admin last reviewed it; deny is never
-// relaxed.
+// organization default, which wins over the default the action's risk tier
+// infers (R0/R1 allow; R2, R3, R4 and a missing or unknown tier require
+// approval). A stored mode that is not one of the three valid modes denies,
+// so a corrupt or future value can never widen access. An R3 or R4 action
+// (and one without a tier) never auto-executes: an allow from any level
+// becomes require_approval (mode source risk_tier), while a deny still
+// denies. A request may then only tighten the result (a risk hint or
+// approval=required on the envelope), and ApplyDriftGuard downgrades allow
+// to require_approval for connector tools whose definition changed since an
+// admin last reviewed it; deny is never relaxed. Tier documents the tiers
+// and their one mapping onto the risk words read, write and danger.
 //
 // # Redaction and truncation
 //

@@ -1,7 +1,5 @@
 package policy
 
-import "strings"
-
 // Mode is the policy decision for an invocation.
 type Mode string
 
@@ -43,6 +41,9 @@ const (
 	// SourceDriftGuard means a drifted connector tool was downgraded from
 	// allow to require_approval.
 	SourceDriftGuard ModeSource = "drift_guard"
+	// SourceRiskTier means an allow was downgraded to require_approval
+	// because the action's tier (R3, R4) never auto-executes.
+	SourceRiskTier ModeSource = "risk_tier"
 )
 
 // Resolution is the outcome of the mode cascade.
@@ -65,9 +66,9 @@ type ModeInput struct {
 	// OrgDefault is the raw stored organization-scoped mode, "" when there
 	// is none.
 	OrgDefault string
-	// Risk is the action definition's risk hint: read, write, danger, R0-R4,
-	// or "" when the definition has none.
-	Risk string
+	// Tier is the action definition's risk tier (R0-R4, or a risk word
+	// ParseTier reads); "" or anything else counts as R4.
+	Tier string
 	// RequestRisk is an optional risk hint on the request (low, medium,
 	// high, read, write, danger, R0-R4). It can only tighten the mode.
 	RequestRisk string
@@ -80,11 +81,14 @@ type ModeInput struct {
 const unknownModePrefix = "unknown_mode:"
 
 // Resolve runs the mode cascade (automation override, then organization
-// default, then the mode inferred from the risk hint) and then lets the
-// request tighten the result. A non-empty stored value that is not a valid
-// mode denies rather than falling through to the next tier, because skipping
-// a tier an admin configured could loosen what they intended.
+// default, then the mode the action's tier infers), keeps an action whose
+// tier never auto-executes (R3, R4, missing) from running unattended
+// whatever allowed it, and then lets the request tighten the result. A
+// non-empty stored value that is not a valid mode denies rather than
+// falling through to the next level, because skipping a level an admin
+// configured could loosen what they intended.
 func Resolve(in ModeInput) Resolution {
+	tier := TierOf(in.Tier)
 	var res Resolution
 	switch {
 	case in.AutomationOverride != "":
@@ -92,7 +96,10 @@ func Resolve(in ModeInput) Resolution {
 	case in.OrgDefault != "":
 		res = storedResolution(in.OrgDefault, SourceOrgDefault)
 	default:
-		res = Resolution{Mode: InferMode(in.Risk), Source: SourceInferredDefault}
+		res = Resolution{Mode: tier.DefaultMode(), Source: SourceInferredDefault}
+	}
+	if res.Mode == ModeAllow && !tier.MayAutoExecute() {
+		res = Resolution{Mode: ModeRequireApproval, Source: SourceRiskTier}
 	}
 
 	tightened := res.Mode
@@ -117,32 +124,21 @@ func storedResolution(raw string, source ModeSource) Resolution {
 	return Resolution{Mode: mode, Source: source}
 }
 
-// InferMode maps a risk hint to its default mode. Hints are matched
-// case-insensitively; a missing or unrecognised hint requires approval, the
-// conservative choice for an action nobody has classified.
+// InferMode maps a tier or risk hint (see ParseTier) to its default mode:
+// allow for R0 and R1 (read, low), require_approval for the rest. A missing
+// or unrecognised hint counts as R4 and requires approval, the conservative
+// choice for an action nobody has classified.
 func InferMode(risk string) Mode {
-	switch strings.ToLower(risk) {
-	case "read", "low", "r0", "r1":
-		return ModeAllow
-	case "write", "medium", "r2":
-		return ModeRequireApproval
-	case "danger", "high", "r3", "r4":
-		return ModeDeny
-	default:
-		return ModeRequireApproval
-	}
+	return TierOf(risk).DefaultMode()
 }
 
-// ValidRisk reports whether s is a recognised risk hint (matched
-// case-insensitively), so that a bad hint on a request can be rejected with
-// a 400 instead of being silently treated as unknown. The empty string is
-// not a hint; callers check it only when one was supplied.
+// ValidRisk reports whether s is a recognised tier or risk hint (see
+// ParseTier), so that a bad hint on a request can be rejected with a 400
+// instead of being silently treated as unknown. The empty string is not a
+// hint; callers check it only when one was supplied.
 func ValidRisk(s string) bool {
-	switch strings.ToLower(s) {
-	case "read", "write", "danger", "low", "medium", "high", "r0", "r1", "r2", "r3", "r4":
-		return true
-	}
-	return false
+	_, ok := ParseTier(s)
+	return ok
 }
 
 // Stricter returns the more restrictive of a and b (deny, then

@@ -31,42 +31,102 @@ func TestResolve(t *testing.T) {
 	}{
 		{
 			name: "AutomationOverrideWins",
-			in:   ModeInput{AutomationOverride: "allow", OrgDefault: "deny", Risk: "danger"},
+			in:   ModeInput{AutomationOverride: "allow", OrgDefault: "deny", Tier: "R2"},
 			want: Resolution{Mode: ModeAllow, Source: SourceAutomationOverride},
 		},
 		{
 			name: "AutomationOverrideDeny",
-			in:   ModeInput{AutomationOverride: "deny", OrgDefault: "allow", Risk: "read"},
+			in:   ModeInput{AutomationOverride: "deny", OrgDefault: "allow", Tier: "R1"},
 			want: Resolution{Mode: ModeDeny, Source: SourceAutomationOverride},
 		},
 		{
 			name: "OrgDefaultWhenNoOverride",
-			in:   ModeInput{OrgDefault: "require_approval", Risk: "read"},
+			in:   ModeInput{OrgDefault: "require_approval", Tier: "R0"},
 			want: Resolution{Mode: ModeRequireApproval, Source: SourceOrgDefault},
 		},
 		{
-			name: "OrgDefaultAllowOverridesDangerHint",
-			in:   ModeInput{OrgDefault: "allow", Risk: "danger"},
+			name: "OrgDefaultAllowOverridesR2",
+			in:   ModeInput{OrgDefault: "allow", Tier: "R2"},
 			want: Resolution{Mode: ModeAllow, Source: SourceOrgDefault},
 		},
 		{
-			name: "InferredWhenNothingStored",
-			in:   ModeInput{Risk: "read"},
+			name: "InferredR0Allows",
+			in:   ModeInput{Tier: "R0"},
 			want: Resolution{Mode: ModeAllow, Source: SourceInferredDefault},
 		},
 		{
-			name: "InferredMissingRiskRequiresApproval",
+			name: "InferredR1Allows",
+			in:   ModeInput{Tier: "R1"},
+			want: Resolution{Mode: ModeAllow, Source: SourceInferredDefault},
+		},
+		{
+			name: "InferredR2RequiresApproval",
+			in:   ModeInput{Tier: "R2"},
+			want: Resolution{Mode: ModeRequireApproval, Source: SourceInferredDefault},
+		},
+		{
+			name: "InferredR3QueuesForAHuman",
+			in:   ModeInput{Tier: "R3"},
+			want: Resolution{Mode: ModeRequireApproval, Source: SourceInferredDefault},
+		},
+		{
+			name: "InferredR4QueuesForAHuman",
+			in:   ModeInput{Tier: "R4"},
+			want: Resolution{Mode: ModeRequireApproval, Source: SourceInferredDefault},
+		},
+		{
+			name: "RiskWordsMapOntoTiers",
+			in:   ModeInput{Tier: "read"},
+			want: Resolution{Mode: ModeAllow, Source: SourceInferredDefault},
+		},
+		{
+			name: "InferredMissingTierRequiresApproval",
 			in:   ModeInput{},
 			want: Resolution{Mode: ModeRequireApproval, Source: SourceInferredDefault},
 		},
 		{
+			name: "OrgAllowDoesNotAutoExecuteR3",
+			in:   ModeInput{OrgDefault: "allow", Tier: "R3"},
+			want: Resolution{Mode: ModeRequireApproval, Source: SourceRiskTier},
+		},
+		{
+			name: "AutomationAllowDoesNotAutoExecuteR4",
+			in:   ModeInput{AutomationOverride: "allow", OrgDefault: "deny", Tier: "R4"},
+			want: Resolution{Mode: ModeRequireApproval, Source: SourceRiskTier},
+		},
+		{
+			name: "AllowDoesNotAutoExecuteMissingTier",
+			in:   ModeInput{OrgDefault: "allow"},
+			want: Resolution{Mode: ModeRequireApproval, Source: SourceRiskTier},
+		},
+		{
+			name: "AllowDoesNotAutoExecuteUnknownTier",
+			in:   ModeInput{OrgDefault: "allow", Tier: "R5"},
+			want: Resolution{Mode: ModeRequireApproval, Source: SourceRiskTier},
+		},
+		{
+			name: "DenyOverrideStillDeniesR3",
+			in:   ModeInput{OrgDefault: "deny", Tier: "R3"},
+			want: Resolution{Mode: ModeDeny, Source: SourceOrgDefault},
+		},
+		{
+			name: "DenyOverrideStillDeniesR4",
+			in:   ModeInput{AutomationOverride: "deny", Tier: "R4"},
+			want: Resolution{Mode: ModeDeny, Source: SourceAutomationOverride},
+		},
+		{
+			name: "RequireApprovalOverrideOnR3",
+			in:   ModeInput{OrgDefault: "require_approval", Tier: "R3"},
+			want: Resolution{Mode: ModeRequireApproval, Source: SourceOrgDefault},
+		},
+		{
 			name: "UnknownAutomationOverrideDenies",
-			in:   ModeInput{AutomationOverride: "yolo", OrgDefault: "allow", Risk: "read"},
+			in:   ModeInput{AutomationOverride: "yolo", OrgDefault: "allow", Tier: "R1"},
 			want: Resolution{Mode: ModeDeny, Source: SourceAutomationOverride, DeniedReason: "unknown_mode:yolo"},
 		},
 		{
 			name: "UnknownOrgDefaultDenies",
-			in:   ModeInput{OrgDefault: "Allow", Risk: "read"},
+			in:   ModeInput{OrgDefault: "Allow", Tier: "R1"},
 			want: Resolution{Mode: ModeDeny, Source: SourceOrgDefault, DeniedReason: "unknown_mode:Allow"},
 		},
 		{
@@ -75,13 +135,13 @@ func TestResolve(t *testing.T) {
 			want: Resolution{Mode: ModeDeny, Source: SourceAutomationOverride, DeniedReason: "unknown_mode: "},
 		},
 		{
-			name: "RequestRiskTightens",
-			in:   ModeInput{OrgDefault: "allow", RequestRisk: "high"},
-			want: Resolution{Mode: ModeDeny, Source: SourceRequest},
+			name: "RequestRiskHighQueuesForAHuman",
+			in:   ModeInput{OrgDefault: "allow", Tier: "R1", RequestRisk: "high"},
+			want: Resolution{Mode: ModeRequireApproval, Source: SourceRequest},
 		},
 		{
 			name: "RequestRiskMediumTightensAllow",
-			in:   ModeInput{Risk: "read", RequestRisk: "medium"},
+			in:   ModeInput{Tier: "R1", RequestRisk: "medium"},
 			want: Resolution{Mode: ModeRequireApproval, Source: SourceRequest},
 		},
 		{
@@ -91,17 +151,22 @@ func TestResolve(t *testing.T) {
 		},
 		{
 			name: "RequestRiskLowKeepsApproval",
-			in:   ModeInput{Risk: "write", RequestRisk: "low"},
+			in:   ModeInput{Tier: "R2", RequestRisk: "low"},
 			want: Resolution{Mode: ModeRequireApproval, Source: SourceInferredDefault},
 		},
 		{
+			name: "RequestRiskLowKeepsTierGuard",
+			in:   ModeInput{OrgDefault: "allow", Tier: "R3", RequestRisk: "R0"},
+			want: Resolution{Mode: ModeRequireApproval, Source: SourceRiskTier},
+		},
+		{
 			name: "RequestRiskUnknownTightensToApproval",
-			in:   ModeInput{Risk: "read", RequestRisk: "bogus"},
+			in:   ModeInput{Tier: "R1", RequestRisk: "bogus"},
 			want: Resolution{Mode: ModeRequireApproval, Source: SourceRequest},
 		},
 		{
 			name: "RequireApprovalTightensAllow",
-			in:   ModeInput{AutomationOverride: "allow", RequireApproval: true},
+			in:   ModeInput{AutomationOverride: "allow", Tier: "R1", RequireApproval: true},
 			want: Resolution{Mode: ModeRequireApproval, Source: SourceRequest},
 		},
 		{
@@ -111,13 +176,13 @@ func TestResolve(t *testing.T) {
 		},
 		{
 			name: "RequireApprovalAlreadyRequired",
-			in:   ModeInput{Risk: "R2", RequireApproval: true},
+			in:   ModeInput{Tier: "R2", RequireApproval: true},
 			want: Resolution{Mode: ModeRequireApproval, Source: SourceInferredDefault},
 		},
 		{
 			name: "RequestRiskAndRequireApprovalTakeStricter",
-			in:   ModeInput{Risk: "R0", RequestRisk: "R4", RequireApproval: true},
-			want: Resolution{Mode: ModeDeny, Source: SourceRequest},
+			in:   ModeInput{Tier: "R0", RequestRisk: "R4", RequireApproval: true},
+			want: Resolution{Mode: ModeRequireApproval, Source: SourceRequest},
 		},
 		{
 			name: "UnknownStoredModeStaysDeniedWithReason",
@@ -141,13 +206,13 @@ func TestResolve_NeverLoosens(t *testing.T) {
 	for _, override := range stored {
 		for _, org := range stored {
 			for _, risk := range risks {
-				base := Resolve(ModeInput{AutomationOverride: override, OrgDefault: org, Risk: risk})
+				base := Resolve(ModeInput{AutomationOverride: override, OrgDefault: org, Tier: risk})
 				for _, requestRisk := range risks {
 					for _, requireApproval := range []bool{false, true} {
 						got := Resolve(ModeInput{
 							AutomationOverride: override,
 							OrgDefault:         org,
-							Risk:               risk,
+							Tier:               risk,
 							RequestRisk:        requestRisk,
 							RequireApproval:    requireApproval,
 						})
@@ -177,10 +242,10 @@ func TestInferMode(t *testing.T) {
 		"write":   ModeRequireApproval,
 		"R2":      ModeRequireApproval,
 		"medium":  ModeRequireApproval,
-		"danger":  ModeDeny,
-		"R3":      ModeDeny,
-		"R4":      ModeDeny,
-		"high":    ModeDeny,
+		"danger":  ModeRequireApproval,
+		"R3":      ModeRequireApproval,
+		"R4":      ModeRequireApproval,
+		"high":    ModeRequireApproval,
 		"":        ModeRequireApproval,
 		"R5":      ModeRequireApproval,
 		"unknown": ModeRequireApproval,

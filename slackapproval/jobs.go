@@ -16,6 +16,7 @@ import (
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/policy"
 )
 
 // RelayArgs turns new events into message jobs.
@@ -287,12 +288,13 @@ func summary(inv *invocation.Invocation, title string) []any {
 	if inv.ExpiresAt != nil {
 		expires = inv.ExpiresAt.UTC().Format(time.RFC3339)
 	}
+	tier := policy.TierOf(inv.RiskLevel)
 	return []any{
 		map[string]any{"type": "header", "text": plain(title)},
 		map[string]any{"type": "section", "fields": []any{
 			mrkdwn("*Requested by*\n" + who + " (" + inv.RequestedBy + ")"),
 			mrkdwn("*Action*\n`" + inv.Integration + "." + inv.Action + "`"),
-			mrkdwn("*Risk*\n" + inv.RiskLevel),
+			mrkdwn("*Risk*\n" + string(tier) + " (" + tier.Risk() + ")"),
 			mrkdwn("*Expires*\n" + expires),
 		}},
 		map[string]any{"type": "section", "text": mrkdwn("*Params*\n```" + params + "```")},

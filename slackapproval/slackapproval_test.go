@@ -88,6 +88,7 @@ func TestSlack_ClickApprovesAndUpdatesTheMessage(t *testing.T) {
 	raw, _ := json.Marshal(post.Body["blocks"])
 	require.Contains(t, string(raw), "deploy finished")
 	require.Contains(t, string(raw), "session session-1")
+	require.Contains(t, string(raw), "R2 (write)")
 	var value string
 	for _, blk := range post.Body["blocks"].([]any) {
 		if els, ok := blk.(map[string]any)["elements"].([]any); ok {

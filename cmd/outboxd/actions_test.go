@@ -103,6 +103,7 @@ func TestActions_Run(t *testing.T) {
 		require.Equal(t, 0, code, stderr)
 		require.Contains(t, stdout, "slack.send_message")
 		require.Contains(t, stdout, "require_approval")
+		require.Contains(t, stdout, "R2", "the action's risk tier")
 		code, stdout, _ = agentRun(t, env, nil, "list", "--json")
 		require.Equal(t, 0, code)
 		require.True(t, json.Valid([]byte(stdout)))

@@ -74,14 +74,14 @@ func (s *Source) ListActions(context.Context, executors.ExecContext) ([]executor
 			ID: ActionSendMessage,
 			Description: "DEMO: post a message to a pretend channel. Nothing leaves outboxd: the message " +
 				"is written to the outboxd dev console. Use it to try approvals before connecting a real provider.",
-			Risk:       executors.RiskWrite,
+			Tier:       executors.TierR2,
 			Params:     json.RawMessage(sendMessageSchema),
 			Recipients: []string{"channel"},
 		},
 		{
 			ID:          ActionEcho,
 			Description: "DEMO: answer with the given text. A read action: it runs at once, without approval.",
-			Risk:        executors.RiskRead,
+			Tier:        executors.TierR0,
 			Params:      json.RawMessage(echoSchema),
 		},
 	}, nil

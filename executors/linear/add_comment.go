@@ -63,7 +63,7 @@ func addCommentDefinition() executors.Definition {
 	return executors.Definition{
 		ID:          ActionAddComment,
 		Description: addCommentDescription,
-		Risk:        executors.RiskWrite,
+		Tier:        executors.TierR2,
 		Params:      json.RawMessage(addCommentSchema),
 	}
 }

@@ -59,7 +59,7 @@ func createIssueDefinition() executors.Definition {
 	return executors.Definition{
 		ID:          ActionCreateIssue,
 		Description: createIssueDescription,
-		Risk:        executors.RiskWrite,
+		Tier:        executors.TierR2,
 		Params:      json.RawMessage(createIssueSchema),
 	}
 }

@@ -26,7 +26,7 @@ func getIssueDefinition() executors.Definition {
 	return executors.Definition{
 		ID:          ActionGetIssue,
 		Description: getIssueDescription,
-		Risk:        executors.RiskRead,
+		Tier:        executors.TierR1,
 		Params:      json.RawMessage(getIssueSchema),
 	}
 }

@@ -189,16 +189,16 @@ func TestSource_ListActions(t *testing.T) {
 		t.Parallel()
 		defs := setup(t)
 
-		require.Equal(t, map[string]executors.Risk{
-			linear.ActionListIssues:  executors.RiskRead,
-			linear.ActionGetIssue:    executors.RiskRead,
-			linear.ActionCreateIssue: executors.RiskWrite,
-			linear.ActionUpdateIssue: executors.RiskWrite,
-			linear.ActionAddComment:  executors.RiskWrite,
-		}, func() map[string]executors.Risk {
-			risks := make(map[string]executors.Risk)
+		require.Equal(t, map[string]executors.Tier{
+			linear.ActionListIssues:  executors.TierR1,
+			linear.ActionGetIssue:    executors.TierR1,
+			linear.ActionCreateIssue: executors.TierR2,
+			linear.ActionUpdateIssue: executors.TierR2,
+			linear.ActionAddComment:  executors.TierR2,
+		}, func() map[string]executors.Tier {
+			risks := make(map[string]executors.Tier)
 			for id, def := range defs {
-				risks[id] = def.Risk
+				risks[id] = def.Tier
 			}
 			return risks
 		}())

@@ -73,7 +73,7 @@ func listIssuesDefinition() executors.Definition {
 	return executors.Definition{
 		ID:          ActionListIssues,
 		Description: listIssuesDescription,
-		Risk:        executors.RiskRead,
+		Tier:        executors.TierR1,
 		Params:      json.RawMessage(listIssuesSchema),
 	}
 }

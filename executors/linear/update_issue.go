@@ -58,7 +58,7 @@ func updateIssueDefinition() executors.Definition {
 	return executors.Definition{
 		ID:          ActionUpdateIssue,
 		Description: updateIssueDescription,
-		Risk:        executors.RiskWrite,
+		Tier:        executors.TierR2,
 		Params:      json.RawMessage(updateIssueSchema),
 	}
 }

@@ -125,7 +125,7 @@ func (c *Client) CheckConnector(conn *Connector) error {
 	return CheckConnector(conn, c.allowPrivate)
 }
 
-// cacheEntry is a connector's tool list as fetched. Risks are derived on
+// cacheEntry is a connector's tool list as fetched. Tiers are derived on
 // every read, so a changed risk policy applies at once.
 type cacheEntry struct {
 	key     string
@@ -179,7 +179,7 @@ func (c *Client) CloseIdleConnections() {
 func (c *Client) ListTools(ctx context.Context, conn *Connector, secret string) ([]Tool, error) {
 	key := conn.cacheKey()
 	if tools, ok := c.cached(conn.ID, key); ok {
-		return withRisks(tools, conn.RiskPolicy), nil
+		return withTiers(tools, conn.RiskPolicy), nil
 	}
 
 	var tools []Tool
@@ -196,7 +196,7 @@ func (c *Client) ListTools(ctx context.Context, conn *Connector, secret string) 
 		return nil, err
 	}
 	c.store(conn.ID, key, tools)
-	return withRisks(tools, conn.RiskPolicy), nil
+	return withTiers(tools, conn.RiskPolicy), nil
 }
 
 // Invalidate drops the cached tool list of a connector, for when it is
@@ -231,13 +231,13 @@ func (c *Client) store(id uuid.UUID, key string, tools []Tool) {
 	c.cache[id] = cacheEntry{key: key, tools: tools, expires: now.Add(c.cacheTTL)}
 }
 
-// withRisks returns copies of tools with risks derived under policy.
+// withTiers returns copies of tools with tiers derived under policy.
 // Cached tools are never handed out, so callers may modify what they get.
-func withRisks(tools []Tool, policy RiskPolicy) []Tool {
+func withTiers(tools []Tool, policy RiskPolicy) []Tool {
 	out := make([]Tool, len(tools))
 	for i, t := range tools {
 		out[i] = t.clone()
-		out[i].Risk = deriveRisk(t.Name, t.Annotations, policy)
+		out[i].Tier = deriveTier(t.Name, t.Annotations, policy)
 	}
 	return out
 }
@@ -369,7 +369,7 @@ func (c *Client) withSession(ctx context.Context, conn *Connector, secret string
 		return s.errorf(CodeURLNotAllowed, false, nil, "%s: %v", what, err)
 	}
 	// The risk policy is not checked: invalid values in it are ignored by
-	// deriveRisk and must not make the connector unusable.
+	// deriveTier and must not make the connector unusable.
 	if err := checkAuth(conn.Auth); err != nil {
 		return s.errorf(CodeInvalidConnector, false, nil, "%s: %v", what, err)
 	}

@@ -121,11 +121,11 @@ func TestClient_ListTools(t *testing.T) {
 				require.Len(t, tools, 5)
 				got := byName(tools)
 
-				require.Equal(t, executors.RiskRead, got["search"].Risk)
-				require.Equal(t, executors.RiskDanger, got["delete"].Risk)
-				require.Equal(t, executors.RiskDanger, got["both"].Risk, "destructiveHint is checked first")
-				require.Equal(t, executors.RiskWrite, got["create"].Risk)
-				require.Equal(t, executors.RiskWrite, got["plain"].Risk)
+				require.Equal(t, executors.TierR1, got["search"].Tier, "read-only: read, R1")
+				require.Equal(t, executors.TierR3, got["delete"].Tier, "destructive: danger, R3")
+				require.Equal(t, executors.TierR3, got["both"].Tier, "destructiveHint is checked first")
+				require.Equal(t, executors.TierR2, got["create"].Tier)
+				require.Equal(t, executors.TierR2, got["plain"].Tier, "no annotation: write, R2")
 
 				search := got["search"]
 				require.Equal(t, "Search things", search.Description)
@@ -149,16 +149,19 @@ func TestClient_ListTools(t *testing.T) {
 		bundle.server.addTool("delete", "", objectSchema, &mcpsdk.ToolAnnotations{DestructiveHint: boolPtr(true)}, nil)
 		bundle.server.addTool("plain", "", objectSchema, nil, nil)
 
+		bundle.server.addTool("drop", "", objectSchema, nil, nil)
+
 		bundle.conn.RiskPolicy = mcp.RiskPolicy{
-			Default: executors.RiskRead,
-			Tools:   map[string]executors.Risk{"delete": executors.RiskWrite, "search": executors.RiskDanger},
+			Default: "read",
+			Tools:   map[string]executors.Tier{"delete": "write", "search": "danger", "drop": "r4"},
 		}
 		tools, err := bundle.client.ListTools(ctx, bundle.conn, "")
 		require.NoError(t, err)
 		got := byName(tools)
-		require.Equal(t, executors.RiskDanger, got["search"].Risk, "an override beats readOnlyHint")
-		require.Equal(t, executors.RiskWrite, got["delete"].Risk, "an override beats destructiveHint")
-		require.Equal(t, executors.RiskRead, got["plain"].Risk, "the default applies without annotations")
+		require.Equal(t, executors.TierR3, got["search"].Tier, "an override beats readOnlyHint")
+		require.Equal(t, executors.TierR2, got["delete"].Tier, "an override beats destructiveHint")
+		require.Equal(t, executors.TierR1, got["plain"].Tier, "the default applies without annotations")
+		require.Equal(t, executors.TierR4, got["drop"].Tier, "tiers are accepted as well as risk words")
 
 		// The policy is applied on every read: a changed policy needs no
 		// fresh listing.
@@ -166,9 +169,9 @@ func TestClient_ListTools(t *testing.T) {
 		tools, err = bundle.client.ListTools(ctx, bundle.conn, "")
 		require.NoError(t, err)
 		got = byName(tools)
-		require.Equal(t, executors.RiskRead, got["search"].Risk)
-		require.Equal(t, executors.RiskDanger, got["delete"].Risk)
-		require.Equal(t, executors.RiskWrite, got["plain"].Risk)
+		require.Equal(t, executors.TierR1, got["search"].Tier)
+		require.Equal(t, executors.TierR3, got["delete"].Tier)
+		require.Equal(t, executors.TierR2, got["plain"].Tier)
 		require.Equal(t, 1, bundle.server.count("tools/list"))
 	})
 

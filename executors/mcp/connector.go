@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/policy"
 )
 
 // AuthType says how a connector's secret is presented to its server.
@@ -35,14 +36,16 @@ type Auth struct {
 	HeaderName string `json:"header_name,omitempty"`
 }
 
-// RiskPolicy is an organization's say over the risk hints of a connector's
-// tools, which otherwise come from the server's annotations.
+// RiskPolicy is an organization's say over the risk tiers of a connector's
+// tools, which otherwise come from the server's annotations. Values are
+// tiers (R0–R4) or risk words (read = R1, write = R2, danger = R3), as
+// policy.ParseTier reads them.
 type RiskPolicy struct {
 	// Default applies to tools with neither an override nor a telling
-	// annotation. Empty means executors.RiskWrite.
-	Default executors.Risk `json:"default,omitempty"`
-	// Tools overrides the risk of individual tools by name.
-	Tools map[string]executors.Risk `json:"tools,omitempty"`
+	// annotation. Empty means write (R2).
+	Default executors.Tier `json:"default,omitempty"`
+	// Tools overrides the tier of individual tools by name.
+	Tools map[string]executors.Tier `json:"tools,omitempty"`
 }
 
 // Connector is an organization's remote MCP server, as this package needs
@@ -126,12 +129,12 @@ func CheckConnector(c *Connector, allowPrivate bool) error {
 	if err := checkAuth(c.Auth); err != nil {
 		return err
 	}
-	if c.RiskPolicy.Default != "" && !validRisk(c.RiskPolicy.Default) {
-		return fmt.Errorf("risk_policy default %q is not one of read, write, danger", c.RiskPolicy.Default)
+	if _, ok := policy.ParseTier(string(c.RiskPolicy.Default)); c.RiskPolicy.Default != "" && !ok {
+		return fmt.Errorf("risk_policy default %q is not one of R0, R1, R2, R3, R4, read, write, danger", c.RiskPolicy.Default)
 	}
-	for name, risk := range c.RiskPolicy.Tools {
-		if !validRisk(risk) {
-			return fmt.Errorf("risk_policy for tool %q: %q is not one of read, write, danger", name, risk)
+	for name, tier := range c.RiskPolicy.Tools {
+		if _, ok := policy.ParseTier(string(tier)); !ok {
+			return fmt.Errorf("risk_policy for tool %q: %q is not one of R0, R1, R2, R3, R4, read, write, danger", name, tier)
 		}
 	}
 	return nil
@@ -192,13 +195,9 @@ func validHeaderName(name string) bool {
 	return true
 }
 
-func validRisk(r executors.Risk) bool {
-	return r == executors.RiskRead || r == executors.RiskWrite || r == executors.RiskDanger
-}
-
 // Annotations are the behaviour hints an MCP server attaches to a tool.
 // They are claims of the server, not guarantees; they only feed the risk
-// hint, which itself only feeds the inferred mode.
+// tier.
 type Annotations struct {
 	Title           string `json:"title,omitempty"`
 	ReadOnlyHint    bool   `json:"read_only_hint"`
@@ -217,8 +216,8 @@ type Tool struct {
 	InputSchema json.RawMessage `json:"input_schema"`
 	// Annotations are nil when the server sent none.
 	Annotations *Annotations `json:"annotations,omitempty"`
-	// Risk is derived from the connector's risk policy and the annotations.
-	Risk executors.Risk `json:"risk_level"`
+	// Tier is derived from the connector's risk policy and the annotations.
+	Tier executors.Tier `json:"risk_tier"`
 	// Hash is policy.DefinitionHash of InputSchema: it changes when what the
 	// tool accepts changes, not when descriptions, defaults or enums do.
 	Hash string `json:"hash"`
@@ -249,29 +248,29 @@ func (t Tool) definition() executors.Definition {
 	return executors.Definition{
 		ID:          t.Name,
 		Description: desc,
-		Risk:        t.Risk,
+		Tier:        t.Tier,
 		Params:      append(json.RawMessage(nil), t.InputSchema...),
 	}
 }
 
-// deriveRisk rates a tool: the connector's per-tool override wins, then the
+// deriveTier rates a tool: the connector's per-tool override wins, then the
 // server's annotations (destructive first, so a tool claiming both is
-// treated as the more dangerous), then the connector's default, then
-// executors.RiskWrite.
-func deriveRisk(name string, ann *Annotations, policy RiskPolicy) executors.Risk {
-	if r, ok := policy.Tools[name]; ok && validRisk(r) {
-		return r
+// treated as the more dangerous: danger, R3; read-only: read, R1), then the
+// connector's default, then write (R2).
+func deriveTier(name string, ann *Annotations, rp RiskPolicy) executors.Tier {
+	if t, ok := policy.ParseTier(string(rp.Tools[name])); ok {
+		return t
 	}
 	if ann != nil {
 		if ann.DestructiveHint != nil && *ann.DestructiveHint {
-			return executors.RiskDanger
+			return executors.TierR3
 		}
 		if ann.ReadOnlyHint {
-			return executors.RiskRead
+			return executors.TierR1
 		}
 	}
-	if validRisk(policy.Default) {
-		return policy.Default
+	if t, ok := policy.ParseTier(string(rp.Default)); ok {
+		return t
 	}
-	return executors.RiskWrite
+	return executors.TierR2
 }

@@ -107,8 +107,8 @@ func TestCheckConnector(t *testing.T) {
 			URL:  "https://mcp.example.com/mcp",
 			Auth: mcp.Auth{Type: mcp.AuthCustomHeader, HeaderName: "X-Api-Key"},
 			RiskPolicy: mcp.RiskPolicy{
-				Default: executors.RiskRead,
-				Tools:   map[string]executors.Risk{"delete": executors.RiskDanger},
+				Default: "read",
+				Tools:   map[string]executors.Tier{"delete": executors.TierR4, "drop": "danger"},
 			},
 		}
 	}
@@ -131,7 +131,8 @@ func TestCheckConnector(t *testing.T) {
 		"ReservedHeaderName":    func(c *mcp.Connector) { c.Auth.HeaderName = "mcp-session-id" },
 		"ContentTypeHeaderName": func(c *mcp.Connector) { c.Auth.HeaderName = "Content-Type" },
 		"HeaderNameWithBearer":  func(c *mcp.Connector) { c.Auth.Type = mcp.AuthBearer },
-		"BadDefaultRisk":        func(c *mcp.Connector) { c.RiskPolicy.Default = "low" },
+		"BadDefaultRisk":        func(c *mcp.Connector) { c.RiskPolicy.Default = "critical" },
+		"BadDefaultTier":        func(c *mcp.Connector) { c.RiskPolicy.Default = "R5" },
 		"BadToolRisk":           func(c *mcp.Connector) { c.RiskPolicy.Tools["delete"] = "" },
 	} {
 		conn := valid()

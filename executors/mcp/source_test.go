@@ -85,11 +85,11 @@ func TestSource_ListActions(t *testing.T) {
 	server.addTool("search", "", objectSchema, &mcpsdk.ToolAnnotations{ReadOnlyHint: true, Title: "Search issues"}, nil)
 	client := newClient(t, nil)
 	conn := server.connector()
-	conn.RiskPolicy.Tools = map[string]executors.Risk{"create_issue": executors.RiskDanger}
+	conn.RiskPolicy.Tools = map[string]executors.Tier{"create_issue": "danger"}
 	source := client.Source(conn)
 
 	// The source keeps its own copy of the connector.
-	conn.RiskPolicy.Tools["create_issue"] = executors.RiskRead
+	conn.RiskPolicy.Tools["create_issue"] = executors.TierR1
 
 	defs, err := source.ListActions(context.Background(), executors.ExecContext{})
 	require.NoError(t, err)
@@ -101,12 +101,12 @@ func TestSource_ListActions(t *testing.T) {
 
 	create := byID["create_issue"]
 	require.Equal(t, "Create an issue", create.Description)
-	require.Equal(t, executors.RiskDanger, create.Risk)
+	require.Equal(t, executors.TierR3, create.Tier, "the definition carries the tier derived from the risk policy")
 	require.JSONEq(t, createIssueSchema, string(create.Params))
 
 	search := byID["search"]
 	require.Equal(t, "Search issues", search.Description, "the title stands in for a missing description")
-	require.Equal(t, executors.RiskRead, search.Risk)
+	require.Equal(t, executors.TierR1, search.Tier)
 
 	// The params schema is usable by the validator as is.
 	validator := executors.NewValidator()

@@ -67,11 +67,11 @@ const (
 // mutates Params cannot corrupt another's copy.
 func definitions() []executors.Definition {
 	return []executors.Definition{
-		{ID: ActionListIssues, Description: listIssuesDescription, Risk: executors.RiskRead, Params: json.RawMessage(listIssuesSchema)},
-		{ID: ActionGetIssue, Description: getIssueDescription, Risk: executors.RiskRead, Params: json.RawMessage(getIssueSchema)},
-		{ID: ActionListIssueEvents, Description: listIssueEventsDescription, Risk: executors.RiskRead, Params: json.RawMessage(listIssueEventsSchema)},
-		{ID: ActionGetEvent, Description: getEventDescription, Risk: executors.RiskRead, Params: json.RawMessage(getEventSchema)},
-		{ID: ActionUpdateIssue, Description: updateIssueDescription, Risk: executors.RiskWrite, Params: json.RawMessage(updateIssueSchema)},
+		{ID: ActionListIssues, Description: listIssuesDescription, Tier: executors.TierR1, Params: json.RawMessage(listIssuesSchema)},
+		{ID: ActionGetIssue, Description: getIssueDescription, Tier: executors.TierR1, Params: json.RawMessage(getIssueSchema)},
+		{ID: ActionListIssueEvents, Description: listIssueEventsDescription, Tier: executors.TierR1, Params: json.RawMessage(listIssueEventsSchema)},
+		{ID: ActionGetEvent, Description: getEventDescription, Tier: executors.TierR1, Params: json.RawMessage(getEventSchema)},
+		{ID: ActionUpdateIssue, Description: updateIssueDescription, Tier: executors.TierR2, Params: json.RawMessage(updateIssueSchema)},
 	}
 }
 

@@ -255,16 +255,16 @@ func TestSource_ListActions(t *testing.T) {
 		t.Parallel()
 		defs := setup(t)
 
-		require.Equal(t, map[string]executors.Risk{
-			sentry.ActionListIssues:      executors.RiskRead,
-			sentry.ActionGetIssue:        executors.RiskRead,
-			sentry.ActionListIssueEvents: executors.RiskRead,
-			sentry.ActionGetEvent:        executors.RiskRead,
-			sentry.ActionUpdateIssue:     executors.RiskWrite,
-		}, func() map[string]executors.Risk {
-			risks := make(map[string]executors.Risk)
+		require.Equal(t, map[string]executors.Tier{
+			sentry.ActionListIssues:      executors.TierR1,
+			sentry.ActionGetIssue:        executors.TierR1,
+			sentry.ActionListIssueEvents: executors.TierR1,
+			sentry.ActionGetEvent:        executors.TierR1,
+			sentry.ActionUpdateIssue:     executors.TierR2,
+		}, func() map[string]executors.Tier {
+			risks := make(map[string]executors.Tier)
 			for id, def := range defs {
-				risks[id] = def.Risk
+				risks[id] = def.Tier
 			}
 			return risks
 		}())

@@ -98,7 +98,7 @@ func sendMessageDefinition() executors.Definition {
 	return executors.Definition{
 		ID:          ActionSendMessage,
 		Description: sendMessageDescription,
-		Risk:        executors.RiskWrite,
+		Tier:        executors.TierR2,
 		Params:      json.RawMessage(sendMessageSchema),
 		Recipients:  []string{"channel"},
 	}

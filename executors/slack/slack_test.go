@@ -178,7 +178,7 @@ func TestSource_ListActions(t *testing.T) {
 		def := setup(t)
 
 		require.Equal(t, slack.ActionSendMessage, def.ID)
-		require.Equal(t, executors.RiskWrite, def.Risk)
+		require.Equal(t, executors.TierR2, def.Tier)
 		require.Contains(t, def.Description, "thread_ts")
 		require.True(t, json.Valid(def.Params))
 	})

@@ -22,9 +22,12 @@ type Invocation struct {
 	Origin      string
 	Integration string
 	Action      string
-	RiskLevel   string
-	Mode        string
-	ModeSource  string
+	// RiskLevel is the action's risk tier when the invocation was created
+	// (R0–R4; rows written before tiers hold read, write or danger, which
+	// policy.TierOf reads as R1, R2 and R3).
+	RiskLevel  string
+	Mode       string
+	ModeSource string
 	// Params are the params as stored and shown: redacted.
 	Params json.RawMessage
 	// ParamsSealed holds the exact params, sealed, when redaction changed

@@ -100,15 +100,16 @@ func TestEnvelope_PolicyCanOnlyTighten(t *testing.T) {
 		require.WithinDuration(t, time.Now().Add(24*time.Hour), expires, time.Minute, "unattended TTL")
 		require.Equal(t, "pending", jobState(t, b, env["action_id"].(string)))
 	})
-	t.Run("HighRiskIsDenied", func(t *testing.T) {
+	t.Run("HighRiskQueuesForAHuman", func(t *testing.T) {
+		// high is R3: it never auto-executes, and waits for a human rather
+		// than being refused.
 		env := postEnvelope(t, b, envelope("too-risky", map[string]any{"risk": "high"}), http.StatusCreated)
-		require.Equal(t, "denied", env["invocation_status"])
-		require.Equal(t, "denied", env["approval"])
-		require.Equal(t, "deny", env["mode"])
+		require.Equal(t, "pending", env["invocation_status"])
+		require.Equal(t, "required", env["approval"])
+		require.Equal(t, "require_approval", env["mode"])
 		require.Equal(t, "request", env["mode_source"])
 		require.Equal(t, "high", env["risk"])
-		require.Equal(t, "skipped", env["result"].(map[string]any)["status"])
-		require.NotEmpty(t, env["result"].(map[string]any)["error"])
+		require.Equal(t, "pending", env["result"].(map[string]any)["status"])
 	})
 	t.Run("LowRiskDoesNotLoosen", func(t *testing.T) {
 		b2 := b.Do("PUT", "/v1/automations/automation-1/action-modes", b.Owner(), map[string]string{"slack:send_message": "require_approval"})

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/policy"
 )
 
 // invocationView is the API shape of an invocation.
@@ -20,6 +21,7 @@ type invocationView struct {
 	Origin         string            `json:"origin"`
 	Integration    string            `json:"integration"`
 	Action         string            `json:"action"`
+	RiskTier       policy.Tier       `json:"risk_tier"`
 	RiskLevel      string            `json:"risk_level"`
 	Mode           string            `json:"mode"`
 	ModeSource     string            `json:"mode_source"`
@@ -53,10 +55,11 @@ type invocationView struct {
 }
 
 func viewInvocation(inv invocation.Invocation) invocationView {
+	tier := policy.TierOf(inv.RiskLevel)
 	return invocationView{
 		ID: inv.ID, OrganizationID: inv.OrganizationID, SessionID: inv.SessionID, AutomationID: inv.AutomationID, UserID: inv.UserID,
 		RequestedBy: inv.RequestedBy, Origin: inv.Origin, Integration: inv.Integration, Action: inv.Action,
-		RiskLevel: inv.RiskLevel, Mode: inv.Mode, ModeSource: inv.ModeSource, Params: inv.Params, Status: inv.Status,
+		RiskTier: tier, RiskLevel: tier.Risk(), Mode: inv.Mode, ModeSource: inv.ModeSource, Params: inv.Params, Status: inv.Status,
 		Result: inv.Result, Error: inv.Error, DeniedReason: inv.DeniedReason, DurationMs: inv.DurationMs,
 		ApprovedBy: inv.ApprovedBy, ApprovedAt: inv.ApprovedAt, StartedAt: inv.StartedAt, CompletedAt: inv.CompletedAt,
 		ExpiresAt: inv.ExpiresAt, CreatedAt: inv.CreatedAt, UpdatedAt: inv.UpdatedAt, ExternalID: inv.ExternalID,
