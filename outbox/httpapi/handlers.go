@@ -195,6 +195,36 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 	return nil
 }
 
+// resultEnvelope answers an invocation's result in the Action API
+// contract's shape. A sandbox sees the invocations of its own session only;
+// an invocation still cleared to run or running has no result yet (409).
+func (s *Server) resultEnvelope(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	sessionID := r.PathValue("session_id")
+	if c.Kind == auth.KindSandbox {
+		sessionID = c.SessionID
+	}
+	var (
+		inv invocation.Invocation
+		err error
+	)
+	if sessionID != "" {
+		inv, err = s.svc.GetInSession(r.Context(), c.Org, sessionID, r.PathValue("id"))
+	} else {
+		inv, err = s.svc.Get(r.Context(), c.Org, r.PathValue("id"))
+	}
+	if err != nil {
+		return err
+	}
+	env, ok := outbox.ResultEnvelopeOf(inv)
+	if !ok {
+		return &apiError{status: http.StatusConflict, code: "not_finished",
+			message: "the invocation is " + string(inv.Status) + ": it has no result yet",
+			details: map[string]any{"invocation_status": inv.Status}}
+	}
+	writeJSON(w, http.StatusOK, env)
+	return nil
+}
+
 func pageParams(r *http.Request) (outbox.Page, error) {
 	var p outbox.Page
 	for name, dst := range map[string]*int{"limit": &p.Limit, "offset": &p.Offset} {

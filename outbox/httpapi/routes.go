@@ -87,6 +87,7 @@ func (s *Server) routes() []route {
 		{"GET", session + "/invocations", sandbox | users, s.listSession},
 		{"GET", session + "/invocations/{id}", sandbox | users, s.getInSession},
 		{"GET", session + "/invocations/{id}/events", sandbox | users, s.events},
+		{"GET", session + "/invocations/{id}/result-envelope", sandbox | users, s.resultEnvelope},
 		{"POST", session + "/invocations/{id}/approve", admins, s.approve},
 		{"POST", session + "/invocations/{id}/deny", admins, s.deny},
 		{"GET", "/v1/actions/bootstrap-guide", anybody, s.bootstrapGuide},
@@ -96,6 +97,7 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/invocations", users, s.listOrg},
 		{"GET", "/v1/invocations/{id}", sandbox | users, s.getInvocation},
 		{"GET", "/v1/invocations/{id}/events", sandbox | users, s.events},
+		{"GET", "/v1/invocations/{id}/result-envelope", sandbox | users, s.resultEnvelope},
 		{"POST", "/v1/invocations/{id}/approve", admins, s.approve},
 		{"POST", "/v1/invocations/{id}/deny", admins, s.deny},
 

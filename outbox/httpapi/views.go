@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -125,6 +126,9 @@ type envelopeView struct {
 	ExpiresAt      *time.Time          `json:"expires_at"`
 	Timestamps     envelopeTimestamps  `json:"timestamps"`
 	InvocationPath string              `json:"invocation_url"`
+	// ResultEnvelope is the Action API contract's result; nil while the
+	// invocation is cleared to run or running.
+	ResultEnvelope *outbox.ResultEnvelope `json:"result_envelope"`
 }
 
 type envelopeToolView struct {
@@ -168,6 +172,10 @@ func viewEnvelope(inv invocation.Invocation) envelopeView {
 	if inv.ExternalID != nil {
 		ext = *inv.ExternalID
 	}
+	var result *outbox.ResultEnvelope
+	if env, ok := outbox.ResultEnvelopeOf(inv); ok {
+		result = &env
+	}
 	return envelopeView{
 		ActionID:       inv.ID,
 		ExternalID:     ext,
@@ -186,6 +194,7 @@ func viewEnvelope(inv invocation.Invocation) envelopeView {
 		ExpiresAt:      inv.ExpiresAt,
 		Timestamps:     envelopeTimestamps{CreatedAt: inv.CreatedAt, SentAt: inv.StartedAt, CompletedAt: inv.CompletedAt},
 		InvocationPath: "/v1/invocations/" + inv.ID.String(),
+		ResultEnvelope: result,
 	}
 }
 

@@ -1,0 +1,161 @@
+package outbox
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/policy"
+)
+
+// ResultStatus is one of the Action API contract's five terminal statuses.
+type ResultStatus string
+
+// The contract's terminal statuses.
+const (
+	// ResultSucceeded: the action completed (and any verification passed).
+	ResultSucceeded ResultStatus = "succeeded"
+	// ResultReverted: the action failed and a rollback restored the state.
+	// No built-in source rolls back, so outboxd does not produce it yet.
+	ResultReverted ResultStatus = "reverted"
+	// ResultQueued: a human must approve the action.
+	ResultQueued ResultStatus = "queued"
+	// ResultRejected: policy, a human, a gate or time stopped the action
+	// before it ran.
+	ResultRejected ResultStatus = "rejected"
+	// ResultFailed: the action ran and failed.
+	ResultFailed ResultStatus = "failed"
+)
+
+// ResultStatusOf maps an invocation status onto the contract's terminal
+// statuses. It reports false while the invocation is cleared to run or
+// running (approved, executing): it has no result yet.
+func ResultStatusOf(s invocation.Status) (ResultStatus, bool) {
+	switch s {
+	case invocation.StatusCompleted:
+		return ResultSucceeded, true
+	case invocation.StatusPending:
+		return ResultQueued, true
+	case invocation.StatusDenied, invocation.StatusExpired, invocation.StatusSkipped, invocation.StatusCancelled:
+		return ResultRejected, true
+	case invocation.StatusFailed:
+		return ResultFailed, true
+	}
+	return "", false
+}
+
+// ResultEnvelope is the Action API contract's result of one action, with
+// the contract's own (camelCase) field names.
+type ResultEnvelope struct {
+	Status ResultStatus `json:"status"`
+	// ActionType is the dispatch key, "<source>.<action>".
+	ActionType string      `json:"actionType"`
+	RiskTier   policy.Tier `json:"riskTier"`
+	// Output is the provider's answer as stored (redacted, truncated); {}
+	// when the action did not succeed.
+	Output       json.RawMessage `json:"output"`
+	Verification Verification    `json:"verification"`
+	Repair       Step            `json:"repair"`
+	Rollback     Step            `json:"rollback"`
+	Feedback     Feedback        `json:"feedback"`
+}
+
+// Verification is what verified the action's effect. The built-in sources
+// declare no verification step: OK is true exactly when the action
+// succeeded (the provider confirmed the call) and Checks is empty.
+type Verification struct {
+	OK     bool    `json:"ok"`
+	Checks []Check `json:"checks"`
+}
+
+// Check is one verification check and its outcome.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Step is a repair or a rollback: whether it was attempted and whether it
+// succeeded. The built-in sources attempt neither (a retry after a
+// transient error is not a repair: it is the same call again).
+type Step struct {
+	Attempted bool `json:"attempted"`
+	OK        bool `json:"ok"`
+}
+
+// Feedback is what the caller (a planner) learns from outboxd about the
+// outcome, beyond the status: the invocation behind it and why it ended
+// as it did.
+type Feedback struct {
+	InvocationID uuid.UUID `json:"invocationId"`
+	// InvocationStatus is outboxd's own status, finer than Status.
+	InvocationStatus invocation.Status `json:"invocationStatus"`
+	Mode             string            `json:"mode"`
+	ModeSource       string            `json:"modeSource"`
+	// Reason is why a rejected action did not run: policy,
+	// unknown_mode:<value>, human, expired, cancelled or skipped.
+	Reason string `json:"reason,omitempty"`
+	// Error is the failure, the human's denial note or the gate that
+	// skipped the action.
+	Error       string     `json:"error,omitempty"`
+	ProviderRef string     `json:"providerRef,omitempty"`
+	Conflict    bool       `json:"conflict,omitempty"`
+	Attempts    int32      `json:"attempts"`
+	DecidedBy   string     `json:"decidedBy,omitempty"`
+	ExpiresAt   *time.Time `json:"expiresAt,omitempty"`
+	CompletedAt *time.Time `json:"completedAt,omitempty"`
+}
+
+// ResultEnvelopeOf returns the contract's result envelope of inv, and false
+// while inv is cleared to run or running. Text is redacted and the output
+// truncated as results are when they are stored.
+func ResultEnvelopeOf(inv invocation.Invocation) (ResultEnvelope, bool) {
+	status, ok := ResultStatusOf(inv.Status)
+	if !ok {
+		return ResultEnvelope{}, false
+	}
+	output := json.RawMessage(`{}`)
+	if status == ResultSucceeded && len(inv.Result) > 0 {
+		output = policy.Truncate(policy.Redact(inv.Result), policy.MaxStoredBytes)
+	}
+	fb := Feedback{
+		InvocationID:     inv.ID,
+		InvocationStatus: inv.Status,
+		Mode:             inv.Mode,
+		ModeSource:       inv.ModeSource,
+		Reason:           rejection(inv),
+		Error:            policy.RedactString(deref(inv.Error)),
+		ProviderRef:      deref(inv.ProviderRef),
+		Conflict:         inv.Conflict,
+		Attempts:         inv.Attempt,
+		DecidedBy:        deref(inv.ApprovedBy),
+		CompletedAt:      inv.CompletedAt,
+	}
+	if status == ResultQueued {
+		fb.ExpiresAt = inv.ExpiresAt
+	}
+	return ResultEnvelope{
+		Status:       status,
+		ActionType:   inv.Integration + "." + inv.Action,
+		RiskTier:     policy.TierOf(inv.RiskLevel),
+		Output:       output,
+		Verification: Verification{OK: status == ResultSucceeded, Checks: []Check{}},
+		Feedback:     fb,
+	}, true
+}
+
+// rejection says why an invocation did not run, "" when it was not
+// rejected.
+func rejection(inv invocation.Invocation) string {
+	switch inv.Status {
+	case invocation.StatusDenied, invocation.StatusExpired:
+		return deref(inv.DeniedReason)
+	case invocation.StatusCancelled:
+		return "cancelled"
+	case invocation.StatusSkipped:
+		return "skipped"
+	}
+	return ""
+}
