@@ -356,7 +356,7 @@ OUTBOXD_URL (the outboxd API) and OUTBOXD_TOKEN (your sandbox token) must be
 set; your session comes from the token.
 
 1. List what you can use:
-   outboxd actions list            (one line per action: ACTION MODE RISK DESCRIPTION)
+   outboxd actions list            (one line per action: ACTION MODE TIER DESCRIPTION)
    outboxd actions list --json     (the full catalog, with each action's params schema)
 2. Read an integration's guide before using it:
    outboxd actions guide <integration>
@@ -375,8 +375,10 @@ retry after 2 or 3.
 ## Over HTTP
 
 1. GET /v1/sessions/{session_id}/actions/available
-   Each action has a source, an action id, a description, a risk level, the
-   mode that applies to you and the JSON Schema of its params.
+   Each action has a source, an action id, a description, a risk tier
+   (R0, R1: reads; R2: writes; R3, R4: destructive or critical, always
+   approved by a human), the mode that applies to you and the JSON Schema
+   of its params.
 2. GET /v1/sessions/{session_id}/actions/guide/{integration}
 3. POST /v1/sessions/{session_id}/actions/invoke
    {"integration": "<source>", "action": "<action>", "params": {...}}
@@ -395,4 +397,10 @@ What the answer means:
 - 400: your params do not match the schema; error.details.fields says which.
 - 429: too many pending approvals or invokes; wait before trying again.
 - 502: the provider refused or failed; the invocation's error says why.
+
+Once an invocation is decided, GET
+/v1/sessions/{session_id}/actions/invocations/{invocation_id}/result-envelope
+gives its outcome in one shape: status succeeded, queued (a human must
+approve), rejected (policy, a human, a gate or time stopped it) or failed,
+with the output and feedback saying why.
 `

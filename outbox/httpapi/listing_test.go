@@ -117,6 +117,7 @@ func TestAvailable_ListsActionsWithModes(t *testing.T) {
 	require.Equal(t, "require_approval", action["mode"])
 	require.Equal(t, "inferred_default", action["mode_source"])
 	require.Equal(t, "write", action["risk_level"])
+	require.Equal(t, "R2", action["risk_tier"])
 	require.NotEmpty(t, action["description"])
 	params := action["params"].(map[string]any)
 	require.Equal(t, "object", params["type"])

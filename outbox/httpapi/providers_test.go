@@ -543,6 +543,8 @@ func TestCatalog_AvailableAndGuides(t *testing.T) {
 		}
 		create := section(t, md, "linear.create_issue")
 		require.Contains(t, create, "Mode: `require_approval`")
+		require.Contains(t, create, "Risk: `R2` (write)")
+		require.Contains(t, section(t, md, "linear.get_issue"), "Risk: `R1` (read)")
 		require.Regexp(t, "(?m)^\\| `teamId` \\| string \\| yes \\| .+\\|$", create)
 		require.Regexp(t, "(?m)^\\| `priority` \\| integer \\| no \\| .+\\|$", create)
 		require.Contains(t, create, "### Example")
