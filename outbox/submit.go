@@ -51,13 +51,20 @@ func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invoca
 	if err != nil {
 		return inv, false, err
 	}
-	// One transaction: the repeat check, the invoke rate and the mode
-	// overrides are read in it, so a request costs one transaction, and a
-	// deny override written just before is always seen.
+	// One transaction: the repeat check and the mode overrides are one read
+	// in it (a deny override written just before is always seen), then the
+	// invoke rate, the pending cap and the write.
 	var repeat bool
 	inv, err = dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
-		existing, ok, err := s.existing(ctx, tx, r, p.hash)
-		if ok || err != nil {
+		look, err := s.queries.SubmitLookup(ctx, tx, dbsqlc.SubmitLookupParams{
+			OrganizationID: r.org, IdempotencyKey: r.idempotencyKey, ExternalID: r.externalID,
+			AutomationID: r.automationID, SourceID: r.source, ActionID: r.action,
+		})
+		if err != nil {
+			return inv, fmt.Errorf("looking up the request: %w", err)
+		}
+		if look.ExistingID != "" {
+			existing, ok, err := s.existing(ctx, tx, r, p.hash)
 			repeat = ok
 			return existing, err
 		}
@@ -66,13 +73,7 @@ func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invoca
 				return inv, err
 			}
 		}
-		modes, err := s.queries.ModeForAction(ctx, tx, dbsqlc.ModeForActionParams{
-			OrganizationID: r.org, AutomationID: r.automationID, SourceID: r.source, ActionID: r.action,
-		})
-		if err != nil {
-			return inv, fmt.Errorf("loading mode overrides: %w", err)
-		}
-		create := s.plan(p, modes.OrgMode, modes.AutomationMode)
+		create := s.plan(p, look.OrgMode, look.AutomationMode)
 		if create.Status == invocation.StatusPending && r.sessionID != "" {
 			if err := s.checkPendingCap(ctx, tx, r.org, r.sessionID); err != nil {
 				return inv, err

@@ -24,42 +24,6 @@ func (q *Queries) ModeDeleteScope(ctx context.Context, db DBTX, arg ModeDeleteSc
 	return err
 }
 
-const modeForAction = `-- name: ModeForAction :one
-SELECT
-    coalesce((SELECT m.mode FROM action_modes m
-              WHERE m.organization_id = $1 AND m.scope = 'automation'
-                AND m.scope_id = $2::text AND m.source_id = $3 AND m.action_id = $4), '')::text AS automation_mode,
-    coalesce((SELECT m.mode FROM action_modes m
-              WHERE m.organization_id = $1 AND m.scope = 'org'
-                AND m.scope_id = $1 AND m.source_id = $3 AND m.action_id = $4), '')::text AS org_mode
-`
-
-type ModeForActionParams struct {
-	OrganizationID string
-	AutomationID   string
-	SourceID       string
-	ActionID       string
-}
-
-type ModeForActionRow struct {
-	AutomationMode string
-	OrgMode        string
-}
-
-// The org default and, when an automation is given, its override for one
-// action; empty strings when unset.
-func (q *Queries) ModeForAction(ctx context.Context, db DBTX, arg ModeForActionParams) (ModeForActionRow, error) {
-	row := db.QueryRow(ctx, modeForAction,
-		arg.OrganizationID,
-		arg.AutomationID,
-		arg.SourceID,
-		arg.ActionID,
-	)
-	var i ModeForActionRow
-	err := row.Scan(&i.AutomationMode, &i.OrgMode)
-	return i, err
-}
-
 const modeList = `-- name: ModeList :many
 SELECT organization_id, scope, scope_id, source_id, action_id, mode, updated_by, updated_at FROM action_modes
 WHERE organization_id = $1 AND scope = $2 AND scope_id = $3

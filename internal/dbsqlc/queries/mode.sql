@@ -12,17 +12,6 @@ VALUES (@organization_id, @scope, @scope_id, @source_id, @action_id, @mode, @upd
 ON CONFLICT (organization_id, scope, scope_id, source_id, action_id)
 DO UPDATE SET mode = EXCLUDED.mode, updated_by = EXCLUDED.updated_by, updated_at = now();
 
--- name: ModeForAction :one
--- The org default and, when an automation is given, its override for one
--- action; empty strings when unset.
-SELECT
-    coalesce((SELECT m.mode FROM action_modes m
-              WHERE m.organization_id = @organization_id AND m.scope = 'automation'
-                AND m.scope_id = @automation_id::text AND m.source_id = @source_id AND m.action_id = @action_id), '')::text AS automation_mode,
-    coalesce((SELECT m.mode FROM action_modes m
-              WHERE m.organization_id = @organization_id AND m.scope = 'org'
-                AND m.scope_id = @organization_id AND m.source_id = @source_id AND m.action_id = @action_id), '')::text AS org_mode;
-
 -- name: ModeListForCaller :many
 -- Every override that can apply to a caller: the org's, and its
 -- automation's when it has one.
