@@ -54,10 +54,13 @@ func newBenchCommand() *cobra.Command {
   3. batch: N envelopes through POST /v1/envelopes/batch, --batch-size each;
   4. slow provider: the single path against a Slack answering after
      --provider-latency (0 skips it);
-  5. approval: --approvals require_approval envelopes approved one at a
+  5. offered rate: N single envelopes sent at --offered-rate per second
+     (open loop: each at its time, whether or not the earlier ones were
+     answered; 0 skips it), for the latency at a given load;
+  6. approval: --approvals require_approval envelopes approved one at a
      time on an idle queue, timed from the approve response to the call
      reaching Slack;
-  6. with --backlog B: B envelopes left queued (their jobs scheduled an hour
+  7. with --backlog B: B envelopes left queued (their jobs scheduled an hour
      ahead, as a rate bucket's snooze leaves them), then single and batch
      again.
 
@@ -77,6 +80,7 @@ set, otherwise an embedded Postgres in a temporary directory.`,
 	cmd.Flags().Int("river-workers", 1000, "MaxWorkers of the River raw phase")
 	cmd.Flags().Int("batch-size", 1000, "envelopes per batch request (at most 1000)")
 	cmd.Flags().Duration("provider-latency", 150*time.Millisecond, "how long the loopback Slack takes to answer in the slow-provider phase (0 skips it)")
+	cmd.Flags().Int("offered-rate", 500, "envelopes per second of the offered-rate phase (0 skips it)")
 	cmd.Flags().Int("approvals", 20, "require_approval invocations approved one by one (0 skips the phase)")
 	cmd.Flags().Int("backlog", 0, "envelopes left queued before the single and batch phases are run again (0 skips it)")
 	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -88,8 +92,8 @@ set, otherwise an embedded Postgres in a temporary directory.`,
 
 // benchFlags are the command's settings.
 type benchFlags struct {
-	n, concurrency, workers, riverWorkers, batchSize, approvals, backlog int
-	providerLatency, statsSettle                                         time.Duration
+	n, concurrency, workers, riverWorkers, batchSize, approvals, backlog, offeredRate int
+	providerLatency, statsSettle                                                      time.Duration
 }
 
 func runBench(cmd *cobra.Command, _ []string) error {
@@ -107,6 +111,7 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	f.batchSize, _ = flags.GetInt("batch-size")
 	f.approvals, _ = flags.GetInt("approvals")
 	f.backlog, _ = flags.GetInt("backlog")
+	f.offeredRate, _ = flags.GetInt("offered-rate")
 	f.providerLatency, _ = flags.GetDuration("provider-latency")
 	f.statsSettle, _ = flags.GetDuration("stats-settle")
 	if f.workers == 0 {
@@ -117,8 +122,8 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		return errors.New("--n, --concurrency, --workers and --river-workers must be positive")
 	case f.batchSize < 1 || f.batchSize > 1000:
 		return errors.New("--batch-size must be between 1 and 1000")
-	case f.approvals < 0 || f.backlog < 0 || f.providerLatency < 0:
-		return errors.New("--approvals, --backlog and --provider-latency must not be negative")
+	case f.approvals < 0 || f.backlog < 0 || f.providerLatency < 0 || f.offeredRate < 0:
+		return errors.New("--approvals, --backlog, --provider-latency and --offered-rate must not be negative")
 	}
 	if path, _ := flags.GetString("cpuprofile"); path != "" {
 		out, err := os.Create(path)
@@ -192,6 +197,12 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		b.slack.latency.Store(0)
 		if err != nil {
 			return fmt.Errorf("slow provider: %w", err)
+		}
+	}
+	if f.offeredRate > 0 {
+		name := fmt.Sprintf("single, %d/s offered", f.offeredRate)
+		if err := add(b.measure(ctx, name, "offered", f.n, func() error { return b.postPaced(ctx, "offered", f.n, f.offeredRate) })); err != nil {
+			return fmt.Errorf("offered rate: %w", err)
 		}
 	}
 	if f.approvals > 0 {
@@ -710,6 +721,31 @@ func (b *bench) postSingles(ctx context.Context, prefix string, n int) error {
 					errs <- err
 					return
 				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// postPaced posts n envelopes one request each at rate per second, each
+// at its own time whatever became of the earlier ones (an open loop, as
+// independent callers would), so latency is measured at that load rather
+// than at whatever rate the clients manage.
+func (b *bench) postPaced(ctx context.Context, prefix string, n, rate int) error {
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 1; i <= n; i++ {
+		time.Sleep(time.Until(start.Add(time.Duration(i-1) * time.Second / time.Duration(rate))))
+		wg.Go(func() {
+			code, body, err := b.call(ctx, "POST", "/v1/envelopes", b.service, envelope(prefix, i, ""))
+			if err == nil && code != http.StatusCreated {
+				err = fmt.Errorf("POST /v1/envelopes answered %d: %s", code, body)
+			}
+			if err != nil {
+				errs <- err
 			}
 		})
 	}
