@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/outboxd/outboxd/internal/batch"
 	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
@@ -171,12 +172,25 @@ func (d *Deps) db() DB {
 	return d.Pool
 }
 
+// maxGroup caps the jobs whose first (or last) statements go in one round
+// trip.
+const maxGroup = 100
+
 // NewExecuteWorker returns the worker of execute jobs.
 func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
-	return &ExecuteWorker{
+	w := &ExecuteWorker{
 		deps: deps, cfg: config.WithDefaults(), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		store: invocation.New(nil), starter: newTxGroup(deps.db(), 100), completer: newTxGroup(deps.db(), 100),
+		store: invocation.New(nil),
 	}
+	db := deps.db()
+	w.starter.Max, w.completer.Max = maxGroup, maxGroup
+	w.starter.Run = batch.Isolated(func(ctx context.Context, args []invocation.BeginArgs) ([]batch.Result[invocation.Begun], error) {
+		return w.store.BeginMany(ctx, db, args)
+	})
+	w.completer.Run = batch.Isolated(func(ctx context.Context, cs []invocation.Completion) ([]batch.Result[invocation.Invocation], error) {
+		return w.store.CompleteMany(ctx, db, cs)
+	})
+	return w
 }
 
 // NewClient builds the River client. With work false it is an insert-only

@@ -8,12 +8,11 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/sethvargo/go-retry"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/batch"
 	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbutil"
@@ -29,9 +28,11 @@ type ExecuteWorker struct {
 	cfg    *Config
 	logger *slog.Logger
 	store  *invocation.Store
-	// starter and completer group the first and the last transaction of
-	// jobs running at the same moment.
-	starter, completer *txGroup
+	// starter and completer pipeline the first and the last statement of
+	// the jobs beginning (finishing) at the same moment in one round trip
+	// and one transaction.
+	starter   batch.Group[invocation.BeginArgs, invocation.Begun]
+	completer batch.Group[invocation.Completion, invocation.Invocation]
 }
 
 // NextRetry implements river.Worker: exponential backoff with jitter
@@ -73,7 +74,8 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	}
 	defer release()
 
-	inv, rc, started, err := w.begin(ctx, job)
+	begun, err := w.starter.Do(ctx, invocation.BeginArgs{ID: job.Args.InvocationID, Attempt: job.Attempt})
+	inv, rc, started := begun.Invocation, begun.Run, begun.Started
 	if errors.Is(err, invocation.ErrNotFound) {
 		return river.JobCancel(err)
 	}
@@ -101,8 +103,8 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 			return err
 		case skip != "":
 			log.Info("invocation skipped", "status", invocation.StatusSkipped, "reason", skip)
-			return w.finish(bg, job, inv, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
-				return w.store.Skip(ctx, tx, inv.ID, skip)
+			return w.finish(bg, inv, func(ctx context.Context) (invocation.Invocation, error) {
+				return w.store.Skip(ctx, w.deps.db(), inv.ID, skip)
 			})
 		case wait > 0:
 			log.Info("quiet hours; snoozing until the window ends", "wait", wait)
@@ -152,34 +154,15 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	w.deps.Metrics.JobDuration.WithLabelValues(inv.Integration, "success").Observe(elapsed.Seconds())
 
 	result := policy.Truncate(policy.Redact(orNull(res.Data), secrets...), policy.MaxStoredBytes)
-	err = w.finish(bg, job, inv, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
-		return w.store.Complete(ctx, tx, inv.ID, &invocation.Outcome{
+	err = w.finish(bg, inv, func(ctx context.Context) (invocation.Invocation, error) {
+		return w.completer.Do(ctx, invocation.Completion{ID: inv.ID, Outcome: &invocation.Outcome{
 			Result: result, ProviderRef: res.ProviderRef, Conflict: res.Conflict, DurationMs: duration,
-		})
+		}})
 	})
 	if err == nil {
 		log.Info("invocation completed", "status", invocation.StatusCompleted, "duration_ms", *duration, "conflict", res.Conflict)
 	}
 	return err
-}
-
-// begin reads the job's invocation and, when no gate can apply, marks it
-// executing (invocation.Store.Begin), in a transaction shared with the jobs
-// beginning at the same moment.
-func (w *ExecuteWorker) begin(ctx context.Context, job *river.Job[invocation.ExecuteArgs]) (inv invocation.Invocation, rc invocation.RunContext, started bool, err error) {
-	var missing error
-	err = w.starter.do(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		var err error
-		inv, rc, started, err = w.store.Begin(ctx, tx, job.Args.InvocationID, job.Attempt)
-		if errors.Is(err, invocation.ErrNotFound) {
-			// Not an error of the shared transaction.
-			missing = err
-			return nil
-		}
-		missing = nil
-		return err
-	})
-	return inv, rc, started, cmp.Or(err, missing)
 }
 
 func unauthorized(err error) bool {
@@ -285,27 +268,20 @@ func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invoca
 	return msg, nil
 }
 
-// finish records a final state with update and completes the job in one
-// transaction.
-func (w *ExecuteWorker) finish(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, update func(context.Context, pgx.Tx) (invocation.Invocation, error)) error {
+// finish records a final state with update. River then completes the
+// job; should the process die first, the job runs again and finds the
+// invocation finished.
+func (w *ExecuteWorker) finish(ctx context.Context, inv invocation.Invocation, update func(context.Context) (invocation.Invocation, error)) error {
 	var finished invocation.Invocation
 	err := w.persist(ctx, func(ctx context.Context) error {
-		return w.completer.do(ctx, func(ctx context.Context, tx pgx.Tx) error {
-			var err error
-			finished, err = update(ctx, tx)
-			if errors.Is(err, invocation.ErrConflict) {
-				// Someone else finished it, or an earlier try of this
-				// transaction committed before its answer was lost.
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
-				return fmt.Errorf("completing job: %w", err)
-			}
+		var err error
+		finished, err = update(ctx)
+		if errors.Is(err, invocation.ErrConflict) {
+			// Someone else finished it, or an earlier try of this
+			// transaction committed before its answer was lost.
 			return nil
-		})
+		}
+		return err
 	})
 	if err != nil {
 		return err

@@ -96,3 +96,30 @@ func (g *Group[T, R]) Queued() int {
 	defer g.mu.Unlock()
 	return len(g.queue)
 }
+
+// Isolated returns a Run for a Group from run, which does a whole batch at
+// once (one statement, one transaction) and either answers for every item
+// or fails as a whole. A batch that fails is done again one item at a
+// time, so that one item's error is never another's.
+func Isolated[T, R any](run func(ctx context.Context, items []T) ([]Result[R], error)) func(context.Context, []T) []Result[R] {
+	return func(ctx context.Context, items []T) []Result[R] {
+		out, err := run(ctx, items)
+		if err == nil {
+			return out
+		}
+		out = make([]Result[R], len(items))
+		if len(items) == 1 {
+			out[0].Err = err
+			return out
+		}
+		for i := range items {
+			one, err := run(ctx, items[i:i+1])
+			if err != nil {
+				out[i].Err = err
+				continue
+			}
+			out[i] = one[0]
+		}
+		return out
+	}
+}

@@ -127,3 +127,31 @@ func TestGroup_LeaderCancelled(t *testing.T) {
 	_, err := g.Do(ctx, 1)
 	require.False(t, errors.Is(err, context.Canceled))
 }
+
+// TestIsolated: a batch that fails as a whole is done again item by item,
+// so only the item that fails alone gets an error.
+func TestIsolated(t *testing.T) {
+	var calls [][]int
+	run := batch.Isolated(func(ctx context.Context, items []int) ([]batch.Result[int], error) {
+		calls = append(calls, items)
+		out := make([]batch.Result[int], len(items))
+		for i, it := range items {
+			if it == 3 {
+				return nil, errors.New("3 spoils its batch")
+			}
+			out[i].Value = it * 10
+		}
+		return out, nil
+	})
+	out := run(context.Background(), []int{1, 2, 3, 4})
+	require.Equal(t, [][]int{{1, 2, 3, 4}, {1}, {2}, {3}, {4}}, calls)
+	require.Equal(t, 10, out[0].Value)
+	require.Equal(t, 20, out[1].Value)
+	require.EqualError(t, out[2].Err, "3 spoils its batch")
+	require.Equal(t, 40, out[3].Value)
+
+	calls = nil
+	out = run(context.Background(), []int{5, 6})
+	require.Equal(t, [][]int{{5, 6}}, calls, "a batch that succeeds runs once")
+	require.Equal(t, 60, out[1].Value)
+}

@@ -18,6 +18,334 @@ var (
 	ErrBatchAlreadyClosed = errors.New("batch already closed")
 )
 
+const invocationBegin = `-- name: InvocationBegin :batchone
+WITH prev AS (
+    SELECT a.id, a.status, a.organization_id, a.integration, a.user_id, a.rate_bucket, a.must_run_before
+    FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
+), run AS (
+    SELECT prev.id,
+        coalesce((SELECT array_agg(d.pattern ORDER BY d.pattern) FROM do_not_contact d
+                  WHERE d.organization_id = prev.organization_id), '{}')::text[] AS patterns,
+        coalesce((SELECT jsonb_agg(jsonb_build_object('time_zone', q.time_zone, 'start', q.start_minute, 'end', q.end_minute))
+                  FROM quiet_hours q
+                  WHERE q.organization_id = prev.organization_id AND (q.bucket = '' OR q.bucket = coalesce(prev.rate_bucket, ''))), '[]')::jsonb AS windows,
+        coalesce((SELECT max(c.updated_at) FROM credentials c
+                  WHERE c.organization_id = prev.organization_id AND c.integration = prev.integration
+                    AND (c.user_id = '' OR c.user_id = coalesce(prev.user_id, ''))), 'epoch')::timestamptz AS credential_version
+    FROM prev
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'executing', attempt = $2, started_at = coalesce(i.started_at, now()), updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev, run
+    WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
+      AND cardinality(run.patterns) = 0 AND run.windows = '[]'::jsonb
+      AND (prev.must_run_before IS NULL OR prev.must_run_before > now())
+    RETURNING i.id, i.organization_id, i.status, i.attempt, i.started_at, i.updated_at, i.event_seq
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || $2::int FROM next, prev
+)
+SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, run.patterns, run.windows, run.credential_version,
+    prev.status AS locked_status, (next.id IS NOT NULL)::bool AS started,
+    next.started_at AS started_at_new, next.updated_at AS updated_at_new
+FROM action_invocations i
+JOIN prev ON prev.id = i.id
+JOIN run ON run.id = i.id
+LEFT JOIN next ON next.id = i.id
+`
+
+type InvocationBeginBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type InvocationBeginParams struct {
+	ID      uuid.UUID
+	Attempt int32
+}
+
+type InvocationBeginRow struct {
+	ActionInvocation  ActionInvocation
+	Patterns          []string
+	Windows           []byte
+	CredentialVersion time.Time
+	LockedStatus      string
+	Started           bool
+	StartedAtNew      *time.Time
+	UpdatedAtNew      *time.Time
+}
+
+// The worker's one statement before a call: it reads the invocation, its
+// organization's do-not-contact patterns, the quiet windows of the
+// organization and of its bucket, and the version (last change) of the
+// credentials it may use, and, when no gate can apply (no do-not-contact
+// pattern, no quiet window, must_run_before not passed) and the invocation
+// is approved or executing, marks it executing as InvocationStart does,
+// with its event.
+// When a gate may apply it changes nothing: the worker evaluates the gates
+// and then starts with InvocationStart.
+//
+// i is the row in the statement's snapshot (a data-modifying CTE's change
+// is not visible to the rest of the statement, and a transition committed
+// while the lock was awaited is not in it either): locked_status is the
+// status under the lock, and started and the *_new columns are the fields
+// the start changed.
+func (q *Queries) InvocationBegin(ctx context.Context, db DBTX, arg []InvocationBeginParams) *InvocationBeginBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.ID,
+			a.Attempt,
+		}
+		batch.Queue(invocationBegin, vals...)
+	}
+	br := db.SendBatch(ctx, batch)
+	return &InvocationBeginBatchResults{br, len(arg), false}
+}
+
+func (b *InvocationBeginBatchResults) QueryRow(f func(int, InvocationBeginRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var i InvocationBeginRow
+		if b.closed {
+			if f != nil {
+				f(t, i, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		row := b.br.QueryRow()
+		err := row.Scan(
+			&i.ActionInvocation.ID,
+			&i.ActionInvocation.OrganizationID,
+			&i.ActionInvocation.SessionID,
+			&i.ActionInvocation.AutomationID,
+			&i.ActionInvocation.RequestedBy,
+			&i.ActionInvocation.Origin,
+			&i.ActionInvocation.Integration,
+			&i.ActionInvocation.Action,
+			&i.ActionInvocation.RiskLevel,
+			&i.ActionInvocation.Mode,
+			&i.ActionInvocation.ModeSource,
+			&i.ActionInvocation.Params,
+			&i.ActionInvocation.ParamsHash,
+			&i.ActionInvocation.Status,
+			&i.ActionInvocation.Result,
+			&i.ActionInvocation.Error,
+			&i.ActionInvocation.DeniedReason,
+			&i.ActionInvocation.DurationMs,
+			&i.ActionInvocation.ApprovedBy,
+			&i.ActionInvocation.ApprovedAt,
+			&i.ActionInvocation.StartedAt,
+			&i.ActionInvocation.CompletedAt,
+			&i.ActionInvocation.ExpiresAt,
+			&i.ActionInvocation.CreatedAt,
+			&i.ActionInvocation.UpdatedAt,
+			&i.ActionInvocation.ExternalID,
+			&i.ActionInvocation.IdempotencyKey,
+			&i.ActionInvocation.JobID,
+			&i.ActionInvocation.Attempt,
+			&i.ActionInvocation.RateBucket,
+			&i.ActionInvocation.MustRunBefore,
+			&i.ActionInvocation.ProviderRef,
+			&i.ActionInvocation.Conflict,
+			&i.ActionInvocation.Approval,
+			&i.ActionInvocation.RiskHint,
+			&i.ActionInvocation.UserID,
+			&i.ActionInvocation.DeadLetteredAt,
+			&i.ActionInvocation.ReplayCount,
+			&i.ActionInvocation.ReplayedBy,
+			&i.ActionInvocation.ReplayedAt,
+			&i.ActionInvocation.DiscardedBy,
+			&i.ActionInvocation.DiscardedAt,
+			&i.ActionInvocation.ProviderWaits,
+			&i.ActionInvocation.ParamsSealed,
+			&i.ActionInvocation.EventSeq,
+			&i.ActionInvocation.Retry,
+			&i.Patterns,
+			&i.Windows,
+			&i.CredentialVersion,
+			&i.LockedStatus,
+			&i.Started,
+			&i.StartedAtNew,
+			&i.UpdatedAtNew,
+		)
+		if f != nil {
+			f(t, i, err)
+		}
+	}
+}
+
+func (b *InvocationBeginBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
+const invocationComplete = `-- name: InvocationComplete :batchone
+WITH prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'completed', result = $2, provider_ref = $3, conflict = $4,
+        error = NULL, duration_ms = $5, completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'completed', prev.status, next.status, NULL, NULL FROM next, prev
+)
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
+`
+
+type InvocationCompleteBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type InvocationCompleteParams struct {
+	ID          uuid.UUID
+	Result      []byte
+	ProviderRef *string
+	Conflict    bool
+	DurationMs  *int32
+}
+
+type InvocationCompleteRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+	SessionID      *string
+	AutomationID   *string
+	RequestedBy    string
+	Origin         string
+	Integration    string
+	Action         string
+	RiskLevel      string
+	Mode           string
+	ModeSource     string
+	Params         []byte
+	ParamsHash     string
+	Status         string
+	Result         []byte
+	Error          *string
+	DeniedReason   *string
+	DurationMs     *int32
+	ApprovedBy     *string
+	ApprovedAt     *time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExternalID     *string
+	IdempotencyKey *string
+	JobID          *int64
+	Attempt        int32
+	RateBucket     *string
+	MustRunBefore  *time.Time
+	ProviderRef    *string
+	Conflict       bool
+	Approval       string
+	RiskHint       *string
+	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
+	ProviderWaits  int32
+	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
+}
+
+func (q *Queries) InvocationComplete(ctx context.Context, db DBTX, arg []InvocationCompleteParams) *InvocationCompleteBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.ID,
+			a.Result,
+			a.ProviderRef,
+			a.Conflict,
+			a.DurationMs,
+		}
+		batch.Queue(invocationComplete, vals...)
+	}
+	br := db.SendBatch(ctx, batch)
+	return &InvocationCompleteBatchResults{br, len(arg), false}
+}
+
+func (b *InvocationCompleteBatchResults) QueryRow(f func(int, InvocationCompleteRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var i InvocationCompleteRow
+		if b.closed {
+			if f != nil {
+				f(t, i, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		row := b.br.QueryRow()
+		err := row.Scan(
+			&i.ID,
+			&i.OrganizationID,
+			&i.SessionID,
+			&i.AutomationID,
+			&i.RequestedBy,
+			&i.Origin,
+			&i.Integration,
+			&i.Action,
+			&i.RiskLevel,
+			&i.Mode,
+			&i.ModeSource,
+			&i.Params,
+			&i.ParamsHash,
+			&i.Status,
+			&i.Result,
+			&i.Error,
+			&i.DeniedReason,
+			&i.DurationMs,
+			&i.ApprovedBy,
+			&i.ApprovedAt,
+			&i.StartedAt,
+			&i.CompletedAt,
+			&i.ExpiresAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.ExternalID,
+			&i.IdempotencyKey,
+			&i.JobID,
+			&i.Attempt,
+			&i.RateBucket,
+			&i.MustRunBefore,
+			&i.ProviderRef,
+			&i.Conflict,
+			&i.Approval,
+			&i.RiskHint,
+			&i.UserID,
+			&i.DeadLetteredAt,
+			&i.ReplayCount,
+			&i.ReplayedBy,
+			&i.ReplayedAt,
+			&i.DiscardedBy,
+			&i.DiscardedAt,
+			&i.ProviderWaits,
+			&i.ParamsSealed,
+			&i.EventSeq,
+			&i.Retry,
+		)
+		if f != nil {
+			f(t, i, err)
+		}
+	}
+}
+
+func (b *InvocationCompleteBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
 const invocationInsert = `-- name: InvocationInsert :batchone
 WITH next AS (
     INSERT INTO action_invocations (

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/outboxd/outboxd/internal/batch"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 )
 
@@ -95,16 +96,60 @@ type RunContext struct {
 // Start does. started is false when it did not: the invocation is in
 // another state, or the gates must be checked before Start.
 func (s *Store) Begin(ctx context.Context, db DB, id uuid.UUID, attempt int) (inv Invocation, rc RunContext, started bool, err error) {
-	r, err := s.q.InvocationBegin(ctx, db, dbsqlc.InvocationBeginParams{ID: id, Attempt: int32(attempt)})
-	if inv, err = one(r.ActionInvocation, err, id); err != nil {
+	begun, err := s.BeginMany(ctx, db, []BeginArgs{{ID: id, Attempt: attempt}})
+	if err != nil {
 		return inv, rc, false, err
 	}
-	inv.Status = Status(r.LockedStatus)
-	if r.Started {
-		inv.Status, inv.Attempt = StatusExecuting, int32(attempt)
-		inv.StartedAt, inv.UpdatedAt = r.StartedAtNew, *r.UpdatedAtNew
+	b := begun[0]
+	return b.Value.Invocation, b.Value.Run, b.Value.Started, b.Err
+}
+
+// BeginArgs names one job's Begin.
+type BeginArgs struct {
+	ID      uuid.UUID
+	Attempt int
+}
+
+// Begun is the answer of Begin for one invocation.
+type Begun struct {
+	Invocation Invocation
+	Run        RunContext
+	Started    bool
+}
+
+// BeginMany does Begin for several jobs in one round trip and one
+// transaction (the statements are pipelined). An invocation that does not
+// exist answers ErrNotFound in its Result; any other failure fails the
+// whole batch, which then changed nothing.
+func (s *Store) BeginMany(ctx context.Context, db DB, args []BeginArgs) ([]batch.Result[Begun], error) {
+	params := make([]dbsqlc.InvocationBeginParams, len(args))
+	for i, a := range args {
+		params[i] = dbsqlc.InvocationBeginParams{ID: a.ID, Attempt: int32(a.Attempt)}
 	}
-	return inv, runContext(r.Patterns, r.Windows, r.CredentialVersion), r.Started, nil
+	out := make([]batch.Result[Begun], len(args))
+	var batchErr error
+	results := s.q.InvocationBegin(ctx, db, params)
+	results.QueryRow(func(i int, r dbsqlc.InvocationBeginRow, err error) {
+		inv, err := one(r.ActionInvocation, err, args[i].ID)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			out[i].Err = err
+			return
+		case err != nil:
+			batchErr = cmp.Or(batchErr, fmt.Errorf("beginning invocation: %w", err))
+			return
+		}
+		inv.Status = Status(r.LockedStatus)
+		if r.Started {
+			inv.Status, inv.Attempt = StatusExecuting, int32(args[i].Attempt)
+			inv.StartedAt, inv.UpdatedAt = r.StartedAtNew, *r.UpdatedAtNew
+		}
+		out[i].Value = Begun{Invocation: inv, Run: runContext(r.Patterns, r.Windows, r.CredentialVersion), Started: r.Started}
+	})
+	if err := cmp.Or(batchErr, results.Close()); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func runContext(patterns []string, windows json.RawMessage, credentialVersion time.Time) RunContext {
@@ -421,10 +466,49 @@ type Outcome struct {
 
 // Complete records an executing invocation's successful call.
 func (s *Store) Complete(ctx context.Context, db DB, id uuid.UUID, o *Outcome) (Invocation, error) {
-	r, err := s.q.InvocationComplete(ctx, db, dbsqlc.InvocationCompleteParams{
-		ID: id, Result: o.Result, ProviderRef: nilIfEmpty(o.ProviderRef), Conflict: o.Conflict, DurationMs: o.DurationMs,
+	done, err := s.CompleteMany(ctx, db, []Completion{{ID: id, Outcome: o}})
+	if err != nil {
+		return Invocation{}, err
+	}
+	return done[0].Value, done[0].Err
+}
+
+// Completion is one invocation's successful call.
+type Completion struct {
+	ID      uuid.UUID
+	Outcome *Outcome
+}
+
+// CompleteMany does Complete for several invocations in one round trip and
+// one transaction (the statements are pipelined). An invocation no longer
+// executing answers ErrConflict in its Result; any other failure fails the
+// whole batch, which then changed nothing.
+func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]batch.Result[Invocation], error) {
+	params := make([]dbsqlc.InvocationCompleteParams, len(cs))
+	for i, c := range cs {
+		o := c.Outcome
+		params[i] = dbsqlc.InvocationCompleteParams{
+			ID: c.ID, Result: o.Result, ProviderRef: nilIfEmpty(o.ProviderRef), Conflict: o.Conflict, DurationMs: o.DurationMs,
+		}
+	}
+	out := make([]batch.Result[Invocation], len(cs))
+	var batchErr error
+	results := s.q.InvocationComplete(ctx, db, params)
+	results.QueryRow(func(i int, r dbsqlc.InvocationCompleteRow, err error) {
+		inv, err := transitioned(r, err, cs[i].ID, "completing")
+		switch {
+		case errors.Is(err, ErrConflict):
+			out[i].Err = err
+		case err != nil:
+			batchErr = cmp.Or(batchErr, err)
+		default:
+			out[i].Value = inv
+		}
 	})
-	return transitioned(r, err, id, "completing")
+	if err := cmp.Or(batchErr, results.Close()); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Fail records a failure that will not be retried: a dead letter.

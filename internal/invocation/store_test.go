@@ -465,3 +465,61 @@ func TestStore_Begin(t *testing.T) {
 		require.Equal(t, invocation.StatusCancelled, a.inv.Status)
 	})
 }
+
+// TestStore_ManyInOneTransaction: BeginMany and CompleteMany answer for
+// each invocation, a missing or conflicting one alone, and commit the
+// others' transitions together.
+func TestStore_ManyInOneTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	setupTx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	first := b.create(t, setupTx, invocation.StatusApproved)
+	second := b.create(t, setupTx, invocation.StatusApproved)
+	pending := b.create(t, setupTx, invocation.StatusPending)
+	require.NoError(t, setupTx.Commit(ctx))
+	missing := uuid.Must(uuid.NewV7())
+
+	eventXIDs := func(typ string) []int64 {
+		t.Helper()
+		rows, err := b.pool.Query(ctx, `SELECT DISTINCT xid::text::bigint FROM invocation_events WHERE type = $1 AND invocation_id = ANY($2)`,
+			typ, []uuid.UUID{first.ID, second.ID})
+		require.NoError(t, err)
+		xids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
+		return xids
+	}
+
+	begun, err := b.store.BeginMany(ctx, b.pool, []invocation.BeginArgs{
+		{ID: first.ID, Attempt: 1}, {ID: second.ID, Attempt: 1}, {ID: pending.ID, Attempt: 1}, {ID: missing, Attempt: 1},
+	})
+	require.NoError(t, err)
+	require.Len(t, begun, 4)
+	for _, i := range []int{0, 1} {
+		require.NoError(t, begun[i].Err)
+		require.True(t, begun[i].Value.Started)
+		require.Equal(t, invocation.StatusExecuting, begun[i].Value.Invocation.Status)
+	}
+	require.NoError(t, begun[2].Err)
+	require.False(t, begun[2].Value.Started)
+	require.Equal(t, invocation.StatusPending, begun[2].Value.Invocation.Status)
+	require.ErrorIs(t, begun[3].Err, invocation.ErrNotFound)
+	require.Len(t, eventXIDs("started"), 1, "both starts in one transaction")
+
+	done, err := b.store.CompleteMany(ctx, b.pool, []invocation.Completion{
+		{ID: first.ID, Outcome: &invocation.Outcome{Result: json.RawMessage(`{"ok":1}`)}},
+		{ID: pending.ID, Outcome: &invocation.Outcome{Result: json.RawMessage(`{}`)}},
+		{ID: second.ID, Outcome: &invocation.Outcome{Result: json.RawMessage(`{"ok":2}`), ProviderRef: "ref-2"}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, done[0].Err)
+	require.Equal(t, invocation.StatusCompleted, done[0].Value.Status)
+	require.ErrorIs(t, done[1].Err, invocation.ErrConflict, "a pending invocation cannot complete")
+	require.NoError(t, done[2].Err)
+	require.Equal(t, "ref-2", *done[2].Value.ProviderRef)
+	require.Len(t, eventXIDs("completed"), 1, "both completions in one transaction")
+	still, err := b.store.GetByID(ctx, b.pool, pending.ID)
+	require.NoError(t, err)
+	require.Equal(t, invocation.StatusPending, still.Status)
+}

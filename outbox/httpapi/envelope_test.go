@@ -164,7 +164,7 @@ func TestEnvelope_AllowRunsThroughWorker(t *testing.T) {
 	require.Nil(t, result["error"])
 	require.Equal(t, "completed", done["invocation_status"])
 	require.NotNil(t, done["timestamps"].(map[string]any)["completed_at"])
-	require.Equal(t, "completed", jobState(t, b, id))
+	waitJobState(t, b, id, "completed")
 
 	reqs := b.Slack.Requests()
 	require.Len(t, reqs, 1)

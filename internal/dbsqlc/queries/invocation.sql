@@ -128,7 +128,7 @@ WITH prev AS (
 )
 SELECT * FROM next;
 
--- name: InvocationComplete :one
+-- name: InvocationComplete :batchone
 WITH prev AS (
     SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
 ), next AS (
@@ -257,7 +257,7 @@ WHERE organization_id = @organization_id AND dead_lettered_at IS NOT NULL AND di
 SELECT * FROM action_invocations
 WHERE organization_id = @organization_id AND external_id = ANY(@external_ids::text[]);
 
--- name: InvocationBegin :one
+-- name: InvocationBegin :batchone
 -- The worker's one statement before a call: it reads the invocation, its
 -- organization's do-not-contact patterns, the quiet windows of the
 -- organization and of its bucket, and the version (last change) of the
