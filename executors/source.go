@@ -62,6 +62,12 @@ type ExecContext struct {
 	// invocation id). Sources pass it to the provider where its API supports
 	// one.
 	IdempotencyKey string
+	// Retry is true when an earlier execution of this invocation started
+	// (a retry, a rerun after a snooze or a rescue, a replayed dead
+	// letter), so the provider may already have acted on it even though no
+	// answer was recorded. A source whose provider takes no idempotency
+	// key looks for its earlier work before creating anything again.
+	Retry bool
 }
 
 // Token kinds for ExecContext.TokenKind.

@@ -131,7 +131,10 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	// Every credential value this job used is scrubbed from what it stores
 	// and logs, whatever key or text a provider echoes it in.
 	secrets := []string{tok.Value}
-	res, err := w.call(ctx, source, inv, tok)
+	// An earlier execution may have reached the provider: sources without
+	// an idempotency key look for their earlier work before creating.
+	retry := rc.StartedBefore
+	res, err := w.call(ctx, source, inv, tok, retry)
 	if unauthorized(err) {
 		// The provider rejected the credential: refresh it once and retry.
 		log.Info("provider rejected the credential; refreshing the token and retrying once")
@@ -140,7 +143,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		if err != nil {
 			return w.tokenFailure(bg, job, inv, err, log)
 		}
-		res, err = w.call(ctx, source, inv, tok)
+		res, err = w.call(ctx, source, inv, tok, retry)
 		if unauthorized(err) {
 			err = &executors.Error{Code: executors.CodeUnauthorized, Message: "the provider rejected the credential again after a refresh: " + executors.Classify(err).Message}
 		}
@@ -170,7 +173,7 @@ func unauthorized(err error) bool {
 }
 
 // call runs the action with the call deadline.
-func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv invocation.Invocation, tok credential.Token) (executors.Result, error) {
+func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv invocation.Invocation, tok credential.Token, retry bool) (executors.Result, error) {
 	params := inv.Params
 	if inv.ParamsSealed != nil {
 		exact, err := w.deps.Box.Open(inv.ParamsSealed, inv.ID[:])
@@ -187,6 +190,7 @@ func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv i
 		OrganizationID: inv.OrganizationID,
 		SessionID:      deref(inv.SessionID),
 		IdempotencyKey: inv.ID.String(),
+		Retry:          retry,
 	})
 }
 

@@ -2,6 +2,7 @@ package app
 
 import (
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/github"
 	"github.com/outboxd/outboxd/executors/linear"
 	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/executors/sentry"
@@ -16,6 +17,7 @@ var Providers = []executors.Provider{
 	slack.Provider,
 	linear.Provider,
 	sentry.Provider,
+	github.Provider,
 }
 
 // DefaultBuckets are the rate buckets outboxd starts with: each provider's,

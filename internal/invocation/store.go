@@ -87,6 +87,10 @@ type RunContext struct {
 	// CredentialVersion changes whenever a credential the invocation may
 	// use is stored; the zero time when there is none.
 	CredentialVersion time.Time
+	// StartedBefore is true when an earlier execution had already started
+	// (started_at was set before this one): the provider may have acted on
+	// the invocation even though no outcome was recorded.
+	StartedBefore bool
 }
 
 // Begin is a job's first step before its call, in one statement: it returns
@@ -140,11 +144,15 @@ func (s *Store) BeginMany(ctx context.Context, db DB, args []BeginArgs) ([]batch
 			return
 		}
 		inv.Status = Status(r.LockedStatus)
+		// The row as read, before this start set started_at.
+		startedBefore := inv.StartedAt != nil
 		if r.Started {
 			inv.Status, inv.Attempt = StatusExecuting, int32(args[i].Attempt)
 			inv.StartedAt, inv.UpdatedAt = r.StartedAtNew, *r.UpdatedAtNew
 		}
-		out[i].Value = Begun{Invocation: inv, Run: runContext(r.Patterns, r.Windows, r.CredentialVersion), Started: r.Started}
+		rc := runContext(r.Patterns, r.Windows, r.CredentialVersion)
+		rc.StartedBefore = startedBefore
+		out[i].Value = Begun{Invocation: inv, Run: rc, Started: r.Started}
 	})
 	if err := cmp.Or(batchErr, results.Close()); err != nil {
 		return nil, err

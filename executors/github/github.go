@@ -1,0 +1,122 @@
+// Package github is the GitHub action source. It creates and comments on
+// issues and reads issues and pull requests through GitHub's REST API with
+// the token the worker injects at call time, and classifies GitHub's
+// answers, its rate limits included, into executors.Error so the worker
+// knows whether to retry, snooze or fail.
+//
+// GitHub takes no idempotency key, so the create actions put a marker
+// derived from the idempotency key (the invocation id) in what they create,
+// as an HTML comment GitHub does not render, and a retry looks for it before
+// creating again: an answer lost after GitHub acted never creates twice.
+package github
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/httpsource"
+)
+
+const (
+	// SourceID is the id of this source in the registry and in mode keys.
+	SourceID = "github"
+
+	// DefaultBaseURL is the root of GitHub's REST API on github.com.
+	DefaultBaseURL = "https://api.github.com"
+)
+
+// Config configures a Source.
+type Config struct {
+	// BaseURL is the root of GitHub's REST API; requests go to paths such as
+	// <BaseURL>/repos/{owner}/{repo}/issues. Defaults to DefaultBaseURL.
+	// GitHub Enterprise Server uses https://<host>/api/v3; tests point it at
+	// a loopback server.
+	BaseURL string
+
+	// HTTPClient sends requests to GitHub. Defaults to a client with its own
+	// pooled transport and no overall timeout: deadlines come from the
+	// context passed to Execute.
+	HTTPClient *http.Client
+
+	// Now is the clock rate-limit resets are measured against. Defaults to
+	// time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults returns a copy of c with unset fields filled in.
+func (c *Config) WithDefaults() *Config {
+	if c == nil {
+		c = &Config{}
+	}
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Config{
+		BaseURL:    strings.TrimRight(cmp.Or(c.BaseURL, DefaultBaseURL), "/"),
+		HTTPClient: cmp.Or(c.HTTPClient, httpsource.NewClient()),
+		Now:        now,
+	}
+}
+
+func (c *Config) validate() error {
+	u, err := httpsource.CheckBaseURL(SourceID, c.BaseURL)
+	if err != nil {
+		return err
+	}
+	if u.ForceQuery {
+		return errors.New("github: BaseURL " + c.BaseURL + " must not have a query or fragment")
+	}
+	if u.User != nil {
+		return errors.New("github: BaseURL must not carry credentials")
+	}
+	return nil
+}
+
+// Source is the GitHub action source. It holds configuration only, so one
+// Source serves every organization and is safe for concurrent use.
+type Source struct {
+	baseURL string
+	client  *http.Client
+	now     func() time.Time
+}
+
+var _ executors.Source = (*Source)(nil)
+
+// New returns a GitHub source. A nil cfg uses the defaults.
+func New(cfg *Config) (*Source, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Source{baseURL: cfg.BaseURL, client: cfg.HTTPClient, now: cfg.Now}, nil
+}
+
+// ID returns SourceID.
+func (s *Source) ID() string { return SourceID }
+
+// ListActions returns the actions GitHub offers. They do not depend on the
+// caller, so ec is ignored and no request is made.
+func (s *Source) ListActions(_ context.Context, _ executors.ExecContext) ([]executors.Definition, error) {
+	return definitions(), nil
+}
+
+// Execute runs one action. Failures are *executors.Error (reachable with
+// errors.As); when a failure has an underlying cause, such as the caller's
+// context or ErrUnknownAction, errors.Is finds that too.
+func (s *Source) Execute(ctx context.Context, actionID string, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
+	run, ok := actions[actionID]
+	if !ok {
+		return executors.Result{}, httpsource.UnknownAction(SourceID, actionID)
+	}
+	res, err := run(s, ctx, params, ec)
+	// The escaped forms cover a token that reached the URL through params.
+	return res, httpsource.Scrub(err, ec.Token, url.PathEscape(ec.Token), url.QueryEscape(ec.Token))
+}

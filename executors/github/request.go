@@ -1,0 +1,344 @@
+package github
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/httpsource"
+)
+
+const (
+	// apiVersion is the REST API version the requests and answers follow.
+	apiVersion = "2022-11-28"
+
+	// userAgent names outboxd to GitHub, which refuses requests without a
+	// User-Agent.
+	userAgent = "outboxd"
+
+	// maxResponseBytes bounds how much of GitHub's answer is read. A page of
+	// 100 pull requests, each with its repositories, is the largest answer.
+	maxResponseBytes = 4 << 20
+
+	// secondaryRetryAfter is how long to wait after a secondary rate limit
+	// that names no time: GitHub asks for at least a minute.
+	secondaryRetryAfter = time.Minute
+
+	// maxRetryAfter caps a wait GitHub asks for, so a bogus header cannot
+	// park an invocation for days. GitHub's primary limit resets hourly.
+	maxRetryAfter = time.Hour
+
+	// maxDetailRunes bounds how much of GitHub's error text is quoted in a
+	// message.
+	maxDetailRunes = 300
+)
+
+// request is one call to GitHub's REST API.
+type request struct {
+	method string
+	// segments are the path below the base URL, unescaped; each is escaped
+	// on its own.
+	segments []string
+	query    url.Values
+	// body is sent as JSON when non-nil.
+	body []byte
+	// subject names what the call is about, e.g. `issue #12 of acme/web`,
+	// for error messages.
+	subject string
+}
+
+// do sends r and classifies the outcome. On success the answer is valid
+// JSON of at most maxResponseBytes.
+func (s *Source) do(ctx context.Context, ec executors.ExecContext, r *request) (json.RawMessage, http.Header, error) {
+	if ec.Token == "" {
+		return nil, nil, &executors.Error{
+			Code:    "not_authed",
+			Message: "no GitHub token is available; connect GitHub first",
+		}
+	}
+
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, s.endpoint(r), body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("github: building request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+ec.Token)
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", apiVersion)
+	req.Header.Set("User-Agent", userAgent)
+	if r.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+		if ec.IdempotencyKey != "" {
+			// GitHub ignores the key; it identifies the call in proxies'
+			// logs. The marker in the body is what makes creates idempotent.
+			req.Header.Set(httpsource.IdempotencyKeyHeader, ec.IdempotencyKey)
+		}
+	}
+
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, nil, httpsource.TransportError(ctx, "GitHub", err)
+	}
+	defer httpsource.CloseBody(resp.Body, maxResponseBytes)
+
+	raw, readErr := httpsource.ReadBody(resp.Body, maxResponseBytes)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, nil, s.statusError(resp, raw, r.subject, ec.Token)
+	}
+	if errors.Is(readErr, httpsource.ErrTooLarge) {
+		return nil, nil, &executors.Error{
+			Code:    "response_too_large",
+			Message: fmt.Sprintf("GitHub's answer about %s is larger than %d bytes", r.subject, maxResponseBytes),
+		}
+	}
+	if readErr != nil {
+		return nil, nil, httpsource.TransportError(ctx, "GitHub", readErr)
+	}
+	if !json.Valid(raw) {
+		return nil, nil, &executors.Error{
+			Code:      "invalid_response",
+			Message:   fmt.Sprintf("GitHub answered HTTP %d with a body that is not JSON", resp.StatusCode),
+			Retryable: true,
+		}
+	}
+	return json.RawMessage(raw), resp.Header, nil
+}
+
+// endpoint is the URL of r: the base URL, each segment escaped on its own
+// so a "/" or "?" in a name cannot change the endpoint, and the query.
+func (s *Source) endpoint(r *request) string {
+	var b strings.Builder
+	b.WriteString(s.baseURL)
+	for _, seg := range r.segments {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(seg))
+	}
+	if len(r.query) > 0 {
+		b.WriteByte('?')
+		b.WriteString(r.query.Encode())
+	}
+	return b.String()
+}
+
+// statusError classifies a non-2xx answer. The token is removed from
+// GitHub's text before the text is shortened, so no fragment of it can
+// survive the cut.
+func (s *Source) statusError(resp *http.Response, raw []byte, subject, token string) *executors.Error {
+	detail := errorDetail(raw)
+	if token != "" {
+		detail = strings.ReplaceAll(detail, token, httpsource.Redacted)
+	}
+	detail = sanitize(detail)
+	withDetail := func(msg string) string {
+		if detail == "" {
+			return msg
+		}
+		return msg + " (GitHub said: " + detail + ")"
+	}
+
+	status := resp.StatusCode
+	if status == http.StatusForbidden || status == http.StatusTooManyRequests {
+		if e := s.rateLimited(resp.Header, status, detail); e != nil {
+			e.Message = withDetail(e.Message)
+			return e
+		}
+	}
+	switch {
+	case status == http.StatusUnauthorized:
+		return &executors.Error{
+			Code:    executors.CodeUnauthorized,
+			Message: withDetail("GitHub rejected the token (HTTP 401); reconnect GitHub"),
+		}
+	case status == http.StatusForbidden:
+		return &executors.Error{
+			Code:    "forbidden",
+			Message: withDetail("the GitHub token may not act on " + subject + " (HTTP 403); check the token's scopes or permissions"),
+		}
+	case status == http.StatusNotFound:
+		return &executors.Error{
+			Code:    "not_found",
+			Message: withDetail("GitHub found no " + subject + ", or the token cannot see it (HTTP 404); check the owner, repository and number"),
+		}
+	case status == http.StatusGone:
+		return &executors.Error{
+			Code:    "gone",
+			Message: withDetail("GitHub no longer offers " + subject + " (HTTP 410); issues may be disabled on the repository"),
+		}
+	case status == http.StatusUnprocessableEntity:
+		return &executors.Error{
+			Code:    "validation_failed",
+			Message: withDetail("GitHub refused the request about " + subject + " as invalid (HTTP 422); check the params"),
+		}
+	case status >= 500:
+		return &executors.Error{
+			Code:       fmt.Sprintf("http_%d", status),
+			Message:    withDetail(fmt.Sprintf("GitHub failed while handling the call about %s (HTTP %d)", subject, status)),
+			Retryable:  true,
+			RetryAfter: httpsource.RetryAfter(resp.Header, 0, maxRetryAfter),
+		}
+	default:
+		return &executors.Error{
+			Code:    fmt.Sprintf("http_%d", status),
+			Message: withDetail(fmt.Sprintf("GitHub rejected the call about %s (HTTP %d)", subject, status)),
+		}
+	}
+}
+
+// rateLimited classifies a 403 or 429 that is one of GitHub's rate limits,
+// and returns nil for a 403 that is a plain refusal. In GitHub's order: a
+// Retry-After header says how long to wait; otherwise an exhausted primary
+// limit (x-ratelimit-remaining 0) waits until x-ratelimit-reset; otherwise a
+// secondary limit waits a minute.
+func (s *Source) rateLimited(h http.Header, status int, detail string) *executors.Error {
+	secondary := status == http.StatusTooManyRequests ||
+		strings.Contains(strings.ToLower(detail), "secondary rate limit")
+	if wait := httpsource.RetryAfter(h, 0, maxRetryAfter); wait > 0 {
+		return &executors.Error{
+			Code:       "secondary_rate_limited",
+			Message:    fmt.Sprintf("GitHub's secondary rate limit refused the call (HTTP %d); it asked to wait %s", status, wait),
+			Retryable:  true,
+			RetryAfter: wait,
+		}
+	}
+	if strings.TrimSpace(h.Get("X-RateLimit-Remaining")) == "0" {
+		wait := s.untilReset(h)
+		return &executors.Error{
+			Code:       "rate_limited",
+			Message:    fmt.Sprintf("the GitHub token's rate limit is used up (HTTP %d); it resets in %s", status, wait),
+			Retryable:  true,
+			RetryAfter: wait,
+		}
+	}
+	if secondary {
+		return &executors.Error{
+			Code:       "secondary_rate_limited",
+			Message:    fmt.Sprintf("GitHub's secondary rate limit refused the call (HTTP %d)", status),
+			Retryable:  true,
+			RetryAfter: secondaryRetryAfter,
+		}
+	}
+	return nil
+}
+
+// untilReset is how long until x-ratelimit-reset (UTC epoch seconds), at
+// least a second and at most maxRetryAfter; a missing or unreadable reset
+// waits a minute.
+func (s *Source) untilReset(h http.Header) time.Duration {
+	reset, err := strconv.ParseInt(strings.TrimSpace(h.Get("X-RateLimit-Reset")), 10, 64)
+	if err != nil || reset <= 0 {
+		return secondaryRetryAfter
+	}
+	// Whole seconds, rounded up: the limit resets at the start of the
+	// second GitHub names.
+	wait := time.Unix(reset, 0).Sub(s.now()).Truncate(time.Second) + time.Second
+	return min(max(wait, time.Second), maxRetryAfter)
+}
+
+// errorBody is GitHub's error answer: a message, and for 422 the fields
+// that failed.
+type errorBody struct {
+	Message string `json:"message"`
+	Errors  []struct {
+		Resource string `json:"resource"`
+		Field    string `json:"field"`
+		Code     string `json:"code"`
+		Message  string `json:"message"`
+	} `json:"errors"`
+}
+
+// errorDetail extracts the explanation from a GitHub error body:
+// "Validation Failed: title missing_field; ...". Anything that is not
+// GitHub's error shape yields "".
+func errorDetail(raw []byte) string {
+	var body errorBody
+	if json.Unmarshal(raw, &body) != nil {
+		return ""
+	}
+	var parts []string
+	for _, e := range body.Errors {
+		part := strings.TrimSpace(strings.Join([]string{e.Field, e.Code}, " "))
+		if e.Message != "" {
+			part = strings.TrimSpace(part + " " + e.Message)
+		}
+		if part != "" {
+			parts = append(parts, part)
+		}
+	}
+	if len(parts) == 0 {
+		return body.Message
+	}
+	return body.Message + ": " + strings.Join(parts, "; ")
+}
+
+// sanitize makes provider text safe to quote in a message: control
+// characters become spaces, runs of space collapse, and the text is cut to
+// maxDetailRunes.
+func sanitize(s string) string {
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError
+	}), " ")
+	if utf8.RuneCountInString(s) > maxDetailRunes {
+		s = string([]rune(s)[:maxDetailRunes]) + "…"
+	}
+	return s
+}
+
+// nextPage returns the page number of the Link header's rel="next" target,
+// or nil when there is none: GitHub sends
+//
+//	<https://api.github.com/repositories/1/pulls?page=2>; rel="next", <...?page=5>; rel="last"
+//
+// and leaves rel="next" out on the last page.
+func nextPage(h http.Header) *int {
+	for _, value := range h.Values("Link") {
+		for link := range strings.SplitSeq(value, ",") {
+			target, params, ok := strings.Cut(link, ";")
+			if !ok || !hasNextRel(params) {
+				continue
+			}
+			target = strings.TrimSpace(target)
+			target = strings.TrimSuffix(strings.TrimPrefix(target, "<"), ">")
+			u, err := url.Parse(target)
+			if err != nil {
+				return nil
+			}
+			page, err := strconv.Atoi(u.Query().Get("page"))
+			if err != nil || page < 1 {
+				return nil
+			}
+			return &page
+		}
+	}
+	return nil
+}
+
+// hasNextRel reports whether a link's parameters have rel="next" (or a rel
+// list including next).
+func hasNextRel(params string) bool {
+	for param := range strings.SplitSeq(params, ";") {
+		name, value, ok := strings.Cut(param, "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(name), "rel") {
+			continue
+		}
+		for rel := range strings.FieldsSeq(strings.Trim(strings.TrimSpace(value), `"`)) {
+			if strings.EqualFold(rel, "next") {
+				return true
+			}
+		}
+	}
+	return false
+}
