@@ -242,8 +242,8 @@ func (s *Source) untilReset(h http.Header) time.Duration {
 	if err != nil || reset <= 0 {
 		return secondaryRetryAfter
 	}
-	// Whole seconds, rounded up: the limit resets at the start of the
-	// second GitHub names.
+	// Whole seconds, one more than are left, so the call comes back after
+	// the reset whatever the fraction and a little clock difference.
 	wait := time.Unix(reset, 0).Sub(s.now()).Truncate(time.Second) + time.Second
 	return min(max(wait, time.Second), maxRetryAfter)
 }
