@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/outboxd/outboxd/executors"
@@ -97,9 +98,9 @@ func (r *RepoRef) check() error {
 		switch {
 		case f.value == "":
 			return fmt.Errorf("%s is required", f.name)
-		case f.value == "." || f.value == "..":
-			// Escaping leaves these unchanged, and a server or proxy would
-			// resolve them to another endpoint.
+		case strings.Trim(f.value, ".") == "":
+			// Escaping leaves "." and ".." unchanged, and a server or proxy
+			// would resolve them to another endpoint; no name is only dots.
 			return fmt.Errorf("%s %q is not a valid name", f.name, f.value)
 		}
 	}

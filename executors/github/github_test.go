@@ -177,9 +177,11 @@ func TestListActions(t *testing.T) {
 	for action, cases := range map[string]map[string][]string{
 		"create_issue": {
 			`{"owner":"octo","repo":"web","title":"Crash"}`:                                                                  {},
+			`{"owner":"octo","repo":".github","title":"Crash"}`:                                                              {},
+			`{"owner":"octo","repo":"...","title":"Crash"}`:                                                                  {"repo"},
 			`{"owner":"octo","repo":"web.js","title":"Crash","body":"x","labels":["bug"],"assignees":["ada"],"milestone":3}`: {},
 			`{"owner":"octo","repo":"web"}`:                                                                                  {"title"},
-			`{"owner":"octo/x","repo":"..","title":"Crash"}`:                                                                 {"owner"},
+			`{"owner":"octo/x","repo":"..","title":"Crash"}`:                                                                 {"owner", "repo"},
 			`{"owner":"octo","repo":"web","title":""}`:                                                                       {"title"},
 			`{"owner":"octo","repo":"web","title":"x","milestone":0}`:                                                        {"milestone"},
 			`{"owner":"octo","repo":"web","title":"x","labels":["a","a"]}`:                                                   {"labels"},
