@@ -1,8 +1,8 @@
 // Package executors holds the ActionSource seam: the interface every provider
-// (Slack, Linear, Sentry, MCP connectors) implements, the action definitions
-// it publishes, the registration a provider package exports (Provider), and
-// the error shape the worker uses to decide between retry, snooze and
-// failure.
+// (Slack, Linear, Sentry, GitHub, MCP connectors) implements, the action
+// definitions it publishes, the registration a provider package exports
+// (Provider), and the error shape the worker uses to decide between retry,
+// snooze and failure.
 package executors
 
 import (

@@ -346,9 +346,9 @@ func deref64(f *float64, none string) string {
 // found at runtime.
 const BootstrapGuide = `# Actions
 
-You can act on external services (Slack, Linear, Sentry, MCP tools...) through
-outboxd. You never hold their credentials; outboxd runs each action for you
-after checking policy.
+You can act on external services (Slack, Linear, Sentry, GitHub, MCP
+tools...) through outboxd. You never hold their credentials; outboxd runs each
+action for you after checking policy.
 
 ## With the outboxd command
 

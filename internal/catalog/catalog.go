@@ -1,8 +1,8 @@
 // Package catalog resolves source ids for an organization: the static
-// provider sources (Slack, Linear, Sentry) plus the organization's enabled
-// MCP connectors, each wrapped with the connector row it came from. The API
-// and the workers resolve through it, so a connector added in one process
-// is usable by every other at once.
+// provider sources (Slack, Linear, Sentry, GitHub) plus the organization's
+// enabled MCP connectors, each wrapped with the connector row it came from.
+// The API and the workers resolve through it, so a connector added in one
+// process is usable by every other at once.
 package catalog
 
 import (
