@@ -82,8 +82,8 @@ func since(key string) time.Time {
 func unverified(what string) error {
 	return &executors.Error{
 		Code: "idempotency_unverified",
-		Message: fmt.Sprintf("could not tell whether an earlier attempt already created the %s: more than %d pages "+
-			"were created since; check GitHub before invoking again", what, maxSearchPages),
+		Message: fmt.Sprintf("could not tell whether an earlier attempt already created the %s: the look-up read %d "+
+			"pages without reaching the invocation's time; check GitHub before invoking again", what, maxSearchPages),
 	}
 }
 
