@@ -20,7 +20,7 @@ var (
 
 const invocationBegin = `-- name: InvocationBegin :batchone
 WITH prev AS (
-    SELECT a.id, a.status, a.organization_id, a.integration, a.user_id, a.rate_bucket, a.must_run_before
+    SELECT a.id, a.status, a.started_at, a.organization_id, a.integration, a.user_id, a.rate_bucket, a.must_run_before
     FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
 ), run AS (
     SELECT prev.id,
@@ -46,7 +46,8 @@ WITH prev AS (
     SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || $2::int FROM next, prev
 )
 SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, run.patterns, run.windows, run.credential_version,
-    prev.status AS locked_status, (next.id IS NOT NULL)::bool AS started,
+    prev.status AS locked_status, (prev.started_at IS NOT NULL)::bool AS started_before,
+    (next.id IS NOT NULL)::bool AS started,
     next.started_at AS started_at_new, next.updated_at AS updated_at_new
 FROM action_invocations i
 JOIN prev ON prev.id = i.id
@@ -71,6 +72,7 @@ type InvocationBeginRow struct {
 	Windows           []byte
 	CredentialVersion time.Time
 	LockedStatus      string
+	StartedBefore     bool
 	Started           bool
 	StartedAtNew      *time.Time
 	UpdatedAtNew      *time.Time
@@ -89,8 +91,9 @@ type InvocationBeginRow struct {
 // i is the row in the statement's snapshot (a data-modifying CTE's change
 // is not visible to the rest of the statement, and a transition committed
 // while the lock was awaited is not in it either): locked_status is the
-// status under the lock, and started and the *_new columns are the fields
-// the start changed.
+// status under the lock, started_before whether an earlier execution had
+// started (started_at under the lock, before this start), and started and
+// the *_new columns are the fields the start changed.
 func (q *Queries) InvocationBegin(ctx context.Context, db DBTX, arg []InvocationBeginParams) *InvocationBeginBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -166,6 +169,7 @@ func (b *InvocationBeginBatchResults) QueryRow(f func(int, InvocationBeginRow, e
 			&i.Windows,
 			&i.CredentialVersion,
 			&i.LockedStatus,
+			&i.StartedBefore,
 			&i.Started,
 			&i.StartedAtNew,
 			&i.UpdatedAtNew,

@@ -144,14 +144,12 @@ func (s *Store) BeginMany(ctx context.Context, db DB, args []BeginArgs) ([]batch
 			return
 		}
 		inv.Status = Status(r.LockedStatus)
-		// The row as read, before this start set started_at.
-		startedBefore := inv.StartedAt != nil
 		if r.Started {
 			inv.Status, inv.Attempt = StatusExecuting, int32(args[i].Attempt)
 			inv.StartedAt, inv.UpdatedAt = r.StartedAtNew, *r.UpdatedAtNew
 		}
 		rc := runContext(r.Patterns, r.Windows, r.CredentialVersion)
-		rc.StartedBefore = startedBefore
+		rc.StartedBefore = r.StartedBefore
 		out[i].Value = Begun{Invocation: inv, Run: rc, Started: r.Started}
 	})
 	if err := cmp.Or(batchErr, results.Close()); err != nil {

@@ -377,6 +377,7 @@ func TestStore_Begin(t *testing.T) {
 		require.Equal(t, invocation.StatusExecuting, got.Status)
 		require.Equal(t, int32(1), got.Attempt)
 		require.NotNil(t, got.StartedAt)
+		require.False(t, rc.StartedBefore, "the first start")
 		require.Empty(t, rc.DoNotContact)
 		requireTimeline(t, b, tx, inv.ID,
 			step{invocation.EventCreated, "", invocation.StatusApproved},
@@ -386,6 +387,22 @@ func TestStore_Begin(t *testing.T) {
 		require.Equal(t, got.Status, stored.Status)
 		require.Equal(t, got.StartedAt.UTC(), stored.StartedAt.UTC())
 		require.Equal(t, got.UpdatedAt.UTC(), stored.UpdatedAt.UTC())
+	})
+
+	t.Run("StartedBeforeOnALaterAttempt", func(t *testing.T) {
+		tx := b.begin(t)
+		inv := b.create(t, tx, invocation.StatusApproved)
+		_, rc, started, err := b.store.Begin(ctx, tx, inv.ID, 1)
+		require.NoError(t, err)
+		require.True(t, started)
+		require.False(t, rc.StartedBefore)
+		_, err = b.store.ScheduleRetry(ctx, tx, inv.ID, "http_502", nil)
+		require.NoError(t, err)
+		got, rc, started, err := b.store.Begin(ctx, tx, inv.ID, 2)
+		require.NoError(t, err)
+		require.True(t, started)
+		require.True(t, rc.StartedBefore, "the provider may have acted on attempt 1")
+		require.Equal(t, int32(2), got.Attempt)
 	})
 
 	gated := map[string]string{

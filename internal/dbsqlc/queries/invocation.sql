@@ -271,10 +271,11 @@ WHERE organization_id = @organization_id AND external_id = ANY(@external_ids::te
 -- i is the row in the statement's snapshot (a data-modifying CTE's change
 -- is not visible to the rest of the statement, and a transition committed
 -- while the lock was awaited is not in it either): locked_status is the
--- status under the lock, and started and the *_new columns are the fields
--- the start changed.
+-- status under the lock, started_before whether an earlier execution had
+-- started (started_at under the lock, before this start), and started and
+-- the *_new columns are the fields the start changed.
 WITH prev AS (
-    SELECT a.id, a.status, a.organization_id, a.integration, a.user_id, a.rate_bucket, a.must_run_before
+    SELECT a.id, a.status, a.started_at, a.organization_id, a.integration, a.user_id, a.rate_bucket, a.must_run_before
     FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
 ), run AS (
     SELECT prev.id,
@@ -300,7 +301,8 @@ WITH prev AS (
     SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || @attempt::int FROM next, prev
 )
 SELECT sqlc.embed(i), run.patterns, run.windows, run.credential_version,
-    prev.status AS locked_status, (next.id IS NOT NULL)::bool AS started,
+    prev.status AS locked_status, (prev.started_at IS NOT NULL)::bool AS started_before,
+    (next.id IS NOT NULL)::bool AS started,
     next.started_at AS started_at_new, next.updated_at AS updated_at_new
 FROM action_invocations i
 JOIN prev ON prev.id = i.id
