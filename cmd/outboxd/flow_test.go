@@ -172,6 +172,10 @@ worker:
 	observed := float64(jobs-burst) / span
 	t.Logf("observed %.2f calls/s for a bucket of %d/s (%d calls over %.2fs, max %d in flight)", observed, rate, jobs, span, maxIn)
 	require.InDelta(t, rate, observed, rate*0.10, "rate within ±10%% of R")
+	// The bucket grants at most burst + R tokens in any second; calls reach
+	// the provider a variable time after their token (the first ones of a
+	// process also open connections and read the credential), which can
+	// bring calls granted up to a fifth of a second apart into one second.
 	for i, start := range arrivals {
 		n := 0
 		for _, a := range arrivals[i:] {
@@ -180,7 +184,7 @@ worker:
 			}
 			n++
 		}
-		require.LessOrEqual(t, n, burst+rate+1, "calls in the second starting at call %d", i)
+		require.LessOrEqual(t, n, burst+rate+rate/5+1, "calls in the second starting at call %d", i)
 	}
 
 	// Phase 2: SIGKILL one worker mid-run. Its running jobs are rescued, its
