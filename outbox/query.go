@@ -66,10 +66,10 @@ func (s *Service) ListSession(ctx context.Context, org, sessionID string, page P
 	return s.store.ListSession(ctx, s.deps.Pool, org, sessionID, page.normalized())
 }
 
-// ListOrg is the organization's inbox: invocations filtered by status,
-// newest first, with the total count for paging.
-func (s *Service) ListOrg(ctx context.Context, org string, status invocation.Status, page Page) ([]invocation.Invocation, int64, error) {
-	return s.store.ListOrg(ctx, s.deps.Pool, org, status, page.normalized())
+// ListOrg is the organization's inbox and activity: invocations passing
+// the filter, newest first, with the total count for paging.
+func (s *Service) ListOrg(ctx context.Context, org string, f invocation.ListFilter, page Page) ([]invocation.Invocation, int64, error) {
+	return s.store.ListOrg(ctx, s.deps.Pool, org, f, page.normalized())
 }
 
 // Modes is the API's map shape of mode overrides: "<source>:<action>" → mode.

@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 )
 
 const flowAcquire = `-- name: FlowAcquire :one
@@ -174,4 +175,55 @@ type FlowReleaseParams struct {
 func (q *Queries) FlowRelease(ctx context.Context, db DBTX, arg FlowReleaseParams) error {
 	_, err := db.Exec(ctx, flowRelease, arg.Holder, arg.Name, arg.ScopeKey)
 	return err
+}
+
+const flowStates = `-- name: FlowStates :many
+SELECT b.name, b.scope_key, b.tokens, b.refilled_at, b.blocked_until,
+       (SELECT count(*) FROM jsonb_each(b.leases) l WHERE (l.value #>> '{}')::timestamptz > now())::int AS active_leases,
+       now()::timestamptz AS read_at
+FROM flow_buckets b
+WHERE b.scope_key = '' OR b.scope_key = $1::text OR starts_with(b.scope_key, $1::text || '/')
+ORDER BY b.name, b.scope_key
+`
+
+type FlowStatesRow struct {
+	Name         string
+	ScopeKey     string
+	Tokens       float64
+	RefilledAt   time.Time
+	BlockedUntil *time.Time
+	ActiveLeases int32
+	ReadAt       time.Time
+}
+
+// The bucket rows an organization's calls use: global rows (empty scope key),
+// its own (@org) and its sources' (@org/<source>), with the number of live
+// leases and the database clock, from which the caller brings the stored
+// level up to date.
+func (q *Queries) FlowStates(ctx context.Context, db DBTX, org string) ([]FlowStatesRow, error) {
+	rows, err := db.Query(ctx, flowStates, org)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FlowStatesRow
+	for rows.Next() {
+		var i FlowStatesRow
+		if err := rows.Scan(
+			&i.Name,
+			&i.ScopeKey,
+			&i.Tokens,
+			&i.RefilledAt,
+			&i.BlockedUntil,
+			&i.ActiveLeases,
+			&i.ReadAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

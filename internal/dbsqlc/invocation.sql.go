@@ -395,16 +395,35 @@ func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, arg InvocationC
 
 const invocationCountByOrg = `-- name: InvocationCountByOrg :one
 SELECT count(*) FROM action_invocations
-WHERE organization_id = $1 AND ($2::text IS NULL OR status = $2)
+WHERE organization_id = $1
+  AND ($2::text IS NULL OR status = $2)
+  AND ($3::text IS NULL OR integration = $3)
+  AND ($4::text IS NULL OR session_id = $4)
+  AND ($5::text IS NULL OR automation_id = $5)
+  AND ($6::timestamptz IS NULL OR created_at >= $6)
+  AND ($7::timestamptz IS NULL OR created_at < $7)
 `
 
 type InvocationCountByOrgParams struct {
 	OrganizationID string
 	Status         *string
+	Integration    *string
+	SessionID      *string
+	AutomationID   *string
+	CreatedAfter   *time.Time
+	CreatedBefore  *time.Time
 }
 
 func (q *Queries) InvocationCountByOrg(ctx context.Context, db DBTX, arg InvocationCountByOrgParams) (int64, error) {
-	row := db.QueryRow(ctx, invocationCountByOrg, arg.OrganizationID, arg.Status)
+	row := db.QueryRow(ctx, invocationCountByOrg,
+		arg.OrganizationID,
+		arg.Status,
+		arg.Integration,
+		arg.SessionID,
+		arg.AutomationID,
+		arg.CreatedAfter,
+		arg.CreatedBefore,
+	)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
@@ -1235,6 +1254,40 @@ func (q *Queries) InvocationGetForUpdate(ctx context.Context, db DBTX, arg Invoc
 	return i, err
 }
 
+const invocationInFlight = `-- name: InvocationInFlight :many
+SELECT status, count(*) AS n, min(created_at)::timestamptz AS oldest
+FROM action_invocations
+WHERE organization_id = $1 AND status IN ('pending', 'approved', 'executing')
+GROUP BY status
+`
+
+type InvocationInFlightRow struct {
+	Status string
+	N      int64
+	Oldest time.Time
+}
+
+// The organization's invocations not yet ended, by status.
+func (q *Queries) InvocationInFlight(ctx context.Context, db DBTX, organizationID string) ([]InvocationInFlightRow, error) {
+	rows, err := db.Query(ctx, invocationInFlight, organizationID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []InvocationInFlightRow
+	for rows.Next() {
+		var i InvocationInFlightRow
+		if err := rows.Scan(&i.Status, &i.N, &i.Oldest); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const invocationListByExternalIDs = `-- name: InvocationListByExternalIDs :many
 SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM action_invocations
 WHERE organization_id = $1 AND external_id = ANY($2::text[])
@@ -1314,22 +1367,41 @@ func (q *Queries) InvocationListByExternalIDs(ctx context.Context, db DBTX, arg 
 
 const invocationListByOrg = `-- name: InvocationListByOrg :many
 SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM action_invocations
-WHERE organization_id = $1 AND ($2::text IS NULL OR status = $2)
+WHERE organization_id = $1
+  AND ($2::text IS NULL OR status = $2)
+  AND ($3::text IS NULL OR integration = $3)
+  AND ($4::text IS NULL OR session_id = $4)
+  AND ($5::text IS NULL OR automation_id = $5)
+  AND ($6::timestamptz IS NULL OR created_at >= $6)
+  AND ($7::timestamptz IS NULL OR created_at < $7)
 ORDER BY created_at DESC, id
-LIMIT $4 OFFSET $3
+LIMIT $9 OFFSET $8
 `
 
 type InvocationListByOrgParams struct {
 	OrganizationID string
 	Status         *string
+	Integration    *string
+	SessionID      *string
+	AutomationID   *string
+	CreatedAfter   *time.Time
+	CreatedBefore  *time.Time
 	Skip           int32
 	Max            int32
 }
 
+// The organization's invocations, newest first, each filter applied when
+// given: status, source (integration), session, automation and a
+// created_at range [created_after, created_before).
 func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg InvocationListByOrgParams) ([]ActionInvocation, error) {
 	rows, err := db.Query(ctx, invocationListByOrg,
 		arg.OrganizationID,
 		arg.Status,
+		arg.Integration,
+		arg.SessionID,
+		arg.AutomationID,
+		arg.CreatedAfter,
+		arg.CreatedBefore,
 		arg.Skip,
 		arg.Max,
 	)
@@ -1549,6 +1621,50 @@ func (q *Queries) InvocationListExpiredForUpdate(ctx context.Context, db DBTX, m
 			&i.EventSeq,
 			&i.Retry,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const invocationOutcomesSince = `-- name: InvocationOutcomesSince :many
+SELECT to_timestamp(floor(extract(epoch FROM completed_at) / $1::float8) * $1::float8)::timestamptz AS window_start,
+       status, count(*) AS n
+FROM action_invocations
+WHERE organization_id = $2 AND completed_at >= $3::timestamptz
+GROUP BY 1, 2
+ORDER BY 1, 2
+`
+
+type InvocationOutcomesSinceParams struct {
+	BucketSeconds  float64
+	OrganizationID string
+	Since          time.Time
+}
+
+type InvocationOutcomesSinceRow struct {
+	WindowStart time.Time
+	Status      string
+	N           int64
+}
+
+// How many of the organization's invocations ended in each status since
+// @since, per @bucket_seconds window (the window's start), for the
+// operations page. Served by action_invocations_org_completed.
+func (q *Queries) InvocationOutcomesSince(ctx context.Context, db DBTX, arg InvocationOutcomesSinceParams) ([]InvocationOutcomesSinceRow, error) {
+	rows, err := db.Query(ctx, invocationOutcomesSince, arg.BucketSeconds, arg.OrganizationID, arg.Since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []InvocationOutcomesSinceRow
+	for rows.Next() {
+		var i InvocationOutcomesSinceRow
+		if err := rows.Scan(&i.WindowStart, &i.Status, &i.N); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

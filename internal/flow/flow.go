@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -357,4 +359,72 @@ func fromSeconds(s float64) time.Duration {
 // jitter spreads d by ±20%.
 func jitter(d time.Duration) time.Duration {
 	return max(d+time.Duration((rand.Float64()*0.4-0.2)*float64(d)), 1)
+}
+
+// Buckets returns the configured buckets, defaults applied, by name.
+func (l *Limiter) Buckets() []BucketConfig {
+	out := make([]BucketConfig, 0, len(l.buckets))
+	for _, b := range l.buckets {
+		out = append(out, b.BucketConfig)
+	}
+	slices.SortFunc(out, func(a, b BucketConfig) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// State is one bucket row as an organization's calls see it now.
+type State struct {
+	Bucket string
+	// Source is the source of a per-source bucket's row, "" otherwise.
+	Source string
+	// Tokens is the current level, refilled up to the database's clock;
+	// at most the bucket's Burst.
+	Tokens float64
+	// BlockedUntil is the end of a drain (a provider's Retry-After), nil
+	// when the bucket is not blocked now.
+	BlockedUntil *time.Time
+	// Leases is how many concurrency slots are held now, by any process
+	// (for a global bucket, by any organization's jobs).
+	Leases int
+}
+
+// States reads the rows of the buckets org's calls use: the global ones,
+// org's own, and one per source for per-source buckets. A bucket that has
+// never been used has no row: it is full and holds no lease. One query.
+func (l *Limiter) States(ctx context.Context, org string) ([]State, error) {
+	rows, err := l.queries.FlowStates(ctx, l.pool, org)
+	if err != nil {
+		return nil, fmt.Errorf("reading flow buckets: %w", err)
+	}
+	var out []State
+	for _, r := range rows {
+		b, ok := l.buckets[r.Name]
+		if !ok {
+			continue // a bucket no longer configured
+		}
+		var source string
+		switch b.Scope {
+		case ScopeGlobal:
+			if r.ScopeKey != "" {
+				continue
+			}
+		case ScopeOrg:
+			if r.ScopeKey != org {
+				continue
+			}
+		case ScopeSource:
+			rest, found := strings.CutPrefix(r.ScopeKey, org+"/")
+			if !found || rest == "" || strings.Contains(rest, "/") {
+				continue // another organization's (one whose id has a slash)
+			}
+			source = rest
+		}
+		s := State{Bucket: b.Name, Source: source, Leases: int(r.ActiveLeases)}
+		elapsed := max(r.ReadAt.Sub(r.RefilledAt).Seconds(), 0)
+		s.Tokens = min(float64(b.Burst), r.Tokens+elapsed*b.perSecond)
+		if r.BlockedUntil != nil && r.BlockedUntil.After(r.ReadAt) {
+			s.BlockedUntil = r.BlockedUntil
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }

@@ -217,18 +217,38 @@ func (s *Store) ListSession(ctx context.Context, db DB, org, sessionID string, p
 	return fromRows(rows), nil
 }
 
-// ListOrg returns the organization's invocations in a status ("" for any),
-// newest first, and how many there are in all.
-func (s *Store) ListOrg(ctx context.Context, db DB, org string, status Status, page Page) ([]Invocation, int64, error) {
-	var st *string
-	if status != "" {
-		st = (*string)(&status)
+// ListFilter narrows an organization's invocation listing; zero fields
+// do not filter.
+type ListFilter struct {
+	Status       Status
+	Integration  string
+	SessionID    string
+	AutomationID string
+	// CreatedAfter and CreatedBefore bound created_at: [after, before).
+	CreatedAfter, CreatedBefore *time.Time
+}
+
+// ListOrg returns the organization's invocations that pass f, newest
+// first, and how many there are in all.
+func (s *Store) ListOrg(ctx context.Context, db DB, org string, f ListFilter, page Page) ([]Invocation, int64, error) {
+	opt := func(v string) *string {
+		if v == "" {
+			return nil
+		}
+		return &v
 	}
-	rows, err := s.q.InvocationListByOrg(ctx, db, dbsqlc.InvocationListByOrgParams{OrganizationID: org, Status: st, Max: page.Limit, Skip: page.Offset})
+	rows, err := s.q.InvocationListByOrg(ctx, db, dbsqlc.InvocationListByOrgParams{
+		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), SessionID: opt(f.SessionID),
+		AutomationID: opt(f.AutomationID), CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore,
+		Max: page.Limit, Skip: page.Offset,
+	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("listing invocations: %w", err)
 	}
-	total, err := s.q.InvocationCountByOrg(ctx, db, dbsqlc.InvocationCountByOrgParams{OrganizationID: org, Status: st})
+	total, err := s.q.InvocationCountByOrg(ctx, db, dbsqlc.InvocationCountByOrgParams{
+		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), SessionID: opt(f.SessionID),
+		AutomationID: opt(f.AutomationID), CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore,
+	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("counting invocations: %w", err)
 	}

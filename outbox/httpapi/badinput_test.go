@@ -87,6 +87,7 @@ func TestBadInput_Corpus(t *testing.T) {
 		{"GET", sess + "/available", sandbox, service, nil},
 		{"GET", sess + "/guide/slack", sandbox, service, nil},
 		{"GET", "/v1/actions/bootstrap-guide", sandbox, "", nil},
+		{"GET", "/v1/actions/available", owner, sandbox, nil},
 		{"GET", "/v1/sessions/" + apptest.Session + "/events", sandbox, service, nil},
 		{"GET", "/v1/events", owner, sandbox, nil},
 		{"GET", sess + "/invocations", sandbox, service, nil},
@@ -138,6 +139,8 @@ func TestBadInput_Corpus(t *testing.T) {
 		{"GET", "/v1/queues", owner, sandbox, nil},
 		{"POST", "/v1/queues/default/pause", owner, admin, nil},
 		{"POST", "/v1/queues/default/resume", owner, admin, nil},
+		{"GET", "/v1/stats", owner, member, nil},
+		{"GET", "/v1/rate-buckets", owner, member, nil},
 		{"POST", "/v1/envelopes", service, owner, envelope("corpus-new", nil)},
 		{"GET", "/v1/envelopes/" + env, service, sandbox, nil},
 		{"DELETE", "/v1/envelopes/" + env, service, member, nil},
@@ -242,6 +245,11 @@ func TestBadInput_Corpus(t *testing.T) {
 	}
 	add(badCase{name: "StatusNUL", method: "GET", path: "/v1/invocations?status=pending%00", token: owner, status: http.StatusBadRequest, field: "status"})
 	add(badCase{name: "StatusInvalidUTF8", method: "GET", path: "/v1/invocations?status=%FF", token: owner, status: http.StatusBadRequest, field: "status"})
+	add(badCase{name: "StatusUnknown", method: "GET", path: "/v1/invocations?status=done", token: owner, status: http.StatusBadRequest, field: "status"})
+	for _, q := range []string{"created_after=yesterday", "created_after=2026-11-21", "created_before=1700000000", "created_before=%00", "source=%FF", "session_id=a%00", "automation_id=" + strings.Repeat("a", 300)} {
+		field := strings.Split(q, "=")[0]
+		add(badCase{name: "Filter?" + q, method: "GET", path: "/v1/invocations?" + q, token: owner, status: http.StatusBadRequest, field: field})
+	}
 	add(badCase{name: "IdempotencyKeyInvalidUTF8", method: "POST", path: sess + "/invoke", token: sandbox, body: invokeBody,
 		headers: []string{"Idempotency-Key", "k\xff"}, status: http.StatusBadRequest, field: "Idempotency-Key"})
 	add(badCase{name: "IdempotencyKeyTooLong", method: "POST", path: sess + "/invoke", token: sandbox, body: invokeBody,

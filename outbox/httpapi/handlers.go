@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/invocation"
@@ -157,16 +158,34 @@ func (s *Server) getInvocation(w http.ResponseWriter, r *http.Request, c *auth.C
 	return nil
 }
 
+// listOrg lists the organization's invocations, newest first, filtered by
+// status, source, session_id, automation_id and a created_at range
+// (created_after inclusive, created_before exclusive, RFC 3339).
 func (s *Server) listOrg(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	status := invocation.Status(r.URL.Query().Get("status"))
-	if status != "" && !status.Valid() {
-		return badRequest("invalid_request", "unknown status "+strconv.Quote(string(status)))
+	q := r.URL.Query()
+	f := invocation.ListFilter{
+		Status: invocation.Status(q.Get("status")), Integration: q.Get("source"),
+		SessionID: q.Get("session_id"), AutomationID: q.Get("automation_id"),
+	}
+	if f.Status != "" && !f.Status.Valid() {
+		return invalidField("status", "unknown status %s", strconv.Quote(string(f.Status)))
+	}
+	for name, dst := range map[string]**time.Time{"created_after": &f.CreatedAfter, "created_before": &f.CreatedBefore} {
+		raw := q.Get(name)
+		if raw == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, raw)
+		if err != nil {
+			return invalidField(name, "%s must be an RFC 3339 time such as 2026-11-21T18:00:00Z", name)
+		}
+		*dst = &t
 	}
 	page, err := pageParams(r)
 	if err != nil {
 		return err
 	}
-	invs, total, err := s.svc.ListOrg(r.Context(), c.Org, status, page)
+	invs, total, err := s.svc.ListOrg(r.Context(), c.Org, f, page)
 	if err != nil {
 		return err
 	}

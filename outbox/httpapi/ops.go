@@ -122,3 +122,26 @@ func (s *Server) queueOp(pause bool) handlerFunc {
 		return nil
 	}
 }
+
+// stats answers the operations page's summary: queue depth and age by
+// state, and the organization's throughput and failure rate over the last
+// hour, computed by the database.
+func (s *Server) stats(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	st, err := s.svc.Stats(r.Context(), c.Org)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+// rateBuckets answers the configured rate buckets with their current fill
+// and leases.
+func (s *Server) rateBuckets(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	buckets, err := s.svc.RateBuckets(r.Context(), c.Org)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"buckets": buckets})
+	return nil
+}

@@ -91,6 +91,7 @@ func (s *Server) routes() []route {
 		{"POST", session + "/invocations/{id}/approve", admins, s.approve},
 		{"POST", session + "/invocations/{id}/deny", admins, s.deny},
 		{"GET", "/v1/actions/bootstrap-guide", anybody, s.bootstrapGuide},
+		{"GET", "/v1/actions/available", users, s.available},
 		{"GET", "/v1/sessions/{session_id}/events", sandbox | users, s.stream},
 		{"GET", "/v1/events", users, s.stream},
 
@@ -143,6 +144,8 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/queues", admins, s.listQueues},
 		{"POST", "/v1/queues/{name}/pause", owner, s.queueOp(true)},
 		{"POST", "/v1/queues/{name}/resume", owner, s.queueOp(false)},
+		{"GET", "/v1/stats", admins, s.stats},
+		{"GET", "/v1/rate-buckets", admins, s.rateBuckets},
 
 		{"POST", "/v1/envelopes", service, s.enqueue},
 		{"POST", "/v1/envelopes/batch", service, s.enqueueBatch},

@@ -97,3 +97,15 @@ ON CONFLICT (name, scope_key) DO UPDATE
 SET tokens = 0,
     refilled_at = greatest(flow_buckets.refilled_at, EXCLUDED.refilled_at),
     blocked_until = greatest(flow_buckets.blocked_until, EXCLUDED.blocked_until);
+
+-- name: FlowStates :many
+-- The bucket rows an organization's calls use: global rows (empty scope key),
+-- its own (@org) and its sources' (@org/<source>), with the number of live
+-- leases and the database clock, from which the caller brings the stored
+-- level up to date.
+SELECT b.name, b.scope_key, b.tokens, b.refilled_at, b.blocked_until,
+       (SELECT count(*) FROM jsonb_each(b.leases) l WHERE (l.value #>> '{}')::timestamptz > now())::int AS active_leases,
+       now()::timestamptz AS read_at
+FROM flow_buckets b
+WHERE b.scope_key = '' OR b.scope_key = @org::text OR starts_with(b.scope_key, @org::text || '/')
+ORDER BY b.name, b.scope_key;

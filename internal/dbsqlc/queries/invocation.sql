@@ -48,14 +48,47 @@ ORDER BY created_at DESC, id
 LIMIT @max OFFSET @skip;
 
 -- name: InvocationListByOrg :many
+-- The organization's invocations, newest first, each filter applied when
+-- given: status, source (integration), session, automation and a
+-- created_at range [created_after, created_before).
 SELECT * FROM action_invocations
-WHERE organization_id = @organization_id AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
+WHERE organization_id = @organization_id
+  AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
+  AND (sqlc.narg(integration)::text IS NULL OR integration = sqlc.narg(integration))
+  AND (sqlc.narg(session_id)::text IS NULL OR session_id = sqlc.narg(session_id))
+  AND (sqlc.narg(automation_id)::text IS NULL OR automation_id = sqlc.narg(automation_id))
+  AND (sqlc.narg(created_after)::timestamptz IS NULL OR created_at >= sqlc.narg(created_after))
+  AND (sqlc.narg(created_before)::timestamptz IS NULL OR created_at < sqlc.narg(created_before))
 ORDER BY created_at DESC, id
 LIMIT @max OFFSET @skip;
 
 -- name: InvocationCountByOrg :one
 SELECT count(*) FROM action_invocations
-WHERE organization_id = @organization_id AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status));
+WHERE organization_id = @organization_id
+  AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
+  AND (sqlc.narg(integration)::text IS NULL OR integration = sqlc.narg(integration))
+  AND (sqlc.narg(session_id)::text IS NULL OR session_id = sqlc.narg(session_id))
+  AND (sqlc.narg(automation_id)::text IS NULL OR automation_id = sqlc.narg(automation_id))
+  AND (sqlc.narg(created_after)::timestamptz IS NULL OR created_at >= sqlc.narg(created_after))
+  AND (sqlc.narg(created_before)::timestamptz IS NULL OR created_at < sqlc.narg(created_before));
+
+-- name: InvocationOutcomesSince :many
+-- How many of the organization's invocations ended in each status since
+-- @since, per @bucket_seconds window (the window's start), for the
+-- operations page. Served by action_invocations_org_completed.
+SELECT to_timestamp(floor(extract(epoch FROM completed_at) / @bucket_seconds::float8) * @bucket_seconds::float8)::timestamptz AS window_start,
+       status, count(*) AS n
+FROM action_invocations
+WHERE organization_id = @organization_id AND completed_at >= @since::timestamptz
+GROUP BY 1, 2
+ORDER BY 1, 2;
+
+-- name: InvocationInFlight :many
+-- The organization's invocations not yet ended, by status.
+SELECT status, count(*) AS n, min(created_at)::timestamptz AS oldest
+FROM action_invocations
+WHERE organization_id = @organization_id AND status IN ('pending', 'approved', 'executing')
+GROUP BY status;
 
 -- name: InvocationApprove :one
 WITH prev AS (

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS action_invocations_org_completed;
