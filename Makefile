@@ -5,7 +5,7 @@ GO ?= go
 SQLC = $(GO) tool -modfile=tools/go.mod sqlc
 STATICCHECK = $(GO) tool -modfile=tools/go.mod staticcheck
 
-.PHONY: dev build test check-cgo tools-note vet generate check-generated fuzz bench clean
+.PHONY: dev build test check-cgo tools-note vet generate check-generated fuzz bench clean console
 
 # The binary replaces the shell, so Ctrl-C reaches outboxd alone and a
 # normal stop ends make cleanly.
@@ -18,6 +18,13 @@ build:
 test: check-cgo tools-note vet check-generated
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) fuzz FUZZTIME=20000x
+
+# Rebuild the web console (console/dist, embedded in the binary and
+# committed, so that building and testing need no npm) from console/src,
+# and record the digests TestBuildIsCurrent checks.
+console:
+	cd console && npm ci --no-audit --no-fund && npm run build
+	$(GO) test ./console -run '^TestBuildIsCurrent$$' -count=1 -update-stamp
 
 # go test -race needs cgo, hence a C compiler. Go turns cgo off by itself
 # when it finds none, so CGO_ENABLED tells both cases.

@@ -398,16 +398,18 @@ SELECT count(*) FROM action_invocations
 WHERE organization_id = $1
   AND ($2::text IS NULL OR status = $2)
   AND ($3::text IS NULL OR integration = $3)
-  AND ($4::text IS NULL OR session_id = $4)
-  AND ($5::text IS NULL OR automation_id = $5)
-  AND ($6::timestamptz IS NULL OR created_at >= $6)
-  AND ($7::timestamptz IS NULL OR created_at < $7)
+  AND ($4::text IS NULL OR origin = $4)
+  AND ($5::text IS NULL OR session_id = $5)
+  AND ($6::text IS NULL OR automation_id = $6)
+  AND ($7::timestamptz IS NULL OR created_at >= $7)
+  AND ($8::timestamptz IS NULL OR created_at < $8)
 `
 
 type InvocationCountByOrgParams struct {
 	OrganizationID string
 	Status         *string
 	Integration    *string
+	Origin         *string
 	SessionID      *string
 	AutomationID   *string
 	CreatedAfter   *time.Time
@@ -419,6 +421,7 @@ func (q *Queries) InvocationCountByOrg(ctx context.Context, db DBTX, arg Invocat
 		arg.OrganizationID,
 		arg.Status,
 		arg.Integration,
+		arg.Origin,
 		arg.SessionID,
 		arg.AutomationID,
 		arg.CreatedAfter,
@@ -1370,18 +1373,20 @@ SELECT id, organization_id, session_id, automation_id, requested_by, origin, int
 WHERE organization_id = $1
   AND ($2::text IS NULL OR status = $2)
   AND ($3::text IS NULL OR integration = $3)
-  AND ($4::text IS NULL OR session_id = $4)
-  AND ($5::text IS NULL OR automation_id = $5)
-  AND ($6::timestamptz IS NULL OR created_at >= $6)
-  AND ($7::timestamptz IS NULL OR created_at < $7)
+  AND ($4::text IS NULL OR origin = $4)
+  AND ($5::text IS NULL OR session_id = $5)
+  AND ($6::text IS NULL OR automation_id = $6)
+  AND ($7::timestamptz IS NULL OR created_at >= $7)
+  AND ($8::timestamptz IS NULL OR created_at < $8)
 ORDER BY created_at DESC, id
-LIMIT $9 OFFSET $8
+LIMIT $10 OFFSET $9
 `
 
 type InvocationListByOrgParams struct {
 	OrganizationID string
 	Status         *string
 	Integration    *string
+	Origin         *string
 	SessionID      *string
 	AutomationID   *string
 	CreatedAfter   *time.Time
@@ -1391,13 +1396,14 @@ type InvocationListByOrgParams struct {
 }
 
 // The organization's invocations, newest first, each filter applied when
-// given: status, source (integration), session, automation and a
+// given: status, source (integration), origin, session, automation and a
 // created_at range [created_after, created_before).
 func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg InvocationListByOrgParams) ([]ActionInvocation, error) {
 	rows, err := db.Query(ctx, invocationListByOrg,
 		arg.OrganizationID,
 		arg.Status,
 		arg.Integration,
+		arg.Origin,
 		arg.SessionID,
 		arg.AutomationID,
 		arg.CreatedAfter,

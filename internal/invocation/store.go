@@ -220,8 +220,10 @@ func (s *Store) ListSession(ctx context.Context, db DB, org, sessionID string, p
 // ListFilter narrows an organization's invocation listing; zero fields
 // do not filter.
 type ListFilter struct {
-	Status       Status
-	Integration  string
+	Status      Status
+	Integration string
+	// Origin is "invoke" or "envelope".
+	Origin       string
 	SessionID    string
 	AutomationID string
 	// CreatedAfter and CreatedBefore bound created_at: [after, before).
@@ -238,7 +240,7 @@ func (s *Store) ListOrg(ctx context.Context, db DB, org string, f ListFilter, pa
 		return &v
 	}
 	rows, err := s.q.InvocationListByOrg(ctx, db, dbsqlc.InvocationListByOrgParams{
-		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), SessionID: opt(f.SessionID),
+		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), Origin: opt(f.Origin), SessionID: opt(f.SessionID),
 		AutomationID: opt(f.AutomationID), CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore,
 		Max: page.Limit, Skip: page.Offset,
 	})
@@ -246,7 +248,7 @@ func (s *Store) ListOrg(ctx context.Context, db DB, org string, f ListFilter, pa
 		return nil, 0, fmt.Errorf("listing invocations: %w", err)
 	}
 	total, err := s.q.InvocationCountByOrg(ctx, db, dbsqlc.InvocationCountByOrgParams{
-		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), SessionID: opt(f.SessionID),
+		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), Origin: opt(f.Origin), SessionID: opt(f.SessionID),
 		AutomationID: opt(f.AutomationID), CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore,
 	})
 	if err != nil {

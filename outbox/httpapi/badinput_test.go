@@ -246,7 +246,7 @@ func TestBadInput_Corpus(t *testing.T) {
 	add(badCase{name: "StatusNUL", method: "GET", path: "/v1/invocations?status=pending%00", token: owner, status: http.StatusBadRequest, field: "status"})
 	add(badCase{name: "StatusInvalidUTF8", method: "GET", path: "/v1/invocations?status=%FF", token: owner, status: http.StatusBadRequest, field: "status"})
 	add(badCase{name: "StatusUnknown", method: "GET", path: "/v1/invocations?status=done", token: owner, status: http.StatusBadRequest, field: "status"})
-	for _, q := range []string{"created_after=yesterday", "created_after=2026-11-21", "created_before=1700000000", "created_before=%00", "source=%FF", "session_id=a%00", "automation_id=" + strings.Repeat("a", 300)} {
+	for _, q := range []string{"created_after=yesterday", "created_after=2026-11-21", "created_before=1700000000", "created_before=%00", "origin=api", "source=%FF", "session_id=a%00", "automation_id=" + strings.Repeat("a", 300)} {
 		field := strings.Split(q, "=")[0]
 		add(badCase{name: "Filter?" + q, method: "GET", path: "/v1/invocations?" + q, token: owner, status: http.StatusBadRequest, field: field})
 	}

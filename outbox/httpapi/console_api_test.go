@@ -50,6 +50,8 @@ func TestListOrg_Filters(t *testing.T) {
 		{url.Values{"session_id": {"session-2"}, "status": {"denied"}}, []string{inOther}},
 		{url.Values{"session_id": {"session-2"}, "status": {"pending"}}, nil},
 		{url.Values{"automation_id": {"automation-1"}}, []string{fromAutomation}},
+		{url.Values{"origin": {"envelope"}}, []string{fromAutomation}},
+		{url.Values{"origin": {"invoke"}}, []string{inOther, inSession}},
 		{url.Values{"source": {"slack"}, "status": {"pending"}}, []string{fromAutomation, inSession}},
 		{url.Values{"source": {"linear"}}, nil},
 		{url.Values{"created_after": {past}, "created_before": {future}}, []string{fromAutomation, inOther, inSession}},

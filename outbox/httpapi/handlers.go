@@ -159,13 +159,17 @@ func (s *Server) getInvocation(w http.ResponseWriter, r *http.Request, c *auth.C
 }
 
 // listOrg lists the organization's invocations, newest first, filtered by
-// status, source, session_id, automation_id and a created_at range
+// status, source, origin (invoke or envelope), session_id, automation_id
+// and a created_at range
 // (created_after inclusive, created_before exclusive, RFC 3339).
 func (s *Server) listOrg(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	q := r.URL.Query()
 	f := invocation.ListFilter{
 		Status: invocation.Status(q.Get("status")), Integration: q.Get("source"),
-		SessionID: q.Get("session_id"), AutomationID: q.Get("automation_id"),
+		Origin: q.Get("origin"), SessionID: q.Get("session_id"), AutomationID: q.Get("automation_id"),
+	}
+	if f.Origin != "" && f.Origin != "invoke" && f.Origin != "envelope" {
+		return invalidField("origin", `origin must be "invoke" or "envelope"`)
 	}
 	if f.Status != "" && !f.Status.Valid() {
 		return invalidField("status", "unknown status %s", strconv.Quote(string(f.Status)))

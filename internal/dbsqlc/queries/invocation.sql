@@ -49,12 +49,13 @@ LIMIT @max OFFSET @skip;
 
 -- name: InvocationListByOrg :many
 -- The organization's invocations, newest first, each filter applied when
--- given: status, source (integration), session, automation and a
+-- given: status, source (integration), origin, session, automation and a
 -- created_at range [created_after, created_before).
 SELECT * FROM action_invocations
 WHERE organization_id = @organization_id
   AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
   AND (sqlc.narg(integration)::text IS NULL OR integration = sqlc.narg(integration))
+  AND (sqlc.narg(origin)::text IS NULL OR origin = sqlc.narg(origin))
   AND (sqlc.narg(session_id)::text IS NULL OR session_id = sqlc.narg(session_id))
   AND (sqlc.narg(automation_id)::text IS NULL OR automation_id = sqlc.narg(automation_id))
   AND (sqlc.narg(created_after)::timestamptz IS NULL OR created_at >= sqlc.narg(created_after))
@@ -67,6 +68,7 @@ SELECT count(*) FROM action_invocations
 WHERE organization_id = @organization_id
   AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
   AND (sqlc.narg(integration)::text IS NULL OR integration = sqlc.narg(integration))
+  AND (sqlc.narg(origin)::text IS NULL OR origin = sqlc.narg(origin))
   AND (sqlc.narg(session_id)::text IS NULL OR session_id = sqlc.narg(session_id))
   AND (sqlc.narg(automation_id)::text IS NULL OR automation_id = sqlc.narg(automation_id))
   AND (sqlc.narg(created_after)::timestamptz IS NULL OR created_at >= sqlc.narg(created_after))

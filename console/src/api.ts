@@ -1,0 +1,359 @@
+// Every call the console makes to the outboxd API lives in this module, so
+// that the client can be checked against the API's OpenAPI document.
+// The token is sent in the Authorization header only, never in a URL.
+
+export type Invocation = {
+  id: string;
+  session_id: string | null;
+  automation_id: string | null;
+  user_id: string | null;
+  requested_by: string;
+  origin: "invoke" | "envelope";
+  integration: string;
+  action: string;
+  risk_level: string;
+  mode: string;
+  mode_source: string;
+  params: Record<string, unknown> | null;
+  status: string;
+  result: unknown;
+  error: string | null;
+  denied_reason: string | null;
+  duration_ms: number | null;
+  approved_by: string | null;
+  approved_at: string | null;
+  started_at: string | null;
+  completed_at: string | null;
+  expires_at: string | null;
+  created_at: string;
+  external_id: string | null;
+  attempt: number;
+  provider_waits: number;
+  rate_bucket: string | null;
+  conflict: boolean;
+  dead_lettered_at: string | null;
+  replay_count: number;
+};
+
+export type TimelineEvent = {
+  id: number;
+  seq: number;
+  type: string;
+  from_status: string | null;
+  to_status: string;
+  actor: string | null;
+  reason: string | null;
+  created_at: string;
+};
+
+export type JSONSchema = {
+  type?: string | string[];
+  title?: string;
+  description?: string;
+  properties?: Record<string, JSONSchema>;
+  required?: string[];
+  items?: JSONSchema;
+  enum?: unknown[];
+  format?: string;
+};
+
+export type CatalogAction = {
+  source: string;
+  action: string;
+  description: string;
+  risk_level: string;
+  mode: string;
+  mode_source: string;
+  params: JSONSchema;
+  drifted?: boolean;
+};
+
+export type Envelope = {
+  action_id: string;
+  external_id: string;
+  automation_id: string | null;
+  tool: { name: string; source: string; action: string };
+  args: unknown;
+  risk: string | null;
+  approval: string;
+  constraints: { rate_bucket: string | null; must_run_before: string | null };
+  result: { status: string; provider_id: string | null; error: string | null; output: unknown };
+  mode: string;
+  mode_source: string;
+  invocation_status: string;
+  expires_at: string | null;
+  timestamps: { created_at: string; sent_at: string | null; completed_at: string | null };
+};
+
+export type StateStats = { count: number; oldest_at: string | null; age_seconds: number | null };
+export type Stats = {
+  generated_at: string;
+  queues: { name: string; paused: boolean; states: Record<string, StateStats> }[];
+  in_flight: Record<string, { count: number; oldest_at: string }>;
+  last_hour: {
+    since: string;
+    window_seconds: number;
+    ended: Record<string, number>;
+    throughput_per_minute: number;
+    failure_rate: number | null;
+    buckets: { start: string; completed: number; failed: number; other: number }[];
+  };
+};
+
+export type RateBucket = {
+  name: string;
+  scope: string;
+  rate: number;
+  interval_seconds: number;
+  burst: number;
+  max_concurrency: number;
+  states: { source?: string; tokens: number; blocked_until: string | null; leases: number }[];
+};
+
+export type QuietWindow = { bucket: string; time_zone: string; start: string; end: string };
+
+export type Connector = {
+  id: string;
+  source_id: string;
+  name: string;
+  url: string;
+  transport: string;
+  enabled: boolean;
+  auth: { type: string };
+};
+
+export type ConnectorDiagnosis = {
+  reachable: boolean;
+  protocol_version?: string;
+  server_name?: string;
+  tool_count?: number;
+  errors?: string[];
+};
+
+export type ToolReview = {
+  name: string;
+  description: string;
+  risk_level: string;
+  hash: string;
+  mode: string;
+  mode_source: string;
+  reviewed_mode?: string;
+  reviewed_hash?: string;
+  drifted: boolean;
+};
+
+export type BatchResult = { id: string; status: string; error?: string };
+
+/** ApiError is an answer outside 2xx, with the API's error body. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+const tokenKey = "outboxd.token";
+
+/** The user token, kept in session storage (gone when the tab closes). */
+export const token = {
+  get: (): string | null => sessionStorage.getItem(tokenKey),
+  set: (t: string) => sessionStorage.setItem(tokenKey, t),
+  clear: () => sessionStorage.removeItem(tokenKey),
+};
+
+let onUnauthorized: (message: string) => void = () => {};
+
+/** setUnauthorizedHandler is called when the API refuses the token (401). */
+export function setUnauthorizedHandler(fn: (message: string) => void) {
+  onUnauthorized = fn;
+}
+
+function headers(extra?: Record<string, string>): Record<string, string> {
+  const h: Record<string, string> = { Accept: "application/json", ...extra };
+  const t = token.get();
+  if (t) h.Authorization = "Bearer " + t;
+  return h;
+}
+
+async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const init: RequestInit = { method, headers: headers(body === undefined ? undefined : { "Content-Type": "application/json" }) };
+  if (body !== undefined) init.body = JSON.stringify(body);
+  const res = await fetch(path, init);
+  const text = await res.text();
+  let data: any = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = null;
+    }
+  }
+  if (!res.ok) {
+    const e = data?.error ?? {};
+    const err = new ApiError(res.status, e.code ?? "http_" + res.status, e.message ?? res.statusText, e.details);
+    if (res.status === 401) onUnauthorized(err.message);
+    throw err;
+  }
+  return data as T;
+}
+
+const q = (params: Record<string, string | number | undefined>) => {
+  const s = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== "") s.set(k, String(v));
+  const out = s.toString();
+  return out ? "?" + out : "";
+};
+const enc = encodeURIComponent;
+
+export type ListFilter = {
+  status?: string;
+  origin?: "invoke" | "envelope";
+  source?: string;
+  session_id?: string;
+  automation_id?: string;
+  created_after?: string;
+  created_before?: string;
+  limit?: number;
+  offset?: number;
+};
+
+export const api = {
+  listInvocations: (f: ListFilter) => request<{ invocations: Invocation[]; total: number }>("GET", "/v1/invocations" + q(f)),
+  getInvocation: (id: string) => request<{ invocation: Invocation }>("GET", "/v1/invocations/" + enc(id)),
+  invocationEvents: (id: string) => request<{ events: TimelineEvent[] }>("GET", "/v1/invocations/" + enc(id) + "/events"),
+  approve: (id: string, mode: "once" | "always") => request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/approve", { mode }),
+  deny: (id: string, reason: string) => request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/deny", { reason }),
+  catalog: () => request<{ actions: CatalogAction[] }>("GET", "/v1/actions/available"),
+
+  getEnvelope: (id: string) => request<Envelope>("GET", "/v1/envelopes/" + enc(id)),
+  cancelEnvelope: (id: string) => request<Envelope>("DELETE", "/v1/envelopes/" + enc(id)),
+
+  stats: () => request<Stats>("GET", "/v1/stats"),
+  rateBuckets: () => request<{ buckets: RateBucket[] }>("GET", "/v1/rate-buckets"),
+  deadLetters: (limit: number, offset: number) => request<{ dead_letters: Invocation[]; total: number }>("GET", "/v1/dead-letters" + q({ limit, offset })),
+  retryDeadLetters: (ids: string[]) => request<{ results: BatchResult[] }>("POST", "/v1/dead-letters/retry", { ids }),
+  discardDeadLetters: (ids: string[]) => request<{ results: BatchResult[] }>("POST", "/v1/dead-letters/discard", { ids }),
+  queues: () => request<{ queues: { name: string; paused: boolean }[] }>("GET", "/v1/queues"),
+  pauseQueue: (name: string) => request<unknown>("POST", "/v1/queues/" + enc(name) + "/pause"),
+  resumeQueue: (name: string) => request<unknown>("POST", "/v1/queues/" + enc(name) + "/resume"),
+  getQuietHours: () => request<{ windows: QuietWindow[] }>("GET", "/v1/quiet-hours"),
+  putQuietHours: (windows: QuietWindow[]) => request<{ windows: QuietWindow[] }>("PUT", "/v1/quiet-hours", { windows }),
+  getDoNotContact: () => request<{ patterns: string[] }>("GET", "/v1/do-not-contact"),
+  putDoNotContact: (patterns: string[]) => request<{ patterns: string[] }>("PUT", "/v1/do-not-contact", { patterns }),
+
+  connectors: () => request<{ connectors: Connector[] }>("GET", "/v1/connectors"),
+  connector: (id: string) => request<{ connector: Connector }>("GET", "/v1/connectors/" + enc(id)),
+  validateConnector: (id: string) => request<ConnectorDiagnosis>("POST", "/v1/connectors/" + enc(id) + "/validate"),
+  connectorTools: (id: string) => request<{ tools: ToolReview[] }>("GET", "/v1/connectors/" + enc(id) + "/tools"),
+  reviewTools: (id: string, modes: Record<string, string>) => request<{ tools: ToolReview[] }>("PUT", "/v1/connectors/" + enc(id) + "/tools", modes),
+};
+
+/** StreamMessage is one Server-Sent Event of GET /v1/events. */
+export type StreamMessage = {
+  id: string;
+  event: string;
+  data: {
+    event_id: number;
+    event_type: string;
+    invocation_id: string;
+    status: string;
+    decided_by?: string;
+    reason?: string;
+    success?: boolean;
+    invocation: Invocation;
+  };
+};
+
+/**
+ * streamEvents reads GET /v1/events with fetch, so the token travels in
+ * the Authorization header (EventSource cannot send one, and a token in
+ * the URL would end up in logs). It reconnects with Last-Event-ID after a
+ * drop, and returns a function that stops it.
+ */
+export function streamEvents(onMessage: (m: StreamMessage) => void, onState: (live: boolean) => void): () => void {
+  const ctrl = new AbortController();
+  let lastId = "";
+  const run = async () => {
+    let delay = 500;
+    while (!ctrl.signal.aborted) {
+      try {
+        const res = await fetch("/v1/events", {
+          headers: headers(lastId ? { "Last-Event-ID": lastId, Accept: "text/event-stream" } : { Accept: "text/event-stream" }),
+          signal: ctrl.signal,
+          cache: "no-store",
+        });
+        if (res.status === 401) {
+          onUnauthorized("the token was refused");
+          return;
+        }
+        if (!res.ok || !res.body) throw new Error("stream answered " + res.status);
+        onState(true);
+        delay = 500;
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value.replace(/\r\n?/g, "\n");
+          let end: number;
+          while ((end = buf.indexOf("\n\n")) >= 0) {
+            const block = buf.slice(0, end);
+            buf = buf.slice(end + 2);
+            const m = parseBlock(block);
+            if (m) {
+              lastId = m.id || lastId;
+              onMessage(m);
+            }
+          }
+        }
+      } catch (e) {
+        if (ctrl.signal.aborted) return;
+      }
+      onState(false);
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 10000);
+    }
+  };
+  void run();
+  return () => ctrl.abort();
+}
+
+function parseBlock(block: string): StreamMessage | null {
+  let id = "";
+  let event = "message";
+  const data: string[] = [];
+  for (const line of block.split("\n")) {
+    if (!line || line.startsWith(":")) continue;
+    const i = line.indexOf(":");
+    const field = i < 0 ? line : line.slice(0, i);
+    const value = i < 0 ? "" : line.slice(i + 1).replace(/^ /, "");
+    if (field === "id") id = value;
+    else if (field === "event") event = value;
+    else if (field === "data") data.push(value);
+  }
+  if (data.length === 0) return null;
+  try {
+    return { id, event, data: JSON.parse(data.join("\n")) };
+  } catch {
+    return null;
+  }
+}
+
+/** Claims are what the console reads from the token to shape its pages; the server checks the token on every call. */
+export type Claims = { org: string; sub: string; kind: string; role?: string; exp?: number };
+
+export function readClaims(jwt: string): Claims | null {
+  const part = jwt.split(".")[1];
+  if (!part) return null;
+  try {
+    const json = atob(part.replace(/-/g, "+").replace(/_/g, "/").padEnd(Math.ceil(part.length / 4) * 4, "="));
+    const c = JSON.parse(json);
+    return typeof c === "object" && c ? (c as Claims) : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,194 @@
+// Connectors: the organization's MCP connectors, validation, and the tool
+// review (risk, reviewed mode, drift); confirming stores {mode, hash}.
+import { useEffect, useState } from "preact/hooks";
+import { api, type Connector, type ConnectorDiagnosis, type ToolReview } from "../api";
+import { Alert, Risk, errorText } from "../ui";
+
+const modes = ["allow", "require_approval", "deny"];
+
+export function Connectors() {
+  const [list, setList] = useState<Connector[] | null>(null);
+  const [error, setError] = useState("");
+  const [diag, setDiag] = useState<Record<string, ConnectorDiagnosis | string>>({});
+  useEffect(() => {
+    api
+      .connectors()
+      .then((r) => setList(r.connectors))
+      .catch((e) => setError(errorText(e)));
+  }, []);
+  return (
+    <section aria-labelledby="con-h">
+      <h1 id="con-h" tabIndex={-1}>
+        Connectors
+      </h1>
+      {error ? <Alert kind="error">{error}</Alert> : null}
+      {list && list.length === 0 ? <p class="empty">No MCP connectors. Add one with POST /v1/connectors.</p> : null}
+      <ul class="cards">
+        {list?.map((c) => {
+          const d = diag[c.id];
+          return (
+            <li class="card" key={c.id}>
+              <div class="card-head">
+                <h2>
+                  <a href={"#/connectors/" + c.id}>{c.name}</a>
+                </h2>
+                <span class={"badge " + (c.enabled ? "status-completed" : "status-cancelled")}>{c.enabled ? "enabled" : "disabled"}</span>
+              </div>
+              <dl class="facts">
+                <dt>URL</dt>
+                <dd class="wrap">{c.url}</dd>
+                <dt>Source</dt>
+                <dd>
+                  <code>{c.source_id}</code>
+                </dd>
+                <dt>Auth</dt>
+                <dd>{c.auth.type}</dd>
+              </dl>
+              <div class="buttons">
+                <button
+                  onClick={async () => {
+                    setDiag({ ...diag, [c.id]: "Validating…" });
+                    try {
+                      const r = await api.validateConnector(c.id);
+                      setDiag((cur) => ({ ...cur, [c.id]: r }));
+                    } catch (e) {
+                      setDiag((cur) => ({ ...cur, [c.id]: errorText(e) }));
+                    }
+                  }}
+                >
+                  Validate <span class="sr-only">{c.name}</span>
+                </button>
+                <a class="button" href={"#/connectors/" + c.id}>
+                  Review tools <span class="sr-only">of {c.name}</span>
+                </a>
+              </div>
+              <div aria-live="polite">
+                {typeof d === "string" ? <p>{d}</p> : null}
+                {d && typeof d === "object" ? (
+                  <Alert kind={d.reachable ? "ok" : "error"}>
+                    {d.reachable ? `Reachable: ${d.server_name ?? "server"} (protocol ${d.protocol_version ?? "?"}), ${d.tool_count ?? 0} tools.` : "Unreachable."}
+                    {d.errors?.length ? " " + d.errors.join("; ") : ""}
+                  </Alert>
+                ) : null}
+              </div>
+            </li>
+          );
+        })}
+      </ul>
+    </section>
+  );
+}
+
+export function ConnectorPage({ id }: { id: string }) {
+  const [conn, setConn] = useState<Connector | null>(null);
+  const [tools, setTools] = useState<ToolReview[] | null>(null);
+  const [choice, setChoice] = useState<Record<string, string>>({});
+  const [error, setError] = useState("");
+  const [flash, setFlash] = useState("");
+  const load = () =>
+    Promise.all([api.connector(id), api.connectorTools(id)])
+      .then(([c, t]) => {
+        setConn(c.connector);
+        setTools(t.tools);
+        setChoice(Object.fromEntries(t.tools.map((x) => [x.name, x.reviewed_mode || x.mode])));
+      })
+      .catch((e) => setError(errorText(e)));
+  useEffect(() => {
+    load();
+  }, [id]);
+  const confirm = async (names: string[]) => {
+    setError("");
+    setFlash("");
+    try {
+      const r = await api.reviewTools(id, Object.fromEntries(names.map((n) => [n, choice[n]])));
+      setTools(r.tools);
+      setFlash(`Confirmed ${names.join(", ")}.`);
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  if (error && !tools) return <Alert kind="error">{error}</Alert>;
+  if (!tools || !conn) return <p>Loading…</p>;
+  const drifted = tools.filter((t) => t.drifted).length;
+  return (
+    <section aria-labelledby="conp-h">
+      <p>
+        <a href="#/connectors">← Connectors</a>
+      </p>
+      <div class="page-head">
+        <h1 id="conp-h" tabIndex={-1}>
+          {conn.name}: tool review
+        </h1>
+        {drifted ? <span class="badge drift">{drifted} drifted</span> : null}
+      </div>
+      <p class="muted">
+        Confirming a mode stores it with the tool's current definition hash. A tool whose definition changed since has drifted: a reviewed allow runs as
+        require_approval until it is confirmed again.
+      </p>
+      <div aria-live="polite">{flash ? <Alert kind="ok">{flash}</Alert> : null}</div>
+      {error ? <Alert kind="error">{error}</Alert> : null}
+      <div class="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Tool</th>
+              <th scope="col">Risk</th>
+              <th scope="col">Effective mode</th>
+              <th scope="col">Reviewed</th>
+              <th scope="col">Mode to confirm</th>
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {tools.map((t) => (
+              <tr key={t.name} data-tool={t.name} class={t.drifted ? "drifted" : ""}>
+                <th scope="row">
+                  {t.name}
+                  {t.drifted ? (
+                    <span class="badge drift" title="The definition changed since it was reviewed">
+                      drifted
+                    </span>
+                  ) : null}
+                  <div class="muted small">{t.description}</div>
+                </th>
+                <td>
+                  <Risk risk={t.risk_level} />
+                </td>
+                <td>
+                  {t.mode} <div class="muted small">{t.mode_source}</div>
+                </td>
+                <td>{t.reviewed_mode ?? <span class="muted">not reviewed</span>}</td>
+                <td>
+                  <label class="sr-only" for={"mode-" + t.name}>
+                    Mode for {t.name}
+                  </label>
+                  <select id={"mode-" + t.name} value={choice[t.name]} onChange={(e) => setChoice({ ...choice, [t.name]: e.currentTarget.value })}>
+                    {modes.map((m) => (
+                      <option key={m} value={m}>
+                        {m}
+                      </option>
+                    ))}
+                  </select>
+                </td>
+                <td>
+                  <button onClick={() => confirm([t.name])} aria-label={"Confirm " + t.name}>
+                    Confirm
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {tools.length > 1 ? (
+        <div class="buttons">
+          <button class="primary" onClick={() => confirm(tools.map((t) => t.name))}>
+            Confirm all
+          </button>
+        </div>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,171 @@
+// Inbox: the organization's pending invocations, newest first, kept live
+// by the event stream, with the decision buttons for admins and owners.
+import { useEffect, useState } from "preact/hooks";
+import { api, type CatalogAction, type Invocation } from "../api";
+import type { Session } from "../main";
+import { Alert, ParamsForm, Risk, errorText, fmtDuration, fmtTime, useNow, useStream } from "../ui";
+
+/** useCatalog loads the action schemas the params forms are laid out by. */
+export function useCatalog(): Map<string, CatalogAction> {
+  const [catalog, setCatalog] = useState(new Map<string, CatalogAction>());
+  useEffect(() => {
+    api
+      .catalog()
+      .then((c) => setCatalog(new Map(c.actions.map((a) => [a.source + "." + a.action, a]))))
+      .catch(() => {}); // the forms fall back to the params' own keys
+  }, []);
+  return catalog;
+}
+
+export function Inbox({ session }: { session: Session }) {
+  const [items, setItems] = useState<Invocation[] | null>(null);
+  const [error, setError] = useState("");
+  const [flash, setFlash] = useState("");
+  const catalog = useCatalog();
+  const now = useNow();
+
+  const load = () =>
+    api
+      .listInvocations({ status: "pending", limit: 100 })
+      .then((r) => setItems(r.invocations))
+      .catch((e) => setError(errorText(e)));
+  useEffect(() => {
+    load();
+  }, []);
+
+  useStream((m) => {
+    const inv = m.data.invocation;
+    if (m.event === "action_approval_request" && inv.status === "pending") {
+      setItems((cur) => (cur && !cur.some((i) => i.id === inv.id) ? [inv, ...cur] : cur));
+    } else {
+      setItems((cur) => cur && cur.filter((i) => i.id !== m.data.invocation_id));
+      if (m.event === "action_approval_result") {
+        const by = m.data.decided_by ? " by " + m.data.decided_by : "";
+        setFlash(`${inv.integration}.${inv.action} was ${m.data.status}${by}.`);
+      }
+    }
+  }, []);
+
+  return (
+    <section aria-labelledby="inbox-h">
+      <div class="page-head">
+        <h1 id="inbox-h" tabIndex={-1}>
+          Inbox
+        </h1>
+        <span class="muted">{items ? `${items.length} waiting for a decision` : ""}</span>
+      </div>
+      {!session.canDecide ? <Alert kind="info">You can read the inbox; approving and denying are for admins and owners.</Alert> : null}
+      <div aria-live="polite" class="sr-flash">
+        {flash ? <Alert kind="ok">{flash}</Alert> : null}
+      </div>
+      {error ? <Alert kind="error">{error}</Alert> : null}
+      {items === null ? <p>Loading…</p> : null}
+      {items && items.length === 0 ? <p class="empty">Nothing is waiting for approval.</p> : null}
+      <ul class="cards" aria-label="Pending invocations">
+        {items?.map((inv) => (
+          <li key={inv.id} class="card pending-card" data-invocation={inv.id}>
+            <PendingCard inv={inv} now={now} schema={catalog.get(inv.integration + "." + inv.action)} session={session} onDecided={(msg) => setFlash(msg)} />
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+export function Asker({ inv }: { inv: Invocation }) {
+  if (inv.automation_id) return <span>automation <strong>{inv.automation_id}</strong></span>;
+  if (inv.session_id) return <span>session <strong>{inv.session_id}</strong></span>;
+  return <span>{inv.requested_by}</span>;
+}
+
+function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation; now: number; schema?: CatalogAction; session: Session; onDecided: (msg: string) => void }) {
+  const left = inv.expires_at ? (new Date(inv.expires_at).getTime() - now) / 1000 : null;
+  return (
+    <article aria-labelledby={"t-" + inv.id}>
+      <header class="card-head">
+        <h2 id={"t-" + inv.id}>
+          <a href={"#/invocations/" + inv.id}>
+            {inv.integration}.{inv.action}
+          </a>
+        </h2>
+        <Risk risk={inv.risk_level} />
+      </header>
+      <dl class="facts">
+        <dt>Asked by</dt>
+        <dd>
+          <Asker inv={inv} /> <span class="muted">({inv.requested_by})</span>
+        </dd>
+        <dt>Mode</dt>
+        <dd>
+          {inv.mode} <span class="muted">from {inv.mode_source}</span>
+        </dd>
+        <dt>Asked</dt>
+        <dd>{fmtTime(inv.created_at)}</dd>
+        <dt>Time left</dt>
+        <dd class={left !== null && left < 60 ? "urgent" : ""}>
+          {left === null ? "no expiry" : left > 0 ? <span aria-label={"expires in " + fmtDuration(left)}>{fmtDuration(left)}</span> : "expired"}
+        </dd>
+      </dl>
+      {schema?.description ? <p class="muted">{schema.description}</p> : null}
+      <ParamsForm params={inv.params} schema={schema?.params} />
+      {session.canDecide ? <Decision inv={inv} onDecided={onDecided} /> : null}
+    </article>
+  );
+}
+
+/** Decision holds Approve, Approve & always allow, and Deny with a reason. */
+export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg: string) => void }) {
+  const [denying, setDenying] = useState(false);
+  const [reason, setReason] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState("");
+  const act = async (fn: () => Promise<{ invocation: Invocation }>, what: string) => {
+    setBusy(true);
+    setError("");
+    try {
+      const r = await fn();
+      onDecided(`${inv.integration}.${inv.action} ${what}; now ${r.invocation.status}.`);
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const name = `${inv.integration}.${inv.action}`;
+  return (
+    <div class="decision">
+      {error ? <Alert kind="error">{error}</Alert> : null}
+      {denying ? (
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            void act(() => api.deny(inv.id, reason.trim()), "denied");
+          }}
+        >
+          <label for={"reason-" + inv.id}>Reason for denying</label>
+          <textarea id={"reason-" + inv.id} rows={2} maxLength={2000} required value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
+          <div class="buttons">
+            <button type="submit" class="danger" disabled={busy || !reason.trim()}>
+              Deny
+            </button>
+            <button type="button" onClick={() => setDenying(false)} disabled={busy}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      ) : (
+        <div class="buttons">
+          <button class="primary" disabled={busy} aria-label={"Approve " + name} onClick={() => act(() => api.approve(inv.id, "once"), "approved")}>
+            Approve
+          </button>
+          <button disabled={busy} aria-label={"Approve and always allow " + name} onClick={() => act(() => api.approve(inv.id, "always"), "approved, and always allowed from now on")}>
+            Approve &amp; always allow
+          </button>
+          <button class="danger-outline" disabled={busy} aria-label={"Deny " + name} onClick={() => setDenying(true)}>
+            Deny…
+          </button>
+        </div>
+      )}
+    </div>
+  );
+}

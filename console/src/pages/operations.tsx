@@ -1,0 +1,434 @@
+// Operations: queue depth and age by state, the last hour's throughput
+// and failure rate, dead letters, queues, rate buckets, quiet hours and
+// do-not-contact. Admins and owners; pausing queues is the owner's.
+import { useEffect, useState } from "preact/hooks";
+import { api, type Invocation, type QuietWindow, type RateBucket, type Stats } from "../api";
+import type { Session } from "../main";
+import { Alert, errorText, fmtDuration, fmtTime } from "../ui";
+
+const states = ["available", "pending", "running", "retryable", "scheduled", "completed", "cancelled", "discarded"];
+
+export function Operations({ session }: { session: Session }) {
+  const [stats, setStats] = useState<Stats | null>(null);
+  const [buckets, setBuckets] = useState<RateBucket[] | null>(null);
+  const [error, setError] = useState("");
+  const refresh = () =>
+    Promise.all([api.stats(), api.rateBuckets()])
+      .then(([s, b]) => {
+        setStats(s);
+        setBuckets(b.buckets);
+        setError("");
+      })
+      .catch((e) => setError(errorText(e)));
+  useEffect(() => {
+    refresh();
+    const t = setInterval(refresh, 10000);
+    return () => clearInterval(t);
+  }, []);
+
+  return (
+    <section aria-labelledby="ops-h">
+      <div class="page-head">
+        <h1 id="ops-h" tabIndex={-1}>
+          Operations
+        </h1>
+        <button onClick={refresh}>Refresh</button>
+        {stats ? <span class="muted">as of {fmtTime(stats.generated_at)}</span> : null}
+      </div>
+      {error ? <Alert kind="error">{error}</Alert> : null}
+      {stats ? <Throughput stats={stats} /> : null}
+      {stats ? <Queues stats={stats} session={session} onChange={refresh} /> : null}
+      <DeadLetters onChange={refresh} />
+      {buckets ? <Buckets buckets={buckets} /> : null}
+      <div class="two-col">
+        <QuietHours buckets={buckets ?? []} />
+        <DoNotContact />
+      </div>
+    </section>
+  );
+}
+
+function Throughput({ stats }: { stats: Stats }) {
+  const h = stats.last_hour;
+  const peak = Math.max(1, ...h.buckets.map((b) => b.completed + b.failed + b.other));
+  return (
+    <section class="card" aria-labelledby="tp-h">
+      <h2 id="tp-h">Last hour</h2>
+      <div class="kpis">
+        <div class="kpi">
+          <span class="kpi-v">{h.throughput_per_minute.toFixed(2)}</span>
+          <span class="kpi-l">finished per minute</span>
+        </div>
+        <div class="kpi">
+          <span class="kpi-v">{h.failure_rate === null ? "—" : (h.failure_rate * 100).toFixed(1) + "%"}</span>
+          <span class="kpi-l">failure rate</span>
+        </div>
+        {Object.entries(h.ended).map(([k, v]) => (
+          <div class="kpi" key={k}>
+            <span class="kpi-v">{v}</span>
+            <span class="kpi-l">{k}</span>
+          </div>
+        ))}
+        {Object.entries(stats.in_flight).map(([k, v]) => (
+          <div class="kpi" key={"f-" + k}>
+            <span class="kpi-v">{v.count}</span>
+            <span class="kpi-l">{k} now</span>
+          </div>
+        ))}
+      </div>
+      <figure class="bars" aria-label="Invocations finished per 5 minutes, completed and failed">
+        {h.buckets.map((b) => (
+          <div class="bar" key={b.start} title={`${fmtTime(b.start)}: ${b.completed} completed, ${b.failed} failed, ${b.other} other`}>
+            <span class="bar-ok" style={{ height: (100 * b.completed) / peak + "%" }} />
+            <span class="bar-fail" style={{ height: (100 * b.failed) / peak + "%" }} />
+          </div>
+        ))}
+        <figcaption class="muted">Completed (green) and failed (red) per 5 minutes since {fmtTime(h.since)}.</figcaption>
+      </figure>
+    </section>
+  );
+}
+
+function Queues({ stats, session, onChange }: { stats: Stats; session: Session; onChange: () => void }) {
+  const [error, setError] = useState("");
+  return (
+    <section class="card" aria-labelledby="q-h">
+      <h2 id="q-h">Queues</h2>
+      <p class="muted">Jobs by state (each counted up to 10,000) and the age of the oldest; negative ages are jobs due later. Queues are shared by every organization.</p>
+      {error ? <Alert kind="error">{error}</Alert> : null}
+      <div class="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Queue</th>
+              {states.map((s) => (
+                <th scope="col" key={s}>
+                  {s}
+                </th>
+              ))}
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {stats.queues.map((q) => (
+              <tr key={q.name}>
+                <th scope="row">
+                  {q.name} {q.paused ? <span class="badge status-paused">paused</span> : null}
+                </th>
+                {states.map((s) => {
+                  const st = q.states[s];
+                  return (
+                    <td key={s}>
+                      {st ? st.count : 0}
+                      {st && st.age_seconds !== null ? <div class="muted small">{st.age_seconds < 0 ? "due " + fmtDuration(st.age_seconds) : "oldest " + fmtDuration(st.age_seconds)}</div> : null}
+                    </td>
+                  );
+                })}
+                <td>
+                  {session.isOwner ? (
+                    <button
+                      onClick={async () => {
+                        try {
+                          await (q.paused ? api.resumeQueue(q.name) : api.pauseQueue(q.name));
+                          onChange();
+                        } catch (e) {
+                          setError(errorText(e));
+                        }
+                      }}
+                    >
+                      {q.paused ? "Resume" : "Pause"} <span class="sr-only">{q.name}</span>
+                    </button>
+                  ) : null}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}
+
+function DeadLetters({ onChange }: { onChange: () => void }) {
+  const [data, setData] = useState<{ dead_letters: Invocation[]; total: number } | null>(null);
+  const [selected, setSelected] = useState(new Set<string>());
+  const [error, setError] = useState("");
+  const [flash, setFlash] = useState("");
+  const load = () =>
+    api
+      .deadLetters(50, 0)
+      .then((d) => {
+        setData(d);
+        setSelected(new Set());
+      })
+      .catch((e) => setError(errorText(e)));
+  useEffect(() => {
+    load();
+  }, []);
+  const run = async (op: "retry" | "discard", ids: string[]) => {
+    setError("");
+    try {
+      const r = await (op === "retry" ? api.retryDeadLetters(ids) : api.discardDeadLetters(ids));
+      const done = r.results.filter((x) => x.status === "retried" || x.status === "discarded").length;
+      const failed = r.results.filter((x) => x.status !== "retried" && x.status !== "discarded");
+      setFlash(`${op === "retry" ? "Replayed" : "Discarded"} ${done} of ${ids.length}.` + (failed.length ? " " + failed.map((f) => `${f.id}: ${f.error}`).join("; ") : ""));
+      load();
+      onChange();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  const all = data?.dead_letters ?? [];
+  return (
+    <section class="card" aria-labelledby="dl-h">
+      <h2 id="dl-h">Dead letters {data ? <span class="muted">({data.total})</span> : null}</h2>
+      <div aria-live="polite">{flash ? <Alert kind="ok">{flash}</Alert> : null}</div>
+      {error ? <Alert kind="error">{error}</Alert> : null}
+      {all.length === 0 ? (
+        <p class="empty">No dead letters.</p>
+      ) : (
+        <>
+          <div class="buttons">
+            <button disabled={selected.size === 0} onClick={() => run("retry", [...selected])}>
+              Replay selected ({selected.size})
+            </button>
+            <button class="danger-outline" disabled={selected.size === 0} onClick={() => run("discard", [...selected])}>
+              Discard selected ({selected.size})
+            </button>
+          </div>
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">
+                    <input
+                      type="checkbox"
+                      aria-label="Select all dead letters"
+                      checked={selected.size === all.length}
+                      onChange={(e) => setSelected(e.currentTarget.checked ? new Set(all.map((d) => d.id)) : new Set())}
+                    />
+                  </th>
+                  <th scope="col">Action</th>
+                  <th scope="col">Error</th>
+                  <th scope="col">Failed</th>
+                  <th scope="col">
+                    <span class="sr-only">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {all.map((d) => (
+                  <tr key={d.id} data-dead-letter={d.id}>
+                    <td>
+                      <input
+                        type="checkbox"
+                        aria-label={`Select ${d.integration}.${d.action} ${d.id}`}
+                        checked={selected.has(d.id)}
+                        onChange={(e) => {
+                          const next = new Set(selected);
+                          if (e.currentTarget.checked) next.add(d.id);
+                          else next.delete(d.id);
+                          setSelected(next);
+                        }}
+                      />
+                    </td>
+                    <td>
+                      <a href={"#/invocations/" + d.id}>
+                        {d.integration}.{d.action}
+                      </a>
+                    </td>
+                    <td class="wrap">{d.error}</td>
+                    <td>{fmtTime(d.dead_lettered_at)}</td>
+                    <td class="buttons">
+                      <button onClick={() => run("retry", [d.id])} aria-label={`Replay ${d.integration}.${d.action} ${d.id}`}>
+                        Replay
+                      </button>
+                      <button class="danger-outline" onClick={() => run("discard", [d.id])} aria-label={`Discard ${d.integration}.${d.action} ${d.id}`}>
+                        Discard
+                      </button>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
+      )}
+    </section>
+  );
+}
+
+function Buckets({ buckets }: { buckets: RateBucket[] }) {
+  return (
+    <section class="card" aria-labelledby="rb-h">
+      <h2 id="rb-h">Rate buckets</h2>
+      <div class="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Bucket</th>
+              <th scope="col">Rate</th>
+              <th scope="col">Fill</th>
+              <th scope="col">Leases</th>
+              <th scope="col">Blocked until</th>
+            </tr>
+          </thead>
+          <tbody>
+            {buckets.flatMap((b) =>
+              (b.states.length ? b.states : [null]).map((s, i) => (
+                <tr key={b.name + i}>
+                  <th scope="row">
+                    {b.name}
+                    {s?.source ? <div class="muted small">{s.source}</div> : null}
+                    <div class="muted small">{b.scope}</div>
+                  </th>
+                  <td>
+                    {b.rate} / {fmtDuration(b.interval_seconds)}, burst {b.burst}
+                  </td>
+                  <td>
+                    {s ? (
+                      <>
+                        <meter min={0} max={b.burst} value={s.tokens} aria-label={`${b.name} fill`} />
+                        <span class="small"> {s.tokens.toFixed(1)} / {b.burst}</span>
+                      </>
+                    ) : (
+                      <span class="muted">not used yet</span>
+                    )}
+                  </td>
+                  <td>{s ? (b.max_concurrency ? `${s.leases} / ${b.max_concurrency}` : s.leases) : "—"}</td>
+                  <td>{s?.blocked_until ? fmtTime(s.blocked_until) : "—"}</td>
+                </tr>
+              )),
+            )}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}
+
+function QuietHours({ buckets }: { buckets: RateBucket[] }) {
+  const [rows, setRows] = useState<QuietWindow[] | null>(null);
+  const [error, setError] = useState("");
+  const [flash, setFlash] = useState("");
+  useEffect(() => {
+    api
+      .getQuietHours()
+      .then((r) => setRows(r.windows))
+      .catch((e) => setError(errorText(e)));
+  }, []);
+  const update = (i: number, k: keyof QuietWindow, v: string) => setRows(rows!.map((r, j) => (j === i ? { ...r, [k]: v } : r)));
+  return (
+    <section class="card" aria-labelledby="qh-h">
+      <h2 id="qh-h">Quiet hours</h2>
+      <p class="muted">Jobs in a window wait until it ends; an empty bucket is every job of the organization.</p>
+      {error ? <Alert kind="error">{error}</Alert> : null}
+      {flash ? <Alert kind="ok">{flash}</Alert> : null}
+      {rows ? (
+        <form
+          onSubmit={async (e) => {
+            e.preventDefault();
+            setError("");
+            setFlash("");
+            try {
+              const r = await api.putQuietHours(rows);
+              setRows(r.windows);
+              setFlash("Quiet hours saved.");
+            } catch (err) {
+              setError(errorText(err));
+            }
+          }}
+        >
+          {rows.map((r, i) => (
+            <fieldset class="qh-row" key={i}>
+              <legend>Window {i + 1}</legend>
+              <div class="field">
+                <label for={`qh-b-${i}`}>Bucket</label>
+                <select id={`qh-b-${i}`} value={r.bucket} onChange={(e) => update(i, "bucket", e.currentTarget.value)}>
+                  <option value="">every job</option>
+                  {buckets.map((b) => (
+                    <option key={b.name} value={b.name}>
+                      {b.name}
+                    </option>
+                  ))}
+                </select>
+              </div>
+              <div class="field">
+                <label for={`qh-z-${i}`}>Time zone</label>
+                <input id={`qh-z-${i}`} value={r.time_zone} required placeholder="Europe/Paris" onInput={(e) => update(i, "time_zone", e.currentTarget.value)} />
+              </div>
+              <div class="field">
+                <label for={`qh-s-${i}`}>Start</label>
+                <input id={`qh-s-${i}`} type="time" value={r.start} required onInput={(e) => update(i, "start", e.currentTarget.value)} />
+              </div>
+              <div class="field">
+                <label for={`qh-e-${i}`}>End</label>
+                <input id={`qh-e-${i}`} type="time" value={r.end} required onInput={(e) => update(i, "end", e.currentTarget.value)} />
+              </div>
+              <button type="button" class="link" onClick={() => setRows(rows.filter((_, j) => j !== i))}>
+                Remove window {i + 1}
+              </button>
+            </fieldset>
+          ))}
+          <div class="buttons">
+            <button type="button" onClick={() => setRows([...rows, { bucket: "", time_zone: Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC", start: "22:00", end: "07:00" }])}>
+              Add window
+            </button>
+            <button type="submit" class="primary">
+              Save quiet hours
+            </button>
+          </div>
+        </form>
+      ) : null}
+    </section>
+  );
+}
+
+function DoNotContact() {
+  const [text, setText] = useState<string | null>(null);
+  const [error, setError] = useState("");
+  const [flash, setFlash] = useState("");
+  useEffect(() => {
+    api
+      .getDoNotContact()
+      .then((r) => setText(r.patterns.join("\n")))
+      .catch((e) => setError(errorText(e)));
+  }, []);
+  return (
+    <section class="card" aria-labelledby="dnc-h">
+      <h2 id="dnc-h">Do not contact</h2>
+      {error ? <Alert kind="error">{error}</Alert> : null}
+      {flash ? <Alert kind="ok">{flash}</Alert> : null}
+      {text !== null ? (
+        <form
+          onSubmit={async (e) => {
+            e.preventDefault();
+            setError("");
+            setFlash("");
+            try {
+              const patterns = text.split("\n").map((s) => s.trim()).filter(Boolean);
+              const r = await api.putDoNotContact(patterns);
+              setText(r.patterns.join("\n"));
+              setFlash("Do-not-contact list saved.");
+            } catch (err) {
+              setError(errorText(err));
+            }
+          }}
+        >
+          <label for="dnc">Patterns, one per line</label>
+          <textarea id="dnc" rows={6} value={text} aria-describedby="dnc-help" onInput={(e) => setText(e.currentTarget.value)} />
+          <small id="dnc-help" class="help">
+            Globs matched case-insensitively against recipients (Slack's channel), such as #general or C09*.
+          </small>
+          <div class="buttons">
+            <button type="submit" class="primary">
+              Save do-not-contact
+            </button>
+          </div>
+        </form>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,41 @@
+// Sign-in: paste a user token. It is kept in session storage only.
+import { useState } from "preact/hooks";
+import { Alert, errorText } from "../ui";
+
+export function SignIn({ notice, onSignIn }: { notice: string; onSignIn: (token: string) => Promise<void> }) {
+  const [value, setValue] = useState("");
+  const [error, setError] = useState("");
+  const [busy, setBusy] = useState(false);
+  return (
+    <main id="main" class="signin">
+      <form
+        class="card"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setBusy(true);
+          setError("");
+          try {
+            await onSignIn(value.trim());
+          } catch (err) {
+            setError(errorText(err));
+          } finally {
+            setBusy(false);
+          }
+        }}
+      >
+        <h1 tabIndex={-1}>Sign in to outboxd</h1>
+        {notice ? <Alert kind="info">{notice}</Alert> : null}
+        <p>
+          Paste a user token (owner, admin or member). It stays in this tab's session storage and is sent only in the
+          Authorization header; <code>outboxd token --kind user --role owner --org ORG</code> prints one.
+        </p>
+        <label for="token">User token</label>
+        <textarea id="token" name="token" rows={5} required autoComplete="off" spellcheck={false} value={value} onInput={(e) => setValue(e.currentTarget.value)} />
+        {error ? <Alert kind="error">{error}</Alert> : null}
+        <button type="submit" class="primary" disabled={busy || !value.trim()}>
+          {busy ? "Signing in…" : "Sign in"}
+        </button>
+      </form>
+    </main>
+  );
+}
