@@ -128,7 +128,7 @@ function Field({ name, value, schema, required, path }: { name: string; value: u
         {required ? <span class="req" aria-hidden="true"> *</span> : null}
         {redacted ? <span class="badge redacted-badge">redacted</span> : null}
       </label>
-      {redacted ? (
+      {value === REDACTED ? (
         <input id={path} readOnly value="•••••• (redacted)" aria-describedby={help ? path + "-help" : undefined} />
       ) : long ? (
         <textarea id={path} readOnly rows={Math.min(8, text.split("\n").length + 1)} value={text} aria-describedby={help ? path + "-help" : undefined} />
