@@ -5,7 +5,7 @@ GO ?= go
 SQLC = $(GO) tool -modfile=tools/go.mod sqlc
 STATICCHECK = $(GO) tool -modfile=tools/go.mod staticcheck
 
-.PHONY: dev build test check-cgo tools-note vet generate check-generated fuzz bench clean console
+.PHONY: dev build test check-cgo tools-note browser-note vet generate check-generated fuzz bench clean console
 
 # The binary replaces the shell, so Ctrl-C reaches outboxd alone and a
 # normal stop ends make cleanly.
@@ -15,9 +15,21 @@ dev: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/outboxd ./cmd/outboxd
 
-test: check-cgo tools-note vet check-generated
+test: check-cgo tools-note browser-note vet check-generated
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) fuzz FUZZTIME=20000x
+	@$(MAKE) --no-print-directory browser-note
+
+# The console's browser suite (console/browser_test.go) needs a Chromium;
+# without one it is skipped, and this says so loudly.
+CHROMIUM ?= $(or $(OUTBOXD_CHROMIUM),$(shell command -v chromium chromium-browser google-chrome google-chrome-stable 2>/dev/null | head -n1))
+browser-note:
+	@if [ -n "$(CHROMIUM)" ]; then \
+		echo "make test: the console's browser suite runs in $(CHROMIUM)"; \
+	else \
+		echo "*** make test: NO CHROMIUM FOUND: the console's browser suite DID NOT RUN (skipped)."; \
+		echo "*** Install Debian's chromium package (apt-get install chromium) or set OUTBOXD_CHROMIUM."; \
+	fi
 
 # Rebuild the web console (console/dist, embedded in the binary and
 # committed, so that building and testing need no npm) from console/src,

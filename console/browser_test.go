@@ -124,13 +124,13 @@ func fill(sel, value string) chromedp.Action {
 	return chromedp.Evaluate(js, &ok)
 }
 
-// shot saves a full-page screenshot as name.png.
+// shot saves a full-page screenshot as name.png (quality 100 is PNG).
 func (tb *tab) shot(name string) {
 	tb.br.t.Helper()
 	var png []byte
 	// A tab in the background renders no frames, so it comes to the front
 	// first.
-	tb.run("screenshot "+name, page.BringToFront(), chromedp.Sleep(150*time.Millisecond), chromedp.FullScreenshot(&png, 90))
+	tb.run("screenshot "+name, page.BringToFront(), chromedp.Sleep(150*time.Millisecond), chromedp.FullScreenshot(&png, 100))
 	require.NoError(tb.br.t, os.WriteFile(filepath.Join(tb.br.shots, name+".png"), png, 0o644))
 }
 

@@ -85,19 +85,23 @@ type OutcomeBucket struct {
 var openStates = []string{"available", "pending", "running", "retryable", "scheduled"}
 
 // queueOldestSQL is, per queue and open state, the earliest scheduled_at
-// (attempted_at for running jobs): per priority the first entry of
-// River's (state, queue, priority, scheduled_at) fetch index, so a few
-// index probes per queue and state; running jobs are as many as workers.
+// (attempted_at for running jobs) and its age by the database clock: per
+// priority the first entry of River's (state, queue, priority,
+// scheduled_at) fetch index, so a few index probes per queue and state;
+// running jobs are as many as workers.
 const queueOldestSQL = `
-SELECT q.name, s.state,
-       CASE WHEN s.state = 'running'
-            THEN (SELECT min(j.attempted_at) FROM river_job j WHERE j.state = 'running' AND j.queue = q.name)
-            ELSE (SELECT min(head.scheduled_at) FROM unnest(ARRAY[1, 2, 3, 4]) AS p(priority),
-                  LATERAL (SELECT j.scheduled_at FROM river_job j
-                           WHERE j.state = s.state::river_job_state AND j.queue = q.name AND j.priority = p.priority
-                           ORDER BY j.scheduled_at LIMIT 1) AS head)
-       END
-FROM river_queue q CROSS JOIN unnest($1::text[]) AS s(state)`
+SELECT name, state, oldest, extract(epoch FROM now() - oldest)::float8
+FROM (
+    SELECT q.name, s.state,
+           CASE WHEN s.state = 'running'
+                THEN (SELECT min(j.attempted_at) FROM river_job j WHERE j.state = 'running' AND j.queue = q.name)
+                ELSE (SELECT min(head.scheduled_at) FROM unnest(ARRAY[1, 2, 3, 4]) AS p(priority),
+                      LATERAL (SELECT j.scheduled_at FROM river_job j
+                               WHERE j.state = s.state::river_job_state AND j.queue = q.name AND j.priority = p.priority
+                               ORDER BY j.scheduled_at LIMIT 1) AS head)
+           END AS oldest
+    FROM river_queue q CROSS JOIN unnest($1::text[]) AS s(state)
+) AS heads`
 
 // Stats summarizes queues and the organization's recent outcomes, read
 // from the database now, so every API process answers alike.
@@ -111,18 +115,22 @@ func (s *Service) Stats(ctx context.Context, org string) (*Stats, error) {
 	if err != nil {
 		return nil, err
 	}
-	oldest := map[string]map[string]*time.Time{}
+	type head struct {
+		at  *time.Time
+		age *float64
+	}
+	oldest := map[string]map[string]head{}
 	rows, err := s.deps.Pool.Query(ctx, queueOldestSQL, openStates)
 	if err != nil {
 		return nil, fmt.Errorf("reading queue ages: %w", err)
 	}
 	var queue, state string
-	var at *time.Time
-	_, err = pgx.ForEachRow(rows, []any{&queue, &state, &at}, func() error {
+	var h head
+	_, err = pgx.ForEachRow(rows, []any{&queue, &state, &h.at, &h.age}, func() error {
 		if oldest[queue] == nil {
-			oldest[queue] = map[string]*time.Time{}
+			oldest[queue] = map[string]head{}
 		}
-		oldest[queue][state] = at
+		oldest[queue][state] = h
 		return nil
 	})
 	if err != nil {
@@ -133,9 +141,8 @@ func (s *Service) Stats(ctx context.Context, org string) (*Stats, error) {
 		qs := QueueStats{Name: q.Name, Paused: q.PausedAt != nil, States: map[string]StateStats{}}
 		for state, n := range counts[q.Name] {
 			st := StateStats{Count: n}
-			if t := oldest[q.Name][state]; t != nil && n > 0 {
-				age := now.Sub(*t).Seconds()
-				st.OldestAt, st.AgeSeconds = t, &age
+			if h := oldest[q.Name][state]; h.at != nil && n > 0 {
+				st.OldestAt, st.AgeSeconds = h.at, h.age
 			}
 			qs.States[state] = st
 		}

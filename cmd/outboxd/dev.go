@@ -227,9 +227,12 @@ outboxd is ready at %[1]s (org %[2]q; tokens valid 30 days)
   MEMBER=%[4]s
   SANDBOX=%[5]s
   SERVICE=%[6]s
+
+  Web console: %[1]s/console/ (sign in with the OWNER or MEMBER token)
 `, base, devOrg, owner, member, sandbox, service)
 	approve := fmt.Sprintf(`
-  It is a write, so it waits for approval. Find it and approve it:
+  It is a write, so it waits for approval: approve it in the web console's
+  inbox, or find it and approve it with curl:
 
   curl -s '%[1]s/v1/invocations?status=pending' -H "Authorization: Bearer $OWNER"
   curl -s -X POST %[1]s/v1/invocations/<id>/approve -H "Authorization: Bearer $OWNER" -d '{"mode":"once"}'

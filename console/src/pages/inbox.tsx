@@ -106,7 +106,12 @@ function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation
           {left === null ? "no expiry" : left > 0 ? <span aria-label={"expires in " + fmtDuration(left)}>{fmtDuration(left)}</span> : "expired"}
         </dd>
       </dl>
-      {schema?.description ? <p class="muted">{schema.description}</p> : null}
+      {schema?.description ? (
+        <details class="about">
+          <summary>About this action</summary>
+          <p class="muted">{schema.description}</p>
+        </details>
+      ) : null}
       <ParamsForm params={inv.params} schema={schema?.params} />
       {session.canDecide ? <Decision inv={inv} onDecided={onDecided} /> : null}
     </article>

@@ -122,7 +122,7 @@ function Queues({ stats, session, onChange }: { stats: Stats; session: Session; 
                   return (
                     <td key={s}>
                       {st ? st.count : 0}
-                      {st && st.age_seconds !== null ? <div class="muted small">{st.age_seconds < 0 ? "due " + fmtDuration(st.age_seconds) : "oldest " + fmtDuration(st.age_seconds)}</div> : null}
+                      {st && st.age_seconds !== null ? <div class="muted small">{age(s, st.age_seconds)}</div> : null}
                     </td>
                   );
                 })}
@@ -149,6 +149,12 @@ function Queues({ stats, session, onChange }: { stats: Stats; session: Session; 
       </div>
     </section>
   );
+}
+
+/** age words a state's oldest job: how long it has waited or run, or when the next is due. */
+function age(state: string, seconds: number): string {
+  if (seconds < 0) return "next due " + fmtDuration(seconds);
+  return (state === "running" ? "running for " : "oldest ") + fmtDuration(seconds);
 }
 
 function DeadLetters({ onChange }: { onChange: () => void }) {
