@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -154,11 +155,24 @@ func TestServe_APIAndWorkerInSeparateProcesses(t *testing.T) {
 	require.NotContains(t, api.output.String(), "River client started")
 	require.Contains(t, wrk.output.String(), "River client started")
 
-	// The worker process serves metrics but not the API.
+	// The worker process serves metrics but not the API, nor the console.
 	resp, err := http.Get("http://" + workerAddr + "/v1/invocations")
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	resp, err = http.Get("http://" + workerAddr + "/console/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	// The API process serves the web console from the binary.
+	resp, err = http.Get("http://" + apiAddr + "/console")
+	require.NoError(t, err)
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "/console redirects to /console/")
+	require.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"))
+	require.Contains(t, string(page), `<div id="app">`)
 
 	api.stop(t)
 	wrk.stop(t)
