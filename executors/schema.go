@@ -59,6 +59,22 @@ func NewValidator() *Validator {
 // document is the caller's problem and is reported as a FieldError, at the
 // root when params are malformed or not a JSON object.
 func (v *Validator) Validate(schema, params json.RawMessage) ([]FieldError, error) {
+	return v.validate(schema, params, true)
+}
+
+// ValidateValue is Validate for any JSON value, not only an object: an
+// action's output against its output schema.
+func (v *Validator) ValidateValue(schema, value json.RawMessage) ([]FieldError, error) {
+	return v.validate(schema, value, false)
+}
+
+// Check reports whether schema compiles.
+func (v *Validator) Check(schema json.RawMessage) error {
+	_, err := v.compiled(schema)
+	return err
+}
+
+func (v *Validator) validate(schema, params json.RawMessage, object bool) ([]FieldError, error) {
 	sch, err := v.compiled(schema)
 	if err != nil {
 		return nil, err
@@ -66,9 +82,13 @@ func (v *Validator) Validate(schema, params json.RawMessage) ([]FieldError, erro
 
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
 	if err != nil {
-		return []FieldError{{Field: "", Message: "params are not valid JSON: " + err.Error()}}, nil
+		what := "the value is"
+		if object {
+			what = "params are"
+		}
+		return []FieldError{{Field: "", Message: what + " not valid JSON: " + err.Error()}}, nil
 	}
-	if _, ok := doc.(map[string]any); !ok {
+	if _, ok := doc.(map[string]any); object && !ok {
 		return []FieldError{{Field: "", Message: "params must be a JSON object"}}, nil
 	}
 

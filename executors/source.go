@@ -91,6 +91,39 @@ type Result struct {
 	// Conflict is true when the provider reported the work as already done
 	// (a retry after a lost answer). Conflicts count as success.
 	Conflict bool
+	// Steps records the source's own verification (and repair and
+	// rollback) of the call, for sources that have such steps (plugins);
+	// nil for the others.
+	Steps *Steps
+}
+
+// Steps is what a source did after its call to make sure of its effect,
+// in the Action API contract's terms: the verification and its checks,
+// and whether a repair or a rollback was attempted and succeeded.
+type Steps struct {
+	Verification Verification `json:"verification"`
+	Repair       Step         `json:"repair"`
+	Rollback     Step         `json:"rollback"`
+}
+
+// Verification is what verified an action's effect.
+type Verification struct {
+	OK     bool    `json:"ok"`
+	Checks []Check `json:"checks"`
+}
+
+// Check is one verification check and its outcome.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Step is a repair or a rollback: whether it was attempted and whether it
+// succeeded.
+type Step struct {
+	Attempted bool `json:"attempted"`
+	OK        bool `json:"ok"`
 }
 
 // Source is the ActionSource seam. Implementations are stateless.
@@ -120,6 +153,10 @@ type Error struct {
 	// error's text, which stays the classification's and so free of
 	// secrets; a cause whose text may hold one is not kept.
 	Cause error
+	// Steps records the verification and rollback that ran before the
+	// failure was decided (a plugin whose verification failed); nil when
+	// none ran.
+	Steps *Steps
 }
 
 func (e *Error) Error() string {

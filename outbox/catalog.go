@@ -40,6 +40,10 @@ type AvailableAction struct {
 	Hash string `json:"definition_hash"`
 	// Drifted marks a connector tool changed since an admin reviewed it.
 	Drifted bool `json:"drifted"`
+	// Disabled marks an action that is listed but cannot be invoked now
+	// (a plugin while plugin code execution is off); its source's status
+	// says why.
+	Disabled bool `json:"disabled,omitempty"`
 }
 
 // SourceStatus is one source in the catalog: ok, or why its actions are
@@ -67,8 +71,9 @@ type catalogSource struct {
 }
 
 // sources lists what a caller may use: registered sources allowed by the
-// sources claim and, when the token source can tell (the credential store),
-// with a credential for the org or the caller's user.
+// sources claim and, for a provider whose calls need a credential, when
+// the token source can tell (the credential store), with a credential for
+// the org or the caller's user.
 func (s *Service) sources(ctx context.Context, c *Caller) ([]catalogSource, error) {
 	var configured map[string]bool
 	if s.deps.Catalog != nil {
@@ -88,7 +93,7 @@ func (s *Service) sources(ctx context.Context, c *Caller) ([]catalogSource, erro
 	var out []catalogSource
 	for _, src := range all {
 		id := src.ID()
-		if !policyAllowsSource(c.Sources, id) || (!src.OrgRegistered && configured != nil && !configured[id]) {
+		if !policyAllowsSource(c.Sources, id) || (!src.OrgRegistered && src.NeedsCredential && configured != nil && !configured[id]) {
 			continue
 		}
 		entry := catalogSource{id: id, src: src}
@@ -117,8 +122,11 @@ func (s *Service) Available(ctx context.Context, c *Caller) (*Catalog, error) {
 	out := &Catalog{Actions: []AvailableAction{}, Sources: []SourceStatus{}}
 	for _, src := range srcs {
 		status := SourceStatus{Source: src.id, Name: src.src.Name, Status: "ok"}
-		if src.err != nil {
+		switch {
+		case src.err != nil:
 			status.Status, status.Error = "unreachable", src.err.Error()
+		case src.src.Disabled != "":
+			status.Status, status.Error = "disabled", src.src.Disabled
 		}
 		out.Sources = append(out.Sources, status)
 		for _, d := range src.defs {
@@ -131,6 +139,7 @@ func (s *Service) Available(ctx context.Context, c *Caller) (*Catalog, error) {
 			out.Actions = append(out.Actions, AvailableAction{
 				Source: src.id, Action: d.ID, Description: d.Description, RiskTier: tier, RiskLevel: tier.Risk(),
 				Mode: res.Mode, ModeSource: res.Source, Params: d.Params, Hash: hash, Drifted: drifted,
+				Disabled: src.src.Disabled != "",
 			})
 		}
 	}
@@ -195,6 +204,9 @@ func (s *Service) Guide(ctx context.Context, c *Caller, integration string) (str
 		fmt.Fprintf(&b, "- Mode: `%s` (%s)\n- Risk: `%s` (%s)\n", res.Mode, res.Source, tier, tier.Risk())
 		if drifted {
 			b.WriteString("- Changed since an admin reviewed it: runs only with approval until re-reviewed\n")
+		}
+		if reason := srcs[i].src.Disabled; reason != "" {
+			fmt.Fprintf(&b, "- Disabled: %s\n", reason)
 		}
 		b.WriteString("\n### Params\n\n")
 		renderParams(&b, d.Params)

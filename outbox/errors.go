@@ -28,6 +28,9 @@ var (
 	ErrSourceUnavailable = errors.New("source unavailable")
 	// ErrSourceNotAllowed: the token's sources claim excludes the source.
 	ErrSourceNotAllowed = errors.New("source not allowed for this token")
+	// ErrSourceDisabled: the source's actions are listed but cannot be
+	// invoked now (plugins while plugin code execution is off).
+	ErrSourceDisabled = errors.New("source disabled")
 	// ErrAutomationNotAllowed: a request names an automation its token
 	// does not carry.
 	ErrAutomationNotAllowed = errors.New("automation not allowed for this token")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -17,8 +18,8 @@ type ResultStatus string
 const (
 	// ResultSucceeded: the action completed (and any verification passed).
 	ResultSucceeded ResultStatus = "succeeded"
-	// ResultReverted: the action failed and a rollback restored the state.
-	// No built-in source rolls back, so outboxd does not produce it yet.
+	// ResultReverted: the action failed (its verification did) and a
+	// rollback restored the state. Only plugins roll back.
 	ResultReverted ResultStatus = "reverted"
 	// ResultQueued: a human must approve the action.
 	ResultQueued ResultStatus = "queued"
@@ -62,28 +63,20 @@ type ResultEnvelope struct {
 	Feedback     Feedback        `json:"feedback"`
 }
 
-// Verification is what verified the action's effect. The built-in sources
-// declare no verification step: OK is true exactly when the action
-// succeeded (the provider confirmed the call) and Checks is empty.
-type Verification struct {
-	OK     bool    `json:"ok"`
-	Checks []Check `json:"checks"`
-}
+// Verification is what verified the action's effect. The built-in
+// sources declare no verification step: OK is true exactly when the action
+// succeeded (the provider confirmed the call) and Checks is empty. A
+// plugin's verification lists its checks.
+type Verification = executors.Verification
 
 // Check is one verification check and its outcome.
-type Check struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail,omitempty"`
-}
+type Check = executors.Check
 
 // Step is a repair or a rollback: whether it was attempted and whether it
 // succeeded. The built-in sources attempt neither (a retry after a
-// transient error is not a repair: it is the same call again).
-type Step struct {
-	Attempted bool `json:"attempted"`
-	OK        bool `json:"ok"`
-}
+// transient error is not a repair: it is the same call again); a plugin
+// whose verification failed rolls back.
+type Step = executors.Step
 
 // Feedback is what the caller (a planner) learns from outboxd about the
 // outcome, beyond the status: the invocation behind it and why it ended
@@ -136,14 +129,26 @@ func ResultEnvelopeOf(inv invocation.Invocation) (ResultEnvelope, bool) {
 	if status == ResultQueued {
 		fb.ExpiresAt = inv.ExpiresAt
 	}
-	return ResultEnvelope{
+	env := ResultEnvelope{
 		Status:       status,
 		ActionType:   inv.Integration + "." + inv.Action,
 		RiskTier:     policy.TierOf(inv.RiskLevel),
 		Output:       output,
 		Verification: Verification{OK: status == ResultSucceeded, Checks: []Check{}},
 		Feedback:     fb,
-	}, true
+	}
+	if steps := inv.Steps; steps != nil && (status == ResultSucceeded || status == ResultFailed) {
+		// The source verified (and maybe rolled back) itself: its record
+		// stands, and a failure it rolled back is reverted.
+		env.Verification, env.Repair, env.Rollback = steps.Verification, steps.Repair, steps.Rollback
+		if env.Verification.Checks == nil {
+			env.Verification.Checks = []Check{}
+		}
+		if status == ResultFailed && steps.Rollback.Attempted && steps.Rollback.OK {
+			env.Status = ResultReverted
+		}
+	}
+	return env, true
 }
 
 // rejection says why an invocation did not run, "" when it was not

@@ -116,6 +116,9 @@ func (s *Service) prepare(ctx context.Context, r *request, resolve actionResolve
 	if err != nil {
 		return nil, err
 	}
+	if reason := action.Source.Disabled; reason != "" {
+		return nil, fmt.Errorf("%w: %s.%s cannot be invoked: %s", ErrSourceDisabled, r.source, r.action, reason)
+	}
 	def := action.Definition
 	if len(r.params) == 0 {
 		r.params = json.RawMessage(`{}`)

@@ -160,6 +160,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	err = w.finish(bg, inv, func(ctx context.Context) (invocation.Invocation, error) {
 		return w.completer.Do(ctx, invocation.Completion{ID: inv.ID, Outcome: &invocation.Outcome{
 			Result: result, ProviderRef: res.ProviderRef, Conflict: res.Conflict, DurationMs: duration,
+			Steps: redactSteps(res.Steps, secrets),
 		}})
 	})
 	if err == nil {
@@ -259,7 +260,7 @@ func (w *ExecuteWorker) fail(ctx context.Context, job *river.Job[invocation.Exec
 func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invocation, duration *int32, e *executors.Error, secrets []string) (string, error) {
 	msg := policy.RedactString(e.Error(), secrets...)
 	err := w.persist(ctx, func(ctx context.Context) error {
-		_, err := w.store.Fail(ctx, w.deps.db(), inv.ID, msg, duration)
+		_, err := w.store.FailSteps(ctx, w.deps.db(), inv.ID, msg, duration, redactSteps(e.Steps, secrets))
 		if errors.Is(err, invocation.ErrConflict) {
 			return nil
 		}
@@ -316,6 +317,22 @@ func (w *ExecuteWorker) persist(ctx context.Context, fn func(ctx context.Context
 		w.logger.Info("recorded an outcome after the database came back", "attempts", attempts)
 	}
 	return err
+}
+
+// redactSteps returns steps with the details of its checks redacted like
+// errors, nil for nil.
+func redactSteps(steps *executors.Steps, secrets []string) *executors.Steps {
+	if steps == nil {
+		return nil
+	}
+	out := *steps
+	out.Verification.Checks = make([]executors.Check, len(steps.Verification.Checks))
+	for i, c := range steps.Verification.Checks {
+		c.Name = policy.RedactString(c.Name, secrets...)
+		c.Detail = policy.RedactString(c.Detail, secrets...)
+		out.Verification.Checks[i] = c
+	}
+	return &out
 }
 
 func ptr[T any](v T) *T { return &v }

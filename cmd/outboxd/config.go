@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/flow"
 	"github.com/outboxd/outboxd/internal/invocation"
@@ -60,6 +61,11 @@ var defaults = withProviderDefaults(map[string]any{
 	"webhooks.max_workers":               20,
 	"notifications.slack.channel":        "",
 	"notifications.slack.signing_secret": "",
+	"plugins.dir":                        "",
+	"plugins.allow_code_execution":       false,
+	"plugins.command_allowlist":          []any{},
+	"plugins.timeout":                    10 * time.Second,
+	"plugins.max_output_bytes":           1 << 20,
 	"shutdown_timeout":                   30 * time.Second,
 	"log.level":                          "info",
 	"log.format":                         "text",
@@ -173,6 +179,16 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			Channel:       v.GetString("notifications.slack.channel"),
 			SigningSecret: v.GetString("notifications.slack.signing_secret"),
 		},
+		Plugins: plugin.Config{
+			Dir:                v.GetString("plugins.dir"),
+			AllowCodeExecution: v.GetBool("plugins.allow_code_execution"),
+			CommandAllowlist:   v.GetStringSlice("plugins.command_allowlist"),
+			Timeout:            v.GetDuration("plugins.timeout"),
+			MaxOutputBytes:     v.GetInt("plugins.max_output_bytes"),
+		},
+	}
+	if cfg.Plugins.Timeout <= 0 || cfg.Plugins.MaxOutputBytes <= 0 {
+		return nil, errors.New("plugins.timeout and plugins.max_output_bytes must be positive")
 	}
 	buckets, err := bucketConfigs(v)
 	if err != nil {

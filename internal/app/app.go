@@ -27,6 +27,7 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/demo"
 	"github.com/outboxd/outboxd/executors/mcp"
+	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/catalog"
@@ -82,6 +83,8 @@ type Config struct {
 	TokenSource     string
 	BrokerURL       string
 	ShutdownTimeout time.Duration
+	// Plugins configures the plugin action packages (plugins.*).
+	Plugins plugin.Config
 	// DemoOrg, when set, adds the demo source (executors/demo) and stores
 	// a credential for it in that organization at start. Only `outboxd dev`
 	// sets it; it is no configuration key.
@@ -152,6 +155,10 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	if cfg.DemoOrg != "" {
 		registry.Add(demo.New(&demo.Config{Logger: logger}), "")
 	}
+	plugins, err := loadPlugins(&cfg.Plugins, registry)
+	if err != nil {
+		return nil, err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := telemetry.New(reg)
@@ -166,6 +173,9 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 
 	creds := credential.NewStore(pool, box)
 	sources := catalog.New(registry, pool, mcpClient, creds)
+	if err := addPlugins(sources, plugins); err != nil {
+		return nil, err
+	}
 	limiter, err := flow.New(pool, &flow.Config{
 		Buckets: mergeBuckets(DefaultBuckets(), cfg.Buckets),
 		// A lease outlives any job that holds it; a dead process's leases
@@ -229,8 +239,13 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 		return nil, err
 	}
 	apiCreds := credential.NewStore(tenantPool, box)
+	apiSources := catalog.New(registry, tenantPool, mcpClient, apiCreds)
+	if err := addPlugins(apiSources, plugins); err != nil {
+		tenantPool.Close()
+		return nil, err
+	}
 	deps := &outbox.Deps{
-		Pool: tenantPool, River: client, Sources: catalog.New(registry, tenantPool, mcpClient, apiCreds),
+		Pool: tenantPool, River: client, Sources: apiSources,
 		Credentials: apiCreds, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
 	}
 	if cfg.TokenSource != "broker" {
@@ -388,6 +403,42 @@ func (b *brokerWithConnectors) Token(ctx context.Context, req credential.Request
 		return b.store.Token(ctx, req, refresh)
 	}
 	return b.broker.Token(ctx, req, refresh)
+}
+
+// loadPlugins loads the plugin packages of cfg (nil when plugins.dir is
+// unset). A plugin may take neither the id of a source in registry nor
+// the name of one of its actions, nor the connectors' prefix.
+func loadPlugins(cfg *plugin.Config, registry *executors.Registry) (*plugin.Source, error) {
+	if cfg.Dir == "" {
+		return nil, nil
+	}
+	if _, taken := registry.Source(plugin.SourceID); taken {
+		return nil, fmt.Errorf("plugins: a provider already has the source id %q", plugin.SourceID)
+	}
+	reserved := plugin.Reserved{strings.TrimSuffix(mcp.SourcePrefix, ":"): nil}
+	for _, id := range registry.IDs() {
+		src, _ := registry.Source(id)
+		defs, err := src.ListActions(context.Background(), executors.ExecContext{})
+		if err != nil {
+			return nil, fmt.Errorf("plugins: listing the actions of %s: %w", id, err)
+		}
+		for _, d := range defs {
+			reserved[id] = append(reserved[id], d.ID)
+		}
+		if len(defs) == 0 {
+			reserved[id] = nil
+		}
+	}
+	return plugin.Load(cfg, reserved)
+}
+
+// addPlugins adds the plugin source, when there is one, to a catalog:
+// it needs no credential and is disabled while code execution is off.
+func addPlugins(c *catalog.Catalog, plugins *plugin.Source) error {
+	if plugins == nil {
+		return nil
+	}
+	return c.Add(&catalog.Source{Source: plugins, Name: "Plugins", Bucket: plugin.Bucket.Name, Disabled: plugins.Disabled()})
 }
 
 // mergeBuckets returns defaults with every bucket of overrides replacing the

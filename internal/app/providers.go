@@ -5,6 +5,7 @@ import (
 	"github.com/outboxd/outboxd/executors/github"
 	"github.com/outboxd/outboxd/executors/linear"
 	"github.com/outboxd/outboxd/executors/mcp"
+	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/executors/sentry"
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/flow"
@@ -21,7 +22,7 @@ var Providers = []executors.Provider{
 }
 
 // DefaultBuckets are the rate buckets outboxd starts with: each provider's,
-// the connectors' and the webhook deliveries'. Configuration may redefine
+// the connectors', the plugins' and the webhook deliveries'. Configuration may redefine
 // any of them by name or add more.
 func DefaultBuckets() []flow.BucketConfig {
 	var out []flow.BucketConfig
@@ -30,5 +31,5 @@ func DefaultBuckets() []flow.BucketConfig {
 			out = append(out, p.Bucket)
 		}
 	}
-	return append(out, mcp.Bucket, webhook.Bucket)
+	return append(out, mcp.Bucket, plugin.Bucket, webhook.Bucket)
 }

@@ -35,6 +35,8 @@ type SecretStore interface {
 type Catalog struct {
 	static  *executors.Registry
 	sources map[string]*Source
+	// added are the ids of the sources added with Add, in order.
+	added   []string
 	pool    *pgxpool.Pool
 	mcp     *mcp.Client
 	secrets SecretStore
@@ -49,6 +51,18 @@ func New(static *executors.Registry, pool *pgxpool.Pool, mcpClient *mcp.Client, 
 		c.sources[id] = &Source{Source: s, NeedsCredential: true, Bucket: static.Bucket(id)}
 	}
 	return c
+}
+
+// Add adds a source that is not a provider, such as the plugins, with
+// what the rest of the system needs to know about it. A duplicate id is
+// an error.
+func (c *Catalog) Add(s *Source) error {
+	if _, dup := c.sources[s.ID()]; dup {
+		return fmt.Errorf("source %s is already registered", s.ID())
+	}
+	c.sources[s.ID()] = s
+	c.added = append(c.added, s.ID())
+	return nil
 }
 
 // MCP returns the connector client (nil when connectors are off).
@@ -84,11 +98,11 @@ func (c *Catalog) Source(ctx context.Context, org, id string) (*Source, error) {
 	return conn.Entry(), nil
 }
 
-// List returns the static sources and the organization's enabled
-// connectors, in that order.
+// List returns the static sources, the added ones and the
+// organization's enabled connectors, in that order.
 func (c *Catalog) List(ctx context.Context, org string) ([]*Source, error) {
 	var out []*Source
-	for _, id := range c.static.IDs() {
+	for _, id := range append(c.static.IDs(), c.added...) {
 		out = append(out, c.sources[id])
 	}
 	if c.mcp == nil {
@@ -168,6 +182,9 @@ type Source struct {
 	OrgRegistered bool
 	// Reviews are the admin reviews of its actions, by action id.
 	Reviews map[string]Review
+	// Disabled, when not empty, says why the source's actions are listed
+	// but cannot be invoked (plugins while code execution is off).
+	Disabled string
 }
 
 // Action is one action as the catalog hands it out: its source and its

@@ -45,7 +45,7 @@ WITH prev AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || $2::int FROM next, prev
 )
-SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, run.patterns, run.windows, run.credential_version,
+SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, run.patterns, run.windows, run.credential_version,
     prev.status AS locked_status, (prev.started_at IS NOT NULL)::bool AS started_before,
     (next.id IS NOT NULL)::bool AS started,
     next.started_at AS started_at_new, next.updated_at AS updated_at_new
@@ -165,6 +165,7 @@ func (b *InvocationBeginBatchResults) QueryRow(f func(int, InvocationBeginRow, e
 			&i.ActionInvocation.ParamsSealed,
 			&i.ActionInvocation.EventSeq,
 			&i.ActionInvocation.Retry,
+			&i.ActionInvocation.Steps,
 			&i.Patterns,
 			&i.Windows,
 			&i.CredentialVersion,
@@ -190,15 +191,15 @@ WITH prev AS (
     SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
 ), next AS (
     UPDATE action_invocations AS i
-    SET status = 'completed', result = $2, provider_ref = $3, conflict = $4,
-        error = NULL, duration_ms = $5, completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
+    SET status = 'completed', result = $2, provider_ref = $3, conflict = $4, steps = $5,
+        error = NULL, duration_ms = $6, completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'completed', prev.status, next.status, NULL, NULL FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM next
 `
 
 type InvocationCompleteBatchResults struct {
@@ -212,6 +213,7 @@ type InvocationCompleteParams struct {
 	Result      []byte
 	ProviderRef *string
 	Conflict    bool
+	Steps       []byte
 	DurationMs  *int32
 }
 
@@ -262,6 +264,7 @@ type InvocationCompleteRow struct {
 	ParamsSealed   []byte
 	EventSeq       int32
 	Retry          []byte
+	Steps          []byte
 }
 
 func (q *Queries) InvocationComplete(ctx context.Context, db DBTX, arg []InvocationCompleteParams) *InvocationCompleteBatchResults {
@@ -272,6 +275,7 @@ func (q *Queries) InvocationComplete(ctx context.Context, db DBTX, arg []Invocat
 			a.Result,
 			a.ProviderRef,
 			a.Conflict,
+			a.Steps,
 			a.DurationMs,
 		}
 		batch.Queue(invocationComplete, vals...)
@@ -338,6 +342,7 @@ func (b *InvocationCompleteBatchResults) QueryRow(f func(int, InvocationComplete
 			&i.ParamsSealed,
 			&i.EventSeq,
 			&i.Retry,
+			&i.Steps,
 		)
 		if f != nil {
 			f(t, i, err)
@@ -365,12 +370,12 @@ WITH next AS (
         CASE WHEN $17::text = 'denied' THEN now() END
     )
     ON CONFLICT DO NOTHING
-    RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry
+    RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, to_status, actor, reason)
     SELECT next.id, next.organization_id, 1, 'created', next.status, next.requested_by, next.denied_reason FROM next
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM next
 `
 
 type InvocationInsertBatchResults struct {
@@ -455,6 +460,7 @@ type InvocationInsertRow struct {
 	ParamsSealed   []byte
 	EventSeq       int32
 	Retry          []byte
+	Steps          []byte
 }
 
 // A conflict on the idempotency key or external id inserts nothing and
@@ -554,6 +560,7 @@ func (b *InvocationInsertBatchResults) QueryRow(f func(int, InvocationInsertRow,
 			&i.ParamsSealed,
 			&i.EventSeq,
 			&i.Retry,
+			&i.Steps,
 		)
 		if f != nil {
 			f(t, i, err)

@@ -58,6 +58,7 @@ type ActionInvocation struct {
 	ParamsSealed   []byte
 	EventSeq       int32
 	Retry          []byte
+	Steps          []byte
 }
 
 type ActionMode struct {

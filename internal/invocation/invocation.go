@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 )
 
@@ -61,6 +62,9 @@ type Invocation struct {
 	RiskHint *string
 	// Retry is the invocation's retry policy; nil uses the worker's.
 	Retry *Retry
+	// Steps is the source's record of its verification, repair and
+	// rollback of the call (plugins); nil for the other sources.
+	Steps *executors.Steps
 
 	DeadLetteredAt *time.Time
 	ReplayCount    int32
@@ -113,6 +117,12 @@ func fromRow[R row](r R) Invocation {
 		var r Retry
 		if json.Unmarshal(a.Retry, &r) == nil {
 			inv.Retry = &r
+		}
+	}
+	if len(a.Steps) > 0 {
+		var st executors.Steps
+		if json.Unmarshal(a.Steps, &st) == nil {
+			inv.Steps = &st
 		}
 	}
 	return inv

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/batch"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 )
@@ -490,6 +491,8 @@ type Outcome struct {
 	ProviderRef string
 	Conflict    bool
 	DurationMs  *int32
+	// Steps is the source's verification record, nil when it has none.
+	Steps *executors.Steps
 }
 
 // Complete records an executing invocation's successful call.
@@ -517,6 +520,7 @@ func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]bat
 		o := c.Outcome
 		params[i] = dbsqlc.InvocationCompleteParams{
 			ID: c.ID, Result: o.Result, ProviderRef: nilIfEmpty(o.ProviderRef), Conflict: o.Conflict, DurationMs: o.DurationMs,
+			Steps: stepsJSON(o.Steps),
 		}
 	}
 	out := make([]batch.Result[Invocation], len(cs))
@@ -541,8 +545,23 @@ func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]bat
 
 // Fail records a failure that will not be retried: a dead letter.
 func (s *Store) Fail(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32) (Invocation, error) {
-	r, err := s.q.InvocationFail(ctx, db, dbsqlc.InvocationFailParams{ID: id, Error: &msg, DurationMs: durationMs})
+	return s.FailSteps(ctx, db, id, msg, durationMs, nil)
+}
+
+// FailSteps is Fail recording the verification and rollback the source
+// ran before it gave up (steps may be nil).
+func (s *Store) FailSteps(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32, steps *executors.Steps) (Invocation, error) {
+	r, err := s.q.InvocationFail(ctx, db, dbsqlc.InvocationFailParams{ID: id, Error: &msg, DurationMs: durationMs, Steps: stepsJSON(steps)})
 	return transitioned(r, err, id, "failing")
+}
+
+// stepsJSON encodes steps for the steps column, nil for none.
+func stepsJSON(steps *executors.Steps) []byte {
+	if steps == nil {
+		return nil
+	}
+	b, _ := json.Marshal(steps)
+	return b
 }
 
 // Skip finishes an invocation without calling the provider (a gate said

@@ -259,6 +259,8 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusServiceUnavailable, code: "source_unavailable", message: err.Error()}
 	case errors.Is(err, outbox.ErrSourceNotAllowed):
 		return &apiError{status: http.StatusForbidden, code: "source_not_allowed", message: err.Error()}
+	case errors.Is(err, outbox.ErrSourceDisabled):
+		return &apiError{status: http.StatusForbidden, code: "source_disabled", message: err.Error()}
 	case errors.Is(err, outbox.ErrAutomationNotAllowed):
 		return &apiError{status: http.StatusForbidden, code: "automation_not_allowed", message: err.Error()}
 	case dbutil.Unavailable(err):

@@ -168,7 +168,7 @@ WITH prev AS (
     SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
 ), next AS (
     UPDATE action_invocations AS i
-    SET status = 'completed', result = @result, provider_ref = sqlc.narg(provider_ref), conflict = @conflict,
+    SET status = 'completed', result = @result, provider_ref = sqlc.narg(provider_ref), conflict = @conflict, steps = sqlc.narg(steps),
         error = NULL, duration_ms = @duration_ms, completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
     RETURNING i.*
@@ -185,7 +185,7 @@ WITH prev AS (
     SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
 ), next AS (
     UPDATE action_invocations AS i
-    SET status = 'failed', error = @error, duration_ms = sqlc.narg(duration_ms), completed_at = now(), dead_lettered_at = now(), updated_at = now(), event_seq = i.event_seq + 1
+    SET status = 'failed', error = @error, duration_ms = sqlc.narg(duration_ms), steps = sqlc.narg(steps), completed_at = now(), dead_lettered_at = now(), updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
     RETURNING i.*
 ), event AS (
@@ -242,7 +242,7 @@ WITH prev AS (
     SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
 ), next AS (
     UPDATE action_invocations AS i
-    SET status = 'approved', dead_lettered_at = NULL, completed_at = NULL, replay_count = i.replay_count + 1,
+    SET status = 'approved', dead_lettered_at = NULL, completed_at = NULL, steps = NULL, replay_count = i.replay_count + 1,
         replayed_by = @actor, replayed_at = now(), job_id = @job_id, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'failed' AND i.dead_lettered_at IS NOT NULL AND i.discarded_at IS NULL
     RETURNING i.*

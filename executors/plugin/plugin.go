@@ -1,0 +1,384 @@
+// Package plugin is the source of plugin action packages: directories
+// under plugins.dir, each holding an action.json (the Action API
+// contract's plugin package) and its execute, verify and rollback
+// executables in any language (a .js file runs with node). Each package is
+// the action <name> of the source "plugin".
+//
+// Nothing runs unless plugins.allow_code_execution is on. Every
+// executable runs as a child process: input JSON on stdin, output JSON on
+// stdout, a scrubbed environment, a working directory of its own, a
+// timeout and an output cap, killed with its process group when it runs
+// too long or outboxd stops waiting. A failed verification runs rollback
+// once and fails the invocation for good.
+package plugin
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/flow"
+)
+
+// SourceID is the plugins' source id.
+const SourceID = "plugin"
+
+// Bucket is the plugins' default rate bucket: shared by every
+// organization, since the child processes share the workers' machines.
+var Bucket = flow.BucketConfig{Name: "plugin", Rate: 20, Interval: time.Second, Burst: 20, MaxConcurrency: 8, Scope: flow.ScopeGlobal}
+
+// DisabledReason is why plugins are listed but cannot run while code
+// execution is off.
+const DisabledReason = "plugin code execution is off (plugins.allow_code_execution: false)"
+
+// Config is the plugins.* configuration.
+type Config struct {
+	// Dir holds the packages, one directory each; "" means no plugins.
+	Dir string
+	// AllowCodeExecution lets plugins run. Off, they are listed as
+	// disabled and cannot be invoked.
+	AllowCodeExecution bool
+	// CommandAllowlist are the commands a package may declare in
+	// verification.commands and permissions.commands: a declared command
+	// must start with the words of one of them.
+	CommandAllowlist []string
+	// Timeout bounds each child process. Default 10s.
+	Timeout time.Duration
+	// MaxOutputBytes caps what a child process may write to stdout.
+	// Default 1 MiB.
+	MaxOutputBytes int
+}
+
+// Reserved are the ids of the other sources and the actions of the core
+// sources by source id: names a plugin may not take.
+type Reserved map[string][]string
+
+// Source is the plugin source.
+type Source struct {
+	cfg     Config
+	actions map[string]*action
+	ids     []string
+	run     runner
+	verify  *executors.Validator
+}
+
+var _ executors.Source = (*Source)(nil)
+
+// loader reads packages.
+type loader struct {
+	reserved  reserved
+	allowlist allowlist
+	validator *executors.Validator
+	node      string
+}
+
+// Load reads every package in cfg.Dir. A package that breaks a rule —
+// a name taken by another source or a core action, a command off the
+// allowlist, an R2 action without rollback, a bad schema — fails the
+// load with an error naming the package and the rule. It returns nil
+// when cfg.Dir is empty.
+func Load(cfg *Config, taken Reserved) (*Source, error) {
+	if cfg.Dir == "" {
+		return nil, nil
+	}
+	if !supported {
+		return nil, errors.New("plugins need a Unix system (process groups)")
+	}
+	allow, err := newAllowlist(cfg.CommandAllowlist)
+	if err != nil {
+		return nil, err
+	}
+	l := &loader{
+		reserved:  reserved{sources: map[string]bool{SourceID: true}, actions: map[string]string{}},
+		allowlist: allow,
+		validator: executors.NewValidator(),
+	}
+	srcs := make([]string, 0, len(taken))
+	for src := range taken {
+		srcs = append(srcs, src)
+	}
+	sort.Strings(srcs)
+	for _, src := range srcs {
+		l.reserved.sources[src] = true
+		for _, a := range taken[src] {
+			if _, ok := l.reserved.actions[a]; !ok {
+				l.reserved.actions[a] = src + "." + a
+			}
+		}
+	}
+	if node, err := exec.LookPath("node"); err == nil {
+		l.node, _ = filepath.Abs(node)
+	}
+	entries, err := os.ReadDir(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("plugins.dir: %w", err)
+	}
+	s := &Source{
+		cfg:     *cfg,
+		actions: map[string]*action{},
+		run: runner{
+			timeout:   cmp.Or(cfg.Timeout, 10*time.Second),
+			maxOutput: cmp.Or(cfg.MaxOutputBytes, 1<<20),
+		},
+		verify: l.validator,
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(cfg.Dir, e.Name())
+		if _, err := os.Stat(filepath.Join(dir, "action.json")); errors.Is(err, os.ErrNotExist) {
+			continue // not a package
+		}
+		a, err := l.loadAction(dir)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", dir, err)
+		}
+		s.actions[a.def.ID] = a
+		s.ids = append(s.ids, a.def.ID)
+	}
+	sort.Strings(s.ids)
+	return s, nil
+}
+
+// ID returns SourceID.
+func (s *Source) ID() string { return SourceID }
+
+// Disabled says why the plugins cannot run, "" when they can.
+func (s *Source) Disabled() string {
+	if s.cfg.AllowCodeExecution {
+		return ""
+	}
+	return DisabledReason
+}
+
+// ListActions returns the packages' definitions, also while they are
+// disabled.
+func (s *Source) ListActions(context.Context, executors.ExecContext) ([]executors.Definition, error) {
+	out := make([]executors.Definition, 0, len(s.ids))
+	for _, id := range s.ids {
+		out = append(out, s.actions[id].def)
+	}
+	return out, nil
+}
+
+// Execute runs a package: execute, then the verification (output schema,
+// verify, the declared verification commands). When the verification
+// fails, rollback runs once and the invocation fails without retry, the
+// steps recording what happened. Everything runs in one fresh working
+// directory, removed afterwards.
+func (s *Source) Execute(ctx context.Context, actionID string, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
+	a, ok := s.actions[actionID]
+	if !ok {
+		return executors.Result{}, &executors.Error{Code: "unknown_action", Message: fmt.Sprintf("no plugin %q", actionID), Cause: executors.ErrUnknownAction}
+	}
+	if reason := s.Disabled(); reason != "" {
+		return executors.Result{}, &executors.Error{Code: "source_disabled", Message: reason}
+	}
+	work, err := os.MkdirTemp("", "outboxd-plugin-")
+	if err != nil {
+		return executors.Result{}, &executors.Error{Code: "plugin_workdir", Message: err.Error(), Retryable: true}
+	}
+	defer os.RemoveAll(work)
+
+	key := ec.IdempotencyKey
+	input := orNull(params)
+	stdout, err := s.run.run(ctx, a.execute, work, key, mustJSON(map[string]any{"input": input}))
+	if err != nil {
+		return executors.Result{}, failure("execute", err)
+	}
+	output := bytes.TrimSpace(stdout)
+	if len(output) == 0 {
+		output = []byte("null")
+	}
+
+	steps := &executors.Steps{Verification: s.verification(ctx, a, work, key, input, output)}
+	if ctx.Err() != nil {
+		// outboxd stopped waiting mid-verification: nothing was decided.
+		// The call is retried with the same idempotency key.
+		return executors.Result{}, &executors.Error{Code: "plugin_interrupted", Message: "interrupted during verification", Retryable: true, Cause: ctx.Err()}
+	}
+	if steps.Verification.OK {
+		return executors.Result{Data: output, Steps: steps}, nil
+	}
+
+	msg := "verification failed: " + failedChecks(steps.Verification)
+	if a.rollback != nil {
+		steps.Rollback.Attempted = true
+		state := map[string]any{"input": input, "output": jsonOrString(output), "verification": steps.Verification}
+		_, err := s.run.run(ctx, a.rollback, work, key, mustJSON(state))
+		steps.Rollback.OK = err == nil
+		if err != nil {
+			msg += "; rollback " + err.Error()
+		} else {
+			msg += "; rolled back"
+		}
+	}
+	// Not retryable: a second execute would be a second repair attempt.
+	return executors.Result{}, &executors.Error{Code: "verification_failed", Message: msg, Steps: steps}
+}
+
+// verification checks execute's output: valid JSON matching the output
+// schema, then verify and each declared verification command. verify is
+// skipped when the output is already wrong.
+func (s *Source) verification(ctx context.Context, a *action, work, key string, input, output json.RawMessage) executors.Verification {
+	var checks []executors.Check
+	add := func(c executors.Check) { checks = append(checks, c) }
+	if !json.Valid(output) {
+		add(executors.Check{Name: "output", OK: false, Detail: "execute's output is not JSON"})
+		return summarize(checks)
+	}
+	if a.outputSchema != nil {
+		errs, err := s.verify.ValidateValue(a.outputSchema, output)
+		c := executors.Check{Name: "outputSchema", OK: err == nil && len(errs) == 0}
+		switch {
+		case err != nil:
+			c.Detail = err.Error()
+		case len(errs) > 0:
+			parts := make([]string, len(errs))
+			for i, e := range errs {
+				parts[i] = strings.TrimSpace(e.Field + " " + e.Message)
+			}
+			c.Detail = strings.Join(parts, "; ")
+		}
+		add(c)
+		if !c.OK {
+			return summarize(checks)
+		}
+	}
+	stdin := mustJSON(map[string]any{"input": input, "output": output})
+	if a.verify != nil {
+		stdout, err := s.run.run(ctx, a.verify, work, key, stdin)
+		var answer struct {
+			OK     *bool             `json:"ok"`
+			Checks []executors.Check `json:"checks"`
+		}
+		if out := bytes.TrimSpace(stdout); len(out) > 0 {
+			if json.Unmarshal(out, &answer) != nil {
+				answer.OK = new(bool) // unreadable answer: not verified
+			}
+		}
+		c := executors.Check{Name: "verify", OK: err == nil && (answer.OK == nil || *answer.OK)}
+		switch {
+		case err != nil:
+			c.Detail = err.Error()
+			var re *runError
+			if errors.As(err, &re) && len(answer.Checks) == 0 {
+				_ = json.Unmarshal(bytes.TrimSpace(re.Stdout), &answer)
+			}
+		case !c.OK:
+			c.Detail = "verify answered ok: false"
+		}
+		add(c)
+		checks = append(checks, answer.Checks...)
+	}
+	for _, words := range a.commands {
+		c := executors.Check{Name: strings.Join(words, " "), OK: true}
+		argv := append([]string(nil), words...)
+		path, err := lookChildPath(argv[0])
+		if err == nil {
+			argv[0] = path
+			_, err = s.run.run(ctx, argv, work, key, stdin)
+		}
+		if err != nil {
+			c.OK, c.Detail = false, err.Error()
+		}
+		add(c)
+	}
+	return summarize(checks)
+}
+
+// summarize makes the verification of checks: ok when every one is.
+func summarize(checks []executors.Check) executors.Verification {
+	v := executors.Verification{OK: true, Checks: checks}
+	if v.Checks == nil {
+		v.Checks = []executors.Check{}
+	}
+	for _, c := range checks {
+		v.OK = v.OK && c.OK
+	}
+	return v
+}
+
+func failedChecks(v executors.Verification) string {
+	var failed []string
+	for _, c := range v.Checks {
+		if !c.OK {
+			failed = append(failed, strings.TrimSpace(c.Name+" "+c.Detail))
+		}
+	}
+	return strings.Join(failed, "; ")
+}
+
+// pluginError is what a plugin may print on stdout when it exits with a
+// non-zero status, to say what went wrong.
+type pluginError struct {
+	Error struct {
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		Retryable bool   `json:"retryable"`
+	} `json:"error"`
+}
+
+// failure classifies a failed execute: a timeout or an interrupted run
+// is retried (the same idempotency key), as is exit status 75 or an
+// error the plugin marked retryable; any other failure is final.
+func failure(step string, err error) *executors.Error {
+	var re *runError
+	if !errors.As(err, &re) {
+		return &executors.Error{Code: "plugin_failed", Message: step + ": " + err.Error(), Retryable: true}
+	}
+	e := &executors.Error{Code: "plugin_failed", Message: step + " " + re.Error(), Cause: re.Err}
+	switch re.Kind {
+	case failTimeout:
+		e.Code, e.Retryable = "plugin_timeout", true
+	case failCancelled:
+		e.Code, e.Retryable = "plugin_interrupted", true
+	case failTooLarge:
+		e.Code = "plugin_output_too_large"
+	case failStart:
+		e.Code = "plugin_not_runnable"
+	case failExit:
+		e.Retryable = re.Status == exitTempFail
+		var pe pluginError
+		if json.Unmarshal(bytes.TrimSpace(re.Stdout), &pe) == nil && pe.Error.Code+pe.Error.Message != "" {
+			e.Code = cmp.Or(pe.Error.Code, e.Code)
+			e.Message = cmp.Or(pe.Error.Message, e.Message)
+			e.Retryable = e.Retryable || pe.Error.Retryable
+		}
+	}
+	return e
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only values that always encode are passed
+	}
+	return b
+}
+
+func orNull(b json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// jsonOrString returns b as JSON when it is, else as a string.
+func jsonOrString(b []byte) any {
+	if json.Valid(b) {
+		return json.RawMessage(b)
+	}
+	return string(b)
+}

@@ -1,0 +1,25 @@
+//go:build unix
+
+package plugin
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// supported says whether plugins can run on this system.
+const supported = true
+
+// killGroup kills the process group p leads: p and everything it started
+// that did not leave the group.
+func killGroup(p *os.Process) error {
+	if p == nil {
+		return nil
+	}
+	err := syscall.Kill(-p.Pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
