@@ -1,0 +1,474 @@
+package plugin_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/plugin"
+)
+
+// core is what the tests reserve: two core sources and their actions.
+var core = plugin.Reserved{
+	"slack":  {"send_message"},
+	"linear": {"create_issue", "list_issues"},
+}
+
+// pkg is a plugin package a test writes: its action.json and executables.
+type pkg struct {
+	manifest map[string]any
+	files    map[string]string // name → content, written executable
+}
+
+// writePackages writes packages under a fresh plugins directory.
+func writePackages(t *testing.T, pkgs map[string]pkg) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, p := range pkgs {
+		pdir := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(pdir, 0o755))
+		m := p.manifest
+		if m == nil {
+			m = map[string]any{}
+		}
+		if _, ok := m["name"]; !ok {
+			m["name"] = name
+		}
+		raw, err := json.Marshal(m)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(pdir, "action.json"), raw, 0o644))
+		for file, content := range p.files {
+			require.NoError(t, os.WriteFile(filepath.Join(pdir, file), []byte(content), 0o755))
+		}
+	}
+	return dir
+}
+
+func load(t *testing.T, cfg plugin.Config, pkgs map[string]pkg) (*plugin.Source, error) {
+	t.Helper()
+	cfg.Dir = writePackages(t, pkgs)
+	return plugin.Load(&cfg, core)
+}
+
+func mustLoad(t *testing.T, cfg plugin.Config, pkgs map[string]pkg) *plugin.Source {
+	t.Helper()
+	cfg.AllowCodeExecution = true
+	s, err := load(t, cfg, pkgs)
+	require.NoError(t, err)
+	return s
+}
+
+func sh(body string) string { return "#!/bin/sh\n" + body + "\n" }
+
+const okExecute = "cat >/dev/null; echo '{\"done\": true}'"
+
+func execute(t *testing.T, s *plugin.Source, action, params string) (executors.Result, *executors.Error) {
+	t.Helper()
+	res, err := s.Execute(context.Background(), action, json.RawMessage(params), executors.ExecContext{IdempotencyKey: "key-123"})
+	if err == nil {
+		return res, nil
+	}
+	var e *executors.Error
+	require.ErrorAs(t, err, &e)
+	return res, e
+}
+
+// Rule 1: a plugin cannot take a core action's name or another source's
+// id; the error names both.
+func TestLoad_RefusesOverridingACoreActionOrASource(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string][]string{
+		"send_message": {`"send_message"`, "core action slack.send_message"},
+		"list_issues":  {`"list_issues"`, "core action linear.list_issues"},
+		"slack":        {`"slack"`, "source slack"},
+		"plugin":       {`"plugin"`, "source plugin"},
+	} {
+		_, err := load(t, plugin.Config{}, map[string]pkg{name: {files: map[string]string{"execute": sh(okExecute)}}})
+		require.Error(t, err, name)
+		for _, w := range want {
+			require.Contains(t, err.Error(), w)
+		}
+	}
+
+	// A name that is not a plain identifier, or not its directory's, is
+	// refused too.
+	_, err := load(t, plugin.Config{}, map[string]pkg{"tidy": {manifest: map[string]any{"name": "slack.send_message"}, files: map[string]string{"execute": sh(okExecute)}}})
+	require.ErrorContains(t, err, "directory name")
+
+	s, err := load(t, plugin.Config{}, map[string]pkg{"tidy_up": {files: map[string]string{"execute": sh(okExecute)}}})
+	require.NoError(t, err)
+	defs, err := s.ListActions(context.Background(), executors.ExecContext{})
+	require.NoError(t, err)
+	require.Len(t, defs, 1)
+	require.Equal(t, "tidy_up", defs[0].ID)
+	require.Equal(t, executors.TierR4, defs[0].Tier, "a missing tier is treated as R4")
+}
+
+// Rule 2: with code execution off nothing runs.
+func TestExecute_NothingRunsWhenCodeExecutionIsOff(t *testing.T) {
+	t.Parallel()
+	marker := filepath.Join(t.TempDir(), "ran")
+	s, err := load(t, plugin.Config{}, map[string]pkg{"touch": {
+		manifest: map[string]any{"riskTier": "R1"},
+		files:    map[string]string{"execute": sh("touch " + marker + "; echo '{}'")},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, plugin.DisabledReason, s.Disabled())
+	defs, err := s.ListActions(context.Background(), executors.ExecContext{})
+	require.NoError(t, err)
+	require.Len(t, defs, 1, "disabled plugins are still listed")
+
+	_, e := execute(t, s, "touch", `{}`)
+	require.NotNil(t, e)
+	require.Equal(t, "source_disabled", e.Code)
+	require.False(t, e.Retryable)
+	require.NoFileExists(t, marker)
+}
+
+// Rule 3: a child process gets the input on stdin, answers on stdout,
+// runs in a working directory of its own with a scrubbed environment.
+func TestExecute_ChildProcessContract(t *testing.T) {
+	t.Setenv("OUTBOXD_SECRETS_KEY", "very-secret-key")
+	t.Setenv("DATABASE_URL", "postgres://user:pw@db/outboxd")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
+	out := t.TempDir()
+	s := mustLoad(t, plugin.Config{}, map[string]pkg{"probe": {
+		manifest: map[string]any{"riskTier": "R1"},
+		files: map[string]string{"execute": sh(
+			"cat > " + out + "/stdin.json\n" +
+				"/usr/bin/env > " + out + "/env.txt\n" +
+				"pwd > " + out + "/pwd.txt\n" +
+				"echo 'a note on stderr' >&2\n" +
+				`echo '{"answer": 42}'`)},
+	}})
+	res, e := execute(t, s, "probe", `{"q": "life"}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `{"answer": 42}`, string(res.Data))
+	require.NotNil(t, res.Steps)
+	require.True(t, res.Steps.Verification.OK)
+
+	stdin, err := os.ReadFile(filepath.Join(out, "stdin.json"))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"input": {"q": "life"}}`, string(stdin))
+
+	pwd, err := os.ReadFile(filepath.Join(out, "pwd.txt"))
+	require.NoError(t, err)
+	workdir := strings.TrimSpace(string(pwd))
+	require.Contains(t, filepath.Base(workdir), "outboxd-plugin-")
+	require.NoDirExists(t, workdir, "the working directory is removed afterwards")
+
+	env, err := os.ReadFile(filepath.Join(out, "env.txt"))
+	require.NoError(t, err)
+	vars := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(env)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		vars[k] = v
+	}
+	delete(vars, "PWD") // the shell's own
+	delete(vars, "SHLVL")
+	delete(vars, "_")
+	require.Equal(t, map[string]string{
+		"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8", "OUTBOXD_IDEMPOTENCY_KEY": "key-123",
+	}, vars)
+	require.NotContains(t, string(env), "very-secret-key")
+	require.NotContains(t, string(env), "aws-secret")
+	require.NotContains(t, string(env), "DATABASE_URL")
+}
+
+// Rule 3: past its timeout a child is killed with its process group, so
+// what it started in the background dies too.
+func TestExecute_TimeoutKillsTheProcessGroup(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	s := mustLoad(t, plugin.Config{Timeout: 300 * time.Millisecond}, map[string]pkg{"hang": {
+		manifest: map[string]any{"riskTier": "R1"},
+		files:    map[string]string{"execute": sh("sleep 60 & echo $! > " + out + "/grandchild\nsleep 60")},
+	}})
+	start := time.Now()
+	_, e := execute(t, s, "hang", `{}`)
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.NotNil(t, e)
+	require.Equal(t, "plugin_timeout", e.Code)
+	require.True(t, e.Retryable, "a timeout is retried with the same idempotency key")
+	requireGone(t, readPID(t, filepath.Join(out, "grandchild")))
+}
+
+// Rule 3: when outboxd stops waiting (shutdown, the call deadline) the
+// group is killed too.
+func TestExecute_CancelKillsTheProcessGroup(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	s := mustLoad(t, plugin.Config{Timeout: time.Minute}, map[string]pkg{"hang": {
+		manifest: map[string]any{"riskTier": "R1"},
+		files:    map[string]string{"execute": sh("sleep 60 & echo $! > " + out + "/grandchild\nsleep 60")},
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		// Cancel once the grandchild runs.
+		for {
+			if _, err := os.Stat(filepath.Join(out, "grandchild")); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	_, err := s.Execute(ctx, "hang", json.RawMessage(`{}`), executors.ExecContext{IdempotencyKey: "k"})
+	var e *executors.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, "plugin_interrupted", e.Code)
+	require.True(t, e.Retryable)
+	requireGone(t, readPID(t, filepath.Join(out, "grandchild")))
+}
+
+// Rule 3: output past the cap kills the child and fails for good.
+func TestExecute_OutputIsCapped(t *testing.T) {
+	t.Parallel()
+	s := mustLoad(t, plugin.Config{MaxOutputBytes: 1000}, map[string]pkg{"flood": {
+		manifest: map[string]any{"riskTier": "R1"},
+		files:    map[string]string{"execute": sh("yes x | head -c 100000")},
+	}})
+	_, e := execute(t, s, "flood", `{}`)
+	require.NotNil(t, e)
+	require.Equal(t, "plugin_output_too_large", e.Code)
+	require.False(t, e.Retryable)
+}
+
+// A plugin says how it failed: its error on stdout, exit status 75 for a
+// transient failure.
+func TestExecute_FailureClassification(t *testing.T) {
+	t.Parallel()
+	s := mustLoad(t, plugin.Config{}, map[string]pkg{
+		"broken": {manifest: map[string]any{"riskTier": "R1"}, files: map[string]string{
+			"execute": sh(`echo '{"error": {"code": "no_such_thing", "message": "thing 7 does not exist"}}'; exit 3`)}},
+		"flaky": {manifest: map[string]any{"riskTier": "R1"}, files: map[string]string{"execute": sh("exit 75")}},
+		"bad":   {manifest: map[string]any{"riskTier": "R1"}, files: map[string]string{"execute": sh("exit 1")}},
+	})
+	_, e := execute(t, s, "broken", `{}`)
+	require.Equal(t, "no_such_thing", e.Code)
+	require.Equal(t, "thing 7 does not exist", e.Message)
+	require.False(t, e.Retryable)
+
+	_, e = execute(t, s, "flaky", `{}`)
+	require.Equal(t, "plugin_failed", e.Code)
+	require.True(t, e.Retryable)
+
+	_, e = execute(t, s, "bad", `{}`)
+	require.Equal(t, "plugin_failed", e.Code)
+	require.Contains(t, e.Message, "exited with status 1")
+	require.False(t, e.Retryable)
+}
+
+// Rule 5: declared commands pass the allowlist, or the package is
+// refused before anything runs.
+func TestLoad_DeclaredCommandsPassTheAllowlist(t *testing.T) {
+	t.Parallel()
+	decl := func(field, cmd string) map[string]pkg {
+		m := map[string]any{"riskTier": "R1"}
+		if field == "verification" {
+			m["verification"] = map[string]any{"commands": []string{cmd}}
+		} else {
+			m["permissions"] = map[string]any{"commands": []string{cmd}}
+		}
+		return map[string]pkg{"check": {manifest: m, files: map[string]string{"execute": sh(okExecute)}}}
+	}
+	_, err := load(t, plugin.Config{}, decl("verification", "test -f done.txt"))
+	require.ErrorContains(t, err, `verification.commands: command "test -f done.txt" is not on plugins.command_allowlist`)
+	_, err = load(t, plugin.Config{CommandAllowlist: []string{"test -d"}}, decl("permissions", "test -f done.txt"))
+	require.ErrorContains(t, err, `permissions.commands: command "test -f done.txt" is not on plugins.command_allowlist`)
+	_, err = load(t, plugin.Config{CommandAllowlist: []string{"rm"}}, decl("verification", "rm -rf / ; true"))
+	require.ErrorContains(t, err, "shell syntax")
+
+	_, err = load(t, plugin.Config{CommandAllowlist: []string{"test -f"}}, decl("verification", "test -f done.txt"))
+	require.NoError(t, err)
+	_, err = load(t, plugin.Config{CommandAllowlist: []string{"curl"}}, decl("permissions", "curl https://example.com"))
+	require.NoError(t, err)
+}
+
+// Declared verification commands run after execute, in its working
+// directory, each a check.
+func TestExecute_VerificationCommandsAreChecks(t *testing.T) {
+	t.Parallel()
+	m := func() map[string]any {
+		return map[string]any{"riskTier": "R1", "verification": map[string]any{"commands": []string{"test -f done.txt"}}}
+	}
+	s := mustLoad(t, plugin.Config{CommandAllowlist: []string{"test -f"}}, map[string]pkg{
+		"leaves_file": {manifest: m(), files: map[string]string{"execute": sh("touch done.txt; echo '{}'")}},
+		"forgets":     {manifest: m(), files: map[string]string{"execute": sh("echo '{}'")}},
+	})
+	res, e := execute(t, s, "leaves_file", `{}`)
+	require.Nil(t, e)
+	require.Equal(t, []executors.Check{{Name: "test -f done.txt", OK: true}}, res.Steps.Verification.Checks)
+
+	_, e = execute(t, s, "forgets", `{}`)
+	require.NotNil(t, e)
+	require.Equal(t, "verification_failed", e.Code)
+	require.False(t, e.Steps.Verification.OK)
+	require.Equal(t, "test -f done.txt", e.Steps.Verification.Checks[0].Name)
+	require.False(t, e.Steps.Rollback.Attempted, "no rollback shipped")
+}
+
+// Rule 6: an R2 action must ship verify and rollback.
+func TestLoad_R2RequiresRollback(t *testing.T) {
+	t.Parallel()
+	r2 := map[string]any{"riskTier": "R2"}
+	_, err := load(t, plugin.Config{}, map[string]pkg{"write": {manifest: r2, files: map[string]string{
+		"execute": sh(okExecute), "verify": sh("echo '{\"ok\": true}'")}}})
+	require.ErrorContains(t, err, "an R2 (write) plugin action requires rollback")
+	_, err = load(t, plugin.Config{}, map[string]pkg{"write": {manifest: map[string]any{"riskTier": "R2"}, files: map[string]string{
+		"execute": sh(okExecute), "rollback": sh("true")}}})
+	require.ErrorContains(t, err, "requires verification")
+	_, err = load(t, plugin.Config{}, map[string]pkg{"write": {manifest: map[string]any{"riskTier": "R1", "rollback": map[string]any{"required": true}}, files: map[string]string{
+		"execute": sh(okExecute)}}})
+	require.ErrorContains(t, err, "rollback.required in action.json requires rollback")
+
+	_, err = load(t, plugin.Config{}, map[string]pkg{"write": {manifest: map[string]any{"riskTier": "R2"}, files: map[string]string{
+		"execute": sh(okExecute), "verify": sh("echo '{\"ok\": true}'"), "rollback": sh("true")}}})
+	require.NoError(t, err)
+	_, err = load(t, plugin.Config{}, map[string]pkg{"write": {manifest: map[string]any{"riskTier": "R9"}, files: map[string]string{
+		"execute": sh(okExecute)}}})
+	require.ErrorContains(t, err, `riskTier "R9"`)
+}
+
+// Rule 6: a failed verification runs rollback once and fails for good
+// (no second execute); the steps say whether the rollback worked.
+func TestExecute_FailedVerificationRollsBackOnce(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	count := func(name string) int {
+		b, _ := os.ReadFile(filepath.Join(state, name))
+		return strings.Count(string(b), "x")
+	}
+	files := func(rollbackExit int) map[string]string {
+		return map[string]string{
+			"execute":  sh("cat > " + state + "/execute.in; echo x >> " + state + "/executes; echo '{\"id\": 7}'"),
+			"verify":   sh("cat > " + state + "/verify.in; echo '{\"ok\": false, \"checks\": [{\"name\": \"record 7 exists\", \"ok\": false, \"detail\": \"not found\"}]}'"),
+			"rollback": sh("cat > " + state + "/rollback.in; echo x >> " + state + "/rollbacks; exit " + strconv.Itoa(rollbackExit)),
+		}
+	}
+	s := mustLoad(t, plugin.Config{}, map[string]pkg{
+		"create": {manifest: map[string]any{"riskTier": "R2"}, files: files(0)},
+	})
+	_, e := execute(t, s, "create", `{"title": "t"}`)
+	require.NotNil(t, e)
+	require.Equal(t, "verification_failed", e.Code)
+	require.False(t, e.Retryable, "a failed verification is not retried: no second repair")
+	require.Contains(t, e.Message, "record 7 exists not found")
+	require.Contains(t, e.Message, "rolled back")
+	require.Equal(t, executors.Step{Attempted: true, OK: true}, e.Steps.Rollback)
+	require.Equal(t, executors.Step{}, e.Steps.Repair)
+	require.False(t, e.Steps.Verification.OK)
+	require.Equal(t, []executors.Check{
+		{Name: "verify", OK: false, Detail: "verify answered ok: false"},
+		{Name: "record 7 exists", OK: false, Detail: "not found"},
+	}, e.Steps.Verification.Checks)
+	require.Equal(t, 1, count("executes"))
+	require.Equal(t, 1, count("rollbacks"))
+
+	in, err := os.ReadFile(filepath.Join(state, "verify.in"))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"input": {"title": "t"}, "output": {"id": 7}}`, string(in))
+	in, err = os.ReadFile(filepath.Join(state, "rollback.in"))
+	require.NoError(t, err)
+	var rb map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(in, &rb))
+	require.JSONEq(t, `{"id": 7}`, string(rb["output"]))
+	require.Contains(t, string(rb["verification"]), `"ok":false`)
+
+	s = mustLoad(t, plugin.Config{}, map[string]pkg{
+		"create": {manifest: map[string]any{"riskTier": "R2"}, files: files(1)},
+	})
+	_, e = execute(t, s, "create", `{"title": "t"}`)
+	require.Equal(t, executors.Step{Attempted: true, OK: false}, e.Steps.Rollback)
+	require.Contains(t, e.Message, "rollback exited with status 1")
+}
+
+// outputSchema validates the output: a mismatch fails the invocation
+// (and rolls back), without asking verify.
+func TestExecute_OutputSchemaMismatchFails(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	s := mustLoad(t, plugin.Config{}, map[string]pkg{"count": {
+		manifest: map[string]any{
+			"riskTier":     "R2",
+			"inputSchema":  map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}},
+			"outputSchema": map[string]any{"type": "object", "required": []string{"total"}, "properties": map[string]any{"total": map[string]any{"type": "integer"}}},
+		},
+		files: map[string]string{
+			"execute":  sh(`read -r line; case "$line" in *'"n":1'*) echo '{"total": 1}';; *) echo '{"total": "many"}';; esac`),
+			"verify":   sh("touch " + state + "/verified; echo '{\"ok\": true}'"),
+			"rollback": sh("true"),
+		},
+	}})
+	res, e := execute(t, s, "count", `{"n":1}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `{"total": 1}`, string(res.Data))
+	require.Equal(t, []executors.Check{{Name: "outputSchema", OK: true}, {Name: "verify", OK: true}}, res.Steps.Verification.Checks)
+	require.NoError(t, os.Remove(filepath.Join(state, "verified")))
+
+	_, e = execute(t, s, "count", `{"n":2}`)
+	require.NotNil(t, e)
+	require.Equal(t, "verification_failed", e.Code)
+	require.Equal(t, "outputSchema", e.Steps.Verification.Checks[0].Name)
+	require.False(t, e.Steps.Verification.Checks[0].OK)
+	require.Contains(t, e.Steps.Verification.Checks[0].Detail, "total")
+	require.Equal(t, executors.Step{Attempted: true, OK: true}, e.Steps.Rollback)
+	require.NoFileExists(t, filepath.Join(state, "verified"), "verify is not asked about a wrong output")
+}
+
+// A .js executable runs with node.
+func TestExecute_JavaScriptRunsWithNode(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: the .js plugin path is not exercised")
+	}
+	s := mustLoad(t, plugin.Config{}, map[string]pkg{"add": {
+		manifest: map[string]any{"riskTier": "R0"},
+		files: map[string]string{"execute.js": `let s = '';
+process.stdin.on('data', d => s += d);
+process.stdin.on('end', () => {
+  const {input} = JSON.parse(s);
+  process.stdout.write(JSON.stringify({sum: input.a + input.b, key: process.env.OUTBOXD_IDEMPOTENCY_KEY}));
+});`},
+	}})
+	res, e := execute(t, s, "add", `{"a": 2, "b": 3}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `{"sum": 5, "key": "key-123"}`, string(res.Data))
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	return pid
+}
+
+// requireGone waits briefly for pid to be gone: no such process, or a
+// zombie waiting for its reaper.
+func requireGone(t *testing.T, pid int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if errors.Is(err, os.ErrNotExist) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		// The state follows the command name in parentheses.
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		return len(fields) > 0 && fields[0] == "Z"
+	}, 3*time.Second, 20*time.Millisecond, "process %d is still running", pid)
+}
