@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/policy"
@@ -157,4 +158,43 @@ func TestResultEnvelopeOf(t *testing.T) {
 			require.False(t, ok, s)
 		}
 	})
+}
+
+// TestResultEnvelopeOf_Steps: a source's own verification record stands
+// in the envelope, and a failure it rolled back is reverted; one whose
+// rollback failed stays failed.
+func TestResultEnvelopeOf_Steps(t *testing.T) {
+	t.Parallel()
+	inv := func(status invocation.Status, steps *executors.Steps) invocation.Invocation {
+		return invocation.Invocation{
+			ID: uuid.Must(uuid.NewV7()), Integration: "plugin", Action: "record", RiskLevel: "R2",
+			Status: status, Result: json.RawMessage(`{"id": 1}`), Steps: steps,
+		}
+	}
+	failedCheck := []executors.Check{{Name: "verify", OK: false, Detail: "missing"}}
+
+	env, ok := outbox.ResultEnvelopeOf(inv(invocation.StatusCompleted, &executors.Steps{
+		Verification: executors.Verification{OK: true, Checks: []executors.Check{{Name: "verify", OK: true}}},
+	}))
+	require.True(t, ok)
+	require.Equal(t, outbox.ResultSucceeded, env.Status)
+	require.Equal(t, []executors.Check{{Name: "verify", OK: true}}, env.Verification.Checks)
+
+	env, _ = outbox.ResultEnvelopeOf(inv(invocation.StatusFailed, &executors.Steps{
+		Verification: executors.Verification{Checks: failedCheck}, Rollback: executors.Step{Attempted: true, OK: true},
+	}))
+	require.Equal(t, outbox.ResultReverted, env.Status)
+	require.Equal(t, outbox.Step{Attempted: true, OK: true}, env.Rollback)
+	require.Equal(t, failedCheck, env.Verification.Checks)
+	require.JSONEq(t, `{}`, string(env.Output))
+
+	env, _ = outbox.ResultEnvelopeOf(inv(invocation.StatusFailed, &executors.Steps{
+		Verification: executors.Verification{Checks: failedCheck}, Rollback: executors.Step{Attempted: true},
+	}))
+	require.Equal(t, outbox.ResultFailed, env.Status)
+	require.Equal(t, outbox.Step{Attempted: true}, env.Rollback)
+
+	env, _ = outbox.ResultEnvelopeOf(inv(invocation.StatusFailed, nil))
+	require.Equal(t, outbox.ResultFailed, env.Status)
+	require.Equal(t, []executors.Check{}, env.Verification.Checks)
 }

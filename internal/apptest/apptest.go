@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/auth"
@@ -72,6 +73,8 @@ type Options struct {
 	Webhooks webhook.Config
 	// Slack configures Slack approvals; default a fast relay.
 	Slack slackapproval.Config
+	// Plugins configures the plugin action packages; default none.
+	Plugins plugin.Config
 }
 
 // Bundle is a running outboxd under test.
@@ -124,6 +127,7 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		Streams:              opts.Streams,
 		Webhooks:             opts.Webhooks,
 		Slack:                opts.Slack,
+		Plugins:              opts.Plugins,
 	}
 	if cfg.Slack.RelayInterval == 0 {
 		cfg.Slack.RelayInterval = 100 * time.Millisecond
