@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/apptest"
@@ -175,8 +176,18 @@ func TestQueues_PauseAndResume(t *testing.T) {
 
 	require.Equal(t, http.StatusForbidden, b.Do("POST", "/v1/queues/actions/pause", b.Admin(), nil).Status)
 	require.Equal(t, http.StatusNotFound, b.Do("POST", "/v1/queues/nope/pause", b.Owner(), nil).Status)
+	// River's producer announces when it has paused; only then is nothing
+	// fetched any more.
+	events, unsubscribe := b.App.River.Subscribe(river.EventKindQueuePaused)
+	defer unsubscribe()
 	r := b.Do("POST", "/v1/queues/actions/pause", b.Owner(), nil)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	select {
+	case e := <-events:
+		require.Equal(t, "actions", e.Queue.Name)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the producer of the actions queue never paused")
+	}
 	require.Eventually(t, func() bool {
 		q := b.Do("GET", "/v1/queues", b.Admin(), nil)
 		for _, item := range q.Body["queues"].([]any) {
