@@ -8,8 +8,9 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/outboxd/outboxd/internal/netguard"
 )
 
 // maxRedirects bounds the redirects followed for one request. MCP servers
@@ -19,69 +20,15 @@ const maxRedirects = 5
 
 // errURLNotAllowed is the cause of every refusal of a connector address, so
 // classification finds it however deep the HTTP stack wrapped it.
-var errURLNotAllowed = errors.New("connector URL not allowed")
+var errURLNotAllowed = netguard.ErrNotAllowed
 
 // addrNotAllowedError is returned by the dial guard for a resolved address
 // in a refused range.
-type addrNotAllowedError struct {
-	addr netip.Addr
-}
-
-func (e *addrNotAllowedError) Error() string {
-	return fmt.Sprintf("address %s is in a private, loopback, link-local or otherwise internal range", e.addr)
-}
-
-func (e *addrNotAllowedError) Unwrap() error { return errURLNotAllowed }
-
-// blockedPrefixes are ranges refused on top of what netip classifies as
-// loopback, private, link-local, multicast or unspecified: shared address
-// space (used by some cloud metadata services), IETF protocol assignments,
-// benchmarking, reserved space and the deprecated IPv6 forms that tunnel or
-// embed IPv4.
-var blockedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("::/96"),
-	netip.MustParsePrefix("2001::/32"),
-	netip.MustParsePrefix("fec0::/10"),
-}
-
-// embeddedIPv4Prefixes are IPv6 ranges that carry an IPv4 address: NAT64
-// (the IPv4 address in the last four bytes) and 6to4 (in bytes 2 to 5). An
-// address in them is refused when the IPv4 address it reaches is.
-var (
-	nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFour   = netip.MustParsePrefix("2002::/16")
-)
+type addrNotAllowedError = netguard.AddrError
 
 // addrAllowed reports whether a connector may be reached at addr when
-// private networks are not allowed. Only global unicast addresses outside
-// the private and special-purpose ranges pass, which also covers the cloud
-// metadata endpoints 169.254.169.254 (link-local) and fd00:ec2::254
-// (unique local).
-func addrAllowed(addr netip.Addr) bool {
-	addr = addr.Unmap().WithZone("")
-	if !addr.IsValid() || !addr.IsGlobalUnicast() || addr.IsPrivate() {
-		return false
-	}
-	for _, p := range blockedPrefixes {
-		if p.Contains(addr) {
-			return false
-		}
-	}
-	if nat64Prefix.Contains(addr) {
-		b := addr.As16()
-		return addrAllowed(netip.AddrFrom4([4]byte(b[12:16])))
-	}
-	if sixToFour.Contains(addr) {
-		b := addr.As16()
-		return addrAllowed(netip.AddrFrom4([4]byte(b[2:6])))
-	}
-	return true
-}
+// private networks are not allowed (netguard.AddrAllowed).
+func addrAllowed(addr netip.Addr) bool { return netguard.AddrAllowed(addr) }
 
 // CheckURL statically checks a connector URL, as the API does before saving
 // one: it must be absolute http or https with a host and no user info, and,
@@ -107,29 +54,14 @@ func CheckURL(raw string, allowPrivate bool) error {
 		return nil
 	}
 	if addr, err := netip.ParseAddr(u.Hostname()); err == nil && !addrAllowed(addr) {
-		return fmt.Errorf("%w: %w", errURLNotAllowed, &addrNotAllowedError{addr: addr})
+		return fmt.Errorf("%w: %w", errURLNotAllowed, &addrNotAllowedError{Addr: addr})
 	}
 	return nil
 }
 
-// guardControl is a net.Dialer Control function refusing connections to
-// internal addresses. It sees the address actually being dialed, after DNS
-// resolution, so it holds for every name, every redirect and every address
-// tried by Happy Eyeballs.
-func guardControl(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return fmt.Errorf("dial guard: %w", err)
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return fmt.Errorf("dial guard: %w", err)
-	}
-	if !addrAllowed(addr) {
-		return &addrNotAllowedError{addr: addr}
-	}
-	return nil
-}
+// guardControl refuses connections to internal addresses
+// (netguard.Control).
+var guardControl = netguard.Control
 
 // guardedTransport returns the transport connectors are reached through.
 // With the guard on, it dials through a net.Dialer whose Control refuses

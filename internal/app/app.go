@@ -25,6 +25,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/database"
 	"github.com/outboxd/outboxd/executors/demo"
 	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/executors/plugin"
@@ -70,8 +71,8 @@ type Config struct {
 	// Providers configure the provider sources by id (providers.<id>.*);
 	// a provider missing here uses its defaults.
 	Providers map[string]executors.ProviderConfig
-	// AllowPrivateNetworks lets connectors reach loopback and private
-	// addresses (tests, single-tenant deployments).
+	// AllowPrivateNetworks lets connectors and databases reach loopback
+	// and private addresses (tests, single-tenant deployments).
 	AllowPrivateNetworks bool
 	// Buckets add to or redefine DefaultBuckets() by name.
 	Buckets []flow.BucketConfig
@@ -129,6 +130,7 @@ type App struct {
 	Handler    http.Handler
 	Registry   *prometheus.Registry
 	Sources    *catalog.Catalog
+	databases  *database.Client
 	creds      *credential.Store
 	api        *httpapi.Server
 }
@@ -171,8 +173,12 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 		return nil, err
 	}
 
+	// The databases organizations register: one small pool per database,
+	// closed when idle and at shutdown.
+	databases := database.New(&database.Config{AllowPrivateNetworks: cfg.AllowPrivateNetworks})
+
 	creds := credential.NewStore(pool, box)
-	sources := catalog.New(registry, pool, mcpClient, creds)
+	sources := catalog.New(registry, pool, mcpClient, creds).WithDatabases(databases)
 	if err := addPlugins(sources, plugins); err != nil {
 		return nil, err
 	}
@@ -239,7 +245,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 		return nil, err
 	}
 	apiCreds := credential.NewStore(tenantPool, box)
-	apiSources := catalog.New(registry, tenantPool, mcpClient, apiCreds)
+	apiSources := catalog.New(registry, tenantPool, mcpClient, apiCreds).WithDatabases(databases)
 	if err := addPlugins(apiSources, plugins); err != nil {
 		tenantPool.Close()
 		return nil, err
@@ -282,7 +288,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	}
 	return &App{
 		cfg: cfg, role: role, pool: pool, tenantPool: tenantPool, logger: logger,
-		River: client, Service: svc, Handler: handler, Registry: reg, Sources: sources, creds: creds, api: server,
+		River: client, Service: svc, Handler: handler, Registry: reg, Sources: sources, databases: databases, creds: creds, api: server,
 	}, nil
 }
 
@@ -324,6 +330,8 @@ func (a *App) Run(ctx context.Context, ready func(addr string)) error {
 // stored credentials do not open with secrets.key (see CheckSecrets).
 func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string)) error {
 	defer a.tenantPool.Close()
+	// After the workers stopped: no call holds a database pool any more.
+	defer a.databases.Close()
 	if err := a.CheckSecrets(ctx); err != nil {
 		ln.Close()
 		return fmt.Errorf("refusing to start: %w; start with the secrets.key they were sealed with", err)
@@ -391,15 +399,16 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 	return runErr
 }
 
-// brokerWithConnectors resolves provider tokens through the broker and
-// connector secrets, which only outboxd holds, through the store.
+// brokerWithConnectors resolves provider tokens through the broker, and
+// connector secrets and database URLs, which only outboxd holds, through
+// the store.
 type brokerWithConnectors struct {
 	broker *credential.Broker
 	store  *credential.Store
 }
 
 func (b *brokerWithConnectors) Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error) {
-	if strings.HasPrefix(req.Integration, mcp.SourcePrefix) {
+	if strings.HasPrefix(req.Integration, mcp.SourcePrefix) || strings.HasPrefix(req.Integration, database.SourcePrefix) {
 		return b.store.Token(ctx, req, refresh)
 	}
 	return b.broker.Token(ctx, req, refresh)

@@ -2,6 +2,7 @@ package app
 
 import (
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/database"
 	"github.com/outboxd/outboxd/executors/github"
 	"github.com/outboxd/outboxd/executors/linear"
 	"github.com/outboxd/outboxd/executors/mcp"
@@ -22,8 +23,8 @@ var Providers = []executors.Provider{
 }
 
 // DefaultBuckets are the rate buckets outboxd starts with: each provider's,
-// the connectors', the plugins' and the webhook deliveries'. Configuration may redefine
-// any of them by name or add more.
+// the connectors', the databases', the plugins' and the webhook deliveries'.
+// Configuration may redefine any of them by name or add more.
 func DefaultBuckets() []flow.BucketConfig {
 	var out []flow.BucketConfig
 	for _, p := range Providers {
@@ -31,5 +32,5 @@ func DefaultBuckets() []flow.BucketConfig {
 			out = append(out, p.Bucket)
 		}
 	}
-	return append(out, mcp.Bucket, plugin.Bucket, webhook.Bucket)
+	return append(out, mcp.Bucket, database.Bucket, plugin.Bucket, webhook.Bucket)
 }

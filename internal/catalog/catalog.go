@@ -1,6 +1,7 @@
 // Package catalog resolves source ids for an organization: the static
 // provider sources (Slack, Linear, Sentry, GitHub) plus the organization's
-// enabled MCP connectors, each wrapped with the connector row it came from.
+// enabled MCP connectors, each wrapped with the connector row it came from,
+// and its registered databases.
 // The API and the workers resolve through it, so a connector added in one
 // process is usable by every other at once.
 package catalog
@@ -11,12 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/database"
 	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
@@ -36,11 +39,13 @@ type Catalog struct {
 	static  *executors.Registry
 	sources map[string]*Source
 	// added are the ids of the sources added with Add, in order.
-	added   []string
-	pool    *pgxpool.Pool
-	mcp     *mcp.Client
-	secrets SecretStore
-	queries *dbsqlc.Queries
+	added []string
+	pool  *pgxpool.Pool
+	mcp   *mcp.Client
+	// databases runs the organizations' databases; nil when off.
+	databases *database.Client
+	secrets   SecretStore
+	queries   *dbsqlc.Queries
 }
 
 // New returns a Catalog. With mcpClient nil, connectors are not resolved.
@@ -65,6 +70,16 @@ func (c *Catalog) Add(s *Source) error {
 	return nil
 }
 
+// WithDatabases makes the organizations' registered databases sources,
+// run by client, and returns c.
+func (c *Catalog) WithDatabases(client *database.Client) *Catalog {
+	c.databases = client
+	return c
+}
+
+// Databases returns the database client (nil when databases are off).
+func (c *Catalog) Databases() *database.Client { return c.databases }
+
 // MCP returns the connector client (nil when connectors are off).
 func (c *Catalog) MCP() *mcp.Client { return c.mcp }
 
@@ -75,6 +90,16 @@ func (c *Catalog) Static() *executors.Registry { return c.static }
 func (c *Catalog) Source(ctx context.Context, org, id string) (*Source, error) {
 	if s, ok := c.sources[id]; ok {
 		return s, nil
+	}
+	if dbID, ok := database.ParseSourceID(id); ok && c.databases != nil {
+		row, err := c.queries.DatabaseGet(ctx, c.pool, dbsqlc.DatabaseGetParams{ID: dbID, OrganizationID: org})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("loading database: %w", err)
+		}
+		return c.DatabaseSource(row), nil
 	}
 	rawID, ok := strings.CutPrefix(id, mcp.SourcePrefix)
 	if !ok || c.mcp == nil {
@@ -98,12 +123,21 @@ func (c *Catalog) Source(ctx context.Context, org, id string) (*Source, error) {
 	return conn.Entry(), nil
 }
 
-// List returns the static sources, the added ones and the
-// organization's enabled connectors, in that order.
+// List returns the static sources, the added ones, the organization's
+// databases and its enabled connectors, in that order.
 func (c *Catalog) List(ctx context.Context, org string) ([]*Source, error) {
 	var out []*Source
 	for _, id := range append(c.static.IDs(), c.added...) {
 		out = append(out, c.sources[id])
+	}
+	if c.databases != nil {
+		rows, err := c.queries.DatabaseList(ctx, c.pool, org)
+		if err != nil {
+			return nil, fmt.Errorf("listing databases: %w", err)
+		}
+		for _, row := range rows {
+			out = append(out, c.DatabaseSource(row))
+		}
 	}
 	if c.mcp == nil {
 		return out, nil
@@ -136,6 +170,17 @@ func (c *Catalog) ConnectorSource(row dbsqlc.OrgConnector) (*ConnectorSource, er
 		return nil, fmt.Errorf("connector %s: tool_risk_overrides: %w", row.ID, err)
 	}
 	return &ConnectorSource{Source: c.mcp.Source(conn), Row: row, Reviewed: reviewed, secrets: c.secrets}, nil
+}
+
+// DatabaseSource wraps a database row as a source. Its URL is its
+// credential, which the worker resolves before each call like a
+// provider's token.
+func (c *Catalog) DatabaseSource(row dbsqlc.OrgDatabase) *Source {
+	src := c.databases.Source(database.Database{
+		ID: row.ID, Name: row.Name, MaxRows: int(row.MaxRows),
+		StatementTimeout: time.Duration(row.StatementTimeoutMs) * time.Millisecond,
+	})
+	return &Source{Source: src, Name: row.Name, NeedsCredential: true, Bucket: database.Bucket.Name, OrgRegistered: true}
 }
 
 // Connector turns a row into the MCP package's connector.
@@ -174,7 +219,7 @@ type Source struct {
 	// "" for none.
 	Bucket string
 	// OrgRegistered marks a source the organization added itself (an MCP
-	// connector). It is listed whether or not a credential is stored for
+	// connector, a database). It is listed whether or not a credential is stored for
 	// it, and its actions' modes are an admin's to review: until reviewed,
 	// an action infers at most require_approval; once reviewed, the
 	// reviewed mode stands in for the org default and the drift guard

@@ -136,6 +136,19 @@ type OrgConnector struct {
 	UpdatedAt         time.Time
 }
 
+type OrgDatabase struct {
+	ID                 uuid.UUID
+	OrganizationID     string
+	Name               string
+	Host               string
+	Database           string
+	StatementTimeoutMs int32
+	MaxRows            int32
+	CreatedBy          string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
 type QuietHour struct {
 	OrganizationID string
 	Bucket         string

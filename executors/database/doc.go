@@ -1,0 +1,21 @@
+// Package database is the database archetype of the action source seam:
+// Postgres databases an organization registers (source id
+// "database:<uuid>") that agents may read through three actions, query
+// (R1), list_tables and describe_table (R0).
+//
+// Everything runs in a READ ONLY transaction whose first statement sets a
+// local statement_timeout and takes the transaction's snapshot, so the
+// transaction can no longer be switched to read-write; the agent's SQL is
+// sent with the extended protocol, which takes exactly one statement. A
+// result stops at the database's max_rows and at a byte budget, and says it
+// was truncated.
+//
+// The connection URL is a secret: it is passed per call
+// (ExecContext.Token, resolved from the credential store) and never kept
+// in this package's types apart from the pool it opened. Each database has
+// a small pool per process (Config.MaxConns), opened on first use and
+// closed after Config.IdleTimeout without calls, when the database is
+// dropped, and on Close. Unless Config.AllowPrivateNetworks is set, the
+// pool dials through the private network guard (internal/netguard), which
+// checks the address every connection actually reaches.
+package database

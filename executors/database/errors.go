@@ -1,0 +1,155 @@
+package database
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/netguard"
+)
+
+// Error codes of database calls.
+const (
+	CodeInvalidParams     = "invalid_params"
+	CodeUnknownAction     = "unknown_action"
+	CodeNotFound          = "not_found"
+	CodeInvalidURL        = "invalid_database_url"
+	CodeAddressNotAllowed = "address_not_allowed"
+	// CodeReadOnly: the statement tried to write and the read-only
+	// transaction refused it.
+	CodeReadOnly = "read_only_transaction"
+	// CodeStatementTimeout: the statement ran past statement_timeout.
+	CodeStatementTimeout = "statement_timeout"
+	// CodeQueryError: the database refused the statement (syntax, missing
+	// table, permission, a bad parameter...). Running it again would not
+	// help.
+	CodeQueryError = "query_error"
+	// CodeConnectionRefused: the server refused the login (password, role,
+	// database name).
+	CodeConnectionRefused = "connection_refused"
+	// CodeUnavailable: the server could not be reached or was busy; the
+	// call is retried.
+	CodeUnavailable = "database_unavailable"
+)
+
+// scrubber removes a database URL and its password from error texts.
+type scrubber []string
+
+func newScrubber(rawURL string) scrubber {
+	sc := scrubber{}
+	if rawURL == "" {
+		return sc
+	}
+	sc = append(sc, rawURL)
+	if u, err := url.Parse(rawURL); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && len(pw) >= 4 {
+			sc = append(sc, pw, url.QueryEscape(pw), url.PathEscape(pw))
+		}
+	}
+	return sc
+}
+
+func (sc scrubber) clean(s string) string {
+	for _, secret := range sc {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
+	}
+	return s
+}
+
+// classify turns a failure into an *executors.Error whose text holds
+// neither the URL nor its password: the server's own message for what it
+// refused, a short reason for what failed on the way.
+func (s *source) classify(ctx context.Context, err error, sc scrubber) error {
+	var e *executors.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return classifyPg(pgErr, s.db, sc)
+	}
+	if errors.Is(err, netguard.ErrNotAllowed) {
+		var addrErr *netguard.AddrError
+		msg := "the database URL leads to a private or internal address; set connectors.allow_private_networks to allow it"
+		if errors.As(err, &addrErr) {
+			msg = fmt.Sprintf("the database URL leads to %s, a private or internal address; set connectors.allow_private_networks to allow it", addrErr.Addr)
+		}
+		return &executors.Error{Code: CodeAddressNotAllowed, Message: msg, Cause: netguard.ErrNotAllowed}
+	}
+	if errors.Is(err, errClosed) {
+		return &executors.Error{Code: CodeUnavailable, Message: "outboxd is shutting down", Retryable: true, Cause: errClosed}
+	}
+	if ctx.Err() != nil {
+		return &executors.Error{Code: CodeUnavailable, Message: "the call was cancelled or ran out of time", Retryable: true, Cause: ctx.Err()}
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) || isNetwork(err) || errors.Is(err, context.DeadlineExceeded) {
+		return &executors.Error{Code: CodeUnavailable, Retryable: true,
+			Message: fmt.Sprintf("cannot reach database %q: %s", s.db.Name, networkReason(err))}
+	}
+	if strings.Contains(err.Error(), "cannot be parsed") || strings.Contains(err.Error(), "URL") {
+		return &executors.Error{Code: CodeInvalidURL, Message: sc.clean(err.Error())}
+	}
+	return &executors.Error{Code: CodeUnavailable, Retryable: true, Message: sc.clean(err.Error())}
+}
+
+// classifyPg classifies an error the server sent.
+func classifyPg(pgErr *pgconn.PgError, db Database, sc scrubber) error {
+	text := pgErr.Message
+	if pgErr.Detail != "" {
+		text += " (" + pgErr.Detail + ")"
+	}
+	if pgErr.Hint != "" {
+		text += "; hint: " + pgErr.Hint
+	}
+	text = sc.clean(fmt.Sprintf("%s (SQLSTATE %s)", text, pgErr.Code))
+	class := pgErr.Code[:2]
+	switch {
+	case pgErr.Code == "25006": // read_only_sql_transaction
+		return &executors.Error{Code: CodeReadOnly, Message: "the statement writes, and queries run in a read-only transaction: " + text}
+	case pgErr.Code == "57014": // query_canceled
+		return &executors.Error{Code: CodeStatementTimeout, Message: fmt.Sprintf("the statement was cancelled after the statement_timeout of %s: %s", db.StatementTimeout, text)}
+	case class == "28" || pgErr.Code == "3D000": // invalid authorization, unknown database
+		return &executors.Error{Code: CodeConnectionRefused, Message: fmt.Sprintf("database %q refused the connection: %s", db.Name, text)}
+	case class == "08" || class == "53" || class == "57" || pgErr.Code == "40001" || pgErr.Code == "40P01" || pgErr.Code == "55P03":
+		return &executors.Error{Code: CodeUnavailable, Retryable: true, Message: fmt.Sprintf("database %q: %s", db.Name, text)}
+	}
+	return &executors.Error{Code: CodeQueryError, Message: text}
+}
+
+func isNetwork(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr)
+}
+
+// networkReason says in a few words why a connection failed, without the
+// addresses the error names.
+func networkReason(err error) string {
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &dnsErr):
+		return "its host name does not resolve"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, syscall.ETIMEDOUT):
+		return "timed out"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection reset"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "host unreachable"
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return "timed out"
+	}
+	return "network error"
+}

@@ -1,0 +1,2 @@
+DELETE FROM credentials WHERE integration LIKE 'database:%';
+DROP TABLE org_databases;
