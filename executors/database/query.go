@@ -294,4 +294,3 @@ func (s *source) describeTable(ctx context.Context, tx pgx.Tx, schema *string, t
 	}
 	return &d, rows.Err()
 }
-

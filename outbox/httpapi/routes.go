@@ -72,7 +72,7 @@ type route struct {
 // routes is every authenticated route of the API: the one place that says
 // who may call what. Least privilege:
 //   - members read the inbox, envelopes, the catalog and action modes, and
-//     decide nothing; connectors, credentials, gates, dead letters and
+//     decide nothing; connectors, databases, credentials, gates, dead letters and
 //     queues are for admins and owners, and pausing queues (shared by every
 //     org) for owners only;
 //   - a service token enqueues envelopes and reads or cancels the envelopes
@@ -118,6 +118,12 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/connectors/{id}/validate", admins, s.validateConnector},
 		{"GET", "/v1/connectors/{id}/tools", admins, s.connectorTools},
 		{"PUT", "/v1/connectors/{id}/tools", admins, s.reviewConnectorTools},
+
+		{"GET", "/v1/databases", admins, s.listDatabases},
+		{"POST", "/v1/databases", admins, s.createDatabase},
+		{"GET", "/v1/databases/{id}", admins, s.getDatabase},
+		{"PATCH", "/v1/databases/{id}", admins, s.updateDatabase},
+		{"DELETE", "/v1/databases/{id}", admins, s.deleteDatabase},
 
 		{"GET", "/v1/webhooks", admins, s.listWebhooks},
 		{"POST", "/v1/webhooks", admins, s.createWebhook},

@@ -1,0 +1,489 @@
+package database_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/database"
+	"github.com/outboxd/outboxd/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// Target is a second Postgres database for a test: a table items of three
+// rows, a table big of 20,000 rows, a function that writes, and a role
+// that owns none of it but may write to items (and call write_item), so
+// that only the read-only transaction stands between a query and a write.
+type Target struct {
+	// AdminURL is the superuser's URL of the database.
+	AdminURL string
+	// URL is the writing role's URL, with a password.
+	URL string
+	// Password is in URL.
+	Password string
+}
+
+func NewTarget(t *testing.T) *Target {
+	t.Helper()
+	ctx := context.Background()
+	adminURL := pgtest.URL(t)
+	conn, err := pgx.Connect(ctx, adminURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	role, password := "writer_"+suffix, "pw-"+suffix+"-secret"
+	_, err = conn.Exec(ctx, fmt.Sprintf(`
+		CREATE ROLE %[1]s LOGIN PASSWORD '%[2]s';
+		CREATE SCHEMA shop;
+		CREATE TABLE shop.items (id serial PRIMARY KEY, name text NOT NULL, note text DEFAULT 'none', price numeric(10,2));
+		INSERT INTO shop.items (name, price) VALUES ('apple', 1.50), ('pear', 2.25), ('plum', NULL);
+		CREATE TABLE public.big (n integer, pad text);
+		INSERT INTO public.big SELECT g, repeat('x', 100) FROM generate_series(1, 20000) g;
+		CREATE VIEW shop.cheap AS SELECT id, name FROM shop.items WHERE price < 2;
+		CREATE FUNCTION shop.write_item(n text) RETURNS integer LANGUAGE sql AS
+			'INSERT INTO shop.items (name) VALUES (n) RETURNING id';
+		GRANT USAGE ON SCHEMA shop TO %[1]s;
+		GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA shop TO %[1]s;
+		GRANT USAGE ON ALL SEQUENCES IN SCHEMA shop TO %[1]s;
+		GRANT SELECT ON public.big TO %[1]s;
+		GRANT CREATE ON SCHEMA public TO %[1]s;
+	`, role, password))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, adminURL)
+		if err != nil {
+			t.Errorf("dropping role: %v", err)
+			return
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, fmt.Sprintf(`DROP OWNED BY %[1]s; DROP ROLE %[1]s`, role))
+		if err != nil {
+			t.Errorf("dropping role: %v", err)
+		}
+	})
+	u, err := url.Parse(adminURL)
+	require.NoError(t, err)
+	u.User = url.UserPassword(role, password)
+	return &Target{AdminURL: adminURL, URL: u.String(), Password: password}
+}
+
+// ItemCount counts shop.items as the superuser.
+func (tg *Target) ItemCount(t *testing.T) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), tg.AdminURL)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var n int
+	require.NoError(t, conn.QueryRow(context.Background(), `SELECT count(*) FROM shop.items`).Scan(&n))
+	return n
+}
+
+func newClient(t *testing.T, cfg *database.Config) *database.Client {
+	t.Helper()
+	if cfg == nil {
+		cfg = &database.Config{}
+	}
+	cfg.AllowPrivateNetworks = !cfg.AllowPrivateNetworks // tests run on loopback: true unless asked otherwise
+	c := database.New(cfg)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func exec(t *testing.T, src executors.Source, rawURL, action string, params any) (json.RawMessage, *executors.Error) {
+	t.Helper()
+	raw, err := json.Marshal(params)
+	require.NoError(t, err)
+	res, err := src.Execute(context.Background(), action, raw, executors.ExecContext{Token: rawURL, IdempotencyKey: uuid.NewString()})
+	if err != nil {
+		var e *executors.Error
+		require.True(t, errors.As(err, &e), "an *executors.Error, not %T: %v", err, err)
+		return nil, e
+	}
+	require.True(t, json.Valid(res.Data))
+	return res.Data, nil
+}
+
+func query(t *testing.T, src executors.Source, rawURL, sql string, args ...any) (*database.QueryResult, *executors.Error) {
+	t.Helper()
+	params := map[string]any{"sql": sql}
+	if len(args) > 0 {
+		params["params"] = args
+	}
+	data, e := exec(t, src, rawURL, database.ActionQuery, params)
+	if e != nil {
+		return nil, e
+	}
+	var res database.QueryResult
+	require.NoError(t, json.Unmarshal(data, &res))
+	return &res, nil
+}
+
+func TestQuery_WritesAreRefusedByTheReadOnlyTransaction(t *testing.T) {
+	tg := NewTarget(t)
+	ctx := context.Background()
+
+	// The role can write: outside outboxd's transaction, this insert lands.
+	conn, err := pgx.Connect(ctx, tg.URL)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `INSERT INTO shop.items (name) VALUES ('written directly')`)
+	require.NoError(t, err)
+	conn.Close(ctx)
+	require.Equal(t, 4, tg.ItemCount(t))
+
+	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop"})
+	for _, sql := range []string{
+		`INSERT INTO shop.items (name) VALUES ('x')`,
+		`UPDATE shop.items SET name = 'y'`,
+		`DELETE FROM shop.items`,
+		`TRUNCATE shop.items`,
+		`DROP TABLE shop.items`,
+		`CREATE TABLE public.made (a int)`,
+		`SELECT shop.write_item('via a function')`,
+		`WITH w AS (INSERT INTO shop.items (name) VALUES ('cte') RETURNING id) SELECT * FROM w`,
+	} {
+		_, e := query(t, src, tg.URL, sql)
+		require.NotNil(t, e, sql)
+		require.Equal(t, database.CodeReadOnly, e.Code, "%s: %v", sql, e)
+		require.False(t, e.Retryable, sql)
+		require.Contains(t, e.Message, "read-only transaction", sql)
+	}
+
+	// Tricks: switching the transaction to read-write is too late once
+	// outboxd's first statement ran, several statements in one are
+	// refused by the protocol, and changing the session's default does
+	// not reach the next call's transaction.
+	_, e := query(t, src, tg.URL, `SET TRANSACTION READ WRITE`)
+	require.NotNil(t, e)
+	require.Equal(t, database.CodeQueryError, e.Code)
+	require.Contains(t, e.Message, "read-write mode must be set before any query")
+	_, e = query(t, src, tg.URL, `COMMIT; INSERT INTO shop.items (name) VALUES ('after commit')`)
+	require.NotNil(t, e)
+	require.Equal(t, database.CodeQueryError, e.Code)
+	require.Contains(t, e.Message, "multiple commands")
+	_, e = query(t, src, tg.URL, `SET TRANSACTION READ WRITE; INSERT INTO shop.items (name) VALUES ('x')`)
+	require.NotNil(t, e)
+	for _, sql := range []string{`SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE`, `SET default_transaction_read_only = off`, `COMMIT`, `ROLLBACK`, `BEGIN`} {
+		_, _ = query(t, src, tg.URL, sql)
+		_, e = query(t, src, tg.URL, `INSERT INTO shop.items (name) VALUES ('x')`)
+		require.NotNil(t, e, "after %s", sql)
+		require.Equal(t, database.CodeReadOnly, e.Code, "after %s", sql)
+	}
+
+	require.Equal(t, 4, tg.ItemCount(t), "nothing was written")
+	res, e := query(t, src, tg.URL, `SELECT count(*) FROM shop.items`)
+	require.Nil(t, e)
+	require.Equal(t, `4`, string(res.Rows[0][0]))
+}
+
+func TestQuery_StatementTimeoutCancelsASlowQuery(t *testing.T) {
+	tg := NewTarget(t)
+	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop", StatementTimeout: 300 * time.Millisecond})
+	start := time.Now()
+	_, e := query(t, src, tg.URL, `SELECT pg_sleep(10)`)
+	require.NotNil(t, e)
+	require.Equal(t, database.CodeStatementTimeout, e.Code, e.Message)
+	require.False(t, e.Retryable)
+	require.Contains(t, e.Message, "300ms")
+	require.Less(t, time.Since(start), 5*time.Second)
+
+	// The connection is fine afterwards.
+	res, e := query(t, src, tg.URL, `SELECT 1 AS one`)
+	require.Nil(t, e)
+	require.Equal(t, "1", string(res.Rows[0][0]))
+}
+
+func TestQuery_RowCap(t *testing.T) {
+	tg := NewTarget(t)
+	c := newClient(t, nil)
+	src := c.Source(database.Database{ID: uuid.New(), Name: "shop", MaxRows: 25})
+	start := time.Now()
+	// Ten million rows: reading them all would take far longer than this
+	// test allows.
+	res, e := query(t, src, tg.URL, `SELECT g AS n FROM generate_series(1, 10000000) g`)
+	require.Nil(t, e)
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.True(t, res.Truncated)
+	require.Equal(t, database.TruncatedByRows, res.TruncatedBy)
+	require.Equal(t, 25, res.RowCount)
+	require.Len(t, res.Rows, 25)
+	require.Equal(t, "1", string(res.Rows[0][0]))
+	require.Equal(t, "25", string(res.Rows[24][0]))
+	require.Empty(t, res.Command)
+
+	// Exactly max_rows rows is not truncated.
+	res, e = query(t, src, tg.URL, `SELECT n FROM big WHERE n <= 25`)
+	require.Nil(t, e)
+	require.False(t, res.Truncated)
+	require.Equal(t, 25, res.RowCount)
+	require.Equal(t, "SELECT 25", res.Command)
+	require.Equal(t, 1, c.OpenPools())
+}
+
+func TestQuery_ByteCap(t *testing.T) {
+	tg := NewTarget(t)
+	src := newClient(t, &database.Config{MaxResultBytes: 4096}).Source(database.Database{ID: uuid.New(), Name: "shop", MaxRows: 10000})
+	data, e := exec(t, src, tg.URL, database.ActionQuery, map[string]any{"sql": `SELECT n, pad FROM big ORDER BY n`})
+	require.Nil(t, e)
+	require.LessOrEqual(t, len(data), 4096)
+	var res database.QueryResult
+	require.NoError(t, json.Unmarshal(data, &res))
+	require.True(t, res.Truncated)
+	require.Equal(t, database.TruncatedByBytes, res.TruncatedBy)
+	require.Greater(t, res.RowCount, 10)
+	require.Less(t, res.RowCount, 40)
+	require.Len(t, res.Rows, res.RowCount)
+
+	// One value larger than the whole budget is shortened structurally.
+	data, e = exec(t, src, tg.URL, database.ActionQuery, map[string]any{"sql": `SELECT repeat('y', 100000) AS huge`})
+	require.Nil(t, e)
+	require.LessOrEqual(t, len(data), 4096)
+	require.Contains(t, string(data), `"_truncated":true`)
+	require.Contains(t, string(data), `yyyy`)
+}
+
+func TestQuery_ValuesAndParams(t *testing.T) {
+	tg := NewTarget(t)
+	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop"})
+	res, e := query(t, src, tg.URL,
+		`SELECT $1::int + 1 AS n, $2::text AS s, $3::bool AS b, $4::jsonb AS j, $5::text AS nothing,
+		        1.5::numeric AS num, 'NaN'::float8 AS nan, '2026-01-02'::date AS d, 'a'::text AS a, 'a'::text AS a`,
+		41, "it's", true, map[string]any{"k": []int{1, 2}}, nil)
+	require.Nil(t, e)
+	require.Equal(t, []database.Column{
+		{Name: "n", Type: "int4"}, {Name: "s", Type: "text"}, {Name: "b", Type: "bool"}, {Name: "j", Type: "jsonb"},
+		{Name: "nothing", Type: "text"}, {Name: "num", Type: "numeric"}, {Name: "nan", Type: "float8"},
+		{Name: "d", Type: "date"}, {Name: "a", Type: "text"}, {Name: "a", Type: "text"},
+	}, res.Columns)
+	row, _ := json.Marshal(res.Rows[0])
+	require.JSONEq(t, `[42, "it's", true, {"k": [1, 2]}, null, 1.5, "NaN", "2026-01-02", "a", "a"]`, string(row))
+	require.Equal(t, "SELECT 1", res.Command)
+
+	res, e = query(t, src, tg.URL, `SELECT name FROM shop.items WHERE price > $1 ORDER BY id`, "2")
+	require.Nil(t, e)
+	require.Equal(t, 1, res.RowCount)
+	require.Equal(t, `"pear"`, string(res.Rows[0][0]))
+
+	// The database's own errors come back as they are, without retry.
+	_, e = query(t, src, tg.URL, `SELECT * FROM nowhere`)
+	require.NotNil(t, e)
+	require.Equal(t, database.CodeQueryError, e.Code)
+	require.Contains(t, e.Message, `relation "nowhere" does not exist`)
+	require.False(t, e.Retryable)
+	_, e = query(t, src, tg.URL, `SELECT $1::int`, "four")
+	require.NotNil(t, e)
+	require.Equal(t, database.CodeQueryError, e.Code)
+}
+
+func TestListTablesAndDescribeTable(t *testing.T) {
+	tg := NewTarget(t)
+	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop"})
+
+	data, e := exec(t, src, tg.URL, database.ActionListTables, map[string]any{"schema": "shop"})
+	require.Nil(t, e)
+	require.JSONEq(t, `{"tables": [
+		{"schema": "shop", "name": "cheap", "type": "view"},
+		{"schema": "shop", "name": "items", "type": "base table"}
+	], "truncated": false}`, string(data))
+
+	data, e = exec(t, src, tg.URL, database.ActionListTables, map[string]any{})
+	require.Nil(t, e)
+	require.Contains(t, string(data), `{"schema":"public","name":"big","type":"base table"}`)
+	require.NotContains(t, string(data), `outboxd_migrations`, "tables the role may not read are not listed")
+
+	data, e = exec(t, src, tg.URL, database.ActionDescribeTable, map[string]any{"schema": "shop", "table": "items"})
+	require.Nil(t, e)
+	require.JSONEq(t, `{"schema": "shop", "table": "items", "kind": "table", "columns": [
+		{"name": "id", "type": "integer", "nullable": false, "default": "nextval('shop.items_id_seq'::regclass)"},
+		{"name": "name", "type": "text", "nullable": false, "default": null},
+		{"name": "note", "type": "text", "nullable": true, "default": "'none'::text"},
+		{"name": "price", "type": "numeric(10,2)", "nullable": true, "default": null}
+	], "primary_key": ["id"]}`, string(data))
+
+	data, e = exec(t, src, tg.URL, database.ActionDescribeTable, map[string]any{"table": "big"})
+	require.Nil(t, e)
+	require.Contains(t, string(data), `"schema":"public","table":"big","kind":"table"`)
+
+	_, e = exec(t, src, tg.URL, database.ActionDescribeTable, map[string]any{"table": "items"})
+	require.NotNil(t, e, "shop is not on the search path")
+	require.Equal(t, database.CodeNotFound, e.Code)
+
+	_, e = exec(t, src, tg.URL, "drop_everything", map[string]any{})
+	require.NotNil(t, e)
+	require.ErrorIs(t, e, executors.ErrUnknownAction)
+
+	defs, err := src.ListActions(context.Background(), executors.ExecContext{})
+	require.NoError(t, err)
+	tiers := map[string]executors.Tier{}
+	for _, d := range defs {
+		tiers[d.ID] = d.Tier
+	}
+	require.Equal(t, map[string]executors.Tier{"query": executors.TierR1, "list_tables": executors.TierR0, "describe_table": executors.TierR0}, tiers)
+}
+
+func TestPrivateNetworksAreRefusedUnlessAllowed(t *testing.T) {
+	tg := NewTarget(t)
+	guarded := newClient(t, &database.Config{AllowPrivateNetworks: true}) // flipped by newClient: guarded
+	require.False(t, guarded.AllowPrivateNetworks())
+	src := guarded.Source(database.Database{ID: uuid.New(), Name: "shop"})
+
+	// A literal loopback address, and a name that resolves to one (only
+	// the dial guard sees that).
+	local, err := url.Parse(tg.URL)
+	require.NoError(t, err)
+	local.Host = "localhost:" + local.Port()
+	for _, u := range []string{tg.URL, local.String()} {
+		_, e := query(t, src, u, `SELECT 1`)
+		require.NotNil(t, e, u)
+		require.Equal(t, database.CodeAddressNotAllowed, e.Code, e.Message)
+		require.False(t, e.Retryable)
+		require.NotContains(t, e.Message, tg.Password)
+	}
+
+	_, err = database.CheckURL(tg.URL, false)
+	require.Error(t, err)
+	_, err = database.CheckURL(local.String(), false)
+	require.NoError(t, err, "a name is checked when dialing")
+	target, err := database.CheckURL(tg.URL, true)
+	require.NoError(t, err)
+	require.Equal(t, local.Port(), strings.Split(target.Host, ":")[1])
+}
+
+func TestCheckURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"postgres://u:p@db.example.com:5432/app?sslmode=require":                    "",
+		"postgresql://u@203.0.113.9/app?connect_timeout=5":                          "",
+		"postgres://u:p@[fd00:ec2::254]:5432/app":                                   "private",
+		"postgres://u:p@10.1.2.3/app":                                               "private",
+		"postgres://u:p@169.254.169.254/app":                                        "private",
+		"mysql://u:p@db.example.com/app":                                            "postgres://",
+		"postgres://db.example.com/app":                                             "no user",
+		"postgres://u:p@db.example.com/":                                            "one database",
+		"postgres://u:p@db.example.com/app?sslrootcert=/etc/passwd":                 `"sslrootcert" is not supported`,
+		"postgres://u:p@db.example.com/app?default_query_exec_mode=simple_protocol": "not supported",
+		"postgres://u:p@db.example.com/app?options=-c%20x%3Dy":                      "not supported",
+		"postgres://u:p@db.example.com/app?sslmode=maybe":                           "sslmode",
+		"postgres://u:p@%2Fvar%2Frun%2Fpostgresql/app":                              "",
+		"postgres://u:p@a.example.com,b.example.com/app":                            "one host",
+		"postgres://u:p@db.example.com:99999/app":                                   "port",
+		"host=db.example.com user=u dbname=app":                                     "postgres://",
+	} {
+		_, err := database.CheckURL(raw, false)
+		switch {
+		case want == "":
+			if strings.Contains(raw, "%2F") {
+				require.Error(t, err, "a Unix socket: %s", raw)
+				continue
+			}
+			require.NoError(t, err, raw)
+		default:
+			require.Error(t, err, raw)
+			require.Contains(t, err.Error(), want, raw)
+			require.NotContains(t, err.Error(), ":p@", "the URL is not repeated")
+		}
+	}
+}
+
+func TestErrorsNeverShowTheURL(t *testing.T) {
+	tg := NewTarget(t)
+	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop"})
+
+	// A database that does not exist: the server refuses the login.
+	u, err := url.Parse(tg.URL)
+	require.NoError(t, err)
+	u.Path = "/no_such_db_" + tg.Password
+	_, e := query(t, src, u.String(), `SELECT 1`)
+	require.NotNil(t, e)
+	require.Equal(t, database.CodeConnectionRefused, e.Code, e.Message)
+	require.NotContains(t, e.Message, tg.Password)
+
+	// Nothing listens: retried later, without the address.
+	u.Path, u.Host = "/app", "127.0.0.1:1"
+	_, e = query(t, src, u.String(), `SELECT 1`)
+	require.NotNil(t, e)
+	require.Equal(t, database.CodeUnavailable, e.Code, e.Message)
+	require.True(t, e.Retryable)
+	require.NotContains(t, e.Message, tg.Password)
+	require.NotContains(t, e.Message, "127.0.0.1")
+
+	// A statement that echoes the password back in an error.
+	_, e = query(t, src, tg.URL, `SELECT $1::int`, tg.Password)
+	require.NotNil(t, e)
+	require.NotContains(t, e.Message, tg.Password)
+}
+
+func TestPools(t *testing.T) {
+	tg := NewTarget(t)
+	c := newClient(t, &database.Config{IdleTimeout: 200 * time.Millisecond})
+	id := uuid.New()
+	src := c.Source(database.Database{ID: id, Name: "shop"})
+
+	_, e := query(t, src, tg.URL, `SELECT 1`)
+	require.Nil(t, e)
+	require.Equal(t, 1, c.OpenPools())
+	require.Eventually(t, func() bool { return c.OpenPools() == 0 }, 5*time.Second, 20*time.Millisecond, "closed when idle")
+
+	// A changed URL opens a pool for it and closes the old one.
+	_, e = query(t, src, tg.URL, `SELECT 1`)
+	require.Nil(t, e)
+	other := strings.Replace(tg.URL, "sslmode=disable", "sslmode=disable&application_name=other", 1)
+	res, e := query(t, src, other, `SELECT current_setting('application_name')`)
+	require.Nil(t, e)
+	require.Equal(t, `"other"`, string(res.Rows[0][0]))
+	require.Equal(t, 1, c.OpenPools())
+
+	// Dropped, and closed for good.
+	c.Drop(id)
+	require.Equal(t, 0, c.OpenPools())
+	_, e = query(t, src, tg.URL, `SELECT 1`)
+	require.Nil(t, e)
+	c.Close()
+	require.Equal(t, 0, c.OpenPools())
+	_, e = query(t, src, tg.URL, `SELECT 1`)
+	require.NotNil(t, e)
+	require.True(t, e.Retryable)
+
+	// Connections are read-only by default too, and bounded.
+	c2 := newClient(t, &database.Config{MaxConns: 2})
+	src2 := c2.Source(database.Database{ID: uuid.New(), Name: "shop", StatementTimeout: 2 * time.Second})
+	res, e = query(t, src2, tg.URL, `SELECT current_setting('default_transaction_read_only'), current_setting('transaction_read_only')`)
+	require.Nil(t, e)
+	require.Equal(t, `["on","on"]`, mustJSON(t, res.Rows[0]))
+	done := make(chan *executors.Error, 3)
+	for range 3 {
+		go func() {
+			_, e := src2.Execute(context.Background(), database.ActionQuery, json.RawMessage(`{"sql":"SELECT pg_sleep(0.3)"}`), executors.ExecContext{Token: tg.URL})
+			var ee *executors.Error
+			errors.As(e, &ee)
+			done <- ee
+		}()
+	}
+	for range 3 {
+		require.Nil(t, <-done)
+	}
+	conn, err := pgx.Connect(context.Background(), tg.AdminURL)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var n int
+	require.NoError(t, conn.QueryRow(context.Background(),
+		`SELECT count(*) FROM pg_stat_activity WHERE usename = $1`, strings.Split(strings.TrimPrefix(tg.URL, "postgres://"), ":")[0]).Scan(&n))
+	require.LessOrEqual(t, n, 2, "at most MaxConns connections")
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
