@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/url"
 	"os"
 	"strings"
@@ -17,78 +16,11 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/database"
+	"github.com/outboxd/outboxd/executors/database/databasetest"
 	"github.com/outboxd/outboxd/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
-
-// Target is a second Postgres database for a test: a table items of three
-// rows, a table big of 20,000 rows, a function that writes, and a role
-// that owns none of it but may write to items (and call write_item), so
-// that only the read-only transaction stands between a query and a write.
-type Target struct {
-	// AdminURL is the superuser's URL of the database.
-	AdminURL string
-	// URL is the writing role's URL, with a password.
-	URL string
-	// Password is in URL.
-	Password string
-}
-
-func NewTarget(t *testing.T) *Target {
-	t.Helper()
-	ctx := context.Background()
-	adminURL := pgtest.URL(t)
-	conn, err := pgx.Connect(ctx, adminURL)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
-	role, password := "writer_"+suffix, "pw-"+suffix+"-secret"
-	_, err = conn.Exec(ctx, fmt.Sprintf(`
-		CREATE ROLE %[1]s LOGIN PASSWORD '%[2]s';
-		CREATE SCHEMA shop;
-		CREATE TABLE shop.items (id serial PRIMARY KEY, name text NOT NULL, note text DEFAULT 'none', price numeric(10,2));
-		INSERT INTO shop.items (name, price) VALUES ('apple', 1.50), ('pear', 2.25), ('plum', NULL);
-		CREATE TABLE public.big (n integer, pad text);
-		INSERT INTO public.big SELECT g, repeat('x', 100) FROM generate_series(1, 20000) g;
-		CREATE VIEW shop.cheap AS SELECT id, name FROM shop.items WHERE price < 2;
-		CREATE FUNCTION shop.write_item(n text) RETURNS integer LANGUAGE sql AS
-			'INSERT INTO shop.items (name) VALUES (n) RETURNING id';
-		GRANT USAGE ON SCHEMA shop TO %[1]s;
-		GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA shop TO %[1]s;
-		GRANT USAGE ON ALL SEQUENCES IN SCHEMA shop TO %[1]s;
-		GRANT SELECT ON public.big TO %[1]s;
-		GRANT CREATE ON SCHEMA public TO %[1]s;
-	`, role, password))
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, adminURL)
-		if err != nil {
-			t.Errorf("dropping role: %v", err)
-			return
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, fmt.Sprintf(`DROP OWNED BY %[1]s; DROP ROLE %[1]s`, role))
-		if err != nil {
-			t.Errorf("dropping role: %v", err)
-		}
-	})
-	u, err := url.Parse(adminURL)
-	require.NoError(t, err)
-	u.User = url.UserPassword(role, password)
-	return &Target{AdminURL: adminURL, URL: u.String(), Password: password}
-}
-
-// ItemCount counts shop.items as the superuser.
-func (tg *Target) ItemCount(t *testing.T) int {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), tg.AdminURL)
-	require.NoError(t, err)
-	defer conn.Close(context.Background())
-	var n int
-	require.NoError(t, conn.QueryRow(context.Background(), `SELECT count(*) FROM shop.items`).Scan(&n))
-	return n
-}
 
 func newClient(t *testing.T, cfg *database.Config) *database.Client {
 	t.Helper()
@@ -131,7 +63,7 @@ func query(t *testing.T, src executors.Source, rawURL, sql string, args ...any) 
 }
 
 func TestQuery_WritesAreRefusedByTheReadOnlyTransaction(t *testing.T) {
-	tg := NewTarget(t)
+	tg := databasetest.NewTarget(t)
 	ctx := context.Background()
 
 	// The role can write: outside outboxd's transaction, this insert lands.
@@ -188,7 +120,7 @@ func TestQuery_WritesAreRefusedByTheReadOnlyTransaction(t *testing.T) {
 }
 
 func TestQuery_StatementTimeoutCancelsASlowQuery(t *testing.T) {
-	tg := NewTarget(t)
+	tg := databasetest.NewTarget(t)
 	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop", StatementTimeout: 300 * time.Millisecond})
 	start := time.Now()
 	_, e := query(t, src, tg.URL, `SELECT pg_sleep(10)`)
@@ -205,7 +137,7 @@ func TestQuery_StatementTimeoutCancelsASlowQuery(t *testing.T) {
 }
 
 func TestQuery_RowCap(t *testing.T) {
-	tg := NewTarget(t)
+	tg := databasetest.NewTarget(t)
 	c := newClient(t, nil)
 	src := c.Source(database.Database{ID: uuid.New(), Name: "shop", MaxRows: 25})
 	start := time.Now()
@@ -232,7 +164,7 @@ func TestQuery_RowCap(t *testing.T) {
 }
 
 func TestQuery_ByteCap(t *testing.T) {
-	tg := NewTarget(t)
+	tg := databasetest.NewTarget(t)
 	src := newClient(t, &database.Config{MaxResultBytes: 4096}).Source(database.Database{ID: uuid.New(), Name: "shop", MaxRows: 10000})
 	data, e := exec(t, src, tg.URL, database.ActionQuery, map[string]any{"sql": `SELECT n, pad FROM big ORDER BY n`})
 	require.Nil(t, e)
@@ -254,7 +186,7 @@ func TestQuery_ByteCap(t *testing.T) {
 }
 
 func TestQuery_ValuesAndParams(t *testing.T) {
-	tg := NewTarget(t)
+	tg := databasetest.NewTarget(t)
 	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop"})
 	res, e := query(t, src, tg.URL,
 		`SELECT $1::int + 1 AS n, $2::text AS s, $3::bool AS b, $4::jsonb AS j, $5::text AS nothing,
@@ -287,7 +219,7 @@ func TestQuery_ValuesAndParams(t *testing.T) {
 }
 
 func TestListTablesAndDescribeTable(t *testing.T) {
-	tg := NewTarget(t)
+	tg := databasetest.NewTarget(t)
 	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop"})
 
 	data, e := exec(t, src, tg.URL, database.ActionListTables, map[string]any{"schema": "shop"})
@@ -333,7 +265,7 @@ func TestListTablesAndDescribeTable(t *testing.T) {
 }
 
 func TestPrivateNetworksAreRefusedUnlessAllowed(t *testing.T) {
-	tg := NewTarget(t)
+	tg := databasetest.NewTarget(t)
 	guarded := newClient(t, &database.Config{AllowPrivateNetworks: true}) // flipped by newClient: guarded
 	require.False(t, guarded.AllowPrivateNetworks())
 	src := guarded.Source(database.Database{ID: uuid.New(), Name: "shop"})
@@ -396,7 +328,7 @@ func TestCheckURL(t *testing.T) {
 }
 
 func TestErrorsNeverShowTheURL(t *testing.T) {
-	tg := NewTarget(t)
+	tg := databasetest.NewTarget(t)
 	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop"})
 
 	// A database that does not exist: the server refuses the login.
@@ -424,7 +356,7 @@ func TestErrorsNeverShowTheURL(t *testing.T) {
 }
 
 func TestPools(t *testing.T) {
-	tg := NewTarget(t)
+	tg := databasetest.NewTarget(t)
 	c := newClient(t, &database.Config{IdleTimeout: 200 * time.Millisecond})
 	id := uuid.New()
 	src := c.Source(database.Database{ID: id, Name: "shop"})

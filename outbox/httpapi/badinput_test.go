@@ -58,6 +58,9 @@ func TestBadInput_Corpus(t *testing.T) {
 	r := b.Do("POST", "/v1/connectors", b.Owner(), map[string]any{"name": "corpus", "url": "https://mcp.example.com/mcp"})
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
 	conn := r.Body["connector"].(map[string]any)["id"].(string)
+	r = b.Do("POST", "/v1/databases", b.Owner(), map[string]any{"name": "corpus", "url": "postgres://reader:pw-corpus@db.example.com/app"})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	db := r.Body["database"].(map[string]any)["id"].(string)
 
 	owner2 := b.Token(authClaims("org-2"))
 	sandbox2 := b.Token(auth.Claims{Org: "org-2", Kind: auth.KindSandbox, SessionID: "session-2"})
@@ -72,6 +75,9 @@ func TestBadInput_Corpus(t *testing.T) {
 	r = b.Do("POST", "/v1/connectors", owner2, map[string]any{"name": "corpus", "url": "https://mcp.example.com/mcp"})
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
 	conn2 := r.Body["connector"].(map[string]any)["id"].(string)
+	r = b.Do("POST", "/v1/databases", owner2, map[string]any{"name": "corpus", "url": "postgres://reader:pw-corpus@db.example.com/app"})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	db2 := r.Body["database"].(map[string]any)["id"].(string)
 
 	hook := createDisabledWebhook(t, b, b.Owner())
 	hook2 := createDisabledWebhook(t, b, owner2)
@@ -116,6 +122,11 @@ func TestBadInput_Corpus(t *testing.T) {
 		{"POST", "/v1/connectors/" + conn + "/validate", owner, member, nil},
 		{"GET", "/v1/connectors/" + conn + "/tools", owner, sandbox, nil},
 		{"PUT", "/v1/connectors/" + conn + "/tools", owner, member, map[string]string{}},
+		{"GET", "/v1/databases", owner, sandbox, nil},
+		{"POST", "/v1/databases", owner, member, map[string]any{"name": "new", "url": "postgres://reader:pw@db.example.com/new"}},
+		{"GET", "/v1/databases/" + db, owner, sandbox, nil},
+		{"PATCH", "/v1/databases/" + db, owner, member, map[string]any{"max_rows": 5}},
+		{"DELETE", "/v1/databases/" + db, owner, member, nil},
 		{"GET", "/v1/webhooks", owner, sandbox, nil},
 		{"POST", "/v1/webhooks", owner, member, map[string]any{"url": "https://hooks.example.com/new", "events": []string{"action_completed"}}},
 		{"GET", "/v1/webhooks/" + hook, owner, sandbox, nil},
@@ -150,7 +161,7 @@ func TestBadInput_Corpus(t *testing.T) {
 	add := func(c badCase) { cases = append(cases, c) }
 	// segment matches the path segments that are wildcards of the route.
 	segment := regexp.MustCompile(`/(` + regexp.QuoteMeta(apptest.Session) + `|` + pending + `|` + env + `|` + conn +
-		`|` + hook + `|slack|automation-1|default)(/|$)`)
+		`|` + db + `|` + hook + `|slack|automation-1|default)(/|$)`)
 	badSegments := []struct{ name, value string }{
 		{"NUL", "%00"}, {"EmbeddedNUL", "a%00b"}, {"InvalidUTF8", "%FF"}, {"TruncatedUTF8", "%C3"},
 		{"Overlong", "%C0%AF"}, {"Newline", "x%0Ay"}, {"TooLong", strings.Repeat("a", 300)},
@@ -202,6 +213,10 @@ func TestBadInput_Corpus(t *testing.T) {
 		{method: "DELETE", path: "/v1/connectors/" + conn2, token: owner},
 		{method: "PUT", path: "/v1/connectors/" + conn2 + "/tools", token: owner, body: map[string]string{}},
 		{method: "GET", path: "/v1/invocations/" + pending, token: owner2},
+		{method: "GET", path: "/v1/databases/" + db2, token: owner},
+		{method: "PATCH", path: "/v1/databases/" + db2, token: owner, body: map[string]any{"max_rows": 5}},
+		{method: "DELETE", path: "/v1/databases/" + db2, token: owner},
+		{method: "GET", path: "/v1/databases/" + db, token: owner2},
 		{method: "GET", path: "/v1/webhooks/" + hook2, token: owner},
 		{method: "PATCH", path: "/v1/webhooks/" + hook2, token: owner, body: map[string]any{"description": "x"}},
 		{method: "DELETE", path: "/v1/webhooks/" + hook2, token: owner},
@@ -344,6 +359,39 @@ func TestBadInput_Corpus(t *testing.T) {
 			{"BadTransport", `{"name":"c","url":"https://mcp.example.com/x","transport":"stdio"}`, ""},
 			{"Null", `null`, ""},
 		}},
+		{"POST", "/v1/databases", owner, []bodyCase{
+			{"NameNUL", `{"name":"d\u0000","url":"postgres://u:p@db.example.com/app"}`, "name"},
+			{"NameMissing", `{"url":"postgres://u:p@db.example.com/app"}`, "name"},
+			{"NameTooLong", `{"name":"` + strings.Repeat("n", 300) + `","url":"postgres://u:p@db.example.com/app"}`, "name"},
+			{"URLMissing", `{"name":"d"}`, "url"},
+			{"URLNUL", `{"name":"d","url":"postgres://u:p@db.example.com/app\u0000"}`, "url"},
+			{"URLInvalidUTF8", "{\"name\":\"d\",\"url\":\"postgres://u:p@db.example.com/\xff\"}", "url"},
+			{"URLScheme", `{"name":"d","url":"mysql://u:p@db.example.com/app"}`, "url"},
+			{"URLNoUser", `{"name":"d","url":"postgres://db.example.com/app"}`, "url"},
+			{"URLNoDatabase", `{"name":"d","url":"postgres://u:p@db.example.com"}`, "url"},
+			{"URLUnixSocket", `{"name":"d","url":"postgres://u:p@%2Fvar%2Frun%2Fpostgresql/app"}`, "url"},
+			{"URLFileParam", `{"name":"d","url":"postgres://u:p@db.example.com/app?sslrootcert=/etc/passwd"}`, "url"},
+			{"URLExecMode", `{"name":"d","url":"postgres://u:p@db.example.com/app?default_query_exec_mode=simple_protocol"}`, "url"},
+			{"URLNumber", `{"name":"d","url":5}`, ""},
+			{"TimeoutGarbage", `{"name":"d","url":"postgres://u:p@db.example.com/app","statement_timeout":"soon"}`, "statement_timeout"},
+			{"TimeoutZero", `{"name":"d","url":"postgres://u:p@db.example.com/app","statement_timeout":"0s"}`, "statement_timeout"},
+			{"TimeoutHuge", `{"name":"d","url":"postgres://u:p@db.example.com/app","statement_timeout":"2h"}`, "statement_timeout"},
+			{"TimeoutNumber", `{"name":"d","url":"postgres://u:p@db.example.com/app","statement_timeout":5000}`, ""},
+			{"MaxRowsZero", `{"name":"d","url":"postgres://u:p@db.example.com/app","max_rows":0}`, "max_rows"},
+			{"MaxRowsHuge", `{"name":"d","url":"postgres://u:p@db.example.com/app","max_rows":99999999999}`, ""},
+			{"MaxRowsTooMany", `{"name":"d","url":"postgres://u:p@db.example.com/app","max_rows":10001}`, "max_rows"},
+			{"MaxRowsFraction", `{"name":"d","url":"postgres://u:p@db.example.com/app","max_rows":1.5}`, ""},
+			{"Unknown", `{"name":"d","url":"postgres://u:p@db.example.com/app","password":"x"}`, ""},
+			{"Duplicate", `{"name":"corpus","url":"postgres://u:p@db.example.com/app"}`, ""},
+			{"Null", `null`, ""}, {"Empty", ``, ""},
+		}},
+		{"PATCH", "/v1/databases/" + db, owner, []bodyCase{
+			{"NameEmpty", `{"name":" "}`, "name"},
+			{"URLEmpty", `{"url":""}`, "url"},
+			{"URLBad", `{"url":"postgres://u:p@db.example.com/app?options=-c%20statement_timeout%3D0"}`, "url"},
+			{"MaxRowsNegative", `{"max_rows":-1}`, "max_rows"},
+			{"TimeoutTiny", `{"statement_timeout":"1ms"}`, "statement_timeout"},
+		}},
 		{"POST", "/v1/webhooks", owner, []bodyCase{
 			{"URLNUL", `{"url":"https://hooks.example.com/\u0000","events":["action_completed"]}`, "url"},
 			{"URLMissing", `{"events":["action_completed"]}`, "url"},
@@ -421,8 +469,11 @@ func TestBadInput_Corpus(t *testing.T) {
 	for _, br := range bodyRoutes {
 		for _, bc := range br.cases {
 			status := http.StatusBadRequest
-			if bc.name == "Oversize" {
+			switch {
+			case bc.name == "Oversize":
 				status = http.StatusRequestEntityTooLarge
+			case bc.name == "Duplicate":
+				status = http.StatusConflict
 			}
 			add(badCase{name: "Body/" + br.method + " " + br.path + "/" + bc.name, method: br.method, path: br.path,
 				token: br.token, body: []byte(bc.body), status: status, field: bc.field})

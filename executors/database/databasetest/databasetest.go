@@ -1,0 +1,89 @@
+// Package databasetest gives tests a Postgres database to register as a
+// database source: real data, and a role that may write, so that a test
+// can show the read-only transaction is what refuses a write.
+package databasetest
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/pgtest"
+)
+
+// Target is a second Postgres database for a test (a copy of the test
+// server's migrated template, on the same server): a table shop.items of
+// three rows, a view shop.cheap, a table public.big of 20,000 rows, a
+// function shop.write_item that writes, and a role that owns none of it
+// but may write to shop.items (and call shop.write_item), so that only the
+// read-only transaction stands between a query and a write.
+type Target struct {
+	// AdminURL is the superuser's URL of the database.
+	AdminURL string
+	// URL is the writing role's URL, with a password.
+	URL string
+	// Password is in URL.
+	Password string
+}
+
+// NewTarget creates a Target, dropped with its role when t ends.
+func NewTarget(t testing.TB) *Target {
+	t.Helper()
+	ctx := context.Background()
+	adminURL := pgtest.URL(t)
+	conn, err := pgx.Connect(ctx, adminURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	role, password := "writer_"+suffix, "pw-"+suffix+"-secret"
+	_, err = conn.Exec(ctx, fmt.Sprintf(`
+		CREATE ROLE %[1]s LOGIN PASSWORD '%[2]s';
+		CREATE SCHEMA shop;
+		CREATE TABLE shop.items (id serial PRIMARY KEY, name text NOT NULL, note text DEFAULT 'none', price numeric(10,2));
+		INSERT INTO shop.items (name, price) VALUES ('apple', 1.50), ('pear', 2.25), ('plum', NULL);
+		CREATE TABLE public.big (n integer, pad text);
+		INSERT INTO public.big SELECT g, repeat('x', 100) FROM generate_series(1, 20000) g;
+		CREATE VIEW shop.cheap AS SELECT id, name FROM shop.items WHERE price < 2;
+		CREATE FUNCTION shop.write_item(n text) RETURNS integer LANGUAGE sql AS
+			'INSERT INTO shop.items (name) VALUES (n) RETURNING id';
+		GRANT USAGE ON SCHEMA shop TO %[1]s;
+		GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA shop TO %[1]s;
+		GRANT USAGE ON ALL SEQUENCES IN SCHEMA shop TO %[1]s;
+		GRANT SELECT ON public.big TO %[1]s;
+		GRANT CREATE ON SCHEMA public TO %[1]s;
+	`, role, password))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, adminURL)
+		if err != nil {
+			t.Errorf("dropping role: %v", err)
+			return
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, fmt.Sprintf(`DROP OWNED BY %[1]s; DROP ROLE %[1]s`, role))
+		if err != nil {
+			t.Errorf("dropping role: %v", err)
+		}
+	})
+	u, err := url.Parse(adminURL)
+	require.NoError(t, err)
+	u.User = url.UserPassword(role, password)
+	return &Target{AdminURL: adminURL, URL: u.String(), Password: password}
+}
+
+// ItemCount counts shop.items as the superuser.
+func (tg *Target) ItemCount(t testing.TB) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), tg.AdminURL)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var n int
+	require.NoError(t, conn.QueryRow(context.Background(), `SELECT count(*) FROM shop.items`).Scan(&n))
+	return n
+}
