@@ -84,6 +84,7 @@ func TestQuery_WritesAreRefusedByTheReadOnlyTransaction(t *testing.T) {
 		`CREATE TABLE public.made (a int)`,
 		`SELECT shop.write_item('via a function')`,
 		`WITH w AS (INSERT INTO shop.items (name) VALUES ('cte') RETURNING id) SELECT * FROM w`,
+		`COPY shop.items FROM STDIN`,
 	} {
 		_, e := query(t, src, tg.URL, sql)
 		require.NotNil(t, e, sql)
@@ -216,6 +217,12 @@ func TestQuery_ValuesAndParams(t *testing.T) {
 	_, e = query(t, src, tg.URL, `SELECT $1::int`, "four")
 	require.NotNil(t, e)
 	require.Equal(t, database.CodeQueryError, e.Code)
+	// More params than placeholders is the agent's mistake, not a
+	// connection problem to retry.
+	_, e = query(t, src, tg.URL, `SELECT 1`, 1)
+	require.NotNil(t, e)
+	require.Equal(t, database.CodeQueryError, e.Code, e.Message)
+	require.False(t, e.Retryable)
 }
 
 func TestListTablesAndDescribeTable(t *testing.T) {

@@ -118,6 +118,8 @@ func classifyPg(pgErr *pgconn.PgError, db Database, sc scrubber) error {
 		return &executors.Error{Code: CodeReadOnly, Message: "the statement writes, and queries run in a read-only transaction: " + text}
 	case pgErr.Code == "57014": // query_canceled
 		return &executors.Error{Code: CodeStatementTimeout, Message: fmt.Sprintf("the statement was cancelled after the statement_timeout of %s: %s", db.StatementTimeout, text)}
+	case pgErr.Code == "08P01": // protocol_violation: params that do not match the placeholders
+		return &executors.Error{Code: CodeQueryError, Message: text}
 	case class == "28" || pgErr.Code == "3D000": // invalid authorization, unknown database
 		return &executors.Error{Code: CodeConnectionRefused, Message: fmt.Sprintf("database %q refused the connection: %s", db.Name, text)}
 	case class == "08" || class == "53" || class == "57" || pgErr.Code == "40001" || pgErr.Code == "40P01" || pgErr.Code == "55P03":
