@@ -416,7 +416,8 @@ func (b *brokerWithConnectors) Token(ctx context.Context, req credential.Request
 
 // loadPlugins loads the plugin packages of cfg (nil when plugins.dir is
 // unset). A plugin may take neither the id of a source in registry nor
-// the name of one of its actions, nor the connectors' prefix.
+// the name of one of its actions, nor the connectors' or the databases'
+// prefix.
 func loadPlugins(cfg *plugin.Config, registry *executors.Registry) (*plugin.Source, error) {
 	if cfg.Dir == "" {
 		return nil, nil
@@ -424,7 +425,7 @@ func loadPlugins(cfg *plugin.Config, registry *executors.Registry) (*plugin.Sour
 	if _, taken := registry.Source(plugin.SourceID); taken {
 		return nil, fmt.Errorf("plugins: a provider already has the source id %q", plugin.SourceID)
 	}
-	reserved := plugin.Reserved{strings.TrimSuffix(mcp.SourcePrefix, ":"): nil}
+	reserved := plugin.Reserved{strings.TrimSuffix(mcp.SourcePrefix, ":"): nil, strings.TrimSuffix(database.SourcePrefix, ":"): nil}
 	for _, id := range registry.IDs() {
 		src, _ := registry.Source(id)
 		defs, err := src.ListActions(context.Background(), executors.ExecContext{})
