@@ -54,7 +54,7 @@ func CheckURL(raw string, allowPrivate bool) error {
 		return nil
 	}
 	if addr, err := netip.ParseAddr(u.Hostname()); err == nil && !addrAllowed(addr) {
-		return fmt.Errorf("%w: %w", errURLNotAllowed, &addrNotAllowedError{Addr: addr})
+		return fmt.Errorf("connector URL not allowed: %w", &addrNotAllowedError{Addr: addr})
 	}
 	return nil
 }
