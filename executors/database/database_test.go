@@ -356,6 +356,14 @@ func TestErrorsNeverShowTheURL(t *testing.T) {
 	require.NotContains(t, e.Message, tg.Password)
 	require.NotContains(t, e.Message, "127.0.0.1")
 
+	// A stored URL that breaks the rules is not used.
+	bad := strings.Replace(tg.URL, "sslmode=disable", "sslmode=disable&options=-c%20statement_timeout%3D0", 1)
+	_, e = query(t, src, bad, `SELECT 1`)
+	require.NotNil(t, e)
+	require.Equal(t, database.CodeInvalidURL, e.Code, e.Message)
+	require.False(t, e.Retryable)
+	require.NotContains(t, e.Message, tg.Password)
+
 	// A statement that echoes the password back in an error.
 	_, e = query(t, src, tg.URL, `SELECT $1::int`, tg.Password)
 	require.NotNil(t, e)

@@ -96,7 +96,7 @@ func (s *source) classify(ctx context.Context, err error, sc scrubber) error {
 		return &executors.Error{Code: CodeUnavailable, Retryable: true,
 			Message: fmt.Sprintf("cannot reach database %q: %s", s.db.Name, networkReason(err))}
 	}
-	if strings.Contains(err.Error(), "cannot be parsed") || strings.Contains(err.Error(), "URL") {
+	if errors.Is(err, errInvalidURL) {
 		return &executors.Error{Code: CodeInvalidURL, Message: sc.clean(err.Error())}
 	}
 	return &executors.Error{Code: CodeUnavailable, Retryable: true, Message: sc.clean(err.Error())}

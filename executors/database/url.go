@@ -17,6 +17,10 @@ import (
 	"github.com/outboxd/outboxd/internal/netguard"
 )
 
+// errInvalidURL marks a stored URL that can no longer be used (saved
+// before a rule existed, or by hand).
+var errInvalidURL = errors.New("invalid database URL")
+
 // Target is what may be shown of a database URL: its host (with the port
 // when one is given) and its database name; never the user, the password
 // or the parameters.
@@ -125,12 +129,12 @@ func CheckURL(raw string, allowPrivate bool) (Target, error) {
 // guard unless allowPrivate.
 func poolConfig(raw string, cfg *Config) (*pgxpool.Config, error) {
 	if _, err := CheckURL(raw, cfg.AllowPrivateNetworks); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errInvalidURL, err)
 	}
 	u, _ := url.Parse(raw)
 	pc, err := pgxpool.ParseConfig(raw)
 	if err != nil {
-		return nil, errors.New("the database URL cannot be parsed")
+		return nil, fmt.Errorf("%w: it cannot be parsed", errInvalidURL)
 	}
 	cc := pc.ConnConfig
 	cc.Host = u.Hostname()
