@@ -131,6 +131,23 @@ func TestQuery_StatementTimeoutCancelsASlowQuery(t *testing.T) {
 	require.Contains(t, e.Message, "300ms")
 	require.Less(t, time.Since(start), 5*time.Second)
 
+	// The call's own deadline, shorter than the statement_timeout, also
+	// fails without retry; a cancelled call (a shutdown) is retried.
+	slow := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop", StatementTimeout: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := slow.Execute(ctx, database.ActionQuery, json.RawMessage(`{"sql":"SELECT pg_sleep(10)"}`), executors.ExecContext{Token: tg.URL})
+	var ee *executors.Error
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, database.CodeStatementTimeout, ee.Code, ee.Message)
+	require.False(t, ee.Retryable)
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	_, err = slow.Execute(ctx, database.ActionQuery, json.RawMessage(`{"sql":"SELECT pg_sleep(10)"}`), executors.ExecContext{Token: tg.URL})
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, database.CodeUnavailable, ee.Code, ee.Message)
+	require.True(t, ee.Retryable)
+
 	// The connection is fine afterwards.
 	res, e := query(t, src, tg.URL, `SELECT 1 AS one`)
 	require.Nil(t, e)

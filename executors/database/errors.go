@@ -88,8 +88,14 @@ func (s *source) classify(ctx context.Context, err error, sc scrubber) error {
 	if errors.Is(err, errClosed) {
 		return &executors.Error{Code: CodeUnavailable, Message: "outboxd is shutting down", Retryable: true, Cause: errClosed}
 	}
-	if ctx.Err() != nil {
-		return &executors.Error{Code: CodeUnavailable, Message: "the call was cancelled or ran out of time", Retryable: true, Cause: ctx.Err()}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		// The call's own deadline (worker.call_timeout) came before the
+		// statement_timeout: the statement would be as slow again.
+		return &executors.Error{Code: CodeStatementTimeout, Cause: ctx.Err(),
+			Message: "the call ran out of time before the statement finished: lower the database's statement_timeout below worker.call_timeout"}
+	case ctx.Err() != nil: // shutting down: another attempt will run it
+		return &executors.Error{Code: CodeUnavailable, Message: "the call was cancelled", Retryable: true, Cause: ctx.Err()}
 	}
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &connectErr) || isNetwork(err) || errors.Is(err, context.DeadlineExceeded) {
