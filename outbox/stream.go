@@ -42,6 +42,20 @@ func (s *Service) FeedCursor(ctx context.Context, org string, afterID int64) (in
 	return c, err
 }
 
+// FeedResume returns where a stream resumes from a position it sent. A
+// position no stream can have sent yet (beyond the horizon) is a
+// validation error.
+func (s *Service) FeedResume(ctx context.Context, pos invocation.Cursor) (invocation.Cursor, error) {
+	now, err := s.FeedNow(ctx)
+	if err != nil {
+		return pos, err
+	}
+	if pos.XID >= now.XID {
+		return pos, &ValidationError{Message: "that position is beyond the present"}
+	}
+	return pos, nil
+}
+
 // FeedNow returns the cursor of a stream that starts now.
 func (s *Service) FeedNow(ctx context.Context) (invocation.Cursor, error) {
 	return s.store.FeedNow(ctx, s.deps.Pool)

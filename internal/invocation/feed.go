@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -40,6 +41,33 @@ var Notices = []Notice{NoticeApprovalRequest, NoticeApprovalResult, NoticeComple
 type Cursor struct {
 	XID int64 // the xid8 of the event's transaction
 	ID  int64 // the event id
+}
+
+// positionIDDigits is how many decimal digits of a position hold the event
+// id: as many as the largest int64 has.
+const positionIDDigits = 19
+
+// Position is the cursor as one decimal number that grows in feed order,
+// the id a stream gives each event: the transaction's xid followed by the
+// event id zero-padded to 19 digits (xid × 10¹⁹ + id). It is longer than
+// 19 digits, so it never reads as a plain event id.
+func (c Cursor) Position() string {
+	return fmt.Sprintf("%d%0*d", c.XID, positionIDDigits, c.ID)
+}
+
+// ParsePosition reads a Position back. ok is false for anything that is not
+// one.
+func ParsePosition(s string) (c Cursor, ok bool) {
+	if len(s) <= positionIDDigits || strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
+		return c, false
+	}
+	split := len(s) - positionIDDigits
+	xid, err1 := strconv.ParseInt(s[:split], 10, 64)
+	id, err2 := strconv.ParseInt(s[split:], 10, 64)
+	if err1 != nil || err2 != nil || xid == 0 {
+		return c, false
+	}
+	return Cursor{XID: xid, ID: id}, true
 }
 
 // FeedItem is one event of a feed with the invocation as it is now.

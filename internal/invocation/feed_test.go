@@ -2,6 +2,7 @@ package invocation_test
 
 import (
 	"context"
+	"math/big"
 	"testing"
 	"time"
 
@@ -68,6 +69,12 @@ func TestStore_FeedCommitOrder(t *testing.T) {
 	require.Equal(t, invB.ID, items[0].InvocationID)
 	require.Less(t, items[0].ID, cursor.ID)
 	require.Equal(t, invocation.NoticeApprovalRequest, items[0].Notice)
+	// The stream's ids are positions: they grow where event ids do not.
+	first, second := bigInt(t, cursor.Position()), bigInt(t, items[0].Cursor.Position())
+	require.Equal(t, -1, first.Cmp(second), "position %s before %s", first, second)
+	parsed, ok := invocation.ParsePosition(items[0].Cursor.Position())
+	require.True(t, ok)
+	require.Equal(t, items[0].Cursor, parsed)
 
 	// Resuming from an id finds the same position.
 	resumed, err := b.store.FeedCursor(ctx, b.pool, "org-1", cursor.ID)
@@ -93,4 +100,27 @@ func TestStore_FeedCommitOrder(t *testing.T) {
 	items = settled(resumed)
 	require.Len(t, items, 2)
 	require.Equal(t, invD.ID, items[1].InvocationID)
+}
+
+func bigInt(t *testing.T, s string) *big.Int {
+	t.Helper()
+	n, ok := new(big.Int).SetString(s, 10)
+	require.True(t, ok, s)
+	return n
+}
+
+func TestParsePosition(t *testing.T) {
+	t.Parallel()
+	for _, c := range []invocation.Cursor{{XID: 1, ID: 0}, {XID: 748, ID: 12}, {XID: 1 << 40, ID: 1<<63 - 1}} {
+		got, ok := invocation.ParsePosition(c.Position())
+		require.True(t, ok, c.Position())
+		require.Equal(t, c, got)
+	}
+	// Plain event ids, signs, other characters, an xid of 0, an id beyond
+	// int64 and an xid beyond int64 are not positions.
+	for _, s := range []string{"", "0", "12", "9223372036854775807", "+7480000000000000000012", "-7480000000000000000012",
+		"74800000000000000000x2", "00000000000000000000012", "19999999999999999999", "99999999999999999999999999999999999999999"} {
+		_, ok := invocation.ParsePosition(s)
+		require.False(t, ok, s)
+	}
 }

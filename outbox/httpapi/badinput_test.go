@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/auth"
 )
 
@@ -243,17 +244,21 @@ func TestBadInput_Corpus(t *testing.T) {
 		}
 	}
 	// Event streams: the resume point and the filter.
+	// A well-formed stream position no stream can have sent: its
+	// transaction is beyond the present.
+	futurePosition := (invocation.Cursor{XID: 1 << 50, ID: 1}).Position()
 	var otherOrgEvent int64
 	require.NoError(t, b.Pool.QueryRow(context.Background(), `SELECT max(id) FROM invocation_events WHERE organization_id = 'org-2'`).Scan(&otherOrgEvent))
 	for _, stream := range []struct{ path, token string }{{"/v1/events", owner}, {"/v1/sessions/" + apptest.Session + "/events", sandbox}} {
 		for _, q := range []string{
 			"after=-1", "after=1e3", "after=99999999999999999999", "after=%FF", "after=" + fmt.Sprint(otherOrgEvent),
+			"after=" + futurePosition,
 			"types=action_started", "types=%00", "types=action_completed,",
 		} {
 			field := strings.Split(q, "=")[0]
 			add(badCase{name: "Stream" + stream.path + "?" + q, method: "GET", path: stream.path + "?" + q, token: stream.token, status: http.StatusBadRequest, field: field})
 		}
-		for _, h := range []string{"-1", "x", "1\xff", "99999999999999999999", fmt.Sprint(otherOrgEvent)} {
+		for _, h := range []string{"-1", "x", "1\xff", "99999999999999999999", fmt.Sprint(otherOrgEvent), futurePosition} {
 			add(badCase{name: "Stream" + stream.path + "/Last-Event-ID=" + h, method: "GET", path: stream.path, token: stream.token,
 				headers: []string{"Last-Event-ID", h}, status: http.StatusBadRequest, field: "Last-Event-ID"})
 		}

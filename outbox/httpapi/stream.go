@@ -91,8 +91,10 @@ var streamRoutes = map[string]bool{
 
 // stream serves the organization's notices (GET /v1/events) or a session's
 // (GET /v1/sessions/{session_id}/events) as Server-Sent Events: id is the
-// event id, event the notice kind, data NoticeData. Last-Event-ID (or
-// ?after=) resumes after that event; without either the stream starts now.
+// event's position (invocation.Cursor.Position), which grows from one
+// message to the next, event the notice kind, data NoticeData.
+// Last-Event-ID (or ?after=) resumes after that position, or after an event
+// id (data.event_id); without either the stream starts now.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	p := &outbox.FeedParams{Org: c.Org, SessionID: r.PathValue("session_id"), Limit: streamBatch}
 	for _, v := range r.URL.Query()["types"] {
@@ -111,10 +113,17 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 	var err error
 	if after == "" {
 		p.After, err = s.svc.FeedNow(r.Context())
+	} else if pos, ok := invocation.ParsePosition(after); ok {
+		p.After, err = s.svc.FeedResume(r.Context(), pos)
+		var ve *outbox.ValidationError
+		if errors.As(err, &ve) {
+			return invalidField(field, "%s: %s is not the id of an event this stream has sent", field, after)
+		}
 	} else {
+		// An event id, as in data.event_id.
 		id, perr := strconv.ParseInt(after, 10, 64)
 		if perr != nil || id < 0 {
-			return invalidField(field, "%s must be an event id (a non-negative integer)", field)
+			return invalidField(field, "%s must be the id of an event the stream sent, or an event id (a non-negative integer)", field)
 		}
 		p.After, err = s.svc.FeedCursor(r.Context(), c.Org, id)
 		var ve *outbox.ValidationError
@@ -160,7 +169,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 			if err != nil {
 				return fmt.Errorf("encoding event: %w", err)
 			}
-			fmt.Fprintf(&b, "id: %d\nevent: %s\ndata: %s\n\n", items[i].ID, items[i].Notice, data)
+			fmt.Fprintf(&b, "id: %s\nevent: %s\ndata: %s\n\n", items[i].Cursor.Position(), items[i].Notice, data)
 		}
 		if b.Len() > 0 {
 			if !write(b.String()) {
