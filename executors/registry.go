@@ -7,12 +7,14 @@ import "sort"
 type Registry struct {
 	sources map[string]Source
 	buckets map[string]string
+	// providers are the registrations of the sources Build added.
+	providers map[string]*Provider
 }
 
 // NewRegistry returns a registry holding sources, with no default bucket.
 // A duplicate id panics: it is a programming error at start-up.
 func NewRegistry(sources ...Source) *Registry {
-	r := &Registry{sources: make(map[string]Source, len(sources)), buckets: map[string]string{}}
+	r := &Registry{sources: make(map[string]Source, len(sources)), buckets: map[string]string{}, providers: map[string]*Provider{}}
 	for _, s := range sources {
 		r.Add(s, "")
 	}
@@ -36,6 +38,13 @@ func (r *Registry) Add(s Source, bucket string) {
 func (r *Registry) Source(id string) (Source, bool) {
 	s, ok := r.sources[id]
 	return s, ok
+}
+
+// Provider returns the registration of the source id when Build added it
+// from a Provider, and false for a source added with Add.
+func (r *Registry) Provider(id string) (*Provider, bool) {
+	p, ok := r.providers[id]
+	return p, ok
 }
 
 // Bucket returns the default rate bucket of the source id, "" for none.

@@ -1,13 +1,11 @@
 package github
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -64,25 +62,13 @@ const (
 		"commit, addition, deletion and changed-file counts, timestamps and html_url."
 )
 
-// definitions builds the definitions afresh on each call, so a caller that
-// mutates Params cannot corrupt another's copy.
-func definitions() []executors.Definition {
-	return []executors.Definition{
-		{ID: ActionCreateIssue, Description: createIssueDescription, Tier: executors.TierR2, Params: json.RawMessage(createIssueSchema)},
-		{ID: ActionCommentOnIssue, Description: commentOnIssueDescription, Tier: executors.TierR2, Params: json.RawMessage(commentOnIssueSchema)},
-		{ID: ActionGetIssue, Description: getIssueDescription, Tier: executors.TierR1, Params: json.RawMessage(getIssueSchema)},
-		{ID: ActionListPullRequests, Description: listPullRequestsDescription, Tier: executors.TierR1, Params: json.RawMessage(listPullRequestsSchema)},
-		{ID: ActionGetPullRequest, Description: getPullRequestDescription, Tier: executors.TierR1, Params: json.RawMessage(getPullRequestSchema)},
-	}
-}
-
-// actions maps each action id to the method that runs it.
-var actions = map[string]func(*Source, context.Context, json.RawMessage, executors.ExecContext) (executors.Result, error){
-	ActionCreateIssue:      (*Source).createIssue,
-	ActionCommentOnIssue:   (*Source).commentOnIssue,
-	ActionGetIssue:         (*Source).getIssue,
-	ActionListPullRequests: (*Source).listPullRequests,
-	ActionGetPullRequest:   (*Source).getPullRequest,
+// actions are GitHub's actions, each with its handler.
+var actions = []executors.Action{
+	executors.NewAction(executors.Definition{ID: ActionCreateIssue, Description: createIssueDescription, Tier: executors.TierR2, Params: json.RawMessage(createIssueSchema)}, (*client).createIssue),
+	executors.NewAction(executors.Definition{ID: ActionCommentOnIssue, Description: commentOnIssueDescription, Tier: executors.TierR2, Params: json.RawMessage(commentOnIssueSchema)}, (*client).commentOnIssue),
+	executors.NewAction(executors.Definition{ID: ActionGetIssue, Description: getIssueDescription, Tier: executors.TierR1, Params: json.RawMessage(getIssueSchema)}, (*client).getIssue),
+	executors.NewAction(executors.Definition{ID: ActionListPullRequests, Description: listPullRequestsDescription, Tier: executors.TierR1, Params: json.RawMessage(listPullRequestsSchema)}, (*client).listPullRequests),
+	executors.NewAction(executors.Definition{ID: ActionGetPullRequest, Description: getPullRequestDescription, Tier: executors.TierR1, Params: json.RawMessage(getPullRequestSchema)}, (*client).getPullRequest),
 }
 
 // RepoRef names a repository: the params every action has.
@@ -93,7 +79,7 @@ type RepoRef struct {
 	Repo string `json:"repo"`
 }
 
-func (r *RepoRef) check() error {
+func (r *RepoRef) Check() error {
 	for _, f := range []struct{ name, value string }{{"owner", r.Owner}, {"repo", r.Repo}} {
 		switch {
 		case f.value == "":
@@ -125,8 +111,8 @@ type CreateIssueParams struct {
 	Milestone *int `json:"milestone,omitempty"`
 }
 
-func (p *CreateIssueParams) check() error {
-	if err := p.RepoRef.check(); err != nil {
+func (p *CreateIssueParams) Check() error {
+	if err := p.RepoRef.Check(); err != nil {
 		return err
 	}
 	switch {
@@ -160,13 +146,13 @@ type (
 	}
 )
 
-func (p *issueNumberParams) check() error {
+func (p *issueNumberParams) Check() error {
 	return checkNumber(&p.RepoRef, "issue_number", p.IssueNumber)
 }
-func (p *pullNumberParams) check() error { return checkNumber(&p.RepoRef, "pull_number", p.PullNumber) }
+func (p *pullNumberParams) Check() error { return checkNumber(&p.RepoRef, "pull_number", p.PullNumber) }
 
 func checkNumber(r *RepoRef, name string, n int) error {
-	if err := r.check(); err != nil {
+	if err := r.Check(); err != nil {
 		return err
 	}
 	if n < 1 {
@@ -184,7 +170,7 @@ type CommentOnIssueParams struct {
 	Body string `json:"body"`
 }
 
-func (p *CommentOnIssueParams) check() error {
+func (p *CommentOnIssueParams) Check() error {
 	if err := checkNumber(&p.RepoRef, "issue_number", p.IssueNumber); err != nil {
 		return err
 	}
@@ -214,8 +200,8 @@ var (
 	prDirections = map[string]bool{"": true, "asc": true, "desc": true}
 )
 
-func (p *ListPullRequestsParams) check() error {
-	if err := p.RepoRef.check(); err != nil {
+func (p *ListPullRequestsParams) Check() error {
+	if err := p.RepoRef.Check(); err != nil {
 		return err
 	}
 	switch {
@@ -318,11 +304,7 @@ type listPullRequestsData struct {
 	NextPage     *int          `json:"next_page"`
 }
 
-func (s *Source) createIssue(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	var p CreateIssueParams
-	if err := decodeParams(ActionCreateIssue, params, &p); err != nil {
-		return executors.Result{}, err
-	}
+func (s *client) createIssue(ctx context.Context, p *CreateIssueParams, ec executors.ExecContext) (executors.Result, error) {
 	mark := marker(ec.IdempotencyKey)
 	if ec.Retry && mark != "" {
 		found, err := s.findIssue(ctx, ec, &p.RepoRef, mark)
@@ -370,11 +352,7 @@ func issueResult(repo *RepoRef, issue json.RawMessage, conflict bool) (executors
 	return executors.Result{Data: issue, ProviderRef: fmt.Sprintf("%s#%d", repo, fields.Number), Conflict: conflict}, nil
 }
 
-func (s *Source) commentOnIssue(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	var p CommentOnIssueParams
-	if err := decodeParams(ActionCommentOnIssue, params, &p); err != nil {
-		return executors.Result{}, err
-	}
+func (s *client) commentOnIssue(ctx context.Context, p *CommentOnIssueParams, ec executors.ExecContext) (executors.Result, error) {
 	subject := fmt.Sprintf("issue #%d of %s", p.IssueNumber, &p.RepoRef)
 	mark := marker(ec.IdempotencyKey)
 	if ec.Retry && mark != "" {
@@ -420,11 +398,7 @@ func commentResult(comment json.RawMessage, conflict bool) (executors.Result, er
 	return executors.Result{Data: comment, ProviderRef: strconv.FormatInt(fields.ID, 10), Conflict: conflict}, nil
 }
 
-func (s *Source) getIssue(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	var p issueNumberParams
-	if err := decodeParams(ActionGetIssue, params, &p); err != nil {
-		return executors.Result{}, err
-	}
+func (s *client) getIssue(ctx context.Context, p *issueNumberParams, ec executors.ExecContext) (executors.Result, error) {
 	ans, _, err := s.do(ctx, ec, &request{
 		method:   http.MethodGet,
 		segments: []string{"repos", p.Owner, p.Repo, "issues", strconv.Itoa(p.IssueNumber)},
@@ -436,11 +410,7 @@ func (s *Source) getIssue(ctx context.Context, params json.RawMessage, ec execut
 	return executors.Result{Data: ans}, nil
 }
 
-func (s *Source) getPullRequest(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	var p pullNumberParams
-	if err := decodeParams(ActionGetPullRequest, params, &p); err != nil {
-		return executors.Result{}, err
-	}
+func (s *client) getPullRequest(ctx context.Context, p *pullNumberParams, ec executors.ExecContext) (executors.Result, error) {
 	ans, _, err := s.do(ctx, ec, &request{
 		method:   http.MethodGet,
 		segments: []string{"repos", p.Owner, p.Repo, "pulls", strconv.Itoa(p.PullNumber)},
@@ -452,11 +422,7 @@ func (s *Source) getPullRequest(ctx context.Context, params json.RawMessage, ec 
 	return executors.Result{Data: ans}, nil
 }
 
-func (s *Source) listPullRequests(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	var p ListPullRequestsParams
-	if err := decodeParams(ActionListPullRequests, params, &p); err != nil {
-		return executors.Result{}, err
-	}
+func (s *client) listPullRequests(ctx context.Context, p *ListPullRequestsParams, ec executors.ExecContext) (executors.Result, error) {
 	ans, header, err := s.do(ctx, ec, &request{
 		method:   http.MethodGet,
 		segments: []string{"repos", p.Owner, p.Repo, "pulls"},
@@ -483,33 +449,4 @@ func (s *Source) listPullRequests(ctx context.Context, params json.RawMessage, e
 		return executors.Result{}, fmt.Errorf("github: encoding list_pull_requests result: %w", err)
 	}
 	return executors.Result{Data: raw}, nil
-}
-
-// checker is implemented by every params type.
-type checker interface {
-	check() error
-}
-
-// decodeParams decodes params strictly into p and checks them. The worker
-// validates params against the schema before executing; this guards the
-// request against a caller that did not.
-func decodeParams(action string, params json.RawMessage, p checker) error {
-	invalid := func(err error) error {
-		return &executors.Error{
-			Code:    "invalid_params",
-			Message: fmt.Sprintf("invalid %s params: %s", action, err),
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(params))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(p); err != nil {
-		return invalid(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return invalid(errors.New("unexpected data after the JSON object"))
-	}
-	if err := p.check(); err != nil {
-		return invalid(err)
-	}
-	return nil
 }

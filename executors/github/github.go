@@ -12,11 +12,8 @@ package github
 
 import (
 	"cmp"
-	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -80,43 +77,33 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Source is the GitHub action source. It holds configuration only, so one
-// Source serves every organization and is safe for concurrent use.
-type Source struct {
+// client is what the GitHub actions run on: the checked configuration. It
+// holds configuration only, so one client serves every organization and is
+// safe for concurrent use.
+type client struct {
 	baseURL string
-	client  *http.Client
+	http    *http.Client
 	now     func() time.Time
 }
 
-var _ executors.Source = (*Source)(nil)
-
-// New returns a GitHub source. A nil cfg uses the defaults.
-func New(cfg *Config) (*Source, error) {
+// connect checks cfg, filled with its defaults, and returns the client of
+// the actions.
+func connect(cfg *Config) (*client, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Source{baseURL: cfg.BaseURL, client: cfg.HTTPClient, now: cfg.Now}, nil
+	return &client{baseURL: cfg.BaseURL, http: cfg.HTTPClient, now: cfg.Now}, nil
 }
 
-// ID returns SourceID.
-func (s *Source) ID() string { return SourceID }
-
-// ListActions returns the actions GitHub offers. They do not depend on the
-// caller, so ec is ignored and no request is made.
-func (s *Source) ListActions(_ context.Context, _ executors.ExecContext) ([]executors.Definition, error) {
-	return definitions(), nil
-}
-
-// Execute runs one action. Failures are *executors.Error (reachable with
+// New returns the GitHub source (Provider's) on cfg. A nil cfg uses the
+// defaults. Failures of its Execute are *executors.Error (reachable with
 // errors.As); when a failure has an underlying cause, such as the caller's
 // context or ErrUnknownAction, errors.Is finds that too.
-func (s *Source) Execute(ctx context.Context, actionID string, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	run, ok := actions[actionID]
-	if !ok {
-		return executors.Result{}, httpsource.UnknownAction(SourceID, actionID)
+func New(cfg *Config) (executors.Source, error) {
+	c, err := connect(cfg)
+	if err != nil {
+		return nil, err
 	}
-	res, err := run(s, ctx, params, ec)
-	// The escaped forms cover a token that reached the URL through params.
-	return res, httpsource.Scrub(err, ec.Token, url.PathEscape(ec.Token), url.QueryEscape(ec.Token))
+	return Provider.Source(c), nil
 }

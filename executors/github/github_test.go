@@ -31,7 +31,7 @@ const testToken = "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123
 var now = time.Date(2025, 6, 2, 10, 0, 0, 0, time.UTC)
 
 type bundle struct {
-	source *github.Source
+	source executors.Source
 	gh     *githubtest.Server
 }
 

@@ -100,7 +100,7 @@ type searchedItem struct {
 // time. It returns the issue as GitHub shows it, or nil when there is none.
 // The repository's issue list is used rather than GitHub's search, whose
 // index lags behind a create.
-func (s *Source) findIssue(ctx context.Context, ec executors.ExecContext, repo *RepoRef, mark string) (json.RawMessage, error) {
+func (s *client) findIssue(ctx context.Context, ec executors.ExecContext, repo *RepoRef, mark string) (json.RawMessage, error) {
 	from := since(ec.IdempotencyKey)
 	query := url.Values{
 		"state": {"all"}, "sort": {"created"}, "direction": {"desc"},
@@ -139,7 +139,7 @@ func (s *Source) findIssue(ctx context.Context, ec executors.ExecContext, repo *
 // findComment looks for the comment an earlier attempt posted on issue
 // number of repo, by mark in its body, among the comments posted since the
 // invocation's time. It returns the comment, or nil when there is none.
-func (s *Source) findComment(ctx context.Context, ec executors.ExecContext, repo *RepoRef, number int, subject, mark string) (json.RawMessage, error) {
+func (s *client) findComment(ctx context.Context, ec executors.ExecContext, repo *RepoRef, number int, subject, mark string) (json.RawMessage, error) {
 	query := url.Values{"per_page": {strconv.Itoa(commentsPerPage)}}
 	if from := since(ec.IdempotencyKey); !from.IsZero() {
 		query.Set("since", from.Format(time.RFC3339))
@@ -164,7 +164,7 @@ func (s *Source) findComment(ctx context.Context, ec executors.ExecContext, repo
 }
 
 // page reads one page of a list.
-func (s *Source) page(ctx context.Context, ec executors.ExecContext, segments []string, query url.Values, subject string) ([]json.RawMessage, error) {
+func (s *client) page(ctx context.Context, ec executors.ExecContext, segments []string, query url.Values, subject string) ([]json.RawMessage, error) {
 	ans, _, err := s.do(ctx, ec, &request{method: http.MethodGet, segments: segments, query: query, subject: subject})
 	if err != nil {
 		return nil, err

@@ -60,7 +60,7 @@ type request struct {
 
 // do sends r and classifies the outcome. On success the answer is valid
 // JSON of at most maxResponseBytes.
-func (s *Source) do(ctx context.Context, ec executors.ExecContext, r *request) (json.RawMessage, http.Header, error) {
+func (s *client) do(ctx context.Context, ec executors.ExecContext, r *request) (json.RawMessage, http.Header, error) {
 	if ec.Token == "" {
 		return nil, nil, &executors.Error{
 			Code:    "not_authed",
@@ -89,7 +89,7 @@ func (s *Source) do(ctx context.Context, ec executors.ExecContext, r *request) (
 		}
 	}
 
-	resp, err := s.client.Do(req)
+	resp, err := s.http.Do(req)
 	if err != nil {
 		return nil, nil, httpsource.TransportError(ctx, "GitHub", err)
 	}
@@ -120,7 +120,7 @@ func (s *Source) do(ctx context.Context, ec executors.ExecContext, r *request) (
 
 // endpoint is the URL of r: the base URL, each segment escaped on its own
 // so a "/" or "?" in a name cannot change the endpoint, and the query.
-func (s *Source) endpoint(r *request) string {
+func (s *client) endpoint(r *request) string {
 	var b strings.Builder
 	b.WriteString(s.baseURL)
 	for _, seg := range r.segments {
@@ -137,7 +137,7 @@ func (s *Source) endpoint(r *request) string {
 // statusError classifies a non-2xx answer. The token is removed from
 // GitHub's text before the text is shortened, so no fragment of it can
 // survive the cut.
-func (s *Source) statusError(resp *http.Response, raw []byte, subject, token string) *executors.Error {
+func (s *client) statusError(resp *http.Response, raw []byte, subject, token string) *executors.Error {
 	detail := errorDetail(raw)
 	if token != "" {
 		detail = strings.ReplaceAll(detail, token, httpsource.Redacted)
@@ -203,7 +203,7 @@ func (s *Source) statusError(resp *http.Response, raw []byte, subject, token str
 // Retry-After header says how long to wait; otherwise an exhausted primary
 // limit (x-ratelimit-remaining 0) waits until x-ratelimit-reset; otherwise a
 // secondary limit waits a minute.
-func (s *Source) rateLimited(h http.Header, status int, detail string) *executors.Error {
+func (s *client) rateLimited(h http.Header, status int, detail string) *executors.Error {
 	secondary := status == http.StatusTooManyRequests ||
 		strings.Contains(strings.ToLower(detail), "secondary rate limit")
 	if wait := httpsource.RetryAfter(h, 0, maxRetryAfter); wait > 0 {
@@ -237,7 +237,7 @@ func (s *Source) rateLimited(h http.Header, status int, detail string) *executor
 // untilReset is how long until x-ratelimit-reset (UTC epoch seconds), at
 // least a second and at most maxRetryAfter; a missing or unreadable reset
 // waits a minute.
-func (s *Source) untilReset(h http.Header) time.Duration {
+func (s *client) untilReset(h http.Header) time.Duration {
 	reset, err := strconv.ParseInt(strings.TrimSpace(h.Get("X-RateLimit-Reset")), 10, 64)
 	if err != nil || reset <= 0 {
 		return secondaryRetryAfter

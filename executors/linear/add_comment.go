@@ -59,28 +59,23 @@ type commentPayload struct {
 	Comment json.RawMessage `json:"comment"`
 }
 
-func addCommentDefinition() executors.Definition {
-	return executors.Definition{
-		ID:          ActionAddComment,
-		Description: addCommentDescription,
-		Tier:        executors.TierR2,
-		Params:      json.RawMessage(addCommentSchema),
-	}
+// addCommentDefinition is add_comment's definition.
+var addCommentDefinition = executors.Definition{
+	ID:          ActionAddComment,
+	Description: addCommentDescription,
+	Tier:        executors.TierR2,
+	Params:      json.RawMessage(addCommentSchema),
 }
 
-func (s *Source) addComment(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	p, err := decodeParams[AddCommentParams](ActionAddComment, params)
-	if err != nil {
-		return executors.Result{}, err
-	}
+func (s *client) addComment(ctx context.Context, p *AddCommentParams, ec executors.ExecContext) (executors.Result, error) {
 	switch {
 	case p.IssueID == "":
-		return executors.Result{}, invalidParams(ActionAddComment, "issueId is required")
+		return executors.Result{}, executors.InvalidParams(ActionAddComment, "issueId is required")
 	case p.Body == "":
-		return executors.Result{}, invalidParams(ActionAddComment, "body is required")
+		return executors.Result{}, executors.InvalidParams(ActionAddComment, "body is required")
 	}
 
-	input := commentCreateInput{AddCommentParams: p}
+	input := commentCreateInput{AddCommentParams: *p}
 	if ec.IdempotencyKey != "" {
 		input.ID = StableID(ActionAddComment, ec.IdempotencyKey)
 	}
@@ -112,7 +107,7 @@ func (s *Source) addComment(ctx context.Context, params json.RawMessage, ec exec
 
 // fetchComment reads one comment by id. A comment Linear does not know is a
 // codeNotFound failure.
-func (s *Source) fetchComment(ctx context.Context, ec executors.ExecContext, id string) (executors.Result, error) {
+func (s *client) fetchComment(ctx context.Context, ec executors.ExecContext, id string) (executors.Result, error) {
 	var data struct {
 		Comment json.RawMessage `json:"comment"`
 	}

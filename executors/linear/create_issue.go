@@ -55,30 +55,25 @@ const createIssueMutation = `mutation CreateIssue($input: IssueCreateInput!) {
   }
 }`
 
-func createIssueDefinition() executors.Definition {
-	return executors.Definition{
-		ID:          ActionCreateIssue,
-		Description: createIssueDescription,
-		Tier:        executors.TierR2,
-		Params:      json.RawMessage(createIssueSchema),
-	}
+// createIssueDefinition is create_issue's definition.
+var createIssueDefinition = executors.Definition{
+	ID:          ActionCreateIssue,
+	Description: createIssueDescription,
+	Tier:        executors.TierR2,
+	Params:      json.RawMessage(createIssueSchema),
 }
 
-func (s *Source) createIssue(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	p, err := decodeParams[CreateIssueParams](ActionCreateIssue, params)
-	if err != nil {
-		return executors.Result{}, err
-	}
+func (s *client) createIssue(ctx context.Context, p *CreateIssueParams, ec executors.ExecContext) (executors.Result, error) {
 	switch {
 	case p.TeamID == "":
-		return executors.Result{}, invalidParams(ActionCreateIssue, "teamId is required")
+		return executors.Result{}, executors.InvalidParams(ActionCreateIssue, "teamId is required")
 	case p.Title == "":
-		return executors.Result{}, invalidParams(ActionCreateIssue, "title is required")
+		return executors.Result{}, executors.InvalidParams(ActionCreateIssue, "title is required")
 	case !validPriority(p.Priority):
-		return executors.Result{}, invalidParams(ActionCreateIssue, "priority must be 0 to 4")
+		return executors.Result{}, executors.InvalidParams(ActionCreateIssue, "priority must be 0 to 4")
 	}
 
-	input := issueCreateInput{CreateIssueParams: p}
+	input := issueCreateInput{CreateIssueParams: *p}
 	if ec.IdempotencyKey != "" {
 		input.ID = StableID(ActionCreateIssue, ec.IdempotencyKey)
 	}

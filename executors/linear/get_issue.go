@@ -22,22 +22,17 @@ type GetIssueParams struct {
 	IssueID string `json:"issueId"`
 }
 
-func getIssueDefinition() executors.Definition {
-	return executors.Definition{
-		ID:          ActionGetIssue,
-		Description: getIssueDescription,
-		Tier:        executors.TierR1,
-		Params:      json.RawMessage(getIssueSchema),
-	}
+// getIssueDefinition is get_issue's definition.
+var getIssueDefinition = executors.Definition{
+	ID:          ActionGetIssue,
+	Description: getIssueDescription,
+	Tier:        executors.TierR1,
+	Params:      json.RawMessage(getIssueSchema),
 }
 
-func (s *Source) getIssue(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	p, err := decodeParams[GetIssueParams](ActionGetIssue, params)
-	if err != nil {
-		return executors.Result{}, err
-	}
+func (s *client) getIssue(ctx context.Context, p *GetIssueParams, ec executors.ExecContext) (executors.Result, error) {
 	if p.IssueID == "" {
-		return executors.Result{}, invalidParams(ActionGetIssue, "issueId is required")
+		return executors.Result{}, executors.InvalidParams(ActionGetIssue, "issueId is required")
 	}
 	return s.fetchIssue(ctx, ec, p.IssueID)
 }

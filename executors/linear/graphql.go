@@ -114,7 +114,7 @@ type graphQLExtensions struct {
 
 // do sends op and decodes the answer's data into out. A non-nil error is an
 // *executors.Error.
-func (s *Source) do(ctx context.Context, ec executors.ExecContext, op operation, out any) error {
+func (s *client) do(ctx context.Context, ec executors.ExecContext, op operation, out any) error {
 	if ec.Token == "" {
 		return &executors.Error{
 			Code:    "not_authed",
@@ -143,7 +143,7 @@ func (s *Source) do(ctx context.Context, ec executors.ExecContext, op operation,
 		req.Header.Set(httpsource.IdempotencyKeyHeader, ec.IdempotencyKey)
 	}
 
-	resp, err := s.client.Do(req)
+	resp, err := s.http.Do(req)
 	if err != nil {
 		return httpsource.TransportError(ctx, "Linear", err)
 	}

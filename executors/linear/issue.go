@@ -38,7 +38,7 @@ type objectRef struct {
 
 // fetchIssue reads one issue by id or identifier. An issue Linear does not
 // know is a codeNotFound failure.
-func (s *Source) fetchIssue(ctx context.Context, ec executors.ExecContext, id string) (executors.Result, error) {
+func (s *client) fetchIssue(ctx context.Context, ec executors.ExecContext, id string) (executors.Result, error) {
 	var data struct {
 		Issue json.RawMessage `json:"issue"`
 	}

@@ -10,13 +10,7 @@
 package linear
 
 import (
-	"bytes"
 	"cmp"
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -85,91 +79,33 @@ func (c *Config) validate() error {
 	return err
 }
 
-// Source is the Linear action source. It holds configuration only, so one
-// Source serves every organization and is safe for concurrent use.
-type Source struct {
+// client is what the Linear actions run on: the checked configuration. It
+// holds configuration only, so one client serves every organization and is
+// safe for concurrent use.
+type client struct {
 	baseURL string
-	client  *http.Client
+	http    *http.Client
 }
 
-var _ executors.Source = (*Source)(nil)
-
-// New returns a Linear source. A nil cfg uses the defaults.
-func New(cfg *Config) (*Source, error) {
+// connect checks cfg, filled with its defaults, and returns the client of
+// the actions.
+func connect(cfg *Config) (*client, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Source{baseURL: cfg.BaseURL, client: cfg.HTTPClient}, nil
+	return &client{baseURL: cfg.BaseURL, http: cfg.HTTPClient}, nil
 }
 
-// ID returns SourceID.
-func (s *Source) ID() string { return SourceID }
-
-// ListActions returns the actions Linear offers. They do not depend on the
-// caller, so ec is ignored and no request is made. The definitions are built
-// afresh on each call, so a caller that mutates one cannot corrupt another's.
-func (s *Source) ListActions(_ context.Context, _ executors.ExecContext) ([]executors.Definition, error) {
-	return []executors.Definition{
-		listIssuesDefinition(),
-		getIssueDefinition(),
-		createIssueDefinition(),
-		updateIssueDefinition(),
-		addCommentDefinition(),
-	}, nil
-}
-
-// Execute runs one action. Failures are *executors.Error (reachable with
+// New returns the Linear source (Provider's) on cfg. A nil cfg uses the
+// defaults. Failures of its Execute are *executors.Error (reachable with
 // errors.As); when a failure has an underlying cause, such as the caller's
 // context or ErrUnknownAction, errors.Is finds that too. No failure's text
-// contains ec.Token.
-func (s *Source) Execute(ctx context.Context, actionID string, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	var (
-		res executors.Result
-		err error
-	)
-	switch actionID {
-	case ActionListIssues:
-		res, err = s.listIssues(ctx, params, ec)
-	case ActionGetIssue:
-		res, err = s.getIssue(ctx, params, ec)
-	case ActionCreateIssue:
-		res, err = s.createIssue(ctx, params, ec)
-	case ActionUpdateIssue:
-		res, err = s.updateIssue(ctx, params, ec)
-	case ActionAddComment:
-		res, err = s.addComment(ctx, params, ec)
-	default:
-		return executors.Result{}, httpsource.UnknownAction(SourceID, actionID)
-	}
+// contains the token.
+func New(cfg *Config) (executors.Source, error) {
+	c, err := connect(cfg)
 	if err != nil {
-		return executors.Result{}, httpsource.Scrub(err, ec.Token)
+		return nil, err
 	}
-	return res, nil
-}
-
-// decodeParams decodes an action's params strictly. The worker validates
-// params against the schema before executing; this guards the request
-// against a caller that did not. Required fields are checked by the caller.
-func decodeParams[T any](actionID string, params json.RawMessage) (T, error) {
-	var p T
-	if trimmed := bytes.TrimSpace(params); len(trimmed) == 0 || trimmed[0] != '{' {
-		return p, invalidParams(actionID, "params must be a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(params))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return p, invalidParams(actionID, err.Error())
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return p, invalidParams(actionID, "unexpected data after the JSON object")
-	}
-	return p, nil
-}
-
-func invalidParams(actionID, msg string) *executors.Error {
-	return &executors.Error{
-		Code:    "invalid_params",
-		Message: fmt.Sprintf("invalid %s params: %s", actionID, msg),
-	}
+	return Provider.Source(c), nil
 }

@@ -34,7 +34,7 @@ const (
 )
 
 type testBundle struct {
-	source *linear.Source
+	source executors.Source
 	server *httptest.Server
 	fake   *fakeLinear
 }

@@ -69,24 +69,19 @@ type PageInfo struct {
 	EndCursor *string `json:"end_cursor"`
 }
 
-func listIssuesDefinition() executors.Definition {
-	return executors.Definition{
-		ID:          ActionListIssues,
-		Description: listIssuesDescription,
-		Tier:        executors.TierR1,
-		Params:      json.RawMessage(listIssuesSchema),
-	}
+// listIssuesDefinition is list_issues's definition.
+var listIssuesDefinition = executors.Definition{
+	ID:          ActionListIssues,
+	Description: listIssuesDescription,
+	Tier:        executors.TierR1,
+	Params:      json.RawMessage(listIssuesSchema),
 }
 
-func (s *Source) listIssues(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	p, err := decodeParams[ListIssuesParams](ActionListIssues, params)
-	if err != nil {
-		return executors.Result{}, err
-	}
+func (s *client) listIssues(ctx context.Context, p *ListIssuesParams, ec executors.ExecContext) (executors.Result, error) {
 	first := defaultListFirst
 	if p.First != nil {
 		if *p.First < 1 {
-			return executors.Result{}, invalidParams(ActionListIssues, "first must be at least 1")
+			return executors.Result{}, executors.InvalidParams(ActionListIssues, "first must be at least 1")
 		}
 		first = min(*p.First, maxListFirst)
 	}

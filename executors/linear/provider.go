@@ -11,14 +11,21 @@ import (
 // take its own rate bucket unless a request names another.
 var Provider = executors.Provider{
 	ID:             SourceID,
+	Name:           "Linear",
 	DefaultBaseURL: DefaultBaseURL,
 	// Linear: 1,500 requests per hour per API key.
 	Bucket: flow.BucketConfig{Name: "linear.api", Rate: 1500, Interval: time.Hour, Burst: 25, Scope: flow.ScopeOrg},
-	New: func(cfg *executors.ProviderConfig) (executors.Source, error) {
-		s, err := New(&Config{BaseURL: cfg.BaseURL})
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
+	Guide: "Issues and comments are read and written as the user or app of the Linear token stored for " +
+		"your organization (or your user). Ids are Linear's UUIDs, as list_issues and get_issue return them; " +
+		"creates are safe to retry.",
+	Actions: []executors.Action{
+		executors.NewAction(listIssuesDefinition, (*client).listIssues),
+		executors.NewAction(getIssueDefinition, (*client).getIssue),
+		executors.NewAction(createIssueDefinition, (*client).createIssue),
+		executors.NewAction(updateIssueDefinition, (*client).updateIssue),
+		executors.NewAction(addCommentDefinition, (*client).addComment),
+	},
+	Connect: func(cfg *executors.ProviderConfig) (any, error) {
+		return connect(&Config{BaseURL: cfg.BaseURL})
 	},
 }

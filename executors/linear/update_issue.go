@@ -54,20 +54,15 @@ const updateIssueMutation = `mutation UpdateIssue($id: String!, $input: IssueUpd
   }
 }`
 
-func updateIssueDefinition() executors.Definition {
-	return executors.Definition{
-		ID:          ActionUpdateIssue,
-		Description: updateIssueDescription,
-		Tier:        executors.TierR2,
-		Params:      json.RawMessage(updateIssueSchema),
-	}
+// updateIssueDefinition is update_issue's definition.
+var updateIssueDefinition = executors.Definition{
+	ID:          ActionUpdateIssue,
+	Description: updateIssueDescription,
+	Tier:        executors.TierR2,
+	Params:      json.RawMessage(updateIssueSchema),
 }
 
-func (s *Source) updateIssue(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	p, err := decodeParams[UpdateIssueParams](ActionUpdateIssue, params)
-	if err != nil {
-		return executors.Result{}, err
-	}
+func (s *client) updateIssue(ctx context.Context, p *UpdateIssueParams, ec executors.ExecContext) (executors.Result, error) {
 	input := issueUpdateInput{
 		Title:       p.Title,
 		Description: p.Description,
@@ -77,18 +72,18 @@ func (s *Source) updateIssue(ctx context.Context, params json.RawMessage, ec exe
 	}
 	switch {
 	case p.IssueID == "":
-		return executors.Result{}, invalidParams(ActionUpdateIssue, "issueId is required")
+		return executors.Result{}, executors.InvalidParams(ActionUpdateIssue, "issueId is required")
 	case input == issueUpdateInput{}:
-		return executors.Result{}, invalidParams(ActionUpdateIssue,
+		return executors.Result{}, executors.InvalidParams(ActionUpdateIssue,
 			"nothing to change; set at least one of title, description, assigneeId, stateId, priority")
 	case p.Title != nil && *p.Title == "":
-		return executors.Result{}, invalidParams(ActionUpdateIssue, "title must not be empty")
+		return executors.Result{}, executors.InvalidParams(ActionUpdateIssue, "title must not be empty")
 	case p.AssigneeID != nil && *p.AssigneeID == "":
-		return executors.Result{}, invalidParams(ActionUpdateIssue, "assigneeId must not be empty")
+		return executors.Result{}, executors.InvalidParams(ActionUpdateIssue, "assigneeId must not be empty")
 	case p.StateID != nil && *p.StateID == "":
-		return executors.Result{}, invalidParams(ActionUpdateIssue, "stateId must not be empty")
+		return executors.Result{}, executors.InvalidParams(ActionUpdateIssue, "stateId must not be empty")
 	case !validPriority(p.Priority):
-		return executors.Result{}, invalidParams(ActionUpdateIssue, "priority must be 0 to 4")
+		return executors.Result{}, executors.InvalidParams(ActionUpdateIssue, "priority must be 0 to 4")
 	}
 
 	var data struct {

@@ -1,13 +1,11 @@
 package sentry
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 
@@ -63,25 +61,13 @@ const (
 		"notify the issue's subscribers; repeating it is harmless. The provider reference is the issue id."
 )
 
-// definitions builds the definitions afresh on each call, so a caller that
-// mutates Params cannot corrupt another's copy.
-func definitions() []executors.Definition {
-	return []executors.Definition{
-		{ID: ActionListIssues, Description: listIssuesDescription, Tier: executors.TierR1, Params: json.RawMessage(listIssuesSchema)},
-		{ID: ActionGetIssue, Description: getIssueDescription, Tier: executors.TierR1, Params: json.RawMessage(getIssueSchema)},
-		{ID: ActionListIssueEvents, Description: listIssueEventsDescription, Tier: executors.TierR1, Params: json.RawMessage(listIssueEventsSchema)},
-		{ID: ActionGetEvent, Description: getEventDescription, Tier: executors.TierR1, Params: json.RawMessage(getEventSchema)},
-		{ID: ActionUpdateIssue, Description: updateIssueDescription, Tier: executors.TierR2, Params: json.RawMessage(updateIssueSchema)},
-	}
-}
-
-// actions maps each action id to the method that runs it.
-var actions = map[string]func(*Source, context.Context, json.RawMessage, executors.ExecContext) (executors.Result, error){
-	ActionListIssues:      (*Source).listIssues,
-	ActionGetIssue:        (*Source).getIssue,
-	ActionListIssueEvents: (*Source).listIssueEvents,
-	ActionGetEvent:        (*Source).getEvent,
-	ActionUpdateIssue:     (*Source).updateIssue,
+// actions are Sentry's actions, each with its handler.
+var actions = []executors.Action{
+	executors.NewAction(executors.Definition{ID: ActionListIssues, Description: listIssuesDescription, Tier: executors.TierR1, Params: json.RawMessage(listIssuesSchema)}, (*client).listIssues),
+	executors.NewAction(executors.Definition{ID: ActionGetIssue, Description: getIssueDescription, Tier: executors.TierR1, Params: json.RawMessage(getIssueSchema)}, (*client).getIssue),
+	executors.NewAction(executors.Definition{ID: ActionListIssueEvents, Description: listIssueEventsDescription, Tier: executors.TierR1, Params: json.RawMessage(listIssueEventsSchema)}, (*client).listIssueEvents),
+	executors.NewAction(executors.Definition{ID: ActionGetEvent, Description: getEventDescription, Tier: executors.TierR1, Params: json.RawMessage(getEventSchema)}, (*client).getEvent),
+	executors.NewAction(executors.Definition{ID: ActionUpdateIssue, Description: updateIssueDescription, Tier: executors.TierR2, Params: json.RawMessage(updateIssueSchema)}, (*client).updateIssue),
 }
 
 // ListIssuesParams are the params of list_issues.
@@ -97,7 +83,7 @@ type ListIssuesParams struct {
 	Cursor string `json:"cursor,omitempty"`
 }
 
-func (p *ListIssuesParams) check() error {
+func (p *ListIssuesParams) Check() error {
 	return checkSegments(
 		segment{"organization_slug", p.OrganizationSlug},
 		segment{"project_slug", p.ProjectSlug},
@@ -112,7 +98,7 @@ type IssueParams struct {
 	OrganizationSlug string `json:"organization_slug,omitempty"`
 }
 
-func (p *IssueParams) check() error {
+func (p *IssueParams) Check() error {
 	return checkSegments(segment{"issue_id", p.IssueID}, optionalSegment("organization_slug", p.OrganizationSlug))
 }
 
@@ -126,7 +112,7 @@ type GetEventParams struct {
 	OrganizationSlug string `json:"organization_slug,omitempty"`
 }
 
-func (p *GetEventParams) check() error {
+func (p *GetEventParams) Check() error {
 	return checkSegments(
 		segment{"issue_id", p.IssueID},
 		segment{"event_id", p.EventID},
@@ -154,7 +140,7 @@ var issueStatuses = map[string]bool{
 	"resolvedInNextRelease": true,
 }
 
-func (p *UpdateIssueParams) check() error {
+func (p *UpdateIssueParams) Check() error {
 	if err := checkSegments(segment{"issue_id", p.IssueID}, optionalSegment("organization_slug", p.OrganizationSlug)); err != nil {
 		return err
 	}
@@ -180,11 +166,7 @@ type listIssuesData struct {
 	NextCursor *string         `json:"next_cursor"`
 }
 
-func (s *Source) listIssues(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	var p ListIssuesParams
-	if err := decodeParams(ActionListIssues, params, &p); err != nil {
-		return executors.Result{}, err
-	}
+func (s *client) listIssues(ctx context.Context, p *ListIssuesParams, ec executors.ExecContext) (executors.Result, error) {
 	query := url.Values{"query": {DefaultIssueQuery}}
 	if p.Query != nil {
 		query.Set("query", *p.Query)
@@ -216,11 +198,7 @@ func (s *Source) listIssues(ctx context.Context, params json.RawMessage, ec exec
 	return executors.Result{Data: data}, nil
 }
 
-func (s *Source) getIssue(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	var p IssueParams
-	if err := decodeParams(ActionGetIssue, params, &p); err != nil {
-		return executors.Result{}, err
-	}
+func (s *client) getIssue(ctx context.Context, p *IssueParams, ec executors.ExecContext) (executors.Result, error) {
 	ans, err := s.do(ctx, ec, &request{
 		method:   http.MethodGet,
 		segments: issuePath(p.OrganizationSlug, p.IssueID),
@@ -232,11 +210,7 @@ func (s *Source) getIssue(ctx context.Context, params json.RawMessage, ec execut
 	return executors.Result{Data: ans.body}, nil
 }
 
-func (s *Source) listIssueEvents(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	var p IssueParams
-	if err := decodeParams(ActionListIssueEvents, params, &p); err != nil {
-		return executors.Result{}, err
-	}
+func (s *client) listIssueEvents(ctx context.Context, p *IssueParams, ec executors.ExecContext) (executors.Result, error) {
 	ans, err := s.do(ctx, ec, &request{
 		method:   http.MethodGet,
 		segments: issuePath(p.OrganizationSlug, p.IssueID, "events"),
@@ -248,11 +222,7 @@ func (s *Source) listIssueEvents(ctx context.Context, params json.RawMessage, ec
 	return executors.Result{Data: ans.body}, nil
 }
 
-func (s *Source) getEvent(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	var p GetEventParams
-	if err := decodeParams(ActionGetEvent, params, &p); err != nil {
-		return executors.Result{}, err
-	}
+func (s *client) getEvent(ctx context.Context, p *GetEventParams, ec executors.ExecContext) (executors.Result, error) {
 	ans, err := s.do(ctx, ec, &request{
 		method:   http.MethodGet,
 		segments: issuePath(p.OrganizationSlug, p.IssueID, "events", p.EventID),
@@ -264,11 +234,7 @@ func (s *Source) getEvent(ctx context.Context, params json.RawMessage, ec execut
 	return executors.Result{Data: ans.body}, nil
 }
 
-func (s *Source) updateIssue(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	var p UpdateIssueParams
-	if err := decodeParams(ActionUpdateIssue, params, &p); err != nil {
-		return executors.Result{}, err
-	}
+func (s *client) updateIssue(ctx context.Context, p *UpdateIssueParams, ec executors.ExecContext) (executors.Result, error) {
 	body, err := json.Marshal(updateIssueBody{Status: p.Status, AssignedTo: p.AssignedTo})
 	if err != nil {
 		return executors.Result{}, fmt.Errorf("sentry: encoding update_issue body: %w", err)
@@ -303,35 +269,6 @@ func issueSubject(org, issueID string) string {
 		return fmt.Sprintf("issue %q in organization %q", issueID, org)
 	}
 	return fmt.Sprintf("issue %q", issueID)
-}
-
-// checker is implemented by every params type.
-type checker interface {
-	check() error
-}
-
-// decodeParams decodes params strictly into p and checks them. The worker
-// validates params against the schema before executing; this guards the
-// request against a caller that did not.
-func decodeParams(action string, params json.RawMessage, p checker) error {
-	invalid := func(err error) error {
-		return &executors.Error{
-			Code:    "invalid_params",
-			Message: fmt.Sprintf("invalid %s params: %s", action, err),
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(params))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(p); err != nil {
-		return invalid(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return invalid(errors.New("unexpected data after the JSON object"))
-	}
-	if err := p.check(); err != nil {
-		return invalid(err)
-	}
-	return nil
 }
 
 // segment is one path segment taken from params, with the param's name.

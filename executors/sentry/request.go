@@ -65,7 +65,7 @@ type answer struct {
 
 // do sends r and classifies the outcome. On success the body is valid JSON
 // of at most maxResponseBytes.
-func (s *Source) do(ctx context.Context, ec executors.ExecContext, r *request) (*answer, error) {
+func (s *client) do(ctx context.Context, ec executors.ExecContext, r *request) (*answer, error) {
 	if ec.Token == "" {
 		return nil, &executors.Error{
 			Code:    "not_authed",
@@ -91,7 +91,7 @@ func (s *Source) do(ctx context.Context, ec executors.ExecContext, r *request) (
 		}
 	}
 
-	resp, err := s.client.Do(req)
+	resp, err := s.http.Do(req)
 	if err != nil {
 		return nil, httpsource.TransportError(ctx, "Sentry", err)
 	}
@@ -127,7 +127,7 @@ func (s *Source) do(ctx context.Context, ec executors.ExecContext, r *request) (
 // endpoint is the URL of r: the base URL, each segment escaped on its own
 // so a "/" or "?" in an id cannot change the endpoint, a trailing slash as
 // Sentry's routes expect, and the query.
-func (s *Source) endpoint(r *request) string {
+func (s *client) endpoint(r *request) string {
 	var b strings.Builder
 	b.WriteString(s.baseURL)
 	for _, seg := range r.segments {

@@ -77,7 +77,7 @@ type recordedRequest struct {
 }
 
 type testBundle struct {
-	source *sentry.Source
+	source executors.Source
 	server *httptest.Server
 
 	mu       sync.Mutex

@@ -11,15 +11,17 @@ import (
 // take its own rate bucket unless a request names another.
 var Provider = executors.Provider{
 	ID:             SourceID,
+	Name:           "Slack",
 	DefaultBaseURL: DefaultBaseURL,
 	// Slack's chat.postMessage allows about one message per second per
 	// channel, with short bursts.
 	Bucket: flow.BucketConfig{Name: "slack.minute", Rate: 60, Interval: time.Minute, Burst: 10, Scope: flow.ScopeOrg},
-	New: func(cfg *executors.ProviderConfig) (executors.Source, error) {
-		s, err := New(&Config{BaseURL: cfg.BaseURL})
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
+	Guide: "Messages are posted as the workspace's Slack app, with the Slack token stored for your " +
+		"organization (or your user). The app must be a member of a channel to post in it.",
+	Actions: []executors.Action{
+		executors.NewAction(sendMessageDefinition, (*client).sendMessage),
+	},
+	Connect: func(cfg *executors.ProviderConfig) (any, error) {
+		return connect(&Config{BaseURL: cfg.BaseURL})
 	},
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"time"
@@ -92,16 +91,24 @@ type SendMessageParams struct {
 	ThreadTS string `json:"thread_ts,omitempty"`
 }
 
-// sendMessageDefinition builds the definition afresh on each call, so a
-// caller that mutates Params cannot corrupt another's copy.
-func sendMessageDefinition() executors.Definition {
-	return executors.Definition{
-		ID:          ActionSendMessage,
-		Description: sendMessageDescription,
-		Tier:        executors.TierR2,
-		Params:      json.RawMessage(sendMessageSchema),
-		Recipients:  []string{"channel"},
+// Check checks the params the schema requires.
+func (p *SendMessageParams) Check() error {
+	switch {
+	case p.Channel == "":
+		return errors.New("channel is required")
+	case p.Text == "":
+		return errors.New("text is required")
 	}
+	return nil
+}
+
+// sendMessageDefinition is send_message's definition.
+var sendMessageDefinition = executors.Definition{
+	ID:          ActionSendMessage,
+	Description: sendMessageDescription,
+	Tier:        executors.TierR2,
+	Params:      json.RawMessage(sendMessageSchema),
+	Recipients:  []string{"channel"},
 }
 
 // postMessageAnswer is the part of chat.postMessage's answer that drives
@@ -114,16 +121,8 @@ type postMessageAnswer struct {
 	Needed string `json:"needed"`
 }
 
-func (s *Source) sendMessage(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	res, err := s.postMessage(ctx, params, ec)
-	return res, httpsource.Scrub(err, ec.Token)
-}
-
-func (s *Source) postMessage(ctx context.Context, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	p, err := decodeSendMessageParams(params)
-	if err != nil {
-		return executors.Result{}, &executors.Error{Code: "invalid_params", Message: err.Error()}
-	}
+// sendMessage posts p with chat.postMessage.
+func (s *client) sendMessage(ctx context.Context, p *SendMessageParams, ec executors.ExecContext) (executors.Result, error) {
 	if ec.Token == "" {
 		return executors.Result{}, &executors.Error{
 			Code:    "not_authed",
@@ -147,7 +146,7 @@ func (s *Source) postMessage(ctx context.Context, params json.RawMessage, ec exe
 		req.Header.Set(httpsource.IdempotencyKeyHeader, ec.IdempotencyKey)
 	}
 
-	resp, err := s.client.Do(req)
+	resp, err := s.http.Do(req)
 	if err != nil {
 		return executors.Result{}, httpsource.TransportError(ctx, "Slack", err)
 	}
@@ -192,28 +191,6 @@ func (s *Source) postMessage(ctx context.Context, params json.RawMessage, ec exe
 		return executors.Result{}, slackError(answer, resp.Header)
 	}
 	return executors.Result{Data: json.RawMessage(raw), ProviderRef: answer.TS}, nil
-}
-
-// decodeSendMessageParams decodes params strictly. The worker validates
-// params against the schema before executing; this guards the request body
-// against a caller that did not.
-func decodeSendMessageParams(params json.RawMessage) (SendMessageParams, error) {
-	var p SendMessageParams
-	dec := json.NewDecoder(bytes.NewReader(params))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return SendMessageParams{}, fmt.Errorf("invalid send_message params: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return SendMessageParams{}, errors.New("invalid send_message params: unexpected data after the JSON object")
-	}
-	switch {
-	case p.Channel == "":
-		return SendMessageParams{}, errors.New("invalid send_message params: channel is required")
-	case p.Text == "":
-		return SendMessageParams{}, errors.New("invalid send_message params: text is required")
-	}
-	return p, nil
 }
 
 // slackError classifies a Web API ok:false answer.

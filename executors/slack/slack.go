@@ -6,8 +6,6 @@ package slack
 
 import (
 	"cmp"
-	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -55,41 +53,32 @@ func (c *Config) validate() error {
 	return err
 }
 
-// Source is the Slack action source. It holds configuration only, so one
-// Source serves every organization and is safe for concurrent use.
-type Source struct {
+// client is what the Slack actions run on: the checked configuration. It
+// holds configuration only, so one client serves every organization and is
+// safe for concurrent use.
+type client struct {
 	baseURL string
-	client  *http.Client
+	http    *http.Client
 }
 
-var _ executors.Source = (*Source)(nil)
-
-// New returns a Slack source. A nil cfg uses the defaults.
-func New(cfg *Config) (*Source, error) {
+// connect checks cfg, filled with its defaults, and returns the client of
+// the actions.
+func connect(cfg *Config) (*client, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Source{baseURL: cfg.BaseURL, client: cfg.HTTPClient}, nil
+	return &client{baseURL: cfg.BaseURL, http: cfg.HTTPClient}, nil
 }
 
-// ID returns SourceID.
-func (s *Source) ID() string { return SourceID }
-
-// ListActions returns the actions Slack offers. They do not depend on the
-// caller, so ec is ignored and no request is made.
-func (s *Source) ListActions(_ context.Context, _ executors.ExecContext) ([]executors.Definition, error) {
-	return []executors.Definition{sendMessageDefinition()}, nil
-}
-
-// Execute runs one action. Failures are *executors.Error (reachable with
+// New returns the Slack source (Provider's) on cfg. A nil cfg uses the
+// defaults. Failures of its Execute are *executors.Error (reachable with
 // errors.As); when a failure has an underlying cause, such as the caller's
 // context or ErrUnknownAction, errors.Is finds that too.
-func (s *Source) Execute(ctx context.Context, actionID string, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	switch actionID {
-	case ActionSendMessage:
-		return s.sendMessage(ctx, params, ec)
-	default:
-		return executors.Result{}, httpsource.UnknownAction(SourceID, actionID)
+func New(cfg *Config) (executors.Source, error) {
+	c, err := connect(cfg)
+	if err != nil {
+		return nil, err
 	}
+	return Provider.Source(c), nil
 }

@@ -43,7 +43,7 @@ type recordedRequest struct {
 }
 
 type testBundle struct {
-	source *slack.Source
+	source executors.Source
 	server *httptest.Server
 
 	mu       sync.Mutex
