@@ -194,6 +194,9 @@ func (s *Service) Guide(ctx context.Context, c *Caller, integration string) (str
 		"`{\"integration\": %q, \"action\": \"<action>\", \"params\": {...}}`.\n", integration)
 	b.WriteString("The mode below is what applies to you now: `allow` runs at once, `require_approval` waits for a human " +
 		"(poll the invocation), `deny` is refused.\n")
+	if guide := strings.TrimSpace(srcs[i].src.Guide); guide != "" {
+		fmt.Fprintf(&b, "\n%s\n", guide)
+	}
 	if srcs[i].err != nil {
 		return "", fmt.Errorf("%w: %s", ErrSourceUnavailable, srcs[i].err)
 	}

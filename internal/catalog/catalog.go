@@ -53,7 +53,11 @@ func New(static *executors.Registry, pool *pgxpool.Pool, mcpClient *mcp.Client, 
 	c := &Catalog{static: static, sources: map[string]*Source{}, pool: pool, mcp: mcpClient, secrets: secrets, queries: dbsqlc.New()}
 	for _, id := range static.IDs() {
 		s, _ := static.Source(id)
-		c.sources[id] = &Source{Source: s, NeedsCredential: true, Bucket: static.Bucket(id)}
+		entry := &Source{Source: s, NeedsCredential: true, Bucket: static.Bucket(id)}
+		if p, ok := static.Provider(id); ok {
+			entry.Name, entry.Guide, entry.NeedsCredential = p.Name, p.Guide, !p.NoCredential
+		}
+		c.sources[id] = entry
 	}
 	return c
 }
@@ -212,6 +216,9 @@ type Source struct {
 	executors.Source
 	// Name is the display name; empty when the id is the name.
 	Name string
+	// Guide is markdown shown at the top of the source's guide, before its
+	// actions; empty for none.
+	Guide string
 	// NeedsCredential says whether calls take a credential, which the worker
 	// resolves before each call.
 	NeedsCredential bool

@@ -515,6 +515,15 @@ func TestCatalog_AvailableAndGuides(t *testing.T) {
 		require.Equal(t, "read", all["linear.list_issues"]["risk_level"])
 	})
 
+	t.Run("SourcesCarryTheProvidersDisplayNames", func(t *testing.T) {
+		r := b.Do("GET", sessionActions+"available", b.Sandbox(), nil)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		require.ElementsMatch(t, []any{
+			map[string]any{"source": "linear", "name": "Linear", "status": "ok"},
+			map[string]any{"source": "slack", "name": "Slack", "status": "ok"},
+		}, r.Body["sources"])
+	})
+
 	t.Run("SourcesClaimLimitsEverything", func(t *testing.T) {
 		require.ElementsMatch(t, linearActions, keys(available(t, limited)))
 		requireAPIError(t, b.Do("GET", sessionActions+"guide/slack", limited, nil), http.StatusNotFound, "not_found")
@@ -538,6 +547,9 @@ func TestCatalog_AvailableAndGuides(t *testing.T) {
 
 	t.Run("GuideRendersDefinitionsAndModes", func(t *testing.T) {
 		md := guide(t, limited, "linear")
+		require.NotEmpty(t, linearsrc.Provider.Guide)
+		require.Contains(t, md, "\n"+linearsrc.Provider.Guide+"\n", "the provider's guide text comes first")
+		require.Less(t, strings.Index(md, linearsrc.Provider.Guide), strings.Index(md, "\n## "))
 		for _, a := range linearActions {
 			section(t, md, a)
 		}
