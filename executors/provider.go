@@ -47,7 +47,7 @@ type ProviderConfig struct {
 }
 
 // New builds the provider's source from its configuration.
-func (p *Provider) New(cfg *ProviderConfig) (Source, error) {
+func (p Provider) New(cfg *ProviderConfig) (Source, error) {
 	if cfg == nil {
 		cfg = &ProviderConfig{}
 	}
@@ -63,8 +63,8 @@ func (p *Provider) New(cfg *ProviderConfig) (Source, error) {
 // Provider packages use it to build a source from a configuration of their
 // own, with test settings ProviderConfig does not have. A duplicate action
 // id panics: it is a programming error.
-func (p *Provider) Source(conn any) Source {
-	s := &providerSource{p: p, conn: conn, actions: make(map[string]*Action, len(p.Actions))}
+func (p Provider) Source(conn any) Source {
+	s := &providerSource{p: &p, conn: conn, actions: make(map[string]*Action, len(p.Actions))}
 	for i := range p.Actions {
 		a := &p.Actions[i]
 		if _, dup := s.actions[a.Definition.ID]; dup {
