@@ -119,7 +119,10 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		}
 	}
 
-	req := credential.Request{Org: inv.OrganizationID, Integration: inv.Integration, UserID: deref(inv.UserID), Version: rc.CredentialVersion}
+	req := credential.Request{
+		Org: inv.OrganizationID, Integration: inv.Integration, UserID: deref(inv.UserID),
+		Version: rc.CredentialVersion, Local: source.LocalCredential,
+	}
 	var tok credential.Token
 	if source.NeedsCredential {
 		if tok, err = w.deps.Tokens.Token(ctx, req, false); err != nil {

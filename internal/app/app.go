@@ -400,15 +400,15 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 }
 
 // brokerWithConnectors resolves provider tokens through the broker, and
-// connector secrets and database URLs, which only outboxd holds, through
-// the store.
+// the credentials only outboxd holds (connector secrets, database URLs:
+// the request says so, from its source's catalog entry) through the store.
 type brokerWithConnectors struct {
 	broker *credential.Broker
 	store  *credential.Store
 }
 
 func (b *brokerWithConnectors) Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error) {
-	if strings.HasPrefix(req.Integration, mcp.SourcePrefix) || strings.HasPrefix(req.Integration, database.SourcePrefix) {
+	if req.Local {
 		return b.store.Token(ctx, req, refresh)
 	}
 	return b.broker.Token(ctx, req, refresh)

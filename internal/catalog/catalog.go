@@ -184,7 +184,7 @@ func (c *Catalog) DatabaseSource(row dbsqlc.OrgDatabase) *Source {
 		ID: row.ID, Name: row.Name, MaxRows: int(row.MaxRows),
 		StatementTimeout: time.Duration(row.StatementTimeoutMs) * time.Millisecond,
 	})
-	return &Source{Source: src, Name: row.Name, NeedsCredential: true, Bucket: database.Bucket.Name, OrgRegistered: true}
+	return &Source{Source: src, Name: row.Name, NeedsCredential: true, LocalCredential: true, Bucket: database.Bucket.Name, OrgRegistered: true}
 }
 
 // Connector turns a row into the MCP package's connector.
@@ -222,6 +222,11 @@ type Source struct {
 	// NeedsCredential says whether calls take a credential, which the worker
 	// resolves before each call.
 	NeedsCredential bool
+	// LocalCredential says its credential is one only outboxd holds (a
+	// connector's secret, a database's URL, sealed in outboxd's store when
+	// it was registered): the worker reads it from the store even when
+	// provider tokens come from a broker.
+	LocalCredential bool
 	// Bucket is the rate bucket its jobs take when a request names none;
 	// "" for none.
 	Bucket string
@@ -266,7 +271,7 @@ func (s *ConnectorSource) Name() string { return s.Row.Name }
 
 // Entry returns the connector as the catalog hands it out.
 func (s *ConnectorSource) Entry() *Source {
-	return &Source{Source: s, Name: s.Name(), NeedsCredential: s.RequiresCredential(), Bucket: mcp.Bucket.Name, OrgRegistered: true, Reviews: s.Reviewed}
+	return &Source{Source: s, Name: s.Name(), NeedsCredential: s.RequiresCredential(), LocalCredential: true, Bucket: mcp.Bucket.Name, OrgRegistered: true, Reviews: s.Reviewed}
 }
 
 // RequiresCredential reports whether calls need the connector's secret.

@@ -402,3 +402,27 @@ func TestConnector_SecretParamsReachTheServer(t *testing.T) {
 	noPlaintext()
 	require.Len(t, srv.toolCalls(), 2)
 }
+
+// TestConnector_SecretFromTheStoreWithABroker: when provider tokens come
+// from a broker, a connector's secret, which only outboxd holds, still
+// comes from outboxd's store (its catalog entry says so) and the broker is
+// never asked for it.
+func TestConnector_SecretFromTheStoreWithABroker(t *testing.T) {
+	t.Parallel()
+	srv := newMCPServer(t)
+	broker := newFakeBroker(t, "broker-token", "", "")
+	b := apptest.Start(t, &apptest.Options{BrokerURL: broker.server.URL})
+
+	_, source := createConnector(t, b, srv, map[string]any{"type": "bearer", "secret": connSecret})
+	r := invokeTool(b, source, "search", map[string]any{"query": "broker"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, "completed", r.Body["invocation"].(map[string]any)["status"], string(r.Raw))
+	var sawSecret bool
+	for _, h := range srv.seenHeaders() {
+		sawSecret = sawSecret || h.Get("Authorization") == "Bearer "+connSecret
+	}
+	require.True(t, sawSecret, "the call carried the stored secret")
+	for _, call := range broker.recorded() {
+		require.NotEqual(t, source, call.Integration, "the broker was asked for the connector's secret")
+	}
+}
