@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/httpsource"
@@ -38,10 +36,6 @@ const (
 	// maxRetryAfter caps a wait GitHub asks for, so a bogus header cannot
 	// park an invocation for days. GitHub's primary limit resets hourly.
 	maxRetryAfter = time.Hour
-
-	// maxDetailRunes bounds how much of GitHub's error text is quoted in a
-	// message.
-	maxDetailRunes = 300
 )
 
 // request is one call to GitHub's REST API.
@@ -134,68 +128,33 @@ func (s *client) endpoint(r *request) string {
 	return b.String()
 }
 
-// statusError classifies a non-2xx answer. The token is removed from
-// GitHub's text before the text is shortened, so no fragment of it can
-// survive the cut.
-func (s *client) statusError(resp *http.Response, raw []byte, subject, token string) *executors.Error {
-	detail := errorDetail(raw)
-	if token != "" {
-		detail = strings.ReplaceAll(detail, token, httpsource.Redacted)
-	}
-	detail = sanitize(detail)
-	withDetail := func(msg string) string {
-		if detail == "" {
-			return msg
-		}
-		return msg + " (GitHub said: " + detail + ")"
-	}
+// statuses words GitHub's refusals other than its rate limits.
+var statuses = httpsource.Statuses{
+	Provider: "GitHub",
+	Hints: map[int]httpsource.Hint{
+		http.StatusUnauthorized:        {Code: executors.CodeUnauthorized, Message: "GitHub rejected the token (HTTP 401); reconnect GitHub"},
+		http.StatusForbidden:           {Code: "forbidden", Message: "the GitHub token may not act on {subject} (HTTP 403); check the token's scopes or permissions"},
+		http.StatusNotFound:            {Code: "not_found", Message: "GitHub found no {subject}, or the token cannot see it (HTTP 404); check the owner, repository and number"},
+		http.StatusGone:                {Code: "gone", Message: "GitHub no longer offers {subject} (HTTP 410); issues may be disabled on the repository"},
+		http.StatusUnprocessableEntity: {Code: "validation_failed", Message: "GitHub refused the request about {subject} as invalid (HTTP 422); check the params"},
+	},
+	RateLimitWait: secondaryRetryAfter,
+	MaxWait:       maxRetryAfter,
+}
 
+// statusError classifies a non-2xx answer, quoting what GitHub said
+// without the token. A 403 or 429 that is one of GitHub's rate limits is
+// told apart from a refusal first.
+func (s *client) statusError(resp *http.Response, raw []byte, subject, token string) *executors.Error {
+	detail := httpsource.Detail(errorDetail(raw), token)
 	status := resp.StatusCode
 	if status == http.StatusForbidden || status == http.StatusTooManyRequests {
 		if e := s.rateLimited(resp.Header, status, detail); e != nil {
-			e.Message = withDetail(e.Message)
+			e.Message = httpsource.Said("GitHub", e.Message, detail)
 			return e
 		}
 	}
-	switch {
-	case status == http.StatusUnauthorized:
-		return &executors.Error{
-			Code:    executors.CodeUnauthorized,
-			Message: withDetail("GitHub rejected the token (HTTP 401); reconnect GitHub"),
-		}
-	case status == http.StatusForbidden:
-		return &executors.Error{
-			Code:    "forbidden",
-			Message: withDetail("the GitHub token may not act on " + subject + " (HTTP 403); check the token's scopes or permissions"),
-		}
-	case status == http.StatusNotFound:
-		return &executors.Error{
-			Code:    "not_found",
-			Message: withDetail("GitHub found no " + subject + ", or the token cannot see it (HTTP 404); check the owner, repository and number"),
-		}
-	case status == http.StatusGone:
-		return &executors.Error{
-			Code:    "gone",
-			Message: withDetail("GitHub no longer offers " + subject + " (HTTP 410); issues may be disabled on the repository"),
-		}
-	case status == http.StatusUnprocessableEntity:
-		return &executors.Error{
-			Code:    "validation_failed",
-			Message: withDetail("GitHub refused the request about " + subject + " as invalid (HTTP 422); check the params"),
-		}
-	case status >= 500:
-		return &executors.Error{
-			Code:       fmt.Sprintf("http_%d", status),
-			Message:    withDetail(fmt.Sprintf("GitHub failed while handling the call about %s (HTTP %d)", subject, status)),
-			Retryable:  true,
-			RetryAfter: httpsource.RetryAfter(resp.Header, 0, maxRetryAfter),
-		}
-	default:
-		return &executors.Error{
-			Code:    fmt.Sprintf("http_%d", status),
-			Message: withDetail(fmt.Sprintf("GitHub rejected the call about %s (HTTP %d)", subject, status)),
-		}
-	}
+	return statuses.Error(status, resp.Header, subject, detail)
 }
 
 // rateLimited classifies a 403 or 429 that is one of GitHub's rate limits,
@@ -282,19 +241,6 @@ func errorDetail(raw []byte) string {
 		return body.Message
 	}
 	return body.Message + ": " + strings.Join(parts, "; ")
-}
-
-// sanitize makes provider text safe to quote in a message: control
-// characters become spaces, runs of space collapse, and the text is cut to
-// maxDetailRunes.
-func sanitize(s string) string {
-	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool {
-		return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError
-	}), " ")
-	if utf8.RuneCountInString(s) > maxDetailRunes {
-		s = string([]rune(s)[:maxDetailRunes]) + "…"
-	}
-	return s
 }
 
 // nextPage returns the page number of the Link header's rel="next" target,

@@ -1,9 +1,12 @@
 // Package httpsource holds the building blocks for sources that call a
 // provider's HTTP API: checking a configured base URL, a client with a
-// transport of its own, reading a bounded answer, reading Retry-After, and
+// transport of its own, reading a bounded answer, reading Retry-After,
 // turning transport failures into executors.Error while keeping the token
-// out of every error text.
+// out of every error text, and classifying a REST provider's non-2xx
+// answers (Statuses: 429 and 5xx retryable, the rest final, the
+// provider's own explanation quoted without the token).
 //
-// It decides nothing provider-specific: how an answer's status and body are
-// classified, and which calls are safe to retry, stay with each source.
+// What is provider-specific stays with each source: the wording of the
+// refusals it explains (Statuses.Hints), how its error bodies are read,
+// rate limits beyond Retry-After, and which calls are safe to retry.
 package httpsource

@@ -13,8 +13,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/httpsource"
@@ -33,10 +31,6 @@ const (
 	// maxRetryAfter caps a Retry-After header, so a bogus value cannot park
 	// an invocation for days.
 	maxRetryAfter = time.Hour
-
-	// maxDetailRunes bounds how much of Sentry's error detail is quoted in a
-	// message.
-	maxDetailRunes = 300
 )
 
 // request is one call to Sentry's REST API.
@@ -142,59 +136,22 @@ func (s *client) endpoint(r *request) string {
 	return b.String()
 }
 
-// statusError classifies a non-2xx answer. The token is removed from
-// Sentry's detail before the detail is shortened, so no fragment of it can
-// survive the cut.
-func statusError(resp *http.Response, raw []byte, subject, token string) *executors.Error {
-	detail := errorDetail(raw)
-	if token != "" {
-		detail = strings.ReplaceAll(detail, token, httpsource.Redacted)
-	}
-	detail = sanitize(detail)
-	withDetail := func(msg string) string {
-		if detail == "" {
-			return msg
-		}
-		return msg + " (Sentry said: " + detail + ")"
-	}
+// statuses words Sentry's refusals.
+var statuses = httpsource.Statuses{
+	Provider: "Sentry",
+	Hints: map[int]httpsource.Hint{
+		http.StatusUnauthorized: {Code: executors.CodeUnauthorized, Message: "Sentry rejected the token (HTTP 401); reconnect Sentry"},
+		http.StatusForbidden:    {Code: "forbidden", Message: "the Sentry token lacks access to {subject} (HTTP 403); check the token's scopes and team membership"},
+		http.StatusNotFound:     {Code: "not_found", Message: "Sentry found no {subject}, or the token cannot see it (HTTP 404); check the ids and slugs"},
+	},
+	RateLimitWait: defaultRetryAfter,
+	MaxWait:       maxRetryAfter,
+}
 
-	switch status := resp.StatusCode; {
-	case status == http.StatusUnauthorized:
-		return &executors.Error{
-			Code:    executors.CodeUnauthorized,
-			Message: withDetail("Sentry rejected the token (HTTP 401); reconnect Sentry"),
-		}
-	case status == http.StatusForbidden:
-		return &executors.Error{
-			Code:    "forbidden",
-			Message: withDetail("the Sentry token lacks access to " + subject + " (HTTP 403); check the token's scopes and team membership"),
-		}
-	case status == http.StatusNotFound:
-		return &executors.Error{
-			Code:    "not_found",
-			Message: withDetail("Sentry found no " + subject + ", or the token cannot see it (HTTP 404); check the ids and slugs"),
-		}
-	case status == http.StatusTooManyRequests:
-		return &executors.Error{
-			Code:       "ratelimited",
-			Message:    withDetail("Sentry rate-limited the call (HTTP 429)"),
-			Retryable:  true,
-			RetryAfter: httpsource.RetryAfter(resp.Header, defaultRetryAfter, maxRetryAfter),
-		}
-	case status >= 500:
-		e := &executors.Error{
-			Code:      fmt.Sprintf("http_%d", status),
-			Message:   withDetail(fmt.Sprintf("Sentry failed while handling the call about %s (HTTP %d)", subject, status)),
-			Retryable: true,
-		}
-		e.RetryAfter = httpsource.RetryAfter(resp.Header, 0, maxRetryAfter)
-		return e
-	default:
-		return &executors.Error{
-			Code:    fmt.Sprintf("http_%d", status),
-			Message: withDetail(fmt.Sprintf("Sentry rejected the call about %s (HTTP %d)", subject, status)),
-		}
-	}
+// statusError classifies a non-2xx answer, quoting what Sentry said
+// without the token.
+func statusError(resp *http.Response, raw []byte, subject, token string) *executors.Error {
+	return statuses.Error(resp.StatusCode, resp.Header, subject, httpsource.Detail(errorDetail(raw), token))
 }
 
 // errorDetail extracts the explanation from a Sentry error body.
@@ -229,19 +186,6 @@ func errorDetail(raw []byte) string {
 		parts = append(parts, field+": "+strings.Join(msgs, " "))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// sanitize makes provider text safe to quote in a message: control
-// characters become spaces, runs of space collapse, and the text is cut to
-// maxDetailRunes.
-func sanitize(s string) string {
-	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool {
-		return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError
-	}), " ")
-	if utf8.RuneCountInString(s) > maxDetailRunes {
-		s = string([]rune(s)[:maxDetailRunes]) + "…"
-	}
-	return s
 }
 
 // isJSONArray reports whether raw, already known to be valid JSON, is an
