@@ -184,7 +184,7 @@ func (s *client) do(ctx context.Context, ec executors.ExecContext, op operation,
 			}
 			return e
 		}
-		return httpStatusError(resp)
+		return statuses.Error(resp.StatusCode, resp.Header, op.name, "")
 	}
 
 	if errors.Is(readErr, httpsource.ErrTooLarge) {
@@ -363,29 +363,15 @@ func describe(g graphQLError) string {
 	return text
 }
 
-// httpStatusError classifies a non-2xx answer, other than 401 and 429, that
-// carries no GraphQL errors.
-func httpStatusError(resp *http.Response) *executors.Error {
-	switch {
-	case resp.StatusCode == http.StatusForbidden:
-		return &executors.Error{
-			Code:    "forbidden",
-			Message: "Linear refused access (HTTP 403); the token lacks permission for this call",
-		}
-	case resp.StatusCode >= 500:
-		e := &executors.Error{
-			Code:      fmt.Sprintf("http_%d", resp.StatusCode),
-			Message:   fmt.Sprintf("Linear answered HTTP %d", resp.StatusCode),
-			Retryable: true,
-		}
-		e.RetryAfter = httpsource.RetryAfter(resp.Header, 0, maxRetryAfter)
-		return e
-	default:
-		return &executors.Error{
-			Code:    fmt.Sprintf("http_%d", resp.StatusCode),
-			Message: fmt.Sprintf("Linear answered HTTP %d", resp.StatusCode),
-		}
-	}
+// statuses words Linear's non-2xx answers, other than 401 and 429, that
+// carry no GraphQL errors.
+var statuses = httpsource.Statuses{
+	Provider: "Linear",
+	Hints: map[int]httpsource.Hint{
+		http.StatusForbidden: {Code: "forbidden", Message: "Linear refused access (HTTP 403); the token lacks permission for this call"},
+	},
+	RateLimitWait: defaultRetryAfter,
+	MaxWait:       maxRetryAfter,
 }
 
 // rateLimitRetryAfter says how long to wait after Linear rate-limited a

@@ -49,9 +49,9 @@ type Request struct {
 	// credential changed since is read afresh by the next job.
 	Version time.Time
 	// Local says the credential is one only outboxd holds (an
-	// org-registered source's secret, such as a connector's or a database's
-	// URL), never a
-	// broker: a token source that asks a broker reads it from the store.
+	// org-registered source's secret, such as a connector's or a
+	// database's URL), never a broker: a token source that asks a broker
+	// reads it from the store.
 	Local bool
 }
 
