@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/database"
+	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/internal/catalog"
+	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/flow"
 )
 
@@ -59,4 +63,32 @@ func TestNew_ProvidersAsRegistered(t *testing.T) {
 
 	_, err = c.Source(ctx, "org", "missing")
 	require.ErrorIs(t, err, catalog.ErrNotFound)
+}
+
+// TestCredentialsOnlyOutboxdHolds: a connector's secret and a database's
+// URL are marked as credentials only outboxd holds, which the worker then
+// reads from the store even with a broker; a provider's token is not.
+func TestCredentialsOnlyOutboxdHolds(t *testing.T) {
+	t.Parallel()
+
+	registry, err := executors.Build(nil, nil)
+	require.NoError(t, err)
+	databases := database.New(&database.Config{})
+	t.Cleanup(databases.Close)
+	mcpClient, err := mcp.New(&mcp.Config{})
+	require.NoError(t, err)
+	c := catalog.New(registry, nil, mcpClient, nil).WithDatabases(databases)
+
+	db := c.DatabaseSource(dbsqlc.OrgDatabase{ID: uuid.New(), Name: "warehouse", MaxRows: 10, StatementTimeoutMs: 1000})
+	require.True(t, db.NeedsCredential)
+	require.True(t, db.LocalCredential)
+
+	conn, err := c.ConnectorSource(dbsqlc.OrgConnector{
+		ID: uuid.New(), Name: "notes", Url: "https://mcp.example.com/mcp", AuthType: "bearer",
+		RiskPolicy: []byte(`{}`), ToolRiskOverrides: []byte(`{}`),
+	})
+	require.NoError(t, err)
+	entry := conn.Entry()
+	require.True(t, entry.NeedsCredential)
+	require.True(t, entry.LocalCredential)
 }
