@@ -55,6 +55,16 @@ func newBrowser(t *testing.T, b *apptest.Bundle) *browser {
 	if path == "" {
 		t.Skip("BROWSER TESTS SKIPPED: no Chromium found (install Debian's chromium package, or set OUTBOXD_CHROMIUM)")
 	}
+	// Chromium's helper processes may still write to the profile for a
+	// moment after the browser is gone, which t.TempDir's cleanup would
+	// report as a failure: the profile is removed here, patiently.
+	profile, err := os.MkdirTemp("", "outboxd-chromium-")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for deadline := time.Now().Add(5 * time.Second); os.RemoveAll(profile) != nil && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -62,7 +72,7 @@ func newBrowser(t *testing.T, b *apptest.Bundle) *browser {
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
