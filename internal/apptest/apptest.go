@@ -87,6 +87,10 @@ type Bundle struct {
 	Slack  *Slack
 	Secret string
 	Config *app.Config
+	// Contract checks every exchange of Do and Open and every event of
+	// Stream against the API's OpenAPI document; a mismatch fails the
+	// test. Set it to nil to send what the document does not describe.
+	Contract *Contract
 
 	stop func()
 }
@@ -170,7 +174,9 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		t.Fatal("outboxd stopped before serving")
 	}
 
-	b := &Bundle{T: t, URL: "http://" + ln.Addr().String(), App: a, Pool: pool, DBURL: dbURL, Slack: slack, Secret: cfg.JWTSecret, Config: cfg}
+	contract, err := DefaultContract()
+	require.NoError(t, err, "the OpenAPI document")
+	b := &Bundle{T: t, URL: "http://" + ln.Addr().String(), App: a, Pool: pool, DBURL: dbURL, Slack: slack, Secret: cfg.JWTSecret, Config: cfg, Contract: contract}
 	var once sync.Once
 	b.stop = func() {
 		once.Do(func() {
@@ -227,17 +233,21 @@ type Response struct {
 // Do calls the API with a JSON body (a string is sent as is).
 func (b *Bundle) Do(method, path, token string, body any, headers ...string) *Response {
 	b.T.Helper()
-	var rd io.Reader
+	var sent []byte
 	switch v := body.(type) {
 	case nil:
 	case string:
-		rd = bytes.NewBufferString(v)
+		sent = []byte(v)
 	case []byte:
-		rd = bytes.NewReader(v)
+		sent = v
 	default:
 		raw, err := json.Marshal(v)
 		require.NoError(b.T, err)
-		rd = bytes.NewReader(raw)
+		sent = raw
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(sent)
 	}
 	req, err := http.NewRequest(method, b.URL+path, rd)
 	require.NoError(b.T, err)
@@ -253,11 +263,24 @@ func (b *Bundle) Do(method, path, token string, body any, headers ...string) *Re
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(b.T, err)
+	b.checkContract(req, sent, resp, raw)
 	r := &Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &r.Body)
 	}
 	return r
+}
+
+// checkContract fails the test when an exchange does not match the
+// OpenAPI document (see Contract.Check).
+func (b *Bundle) checkContract(req *http.Request, reqBody []byte, resp *http.Response, respBody []byte) {
+	if b.Contract == nil {
+		return
+	}
+	if err := b.Contract.Check(req, reqBody, resp, respBody); err != nil {
+		// Errorf, not Fatalf: Do may run on another goroutine of the test.
+		b.T.Errorf("OpenAPI contract: %s %s: %v\nanswer: %s", req.Method, req.URL.RequestURI(), err, respBody)
+	}
 }
 
 // Invoke calls the invoke route as the default sandbox.

@@ -2,8 +2,10 @@ package apptest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -16,6 +18,8 @@ type SSEEvent struct {
 	ID    string
 	Event string
 	Data  map[string]any
+
+	raw string
 }
 
 // SSE is an open event stream.
@@ -38,6 +42,16 @@ func (b *Bundle) Open(ctx context.Context, path, token string, headers ...string
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(b.T, err)
+	// An event stream's events are checked as they are read (SSE.Next);
+	// any other answer is small, read here to check it.
+	var body []byte
+	if resp.StatusCode != http.StatusOK {
+		body, err = io.ReadAll(resp.Body)
+		require.NoError(b.T, err)
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	b.checkContract(req, nil, resp, body)
 	return resp
 }
 
@@ -62,7 +76,8 @@ func (b *Bundle) Stream(path, token string, headers ...string) *SSE {
 			switch {
 			case line == "":
 				if data.Len() > 0 {
-					_ = json.Unmarshal([]byte(data.String()), &ev.Data)
+					ev.raw = data.String()
+					_ = json.Unmarshal([]byte(ev.raw), &ev.Data)
 					s.events <- ev
 				}
 				ev, data = SSEEvent{}, strings.Builder{}
@@ -86,6 +101,11 @@ func (s *SSE) Next(timeout time.Duration) SSEEvent {
 	case ev, ok := <-s.events:
 		if !ok {
 			s.b.T.Fatal("the event stream ended")
+		}
+		if s.b.Contract != nil {
+			if err := s.b.Contract.CheckEvent(ev.ID, ev.Event, []byte(ev.raw)); err != nil {
+				s.b.T.Errorf("OpenAPI contract: %v\ndata: %s", err, ev.raw)
+			}
 		}
 		return ev
 	case <-time.After(timeout):

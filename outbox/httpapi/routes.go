@@ -188,6 +188,16 @@ func (s *Server) Routes() []Route {
 	return out
 }
 
+// PublicRoutes lists the routes served without a bearer token (health,
+// readiness, metrics, the OpenAPI document, Slack's signed callbacks).
+func (s *Server) PublicRoutes() []Route {
+	var out []Route
+	for _, rt := range s.publicRoutes() {
+		out = append(out, Route{Method: rt.method, Pattern: rt.pattern})
+	}
+	return out
+}
+
 // authorize checks the route's rule for the caller: its principal, and for
 // a sandbox on a session route, that the session is its own.
 func (rt *route) authorize(r *http.Request, c *auth.Claims) error {

@@ -89,22 +89,38 @@ func (s *Server) CloseStreams() {
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
-	// The web console: static files, no token (its API calls carry one).
-	mux.Handle("GET /console/", console.Handler())
-	mux.Handle("GET /console", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently))
-	if s.slack != nil {
-		// Slack signs its requests; there is no bearer token.
-		mux.Handle("POST /v1/slack/interactions", s.slack)
+	for _, rt := range s.publicRoutes() {
+		mux.Handle(rt.method+" "+rt.pattern, rt.handler)
 	}
-
 	for _, rt := range s.routes() {
 		mux.Handle(rt.method+" "+rt.pattern, s.authed(&rt))
 	}
 	mux.Handle("/", noRoute(mux))
 	return s.recoverer(mux)
+}
+
+// publicRoute is a route that takes no bearer token.
+type publicRoute struct {
+	method, pattern string
+	handler         http.Handler
+}
+
+// publicRoutes are the routes served without a bearer token.
+func (s *Server) publicRoutes() []publicRoute {
+	out := []publicRoute{
+		{"GET", "/healthz", http.HandlerFunc(s.healthz)},
+		{"GET", "/readyz", http.HandlerFunc(s.readyz)},
+		{"GET", "/metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})},
+		{"GET", "/openapi.json", http.HandlerFunc(s.openapi)},
+		// The web console: static files, no token (its API calls carry one).
+		{"GET", "/console/", console.Handler()},
+		{"GET", "/console", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently)},
+	}
+	if s.slack != nil {
+		// Slack signs its requests; there is no bearer token.
+		out = append(out, publicRoute{"POST", "/v1/slack/interactions", s.slack})
+	}
+	return out
 }
 
 // noRoute answers what no route takes in the API's JSON error shape rather
