@@ -1,14 +1,17 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,6 +51,9 @@ type browser struct {
 	b     *apptest.Bundle
 	ctx   context.Context
 	shots string
+	// base is where the browser reaches outboxd: a proxy that checks every
+	// API exchange of the console against the OpenAPI document.
+	base string
 }
 
 func newBrowser(t *testing.T, b *apptest.Bundle) *browser {
@@ -92,7 +98,65 @@ func newBrowser(t *testing.T, b *apptest.Bundle) *browser {
 		shots = t.TempDir()
 	}
 	require.NoError(t, os.MkdirAll(shots, 0o755))
-	return &browser{t: t, b: b, ctx: bctx, shots: shots}
+	return &browser{t: t, b: b, ctx: bctx, shots: shots, base: contractProxy(t, b)}
+}
+
+// contractProxy stands between the browser and outboxd and checks each API
+// exchange the console makes against the OpenAPI document, as the Bundle's
+// own requests are checked; event streams are passed through as they come.
+func contractProxy(t *testing.T, b *apptest.Bundle) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reqBody, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		out, err := http.NewRequestWithContext(r.Context(), r.Method, b.URL+r.URL.RequestURI(), bytes.NewReader(reqBody))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		out.Header = r.Header.Clone()
+		resp, err := http.DefaultTransport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			w.WriteHeader(resp.StatusCode)
+			rc := http.NewResponseController(w)
+			buf := make([]byte, 4096)
+			for {
+				n, err := resp.Body.Read(buf)
+				if n > 0 {
+					if _, werr := w.Write(buf[:n]); werr != nil || rc.Flush() != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}
+		respBody, err := io.ReadAll(resp.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/v1/") && b.Contract != nil {
+			if err := b.Contract.Check(out, reqBody, resp, respBody); err != nil {
+				t.Errorf("the console's %s %s does not match the OpenAPI document: %v", r.Method, r.URL.RequestURI(), err)
+			}
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(respBody)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // tab is one signed-in (or not yet) console.
@@ -147,7 +211,7 @@ func (tb *tab) shot(name string) {
 // signIn opens the console and signs in with token.
 func (tb *tab) signIn(token string) {
 	tb.run("sign in",
-		chromedp.Navigate(tb.br.b.URL+"/console/"),
+		chromedp.Navigate(tb.br.base+"/console/"),
 		chromedp.WaitVisible(`#token`, chromedp.ByQuery),
 		fill(`#token`, token),
 		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
@@ -184,7 +248,7 @@ func TestBrowser(t *testing.T) {
 	message := map[string]any{"channel": "C0123456789", "text": "deploy finished with xoxb-1234567890-s3cr3tvalue"}
 
 	owner := br.tab()
-	owner.run("open", chromedp.Navigate(b.URL+"/console/"), chromedp.WaitVisible(`#token`, chromedp.ByQuery))
+	owner.run("open", chromedp.Navigate(br.base+"/console/"), chromedp.WaitVisible(`#token`, chromedp.ByQuery))
 	owner.shot("01-signin")
 	owner.signIn(b.Owner())
 	owner.shot("02-inbox-empty")
@@ -229,7 +293,7 @@ func TestBrowser(t *testing.T) {
 		member.run("member's inbox follows", chromedp.WaitNotPresent(card, chromedp.ByQuery))
 		b.WaitStatus(pendingID, invocation.StatusCompleted, 10*time.Second)
 		owner.run("invocation page",
-			chromedp.Navigate(b.URL+"/console/#/invocations/"+pendingID),
+			chromedp.Navigate(br.base+"/console/#/invocations/"+pendingID),
 			chromedp.WaitVisible(`.timeline .ev-completed`, chromedp.ByQuery))
 		steps := owner.text(`.timeline`)
 		for _, step := range []string{"created", "approved", "started", "completed"} {
@@ -240,7 +304,7 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("DenyWithReason", func(t *testing.T) {
-		owner.run("inbox", chromedp.Navigate(b.URL+"/console/#/inbox"), chromedp.WaitVisible(`#inbox-h`, chromedp.ByQuery))
+		owner.run("inbox", chromedp.Navigate(br.base+"/console/#/inbox"), chromedp.WaitVisible(`#inbox-h`, chromedp.ByQuery))
 		r := b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "drop the table"})
 		id := r.Body["invocation_id"].(string)
 		card := fmt.Sprintf(`[data-invocation=%q]`, id)
@@ -263,7 +327,7 @@ func TestBrowser(t *testing.T) {
 		})
 		require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
 		id := r.Body["action_id"].(string)
-		owner.run("envelope page", chromedp.Navigate(b.URL+"/console/#/envelopes/"+id), chromedp.WaitVisible(`#envp-h`, chromedp.ByQuery))
+		owner.run("envelope page", chromedp.Navigate(br.base+"/console/#/envelopes/"+id), chromedp.WaitVisible(`#envp-h`, chromedp.ByQuery))
 		require.Contains(t, owner.text(`main`), "required")
 		owner.shot("07-envelope")
 		owner.run("undo", chromedp.Click(`//button[normalize-space()="Undo"]`, chromedp.BySearch),
@@ -279,7 +343,7 @@ func TestBrowser(t *testing.T) {
 		id := r.Body["invocation"].(map[string]any)["id"].(string)
 		b.Slack.SetHandler(apptest.SlackOK)
 		row := fmt.Sprintf(`[data-dead-letter=%q]`, id)
-		owner.run("operations", chromedp.Navigate(b.URL+"/console/#/operations"), chromedp.WaitVisible(row, chromedp.ByQuery),
+		owner.run("operations", chromedp.Navigate(br.base+"/console/#/operations"), chromedp.WaitVisible(row, chromedp.ByQuery),
 			chromedp.WaitVisible(`#rb-h`, chromedp.ByQuery))
 		require.Contains(t, owner.text(`main`), "slack.minute")
 		owner.shot("08-operations")
@@ -296,11 +360,11 @@ func TestBrowser(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 		mcp.changeDeploy() // the server changes the tool's definition
 		row := `[data-tool="deploy"]`
-		owner.run("connectors", chromedp.Navigate(b.URL+"/console/#/connectors"), chromedp.WaitVisible(`#con-h`, chromedp.ByQuery),
+		owner.run("connectors", chromedp.Navigate(br.base+"/console/#/connectors"), chromedp.WaitVisible(`#con-h`, chromedp.ByQuery),
 			chromedp.Click(`//button[starts-with(normalize-space(), "Validate")]`, chromedp.BySearch),
 			chromedp.WaitVisible(`//*[contains(., "Reachable: tools")]`, chromedp.BySearch))
 		owner.shot("09-connectors")
-		owner.run("tool review", chromedp.Navigate(b.URL+"/console/#/connectors/"+id), chromedp.WaitVisible(row+` .badge.drift`, chromedp.ByQuery))
+		owner.run("tool review", chromedp.Navigate(br.base+"/console/#/connectors/"+id), chromedp.WaitVisible(row+` .badge.drift`, chromedp.ByQuery))
 		owner.shot("10-connector-drift")
 		owner.run("confirm", chromedp.Click(row+` button[aria-label="Confirm deploy"]`, chromedp.ByQuery),
 			chromedp.WaitNotPresent(row+` .badge.drift`, chromedp.ByQuery))
@@ -322,7 +386,7 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("Activity", func(t *testing.T) {
-		owner.run("activity", chromedp.Navigate(b.URL+"/console/#/activity"), chromedp.WaitVisible(`#activity-h`, chromedp.ByQuery),
+		owner.run("activity", chromedp.Navigate(br.base+"/console/#/activity"), chromedp.WaitVisible(`#activity-h`, chromedp.ByQuery),
 			chromedp.WaitVisible(`table caption`, chromedp.ByQuery),
 			fill(`#f-status`, "denied"),
 			chromedp.Click(`//button[normalize-space()="Apply filters"]`, chromedp.BySearch),
@@ -352,7 +416,7 @@ func TestBrowser(t *testing.T) {
 		expiring := br.tab()
 		expiring.signIn(tok)
 		time.Sleep(9 * time.Second)
-		expiring.run("navigate after expiry", chromedp.Navigate(b.URL+"/console/#/activity"),
+		expiring.run("navigate after expiry", chromedp.Navigate(br.base+"/console/#/activity"),
 			chromedp.WaitVisible(`#token`, chromedp.ByQuery))
 		require.Contains(t, expiring.text(`main`), "expired")
 		var stored string
