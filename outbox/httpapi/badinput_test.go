@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/apptest"
-	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/invocation"
 )
 
 // badCase is one request that must be refused with a 4xx JSON error.
