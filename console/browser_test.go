@@ -63,7 +63,8 @@ func newBrowser(t *testing.T, b *apptest.Bundle) *browser {
 	}
 	// Chromium's helper processes may still write to the profile for a
 	// moment after the browser is gone, which t.TempDir's cleanup would
-	// report as a failure: the profile is removed here, patiently.
+	// report as a failure: the profile (which also holds Chromium's
+	// temporary files) is removed here, patiently.
 	profile, err := os.MkdirTemp("", "outboxd-chromium-")
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -79,6 +80,8 @@ func newBrowser(t *testing.T, b *apptest.Bundle) *browser {
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
 		chromedp.UserDataDir(profile),
+		// Its own temporary files too, which it would otherwise leave in /tmp.
+		chromedp.Env("TMPDIR=" + profile),
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
