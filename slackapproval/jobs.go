@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -66,27 +65,11 @@ func (s *Service) relay(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		var orgs []string
-		for _, it := range items {
-			if relevant(&it) && !slices.Contains(orgs, it.Invocation.OrganizationID) {
-				orgs = append(orgs, it.Invocation.OrganizationID)
-			}
-		}
-		channels := map[string]bool{}
-		if len(orgs) > 0 {
-			rows, err := s.q.SlackChannels(ctx, tx, orgs)
-			if err != nil {
-				return 0, fmt.Errorf("loading slack channels: %w", err)
-			}
-			for _, r := range rows {
-				channels[r.OrganizationID] = r.Channel != nil
-			}
-		}
 		var jobs []river.InsertManyParams
 		for i := range items {
+			// Every item is of an organization with a channel (the scope).
 			it := &items[i]
-			org := it.Invocation.OrganizationID
-			if !relevant(it) || !(channels[org] || s.cfg.Channel != "") {
+			if !relevant(it) {
 				continue
 			}
 			if it.Notice == invocation.NoticeApprovalRequest {

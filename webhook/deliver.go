@@ -61,20 +61,20 @@ func (s *Service) relay(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("locking the relay cursor: %w", err)
 		}
-		orgs, err := s.q.WebhookOrganizations(ctx, tx)
+		endpoints, err := s.q.WebhookEndpointsEnabled(ctx, tx)
 		if err != nil {
-			return 0, fmt.Errorf("loading the organizations with endpoints: %w", err)
+			return 0, fmt.Errorf("loading endpoints: %w", err)
+		}
+		var orgs []string
+		for _, ep := range endpoints {
+			if !slices.Contains(orgs, ep.OrganizationID) {
+				orgs = append(orgs, ep.OrganizationID)
+			}
 		}
 		after := invocation.Cursor{XID: cur.AfterXid, ID: cur.AfterID}
 		items, next, err := s.store.FeedAll(ctx, tx, after, invocation.FeedScope{Orgs: orgs}, invocation.RelayBatch)
 		if err != nil {
 			return 0, err
-		}
-		var endpoints []dbsqlc.WebhookEndpointsForRow
-		if len(items) > 0 {
-			if endpoints, err = s.q.WebhookEndpointsFor(ctx, tx, orgs); err != nil {
-				return 0, fmt.Errorf("loading endpoints: %w", err)
-			}
 		}
 		var jobs []river.InsertManyParams
 		for i := range items {

@@ -86,35 +86,6 @@ func (q *Queries) SlackChannelPut(ctx context.Context, db DBTX, arg SlackChannel
 	return i, err
 }
 
-const slackChannels = `-- name: SlackChannels :many
-SELECT organization_id, channel FROM slack_settings WHERE organization_id = ANY($1::text[])
-`
-
-type SlackChannelsRow struct {
-	OrganizationID string
-	Channel        *string
-}
-
-func (q *Queries) SlackChannels(ctx context.Context, db DBTX, organizations []string) ([]SlackChannelsRow, error) {
-	rows, err := db.Query(ctx, slackChannels, organizations)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []SlackChannelsRow
-	for rows.Next() {
-		var i SlackChannelsRow
-		if err := rows.Scan(&i.OrganizationID, &i.Channel); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const slackMessageGet = `-- name: SlackMessageGet :one
 SELECT invocation_id, organization_id, channel, ts, created_at, updated_at FROM slack_messages WHERE invocation_id = $1
 `

@@ -232,27 +232,29 @@ func (q *Queries) WebhookDelete(ctx context.Context, db DBTX, arg WebhookDeleteP
 	return result.RowsAffected(), nil
 }
 
-const webhookEndpointsFor = `-- name: WebhookEndpointsFor :many
+const webhookEndpointsEnabled = `-- name: WebhookEndpointsEnabled :many
 SELECT id, organization_id, events FROM webhooks
-WHERE organization_id = ANY($1::text[]) AND enabled
+WHERE enabled
 ORDER BY created_at, id
 `
 
-type WebhookEndpointsForRow struct {
+type WebhookEndpointsEnabledRow struct {
 	ID             uuid.UUID
 	OrganizationID string
 	Events         []string
 }
 
-func (q *Queries) WebhookEndpointsFor(ctx context.Context, db DBTX, organizations []string) ([]WebhookEndpointsForRow, error) {
-	rows, err := db.Query(ctx, webhookEndpointsFor, organizations)
+// Every enabled endpoint: the relay reads the events of their
+// organizations only.
+func (q *Queries) WebhookEndpointsEnabled(ctx context.Context, db DBTX) ([]WebhookEndpointsEnabledRow, error) {
+	rows, err := db.Query(ctx, webhookEndpointsEnabled)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []WebhookEndpointsForRow
+	var items []WebhookEndpointsEnabledRow
 	for rows.Next() {
-		var i WebhookEndpointsForRow
+		var i WebhookEndpointsEnabledRow
 		if err := rows.Scan(&i.ID, &i.OrganizationID, &i.Events); err != nil {
 			return nil, err
 		}
@@ -429,31 +431,6 @@ func (q *Queries) WebhookList(ctx context.Context, db DBTX, organizationID strin
 			return nil, err
 		}
 		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const webhookOrganizations = `-- name: WebhookOrganizations :many
-SELECT DISTINCT organization_id FROM webhooks WHERE enabled
-`
-
-// The organizations with an enabled endpoint, whose events the relay reads.
-func (q *Queries) WebhookOrganizations(ctx context.Context, db DBTX) ([]string, error) {
-	rows, err := db.Query(ctx, webhookOrganizations)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []string
-	for rows.Next() {
-		var organization_id string
-		if err := rows.Scan(&organization_id); err != nil {
-			return nil, err
-		}
-		items = append(items, organization_id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

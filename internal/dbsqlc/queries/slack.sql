@@ -15,9 +15,6 @@ RETURNING *;
 -- The organizations with a channel of their own.
 SELECT organization_id FROM slack_settings WHERE channel IS NOT NULL;
 
--- name: SlackChannels :many
-SELECT organization_id, channel FROM slack_settings WHERE organization_id = ANY(@organizations::text[]);
-
 -- name: SlackMessageGet :one
 SELECT * FROM slack_messages WHERE invocation_id = @invocation_id;
 

@@ -34,13 +34,11 @@ RETURNING *;
 -- name: WebhookDelete :execrows
 DELETE FROM webhooks WHERE id = @id AND organization_id = @organization_id;
 
--- name: WebhookOrganizations :many
--- The organizations with an enabled endpoint, whose events the relay reads.
-SELECT DISTINCT organization_id FROM webhooks WHERE enabled;
-
--- name: WebhookEndpointsFor :many
+-- name: WebhookEndpointsEnabled :many
+-- Every enabled endpoint: the relay reads the events of their
+-- organizations only.
 SELECT id, organization_id, events FROM webhooks
-WHERE organization_id = ANY(@organizations::text[]) AND enabled
+WHERE enabled
 ORDER BY created_at, id;
 
 -- name: WebhookSucceeded :exec
