@@ -13,7 +13,7 @@ import (
 
 // gates are checked before every call: a passed must_run_before or a
 // do-not-contact match skips the invocation (skip says why); quiet hours
-// make it wait. The settings come with the invocation (Store.Begin), which
+// make it wait. The settings come with the invocation (Store.BeginMany), which
 // starts the invocation itself when there are none.
 func (w *ExecuteWorker) gates(ctx context.Context, inv invocation.Invocation, rc invocation.RunContext, source executors.Source) (skip string, wait time.Duration, err error) {
 	if inv.MustRunBefore != nil && time.Now().After(*inv.MustRunBefore) {

@@ -94,38 +94,28 @@ type RunContext struct {
 	StartedBefore bool
 }
 
-// Begin is a job's first step before its call, in one statement: it returns
-// the invocation with its RunContext and, when it is approved or executing
-// and none of the gates can apply (no do-not-contact pattern, no quiet
-// window, must_run_before not passed), marks it executing for attempt, as
-// Start does. started is false when it did not: the invocation is in
-// another state, or the gates must be checked before Start.
-func (s *Store) Begin(ctx context.Context, db DB, id uuid.UUID, attempt int) (inv Invocation, rc RunContext, started bool, err error) {
-	begun, err := s.BeginMany(ctx, db, []BeginArgs{{ID: id, Attempt: attempt}})
-	if err != nil {
-		return inv, rc, false, err
-	}
-	b := begun[0]
-	return b.Value.Invocation, b.Value.Run, b.Value.Started, b.Err
-}
-
 // BeginArgs names one job's Begin.
 type BeginArgs struct {
 	ID      uuid.UUID
 	Attempt int
 }
 
-// Begun is the answer of Begin for one invocation.
+// Begun is the answer of BeginMany for one invocation.
 type Begun struct {
 	Invocation Invocation
 	Run        RunContext
 	Started    bool
 }
 
-// BeginMany does Begin for several jobs in one round trip and one
-// transaction (the statements are pipelined). An invocation that does not
-// exist answers ErrNotFound in its Result; any other failure fails the
-// whole batch, which then changed nothing.
+// BeginMany is the first step of several jobs before their calls, in one
+// round trip and one transaction (the statements are pipelined). For each
+// it returns the invocation with its RunContext and, when it is approved or
+// executing and none of the gates can apply (no do-not-contact pattern, no
+// quiet window, must_run_before not passed), marks it executing for its
+// attempt, as Start does; Started is false when it did not (another state,
+// or gates to check before Start). An invocation that does not exist
+// answers ErrNotFound in its Result; any other failure fails the whole
+// batch, which then changed nothing.
 func (s *Store) BeginMany(ctx context.Context, db DB, args []BeginArgs) ([]batch.Result[Begun], error) {
 	params := make([]dbsqlc.InvocationBeginParams, len(args))
 	for i, a := range args {
@@ -495,22 +485,14 @@ type Outcome struct {
 	Steps *executors.Steps
 }
 
-// Complete records an executing invocation's successful call.
-func (s *Store) Complete(ctx context.Context, db DB, id uuid.UUID, o *Outcome) (Invocation, error) {
-	done, err := s.CompleteMany(ctx, db, []Completion{{ID: id, Outcome: o}})
-	if err != nil {
-		return Invocation{}, err
-	}
-	return done[0].Value, done[0].Err
-}
-
 // Completion is one invocation's successful call.
 type Completion struct {
 	ID      uuid.UUID
 	Outcome *Outcome
 }
 
-// CompleteMany does Complete for several invocations in one round trip and
+// CompleteMany records the successful calls of several executing
+// invocations (completed, with their events) in one round trip and
 // one transaction (the statements are pipelined). An invocation no longer
 // executing answers ErrConflict in its Result; any other failure fails the
 // whole batch, which then changed nothing.
