@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -99,6 +100,7 @@ type Service struct {
 	validator *executors.Validator
 	waiter    *waiter
 	store     *invocation.Store
+	groups    sync.Map // organization → its envelopes' group commit (see submit)
 }
 
 // New returns a Service. Call Run to start the listener that answers

@@ -3,9 +3,12 @@ package outbox_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/apptest"
@@ -88,6 +91,79 @@ func TestService_Enqueue(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, invocation.StatusPending, inv.Status)
 		require.Equal(t, &invocation.Retry{MaxAttempts: 3, BaseDelay: 2 * time.Second}, inv.Retry)
+	})
+	t.Run("ConcurrentEnvelopesShareTransactions", func(t *testing.T) {
+		// 30 new envelopes, 6 repeats of one of them and 4 that reuse its
+		// external id with other args, all at once.
+		const fresh, repeats, mismatches = 30, 6, 4
+		type outcome struct {
+			inv     invocation.Invocation
+			created bool
+			err     error
+		}
+		envs := make([]outbox.Envelope, 0, fresh+repeats+mismatches)
+		for i := range fresh {
+			envs = append(envs, slackEnvelope(fmt.Sprintf("together-%d", i)))
+		}
+		for range repeats {
+			envs = append(envs, slackEnvelope("together-0"))
+		}
+		for range mismatches {
+			env := slackEnvelope("together-0")
+			env.Args = json.RawMessage(`{"channel":"C0123456789","text":"other"}`)
+			envs = append(envs, env)
+		}
+		out := make([]outcome, len(envs))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range envs {
+			wg.Go(func() {
+				<-start
+				inv, created, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: envs[i]})
+				out[i] = outcome{inv, created, err}
+			})
+		}
+		close(start)
+		wg.Wait()
+
+		ids := map[uuid.UUID]bool{}
+		var first uuid.UUID
+		for i, o := range out {
+			switch {
+			case i >= fresh+repeats:
+				require.ErrorIs(t, o.err, outbox.ErrIdempotencyMismatch, "envelope %d", i)
+				continue
+			case i >= fresh:
+				require.NoError(t, o.err, "envelope %d", i)
+				continue
+			}
+			require.NoError(t, o.err, "envelope %d", i)
+			if o.inv.ExternalID != nil && *o.inv.ExternalID == "together-0" {
+				first = o.inv.ID
+			}
+			ids[o.inv.ID] = true
+		}
+		require.Len(t, ids, fresh)
+		var createdFirst int
+		for i, o := range out[:fresh+repeats] {
+			if i == 0 || i >= fresh {
+				require.Equal(t, first, o.inv.ID, "envelope %d is together-0", i)
+				if o.created {
+					createdFirst++
+				}
+			}
+		}
+		require.Equal(t, 1, createdFirst, "together-0 is created once")
+
+		// Fewer commits than invocations: envelopes that arrived while a
+		// transaction ran went together in the next one.
+		var writes, invocations int
+		require.NoError(t, bundle.app.Pool.QueryRow(context.Background(), `
+			SELECT count(DISTINCT e.xid), count(*) FROM invocation_events e
+			JOIN action_invocations i ON i.id = e.invocation_id
+			WHERE i.external_id LIKE 'together-%' AND e.type = 'created'`).Scan(&writes, &invocations))
+		require.Equal(t, fresh, invocations)
+		require.Less(t, writes, fresh)
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/batch"
 	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
@@ -46,54 +47,121 @@ type request struct {
 // validate, de-duplicate, resolve the mode, then record the invocation and
 // its job in one transaction. created is false when an earlier request with
 // the same idempotency key or external id is returned instead.
+//
+// Envelopes outside a session need nothing but that transaction, so the
+// ones of an organization that arrive together share it (a group commit:
+// one lookup, one bulk insert, one commit for all of them; a request that
+// finds no group running goes alone at once). An invoke counts against its
+// session's rate and pending cap in its own transaction, which a refusal
+// rolls back.
 func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invocation, created bool, err error) {
 	p, err := s.prepare(ctx, r, s.resolveAction)
 	if err != nil {
 		return inv, false, err
 	}
-	// One transaction: the repeat check and the mode overrides are one read
-	// in it (a deny override written just before is always seen), then the
-	// invoke rate, the pending cap and the write.
-	var repeat bool
-	inv, err = dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
-		look, err := s.queries.SubmitLookup(ctx, tx, dbsqlc.SubmitLookupParams{
-			OrganizationID: r.org, IdempotencyKey: r.idempotencyKey, ExternalID: r.externalID,
-			AutomationID: r.automationID, SourceID: r.source, ActionID: r.action,
+	var recorded *invocation.Invocation
+	if r.origin == originEnvelope && r.sessionID == "" {
+		recorded, err = s.group(r.org).Do(ctx, p)
+	} else {
+		recorded, err = dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (*invocation.Invocation, error) {
+			out, err := s.record(ctx, tx, []*prepared{p})
+			if err != nil {
+				return nil, err
+			}
+			return out[0], nil
 		})
-		if err != nil {
-			return inv, fmt.Errorf("looking up the request: %w", err)
-		}
-		if look.ExistingID != "" {
-			existing, ok, err := s.existing(ctx, tx, r, p.hash)
-			repeat = ok
-			return existing, err
-		}
-		if r.origin == originInvoke {
-			if err := s.hitInvokeRate(ctx, tx, r.org, r.sessionID); err != nil {
-				return inv, err
-			}
-		}
-		create := s.plan(p, look.OrgMode, look.AutomationMode)
-		if create.Status == invocation.StatusPending && r.sessionID != "" {
-			if err := s.checkPendingCap(ctx, tx, r.org, r.sessionID); err != nil {
-				return inv, err
-			}
-		}
-		return s.store.Create(ctx, tx, create)
-	})
-	if repeat {
-		return inv, false, err
-	}
-	if errors.Is(err, invocation.ErrDuplicate) {
-		// A concurrent request with the same key won.
-		existing, _, err := s.existing(ctx, s.deps.Pool, r, p.hash)
-		return existing, false, err
 	}
 	if err != nil {
 		return inv, false, err
 	}
-	s.created(inv)
-	return inv, true, nil
+	if recorded == nil {
+		// An earlier request, or a concurrent one, has the key.
+		existing, _, err := s.existing(ctx, s.deps.Pool, r, p.hash)
+		return existing, false, err
+	}
+	s.created(*recorded)
+	return *recorded, true, nil
+}
+
+// record writes prepared requests of one organization in tx: one read for
+// their repeats and mode overrides (a deny override committed before the
+// read is always seen), then, for an invoke, its session's rate and
+// pending cap, then the invocations and their jobs. A request whose key an
+// earlier or concurrent one holds is nil in the answer.
+func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*invocation.Invocation, error) {
+	look := dbsqlc.SubmitLookupParams{OrganizationID: ps[0].r.org}
+	for _, p := range ps {
+		look.IdempotencyKeys = append(look.IdempotencyKeys, p.r.idempotencyKey)
+		look.ExternalIds = append(look.ExternalIds, p.r.externalID)
+		look.AutomationIds = append(look.AutomationIds, p.r.automationID)
+		look.SourceIds = append(look.SourceIds, p.r.source)
+		look.ActionIds = append(look.ActionIds, p.r.action)
+	}
+	found, err := s.queries.SubmitLookup(ctx, dbutil.CustomPlans{DBTX: tx}, look)
+	if err != nil {
+		return nil, fmt.Errorf("looking up the requests: %w", err)
+	}
+	var (
+		creates []*invocation.CreateParams
+		owners  []int // request of each create
+	)
+	for i, f := range found {
+		if f.Repeat {
+			continue
+		}
+		r := ps[i].r
+		if r.origin == originInvoke {
+			if err := s.hitInvokeRate(ctx, tx, r.org, r.sessionID); err != nil {
+				return nil, err
+			}
+		}
+		create := s.plan(ps[i], f.OrgMode, f.AutomationMode)
+		if create.Status == invocation.StatusPending && r.sessionID != "" {
+			if err := s.checkPendingCap(ctx, tx, r.org, r.sessionID); err != nil {
+				return nil, err
+			}
+		}
+		creates = append(creates, create)
+		owners = append(owners, i)
+	}
+	out := make([]*invocation.Invocation, len(ps))
+	if len(creates) == 0 {
+		return out, nil
+	}
+	created, err := s.store.CreateMany(ctx, tx, creates)
+	if err != nil {
+		return nil, err
+	}
+	for k, inv := range created {
+		out[owners[k]] = inv
+	}
+	return out, nil
+}
+
+// group returns the group commit of an organization's envelopes. A failed
+// transaction is retried one envelope at a time, so one envelope's error
+// is never its neighbours'.
+func (s *Service) group(org string) *batch.Group[*prepared, *invocation.Invocation] {
+	if g, ok := s.groups.Load(org); ok {
+		return g.(*batch.Group[*prepared, *invocation.Invocation])
+	}
+	g, _ := s.groups.LoadOrStore(org, &batch.Group[*prepared, *invocation.Invocation]{
+		Max: MaxBatch,
+		Run: batch.Isolated(func(ctx context.Context, ps []*prepared) ([]batch.Result[*invocation.Invocation], error) {
+			invs, err := dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) ([]*invocation.Invocation, error) {
+				return s.record(ctx, tx, ps)
+			})
+			if err != nil {
+				return nil, err
+			}
+			out := make([]batch.Result[*invocation.Invocation], len(invs))
+			for i, inv := range invs {
+				out[i].Value = inv
+			}
+			return out, nil
+		}),
+	})
+	return g.(*batch.Group[*prepared, *invocation.Invocation])
 }
 
 // prepared is a request whose action is resolved and whose params are

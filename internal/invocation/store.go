@@ -15,6 +15,7 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/batch"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/internal/dbutil"
 )
 
 // EventsChannel is the Postgres channel events are announced on, as JSON
@@ -181,7 +182,7 @@ func (s *Store) GetByKey(ctx context.Context, db DB, org, key, externalID string
 // ByExternalIDs returns the organization's invocations with these external
 // ids, by external id.
 func (s *Store) ByExternalIDs(ctx context.Context, db DB, org string, externalIDs []string) (map[string]Invocation, error) {
-	rows, err := s.q.InvocationListByExternalIDs(ctx, db, dbsqlc.InvocationListByExternalIDsParams{OrganizationID: org, ExternalIds: externalIDs})
+	rows, err := s.q.InvocationListByExternalIDs(ctx, dbutil.CustomPlans{DBTX: db}, dbsqlc.InvocationListByExternalIDsParams{OrganizationID: org, ExternalIds: externalIDs})
 	if err != nil {
 		return nil, fmt.Errorf("looking up external ids: %w", err)
 	}

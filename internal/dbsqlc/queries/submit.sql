@@ -1,18 +1,32 @@
--- name: SubmitLookup :one
--- The one read of a request before its write: the invocation an earlier
+-- name: SubmitLookup :many
+-- The one read before requests of one organization are written, one row
+-- per request (n, from 1, in the order of the arrays): whether an earlier
 -- request with the same idempotency key (or, without a key, external id)
--- created, if any, and the mode overrides for the action: the org
+-- created an invocation, and the mode overrides for the action: the org
 -- default and, when an automation is given, its override; empty strings
--- when unset. existing_id is '' when there is none.
-SELECT
-    coalesce((SELECT i.id FROM action_invocations i
-              WHERE i.organization_id = @organization_id AND i.idempotency_key = nullif(@idempotency_key::text, ''))::text,
-             (SELECT i.id FROM action_invocations i
-              WHERE i.organization_id = @organization_id AND @idempotency_key::text = ''
-                AND i.external_id = nullif(@external_id::text, ''))::text, '')::text AS existing_id,
+-- when unset. Run it with dbutil.CustomPlans: a generic plan made while
+-- the table was small reads every row of the organization.
+-- r is materialized so that its columns are plain values to the lookups:
+-- under row-level security an array subscript in a lookup's condition
+-- is not leakproof, and Postgres would scan the organization's rows
+-- instead of using the index.
+WITH r AS MATERIALIZED (
+    SELECT k.n, k.idempotency_key, (@external_ids::text[])[k.n] AS external_id,
+        (@automation_ids::text[])[k.n] AS automation_id, (@source_ids::text[])[k.n] AS source_id,
+        (@action_ids::text[])[k.n] AS action_id
+    FROM unnest(@idempotency_keys::text[]) WITH ORDINALITY AS k (idempotency_key, n)
+)
+SELECT r.n::int AS n,
+    coalesce((SELECT true FROM action_invocations i
+              WHERE i.organization_id = @organization_id AND i.idempotency_key = nullif(r.idempotency_key, '') LIMIT 1),
+             (SELECT true FROM action_invocations i
+              WHERE i.organization_id = @organization_id AND r.idempotency_key = ''
+                AND i.external_id = nullif(r.external_id, '') LIMIT 1), false)::bool AS repeat,
     coalesce((SELECT m.mode FROM action_modes m
               WHERE m.organization_id = @organization_id AND m.scope = 'automation'
-                AND m.scope_id = @automation_id::text AND m.source_id = @source_id AND m.action_id = @action_id), '')::text AS automation_mode,
+                AND m.scope_id = r.automation_id AND m.source_id = r.source_id AND m.action_id = r.action_id), '')::text AS automation_mode,
     coalesce((SELECT m.mode FROM action_modes m
               WHERE m.organization_id = @organization_id AND m.scope = 'org'
-                AND m.scope_id = @organization_id AND m.source_id = @source_id AND m.action_id = @action_id), '')::text AS org_mode;
+                AND m.scope_id = @organization_id AND m.source_id = r.source_id AND m.action_id = r.action_id), '')::text AS org_mode
+FROM r
+ORDER BY r.n;
