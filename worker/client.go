@@ -184,6 +184,10 @@ func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
 	}
 	db := deps.db()
 	w.starter.Max, w.completer.Max = maxGroup, maxGroup
+	// Two groups of each at once: one runs its statement while the other
+	// waits for its commit to be flushed. With one, the workers could not
+	// keep up with the single-envelope enqueues of the bench.
+	w.starter.Parallel, w.completer.Parallel = 2, 2
 	w.starter.Run = batch.Isolated(func(ctx context.Context, args []invocation.BeginArgs) ([]batch.Result[invocation.Begun], error) {
 		return w.store.BeginMany(ctx, db, args)
 	})

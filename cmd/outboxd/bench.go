@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -323,6 +324,7 @@ func (b *bench) xacts(ctx context.Context) (int64, error) {
 // each notifying commit they hear — are woken by a NOTIFY so they send
 // theirs. Then settle waits until the count stops moving.
 func (b *bench) settle(ctx context.Context) {
+	b.analyze(ctx)
 	if b.pool != nil {
 		b.pool.Reset()
 		if b.flags.statsSettle > 0 {
@@ -343,6 +345,21 @@ func (b *bench) settle(ctx context.Context) {
 		last = n
 	}
 	b.dirty.Store(false)
+}
+
+// analyze gathers the planner's statistics of the bench database's tables
+// (all of them, or those named), as autovacuum does on a server within a
+// minute of the tables changing. Each phase lasts seconds, too short for
+// autovacuum to come by: without this, phases would run on plans made for
+// the empty tables of a new database (River's completer, for one, then
+// hashes the whole of river_job for every batch of completions).
+func (b *bench) analyze(ctx context.Context, tables ...string) {
+	conn, err := pgx.Connect(ctx, b.dbURL)
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	_, _ = conn.Exec(ctx, "ANALYZE "+strings.Join(tables, ", "))
 }
 
 // idleClose is how long the bench's connections may stay idle.
@@ -459,6 +476,7 @@ func (b *bench) riverRaw(ctx context.Context) (*phaseResult, error) {
 		}
 		done += len(params)
 	}
+	b.analyze(ctx, "river_job")
 	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{
 		ChanSize: n + 100,
 		Kinds:    []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled},

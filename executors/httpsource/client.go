@@ -41,7 +41,10 @@ func CheckBaseURL(source, raw string) (*url.URL, error) {
 // http.DefaultTransport's settings but is its own, so idle connections to a
 // provider are not shared with, or closed by, unrelated code using the
 // default client. It has no overall timeout: deadlines come from the
-// context of each request.
+// context of each request. It keeps as many idle connections to a provider
+// as the workers of a process may use at once (worker.max_workers, 200 by
+// default): with fewer, every call beyond them would close its connection
+// and the next would dial, and shake hands, again.
 func NewClient() *http.Client {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Client{
@@ -49,8 +52,8 @@ func NewClient() *http.Client {
 			Proxy:                 http.ProxyFromEnvironment,
 			DialContext:           dialer.DialContext,
 			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          100,
-			MaxIdleConnsPerHost:   16,
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   256,
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: time.Second,

@@ -30,43 +30,43 @@ type Group[T, R any] struct {
 	Run func(ctx context.Context, items []T) []Result[R]
 	// Max caps the items of one batch; 0 means no cap.
 	Max int
+	// Parallel is how many batches may run at once; 0 means one. With
+	// more, a call that finds fewer running starts another at once, and
+	// each batch that ends hands what queued meanwhile to the next.
+	Parallel int
 
 	mu      sync.Mutex
 	queue   []*call[T, R]
-	running bool
+	running int
 }
 
 type call[T, R any] struct {
 	item T
 	res  Result[R]
-	// wake receives false when res is set, true when this call is to lead
-	// the next batch.
-	wake chan bool
+	// lead receives the batch this call is to run, or nil once res is set.
+	lead chan []*call[T, R]
 }
 
 // Do adds item to the next batch and returns its result.
 func (g *Group[T, R]) Do(ctx context.Context, item T) (R, error) {
-	c := &call[T, R]{item: item, wake: make(chan bool, 1)}
+	c := &call[T, R]{item: item, lead: make(chan []*call[T, R], 1)}
 	g.mu.Lock()
-	g.queue = append(g.queue, c)
-	if g.running {
+	if g.running < max(g.Parallel, 1) && len(g.queue) == 0 {
+		g.running++
 		g.mu.Unlock()
-		if lead := <-c.wake; !lead {
-			return c.res.Value, c.res.Err
-		}
-		g.mu.Lock()
+		return g.run(ctx, c, []*call[T, R]{c})
 	}
-	g.running = true
-	// c is at the head of the queue: it arrived at an idle group, or was
-	// woken as the head.
-	n := len(g.queue)
-	if g.Max > 0 {
-		n = min(n, g.Max)
-	}
-	batch := g.queue[:n:n]
-	g.queue = g.queue[n:]
+	g.queue = append(g.queue, c)
 	g.mu.Unlock()
+	if batch := <-c.lead; batch != nil {
+		return g.run(ctx, c, batch)
+	}
+	return c.res.Value, c.res.Err
+}
 
+// run runs batch, led by c, then hands the calls queued meanwhile to the
+// first of them as the next batch, and answers the others of its own.
+func (g *Group[T, R]) run(ctx context.Context, c *call[T, R], batch []*call[T, R]) (R, error) {
 	items := make([]T, len(batch))
 	for i, b := range batch {
 		items[i] = b.item
@@ -74,16 +74,21 @@ func (g *Group[T, R]) Do(ctx context.Context, item T) (R, error) {
 	results := g.Run(context.WithoutCancel(ctx), items)
 
 	g.mu.Lock()
-	if len(g.queue) > 0 {
-		g.queue[0].wake <- true
+	if n := len(g.queue); n > 0 {
+		if g.Max > 0 {
+			n = min(n, g.Max)
+		}
+		next := g.queue[:n:n]
+		g.queue = g.queue[n:]
+		next[0].lead <- next
 	} else {
-		g.running = false
+		g.running--
 	}
 	g.mu.Unlock()
 	for i, b := range batch {
 		b.res = results[i]
 		if b != c {
-			b.wake <- false
+			b.lead <- nil
 		}
 	}
 	return c.res.Value, c.res.Err

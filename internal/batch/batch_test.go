@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -110,6 +111,54 @@ func TestGroup_Max(t *testing.T) {
 	wg.Wait()
 	require.Len(t, seen, 200)
 	require.LessOrEqual(t, largest, 4)
+}
+
+// TestGroup_Parallel: with Parallel 2, a call that finds one batch running
+// starts a second at once; the next calls queue, and the first batch to
+// end hands them all to one new batch. No call is lost or answered twice.
+func TestGroup_Parallel(t *testing.T) {
+	release := make(chan struct{})
+	var (
+		mu      sync.Mutex
+		running []int // items of each batch run so far, by start
+	)
+	g := &batch.Group[int, int]{Parallel: 2, Run: func(ctx context.Context, items []int) []batch.Result[int] {
+		mu.Lock()
+		running = append(running, len(items))
+		first := len(running) <= 2
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		out := make([]batch.Result[int], len(items))
+		for i, it := range items {
+			out[i].Value = it + 100
+		}
+		return out
+	}}
+	started := func(n int) func() bool {
+		return func() bool { mu.Lock(); defer mu.Unlock(); return len(running) == n }
+	}
+	var wg sync.WaitGroup
+	do := func(i int) {
+		wg.Go(func() {
+			v, err := g.Do(context.Background(), i)
+			if err != nil || v != i+100 {
+				t.Errorf("item %d: got %d, %v", i, v, err)
+			}
+		})
+	}
+	do(0)
+	require.Eventually(t, started(1), time.Second, time.Millisecond)
+	do(1)
+	require.Eventually(t, started(2), time.Second, time.Millisecond, "a second batch starts beside the first")
+	for i := 2; i < 12; i++ {
+		do(i)
+	}
+	require.Eventually(t, func() bool { return g.Queued() == 10 }, time.Second, time.Millisecond)
+	close(release)
+	wg.Wait()
+	require.Equal(t, []int{1, 1, 10}, running)
 }
 
 // TestGroup_LeaderCancelled: a batch runs to the end for everyone in it even

@@ -493,35 +493,40 @@ type Completion struct {
 }
 
 // CompleteMany records the successful calls of several executing
-// invocations (completed, with their events) in one round trip and
-// one transaction (the statements are pipelined). An invocation no longer
-// executing answers ErrConflict in its Result; any other failure fails the
-// whole batch, which then changed nothing.
+// invocations (completed, with their events) in one statement. An
+// invocation no longer executing answers ErrConflict in its Result; any
+// other failure fails the whole batch, which then changed nothing.
 func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]batch.Result[Invocation], error) {
-	params := make([]dbsqlc.InvocationCompleteParams, len(cs))
-	for i, c := range cs {
+	var p dbsqlc.InvocationCompleteManyParams
+	for _, c := range cs {
 		o := c.Outcome
-		params[i] = dbsqlc.InvocationCompleteParams{
-			ID: c.ID, Result: o.Result, ProviderRef: nilIfEmpty(o.ProviderRef), Conflict: o.Conflict, DurationMs: o.DurationMs,
-			Steps: stepsJSON(o.Steps),
+		p.Ids = append(p.Ids, c.ID)
+		p.Results = append(p.Results, o.Result)
+		p.ProviderRefs = append(p.ProviderRefs, o.ProviderRef)
+		p.Conflicts = append(p.Conflicts, o.Conflict)
+		p.Steps = append(p.Steps, stepsJSON(o.Steps))
+		duration := int32(-1)
+		if o.DurationMs != nil {
+			duration = *o.DurationMs
 		}
+		p.DurationsMs = append(p.DurationsMs, duration)
+	}
+	rows, err := s.q.InvocationCompleteMany(ctx, db, p)
+	if err != nil {
+		return nil, fmt.Errorf("completing invocations: %w", err)
+	}
+	done := make(map[uuid.UUID]Invocation, len(rows))
+	for _, r := range rows {
+		done[r.ID] = fromRow(r)
 	}
 	out := make([]batch.Result[Invocation], len(cs))
-	var batchErr error
-	results := s.q.InvocationComplete(ctx, db, params)
-	results.QueryRow(func(i int, r dbsqlc.InvocationCompleteRow, err error) {
-		inv, err := transitioned(r, err, cs[i].ID, "completing")
-		switch {
-		case errors.Is(err, ErrConflict):
-			out[i].Err = err
-		case err != nil:
-			batchErr = cmp.Or(batchErr, err)
-		default:
-			out[i].Value = inv
+	for i, c := range cs {
+		inv, ok := done[c.ID]
+		if !ok {
+			out[i].Err = fmt.Errorf("completing %s: %w", c.ID, ErrConflict)
+			continue
 		}
-	})
-	if err := cmp.Or(batchErr, results.Close()); err != nil {
-		return nil, err
+		out[i].Value = inv
 	}
 	return out, nil
 }

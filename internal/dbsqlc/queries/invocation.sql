@@ -163,18 +163,33 @@ WITH prev AS (
 )
 SELECT * FROM next;
 
--- name: InvocationComplete :batchone
-WITH prev AS (
-    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+-- name: InvocationCompleteMany :many
+-- Records the successful calls of executing invocations, one per element
+-- of the arrays, in one statement: completed, with their events. The
+-- answer holds the invocations it completed; one no longer executing is
+-- not in it. Rows are locked in id order, so two of these never deadlock.
+-- An empty provider ref, a duration of -1 and a nil steps element are
+-- NULL.
+WITH input AS (
+    SELECT u.id, (@results::jsonb[])[u.n] AS result, nullif((@provider_refs::text[])[u.n], '') AS provider_ref,
+        (@conflicts::bool[])[u.n] AS conflict, (@steps::jsonb[])[u.n] AS steps,
+        nullif((@durations_ms::int[])[u.n], -1) AS duration_ms
+    FROM unnest(@ids::uuid[]) WITH ORDINALITY AS u (id, n)
+), prev AS (
+    SELECT a.id, a.status FROM action_invocations AS a
+    WHERE a.id = ANY(@ids::uuid[]) ORDER BY a.id FOR UPDATE
 ), next AS (
     UPDATE action_invocations AS i
-    SET status = 'completed', result = @result, provider_ref = sqlc.narg(provider_ref), conflict = @conflict, steps = sqlc.narg(steps),
-        error = NULL, duration_ms = @duration_ms, completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
-    FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
+    SET status = 'completed', result = input.result, provider_ref = input.provider_ref, conflict = input.conflict,
+        steps = input.steps, error = NULL, duration_ms = input.duration_ms, completed_at = now(), params_sealed = NULL,
+        updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev JOIN input ON input.id = prev.id
+    WHERE i.id = prev.id AND prev.status = 'executing'
     RETURNING i.*
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
-    SELECT next.id, next.organization_id, next.event_seq, 'completed', prev.status, next.status, NULL, NULL FROM next, prev
+    SELECT next.id, next.organization_id, next.event_seq, 'completed', prev.status, next.status, NULL, NULL
+    FROM next JOIN prev ON prev.id = next.id
 )
 SELECT * FROM next;
 
