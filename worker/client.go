@@ -29,7 +29,7 @@ import (
 type Config struct {
 	// MaxWorkers is how many execute jobs run at once in this process.
 	// Jobs mostly wait on providers, and per-bucket max_concurrency is what
-	// protects a provider, so it is well above the CPU count. Default 200.
+	// protects a provider, so it is well above the CPU count. Default 1000.
 	MaxWorkers int
 	// MaxAttempts is how many times a failing execute job is tried before it
 	// is dead-lettered (discarded) and its invocation failed. Default 5.
@@ -70,7 +70,7 @@ type Config struct {
 // WithDefaults returns a copy with unset fields defaulted.
 func (c *Config) WithDefaults() *Config {
 	cfg := &Config{
-		MaxWorkers:       cmp.Or(c.MaxWorkers, 200),
+		MaxWorkers:       cmp.Or(c.MaxWorkers, 1000),
 		MaxAttempts:      cmp.Or(c.MaxAttempts, 5),
 		RetryBaseDelay:   cmp.Or(c.RetryBaseDelay, time.Second),
 		RetryMaxDelay:    cmp.Or(c.RetryMaxDelay, 5*time.Minute),

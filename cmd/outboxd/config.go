@@ -43,7 +43,7 @@ var defaults = withProviderDefaults(map[string]any{
 	"limits.pending_per_session":         10,
 	"limits.invokes_per_minute":          60,
 	"sync_wait":                          30 * time.Second,
-	"worker.max_workers":                 200,
+	"worker.max_workers":                 1000,
 	"worker.max_attempts":                5,
 	"worker.retry_base_delay":            time.Second,
 	"worker.retry_max_delay":             5 * time.Minute,

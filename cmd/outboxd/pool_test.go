@@ -28,9 +28,10 @@ func TestServingPoolSize(t *testing.T) {
 	}{
 		{name: "APISmallMachine", url: base, role: app.RoleAPI, maxWorkers: 200, procs: 1, want: 8 + 1, from: "role api and worker.max_workers"},
 		{name: "APIManyCores", url: base, role: app.RoleAPI, maxWorkers: 200, procs: 16, want: 36 + 1, from: "role api and worker.max_workers"},
-		{name: "Worker", url: base, role: app.RoleWorker, maxWorkers: 200, procs: 2, want: 50 + 8, from: "role worker and worker.max_workers"},
+		{name: "Worker", url: base, role: app.RoleWorker, maxWorkers: 100, procs: 2, want: 25 + 8, from: "role worker and worker.max_workers"},
+		{name: "WorkerCapped", url: base, role: app.RoleWorker, maxWorkers: 1000, procs: 2, want: 48 + 8, from: "role worker and worker.max_workers"},
 		{name: "WorkerFewWorkers", url: base, role: app.RoleWorker, maxWorkers: 5, procs: 2, want: 2 + 8, from: "role worker and worker.max_workers"},
-		{name: "AllIsTheSum", url: base, role: app.RoleAll, maxWorkers: 200, procs: 2, want: 9 + 58, from: "role all and worker.max_workers"},
+		{name: "AllIsTheSum", url: base, role: app.RoleAll, maxWorkers: 200, procs: 2, want: 9 + 56, from: "role all and worker.max_workers"},
 		{name: "ConfigKeyWins", maxConns: 40, url: base + "?pool_max_conns=10", role: app.RoleAll, maxWorkers: 200, procs: 2, want: 40, from: "database.max_conns"},
 		{name: "URLSettingWinsOverDerived", url: base + "?sslmode=disable&pool_max_conns=10", role: app.RoleAll, maxWorkers: 200, procs: 2, want: 0, from: "database.url pool_max_conns"},
 		{name: "KeywordURLSetting", url: "host=db pool_max_conns=10", role: app.RoleWorker, maxWorkers: 200, procs: 2, want: 0, from: "database.url pool_max_conns"},
