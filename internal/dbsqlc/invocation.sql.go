@@ -400,9 +400,9 @@ func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, arg InvocationC
 
 const invocationCompleteMany = `-- name: InvocationCompleteMany :many
 WITH input AS (
-    SELECT u.id, ($1::jsonb[])[u.n] AS result, ($2::text[])[u.n] AS provider_ref,
+    SELECT u.id, ($1::jsonb[])[u.n] AS result, nullif(($2::text[])[u.n], '') AS provider_ref,
         ($3::bool[])[u.n] AS conflict, ($4::jsonb[])[u.n] AS steps,
-        ($5::int[])[u.n] AS duration_ms
+        nullif(($5::int[])[u.n], -1) AS duration_ms
     FROM unnest($6::uuid[]) WITH ORDINALITY AS u (id, n)
 ), prev AS (
     SELECT a.id, a.status FROM action_invocations AS a
@@ -486,6 +486,8 @@ type InvocationCompleteManyRow struct {
 // of the arrays, in one statement: completed, with their events. The
 // answer holds the invocations it completed; one no longer executing is
 // not in it. Rows are locked in id order, so two of these never deadlock.
+// An empty provider ref, a duration of -1 and a nil steps element are
+// NULL.
 func (q *Queries) InvocationCompleteMany(ctx context.Context, db DBTX, arg InvocationCompleteManyParams) ([]InvocationCompleteManyRow, error) {
 	rows, err := db.Query(ctx, invocationCompleteMany,
 		arg.Results,

@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/pgtest"
 )
@@ -524,17 +525,30 @@ func TestStore_ManyInOneTransaction(t *testing.T) {
 	require.ErrorIs(t, begun[3].Err, invocation.ErrNotFound)
 	require.Len(t, eventXIDs("started"), 1, "both starts in one transaction")
 
+	duration := int32(42)
 	done, err := b.store.CompleteMany(ctx, b.pool, []invocation.Completion{
 		{ID: first.ID, Outcome: &invocation.Outcome{Result: json.RawMessage(`{"ok":1}`)}},
 		{ID: pending.ID, Outcome: &invocation.Outcome{Result: json.RawMessage(`{}`)}},
-		{ID: second.ID, Outcome: &invocation.Outcome{Result: json.RawMessage(`{"ok":2}`), ProviderRef: "ref-2"}},
+		{ID: second.ID, Outcome: &invocation.Outcome{
+			Result: json.RawMessage(`{"ok":2}`), ProviderRef: "ref-2", Conflict: true, DurationMs: &duration,
+			Steps: &executors.Steps{Verification: executors.Verification{OK: true}},
+		}},
 	})
 	require.NoError(t, err)
 	require.NoError(t, done[0].Err)
 	require.Equal(t, invocation.StatusCompleted, done[0].Value.Status)
+	require.JSONEq(t, `{"ok":1}`, string(done[0].Value.Result))
+	require.Nil(t, done[0].Value.ProviderRef, "no provider ref is NULL")
+	require.Nil(t, done[0].Value.DurationMs, "no duration is NULL")
+	require.Nil(t, done[0].Value.Steps, "no steps is NULL")
+	require.False(t, done[0].Value.Conflict)
 	require.ErrorIs(t, done[1].Err, invocation.ErrConflict, "a pending invocation cannot complete")
 	require.NoError(t, done[2].Err)
+	require.JSONEq(t, `{"ok":2}`, string(done[2].Value.Result))
 	require.Equal(t, "ref-2", *done[2].Value.ProviderRef)
+	require.True(t, done[2].Value.Conflict)
+	require.Equal(t, int32(42), *done[2].Value.DurationMs)
+	require.True(t, done[2].Value.Steps.Verification.OK)
 	require.Len(t, eventXIDs("completed"), 1, "both completions in one transaction")
 	still, err := b.store.GetByID(ctx, b.pool, pending.ID)
 	require.NoError(t, err)
