@@ -28,9 +28,9 @@ type ExecuteWorker struct {
 	cfg    *Config
 	logger *slog.Logger
 	store  *invocation.Store
-	// starter and completer pipeline the first and the last statement of
-	// the jobs beginning (finishing) at the same moment in one round trip
-	// and one transaction.
+	// starter and completer group the first and the last statement of the
+	// jobs beginning (finishing) at the same moment: the starts pipelined in
+	// one round trip and one transaction, the completions one statement.
 	starter   batch.Group[invocation.BeginArgs, invocation.Begun]
 	completer batch.Group[invocation.Completion, invocation.Invocation]
 }
