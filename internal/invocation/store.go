@@ -511,7 +511,9 @@ func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]bat
 		}
 		p.DurationsMs = append(p.DurationsMs, duration)
 	}
-	rows, err := s.q.InvocationCompleteMany(ctx, db, p)
+	// Planned for each group: a plan cached while the table was small
+	// would read all of it to find the group's rows.
+	rows, err := s.q.InvocationCompleteMany(ctx, dbutil.CustomPlans{DBTX: db}, p)
 	if err != nil {
 		return nil, fmt.Errorf("completing invocations: %w", err)
 	}
