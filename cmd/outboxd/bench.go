@@ -253,7 +253,6 @@ type bench struct {
 	http       *http.Client
 	owner      string
 	service    string
-	dirty      atomic.Bool // the database was used since the last settle
 	completed  atomic.Int64
 	failed     atomic.Int64
 	listenDone chan struct{}
@@ -324,7 +323,6 @@ func (b *bench) xacts(ctx context.Context) (int64, error) {
 // each notifying commit they hear — are woken by a NOTIFY so they send
 // theirs. Then settle waits until the count stops moving.
 func (b *bench) settle(ctx context.Context) {
-	b.analyze(ctx)
 	if b.pool != nil {
 		b.pool.Reset()
 		if b.flags.statsSettle > 0 {
@@ -344,11 +342,10 @@ func (b *bench) settle(ctx context.Context) {
 		}
 		last = n
 	}
-	b.dirty.Store(false)
 }
 
-// analyze gathers the planner's statistics of the bench database's tables
-// that hold rows, as autovacuum does on a server within a minute of a
+// analyze gathers the planner's statistics of tables (by default all of
+// the bench database's tables that hold rows), as autovacuum does on a server within a minute of a
 // table changing. Each phase lasts seconds, too short for autovacuum to
 // come by: without this, phases would run on plans made for the empty
 // tables of a new database (River's completer, for one, then hashes the
@@ -356,31 +353,33 @@ func (b *bench) settle(ctx context.Context) {
 // alone: statistics saying a table is empty make a lookup by primary key a
 // sequential scan, which the prepared statements of a phase then keep
 // while the table grows, whereas a table never analyzed is planned as
-// holding some pages.
-func (b *bench) analyze(ctx context.Context) {
+// holding some pages. Each table analyzed is a transaction: call it before
+// settle and the count a phase starts from.
+func (b *bench) analyze(ctx context.Context, tables ...string) {
 	conn, err := pgx.Connect(ctx, b.dbURL)
 	if err != nil {
 		return
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT c.oid::regclass::text FROM pg_class c
-		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'`)
-	if err != nil {
-		return
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return
-	}
-	var full []string
-	for _, t := range tables {
-		var any bool
-		if conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+t+")").Scan(&any) == nil && any {
-			full = append(full, t)
+	if len(tables) == 0 {
+		rows, err := conn.Query(ctx, `SELECT c.oid::regclass::text FROM pg_class c
+			WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'`)
+		if err != nil {
+			return
+		}
+		all, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return
+		}
+		for _, t := range all {
+			var filled bool
+			if conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+t+")").Scan(&filled) == nil && filled {
+				tables = append(tables, t)
+			}
 		}
 	}
-	if len(full) > 0 {
-		_, _ = conn.Exec(ctx, "ANALYZE "+strings.Join(full, ", "))
+	if len(tables) > 0 {
+		_, _ = conn.Exec(ctx, "ANALYZE "+strings.Join(tables, ", "))
 	}
 }
 
@@ -390,9 +389,8 @@ const idleClose = time.Second
 // measure runs one outboxd phase of n actions: run sends the requests, and
 // the phase ends when n more invocations have completed.
 func (b *bench) measure(ctx context.Context, name, prefix string, n int, run func() error) (*phaseResult, error) {
-	if b.dirty.Load() {
-		b.settle(ctx)
-	}
+	b.analyze(ctx)
+	b.settle(ctx)
 	x0, err := b.xacts(ctx)
 	if err != nil {
 		return nil, err
@@ -498,7 +496,7 @@ func (b *bench) riverRaw(ctx context.Context) (*phaseResult, error) {
 		}
 		done += len(params)
 	}
-	b.analyze(ctx)
+	b.analyze(ctx, "river_job")
 	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{
 		ChanSize: n + 100,
 		Kinds:    []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled},
@@ -707,7 +705,6 @@ func (b *bench) listen(ctx context.Context) {
 }
 
 func (b *bench) call(ctx context.Context, method, path, token string, body any) (int, []byte, error) {
-	b.dirty.Store(true)
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return 0, nil, err
@@ -886,6 +883,7 @@ func (b *bench) approvalLatency(ctx context.Context, k int) (*phaseResult, error
 		}
 		ids[i] = view.ActionID
 	}
+	b.analyze(ctx)
 	b.settle(ctx)
 	x0, err := b.xacts(ctx)
 	if err != nil {
@@ -939,6 +937,7 @@ func (b *bench) fillBacklog(ctx context.Context, n int) (*phaseResult, error) {
 		return nil, err
 	}
 	time.Sleep(time.Second) // the producer hears of the pause
+	b.analyze(ctx)
 	b.settle(ctx)
 	x0, err := b.xacts(ctx)
 	if err != nil {
