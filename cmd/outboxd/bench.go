@@ -48,8 +48,9 @@ func newBenchCommand() *cobra.Command {
 		Short: "Measure outboxd's paths against River's raw throughput, in one run on one database",
 		Long: `bench measures, on one scratch database, one phase after another:
 
-  1. River raw: N pre-inserted no-op jobs worked by --river-workers workers
-     with a short fetch cooldown, the way River's own benchmark runs;
+  1. River raw: --river-n (at least N) pre-inserted no-op jobs worked by
+     --river-workers workers with a short fetch cooldown, the way River's
+     own benchmark runs;
   2. single: N allow-mode envelopes, one POST /v1/envelopes each, from
      --concurrency HTTP clients, executed on a loopback Slack;
   3. batch: N envelopes through POST /v1/envelopes/batch, --batch-size each;
@@ -79,6 +80,7 @@ set, otherwise an embedded Postgres in a temporary directory.`,
 	cmd.Flags().Int("concurrency", 64, "concurrent HTTP clients of the single-envelope phases")
 	cmd.Flags().Int("workers", 0, "worker.max_workers of outboxd (default: the configured value)")
 	cmd.Flags().Int("river-workers", 1000, "MaxWorkers of the River raw phase")
+	cmd.Flags().Int("river-n", 20000, "no-op jobs of the River raw phase, at least --n (a phase of a fraction of a second would measure mostly its own start)")
 	cmd.Flags().Int("batch-size", 1000, "envelopes per batch request (at most 1000)")
 	cmd.Flags().Duration("provider-latency", 150*time.Millisecond, "how long the loopback Slack takes to answer in the slow-provider phase (0 skips it)")
 	cmd.Flags().Int("offered-rate", 500, "envelopes per second of the offered-rate phase (0 skips it)")
@@ -93,8 +95,8 @@ set, otherwise an embedded Postgres in a temporary directory.`,
 
 // benchFlags are the command's settings.
 type benchFlags struct {
-	n, concurrency, workers, riverWorkers, batchSize, approvals, backlog, offeredRate int
-	providerLatency, statsSettle                                                      time.Duration
+	n, concurrency, workers, riverWorkers, riverN, batchSize, approvals, backlog, offeredRate int
+	providerLatency, statsSettle                                                              time.Duration
 }
 
 func runBench(cmd *cobra.Command, _ []string) error {
@@ -109,6 +111,7 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	f.concurrency, _ = flags.GetInt("concurrency")
 	f.workers, _ = flags.GetInt("workers")
 	f.riverWorkers, _ = flags.GetInt("river-workers")
+	f.riverN, _ = flags.GetInt("river-n")
 	f.batchSize, _ = flags.GetInt("batch-size")
 	f.approvals, _ = flags.GetInt("approvals")
 	f.backlog, _ = flags.GetInt("backlog")
@@ -119,8 +122,8 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		f.workers = v.GetInt("worker.max_workers")
 	}
 	switch {
-	case f.n < 1 || f.concurrency < 1 || f.workers < 1 || f.riverWorkers < 1:
-		return errors.New("--n, --concurrency, --workers and --river-workers must be positive")
+	case f.n < 1 || f.concurrency < 1 || f.workers < 1 || f.riverWorkers < 1 || f.riverN < 0:
+		return errors.New("--n, --concurrency, --workers and --river-workers must be positive, --river-n not negative")
 	case f.batchSize < 1 || f.batchSize > 1000:
 		return errors.New("--batch-size must be between 1 and 1000")
 	case f.approvals < 0 || f.backlog < 0 || f.providerLatency < 0 || f.offeredRate < 0:
@@ -182,8 +185,8 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	defer stop()
-	fmt.Fprintf(b.out, "outboxd bench: N=%d, %d HTTP clients, batches of %d, %d workers, pool of %d connections, River raw with %d workers; GOMAXPROCS %d; %s\n",
-		f.n, f.concurrency, f.batchSize, f.workers, b.pool.Config().MaxConns, f.riverWorkers, runtime.GOMAXPROCS(0), b.serverVersion)
+	fmt.Fprintf(b.out, "outboxd bench: N=%d, %d HTTP clients, batches of %d, %d workers, pool of %d connections, River raw: %d jobs, %d workers; GOMAXPROCS %d; %s\n",
+		f.n, f.concurrency, f.batchSize, f.workers, b.pool.Config().MaxConns, max(f.n, f.riverN), f.riverWorkers, runtime.GOMAXPROCS(0), b.serverVersion)
 
 	if err := add(b.measure(ctx, "single", "single", f.n, func() error { return b.postSingles(ctx, "single", f.n) })); err != nil {
 		return fmt.Errorf("single: %w", err)
@@ -452,11 +455,12 @@ type noopWorker struct {
 
 func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil }
 
-// riverRaw measures River alone as its own benchmark does: N no-op jobs
-// inserted first, then worked by many workers with a short fetch
-// cooldown, from the client's start until the last completion.
+// riverRaw measures River alone as its own benchmark does: no-op jobs
+// (--river-n, at least N) inserted first, then worked by many workers with
+// a short fetch cooldown, from the client's start until the last
+// completion.
 func (b *bench) riverRaw(ctx context.Context) (*phaseResult, error) {
-	n := b.flags.n
+	n := max(b.flags.n, b.flags.riverN)
 	b.settle(ctx)
 	x0, err := b.xacts(ctx)
 	if err != nil {

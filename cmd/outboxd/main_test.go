@@ -528,7 +528,7 @@ func TestBench_RunsEveryPhase(t *testing.T) {
 	// The bench makes its own scratch database on the test database's server.
 	env := []string{"DATABASE_URL=" + pgtest.URL(t), "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY="}
 	code, out := run(t, env, "bench", "--n", "40", "--concurrency", "4", "--batch-size", "25",
-		"--provider-latency", "20ms", "--offered-rate", "200", "--approvals", "3", "--backlog", "30", "--river-workers", "50", "--stats-settle", "0")
+		"--provider-latency", "20ms", "--offered-rate", "200", "--approvals", "3", "--backlog", "30", "--river-workers", "50", "--river-n", "0", "--stats-settle", "0")
 	require.Equal(t, 0, code, out)
 	for _, phase := range []string{"River raw (no-op jobs)", "single ", "batch ", "single, provider 20ms", "single, 200/s offered", "approve → provider call",
 		"backlog fill (30)", "single, 30 queued", "batch, 30 queued"} {
