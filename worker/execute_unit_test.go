@@ -90,8 +90,9 @@ func (b *unitBundle) approved(t *testing.T, edit func(p *invocation.CreateParams
 	if edit != nil {
 		edit(p)
 	}
-	inv, err := b.store.Create(ctx, b.tx, p)
+	created, err := b.store.CreateMany(ctx, b.tx, []*invocation.CreateParams{p})
 	require.NoError(t, err)
+	inv := *created[0]
 	job, err := b.client.JobGetTx(ctx, b.tx, *inv.JobID)
 	require.NoError(t, err)
 	return inv, job

@@ -2,11 +2,30 @@ package invocation
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
-// The one-invocation forms of BeginMany and CompleteMany, for tests.
+// The one-invocation forms of CreateMany, BeginMany and CompleteMany, for
+// tests.
+
+// ErrDuplicate: Create found an invocation with the same idempotency key or
+// external id.
+var ErrDuplicate = errors.New("an invocation with this key exists")
+
+// Create records a new invocation, its jobs and its created event.
+func (s *Store) Create(ctx context.Context, tx pgx.Tx, p *CreateParams) (Invocation, error) {
+	created, err := s.CreateMany(ctx, tx, []*CreateParams{p})
+	if err != nil {
+		return Invocation{}, err
+	}
+	if created[0] == nil {
+		return Invocation{}, ErrDuplicate
+	}
+	return *created[0], nil
+}
 
 // Begin is a job's first step before its call, in one statement: it returns
 // the invocation with its RunContext and, when it is approved or executing

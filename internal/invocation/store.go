@@ -31,9 +31,6 @@ var (
 	// ErrConflict: the invocation is not in a state the transition allows,
 	// for instance because a concurrent transition won.
 	ErrConflict = errors.New("invocation is not in a state that allows this")
-	// ErrDuplicate: Create found an invocation with the same idempotency
-	// key or external id; the caller's transaction must roll back.
-	ErrDuplicate = errors.New("an invocation with this key exists")
 	// ErrEventNotFound: no such event (in this organization).
 	ErrEventNotFound = errors.New("event not found")
 )
@@ -301,18 +298,6 @@ type CreateParams struct {
 	MustRunBefore                          *time.Time
 	Approval, RiskHint                     string
 	Retry                                  *Retry
-}
-
-// Create records a new invocation, its jobs and its created event.
-func (s *Store) Create(ctx context.Context, tx pgx.Tx, p *CreateParams) (Invocation, error) {
-	created, err := s.CreateMany(ctx, tx, []*CreateParams{p})
-	if err != nil {
-		return Invocation{}, err
-	}
-	if created[0] == nil {
-		return Invocation{}, ErrDuplicate
-	}
-	return *created[0], nil
 }
 
 // CreateMany records new invocations with their jobs and created events in
