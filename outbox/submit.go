@@ -340,10 +340,16 @@ func (s *Service) existing(ctx context.Context, db invocation.DB, r *request, ha
 	if !ok || err != nil {
 		return inv, ok, err
 	}
-	if inv.ParamsHash != hash || deref(inv.SessionID) != r.sessionID {
-		return inv, true, ErrIdempotencyMismatch
+	return inv, true, sameRequest(inv, &prepared{r: r, hash: hash})
+}
+
+// sameRequest is ErrIdempotencyMismatch when inv, which holds p's key, was
+// created by a request with other content or from another session.
+func sameRequest(inv invocation.Invocation, p *prepared) error {
+	if inv.ParamsHash != p.hash || deref(inv.SessionID) != p.r.sessionID {
+		return ErrIdempotencyMismatch
 	}
-	return inv, true, nil
+	return nil
 }
 
 // checkPendingCap takes a per-session transaction lock, so concurrent

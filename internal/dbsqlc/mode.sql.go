@@ -65,51 +65,6 @@ func (q *Queries) ModeList(ctx context.Context, db DBTX, arg ModeListParams) ([]
 	return items, nil
 }
 
-const modeListForCaller = `-- name: ModeListForCaller :many
-SELECT scope, source_id, action_id, mode FROM action_modes
-WHERE organization_id = $1
-  AND ((scope = 'org' AND scope_id = $1) OR (scope = 'automation' AND scope_id = $2::text))
-`
-
-type ModeListForCallerParams struct {
-	OrganizationID string
-	AutomationID   string
-}
-
-type ModeListForCallerRow struct {
-	Scope    string
-	SourceID string
-	ActionID string
-	Mode     string
-}
-
-// Every override that can apply to a caller: the org's, and its
-// automation's when it has one.
-func (q *Queries) ModeListForCaller(ctx context.Context, db DBTX, arg ModeListForCallerParams) ([]ModeListForCallerRow, error) {
-	rows, err := db.Query(ctx, modeListForCaller, arg.OrganizationID, arg.AutomationID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ModeListForCallerRow
-	for rows.Next() {
-		var i ModeListForCallerRow
-		if err := rows.Scan(
-			&i.Scope,
-			&i.SourceID,
-			&i.ActionID,
-			&i.Mode,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const modeUpsert = `-- name: ModeUpsert :exec
 INSERT INTO action_modes (organization_id, scope, scope_id, source_id, action_id, mode, updated_by)
 VALUES ($1, $2, $3, $4, $5, $6, $7)

@@ -11,10 +11,3 @@ INSERT INTO action_modes (organization_id, scope, scope_id, source_id, action_id
 VALUES (@organization_id, @scope, @scope_id, @source_id, @action_id, @mode, @updated_by)
 ON CONFLICT (organization_id, scope, scope_id, source_id, action_id)
 DO UPDATE SET mode = EXCLUDED.mode, updated_by = EXCLUDED.updated_by, updated_at = now();
-
--- name: ModeListForCaller :many
--- Every override that can apply to a caller: the org's, and its
--- automation's when it has one.
-SELECT scope, source_id, action_id, mode FROM action_modes
-WHERE organization_id = @organization_id
-  AND ((scope = 'org' AND scope_id = @organization_id) OR (scope = 'automation' AND scope_id = @automation_id::text));
