@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/httpsource"
 )
 
 // Action ids, as they appear in the catalog and in mode keys.
@@ -323,16 +324,16 @@ func (s *client) createIssue(ctx context.Context, p *CreateIssueParams, ec execu
 	if err != nil {
 		return executors.Result{}, fmt.Errorf("github: encoding create_issue body: %w", err)
 	}
-	ans, _, err := s.do(ctx, ec, &request{
-		method:   http.MethodPost,
-		segments: []string{"repos", p.Owner, p.Repo, "issues"},
-		body:     body,
-		subject:  "issues of " + p.RepoRef.String(),
+	ans, err := s.api.Do(ctx, ec, &httpsource.Request{
+		Method:   http.MethodPost,
+		Segments: []string{"repos", p.Owner, p.Repo, "issues"},
+		Body:     body,
+		Subject:  "issues of " + p.RepoRef.String(),
 	})
 	if err != nil {
 		return executors.Result{}, err
 	}
-	return issueResult(&p.RepoRef, ans, false)
+	return issueResult(&p.RepoRef, ans.Body, false)
 }
 
 // issueResult is the result of create_issue: the issue, referred to as
@@ -369,16 +370,16 @@ func (s *client) commentOnIssue(ctx context.Context, p *CommentOnIssueParams, ec
 	if err != nil {
 		return executors.Result{}, fmt.Errorf("github: encoding comment_on_issue body: %w", err)
 	}
-	ans, _, err := s.do(ctx, ec, &request{
-		method:   http.MethodPost,
-		segments: []string{"repos", p.Owner, p.Repo, "issues", strconv.Itoa(p.IssueNumber), "comments"},
-		body:     body,
-		subject:  subject,
+	ans, err := s.api.Do(ctx, ec, &httpsource.Request{
+		Method:   http.MethodPost,
+		Segments: []string{"repos", p.Owner, p.Repo, "issues", strconv.Itoa(p.IssueNumber), "comments"},
+		Body:     body,
+		Subject:  subject,
 	})
 	if err != nil {
 		return executors.Result{}, err
 	}
-	return commentResult(ans, false)
+	return commentResult(ans.Body, false)
 }
 
 // commentResult is the result of comment_on_issue: the comment, referred
@@ -399,48 +400,48 @@ func commentResult(comment json.RawMessage, conflict bool) (executors.Result, er
 }
 
 func (s *client) getIssue(ctx context.Context, p *issueNumberParams, ec executors.ExecContext) (executors.Result, error) {
-	ans, _, err := s.do(ctx, ec, &request{
-		method:   http.MethodGet,
-		segments: []string{"repos", p.Owner, p.Repo, "issues", strconv.Itoa(p.IssueNumber)},
-		subject:  fmt.Sprintf("issue #%d of %s", p.IssueNumber, &p.RepoRef),
+	ans, err := s.api.Do(ctx, ec, &httpsource.Request{
+		Method:   http.MethodGet,
+		Segments: []string{"repos", p.Owner, p.Repo, "issues", strconv.Itoa(p.IssueNumber)},
+		Subject:  fmt.Sprintf("issue #%d of %s", p.IssueNumber, &p.RepoRef),
 	})
 	if err != nil {
 		return executors.Result{}, err
 	}
-	return executors.Result{Data: ans}, nil
+	return executors.Result{Data: ans.Body}, nil
 }
 
 func (s *client) getPullRequest(ctx context.Context, p *pullNumberParams, ec executors.ExecContext) (executors.Result, error) {
-	ans, _, err := s.do(ctx, ec, &request{
-		method:   http.MethodGet,
-		segments: []string{"repos", p.Owner, p.Repo, "pulls", strconv.Itoa(p.PullNumber)},
-		subject:  fmt.Sprintf("pull request #%d of %s", p.PullNumber, &p.RepoRef),
+	ans, err := s.api.Do(ctx, ec, &httpsource.Request{
+		Method:   http.MethodGet,
+		Segments: []string{"repos", p.Owner, p.Repo, "pulls", strconv.Itoa(p.PullNumber)},
+		Subject:  fmt.Sprintf("pull request #%d of %s", p.PullNumber, &p.RepoRef),
 	})
 	if err != nil {
 		return executors.Result{}, err
 	}
-	return executors.Result{Data: ans}, nil
+	return executors.Result{Data: ans.Body}, nil
 }
 
 func (s *client) listPullRequests(ctx context.Context, p *ListPullRequestsParams, ec executors.ExecContext) (executors.Result, error) {
-	ans, header, err := s.do(ctx, ec, &request{
-		method:   http.MethodGet,
-		segments: []string{"repos", p.Owner, p.Repo, "pulls"},
-		query:    p.query(),
-		subject:  "pull requests of " + p.RepoRef.String(),
+	ans, err := s.api.Do(ctx, ec, &httpsource.Request{
+		Method:   http.MethodGet,
+		Segments: []string{"repos", p.Owner, p.Repo, "pulls"},
+		Query:    p.query(),
+		Subject:  "pull requests of " + p.RepoRef.String(),
 	})
 	if err != nil {
 		return executors.Result{}, err
 	}
 	var pulls []pullAnswer
-	if err := json.Unmarshal(ans, &pulls); err != nil {
+	if err := json.Unmarshal(ans.Body, &pulls); err != nil {
 		return executors.Result{}, &executors.Error{
 			Code:      "invalid_response",
 			Message:   "GitHub answered list_pull_requests with something other than a list of pull requests",
 			Retryable: true,
 		}
 	}
-	data := listPullRequestsData{PullRequests: make([]pullSummary, 0, len(pulls)), NextPage: nextPage(header)}
+	data := listPullRequestsData{PullRequests: make([]pullSummary, 0, len(pulls)), NextPage: nextPage(ans.Header)}
 	for i := range pulls {
 		data.PullRequests = append(data.PullRequests, pulls[i].summary())
 	}

@@ -81,9 +81,10 @@ func (c *Config) validate() error {
 // holds configuration only, so one client serves every organization and is
 // safe for concurrent use.
 type client struct {
-	baseURL string
-	http    *http.Client
-	now     func() time.Time
+	// api sends the calls to GitHub's REST API.
+	api *httpsource.REST
+	// now is the clock rate-limit resets are measured against.
+	now func() time.Time
 }
 
 // connect checks cfg, filled with its defaults, and returns the client of
@@ -93,7 +94,23 @@ func connect(cfg *Config) (*client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &client{baseURL: cfg.BaseURL, http: cfg.HTTPClient, now: cfg.Now}, nil
+	c := &client{now: cfg.Now}
+	c.api = &httpsource.REST{
+		Provider: "GitHub",
+		Source:   SourceID,
+		BaseURL:  cfg.BaseURL,
+		HTTP:     cfg.HTTPClient,
+		Header: map[string]string{
+			"Accept":               "application/vnd.github+json",
+			"X-GitHub-Api-Version": apiVersion,
+			"User-Agent":           userAgent,
+		},
+		MaxBytes: maxResponseBytes,
+		// A method value: telling GitHub's rate limits apart needs the
+		// client's clock.
+		StatusError: c.statusError,
+	}
+	return c, nil
 }
 
 // New returns the GitHub source (Provider's) on cfg. A nil cfg uses the

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/httpsource"
 )
 
 const (
@@ -165,12 +166,12 @@ func (s *client) findComment(ctx context.Context, ec executors.ExecContext, repo
 
 // page reads one page of a list.
 func (s *client) page(ctx context.Context, ec executors.ExecContext, segments []string, query url.Values, subject string) ([]json.RawMessage, error) {
-	ans, _, err := s.do(ctx, ec, &request{method: http.MethodGet, segments: segments, query: query, subject: subject})
+	ans, err := s.api.Do(ctx, ec, &httpsource.Request{Method: http.MethodGet, Segments: segments, Query: query, Subject: subject})
 	if err != nil {
 		return nil, err
 	}
 	var items []json.RawMessage
-	if err := json.Unmarshal(ans, &items); err != nil {
+	if err := json.Unmarshal(ans.Body, &items); err != nil {
 		return nil, &executors.Error{
 			Code:      "invalid_response",
 			Message:   "GitHub answered a list of " + subject + " with something other than a list",

@@ -1,12 +1,8 @@
 package github
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -37,96 +33,6 @@ const (
 	// park an invocation for days. GitHub's primary limit resets hourly.
 	maxRetryAfter = time.Hour
 )
-
-// request is one call to GitHub's REST API.
-type request struct {
-	method string
-	// segments are the path below the base URL, unescaped; each is escaped
-	// on its own.
-	segments []string
-	query    url.Values
-	// body is sent as JSON when non-nil.
-	body []byte
-	// subject names what the call is about, e.g. `issue #12 of acme/web`,
-	// for error messages.
-	subject string
-}
-
-// do sends r and classifies the outcome. On success the answer is valid
-// JSON of at most maxResponseBytes.
-func (s *client) do(ctx context.Context, ec executors.ExecContext, r *request) (json.RawMessage, http.Header, error) {
-	if ec.Token == "" {
-		return nil, nil, &executors.Error{
-			Code:    "not_authed",
-			Message: "no GitHub token is available; connect GitHub first",
-		}
-	}
-
-	var body io.Reader
-	if r.body != nil {
-		body = bytes.NewReader(r.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, r.method, s.endpoint(r), body)
-	if err != nil {
-		return nil, nil, fmt.Errorf("github: building request: %w", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+ec.Token)
-	req.Header.Set("Accept", "application/vnd.github+json")
-	req.Header.Set("X-GitHub-Api-Version", apiVersion)
-	req.Header.Set("User-Agent", userAgent)
-	if r.body != nil {
-		req.Header.Set("Content-Type", "application/json")
-		if ec.IdempotencyKey != "" {
-			// GitHub ignores the key; it identifies the call in proxies'
-			// logs. The marker in the body is what makes creates idempotent.
-			req.Header.Set(httpsource.IdempotencyKeyHeader, ec.IdempotencyKey)
-		}
-	}
-
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return nil, nil, httpsource.TransportError(ctx, "GitHub", err)
-	}
-	defer httpsource.CloseBody(resp.Body, maxResponseBytes)
-
-	raw, readErr := httpsource.ReadBody(resp.Body, maxResponseBytes)
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, nil, s.statusError(resp, raw, r.subject, ec.Token)
-	}
-	if errors.Is(readErr, httpsource.ErrTooLarge) {
-		return nil, nil, &executors.Error{
-			Code:    "response_too_large",
-			Message: fmt.Sprintf("GitHub's answer about %s is larger than %d bytes", r.subject, maxResponseBytes),
-		}
-	}
-	if readErr != nil {
-		return nil, nil, httpsource.TransportError(ctx, "GitHub", readErr)
-	}
-	if !json.Valid(raw) {
-		return nil, nil, &executors.Error{
-			Code:      "invalid_response",
-			Message:   fmt.Sprintf("GitHub answered HTTP %d with a body that is not JSON", resp.StatusCode),
-			Retryable: true,
-		}
-	}
-	return json.RawMessage(raw), resp.Header, nil
-}
-
-// endpoint is the URL of r: the base URL, each segment escaped on its own
-// so a "/" or "?" in a name cannot change the endpoint, and the query.
-func (s *client) endpoint(r *request) string {
-	var b strings.Builder
-	b.WriteString(s.baseURL)
-	for _, seg := range r.segments {
-		b.WriteByte('/')
-		b.WriteString(url.PathEscape(seg))
-	}
-	if len(r.query) > 0 {
-		b.WriteByte('?')
-		b.WriteString(r.query.Encode())
-	}
-	return b.String()
-}
 
 // statuses words GitHub's refusals other than its rate limits.
 var statuses = httpsource.Statuses{

@@ -10,6 +10,7 @@ import (
 	"net/url"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/httpsource"
 )
 
 // Action ids, as they appear in the catalog and in mode keys.
@@ -175,23 +176,23 @@ func (s *client) listIssues(ctx context.Context, p *ListIssuesParams, ec executo
 		query.Set("cursor", p.Cursor)
 	}
 
-	ans, err := s.do(ctx, ec, &request{
-		method:   http.MethodGet,
-		segments: []string{"projects", p.OrganizationSlug, p.ProjectSlug, "issues"},
-		query:    query,
-		subject:  fmt.Sprintf("project %q in organization %q", p.ProjectSlug, p.OrganizationSlug),
+	ans, err := s.api.Do(ctx, ec, &httpsource.Request{
+		Method:   http.MethodGet,
+		Segments: []string{"projects", p.OrganizationSlug, p.ProjectSlug, "issues"},
+		Query:    query,
+		Subject:  fmt.Sprintf("project %q in organization %q", p.ProjectSlug, p.OrganizationSlug),
 	})
 	if err != nil {
 		return executors.Result{}, err
 	}
-	if !isJSONArray(ans.body) {
+	if !isJSONArray(ans.Body) {
 		return executors.Result{}, &executors.Error{
 			Code:      "invalid_response",
 			Message:   "Sentry answered list_issues with something other than a list of issues",
 			Retryable: true,
 		}
 	}
-	data, err := json.Marshal(listIssuesData{Issues: ans.body, NextCursor: nextCursor(ans.header)})
+	data, err := json.Marshal(listIssuesData{Issues: ans.Body, NextCursor: nextCursor(ans.Header)})
 	if err != nil {
 		return executors.Result{}, fmt.Errorf("sentry: encoding list_issues result: %w", err)
 	}
@@ -199,39 +200,39 @@ func (s *client) listIssues(ctx context.Context, p *ListIssuesParams, ec executo
 }
 
 func (s *client) getIssue(ctx context.Context, p *IssueParams, ec executors.ExecContext) (executors.Result, error) {
-	ans, err := s.do(ctx, ec, &request{
-		method:   http.MethodGet,
-		segments: issuePath(p.OrganizationSlug, p.IssueID),
-		subject:  issueSubject(p.OrganizationSlug, p.IssueID),
+	ans, err := s.api.Do(ctx, ec, &httpsource.Request{
+		Method:   http.MethodGet,
+		Segments: issuePath(p.OrganizationSlug, p.IssueID),
+		Subject:  issueSubject(p.OrganizationSlug, p.IssueID),
 	})
 	if err != nil {
 		return executors.Result{}, err
 	}
-	return executors.Result{Data: ans.body}, nil
+	return executors.Result{Data: ans.Body}, nil
 }
 
 func (s *client) listIssueEvents(ctx context.Context, p *IssueParams, ec executors.ExecContext) (executors.Result, error) {
-	ans, err := s.do(ctx, ec, &request{
-		method:   http.MethodGet,
-		segments: issuePath(p.OrganizationSlug, p.IssueID, "events"),
-		subject:  issueSubject(p.OrganizationSlug, p.IssueID),
+	ans, err := s.api.Do(ctx, ec, &httpsource.Request{
+		Method:   http.MethodGet,
+		Segments: issuePath(p.OrganizationSlug, p.IssueID, "events"),
+		Subject:  issueSubject(p.OrganizationSlug, p.IssueID),
 	})
 	if err != nil {
 		return executors.Result{}, err
 	}
-	return executors.Result{Data: ans.body}, nil
+	return executors.Result{Data: ans.Body}, nil
 }
 
 func (s *client) getEvent(ctx context.Context, p *GetEventParams, ec executors.ExecContext) (executors.Result, error) {
-	ans, err := s.do(ctx, ec, &request{
-		method:   http.MethodGet,
-		segments: issuePath(p.OrganizationSlug, p.IssueID, "events", p.EventID),
-		subject:  fmt.Sprintf("event %q of %s", p.EventID, issueSubject(p.OrganizationSlug, p.IssueID)),
+	ans, err := s.api.Do(ctx, ec, &httpsource.Request{
+		Method:   http.MethodGet,
+		Segments: issuePath(p.OrganizationSlug, p.IssueID, "events", p.EventID),
+		Subject:  fmt.Sprintf("event %q of %s", p.EventID, issueSubject(p.OrganizationSlug, p.IssueID)),
 	})
 	if err != nil {
 		return executors.Result{}, err
 	}
-	return executors.Result{Data: ans.body}, nil
+	return executors.Result{Data: ans.Body}, nil
 }
 
 func (s *client) updateIssue(ctx context.Context, p *UpdateIssueParams, ec executors.ExecContext) (executors.Result, error) {
@@ -239,17 +240,17 @@ func (s *client) updateIssue(ctx context.Context, p *UpdateIssueParams, ec execu
 	if err != nil {
 		return executors.Result{}, fmt.Errorf("sentry: encoding update_issue body: %w", err)
 	}
-	ans, err := s.do(ctx, ec, &request{
-		method:     http.MethodPut,
-		segments:   issuePath(p.OrganizationSlug, p.IssueID),
-		body:       body,
-		subject:    issueSubject(p.OrganizationSlug, p.IssueID),
-		allowEmpty: true,
+	ans, err := s.api.Do(ctx, ec, &httpsource.Request{
+		Method:     http.MethodPut,
+		Segments:   issuePath(p.OrganizationSlug, p.IssueID),
+		Body:       body,
+		Subject:    issueSubject(p.OrganizationSlug, p.IssueID),
+		AllowEmpty: true,
 	})
 	if err != nil {
 		return executors.Result{}, err
 	}
-	return executors.Result{Data: ans.body, ProviderRef: p.IssueID}, nil
+	return executors.Result{Data: ans.Body, ProviderRef: p.IssueID}, nil
 }
 
 // issuePath is the path of an issue, or of something under it. Sentry has

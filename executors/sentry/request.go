@@ -2,14 +2,9 @@ package sentry
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -32,109 +27,6 @@ const (
 	// an invocation for days.
 	maxRetryAfter = time.Hour
 )
-
-// request is one call to Sentry's REST API.
-type request struct {
-	method string
-	// segments are the path below the base URL, unescaped; each is escaped
-	// on its own and the path gets Sentry's trailing slash.
-	segments []string
-	query    url.Values
-	// body is sent as JSON when non-nil; its presence also marks the call
-	// as a write, which carries the idempotency key.
-	body []byte
-	// subject names what the call is about, e.g. `issue "123"`, for error
-	// messages.
-	subject string
-	// allowEmpty accepts a 2xx answer with no body, which Sentry may send
-	// for a write.
-	allowEmpty bool
-}
-
-// answer is a successful response: its JSON body and its headers.
-type answer struct {
-	body   json.RawMessage
-	header http.Header
-}
-
-// do sends r and classifies the outcome. On success the body is valid JSON
-// of at most maxResponseBytes.
-func (s *client) do(ctx context.Context, ec executors.ExecContext, r *request) (*answer, error) {
-	if ec.Token == "" {
-		return nil, &executors.Error{
-			Code:    "not_authed",
-			Message: "no Sentry token is available; connect Sentry first",
-		}
-	}
-
-	var body io.Reader
-	if r.body != nil {
-		body = bytes.NewReader(r.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, r.method, s.endpoint(r), body)
-	if err != nil {
-		return nil, fmt.Errorf("sentry: building request: %w", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+ec.Token)
-	req.Header.Set("Accept", "application/json")
-	if r.body != nil {
-		req.Header.Set("Content-Type", "application/json")
-		if ec.IdempotencyKey != "" {
-			// Sentry ignores the key.
-			req.Header.Set(httpsource.IdempotencyKeyHeader, ec.IdempotencyKey)
-		}
-	}
-
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return nil, httpsource.TransportError(ctx, "Sentry", err)
-	}
-	defer httpsource.CloseBody(resp.Body, maxResponseBytes)
-
-	raw, readErr := httpsource.ReadBody(resp.Body, maxResponseBytes)
-
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, statusError(resp, raw, r.subject, ec.Token)
-	}
-	if errors.Is(readErr, httpsource.ErrTooLarge) {
-		return nil, &executors.Error{
-			Code:    "response_too_large",
-			Message: fmt.Sprintf("Sentry's answer about %s is larger than %d bytes", r.subject, maxResponseBytes),
-		}
-	}
-	if readErr != nil {
-		return nil, httpsource.TransportError(ctx, "Sentry", readErr)
-	}
-	if r.allowEmpty && len(bytes.TrimSpace(raw)) == 0 {
-		raw = []byte("{}")
-	}
-	if !json.Valid(raw) {
-		return nil, &executors.Error{
-			Code:      "invalid_response",
-			Message:   fmt.Sprintf("Sentry answered HTTP %d with a body that is not JSON", resp.StatusCode),
-			Retryable: true,
-		}
-	}
-	return &answer{body: json.RawMessage(raw), header: resp.Header}, nil
-}
-
-// endpoint is the URL of r: the base URL, each segment escaped on its own
-// so a "/" or "?" in an id cannot change the endpoint, a trailing slash as
-// Sentry's routes expect, and the query.
-func (s *client) endpoint(r *request) string {
-	var b strings.Builder
-	b.WriteString(s.baseURL)
-	for _, seg := range r.segments {
-		b.WriteByte('/')
-		b.WriteString(url.PathEscape(seg))
-	}
-	b.WriteByte('/')
-	if len(r.query) > 0 {
-		b.WriteByte('?')
-		b.WriteString(r.query.Encode())
-	}
-	return b.String()
-}
 
 // statuses words Sentry's refusals.
 var statuses = httpsource.Statuses{

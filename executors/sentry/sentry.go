@@ -64,8 +64,8 @@ func (c *Config) validate() error {
 // holds configuration only, so one client serves every organization and is
 // safe for concurrent use.
 type client struct {
-	baseURL string
-	http    *http.Client
+	// api sends the calls to Sentry's REST API.
+	api *httpsource.REST
 }
 
 // connect checks cfg, filled with its defaults, and returns the client of
@@ -75,7 +75,16 @@ func connect(cfg *Config) (*client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &client{baseURL: cfg.BaseURL, http: cfg.HTTPClient}, nil
+	return &client{api: &httpsource.REST{
+		Provider: "Sentry",
+		Source:   SourceID,
+		BaseURL:  cfg.BaseURL,
+		// Sentry's routes end with a slash.
+		TrailingSlash: true,
+		HTTP:          cfg.HTTPClient,
+		MaxBytes:      maxResponseBytes,
+		StatusError:   statusError,
+	}}, nil
 }
 
 // New returns the Sentry source (Provider's) on cfg. A nil cfg uses the
