@@ -1,8 +1,9 @@
-// Small shared pieces: formatting, the params form, status badges and
-// the event bus the live stream feeds.
+// Small shared pieces: formatting, the params form, status badges, the
+// pages' building blocks (headings, fields, tables, pager) and the event
+// bus the live stream feeds.
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { ApiError, type JSONSchema, type StreamMessage } from "./api";
+import { ApiError, type Invocation, type JSONSchema, type StreamMessage } from "./api";
 
 export const REDACTED = "[REDACTED]";
 
@@ -70,6 +71,194 @@ export function Alert({ kind, children }: { kind: "error" | "info" | "ok"; child
     <div class={"alert alert-" + kind} role={kind === "error" ? "alert" : "status"}>
       {children}
     </div>
+  );
+}
+
+/** ErrorAlert shows error in an alert, nothing when it is empty. */
+export function ErrorAlert({ error }: { error: string }) {
+  return error ? <Alert kind="error">{error}</Alert> : null;
+}
+
+/** Flash announces a success message in a polite live region. */
+export function Flash({ message, class: cls }: { message: string; class?: string }) {
+  return (
+    <div aria-live="polite" class={cls}>
+      {message ? <Alert kind="ok">{message}</Alert> : null}
+    </div>
+  );
+}
+
+export function Loading() {
+  return <p>Loading…</p>;
+}
+
+export function Empty({ children }: { children: ComponentChildren }) {
+  return <p class="empty">{children}</p>;
+}
+
+/** Title is a page's h1, which takes the focus on navigation. */
+export function Title({ id, children }: { id: string; children: ComponentChildren }) {
+  return (
+    <h1 id={id} tabIndex={-1}>
+      {children}
+    </h1>
+  );
+}
+
+/**
+ * PageHead is a page's title in a row with what follows it (badges,
+ * buttons), under a link back to the list the page belongs to.
+ */
+export function PageHead({ id, title, back, children }: { id: string; title: ComponentChildren; back?: { href: string; label: string }; children?: ComponentChildren }) {
+  return (
+    <>
+      {back ? (
+        <p>
+          <a href={back.href}>{"← " + back.label}</a>
+        </p>
+      ) : null}
+      <div class="page-head">
+        <Title id={id}>{title}</Title>
+        {children}
+      </div>
+    </>
+  );
+}
+
+/** Card is a titled section of a page. */
+export function Card({ id, title, children }: { id: string; title: ComponentChildren; children: ComponentChildren }) {
+  return (
+    <section class="card" aria-labelledby={id}>
+      <h2 id={id}>{title}</h2>
+      {children}
+    </section>
+  );
+}
+
+/** FormField is a labelled form control. */
+export function FormField({ id, label, children }: { id: string; label: string; children: ComponentChildren }) {
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      {children}
+    </div>
+  );
+}
+
+type InputProps = { id: string; value: string; onValue: (value: string) => void; type?: string; placeholder?: string; required?: boolean };
+
+export function InputField({ label, onValue, ...input }: InputProps & { label: string }) {
+  return (
+    <FormField id={input.id} label={label}>
+      <input {...input} onInput={(e) => onValue(e.currentTarget.value)} />
+    </FormField>
+  );
+}
+
+type SelectProps = { id: string; value: string; options: string[]; optionLabel?: (option: string) => string; onValue: (value: string) => void };
+
+/** Select offers options, each shown as optionLabel words it (as itself by default). */
+export function Select({ id, value, options, optionLabel = (o) => o, onValue }: SelectProps) {
+  return (
+    <select id={id} value={value} onChange={(e) => onValue(e.currentTarget.value)}>
+      {options.map((o) => (
+        <option key={o} value={o}>
+          {optionLabel(o)}
+        </option>
+      ))}
+    </select>
+  );
+}
+
+export function SelectField({ label, ...select }: SelectProps & { label: string }) {
+  return (
+    <FormField id={select.id} label={label}>
+      <Select {...select} />
+    </FormField>
+  );
+}
+
+/**
+ * DataTable is a scrollable table with a column header per entry of
+ * columns, then, with actions, one for the rows' buttons; children are
+ * the body's rows.
+ */
+export function DataTable({ caption, columns, actions, children }: { caption?: string; columns: ComponentChildren[]; actions?: boolean; children: ComponentChildren }) {
+  return (
+    <div class="table-wrap">
+      <table>
+        {caption !== undefined ? <caption>{caption}</caption> : null}
+        <thead>
+          <tr>
+            {columns.map((c, i) => (
+              <th scope="col" key={i}>
+                {c}
+              </th>
+            ))}
+            {actions ? (
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            ) : null}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}
+
+/** count words a number of things: "1 invocation", "2 invocations". */
+export function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
+/** Pager moves a list by pageSize, newest first. */
+export function Pager({ offset, total, pageSize, onOffset }: { offset: number; total: number; pageSize: number; onOffset: (offset: number) => void }) {
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button disabled={offset === 0} onClick={() => onOffset(Math.max(0, offset - pageSize))}>
+        Newer
+      </button>
+      <span>
+        {total === 0 ? 0 : offset + 1}–{Math.min(offset + pageSize, total)} of {total}
+      </span>
+      <button disabled={offset + pageSize >= total} onClick={() => onOffset(offset + pageSize)}>
+        Older
+      </button>
+    </nav>
+  );
+}
+
+/** ModeFrom is a mode and where it came from. */
+export function ModeFrom({ mode, source }: { mode: string; source: string }) {
+  return (
+    <>
+      {mode} <span class="muted">from {source}</span>
+    </>
+  );
+}
+
+/** Asker names who asked for an invocation: its automation, session or requester. */
+export function Asker({ inv }: { inv: Invocation }) {
+  if (inv.automation_id) return <span>automation <strong>{inv.automation_id}</strong></span>;
+  if (inv.session_id) return <span>session <strong>{inv.session_id}</strong></span>;
+  return <span>{inv.requested_by}</span>;
+}
+
+/** AskerFacts are an invocation's "Asked by" and "Mode" entries in a facts list. */
+export function AskerFacts({ inv }: { inv: Invocation }) {
+  return (
+    <>
+      <dt>Asked by</dt>
+      <dd>
+        <Asker inv={inv} /> <span class="muted">({inv.requested_by})</span>
+      </dd>
+      <dt>Mode</dt>
+      <dd>
+        <ModeFrom mode={inv.mode} source={inv.mode_source} />
+      </dd>
+    </>
   );
 }
 

@@ -3,8 +3,29 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type Invocation, type ListFilter, type TimelineEvent } from "../api";
 import type { Session } from "../main";
-import { Alert, Json, ParamsForm, Risk, Status, errorText, fmtTime, useStream } from "../ui";
-import { Asker, Decision, useCatalog } from "./inbox";
+import {
+  Alert,
+  Asker,
+  AskerFacts,
+  DataTable,
+  ErrorAlert,
+  Flash,
+  InputField,
+  Json,
+  Loading,
+  PageHead,
+  Pager,
+  ParamsForm,
+  Risk,
+  SelectField,
+  Status,
+  Title,
+  count,
+  errorText,
+  fmtTime,
+  useStream,
+} from "../ui";
+import { Decision, useCatalog } from "./inbox";
 
 const statuses = ["", "pending", "approved", "executing", "completed", "failed", "denied", "expired", "skipped", "cancelled"];
 const pageSize = 25;
@@ -31,12 +52,10 @@ export function Activity(_: { session: Session }) {
       .catch((e) => setError(errorText(e)));
   }, [filter, offset]);
 
-  const set = (k: keyof typeof form) => (e: Event) => setForm({ ...form, [k]: (e.currentTarget as HTMLInputElement).value });
+  const set = (k: keyof typeof form) => (value: string) => setForm({ ...form, [k]: value });
   return (
     <section aria-labelledby="activity-h">
-      <h1 id="activity-h" tabIndex={-1}>
-        Activity
-      </h1>
+      <Title id="activity-h">Activity</Title>
       <form
         class="filters"
         aria-label="Filters"
@@ -53,93 +72,43 @@ export function Activity(_: { session: Session }) {
           });
         }}
       >
-        <div class="field">
-          <label for="f-status">Status</label>
-          <select id="f-status" value={form.status} onChange={set("status")}>
-            {statuses.map((s) => (
-              <option key={s} value={s}>
-                {s || "any"}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div class="field">
-          <label for="f-source">Source</label>
-          <input id="f-source" value={form.source} onInput={set("source")} placeholder="slack" />
-        </div>
-        <div class="field">
-          <label for="f-session">Session</label>
-          <input id="f-session" value={form.session_id} onInput={set("session_id")} />
-        </div>
-        <div class="field">
-          <label for="f-automation">Automation</label>
-          <input id="f-automation" value={form.automation_id} onInput={set("automation_id")} />
-        </div>
-        <div class="field">
-          <label for="f-from">Created from</label>
-          <input id="f-from" type="datetime-local" value={form.from} onInput={set("from")} />
-        </div>
-        <div class="field">
-          <label for="f-to">Created before</label>
-          <input id="f-to" type="datetime-local" value={form.to} onInput={set("to")} />
-        </div>
+        <SelectField id="f-status" label="Status" value={form.status} options={statuses} optionLabel={(s) => s || "any"} onValue={set("status")} />
+        <InputField id="f-source" label="Source" value={form.source} onValue={set("source")} placeholder="slack" />
+        <InputField id="f-session" label="Session" value={form.session_id} onValue={set("session_id")} />
+        <InputField id="f-automation" label="Automation" value={form.automation_id} onValue={set("automation_id")} />
+        <InputField id="f-from" label="Created from" type="datetime-local" value={form.from} onValue={set("from")} />
+        <InputField id="f-to" label="Created before" type="datetime-local" value={form.to} onValue={set("to")} />
         <div class="buttons">
           <button type="submit" class="primary">
             Apply filters
           </button>
         </div>
       </form>
-      {error ? <Alert kind="error">{error}</Alert> : null}
+      <ErrorAlert error={error} />
       {data ? (
         <>
-          <div class="table-wrap">
-            <table>
-              <caption>
-                {data.total} invocation{data.total === 1 ? "" : "s"}
-              </caption>
-              <thead>
-                <tr>
-                  <th scope="col">Action</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Risk</th>
-                  <th scope="col">Asked by</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.invocations.map((inv) => (
-                  <tr key={inv.id}>
-                    <td>
-                      <a href={"#/invocations/" + inv.id}>
-                        {inv.integration}.{inv.action}
-                      </a>
-                    </td>
-                    <td>
-                      <Status status={inv.status} />
-                    </td>
-                    <td>
-                      <Risk risk={inv.risk_level} />
-                    </td>
-                    <td>
-                      <Asker inv={inv} />
-                    </td>
-                    <td>{fmtTime(inv.created_at)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <nav class="pager" aria-label="Pages">
-            <button disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - pageSize))}>
-              Newer
-            </button>
-            <span>
-              {data.total === 0 ? 0 : offset + 1}–{Math.min(offset + pageSize, data.total)} of {data.total}
-            </span>
-            <button disabled={offset + pageSize >= data.total} onClick={() => setOffset(offset + pageSize)}>
-              Older
-            </button>
-          </nav>
+          <DataTable caption={count(data.total, "invocation")} columns={["Action", "Status", "Risk", "Asked by", "Created"]}>
+            {data.invocations.map((inv) => (
+              <tr key={inv.id}>
+                <td>
+                  <a href={"#/invocations/" + inv.id}>
+                    {inv.integration}.{inv.action}
+                  </a>
+                </td>
+                <td>
+                  <Status status={inv.status} />
+                </td>
+                <td>
+                  <Risk risk={inv.risk_level} />
+                </td>
+                <td>
+                  <Asker inv={inv} />
+                </td>
+                <td>{fmtTime(inv.created_at)}</td>
+              </tr>
+            ))}
+          </DataTable>
+          <Pager offset={offset} total={data.total} pageSize={pageSize} onOffset={setOffset} />
         </>
       ) : null}
     </section>
@@ -177,22 +146,16 @@ export function InvocationPage({ id, session }: { id: string; session: Session }
     return () => clearTimeout(t);
   }, [inv]);
 
-  if (error) return <Alert kind="error">{error}</Alert>;
-  if (!inv) return <p>Loading…</p>;
+  if (error) return <ErrorAlert error={error} />;
+  if (!inv) return <Loading />;
   const schema = catalog.get(inv.integration + "." + inv.action);
   return (
     <section aria-labelledby="inv-h">
-      <p>
-        <a href="#/activity">← Activity</a>
-      </p>
-      <div class="page-head">
-        <h1 id="inv-h" tabIndex={-1}>
-          {inv.integration}.{inv.action}
-        </h1>
+      <PageHead id="inv-h" back={{ href: "#/activity", label: "Activity" }} title={`${inv.integration}.${inv.action}`}>
         <Status status={inv.status} />
         <Risk risk={inv.risk_level} />
-      </div>
-      <div aria-live="polite">{flash ? <Alert kind="ok">{flash}</Alert> : null}</div>
+      </PageHead>
+      <Flash message={flash} />
       <div class="two-col">
         <div>
           <h2>Details</h2>
@@ -201,14 +164,7 @@ export function InvocationPage({ id, session }: { id: string; session: Session }
             <dd>
               <code>{inv.id}</code>
             </dd>
-            <dt>Asked by</dt>
-            <dd>
-              <Asker inv={inv} /> <span class="muted">({inv.requested_by})</span>
-            </dd>
-            <dt>Mode</dt>
-            <dd>
-              {inv.mode} <span class="muted">from {inv.mode_source}</span>
-            </dd>
+            <AskerFacts inv={inv} />
             {inv.approved_by ? (
               <>
                 <dt>Approved by</dt>

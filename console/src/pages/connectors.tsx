@@ -2,7 +2,7 @@
 // review (risk, reviewed mode, drift); confirming stores {mode, hash}.
 import { useEffect, useState } from "preact/hooks";
 import { api, type Connector, type ConnectorDiagnosis, type ToolReview } from "../api";
-import { Alert, Risk, errorText } from "../ui";
+import { Alert, DataTable, Empty, ErrorAlert, Flash, Loading, PageHead, Risk, Select, Title, errorText } from "../ui";
 
 const modes = ["allow", "require_approval", "deny"];
 
@@ -18,11 +18,9 @@ export function Connectors() {
   }, []);
   return (
     <section aria-labelledby="con-h">
-      <h1 id="con-h" tabIndex={-1}>
-        Connectors
-      </h1>
-      {error ? <Alert kind="error">{error}</Alert> : null}
-      {list && list.length === 0 ? <p class="empty">No MCP connectors. Add one with POST /v1/connectors.</p> : null}
+      <Title id="con-h">Connectors</Title>
+      <ErrorAlert error={error} />
+      {list && list.length === 0 ? <Empty>No MCP connectors. Add one with POST /v1/connectors.</Empty> : null}
       <ul class="cards">
         {list?.map((c) => {
           const d = diag[c.id];
@@ -107,81 +105,53 @@ export function ConnectorPage({ id }: { id: string }) {
       setError(errorText(e));
     }
   };
-  if (error && !tools) return <Alert kind="error">{error}</Alert>;
-  if (!tools || !conn) return <p>Loading…</p>;
+  if (error && !tools) return <ErrorAlert error={error} />;
+  if (!tools || !conn) return <Loading />;
   const drifted = tools.filter((t) => t.drifted).length;
   return (
     <section aria-labelledby="conp-h">
-      <p>
-        <a href="#/connectors">← Connectors</a>
-      </p>
-      <div class="page-head">
-        <h1 id="conp-h" tabIndex={-1}>
-          {conn.name}: tool review
-        </h1>
+      <PageHead id="conp-h" back={{ href: "#/connectors", label: "Connectors" }} title={conn.name + ": tool review"}>
         {drifted ? <span class="badge drift">{drifted} drifted</span> : null}
-      </div>
+      </PageHead>
       <p class="muted">
         Confirming a mode stores it with the tool's current definition hash. A tool whose definition changed since has drifted: a reviewed allow runs as
         require_approval until it is confirmed again.
       </p>
-      <div aria-live="polite">{flash ? <Alert kind="ok">{flash}</Alert> : null}</div>
-      {error ? <Alert kind="error">{error}</Alert> : null}
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Tool</th>
-              <th scope="col">Risk</th>
-              <th scope="col">Effective mode</th>
-              <th scope="col">Reviewed</th>
-              <th scope="col">Mode to confirm</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {tools.map((t) => (
-              <tr key={t.name} data-tool={t.name} class={t.drifted ? "drifted" : ""}>
-                <th scope="row">
-                  {t.name}
-                  {t.drifted ? (
-                    <span class="badge drift" title="The definition changed since it was reviewed">
-                      drifted
-                    </span>
-                  ) : null}
-                  <div class="muted small">{t.description}</div>
-                </th>
-                <td>
-                  <Risk risk={t.risk_level} />
-                </td>
-                <td>
-                  {t.mode} <div class="muted small">{t.mode_source}</div>
-                </td>
-                <td>{t.reviewed_mode ?? <span class="muted">not reviewed</span>}</td>
-                <td>
-                  <label class="sr-only" for={"mode-" + t.name}>
-                    Mode for {t.name}
-                  </label>
-                  <select id={"mode-" + t.name} value={choice[t.name]} onChange={(e) => setChoice({ ...choice, [t.name]: e.currentTarget.value })}>
-                    {modes.map((m) => (
-                      <option key={m} value={m}>
-                        {m}
-                      </option>
-                    ))}
-                  </select>
-                </td>
-                <td>
-                  <button onClick={() => confirm([t.name])} aria-label={"Confirm " + t.name}>
-                    Confirm
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Flash message={flash} />
+      <ErrorAlert error={error} />
+      <DataTable columns={["Tool", "Risk", "Effective mode", "Reviewed", "Mode to confirm"]} actions>
+        {tools.map((t) => (
+          <tr key={t.name} data-tool={t.name} class={t.drifted ? "drifted" : ""}>
+            <th scope="row">
+              {t.name}
+              {t.drifted ? (
+                <span class="badge drift" title="The definition changed since it was reviewed">
+                  drifted
+                </span>
+              ) : null}
+              <div class="muted small">{t.description}</div>
+            </th>
+            <td>
+              <Risk risk={t.risk_level} />
+            </td>
+            <td>
+              {t.mode} <div class="muted small">{t.mode_source}</div>
+            </td>
+            <td>{t.reviewed_mode ?? <span class="muted">not reviewed</span>}</td>
+            <td>
+              <label class="sr-only" for={"mode-" + t.name}>
+                Mode for {t.name}
+              </label>
+              <Select id={"mode-" + t.name} value={choice[t.name]} options={modes} onValue={(v) => setChoice({ ...choice, [t.name]: v })} />
+            </td>
+            <td>
+              <button onClick={() => confirm([t.name])} aria-label={"Confirm " + t.name}>
+                Confirm
+              </button>
+            </td>
+          </tr>
+        ))}
+      </DataTable>
       {tools.length > 1 ? (
         <div class="buttons">
           <button class="primary" onClick={() => confirm(tools.map((t) => t.name))}>

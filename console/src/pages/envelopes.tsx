@@ -3,7 +3,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type Envelope, type Invocation } from "../api";
 import type { Session } from "../main";
-import { Alert, Json, ParamsForm, Status, errorText, fmtTime, useStream } from "../ui";
+import { DataTable, ErrorAlert, Flash, Json, Loading, ModeFrom, PageHead, Pager, ParamsForm, Status, Title, count, errorText, fmtTime, useStream } from "../ui";
 import { useCatalog } from "./inbox";
 
 const pageSize = 25;
@@ -21,9 +21,7 @@ export function Envelopes() {
   }, [offset]);
   return (
     <section aria-labelledby="env-h">
-      <h1 id="env-h" tabIndex={-1}>
-        Envelopes
-      </h1>
+      <Title id="env-h">Envelopes</Title>
       <form
         class="inline-form"
         onSubmit={(e) => {
@@ -37,53 +35,27 @@ export function Envelopes() {
           <button type="submit">Open</button>
         </div>
       </form>
-      {error ? <Alert kind="error">{error}</Alert> : null}
+      <ErrorAlert error={error} />
       {data ? (
         <>
-          <div class="table-wrap">
-            <table>
-              <caption>
-                {data.total} envelope{data.total === 1 ? "" : "s"}
-              </caption>
-              <thead>
-                <tr>
-                  <th scope="col">External id</th>
-                  <th scope="col">Tool</th>
-                  <th scope="col">Automation</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.invocations.map((inv) => (
-                  <tr key={inv.id}>
-                    <td>
-                      <a href={"#/envelopes/" + inv.id}>{inv.external_id ?? inv.id}</a>
-                    </td>
-                    <td>
-                      {inv.integration}.{inv.action}
-                    </td>
-                    <td>{inv.automation_id ?? "—"}</td>
-                    <td>
-                      <Status status={inv.status} />
-                    </td>
-                    <td>{fmtTime(inv.created_at)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <nav class="pager" aria-label="Pages">
-            <button disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - pageSize))}>
-              Newer
-            </button>
-            <span>
-              {data.total === 0 ? 0 : offset + 1}–{Math.min(offset + pageSize, data.total)} of {data.total}
-            </span>
-            <button disabled={offset + pageSize >= data.total} onClick={() => setOffset(offset + pageSize)}>
-              Older
-            </button>
-          </nav>
+          <DataTable caption={count(data.total, "envelope")} columns={["External id", "Tool", "Automation", "Status", "Created"]}>
+            {data.invocations.map((inv) => (
+              <tr key={inv.id}>
+                <td>
+                  <a href={"#/envelopes/" + inv.id}>{inv.external_id ?? inv.id}</a>
+                </td>
+                <td>
+                  {inv.integration}.{inv.action}
+                </td>
+                <td>{inv.automation_id ?? "—"}</td>
+                <td>
+                  <Status status={inv.status} />
+                </td>
+                <td>{fmtTime(inv.created_at)}</td>
+              </tr>
+            ))}
+          </DataTable>
+          <Pager offset={offset} total={data.total} pageSize={pageSize} onOffset={setOffset} />
         </>
       ) : null}
     </section>
@@ -110,22 +82,16 @@ export function EnvelopePage({ id, session }: { id: string; session: Session }) 
     },
     [id],
   );
-  if (error && !env) return <Alert kind="error">{error}</Alert>;
-  if (!env) return <p>Loading…</p>;
+  if (error && !env) return <ErrorAlert error={error} />;
+  if (!env) return <Loading />;
   const undoable = ["pending", "approved"].includes(env.invocation_status) && env.result.status === "pending";
   return (
     <section aria-labelledby="envp-h">
-      <p>
-        <a href="#/envelopes">← Envelopes</a>
-      </p>
-      <div class="page-head">
-        <h1 id="envp-h" tabIndex={-1}>
-          Envelope {env.external_id || env.action_id}
-        </h1>
+      <PageHead id="envp-h" back={{ href: "#/envelopes", label: "Envelopes" }} title={"Envelope " + (env.external_id || env.action_id)}>
         <span class={"badge result-" + env.result.status}>result: {env.result.status}</span>
-      </div>
-      <div aria-live="polite">{flash ? <Alert kind="ok">{flash}</Alert> : null}</div>
-      {error ? <Alert kind="error">{error}</Alert> : null}
+      </PageHead>
+      <Flash message={flash} />
+      <ErrorAlert error={error} />
       <div class="two-col">
         <div>
           <dl class="facts">
@@ -159,7 +125,7 @@ export function EnvelopePage({ id, session }: { id: string; session: Session }) 
             <dd>{env.risk ?? "—"}</dd>
             <dt>mode</dt>
             <dd>
-              {env.mode} <span class="muted">from {env.mode_source}</span>
+              <ModeFrom mode={env.mode} source={env.mode_source} />
             </dd>
             <dt>constraints</dt>
             <dd>

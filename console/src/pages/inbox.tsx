@@ -3,7 +3,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type CatalogAction, type Invocation } from "../api";
 import type { Session } from "../main";
-import { Alert, ParamsForm, Risk, errorText, fmtDuration, fmtTime, useNow, useStream } from "../ui";
+import { Alert, AskerFacts, Empty, ErrorAlert, Flash, Loading, PageHead, ParamsForm, Risk, errorText, fmtDuration, fmtTime, useNow, useStream } from "../ui";
 
 /** useCatalog loads the action schemas the params forms are laid out by. */
 export function useCatalog(): Map<string, CatalogAction> {
@@ -48,19 +48,14 @@ export function Inbox({ session }: { session: Session }) {
 
   return (
     <section aria-labelledby="inbox-h">
-      <div class="page-head">
-        <h1 id="inbox-h" tabIndex={-1}>
-          Inbox
-        </h1>
+      <PageHead id="inbox-h" title="Inbox">
         <span class="muted">{items ? `${items.length} waiting for a decision` : ""}</span>
-      </div>
+      </PageHead>
       {!session.canDecide ? <Alert kind="info">You can read the inbox; approving and denying are for admins and owners.</Alert> : null}
-      <div aria-live="polite" class="sr-flash">
-        {flash ? <Alert kind="ok">{flash}</Alert> : null}
-      </div>
-      {error ? <Alert kind="error">{error}</Alert> : null}
-      {items === null ? <p>Loading…</p> : null}
-      {items && items.length === 0 ? <p class="empty">Nothing is waiting for approval.</p> : null}
+      <Flash message={flash} class="sr-flash" />
+      <ErrorAlert error={error} />
+      {items === null ? <Loading /> : null}
+      {items && items.length === 0 ? <Empty>Nothing is waiting for approval.</Empty> : null}
       <ul class="cards" aria-label="Pending invocations">
         {items?.map((inv) => (
           <li key={inv.id} class="card pending-card" data-invocation={inv.id}>
@@ -70,12 +65,6 @@ export function Inbox({ session }: { session: Session }) {
       </ul>
     </section>
   );
-}
-
-export function Asker({ inv }: { inv: Invocation }) {
-  if (inv.automation_id) return <span>automation <strong>{inv.automation_id}</strong></span>;
-  if (inv.session_id) return <span>session <strong>{inv.session_id}</strong></span>;
-  return <span>{inv.requested_by}</span>;
 }
 
 function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation; now: number; schema?: CatalogAction; session: Session; onDecided: (msg: string) => void }) {
@@ -91,14 +80,7 @@ function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation
         <Risk risk={inv.risk_level} />
       </header>
       <dl class="facts">
-        <dt>Asked by</dt>
-        <dd>
-          <Asker inv={inv} /> <span class="muted">({inv.requested_by})</span>
-        </dd>
-        <dt>Mode</dt>
-        <dd>
-          {inv.mode} <span class="muted">from {inv.mode_source}</span>
-        </dd>
+        <AskerFacts inv={inv} />
         <dt>Asked</dt>
         <dd>{fmtTime(inv.created_at)}</dd>
         <dt>Time left</dt>
@@ -139,7 +121,7 @@ export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg:
   const name = `${inv.integration}.${inv.action}`;
   return (
     <div class="decision">
-      {error ? <Alert kind="error">{error}</Alert> : null}
+      <ErrorAlert error={error} />
       {denying ? (
         <form
           onSubmit={(e) => {

@@ -4,7 +4,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type Invocation, type QuietWindow, type RateBucket, type Stats } from "../api";
 import type { Session } from "../main";
-import { Alert, errorText, fmtDuration, fmtTime } from "../ui";
+import { Alert, Card, DataTable, Empty, ErrorAlert, Flash, InputField, PageHead, SelectField, errorText, fmtDuration, fmtTime } from "../ui";
 
 const states = ["available", "pending", "running", "retryable", "scheduled", "completed", "cancelled", "discarded"];
 
@@ -28,14 +28,11 @@ export function Operations({ session }: { session: Session }) {
 
   return (
     <section aria-labelledby="ops-h">
-      <div class="page-head">
-        <h1 id="ops-h" tabIndex={-1}>
-          Operations
-        </h1>
+      <PageHead id="ops-h" title="Operations">
         <button onClick={refresh}>Refresh</button>
         {stats ? <span class="muted">as of {fmtTime(stats.generated_at)}</span> : null}
-      </div>
-      {error ? <Alert kind="error">{error}</Alert> : null}
+      </PageHead>
+      <ErrorAlert error={error} />
       {stats ? <Throughput stats={stats} /> : null}
       {stats ? <Queues stats={stats} session={session} onChange={refresh} /> : null}
       <DeadLetters onChange={refresh} />
@@ -52,8 +49,7 @@ function Throughput({ stats }: { stats: Stats }) {
   const h = stats.last_hour;
   const peak = Math.max(1, ...h.buckets.map((b) => b.completed + b.failed + b.other));
   return (
-    <section class="card" aria-labelledby="tp-h">
-      <h2 id="tp-h">Last hour</h2>
+    <Card id="tp-h" title="Last hour">
       <div class="kpis">
         <div class="kpi">
           <span class="kpi-v">{h.throughput_per_minute.toFixed(2)}</span>
@@ -85,69 +81,51 @@ function Throughput({ stats }: { stats: Stats }) {
         ))}
         <figcaption class="muted">Completed (green) and failed (red) per 5 minutes since {fmtTime(h.since)}.</figcaption>
       </figure>
-    </section>
+    </Card>
   );
 }
 
 function Queues({ stats, session, onChange }: { stats: Stats; session: Session; onChange: () => void }) {
   const [error, setError] = useState("");
   return (
-    <section class="card" aria-labelledby="q-h">
-      <h2 id="q-h">Queues</h2>
+    <Card id="q-h" title="Queues">
       <p class="muted">Jobs by state (each counted up to 10,000) and the age of the oldest; negative ages are jobs due later. Queues are shared by every organization.</p>
-      {error ? <Alert kind="error">{error}</Alert> : null}
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Queue</th>
-              {states.map((s) => (
-                <th scope="col" key={s}>
-                  {s}
-                </th>
-              ))}
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {stats.queues.map((q) => (
-              <tr key={q.name}>
-                <th scope="row">
-                  {q.name} {q.paused ? <span class="badge status-paused">paused</span> : null}
-                </th>
-                {states.map((s) => {
-                  const st = q.states[s];
-                  return (
-                    <td key={s}>
-                      {st ? st.count : 0}
-                      {st && st.age_seconds !== null ? <div class="muted small">{age(s, st.age_seconds)}</div> : null}
-                    </td>
-                  );
-                })}
-                <td>
-                  {session.isOwner ? (
-                    <button
-                      onClick={async () => {
-                        try {
-                          await (q.paused ? api.resumeQueue(q.name) : api.pauseQueue(q.name));
-                          onChange();
-                        } catch (e) {
-                          setError(errorText(e));
-                        }
-                      }}
-                    >
-                      {q.paused ? "Resume" : "Pause"} <span class="sr-only">{q.name}</span>
-                    </button>
-                  ) : null}
+      <ErrorAlert error={error} />
+      <DataTable columns={["Queue", ...states]} actions>
+        {stats.queues.map((q) => (
+          <tr key={q.name}>
+            <th scope="row">
+              {q.name} {q.paused ? <span class="badge status-paused">paused</span> : null}
+            </th>
+            {states.map((s) => {
+              const st = q.states[s];
+              return (
+                <td key={s}>
+                  {st ? st.count : 0}
+                  {st && st.age_seconds !== null ? <div class="muted small">{age(s, st.age_seconds)}</div> : null}
                 </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-    </section>
+              );
+            })}
+            <td>
+              {session.isOwner ? (
+                <button
+                  onClick={async () => {
+                    try {
+                      await (q.paused ? api.resumeQueue(q.name) : api.pauseQueue(q.name));
+                      onChange();
+                    } catch (e) {
+                      setError(errorText(e));
+                    }
+                  }}
+                >
+                  {q.paused ? "Resume" : "Pause"} <span class="sr-only">{q.name}</span>
+                </button>
+              ) : null}
+            </td>
+          </tr>
+        ))}
+      </DataTable>
+    </Card>
   );
 }
 
@@ -188,12 +166,11 @@ function DeadLetters({ onChange }: { onChange: () => void }) {
   };
   const all = data?.dead_letters ?? [];
   return (
-    <section class="card" aria-labelledby="dl-h">
-      <h2 id="dl-h">Dead letters {data ? <span class="muted">({data.total})</span> : null}</h2>
-      <div aria-live="polite">{flash ? <Alert kind="ok">{flash}</Alert> : null}</div>
-      {error ? <Alert kind="error">{error}</Alert> : null}
+    <Card id="dl-h" title={<>Dead letters {data ? <span class="muted">({data.total})</span> : null}</>}>
+      <Flash message={flash} />
+      <ErrorAlert error={error} />
       {all.length === 0 ? (
-        <p class="empty">No dead letters.</p>
+        <Empty>No dead letters.</Empty>
       ) : (
         <>
           <div class="buttons">
@@ -204,114 +181,91 @@ function DeadLetters({ onChange }: { onChange: () => void }) {
               Discard selected ({selected.size})
             </button>
           </div>
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">
-                    <input
-                      type="checkbox"
-                      aria-label="Select all dead letters"
-                      checked={selected.size === all.length}
-                      onChange={(e) => setSelected(e.currentTarget.checked ? new Set(all.map((d) => d.id)) : new Set())}
-                    />
-                  </th>
-                  <th scope="col">Action</th>
-                  <th scope="col">Error</th>
-                  <th scope="col">Failed</th>
-                  <th scope="col">
-                    <span class="sr-only">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {all.map((d) => (
-                  <tr key={d.id} data-dead-letter={d.id}>
-                    <td>
-                      <input
-                        type="checkbox"
-                        aria-label={`Select ${d.integration}.${d.action} ${d.id}`}
-                        checked={selected.has(d.id)}
-                        onChange={(e) => {
-                          const next = new Set(selected);
-                          if (e.currentTarget.checked) next.add(d.id);
-                          else next.delete(d.id);
-                          setSelected(next);
-                        }}
-                      />
-                    </td>
-                    <td>
-                      <a href={"#/invocations/" + d.id}>
-                        {d.integration}.{d.action}
-                      </a>
-                    </td>
-                    <td class="wrap">{d.error}</td>
-                    <td>{fmtTime(d.dead_lettered_at)}</td>
-                    <td class="buttons">
-                      <button onClick={() => run("retry", [d.id])} aria-label={`Replay ${d.integration}.${d.action} ${d.id}`}>
-                        Replay
-                      </button>
-                      <button class="danger-outline" onClick={() => run("discard", [d.id])} aria-label={`Discard ${d.integration}.${d.action} ${d.id}`}>
-                        Discard
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            columns={[
+              <input
+                type="checkbox"
+                aria-label="Select all dead letters"
+                checked={selected.size === all.length}
+                onChange={(e) => setSelected(e.currentTarget.checked ? new Set(all.map((d) => d.id)) : new Set())}
+              />,
+              "Action",
+              "Error",
+              "Failed",
+            ]}
+            actions
+          >
+            {all.map((d) => (
+              <tr key={d.id} data-dead-letter={d.id}>
+                <td>
+                  <input
+                    type="checkbox"
+                    aria-label={`Select ${d.integration}.${d.action} ${d.id}`}
+                    checked={selected.has(d.id)}
+                    onChange={(e) => {
+                      const next = new Set(selected);
+                      if (e.currentTarget.checked) next.add(d.id);
+                      else next.delete(d.id);
+                      setSelected(next);
+                    }}
+                  />
+                </td>
+                <td>
+                  <a href={"#/invocations/" + d.id}>
+                    {d.integration}.{d.action}
+                  </a>
+                </td>
+                <td class="wrap">{d.error}</td>
+                <td>{fmtTime(d.dead_lettered_at)}</td>
+                <td class="buttons">
+                  <button onClick={() => run("retry", [d.id])} aria-label={`Replay ${d.integration}.${d.action} ${d.id}`}>
+                    Replay
+                  </button>
+                  <button class="danger-outline" onClick={() => run("discard", [d.id])} aria-label={`Discard ${d.integration}.${d.action} ${d.id}`}>
+                    Discard
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </DataTable>
         </>
       )}
-    </section>
+    </Card>
   );
 }
 
 function Buckets({ buckets }: { buckets: RateBucket[] }) {
   return (
-    <section class="card" aria-labelledby="rb-h">
-      <h2 id="rb-h">Rate buckets</h2>
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Bucket</th>
-              <th scope="col">Rate</th>
-              <th scope="col">Fill</th>
-              <th scope="col">Leases</th>
-              <th scope="col">Blocked until</th>
+    <Card id="rb-h" title="Rate buckets">
+      <DataTable columns={["Bucket", "Rate", "Fill", "Leases", "Blocked until"]}>
+        {buckets.flatMap((b) =>
+          (b.states.length ? b.states : [null]).map((s, i) => (
+            <tr key={b.name + i}>
+              <th scope="row">
+                {b.name}
+                {s?.source ? <div class="muted small">{s.source}</div> : null}
+                <div class="muted small">{b.scope}</div>
+              </th>
+              <td>
+                {b.rate} / {fmtDuration(b.interval_seconds)}, burst {b.burst}
+              </td>
+              <td>
+                {s ? (
+                  <>
+                    <meter min={0} max={b.burst} value={s.tokens} aria-label={`${b.name} fill`} />
+                    <span class="small"> {s.tokens.toFixed(1)} / {b.burst}</span>
+                  </>
+                ) : (
+                  <span class="muted">not used yet</span>
+                )}
+              </td>
+              <td>{s ? (b.max_concurrency ? `${s.leases} / ${b.max_concurrency}` : s.leases) : "—"}</td>
+              <td>{s?.blocked_until ? fmtTime(s.blocked_until) : "—"}</td>
             </tr>
-          </thead>
-          <tbody>
-            {buckets.flatMap((b) =>
-              (b.states.length ? b.states : [null]).map((s, i) => (
-                <tr key={b.name + i}>
-                  <th scope="row">
-                    {b.name}
-                    {s?.source ? <div class="muted small">{s.source}</div> : null}
-                    <div class="muted small">{b.scope}</div>
-                  </th>
-                  <td>
-                    {b.rate} / {fmtDuration(b.interval_seconds)}, burst {b.burst}
-                  </td>
-                  <td>
-                    {s ? (
-                      <>
-                        <meter min={0} max={b.burst} value={s.tokens} aria-label={`${b.name} fill`} />
-                        <span class="small"> {s.tokens.toFixed(1)} / {b.burst}</span>
-                      </>
-                    ) : (
-                      <span class="muted">not used yet</span>
-                    )}
-                  </td>
-                  <td>{s ? (b.max_concurrency ? `${s.leases} / ${b.max_concurrency}` : s.leases) : "—"}</td>
-                  <td>{s?.blocked_until ? fmtTime(s.blocked_until) : "—"}</td>
-                </tr>
-              )),
-            )}
-          </tbody>
-        </table>
-      </div>
-    </section>
+          )),
+        )}
+      </DataTable>
+    </Card>
   );
 }
 
@@ -327,10 +281,9 @@ function QuietHours({ buckets }: { buckets: RateBucket[] }) {
   }, []);
   const update = (i: number, k: keyof QuietWindow, v: string) => setRows(rows!.map((r, j) => (j === i ? { ...r, [k]: v } : r)));
   return (
-    <section class="card" aria-labelledby="qh-h">
-      <h2 id="qh-h">Quiet hours</h2>
+    <Card id="qh-h" title="Quiet hours">
       <p class="muted">Jobs in a window wait until it ends; an empty bucket is every job of the organization.</p>
-      {error ? <Alert kind="error">{error}</Alert> : null}
+      <ErrorAlert error={error} />
       {flash ? <Alert kind="ok">{flash}</Alert> : null}
       {rows ? (
         <form
@@ -350,29 +303,17 @@ function QuietHours({ buckets }: { buckets: RateBucket[] }) {
           {rows.map((r, i) => (
             <fieldset class="qh-row" key={i}>
               <legend>Window {i + 1}</legend>
-              <div class="field">
-                <label for={`qh-b-${i}`}>Bucket</label>
-                <select id={`qh-b-${i}`} value={r.bucket} onChange={(e) => update(i, "bucket", e.currentTarget.value)}>
-                  <option value="">every job</option>
-                  {buckets.map((b) => (
-                    <option key={b.name} value={b.name}>
-                      {b.name}
-                    </option>
-                  ))}
-                </select>
-              </div>
-              <div class="field">
-                <label for={`qh-z-${i}`}>Time zone</label>
-                <input id={`qh-z-${i}`} value={r.time_zone} required placeholder="Europe/Paris" onInput={(e) => update(i, "time_zone", e.currentTarget.value)} />
-              </div>
-              <div class="field">
-                <label for={`qh-s-${i}`}>Start</label>
-                <input id={`qh-s-${i}`} type="time" value={r.start} required onInput={(e) => update(i, "start", e.currentTarget.value)} />
-              </div>
-              <div class="field">
-                <label for={`qh-e-${i}`}>End</label>
-                <input id={`qh-e-${i}`} type="time" value={r.end} required onInput={(e) => update(i, "end", e.currentTarget.value)} />
-              </div>
+              <SelectField
+                id={`qh-b-${i}`}
+                label="Bucket"
+                value={r.bucket}
+                options={["", ...buckets.map((b) => b.name)]}
+                optionLabel={(b) => b || "every job"}
+                onValue={(v) => update(i, "bucket", v)}
+              />
+              <InputField id={`qh-z-${i}`} label="Time zone" value={r.time_zone} required placeholder="Europe/Paris" onValue={(v) => update(i, "time_zone", v)} />
+              <InputField id={`qh-s-${i}`} label="Start" type="time" value={r.start} required onValue={(v) => update(i, "start", v)} />
+              <InputField id={`qh-e-${i}`} label="End" type="time" value={r.end} required onValue={(v) => update(i, "end", v)} />
               <button type="button" class="link" onClick={() => setRows(rows.filter((_, j) => j !== i))}>
                 Remove window {i + 1}
               </button>
@@ -388,7 +329,7 @@ function QuietHours({ buckets }: { buckets: RateBucket[] }) {
           </div>
         </form>
       ) : null}
-    </section>
+    </Card>
   );
 }
 
@@ -403,9 +344,8 @@ function DoNotContact() {
       .catch((e) => setError(errorText(e)));
   }, []);
   return (
-    <section class="card" aria-labelledby="dnc-h">
-      <h2 id="dnc-h">Do not contact</h2>
-      {error ? <Alert kind="error">{error}</Alert> : null}
+    <Card id="dnc-h" title="Do not contact">
+      <ErrorAlert error={error} />
       {flash ? <Alert kind="ok">{flash}</Alert> : null}
       {text !== null ? (
         <form
@@ -435,6 +375,6 @@ function DoNotContact() {
           </div>
         </form>
       ) : null}
-    </section>
+    </Card>
   );
 }

@@ -1,6 +1,6 @@
 // Sign-in: paste a user token. It is kept in session storage only.
 import { useState } from "preact/hooks";
-import { Alert, errorText } from "../ui";
+import { Alert, ErrorAlert, errorText } from "../ui";
 
 export function SignIn({ notice, onSignIn }: { notice: string; onSignIn: (token: string) => Promise<void> }) {
   const [value, setValue] = useState("");
@@ -31,7 +31,7 @@ export function SignIn({ notice, onSignIn }: { notice: string; onSignIn: (token:
         </p>
         <label for="token">User token</label>
         <textarea id="token" name="token" rows={5} required autoComplete="off" spellcheck={false} value={value} onInput={(e) => setValue(e.currentTarget.value)} />
-        {error ? <Alert kind="error">{error}</Alert> : null}
+        <ErrorAlert error={error} />
         <button type="submit" class="primary" disabled={busy || !value.trim()}>
           {busy ? "Signing in…" : "Sign in"}
         </button>
