@@ -33,9 +33,12 @@ browser-note:
 
 # Rebuild the web console (console/dist, embedded in the binary and
 # committed, so that building and testing need no npm) from console/src,
-# and record the digests TestBuildIsCurrent checks.
+# and record the digests TestBuildIsCurrent checks. `npm install --no-save`
+# installs the versions package-lock.json pins without rewriting it; npm
+# 11's `npm ci` refuses the lock file because it lists only the rollup
+# binaries of the platforms npm was run on.
 console:
-	cd console && npm ci --no-audit --no-fund && npm run build
+	cd console && npm install --no-save --no-audit --no-fund && npm run build
 	$(GO) test ./console -run '^TestBuildIsCurrent$$' -count=1 -update-stamp
 
 # go test -race needs cgo, hence a C compiler. Go turns cgo off by itself
