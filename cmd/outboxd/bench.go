@@ -18,9 +18,11 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -86,6 +88,7 @@ set, otherwise an embedded Postgres in a temporary directory.`,
 	cmd.Flags().Int("offered-rate", 500, "envelopes per second of the offered-rate phase (0 skips it)")
 	cmd.Flags().Int("approvals", 20, "require_approval invocations approved one by one (0 skips the phase)")
 	cmd.Flags().Int("backlog", 0, "envelopes left queued before the single and batch phases are run again (0 skips it)")
+	cmd.Flags().StringSlice("skip", nil, "phases to leave out: single, batch (the other phases are left out by their flag's 0)")
 	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	// Only the test shortens it, trading exact transaction counts for time.
 	cmd.Flags().Duration("stats-settle", 1500*time.Millisecond, "wait before waking listeners to flush their statistics")
@@ -97,6 +100,7 @@ set, otherwise an embedded Postgres in a temporary directory.`,
 type benchFlags struct {
 	n, concurrency, workers, riverWorkers, riverN, batchSize, approvals, backlog, offeredRate int
 	providerLatency, statsSettle                                                              time.Duration
+	skipSingle, skipBatch                                                                     bool
 }
 
 func runBench(cmd *cobra.Command, _ []string) error {
@@ -118,6 +122,17 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	f.offeredRate, _ = flags.GetInt("offered-rate")
 	f.providerLatency, _ = flags.GetDuration("provider-latency")
 	f.statsSettle, _ = flags.GetDuration("stats-settle")
+	skip, _ := flags.GetStringSlice("skip")
+	for _, phase := range skip {
+		switch phase {
+		case "single":
+			f.skipSingle = true
+		case "batch":
+			f.skipBatch = true
+		default:
+			return fmt.Errorf("--skip: unknown phase %q (single or batch)", phase)
+		}
+	}
 	if f.workers == 0 {
 		f.workers = v.GetInt("worker.max_workers")
 	}
@@ -141,7 +156,7 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		defer pprof.StopCPUProfile()
 	}
 
-	dbURL, monitorURL, cleanup, err := benchDatabase(ctx, v.GetString("database.url"))
+	dbURL, monitorURL, pgPID, cleanup, err := benchDatabase(ctx, v.GetString("database.url"))
 	if err != nil {
 		return err
 	}
@@ -158,7 +173,7 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{flags: f, worker: configured.Worker, out: cmd.OutOrStdout(), dbURL: dbURL, logger: logger}
+	b := &bench{flags: f, worker: configured.Worker, out: cmd.OutOrStdout(), dbURL: dbURL, pgPID: pgPID, logger: logger}
 	b.worker.MaxWorkers = f.workers
 	if err := b.open(ctx, monitorURL); err != nil {
 		return err
@@ -188,11 +203,15 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	fmt.Fprintf(b.out, "outboxd bench: N=%d, %d HTTP clients, batches of %d, %d workers, pool of %d connections, River raw: %d jobs, %d workers; GOMAXPROCS %d; %s\n",
 		f.n, f.concurrency, f.batchSize, f.workers, b.pool.Config().MaxConns, max(f.n, f.riverN), f.riverWorkers, runtime.GOMAXPROCS(0), b.serverVersion)
 
-	if err := add(b.measure(ctx, "single", "single", f.n, func() error { return b.postSingles(ctx, "single", f.n) })); err != nil {
-		return fmt.Errorf("single: %w", err)
+	if !f.skipSingle {
+		if err := add(b.measure(ctx, "single", "single", f.n, func() error { return b.postSingles(ctx, "single", f.n) })); err != nil {
+			return fmt.Errorf("single: %w", err)
+		}
 	}
-	if err := add(b.measure(ctx, "batch", "batch", f.n, func() error { return b.postBatches(ctx, "batch", f.n, nil) })); err != nil {
-		return fmt.Errorf("batch: %w", err)
+	if !f.skipBatch {
+		if err := add(b.measure(ctx, "batch", "batch", f.n, func() error { return b.postBatches(ctx, "batch", f.n, nil) })); err != nil {
+			return fmt.Errorf("batch: %w", err)
+		}
 	}
 	if f.providerLatency > 0 {
 		b.slack.latency.Store(int64(f.providerLatency))
@@ -243,6 +262,9 @@ type bench struct {
 	logger        *slog.Logger
 	dbURL         string
 	serverVersion string
+	// pgPID is the embedded server's process, whose CPU the phases
+	// report; 0 on another server.
+	pgPID int
 
 	// monitor reads pg_stat_database from another database, so reading
 	// does not count as the bench database's transactions.
@@ -275,8 +297,12 @@ type phaseResult struct {
 	latencies []float64
 	xacts     int64
 	peakRSSkB int64
-	river     bool // the River baseline
-	note      string
+	// cpu is the CPU time this process (outboxd, the bench's clients and
+	// the loopback Slack) and the embedded Postgres used during the phase;
+	// pg is negative when the server is not the embedded one.
+	cpu, pgCPU time.Duration
+	river      bool // the River baseline
+	note       string
 }
 
 func (b *bench) open(ctx context.Context, monitorURL string) error {
@@ -401,6 +427,7 @@ func (b *bench) measure(ctx context.Context, name, prefix string, n int, run fun
 	resetPeakRSS()
 	target := b.completed.Load() + int64(n)
 	failedBefore := b.failed.Load()
+	cpu0, pg0 := b.cpuUsed()
 	start := time.Now()
 	if err := run(); err != nil {
 		if errors.Is(err, errNoBatch) {
@@ -413,13 +440,17 @@ func (b *bench) measure(ctx context.Context, name, prefix string, n int, run fun
 		return nil, err
 	}
 	total := time.Since(start)
+	cpu1, pg1 := b.cpuUsed()
 	rss := peakRSS()
 	b.settle(ctx)
 	x1, err := b.xacts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &phaseResult{name: name, prefix: prefix, actions: n, enqueue: enqueue, total: total, xacts: x1 - x0, peakRSSkB: rss}, nil
+	return &phaseResult{
+		name: name, prefix: prefix, actions: n, enqueue: enqueue, total: total, xacts: x1 - x0, peakRSSkB: rss,
+		cpu: cpu1 - cpu0, pgCPU: cpuDelta(pg0, pg1),
+	}, nil
 }
 
 func (b *bench) waitCompleted(ctx context.Context, target, failedBefore int64) error {
@@ -506,6 +537,7 @@ func (b *bench) riverRaw(ctx context.Context) (*phaseResult, error) {
 		Kinds:    []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled},
 	})
 	defer cancel()
+	cpu0, pg0 := b.cpuUsed()
 	start := time.Now()
 	if err := client.Start(ctx); err != nil {
 		pool.Close()
@@ -526,6 +558,7 @@ func (b *bench) riverRaw(ctx context.Context) (*phaseResult, error) {
 		}
 		total = time.Since(start)
 	}
+	cpu1, pg1 := b.cpuUsed()
 	rss := peakRSS()
 	_ = client.Stop(context.WithoutCancel(ctx))
 	pool.Close() // flushes its connections' statistics
@@ -537,7 +570,10 @@ func (b *bench) riverRaw(ctx context.Context) (*phaseResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &phaseResult{name: "River raw (no-op jobs)", actions: n, total: total, xacts: x1 - x0, peakRSSkB: rss, river: true}, nil
+	return &phaseResult{
+		name: "River raw (no-op jobs)", actions: n, total: total, xacts: x1 - x0, peakRSSkB: rss, river: true,
+		cpu: cpu1 - cpu0, pgCPU: cpuDelta(pg0, pg1),
+	}, nil
 }
 
 // riverRawConns is the River baseline's pool: its no-op jobs never touch
@@ -1016,8 +1052,8 @@ func printBenchTable(w io.Writer, results []*phaseResult) {
 			riverRate = float64(r.actions) / r.total.Seconds()
 		}
 	}
-	fmt.Fprintf(w, "\n%-28s %7s %10s %10s %8s %9s %9s %12s %9s\n",
-		"phase", "actions", "enqueue/s", "actions/s", "÷River", "p50", "p99", "xact/action", "peak RSS")
+	fmt.Fprintf(w, "\n%-28s %7s %10s %10s %8s %9s %9s %12s %9s %17s\n",
+		"phase", "actions", "enqueue/s", "actions/s", "÷River", "p50", "p99", "xact/action", "peak RSS", "CPU µs/action")
 	var notes []string
 	for _, r := range results {
 		if r.actions == 0 {
@@ -1039,16 +1075,92 @@ func printBenchTable(w io.Writer, results []*phaseResult) {
 		if len(r.latencies) > 0 {
 			p50, p99 = seconds(percentile(r.latencies, 0.50)).String(), seconds(percentile(r.latencies, 0.99)).String()
 		}
-		fmt.Fprintf(w, "%-28s %7d %10s %10s %8s %9s %9s %12.2f %6d MB\n",
-			r.name, r.actions, enqueue, rate, ratio, p50, p99, float64(r.xacts)/float64(r.actions), r.peakRSSkB/1024)
+		cpu := dash
+		if r.cpu > 0 {
+			cpu = fmt.Sprintf("%d", r.cpu.Microseconds()/int64(r.actions))
+			if r.pgCPU >= 0 {
+				cpu += fmt.Sprintf(" + %d PG", r.pgCPU.Microseconds()/int64(r.actions))
+			}
+		}
+		fmt.Fprintf(w, "%-28s %7d %10s %10s %8s %9s %9s %12.2f %6d MB %17s\n",
+			r.name, r.actions, enqueue, rate, ratio, p50, p99, float64(r.xacts)/float64(r.actions), r.peakRSSkB/1024, cpu)
 		if r.note != "" {
 			notes = append(notes, r.name+": "+r.note)
 		}
 	}
-	notes = append(notes, "River raw: jobs inserted before the clock starts, so it has no enqueue rate or latency")
+	notes = append(notes, "River raw: jobs inserted before the clock starts, so it has no enqueue rate or latency",
+		"CPU µs/action: this process (outboxd, the HTTP clients, the loopback Slack) + the embedded Postgres (PG, not shown on another server)")
 	for _, n := range notes {
 		fmt.Fprintln(w, "  "+n)
 	}
+}
+
+// cpuUsed returns the CPU time used so far by this process and by the
+// embedded Postgres (-1 without one): the postmaster with the children it
+// reaped, plus its live children.
+func (b *bench) cpuUsed() (self, pg time.Duration) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	if b.pgPID == 0 {
+		return self, -1
+	}
+	pm := procStat(b.pgPID)
+	if pm == nil {
+		return self, -1
+	}
+	ticks := statTicks(pm, true)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == b.pgPID {
+			continue
+		}
+		if f := procStat(pid); f != nil && f[1] == strconv.Itoa(b.pgPID) {
+			ticks += statTicks(f, false)
+		}
+	}
+	// USER_HZ is 100 on every Linux architecture Go supports.
+	return self, time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// procStat returns the fields of /proc/<pid>/stat from the state (field 3)
+// on, nil when there is no such process. The command before them, in
+// parentheses, may hold spaces.
+func procStat(pid int) []string {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(f) < 15 {
+		return nil
+	}
+	return f
+}
+
+// statTicks is utime+stime (fields 14 and 15) of procStat's fields, plus
+// the reaped children's cutime+cstime (16 and 17) when children is set.
+func statTicks(f []string, children bool) int64 {
+	fields := f[11:13]
+	if children {
+		fields = f[11:15]
+	}
+	var sum int64
+	for _, v := range fields {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		sum += n
+	}
+	return sum
+}
+
+// cpuDelta is after-before, or -1 when either is unknown.
+func cpuDelta(before, after time.Duration) time.Duration {
+	if before < 0 || after < 0 {
+		return -1
+	}
+	return after - before
 }
 
 // resetPeakRSS restarts the kernel's peak RSS (VmHWM) from the current RSS,
@@ -1076,19 +1188,20 @@ func peakRSS() int64 {
 
 // benchDatabase returns a scratch database and the URL of the postgres
 // database of its server: a new database on the server of serverURL, or
-// on an embedded Postgres when serverURL is empty.
-func benchDatabase(ctx context.Context, serverURL string) (dbURL, monitorURL string, cleanup func(), err error) {
+// on an embedded Postgres when serverURL is empty, whose process pgPID is
+// (0 otherwise).
+func benchDatabase(ctx context.Context, serverURL string) (dbURL, monitorURL string, pgPID int, cleanup func(), err error) {
 	name := "outboxd_bench_" + randomHex(4)
 	if serverURL == "" {
 		dir, err := os.MkdirTemp("", "outboxd-bench-")
 		if err != nil {
-			return "", "", nil, err
+			return "", "", 0, nil, err
 		}
 		_ = os.Chmod(dir, 0o755)
 		pg, err := pglaunch.Start(ctx, &pglaunch.Config{DataDir: dir + "/pg"})
 		if err != nil {
 			os.RemoveAll(dir)
-			return "", "", nil, err
+			return "", "", 0, nil, err
 		}
 		cleanup := func() {
 			_ = pg.Stop(context.Background())
@@ -1097,26 +1210,26 @@ func benchDatabase(ctx context.Context, serverURL string) (dbURL, monitorURL str
 		}
 		if err := pg.CreateDatabase(ctx, name); err != nil {
 			cleanup()
-			return "", "", nil, err
+			return "", "", 0, nil, err
 		}
-		return pg.URL(name), pg.URL("postgres"), cleanup, nil
+		return pg.URL(name), pg.URL("postgres"), pg.PID(), cleanup, nil
 	}
 	conn, err := pgx.Connect(ctx, serverURL)
 	if err != nil {
-		return "", "", nil, err
+		return "", "", 0, nil, err
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", "", nil, fmt.Errorf("creating a scratch database (the role needs CREATEDB): %w", err)
+		return "", "", 0, nil, fmt.Errorf("creating a scratch database (the role needs CREATEDB): %w", err)
 	}
 	u, err := url.Parse(serverURL)
 	if err != nil {
-		return "", "", nil, err
+		return "", "", 0, nil, err
 	}
 	u.Path = "/" + name
 	dbURL = u.String()
 	u.Path = "/postgres"
-	return dbURL, u.String(), func() {
+	return dbURL, u.String(), 0, func() {
 		c, err := pgx.Connect(context.Background(), serverURL)
 		if err == nil {
 			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -534,5 +535,33 @@ func TestBench_RunsEveryPhase(t *testing.T) {
 		"backlog fill (30)", "single, 30 queued", "batch, 30 queued"} {
 		require.Contains(t, out, phase)
 	}
-	require.Regexp(t, `single\s+40\s+\d+\s+\d+\s+0\.\d+\s+\S+\s+\S+\s+\d+\.\d\d\s+\d+ MB`, out)
+	require.Regexp(t, `single\s+40\s+\d+\s+\d+\s+0\.\d+\s+\S+\s+\S+\s+\d+\.\d\d\s+\d+ MB\s+\d+\n`, out,
+		"CPU per action, without Postgres's on a server not embedded")
+}
+
+func TestBench_Skip(t *testing.T) {
+	t.Parallel()
+	env := []string{"DATABASE_URL=" + pgtest.URL(t), "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY="}
+	code, out := run(t, env, "bench", "--n", "10", "--skip", "single,batch", "--provider-latency", "0", "--offered-rate", "0",
+		"--approvals", "0", "--river-workers", "10", "--river-n", "0", "--stats-settle", "0")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "River raw (no-op jobs)")
+	require.NotRegexp(t, `(?m)^(single|batch) `, out)
+
+	code, out = run(t, env, "bench", "--skip", "offered")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out, `unknown phase "offered"`)
+}
+
+// TestProcStat: the fields of /proc/<pid>/stat the bench reads CPU from.
+func TestProcStat(t *testing.T) {
+	f := procStat(os.Getpid())
+	require.NotNil(t, f)
+	require.Equal(t, strconv.Itoa(os.Getppid()), f[1], "field 4 is the parent")
+	// A test binary has run for more than a clock tick by now; spin in case.
+	for deadline := time.Now().Add(5 * time.Second); statTicks(f, false) == 0 && time.Now().Before(deadline); f = procStat(os.Getpid()) {
+	}
+	require.Positive(t, statTicks(f, false), "utime+stime")
+	require.GreaterOrEqual(t, statTicks(f, true), statTicks(f, false))
+	require.Nil(t, procStat(-1))
 }

@@ -273,6 +273,158 @@ func (q *Queries) InvocationApprove(ctx context.Context, db DBTX, arg Invocation
 	return i, err
 }
 
+const invocationBeginMany = `-- name: InvocationBeginMany :many
+WITH input AS (
+    SELECT u.id, ($1::int[])[u.n] AS attempt FROM unnest($2::uuid[]) WITH ORDINALITY AS u (id, n)
+), prev AS (
+    SELECT a.id, a.status, a.started_at, a.organization_id, a.integration, a.user_id, a.rate_bucket, a.must_run_before
+    FROM action_invocations AS a WHERE a.id = ANY($2::uuid[]) ORDER BY a.id FOR UPDATE
+), run AS (
+    SELECT prev.id,
+        coalesce((SELECT array_agg(d.pattern ORDER BY d.pattern) FROM do_not_contact d
+                  WHERE d.organization_id = prev.organization_id), '{}')::text[] AS patterns,
+        coalesce((SELECT jsonb_agg(jsonb_build_object('time_zone', q.time_zone, 'start', q.start_minute, 'end', q.end_minute))
+                  FROM quiet_hours q
+                  WHERE q.organization_id = prev.organization_id AND (q.bucket = '' OR q.bucket = coalesce(prev.rate_bucket, ''))), '[]')::jsonb AS windows,
+        coalesce((SELECT max(c.updated_at) FROM credentials c
+                  WHERE c.organization_id = prev.organization_id AND c.integration = prev.integration
+                    AND (c.user_id = '' OR c.user_id = coalesce(prev.user_id, ''))), 'epoch')::timestamptz AS credential_version
+    FROM prev
+), next AS (
+    UPDATE action_invocations AS i
+    SET status = 'executing', attempt = input.attempt, started_at = coalesce(i.started_at, now()), updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev JOIN run ON run.id = prev.id JOIN input ON input.id = prev.id
+    WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
+      AND cardinality(run.patterns) = 0 AND run.windows = '[]'::jsonb
+      AND (prev.must_run_before IS NULL OR prev.must_run_before > now())
+    RETURNING i.id, i.organization_id, i.status, i.attempt, i.started_at, i.updated_at, i.event_seq
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
+    SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || next.attempt
+    FROM next JOIN prev ON prev.id = next.id
+)
+SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, run.patterns, run.windows, run.credential_version,
+    prev.status AS locked_status, (prev.started_at IS NOT NULL)::bool AS started_before,
+    (next.id IS NOT NULL)::bool AS started,
+    next.started_at AS started_at_new, next.updated_at AS updated_at_new
+FROM action_invocations i
+JOIN prev ON prev.id = i.id
+JOIN run ON run.id = i.id
+LEFT JOIN next ON next.id = i.id
+`
+
+type InvocationBeginManyParams struct {
+	Attempts []int32
+	Ids      []uuid.UUID
+}
+
+type InvocationBeginManyRow struct {
+	ActionInvocation  ActionInvocation
+	Patterns          []string
+	Windows           []byte
+	CredentialVersion time.Time
+	LockedStatus      string
+	StartedBefore     bool
+	Started           bool
+	StartedAtNew      *time.Time
+	UpdatedAtNew      *time.Time
+}
+
+// The workers' one statement before their calls, for the jobs beginning
+// at the same moment (one element of @ids and @attempts each, ids
+// distinct): it reads each invocation, its organization's do-not-contact
+// patterns, the quiet windows of the organization and of its bucket, and
+// the version (last change) of the credentials it may use, and, when no
+// gate can apply (no do-not-contact pattern, no quiet window,
+// must_run_before not passed) and the invocation is approved or executing,
+// marks it executing as InvocationStart does, with its event. An
+// invocation that does not exist is not in the answer.
+// When a gate may apply it changes nothing: the worker evaluates the gates
+// and then starts with InvocationStart.
+//
+// i is the row in the statement's snapshot (a data-modifying CTE's change
+// is not visible to the rest of the statement, and a transition committed
+// while the lock was awaited is not in it either): locked_status is the
+// status under the lock, started_before whether an earlier execution had
+// started (started_at under the lock, before this start), and started and
+// the *_new columns are the fields the start changed. Rows are locked in
+// id order, so two of these never deadlock.
+func (q *Queries) InvocationBeginMany(ctx context.Context, db DBTX, arg InvocationBeginManyParams) ([]InvocationBeginManyRow, error) {
+	rows, err := db.Query(ctx, invocationBeginMany, arg.Attempts, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []InvocationBeginManyRow
+	for rows.Next() {
+		var i InvocationBeginManyRow
+		if err := rows.Scan(
+			&i.ActionInvocation.ID,
+			&i.ActionInvocation.OrganizationID,
+			&i.ActionInvocation.SessionID,
+			&i.ActionInvocation.AutomationID,
+			&i.ActionInvocation.RequestedBy,
+			&i.ActionInvocation.Origin,
+			&i.ActionInvocation.Integration,
+			&i.ActionInvocation.Action,
+			&i.ActionInvocation.RiskLevel,
+			&i.ActionInvocation.Mode,
+			&i.ActionInvocation.ModeSource,
+			&i.ActionInvocation.Params,
+			&i.ActionInvocation.ParamsHash,
+			&i.ActionInvocation.Status,
+			&i.ActionInvocation.Result,
+			&i.ActionInvocation.Error,
+			&i.ActionInvocation.DeniedReason,
+			&i.ActionInvocation.DurationMs,
+			&i.ActionInvocation.ApprovedBy,
+			&i.ActionInvocation.ApprovedAt,
+			&i.ActionInvocation.StartedAt,
+			&i.ActionInvocation.CompletedAt,
+			&i.ActionInvocation.ExpiresAt,
+			&i.ActionInvocation.CreatedAt,
+			&i.ActionInvocation.UpdatedAt,
+			&i.ActionInvocation.ExternalID,
+			&i.ActionInvocation.IdempotencyKey,
+			&i.ActionInvocation.JobID,
+			&i.ActionInvocation.Attempt,
+			&i.ActionInvocation.RateBucket,
+			&i.ActionInvocation.MustRunBefore,
+			&i.ActionInvocation.ProviderRef,
+			&i.ActionInvocation.Conflict,
+			&i.ActionInvocation.Approval,
+			&i.ActionInvocation.RiskHint,
+			&i.ActionInvocation.UserID,
+			&i.ActionInvocation.DeadLetteredAt,
+			&i.ActionInvocation.ReplayCount,
+			&i.ActionInvocation.ReplayedBy,
+			&i.ActionInvocation.ReplayedAt,
+			&i.ActionInvocation.DiscardedBy,
+			&i.ActionInvocation.DiscardedAt,
+			&i.ActionInvocation.ProviderWaits,
+			&i.ActionInvocation.ParamsSealed,
+			&i.ActionInvocation.EventSeq,
+			&i.ActionInvocation.Retry,
+			&i.ActionInvocation.Steps,
+			&i.Patterns,
+			&i.Windows,
+			&i.CredentialVersion,
+			&i.LockedStatus,
+			&i.StartedBefore,
+			&i.Started,
+			&i.StartedAtNew,
+			&i.UpdatedAtNew,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const invocationCancel = `-- name: InvocationCancel :one
 WITH prev AS (
     SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE

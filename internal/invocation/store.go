@@ -106,45 +106,72 @@ type Begun struct {
 }
 
 // BeginMany is the first step of several jobs before their calls, in one
-// round trip and one transaction (the statements are pipelined). For each
-// it returns the invocation with its RunContext and, when it is approved or
-// executing and none of the gates can apply (no do-not-contact pattern, no
-// quiet window, must_run_before not passed), marks it executing for its
-// attempt, as Start does; Started is false when it did not (another state,
-// or gates to check before Start). An invocation that does not exist
-// answers ErrNotFound in its Result; any other failure fails the whole
-// batch, which then changed nothing.
+// statement. For each it returns the invocation with its RunContext and,
+// when it is approved or executing and none of the gates can apply (no
+// do-not-contact pattern, no quiet window, must_run_before not passed),
+// marks it executing for its attempt, as Start does; Started is false when
+// it did not (another state, or gates to check before Start). An
+// invocation that does not exist answers ErrNotFound in its Result; any
+// other failure fails the whole batch, which then changed nothing.
 func (s *Store) BeginMany(ctx context.Context, db DB, args []BeginArgs) ([]batch.Result[Begun], error) {
-	params := make([]dbsqlc.InvocationBeginParams, len(args))
-	for i, a := range args {
-		params[i] = dbsqlc.InvocationBeginParams{ID: a.ID, Attempt: int32(a.Attempt)}
-	}
 	out := make([]batch.Result[Begun], len(args))
-	var batchErr error
-	results := s.q.InvocationBegin(ctx, db, params)
-	results.QueryRow(func(i int, r dbsqlc.InvocationBeginRow, err error) {
-		inv, err := one(r.ActionInvocation, err, args[i].ID)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			out[i].Err = err
-			return
-		case err != nil:
-			batchErr = cmp.Or(batchErr, fmt.Errorf("beginning invocation: %w", err))
-			return
+	// One statement changes a row once: an invocation named twice (two jobs
+	// of one invocation beginning together) begins again in the next one.
+	for rest := indexes(len(args)); len(rest) > 0; {
+		var p dbsqlc.InvocationBeginManyParams
+		seen := make(map[uuid.UUID]bool, len(rest))
+		var now, later []int
+		for _, i := range rest {
+			if seen[args[i].ID] {
+				later = append(later, i)
+				continue
+			}
+			seen[args[i].ID] = true
+			now = append(now, i)
+			p.Ids = append(p.Ids, args[i].ID)
+			p.Attempts = append(p.Attempts, int32(args[i].Attempt))
 		}
-		inv.Status = Status(r.LockedStatus)
-		if r.Started {
-			inv.Status, inv.Attempt = StatusExecuting, int32(args[i].Attempt)
-			inv.StartedAt, inv.UpdatedAt = r.StartedAtNew, *r.UpdatedAtNew
+		// Planned for each group: a plan cached while the table was small
+		// would read all of an organization's rows to find the group's.
+		rows, err := s.q.InvocationBeginMany(ctx, dbutil.CustomPlans{DBTX: db}, p)
+		if err != nil {
+			return nil, fmt.Errorf("beginning invocations: %w", err)
 		}
-		rc := runContext(r.Patterns, r.Windows, r.CredentialVersion)
-		rc.StartedBefore = r.StartedBefore
-		out[i].Value = Begun{Invocation: inv, Run: rc, Started: r.Started}
-	})
-	if err := cmp.Or(batchErr, results.Close()); err != nil {
-		return nil, err
+		begun := make(map[uuid.UUID]Begun, len(rows))
+		for _, r := range rows {
+			inv := fromRow(r.ActionInvocation)
+			inv.Status = Status(r.LockedStatus)
+			if r.Started {
+				inv.Status = StatusExecuting
+				inv.StartedAt, inv.UpdatedAt = r.StartedAtNew, *r.UpdatedAtNew
+			}
+			rc := runContext(r.Patterns, r.Windows, r.CredentialVersion)
+			rc.StartedBefore = r.StartedBefore
+			begun[inv.ID] = Begun{Invocation: inv, Run: rc, Started: r.Started}
+		}
+		for k, i := range now {
+			b, ok := begun[args[i].ID]
+			if !ok {
+				out[i].Err = fmt.Errorf("%w: %s", ErrNotFound, args[i].ID)
+				continue
+			}
+			if b.Started {
+				b.Invocation.Attempt = p.Attempts[k]
+			}
+			out[i].Value = b
+		}
+		rest = later
 	}
 	return out, nil
+}
+
+// indexes returns 0, 1, ..., n-1.
+func indexes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 func runContext(patterns []string, windows json.RawMessage, credentialVersion time.Time) RunContext {

@@ -473,7 +473,7 @@ func TestStore_Begin(t *testing.T) {
 		}()
 		require.Eventually(t, func() bool {
 			var waiting bool
-			_ = b.pool.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%InvocationBegin%'`).Scan(&waiting)
+			_ = b.pool.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%InvocationBeginMany%'`).Scan(&waiting)
 			return waiting
 		}, 5*time.Second, 5*time.Millisecond)
 		require.NoError(t, canceller.Commit(ctx))
@@ -510,14 +510,18 @@ func TestStore_ManyInOneTransaction(t *testing.T) {
 	}
 
 	begun, err := b.store.BeginMany(ctx, b.pool, []invocation.BeginArgs{
-		{ID: first.ID, Attempt: 1}, {ID: second.ID, Attempt: 1}, {ID: pending.ID, Attempt: 1}, {ID: missing, Attempt: 1},
+		{ID: first.ID, Attempt: 1}, {ID: second.ID, Attempt: 3}, {ID: pending.ID, Attempt: 1}, {ID: missing, Attempt: 1},
 	})
 	require.NoError(t, err)
 	require.Len(t, begun, 4)
-	for _, i := range []int{0, 1} {
+	for i, attempt := range []int32{1, 3} {
 		require.NoError(t, begun[i].Err)
 		require.True(t, begun[i].Value.Started)
 		require.Equal(t, invocation.StatusExecuting, begun[i].Value.Invocation.Status)
+		require.Equal(t, attempt, begun[i].Value.Invocation.Attempt)
+		stored, err := b.store.GetByID(ctx, b.pool, begun[i].Value.Invocation.ID)
+		require.NoError(t, err)
+		require.Equal(t, attempt, stored.Attempt, "each its own attempt")
 	}
 	require.NoError(t, begun[2].Err)
 	require.False(t, begun[2].Value.Started)
@@ -553,4 +557,27 @@ func TestStore_ManyInOneTransaction(t *testing.T) {
 	still, err := b.store.GetByID(ctx, b.pool, pending.ID)
 	require.NoError(t, err)
 	require.Equal(t, invocation.StatusPending, still.Status)
+
+	// Two jobs of one invocation beginning together: a statement changes a
+	// row once, so the second begins after the first, with its own event.
+	setupTx, err = b.pool.Begin(ctx)
+	require.NoError(t, err)
+	twice := b.create(t, setupTx, invocation.StatusApproved)
+	require.NoError(t, setupTx.Commit(ctx))
+	begun, err = b.store.BeginMany(ctx, b.pool, []invocation.BeginArgs{{ID: twice.ID, Attempt: 1}, {ID: twice.ID, Attempt: 2}})
+	require.NoError(t, err)
+	require.True(t, begun[0].Value.Started)
+	require.False(t, begun[0].Value.Run.StartedBefore)
+	require.True(t, begun[1].Value.Started)
+	require.True(t, begun[1].Value.Run.StartedBefore, "the second finds the first's start")
+	require.Equal(t, int32(2), begun[1].Value.Invocation.Attempt)
+	events, err := b.store.Events(ctx, b.pool, twice.OrganizationID, twice.ID)
+	require.NoError(t, err)
+	var started int
+	for _, e := range events {
+		if e.Type == "started" {
+			started++
+		}
+	}
+	require.Equal(t, 2, started)
 }

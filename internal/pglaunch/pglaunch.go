@@ -206,6 +206,9 @@ func (s *Server) DataDir() string { return s.dataDir }
 // LogPath returns the file receiving the server's log.
 func (s *Server) LogPath() string { return s.logPath }
 
+// PID returns the server's (the postmaster's) process id.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // Port returns the TCP port the server listens on at 127.0.0.1.
 func (s *Server) Port() int { return s.port }
 

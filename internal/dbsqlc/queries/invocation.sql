@@ -307,14 +307,16 @@ WHERE organization_id = @organization_id AND dead_lettered_at IS NOT NULL AND di
 SELECT * FROM action_invocations
 WHERE organization_id = @organization_id AND external_id = ANY(@external_ids::text[]);
 
--- name: InvocationBegin :batchone
--- The worker's one statement before a call: it reads the invocation, its
--- organization's do-not-contact patterns, the quiet windows of the
--- organization and of its bucket, and the version (last change) of the
--- credentials it may use, and, when no gate can apply (no do-not-contact
--- pattern, no quiet window, must_run_before not passed) and the invocation
--- is approved or executing, marks it executing as InvocationStart does,
--- with its event.
+-- name: InvocationBeginMany :many
+-- The workers' one statement before their calls, for the jobs beginning
+-- at the same moment (one element of @ids and @attempts each, ids
+-- distinct): it reads each invocation, its organization's do-not-contact
+-- patterns, the quiet windows of the organization and of its bucket, and
+-- the version (last change) of the credentials it may use, and, when no
+-- gate can apply (no do-not-contact pattern, no quiet window,
+-- must_run_before not passed) and the invocation is approved or executing,
+-- marks it executing as InvocationStart does, with its event. An
+-- invocation that does not exist is not in the answer.
 -- When a gate may apply it changes nothing: the worker evaluates the gates
 -- and then starts with InvocationStart.
 --
@@ -323,10 +325,13 @@ WHERE organization_id = @organization_id AND external_id = ANY(@external_ids::te
 -- while the lock was awaited is not in it either): locked_status is the
 -- status under the lock, started_before whether an earlier execution had
 -- started (started_at under the lock, before this start), and started and
--- the *_new columns are the fields the start changed.
-WITH prev AS (
+-- the *_new columns are the fields the start changed. Rows are locked in
+-- id order, so two of these never deadlock.
+WITH input AS (
+    SELECT u.id, (@attempts::int[])[u.n] AS attempt FROM unnest(@ids::uuid[]) WITH ORDINALITY AS u (id, n)
+), prev AS (
     SELECT a.id, a.status, a.started_at, a.organization_id, a.integration, a.user_id, a.rate_bucket, a.must_run_before
-    FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+    FROM action_invocations AS a WHERE a.id = ANY(@ids::uuid[]) ORDER BY a.id FOR UPDATE
 ), run AS (
     SELECT prev.id,
         coalesce((SELECT array_agg(d.pattern ORDER BY d.pattern) FROM do_not_contact d
@@ -340,15 +345,16 @@ WITH prev AS (
     FROM prev
 ), next AS (
     UPDATE action_invocations AS i
-    SET status = 'executing', attempt = @attempt, started_at = coalesce(i.started_at, now()), updated_at = now(), event_seq = i.event_seq + 1
-    FROM prev, run
+    SET status = 'executing', attempt = input.attempt, started_at = coalesce(i.started_at, now()), updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev JOIN run ON run.id = prev.id JOIN input ON input.id = prev.id
     WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
       AND cardinality(run.patterns) = 0 AND run.windows = '[]'::jsonb
       AND (prev.must_run_before IS NULL OR prev.must_run_before > now())
     RETURNING i.id, i.organization_id, i.status, i.attempt, i.started_at, i.updated_at, i.event_seq
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
-    SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || @attempt::int FROM next, prev
+    SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || next.attempt
+    FROM next JOIN prev ON prev.id = next.id
 )
 SELECT sqlc.embed(i), run.patterns, run.windows, run.credential_version,
     prev.status AS locked_status, (prev.started_at IS NOT NULL)::bool AS started_before,
