@@ -1632,6 +1632,152 @@ func (q *Queries) InvocationInFlight(ctx context.Context, db DBTX, organizationI
 	return items, nil
 }
 
+const invocationInsertMany = `-- name: InvocationInsertMany :many
+WITH next AS (
+    INSERT INTO action_invocations (
+        id, job_id, organization_id, session_id, automation_id, user_id, requested_by, origin,
+        integration, action, risk_level, mode, mode_source, params, params_sealed, params_hash,
+        status, denied_reason, expires_at, external_id, idempotency_key,
+        rate_bucket, must_run_before, approval, risk_hint, retry, event_seq, completed_at
+    )
+    SELECT r.id, r.job_id, r.organization_id, r.session_id, r.automation_id, r.user_id, r.requested_by, r.origin,
+        r.integration, r.action, r.risk_level, r.mode, r.mode_source, r.params, r.params_sealed, r.params_hash,
+        r.status, r.denied_reason, r.expires_at, r.external_id, r.idempotency_key,
+        r.rate_bucket, r.must_run_before, r.approval, r.risk_hint, r.retry, 1,
+        CASE WHEN r.status = 'denied' THEN now() END
+    FROM jsonb_populate_recordset(NULL::action_invocations, $1::jsonb) AS r
+    ON CONFLICT DO NOTHING
+    RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps
+), event AS (
+    INSERT INTO invocation_events (invocation_id, organization_id, seq, type, to_status, actor, reason)
+    SELECT next.id, next.organization_id, 1, 'created', next.status, next.requested_by, next.denied_reason FROM next
+)
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM next
+`
+
+type InvocationInsertManyRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+	SessionID      *string
+	AutomationID   *string
+	RequestedBy    string
+	Origin         string
+	Integration    string
+	Action         string
+	RiskLevel      string
+	Mode           string
+	ModeSource     string
+	Params         []byte
+	ParamsHash     string
+	Status         string
+	Result         []byte
+	Error          *string
+	DeniedReason   *string
+	DurationMs     *int32
+	ApprovedBy     *string
+	ApprovedAt     *time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExternalID     *string
+	IdempotencyKey *string
+	JobID          *int64
+	Attempt        int32
+	RateBucket     *string
+	MustRunBefore  *time.Time
+	ProviderRef    *string
+	Conflict       bool
+	Approval       string
+	RiskHint       *string
+	UserID         *string
+	DeadLetteredAt *time.Time
+	ReplayCount    int32
+	ReplayedBy     *string
+	ReplayedAt     *time.Time
+	DiscardedBy    *string
+	DiscardedAt    *time.Time
+	ProviderWaits  int32
+	ParamsSealed   []byte
+	EventSeq       int32
+	Retry          []byte
+	Steps          []byte
+}
+
+// Records new invocations, one per element of the JSON array @invocations (the
+// columns by name), with their created events, in one statement. One whose
+// idempotency key or external id is taken (by an earlier invocation or an
+// earlier element) is not inserted and not in the answer; the caller then
+// loads the existing invocation.
+func (q *Queries) InvocationInsertMany(ctx context.Context, db DBTX, invocations []byte) ([]InvocationInsertManyRow, error) {
+	rows, err := db.Query(ctx, invocationInsertMany, invocations)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []InvocationInsertManyRow
+	for rows.Next() {
+		var i InvocationInsertManyRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrganizationID,
+			&i.SessionID,
+			&i.AutomationID,
+			&i.RequestedBy,
+			&i.Origin,
+			&i.Integration,
+			&i.Action,
+			&i.RiskLevel,
+			&i.Mode,
+			&i.ModeSource,
+			&i.Params,
+			&i.ParamsHash,
+			&i.Status,
+			&i.Result,
+			&i.Error,
+			&i.DeniedReason,
+			&i.DurationMs,
+			&i.ApprovedBy,
+			&i.ApprovedAt,
+			&i.StartedAt,
+			&i.CompletedAt,
+			&i.ExpiresAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.ExternalID,
+			&i.IdempotencyKey,
+			&i.JobID,
+			&i.Attempt,
+			&i.RateBucket,
+			&i.MustRunBefore,
+			&i.ProviderRef,
+			&i.Conflict,
+			&i.Approval,
+			&i.RiskHint,
+			&i.UserID,
+			&i.DeadLetteredAt,
+			&i.ReplayCount,
+			&i.ReplayedBy,
+			&i.ReplayedAt,
+			&i.DiscardedBy,
+			&i.DiscardedAt,
+			&i.ProviderWaits,
+			&i.ParamsSealed,
+			&i.EventSeq,
+			&i.Retry,
+			&i.Steps,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const invocationListByExternalIDs = `-- name: InvocationListByExternalIDs :many
 SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM action_invocations
 WHERE organization_id = $1 AND external_id = ANY($2::text[])

@@ -90,7 +90,7 @@ type Event struct {
 
 // row is any sqlc row with the columns of action_invocations.
 type row interface {
-	dbsqlc.ActionInvocation | dbsqlc.InvocationInsertRow | dbsqlc.InvocationApproveRow |
+	dbsqlc.ActionInvocation | dbsqlc.InvocationInsertManyRow | dbsqlc.InvocationApproveRow |
 		dbsqlc.InvocationDenyRow | dbsqlc.InvocationExpireRow | dbsqlc.InvocationCancelRow |
 		dbsqlc.InvocationStartRow | dbsqlc.InvocationCompleteManyRow | dbsqlc.InvocationFailRow |
 		dbsqlc.InvocationSkipRow | dbsqlc.InvocationScheduleRetryRow | dbsqlc.InvocationSnoozeRow |

@@ -1,8 +1,8 @@
 package invocation
 
 import (
-	"cmp"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -328,8 +328,8 @@ type CreateParams struct {
 }
 
 // CreateMany records new invocations with their jobs and created events in
-// a few round trips: the jobs in one bulk insert, the invocations in one
-// pipelined batch. An invocation whose idempotency key or external id
+// two statements: the jobs in one bulk insert, the invocations and their
+// events in another. An invocation whose idempotency key or external id
 // another one took meanwhile is nil in the answer (its jobs are deleted);
 // the others are recorded.
 func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*CreateParams) ([]*Invocation, error) {
@@ -337,12 +337,12 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*CreateParams) (
 	if err != nil {
 		return nil, err
 	}
-	inserts := make([]dbsqlc.InvocationInsertParams, len(ps))
+	rows := make([]insertRow, len(ps))
 	var jobs []river.InsertManyParams
 	type jobRef struct{ item, expiry int }
 	refs := make([]jobRef, len(ps))
 	for i, p := range ps {
-		inserts[i] = p.insertParams()
+		rows[i] = p.insertRow()
 		refs[i] = jobRef{-1, -1}
 		if p.Status == StatusDenied {
 			continue
@@ -367,31 +367,29 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*CreateParams) (
 		for _, r := range res {
 			jobIDs = append(jobIDs, r.Job.ID)
 		}
-		for i := range inserts {
+		for i := range rows {
 			if refs[i].item >= 0 {
-				inserts[i].JobID = &jobIDs[refs[i].item]
+				rows[i].JobID = &jobIDs[refs[i].item]
 			}
 		}
 	}
 
-	out := make([]*Invocation, len(ps))
-	var batchErr error
-	results := s.q.InvocationInsert(ctx, tx, inserts)
-	results.QueryRow(func(i int, r dbsqlc.InvocationInsertRow, err error) {
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
-			batchErr = cmp.Or(batchErr, fmt.Errorf("inserting invocation: %w", err))
-		default:
-			inv := fromRow(r)
-			out[i] = &inv
-		}
-	})
-	if err := cmp.Or(batchErr, results.Close()); err != nil {
-		return nil, err
+	encoded, err := json.Marshal(rows)
+	if err != nil {
+		return nil, fmt.Errorf("encoding invocations: %w", err)
 	}
-	for i, inv := range out {
-		if inv != nil {
+	inserted, err := s.q.InvocationInsertMany(ctx, tx, encoded)
+	if err != nil {
+		return nil, fmt.Errorf("inserting invocations: %w", err)
+	}
+	byID := make(map[uuid.UUID]*Invocation, len(inserted))
+	for _, r := range inserted {
+		inv := fromRow(r)
+		byID[inv.ID] = &inv
+	}
+	out := make([]*Invocation, len(ps))
+	for i, p := range ps {
+		if out[i] = byID[p.ID]; out[i] != nil {
 			continue
 		}
 		for _, j := range []int{refs[i].item, refs[i].expiry} {
@@ -406,19 +404,53 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*CreateParams) (
 	return out, nil
 }
 
-func (p *CreateParams) insertParams() dbsqlc.InvocationInsertParams {
-	insert := dbsqlc.InvocationInsertParams{
+// insertRow is one element of InvocationInsertMany's array: the columns by
+// name, NULL where nil.
+type insertRow struct {
+	ID             uuid.UUID       `json:"id"`
+	JobID          *int64          `json:"job_id"`
+	OrganizationID string          `json:"organization_id"`
+	SessionID      *string         `json:"session_id"`
+	AutomationID   *string         `json:"automation_id"`
+	UserID         *string         `json:"user_id"`
+	RequestedBy    string          `json:"requested_by"`
+	Origin         string          `json:"origin"`
+	Integration    string          `json:"integration"`
+	Action         string          `json:"action"`
+	RiskLevel      string          `json:"risk_level"`
+	Mode           string          `json:"mode"`
+	ModeSource     string          `json:"mode_source"`
+	Params         json.RawMessage `json:"params"`
+	// ParamsSealed is bytea in its text form, \x and hex.
+	ParamsSealed   *string    `json:"params_sealed"`
+	ParamsHash     string     `json:"params_hash"`
+	Status         Status     `json:"status"`
+	DeniedReason   *string    `json:"denied_reason"`
+	ExpiresAt      *time.Time `json:"expires_at"`
+	ExternalID     *string    `json:"external_id"`
+	IdempotencyKey *string    `json:"idempotency_key"`
+	RateBucket     *string    `json:"rate_bucket"`
+	MustRunBefore  *time.Time `json:"must_run_before"`
+	Approval       string     `json:"approval"`
+	RiskHint       *string    `json:"risk_hint"`
+	Retry          *Retry     `json:"retry"`
+}
+
+func (p *CreateParams) insertRow() insertRow {
+	r := insertRow{
 		ID: p.ID, OrganizationID: p.OrganizationID, SessionID: nilIfEmpty(p.SessionID), AutomationID: nilIfEmpty(p.AutomationID),
 		UserID: nilIfEmpty(p.UserID), RequestedBy: p.RequestedBy, Origin: p.Origin, Integration: p.Integration,
 		Action: p.Action, RiskLevel: p.RiskLevel, Mode: p.Mode, ModeSource: p.ModeSource, Params: p.Params,
-		ParamsSealed: p.ParamsSealed, ParamsHash: p.ParamsHash, Status: string(p.Status), DeniedReason: nilIfEmpty(p.DeniedReason),
+		ParamsHash: p.ParamsHash, Status: p.Status, DeniedReason: nilIfEmpty(p.DeniedReason),
 		ExpiresAt: p.ExpiresAt, ExternalID: nilIfEmpty(p.ExternalID), IdempotencyKey: nilIfEmpty(p.IdempotencyKey),
 		RateBucket: nilIfEmpty(p.RateBucket), MustRunBefore: p.MustRunBefore, Approval: p.Approval, RiskHint: nilIfEmpty(p.RiskHint),
+		Retry: p.Retry,
 	}
-	if p.Retry != nil {
-		insert.Retry, _ = json.Marshal(p.Retry)
+	if p.ParamsSealed != nil {
+		sealed := `\x` + hex.EncodeToString(p.ParamsSealed)
+		r.ParamsSealed = &sealed
 	}
-	return insert
+	return r
 }
 
 // Approve clears a pending invocation to run and releases its parked job.

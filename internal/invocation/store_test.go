@@ -257,6 +257,68 @@ func TestStore_CreateManySkipsTakenKeys(t *testing.T) {
 	require.Equal(t, "available", jobState(t, tx, *out[0].JobID))
 }
 
+// TestStore_CreateManyStoresEveryField: what CreateMany writes reads back
+// as given, the unset fields NULL, and of two new invocations with one key
+// in one call only the first is recorded.
+func TestStore_CreateManyStoresEveryField(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	tx := b.begin(t)
+	expires := time.Now().Add(time.Hour).Round(time.Microsecond)
+	before := expires.Add(time.Minute)
+	full := &invocation.CreateParams{
+		ID: uuid.Must(uuid.NewV7()), OrganizationID: "org-1", SessionID: "s-1", AutomationID: "auto-1", UserID: "u-1",
+		RequestedBy: "agent", Origin: "invoke", Integration: "slack", Action: "send_message", RiskLevel: "write",
+		Mode: "require_approval", ModeSource: "org_override", Params: json.RawMessage(`{"channel":"C1","token":"[REDACTED]"}`),
+		ParamsSealed: []byte{0, 1, 0xfe, 0xff, '\\', 'x'}, ParamsHash: "hash", Status: invocation.StatusPending,
+		ExpiresAt: &expires, ExternalID: "ext-1", IdempotencyKey: "key-1", RateBucket: "slack.minute",
+		MustRunBefore: &before, Approval: "required", RiskHint: "sends to a customer",
+		Retry: &invocation.Retry{MaxAttempts: 3, BaseDelay: time.Second, MaxDelay: time.Minute},
+	}
+	bare := &invocation.CreateParams{
+		ID: uuid.Must(uuid.NewV7()), OrganizationID: "org-1", RequestedBy: "svc", Origin: "envelope",
+		Integration: "slack", Action: "send_message", RiskLevel: "write", Mode: "deny", ModeSource: "org_default",
+		Params: json.RawMessage(`{}`), ParamsHash: "h", Status: invocation.StatusDenied, DeniedReason: "policy", Approval: "auto",
+	}
+	again := *full
+	again.ID = uuid.Must(uuid.NewV7())
+	out, err := b.store.CreateMany(ctx, tx, []*invocation.CreateParams{full, bare, &again})
+	require.NoError(t, err)
+	require.Nil(t, out[2], "the second with the same key is not recorded")
+
+	got, err := b.store.GetByID(ctx, tx, full.ID)
+	require.NoError(t, err)
+	require.Equal(t, *out[0], got)
+	require.Equal(t, []any{"s-1", "auto-1", "u-1", "ext-1", "key-1", "slack.minute", "sends to a customer"},
+		[]any{*got.SessionID, *got.AutomationID, *got.UserID, *got.ExternalID, *got.IdempotencyKey, *got.RateBucket, *got.RiskHint})
+	require.Equal(t, []string{"agent", "invoke", "slack", "send_message", "write", "require_approval", "org_override", "hash", "required"},
+		[]string{got.RequestedBy, got.Origin, got.Integration, got.Action, got.RiskLevel, got.Mode, got.ModeSource, got.ParamsHash, got.Approval})
+	require.JSONEq(t, string(full.Params), string(got.Params))
+	require.Equal(t, full.ParamsSealed, got.ParamsSealed)
+	require.Equal(t, invocation.StatusPending, got.Status)
+	require.True(t, expires.Equal(*got.ExpiresAt))
+	require.True(t, before.Equal(*got.MustRunBefore))
+	require.Equal(t, full.Retry, got.Retry)
+	require.NotNil(t, got.JobID)
+	require.Nil(t, got.CompletedAt)
+	require.Nil(t, got.DeniedReason)
+
+	denied, err := b.store.GetByID(ctx, tx, bare.ID)
+	require.NoError(t, err)
+	require.Equal(t, "policy", *denied.DeniedReason)
+	require.NotNil(t, denied.CompletedAt, "a denied invocation is finished when created")
+	require.Nil(t, denied.JobID)
+	require.Nil(t, denied.SessionID)
+	require.Nil(t, denied.ExternalID)
+	require.Nil(t, denied.IdempotencyKey)
+	require.Nil(t, denied.ParamsSealed)
+	require.Nil(t, denied.Retry)
+	require.Nil(t, denied.ExpiresAt)
+	requireTimeline(t, b, tx, full.ID, step{invocation.EventCreated, "", invocation.StatusPending})
+	requireTimeline(t, b, tx, bare.ID, step{invocation.EventCreated, "", invocation.StatusDenied})
+}
+
 // TestStore_RacingTransitions runs two transitions of one invocation in
 // concurrent transactions: exactly one wins, and exactly one event is
 // written for it.

@@ -1,19 +1,22 @@
--- name: InvocationInsert :batchone
--- A conflict on the idempotency key or external id inserts nothing and
--- returns no row; the caller then loads the existing invocation.
+-- name: InvocationInsertMany :many
+-- Records new invocations, one per element of the JSON array @invocations (the
+-- columns by name), with their created events, in one statement. One whose
+-- idempotency key or external id is taken (by an earlier invocation or an
+-- earlier element) is not inserted and not in the answer; the caller then
+-- loads the existing invocation.
 WITH next AS (
     INSERT INTO action_invocations (
         id, job_id, organization_id, session_id, automation_id, user_id, requested_by, origin,
         integration, action, risk_level, mode, mode_source, params, params_sealed, params_hash,
         status, denied_reason, expires_at, external_id, idempotency_key,
         rate_bucket, must_run_before, approval, risk_hint, retry, event_seq, completed_at
-    ) VALUES (
-        @id, sqlc.narg(job_id), @organization_id, @session_id, @automation_id, sqlc.narg(user_id), @requested_by, @origin,
-        @integration, @action, @risk_level, @mode, @mode_source, @params, sqlc.narg(params_sealed), @params_hash,
-        @status, @denied_reason, @expires_at, @external_id, @idempotency_key,
-        @rate_bucket, @must_run_before, @approval, @risk_hint, sqlc.narg(retry), 1,
-        CASE WHEN @status::text = 'denied' THEN now() END
     )
+    SELECT r.id, r.job_id, r.organization_id, r.session_id, r.automation_id, r.user_id, r.requested_by, r.origin,
+        r.integration, r.action, r.risk_level, r.mode, r.mode_source, r.params, r.params_sealed, r.params_hash,
+        r.status, r.denied_reason, r.expires_at, r.external_id, r.idempotency_key,
+        r.rate_bucket, r.must_run_before, r.approval, r.risk_hint, r.retry, 1,
+        CASE WHEN r.status = 'denied' THEN now() END
+    FROM jsonb_populate_recordset(NULL::action_invocations, @invocations::jsonb) AS r
     ON CONFLICT DO NOTHING
     RETURNING *
 ), event AS (
