@@ -326,7 +326,10 @@ func TestSource_Execute(t *testing.T) {
 		require.Equal(t, mcp.CodeTimeout, execErr.Code)
 		require.True(t, execErr.Retryable)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		require.Less(t, time.Since(start), 2*time.Second)
+		// The tool only returns at the test's end: without the call
+		// timeout, Execute would not return at all. The bound is loose for
+		// a loaded machine.
+		require.Less(t, time.Since(start), 10*time.Second)
 	})
 
 	t.Run("ServerDown", func(t *testing.T) {
