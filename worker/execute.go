@@ -29,8 +29,8 @@ type ExecuteWorker struct {
 	logger *slog.Logger
 	store  *invocation.Store
 	// starter and completer group the first and the last statement of the
-	// jobs beginning (finishing) at the same moment: the starts pipelined in
-	// one round trip and one transaction, the completions one statement.
+	// jobs beginning (finishing) at the same moment: one statement for the
+	// group's starts, one for its completions.
 	starter   batch.Group[invocation.BeginArgs, invocation.Begun]
 	completer batch.Group[invocation.Completion, invocation.Invocation]
 }
