@@ -274,28 +274,24 @@ func (q *Queries) InvocationApprove(ctx context.Context, db DBTX, arg Invocation
 }
 
 const invocationBeginMany = `-- name: InvocationBeginMany :many
-WITH input AS (
-    SELECT u.id, ($1::int[])[u.n] AS attempt FROM unnest($2::uuid[]) WITH ORDINALITY AS u (id, n)
-), prev AS (
-    SELECT a.id, a.status, a.started_at, a.organization_id, a.integration, a.user_id, a.rate_bucket, a.must_run_before
-    FROM action_invocations AS a WHERE a.id = ANY($2::uuid[]) ORDER BY a.id FOR UPDATE
-), run AS (
-    SELECT prev.id,
+WITH prev AS (
+    SELECT a.id, a.status, a.started_at, a.organization_id, a.must_run_before,
         coalesce((SELECT array_agg(d.pattern ORDER BY d.pattern) FROM do_not_contact d
-                  WHERE d.organization_id = prev.organization_id), '{}')::text[] AS patterns,
+                  WHERE d.organization_id = a.organization_id), '{}')::text[] AS patterns,
         coalesce((SELECT jsonb_agg(jsonb_build_object('time_zone', q.time_zone, 'start', q.start_minute, 'end', q.end_minute))
                   FROM quiet_hours q
-                  WHERE q.organization_id = prev.organization_id AND (q.bucket = '' OR q.bucket = coalesce(prev.rate_bucket, ''))), '[]')::jsonb AS windows,
+                  WHERE q.organization_id = a.organization_id AND (q.bucket = '' OR q.bucket = coalesce(a.rate_bucket, ''))), '[]')::jsonb AS windows,
         coalesce((SELECT max(c.updated_at) FROM credentials c
-                  WHERE c.organization_id = prev.organization_id AND c.integration = prev.integration
-                    AND (c.user_id = '' OR c.user_id = coalesce(prev.user_id, ''))), 'epoch')::timestamptz AS credential_version
-    FROM prev
+                  WHERE c.organization_id = a.organization_id AND c.integration = a.integration
+                    AND (c.user_id = '' OR c.user_id = coalesce(a.user_id, ''))), 'epoch')::timestamptz AS credential_version
+    FROM action_invocations AS a WHERE a.id = ANY($1::uuid[]) ORDER BY a.id FOR UPDATE OF a
 ), next AS (
     UPDATE action_invocations AS i
-    SET status = 'executing', attempt = input.attempt, started_at = coalesce(i.started_at, now()), updated_at = now(), event_seq = i.event_seq + 1
-    FROM prev JOIN run ON run.id = prev.id JOIN input ON input.id = prev.id
+    SET status = 'executing', attempt = ($2::int[])[array_position($1::uuid[], i.id)],
+        started_at = coalesce(i.started_at, now()), updated_at = now(), event_seq = i.event_seq + 1
+    FROM prev
     WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
-      AND cardinality(run.patterns) = 0 AND run.windows = '[]'::jsonb
+      AND cardinality(prev.patterns) = 0 AND prev.windows = '[]'::jsonb
       AND (prev.must_run_before IS NULL OR prev.must_run_before > now())
     RETURNING i.id, i.organization_id, i.status, i.attempt, i.started_at, i.updated_at, i.event_seq
 ), event AS (
@@ -303,19 +299,18 @@ WITH input AS (
     SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || next.attempt
     FROM next JOIN prev ON prev.id = next.id
 )
-SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, run.patterns, run.windows, run.credential_version,
+SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, prev.patterns, prev.windows, prev.credential_version,
     prev.status AS locked_status, (prev.started_at IS NOT NULL)::bool AS started_before,
     (next.id IS NOT NULL)::bool AS started,
     next.started_at AS started_at_new, next.updated_at AS updated_at_new
 FROM action_invocations i
 JOIN prev ON prev.id = i.id
-JOIN run ON run.id = i.id
 LEFT JOIN next ON next.id = i.id
 `
 
 type InvocationBeginManyParams struct {
-	Attempts []int32
 	Ids      []uuid.UUID
+	Attempts []int32
 }
 
 type InvocationBeginManyRow struct {
@@ -348,9 +343,11 @@ type InvocationBeginManyRow struct {
 // status under the lock, started_before whether an earlier execution had
 // started (started_at under the lock, before this start), and started and
 // the *_new columns are the fields the start changed. Rows are locked in
-// id order, so two of these never deadlock.
+// id order, so two of these never deadlock. The statement is planned on
+// every run (see dbutil.CustomPlans), so it is kept to few relations: its
+// plan is most of its cost when a group holds one or two jobs.
 func (q *Queries) InvocationBeginMany(ctx context.Context, db DBTX, arg InvocationBeginManyParams) ([]InvocationBeginManyRow, error) {
-	rows, err := db.Query(ctx, invocationBeginMany, arg.Attempts, arg.Ids)
+	rows, err := db.Query(ctx, invocationBeginMany, arg.Ids, arg.Attempts)
 	if err != nil {
 		return nil, err
 	}
