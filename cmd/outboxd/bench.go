@@ -299,7 +299,7 @@ type phaseResult struct {
 	peakRSSkB int64
 	// cpu is the CPU time this process (outboxd, the bench's clients and
 	// the loopback Slack) and the embedded Postgres used during the phase;
-	// pg is negative when the server is not the embedded one.
+	// pgCPU is negative when the server is not the embedded one.
 	cpu, pgCPU time.Duration
 	river      bool // the River baseline
 	note       string
