@@ -302,7 +302,7 @@ WITH prev AS (
 SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, prev.patterns, prev.windows, prev.credential_version,
     prev.status AS locked_status, (prev.started_at IS NOT NULL)::bool AS started_before,
     (next.id IS NOT NULL)::bool AS started,
-    next.started_at AS started_at_new, next.updated_at AS updated_at_new
+    next.attempt AS attempt_new, next.started_at AS started_at_new, next.updated_at AS updated_at_new
 FROM action_invocations i
 JOIN prev ON prev.id = i.id
 LEFT JOIN next ON next.id = i.id
@@ -321,6 +321,7 @@ type InvocationBeginManyRow struct {
 	LockedStatus      string
 	StartedBefore     bool
 	Started           bool
+	AttemptNew        *int32
 	StartedAtNew      *time.Time
 	UpdatedAtNew      *time.Time
 }
@@ -409,6 +410,7 @@ func (q *Queries) InvocationBeginMany(ctx context.Context, db DBTX, arg Invocati
 			&i.LockedStatus,
 			&i.StartedBefore,
 			&i.Started,
+			&i.AttemptNew,
 			&i.StartedAtNew,
 			&i.UpdatedAtNew,
 		); err != nil {

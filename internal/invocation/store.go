@@ -142,21 +142,18 @@ func (s *Store) BeginMany(ctx context.Context, db DB, args []BeginArgs) ([]batch
 			inv := fromRow(r.ActionInvocation)
 			inv.Status = Status(r.LockedStatus)
 			if r.Started {
-				inv.Status = StatusExecuting
+				inv.Status, inv.Attempt = StatusExecuting, *r.AttemptNew
 				inv.StartedAt, inv.UpdatedAt = r.StartedAtNew, *r.UpdatedAtNew
 			}
 			rc := runContext(r.Patterns, r.Windows, r.CredentialVersion)
 			rc.StartedBefore = r.StartedBefore
 			begun[inv.ID] = Begun{Invocation: inv, Run: rc, Started: r.Started}
 		}
-		for k, i := range now {
+		for _, i := range now {
 			b, ok := begun[args[i].ID]
 			if !ok {
 				out[i].Err = fmt.Errorf("%w: %s", ErrNotFound, args[i].ID)
 				continue
-			}
-			if b.Started {
-				b.Invocation.Attempt = p.Attempts[k]
 			}
 			out[i].Value = b
 		}

@@ -360,7 +360,7 @@ WITH prev AS (
 SELECT sqlc.embed(i), prev.patterns, prev.windows, prev.credential_version,
     prev.status AS locked_status, (prev.started_at IS NOT NULL)::bool AS started_before,
     (next.id IS NOT NULL)::bool AS started,
-    next.started_at AS started_at_new, next.updated_at AS updated_at_new
+    next.attempt AS attempt_new, next.started_at AS started_at_new, next.updated_at AS updated_at_new
 FROM action_invocations i
 JOIN prev ON prev.id = i.id
 LEFT JOIN next ON next.id = i.id;
