@@ -191,8 +191,16 @@ func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
 	w.starter.Run = batch.Isolated(func(ctx context.Context, args []invocation.BeginArgs) ([]batch.Result[invocation.Begun], error) {
 		return w.store.BeginMany(ctx, db, args)
 	})
-	w.completer.Run = batch.Isolated(func(ctx context.Context, cs []invocation.Completion) ([]batch.Result[invocation.Invocation], error) {
-		return w.store.CompleteMany(ctx, db, cs)
+	w.completer.Run = batch.Isolated(func(ctx context.Context, cs []invocation.Completion) ([]batch.Result[struct{}], error) {
+		errs, err := w.store.CompleteMany(ctx, db, cs)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]batch.Result[struct{}], len(errs))
+		for i, err := range errs {
+			out[i].Err = err
+		}
+		return out, nil
 	})
 	return w
 }

@@ -32,7 +32,7 @@ type ExecuteWorker struct {
 	// jobs beginning (finishing) at the same moment: one statement for the
 	// group's starts, one for its completions.
 	starter   batch.Group[invocation.BeginArgs, invocation.Begun]
-	completer batch.Group[invocation.Completion, invocation.Invocation]
+	completer batch.Group[invocation.Completion, struct{}]
 }
 
 // NextRetry implements river.Worker: exponential backoff with jitter
@@ -103,8 +103,9 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 			return err
 		case skip != "":
 			log.Info("invocation skipped", "status", invocation.StatusSkipped, "reason", skip)
-			return w.finish(bg, inv, func(ctx context.Context) (invocation.Invocation, error) {
-				return w.store.Skip(ctx, w.deps.db(), inv.ID, skip)
+			return w.finish(bg, inv, invocation.StatusSkipped, func(ctx context.Context) error {
+				_, err := w.store.Skip(ctx, w.deps.db(), inv.ID, skip)
+				return err
 			})
 		case wait > 0:
 			log.Info("quiet hours; snoozing until the window ends", "wait", wait)
@@ -160,11 +161,12 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	w.deps.Metrics.JobDuration.WithLabelValues(inv.Integration, "success").Observe(elapsed.Seconds())
 
 	result := policy.Truncate(policy.Redact(orNull(res.Data), secrets...), policy.MaxStoredBytes)
-	err = w.finish(bg, inv, func(ctx context.Context) (invocation.Invocation, error) {
-		return w.completer.Do(ctx, invocation.Completion{ID: inv.ID, Outcome: &invocation.Outcome{
+	err = w.finish(bg, inv, invocation.StatusCompleted, func(ctx context.Context) error {
+		_, err := w.completer.Do(ctx, invocation.Completion{ID: inv.ID, Outcome: &invocation.Outcome{
 			Result: result, ProviderRef: res.ProviderRef, Conflict: res.Conflict, DurationMs: duration,
 			Steps: redactSteps(res.Steps, secrets),
 		}})
+		return err
 	})
 	if err == nil {
 		log.Info("invocation completed", "status", invocation.StatusCompleted, "duration_ms", *duration, "conflict", res.Conflict)
@@ -276,26 +278,26 @@ func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invoca
 	return msg, nil
 }
 
-// finish records a final state with update. River then completes the
-// job; should the process die first, the job runs again and finds the
-// invocation finished.
-func (w *ExecuteWorker) finish(ctx context.Context, inv invocation.Invocation, update func(context.Context) (invocation.Invocation, error)) error {
-	var finished invocation.Invocation
+// finish records a final state, status, with update. River then
+// completes the job; should the process die first, the job runs again and
+// finds the invocation finished.
+func (w *ExecuteWorker) finish(ctx context.Context, inv invocation.Invocation, status invocation.Status, update func(context.Context) error) error {
+	changed := false
 	err := w.persist(ctx, func(ctx context.Context) error {
-		var err error
-		finished, err = update(ctx)
+		err := update(ctx)
 		if errors.Is(err, invocation.ErrConflict) {
 			// Someone else finished it, or an earlier try of this
 			// transaction committed before its answer was lost.
 			return nil
 		}
+		changed = err == nil
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if finished.Status != "" {
-		w.deps.Metrics.InvocationStatus(inv.Mode, string(finished.Status))
+	if changed {
+		w.deps.Metrics.InvocationStatus(inv.Mode, string(status))
 	}
 	return nil
 }

@@ -90,6 +90,7 @@ set, otherwise an embedded Postgres in a temporary directory.`,
 	cmd.Flags().Int("backlog", 0, "envelopes left queued before the single and batch phases are run again (0 skips it)")
 	cmd.Flags().StringSlice("skip", nil, "phases to leave out: single, batch (the other phases are left out by their flag's 0)")
 	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	cmd.Flags().String("memprofile", "", "write a profile of the whole run's allocations to this file")
 	// Only the test shortens it, trading exact transaction counts for time.
 	cmd.Flags().Duration("stats-settle", 1500*time.Millisecond, "wait before waking listeners to flush their statistics")
 	_ = cmd.Flags().MarkHidden("stats-settle")
@@ -154,6 +155,13 @@ func runBench(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if path, _ := flags.GetString("memprofile"); path != "" {
+		defer func() {
+			if err := writeAllocs(path); err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "outboxd bench: writing the allocation profile:", err)
+			}
+		}()
 	}
 
 	dbURL, monitorURL, pgPID, cleanup, err := benchDatabase(ctx, v.GetString("database.url"))
@@ -1253,4 +1261,17 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// writeAllocs writes the allocations of the run so far to path.
+func writeAllocs(path string) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(out, 0); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

@@ -542,11 +542,19 @@ func TestBench_RunsEveryPhase(t *testing.T) {
 func TestBench_Skip(t *testing.T) {
 	t.Parallel()
 	env := []string{"DATABASE_URL=" + pgtest.URL(t), "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY="}
+	dir := t.TempDir()
 	code, out := run(t, env, "bench", "--n", "10", "--skip", "single,batch", "--provider-latency", "0", "--offered-rate", "0",
-		"--approvals", "0", "--river-workers", "10", "--river-n", "0", "--stats-settle", "0")
+		"--approvals", "0", "--river-workers", "10", "--river-n", "0", "--stats-settle", "0",
+		"--cpuprofile", dir+"/cpu.prof", "--memprofile", dir+"/mem.prof")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "River raw (no-op jobs)")
 	require.NotRegexp(t, `(?m)^(single|batch) `, out)
+	for _, name := range []string{"cpu.prof", "mem.prof"} {
+		raw, err := os.ReadFile(dir + "/" + name)
+		require.NoError(t, err)
+		require.Greater(t, len(raw), 2, name)
+		require.Equal(t, []byte{0x1f, 0x8b}, raw[:2], "%s is a pprof profile (gzipped)", name)
+	}
 
 	code, out = run(t, env, "bench", "--skip", "offered")
 	require.NotEqual(t, 0, code)

@@ -43,10 +43,10 @@ func (s *Store) Begin(ctx context.Context, db DB, id uuid.UUID, attempt int) (in
 }
 
 // Complete records an executing invocation's successful call.
-func (s *Store) Complete(ctx context.Context, db DB, id uuid.UUID, o *Outcome) (Invocation, error) {
+func (s *Store) Complete(ctx context.Context, db DB, id uuid.UUID, o *Outcome) error {
 	done, err := s.CompleteMany(ctx, db, []Completion{{ID: id, Outcome: o}})
 	if err != nil {
-		return Invocation{}, err
+		return err
 	}
-	return done[0].Value, done[0].Err
+	return done[0]
 }

@@ -92,7 +92,7 @@ type Event struct {
 type row interface {
 	dbsqlc.ActionInvocation | dbsqlc.InvocationInsertManyRow | dbsqlc.InvocationApproveRow |
 		dbsqlc.InvocationDenyRow | dbsqlc.InvocationExpireRow | dbsqlc.InvocationCancelRow |
-		dbsqlc.InvocationStartRow | dbsqlc.InvocationCompleteManyRow | dbsqlc.InvocationFailRow |
+		dbsqlc.InvocationStartRow | dbsqlc.InvocationFailRow |
 		dbsqlc.InvocationSkipRow | dbsqlc.InvocationScheduleRetryRow | dbsqlc.InvocationSnoozeRow |
 		dbsqlc.InvocationReplayRow | dbsqlc.InvocationDiscardRow
 }

@@ -534,10 +534,11 @@ type Completion struct {
 }
 
 // CompleteMany records the successful calls of several executing
-// invocations (completed, with their events) in one statement. An
-// invocation no longer executing answers ErrConflict in its Result; any
-// other failure fails the whole batch, which then changed nothing.
-func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]batch.Result[Invocation], error) {
+// invocations (completed, with their events) in one statement. It answers
+// one error per completion: nil when completed, ErrConflict for an
+// invocation no longer executing. Any other failure fails the whole
+// batch, which then changed nothing.
+func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]error, error) {
 	var p dbsqlc.InvocationCompleteManyParams
 	for _, c := range cs {
 		o := c.Outcome
@@ -554,22 +555,19 @@ func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]bat
 	}
 	// Planned for each group: a plan cached while the table was small
 	// would read all of it to find the group's rows.
-	rows, err := s.q.InvocationCompleteMany(ctx, dbutil.CustomPlans{DBTX: db}, p)
+	ids, err := s.q.InvocationCompleteMany(ctx, dbutil.CustomPlans{DBTX: db}, p)
 	if err != nil {
 		return nil, fmt.Errorf("completing invocations: %w", err)
 	}
-	done := make(map[uuid.UUID]Invocation, len(rows))
-	for _, r := range rows {
-		done[r.ID] = fromRow(r)
+	done := make(map[uuid.UUID]bool, len(ids))
+	for _, id := range ids {
+		done[id] = true
 	}
-	out := make([]batch.Result[Invocation], len(cs))
+	out := make([]error, len(cs))
 	for i, c := range cs {
-		inv, ok := done[c.ID]
-		if !ok {
-			out[i].Err = fmt.Errorf("completing %s: %w", c.ID, ErrConflict)
-			continue
+		if !done[c.ID] {
+			out[i] = fmt.Errorf("completing %s: %w", c.ID, ErrConflict)
 		}
-		out[i].Value = inv
 	}
 	return out, nil
 }

@@ -169,8 +169,8 @@ SELECT * FROM next;
 -- name: InvocationCompleteMany :many
 -- Records the successful calls of executing invocations, one per element
 -- of the arrays, in one statement: completed, with their events. The
--- answer holds the invocations it completed; one no longer executing is
--- not in it. Rows are locked in id order, so two of these never deadlock.
+-- answer is the ids it completed; one no longer executing is not in it
+-- (returning whole rows no caller reads cost a tenth of the statement). Rows are locked in id order, so two of these never deadlock.
 -- An empty provider ref, a duration of -1 and a nil steps element are
 -- NULL.
 WITH input AS (
@@ -188,13 +188,13 @@ WITH input AS (
         updated_at = now(), event_seq = i.event_seq + 1
     FROM prev JOIN input ON input.id = prev.id
     WHERE i.id = prev.id AND prev.status = 'executing'
-    RETURNING i.*
+    RETURNING i.id, i.organization_id, i.event_seq, i.status
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'completed', prev.status, next.status, NULL, NULL
     FROM next JOIN prev ON prev.id = next.id
 )
-SELECT * FROM next;
+SELECT id FROM next;
 
 -- name: InvocationFail :one
 -- A failure in the worker is a dead letter an operator may replay; it keeps
