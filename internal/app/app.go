@@ -124,23 +124,34 @@ type App struct {
 	pool *pgxpool.Pool
 	// tenantPool is the API's: its queries run as dbutil.TenantRole.
 	tenantPool *pgxpool.Pool
-	logger     *slog.Logger
-	River      *river.Client[pgx.Tx]
-	Service    *outbox.Service
-	Handler    http.Handler
-	Registry   *prometheus.Registry
-	Sources    *catalog.Catalog
-	databases  *database.Client
-	creds      *credential.Store
-	api        *httpapi.Server
+	// groupPool runs the execute jobs' group statements; nil in role api.
+	groupPool *pgxpool.Pool
+	logger    *slog.Logger
+	River     *river.Client[pgx.Tx]
+	Service   *outbox.Service
+	Handler   http.Handler
+	Registry  *prometheus.Registry
+	Sources   *catalog.Catalog
+	databases *database.Client
+	creds     *credential.Store
+	api       *httpapi.Server
 }
 
 // New wires an App on pool. The registry collects outboxd's and the Go
 // runtime's metrics.
-func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App, error) {
+func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *App, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	// The pools opened here besides pool; closed again when New fails.
+	var pools []*pgxpool.Pool
+	defer func() {
+		if err != nil {
+			for _, p := range pools {
+				p.Close()
+			}
+		}
+	}()
 	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 	box, err := secretbox.New(cfg.SecretsKey)
 	if err != nil {
@@ -225,10 +236,21 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	if err != nil {
 		return nil, err
 	}
-	client, err := worker.NewClient(&worker.Deps{
+	workerDeps := &worker.Deps{
 		Pool: pool, Sources: sources, Tokens: tokens, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
 		Jobs: []worker.JobSet{webhooks, slackApprovals},
-	}, &cfg.Worker, role != RoleAPI)
+	}
+	var groupPool *pgxpool.Pool
+	if role != RoleAPI {
+		// The execute jobs' begins and completions, planned once per
+		// connection (see dbutil.IndexPool).
+		if groupPool, err = dbutil.IndexPool(context.Background(), pool.Config(), worker.GroupConns); err != nil {
+			return nil, err
+		}
+		pools = append(pools, groupPool)
+		workerDeps.Groups = groupPool
+	}
+	client, err := worker.NewClient(workerDeps, &cfg.Worker, role != RoleAPI)
 	if err != nil {
 		return nil, err
 	}
@@ -244,10 +266,10 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	if err != nil {
 		return nil, err
 	}
+	pools = append(pools, tenantPool)
 	apiCreds := credential.NewStore(tenantPool, box)
 	apiSources := catalog.New(registry, tenantPool, mcpClient, apiCreds).WithDatabases(databases)
 	if err := addPlugins(apiSources, plugins); err != nil {
-		tenantPool.Close()
 		return nil, err
 	}
 	deps := &outbox.Deps{
@@ -259,7 +281,6 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	}
 	svc, err := outbox.New(deps, &cfg.Outbox)
 	if err != nil {
-		tenantPool.Close()
 		return nil, err
 	}
 	// The API manages endpoints through the tenant pool too; the relay and
@@ -267,13 +288,11 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 	whDeps.Pool = tenantPool
 	apiWebhooks, err := webhook.New(&whDeps, &whcfg)
 	if err != nil {
-		tenantPool.Close()
 		return nil, err
 	}
 	slackDeps.Pool, slackDeps.Decider = tenantPool, svc
 	apiSlack, err := slackapproval.New(&slackDeps, &slackCfg)
 	if err != nil {
-		tenantPool.Close()
 		return nil, err
 	}
 
@@ -287,7 +306,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (*App,
 		handler = mux
 	}
 	return &App{
-		cfg: cfg, role: role, pool: pool, tenantPool: tenantPool, logger: logger,
+		cfg: cfg, role: role, pool: pool, tenantPool: tenantPool, groupPool: groupPool, logger: logger,
 		River: client, Service: svc, Handler: handler, Registry: reg, Sources: sources, databases: databases, creds: creds, api: server,
 	}, nil
 }
@@ -330,6 +349,9 @@ func (a *App) Run(ctx context.Context, ready func(addr string)) error {
 // stored credentials do not open with secrets.key (see CheckSecrets).
 func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string)) error {
 	defer a.tenantPool.Close()
+	if a.groupPool != nil {
+		defer a.groupPool.Close()
+	}
 	// After the workers stopped: no call holds a database pool any more.
 	defer a.databases.Close()
 	if err := a.CheckSecrets(ctx); err != nil {

@@ -113,6 +113,11 @@ type Begun struct {
 // it did not (another state, or gates to check before Start). An
 // invocation that does not exist answers ErrNotFound in its Result; any
 // other failure fails the whole batch, which then changed nothing.
+//
+// BeginMany and CompleteMany look their rows up by key. Run them with
+// dbutil.CustomPlans, or on a dbutil.IndexPool when the group is small: a
+// plan an ordinary connection keeps may be one made while the table was
+// small, which reads all of it.
 func (s *Store) BeginMany(ctx context.Context, db DB, args []BeginArgs) ([]batch.Result[Begun], error) {
 	out := make([]batch.Result[Begun], len(args))
 	// One statement changes a row once: an invocation named twice (two jobs
@@ -131,9 +136,7 @@ func (s *Store) BeginMany(ctx context.Context, db DB, args []BeginArgs) ([]batch
 			p.Ids = append(p.Ids, args[i].ID)
 			p.Attempts = append(p.Attempts, int32(args[i].Attempt))
 		}
-		// Planned for each group: a plan cached while the table was small
-		// would read all of an organization's rows to find the group's.
-		rows, err := s.q.InvocationBeginMany(ctx, dbutil.CustomPlans{DBTX: db}, p)
+		rows, err := s.q.InvocationBeginMany(ctx, db, p)
 		if err != nil {
 			return nil, fmt.Errorf("beginning invocations: %w", err)
 		}
@@ -553,9 +556,7 @@ func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]err
 		}
 		p.DurationsMs = append(p.DurationsMs, duration)
 	}
-	// Planned for each group: a plan cached while the table was small
-	// would read all of it to find the group's rows.
-	ids, err := s.q.InvocationCompleteMany(ctx, dbutil.CustomPlans{DBTX: db}, p)
+	ids, err := s.q.InvocationCompleteMany(ctx, db, p)
 	if err != nil {
 		return nil, fmt.Errorf("completing invocations: %w", err)
 	}

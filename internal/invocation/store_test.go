@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/pgtest"
 )
@@ -651,4 +653,73 @@ func TestStore_ManyInOneTransaction(t *testing.T) {
 		}
 	}
 	require.Equal(t, 2, started)
+}
+
+// TestStore_GroupsOnAnIndexPool: on a dbutil.IndexPool, BeginMany and
+// CompleteMany are planned once per connection, and the plan made while
+// the table was empty reads by key, not the whole table, once the table
+// has grown.
+func TestStore_GroupsOnAnIndexPool(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	pool, err := dbutil.IndexPool(ctx, b.pool.Config(), 1)
+	require.NoError(t, err)
+	defer pool.Close()
+
+	run := func() {
+		t.Helper()
+		tx, err := b.pool.Begin(ctx)
+		require.NoError(t, err)
+		a, c := b.create(t, tx, invocation.StatusApproved), b.create(t, tx, invocation.StatusApproved)
+		require.NoError(t, tx.Commit(ctx))
+		begun, err := b.store.BeginMany(ctx, pool, []invocation.BeginArgs{{ID: a.ID, Attempt: 1}, {ID: c.ID, Attempt: 1}})
+		require.NoError(t, err)
+		for _, r := range begun {
+			require.NoError(t, r.Err)
+			require.True(t, r.Value.Started)
+		}
+		done, err := b.store.CompleteMany(ctx, pool, []invocation.Completion{
+			{ID: a.ID, Outcome: &invocation.Outcome{Result: json.RawMessage(`{}`)}},
+			{ID: c.ID, Outcome: &invocation.Outcome{Result: json.RawMessage(`{}`)}},
+		})
+		require.NoError(t, err)
+		require.Equal(t, []error{nil, nil}, done)
+	}
+	run() // the plans are made on a table of two rows
+	_, err = b.pool.Exec(ctx, `
+		INSERT INTO action_invocations (organization_id, requested_by, origin, integration, action, risk_level,
+			mode, mode_source, params, params_hash, status)
+		SELECT 'org-1', 'agent', 'envelope', 'slack', 'send_message', 'write', 'allow', 'default', '{}', 'h', 'completed'
+		FROM generate_series(1, 5000)`)
+	require.NoError(t, err)
+	run()
+	run()
+
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	for _, name := range []string{"InvocationBeginMany", "InvocationCompleteMany"} {
+		var stmt string
+		var generic, custom int64
+		require.NoError(t, conn.QueryRow(ctx, `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements
+			WHERE statement LIKE '-- name: ' || $1 || ' %'`, name).Scan(&stmt, &generic, &custom))
+		require.Zero(t, custom, name)
+		require.GreaterOrEqual(t, generic, int64(3), name)
+
+		// The plan kept, for a group of two: no read of a whole table.
+		id := uuid.New().String()
+		args := `('{` + id + `,` + id + `}', '{1,1}')`
+		if name == "InvocationCompleteMany" {
+			args = `('{"{}","{}"}', '{"",""}', '{f,f}', '{NULL,NULL}', '{-1,-1}', '{` + id + `,` + id + `}')`
+		}
+		rows, err := conn.Query(ctx, "EXPLAIN EXECUTE "+stmt+args)
+		require.NoError(t, err)
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		plan := strings.Join(lines, "\n")
+		require.Contains(t, plan, "Index Scan using action_invocations_pkey", name)
+		require.NotContains(t, plan, "Seq Scan", name)
+		require.NotContains(t, plan, "Hash Join", name)
+	}
 }
