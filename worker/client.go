@@ -181,9 +181,15 @@ func (d *Deps) db() DB {
 // trip.
 const maxGroup = 100
 
-// GroupConns is the size of the pool of Deps.Groups: the begins and the
-// completions each run in two groups at once.
-const GroupConns = 4
+// groupsAtOnce is how many groups of begins (and of completions) run at
+// once: one runs its statement while the other waits for its commit to be
+// flushed. With one, the workers could not keep up with the
+// single-envelope enqueues of the bench.
+const groupsAtOnce = 2
+
+// GroupConns is the size of the pool of Deps.Groups: a connection for each
+// group of begins or completions that may run at once.
+const GroupConns = 2 * groupsAtOnce
 
 // maxIndexGroup is the largest group that runs on Deps.Groups. Planning the
 // begin took about 0.4 ms, more than its work for a few jobs; the plan
@@ -207,10 +213,7 @@ func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
 		store: invocation.New(nil),
 	}
 	w.starter.Max, w.completer.Max = maxGroup, maxGroup
-	// Two groups of each at once: one runs its statement while the other
-	// waits for its commit to be flushed. With one, the workers could not
-	// keep up with the single-envelope enqueues of the bench.
-	w.starter.Parallel, w.completer.Parallel = 2, 2
+	w.starter.Parallel, w.completer.Parallel = groupsAtOnce, groupsAtOnce
 	w.starter.Run = batch.Isolated(func(ctx context.Context, args []invocation.BeginArgs) ([]batch.Result[invocation.Begun], error) {
 		return w.store.BeginMany(ctx, deps.groupDB(len(args)), args)
 	})
