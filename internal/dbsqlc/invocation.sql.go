@@ -293,11 +293,11 @@ WITH prev AS (
     WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
       AND cardinality(prev.patterns) = 0 AND prev.windows = '[]'::jsonb
       AND (prev.must_run_before IS NULL OR prev.must_run_before > now())
-    RETURNING i.id, i.organization_id, i.status, i.attempt, i.started_at, i.updated_at, i.event_seq
+    RETURNING i.id, i.organization_id, i.status, i.attempt, i.started_at, i.updated_at, i.event_seq, prev.status AS from_status
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
-    SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || next.attempt
-    FROM next JOIN prev ON prev.id = next.id
+    SELECT next.id, next.organization_id, next.event_seq, 'started', next.from_status, next.status, NULL, 'attempt ' || next.attempt
+    FROM next
 )
 SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, prev.patterns, prev.windows, prev.credential_version,
     prev.status AS locked_status, (prev.started_at IS NOT NULL)::bool AS started_before,
@@ -565,11 +565,11 @@ WITH input AS (
         updated_at = now(), event_seq = i.event_seq + 1
     FROM prev JOIN input ON input.id = prev.id
     WHERE i.id = prev.id AND prev.status = 'executing'
-    RETURNING i.id, i.organization_id, i.event_seq, i.status
+    RETURNING i.id, i.organization_id, i.event_seq, i.status, prev.status AS from_status
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
-    SELECT next.id, next.organization_id, next.event_seq, 'completed', prev.status, next.status, NULL, NULL
-    FROM next JOIN prev ON prev.id = next.id
+    SELECT next.id, next.organization_id, next.event_seq, 'completed', next.from_status, next.status, NULL, NULL
+    FROM next
 )
 SELECT id FROM next
 `

@@ -188,11 +188,11 @@ WITH input AS (
         updated_at = now(), event_seq = i.event_seq + 1
     FROM prev JOIN input ON input.id = prev.id
     WHERE i.id = prev.id AND prev.status = 'executing'
-    RETURNING i.id, i.organization_id, i.event_seq, i.status
+    RETURNING i.id, i.organization_id, i.event_seq, i.status, prev.status AS from_status
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
-    SELECT next.id, next.organization_id, next.event_seq, 'completed', prev.status, next.status, NULL, NULL
-    FROM next JOIN prev ON prev.id = next.id
+    SELECT next.id, next.organization_id, next.event_seq, 'completed', next.from_status, next.status, NULL, NULL
+    FROM next
 )
 SELECT id FROM next;
 
@@ -351,11 +351,11 @@ WITH prev AS (
     WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
       AND cardinality(prev.patterns) = 0 AND prev.windows = '[]'::jsonb
       AND (prev.must_run_before IS NULL OR prev.must_run_before > now())
-    RETURNING i.id, i.organization_id, i.status, i.attempt, i.started_at, i.updated_at, i.event_seq
+    RETURNING i.id, i.organization_id, i.status, i.attempt, i.started_at, i.updated_at, i.event_seq, prev.status AS from_status
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
-    SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || next.attempt
-    FROM next JOIN prev ON prev.id = next.id
+    SELECT next.id, next.organization_id, next.event_seq, 'started', next.from_status, next.status, NULL, 'attempt ' || next.attempt
+    FROM next
 )
 SELECT sqlc.embed(i), prev.patterns, prev.windows, prev.credential_version,
     prev.status AS locked_status, (prev.started_at IS NOT NULL)::bool AS started_before,
