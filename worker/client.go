@@ -218,15 +218,7 @@ func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
 		return w.store.BeginMany(ctx, deps.groupDB(len(args)), args)
 	})
 	w.completer.Run = batch.Isolated(func(ctx context.Context, cs []invocation.Completion) ([]batch.Result[struct{}], error) {
-		errs, err := w.store.CompleteMany(ctx, deps.groupDB(len(cs)), cs)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]batch.Result[struct{}], len(errs))
-		for i, err := range errs {
-			out[i].Err = err
-		}
-		return out, nil
+		return w.store.CompleteMany(ctx, deps.groupDB(len(cs)), cs)
 	})
 	return w
 }

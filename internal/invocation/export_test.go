@@ -48,5 +48,5 @@ func (s *Store) Complete(ctx context.Context, db DB, id uuid.UUID, o *Outcome) e
 	if err != nil {
 		return err
 	}
-	return done[0]
+	return done[0].Err
 }

@@ -537,11 +537,10 @@ type Completion struct {
 }
 
 // CompleteMany records the successful calls of several executing
-// invocations (completed, with their events) in one statement. It answers
-// one error per completion: nil when completed, ErrConflict for an
-// invocation no longer executing. Any other failure fails the whole
-// batch, which then changed nothing.
-func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]error, error) {
+// invocations (completed, with their events) in one statement. An
+// invocation no longer executing answers ErrConflict in its Result; any
+// other failure fails the whole batch, which then changed nothing.
+func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]batch.Result[struct{}], error) {
 	var p dbsqlc.InvocationCompleteManyParams
 	for _, c := range cs {
 		o := c.Outcome
@@ -564,10 +563,10 @@ func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]err
 	for _, id := range ids {
 		done[id] = true
 	}
-	out := make([]error, len(cs))
+	out := make([]batch.Result[struct{}], len(cs))
 	for i, c := range cs {
 		if !done[c.ID] {
-			out[i] = fmt.Errorf("completing %s: %w", c.ID, ErrConflict)
+			out[i].Err = fmt.Errorf("completing %s: %w", c.ID, ErrConflict)
 		}
 	}
 	return out, nil
