@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -85,6 +86,15 @@ func (c *Config) WithDefaults() *Config {
 		cfg.RescueAfter = cfg.JobTimeout() + rescueMargin
 	}
 	return cfg
+}
+
+// reindexed is River's default set of indexes to rebuild now and then, less
+// the two GIN indexes outboxd drops (migration 018).
+func reindexed() []string {
+	dropped := []string{"river_job_args_index", "river_job_metadata_index"}
+	return slices.DeleteFunc(river.ReindexerIndexNamesDefault(), func(name string) bool {
+		return slices.Contains(dropped, name)
+	})
 }
 
 // fetchCooldown bounds how long a released job waits for River's producer.
@@ -251,8 +261,9 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 		// How soon after a fetch a notification (an insert, an approval) may
 		// fetch again: short, so an approved job starts within a few
 		// milliseconds; under load each fetch takes a batch anyway.
-		FetchCooldown: min(cfg.PollInterval, fetchCooldown),
-		Workers:       workers,
+		FetchCooldown:       min(cfg.PollInterval, fetchCooldown),
+		ReindexerIndexNames: reindexed(),
+		Workers:             workers,
 	}
 	if work {
 		rc.Queues = map[string]river.QueueConfig{

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/dbutil"
+	"github.com/outboxd/outboxd/internal/pgtest"
 )
 
 // TestGroupDB: small groups run on Deps.Groups, larger ones, and all of
@@ -23,4 +25,17 @@ func TestGroupDB(t *testing.T) {
 		require.True(t, ok, "a large group, and every group without Groups, is planned for its jobs")
 		require.Same(t, pool, custom.DBTX)
 	}
+}
+
+// TestReindexed: River's reindexer is given every river_job index that the
+// migrated schema has, and only those: the GIN indexes are gone.
+func TestReindexed(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	var indexes []string
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT array_agg(indexname::text ORDER BY indexname) FROM pg_indexes WHERE tablename = 'river_job'`).Scan(&indexes))
+	require.NotContains(t, indexes, "river_job_args_index")
+	require.NotContains(t, indexes, "river_job_metadata_index")
+	require.ElementsMatch(t, indexes, reindexed())
 }
