@@ -5,10 +5,8 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxd/outboxd/internal/catalog"
-	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/internal/invocation"
 )
 
@@ -64,9 +62,7 @@ func (s *Service) EnqueueBatch(ctx context.Context, by *Enqueuer, envs []Envelop
 		return items, nil
 	}
 
-	recorded, err := dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) ([]*invocation.Invocation, error) {
-		return s.record(ctx, tx, firsts)
-	})
+	recorded, err := s.write(ctx, firsts)
 	if err != nil {
 		return nil, err
 	}

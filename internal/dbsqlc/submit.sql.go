@@ -53,8 +53,9 @@ type SubmitLookupRow struct {
 // request with the same idempotency key (or, without a key, external id)
 // created an invocation, and the mode overrides for the action: the org
 // default and, when an automation is given, its override; empty strings
-// when unset. Run it with dbutil.CustomPlans: a generic plan made while
-// the table was small reads every row of the organization.
+// when unset. Run it in a dbutil.Keyed transaction: a generic plan made
+// on an ordinary connection while the table was small reads every row of
+// the organization.
 // r is materialized so that its columns are plain values to the lookups:
 // under row-level security an array subscript in a lookup's condition
 // is not leakproof, and Postgres would scan the organization's rows

@@ -52,14 +52,44 @@ func IndexPool(ctx context.Context, base *pgxpool.Config, maxConns int32) (*pgxp
 	// Prepared statements, whatever the URL asks for: the plan is kept
 	// with the statement.
 	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
-	for name, value := range map[string]string{
-		"plan_cache_mode":   "force_generic_plan",
-		"enable_seqscan":    "off",
-		"enable_bitmapscan": "off",
-		"enable_hashjoin":   "off",
-		"enable_mergejoin":  "off",
-	} {
-		cfg.ConnConfig.RuntimeParams[name] = value
+	for _, s := range keyedSettings {
+		cfg.ConnConfig.RuntimeParams[s.name] = s.value
 	}
 	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// keyedSettings are the planner settings of an IndexPool's connections and
+// of a Keyed transaction.
+var keyedSettings = []struct{ name, value string }{
+	{"plan_cache_mode", "force_generic_plan"},
+	{"enable_seqscan", "off"},
+	{"enable_bitmapscan", "off"},
+	{"enable_hashjoin", "off"},
+	{"enable_mergejoin", "off"},
+}
+
+// keyedBegin starts a transaction with keyedSettings, in the one round trip
+// of the BEGIN.
+var keyedBegin = func() string {
+	q := "BEGIN"
+	for _, s := range keyedSettings {
+		q += "; SET LOCAL " + s.name + " = " + s.value
+	}
+	return q
+}()
+
+// Keyed begins, on its pool, transactions planned as an IndexPool's
+// connections plan (the settings are local to the transaction): each
+// prepared statement run in one is planned once per connection and keeps
+// that plan, which reaches rows by index whatever the table's size when it
+// was made. For a transaction whose statements read and write only by key
+// on a pool that also runs other queries, such as the API's writes on the
+// tenant pool. A plan kept is the statement's on that connection: a
+// statement also run outside such transactions may be given it there too,
+// so keep to statements whose plan by key suits every run.
+type Keyed struct{ Pool *pgxpool.Pool }
+
+// Begin starts a transaction with the keyed planner settings.
+func (k Keyed) Begin(ctx context.Context) (pgx.Tx, error) {
+	return k.Pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: keyedBegin})
 }
