@@ -192,7 +192,7 @@ func TestExecute_TimeoutKillsTheProcessGroup(t *testing.T) {
 	out := t.TempDir()
 	s := mustLoad(t, plugin.Config{Timeout: 300 * time.Millisecond}, map[string]pkg{"hang": {
 		manifest: map[string]any{"riskTier": "R1"},
-		files:    map[string]string{"execute": sh("sleep 60 & echo $! > " + out + "/grandchild\nsleep 60")},
+		files:    map[string]string{"execute": sh(writeGrandchild(out) + "\nsleep 60")},
 	}})
 	start := time.Now()
 	_, e := execute(t, s, "hang", `{}`)
@@ -210,7 +210,7 @@ func TestExecute_CancelKillsTheProcessGroup(t *testing.T) {
 	out := t.TempDir()
 	s := mustLoad(t, plugin.Config{Timeout: time.Minute}, map[string]pkg{"hang": {
 		manifest: map[string]any{"riskTier": "R1"},
-		files:    map[string]string{"execute": sh("sleep 60 & echo $! > " + out + "/grandchild\nsleep 60")},
+		files:    map[string]string{"execute": sh(writeGrandchild(out) + "\nsleep 60")},
 	}})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -444,6 +444,14 @@ process.stdin.on('end', () => {
 	res, e := execute(t, s, "add", `{"a": 2, "b": 3}`)
 	require.Nil(t, e)
 	require.JSONEq(t, `{"sum": 5, "key": "key-123"}`, string(res.Data))
+}
+
+// writeGrandchild is a shell line that starts a grandchild and records its
+// pid in out/grandchild, renamed into place once written: the test's
+// watcher, which cancels as soon as that file exists, never reads it
+// empty.
+func writeGrandchild(out string) string {
+	return "sleep 60 & echo $! > " + out + "/grandchild.tmp && mv " + out + "/grandchild.tmp " + out + "/grandchild"
 }
 
 func readPID(t *testing.T, path string) int {
