@@ -4,7 +4,7 @@
 -- invocation's job through action_invocations.job_id), yet every insert
 -- and every change of a job's state (fetched, completed: updates of an
 -- indexed column, never HOT) adds entries to both, six per action. They
--- were half of the write-ahead log of the batch path, and when their
+-- were a quarter of the write-ahead log of the batch path, and when their
 -- pending lists fill, the statement that happens to insert next merges
 -- them into the index while the others wait. Measured with outboxd bench:
 -- Postgres CPU per batch action -20 %, single-envelope p99 400-500 ms ->
