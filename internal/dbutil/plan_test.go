@@ -3,11 +3,9 @@ package dbutil_test
 import (
 	"context"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/dbsqlc"
@@ -64,23 +62,10 @@ func TestKeyed(t *testing.T) {
 	conn, err := tenants.Acquire(octx)
 	require.NoError(t, err)
 	defer conn.Release()
-	var stmt string
-	var generic, custom int64
-	require.NoError(t, conn.QueryRow(ctx, `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements
-		WHERE statement LIKE '-- name: SubmitLookup %'`).Scan(&stmt, &generic, &custom))
-	require.Zero(t, custom)
-	require.Equal(t, int64(7), generic)
-	plan := explain(t, conn, "EXPLAIN EXECUTE "+stmt+`('`+org+`', '{key-1,""}', '{"",ext-1}', '{"",""}', '{slack,slack}', '{send_message,send_message}')`)
-	require.Contains(t, plan, "action_invocations_org_idempotency_key")
-	require.Contains(t, plan, "action_invocations_org_external_id")
-	require.NotContains(t, plan, "Seq Scan")
-}
-
-func explain(t *testing.T, conn *pgxpool.Conn, sql string) string {
-	t.Helper()
-	rows, err := conn.Query(context.Background(), sql)
-	require.NoError(t, err)
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	return strings.Join(lines, "\n")
+	kept := pgtest.Kept(t, conn, "SubmitLookup", `('`+org+`', '{key-1,""}', '{"",ext-1}', '{"",""}', '{slack,slack}', '{send_message,send_message}')`)
+	require.Zero(t, kept.Custom)
+	require.Equal(t, int64(7), kept.Generic)
+	require.Contains(t, kept.Explain, "action_invocations_org_idempotency_key")
+	require.Contains(t, kept.Explain, "action_invocations_org_external_id")
+	require.NotContains(t, kept.Explain, "Seq Scan")
 }

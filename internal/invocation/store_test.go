@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -703,24 +702,16 @@ func TestStore_GroupsOnAnIndexPool(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Release()
 	for _, name := range []string{"InvocationBeginMany", "InvocationCompleteMany"} {
-		var stmt string
-		var generic, custom int64
-		require.NoError(t, conn.QueryRow(ctx, `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements
-			WHERE statement LIKE '-- name: ' || $1 || ' %'`, name).Scan(&stmt, &generic, &custom))
-		require.Zero(t, custom, name)
-		require.GreaterOrEqual(t, generic, int64(3), name)
-
 		// The plan kept, for a group of two: no read of a whole table.
 		id := uuid.New().String()
 		args := `('{` + id + `,` + id + `}', '{1,1}')`
 		if name == "InvocationCompleteMany" {
 			args = `('{"{}","{}"}', '{"",""}', '{f,f}', '{NULL,NULL}', '{-1,-1}', '{` + id + `,` + id + `}')`
 		}
-		rows, err := conn.Query(ctx, "EXPLAIN EXECUTE "+stmt+args)
-		require.NoError(t, err)
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		require.NoError(t, err)
-		plan := strings.Join(lines, "\n")
+		kept := pgtest.Kept(t, conn, name, args)
+		require.Zero(t, kept.Custom, name)
+		require.GreaterOrEqual(t, kept.Generic, int64(3), name)
+		plan := kept.Explain
 		require.Contains(t, plan, "Index Scan using action_invocations_pkey", name)
 		require.NotContains(t, plan, "Seq Scan", name)
 		require.NotContains(t, plan, "Hash Join", name)
