@@ -389,8 +389,32 @@ func TestExecute_FailedVerificationRollsBackOnce(t *testing.T) {
 		"create": {manifest: map[string]any{"riskTier": "R2"}, files: files(1)},
 	})
 	_, e = execute(t, s, "create", `{"title": "t"}`)
+	require.NotNil(t, e)
+	require.Equal(t, "verification_failed", e.Code, e.Message)
 	require.Equal(t, executors.Step{Attempted: true, OK: false}, e.Steps.Rollback)
 	require.Contains(t, e.Message, "rollback exited with status 1")
+}
+
+// A package file still open for writing somewhere (here: by the test; in
+// practice, a child forked meanwhile by another goroutine) is refused by the
+// kernel for a moment; the run tries again rather than failing the call.
+func TestExecute_StartsAFileOnceNoLongerOpenForWriting(t *testing.T) {
+	t.Parallel()
+	dir := writePackages(t, map[string]pkg{"ping": {files: map[string]string{"execute": sh(okExecute)}}})
+	s, err := plugin.Load(&plugin.Config{Dir: dir, AllowCodeExecution: true}, core)
+	require.NoError(t, err)
+	f, err := os.OpenFile(filepath.Join(dir, "ping", "execute"), os.O_WRONLY, 0)
+	require.NoError(t, err)
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		time.Sleep(30 * time.Millisecond)
+		f.Close()
+	}()
+	res, e := execute(t, s, "ping", `{}`)
+	<-closed
+	require.Nil(t, e)
+	require.JSONEq(t, `{"done": true}`, string(res.Data))
 }
 
 // outputSchema validates the output: a mismatch fails the invocation

@@ -3,6 +3,7 @@
 package plugin
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 )
@@ -10,6 +11,9 @@ import (
 // supported says whether plugins can run on this system: they need
 // process groups.
 const supported = false
+
+// errTextBusy is the refusal to run a file open for writing; unused here.
+var errTextBusy = errors.New("text file busy")
 
 func setProcessGroup(*exec.Cmd) {}
 

@@ -11,6 +11,9 @@ import (
 // supported says whether plugins can run on this system.
 const supported = true
 
+// errTextBusy is the refusal to run a file open for writing.
+var errTextBusy error = syscall.ETXTBSY
+
 // killGroup kills the process group p leads: p and everything it started
 // that did not leave the group.
 func killGroup(p *os.Process) error {

@@ -57,6 +57,10 @@ func (e *runError) Unwrap() error { return e.Err }
 
 var errTooLarge = errors.New("output too large")
 
+// startAttempts is how many times run tries to start a file the kernel
+// says is open for writing.
+const startAttempts = 5
+
 // runner runs a plugin's executables as child processes.
 type runner struct {
 	timeout   time.Duration
@@ -79,19 +83,30 @@ func (r *runner) run(ctx context.Context, argv []string, workdir, idempotencyKey
 	runCtx, abort := context.WithCancelCause(stepCtx)
 	defer abort(nil)
 
-	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
-	cmd.Dir = workdir
-	cmd.Env = childEnv(workdir, idempotencyKey)
-	cmd.Stdin = bytes.NewReader(stdin)
 	out := &cappedBuffer{max: r.maxOutput, overflow: func() { abort(errTooLarge) }}
-	cmd.Stdout = out
-	setProcessGroup(cmd)
-	cmd.Cancel = func() error { return killGroup(cmd.Process) }
-	// Once killed, stop waiting for whatever still holds its output open.
-	cmd.WaitDelay = time.Second
-
-	if err := cmd.Start(); err != nil {
-		return nil, &runError{Kind: failStart, Err: err}
+	var cmd *exec.Cmd
+	for attempt := 1; ; attempt++ {
+		cmd = exec.CommandContext(runCtx, argv[0], argv[1:]...)
+		cmd.Dir = workdir
+		cmd.Env = childEnv(workdir, idempotencyKey)
+		cmd.Stdin = bytes.NewReader(stdin)
+		cmd.Stdout = out
+		setProcessGroup(cmd)
+		cmd.Cancel = func() error { return killGroup(cmd.Process) }
+		// Once killed, stop waiting for whatever still holds its output open.
+		cmd.WaitDelay = time.Second
+		err := cmd.Start()
+		if err == nil {
+			break
+		}
+		// A file written a moment ago stays open for writing in any child
+		// this process forks meanwhile, until that child execs, and the
+		// kernel will not run a file open for writing (ETXTBSY; Go issue
+		// 22315): try again shortly.
+		if !errors.Is(err, errTextBusy) || attempt == startAttempts {
+			return nil, &runError{Kind: failStart, Err: err}
+		}
+		time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
 	}
 	err := cmd.Wait()
 	_ = killGroup(cmd.Process) // whatever it left running
