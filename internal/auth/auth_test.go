@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,44 @@ func TestVerifier(t *testing.T) {
 		_, err := NewVerifier("short")
 		require.Error(t, err)
 	})
+}
+
+func TestVerifier_RemembersTokensUntilTheyExpire(t *testing.T) {
+	t.Parallel()
+	clock := time.Now()
+	v := newVerifier(secret, func() time.Time { return clock })
+	claims := Claims{Org: "o", Kind: KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: "svc"}}
+	tok, err := Mint(secret, claims, time.Hour)
+	require.NoError(t, err)
+
+	c, err := v.Verify(tok)
+	require.NoError(t, err)
+	require.Len(t, v.known, 1)
+	c.Org = "changed by a caller"
+	c, err = v.Verify(tok)
+	require.NoError(t, err)
+	require.Equal(t, "o", c.Org, "a caller's change reached the remembered claims")
+
+	// Past exp and the leeway, the remembered token is refused as a parsed
+	// one would be.
+	clock = clock.Add(time.Hour + leeway + time.Second)
+	_, err = v.Verify(tok)
+	require.ErrorIs(t, err, jwt.ErrTokenExpired)
+
+	// A token with another signature is parsed, not taken for the known one.
+	clock = time.Now()
+	_, err = v.Verify(tok[:len(tok)-2] + "AA")
+	require.ErrorIs(t, err, jwt.ErrTokenSignatureInvalid)
+
+	// The memory is bounded.
+	for i := range maxKnown + 1 {
+		claims.Subject = fmt.Sprintf("svc-%d", i)
+		tok, err := Mint(secret, claims, time.Hour)
+		require.NoError(t, err)
+		_, err = v.Verify(tok)
+		require.NoError(t, err)
+	}
+	require.LessOrEqual(t, len(v.known), maxKnown)
 }
 
 func TestClaims_Permissions(t *testing.T) {
