@@ -58,7 +58,7 @@ func (s *Service) Invoke(ctx context.Context, p *InvokeParams) (invocation.Invoc
 // returns its latest state. Workers notify in the transaction that finishes
 // an invocation; a slow poll covers notifications lost to a reconnect.
 func (s *Service) Wait(ctx context.Context, inv invocation.Invocation, d time.Duration) (invocation.Invocation, error) {
-	done, unsubscribe := s.waiter.subscribe(inv.ID)
+	done, unsubscribe := s.waiter.subscribe(ctx, inv.OrganizationID, inv.ID)
 	defer unsubscribe()
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()

@@ -114,14 +114,13 @@ func New(deps *Deps, config *Config) (*Service, error) {
 	if deps.Metrics == nil {
 		deps.Metrics = telemetry.NewNop()
 	}
-	heard := func(typ string) { deps.Metrics.Events.WithLabelValues(typ).Inc() }
 	return &Service{
 		deps:      *deps,
 		cfg:       cfg,
 		logger:    logger,
 		queries:   dbsqlc.New(),
 		validator: executors.NewValidator(),
-		waiter:    newWaiter(deps.Pool, logger, heard),
+		waiter:    newWaiter(deps.Pool, logger),
 		store:     invocation.New(deps.River),
 	}, nil
 }

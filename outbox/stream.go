@@ -12,9 +12,10 @@ type FeedParams = invocation.FeedParams
 
 // Subscribe returns a doorbell that rings when an event of the organization
 // may have been written (by any process), and a function to hang up. The
-// subscriber reads the events with Feed from its own cursor.
-func (s *Service) Subscribe(org string) (<-chan struct{}, func()) {
-	ch, unsubscribe := s.waiter.subscribeOrg(org)
+// subscriber reads the events with Feed from its own cursor, after
+// Subscribe returns: from then on the organization's events are announced.
+func (s *Service) Subscribe(ctx context.Context, org string) (<-chan struct{}, func()) {
+	ch, unsubscribe := s.waiter.subscribeOrg(ctx, org)
 	s.deps.Metrics.StreamSubscribers.Inc()
 	return ch, func() {
 		unsubscribe()

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/invocation"
 )
 
@@ -18,6 +19,11 @@ import (
 // possibly in another process: it LISTENs on invocation.EventsChannel on one
 // dedicated connection and wakes the subscribers of each id it hears, and
 // the event streams of each organization.
+//
+// Events are announced only for organizations some process listens to
+// (migration 019): the waiter lists in event_listeners the organizations
+// it has subscribers for, before those subscribers read the state they
+// wait on, and renews the rows every listenerRenew while they last.
 //
 // A wake-up is a doorbell, not the event: each subscriber has a channel of
 // one slot that a notification fills if it is empty, and the subscriber
@@ -27,33 +33,120 @@ import (
 type waiter struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
-	// heard counts the events announced, by type.
-	heard func(typ string)
+	// id names this process's rows in event_listeners.
+	id uuid.UUID
 
 	mu      sync.Mutex
 	subs    map[uuid.UUID][]chan struct{}
 	orgSubs map[string][]chan struct{}
+	// orgs is what this process listens for, by organization.
+	orgs map[string]*interest
 }
 
-func newWaiter(pool *pgxpool.Pool, logger *slog.Logger, heard func(typ string)) *waiter {
-	return &waiter{pool: pool, logger: logger, heard: heard, subs: map[uuid.UUID][]chan struct{}{}, orgSubs: map[string][]chan struct{}{}}
+// interest is an organization's subscribers in this process.
+type interest struct {
+	// n counts the subscribers; at 0 the organization is dropped at the
+	// next renewal, and its row expires.
+	n int
+	// registered is closed once the first subscriber's registration ended
+	// (failed or not); later subscribers wait for it.
+	registered chan struct{}
+}
+
+// How long a registration lasts, how often it is renewed, and how long a
+// registration waits for the transactions that announce without it.
+const (
+	listenerTTL         = 90 * time.Second
+	listenerRenew       = 30 * time.Second
+	listenerLockTimeout = 5 * time.Second
+)
+
+func newWaiter(pool *pgxpool.Pool, logger *slog.Logger) *waiter {
+	return &waiter{
+		pool: pool, logger: logger, id: uuid.New(),
+		subs: map[uuid.UUID][]chan struct{}{}, orgSubs: map[string][]chan struct{}{}, orgs: map[string]*interest{},
+	}
+}
+
+// listen makes sure org's events are announced before it returns, and
+// returns a function to call when the subscriber it is for is gone. The
+// first subscriber of an organization registers it; the others wait for
+// that. A registration that fails is logged and retried at the next
+// renewal: subscribers also poll, so they are late, not lost.
+func (w *waiter) listen(ctx context.Context, org string) (done func()) {
+	w.mu.Lock()
+	in := w.orgs[org]
+	first := in == nil
+	if first {
+		in = &interest{registered: make(chan struct{})}
+		w.orgs[org] = in
+	}
+	in.n++
+	w.mu.Unlock()
+	done = func() {
+		w.mu.Lock()
+		in.n--
+		w.mu.Unlock()
+	}
+	if !first {
+		select {
+		case <-in.registered:
+		case <-ctx.Done():
+		}
+		return done
+	}
+	defer close(in.registered)
+	// Other subscribers wait for this registration: it is not the
+	// request's to cancel.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listenerLockTimeout+5*time.Second)
+	defer cancel()
+	err := dbsqlc.New().ListenerRegister(ctx, w.pool, dbsqlc.ListenerRegisterParams{
+		OrganizationID: org, ListenerID: w.id, TtlSeconds: listenerTTL.Seconds(),
+		LockTimeoutMs: int32(listenerLockTimeout.Milliseconds()),
+	})
+	if err != nil {
+		w.logger.Warn("registering for an organization's events; its subscribers poll until the next renewal",
+			"organization_id", org, "error", err)
+	}
+	return done
+}
+
+// renew extends the registrations of the organizations that have
+// subscribers, and forgets the others (their rows expire).
+func (w *waiter) renew(ctx context.Context) error {
+	w.mu.Lock()
+	orgs := make([]string, 0, len(w.orgs))
+	for org, in := range w.orgs {
+		if in.n == 0 {
+			delete(w.orgs, org)
+			continue
+		}
+		orgs = append(orgs, org)
+	}
+	w.mu.Unlock()
+	return dbsqlc.New().ListenersRenew(ctx, w.pool, dbsqlc.ListenersRenewParams{
+		ListenerID: w.id, TtlSeconds: listenerTTL.Seconds(), OrganizationIds: orgs,
+	})
 }
 
 // subscribeOrg returns a channel that receives when an event of the
 // organization is announced (or announcements may have been missed), and a
-// function to drop the subscription.
-func (w *waiter) subscribeOrg(org string) (<-chan struct{}, func()) {
+// function to drop the subscription. The organization's events are
+// announced once it returns.
+func (w *waiter) subscribeOrg(ctx context.Context, org string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	w.mu.Lock()
 	w.orgSubs[org] = append(w.orgSubs[org], ch)
 	w.mu.Unlock()
+	done := w.listen(ctx, org)
 	return ch, func() {
 		w.mu.Lock()
-		defer w.mu.Unlock()
 		w.orgSubs[org] = removeChan(w.orgSubs[org], ch)
 		if len(w.orgSubs[org]) == 0 {
 			delete(w.orgSubs, org)
 		}
+		w.mu.Unlock()
+		done()
 	}
 }
 
@@ -81,14 +174,17 @@ func (w *waiter) wakeOrg(org string) {
 	}
 }
 
-// subscribe returns a channel that receives when id is reported done, and a
-// function to drop the subscription.
-func (w *waiter) subscribe(id uuid.UUID) (<-chan struct{}, func()) {
+// subscribe returns a channel that receives when invocation id of org is
+// reported done, and a function to drop the subscription. The
+// organization's events are announced once it returns.
+func (w *waiter) subscribe(ctx context.Context, org string, id uuid.UUID) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	w.mu.Lock()
 	w.subs[id] = append(w.subs[id], ch)
 	w.mu.Unlock()
+	done := w.listen(ctx, org)
 	return ch, func() {
+		defer done()
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		list := w.subs[id]
@@ -136,10 +232,36 @@ func (w *waiter) wakeAll() {
 	}
 }
 
-// run listens until ctx is done, reconnecting after failures.
+// run listens until ctx is done, reconnecting after failures, and renews
+// the registrations meanwhile; at the end it drops them.
 func (w *waiter) run(ctx context.Context) {
+	renewing := make(chan struct{})
+	defer func() {
+		// After the last renewal, which would write the rows again.
+		<-renewing
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := dbsqlc.New().ListenersDrop(ctx, w.pool, w.id); err != nil {
+			w.logger.Warn("dropping this process's event registrations; they expire by themselves", "error", err)
+		}
+	}()
+	go func() {
+		defer close(renewing)
+		tick := time.NewTicker(listenerRenew)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if err := w.renew(ctx); err != nil && ctx.Err() == nil {
+					w.logger.Warn("renewing this process's event registrations", "error", err)
+				}
+			}
+		}
+	}()
 	for ctx.Err() == nil {
-		err := w.listen(ctx)
+		err := w.receive(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -152,7 +274,9 @@ func (w *waiter) run(ctx context.Context) {
 	}
 }
 
-func (w *waiter) listen(ctx context.Context) error {
+// receive LISTENs on one connection and wakes subscribers until the
+// connection fails or ctx is done.
+func (w *waiter) receive(ctx context.Context) error {
 	conn, err := pgx.ConnectConfig(ctx, w.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return err
@@ -170,14 +294,10 @@ func (w *waiter) listen(ctx context.Context) error {
 		var ev struct {
 			InvocationID   uuid.UUID `json:"invocation_id"`
 			OrganizationID string    `json:"organization_id"`
-			Type           string    `json:"type"`
 		}
 		if json.Unmarshal([]byte(n.Payload), &ev) == nil {
 			w.wake(ev.InvocationID)
 			w.wakeOrg(ev.OrganizationID)
-			if w.heard != nil {
-				w.heard(ev.Type)
-			}
 		}
 	}
 }

@@ -507,7 +507,7 @@ func TestConfigs_OperationsFilesParse(t *testing.T) {
 		name = strings.TrimSuffix(name, "_bucket")
 		require.Contains(t, []string{"outboxd_invocations_total", "outboxd_queue_jobs", "outboxd_job_duration_seconds",
 			"outboxd_approval_latency_seconds", "outboxd_connector_drift_total", "outboxd_queue_age_seconds",
-			"outboxd_connector_list_duration_seconds", "outboxd_events_total", "outboxd_event_stream_subscribers",
+			"outboxd_connector_list_duration_seconds", "outboxd_event_stream_subscribers",
 			"outboxd_webhook_deliveries_total", "outboxd_webhook_delivery_duration_seconds", "outboxd_slack_notifications_total"}, name)
 	}
 }

@@ -369,11 +369,18 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRun()
 
+	// The listener serves requests that wait (synchronous invokes, event
+	// streams); a worker process takes none, so it does not LISTEN, and
+	// its backend does not wake for every notification in the database.
 	listenerDone := make(chan struct{})
-	go func() {
-		defer close(listenerDone)
-		a.Service.Run(runCtx)
-	}()
+	if a.role == RoleWorker {
+		close(listenerDone)
+	} else {
+		go func() {
+			defer close(listenerDone)
+			a.Service.Run(runCtx)
+		}()
+	}
 
 	if a.role != RoleAPI {
 		if err := a.River.Start(runCtx); err != nil {

@@ -90,6 +90,12 @@ type DoNotContact struct {
 	CreatedAt      time.Time
 }
 
+type EventListener struct {
+	OrganizationID string
+	ListenerID     uuid.UUID
+	ExpiresAt      time.Time
+}
+
 type FlowBucket struct {
 	Name         string
 	ScopeKey     string

@@ -384,12 +384,16 @@ func TestStore_RacingTransitions(t *testing.T) {
 	}
 }
 
-// TestStore_EventsAreAnnounced checks each committed event is announced on
-// EventsChannel, and a rolled-back one is not.
+// TestStore_EventsAreAnnounced checks each committed event of an
+// organization someone listens to is announced on EventsChannel, and a
+// rolled-back one is not.
 func TestStore_EventsAreAnnounced(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
+	_, err := b.pool.Exec(ctx, `INSERT INTO event_listeners (organization_id, listener_id, expires_at)
+		VALUES ('org-1', gen_random_uuid(), now() + interval '1 hour')`)
+	require.NoError(t, err)
 	conn, err := b.pool.Acquire(ctx)
 	require.NoError(t, err)
 	defer conn.Release()

@@ -27,9 +27,6 @@ type Metrics struct {
 	// ConnectorList is the time to fetch an MCP connector's tool list
 	// (cache misses only), by outcome.
 	ConnectorList *prometheus.HistogramVec
-	// Events counts the invocation events this process heard announced
-	// (requests, decisions, ends), by type. Every process hears every one.
-	Events *prometheus.CounterVec
 	// StreamSubscribers is the number of open event streams (SSE).
 	StreamSubscribers prometheus.Gauge
 	// WebhookDeliveries counts webhook delivery attempts by outcome
@@ -69,10 +66,6 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help:    "Time to fetch an MCP connector's tool list (cache misses only), by outcome (ok or error).",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 10),
 	}, []string{"outcome"})
-	m.Events = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "outboxd_events_total",
-		Help: "Invocation events announced (approval requests, decisions, ends), by type; every process hears every one.",
-	}, []string{"type"})
 	m.StreamSubscribers = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "outboxd_event_stream_subscribers",
 		Help: "Open event streams (SSE) of this process.",
@@ -91,7 +84,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help: "Slack approval messages posted and updated, and clicks answered, by kind (post, update, click) and outcome.",
 	}, []string{"kind", "outcome"})
 	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency, m.Drift, m.ConnectorList,
-		m.Events, m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications)
+		m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications)
 	return m
 }
 

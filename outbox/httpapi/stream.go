@@ -135,7 +135,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 		return err
 	}
 
-	bell, hangUp := s.svc.Subscribe(c.Org)
+	bell, hangUp := s.svc.Subscribe(r.Context(), c.Org)
 	defer hangUp()
 	rc := http.NewResponseController(w)
 	h := w.Header()

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/outbox/httpapi"
 )
 
@@ -94,6 +96,14 @@ func TestStream_AcrossProcesses(t *testing.T) {
 	// next event is the same new request.
 	ev := session.Next(wait)
 	require.Equal(t, denied, ev.Data["invocation_id"])
+
+	// Of the two processes only the API LISTENs for announcements: a
+	// worker takes no request that waits, and a listening backend wakes
+	// for every notification in the database.
+	var listeners int
+	require.NoError(t, api.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND query = 'LISTEN `+invocation.EventsChannel+`'`).Scan(&listeners))
+	require.Equal(t, 1, listeners)
 }
 
 func TestStream_Filters(t *testing.T) {

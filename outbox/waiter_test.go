@@ -1,0 +1,136 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/dbsqlc"
+	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/internal/pgtest"
+)
+
+// writeEvent inserts an announced event (an end) of org on db.
+func writeEvent(t *testing.T, db dbsqlc.DBTX, org string) {
+	t.Helper()
+	_, err := db.Exec(context.Background(), `INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status)
+		VALUES (gen_random_uuid(), $1, 1, 'completed', 'executing', 'completed')`, org)
+	require.NoError(t, err)
+}
+
+// heard returns the organization of the next notification on conn, or ""
+// when none comes within wait.
+func heard(t *testing.T, conn *pgx.Conn, wait time.Duration) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	n, err := conn.WaitForNotification(ctx)
+	if ctx.Err() != nil {
+		return ""
+	}
+	require.NoError(t, err)
+	var ev struct {
+		OrganizationID string `json:"organization_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(n.Payload), &ev))
+	require.NotEmpty(t, ev.OrganizationID)
+	return ev.OrganizationID
+}
+
+// setupWaiter returns a fresh database's pool, a connection LISTENing
+// there, and a waiter on the pool (not running: the tests renew by hand).
+func setupWaiter(t *testing.T) (*pgxpool.Pool, *pgx.Conn, *waiter) {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	conn, err := pgx.ConnectConfig(context.Background(), pool.Config().ConnConfig.Copy())
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	_, err = conn.Exec(context.Background(), "LISTEN "+invocation.EventsChannel)
+	require.NoError(t, err)
+	return pool, conn, newWaiter(pool, slog.New(slog.DiscardHandler))
+}
+
+func TestWaiter_AnnouncesOnlyWhatSomeoneListensFor(t *testing.T) {
+	t.Parallel()
+	pool, conn, w := setupWaiter(t)
+	ctx := context.Background()
+
+	writeEvent(t, pool, "org-a")
+	require.Empty(t, heard(t, conn, 300*time.Millisecond), "an event of an organization nobody listens to was announced")
+
+	done := w.listen(ctx, "org-a")
+	writeEvent(t, pool, "org-b")
+	writeEvent(t, pool, "org-a")
+	require.Equal(t, "org-a", heard(t, conn, 5*time.Second))
+	require.Empty(t, heard(t, conn, 300*time.Millisecond), "org-b's event was announced")
+
+	// The last subscriber gone, the next renewal forgets the organization
+	// and its row runs out; an expired row announces nothing and the
+	// renewal deletes it.
+	done()
+	require.NoError(t, w.renew(ctx))
+	require.Empty(t, w.orgs)
+	_, err := pool.Exec(ctx, `UPDATE event_listeners SET expires_at = now() - interval '1 second'`)
+	require.NoError(t, err)
+	writeEvent(t, pool, "org-a")
+	require.Empty(t, heard(t, conn, 300*time.Millisecond), "an expired registration still announced")
+	require.NoError(t, w.renew(ctx))
+	var rows int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM event_listeners`).Scan(&rows))
+	require.Zero(t, rows)
+}
+
+func TestWaiter_RenewalKeepsSubscribedOrganizations(t *testing.T) {
+	t.Parallel()
+	pool, _, w := setupWaiter(t)
+	ctx := context.Background()
+
+	done := w.listen(ctx, "org-a")
+	defer done()
+	// The row went missing (a failover, an operator): the renewal writes
+	// it again with a new expiry.
+	_, err := pool.Exec(ctx, `DELETE FROM event_listeners`)
+	require.NoError(t, err)
+	require.NoError(t, w.renew(ctx))
+	var left time.Duration
+	require.NoError(t, pool.QueryRow(ctx, `SELECT expires_at - now() FROM event_listeners WHERE organization_id = 'org-a' AND listener_id = $1`, w.id).Scan(&left))
+	require.InDelta(t, listenerTTL.Seconds(), left.Seconds(), 5)
+}
+
+func TestWaiter_RegistrationWaitsForTransactionsThatCheckedWithoutIt(t *testing.T) {
+	t.Parallel()
+	pool, conn, w := setupWaiter(t)
+	ctx := context.Background()
+
+	// A transaction writes an end event while nobody listens, and has not
+	// committed when a subscriber registers.
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	writeEvent(t, tx, "org-a")
+
+	registered := make(chan func())
+	go func() { registered <- w.listen(ctx, "org-a") }()
+	select {
+	case <-registered:
+		t.Fatal("the registration returned while a transaction that announced nothing was still open: a subscriber reading now would miss its change")
+	case <-time.After(500 * time.Millisecond):
+	}
+	require.NoError(t, tx.Commit(ctx))
+	select {
+	case done := <-registered:
+		defer done()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the registration did not finish once the transaction committed")
+	}
+
+	// From then on the organization's events are announced.
+	writeEvent(t, pool, "org-a")
+	require.Equal(t, "org-a", heard(t, conn, 5*time.Second))
+}
