@@ -437,4 +437,33 @@ func TestEnvelope_Batch(t *testing.T) {
 		require.Equal(t, "source_not_allowed", r.Body["envelopes"].([]any)[0].(map[string]any)["error"].(map[string]any)["code"])
 		require.Equal(t, 3, countRows(t, b, `SELECT count(*) FROM action_invocations`))
 	})
+	// The overrides are read once per distinct action of a batch, and
+	// each item gets its own action's.
+	t.Run("ModesPerAction", func(t *testing.T) {
+		b.SetModes(map[string]string{"slack:send_message": "allow", "linear:create_issue": "deny"})
+		r := b.Do("PUT", "/v1/automations/automation-2/action-modes", b.Owner(), map[string]string{"slack:send_message": "require_approval"})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		issue := map[string]any{
+			"tool": map[string]any{"source": "linear", "action": "create_issue"},
+			"args": map[string]any{"teamId": "team-eng", "title": "Deploys hang"},
+		}
+		mixed := []any{envelope("modes-1", nil), envelope("modes-2", issue), envelope("modes-3", nil), envelope("modes-4", issue)}
+		modes := func(token string, prefix string) []any {
+			t.Helper()
+			for i, e := range mixed {
+				e.(map[string]any)["external_id"] = fmt.Sprintf("%s-%d", prefix, i)
+			}
+			r := b.Do("POST", "/v1/envelopes/batch", token, map[string]any{"envelopes": mixed})
+			require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+			var got []any
+			for _, item := range r.Body["envelopes"].([]any) {
+				got = append(got, item.(map[string]any)["mode"])
+			}
+			return got
+		}
+		require.Equal(t, []any{"allow", "deny", "allow", "deny"},
+			modes(b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "automation-1"}), "org"))
+		require.Equal(t, []any{"require_approval", "deny", "require_approval", "deny"},
+			modes(b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "automation-2"}), "automation"))
+	})
 }

@@ -10,12 +10,22 @@
 -- r is materialized so that its columns are plain values to the lookups:
 -- under row-level security an array subscript in a lookup's condition
 -- is not leakproof, and Postgres would scan the organization's rows
--- instead of using the index.
+-- instead of using the index. The mode overrides are read once per
+-- distinct action (m), not per request: a batch names few actions.
 WITH r AS MATERIALIZED (
     SELECT k.n, k.idempotency_key, (@external_ids::text[])[k.n] AS external_id,
         (@automation_ids::text[])[k.n] AS automation_id, (@source_ids::text[])[k.n] AS source_id,
         (@action_ids::text[])[k.n] AS action_id
     FROM unnest(@idempotency_keys::text[]) WITH ORDINALITY AS k (idempotency_key, n)
+), m AS MATERIALIZED (
+    SELECT d.automation_id, d.source_id, d.action_id,
+        coalesce((SELECT o.mode FROM action_modes o
+                  WHERE o.organization_id = @organization_id AND o.scope = 'automation'
+                    AND o.scope_id = d.automation_id AND o.source_id = d.source_id AND o.action_id = d.action_id), '') AS automation_mode,
+        coalesce((SELECT o.mode FROM action_modes o
+                  WHERE o.organization_id = @organization_id AND o.scope = 'org'
+                    AND o.scope_id = @organization_id AND o.source_id = d.source_id AND o.action_id = d.action_id), '') AS org_mode
+    FROM (SELECT DISTINCT r.automation_id, r.source_id, r.action_id FROM r) AS d
 )
 SELECT r.n::int AS n,
     coalesce((SELECT true FROM action_invocations i
@@ -23,11 +33,8 @@ SELECT r.n::int AS n,
              (SELECT true FROM action_invocations i
               WHERE i.organization_id = @organization_id AND r.idempotency_key = ''
                 AND i.external_id = nullif(r.external_id, '') LIMIT 1), false)::bool AS repeat,
-    coalesce((SELECT m.mode FROM action_modes m
-              WHERE m.organization_id = @organization_id AND m.scope = 'automation'
-                AND m.scope_id = r.automation_id AND m.source_id = r.source_id AND m.action_id = r.action_id), '')::text AS automation_mode,
-    coalesce((SELECT m.mode FROM action_modes m
-              WHERE m.organization_id = @organization_id AND m.scope = 'org'
-                AND m.scope_id = @organization_id AND m.source_id = r.source_id AND m.action_id = r.action_id), '')::text AS org_mode
+    m.automation_mode::text AS automation_mode,
+    m.org_mode::text AS org_mode
 FROM r
+JOIN m ON m.automation_id = r.automation_id AND m.source_id = r.source_id AND m.action_id = r.action_id
 ORDER BY r.n;
