@@ -20,6 +20,12 @@ import (
 // dedicated connection and wakes the subscribers of each id it hears, and
 // the event streams of each organization.
 //
+// It LISTENs only while it has subscribers (and until the next renewal
+// after the last one left): a listening backend wakes for every
+// notification in the database, River's included, so an idle listener
+// costs Postgres a transaction per notification. The first subscriber
+// after an idle spell waits for the connection.
+//
 // Events are announced only for organizations some process listens to
 // (migration 019): the waiter lists in event_listeners the organizations
 // it has subscribers for, before those subscribers read the state they
@@ -41,6 +47,13 @@ type waiter struct {
 	orgSubs map[string][]chan struct{}
 	// orgs is what this process listens for, by organization.
 	orgs map[string]*interest
+	// live is closed once the connection LISTENs (up is then true); nil
+	// while no subscriber wants one. want tells run one is wanted, and
+	// hangUp ends the current connection.
+	live   chan struct{}
+	up     bool
+	want   chan struct{}
+	hangUp context.CancelFunc
 }
 
 // interest is an organization's subscribers in this process.
@@ -65,16 +78,23 @@ func newWaiter(pool *pgxpool.Pool, logger *slog.Logger) *waiter {
 	return &waiter{
 		pool: pool, logger: logger, id: uuid.New(),
 		subs: map[uuid.UUID][]chan struct{}{}, orgSubs: map[string][]chan struct{}{}, orgs: map[string]*interest{},
+		want: make(chan struct{}, 1),
 	}
 }
 
-// listen makes sure org's events are announced before it returns, and
-// returns a function to call when the subscriber it is for is gone. The
-// first subscriber of an organization registers it; the others wait for
-// that. A registration that fails is logged and retried at the next
-// renewal: subscribers also poll, so they are late, not lost.
+// listen makes sure this process LISTENs and org's events are announced
+// before it returns, and returns a function to call when the subscriber it
+// is for is gone. The first subscriber of an organization registers it;
+// the others wait for that. A registration that fails, or a connection
+// that is not up within listenerLockTimeout, is logged: subscribers also
+// poll, so they are late, not lost.
 func (w *waiter) listen(ctx context.Context, org string) (done func()) {
 	w.mu.Lock()
+	if w.live == nil {
+		w.live = make(chan struct{})
+		ring(w.want)
+	}
+	live := w.live
 	in := w.orgs[org]
 	first := in == nil
 	if first {
@@ -87,6 +107,13 @@ func (w *waiter) listen(ctx context.Context, org string) (done func()) {
 		w.mu.Lock()
 		in.n--
 		w.mu.Unlock()
+	}
+	select {
+	case <-live:
+	case <-ctx.Done():
+		return done
+	case <-time.After(listenerLockTimeout):
+		w.logger.Warn("the notification listener is not up yet; subscribers poll until it is")
 	}
 	if !first {
 		select {
@@ -112,7 +139,8 @@ func (w *waiter) listen(ctx context.Context, org string) (done func()) {
 }
 
 // renew extends the registrations of the organizations that have
-// subscribers, and forgets the others (their rows expire).
+// subscribers, and forgets the others (their rows expire). With none left
+// it hangs up the listening connection.
 func (w *waiter) renew(ctx context.Context) error {
 	w.mu.Lock()
 	orgs := make([]string, 0, len(w.orgs))
@@ -122,6 +150,16 @@ func (w *waiter) renew(ctx context.Context) error {
 			continue
 		}
 		orgs = append(orgs, org)
+	}
+	if len(w.orgs) == 0 && w.live != nil {
+		w.live, w.up = nil, false
+		select {
+		case <-w.want:
+		default:
+		}
+		if w.hangUp != nil {
+			w.hangUp()
+		}
 	}
 	w.mu.Unlock()
 	return dbsqlc.New().ListenersRenew(ctx, w.pool, dbsqlc.ListenersRenewParams{
@@ -232,8 +270,9 @@ func (w *waiter) wakeAll() {
 	}
 }
 
-// run listens until ctx is done, reconnecting after failures, and renews
-// the registrations meanwhile; at the end it drops them.
+// run listens while subscribers want it, until ctx is done, reconnecting
+// after failures, and renews the registrations meanwhile; at the end it
+// drops them.
 func (w *waiter) run(ctx context.Context) {
 	renewing := make(chan struct{})
 	defer func() {
@@ -260,16 +299,39 @@ func (w *waiter) run(ctx context.Context) {
 			}
 		}
 	}()
-	for ctx.Err() == nil {
-		err := w.receive(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		w.logger.Warn("notification listener lost its connection; reconnecting", "error", err)
-		w.wakeAll()
+	for {
 		select {
 		case <-ctx.Done():
-		case <-time.After(time.Second):
+			return
+		case <-w.want:
+		}
+		for ctx.Err() == nil {
+			connCtx, hangUp := context.WithCancel(ctx)
+			w.mu.Lock()
+			w.hangUp = hangUp
+			w.mu.Unlock()
+			err := w.receive(connCtx)
+			hungUp := connCtx.Err() != nil
+			hangUp()
+			w.mu.Lock()
+			wanted := w.live != nil
+			if wanted && w.up {
+				// New subscribers wait for the next connection.
+				w.live, w.up = make(chan struct{}), false
+			}
+			w.mu.Unlock()
+			if ctx.Err() != nil || !wanted {
+				break
+			}
+			if hungUp {
+				continue // idle, and wanted again since
+			}
+			w.logger.Warn("notification listener lost its connection; reconnecting", "error", err)
+			w.wakeAll()
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
 		}
 	}
 }
@@ -285,7 +347,15 @@ func (w *waiter) receive(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+invocation.EventsChannel); err != nil {
 		return err
 	}
+	// Subscribers from before this connection may have missed
+	// notifications: they read again. The ones waiting for it need not.
 	w.wakeAll()
+	w.mu.Lock()
+	if w.live != nil && !w.up && ctx.Err() == nil {
+		close(w.live)
+		w.up = true
+	}
+	w.mu.Unlock()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

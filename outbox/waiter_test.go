@@ -44,7 +44,8 @@ func heard(t *testing.T, conn *pgx.Conn, wait time.Duration) string {
 }
 
 // setupWaiter returns a fresh database's pool, a connection LISTENing
-// there, and a waiter on the pool (not running: the tests renew by hand).
+// there, and a running waiter on the pool (the tests renew by hand; its
+// own renewals come every 30 s).
 func setupWaiter(t *testing.T) (*pgxpool.Pool, *pgx.Conn, *waiter) {
 	t.Helper()
 	pool := pgtest.Pool(t)
@@ -53,7 +54,59 @@ func setupWaiter(t *testing.T) (*pgxpool.Pool, *pgx.Conn, *waiter) {
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	_, err = conn.Exec(context.Background(), "LISTEN "+invocation.EventsChannel)
 	require.NoError(t, err)
-	return pool, conn, newWaiter(pool, slog.New(slog.DiscardHandler))
+	w := newWaiter(pool, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		w.run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-stopped
+	})
+	return pool, conn, w
+}
+
+// waiterListens reports whether a backend other than conn's LISTENs on
+// pool's database.
+func waiterListens(t *testing.T, pool *pgxpool.Pool, conn *pgx.Conn) bool {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND query = 'LISTEN `+invocation.EventsChannel+`' AND pid <> $1`,
+		conn.PgConn().PID()).Scan(&n))
+	return n > 0
+}
+
+// TestWaiter_ListensOnlyWhileSubscribed: the waiter holds no listening
+// backend until a subscriber comes, wakes the subscriber once it returns,
+// hangs up at the renewal after the last subscriber left, and listens
+// again for the next one.
+func TestWaiter_ListensOnlyWhileSubscribed(t *testing.T) {
+	t.Parallel()
+	pool, conn, w := setupWaiter(t)
+	ctx := context.Background()
+	require.False(t, waiterListens(t, pool, conn), "listening with no subscriber")
+
+	for range 2 {
+		ch, unsubscribe := w.subscribeOrg(ctx, "org-a")
+		require.True(t, waiterListens(t, pool, conn), "a subscription returned before its listener was up")
+		select { // the connection's first wake-up, for subscribers that came before it
+		case <-ch:
+		default:
+		}
+		writeEvent(t, pool, "org-a")
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the subscriber was not woken")
+		}
+		unsubscribe()
+		require.NoError(t, w.renew(ctx))
+		require.Eventually(t, func() bool { return !waiterListens(t, pool, conn) }, 5*time.Second, 20*time.Millisecond,
+			"still listening after the last subscriber left")
+	}
 }
 
 func TestWaiter_AnnouncesOnlyWhatSomeoneListensFor(t *testing.T) {
