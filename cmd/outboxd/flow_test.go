@@ -99,6 +99,7 @@ buckets:
     burst: %d
     max_concurrency: %d
     scope: global
+shutdown_timeout: 10s
 worker:
   max_workers: 20
   call_timeout: 1s

@@ -63,8 +63,10 @@ func outboxd(t *testing.T, env []string, args ...string) *process {
 			_ = cmd.Wait()
 		}
 		if t.Failed() {
+			// A short tail: the failure is printed before these, and CI
+			// shows the end of a test's output.
 			logs := out.String()
-			t.Logf("outboxd %s (last 16 KiB of its output):\n%s", strings.Join(args, " "), logs[max(0, len(logs)-16<<10):])
+			t.Logf("outboxd %s (last 3 KiB of its output):\n%s", strings.Join(args, " "), logs[max(0, len(logs)-3<<10):])
 		}
 	})
 	return p
