@@ -550,14 +550,17 @@ func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, arg InvocationC
 }
 
 const invocationCompleteMany = `-- name: InvocationCompleteMany :many
-WITH input AS (
-    SELECT u.id, ($1::jsonb[])[u.n] AS result, nullif(($2::text[])[u.n], '') AS provider_ref,
-        ($3::bool[])[u.n] AS conflict, ($4::jsonb[])[u.n] AS steps,
-        nullif(($5::int[])[u.n], -1) AS duration_ms
-    FROM unnest($6::uuid[]) WITH ORDINALITY AS u (id, n)
+WITH u AS (
+    SELECT unnest($1::uuid[]) AS id, unnest($2::jsonb[]) AS result,
+        unnest($3::text[]) AS provider_ref, unnest($4::bool[]) AS conflict,
+        unnest($5::jsonb[]) AS steps, unnest($6::int[]) AS duration_ms
+), input AS (
+    SELECT u.id, u.result, nullif(u.provider_ref, '') AS provider_ref, u.conflict, u.steps,
+        nullif(u.duration_ms, -1) AS duration_ms
+    FROM u
 ), prev AS (
     SELECT a.id, a.status FROM action_invocations AS a
-    WHERE a.id = ANY($6::uuid[]) ORDER BY a.id FOR UPDATE
+    WHERE a.id = ANY($1::uuid[]) ORDER BY a.id FOR UPDATE
 ), next AS (
     UPDATE action_invocations AS i
     SET status = 'completed', result = input.result, provider_ref = input.provider_ref, conflict = input.conflict,
@@ -575,12 +578,12 @@ SELECT id FROM next
 `
 
 type InvocationCompleteManyParams struct {
+	Ids          []uuid.UUID
 	Results      [][]byte
 	ProviderRefs []string
 	Conflicts    []bool
 	Steps        [][]byte
 	DurationsMs  []int32
-	Ids          []uuid.UUID
 }
 
 // Records the successful calls of executing invocations, one per element
@@ -588,15 +591,17 @@ type InvocationCompleteManyParams struct {
 // answer is the ids it completed; one no longer executing is not in it
 // (returning whole rows no caller reads cost a tenth of the statement). Rows are locked in id order, so two of these never deadlock.
 // An empty provider ref, a duration of -1 and a nil steps element are
-// NULL.
+// NULL. The arrays are read side by side (set-returning functions in one
+// select list run in step; a subscript walks a variable-length array from
+// its start).
 func (q *Queries) InvocationCompleteMany(ctx context.Context, db DBTX, arg InvocationCompleteManyParams) ([]uuid.UUID, error) {
 	rows, err := db.Query(ctx, invocationCompleteMany,
+		arg.Ids,
 		arg.Results,
 		arg.ProviderRefs,
 		arg.Conflicts,
 		arg.Steps,
 		arg.DurationsMs,
-		arg.Ids,
 	)
 	if err != nil {
 		return nil, err

@@ -11,10 +11,10 @@ import (
 
 const submitLookup = `-- name: SubmitLookup :many
 WITH r AS MATERIALIZED (
-    SELECT k.n, k.idempotency_key, ($2::text[])[k.n] AS external_id,
-        ($3::text[])[k.n] AS automation_id, ($4::text[])[k.n] AS source_id,
-        ($5::text[])[k.n] AS action_id
-    FROM unnest($6::text[]) WITH ORDINALITY AS k (idempotency_key, n)
+    SELECT generate_series(1, cardinality($2::text[])) AS n,
+        unnest($2::text[]) AS idempotency_key, unnest($3::text[]) AS external_id,
+        unnest($4::text[]) AS automation_id, unnest($5::text[]) AS source_id,
+        unnest($6::text[]) AS action_id
 ), m AS MATERIALIZED (
     SELECT d.automation_id, d.source_id, d.action_id,
         coalesce((SELECT o.mode FROM action_modes o
@@ -40,11 +40,11 @@ ORDER BY r.n
 
 type SubmitLookupParams struct {
 	OrganizationID  string
+	IdempotencyKeys []string
 	ExternalIds     []string
 	AutomationIds   []string
 	SourceIds       []string
 	ActionIds       []string
-	IdempotencyKeys []string
 }
 
 type SubmitLookupRow struct {
@@ -65,16 +65,20 @@ type SubmitLookupRow struct {
 // r is materialized so that its columns are plain values to the lookups:
 // under row-level security an array subscript in a lookup's condition
 // is not leakproof, and Postgres would scan the organization's rows
-// instead of using the index. The mode overrides are read once per
-// distinct action (m), not per request: a batch names few actions.
+// instead of using the index. The arrays are read side by side (set-
+// returning functions in one select list run in step): a subscript walks
+// a text array from its start, so reading item n by subscript made a
+// batch's lookup quadratic (8.5 ms of a batch of 1000's, against 1.5 ms).
+// The mode overrides are read once per distinct action (m), not per
+// request: a batch names few actions.
 func (q *Queries) SubmitLookup(ctx context.Context, db DBTX, arg SubmitLookupParams) ([]SubmitLookupRow, error) {
 	rows, err := db.Query(ctx, submitLookup,
 		arg.OrganizationID,
+		arg.IdempotencyKeys,
 		arg.ExternalIds,
 		arg.AutomationIds,
 		arg.SourceIds,
 		arg.ActionIds,
-		arg.IdempotencyKeys,
 	)
 	if err != nil {
 		return nil, err

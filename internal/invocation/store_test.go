@@ -710,7 +710,7 @@ func TestStore_GroupsOnAnIndexPool(t *testing.T) {
 		id := uuid.New().String()
 		args := `('{` + id + `,` + id + `}', '{1,1}')`
 		if name == "InvocationCompleteMany" {
-			args = `('{"{}","{}"}', '{"",""}', '{f,f}', '{NULL,NULL}', '{-1,-1}', '{` + id + `,` + id + `}')`
+			args = `('{` + id + `,` + id + `}', '{"{}","{}"}', '{"",""}', '{f,f}', '{NULL,NULL}', '{-1,-1}')`
 		}
 		kept := pgtest.Kept(t, conn, name, args)
 		require.Zero(t, kept.Custom, name)

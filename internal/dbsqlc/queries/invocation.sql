@@ -172,12 +172,17 @@ SELECT * FROM next;
 -- answer is the ids it completed; one no longer executing is not in it
 -- (returning whole rows no caller reads cost a tenth of the statement). Rows are locked in id order, so two of these never deadlock.
 -- An empty provider ref, a duration of -1 and a nil steps element are
--- NULL.
-WITH input AS (
-    SELECT u.id, (@results::jsonb[])[u.n] AS result, nullif((@provider_refs::text[])[u.n], '') AS provider_ref,
-        (@conflicts::bool[])[u.n] AS conflict, (@steps::jsonb[])[u.n] AS steps,
-        nullif((@durations_ms::int[])[u.n], -1) AS duration_ms
-    FROM unnest(@ids::uuid[]) WITH ORDINALITY AS u (id, n)
+-- NULL. The arrays are read side by side (set-returning functions in one
+-- select list run in step; a subscript walks a variable-length array from
+-- its start).
+WITH u AS (
+    SELECT unnest(@ids::uuid[]) AS id, unnest(@results::jsonb[]) AS result,
+        unnest(@provider_refs::text[]) AS provider_ref, unnest(@conflicts::bool[]) AS conflict,
+        unnest(@steps::jsonb[]) AS steps, unnest(@durations_ms::int[]) AS duration_ms
+), input AS (
+    SELECT u.id, u.result, nullif(u.provider_ref, '') AS provider_ref, u.conflict, u.steps,
+        nullif(u.duration_ms, -1) AS duration_ms
+    FROM u
 ), prev AS (
     SELECT a.id, a.status FROM action_invocations AS a
     WHERE a.id = ANY(@ids::uuid[]) ORDER BY a.id FOR UPDATE

@@ -10,13 +10,17 @@
 -- r is materialized so that its columns are plain values to the lookups:
 -- under row-level security an array subscript in a lookup's condition
 -- is not leakproof, and Postgres would scan the organization's rows
--- instead of using the index. The mode overrides are read once per
--- distinct action (m), not per request: a batch names few actions.
+-- instead of using the index. The arrays are read side by side (set-
+-- returning functions in one select list run in step): a subscript walks
+-- a text array from its start, so reading item n by subscript made a
+-- batch's lookup quadratic (8.5 ms of a batch of 1000's, against 1.5 ms).
+-- The mode overrides are read once per distinct action (m), not per
+-- request: a batch names few actions.
 WITH r AS MATERIALIZED (
-    SELECT k.n, k.idempotency_key, (@external_ids::text[])[k.n] AS external_id,
-        (@automation_ids::text[])[k.n] AS automation_id, (@source_ids::text[])[k.n] AS source_id,
-        (@action_ids::text[])[k.n] AS action_id
-    FROM unnest(@idempotency_keys::text[]) WITH ORDINALITY AS k (idempotency_key, n)
+    SELECT generate_series(1, cardinality(@idempotency_keys::text[])) AS n,
+        unnest(@idempotency_keys::text[]) AS idempotency_key, unnest(@external_ids::text[]) AS external_id,
+        unnest(@automation_ids::text[]) AS automation_id, unnest(@source_ids::text[]) AS source_id,
+        unnest(@action_ids::text[]) AS action_id
 ), m AS MATERIALIZED (
     SELECT d.automation_id, d.source_id, d.action_id,
         coalesce((SELECT o.mode FROM action_modes o
