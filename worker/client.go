@@ -148,10 +148,9 @@ type Deps struct {
 	// DB is what the workers read and write through; default Pool. Tests
 	// give a transaction they roll back.
 	DB DB
-	// Groups runs the begins and the completions of groups of at most
-	// maxIndexGroup jobs, when set: a dbutil.IndexPool, which plans each
-	// statement once per connection. Larger groups, and all of them when
-	// it is nil, are planned for their jobs on DB.
+	// Groups runs the begins and the completions of groups of jobs, when
+	// set: a dbutil.IndexPool, which plans each statement once per
+	// connection. Without it they are planned for their jobs on DB.
 	Groups  dbsqlc.DBTX
 	Sources SourceResolver
 	Tokens  TokenSource
@@ -201,16 +200,13 @@ const groupsAtOnce = 2
 // group of begins or completions that may run at once.
 const GroupConns = 2 * groupsAtOnce
 
-// maxIndexGroup is the largest group that runs on Deps.Groups. Planning the
-// begin took about 0.4 ms, more than its work for a few jobs; the plan
-// Groups keeps joins the statement's intermediate rows in nested loops,
-// whose cost grows with the square of the group, so large groups, where
-// planning is a small share, are planned for their size.
-const maxIndexGroup = 32
-
-// groupDB is where a group of n jobs runs its statement.
-func (d *Deps) groupDB(n int) dbsqlc.DBTX {
-	if d.Groups != nil && n <= maxIndexGroup {
+// groupDB is where a group of jobs runs its statement: Deps.Groups, whose
+// kept plans save planning the begin (about 0.4 ms, more than its work
+// for a few jobs), or, without it, DB planned for the group's jobs. The
+// group statements join nothing pairwise, so one kept plan serves a group
+// of any size.
+func (d *Deps) groupDB() dbsqlc.DBTX {
+	if d.Groups != nil {
 		return d.Groups
 	}
 	return dbutil.CustomPlans{DBTX: d.db()}
@@ -225,10 +221,10 @@ func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
 	w.starter.Max, w.completer.Max = maxGroup, maxGroup
 	w.starter.Parallel, w.completer.Parallel = groupsAtOnce, groupsAtOnce
 	w.starter.Run = batch.Isolated(func(ctx context.Context, args []invocation.BeginArgs) ([]batch.Result[invocation.Begun], error) {
-		return w.store.BeginMany(ctx, deps.groupDB(len(args)), args)
+		return w.store.BeginMany(ctx, deps.groupDB(), args)
 	})
 	w.completer.Run = batch.Isolated(func(ctx context.Context, cs []invocation.Completion) ([]batch.Result[struct{}], error) {
-		return w.store.CompleteMany(ctx, deps.groupDB(len(cs)), cs)
+		return w.store.CompleteMany(ctx, deps.groupDB(), cs)
 	})
 	return w
 }

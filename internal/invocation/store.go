@@ -145,8 +145,8 @@ func (s *Store) BeginMany(ctx context.Context, db DB, args []BeginArgs) ([]batch
 			inv := fromRow(r.ActionInvocation)
 			inv.Status = Status(r.LockedStatus)
 			if r.Started {
-				inv.Status, inv.Attempt = StatusExecuting, *r.AttemptNew
-				inv.StartedAt, inv.UpdatedAt = r.StartedAtNew, *r.UpdatedAtNew
+				inv.Status, inv.Attempt = StatusExecuting, r.AttemptNew
+				inv.StartedAt, inv.UpdatedAt = &r.StartedAtNew, r.UpdatedAtNew
 			}
 			rc := runContext(r.Patterns, r.Windows, r.CredentialVersion)
 			rc.StartedBefore = r.StartedBefore

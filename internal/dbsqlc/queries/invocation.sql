@@ -175,23 +175,22 @@ SELECT * FROM next;
 -- NULL. The arrays are read side by side (set-returning functions in one
 -- select list run in step; a subscript walks a variable-length array from
 -- its start).
-WITH u AS (
-    SELECT unnest(@ids::uuid[]) AS id, unnest(@results::jsonb[]) AS result,
-        unnest(@provider_refs::text[]) AS provider_ref, unnest(@conflicts::bool[]) AS conflict,
-        unnest(@steps::jsonb[]) AS steps, unnest(@durations_ms::int[]) AS duration_ms
-), input AS (
-    SELECT u.id, u.result, nullif(u.provider_ref, '') AS provider_ref, u.conflict, u.steps,
+-- Every join is a scan of the input's rows with an index lookup each (see
+-- InvocationBeginMany).
+WITH prev AS (
+    SELECT a.id, a.status, u.result, nullif(u.provider_ref, '') AS provider_ref, u.conflict, u.steps,
         nullif(u.duration_ms, -1) AS duration_ms
-    FROM u
-), prev AS (
-    SELECT a.id, a.status FROM action_invocations AS a
-    WHERE a.id = ANY(@ids::uuid[]) ORDER BY a.id FOR UPDATE
+    FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@results::jsonb[]) AS result,
+            unnest(@provider_refs::text[]) AS provider_ref, unnest(@conflicts::bool[]) AS conflict,
+            unnest(@steps::jsonb[]) AS steps, unnest(@durations_ms::int[]) AS duration_ms) AS u
+    JOIN action_invocations AS a ON a.id = u.id
+    ORDER BY a.id FOR UPDATE OF a
 ), next AS (
     UPDATE action_invocations AS i
-    SET status = 'completed', result = input.result, provider_ref = input.provider_ref, conflict = input.conflict,
-        steps = input.steps, error = NULL, duration_ms = input.duration_ms, completed_at = now(), params_sealed = NULL,
+    SET status = 'completed', result = prev.result, provider_ref = prev.provider_ref, conflict = prev.conflict,
+        steps = prev.steps, error = NULL, duration_ms = prev.duration_ms, completed_at = now(), params_sealed = NULL,
         updated_at = now(), event_seq = i.event_seq + 1
-    FROM prev JOIN input ON input.id = prev.id
+    FROM prev
     WHERE i.id = prev.id AND prev.status = 'executing'
     RETURNING i.id, i.organization_id, i.event_seq, i.status, prev.status AS from_status
 ), event AS (
@@ -332,13 +331,15 @@ WHERE organization_id = @organization_id AND external_id = ANY(@external_ids::te
 -- is not visible to the rest of the statement, and a transition committed
 -- while the lock was awaited is not in it either): locked_status is the
 -- status under the lock, started_before whether an earlier execution had
--- started (started_at under the lock, before this start), and started and
--- the *_new columns are the fields the start changed. Rows are locked in
--- id order, so two of these never deadlock. The statement is planned on
--- every run (see dbutil.CustomPlans), so it is kept to few relations: its
--- plan is most of its cost when a group holds one or two jobs.
+-- started (started_at under the lock, before this start), started whether
+-- it started, and the *_new columns the fields a start sets, computed from
+-- the locked row as the update computes them (meaningless when not
+-- started). Rows are locked in id order, so
+-- two of these never deadlock. Every join is a scan of the input's rows
+-- with an index lookup each, none joins two intermediate results: a kept
+-- plan (dbutil.IndexPool) joins those in nested loops, pairwise.
 WITH prev AS (
-    SELECT a.id, a.status, a.started_at, a.organization_id, a.must_run_before,
+    SELECT a.id, a.status, a.started_at, a.organization_id, a.must_run_before, k.attempt,
         coalesce((SELECT array_agg(d.pattern ORDER BY d.pattern) FROM do_not_contact d
                   WHERE d.organization_id = a.organization_id), '{}')::text[] AS patterns,
         coalesce((SELECT jsonb_agg(jsonb_build_object('time_zone', q.time_zone, 'start', q.start_minute, 'end', q.end_minute))
@@ -347,28 +348,33 @@ WITH prev AS (
         coalesce((SELECT max(c.updated_at) FROM credentials c
                   WHERE c.organization_id = a.organization_id AND c.integration = a.integration
                     AND (c.user_id = '' OR c.user_id = coalesce(a.user_id, ''))), 'epoch')::timestamptz AS credential_version
-    FROM action_invocations AS a WHERE a.id = ANY(@ids::uuid[]) ORDER BY a.id FOR UPDATE OF a
+    FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@attempts::int[]) AS attempt) AS k
+    JOIN action_invocations AS a ON a.id = k.id
+    ORDER BY a.id FOR UPDATE OF a
+), go AS (
+    SELECT prev.*, (prev.status IN ('approved', 'executing')
+        AND cardinality(prev.patterns) = 0 AND prev.windows = '[]'::jsonb
+        AND (prev.must_run_before IS NULL OR prev.must_run_before > now()))::bool AS start
+    FROM prev
 ), next AS (
     UPDATE action_invocations AS i
-    SET status = 'executing', attempt = (@attempts::int[])[array_position(@ids::uuid[], i.id)],
+    SET status = 'executing', attempt = go.attempt,
         started_at = coalesce(i.started_at, now()), updated_at = now(), event_seq = i.event_seq + 1
-    FROM prev
-    WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
-      AND cardinality(prev.patterns) = 0 AND prev.windows = '[]'::jsonb
-      AND (prev.must_run_before IS NULL OR prev.must_run_before > now())
-    RETURNING i.id, i.organization_id, i.status, i.attempt, i.started_at, i.updated_at, i.event_seq, prev.status AS from_status
+    FROM go
+    WHERE i.id = go.id AND go.start
+    RETURNING i.id, i.organization_id, i.status, i.attempt, i.event_seq, go.status AS from_status
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'started', next.from_status, next.status, NULL, 'attempt ' || next.attempt
     FROM next
 )
-SELECT sqlc.embed(i), prev.patterns, prev.windows, prev.credential_version,
-    prev.status AS locked_status, (prev.started_at IS NOT NULL)::bool AS started_before,
-    (next.id IS NOT NULL)::bool AS started,
-    next.attempt AS attempt_new, next.started_at AS started_at_new, next.updated_at AS updated_at_new
-FROM action_invocations i
-JOIN prev ON prev.id = i.id
-LEFT JOIN next ON next.id = i.id;
+SELECT sqlc.embed(i), go.patterns, go.windows, go.credential_version,
+    go.status AS locked_status, (go.started_at IS NOT NULL)::bool AS started_before,
+    go.start AS started,
+    go.attempt::int AS attempt_new, coalesce(go.started_at, now())::timestamptz AS started_at_new,
+    now()::timestamptz AS updated_at_new
+FROM go
+JOIN action_invocations i ON i.id = go.id;
 
 -- name: RiverWakeQueue :exec
 -- Tells River's producers that jobs of a queue became available, as
