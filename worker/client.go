@@ -98,7 +98,12 @@ func reindexed() []string {
 }
 
 // fetchCooldown bounds how long a released job waits for River's producer.
-const fetchCooldown = 10 * time.Millisecond
+// It also sets how many jobs each fetch finds: at 500 envelopes/s offered,
+// 10 ms fetched them about one at a time, and each job's begin, token and
+// completion then went alone (3.2 transactions per action); 25 ms lets a
+// few gather, so those statements serve several jobs each (2.0), for
+// about 10 ms more from enqueue to completion.
+const fetchCooldown = 25 * time.Millisecond
 
 // rescueMargin is how much longer than the job timeout a job must run
 // before it is presumed orphaned.
@@ -256,7 +261,7 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 		FetchPollInterval:    cfg.PollInterval,
 		// How soon after a fetch a notification (an insert, an approval) may
 		// fetch again: short, so an approved job starts within a few
-		// milliseconds; under load each fetch takes a batch anyway.
+		// milliseconds, long enough for jobs to gather (see fetchCooldown).
 		FetchCooldown:       min(cfg.PollInterval, fetchCooldown),
 		ReindexerIndexNames: reindexed(),
 		Workers:             workers,
