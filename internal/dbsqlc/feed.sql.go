@@ -50,6 +50,8 @@ WITH e AS (
     FROM invocation_events ev
     WHERE ev.organization_id = $4
       AND (ev.xid, ev.id) > (CAST($5::text AS xid8), $6::bigint)
+      AND ((ev.type = 'created' AND ev.to_status = 'pending')
+           OR ev.type IN ('approved', 'denied', 'expired', 'completed', 'failed', 'skipped', 'cancelled'))
 )
 SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.reason, e.created_at AS event_created_at,
        e.xid::text::bigint AS xid,
@@ -188,6 +190,8 @@ WITH e AS (
     FROM invocation_events ev
     WHERE (ev.xid, ev.id) > (CAST($2::text AS xid8), $3::bigint)
       AND ($4::bool OR ev.organization_id = ANY($5::text[]))
+      AND ((ev.type = 'created' AND ev.to_status = 'pending')
+           OR ev.type IN ('approved', 'denied', 'expired', 'completed', 'failed', 'skipped', 'cancelled'))
 )
 SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.reason, e.created_at AS event_created_at,
        e.xid::text::bigint AS xid,

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/internal/pgtest"
 )
 
 // TestStore_FeedCommitOrder: an event id is taken at insert, so a later id
@@ -123,4 +124,49 @@ func TestParsePosition(t *testing.T) {
 		_, ok := invocation.ParsePosition(s)
 		require.False(t, ok, s)
 	}
+}
+
+// TestStore_FeedsReadTheNoticeIndexes: the feed indexes hold only the
+// events that make a notice (migration 020), so they serve the feeds only
+// if each feed's query implies their predicate. With sequential scans
+// priced out, the planner reads each feed through its index; a query that
+// did not imply the predicate could not use it.
+func TestStore_FeedsReadTheNoticeIndexes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	pending := b.create(t, tx, invocation.StatusPending)
+	b.create(t, tx, invocation.StatusApproved) // created approved: no notice
+	require.NoError(t, tx.Commit(ctx))
+
+	conn, err := b.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, `SET enable_seqscan = off`)
+	require.NoError(t, err)
+	// Both feeds find the pending invocation's request, and only it, once
+	// the cluster's open transactions (parallel tests') are behind it.
+	var feed, feedAll []invocation.FeedItem
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		feed, _, err = b.store.Feed(ctx, conn, &invocation.FeedParams{Org: "org-1"})
+		require.NoError(t, err)
+		feedAll, _, err = b.store.FeedAll(ctx, conn, invocation.Cursor{}, invocation.FeedScope{All: true}, 10)
+		require.NoError(t, err)
+		if len(feed) > 0 && len(feedAll) > 0 {
+			break
+		}
+	}
+	for _, items := range [][]invocation.FeedItem{feed, feedAll} {
+		require.Len(t, items, 1)
+		require.Equal(t, pending.ID, items[0].InvocationID)
+		require.Equal(t, invocation.NoticeApprovalRequest, items[0].Notice)
+	}
+
+	notices := `'{action_approval_request,action_approval_result,action_completed}'`
+	plan := pgtest.Kept(t, conn, "FeedList", `(`+notices+`, NULL, 100, 'org-1', '0', 0)`).Explain
+	require.Contains(t, plan, "invocation_events_org_xid", plan)
+	plan = pgtest.Kept(t, conn, "FeedListAll", `(100, '0', 0, true, '{}')`).Explain
+	require.Contains(t, plan, "invocation_events_xid", plan)
 }

@@ -13,6 +13,8 @@ WITH e AS (
     FROM invocation_events ev
     WHERE ev.organization_id = @organization_id
       AND (ev.xid, ev.id) > (CAST(@after_xid::text AS xid8), @after_id::bigint)
+      AND ((ev.type = 'created' AND ev.to_status = 'pending')
+           OR ev.type IN ('approved', 'denied', 'expired', 'completed', 'failed', 'skipped', 'cancelled'))
 )
 SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.reason, e.created_at AS event_created_at,
        e.xid::text::bigint AS xid,
@@ -46,6 +48,8 @@ WITH e AS (
     FROM invocation_events ev
     WHERE (ev.xid, ev.id) > (CAST(@after_xid::text AS xid8), @after_id::bigint)
       AND (@all_organizations::bool OR ev.organization_id = ANY(@organizations::text[]))
+      AND ((ev.type = 'created' AND ev.to_status = 'pending')
+           OR ev.type IN ('approved', 'denied', 'expired', 'completed', 'failed', 'skipped', 'cancelled'))
 )
 SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.reason, e.created_at AS event_created_at,
        e.xid::text::bigint AS xid,
