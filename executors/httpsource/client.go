@@ -41,14 +41,11 @@ func CheckBaseURL(source, raw string) (*url.URL, error) {
 // http.DefaultTransport's settings but is its own, so idle connections to a
 // provider are not shared with, or closed by, unrelated code using the
 // default client. It has no overall timeout: deadlines come from the
-// context of each request. It keeps up to 1024 idle connections to a
-// provider, as many calls as the default worker.max_workers runs at once:
-// over HTTP/1.1 each call in flight holds one, and a call that finds the
-// idle pool full closes its connection, so the next dials, and shakes
-// hands, again (HTTP/2 providers multiplex calls on a few). With 256, a
-// thousand concurrent calls to one host re-dialled three in four every
-// round (outboxd bench: 3 % of the process's CPU went to dialling); idle
-// connections close after 90 seconds.
+// context of each request. It keeps up to 256 idle connections to a
+// provider: over HTTP/1.1 each call in flight holds one, and a call that
+// finds the idle pool full closes its connection, so the next dials, and
+// shakes hands, again (HTTP/2 providers multiplex calls on a few). With
+// the default 16, most of 200 concurrent calls to one host re-dialled.
 func NewClient() *http.Client {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Client{
@@ -57,7 +54,7 @@ func NewClient() *http.Client {
 			DialContext:           dialer.DialContext,
 			ForceAttemptHTTP2:     true,
 			MaxIdleConns:          1024,
-			MaxIdleConnsPerHost:   1024,
+			MaxIdleConnsPerHost:   256,
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: time.Second,

@@ -70,7 +70,7 @@ func TestNewClient(t *testing.T) {
 		require.NotSame(t, http.DefaultTransport, a.Transport)
 		require.NotSame(t, ta, b.Transport)
 		require.NotNil(t, ta.Proxy)
-		require.Equal(t, 1024, ta.MaxIdleConnsPerHost)
+		require.Equal(t, 256, ta.MaxIdleConnsPerHost)
 	})
 
 	t.Run("Calls", func(t *testing.T) {
