@@ -33,6 +33,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/httpsource"
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/auth"
@@ -88,7 +89,7 @@ set, otherwise an embedded Postgres in a temporary directory.`,
 	cmd.Flags().Int("offered-rate", 500, "envelopes per second of the offered-rate phase (0 skips it)")
 	cmd.Flags().Int("approvals", 20, "require_approval invocations approved one by one (0 skips the phase)")
 	cmd.Flags().Int("backlog", 0, "envelopes left queued before the single and batch phases are run again (0 skips it)")
-	cmd.Flags().StringSlice("skip", nil, "phases to leave out: single, batch (the other phases are left out by their flag's 0)")
+	cmd.Flags().StringSlice("skip", nil, "phases to leave out: single, batch, river-call (the other phases are left out by their flag's 0)")
 	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	cmd.Flags().String("memprofile", "", "write a profile of the whole run's allocations to this file")
 	// Only the test shortens it, trading exact transaction counts for time.
@@ -101,7 +102,7 @@ set, otherwise an embedded Postgres in a temporary directory.`,
 type benchFlags struct {
 	n, concurrency, workers, riverWorkers, riverN, batchSize, approvals, backlog, offeredRate int
 	providerLatency, statsSettle                                                              time.Duration
-	skipSingle, skipBatch                                                                     bool
+	skipSingle, skipBatch, skipRiverCall                                                      bool
 }
 
 func runBench(cmd *cobra.Command, _ []string) error {
@@ -130,8 +131,10 @@ func runBench(cmd *cobra.Command, _ []string) error {
 			f.skipSingle = true
 		case "batch":
 			f.skipBatch = true
+		case "river-call":
+			f.skipRiverCall = true
 		default:
-			return fmt.Errorf("--skip: unknown phase %q (single or batch)", phase)
+			return fmt.Errorf("--skip: unknown phase %q (single, batch or river-call)", phase)
 		}
 	}
 	if f.workers == 0 {
@@ -196,8 +199,13 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		results = append(results, r)
 		return nil
 	}
-	if err := add(b.riverRaw(ctx)); err != nil {
+	if err := add(b.riverRaw(ctx, false)); err != nil {
 		return fmt.Errorf("river raw: %w", err)
+	}
+	if !f.skipRiverCall {
+		if err := add(b.riverRaw(ctx, true)); err != nil {
+			return fmt.Errorf("river with a provider call: %w", err)
+		}
 	}
 	size, _, err := servingPoolSize(v.GetInt("database.max_conns"), dbURL, app.RoleAll, f.workers, runtime.GOMAXPROCS(0))
 	if err != nil {
@@ -490,16 +498,32 @@ func (noopArgs) Kind() string { return "bench_noop" }
 
 type noopWorker struct {
 	river.WorkerDefaults[noopArgs]
+	// call, when set, is made by every job.
+	call func(context.Context) error
 }
 
-func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil }
+func (w noopWorker) Work(ctx context.Context, _ *river.Job[noopArgs]) error {
+	if w.call == nil {
+		return nil
+	}
+	return w.call(ctx)
+}
 
 // riverRaw measures River alone as its own benchmark does: no-op jobs
 // (--river-n, at least N) inserted first, then worked by many workers with
 // a short fetch cooldown, from the client's start until the last
-// completion.
-func (b *bench) riverRaw(ctx context.Context) (*phaseResult, error) {
+// completion. With call, each job instead posts a message to a loopback
+// Slack of its own through a provider client (httpsource.NewClient), as
+// every outboxd action does: River and the one HTTP exchange no action can
+// do without, the most any outboxd path could reach on this machine.
+func (b *bench) riverRaw(ctx context.Context, call bool) (*phaseResult, error) {
 	n := max(b.flags.n, b.flags.riverN)
+	name, worker := "River raw (no-op jobs)", noopWorker{}
+	if call {
+		slack := newLoopbackSlack()
+		defer slack.server.Close()
+		name, worker.call = "River + provider call", postMessage(slack.server.URL+"/api/chat.postMessage")
+	}
 	b.settle(ctx)
 	x0, err := b.xacts(ctx)
 	if err != nil {
@@ -516,7 +540,7 @@ func (b *bench) riverRaw(ctx context.Context) (*phaseResult, error) {
 		return nil, err
 	}
 	ws := river.NewWorkers()
-	river.AddWorker(ws, noopWorker{})
+	river.AddWorker(ws, worker)
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		FetchCooldown:     2 * time.Millisecond,
 		FetchPollInterval: 20 * time.Millisecond,
@@ -579,9 +603,35 @@ func (b *bench) riverRaw(ctx context.Context) (*phaseResult, error) {
 		return nil, err
 	}
 	return &phaseResult{
-		name: "River raw (no-op jobs)", actions: n, total: total, xacts: x1 - x0, peakRSSkB: rss, river: true,
+		name: name, actions: n, total: total, xacts: x1 - x0, peakRSSkB: rss, river: !call,
 		cpu: cpu1 - cpu0, pgCPU: cpuDelta(pg0, pg1),
 	}, nil
+}
+
+// postMessage returns a call posting a message to url through a provider
+// client, as the Slack source does, and reading the answer.
+func postMessage(url string) func(context.Context) error {
+	client := httpsource.NewClient()
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"channel":"C1","text":"bench"}`))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json; charset=utf-8")
+		req.Header.Set("Authorization", "Bearer xoxb-bench")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("loopback Slack answered %s", resp.Status)
+		}
+		return nil
+	}
 }
 
 // riverRawConns is the River baseline's pool: its no-op jobs never touch
