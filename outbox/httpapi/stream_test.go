@@ -142,7 +142,10 @@ func TestStream_Filters(t *testing.T) {
 // receives everything.
 func TestStream_SlowClientDisconnected(t *testing.T) {
 	t.Parallel()
-	b := apptest.Start(t, &apptest.Options{Streams: httpapi.StreamConfig{WriteTimeout: 300 * time.Millisecond}})
+	// The fast client must take each write (a page of events, megabytes
+	// here) within the timeout too, on a machine busy with the race
+	// detector and the other tests: 300 ms once cut it off as well.
+	b := apptest.Start(t, &apptest.Options{Streams: httpapi.StreamConfig{WriteTimeout: 2 * time.Second}})
 	b.StoreSlackToken("xoxb-stream")
 
 	// A client that sends its request and never reads, with a small
