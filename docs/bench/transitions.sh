@@ -65,8 +65,10 @@ if [ "${1:-}" = --print ]; then
 fi
 seconds=${1:-10}
 db=outboxd_transitions_$$
+transitions=$(mktemp --suffix=.sql)
+script >"$transitions"
 psql -X -q -d postgres -c "CREATE DATABASE $db"
-trap 'psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"' EXIT
+trap 'rm -f "$transitions"; psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"' EXIT
 go run ./cmd/outboxd migrate up --database-url "dbname=$db" >/dev/null
 psql -X -q -d "$db" <<'SQL'
 CREATE TABLE minimal_invocations (
@@ -76,17 +78,14 @@ CREATE TABLE minimal_events (
     id bigserial PRIMARY KEY, invocation_id uuid NOT NULL, seq int NOT NULL, type text NOT NULL,
     to_status text NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
 SQL
-transitions=$(mktemp)
-trap 'rm -f "$transitions"; psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"' EXIT
-script >"$transitions"
 export PGOPTIONS='-c synchronous_commit=off'
-for name in transitions minimal; do
-	file=$here/minimal.sql
-	[ "$name" = transitions ] && file=$transitions
+for file in "$transitions" "$here/minimal.sql"; do
 	# Fill the tables and gather their statistics first: a plan kept from an
 	# empty table would scan the whole table for every group.
 	pgbench -n -c 1 -T 3 -f "$file" "$db" >/dev/null
 	psql -X -q -d "$db" -c ANALYZE
+	name=minimal
+	if [ "$file" = "$transitions" ]; then name=transitions; fi
 	echo "$name: ms per statement of 50 (insert, begin, completion)"
 	pgbench -n -M prepared -r -c 1 -T "$seconds" -f "$file" "$db" |
 		awk '/statement latencies/ { on = 1; next } on && $3 == "WITH" { print "  " $1 }'
