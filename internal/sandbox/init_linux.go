@@ -1,0 +1,275 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// init runs the sandbox init when this process was started as one.
+func init() {
+	raw, ok := os.LookupEnv(envSpec)
+	if !ok {
+		return
+	}
+	runtime.LockOSThread()
+	errPipe := os.NewFile(errFD, "sandbox-errors")
+	var spec Spec
+	err := json.Unmarshal([]byte(raw), &spec)
+	if err == nil {
+		err = enter(&spec)
+	}
+	// enter returns only when it failed, or for a probe.
+	if err != nil {
+		fmt.Fprintln(errPipe, err)
+		os.Exit(127)
+	}
+	os.Exit(0)
+}
+
+// Rlimits of the program: a sandboxed plugin is small and short-lived.
+var rlimits = map[int]uint64{
+	unix.RLIMIT_CORE:   0,
+	unix.RLIMIT_NPROC:  256,
+	unix.RLIMIT_NOFILE: 1024,
+	unix.RLIMIT_FSIZE:  256 << 20,
+}
+
+// enter sets up the sandbox and execs spec's program.
+func enter(spec *Spec) error {
+	os.Clearenv()
+	asNobody := isMapped(nobody) // read before /proc is gone
+	if err := buildRoot(spec); err != nil {
+		return err
+	}
+	for res, limit := range rlimits {
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(res, &cur); err != nil {
+			return fmt.Errorf("getrlimit %d: %w", res, err)
+		}
+		// Only ever lower a limit: raising one needs a privilege.
+		lim := unix.Rlimit{Cur: min(limit, cur.Max), Max: min(limit, cur.Max)}
+		if err := unix.Setrlimit(res, &lim); err != nil {
+			return fmt.Errorf("setrlimit %d: %w", res, err)
+		}
+	}
+	if err := dropPrivileges(asNobody); err != nil {
+		return err
+	}
+	// Every descriptor but 0-2 closes on exec, the error pipe included.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("close_range: %w", err)
+	}
+	if err := restrict(spec); err != nil {
+		return err
+	}
+	if err := denyMultipathTCP(); err != nil {
+		return err
+	}
+	if err := unix.Chdir(spec.Workspace); err != nil {
+		return fmt.Errorf("chdir %s: %w", spec.Workspace, err)
+	}
+	if len(spec.Argv) == 0 {
+		return nil // a probe
+	}
+	err := syscall.Exec(spec.Argv[0], spec.Argv, spec.Env)
+	return fmt.Errorf("exec %s: %w", spec.Argv[0], err)
+}
+
+// buildRoot makes a new root file system holding only the paths the
+// program may use, bound from the host at the same places, and pivots
+// into it: whatever else exists on the host (sockets, /proc, /tmp, the
+// config file) is not there at all.
+func buildRoot(spec *Spec) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	root := spec.Root
+	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
+		return fmt.Errorf("mounting the new root: %w", err)
+	}
+	paths := append(SystemPaths(spec.Network), Devices...)
+	paths = append(paths, spec.Read...)
+	paths = append(paths, spec.Exec...)
+	var bound []string
+	for _, p := range append(paths, spec.Workspace) {
+		if err := bindInto(root, p, &bound); err != nil {
+			return err
+		}
+	}
+	// A /proc of the new PID namespace: it shows only the sandbox's own
+	// processes, and Landlock lets the program read none of it (the
+	// Landlock library lists the init's own threads there).
+	proc := filepath.Join(root, "proc")
+	if err := os.Mkdir(proc, 0o555); err != nil {
+		return err
+	}
+	if err := unix.Mount("proc", proc, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mounting /proc: %w", err)
+	}
+	if err := unix.Chdir(root); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detaching the old root: %w", err)
+	}
+	return unix.Chdir("/")
+}
+
+// bindInto puts the host's path p at root+p, unless it is beneath a
+// path bound already: a top-level symbolic link (/bin -> usr/bin) as the
+// same link, anything else resolved and bound where it resolves to. A
+// path that does not exist is left out.
+func bindInto(root, p string, bound *[]string) error {
+	info, err := os.Lstat(p)
+	if err != nil {
+		return nil
+	}
+	if info.Mode()&os.ModeSymlink != 0 && strings.Count(p, "/") == 1 {
+		target, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		return os.Symlink(target, filepath.Join(root, p))
+	}
+	if p, err = filepath.EvalSymlinks(p); err != nil {
+		return nil
+	}
+	for _, b := range *bound {
+		if p == b || strings.HasPrefix(p, b+"/") {
+			return nil // there already
+		}
+	}
+	if info, err = os.Stat(p); err != nil {
+		return nil
+	}
+	dst := filepath.Join(root, p)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	if info.IsDir() {
+		err = os.Mkdir(dst, 0o755)
+	} else {
+		err = os.WriteFile(dst, nil, 0o644)
+	}
+	if err != nil && !os.IsExist(err) {
+		return err
+	}
+	if err := unix.Mount(p, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("binding %s: %w", p, err)
+	}
+	*bound = append(*bound, p)
+	return nil
+}
+
+// dropPrivileges leaves the program no capability (an empty bounding set,
+// no ambient or inheritable ones) and, when outboxd runs as root, makes
+// it nobody.
+func dropPrivileges(asNobody bool) error {
+	for c := 0; c <= 63; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			break // past the last capability this kernel knows
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clearing ambient capabilities: %w", err)
+	}
+	if asNobody {
+		if err := unix.Setgroups(nil); err != nil {
+			return fmt.Errorf("setgroups: %w", err)
+		}
+		if err := unix.Setresgid(nobody, nobody, nobody); err != nil {
+			return fmt.Errorf("setresgid: %w", err)
+		}
+		if err := unix.Setresuid(nobody, nobody, nobody); err != nil {
+			return fmt.Errorf("setresuid: %w", err)
+		}
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	// A change of user clears the parent-death signal: set it again.
+	return unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+}
+
+// isMapped says whether uid exists in this user namespace: the parent
+// maps nobody only when it runs as root.
+func isMapped(uid int) bool {
+	raw, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		var inside, outside, n int
+		if _, err := fmt.Sscan(line, &inside, &outside, &n); err == nil && uid >= inside && uid < inside+n {
+			return true
+		}
+	}
+	return false
+}
+
+// Rights of the Landlock rules.
+const (
+	readRights  = llsyscall.AccessFSReadFile | llsyscall.AccessFSReadDir
+	writeRights = llsyscall.AccessFSWriteFile | llsyscall.AccessFSRemoveDir | llsyscall.AccessFSRemoveFile |
+		llsyscall.AccessFSMakeDir | llsyscall.AccessFSMakeReg | llsyscall.AccessFSMakeSock | llsyscall.AccessFSMakeFifo |
+		llsyscall.AccessFSMakeSym | llsyscall.AccessFSRefer | llsyscall.AccessFSTruncate
+	// fileRights are those that apply to a file (the others only to a
+	// directory, for what is beneath it).
+	fileRights = llsyscall.AccessFSExecute | llsyscall.AccessFSWriteFile | llsyscall.AccessFSReadFile |
+		llsyscall.AccessFSTruncate | llsyscall.AccessFSIoctlDev
+)
+
+// restrict applies Landlock: reading the system paths, the Read paths and
+// the workspace; writing only in a Writable workspace (never executing
+// there); executing only the Exec files; TCP connect only to
+// ConnectPorts, bind nowhere; no abstract UNIX socket or signal outside
+// the sandbox. It refuses when the kernel offers less than MinABI.
+func restrict(spec *Spec) error {
+	read := append(SystemPaths(spec.Network), spec.Read...)
+	var rules []landlock.Rule
+	grant := func(rights landlock.AccessFSSet, paths ...string) {
+		for _, p := range paths {
+			info, err := os.Stat(p)
+			if err != nil {
+				continue // not there
+			}
+			if !info.IsDir() {
+				rights &= fileRights
+			}
+			rules = append(rules, landlock.PathAccess(rights, p))
+		}
+	}
+	grant(readRights, read...)
+	grant(llsyscall.AccessFSReadFile|llsyscall.AccessFSWriteFile|llsyscall.AccessFSTruncate, Devices[0])
+	grant(llsyscall.AccessFSReadFile, Devices[1:]...)
+	grant(llsyscall.AccessFSExecute|llsyscall.AccessFSReadFile, spec.Exec...)
+	work := landlock.AccessFSSet(readRights)
+	if spec.Writable {
+		work |= writeRights
+	}
+	grant(work, spec.Workspace)
+	for _, port := range spec.ConnectPorts {
+		if spec.Network {
+			rules = append(rules, landlock.ConnectTCP(port))
+		}
+	}
+	cfg := landlock.V6 // not best effort: refuse on an older kernel
+	if err := cfg.Restrict(rules...); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	return nil
+}

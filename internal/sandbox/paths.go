@@ -1,0 +1,30 @@
+package sandbox
+
+// systemPaths are the system's runtime paths every sandboxed program may
+// read: programs, shared libraries, and the few /etc files the dynamic
+// loader, node and TLS need. Not /etc/passwd, /proc, /tmp or anything of
+// outboxd's.
+var systemPaths = []string{
+	"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/crypto-policies",
+	"/etc/nsswitch.conf", "/etc/localtime", "/etc/alternatives",
+}
+
+// networkPaths are the name resolution files a program with network gets
+// besides.
+var networkPaths = []string{"/etc/hosts", "/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf"}
+
+// Devices are the device files every sandboxed program gets: the first
+// read-write, the others read-only.
+var Devices = []string{"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"}
+
+// SystemPaths returns the system paths a program may read, with the name
+// resolution files when it has network.
+func SystemPaths(network bool) []string {
+	out := append([]string(nil), systemPaths...)
+	if network {
+		out = append(out, networkPaths...)
+	}
+	return out
+}

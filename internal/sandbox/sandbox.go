@@ -1,0 +1,63 @@
+// Package sandbox runs a program in a sandbox the Linux kernel enforces:
+// outboxd starts itself again (/proc/self/exe) as a small init in fresh
+// user, PID, mount, IPC, UTS and (unless network is granted) network
+// namespaces. The init builds a root file system holding only the paths
+// the Spec names, drops to an unprivileged user and every capability,
+// sets rlimits and no_new_privs, restricts itself with Landlock (files,
+// TCP ports, abstract sockets and signals) and a seccomp filter (no
+// Multipath TCP, which Landlock does not see), closes every descriptor
+// but 0-2 and execs the program. The program is PID 1 of its namespace:
+// when it exits, or is killed, everything it started dies with it.
+//
+// The init is entered from this package's init function, so any binary
+// that imports the package (outboxd, a test binary) can start it.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+)
+
+// MinABI is the Landlock ABI the sandbox needs: file rights including
+// truncate and device ioctls, TCP bind/connect (4), and the scoping of
+// abstract UNIX sockets and signals (6). A kernel offering less refuses.
+const MinABI = 6
+
+// Spec is what one sandboxed process may see and do.
+type Spec struct {
+	// Argv is the program (an absolute path) and its arguments. Empty
+	// means a probe: the init sets everything up and exits 0.
+	Argv []string
+	// Env is the program's whole environment.
+	Env []string
+	// Workspace is its working directory: read-write when Writable,
+	// read-only otherwise. It must be owned by WorkspaceOwner.
+	Workspace string
+	Writable  bool
+	// Root is an empty directory the init mounts its new root file
+	// system on (each process gets its own mount namespace, so one
+	// directory can serve every process of a call).
+	Root string
+	// Read are further files and directories the program may read: the
+	// plugin's own directory. System paths (SystemPaths) are added.
+	Read []string
+	// Exec are the only files the program (and what it starts) may
+	// execute; each must also be readable (under Read or the system
+	// paths), or is made so.
+	Exec []string
+	// Network keeps the host's network namespace; without it the program
+	// gets an empty one (no interfaces but a down loopback).
+	Network bool
+	// ConnectPorts are the TCP ports it may connect to when Network is
+	// set. It may never bind a TCP port.
+	ConnectPorts []uint16
+}
+
+// ErrUnavailable is the cause of every error saying this system cannot
+// enforce the sandbox.
+var ErrUnavailable = errors.New("the kernel cannot enforce the plugin sandbox")
+
+// unavailable wraps why the sandbox cannot run.
+func unavailable(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUnavailable, fmt.Sprintf(format, args...))
+}

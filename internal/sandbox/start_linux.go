@@ -1,0 +1,162 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+)
+
+// envSpec carries the Spec (JSON) to the init; it is the init's only
+// environment variable.
+const envSpec = "OUTBOXD_SANDBOX_SPEC"
+
+// nobody is the user and group the program runs as when outboxd runs as
+// root.
+const nobody = 65534
+
+// errFD is the descriptor on which the init reports a failure to set up
+// or to exec; it is closed on a successful exec.
+const errFD = 3
+
+// WorkspaceOwner returns the user and group that must own a writable
+// workspace: nobody when outboxd runs as root (the program runs as
+// nobody), else outboxd's own.
+func WorkspaceOwner() (uid, gid int) {
+	if os.Geteuid() == 0 {
+		return nobody, nobody
+	}
+	return os.Geteuid(), os.Getegid()
+}
+
+// Cmd is one sandboxed process.
+type Cmd struct {
+	*exec.Cmd
+	errR *os.File
+}
+
+// Command returns the command that runs spec's program in the sandbox.
+// The caller sets Stdin, Stdout, Stderr and Cancel, then calls Start and
+// Wait; Wait returns a *SetupError when the sandbox could not be set up
+// or the program not executed.
+func Command(ctx context.Context, spec *Spec) (*Cmd, error) {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, "/proc/self/exe")
+	cmd.Args = []string{"outboxd-sandbox"}
+	cmd.Env = []string{envSpec + "=" + string(raw)}
+	cmd.Dir = "/"
+	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+		syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP)
+	if !spec.Network {
+		flags |= syscall.CLONE_NEWNET
+	}
+	attr := &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL}
+	uid, gid := os.Geteuid(), os.Getegid()
+	if uid == 0 {
+		// root inside is root outside, so the init can read the binary
+		// and set up; the program then runs as nobody, mapped to nobody.
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: nobody, HostID: nobody, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: nobody, HostID: nobody, Size: 1}}
+		attr.GidMappingsEnableSetgroups = true
+	} else {
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
+	}
+	cmd.SysProcAttr = attr
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.ExtraFiles = []*os.File{w}
+	return &Cmd{Cmd: cmd, errR: r}, nil
+}
+
+// Start starts the init.
+func (c *Cmd) Start() error {
+	err := c.Cmd.Start()
+	// The child holds the write end now (or never will).
+	c.ExtraFiles[0].Close()
+	if err != nil {
+		c.errR.Close()
+		return err
+	}
+	return nil
+}
+
+// Wait waits for the program. A setup or exec failure the init reported
+// is returned as a *SetupError, whatever the exit status.
+func (c *Cmd) Wait() error {
+	defer c.errR.Close()
+	msg, _ := io.ReadAll(io.LimitReader(c.errR, 4096))
+	err := c.Cmd.Wait()
+	if len(msg) > 0 {
+		return &SetupError{Msg: string(bytes.TrimSpace(msg))}
+	}
+	return err
+}
+
+// SetupError is a sandbox that could not be set up, or a program the
+// sandbox could not execute.
+type SetupError struct{ Msg string }
+
+func (e *SetupError) Error() string { return "sandbox: " + e.Msg }
+
+var probe struct {
+	once sync.Once
+	err  error
+}
+
+// Available says whether this system can enforce the sandbox: nil, or
+// an error wrapping ErrUnavailable saying what is missing. It checks the
+// Landlock ABI, then starts one probe init that sets everything up
+// (namespaces, mounts, credentials, Landlock, seccomp) without running a
+// program. The answer is computed once.
+func Available() error {
+	probe.once.Do(func() { probe.err = check() })
+	return probe.err
+}
+
+func check() error {
+	abi, err := llsyscall.LandlockGetABIVersion()
+	if err != nil {
+		return unavailable("Landlock is not enabled in this kernel (%v)", err)
+	}
+	if abi < MinABI {
+		return unavailable("the kernel offers Landlock ABI %d; the sandbox needs %d (Linux 6.12 or later)", abi, MinABI)
+	}
+	root, err := os.MkdirTemp("", "outboxd-sandbox-probe-")
+	if err != nil {
+		return fmt.Errorf("sandbox probe: %w", err)
+	}
+	defer os.RemoveAll(root)
+	cmd, err := Command(context.Background(), &Spec{Workspace: root, Root: root})
+	if err != nil {
+		return fmt.Errorf("sandbox probe: %w", err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return unavailable("could not start a process in new user, PID, mount and network namespaces (%v); unprivileged user namespaces may be disabled", err)
+	}
+	err = cmd.Wait()
+	var se *SetupError
+	if errors.As(err, &se) {
+		return unavailable("%s", se.Msg)
+	}
+	if err != nil {
+		return unavailable("the probe failed: %v %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
