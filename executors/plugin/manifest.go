@@ -26,6 +26,7 @@ type manifest struct {
 	Permissions  struct {
 		Commands   []string `json:"commands"`
 		Filesystem string   `json:"filesystem"`
+		Network    []string `json:"network"`
 	} `json:"permissions"`
 	Verification struct {
 		Required bool     `json:"required"`
@@ -48,6 +49,14 @@ type action struct {
 	execute, verify, rollback []string
 	// commands are the declared verification commands, as words.
 	commands [][]string
+	// writable is permissions.filesystem "workspace".
+	writable bool
+	// network is permissions.network.
+	network []hostPort
+	// exec are the files the sandbox lets the package's processes
+	// execute: its executables, node for a .js one, the declared commands
+	// and the interpreters and loaders they need.
+	exec []string
 }
 
 // namePattern is what a plugin name may be: a plain identifier, so that
@@ -105,6 +114,17 @@ func (l *loader) loadAction(dir string) (*action, error) {
 		a.outputSchema = m.OutputSchema
 	}
 
+	switch m.Permissions.Filesystem {
+	case "", fsNone:
+	case fsWorkspace:
+		a.writable = true
+	default:
+		return nil, fmt.Errorf("action.json: permissions.filesystem %q is not one of %q, %q", m.Permissions.Filesystem, fsNone, fsWorkspace)
+	}
+	if a.network, err = parseNetwork(m.Permissions.Network, l.allowPrivate); err != nil {
+		return nil, fmt.Errorf("action.json: %w", err)
+	}
+
 	// Declared commands pass the allowlist before anything runs.
 	for _, c := range []struct {
 		field string
@@ -117,6 +137,9 @@ func (l *loader) loadAction(dir string) (*action, error) {
 			}
 			if c.field == "verification.commands" {
 				a.commands = append(a.commands, words)
+			}
+			if path, err := lookChildPath(words[0]); err == nil && filepath.IsAbs(path) {
+				a.exec = append(a.exec, executables(path)...)
 			}
 		}
 	}
@@ -132,6 +155,11 @@ func (l *loader) loadAction(dir string) (*action, error) {
 	}
 	if a.rollback, err = l.program(dir, "rollback"); err != nil {
 		return nil, err
+	}
+	for _, argv := range [][]string{a.execute, a.verify, a.rollback} {
+		if len(argv) > 0 {
+			a.exec = append(a.exec, executables(argv[0])...)
+		}
 	}
 	// An R2 action is a write: the contract wants it verified and able to
 	// roll back, so a failed verification can undo it.

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,8 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/netguard"
+	"github.com/outboxd/outboxd/internal/sandbox"
 )
 
 // SourceID is the plugins' source id.
@@ -57,6 +60,18 @@ type Config struct {
 	// MaxOutputBytes caps what a child process may write to stdout.
 	// Default 1 MiB.
 	MaxOutputBytes int
+	// AllowUnsandboxed runs plugins without the sandbox where the kernel
+	// cannot enforce it, with a warning at start and on every run.
+	// Default false: plugins are disabled there, with the reason.
+	AllowUnsandboxed bool
+	// AllowPrivateNetworks lets permissions.network name private,
+	// loopback and internal hosts (connectors.allow_private_networks).
+	AllowPrivateNetworks bool
+	// Logger gets the warnings about the sandbox. Default: discarded.
+	Logger *slog.Logger
+	// Sandbox says whether the kernel can enforce the sandbox (nil when
+	// it can). Default sandbox.Available; tests replace it.
+	Sandbox func() error
 }
 
 // Reserved are the ids of the other sources and the actions of the core
@@ -66,6 +81,10 @@ type Reserved map[string][]string
 // Source is the plugin source.
 type Source struct {
 	cfg     Config
+	// unavailable is why the sandbox cannot run here; with
+	// AllowUnsandboxed plugins run without it, otherwise they are
+	// disabled.
+	unavailable error
 	actions map[string]*action
 	ids     []string
 	run     runner
@@ -78,8 +97,9 @@ var _ executors.Source = (*Source)(nil)
 type loader struct {
 	reserved  reserved
 	allowlist allowlist
-	validator *executors.Validator
-	node      string
+	validator    *executors.Validator
+	node         string
+	allowPrivate bool
 }
 
 // Load reads every package in cfg.Dir. A package that breaks a rule —
@@ -91,6 +111,10 @@ func Load(cfg *Config, taken Reserved) (*Source, error) {
 	if cfg.Dir == "" {
 		return nil, nil
 	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("plugins.dir: %w", err)
+	}
 	if !supported {
 		return nil, errors.New("plugins need a Unix system (process groups)")
 	}
@@ -100,8 +124,9 @@ func Load(cfg *Config, taken Reserved) (*Source, error) {
 	}
 	l := &loader{
 		reserved:  reserved{sources: map[string]bool{SourceID: true}, actions: map[string]string{}},
-		allowlist: allow,
-		validator: executors.NewValidator(),
+		allowlist:    allow,
+		validator:    executors.NewValidator(),
+		allowPrivate: cfg.AllowPrivateNetworks,
 	}
 	srcs := make([]string, 0, len(taken))
 	for src := range taken {
@@ -119,7 +144,7 @@ func Load(cfg *Config, taken Reserved) (*Source, error) {
 	if node, err := exec.LookPath("node"); err == nil {
 		l.node, _ = filepath.Abs(node)
 	}
-	entries, err := os.ReadDir(cfg.Dir)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("plugins.dir: %w", err)
 	}
@@ -132,11 +157,31 @@ func Load(cfg *Config, taken Reserved) (*Source, error) {
 		},
 		verify: l.validator,
 	}
+	s.cfg.Dir = dir
+	s.cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	if cfg.AllowCodeExecution {
+		// Checked only when plugins may run: the probe starts a process.
+		probe := cfg.Sandbox
+		if probe == nil {
+			probe = sandbox.Available
+		}
+		s.unavailable = probe()
+		switch {
+		case s.unavailable == nil:
+		case cfg.AllowUnsandboxed:
+			s.cfg.Logger.Warn("plugins run WITHOUT A SANDBOX (plugins.allow_unsandboxed): each gets what outboxd's user may do: its files, its network, its processes",
+				"reason", s.unavailable.Error())
+			s.run.unsandboxed = true
+		default:
+			s.cfg.Logger.Error("plugins are disabled: the sandbox they need is unavailable", "reason", s.unavailable.Error(),
+				"hint", errUnsandboxed.Error())
+		}
+	}
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
-		dir := filepath.Join(cfg.Dir, e.Name())
+		dir := filepath.Join(dir, e.Name())
 		if _, err := os.Stat(filepath.Join(dir, "action.json")); errors.Is(err, os.ErrNotExist) {
 			continue // not a package
 		}
@@ -156,10 +201,13 @@ func (s *Source) ID() string { return SourceID }
 
 // Disabled says why the plugins cannot run, "" when they can.
 func (s *Source) Disabled() string {
-	if s.cfg.AllowCodeExecution {
-		return ""
+	switch {
+	case !s.cfg.AllowCodeExecution:
+		return DisabledReason
+	case s.unavailable != nil && !s.cfg.AllowUnsandboxed:
+		return "plugins cannot run: " + s.unavailable.Error() + "; " + errUnsandboxed.Error()
 	}
-	return DisabledReason
+	return ""
 }
 
 // ListActions returns the packages' definitions, also while they are
@@ -185,15 +233,23 @@ func (s *Source) Execute(ctx context.Context, actionID string, params json.RawMe
 	if reason := s.Disabled(); reason != "" {
 		return executors.Result{}, &executors.Error{Code: "source_disabled", Message: reason}
 	}
-	work, err := os.MkdirTemp("", "outboxd-plugin-")
+	if len(a.network) > 0 && !s.cfg.AllowPrivateNetworks {
+		if err := checkNetwork(ctx, a.network); err != nil {
+			var addrErr *netguard.AddrError
+			return executors.Result{}, &executors.Error{Code: "plugin_network_refused", Message: err.Error(), Retryable: !errors.As(err, &addrErr), Cause: err}
+		}
+	}
+	if s.run.unsandboxed {
+		s.cfg.Logger.Warn("running a plugin WITHOUT A SANDBOX (plugins.allow_unsandboxed)", "action_id", actionID, "reason", s.unavailable.Error())
+	}
+	c, err := s.run.newCall(a, ec.IdempotencyKey)
 	if err != nil {
 		return executors.Result{}, &executors.Error{Code: "plugin_workdir", Message: err.Error(), Retryable: true}
 	}
-	defer os.RemoveAll(work)
+	defer c.close()
 
-	key := ec.IdempotencyKey
 	input := orNull(params)
-	stdout, err := s.run.run(ctx, a.execute, work, key, mustJSON(map[string]any{"input": input}))
+	stdout, err := s.run.run(ctx, c, a.execute, mustJSON(map[string]any{"input": input}))
 	if err != nil {
 		return executors.Result{}, failure("execute", err)
 	}
@@ -202,7 +258,7 @@ func (s *Source) Execute(ctx context.Context, actionID string, params json.RawMe
 		output = []byte("null")
 	}
 
-	steps := &executors.Steps{Verification: s.verification(ctx, a, work, key, input, output)}
+	steps := &executors.Steps{Verification: s.verification(ctx, c, input, output)}
 	if ctx.Err() != nil {
 		// outboxd stopped waiting mid-verification: nothing was decided.
 		// The call is retried with the same idempotency key.
@@ -216,7 +272,7 @@ func (s *Source) Execute(ctx context.Context, actionID string, params json.RawMe
 	if a.rollback != nil {
 		steps.Rollback.Attempted = true
 		state := map[string]any{"input": input, "output": jsonOrString(output), "verification": steps.Verification}
-		_, err := s.run.run(ctx, a.rollback, work, key, mustJSON(state))
+		_, err := s.run.run(ctx, c, a.rollback, mustJSON(state))
 		steps.Rollback.OK = err == nil
 		if err != nil {
 			msg += "; rollback " + err.Error()
@@ -231,7 +287,8 @@ func (s *Source) Execute(ctx context.Context, actionID string, params json.RawMe
 // verification checks execute's output: valid JSON matching the output
 // schema, then verify and each declared verification command. verify is
 // skipped when the output is already wrong.
-func (s *Source) verification(ctx context.Context, a *action, work, key string, input, output json.RawMessage) executors.Verification {
+func (s *Source) verification(ctx context.Context, c *call, input, output json.RawMessage) executors.Verification {
+	a := c.action
 	var checks []executors.Check
 	add := func(c executors.Check) { checks = append(checks, c) }
 	if !json.Valid(output) {
@@ -240,25 +297,25 @@ func (s *Source) verification(ctx context.Context, a *action, work, key string, 
 	}
 	if a.outputSchema != nil {
 		errs, err := s.verify.ValidateValue(a.outputSchema, output)
-		c := executors.Check{Name: "outputSchema", OK: err == nil && len(errs) == 0}
+		check := executors.Check{Name: "outputSchema", OK: err == nil && len(errs) == 0}
 		switch {
 		case err != nil:
-			c.Detail = err.Error()
+			check.Detail = err.Error()
 		case len(errs) > 0:
 			parts := make([]string, len(errs))
 			for i, e := range errs {
 				parts[i] = strings.TrimSpace(e.Field + " " + e.Message)
 			}
-			c.Detail = strings.Join(parts, "; ")
+			check.Detail = strings.Join(parts, "; ")
 		}
-		add(c)
-		if !c.OK {
+		add(check)
+		if !check.OK {
 			return summarize(checks)
 		}
 	}
 	stdin := mustJSON(map[string]any{"input": input, "output": output})
 	if a.verify != nil {
-		stdout, err := s.run.run(ctx, a.verify, work, key, stdin)
+		stdout, err := s.run.run(ctx, c, a.verify, stdin)
 		var answer struct {
 			OK     *bool             `json:"ok"`
 			Checks []executors.Check `json:"checks"`
@@ -268,32 +325,32 @@ func (s *Source) verification(ctx context.Context, a *action, work, key string, 
 				answer.OK = new(bool) // unreadable answer: not verified
 			}
 		}
-		c := executors.Check{Name: "verify", OK: err == nil && (answer.OK == nil || *answer.OK)}
+		check := executors.Check{Name: "verify", OK: err == nil && (answer.OK == nil || *answer.OK)}
 		switch {
 		case err != nil:
-			c.Detail = err.Error()
+			check.Detail = err.Error()
 			var re *runError
 			if errors.As(err, &re) && len(answer.Checks) == 0 {
 				_ = json.Unmarshal(bytes.TrimSpace(re.Stdout), &answer)
 			}
-		case !c.OK:
-			c.Detail = "verify answered ok: false"
+		case !check.OK:
+			check.Detail = "verify answered ok: false"
 		}
-		add(c)
+		add(check)
 		checks = append(checks, answer.Checks...)
 	}
 	for _, words := range a.commands {
-		c := executors.Check{Name: strings.Join(words, " "), OK: true}
+		check := executors.Check{Name: strings.Join(words, " "), OK: true}
 		argv := append([]string(nil), words...)
 		path, err := lookChildPath(argv[0])
 		if err == nil {
 			argv[0] = path
-			_, err = s.run.run(ctx, argv, work, key, stdin)
+			_, err = s.run.run(ctx, c, argv, stdin)
 		}
 		if err != nil {
-			c.OK, c.Detail = false, err.Error()
+			check.OK, check.Detail = false, err.Error()
 		}
-		add(c)
+		add(check)
 	}
 	return summarize(checks)
 }

@@ -68,6 +68,16 @@ func mustLoad(t *testing.T, cfg plugin.Config, pkgs map[string]pkg) *plugin.Sour
 	return s
 }
 
+// unsandboxed is cfg for a test that watches from outside what a plugin
+// does (files it writes, pids it records): it runs the plugins without
+// the sandbox, as plugins.allow_unsandboxed does where the kernel cannot
+// enforce one. The sandbox has tests of its own (sandbox_test.go).
+func unsandboxed(cfg plugin.Config) plugin.Config {
+	cfg.AllowUnsandboxed = true
+	cfg.Sandbox = func() error { return errors.New("this test watches the plugin from outside") }
+	return cfg
+}
+
 func sh(body string) string { return "#!/bin/sh\n" + body + "\n" }
 
 const okExecute = "cat >/dev/null; echo '{\"done\": true}'"
@@ -141,48 +151,44 @@ func TestExecute_ChildProcessContract(t *testing.T) {
 	t.Setenv("OUTBOXD_SECRETS_KEY", "very-secret-key")
 	t.Setenv("DATABASE_URL", "postgres://user:pw@db/outboxd")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
-	out := t.TempDir()
+	// What it sees, reported on stdout with shell builtins only: stdin,
+	// the working directory and the names and values of its environment.
 	s := mustLoad(t, plugin.Config{}, map[string]pkg{"probe": {
 		manifest: map[string]any{"riskTier": "R1"},
 		files: map[string]string{"execute": sh(
-			"cat > " + out + "/stdin.json\n" +
-				"/usr/bin/env > " + out + "/env.txt\n" +
-				"pwd > " + out + "/pwd.txt\n" +
+			"read -r line\n" +
+				`names=""; for w in $(export -p); do case $w in *=*) names="$names ${w%%=*}";; esac; done` + "\n" +
 				"echo 'a note on stderr' >&2\n" +
-				`echo '{"answer": 42}'`)},
+				`printf '{"answer": 42, "stdin": %s, "pwd": "%s", "names": "%s", "path": "%s", "home": "%s", "lang": "%s", "key": "%s", "leaked": "%s%s%s"}' "$line" "$PWD" "$names" "$PATH" "$HOME" "$LANG" "$OUTBOXD_IDEMPOTENCY_KEY" "$OUTBOXD_SECRETS_KEY" "$DATABASE_URL" "$AWS_SECRET_ACCESS_KEY"`)},
 	}})
 	res, e := execute(t, s, "probe", `{"q": "life"}`)
 	require.Nil(t, e)
-	require.JSONEq(t, `{"answer": 42}`, string(res.Data))
 	require.NotNil(t, res.Steps)
 	require.True(t, res.Steps.Verification.OK)
-
-	stdin, err := os.ReadFile(filepath.Join(out, "stdin.json"))
-	require.NoError(t, err)
-	require.JSONEq(t, `{"input": {"q": "life"}}`, string(stdin))
-
-	pwd, err := os.ReadFile(filepath.Join(out, "pwd.txt"))
-	require.NoError(t, err)
-	workdir := strings.TrimSpace(string(pwd))
-	require.Contains(t, filepath.Base(workdir), "outboxd-plugin-")
-	require.NoDirExists(t, workdir, "the working directory is removed afterwards")
-
-	env, err := os.ReadFile(filepath.Join(out, "env.txt"))
-	require.NoError(t, err)
-	vars := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(env)), "\n") {
-		k, v, _ := strings.Cut(line, "=")
-		vars[k] = v
+	var seen struct {
+		Answer                             int
+		Stdin                              json.RawMessage
+		PWD, Names, Path, Home, Lang, Key string
+		Leaked                             string
 	}
-	delete(vars, "PWD") // the shell's own
-	delete(vars, "SHLVL")
-	delete(vars, "_")
-	require.Equal(t, map[string]string{
-		"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8", "OUTBOXD_IDEMPOTENCY_KEY": "key-123",
-	}, vars)
-	require.NotContains(t, string(env), "very-secret-key")
-	require.NotContains(t, string(env), "aws-secret")
-	require.NotContains(t, string(env), "DATABASE_URL")
+	require.NoError(t, json.Unmarshal(res.Data, &seen), string(res.Data))
+	require.Equal(t, 42, seen.Answer)
+	require.JSONEq(t, `{"input": {"q": "life"}}`, string(seen.Stdin))
+	require.Contains(t, seen.PWD, "outboxd-plugin-")
+	require.NoDirExists(t, seen.PWD, "the working directory is removed afterwards")
+
+	var names []string
+	for _, n := range strings.Fields(seen.Names) {
+		if n != "PWD" && n != "OLDPWD" && n != "SHLVL" && n != "_" { // the shell's own
+			names = append(names, n)
+		}
+	}
+	require.ElementsMatch(t, []string{"PATH", "HOME", "LANG", "OUTBOXD_IDEMPOTENCY_KEY"}, names)
+	require.Equal(t, "/usr/local/bin:/usr/bin:/bin", seen.Path)
+	require.Equal(t, seen.PWD, seen.Home)
+	require.Equal(t, "C.UTF-8", seen.Lang)
+	require.Equal(t, "key-123", seen.Key)
+	require.Empty(t, seen.Leaked, "none of outboxd's environment")
 }
 
 // Rule 3: past its timeout a child is killed with its process group, so
@@ -190,7 +196,7 @@ func TestExecute_ChildProcessContract(t *testing.T) {
 func TestExecute_TimeoutKillsTheProcessGroup(t *testing.T) {
 	t.Parallel()
 	out := t.TempDir()
-	s := mustLoad(t, plugin.Config{Timeout: 300 * time.Millisecond}, map[string]pkg{"hang": {
+	s := mustLoad(t, unsandboxed(plugin.Config{Timeout: 300 * time.Millisecond}), map[string]pkg{"hang": {
 		manifest: map[string]any{"riskTier": "R1"},
 		files:    map[string]string{"execute": sh(writeGrandchild(out) + "\nsleep 60")},
 	}})
@@ -208,7 +214,7 @@ func TestExecute_TimeoutKillsTheProcessGroup(t *testing.T) {
 func TestExecute_CancelKillsTheProcessGroup(t *testing.T) {
 	t.Parallel()
 	out := t.TempDir()
-	s := mustLoad(t, plugin.Config{Timeout: time.Minute}, map[string]pkg{"hang": {
+	s := mustLoad(t, unsandboxed(plugin.Config{Timeout: time.Minute}), map[string]pkg{"hang": {
 		manifest: map[string]any{"riskTier": "R1"},
 		files:    map[string]string{"execute": sh(writeGrandchild(out) + "\nsleep 60")},
 	}})
@@ -236,7 +242,7 @@ func TestExecute_OutputIsCapped(t *testing.T) {
 	t.Parallel()
 	s := mustLoad(t, plugin.Config{MaxOutputBytes: 1000}, map[string]pkg{"flood": {
 		manifest: map[string]any{"riskTier": "R1"},
-		files:    map[string]string{"execute": sh("yes x | head -c 100000")},
+		files:    map[string]string{"execute": sh("while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done")},
 	}})
 	_, e := execute(t, s, "flood", `{}`)
 	require.NotNil(t, e)
@@ -300,10 +306,11 @@ func TestLoad_DeclaredCommandsPassTheAllowlist(t *testing.T) {
 func TestExecute_VerificationCommandsAreChecks(t *testing.T) {
 	t.Parallel()
 	m := func() map[string]any {
-		return map[string]any{"riskTier": "R1", "verification": map[string]any{"commands": []string{"test -f done.txt"}}}
+		return map[string]any{"riskTier": "R1", "verification": map[string]any{"commands": []string{"test -f done.txt"}},
+			"permissions": map[string]any{"filesystem": "workspace"}}
 	}
 	s := mustLoad(t, plugin.Config{CommandAllowlist: []string{"test -f"}}, map[string]pkg{
-		"leaves_file": {manifest: m(), files: map[string]string{"execute": sh("touch done.txt; echo '{}'")}},
+		"leaves_file": {manifest: m(), files: map[string]string{"execute": sh(": > done.txt; echo '{}'")}},
 		"forgets":     {manifest: m(), files: map[string]string{"execute": sh("echo '{}'")}},
 	})
 	res, e := execute(t, s, "leaves_file", `{}`)
@@ -356,7 +363,7 @@ func TestExecute_FailedVerificationRollsBackOnce(t *testing.T) {
 			"rollback": sh("cat > " + state + "/rollback.in; echo x >> " + state + "/rollbacks; exit " + strconv.Itoa(rollbackExit)),
 		}
 	}
-	s := mustLoad(t, plugin.Config{}, map[string]pkg{
+	s := mustLoad(t, unsandboxed(plugin.Config{}), map[string]pkg{
 		"create": {manifest: map[string]any{"riskTier": "R2"}, files: files(0)},
 	})
 	_, e := execute(t, s, "create", `{"title": "t"}`)
@@ -385,7 +392,7 @@ func TestExecute_FailedVerificationRollsBackOnce(t *testing.T) {
 	require.JSONEq(t, `{"id": 7}`, string(rb["output"]))
 	require.Contains(t, string(rb["verification"]), `"ok":false`)
 
-	s = mustLoad(t, plugin.Config{}, map[string]pkg{
+	s = mustLoad(t, unsandboxed(plugin.Config{}), map[string]pkg{
 		"create": {manifest: map[string]any{"riskTier": "R2"}, files: files(1)},
 	})
 	_, e = execute(t, s, "create", `{"title": "t"}`)
@@ -422,7 +429,7 @@ func TestExecute_StartsAFileOnceNoLongerOpenForWriting(t *testing.T) {
 func TestExecute_OutputSchemaMismatchFails(t *testing.T) {
 	t.Parallel()
 	state := t.TempDir()
-	s := mustLoad(t, plugin.Config{}, map[string]pkg{"count": {
+	s := mustLoad(t, unsandboxed(plugin.Config{}), map[string]pkg{"count": {
 		manifest: map[string]any{
 			"riskTier":     "R2",
 			"inputSchema":  map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}},

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/outboxd/outboxd/internal/sandbox"
 )
 
 // childPath is the PATH a plugin's processes get: the system's
@@ -65,6 +67,78 @@ const startAttempts = 5
 type runner struct {
 	timeout   time.Duration
 	maxOutput int
+	// unsandboxed runs them as plain child processes
+	// (plugins.allow_unsandboxed where the sandbox is unavailable).
+	unsandboxed bool
+}
+
+// call is one attempt of an action: the processes it runs share a fresh
+// working directory.
+type call struct {
+	action *action
+	key    string
+	// base holds work, the working directory, and root, on which the
+	// sandbox builds each process's root file system.
+	base, work, root string
+}
+
+// newCall makes the directories of one attempt. The working directory
+// belongs to the user the sandboxed processes run as.
+func (r *runner) newCall(a *action, key string) (*call, error) {
+	base, err := os.MkdirTemp("", "outboxd-plugin-")
+	if err != nil {
+		return nil, err
+	}
+	c := &call{action: a, key: key, base: base, work: filepath.Join(base, "work"), root: filepath.Join(base, "root")}
+	err = errors.Join(os.Mkdir(c.work, 0o700), os.Mkdir(c.root, 0o700))
+	if err == nil && !r.unsandboxed {
+		uid, gid := sandbox.WorkspaceOwner()
+		err = os.Lchown(c.work, uid, gid)
+	}
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// close removes the attempt's directories.
+func (c *call) close() { _ = os.RemoveAll(c.base) }
+
+// process is a started child process: a plain one or a sandboxed one.
+type process interface {
+	Start() error
+	Wait() error
+}
+
+// command returns the child process that runs argv for c: in the sandbox
+// (permissions of c's action) unless r is unsandboxed.
+func (r *runner) command(ctx context.Context, c *call, argv []string) (*exec.Cmd, process, error) {
+	env := childEnv(c.work, c.key)
+	if r.unsandboxed {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir = c.work
+		cmd.Env = env
+		setProcessGroup(cmd)
+		cmd.Cancel = func() error { return killGroup(cmd.Process) }
+		return cmd, cmd, nil
+	}
+	a := c.action
+	spec := &sandbox.Spec{
+		Argv: argv, Env: env, Workspace: c.work, Writable: a.writable, Root: c.root,
+		Read: []string{a.dir}, Exec: a.exec, Network: len(a.network) > 0,
+	}
+	for _, h := range a.network {
+		spec.ConnectPorts = append(spec.ConnectPorts, h.Port)
+	}
+	sc, err := sandbox.Command(ctx, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The program is PID 1 of its PID namespace: killing it kills
+	// everything it started.
+	sc.Cancel = func() error { return sc.Process.Kill() }
+	return sc.Cmd, sc, nil
 }
 
 // run runs argv in workdir with stdin as its standard input and returns
@@ -74,7 +148,7 @@ type runner struct {
 // group is killed when it exits too, so nothing it started outlives it.
 // Its standard error is discarded: it may echo params outboxd keeps
 // redacted.
-func (r *runner) run(ctx context.Context, argv []string, workdir, idempotencyKey string, stdin []byte) ([]byte, error) {
+func (r *runner) run(ctx context.Context, c *call, argv []string, stdin []byte) ([]byte, error) {
 	if len(argv) == 0 {
 		return nil, &runError{Kind: failStart, Err: errors.New("nothing to run")}
 	}
@@ -85,31 +159,36 @@ func (r *runner) run(ctx context.Context, argv []string, workdir, idempotencyKey
 
 	out := &cappedBuffer{max: r.maxOutput, overflow: func() { abort(errTooLarge) }}
 	var cmd *exec.Cmd
+	var err error
 	for attempt := 1; ; attempt++ {
-		cmd = exec.CommandContext(runCtx, argv[0], argv[1:]...)
-		cmd.Dir = workdir
-		cmd.Env = childEnv(workdir, idempotencyKey)
+		var p process
+		cmd, p, err = r.command(runCtx, c, argv)
+		if err != nil {
+			return nil, &runError{Kind: failStart, Err: err}
+		}
 		cmd.Stdin = bytes.NewReader(stdin)
 		cmd.Stdout = out
-		setProcessGroup(cmd)
-		cmd.Cancel = func() error { return killGroup(cmd.Process) }
 		// Once killed, stop waiting for whatever still holds its output open.
 		cmd.WaitDelay = time.Second
-		err := cmd.Start()
-		if err == nil {
-			break
+		if err = p.Start(); err == nil {
+			err = p.Wait()
 		}
 		// A file written a moment ago stays open for writing in any child
 		// this process forks meanwhile, until that child execs, and the
 		// kernel will not run a file open for writing (ETXTBSY; Go issue
-		// 22315): try again shortly.
+		// 22315): try again shortly. The program did not run.
 		if !errors.Is(err, errTextBusy) || attempt == startAttempts {
-			return nil, &runError{Kind: failStart, Err: err}
+			break
 		}
 		time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
 	}
-	err := cmd.Wait()
-	_ = killGroup(cmd.Process) // whatever it left running
+	if cmd.Process != nil && r.unsandboxed {
+		_ = killGroup(cmd.Process) // whatever it left running
+	}
+	var setup *sandbox.SetupError
+	if errors.As(err, &setup) || (err != nil && cmd.Process == nil) {
+		return nil, &runError{Kind: failStart, Err: err}
+	}
 	stdout := out.Bytes()
 	switch {
 	case errors.Is(context.Cause(runCtx), errTooLarge):

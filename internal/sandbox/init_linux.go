@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -29,7 +30,10 @@ func init() {
 	}
 	// enter returns only when it failed, or for a probe.
 	if err != nil {
-		fmt.Fprintln(errPipe, err)
+		// The parent reads the errno first, the message after it.
+		var errno syscall.Errno
+		errors.As(err, &errno)
+		fmt.Fprintf(errPipe, "%d %v", int(errno), err)
 		os.Exit(127)
 	}
 	os.Exit(0)

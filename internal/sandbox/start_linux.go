@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -102,16 +103,34 @@ func (c *Cmd) Wait() error {
 	msg, _ := io.ReadAll(io.LimitReader(c.errR, 4096))
 	err := c.Cmd.Wait()
 	if len(msg) > 0 {
-		return &SetupError{Msg: string(bytes.TrimSpace(msg))}
+		se := &SetupError{Msg: string(bytes.TrimSpace(msg))}
+		if n, rest, ok := strings.Cut(se.Msg, " "); ok {
+			if errno, err := strconv.Atoi(n); err == nil {
+				se.Errno, se.Msg = syscall.Errno(errno), rest
+			}
+		}
+		return se
 	}
 	return err
 }
 
 // SetupError is a sandbox that could not be set up, or a program the
-// sandbox could not execute.
-type SetupError struct{ Msg string }
+// sandbox could not execute: the program did not run.
+type SetupError struct {
+	Msg string
+	// Errno is the system's error, 0 when there is none.
+	Errno syscall.Errno
+}
 
 func (e *SetupError) Error() string { return "sandbox: " + e.Msg }
+
+// Unwrap returns the system's error, nil when there is none.
+func (e *SetupError) Unwrap() error {
+	if e.Errno == 0 {
+		return nil
+	}
+	return e.Errno
+}
 
 var probe struct {
 	once sync.Once

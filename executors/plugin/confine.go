@@ -1,0 +1,143 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/outboxd/outboxd/internal/netguard"
+)
+
+// Values of permissions.filesystem.
+const (
+	fsNone      = "none"      // nothing may be written (the default)
+	fsWorkspace = "workspace" // read-write in the call's working directory
+)
+
+// hostPort is one permissions.network entry.
+type hostPort struct {
+	Host string
+	Port uint16
+}
+
+func (h hostPort) String() string { return net.JoinHostPort(h.Host, strconv.Itoa(int(h.Port))) }
+
+// parseNetwork checks permissions.network: each entry "host:port" with a
+// port 1-65535, and a host that is an address the private-network guard
+// lets through (unless private networks are allowed) or a name other
+// than localhost. Names are checked again, resolved, before each run.
+func parseNetwork(entries []string, allowPrivate bool) ([]hostPort, error) {
+	var out []hostPort
+	for _, e := range entries {
+		host, port, err := net.SplitHostPort(e)
+		if err != nil || host == "" {
+			return nil, fmt.Errorf("permissions.network: %q is not host:port", e)
+		}
+		n, err := strconv.ParseUint(port, 10, 16)
+		if err != nil || n == 0 {
+			return nil, fmt.Errorf("permissions.network: %q: the port must be a number from 1 to 65535", e)
+		}
+		if strings.ContainsAny(host, "/ *") {
+			return nil, fmt.Errorf("permissions.network: %q: the host must be one name or address", e)
+		}
+		if !allowPrivate {
+			addr, err := netip.ParseAddr(host)
+			private := err == nil && !netguard.AddrAllowed(addr)
+			if private || strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+				return nil, fmt.Errorf("permissions.network: %q is a private, loopback or internal address (connectors.allow_private_networks is off)", e)
+			}
+		}
+		out = append(out, hostPort{Host: host, Port: uint16(n)})
+	}
+	return out, nil
+}
+
+// checkNetwork resolves the declared hosts and refuses the run when one
+// resolves to an address the private-network guard refuses. The sandbox
+// allows the declared ports, not hosts, so this keeps a declaration from
+// naming an internal service; it cannot keep the plugin from connecting
+// to another host on a declared port.
+func checkNetwork(ctx context.Context, hosts []hostPort) error {
+	for _, h := range hosts {
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", h.Host)
+		if err != nil {
+			return fmt.Errorf("resolving %s: %w", h.Host, err)
+		}
+		for _, a := range addrs {
+			if !netguard.AddrAllowed(a) {
+				return fmt.Errorf("permissions.network %s: %w", h, &netguard.AddrError{Addr: a})
+			}
+		}
+	}
+	return nil
+}
+
+// executables returns path and what the kernel must also execute to run
+// it: the interpreter of a #! script (and, for "#!/usr/bin/env name", the
+// program name resolves to) and the dynamic loader of an ELF file.
+func executables(path string) []string {
+	out := []string{path}
+	for i := 0; i < len(out) && i < 8; i++ {
+		out = append(out, needs(out[i])...)
+	}
+	return out
+}
+
+// needs returns what path needs executed to run: its #! interpreter or
+// its ELF loader.
+func needs(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := f.Read(head)
+	head = head[:n]
+	if bytes.HasPrefix(head, []byte("#!")) {
+		line, _, _ := bytes.Cut(head[2:], []byte("\n"))
+		words := strings.Fields(string(line))
+		if len(words) == 0 {
+			return nil
+		}
+		out := []string{words[0]}
+		if filepath.Base(words[0]) == "env" {
+			for _, w := range words[1:] {
+				if strings.HasPrefix(w, "-") || strings.Contains(w, "=") {
+					continue
+				}
+				if p, err := lookChildPath(w); err == nil {
+					out = append(out, p)
+				}
+				break
+			}
+		}
+		return out
+	}
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return nil
+	}
+	defer ef.Close()
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_INTERP {
+			b := make([]byte, p.Filesz)
+			if _, err := p.ReadAt(b, 0); err == nil {
+				return []string{string(bytes.TrimRight(b, "\x00"))}
+			}
+		}
+	}
+	return nil
+}
+
+// errUnsandboxed is the reason plugins do not run when the sandbox is
+// unavailable and plugins.allow_unsandboxed is off.
+var errUnsandboxed = errors.New("set plugins.allow_unsandboxed: true to run plugins without it (every plugin then gets what outboxd's user may do)")
