@@ -80,23 +80,23 @@ type Reserved map[string][]string
 
 // Source is the plugin source.
 type Source struct {
-	cfg     Config
+	cfg Config
 	// unavailable is why the sandbox cannot run here; with
 	// AllowUnsandboxed plugins run without it, otherwise they are
 	// disabled.
 	unavailable error
-	actions map[string]*action
-	ids     []string
-	run     runner
-	verify  *executors.Validator
+	actions     map[string]*action
+	ids         []string
+	run         runner
+	verify      *executors.Validator
 }
 
 var _ executors.Source = (*Source)(nil)
 
 // loader reads packages.
 type loader struct {
-	reserved  reserved
-	allowlist allowlist
+	reserved     reserved
+	allowlist    allowlist
 	validator    *executors.Validator
 	node         string
 	allowPrivate bool
@@ -123,7 +123,7 @@ func Load(cfg *Config, taken Reserved) (*Source, error) {
 		return nil, err
 	}
 	l := &loader{
-		reserved:  reserved{sources: map[string]bool{SourceID: true}, actions: map[string]string{}},
+		reserved:     reserved{sources: map[string]bool{SourceID: true}, actions: map[string]string{}},
 		allowlist:    allow,
 		validator:    executors.NewValidator(),
 		allowPrivate: cfg.AllowPrivateNetworks,

@@ -166,10 +166,10 @@ func TestExecute_ChildProcessContract(t *testing.T) {
 	require.NotNil(t, res.Steps)
 	require.True(t, res.Steps.Verification.OK)
 	var seen struct {
-		Answer                             int
-		Stdin                              json.RawMessage
+		Answer                            int
+		Stdin                             json.RawMessage
 		PWD, Names, Path, Home, Lang, Key string
-		Leaked                             string
+		Leaked                            string
 	}
 	require.NoError(t, json.Unmarshal(res.Data, &seen), string(res.Data))
 	require.Equal(t, 42, seen.Answer)
