@@ -1,0 +1,365 @@
+package plugin_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/executors/plugin"
+)
+
+// escapeJS is a plugin that tries, from inside, every way out of the
+// sandbox its input names, and reports for each what happened: "ok" (and
+// what it read) or the error code. The test asserts which must fail.
+const escapeJS = `const fs = require('fs'), net = require('net'), cp = require('child_process');
+let s = '';
+process.stdin.on('data', d => s += d);
+process.stdin.on('end', async () => {
+  const {input} = JSON.parse(s);
+  const r = {};
+  const read = p => { try { return 'ok:' + fs.readFileSync(p, 'utf8').slice(0, 200); } catch (e) { return e.code || String(e); } };
+  const write = p => { try { fs.writeFileSync(p, 'escaped'); return 'ok'; } catch (e) { return e.code || String(e); } };
+  const run = p => { try { cp.execFileSync(p, [], {stdio: 'ignore'}); return 'ok'; } catch (e) { return e.code || String(e.status); } };
+  const connect = opts => new Promise(done => {
+    const c = net.connect(opts);
+    const t = setTimeout(() => { c.destroy(); done('timeout'); }, 3000);
+    c.on('connect', () => { clearTimeout(t); c.end(); done('ok'); });
+    c.on('error', e => { clearTimeout(t); done(e.code || String(e)); });
+  });
+  r.config = read(input.config);
+  r.parentEnviron = read('/proc/' + input.parent + '/environ');
+  r.parentCmdline = read('/proc/' + input.parent + '/cmdline');
+  r.selfEnviron = read('/proc/self/environ');
+  r.passwd = read('/etc/passwd');
+  r.ownManifest = read(__dirname + '/action.json');
+  r.writeOutside = write(input.outside + '/escaped.txt');
+  r.writeTmp = write('/tmp/escaped.txt');
+  r.writeOwnDir = write(__dirname + '/escaped.txt');
+  r.writeWorkspace = write('note.txt');
+  r.readWorkspace = read('note.txt');
+  r.runCat = run('/bin/cat');
+  r.runAllowed = run(input.allowed);
+  r.postgres = await connect({host: '127.0.0.1', port: input.postgres});
+  r.declared = await connect({host: '127.0.0.1', port: input.declared});
+  r.unixSocket = await connect({path: input.socket});
+  r.env = Object.keys(process.env).sort().join(' ');
+  process.stdout.write(JSON.stringify(r));
+});`
+
+// listener is a loopback TCP listener that counts the connections it
+// accepted.
+type listener struct {
+	net.Listener
+	accepted atomic.Int32
+}
+
+func listen(t *testing.T, network, addr string) *listener {
+	t.Helper()
+	ln, err := net.Listen(network, addr)
+	require.NoError(t, err)
+	l := &listener{Listener: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			l.accepted.Add(1)
+			c.Close()
+		}
+	}()
+	return l
+}
+
+func port(l net.Listener) int { return l.Addr().(*net.TCPAddr).Port }
+
+func requireNode(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("SKIPPED LOUDLY: node is not installed; the sandbox escape tests run their plugin with node")
+	}
+}
+
+// Every way out the issue lists fails from inside a plugin, while what it
+// declared works: its workspace, its own directory, its allowlisted
+// command, its declared network port.
+func TestSandbox_EscapesFailDeclaredPermissionsWork(t *testing.T) {
+	requireNode(t)
+	t.Setenv("OUTBOXD_JWT_SECRET", "parent-jwt-secret")
+
+	// Where outboxd's config file would be: readable by anyone, so only
+	// the sandbox keeps the plugin out.
+	etc := t.TempDir()
+	require.NoError(t, os.Chmod(etc, 0o755))
+	config := filepath.Join(etc, "outboxd.yaml")
+	require.NoError(t, os.WriteFile(config, []byte("jwt_secret: s3cret-from-config\n"), 0o644))
+	// A directory anyone may write to, outside the workspace.
+	outside := t.TempDir()
+	require.NoError(t, os.Chmod(outside, 0o777))
+
+	postgres := listen(t, "tcp", "127.0.0.1:0") // stands in for Postgres: never declared
+	declared := listen(t, "tcp", "127.0.0.1:0")
+	socket := filepath.Join(etc, "pg.sock")
+	unixLn := listen(t, "unix", socket)
+	require.NoError(t, os.Chmod(socket, 0o777))
+
+	s := mustLoad(t, plugin.Config{CommandAllowlist: []string{"true"}, AllowPrivateNetworks: true}, map[string]pkg{"escape": {
+		manifest: map[string]any{"riskTier": "R1", "permissions": map[string]any{
+			"filesystem": "workspace",
+			"commands":   []string{"true"},
+			"network":    []string{"127.0.0.1:" + strconv.Itoa(port(declared))},
+		}},
+		files: map[string]string{"execute.js": escapeJS},
+	}})
+	allowed, err := exec.LookPath("true")
+	require.NoError(t, err)
+	params, err := json.Marshal(map[string]any{
+		"config": config, "parent": os.Getpid(), "outside": outside, "allowed": allowed,
+		"postgres": port(postgres), "declared": port(declared), "socket": socket,
+	})
+	require.NoError(t, err)
+	res, e := execute(t, s, "escape", string(params))
+	require.Nil(t, e)
+	var r map[string]string
+	require.NoError(t, json.Unmarshal(res.Data, &r), string(res.Data))
+	t.Logf("from inside: %s", res.Data)
+
+	for _, k := range []string{"config", "parentEnviron", "parentCmdline", "selfEnviron", "passwd", "writeOutside", "writeTmp", "writeOwnDir", "runCat", "postgres", "unixSocket"} {
+		require.NotContains(t, r[k], "ok", "%s must fail from inside the sandbox", k)
+		require.NotEmpty(t, r[k], k)
+	}
+	require.Equal(t, "EACCES", r["runCat"], "a command that is not declared cannot be executed")
+	require.NoFileExists(t, filepath.Join(outside, "escaped.txt"))
+	require.Zero(t, postgres.accepted.Load(), "no connection reached the undeclared port")
+	require.Zero(t, unixLn.accepted.Load(), "no connection reached the UNIX socket")
+
+	require.Equal(t, "ok", r["writeWorkspace"])
+	require.Equal(t, "ok:escaped", r["readWorkspace"])
+	require.True(t, strings.HasPrefix(r["ownManifest"], `ok:{`), r["ownManifest"])
+	require.Equal(t, "ok", r["runAllowed"], "a declared, allowlisted command runs")
+	require.Equal(t, "ok", r["declared"], "the declared port is reachable")
+	require.Equal(t, int32(1), declared.accepted.Load())
+	require.Equal(t, "HOME LANG OUTBOXD_IDEMPOTENCY_KEY PATH", r["env"])
+	require.NotContains(t, string(res.Data), "parent-jwt-secret")
+	require.NotContains(t, string(res.Data), "s3cret-from-config")
+}
+
+// Without permissions.network a plugin has no network at all: not even
+// loopback, whatever the port.
+func TestSandbox_NoNetworkUnlessDeclared(t *testing.T) {
+	requireNode(t)
+	ln := listen(t, "tcp", "127.0.0.1:0")
+	s := mustLoad(t, plugin.Config{}, map[string]pkg{"offline": {
+		manifest: map[string]any{"riskTier": "R1"},
+		files: map[string]string{"execute.js": `const net = require('net');
+const c = net.connect({host: '127.0.0.1', port: ` + strconv.Itoa(port(ln)) + `});
+c.on('connect', () => { process.stdout.write('"connected"'); c.end(); });
+c.on('error', e => process.stdout.write(JSON.stringify(e.code)));`},
+	}})
+	res, e := execute(t, s, "offline", `{}`)
+	require.Nil(t, e)
+	require.NotEqual(t, `"connected"`, string(res.Data))
+	require.Zero(t, ln.accepted.Load())
+}
+
+// permissions.filesystem none (the default): nothing may be written, not
+// even in the working directory; the verification still reads it.
+func TestSandbox_FilesystemNoneWritesNothing(t *testing.T) {
+	s := mustLoad(t, plugin.Config{}, map[string]pkg{"reader": {
+		manifest: map[string]any{"riskTier": "R1"},
+		files:    map[string]string{"execute": sh(`if (: > note.txt) 2>/dev/null; then echo '"wrote"'; else echo '"refused"'; fi`)},
+	}})
+	res, e := execute(t, s, "reader", `{}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `"refused"`, string(res.Data))
+}
+
+// A shell plugin may run only what it declared: /bin/cat is refused by
+// the kernel although it exists and the plugin's shell runs.
+func TestSandbox_UndeclaredCommandCannotRun(t *testing.T) {
+	s := mustLoad(t, plugin.Config{CommandAllowlist: []string{"test"}}, map[string]pkg{"shell": {
+		manifest: map[string]any{"riskTier": "R1", "permissions": map[string]any{"commands": []string{"test"}}},
+		files: map[string]string{"execute": sh(`if /bin/cat /dev/null 2>/dev/null; then c=ran; else c=refused; fi
+if test -d /; then t=ran; else t=refused; fi
+echo "{\"cat\": \"$c\", \"test\": \"$t\"}"`)},
+	}})
+	res, e := execute(t, s, "shell", `{}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `{"cat": "refused", "test": "ran"}`, string(res.Data))
+}
+
+// A child started with setsid does not outlive the call: the plugin is
+// PID 1 of its PID namespace, and everything in it dies with it. The
+// plugin waits until the child runs, so the test would see it if it
+// survived (as it does without the sandbox).
+func TestSandbox_SetsidChildDiesWithTheCall(t *testing.T) {
+	marker := fmt.Sprintf("%d.%d", 30000+os.Getpid()%1000, time.Now().UnixNano()%1000000)
+	pkgs := map[string]pkg{"detach": {
+		manifest: map[string]any{"riskTier": "R1", "permissions": map[string]any{
+			"filesystem": "workspace", "commands": []string{"setsid", "sleep"},
+		}},
+		files: map[string]string{"execute": sh(`setsid sh -c ': > started; exec sleep ` + marker + `' </dev/null >/dev/null 2>&1 &
+while [ ! -e started ]; do :; done
+echo '{"detached": true}'`)},
+	}}
+	cfg := plugin.Config{CommandAllowlist: []string{"setsid", "sleep"}, Timeout: 30 * time.Second}
+	res, e := execute(t, mustLoad(t, cfg, pkgs), "detach", `{}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `{"detached": true}`, string(res.Data))
+	requireNoProcess(t, "sleep\x00"+marker+"\x00")
+
+	// The same plugin without the sandbox leaves its child behind: what
+	// the sandbox prevents.
+	res, e = execute(t, mustLoad(t, unsandboxed(cfg), pkgs), "detach", `{}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `{"detached": true}`, string(res.Data))
+	pids := processes("sleep\x00" + marker + "\x00")
+	require.NotEmpty(t, pids, "without the sandbox the setsid child survives")
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// processes returns the pids whose command line is cmdline.
+func processes(cmdline string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == cmdline {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// requireNoProcess waits, bounded, until no process has cmdline (or only
+// zombies do).
+func requireNoProcess(t *testing.T, cmdline string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, pid := range processes(cmdline) {
+			if !isZombie(pid) {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 20*time.Millisecond, "a process the plugin started is still running")
+}
+
+func isZombie(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(fields) > 0 && fields[0] == "Z"
+}
+
+// Where the kernel cannot enforce the sandbox, plugins are disabled with
+// the reason and nothing runs; plugins.allow_unsandboxed runs them, with
+// a warning at start and on every run.
+func TestSandbox_UnavailableRefusesUnlessAllowed(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	pkgs := map[string]pkg{"touch": {
+		manifest: map[string]any{"riskTier": "R1"},
+		files:    map[string]string{"execute": sh(": > " + marker + "; echo '{}'")},
+	}}
+	noKernel := func() error { return errors.New("the kernel offers Landlock ABI 3; the sandbox needs 6") }
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+
+	s := mustLoad(t, plugin.Config{Sandbox: noKernel, Logger: logger}, pkgs)
+	require.Contains(t, s.Disabled(), "Landlock ABI 3")
+	require.Contains(t, s.Disabled(), "plugins.allow_unsandboxed")
+	require.Contains(t, logs.String(), "level=ERROR")
+	require.Contains(t, logs.String(), "Landlock ABI 3")
+	_, e := execute(t, s, "touch", `{}`)
+	require.NotNil(t, e)
+	require.Equal(t, "source_disabled", e.Code)
+	require.Contains(t, e.Message, "Landlock ABI 3")
+	require.NoFileExists(t, marker)
+
+	logs.Reset()
+	s = mustLoad(t, plugin.Config{Sandbox: noKernel, Logger: logger, AllowUnsandboxed: true}, pkgs)
+	require.Empty(t, s.Disabled())
+	require.Contains(t, logs.String(), "level=WARN")
+	require.Contains(t, logs.String(), "WITHOUT A SANDBOX")
+	logs.Reset()
+	_, e = execute(t, s, "touch", `{}`)
+	require.Nil(t, e)
+	require.FileExists(t, marker, "unsandboxed, it writes where outboxd's user may")
+	require.Contains(t, logs.String(), "level=WARN", "every unsandboxed run is logged")
+	require.Contains(t, logs.String(), "action_id=touch")
+
+	// With the sandbox available the escape hatch changes nothing.
+	require.NoError(t, os.Remove(marker))
+	s = mustLoad(t, plugin.Config{AllowUnsandboxed: true}, pkgs)
+	_, e = execute(t, s, "touch", `{}`)
+	require.NotNil(t, e, "the sandboxed plugin may not write outside its workspace")
+	require.NoFileExists(t, marker)
+
+	// Off, nothing is probed: plugins are disabled for that reason only.
+	s, err := load(t, plugin.Config{Sandbox: func() error { panic("probed") }}, pkgs)
+	require.NoError(t, err)
+	require.Equal(t, plugin.DisabledReason, s.Disabled())
+}
+
+// The real probe agrees with this kernel: the escape tests above ran in
+// the sandbox, so it must say the sandbox is available here.
+func TestSandbox_ProbeFindsTheKernelsSandbox(t *testing.T) {
+	s := mustLoad(t, plugin.Config{}, map[string]pkg{"ping": {files: map[string]string{"execute": sh(okExecute)}}})
+	require.Empty(t, s.Disabled())
+	res, e := execute(t, s, "ping", `{}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `{"done": true}`, string(res.Data))
+}
+
+// permissions are checked at load: network entries are host:port and,
+// unless private networks are allowed, no private or loopback host;
+// filesystem is none or workspace.
+func TestLoad_ChecksPermissions(t *testing.T) {
+	t.Parallel()
+	with := func(perms map[string]any) map[string]pkg {
+		return map[string]pkg{"net": {manifest: map[string]any{"riskTier": "R1", "permissions": perms}, files: map[string]string{"execute": sh(okExecute)}}}
+	}
+	for entry, want := range map[string]string{
+		"api.example.com":       "is not host:port",
+		"api.example.com:0":     "port must be a number from 1 to 65535",
+		"api.example.com:99999": "port must be a number from 1 to 65535",
+		"127.0.0.1:5432":        "private, loopback or internal",
+		"10.0.0.7:443":          "private, loopback or internal",
+		"localhost:443":         "private, loopback or internal",
+		"[::1]:443":             "private, loopback or internal",
+		"169.254.169.254:80":    "private, loopback or internal",
+	} {
+		_, err := load(t, plugin.Config{}, with(map[string]any{"network": []string{entry}}))
+		require.ErrorContains(t, err, "permissions.network", entry)
+		require.ErrorContains(t, err, want, entry)
+	}
+	_, err := load(t, plugin.Config{}, with(map[string]any{"network": []string{"api.example.com:443", "93.184.215.14:443"}}))
+	require.NoError(t, err)
+	_, err = load(t, plugin.Config{AllowPrivateNetworks: true}, with(map[string]any{"network": []string{"127.0.0.1:5432"}}))
+	require.NoError(t, err)
+
+	_, err = load(t, plugin.Config{}, with(map[string]any{"filesystem": "everything"}))
+	require.ErrorContains(t, err, `permissions.filesystem "everything"`)
+}
