@@ -66,6 +66,7 @@ var defaults = withProviderDefaults(map[string]any{
 	"plugins.command_allowlist":          []any{},
 	"plugins.timeout":                    10 * time.Second,
 	"plugins.max_output_bytes":           1 << 20,
+	"plugins.allow_unsandboxed":          false,
 	"shutdown_timeout":                   30 * time.Second,
 	"log.level":                          "info",
 	"log.format":                         "text",
@@ -185,6 +186,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			CommandAllowlist:   v.GetStringSlice("plugins.command_allowlist"),
 			Timeout:            v.GetDuration("plugins.timeout"),
 			MaxOutputBytes:     v.GetInt("plugins.max_output_bytes"),
+			AllowUnsandboxed:   v.GetBool("plugins.allow_unsandboxed"),
 		},
 	}
 	if cfg.Plugins.Timeout <= 0 || cfg.Plugins.MaxOutputBytes <= 0 {

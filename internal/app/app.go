@@ -168,7 +168,10 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	if cfg.DemoOrg != "" {
 		registry.Add(demo.New(&demo.Config{Logger: logger}), "")
 	}
-	plugins, err := loadPlugins(&cfg.Plugins, registry)
+	pluginCfg := cfg.Plugins
+	pluginCfg.AllowPrivateNetworks = cfg.AllowPrivateNetworks
+	pluginCfg.Logger = logger
+	plugins, err := loadPlugins(&pluginCfg, registry)
 	if err != nil {
 		return nil, err
 	}

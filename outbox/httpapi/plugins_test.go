@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -100,6 +101,10 @@ func TestPlugins_EndToEnd(t *testing.T) {
 		Plugins: plugin.Config{
 			Dir: pluginPackages(t, state), AllowCodeExecution: true,
 			CommandAllowlist: []string{"test -f"}, Timeout: 500 * time.Millisecond,
+			// The scripts keep their traces in state, outside any
+			// workspace: they run as plugins.allow_unsandboxed runs them.
+			// The sandbox's own tests are in executors/plugin.
+			AllowUnsandboxed: true, Sandbox: func() error { return errors.New("this test watches the plugins from outside") },
 		},
 		Outbox: outbox.Config{RetryBySource: map[string]invocation.Retry{plugin.SourceID: {MaxAttempts: 2}}},
 	})
