@@ -141,3 +141,31 @@ func needs(path string) []string {
 // errUnsandboxed is the reason plugins do not run when the sandbox is
 // unavailable and plugins.allow_unsandboxed is off.
 var errUnsandboxed = errors.New("set plugins.allow_unsandboxed: true to run plugins without it (every plugin then gets what outboxd's user may do)")
+
+// readableByNobody checks that the sandbox, which runs plugins as nobody
+// when outboxd runs as root, can read the package and run its
+// executables: others need r-x on its directory and r (r-x for a program
+// that is not a .js file) on each executable.
+func readableByNobody(a *action) error {
+	need := map[string]os.FileMode{a.dir: 0o005}
+	for _, argv := range [][]string{a.execute, a.verify, a.rollback} {
+		switch {
+		case len(argv) == 2: // node and the script
+			need[argv[1]] = 0o004
+		case len(argv) == 1:
+			need[argv[0]] = 0o005
+		}
+	}
+	for path, mode := range need {
+		info, err := os.Stat(path)
+		if err != nil {
+			return err
+		}
+		if info.Mode().Perm()&mode != mode {
+			return fmt.Errorf("%s has mode %#o: the sandbox runs plugins as nobody when outboxd runs as root, so others need %s (chmod o+%s)",
+				path, info.Mode().Perm(), map[os.FileMode]string{0o004: "read permission", 0o005: "read and execute permission"}[mode],
+				map[os.FileMode]string{0o004: "r", 0o005: "rx"}[mode])
+		}
+	}
+	return nil
+}

@@ -186,6 +186,9 @@ func Load(cfg *Config, taken Reserved) (*Source, error) {
 			continue // not a package
 		}
 		a, err := l.loadAction(dir)
+		if err == nil && cfg.AllowCodeExecution && s.unavailable == nil && os.Geteuid() == 0 {
+			err = readableByNobody(a)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("plugin %s: %w", dir, err)
 		}

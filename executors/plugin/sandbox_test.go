@@ -363,3 +363,25 @@ func TestLoad_ChecksPermissions(t *testing.T) {
 	_, err = load(t, plugin.Config{}, with(map[string]any{"filesystem": "everything"}))
 	require.ErrorContains(t, err, `permissions.filesystem "everything"`)
 }
+
+// When outboxd runs as root the sandbox runs plugins as nobody: a package
+// nobody cannot read is refused at load with the fix, not at the first
+// run. As another user nothing changes.
+func TestLoad_PackageMustBeReadableByNobodyAsRoot(t *testing.T) {
+	t.Parallel()
+	cfg := plugin.Config{AllowCodeExecution: true}
+	cfg.Dir = writePackages(t, map[string]pkg{"private": {files: map[string]string{"execute": sh(okExecute)}}})
+	require.NoError(t, os.Chmod(filepath.Join(cfg.Dir, "private", "execute"), 0o750))
+	_, err := plugin.Load(&cfg, core)
+	if os.Geteuid() != 0 {
+		require.NoError(t, err)
+		return
+	}
+	require.ErrorContains(t, err, "execute has mode 0750")
+	require.ErrorContains(t, err, "chmod o+rx")
+
+	// Off, nothing runs, so nothing is checked.
+	cfg.AllowCodeExecution = false
+	_, err = plugin.Load(&cfg, core)
+	require.NoError(t, err)
+}
