@@ -21,6 +21,12 @@ func init() {
 	if !ok {
 		return
 	}
+	if os.Getpid() != 1 {
+		// Not the first process of a PID namespace Command made: never
+		// touch the mounts of whatever namespace this is.
+		fmt.Fprintf(os.Stderr, "outboxd: %s is set but this is not a sandbox's init; refusing\n", envSpec)
+		os.Exit(127)
+	}
 	runtime.LockOSThread()
 	errPipe := os.NewFile(errFD, "sandbox-errors")
 	var spec Spec
