@@ -49,6 +49,7 @@ process.stdin.on('end', async () => {
   r.writeOutside = write(input.outside + '/escaped.txt');
   r.writeTmp = write('/tmp/escaped.txt');
   r.writeOwnDir = write(__dirname + '/escaped.txt');
+  try { fs.chmodSync(__dirname + '/action.json', 0o666); r.chmodOwnDir = 'ok'; } catch (e) { r.chmodOwnDir = e.code; }
   r.writeWorkspace = write('note.txt');
   r.readWorkspace = read('note.txt');
   r.runCat = run('/bin/cat');
@@ -139,7 +140,7 @@ func TestSandbox_EscapesFailDeclaredPermissionsWork(t *testing.T) {
 	require.NoError(t, json.Unmarshal(res.Data, &r), string(res.Data))
 	t.Logf("from inside: %s", res.Data)
 
-	for _, k := range []string{"config", "parentEnviron", "parentCmdline", "selfEnviron", "passwd", "writeOutside", "writeTmp", "writeOwnDir", "runCat", "postgres", "unixSocket"} {
+	for _, k := range []string{"config", "parentEnviron", "parentCmdline", "selfEnviron", "passwd", "writeOutside", "writeTmp", "writeOwnDir", "chmodOwnDir", "runCat", "postgres", "unixSocket"} {
 		require.NotContains(t, r[k], "ok", "%s must fail from inside the sandbox", k)
 		require.NotEmpty(t, r[k], k)
 	}

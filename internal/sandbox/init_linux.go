@@ -110,10 +110,13 @@ func buildRoot(spec *Spec) error {
 	paths = append(paths, spec.Read...)
 	paths = append(paths, spec.Exec...)
 	var bound []string
-	for _, p := range append(paths, spec.Workspace) {
-		if err := bindInto(root, p, &bound); err != nil {
+	for _, p := range paths {
+		if err := bindInto(root, p, false, &bound); err != nil {
 			return err
 		}
+	}
+	if err := bindInto(root, spec.Workspace, spec.Writable, &bound); err != nil {
+		return err
 	}
 	// A /proc of the new PID namespace: it shows only the sandbox's own
 	// processes, and Landlock lets the program read none of it (the
@@ -134,14 +137,17 @@ func buildRoot(spec *Spec) error {
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
 		return fmt.Errorf("detaching the old root: %w", err)
 	}
-	return unix.Chdir("/")
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	return readOnly("/")
 }
 
 // bindInto puts the host's path p at root+p, unless it is beneath a
 // path bound already: a top-level symbolic link (/bin -> usr/bin) as the
 // same link, anything else resolved and bound where it resolves to. A
 // path that does not exist is left out.
-func bindInto(root, p string, bound *[]string) error {
+func bindInto(root, p string, writable bool, bound *[]string) error {
 	info, err := os.Lstat(p)
 	if err != nil {
 		return nil
@@ -180,7 +186,34 @@ func bindInto(root, p string, bound *[]string) error {
 		return fmt.Errorf("binding %s: %w", p, err)
 	}
 	*bound = append(*bound, p)
+	if writable {
+		return nil
+	}
+	if err := readOnly(dst); err != nil {
+		return fmt.Errorf("binding %s read-only: %w", p, err)
+	}
 	return nil
+}
+
+// readOnly remounts the mount at path read-only, keeping the flags it
+// has (the kernel refuses to drop those a less privileged namespace
+// inherited locked). Landlock already refuses writes there; read-only
+// also refuses what Landlock does not cover, such as chmod.
+func readOnly(path string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return err
+	}
+	flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY)
+	for st_, ms := range map[int64]uintptr{
+		unix.ST_NOSUID: unix.MS_NOSUID, unix.ST_NODEV: unix.MS_NODEV, unix.ST_NOEXEC: unix.MS_NOEXEC,
+		unix.ST_NOATIME: unix.MS_NOATIME, unix.ST_NODIRATIME: unix.MS_NODIRATIME, unix.ST_RELATIME: unix.MS_RELATIME,
+	} {
+		if st.Flags&st_ != 0 {
+			flags |= ms
+		}
+	}
+	return unix.Mount("", path, "", flags, "")
 }
 
 // dropPrivileges leaves the program no capability (an empty bounding set,
