@@ -498,16 +498,5 @@ func readPID(t *testing.T, path string) int {
 // zombie waiting for its reaper.
 func requireGone(t *testing.T, pid int) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if errors.Is(err, os.ErrNotExist) {
-			return true
-		}
-		if err != nil {
-			return false
-		}
-		// The state follows the command name in parentheses.
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		return len(fields) > 0 && fields[0] == "Z"
-	}, 3*time.Second, 20*time.Millisecond, "process %d is still running", pid)
+	require.Eventually(t, func() bool { return goneOrZombie(pid) }, 3*time.Second, 20*time.Millisecond, "process %d is still running", pid)
 }

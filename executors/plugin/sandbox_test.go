@@ -258,7 +258,7 @@ func requireNoProcess(t *testing.T, cmdline string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		for _, pid := range processes(cmdline) {
-			if !isZombie(pid) {
+			if !goneOrZombie(pid) {
 				return false
 			}
 		}
@@ -266,7 +266,9 @@ func requireNoProcess(t *testing.T, cmdline string) {
 	}, 5*time.Second, 20*time.Millisecond, "a process the plugin started is still running")
 }
 
-func isZombie(pid int) bool {
+// goneOrZombie says whether pid is no longer running: no such process, or
+// a zombie waiting for its reaper.
+func goneOrZombie(pid int) bool {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return true
