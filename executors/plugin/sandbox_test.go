@@ -388,3 +388,21 @@ func TestLoad_PackageMustBeReadableByNobodyAsRoot(t *testing.T) {
 	_, err = plugin.Load(&cfg, core)
 	require.NoError(t, err)
 }
+
+// The plugin inherits no descriptor of outboxd's but stdin, stdout and
+// stderr (here the test holds a listener and a file open meanwhile).
+func TestSandbox_NoInheritedDescriptors(t *testing.T) {
+	listen(t, "tcp", "127.0.0.1:0")
+	f, err := os.Open(os.Args[0])
+	require.NoError(t, err)
+	defer f.Close()
+	s := mustLoad(t, plugin.Config{}, map[string]pkg{"fds": {
+		manifest: map[string]any{"riskTier": "R1"},
+		files: map[string]string{"execute": sh(`open=""
+for fd in 0 1 2 3 4 5 6 7 8 9; do if { true >&$fd; } 2>/dev/null || { true <&$fd; } 2>/dev/null; then open="$open$fd"; fi; done
+echo "\"$open\""`)},
+	}})
+	res, e := execute(t, s, "fds", `{}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `"012"`, string(res.Data))
+}
