@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -155,12 +156,16 @@ func check() error {
 	if abi < MinABI {
 		return unavailable("the kernel offers Landlock ABI %d; the sandbox needs %d (Linux 6.12 or later)", abi, MinABI)
 	}
-	root, err := os.MkdirTemp("", "outboxd-sandbox-probe-")
+	base, err := os.MkdirTemp("", "outboxd-sandbox-probe-")
 	if err != nil {
 		return fmt.Errorf("sandbox probe: %w", err)
 	}
-	defer os.RemoveAll(root)
-	cmd, err := Command(context.Background(), &Spec{Workspace: root, Root: root})
+	defer os.RemoveAll(base)
+	spec := &Spec{Workspace: filepath.Join(base, "work"), Root: filepath.Join(base, "root")}
+	if err := errors.Join(os.Mkdir(spec.Workspace, 0o700), os.Mkdir(spec.Root, 0o700)); err != nil {
+		return fmt.Errorf("sandbox probe: %w", err)
+	}
+	cmd, err := Command(context.Background(), spec)
 	if err != nil {
 		return fmt.Errorf("sandbox probe: %w", err)
 	}
