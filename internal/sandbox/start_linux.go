@@ -162,7 +162,8 @@ func check() error {
 	}
 	defer os.RemoveAll(base)
 	spec := &Spec{Workspace: filepath.Join(base, "work"), Root: filepath.Join(base, "root")}
-	if err := errors.Join(os.Mkdir(spec.Workspace, 0o700), os.Mkdir(spec.Root, 0o700)); err != nil {
+	uid, gid := WorkspaceOwner()
+	if err := errors.Join(os.Mkdir(spec.Workspace, 0o700), os.Mkdir(spec.Root, 0o700), os.Lchown(spec.Workspace, uid, gid)); err != nil {
 		return fmt.Errorf("sandbox probe: %w", err)
 	}
 	cmd, err := Command(context.Background(), spec)
