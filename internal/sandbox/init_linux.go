@@ -61,13 +61,15 @@ func enter(spec *Spec) error {
 		return err
 	}
 	for res, limit := range rlimits {
-		var cur unix.Rlimit
-		if err := unix.Getrlimit(res, &cur); err != nil {
+		var cur syscall.Rlimit
+		if err := syscall.Getrlimit(res, &cur); err != nil {
 			return fmt.Errorf("getrlimit %d: %w", res, err)
 		}
-		// Only ever lower a limit: raising one needs a privilege.
-		lim := unix.Rlimit{Cur: min(limit, cur.Max), Max: min(limit, cur.Max)}
-		if err := unix.Setrlimit(res, &lim); err != nil {
+		// Only ever lower a limit: raising one needs a privilege. The
+		// syscall package's Setrlimit, so that its Exec does not put
+		// back the file limit Go found at start.
+		lim := syscall.Rlimit{Cur: min(limit, cur.Max), Max: min(limit, cur.Max)}
+		if err := syscall.Setrlimit(res, &lim); err != nil {
 			return fmt.Errorf("setrlimit %d: %w", res, err)
 		}
 	}

@@ -83,3 +83,15 @@ func loader(t *testing.T, path string) string {
 	t.Fatalf("%s has no ELF interpreter", path)
 	return ""
 }
+
+// The program runs with the sandbox's rlimits.
+func TestCommand_Rlimits(t *testing.T) {
+	sh, err := filepath.EvalSymlinks("/bin/sh")
+	require.NoError(t, err)
+	// The two every sh knows by the same letters and units.
+	s := spec(t, "/bin/sh", "-c", "echo $(ulimit -n) $(ulimit -H -n) $(ulimit -c)")
+	s.Exec = []string{"/bin/sh", loader(t, sh)}
+	out, err := run(t, s)
+	require.NoError(t, err)
+	require.Equal(t, "1024 1024 0\n", out)
+}
