@@ -108,7 +108,7 @@ func buildRoot(spec *Spec) error {
 	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
 		return fmt.Errorf("mounting the new root: %w", err)
 	}
-	paths := append(SystemPaths(spec.Network), Devices...)
+	paths := append(systemPathsFor(spec.Network), devices...)
 	paths = append(paths, spec.Read...)
 	paths = append(paths, spec.Exec...)
 	var bound []string
@@ -284,7 +284,7 @@ const (
 // ConnectPorts, bind nowhere; no abstract UNIX socket or signal outside
 // the sandbox. It refuses when the kernel offers less than MinABI.
 func restrict(spec *Spec) error {
-	read := append(SystemPaths(spec.Network), spec.Read...)
+	read := append(systemPathsFor(spec.Network), spec.Read...)
 	var rules []landlock.Rule
 	grant := func(rights landlock.AccessFSSet, paths ...string) {
 		for _, p := range paths {
@@ -299,8 +299,8 @@ func restrict(spec *Spec) error {
 		}
 	}
 	grant(readRights, read...)
-	grant(llsyscall.AccessFSReadFile|llsyscall.AccessFSWriteFile|llsyscall.AccessFSTruncate, Devices[0])
-	grant(llsyscall.AccessFSReadFile, Devices[1:]...)
+	grant(llsyscall.AccessFSReadFile|llsyscall.AccessFSWriteFile|llsyscall.AccessFSTruncate, devices[0])
+	grant(llsyscall.AccessFSReadFile, devices[1:]...)
 	grant(llsyscall.AccessFSExecute|llsyscall.AccessFSReadFile, spec.Exec...)
 	work := landlock.AccessFSSet(readRights)
 	if spec.Writable {

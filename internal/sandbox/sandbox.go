@@ -39,7 +39,7 @@ type Spec struct {
 	// directory can serve every process of a call).
 	Root string
 	// Read are further files and directories the program may read: the
-	// plugin's own directory. System paths (SystemPaths) are added.
+	// plugin's own directory. System paths (systemPathsFor) are added.
 	Read []string
 	// Exec are the only files the program (and what it starts) may
 	// execute; each must also be readable (under Read or the system

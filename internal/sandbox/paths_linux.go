@@ -15,13 +15,13 @@ var systemPaths = []string{
 // besides.
 var networkPaths = []string{"/etc/hosts", "/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf"}
 
-// Devices are the device files every sandboxed program gets: the first
+// devices are the device files every sandboxed program gets: the first
 // read-write, the others read-only.
-var Devices = []string{"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"}
+var devices = []string{"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"}
 
-// SystemPaths returns the system paths a program may read, with the name
+// systemPathsFor returns the system paths a program may read, with the name
 // resolution files when it has network.
-func SystemPaths(network bool) []string {
+func systemPathsFor(network bool) []string {
 	out := append([]string(nil), systemPaths...)
 	if network {
 		out = append(out, networkPaths...)
