@@ -65,9 +65,9 @@ func parseNetwork(entries []string, allowPrivate bool) ([]hostPort, error) {
 // allows the declared ports, not hosts, so this keeps a declaration from
 // naming an internal service; it cannot keep the plugin from connecting
 // to another host on a declared port.
-func checkNetwork(ctx context.Context, hosts []hostPort) error {
+func checkNetwork(ctx context.Context, resolver *net.Resolver, hosts []hostPort) error {
 	for _, h := range hosts {
-		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", h.Host)
+		addrs, err := resolver.LookupNetIP(ctx, "ip", h.Host)
 		if err != nil {
 			return fmt.Errorf("resolving %s: %w", h.Host, err)
 		}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,6 +68,10 @@ type Config struct {
 	// AllowPrivateNetworks lets permissions.network name private,
 	// loopback and internal hosts (connectors.allow_private_networks).
 	AllowPrivateNetworks bool
+	// Resolver resolves the hosts of permissions.network before each
+	// run, to refuse one that now points inside. Default
+	// net.DefaultResolver.
+	Resolver *net.Resolver
 	// Logger gets the warnings about the sandbox. Default: discarded.
 	Logger *slog.Logger
 	// Sandbox says whether the kernel can enforce the sandbox (nil when
@@ -237,7 +242,7 @@ func (s *Source) Execute(ctx context.Context, actionID string, params json.RawMe
 		return executors.Result{}, &executors.Error{Code: "source_disabled", Message: reason}
 	}
 	if len(a.network) > 0 && !s.cfg.AllowPrivateNetworks {
-		if err := checkNetwork(ctx, a.network); err != nil {
+		if err := checkNetwork(ctx, cmp.Or(s.cfg.Resolver, net.DefaultResolver), a.network); err != nil {
 			var addrErr *netguard.AddrError
 			return executors.Result{}, &executors.Error{Code: "plugin_network_refused", Message: err.Error(), Retryable: !errors.As(err, &addrErr), Cause: err}
 		}

@@ -2,11 +2,13 @@ package plugin_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/outboxd/outboxd/executors/plugin"
 )
@@ -405,4 +408,88 @@ echo "\"$open\""`)},
 	res, e := execute(t, s, "fds", `{}`)
 	require.Nil(t, e)
 	require.JSONEq(t, `"012"`, string(res.Data))
+}
+
+// A declared host is resolved before every run: one that now points at a
+// private address is refused (for good) before the plugin runs, one that
+// does not resolve is retried later, unless private networks are allowed.
+func TestExecute_DeclaredHostResolvingPrivateIsRefused(t *testing.T) {
+	t.Parallel()
+	var answer atomic.Pointer[netip.Addr]
+	set := func(a string) { addr := netip.MustParseAddr(a); answer.Store(&addr) }
+	set("10.1.2.3")
+	dns := fakeDNS(t, func(name string) (netip.Addr, bool) { return *answer.Load(), name == "tracker.example.com." })
+	pkgs := map[string]pkg{"net": {
+		manifest: map[string]any{"riskTier": "R1", "permissions": map[string]any{"network": []string{"tracker.example.com:443"}}},
+		files:    map[string]string{"execute": sh(okExecute)},
+	}}
+	s := mustLoad(t, plugin.Config{Resolver: dns}, pkgs)
+	_, e := execute(t, s, "net", `{}`)
+	require.NotNil(t, e)
+	require.Equal(t, "plugin_network_refused", e.Code)
+	require.Contains(t, e.Message, "tracker.example.com:443")
+	require.Contains(t, e.Message, "10.1.2.3")
+	require.False(t, e.Retryable)
+
+	set("93.184.215.14") // public: runs
+	res, e := execute(t, s, "net", `{}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `{"done": true}`, string(res.Data))
+
+	s = mustLoad(t, plugin.Config{Resolver: fakeDNS(t, func(string) (netip.Addr, bool) { return netip.Addr{}, false })}, pkgs)
+	_, e = execute(t, s, "net", `{}`)
+	require.NotNil(t, e)
+	require.Equal(t, "plugin_network_refused", e.Code)
+	require.True(t, e.Retryable, "a name that does not resolve now may later")
+
+	set("10.1.2.3")
+	s = mustLoad(t, plugin.Config{Resolver: dns, AllowPrivateNetworks: true}, pkgs)
+	_, e = execute(t, s, "net", `{}`)
+	require.Nil(t, e, "private networks allowed: not checked")
+}
+
+// fakeDNS is a resolver asking a loopback DNS server that answers an A
+// record with lookup's address for the names it knows, NXDOMAIN else.
+func fakeDNS(t *testing.T, lookup func(name string) (netip.Addr, bool)) *net.Resolver {
+	t.Helper()
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := conn.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			var p dnsmessage.Parser
+			hdr, err := p.Start(buf[:n])
+			if err != nil {
+				continue
+			}
+			q, err := p.Question()
+			if err != nil {
+				continue
+			}
+			b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: hdr.ID, Response: true, Authoritative: true})
+			addr, ok := lookup(q.Name.String())
+			if !ok {
+				b = dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: hdr.ID, Response: true, RCode: dnsmessage.RCodeNameError})
+			}
+			_ = b.StartQuestions()
+			_ = b.Question(q)
+			_ = b.StartAnswers()
+			if ok && q.Type == dnsmessage.TypeA {
+				_ = b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 1}, dnsmessage.AResource{A: addr.As4()})
+			}
+			msg, err := b.Finish()
+			if err == nil {
+				_, _ = conn.WriteTo(msg, from)
+			}
+		}
+	}()
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", conn.LocalAddr().String())
+	}}
 }
