@@ -217,7 +217,9 @@ func TestSandbox_SetsidChildDiesWithTheCall(t *testing.T) {
 		manifest: map[string]any{"riskTier": "R1", "permissions": map[string]any{
 			"filesystem": "workspace", "commands": []string{"setsid", "sleep"},
 		}},
-		files: map[string]string{"execute": sh(`setsid sh -c ': > started; exec sleep ` + marker + `' </dev/null >/dev/null 2>&1 &
+		// The marker is in the child's command line from its start (an
+		// argument of sh -c) to its end (sleep's).
+		files: map[string]string{"execute": sh(`setsid sh -c ': > started; exec sleep "$0"' ` + marker + ` </dev/null >/dev/null 2>&1 &
 while [ ! -e started ]; do :; done
 echo '{"detached": true}'`)},
 	}}
@@ -225,22 +227,22 @@ echo '{"detached": true}'`)},
 	res, e := execute(t, mustLoad(t, cfg, pkgs), "detach", `{}`)
 	require.Nil(t, e)
 	require.JSONEq(t, `{"detached": true}`, string(res.Data))
-	requireNoProcess(t, "sleep\x00"+marker+"\x00")
+	requireNoProcess(t, marker)
 
 	// The same plugin without the sandbox leaves its child behind: what
 	// the sandbox prevents.
 	res, e = execute(t, mustLoad(t, unsandboxed(cfg), pkgs), "detach", `{}`)
 	require.Nil(t, e)
 	require.JSONEq(t, `{"detached": true}`, string(res.Data))
-	pids := processes("sleep\x00" + marker + "\x00")
+	pids := processes(marker)
 	require.NotEmpty(t, pids, "without the sandbox the setsid child survives")
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
-// processes returns the pids whose command line is cmdline.
-func processes(cmdline string) []int {
+// processes returns the pids with an argument arg.
+func processes(arg string) []int {
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -248,19 +250,19 @@ func processes(cmdline string) []int {
 		if err != nil {
 			continue
 		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == cmdline {
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(b, []byte("\x00"+arg+"\x00")) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
 }
 
-// requireNoProcess waits, bounded, until no process has cmdline (or only
-// zombies do).
-func requireNoProcess(t *testing.T, cmdline string) {
+// requireNoProcess waits, bounded, until no process has the argument arg
+// (or only zombies do).
+func requireNoProcess(t *testing.T, arg string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		for _, pid := range processes(cmdline) {
+		for _, pid := range processes(arg) {
 			if !goneOrZombie(pid) {
 				return false
 			}
