@@ -5,11 +5,15 @@
 // the action <name> of the source "plugin".
 //
 // Nothing runs unless plugins.allow_code_execution is on. Every
-// executable runs as a child process: input JSON on stdin, output JSON on
-// stdout, a scrubbed environment, a working directory of its own, a
-// timeout and an output cap, killed with its process group when it runs
-// too long or outboxd stops waiting. A failed verification runs rollback
-// once and fails the invocation for good.
+// executable runs as a child process in the kernel-enforced sandbox of
+// internal/sandbox, with what its permissions declare (filesystem,
+// commands, network): input JSON on stdin, output JSON on stdout, a
+// scrubbed environment, a working directory of its own, a timeout and an
+// output cap, killed with everything it started when it runs too long or
+// outboxd stops waiting. Where the kernel cannot enforce the sandbox the
+// plugins are disabled, unless plugins.allow_unsandboxed runs them as
+// plain child processes in a process group. A failed verification runs
+// rollback once and fails the invocation for good.
 package plugin
 
 import (

@@ -141,13 +141,13 @@ func (r *runner) command(ctx context.Context, c *call, argv []string) (*exec.Cmd
 	return sc.Cmd, sc, nil
 }
 
-// run runs argv in workdir with stdin as its standard input and returns
-// its standard output. The child gets a scrubbed environment (childEnv),
-// a process group of its own, and is killed with that group when it runs
-// past the timeout, writes more than the output cap, or ctx ends; the
-// group is killed when it exits too, so nothing it started outlives it.
-// Its standard error is discarded: it may echo params outboxd keeps
-// redacted.
+// run runs argv in c's working directory with stdin as its standard
+// input and returns its standard output. The child gets a scrubbed
+// environment (childEnv) and the sandbox (or, unsandboxed, a process
+// group of its own), and is killed with everything it started when it
+// runs past the timeout, writes more than the output cap, or ctx ends;
+// nothing it started outlives it either way. Its standard error is
+// discarded: it may echo params outboxd keeps redacted.
 func (r *runner) run(ctx context.Context, c *call, argv []string, stdin []byte) ([]byte, error) {
 	if len(argv) == 0 {
 		return nil, &runError{Kind: failStart, Err: errors.New("nothing to run")}
