@@ -355,6 +355,18 @@ func TestBrowser(t *testing.T) {
 		b.SetModes(map[string]string{})
 	})
 
+	t.Run("OrganizationPausedAndResumed", func(t *testing.T) {
+		owner.run("operations", chromedp.Navigate(br.base+"/console/#/operations"), chromedp.WaitVisible(`#q-h`, chromedp.ByQuery))
+		require.NotContains(t, owner.text(`main`), "Queues are shared", "River's queues are the operator's")
+		owner.run("pause", chromedp.Click(`//button[normalize-space()="Pause this organization"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`//button[normalize-space()="Resume this organization"]`, chromedp.BySearch))
+		require.Contains(t, owner.text(`main`), "Paused since")
+		require.Equal(t, true, b.Do("GET", "/v1/queues", b.Owner(), nil).Body["paused"])
+		owner.run("resume", chromedp.Click(`//button[normalize-space()="Resume this organization"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`//button[normalize-space()="Pause this organization"]`, chromedp.BySearch))
+		require.Equal(t, false, b.Do("GET", "/v1/queues", b.Owner(), nil).Body["paused"])
+	})
+
 	t.Run("ConnectorDriftConfirmed", func(t *testing.T) {
 		r := b.Do("POST", "/v1/connectors", b.Owner(), map[string]any{"name": "deployer", "url": mcp.URL, "transport": "remote_http"})
 		require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))

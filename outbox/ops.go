@@ -216,16 +216,44 @@ func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string,
 	return out, nil
 }
 
-// QueueInfo is a River queue with its job counts.
+// QueueInfo is a River queue, shared by every organization, with its job
+// counts and ages by state: the operator's view (`outboxd queue list`),
+// never served to an organization.
 type QueueInfo struct {
-	Name     string           `json:"name"`
-	Paused   bool             `json:"paused"`
-	PausedAt *time.Time       `json:"paused_at"`
-	Jobs     map[string]int64 `json:"jobs"`
+	Name     string                `json:"name"`
+	Paused   bool                  `json:"paused"`
+	PausedAt *time.Time            `json:"paused_at"`
+	States   map[string]StateStats `json:"states"`
 }
 
-// Queues lists River's queues with their job counts by state, each capped
-// at telemetry.MaxQueueCount.
+// openStates are the job states whose oldest job has an age; the finalized
+// ones (completed, cancelled, discarded) are only counted.
+var openStates = []string{"available", "pending", "running", "retryable", "scheduled"}
+
+// queueOldestSQL is, per queue and open state, the earliest scheduled_at
+// (attempted_at for running jobs) and its age by the database clock: per
+// priority the first entry of River's (state, queue, priority,
+// scheduled_at) fetch index, so a few index probes per queue and state;
+// running jobs are as many as workers. For scheduled and retryable jobs
+// the earliest lies ahead (a negative age): when the next one is due.
+const queueOldestSQL = `
+SELECT name, state, oldest, extract(epoch FROM now() - oldest)::float8
+FROM (
+    SELECT q.name, s.state,
+           CASE WHEN s.state = 'running'
+                THEN (SELECT min(j.attempted_at) FROM river_job j WHERE j.state = 'running' AND j.queue = q.name)
+                ELSE (SELECT min(head.scheduled_at) FROM unnest(ARRAY[1, 2, 3, 4]) AS p(priority),
+                      LATERAL (SELECT j.scheduled_at FROM river_job j
+                               WHERE j.state = s.state::river_job_state AND j.queue = q.name AND j.priority = p.priority
+                               ORDER BY j.scheduled_at LIMIT 1) AS head)
+           END AS oldest
+    FROM river_queue q CROSS JOIN unnest($1::text[]) AS s(state)
+) AS heads`
+
+// Queues lists River's queues for every organization with their job counts
+// by state, each capped at telemetry.MaxQueueCount, and the age of each
+// open state's oldest job. It needs the owner's pool: the API's tenant
+// role sees only its organization's jobs.
 func (s *Service) Queues(ctx context.Context) ([]QueueInfo, error) {
 	res, err := s.deps.River.QueueList(ctx, river.NewQueueListParams())
 	if err != nil {
@@ -235,19 +263,45 @@ func (s *Service) Queues(ctx context.Context) ([]QueueInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	type head struct {
+		at  *time.Time
+		age *float64
+	}
+	oldest := map[string]map[string]head{}
+	rows, err := s.deps.Pool.Query(ctx, queueOldestSQL, openStates)
+	if err != nil {
+		return nil, fmt.Errorf("reading queue ages: %w", err)
+	}
+	var queue, state string
+	var h head
+	_, err = pgx.ForEachRow(rows, []any{&queue, &state, &h.at, &h.age}, func() error {
+		if oldest[queue] == nil {
+			oldest[queue] = map[string]head{}
+		}
+		oldest[queue][state] = h
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading queue ages: %w", err)
+	}
 	out := make([]QueueInfo, 0, len(res.Queues))
 	for _, q := range res.Queues {
-		jobs := counts[q.Name]
-		if jobs == nil {
-			jobs = map[string]int64{}
+		qi := QueueInfo{Name: q.Name, Paused: q.PausedAt != nil, PausedAt: q.PausedAt, States: map[string]StateStats{}}
+		for state, n := range counts[q.Name] {
+			st := StateStats{Count: n}
+			if h := oldest[q.Name][state]; h.at != nil && n > 0 {
+				st.OldestAt, st.AgeSeconds = h.at, h.age
+			}
+			qi.States[state] = st
 		}
-		out = append(out, QueueInfo{Name: q.Name, Paused: q.PausedAt != nil, PausedAt: q.PausedAt, Jobs: jobs})
+		out = append(out, qi)
 	}
 	return out, nil
 }
 
 // PauseQueue stops every worker process from fetching jobs of a queue until
-// it is resumed. Running jobs finish.
+// it is resumed, for every organization: the operator's (`outboxd queue
+// pause`), not an organization's (Pause). Running jobs finish.
 func (s *Service) PauseQueue(ctx context.Context, name string) error {
 	return s.queueOp(ctx, name, s.deps.River.QueuePause)
 }

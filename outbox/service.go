@@ -88,6 +88,11 @@ type Deps struct {
 	Flow    *flow.Limiter
 	Metrics *telemetry.Metrics
 	Logger  *slog.Logger
+	// Listeners is the pool the notification listener registers and
+	// LISTENs through, for every organization with waiting requests: the
+	// owner's, not the API's tenant pool, whose sessions see one
+	// organization's listeners only. Default Pool.
+	Listeners *pgxpool.Pool
 }
 
 // Service is the write side: invoke, enqueue, approve, deny, cancel, and the
@@ -120,7 +125,7 @@ func New(deps *Deps, config *Config) (*Service, error) {
 		logger:    logger,
 		queries:   dbsqlc.New(),
 		validator: executors.NewValidator(),
-		waiter:    newWaiter(deps.Pool, logger),
+		waiter:    newWaiter(cmp.Or(deps.Listeners, deps.Pool), logger),
 		store:     invocation.New(deps.River),
 	}, nil
 }

@@ -5,13 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
-
 	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/flow"
 	"github.com/outboxd/outboxd/internal/invocation"
-	"github.com/outboxd/outboxd/internal/telemetry"
 )
 
 // StatsWindow is the period Stats reports throughput and failures over,
@@ -21,34 +17,16 @@ const (
 	StatsBucket = 5 * time.Minute
 )
 
-// Stats is the operations page's summary: River's queues (shared by every
-// organization) and the organization's invocations.
+// Stats is the operations page's summary of one organization: its queue
+// (OrgQueue) and its recent outcomes. Nothing in it counts another
+// organization's work.
 type Stats struct {
-	GeneratedAt time.Time    `json:"generated_at"`
-	Queues      []QueueStats `json:"queues"`
+	GeneratedAt time.Time `json:"generated_at"`
+	Queue       *OrgQueue `json:"queue"`
 	// InFlight counts the organization's invocations that have not ended
 	// (pending, approved, executing), with the oldest one's creation.
 	InFlight map[string]InFlightStats `json:"in_flight"`
 	LastHour OutcomeStats             `json:"last_hour"`
-}
-
-// QueueStats is one River queue: for each job state, how many jobs are in
-// it (counted up to telemetry.MaxQueueCount) and since when the oldest has
-// been there.
-type QueueStats struct {
-	Name   string                `json:"name"`
-	Paused bool                  `json:"paused"`
-	States map[string]StateStats `json:"states"`
-}
-
-// StateStats is one state of one queue. OldestAt is the earliest
-// scheduled_at of its jobs (attempted_at for running jobs); for scheduled
-// and retryable jobs it lies ahead: when the next one is due. AgeSeconds
-// is now − OldestAt, negative when it lies ahead.
-type StateStats struct {
-	Count      int64      `json:"count"`
-	OldestAt   *time.Time `json:"oldest_at"`
-	AgeSeconds *float64   `json:"age_seconds"`
 }
 
 // InFlightStats counts the invocations in one unfinished status.
@@ -80,75 +58,15 @@ type OutcomeBucket struct {
 	Other     int64     `json:"other"`
 }
 
-// openStates are the job states the operations page shows; the finalized
-// ones (completed, cancelled, discarded) are counted but have no age.
-var openStates = []string{"available", "pending", "running", "retryable", "scheduled"}
-
-// queueOldestSQL is, per queue and open state, the earliest scheduled_at
-// (attempted_at for running jobs) and its age by the database clock: per
-// priority the first entry of River's (state, queue, priority,
-// scheduled_at) fetch index, so a few index probes per queue and state;
-// running jobs are as many as workers.
-const queueOldestSQL = `
-SELECT name, state, oldest, extract(epoch FROM now() - oldest)::float8
-FROM (
-    SELECT q.name, s.state,
-           CASE WHEN s.state = 'running'
-                THEN (SELECT min(j.attempted_at) FROM river_job j WHERE j.state = 'running' AND j.queue = q.name)
-                ELSE (SELECT min(head.scheduled_at) FROM unnest(ARRAY[1, 2, 3, 4]) AS p(priority),
-                      LATERAL (SELECT j.scheduled_at FROM river_job j
-                               WHERE j.state = s.state::river_job_state AND j.queue = q.name AND j.priority = p.priority
-                               ORDER BY j.scheduled_at LIMIT 1) AS head)
-           END AS oldest
-    FROM river_queue q CROSS JOIN unnest($1::text[]) AS s(state)
-) AS heads`
-
-// Stats summarizes queues and the organization's recent outcomes, read
+// Stats summarizes the organization's queue and recent outcomes, read
 // from the database now, so every API process answers alike.
 func (s *Service) Stats(ctx context.Context, org string) (*Stats, error) {
 	now := time.Now().UTC()
-	queues, err := s.deps.River.QueueList(ctx, river.NewQueueListParams())
-	if err != nil {
-		return nil, fmt.Errorf("listing queues: %w", err)
-	}
-	counts, err := telemetry.CountJobs(ctx, s.deps.Pool, telemetry.MaxQueueCount)
+	queue, err := s.Queue(ctx, org)
 	if err != nil {
 		return nil, err
 	}
-	type head struct {
-		at  *time.Time
-		age *float64
-	}
-	oldest := map[string]map[string]head{}
-	rows, err := s.deps.Pool.Query(ctx, queueOldestSQL, openStates)
-	if err != nil {
-		return nil, fmt.Errorf("reading queue ages: %w", err)
-	}
-	var queue, state string
-	var h head
-	_, err = pgx.ForEachRow(rows, []any{&queue, &state, &h.at, &h.age}, func() error {
-		if oldest[queue] == nil {
-			oldest[queue] = map[string]head{}
-		}
-		oldest[queue][state] = h
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading queue ages: %w", err)
-	}
-	out := &Stats{GeneratedAt: now, Queues: make([]QueueStats, 0, len(queues.Queues)), InFlight: map[string]InFlightStats{}}
-	for _, q := range queues.Queues {
-		qs := QueueStats{Name: q.Name, Paused: q.PausedAt != nil, States: map[string]StateStats{}}
-		for state, n := range counts[q.Name] {
-			st := StateStats{Count: n}
-			if h := oldest[q.Name][state]; h.at != nil && n > 0 {
-				st.OldestAt, st.AgeSeconds = h.at, h.age
-			}
-			qs.States[state] = st
-		}
-		out.Queues = append(out.Queues, qs)
-	}
-
+	out := &Stats{GeneratedAt: now, Queue: queue, InFlight: map[string]InFlightStats{}}
 	flight, err := s.queries.InvocationInFlight(ctx, s.deps.Pool, org)
 	if err != nil {
 		return nil, fmt.Errorf("counting invocations in flight: %w", err)

@@ -66,6 +66,11 @@ type Config struct {
 	// a job refused by its rate bucket comes back, so it must stay well
 	// under burst/rate of the buckets. Default 100ms.
 	PollInterval time.Duration
+	// PauseRecheck is how long a job of a paused organization is held
+	// before its worker looks at the pause again. Resuming brings the
+	// held jobs forward at once; this bounds only a job whose hold began
+	// while the resume committed. Default 1m.
+	PauseRecheck time.Duration
 }
 
 // WithDefaults returns a copy with unset fields defaulted.
@@ -81,6 +86,7 @@ func (c *Config) WithDefaults() *Config {
 		MaxProviderWaits: cmp.Or(c.MaxProviderWaits, 20),
 		SweepInterval:    cmp.Or(c.SweepInterval, time.Minute),
 		PollInterval:     cmp.Or(c.PollInterval, 100*time.Millisecond),
+		PauseRecheck:     cmp.Or(c.PauseRecheck, time.Minute),
 	}
 	if cfg.RescueAfter == 0 {
 		cfg.RescueAfter = cfg.JobTimeout() + rescueMargin
@@ -115,6 +121,8 @@ func (c *Config) validate() error {
 		return errors.New("worker.max_workers must be at least 1")
 	case c.PollInterval < time.Millisecond:
 		return errors.New("worker.poll_interval must be at least 1ms")
+	case c.PauseRecheck < time.Second:
+		return errors.New("worker.pause_recheck must be at least 1s")
 	case c.MaxAttempts < 1:
 		return errors.New("worker.max_attempts must be at least 1")
 	case c.RetryMaxDelay < c.RetryBaseDelay:

@@ -65,6 +65,20 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		}
 		ref = &invocation.BucketRef{Name: deref(inv.RateBucket), Org: inv.OrganizationID, Source: inv.Integration}
 	}
+	// A job an earlier pause held asks whether its organization is still
+	// paused before it takes a token: held again, it costs its bucket
+	// nothing.
+	if heldBefore(job.Metadata) {
+		if pausedAt, err := w.pausedSince(ctx, ref.Org); err != nil || pausedAt != nil {
+			if err != nil {
+				return err
+			}
+			return w.hold(ctx, ref.Org, *pausedAt)
+		}
+		if err := river.MetadataSet(ctx, metaPausedAt, nil); err != nil {
+			return err
+		}
+	}
 	tokenWait, release, err := w.takeToken(ctx, ref, job.ID)
 	if err != nil {
 		return fmt.Errorf("acquiring rate bucket: %w", err)
@@ -96,6 +110,9 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		return fmt.Errorf("resolving source: %w", err)
 	}
 
+	if !started && rc.PausedAt != nil {
+		return w.hold(ctx, inv.OrganizationID, *rc.PausedAt)
+	}
 	if !started {
 		skip, wait, err := w.gates(ctx, inv, rc, source)
 		switch {

@@ -1,12 +1,16 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/riverqueue/river"
+
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/dbsqlc"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -78,4 +82,51 @@ func quietHours(raw []byte, now time.Time) (time.Duration, error) {
 		wait = max(wait, d)
 	}
 	return wait, nil
+}
+
+// metaPausedAt is the River metadata key naming the organization pause
+// (its paused_at) that held a job. Resuming that pause makes the jobs it
+// held available at once (dbsqlc OrgPauseRelease); a job that runs again
+// unpaused sets it to null.
+const metaPausedAt = "org_paused_at"
+
+// hold snoozes a job of a paused organization for Config.PauseRecheck
+// without calling anything or spending an attempt, and marks it as held
+// by the pause that began at pausedAt.
+func (w *ExecuteWorker) hold(ctx context.Context, org string, pausedAt time.Time) error {
+	if err := river.MetadataSet(ctx, metaPausedAt, pausedAt); err != nil {
+		return err
+	}
+	w.deps.Metrics.PauseHolds.Inc()
+	w.logger.Debug("organization paused; holding the job", "organization_id", org, "paused_at", pausedAt, "recheck", w.cfg.PauseRecheck)
+	return river.JobSnooze(w.cfg.PauseRecheck)
+}
+
+// heldBefore reports whether a pause held the job on an earlier run.
+func heldBefore(metadata []byte) bool {
+	if !bytes.Contains(metadata, []byte(`"`+metaPausedAt+`"`)) {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(metadata, &m); err != nil {
+		return false
+	}
+	v, ok := m[metaPausedAt]
+	return ok && string(v) != "null"
+}
+
+// pausedSince returns when org's current pause began, nil when it is not
+// paused.
+func (w *ExecuteWorker) pausedSince(ctx context.Context, org string) (*time.Time, error) {
+	if org == "" {
+		return nil, nil
+	}
+	at, err := dbsqlc.New().OrgPausedSince(ctx, w.deps.db(), org)
+	if err != nil {
+		return nil, fmt.Errorf("reading the organization's pause: %w", err)
+	}
+	if len(at) == 0 {
+		return nil, nil
+	}
+	return &at[0], nil
 }

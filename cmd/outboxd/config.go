@@ -53,6 +53,7 @@ var defaults = withProviderDefaults(map[string]any{
 	"worker.max_provider_waits":          20,
 	"worker.sweep_interval":              time.Minute,
 	"worker.poll_interval":               100 * time.Millisecond,
+	"worker.pause_recheck":               time.Minute,
 	"webhooks.max_attempts":              8,
 	"webhooks.retry_base_delay":          10 * time.Second,
 	"webhooks.retry_max_delay":           time.Hour,
@@ -167,6 +168,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			MaxProviderWaits: v.GetInt("worker.max_provider_waits"),
 			SweepInterval:    v.GetDuration("worker.sweep_interval"),
 			PollInterval:     v.GetDuration("worker.poll_interval"),
+			PauseRecheck:     v.GetDuration("worker.pause_recheck"),
 		},
 		Webhooks: webhook.Config{
 			MaxAttempts:    v.GetInt("webhooks.max_attempts"),

@@ -3,8 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os/user"
+	"slices"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -122,11 +125,17 @@ func newDLQCommand() *cobra.Command {
 }
 
 func newQueueCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "queue", Short: "List, pause or resume River queues (for every worker process)"}
+	cmd := &cobra.Command{
+		Use:   "queue",
+		Short: "List, pause or resume River queues: every organization's jobs, on every worker process",
+		Long: "The operator's control of River's queues, which every organization shares: counts and ages\n" +
+			"over all organizations, and a pause that stops every organization's jobs. An organization's\n" +
+			"admins see and pause only their own organization's work, through the API (/v1/queues).",
+	}
 	addDevDirFlag(cmd.PersistentFlags())
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List queues with their job counts",
+		Short: "List queues with their job counts and the age of the oldest job, by state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withService(cmd, func(svc *outbox.Service) error {
@@ -135,10 +144,16 @@ func newQueueCommand() *cobra.Command {
 					return err
 				}
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "QUEUE\tPAUSED\tJOBS")
+				fmt.Fprintln(w, "QUEUE\tPAUSED\tSTATE\tJOBS\tOLDEST AGE")
 				for _, q := range queues {
-					jobs, _ := json.Marshal(q.Jobs)
-					fmt.Fprintf(w, "%s\t%v\t%s\n", q.Name, q.Paused, jobs)
+					for _, state := range slices.Sorted(maps.Keys(q.States)) {
+						st := q.States[state]
+						age := "-"
+						if st.AgeSeconds != nil {
+							age = (time.Duration(*st.AgeSeconds * float64(time.Second))).Round(time.Second).String()
+						}
+						fmt.Fprintf(w, "%s\t%v\t%s\t%d\t%s\n", q.Name, q.Paused, state, st.Count, age)
+					}
 				}
 				return w.Flush()
 			})

@@ -86,9 +86,11 @@ export type Envelope = {
 };
 
 export type StateStats = { count: number; oldest_at: string | null; age_seconds: number | null };
+/** OrgQueue is the organization's own queue: its pause and its unfinished invocations by state. */
+export type OrgQueue = { paused: boolean; paused_at: string | null; paused_by: string | null; states: Record<string, StateStats> };
 export type Stats = {
   generated_at: string;
-  queues: { name: string; paused: boolean; states: Record<string, StateStats> }[];
+  queue: OrgQueue;
   in_flight: Record<string, { count: number; oldest_at: string }>;
   last_hour: {
     since: string;
@@ -237,9 +239,9 @@ export const api = {
   deadLetters: (limit: number, offset: number) => request<{ dead_letters: Invocation[]; total: number }>("GET", "/v1/dead-letters" + q({ limit, offset })),
   retryDeadLetters: (ids: string[]) => request<{ results: BatchResult[] }>("POST", "/v1/dead-letters/retry", { ids }),
   discardDeadLetters: (ids: string[]) => request<{ results: BatchResult[] }>("POST", "/v1/dead-letters/discard", { ids }),
-  queues: () => request<{ queues: { name: string; paused: boolean }[] }>("GET", "/v1/queues"),
-  pauseQueue: (name: string) => request<unknown>("POST", "/v1/queues/" + enc(name) + "/pause"),
-  resumeQueue: (name: string) => request<unknown>("POST", "/v1/queues/" + enc(name) + "/resume"),
+  queue: () => request<OrgQueue>("GET", "/v1/queues"),
+  pause: () => request<OrgQueue>("POST", "/v1/queues/pause"),
+  resume: () => request<OrgQueue>("POST", "/v1/queues/resume"),
   getQuietHours: () => request<{ windows: QuietWindow[] }>("GET", "/v1/quiet-hours"),
   putQuietHours: (windows: QuietWindow[]) => request<{ windows: QuietWindow[] }>("PUT", "/v1/quiet-hours", { windows }),
   getDoNotContact: () => request<{ patterns: string[] }>("GET", "/v1/do-not-contact"),

@@ -276,7 +276,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		return nil, err
 	}
 	deps := &outbox.Deps{
-		Pool: tenantPool, River: client, Sources: apiSources,
+		Pool: tenantPool, Listeners: pool, River: client, Sources: apiSources,
 		Credentials: apiCreds, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
 	}
 	if cfg.TokenSource != "broker" {

@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 )
 
 const doNotContactDeleteAll = `-- name: DoNotContactDeleteAll :exec
@@ -51,6 +52,88 @@ func (q *Queries) DoNotContactList(ctx context.Context, db DBTX, organizationID 
 			return nil, err
 		}
 		items = append(items, pattern)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const orgPauseDelete = `-- name: OrgPauseDelete :many
+DELETE FROM org_pauses WHERE organization_id = $1 RETURNING organization_id, paused_by, paused_at
+`
+
+// Resumes @organization_id; no row when it was not paused.
+func (q *Queries) OrgPauseDelete(ctx context.Context, db DBTX, organizationID string) ([]OrgPause, error) {
+	rows, err := db.Query(ctx, orgPauseDelete, organizationID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OrgPause
+	for rows.Next() {
+		var i OrgPause
+		if err := rows.Scan(&i.OrganizationID, &i.PausedBy, &i.PausedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const orgPauseGet = `-- name: OrgPauseGet :one
+SELECT organization_id, paused_by, paused_at FROM org_pauses WHERE organization_id = $1
+`
+
+func (q *Queries) OrgPauseGet(ctx context.Context, db DBTX, organizationID string) (OrgPause, error) {
+	row := db.QueryRow(ctx, orgPauseGet, organizationID)
+	var i OrgPause
+	err := row.Scan(&i.OrganizationID, &i.PausedBy, &i.PausedAt)
+	return i, err
+}
+
+const orgPauseInsert = `-- name: OrgPauseInsert :one
+INSERT INTO org_pauses (organization_id, paused_by) VALUES ($1, $2)
+ON CONFLICT (organization_id) DO UPDATE SET paused_by = org_pauses.paused_by
+RETURNING organization_id, paused_by, paused_at
+`
+
+type OrgPauseInsertParams struct {
+	OrganizationID string
+	PausedBy       string
+}
+
+// Pauses @organization_id; pausing a paused organization keeps the first
+// pause (who and since when).
+func (q *Queries) OrgPauseInsert(ctx context.Context, db DBTX, arg OrgPauseInsertParams) (OrgPause, error) {
+	row := db.QueryRow(ctx, orgPauseInsert, arg.OrganizationID, arg.PausedBy)
+	var i OrgPause
+	err := row.Scan(&i.OrganizationID, &i.PausedBy, &i.PausedAt)
+	return i, err
+}
+
+const orgPausedSince = `-- name: OrgPausedSince :many
+SELECT paused_at FROM org_pauses WHERE organization_id = $1
+`
+
+// The pause of @organization_id, if any (no row when none): what a worker
+// asks before it takes a token for a job an earlier pause held.
+func (q *Queries) OrgPausedSince(ctx context.Context, db DBTX, organizationID string) ([]time.Time, error) {
+	rows, err := db.Query(ctx, orgPausedSince, organizationID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []time.Time
+	for rows.Next() {
+		var paused_at time.Time
+		if err := rows.Scan(&paused_at); err != nil {
+			return nil, err
+		}
+		items = append(items, paused_at)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

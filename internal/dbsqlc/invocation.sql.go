@@ -281,6 +281,7 @@ WITH prev AS (
         coalesce((SELECT jsonb_agg(jsonb_build_object('time_zone', q.time_zone, 'start', q.start_minute, 'end', q.end_minute))
                   FROM quiet_hours q
                   WHERE q.organization_id = a.organization_id AND (q.bucket = '' OR q.bucket = coalesce(a.rate_bucket, ''))), '[]')::jsonb AS windows,
+        coalesce((SELECT p.paused_at FROM org_pauses p WHERE p.organization_id = a.organization_id), 'epoch')::timestamptz AS paused_at,
         coalesce((SELECT max(c.updated_at) FROM credentials c
                   WHERE c.organization_id = a.organization_id AND c.integration = a.integration
                     AND (c.user_id = '' OR c.user_id = coalesce(a.user_id, ''))), 'epoch')::timestamptz AS credential_version
@@ -288,7 +289,7 @@ WITH prev AS (
     JOIN action_invocations AS a ON a.id = k.id
     ORDER BY a.id FOR UPDATE OF a
 ), go AS (
-    SELECT prev.id, prev.status, prev.started_at, prev.organization_id, prev.must_run_before, prev.attempt, prev.patterns, prev.windows, prev.credential_version, (prev.status IN ('approved', 'executing')
+    SELECT prev.id, prev.status, prev.started_at, prev.organization_id, prev.must_run_before, prev.attempt, prev.patterns, prev.windows, prev.paused_at, prev.credential_version, (prev.status IN ('approved', 'executing') AND prev.paused_at = 'epoch'
         AND cardinality(prev.patterns) = 0 AND prev.windows = '[]'::jsonb
         AND (prev.must_run_before IS NULL OR prev.must_run_before > now()))::bool AS start
     FROM prev
@@ -304,7 +305,7 @@ WITH prev AS (
     SELECT next.id, next.organization_id, next.event_seq, 'started', next.from_status, next.status, NULL, 'attempt ' || next.attempt
     FROM next
 )
-SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, go.patterns, go.windows, go.credential_version,
+SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, go.patterns, go.windows, go.paused_at, go.credential_version,
     go.status AS locked_status, (go.started_at IS NOT NULL)::bool AS started_before,
     go.start AS started,
     go.attempt::int AS attempt_new, coalesce(go.started_at, now())::timestamptz AS started_at_new,
@@ -322,6 +323,7 @@ type InvocationBeginManyRow struct {
 	ActionInvocation  ActionInvocation
 	Patterns          []string
 	Windows           []byte
+	PausedAt          time.Time
 	CredentialVersion time.Time
 	LockedStatus      string
 	StartedBefore     bool
@@ -334,10 +336,11 @@ type InvocationBeginManyRow struct {
 // The workers' one statement before their calls, for the jobs beginning
 // at the same moment (one element of @ids and @attempts each, ids
 // distinct): it reads each invocation, its organization's do-not-contact
-// patterns, the quiet windows of the organization and of its bucket, and
-// the version (last change) of the credentials it may use, and, when no
-// gate can apply (no do-not-contact pattern, no quiet window,
-// must_run_before not passed) and the invocation is approved or executing,
+// patterns, the quiet windows of the organization and of its bucket, the
+// organization's pause (its paused_at, the epoch when not paused), and
+// the version (last change) of the credentials it may use, and, when no gate can apply (no pause, no do-not-contact
+// pattern, no quiet window, must_run_before not passed) and the
+// invocation is approved or executing,
 // marks it executing as InvocationStart does, with its event. An
 // invocation that does not exist is not in the answer.
 // When a gate may apply it changes nothing: the worker evaluates the gates
@@ -413,6 +416,7 @@ func (q *Queries) InvocationBeginMany(ctx context.Context, db DBTX, arg Invocati
 			&i.ActionInvocation.Steps,
 			&i.Patterns,
 			&i.Windows,
+			&i.PausedAt,
 			&i.CredentialVersion,
 			&i.LockedStatus,
 			&i.StartedBefore,
@@ -2712,6 +2716,61 @@ func (q *Queries) InvocationStart(ctx context.Context, db DBTX, arg InvocationSt
 		&i.Steps,
 	)
 	return i, err
+}
+
+const orgQueueStates = `-- name: OrgQueueStates :many
+SELECT state::text AS state, count(*) AS n, min(since)::timestamptz AS oldest,
+       extract(epoch FROM now() - min(since))::float8 AS age_seconds
+FROM (
+    SELECT CASE WHEN status = 'pending' THEN 'pending'
+                WHEN status = 'executing' THEN 'running'
+                WHEN started_at IS NULL THEN 'queued'
+                ELSE 'retrying' END AS state,
+           CASE WHEN status = 'pending' THEN created_at
+                WHEN status = 'approved' AND started_at IS NULL THEN coalesce(approved_at, created_at)
+                ELSE updated_at END AS since
+    FROM action_invocations
+    WHERE organization_id = $1 AND status IN ('pending', 'approved', 'executing')
+) AS s
+GROUP BY state
+`
+
+type OrgQueueStatesRow struct {
+	State      string
+	N          int64
+	Oldest     time.Time
+	AgeSeconds float64
+}
+
+// The organization's unfinished invocations by where they stand: pending
+// (awaiting approval), queued (approved, never started: waiting for a
+// worker, a token, a gate or the organization's pause), retrying
+// (approved again after an attempt: waiting for its retry or a provider's
+// Retry-After) and running (executing), each with the earliest moment one
+// of them entered that state and its age by the database clock.
+func (q *Queries) OrgQueueStates(ctx context.Context, db DBTX, organizationID string) ([]OrgQueueStatesRow, error) {
+	rows, err := db.Query(ctx, orgQueueStates, organizationID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OrgQueueStatesRow
+	for rows.Next() {
+		var i OrgQueueStatesRow
+		if err := rows.Scan(
+			&i.State,
+			&i.N,
+			&i.Oldest,
+			&i.AgeSeconds,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const riverWakeQueue = `-- name: RiverWakeQueue :exec

@@ -155,6 +155,12 @@ type OrgDatabase struct {
 	UpdatedAt          time.Time
 }
 
+type OrgPause struct {
+	OrganizationID string
+	PausedBy       string
+	PausedAt       time.Time
+}
+
 type QuietHour struct {
 	OrganizationID string
 	Bucket         string

@@ -43,6 +43,9 @@ func (ExecuteArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue
 // inserted, scheduled, in the transaction that parks the invocation.
 type ExpireArgs struct {
 	InvocationID uuid.UUID `json:"invocation_id"`
+	// OrganizationID is the invocation's organization: row-level security
+	// shows a job to its organization's API sessions only (migration 021).
+	OrganizationID string `json:"organization_id,omitempty"`
 }
 
 // Kind implements river.JobArgs.

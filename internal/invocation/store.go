@@ -90,6 +90,9 @@ type RunContext struct {
 	// (started_at was set before this one): the provider may have acted on
 	// the invocation even though no outcome was recorded.
 	StartedBefore bool
+	// PausedAt is when the organization's pause began; nil when it is not
+	// paused. A paused organization's invocations do not start.
+	PausedAt *time.Time
 }
 
 // BeginArgs names one job's Begin.
@@ -150,6 +153,9 @@ func (s *Store) BeginMany(ctx context.Context, db DB, args []BeginArgs) ([]batch
 			}
 			rc := runContext(r.Patterns, r.Windows, r.CredentialVersion)
 			rc.StartedBefore = r.StartedBefore
+			if r.PausedAt.After(time.Unix(0, 0)) {
+				rc.PausedAt = &r.PausedAt
+			}
 			begun[inv.ID] = Begun{Invocation: inv, Run: rc, Started: r.Started}
 		}
 		for _, i := range now {
@@ -355,7 +361,7 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*CreateParams) (
 				return nil, errors.New("a pending invocation needs ExpiresAt")
 			}
 			refs[i].expiry = len(jobs)
-			jobs = append(jobs, river.InsertManyParams{Args: ExpireArgs{InvocationID: p.ID}, InsertOpts: &river.InsertOpts{ScheduledAt: *p.ExpiresAt}})
+			jobs = append(jobs, river.InsertManyParams{Args: ExpireArgs{InvocationID: p.ID, OrganizationID: p.OrganizationID}, InsertOpts: &river.InsertOpts{ScheduledAt: *p.ExpiresAt}})
 		}
 	}
 	var jobIDs []int64

@@ -37,6 +37,9 @@ type Metrics struct {
 	// SlackNotifications counts Slack approval messages posted and updated
 	// and interactivity answers, by kind and outcome.
 	SlackNotifications *prometheus.CounterVec
+	// PauseHolds counts execute jobs held (snoozed) because their
+	// organization is paused.
+	PauseHolds prometheus.Counter
 }
 
 // New creates the metrics and registers them on reg.
@@ -83,8 +86,12 @@ func New(reg prometheus.Registerer) *Metrics {
 		Name: "outboxd_slack_notifications_total",
 		Help: "Slack approval messages posted and updated, and clicks answered, by kind (post, update, click) and outcome.",
 	}, []string{"kind", "outcome"})
+	m.PauseHolds = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "outboxd_org_pause_holds_total",
+		Help: "Execute jobs held (snoozed, no attempt spent) because their organization is paused.",
+	})
 	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency, m.Drift, m.ConnectorList,
-		m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications)
+		m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications, m.PauseHolds)
 	return m
 }
 

@@ -80,8 +80,8 @@ var wantAccess = map[string]string{
 	"POST /v1/dead-letters/{id}/retry":                                       "admin owner",
 	"POST /v1/dead-letters/{id}/discard":                                     "admin owner",
 	"GET /v1/queues":                                                         "admin owner",
-	"POST /v1/queues/{name}/pause":                                           "owner",
-	"POST /v1/queues/{name}/resume":                                          "owner",
+	"POST /v1/queues/pause":                                                  "admin owner",
+	"POST /v1/queues/resume":                                                 "admin owner",
 	"GET /v1/stats":                                                          "admin owner",
 	"GET /v1/rate-buckets":                                                   "admin owner",
 	"POST /v1/envelopes":                                                     "service",
@@ -130,7 +130,7 @@ func TestAuth_Matrix(t *testing.T) {
 	// admitted caller's request cannot change anything.
 	fill := func(pattern, id string) string {
 		return strings.NewReplacer("{session_id}", apptest.Session, "{id}", id, "{integration}", "slack",
-			"{automation_id}", "automation-1", "{name}", "no-such-queue").Replace(pattern)
+			"{automation_id}", "automation-1").Replace(pattern)
 	}
 	var requests int
 	for _, rt := range routes {
@@ -160,8 +160,12 @@ func TestAuth_Matrix(t *testing.T) {
 	}
 	require.Equal(t, len(routes)*14, requests)
 
-	// Nothing the matrix sent changed the envelope.
+	// Nothing the matrix sent changed the envelope, and every pause it
+	// sent was resumed by the route after it.
 	require.Equal(t, "pending", b.Invocation(id)["status"])
+	var paused int
+	require.NoError(t, b.Pool.QueryRow(context.Background(), "SELECT count(*) FROM org_pauses").Scan(&paused))
+	require.Zero(t, paused)
 }
 
 // call calls a route; an event stream is read up to its first message and

@@ -149,8 +149,8 @@ func TestBadInput_Corpus(t *testing.T) {
 		{"POST", "/v1/dead-letters/" + pending + "/retry", owner, member, nil},
 		{"POST", "/v1/dead-letters/" + pending + "/discard", owner, member, nil},
 		{"GET", "/v1/queues", owner, sandbox, nil},
-		{"POST", "/v1/queues/default/pause", owner, admin, nil},
-		{"POST", "/v1/queues/default/resume", owner, admin, nil},
+		{"POST", "/v1/queues/pause", owner, member, nil},
+		{"POST", "/v1/queues/resume", owner, member, nil},
 		{"GET", "/v1/stats", owner, member, nil},
 		{"GET", "/v1/rate-buckets", owner, member, nil},
 		{"POST", "/v1/envelopes", service, owner, envelope("corpus-new", nil)},
@@ -162,7 +162,7 @@ func TestBadInput_Corpus(t *testing.T) {
 	add := func(c badCase) { cases = append(cases, c) }
 	// segment matches the path segments that are wildcards of the route.
 	segment := regexp.MustCompile(`/(` + regexp.QuoteMeta(apptest.Session) + `|` + pending + `|` + env + `|` + conn +
-		`|` + db + `|` + hook + `|slack|automation-1|default)(/|$)`)
+		`|` + db + `|` + hook + `|slack|automation-1)(/|$)`)
 	badSegments := []struct{ name, value string }{
 		{"NUL", "%00"}, {"EmbeddedNUL", "a%00b"}, {"InvalidUTF8", "%FF"}, {"TruncatedUTF8", "%C3"},
 		{"Overlong", "%C0%AF"}, {"Newline", "x%0Ay"}, {"TooLong", strings.Repeat("a", 300)},

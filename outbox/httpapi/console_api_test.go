@@ -103,27 +103,22 @@ func TestStats(t *testing.T) {
 	flight := r.Body["in_flight"].(map[string]any)
 	require.EqualValues(t, 1, flight["pending"].(map[string]any)["count"])
 
-	// The pending invocation parks a River job (pending) and schedules its
-	// expiry (scheduled, due ahead: a negative age).
-	var sawPending, sawScheduled bool
-	for _, q := range r.Body["queues"].([]any) {
-		states := q.(map[string]any)["states"].(map[string]any)
-		if st, ok := states["pending"].(map[string]any); ok && st["count"].(float64) > 0 {
-			sawPending = true
-			require.GreaterOrEqual(t, st["age_seconds"], 0.0)
-		}
-		if st, ok := states["scheduled"].(map[string]any); ok && st["count"].(float64) > 0 {
-			sawScheduled = true
-			require.Less(t, st["age_seconds"], 0.0, "a scheduled job is due ahead")
-		}
-	}
-	require.True(t, sawPending && sawScheduled, "queues: %v", r.Body["queues"])
+	// The queue counts the organization's own invocations: the pending
+	// one, with its age by the database clock.
+	queue := r.Body["queue"].(map[string]any)
+	require.Equal(t, false, queue["paused"])
+	st := queue["states"].(map[string]any)["pending"].(map[string]any)
+	require.EqualValues(t, 1, st["count"])
+	require.GreaterOrEqual(t, st["age_seconds"], 0.0)
+	require.NotNil(t, st["oldest_at"])
+	require.NotContains(t, r.Body, "queues", "River's queues are the operator's")
 
 	// Another organization sees none of org-1's invocations.
 	r = b.Do("GET", "/v1/stats", b.Token(auth.Claims{Org: "org-2", Kind: auth.KindUser, Role: auth.RoleOwner}), nil)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Empty(t, r.Body["last_hour"].(map[string]any)["ended"])
 	require.Empty(t, r.Body["in_flight"])
+	require.EqualValues(t, 0, r.Body["queue"].(map[string]any)["states"].(map[string]any)["pending"].(map[string]any)["count"])
 
 	// Deciding the pending one moves it out of flight.
 	r = b.Do("POST", "/v1/invocations/"+pending+"/deny", b.Owner(), map[string]string{"reason": "no"})

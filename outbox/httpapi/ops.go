@@ -100,32 +100,39 @@ func (s *Server) deadLetterOp(retry bool) handlerFunc {
 	}
 }
 
-func (s *Server) listQueues(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	queues, err := s.svc.Queues(r.Context())
+// queue answers the caller's organization's own queue: its pause and its
+// unfinished invocations by state. River's queues, shared by every
+// organization, are not served: they are the operator's (`outboxd queue`).
+func (s *Server) queue(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	q, err := s.svc.Queue(r.Context(), c.Org)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"queues": queues})
+	writeJSON(w, http.StatusOK, q)
 	return nil
 }
 
-func (s *Server) queueOp(pause bool) handlerFunc {
+// pause pauses (resume resumes) the caller's organization's actions, and
+// only its own: the workers hold its jobs while every other
+// organization's keep running.
+func (s *Server) pause(resume bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-		op := s.svc.ResumeQueue
-		if pause {
-			op = s.svc.PauseQueue
+		op := s.svc.Pause
+		if resume {
+			op = s.svc.Resume
 		}
-		if err := op(r.Context(), r.PathValue("name")); err != nil {
+		q, err := op(r.Context(), c.Org, c.Subject)
+		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"queue": r.PathValue("name"), "paused": pause})
+		writeJSON(w, http.StatusOK, q)
 		return nil
 	}
 }
 
-// stats answers the operations page's summary: queue depth and age by
-// state, and the organization's throughput and failure rate over the last
-// hour, computed by the database.
+// stats answers the operations page's summary of the caller's
+// organization: its queue (as GET /v1/queues), and its throughput and
+// failure rate over the last hour, computed by the database.
 func (s *Server) stats(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	st, err := s.svc.Stats(r.Context(), c.Org)
 	if err != nil {

@@ -2,15 +2,16 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/worker"
 )
@@ -166,43 +167,134 @@ func TestGates_MustRunBeforePassingWhileAwaitingApproval(t *testing.T) {
 	require.Empty(t, b.Slack.Requests())
 }
 
-func TestQueues_PauseAndResume(t *testing.T) {
+// TestQueues_OrganizationPause runs two organizations on one worker: the
+// first pauses itself, and only its actions are held (no call, no attempt
+// spent) while the second's run; each sees only its own counts; the second
+// cannot resume the first; resuming runs the held job at once.
+func TestQueues_OrganizationPause(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	b := apptest.Start(t, nil)
-	b.StoreSlackToken("xoxb-queue")
+	b.StoreSlackToken("xoxb-org-1")
 	b.SetModes(map[string]string{"slack:send_message": "allow"})
-	sendEnvelope(t, b, "warmup", nil)
-	require.Eventually(t, func() bool { return len(b.Slack.Requests()) == 1 }, 10*time.Second, 50*time.Millisecond)
-
-	require.Equal(t, http.StatusForbidden, b.Do("POST", "/v1/queues/actions/pause", b.Admin(), nil).Status)
-	require.Equal(t, http.StatusNotFound, b.Do("POST", "/v1/queues/nope/pause", b.Owner(), nil).Status)
-	// River's producer announces when it has paused; only then is nothing
-	// fetched any more.
-	events, unsubscribe := b.App.River.Subscribe(river.EventKindQueuePaused)
-	defer unsubscribe()
-	r := b.Do("POST", "/v1/queues/actions/pause", b.Owner(), nil)
-	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
-	select {
-	case e := <-events:
-		require.Equal(t, "actions", e.Queue.Name)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the producer of the actions queue never paused")
+	const org2 = "org-2"
+	owner2 := b.Token(auth.Claims{Org: org2, Kind: auth.KindUser, Role: auth.RoleOwner})
+	admin2 := b.Token(auth.Claims{Org: org2, Kind: auth.KindUser, Role: auth.RoleAdmin})
+	service2 := b.Token(auth.Claims{Org: org2, Kind: auth.KindService, AutomationID: "automation-1"})
+	require.Equal(t, http.StatusOK, b.Do("PUT", "/v1/credentials/slack", owner2, map[string]string{"token": "xoxb-org-2"}).Status)
+	require.Equal(t, http.StatusOK, b.Do("PUT", "/v1/action-modes", owner2, map[string]string{"slack:send_message": "allow"}).Status)
+	send2 := func(externalID string, extra map[string]any) string {
+		r := b.Do("POST", "/v1/envelopes", service2, envelope(externalID, extra))
+		require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+		return r.Body["action_id"].(string)
 	}
-	require.Eventually(t, func() bool {
-		q := b.Do("GET", "/v1/queues", b.Admin(), nil)
-		for _, item := range q.Body["queues"].([]any) {
-			if item.(map[string]any)["name"] == "actions" {
-				return item.(map[string]any)["paused"] == true
+	status := func(id string) string {
+		var st string
+		require.NoError(t, b.Pool.QueryRow(ctx, `SELECT status FROM action_invocations WHERE id = $1`, id).Scan(&st))
+		return st
+	}
+	waitDone := func(id string) {
+		require.Eventually(t, func() bool { return status(id) == "completed" }, 15*time.Second, 20*time.Millisecond, id)
+	}
+	calls := func(id string) int {
+		n := 0
+		for _, r := range b.Slack.Requests() {
+			if r.IdempotencyKey == id {
+				n++
 			}
 		}
-		return false
-	}, 5*time.Second, 50*time.Millisecond)
+		return n
+	}
+	type job struct {
+		state    string
+		attempt  int
+		heldBy   *time.Time
+		snoozes  int
+		metadata string
+	}
+	jobOf := func(id string) job {
+		var j job
+		require.NoError(t, b.Pool.QueryRow(ctx, `SELECT j.state::text, j.attempt, (j.metadata->>'org_paused_at')::timestamptz,
+			coalesce((j.metadata->>'snoozes')::int, 0), j.metadata::text
+			FROM river_job j JOIN action_invocations i ON i.job_id = j.id WHERE i.id = $1`, id).
+			Scan(&j.state, &j.attempt, &j.heldBy, &j.snoozes, &j.metadata))
+		return j
+	}
 
-	id := sendEnvelope(t, b, "paused-1", nil)
-	time.Sleep(time.Second)
-	require.Len(t, b.Slack.Requests(), 1, "a paused queue runs nothing")
-	require.Equal(t, "approved", b.Invocation(id)["status"])
+	r := b.Do("POST", "/v1/queues/pause", b.Admin(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, true, r.Body["paused"])
+	require.Equal(t, "user-admin", r.Body["paused_by"])
+	pausedAt, err := time.Parse(time.RFC3339Nano, r.Body["paused_at"].(string))
+	require.NoError(t, err)
+	// Pausing again keeps the first pause.
+	r = b.Do("POST", "/v1/queues/pause", b.Owner(), nil)
+	require.Equal(t, "user-admin", r.Body["paused_by"], string(r.Raw))
+	// River's shared queue is not the organization's to pause any more.
+	require.Equal(t, http.StatusNotFound, b.Do("POST", "/v1/queues/actions/pause", b.Owner(), nil).Status)
 
-	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/actions/resume", b.Owner(), nil).Status)
-	b.WaitStatus(id, invocation.StatusCompleted, 15*time.Second)
+	held := sendEnvelope(t, b, "held-1", nil)
+	// The other organization runs while the first is paused, and its
+	// pending envelopes are its own to count.
+	ran := send2("runs-1", nil)
+	waitDone(ran)
+	for i := range 3 {
+		send2(fmt.Sprintf("waits-%d", i), map[string]any{"approval": "required"})
+	}
+
+	// The held job is snoozed by the pause: no call, no attempt spent.
+	var j job
+	require.Eventually(t, func() bool { j = jobOf(held); return j.heldBy != nil }, 15*time.Second, 20*time.Millisecond)
+	require.Equal(t, "scheduled", j.state, j.metadata)
+	require.Zero(t, j.attempt, "holding spends no attempt")
+	require.True(t, j.heldBy.Equal(pausedAt), "held by %s, paused at %s", j.heldBy, pausedAt)
+	require.Equal(t, "approved", status(held))
+	require.Zero(t, calls(held))
+	require.Equal(t, 1, calls(ran))
+
+	// A held job that comes back while the pause lasts is held again
+	// before it takes a token.
+	_, err = b.Pool.Exec(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now() WHERE id = (SELECT job_id FROM action_invocations WHERE id = $1)`, held)
+	require.NoError(t, err)
+	snoozes := j.snoozes
+	require.Eventually(t, func() bool { j = jobOf(held); return j.snoozes > snoozes }, 15*time.Second, 20*time.Millisecond)
+	require.Equal(t, "scheduled", j.state, j.metadata)
+	require.Zero(t, j.attempt)
+	require.Zero(t, calls(held))
+
+	// Each organization sees its own counts and pause, nothing of the other.
+	q1 := b.Do("GET", "/v1/queues", b.Admin(), nil)
+	require.Equal(t, http.StatusOK, q1.Status, string(q1.Raw))
+	require.Equal(t, true, q1.Body["paused"])
+	states1 := q1.Body["states"].(map[string]any)
+	require.Equal(t, float64(1), states1["queued"].(map[string]any)["count"], string(q1.Raw))
+	require.Equal(t, float64(0), states1["pending"].(map[string]any)["count"], string(q1.Raw))
+	require.NotNil(t, states1["queued"].(map[string]any)["age_seconds"])
+	require.Nil(t, states1["pending"].(map[string]any)["oldest_at"])
+	q2 := b.Do("GET", "/v1/queues", admin2, nil)
+	require.Equal(t, false, q2.Body["paused"], string(q2.Raw))
+	states2 := q2.Body["states"].(map[string]any)
+	require.Equal(t, float64(3), states2["pending"].(map[string]any)["count"], string(q2.Raw))
+	require.Equal(t, float64(0), states2["queued"].(map[string]any)["count"], string(q2.Raw))
+	st := b.Do("GET", "/v1/stats", b.Admin(), nil)
+	require.Equal(t, http.StatusOK, st.Status, string(st.Raw))
+	require.NotContains(t, st.Body, "queues")
+	require.Equal(t, q1.Body["states"].(map[string]any)["queued"].(map[string]any)["count"],
+		st.Body["queue"].(map[string]any)["states"].(map[string]any)["queued"].(map[string]any)["count"])
+
+	// The other organization's admin resumes its own organization only.
+	r = b.Do("POST", "/v1/queues/resume", admin2, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, true, b.Do("GET", "/v1/queues", b.Admin(), nil).Body["paused"])
+	require.Equal(t, "scheduled", jobOf(held).state)
+	require.Equal(t, "approved", status(held))
+
+	// Resuming releases the held job at once, well before the recheck
+	// (a minute by default).
+	r = b.Do("POST", "/v1/queues/resume", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, false, r.Body["paused"])
+	waitDone(held)
+	require.Equal(t, 1, calls(held))
+	require.Equal(t, 1, jobOf(held).attempt, "one attempt: the one that ran")
 }

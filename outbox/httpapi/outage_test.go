@@ -38,7 +38,7 @@ func TestOutage_DatabaseUnavailable(t *testing.T) {
 		{"PUT", "/v1/credentials/slack", b.Owner(), map[string]string{"token": "xoxb-replaced"}},
 		{"PUT", "/v1/do-not-contact", b.Owner(), map[string]any{"patterns": []string{"#general"}}},
 		{"POST", "/v1/dead-letters/retry", b.Owner(), map[string]any{"ids": []string{pending}}},
-		{"POST", "/v1/queues/default/pause", b.Owner(), nil},
+		{"POST", "/v1/queues/pause", b.Owner(), nil},
 		{"GET", "/v1/invocations", b.Owner(), nil},
 		{"GET", "/v1/invocations/" + pending, b.Owner(), nil},
 		{"GET", sess + "/available", b.Sandbox(), nil},

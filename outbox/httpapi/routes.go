@@ -73,8 +73,9 @@ type route struct {
 // who may call what. Least privilege:
 //   - members read the inbox, envelopes, the catalog and action modes, and
 //     decide nothing; connectors, databases, credentials, gates, dead letters and
-//     queues are for admins and owners, and pausing queues (shared by every
-//     org) for owners only;
+//     the organization's queue (its counts, its pause) are for admins and
+//     owners; River's queues, shared by every organization, are not served
+//     at all: they are the operator's (`outboxd queue`);
 //   - a service token enqueues envelopes and reads or cancels the envelopes
 //     of its own automation, and nothing else;
 //   - a sandbox token acts on its own session only.
@@ -147,9 +148,9 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/dead-letters/discard", admins, s.deadLetterOp(false)},
 		{"POST", "/v1/dead-letters/{id}/retry", admins, s.deadLetterOp(true)},
 		{"POST", "/v1/dead-letters/{id}/discard", admins, s.deadLetterOp(false)},
-		{"GET", "/v1/queues", admins, s.listQueues},
-		{"POST", "/v1/queues/{name}/pause", owner, s.queueOp(true)},
-		{"POST", "/v1/queues/{name}/resume", owner, s.queueOp(false)},
+		{"GET", "/v1/queues", admins, s.queue},
+		{"POST", "/v1/queues/pause", admins, s.pause(false)},
+		{"POST", "/v1/queues/resume", admins, s.pause(true)},
 		{"GET", "/v1/stats", admins, s.stats},
 		{"GET", "/v1/rate-buckets", admins, s.rateBuckets},
 

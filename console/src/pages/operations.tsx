@@ -1,14 +1,16 @@
-// Operations: queue depth and age by state, the last hour's throughput
-// and failure rate, dead letters, queues, rate buckets, quiet hours and
-// do-not-contact. Admins and owners; pausing queues is the owner's.
+// Operations: the organization's own queue (its invocations by state with
+// the oldest one's age, and its pause), the last hour's throughput and
+// failure rate, dead letters, rate buckets, quiet hours and do-not-contact.
+// Admins and owners. River's queues, shared by every organization, are the
+// operator's (`outboxd queue`) and not shown here.
 import { useEffect, useState } from "preact/hooks";
-import { api, type Invocation, type QuietWindow, type RateBucket, type Stats } from "../api";
+import { api, type Invocation, type OrgQueue, type QuietWindow, type RateBucket, type Stats } from "../api";
 import type { Session } from "../main";
 import { Alert, Card, DataTable, Empty, ErrorAlert, Flash, InputField, PageHead, SelectField, errorText, fmtDuration, fmtTime } from "../ui";
 
-const states = ["available", "pending", "running", "retryable", "scheduled", "completed", "cancelled", "discarded"];
+const states = ["pending", "queued", "retrying", "running"];
 
-export function Operations({ session }: { session: Session }) {
+export function Operations(_: { session: Session }) {
   const [stats, setStats] = useState<Stats | null>(null);
   const [buckets, setBuckets] = useState<RateBucket[] | null>(null);
   const [error, setError] = useState("");
@@ -34,7 +36,7 @@ export function Operations({ session }: { session: Session }) {
       </PageHead>
       <ErrorAlert error={error} />
       {stats ? <Throughput stats={stats} /> : null}
-      {stats ? <Queues stats={stats} session={session} onChange={refresh} /> : null}
+      {stats ? <Queue queue={stats.queue} onChange={refresh} /> : null}
       <DeadLetters onChange={refresh} />
       {buckets ? <Buckets buckets={buckets} /> : null}
       <div class="two-col">
@@ -85,54 +87,56 @@ function Throughput({ stats }: { stats: Stats }) {
   );
 }
 
-function Queues({ stats, session, onChange }: { stats: Stats; session: Session; onChange: () => void }) {
+function Queue({ queue, onChange }: { queue: OrgQueue; onChange: () => void }) {
   const [error, setError] = useState("");
   return (
-    <Card id="q-h" title="Queues">
-      <p class="muted">Jobs by state (each counted up to 10,000) and the age of the oldest; negative ages are jobs due later. Queues are shared by every organization.</p>
+    <Card id="q-h" title={<>Queue {queue.paused ? <span class="badge status-paused">paused</span> : null}</>}>
+      <p class="muted">
+        This organization's unfinished actions by state, with the oldest one's age. Pausing holds this organization's actions (nothing is called, no attempt is
+        spent) until it is resumed; other organizations are not affected.
+      </p>
+      {queue.paused ? (
+        <Alert kind="info">
+          Paused{queue.paused_at ? " since " + fmtTime(queue.paused_at) : ""}{queue.paused_by ? " by " + queue.paused_by : ""}: new and approved actions wait until it is resumed.
+        </Alert>
+      ) : null}
       <ErrorAlert error={error} />
-      <DataTable columns={["Queue", ...states]} actions>
-        {stats.queues.map((q) => (
-          <tr key={q.name}>
-            <th scope="row">
-              {q.name} {q.paused ? <span class="badge status-paused">paused</span> : null}
-            </th>
-            {states.map((s) => {
-              const st = q.states[s];
-              return (
-                <td key={s}>
-                  {st ? st.count : 0}
-                  {st && st.age_seconds !== null ? <div class="muted small">{age(s, st.age_seconds)}</div> : null}
-                </td>
-              );
-            })}
-            <td>
-              {session.isOwner ? (
-                <button
-                  onClick={async () => {
-                    try {
-                      await (q.paused ? api.resumeQueue(q.name) : api.pauseQueue(q.name));
-                      onChange();
-                    } catch (e) {
-                      setError(errorText(e));
-                    }
-                  }}
-                >
-                  {q.paused ? "Resume" : "Pause"} <span class="sr-only">{q.name}</span>
-                </button>
-              ) : null}
-            </td>
-          </tr>
-        ))}
+      <DataTable columns={states}>
+        <tr>
+          {states.map((s) => {
+            const st = queue.states[s];
+            return (
+              <td key={s} data-state={s}>
+                {st ? st.count : 0}
+                {st && st.age_seconds !== null ? <div class="muted small">{age(s, st.age_seconds)}</div> : null}
+              </td>
+            );
+          })}
+        </tr>
       </DataTable>
+      <div class="buttons">
+        <button
+          class={queue.paused ? "primary" : "danger-outline"}
+          onClick={async () => {
+            setError("");
+            try {
+              await (queue.paused ? api.resume() : api.pause());
+              onChange();
+            } catch (e) {
+              setError(errorText(e));
+            }
+          }}
+        >
+          {queue.paused ? "Resume this organization" : "Pause this organization"}
+        </button>
+      </div>
     </Card>
   );
 }
 
-/** age words a state's oldest job: how long it has waited or run, or when the next is due. */
+/** age words a state's oldest invocation: how long it has waited or run. */
 function age(state: string, seconds: number): string {
-  if (seconds < 0) return "next due " + fmtDuration(seconds);
-  return (state === "running" ? "running for " : "oldest ") + fmtDuration(seconds);
+  return (state === "running" ? "running for " : "oldest ") + fmtDuration(Math.max(0, seconds));
 }
 
 function DeadLetters({ onChange }: { onChange: () => void }) {

@@ -17,3 +17,23 @@ DELETE FROM do_not_contact WHERE organization_id = @organization_id;
 -- name: DoNotContactInsert :exec
 INSERT INTO do_not_contact (organization_id, pattern, created_by) VALUES (@organization_id, @pattern, @created_by)
 ON CONFLICT DO NOTHING;
+
+-- name: OrgPauseGet :one
+SELECT * FROM org_pauses WHERE organization_id = @organization_id;
+
+-- name: OrgPausedSince :many
+-- The pause of @organization_id, if any (no row when none): what a worker
+-- asks before it takes a token for a job an earlier pause held.
+SELECT paused_at FROM org_pauses WHERE organization_id = @organization_id;
+
+-- name: OrgPauseInsert :one
+-- Pauses @organization_id; pausing a paused organization keeps the first
+-- pause (who and since when).
+INSERT INTO org_pauses (organization_id, paused_by) VALUES (@organization_id, @paused_by)
+ON CONFLICT (organization_id) DO UPDATE SET paused_by = org_pauses.paused_by
+RETURNING *;
+
+-- name: OrgPauseDelete :many
+-- Resumes @organization_id; no row when it was not paused.
+DELETE FROM org_pauses WHERE organization_id = @organization_id RETURNING *;
+

@@ -95,6 +95,28 @@ FROM action_invocations
 WHERE organization_id = @organization_id AND status IN ('pending', 'approved', 'executing')
 GROUP BY status;
 
+-- name: OrgQueueStates :many
+-- The organization's unfinished invocations by where they stand: pending
+-- (awaiting approval), queued (approved, never started: waiting for a
+-- worker, a token, a gate or the organization's pause), retrying
+-- (approved again after an attempt: waiting for its retry or a provider's
+-- Retry-After) and running (executing), each with the earliest moment one
+-- of them entered that state and its age by the database clock.
+SELECT state::text AS state, count(*) AS n, min(since)::timestamptz AS oldest,
+       extract(epoch FROM now() - min(since))::float8 AS age_seconds
+FROM (
+    SELECT CASE WHEN status = 'pending' THEN 'pending'
+                WHEN status = 'executing' THEN 'running'
+                WHEN started_at IS NULL THEN 'queued'
+                ELSE 'retrying' END AS state,
+           CASE WHEN status = 'pending' THEN created_at
+                WHEN status = 'approved' AND started_at IS NULL THEN coalesce(approved_at, created_at)
+                ELSE updated_at END AS since
+    FROM action_invocations
+    WHERE organization_id = @organization_id AND status IN ('pending', 'approved', 'executing')
+) AS s
+GROUP BY state;
+
 -- name: InvocationApprove :one
 WITH prev AS (
     SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
@@ -318,10 +340,11 @@ WHERE organization_id = @organization_id AND external_id = ANY(@external_ids::te
 -- The workers' one statement before their calls, for the jobs beginning
 -- at the same moment (one element of @ids and @attempts each, ids
 -- distinct): it reads each invocation, its organization's do-not-contact
--- patterns, the quiet windows of the organization and of its bucket, and
--- the version (last change) of the credentials it may use, and, when no
--- gate can apply (no do-not-contact pattern, no quiet window,
--- must_run_before not passed) and the invocation is approved or executing,
+-- patterns, the quiet windows of the organization and of its bucket, the
+-- organization's pause (its paused_at, the epoch when not paused), and
+-- the version (last change) of the credentials it may use, and, when no gate can apply (no pause, no do-not-contact
+-- pattern, no quiet window, must_run_before not passed) and the
+-- invocation is approved or executing,
 -- marks it executing as InvocationStart does, with its event. An
 -- invocation that does not exist is not in the answer.
 -- When a gate may apply it changes nothing: the worker evaluates the gates
@@ -345,6 +368,7 @@ WITH prev AS (
         coalesce((SELECT jsonb_agg(jsonb_build_object('time_zone', q.time_zone, 'start', q.start_minute, 'end', q.end_minute))
                   FROM quiet_hours q
                   WHERE q.organization_id = a.organization_id AND (q.bucket = '' OR q.bucket = coalesce(a.rate_bucket, ''))), '[]')::jsonb AS windows,
+        coalesce((SELECT p.paused_at FROM org_pauses p WHERE p.organization_id = a.organization_id), 'epoch')::timestamptz AS paused_at,
         coalesce((SELECT max(c.updated_at) FROM credentials c
                   WHERE c.organization_id = a.organization_id AND c.integration = a.integration
                     AND (c.user_id = '' OR c.user_id = coalesce(a.user_id, ''))), 'epoch')::timestamptz AS credential_version
@@ -352,7 +376,7 @@ WITH prev AS (
     JOIN action_invocations AS a ON a.id = k.id
     ORDER BY a.id FOR UPDATE OF a
 ), go AS (
-    SELECT prev.*, (prev.status IN ('approved', 'executing')
+    SELECT prev.*, (prev.status IN ('approved', 'executing') AND prev.paused_at = 'epoch'
         AND cardinality(prev.patterns) = 0 AND prev.windows = '[]'::jsonb
         AND (prev.must_run_before IS NULL OR prev.must_run_before > now()))::bool AS start
     FROM prev
@@ -368,7 +392,7 @@ WITH prev AS (
     SELECT next.id, next.organization_id, next.event_seq, 'started', next.from_status, next.status, NULL, 'attempt ' || next.attempt
     FROM next
 )
-SELECT sqlc.embed(i), go.patterns, go.windows, go.credential_version,
+SELECT sqlc.embed(i), go.patterns, go.windows, go.paused_at, go.credential_version,
     go.status AS locked_status, (go.started_at IS NOT NULL)::bool AS started_before,
     go.start AS started,
     go.attempt::int AS attempt_new, coalesce(go.started_at, now())::timestamptz AS started_at_new,

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/invocation"
+)
+
+// TestQueue_OperatorPausesEveryOrganization: River's shared queue is the
+// operator's, through the CLI on the database. Paused, no organization's
+// actions run; `queue list` counts every organization's jobs; resumed,
+// they all run.
+func TestQueue_OperatorPausesEveryOrganization(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-org-1")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	owner2 := b.Token(auth.Claims{Org: "org-2", Kind: auth.KindUser, Role: auth.RoleOwner})
+	service2 := b.Token(auth.Claims{Org: "org-2", Kind: auth.KindService, AutomationID: "automation-1"})
+	require.Equal(t, http.StatusOK, b.Do("PUT", "/v1/credentials/slack", owner2, map[string]string{"token": "xoxb-org-2"}).Status)
+	require.Equal(t, http.StatusOK, b.Do("PUT", "/v1/action-modes", owner2, map[string]string{"slack:send_message": "allow"}).Status)
+	send := func(token, externalID string) string {
+		r := b.Do("POST", "/v1/envelopes", token, map[string]any{
+			"external_id": externalID,
+			"tool":        map[string]string{"source": "slack", "action": "send_message"},
+			"args":        map[string]string{"channel": "C0123456789", "text": "hello"},
+		})
+		require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+		return r.Body["action_id"].(string)
+	}
+	// The first envelope makes the worker serve the actions queue.
+	b.WaitStatus(send(b.Service(), "warmup"), invocation.StatusCompleted, 15*time.Second)
+
+	env := []string{"DATABASE_URL=" + b.DBURL, "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY="}
+	// River's producer announces when it has paused; only then is nothing
+	// fetched any more.
+	events, unsubscribe := b.App.River.Subscribe(river.EventKindQueuePaused)
+	defer unsubscribe()
+	code, out := run(t, env, "queue", "pause", "actions")
+	require.Equal(t, 0, code, out)
+	select {
+	case e := <-events:
+		require.Equal(t, invocation.QueueActions, e.Queue.Name)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the producer of the actions queue never paused")
+	}
+	ids := []string{send(b.Service(), "paused-1"), send(service2, "paused-2")}
+	code, out = run(t, env, "queue", "list")
+	require.Equal(t, 0, code, out)
+	require.Regexp(t, `actions\s+true\s+available\s+2\s`, out, "both organizations' jobs, counted by the operator")
+
+	for _, id := range ids {
+		var state string
+		require.NoError(t, b.Pool.QueryRow(ctx, `SELECT j.state::text FROM river_job j JOIN action_invocations i ON i.job_id = j.id WHERE i.id = $1`, id).Scan(&state))
+		require.Equal(t, "available", state, "a paused queue runs nothing")
+	}
+	require.Len(t, b.Slack.Requests(), 1)
+
+	code, out = run(t, env, "queue", "resume", "actions")
+	require.Equal(t, 0, code, out)
+	for _, id := range ids {
+		require.Eventually(t, func() bool {
+			var status string
+			require.NoError(t, b.Pool.QueryRow(ctx, `SELECT status FROM action_invocations WHERE id = $1`, id).Scan(&status))
+			return status == "completed"
+		}, 15*time.Second, 20*time.Millisecond)
+	}
+	require.Len(t, b.Slack.Requests(), 3)
+}
