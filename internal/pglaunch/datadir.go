@@ -288,6 +288,11 @@ func RemoveCluster(dataDir string) ([]string, error) {
 		}
 	}
 	var removed []string
+	for _, dir := range []string{abs, filepath.Join(base, "data")} {
+		if err := removeSocketDir(socketDirFor(dir)); err != nil {
+			return nil, fmt.Errorf("removing postgres socket directory: %w", err)
+		}
+	}
 	if info, err := os.Lstat(base); err == nil {
 		st, ok := info.Sys().(*syscall.Stat_t)
 		if !info.IsDir() || !ok || st.Uid != 0 {

@@ -6,7 +6,6 @@ package databasetest
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -71,10 +70,7 @@ func NewTarget(t testing.TB) *Target {
 			t.Errorf("dropping role: %v", err)
 		}
 	})
-	u, err := url.Parse(adminURL)
-	require.NoError(t, err)
-	u.User = url.UserPassword(role, password)
-	return &Target{AdminURL: adminURL, URL: u.String(), Password: password}
+	return &Target{AdminURL: adminURL, URL: pgtest.PasswordURL(adminURL, role, password), Password: password}
 }
 
 // ItemCount counts shop.items as the superuser.
