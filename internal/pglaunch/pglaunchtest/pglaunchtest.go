@@ -63,7 +63,7 @@ func RequireOwnerOnly(t testing.TB, superuserURL string, tcpPort int) {
 	}
 
 	if os.Geteuid() != 0 {
-		t.Logf("*** THE CROSS-USER CHECK DID NOT RUN: not root, so no client can run as another user; " +
+		t.Logf("*** THE CROSS-USER CHECK DID NOT RUN: not root, so no client can run as another user; "+
 			"checked instead that the socket directory %s is ours with mode 0700", dir)
 		return
 	}
