@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // socketRoot holds the servers' socket directories. It is short on purpose:
@@ -28,37 +27,13 @@ func socketDirFor(dataDir string) string {
 
 // prepareSocketDir creates dir, mode 0700 and owned by the user the server
 // runs as (acct, or the caller when acct is nil), so that nobody else can
-// reach the socket in it. The name is predictable and socketRoot is
-// world-writable, so an existing entry is used only if it is already such
-// a directory (left by a server that was killed).
+// reach the socket in it; a directory left by a killed server is used again.
 func prepareSocketDir(dir string, acct *account) error {
-	uid := uint32(os.Geteuid())
+	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid())
 	if acct != nil {
-		uid = acct.uid
+		uid, gid = acct.uid, acct.gid
 	}
-	if err := os.Mkdir(dir, 0o700); err == nil {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("creating socket directory: %w", err)
-		}
-		if acct != nil {
-			if err := os.Lchown(dir, int(acct.uid), int(acct.gid)); err != nil {
-				return fmt.Errorf("creating socket directory: %w", err)
-			}
-		}
-		return nil
-	} else if !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("creating socket directory: %w", err)
-	}
-	info, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("inspecting socket directory: %w", err)
-	}
-	st, ok := info.Sys().(*syscall.Stat_t)
-	if !info.IsDir() || !ok || st.Uid != uid || info.Mode().Perm() != 0o700 {
-		return fmt.Errorf("refusing socket directory %s: it must be a directory of uid %d with mode 0700, "+
-			"and it is not (another user may have made it); remove it", dir, uid)
-	}
-	return nil
+	return claimDir(dir, 0o700, uid, gid, "socket directory")
 }
 
 // removeSocketDir removes a server's socket directory and what a killed

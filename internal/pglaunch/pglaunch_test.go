@@ -485,7 +485,7 @@ func TestPrepareSocketDir(t *testing.T) {
 	require.NoError(t, os.Mkdir(open, 0o700))
 	require.NoError(t, os.Chmod(open, 0o755))
 	require.NoError(t, os.Lchown(open, int(owner), -1))
-	require.ErrorContains(t, prepareSocketDir(open, acct), "mode 0700")
+	require.ErrorContains(t, prepareSocketDir(open, acct), "no permission beyond 0700")
 
 	link := filepath.Join(root, "link")
 	require.NoError(t, os.Symlink(dir, link))
