@@ -17,9 +17,9 @@
 // 127.0.0.1 for tests that need a TCP address; there roles log in with a
 // password (scram-sha-256) and the superuser, which has none, is refused.
 // Server.URL is the superuser's URL through the socket:
-// postgres://postgres@/<database>?host=/tmp/outboxd-sock-<hash>&port=5432,
-// which psql accepts as it is (or: psql -h <socket directory> -U postgres
-// <database>).
+// postgres://postgres@/<database>?host=/tmp/outboxd-sock-<hash>&port=5432
+// (the port only names the socket: 5432 unless configured), which psql
+// accepts as it is (or: psql -h <socket directory> -U postgres <database>).
 //
 // The server runs in its own process group so that a Ctrl-C in a terminal
 // reaches the application but not the database: the application drains its

@@ -25,7 +25,8 @@ import (
 type Target struct {
 	// AdminURL is the superuser's URL of the database.
 	AdminURL string
-	// URL is the writing role's URL, with a password.
+	// URL is the writing role's URL, with a password (over TCP: see
+	// pgtest.PasswordURL).
 	URL string
 	// Password is in URL.
 	Password string
