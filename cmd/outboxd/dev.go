@@ -123,6 +123,7 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	}
 
 	running := &devRunning{PID: os.Getpid()}
+	embeddedURL := ""
 	if v.GetString("database.url") == "" {
 		pg, err := pglaunch.Start(ctx, &pglaunch.Config{DataDir: filepath.Join(dataDir, "pg"), Logger: logger})
 		if errors.Is(err, pglaunch.ErrAlreadyRunning) {
@@ -141,9 +142,10 @@ func runDev(cmd *cobra.Command, _ []string) error {
 		if err := pg.CreateDatabase(ctx, "outboxd"); err != nil {
 			return err
 		}
-		v.Set("database.url", pg.URL("outboxd"))
+		embeddedURL = pg.URL("outboxd")
+		v.Set("database.url", embeddedURL)
 		running.PostgresDataDir = pg.DataDir()
-		logger.Info("embedded Postgres running", "data_dir", pg.DataDir(), "port", pg.Port())
+		logger.Info("embedded Postgres running", "data_dir", pg.DataDir(), "socket_dir", pg.SocketDir(), "port", pg.Port())
 	}
 	running.DatabaseURL = v.GetString("database.url")
 
@@ -179,7 +181,7 @@ func runDev(cmd *cobra.Command, _ []string) error {
 		if err := writeDevRunning(dataDir, running); err != nil {
 			logger.Warn("recording the running dev for other commands", "error", err)
 		}
-		printDevWelcome(cmd.OutOrStdout(), addr, cfg.JWTSecret, demo)
+		printDevWelcome(cmd.OutOrStdout(), addr, cfg.JWTSecret, demo, embeddedURL)
 	})
 }
 
@@ -204,7 +206,9 @@ func runDevClean(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-func printDevWelcome(out io.Writer, addr, secret string, demo bool) {
+// printDevWelcome prints the tokens and what to try; pgURL is the embedded
+// Postgres's URL ("" when DATABASE_URL is used).
+func printDevWelcome(out io.Writer, addr, secret string, demo bool, pgURL string) {
 	mint := func(c auth.Claims) string {
 		t, err := auth.Mint(secret, c, 30*24*time.Hour)
 		if err != nil {
@@ -268,6 +272,12 @@ outboxd is ready at %[1]s (org %[2]q; tokens valid 30 days)
 	fmt.Fprintf(out, `
 While dev runs, the other commands find its database: outboxd queue list,
 outboxd dlq list --org %[1]s, outboxd token --org %[1]s --kind user --role owner.
-Ctrl-C stops outboxd and its Postgres.
 `, devOrg)
+	if pgURL != "" {
+		fmt.Fprintf(out, `The embedded Postgres has no TCP port; its Unix socket is out of other users' reach:
+
+  psql '%s'
+`, pgURL)
+	}
+	fmt.Fprintln(out, "Ctrl-C stops outboxd and its Postgres.")
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/outboxd/outboxd/internal/apptest"
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/internal/pglaunch/pglaunchtest"
 	"github.com/outboxd/outboxd/internal/pgtest"
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/worker"
@@ -340,6 +341,12 @@ func TestDev_RunsOnEmbeddedPostgres(t *testing.T) {
 	var rec devRunning
 	require.NoError(t, json.Unmarshal(running, &rec))
 	require.NotEmpty(t, rec.PostgresDataDir)
+
+	t.Run("PostgresOnlyForItsOwner", func(t *testing.T) {
+		require.Contains(t, welcome, "psql '"+rec.DatabaseURL+"'")
+		require.Contains(t, rec.DatabaseURL, "?host=/", "a Unix socket")
+		pglaunchtest.RequireOwnerOnly(t, rec.DatabaseURL, 0)
+	})
 	p.stop(t)
 
 	code, out := run(t, env, "queue", "list", "--data-dir", stateDir)

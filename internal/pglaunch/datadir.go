@@ -246,26 +246,38 @@ func fallbackBase(abs string) string {
 	return filepath.Join(fallbackRoot, "outboxd-pg-"+hex.EncodeToString(sum[:])[:12])
 }
 
-// makeFallbackBase creates the per-cluster directory under fallbackRoot. The
-// name is predictable and fallbackRoot is world-writable, so an existing entry
-// is used only if root made it and nobody else can write to it.
+// makeFallbackBase creates the per-cluster directory under fallbackRoot,
+// root's and writable only by root.
 func makeFallbackBase(base string) error {
-	if err := os.Mkdir(base, 0o755); err == nil {
-		if err := os.Chmod(base, 0o755); err != nil {
-			return fmt.Errorf("creating fallback directory: %w", err)
+	return claimDir(base, 0o755, 0, 0, "fallback directory")
+}
+
+// claimDir creates dir with mode perm for uid:gid. The name is predictable
+// and its parent world-writable, so an existing entry is used only if it is
+// a directory of uid's with no permission beyond perm: one that someone else
+// made is refused.
+func claimDir(dir string, perm fs.FileMode, uid, gid uint32, what string) error {
+	if err := os.Mkdir(dir, perm); err == nil {
+		if err := os.Chmod(dir, perm); err != nil {
+			return fmt.Errorf("creating %s: %w", what, err)
+		}
+		if uid != uint32(os.Geteuid()) {
+			if err := os.Lchown(dir, int(uid), int(gid)); err != nil {
+				return fmt.Errorf("creating %s: %w", what, err)
+			}
 		}
 		return nil
 	} else if !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("creating fallback directory: %w", err)
+		return fmt.Errorf("creating %s: %w", what, err)
 	}
-	info, err := os.Lstat(base)
+	info, err := os.Lstat(dir)
 	if err != nil {
-		return fmt.Errorf("inspecting fallback directory: %w", err)
+		return fmt.Errorf("inspecting %s: %w", what, err)
 	}
 	st, ok := info.Sys().(*syscall.Stat_t)
-	if !info.IsDir() || !ok || st.Uid != 0 || info.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("refusing fallback directory %s: it must be a directory owned by root and "+
-			"writable only by root; remove it", base)
+	if !info.IsDir() || !ok || st.Uid != uid || info.Mode().Perm()&^perm != 0 {
+		return fmt.Errorf("refusing %s %s: it must be a directory of uid %d with no permission beyond %#o, "+
+			"and it is not (another user may have made it); remove it", what, dir, uid, perm)
 	}
 	return nil
 }
@@ -288,6 +300,11 @@ func RemoveCluster(dataDir string) ([]string, error) {
 		}
 	}
 	var removed []string
+	for _, dir := range []string{abs, filepath.Join(base, "data")} {
+		if err := removeSocketDir(socketDirFor(dir)); err != nil {
+			return nil, fmt.Errorf("removing postgres socket directory: %w", err)
+		}
+	}
 	if info, err := os.Lstat(base); err == nil {
 		st, ok := info.Sys().(*syscall.Stat_t)
 		if !info.IsDir() || !ok || st.Uid != 0 {

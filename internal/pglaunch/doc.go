@@ -3,11 +3,23 @@
 // set-up.
 //
 // Start initializes a cluster with initdb when the data directory is new,
-// then runs the postgres server process directly as a child. The server
-// listens only on 127.0.0.1 (on a free port unless one is configured), has no
-// Unix-domain socket, and trusts local connections as the superuser
-// "postgres". Its log goes to a file in the data directory rather than to the
-// parent's terminal.
+// then runs the postgres server process directly as a child. Its log goes to
+// a file in the data directory rather than to the parent's terminal.
+//
+// Only the user running the server can connect to it. The server listens on
+// a Unix socket alone, in /tmp/outboxd-sock-<hash> (<hash> derived from the
+// data directory, so a restarted server has the same URL; short, because a
+// socket's path is limited to 107 bytes), a directory of mode 0700 owned by
+// the server's user, and no TCP port. pg_hba.conf, rewritten at every start,
+// lets the superuser "postgres" in through that socket without a password:
+// whoever can enter the directory can read the data directory anyway. Other
+// local users cannot reach the socket. Config.TCP adds a listener on
+// 127.0.0.1 for tests that need a TCP address; there roles log in with a
+// password (scram-sha-256) and the superuser, which has none, is refused.
+// Server.URL is the superuser's URL through the socket:
+// postgres://postgres@/<database>?host=/tmp/outboxd-sock-<hash>&port=5432
+// (the port only names the socket: 5432 unless configured), which psql
+// accepts as it is (or: psql -h <socket directory> -U postgres <database>).
 //
 // The server runs in its own process group so that a Ctrl-C in a terminal
 // reaches the application but not the database: the application drains its
@@ -17,7 +29,9 @@
 //
 // PostgreSQL refuses to run as root. When the caller is root, initdb and the
 // server run as the "postgres" system user if there is one and as "nobody"
-// otherwise, and the data directory is handed over to that user. If that user
+// otherwise, and the data directory and socket directory are handed over to
+// that user; root, the client, still enters both (with "nobody", so can
+// every process running as nobody: create a postgres user). If that user
 // cannot reach the configured data directory (for example one under /root,
 // which is usually mode 0700), the cluster lives instead in
 // /var/tmp/outboxd-pg-<hash>/data, where <hash> is derived from the absolute

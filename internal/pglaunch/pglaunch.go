@@ -28,6 +28,9 @@ const (
 	// superuser is the role initdb creates and every URL connects as.
 	superuser = "postgres"
 
+	// defaultPort names the socket of a server without TCP.
+	defaultPort = 5432
+
 	logFileName = "postgres.log"
 
 	readyTimeout      = 30 * time.Second
@@ -61,9 +64,18 @@ type Config struct {
 	// result of FindBinDir.
 	BinDir string
 
-	// Port is the TCP port the server listens on at 127.0.0.1. Default 0
-	// picks a free port.
+	// Port names the server's Unix socket (.s.PGSQL.<Port> in
+	// Server.SocketDir) and, with TCP, is the TCP port at 127.0.0.1.
+	// Default 0: 5432 without TCP (the socket directory is the server's
+	// own, so nothing else uses that name), a free port with TCP.
 	Port int
+
+	// TCP makes the server listen on 127.0.0.1 too, where roles that have a
+	// password log in with it (scram-sha-256) and the superuser, which has
+	// none, is refused; see Server.TCPURL. For tests that need a TCP
+	// address, such as a database source. Default false: the Unix socket
+	// only.
+	TCP bool
 
 	// Logger receives start-up and shutdown events. The server's own log goes
 	// to a file, not here (see Server.LogPath). Default: discard.
@@ -82,6 +94,7 @@ func (c *Config) WithDefaults() *Config {
 		DataDir: c.DataDir,
 		BinDir:  c.BinDir,
 		Port:    c.Port,
+		TCP:     c.TCP,
 		Logger:  cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
 		Fast:    c.Fast,
 	}
@@ -105,8 +118,11 @@ type Server struct {
 	// use the configured one, or "".
 	fallback string
 	logPath  string
-	port     int
-	logger   *slog.Logger
+	// socketDir holds the server's Unix socket.
+	socketDir string
+	port      int
+	tcp       bool
+	logger    *slog.Logger
 
 	cmd *exec.Cmd
 	// exited is closed once the server process has exited and waitErr is set.
@@ -168,31 +184,39 @@ func Start(ctx context.Context, cfg *Config) (*Server, error) {
 	if err := rotateLog(logPath, initdbOutput, acct); err != nil {
 		return nil, err
 	}
+	if err := writeHBA(dataDir, cfg.TCP, acct); err != nil {
+		return nil, err
+	}
 
 	for attempt := 1; ; attempt++ {
 		port := cfg.Port
+		if port == 0 && !cfg.TCP {
+			port = defaultPort
+		}
 		if port == 0 {
 			if port, err = freePort(); err != nil {
 				return nil, err
 			}
 		}
 		s, err := launch(ctx, &launchParams{
-			binDir:  binDir,
-			dataDir: dataDir,
-			logPath: logPath,
-			port:    port,
-			acct:    acct,
-			fast:    cfg.Fast,
-			logger:  logger,
+			binDir:    binDir,
+			dataDir:   dataDir,
+			logPath:   logPath,
+			socketDir: socketDirFor(dataDir),
+			port:      port,
+			tcp:       cfg.TCP,
+			acct:      acct,
+			fast:      cfg.Fast,
+			logger:    logger,
 		})
 		if err == nil {
 			s.fallback = fallback
 			logger.Info("postgres started",
-				"data_dir", dataDir, "port", port, "bin_dir", binDir, "initialized", initialized,
-				"duration_ms", time.Since(begin).Milliseconds())
+				"data_dir", dataDir, "socket_dir", s.socketDir, "port", port, "tcp", cfg.TCP, "bin_dir", binDir,
+				"initialized", initialized, "duration_ms", time.Since(begin).Milliseconds())
 			return s, nil
 		}
-		if cfg.Port != 0 || attempt == portAttempts || !errors.Is(err, errPortInUse) {
+		if cfg.Port != 0 || !cfg.TCP || attempt == portAttempts || !errors.Is(err, errPortInUse) {
 			return nil, err
 		}
 		logger.Debug("port taken before postgres could bind it; retrying", "port", port, "attempt", attempt)
@@ -209,14 +233,38 @@ func (s *Server) LogPath() string { return s.logPath }
 // PID returns the server's (the postmaster's) process id.
 func (s *Server) PID() int { return s.cmd.Process.Pid }
 
-// Port returns the TCP port the server listens on at 127.0.0.1.
+// Port returns the port that names the server's socket and, with
+// Config.TCP, the TCP port it listens on at 127.0.0.1.
 func (s *Server) Port() int { return s.port }
 
-// URL returns a connection URL for database as the superuser.
+// SocketDir returns the directory holding the server's Unix socket, which
+// only the user the server runs as (and root) can enter.
+func (s *Server) SocketDir() string { return s.socketDir }
+
+// URL returns a connection URL for database as the superuser, through the
+// Unix socket: postgres://postgres@/<database>?host=<SocketDir>&port=<Port>.
 func (s *Server) URL(database string) string {
+	query := url.Values{"host": {s.socketDir}, "port": {strconv.Itoa(s.port)}}
+	u := url.URL{
+		Scheme: "postgres",
+		User:   url.User(superuser),
+		Path:   "/" + database,
+		// Slashes need no escaping in a query; keeping them makes the
+		// URL readable where it is printed.
+		RawQuery: strings.ReplaceAll(query.Encode(), "%2F", "/"),
+	}
+	return u.String()
+}
+
+// TCPURL returns a URL for database on 127.0.0.1 as user, who must have a
+// password (the superuser is refused there), or "" without Config.TCP.
+func (s *Server) TCPURL(database string, user *url.Userinfo) string {
+	if !s.tcp {
+		return ""
+	}
 	u := url.URL{
 		Scheme:   "postgres",
-		User:     url.User(superuser),
+		User:     user,
 		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)),
 		Path:     "/" + database,
 		RawQuery: "sslmode=disable",
@@ -326,22 +374,33 @@ func (s *Server) RemoveData() error {
 }
 
 type launchParams struct {
-	binDir  string
-	dataDir string
-	logPath string
-	port    int
-	acct    *account
-	fast    bool
-	logger  *slog.Logger
+	binDir    string
+	dataDir   string
+	logPath   string
+	socketDir string
+	port      int
+	tcp       bool
+	acct      *account
+	fast      bool
+	logger    *slog.Logger
 }
 
 // launch runs the server process on one port and waits until it is ready.
 func launch(ctx context.Context, p *launchParams) (*Server, error) {
+	if err := prepareSocketDir(p.socketDir, p.acct); err != nil {
+		return nil, err
+	}
+	listen := ""
+	if p.tcp {
+		listen = "127.0.0.1"
+	}
 	args := []string{
 		"-D", p.dataDir,
 		"-p", strconv.Itoa(p.port),
-		"-c", "listen_addresses=127.0.0.1",
-		"-c", "unix_socket_directories=",
+		"-c", "listen_addresses=" + listen,
+		"-c", "unix_socket_directories=" + p.socketDir,
+		"-c", "unix_socket_permissions=0700",
+		"-c", "password_encryption=scram-sha-256",
 		"-c", "max_connections=200",
 	}
 	if p.fast {
@@ -375,13 +434,15 @@ func launch(ctx context.Context, p *launchParams) (*Server, error) {
 	}
 	setParentDeathSignal(cmd.SysProcAttr)
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting postgres: %w", err)
+		return nil, errors.Join(fmt.Errorf("starting postgres: %w", err), removeSocketDir(p.socketDir))
 	}
 
 	s := &Server{
 		dataDir:   p.dataDir,
 		logPath:   p.logPath,
+		socketDir: p.socketDir,
 		port:      p.port,
+		tcp:       p.tcp,
 		logger:    p.logger,
 		cmd:       cmd,
 		exited:    make(chan struct{}),
@@ -389,6 +450,11 @@ func launch(ctx context.Context, p *launchParams) (*Server, error) {
 	}
 	go func() {
 		s.waitErr = cmd.Wait()
+		// The server has removed its socket and lock file, unless it was
+		// killed.
+		if err := removeSocketDir(p.socketDir); err != nil {
+			p.logger.Warn("removing postgres socket directory", "dir", p.socketDir, "error", err)
+		}
 		close(s.exited)
 	}()
 
@@ -426,8 +492,8 @@ func (s *Server) waitReady(ctx context.Context) error {
 		case <-s.exited:
 			return s.startupExitError()
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for postgres on port %d: %w (last attempt: %v); log %s ends:\n%s",
-				s.port, ctx.Err(), lastErr, s.logPath, s.logTail())
+			return fmt.Errorf("waiting for postgres on %s (port %d): %w (last attempt: %v); log %s ends:\n%s",
+				s.socketDir, s.port, ctx.Err(), lastErr, s.logPath, s.logTail())
 		case <-ticker.C:
 		}
 	}
@@ -446,7 +512,7 @@ func (s *Server) probe(ctx context.Context, connConfig *pgx.ConnConfig) error {
 		return err
 	}
 	if !sameFile(dir, s.dataDir) {
-		return fmt.Errorf("port %d is served by another server, with data directory %s", s.port, dir)
+		return fmt.Errorf("%s (port %d) is served by another server, with data directory %s", s.socketDir, s.port, dir)
 	}
 	return nil
 }
@@ -488,7 +554,9 @@ func (s *Server) logTail() string {
 func initdb(ctx context.Context, binDir, dataDir string, acct *account, fast bool) ([]byte, error) {
 	args := []string{
 		"-D", dataDir,
-		"--auth=trust",
+		// Replaced by writeHBA before the server starts.
+		"--auth-local=trust",
+		"--auth-host=reject",
 		"--username=" + superuser,
 		"--encoding=UTF8",
 		"--locale=C",

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,9 +88,10 @@ func TestStart_RestartKeepsData(t *testing.T) {
 	s := startServer(t, bundle.config)
 	freshStart := time.Since(begin)
 
-	require.NotZero(t, s.Port())
-	require.NotEqual(t, 5432, s.Port())
-	require.Equal(t, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/app?sslmode=disable", s.Port()), s.URL("app"))
+	require.Equal(t, 5432, s.Port(), "the socket is in a directory of its own, so the default port")
+	require.Equal(t, socketDirFor(s.DataDir()), s.SocketDir())
+	require.Equal(t, fmt.Sprintf("postgres://postgres@/app?host=%s&port=5432", s.SocketDir()), s.URL("app"))
+	require.Empty(t, s.TCPURL("app", url.User("someone")), "no TCP")
 	require.Equal(t, 1, queryInt(t, s.URL("postgres"), "SELECT 1"))
 	require.Equal(t, 200, queryInt(t, s.URL("postgres"), "SELECT current_setting('max_connections')::int"))
 
@@ -109,7 +111,8 @@ func TestStart_RestartKeepsData(t *testing.T) {
 	existingStart := time.Since(begin)
 
 	require.Equal(t, s.DataDir(), s2.DataDir())
-	require.Equal(t, 42, queryInt(t, s2.URL("app"), "SELECT v FROM kept"))
+	require.Equal(t, s.URL("app"), s2.URL("app"), "a restarted server has the same URL")
+	require.Equal(t, 42, queryInt(t, s.URL("app"), "SELECT v FROM kept"))
 
 	log, err := os.ReadFile(s2.LogPath())
 	require.NoError(t, err)
@@ -142,7 +145,8 @@ func TestStart_TwoServersAtOnce(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	require.NotEqual(t, servers[0].Port(), servers[1].Port())
+	require.Equal(t, servers[0].Port(), servers[1].Port())
+	require.NotEqual(t, servers[0].SocketDir(), servers[1].SocketDir())
 	for i, s := range servers {
 		exec1(t, s.URL("postgres"), fmt.Sprintf("CREATE TABLE server_%d ()", i))
 	}
@@ -166,11 +170,24 @@ func TestStart_RemovesStalePIDFile(t *testing.T) {
 	s := startServer(t, bundle.config)
 	require.NoError(t, s.Stop(t.Context()))
 
+	require.NoDirExists(t, s.SocketDir(), "a stopped server's socket directory goes")
+
 	dead := exec.Command("true")
 	require.NoError(t, dead.Run())
-	pidFile := fmt.Sprintf("%d\n%s\n1700000000\n%d\n\n127.0.0.1\n  1234  5678\nready   \n",
-		dead.Process.Pid, s.DataDir(), s.Port())
+	pidFile := fmt.Sprintf("%d\n%s\n1700000000\n%d\n%s\n\n  1234  5678\nready   \n",
+		dead.Process.Pid, s.DataDir(), s.Port(), s.SocketDir())
 	require.NoError(t, os.WriteFile(filepath.Join(s.DataDir(), "postmaster.pid"), []byte(pidFile), 0o600))
+	// What a killed launcher leaves in the socket directory: the socket
+	// and its lock file, naming the dead server.
+	info, err := os.Stat(s.DataDir())
+	require.NoError(t, err)
+	owner := info.Sys().(*syscall.Stat_t)
+	require.NoError(t, os.Mkdir(s.SocketDir(), 0o700))
+	lock := filepath.Join(s.SocketDir(), fmt.Sprintf(".s.PGSQL.%d.lock", s.Port()))
+	require.NoError(t, os.WriteFile(lock, []byte(pidFile), 0o600))
+	for _, path := range []string{s.SocketDir(), lock} {
+		require.NoError(t, os.Lchown(path, int(owner.Uid), int(owner.Gid)))
+	}
 
 	s2 := startServer(t, bundle.config)
 	require.Equal(t, 1, queryInt(t, s2.URL("postgres"), "SELECT 1"))
@@ -239,6 +256,7 @@ func TestStart_PortTaken(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 	bundle.config.Port = l.Addr().(*net.TCPAddr).Port
+	bundle.config.TCP = true
 
 	// The cluster is initialized before postgres fails; as root, that happens
 	// in the fallback directory.
@@ -393,4 +411,90 @@ func TestPathVersion(t *testing.T) {
 	require.Equal(t, []int{16}, pathVersion("/usr/pgsql-16/bin"))
 	require.Equal(t, []int{15}, pathVersion("/tmp/Test123/001/lib/postgresql/15/bin"))
 	require.Nil(t, pathVersion("/usr/local/pgsql/bin"))
+}
+
+func TestStart_NoTCPUnlessAsked(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	port, err := freePort()
+	require.NoError(t, err)
+	bundle.config.Port = port
+	s := startServer(t, bundle.config)
+
+	for _, addr := range []string{"127.0.0.1", "::1"} {
+		conn, err := net.Dial("tcp", net.JoinHostPort(addr, fmt.Sprint(port)))
+		if err == nil {
+			conn.Close()
+		}
+		require.Error(t, err, "nothing listens on %s port %d", addr, port)
+	}
+	require.Equal(t, 0, queryInt(t, s.URL("postgres"), "SELECT length(current_setting('listen_addresses'))"))
+	require.Equal(t, 0, queryInt(t, s.URL("postgres"), "SELECT count(*) FROM pg_hba_file_rules WHERE type <> 'local' OR user_name <> '{postgres}'"),
+		"pg_hba.conf lets in the superuser through the socket and nothing else")
+	require.Less(t, len(s.SocketDir()+"/.s.PGSQL.65535"), 108, "fits in a socket address")
+}
+
+func TestStart_TCPTakesPasswordsOnly(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	bundle.config.TCP = true
+	s := startServer(t, bundle.config)
+	require.NotEqual(t, 5432, s.Port(), "a free port")
+	exec1(t, s.URL("postgres"), "CREATE ROLE app LOGIN PASSWORD 'app-password'")
+
+	require.Equal(t, 1, queryInt(t, s.TCPURL("postgres", url.UserPassword("app", "app-password")), "SELECT 1"))
+	for _, user := range []*url.Userinfo{url.UserPassword("app", "wrong"), url.User("app"), url.User("postgres"), url.UserPassword("postgres", "")} {
+		_, err := pgx.Connect(t.Context(), s.TCPURL("postgres", user))
+		require.Error(t, err, user.String())
+	}
+
+	// A cluster made by an older version trusted every TCP connection; its
+	// pg_hba.conf is replaced at the next start.
+	require.NoError(t, s.Stop(t.Context()))
+	require.NoError(t, os.WriteFile(filepath.Join(s.DataDir(), "pg_hba.conf"), []byte("local all all trust\nhost all all 127.0.0.1/32 trust\n"), 0o600))
+	bundle.config.Port = s.Port()
+	s2 := startServer(t, bundle.config)
+	_, err := pgx.Connect(t.Context(), s2.TCPURL("postgres", url.User("postgres")))
+	require.ErrorContains(t, err, "pg_hba.conf rejects connection")
+	require.Equal(t, 1, queryInt(t, s2.TCPURL("postgres", url.UserPassword("app", "app-password")), "SELECT 1"))
+}
+
+func TestPrepareSocketDir(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	var acct *account
+	if os.Geteuid() == 0 {
+		var err error
+		acct, err = serverAccount()
+		require.NoError(t, err)
+	}
+	owner := uint32(os.Geteuid())
+	if acct != nil {
+		owner = acct.uid
+	}
+
+	dir := filepath.Join(root, "fresh")
+	require.NoError(t, prepareSocketDir(dir, acct))
+	info, err := os.Lstat(dir)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), info.Mode().Perm())
+	require.Equal(t, owner, info.Sys().(*syscall.Stat_t).Uid)
+	require.NoError(t, prepareSocketDir(dir, acct), "a directory left by a killed server is used again")
+
+	open := filepath.Join(root, "open")
+	require.NoError(t, os.Mkdir(open, 0o700))
+	require.NoError(t, os.Chmod(open, 0o755))
+	require.NoError(t, os.Lchown(open, int(owner), -1))
+	require.ErrorContains(t, prepareSocketDir(open, acct), "no permission beyond 0700")
+
+	link := filepath.Join(root, "link")
+	require.NoError(t, os.Symlink(dir, link))
+	require.ErrorContains(t, prepareSocketDir(link, acct), "refusing")
+
+	if os.Geteuid() == 0 {
+		// Someone else's directory, such as one planted in /tmp.
+		foreign := filepath.Join(root, "foreign")
+		require.NoError(t, os.Mkdir(foreign, 0o700))
+		require.ErrorContains(t, prepareSocketDir(foreign, acct), "another user")
+	}
 }

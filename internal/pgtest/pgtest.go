@@ -3,7 +3,10 @@
 // With TEST_DATABASE_URL set, databases are created on that server (the role
 // needs CREATEDB). Otherwise the first test to ask starts a private server
 // from the installed PostgreSQL binaries (internal/pglaunch) in a temporary
-// directory, and Main stops it when the package's tests end. Each test's
+// directory, and Main stops it when the package's tests end. Only the user
+// running the tests can connect to it as the superuser, through its Unix
+// socket; it also listens on 127.0.0.1, for roles with a password only
+// (PasswordURL). Each test's
 // database is a copy of a template migrated once, so a new database costs a
 // CREATE DATABASE, not a migration run; it is dropped when the test ends.
 package pgtest
@@ -17,6 +20,7 @@ import (
 	"log"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,6 +102,26 @@ func URL(t testing.TB) string {
 	return withDatabase(adminURL, name)
 }
 
+// PasswordURL returns the URL of the database of dbURL (a URL from URL) for
+// role, which logs in with password. On the private server that URL is a
+// TCP one: the superuser's goes through the Unix socket, which a client
+// that only takes host:port, such as a database source, cannot use.
+func PasswordURL(dbURL, role, password string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		panic(err)
+	}
+	if server != nil {
+		return server.TCPURL(strings.TrimPrefix(u.Path, "/"), url.UserPassword(role, password))
+	}
+	u.User = url.UserPassword(role, password)
+	return u.String()
+}
+
+// Server returns the package's private server, or nil when the tests run
+// on TEST_DATABASE_URL's server (or before the first URL).
+func Server() *pglaunch.Server { return server }
+
 // Pool is URL with a pool that is closed when t ends.
 func Pool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
@@ -124,7 +148,7 @@ func setup() error {
 		if err := os.Chmod(dir, 0o755); err != nil {
 			return err
 		}
-		server, err = pglaunch.Start(ctx, &pglaunch.Config{DataDir: dir + "/pg", Fast: true})
+		server, err = pglaunch.Start(ctx, &pglaunch.Config{DataDir: dir + "/pg", Fast: true, TCP: true})
 		if err != nil {
 			return fmt.Errorf("starting a private postgres (set TEST_DATABASE_URL to use a server of yours): %w", err)
 		}

@@ -6,7 +6,6 @@ package databasetest
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -26,7 +25,8 @@ import (
 type Target struct {
 	// AdminURL is the superuser's URL of the database.
 	AdminURL string
-	// URL is the writing role's URL, with a password.
+	// URL is the writing role's URL, with a password (over TCP: see
+	// pgtest.PasswordURL).
 	URL string
 	// Password is in URL.
 	Password string
@@ -71,10 +71,7 @@ func NewTarget(t testing.TB) *Target {
 			t.Errorf("dropping role: %v", err)
 		}
 	})
-	u, err := url.Parse(adminURL)
-	require.NoError(t, err)
-	u.User = url.UserPassword(role, password)
-	return &Target{AdminURL: adminURL, URL: u.String(), Password: password}
+	return &Target{AdminURL: adminURL, URL: pgtest.PasswordURL(adminURL, role, password), Password: password}
 }
 
 // ItemCount counts shop.items as the superuser.
