@@ -103,9 +103,20 @@ func (f *connectorFields) apply(in *ConnectorInput) {
 	}
 }
 
+// maxURLBytes bounds a connector's or a registered database's URL.
+const maxURLBytes = 2048
+
 func (s *Service) checkConnector(f *connectorFields, in *ConnectorInput) error {
 	if f.name == "" || len(f.name) > 100 {
 		return invalid("name", "name is required (at most 100 characters)")
+	}
+	if len(f.url) > maxURLBytes {
+		return invalid("url", "url is longer than %d bytes", maxURLBytes)
+	}
+	if in.Auth != nil && in.Auth.Secret != nil {
+		if err := mcp.CheckSecret(*in.Auth.Secret); err != nil {
+			return invalid("auth.secret", "auth.secret cannot be sent as an HTTP header value: %s", err.Error())
+		}
 	}
 	if in.Transport != nil && *in.Transport != "remote_http" {
 		return invalid("transport", "transport must be remote_http")

@@ -238,7 +238,7 @@ func TestToken_MintsVerifiableTokens(t *testing.T) {
 	require.Equal(t, "o1", claims.Org)
 	require.Equal(t, auth.KindSandbox, claims.Kind)
 	require.Equal(t, "s1", claims.SessionID)
-	require.Equal(t, []string{"slack", "linear"}, claims.Sources)
+	require.Equal(t, []string{"slack", "linear"}, claims.Sources.IDs())
 	require.WithinDuration(t, time.Now().Add(time.Hour), claims.ExpiresAt.Time, time.Minute)
 
 	code, out = run(t, []string{"OUTBOXD_AUTH_JWT_SECRET=" + secret}, "token", "--org", "o1", "--kind", "user", "--role", "boss")
