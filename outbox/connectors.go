@@ -125,6 +125,8 @@ func (s *Service) checkConnector(f *connectorFields, in *ConnectorInput) error {
 	if err := s.deps.Sources.MCP().CheckConnector(conn); err != nil {
 		field := "auth"
 		switch {
+		case strings.HasPrefix(err.Error(), "auth header_name"):
+			field = "auth.header_name"
 		case strings.Contains(err.Error(), "URL") || strings.Contains(err.Error(), "url"):
 			field = "url"
 		case strings.Contains(err.Error(), "risk_policy"):

@@ -42,24 +42,23 @@ func TestSourcesClaim_Matrix(t *testing.T) {
 			before := countRows(t, b, `SELECT count(*) FROM action_invocations`)
 			created := 0
 
-			t.Run("Invoke", func(t *testing.T) {
-				r := b.Do("POST", "/v1/sessions/"+session+"/actions/invoke", sandbox,
-					map[string]any{"integration": "slack", "action": "send_message", "params": message})
-				if slackAllowed {
-					require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
-					created++
-				} else {
+			// slackCall is recorded with status when Slack is allowed, and
+			// refused otherwise.
+			slackCall := func(t *testing.T, r *apptest.Response, status int) {
+				t.Helper()
+				if !slackAllowed {
 					requireAPIError(t, r, http.StatusForbidden, "source_not_allowed")
+					return
 				}
+				require.Equal(t, status, r.Status, string(r.Raw))
+				created++
+			}
+			t.Run("Invoke", func(t *testing.T) {
+				slackCall(t, b.Do("POST", "/v1/sessions/"+session+"/actions/invoke", sandbox,
+					map[string]any{"integration": "slack", "action": "send_message", "params": message}), http.StatusAccepted)
 			})
 			t.Run("Envelope", func(t *testing.T) {
-				r := b.Do("POST", "/v1/envelopes", service, envelope("claims-"+tc.name, nil))
-				if slackAllowed {
-					require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
-					created++
-				} else {
-					requireAPIError(t, r, http.StatusForbidden, "source_not_allowed")
-				}
+				slackCall(t, b.Do("POST", "/v1/envelopes", service, envelope("claims-"+tc.name, nil)), http.StatusCreated)
 			})
 			t.Run("BatchItem", func(t *testing.T) {
 				r := b.Do("POST", "/v1/envelopes/batch", service, map[string]any{"envelopes": []any{envelope("claims-batch-"+tc.name, nil)}})
