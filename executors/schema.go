@@ -145,6 +145,8 @@ func compileSchema(schema json.RawMessage) (*jsonschema.Schema, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(jsonschema.SchemeURLLoader{})
+	c.AssertVocabs()
+	c.RegisterVocabulary(exactIntegers)
 	if err := c.AddResource(schemaResourceURL, doc); err != nil {
 		return nil, fmt.Errorf("adding params schema: %w", err)
 	}

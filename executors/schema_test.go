@@ -225,3 +225,52 @@ func fields(fieldErrs []executors.FieldError) []string {
 	}
 	return out
 }
+
+// TestValidator_ExactIntegers: a value a schema types as integer must be
+// an integer literal a provider can decode exactly, wherever the schema
+// says so (nested, behind $ref, in a type list); a number field takes any
+// number.
+func TestValidator_ExactIntegers(t *testing.T) {
+	t.Parallel()
+	schema := json.RawMessage(`{
+		"type": "object",
+		"$defs": {"n": {"type": "integer"}},
+		"properties": {
+			"issue_number": {"type": "integer", "minimum": 1},
+			"ref": {"$ref": "#/$defs/n"},
+			"nullable": {"type": ["integer", "null"]},
+			"items": {"type": "array", "items": {"type": "integer"}},
+			"ratio": {"type": "number"}
+		}
+	}`)
+	v := executors.NewValidator()
+	for _, ok := range []string{
+		`{"issue_number": 42}`, `{"issue_number": 9007199254740991}`, `{"ref": -9007199254740991}`,
+		`{"nullable": null}`, `{"nullable": 7}`, `{"items": [1, 2]}`, `{"ratio": 1e30}`, `{"ratio": 2.0}`,
+	} {
+		errs, err := v.Validate(schema, json.RawMessage(ok))
+		require.NoError(t, err)
+		require.Empty(t, errs, ok)
+	}
+	for params, field := range map[string]string{
+		`{"issue_number": 1e30}`:                "issue_number",
+		`{"issue_number": 1E3}`:                 "issue_number",
+		`{"issue_number": 2.0}`:                 "issue_number",
+		`{"issue_number": 9007199254740992}`:    "issue_number",
+		`{"ref": -9007199254740992}`:            "ref",
+		`{"ref": 1e30}`:                         "ref",
+		`{"nullable": 1e30}`:                    "nullable",
+		`{"items": [1, 100000000000000000000]}`: "items/1",
+	} {
+		errs, err := v.Validate(schema, json.RawMessage(params))
+		require.NoError(t, err)
+		require.Len(t, errs, 1, params)
+		require.Equal(t, field, errs[0].Field, params)
+		require.Contains(t, errs[0].Message, "want an integer from -9007199254740991 to 9007199254740991", params)
+	}
+	// A number that is not integral is the type keyword's alone to report.
+	errs, err := v.Validate(schema, json.RawMessage(`{"issue_number": 1.5}`))
+	require.NoError(t, err)
+	require.Len(t, errs, 1)
+	require.NotContains(t, errs[0].Message, "without a fraction")
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -18,8 +19,9 @@ type Caller struct {
 	OrganizationID string
 	AutomationID   string
 	UserID         string
-	// Sources limits the sources the caller may use; empty means any.
-	Sources []string
+	// Sources is the token's sources claim: absent, any source; present,
+	// only those it lists.
+	Sources auth.SourceClaim
 }
 
 // AvailableAction is one entry of a session's action catalog. RiskTier is
@@ -93,7 +95,7 @@ func (s *Service) sources(ctx context.Context, c *Caller) ([]catalogSource, erro
 	var out []catalogSource
 	for _, src := range all {
 		id := src.ID()
-		if !policyAllowsSource(c.Sources, id) || (!src.OrgRegistered && src.NeedsCredential && configured != nil && !configured[id]) {
+		if !c.Sources.Allows(id) || (!src.OrgRegistered && src.NeedsCredential && configured != nil && !configured[id]) {
 			continue
 		}
 		entry := catalogSource{id: id, src: src}

@@ -103,9 +103,20 @@ func (f *connectorFields) apply(in *ConnectorInput) {
 	}
 }
 
+// maxURLBytes bounds a connector's or a registered database's URL.
+const maxURLBytes = 2048
+
 func (s *Service) checkConnector(f *connectorFields, in *ConnectorInput) error {
 	if f.name == "" || len(f.name) > 100 {
 		return invalid("name", "name is required (at most 100 characters)")
+	}
+	if len(f.url) > maxURLBytes {
+		return invalid("url", "url is longer than %d bytes", maxURLBytes)
+	}
+	if in.Auth != nil && in.Auth.Secret != nil {
+		if err := mcp.CheckSecret(*in.Auth.Secret); err != nil {
+			return invalid("auth.secret", "auth.secret cannot be sent as an HTTP header value: %s", err.Error())
+		}
 	}
 	if in.Transport != nil && *in.Transport != "remote_http" {
 		return invalid("transport", "transport must be remote_http")
@@ -114,6 +125,8 @@ func (s *Service) checkConnector(f *connectorFields, in *ConnectorInput) error {
 	if err := s.deps.Sources.MCP().CheckConnector(conn); err != nil {
 		field := "auth"
 		switch {
+		case strings.HasPrefix(err.Error(), "auth header_name"):
+			field = "auth.header_name"
 		case strings.Contains(err.Error(), "URL") || strings.Contains(err.Error(), "url"):
 			field = "url"
 		case strings.Contains(err.Error(), "risk_policy"):

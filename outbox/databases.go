@@ -68,6 +68,9 @@ func (s *Service) applyDatabase(f *databaseFields, in *DatabaseInput) error {
 		return invalid("name", "name is required (at most 100 characters)")
 	}
 	if in.URL != nil {
+		if len(strings.TrimSpace(*in.URL)) > maxURLBytes {
+			return invalid("url", "url is longer than %d bytes", maxURLBytes)
+		}
 		dbs := s.deps.Sources.Databases()
 		if dbs == nil {
 			return fmt.Errorf("%w: databases are not configured", ErrNotFound)

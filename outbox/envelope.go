@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -86,8 +87,9 @@ type Enqueuer struct {
 	AutomationID string
 	// UserID is the human the automation acts for, if any.
 	UserID string
-	// Sources limits the sources the token may use; empty means any.
-	Sources []string
+	// Sources is the token's sources claim: absent, any source; present,
+	// only those it lists.
+	Sources auth.SourceClaim
 }
 
 // EnqueueParams is one envelope and who enqueues it.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/invocation"
 )
 
@@ -16,8 +17,9 @@ type InvokeParams struct {
 	// UserID is the human the session acts for, if any.
 	UserID      string
 	RequestedBy string
-	// Sources limits the sources the caller may use; empty means any.
-	Sources        []string
+	// Sources is the token's sources claim: absent, any source; present,
+	// only those it lists.
+	Sources        auth.SourceClaim
 	Integration    string
 	Action         string
 	Params         json.RawMessage

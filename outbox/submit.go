@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/batch"
 	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/dbsqlc"
@@ -34,7 +35,7 @@ type request struct {
 	org, sessionID, automationID, userID, requestedBy, origin string
 	source, action                                            string
 	params                                                    json.RawMessage
-	sources                                                   []string // token's sources claim; empty = any
+	sources                                                   auth.SourceClaim
 	idempotencyKey, externalID                                string
 	riskHint                                                  string
 	approvalRequired                                          bool
@@ -99,6 +100,7 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*inv
 	look := dbsqlc.SubmitLookupParams{OrganizationID: ps[0].r.org}
 	for _, p := range ps {
 		look.IdempotencyKeys = append(look.IdempotencyKeys, p.r.idempotencyKey)
+		look.SessionIds = append(look.SessionIds, p.r.sessionID)
 		look.ExternalIds = append(look.ExternalIds, p.r.externalID)
 		look.AutomationIds = append(look.AutomationIds, p.r.automationID)
 		look.SourceIds = append(look.SourceIds, p.r.source)
@@ -182,7 +184,7 @@ type actionResolver func(ctx context.Context, org, sourceID, actionID string) (c
 // prepare checks the token may use the source, resolves the action and
 // validates the params against its schema.
 func (s *Service) prepare(ctx context.Context, r *request, resolve actionResolver) (*prepared, error) {
-	if !policyAllowsSource(r.sources, r.source) {
+	if !r.sources.Allows(r.source) {
 		return nil, fmt.Errorf("%w: %s", ErrSourceNotAllowed, r.source)
 	}
 	action, err := resolve(ctx, r.org, r.source, r.action)
@@ -341,7 +343,7 @@ func resolveMode(a catalog.Action, in policy.ModeInput) (policy.Resolution, bool
 // existing returns the invocation an earlier request with the same
 // idempotency key or external id created. ok is false when there is none.
 func (s *Service) existing(ctx context.Context, db invocation.DB, r *request, hash string) (invocation.Invocation, bool, error) {
-	inv, ok, err := s.store.GetByKey(ctx, db, r.org, r.idempotencyKey, r.externalID)
+	inv, ok, err := s.store.GetByKey(ctx, db, r.org, r.sessionID, r.idempotencyKey, r.externalID)
 	if !ok || err != nil {
 		return inv, ok, err
 	}
@@ -407,18 +409,6 @@ func requestHash(r *request) (string, error) {
 	fmt.Fprintf(h, "%s\x00%s\x00", r.source, r.action)
 	h.Write(canonical)
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func policyAllowsSource(sources []string, source string) bool {
-	if len(sources) == 0 {
-		return true
-	}
-	for _, s := range sources {
-		if s == source {
-			return true
-		}
-	}
-	return false
 }
 
 func deref(s *string) string {

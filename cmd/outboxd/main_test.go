@@ -239,7 +239,22 @@ func TestToken_MintsVerifiableTokens(t *testing.T) {
 	require.Equal(t, "o1", claims.Org)
 	require.Equal(t, auth.KindSandbox, claims.Kind)
 	require.Equal(t, "s1", claims.SessionID)
-	require.Equal(t, []string{"slack", "linear"}, claims.Sources)
+	require.Equal(t, []string{"slack", "linear"}, claims.Sources.IDs())
+
+	// --sources '' mints a present, empty claim (no source); no --sources
+	// leaves the claim out (every source).
+	code, out = run(t, []string{"OUTBOXD_AUTH_JWT_SECRET=" + secret}, "token", "--org", "o1", "--kind", "service", "--sources", "")
+	require.Equal(t, 0, code, out)
+	none, err := v.Verify(strings.TrimSpace(out))
+	require.NoError(t, err)
+	require.True(t, none.Sources.Present())
+	require.False(t, none.MaySource("slack"))
+	code, out = run(t, []string{"OUTBOXD_AUTH_JWT_SECRET=" + secret}, "token", "--org", "o1", "--kind", "service")
+	require.Equal(t, 0, code, out)
+	every, err := v.Verify(strings.TrimSpace(out))
+	require.NoError(t, err)
+	require.False(t, every.Sources.Present())
+	require.True(t, every.MaySource("slack"))
 	require.WithinDuration(t, time.Now().Add(time.Hour), claims.ExpiresAt.Time, time.Minute)
 
 	code, out = run(t, []string{"OUTBOXD_AUTH_JWT_SECRET=" + secret}, "token", "--org", "o1", "--kind", "user", "--role", "boss")

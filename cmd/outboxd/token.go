@@ -38,8 +38,12 @@ func newTokenCommand() *cobra.Command {
 				SessionID: get("session"), AutomationID: get("automation"), UserID: get("user"),
 				RegisteredClaims: jwt.RegisteredClaims{Subject: get("sub")},
 			}
-			if s := get("sources"); s != "" {
-				claims.Sources = strings.Split(s, ",")
+			if cmd.Flags().Changed("sources") {
+				var ids []string
+				if s := get("sources"); s != "" {
+					ids = strings.Split(s, ",")
+				}
+				claims.Sources = auth.OnlySources(ids...)
 			}
 			if err := checkTokenFlags(claims); err != nil {
 				return err
@@ -62,7 +66,7 @@ func newTokenCommand() *cobra.Command {
 	cmd.Flags().String("automation", "", "automation id (optional)")
 	cmd.Flags().String("user", "", "user the sandbox or service token acts for (optional; prefers their credentials)")
 	cmd.Flags().String("sub", "", "subject; defaults from kind and role")
-	cmd.Flags().String("sources", "", "comma-separated source ids the token may use (optional)")
+	cmd.Flags().String("sources", "", "comma-separated source ids the token may use; --sources '' allows none (default: the claim is left out, every source)")
 	cmd.Flags().Duration("ttl", 24*time.Hour, "token lifetime")
 	addDevDirFlag(cmd.Flags())
 	_ = cmd.MarkFlagRequired("org")

@@ -170,6 +170,13 @@ func checkSecret(c *Connector, secret string) error {
 	if secret == "" {
 		return errors.New("the connector needs a secret and none was resolved")
 	}
+	return CheckSecret(secret)
+}
+
+// CheckSecret refuses a secret that cannot be sent as a header value: one
+// with control characters (CR and LF included; tab is allowed). The error
+// never contains the secret.
+func CheckSecret(secret string) error {
 	for i := 0; i < len(secret); i++ {
 		if b := secret[i]; b < 0x20 && b != '\t' || b == 0x7f {
 			return errors.New("the connector secret contains control characters")

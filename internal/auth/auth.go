@@ -3,6 +3,7 @@
 package auth
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -40,8 +41,10 @@ type Claims struct {
 	AutomationID string `json:"automation_id,omitempty"`
 	// UserID is the human a sandbox or service token acts for; their own
 	// credential for an integration is preferred over the org's.
-	UserID  string   `json:"user_id,omitempty"`
-	Sources []string `json:"sources,omitempty"`
+	UserID string `json:"user_id,omitempty"`
+	// Sources is the sources claim: absent, every source; present, only the
+	// sources it lists (none when the list is empty).
+	Sources SourceClaim `json:"sources,omitzero"`
 	jwt.RegisteredClaims
 }
 
@@ -51,10 +54,60 @@ func (c *Claims) CanAdminister() bool {
 	return c.Kind == KindUser && (c.Role == RoleAdmin || c.Role == RoleOwner)
 }
 
-// MaySource reports whether the token's sources claim (when present) allows
-// the given source id.
+// SourceClaim is a token's sources claim. Its zero value is the claim
+// absent, which allows every source. A present claim is a restriction: it
+// allows only the source ids it lists, so an empty list allows none. The
+// fields are unexported so that a list can never be taken for an absent
+// claim; build one with OnlySources.
+type SourceClaim struct {
+	ids     []string
+	present bool
+}
+
+// OnlySources is a present sources claim allowing exactly ids; with no ids
+// it allows no source.
+func OnlySources(ids ...string) SourceClaim {
+	return SourceClaim{ids: append([]string{}, ids...), present: true}
+}
+
+// Allows reports whether the claim allows the source id.
+func (s SourceClaim) Allows(sourceID string) bool {
+	return !s.present || slices.Contains(s.ids, sourceID)
+}
+
+// Present reports whether the token carries the claim.
+func (s SourceClaim) Present() bool { return s.present }
+
+// IDs returns the source ids a present claim lists.
+func (s SourceClaim) IDs() []string { return slices.Clone(s.ids) }
+
+// IsZero reports whether the claim is absent, for omitzero.
+func (s SourceClaim) IsZero() bool { return !s.present }
+
+// MarshalJSON writes a present claim as its list, [] when empty.
+func (s SourceClaim) MarshalJSON() ([]byte, error) {
+	if !s.present {
+		return []byte("null"), nil
+	}
+	return json.Marshal(append([]string{}, s.ids...))
+}
+
+// UnmarshalJSON reads a present claim. It must be a list of strings:
+// null is refused rather than taken for an absent claim, so a token that
+// meant to restrict never allows everything.
+func (s *SourceClaim) UnmarshalJSON(b []byte) error {
+	var ids []string
+	if err := json.Unmarshal(b, &ids); err != nil || ids == nil {
+		return errors.New("claim sources must be a list of source ids")
+	}
+	*s = SourceClaim{ids: ids, present: true}
+	return nil
+}
+
+// MaySource reports whether the token's sources claim allows the given
+// source id (see SourceClaim).
 func (c *Claims) MaySource(sourceID string) bool {
-	return len(c.Sources) == 0 || slices.Contains(c.Sources, sourceID)
+	return c.Sources.Allows(sourceID)
 }
 
 // maxClaimBytes bounds every string claim: they are identifiers that end up
@@ -66,7 +119,7 @@ func (c *Claims) validate() error {
 		{"org", c.Org}, {"sub", c.Subject}, {"kind", string(c.Kind)}, {"role", string(c.Role)},
 		{"session_id", c.SessionID}, {"automation_id", c.AutomationID}, {"user_id", c.UserID},
 	}
-	for i, s := range c.Sources {
+	for i, s := range c.Sources.ids {
 		claims = append(claims, [2]string{fmt.Sprintf("sources[%d]", i), s})
 	}
 	for _, claim := range claims {

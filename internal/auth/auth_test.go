@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -125,7 +126,60 @@ func TestClaims_Permissions(t *testing.T) {
 	require.False(t, (&Claims{Kind: KindUser, Role: RoleMember}).CanAdminister())
 	require.False(t, (&Claims{Kind: KindService, Role: RoleOwner}).CanAdminister())
 	require.True(t, (&Claims{}).MaySource("slack"))
-	require.False(t, (&Claims{Sources: []string{"linear"}}).MaySource("slack"))
+	require.False(t, (&Claims{Sources: OnlySources("linear")}).MaySource("slack"))
+}
+
+// TestSourceClaim: a missing sources claim allows every source, a present
+// one only what it lists, none when empty; minting writes each as it is,
+// and a claim that is not a list is refused rather than taken for missing.
+func TestSourceClaim(t *testing.T) {
+	t.Parallel()
+	v, err := NewVerifier(secret)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name    string
+		claim   SourceClaim
+		payload string // the claim as minted; "" when left out
+		allowed []string
+		refused []string
+	}{
+		{"Missing", SourceClaim{}, "", []string{"slack", "linear"}, nil},
+		{"Empty", OnlySources(), `"sources":[]`, nil, []string{"slack", "linear", ""}},
+		{"One", OnlySources("linear"), `"sources":["linear"]`, []string{"linear"}, []string{"slack"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tok, err := Mint(secret, Claims{Org: "o", Kind: KindService, Sources: tc.claim, RegisteredClaims: jwt.RegisteredClaims{Subject: "x"}}, time.Hour)
+			require.NoError(t, err)
+			payload, err := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[1])
+			require.NoError(t, err)
+			if tc.payload == "" {
+				require.NotContains(t, string(payload), `"sources"`)
+			} else {
+				require.Contains(t, string(payload), tc.payload)
+			}
+			c, err := v.Verify(tok)
+			require.NoError(t, err)
+			require.Equal(t, tc.claim.Present(), c.Sources.Present())
+			for _, id := range tc.allowed {
+				require.True(t, c.MaySource(id), id)
+			}
+			for _, id := range tc.refused {
+				require.False(t, c.MaySource(id), id)
+			}
+		})
+	}
+	for name, value := range map[string]any{"Null": nil, "String": "slack", "Object": map[string]any{}} {
+		t.Run("Refuses"+name, func(t *testing.T) {
+			t.Parallel()
+			tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
+				"org": "o", "sub": "x", "kind": "service", "sources": value, "exp": time.Now().Add(time.Hour).Unix(),
+			}).SignedString([]byte(secret))
+			require.NoError(t, err)
+			_, err = v.Verify(tok)
+			require.ErrorContains(t, err, "claim sources must be a list")
+		})
+	}
 }
 
 func TestVerifier_UnstorableClaims(t *testing.T) {

@@ -1387,16 +1387,19 @@ func (q *Queries) InvocationGetByID(ctx context.Context, db DBTX, id uuid.UUID) 
 }
 
 const invocationGetByIdempotencyKey = `-- name: InvocationGetByIdempotencyKey :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM action_invocations WHERE organization_id = $1 AND idempotency_key = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM action_invocations
+WHERE organization_id = $1 AND session_id = $2 AND idempotency_key = $3
 `
 
 type InvocationGetByIdempotencyKeyParams struct {
 	OrganizationID string
+	SessionID      *string
 	IdempotencyKey *string
 }
 
+// An idempotency key is the session's own.
 func (q *Queries) InvocationGetByIdempotencyKey(ctx context.Context, db DBTX, arg InvocationGetByIdempotencyKeyParams) (ActionInvocation, error) {
-	row := db.QueryRow(ctx, invocationGetByIdempotencyKey, arg.OrganizationID, arg.IdempotencyKey)
+	row := db.QueryRow(ctx, invocationGetByIdempotencyKey, arg.OrganizationID, arg.SessionID, arg.IdempotencyKey)
 	var i ActionInvocation
 	err := row.Scan(
 		&i.ID,

@@ -12,9 +12,10 @@ import (
 const submitLookup = `-- name: SubmitLookup :many
 WITH r AS MATERIALIZED (
     SELECT generate_series(1, cardinality($2::text[])) AS n,
-        unnest($2::text[]) AS idempotency_key, unnest($3::text[]) AS external_id,
-        unnest($4::text[]) AS automation_id, unnest($5::text[]) AS source_id,
-        unnest($6::text[]) AS action_id
+        unnest($2::text[]) AS idempotency_key, unnest($3::text[]) AS session_id,
+        unnest($4::text[]) AS external_id,
+        unnest($5::text[]) AS automation_id, unnest($6::text[]) AS source_id,
+        unnest($7::text[]) AS action_id
 ), m AS MATERIALIZED (
     SELECT d.automation_id, d.source_id, d.action_id,
         coalesce((SELECT o.mode FROM action_modes o
@@ -27,7 +28,8 @@ WITH r AS MATERIALIZED (
 )
 SELECT r.n::int AS n,
     coalesce((SELECT true FROM action_invocations i
-              WHERE i.organization_id = $1 AND i.idempotency_key = nullif(r.idempotency_key, '') LIMIT 1),
+              WHERE i.organization_id = $1 AND i.session_id = nullif(r.session_id, '')
+                AND i.idempotency_key = nullif(r.idempotency_key, '') LIMIT 1),
              (SELECT true FROM action_invocations i
               WHERE i.organization_id = $1 AND r.idempotency_key = ''
                 AND i.external_id = nullif(r.external_id, '') LIMIT 1), false)::bool AS repeat,
@@ -41,6 +43,7 @@ ORDER BY r.n
 type SubmitLookupParams struct {
 	OrganizationID  string
 	IdempotencyKeys []string
+	SessionIds      []string
 	ExternalIds     []string
 	AutomationIds   []string
 	SourceIds       []string
@@ -56,8 +59,8 @@ type SubmitLookupRow struct {
 
 // The one read before requests of one organization are written, one row
 // per request (n, from 1, in the order of the arrays): whether an earlier
-// request with the same idempotency key (or, without a key, external id)
-// created an invocation, and the mode overrides for the action: the org
+// request with the same idempotency key in the same session (or, without a
+// key, the same external id in the organization) created an invocation, and the mode overrides for the action: the org
 // default and, when an automation is given, its override; empty strings
 // when unset. Run it in a dbutil.Keyed transaction: a generic plan made
 // on an ordinary connection while the table was small reads every row of
@@ -75,6 +78,7 @@ func (q *Queries) SubmitLookup(ctx context.Context, db DBTX, arg SubmitLookupPar
 	rows, err := db.Query(ctx, submitLookup,
 		arg.OrganizationID,
 		arg.IdempotencyKeys,
+		arg.SessionIds,
 		arg.ExternalIds,
 		arg.AutomationIds,
 		arg.SourceIds,

@@ -38,6 +38,7 @@ func TestKeyed(t *testing.T) {
 			found, err := dbsqlc.New().SubmitLookup(ctx, tx, dbsqlc.SubmitLookupParams{
 				OrganizationID:  org,
 				IdempotencyKeys: []string{"key-1", ""},
+				SessionIds:      []string{"session-1", ""},
 				ExternalIds:     []string{"", "ext-1"},
 				AutomationIds:   []string{"", ""},
 				SourceIds:       []string{"slack", "slack"},
@@ -50,9 +51,9 @@ func TestKeyed(t *testing.T) {
 	lookup() // planned on an empty table
 	_, err = admin.Exec(ctx, `
 		INSERT INTO action_invocations (organization_id, requested_by, origin, integration, action, risk_level,
-			mode, mode_source, params, params_hash, status, idempotency_key, external_id)
-		SELECT $1, 'agent', 'envelope', 'slack', 'send_message', 'write', 'allow', 'default', '{}', 'h', 'completed',
-			'key-' || n, 'ext-' || n
+			mode, mode_source, params, params_hash, status, session_id, idempotency_key, external_id)
+		SELECT $1, 'agent', 'invoke', 'slack', 'send_message', 'write', 'allow', 'default', '{}', 'h', 'completed',
+			'session-' || n % 50, 'key-' || n, 'ext-' || n
 		FROM generate_series(1, 5000) AS n`, org)
 	require.NoError(t, err)
 	for range 6 {
@@ -62,10 +63,10 @@ func TestKeyed(t *testing.T) {
 	conn, err := tenants.Acquire(octx)
 	require.NoError(t, err)
 	defer conn.Release()
-	kept := pgtest.Kept(t, conn, "SubmitLookup", `('`+org+`', '{key-1,""}', '{"",ext-1}', '{"",""}', '{slack,slack}', '{send_message,send_message}')`)
+	kept := pgtest.Kept(t, conn, "SubmitLookup", `('`+org+`', '{key-1,""}', '{session-1,""}', '{"",ext-1}', '{"",""}', '{slack,slack}', '{send_message,send_message}')`)
 	require.Zero(t, kept.Custom)
 	require.Equal(t, int64(7), kept.Generic)
-	require.Contains(t, kept.Explain, "action_invocations_org_idempotency_key")
+	require.Contains(t, kept.Explain, "action_invocations_session_idempotency_key")
 	require.Contains(t, kept.Explain, "action_invocations_org_external_id")
 	require.NotContains(t, kept.Explain, "Seq Scan")
 }

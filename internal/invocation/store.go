@@ -188,13 +188,14 @@ func runContext(patterns []string, windows json.RawMessage, credentialVersion ti
 	return rc
 }
 
-// GetByKey returns the invocation with the organization's idempotency key
-// or, when key is empty, external id. ok is false when there is none.
-func (s *Store) GetByKey(ctx context.Context, db DB, org, key, externalID string) (inv Invocation, ok bool, err error) {
+// GetByKey returns the invocation with the session's idempotency key or,
+// when key is empty, the organization's external id. ok is false when there
+// is none.
+func (s *Store) GetByKey(ctx context.Context, db DB, org, sessionID, key, externalID string) (inv Invocation, ok bool, err error) {
 	var r dbsqlc.ActionInvocation
 	switch {
 	case key != "":
-		r, err = s.q.InvocationGetByIdempotencyKey(ctx, db, dbsqlc.InvocationGetByIdempotencyKeyParams{OrganizationID: org, IdempotencyKey: &key})
+		r, err = s.q.InvocationGetByIdempotencyKey(ctx, db, dbsqlc.InvocationGetByIdempotencyKeyParams{OrganizationID: org, SessionID: &sessionID, IdempotencyKey: &key})
 	case externalID != "":
 		r, err = s.q.InvocationGetByExternalID(ctx, db, dbsqlc.InvocationGetByExternalIDParams{OrganizationID: org, ExternalID: &externalID})
 	default:

@@ -295,7 +295,7 @@ func TestEnvelope_TokenLimits(t *testing.T) {
 	r := b.Do("PUT", "/v1/automations/nightly/action-modes", b.Owner(), map[string]string{"slack:send_message": "allow"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 
-	linearOnly := b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "nightly", Sources: []string{"linear"}})
+	linearOnly := b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "nightly", Sources: auth.OnlySources("linear")})
 	noAutomation := b.Token(auth.Claims{Kind: auth.KindService})
 	nightly := b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "nightly"})
 
@@ -431,7 +431,7 @@ func TestEnvelope_Batch(t *testing.T) {
 		require.Equal(t, 3, countRows(t, b, `SELECT count(*) FROM action_invocations`))
 	})
 	t.Run("SourcesClaimPerItem", func(t *testing.T) {
-		linearOnly := b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "automation-1", Sources: []string{"linear"}})
+		linearOnly := b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "automation-1", Sources: auth.OnlySources("linear")})
 		r := b.Do("POST", "/v1/envelopes/batch", linearOnly, map[string]any{"envelopes": []any{envelope("batch-src", nil)}})
 		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 		require.Equal(t, "source_not_allowed", r.Body["envelopes"].([]any)[0].(map[string]any)["error"].(map[string]any)["code"])

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -118,13 +119,15 @@ func invalidField(field, format string, args ...any) error {
 }
 
 // checkBodyText refuses a JSON body with a string, key or value, at any
-// depth (params and args included), that is not valid UTF-8 or contains a
-// NUL character (raw or as \u0000): Postgres stores neither in text or
-// jsonb, and replacing them would execute something other than what was
-// asked. The error names the field by its path (params.text, patterns[2]).
-// A body that is not JSON passes, for the decoder to report.
+// depth (params and args included), that is not valid UTF-8, contains a
+// NUL character (raw or as \u0000) or half of a UTF-16 surrogate pair
+// (\ud800 without its other half): Postgres stores no NUL in text or
+// jsonb, and replacing what cannot be stored, as encoding/json does with
+// U+FFFD, would execute something other than what was asked. The error
+// names the field by its path (params.text, patterns[2]). A body that is
+// not JSON passes, for the decoder to report.
 func checkBodyText(body []byte) error {
-	if utf8.Valid(body) && !bytes.Contains(body, []byte(`\u0000`)) {
+	if utf8.Valid(body) && !bytes.Contains(body, []byte(`\u0000`)) && loneSurrogate(body) == "" {
 		return nil
 	}
 	type frame struct {
@@ -205,7 +208,51 @@ func rawStringProblem(raw []byte, decoded string) string {
 	if !utf8.Valid(raw) {
 		return "is not valid UTF-8"
 	}
+	if esc := loneSurrogate(raw); esc != "" {
+		return "contains " + esc + ", half of a UTF-16 surrogate pair without its other half"
+	}
 	return textProblem(decoded)
+}
+
+// loneSurrogate returns the first \u escape in JSON text that is a UTF-16
+// surrogate without its other half, or "". Backslashes occur only inside
+// strings, so the text may be one string token or a whole document.
+func loneSurrogate(text []byte) string {
+	for i := 0; i < len(text); i++ {
+		if text[i] != '\\' {
+			continue
+		}
+		r := escapedRune(text[i:])
+		if r < 0 {
+			i++ // past the escaped character
+			continue
+		}
+		esc := string(text[i : i+6])
+		i += 5 // at the escape's last digit
+		switch {
+		case !utf16.IsSurrogate(r):
+		case r >= 0xdc00: // a low half with no high half before it
+			return esc
+		default:
+			if low := escapedRune(text[i+1:]); low < 0xdc00 || low > 0xdfff {
+				return esc
+			}
+			i += 6
+		}
+	}
+	return ""
+}
+
+// escapedRune is the code unit of a \uXXXX escape at the start of b, or -1.
+func escapedRune(b []byte) rune {
+	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+		return -1
+	}
+	n, err := strconv.ParseUint(string(b[2:6]), 16, 16)
+	if err != nil {
+		return -1
+	}
+	return rune(n)
 }
 
 // fieldName is a key as it appears in a field path: as it is when it is

@@ -146,7 +146,7 @@ func TestAvailable_ListsActionsWithModes(t *testing.T) {
 		require.Equal(t, "automation_override", r.Body["invocation"].(map[string]any)["mode_source"])
 	})
 	t.Run("SourcesClaimExcludesSlack", func(t *testing.T) {
-		limited := b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: apptest.Session, Sources: []string{"linear"}})
+		limited := b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: apptest.Session, Sources: auth.OnlySources("linear")})
 		r := b.Do("GET", path, limited, nil)
 		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 		require.Equal(t, []any{}, r.Body["actions"])
@@ -155,7 +155,7 @@ func TestAvailable_ListsActionsWithModes(t *testing.T) {
 			map[string]any{"integration": "slack", "action": "send_message", "params": message})
 		requireAPIError(t, r, http.StatusForbidden, "source_not_allowed")
 
-		allowed := b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: apptest.Session, Sources: []string{"linear", "slack"}})
+		allowed := b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: apptest.Session, Sources: auth.OnlySources("linear", "slack")})
 		find(b.Do("GET", path, allowed, nil))
 	})
 	require.Equal(t, 1, invocationTotal(t, b), "only the denied invoke was recorded")

@@ -258,6 +258,22 @@ func TestInvoke_IdempotencyKey(t *testing.T) {
 
 	r := b.Do("GET", "/v1/invocations", b.Owner(), nil)
 	require.Equal(t, float64(1), r.Body["total"])
+
+	// The key is the session's: another session of the org using it, with
+	// other params, records its own invocation and learns nothing of the
+	// first; its own repeat finds its own.
+	other := b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: "session-other"})
+	invokeOther := func(params any) *apptest.Response {
+		return b.Do("POST", "/v1/sessions/session-other/actions/invoke", other,
+			map[string]any{"integration": "slack", "action": "send_message", "params": params}, "Idempotency-Key", "key-1")
+	}
+	theirs := invokeOther(map[string]any{"channel": "C0123456789", "text": "something else"})
+	require.Equal(t, http.StatusAccepted, theirs.Status, string(theirs.Raw))
+	require.NotEqual(t, first.Body["invocation_id"], theirs.Body["invocation_id"])
+	theirsAgain := invokeOther(map[string]any{"channel": "C0123456789", "text": "something else"})
+	require.Equal(t, theirs.Body["invocation_id"], theirsAgain.Body["invocation_id"])
+	require.Equal(t, first.Body["invocation_id"], b.Invoke("send_message", message, "Idempotency-Key", "key-1").Body["invocation_id"])
+	require.Equal(t, float64(2), b.Do("GET", "/v1/invocations", b.Owner(), nil).Body["total"])
 }
 
 func TestInvoke_IdempotencyKeyConcurrent(t *testing.T) {

@@ -459,7 +459,7 @@ func TestCatalog_AvailableAndGuides(t *testing.T) {
 	b := apptest.Start(t, nil)
 	b.StoreSlackToken("xoxb-catalog-token")
 	b.StoreToken("linear", "lin_api_catalog_token", "api_key")
-	limited := b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: apptest.Session, Sources: []string{"linear"}})
+	limited := b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: apptest.Session, Sources: auth.OnlySources("linear")})
 	linearActions := []string{"linear.add_comment", "linear.create_issue", "linear.get_issue", "linear.list_issues", "linear.update_issue"}
 
 	available := func(t *testing.T, token string) map[string]map[string]any {

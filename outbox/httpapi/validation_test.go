@@ -66,6 +66,15 @@ func TestInvoke_BadInputChangesNothing(t *testing.T) {
 			requireAPIError(t, r, http.StatusBadRequest, "invalid_request")
 		}
 	})
+	t.Run("LoneSurrogate", func(t *testing.T) {
+		// encoding/json would store U+FFFD and post it.
+		for _, text := range []string{`a\ud800b`, `\udc00`, `\ud83d\u0041`} {
+			e := requireAPIError(t, invoke(`{"integration":"slack","action":"send_message","params":{"channel":"C1","text":"`+text+`"}}`),
+				http.StatusBadRequest, "invalid_request")
+			require.Equal(t, []string{"params.text"}, fieldNames(t, e))
+			require.Contains(t, e["message"], "surrogate")
+		}
+	})
 	t.Run("OversizeBody", func(t *testing.T) {
 		body := `{"integration":"slack","action":"send_message","params":{"channel":"C1","text":"` +
 			strings.Repeat("a", (1<<20)+1024) + `"}}`

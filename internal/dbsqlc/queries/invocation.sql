@@ -35,7 +35,9 @@ SELECT * FROM action_invocations WHERE id = @id;
 SELECT * FROM action_invocations WHERE id = @id AND organization_id = @organization_id FOR UPDATE;
 
 -- name: InvocationGetByIdempotencyKey :one
-SELECT * FROM action_invocations WHERE organization_id = @organization_id AND idempotency_key = @idempotency_key;
+-- An idempotency key is the session's own.
+SELECT * FROM action_invocations
+WHERE organization_id = @organization_id AND session_id = @session_id AND idempotency_key = @idempotency_key;
 
 -- name: InvocationGetByExternalID :one
 SELECT * FROM action_invocations WHERE organization_id = @organization_id AND external_id = @external_id;

@@ -1,8 +1,8 @@
 -- name: SubmitLookup :many
 -- The one read before requests of one organization are written, one row
 -- per request (n, from 1, in the order of the arrays): whether an earlier
--- request with the same idempotency key (or, without a key, external id)
--- created an invocation, and the mode overrides for the action: the org
+-- request with the same idempotency key in the same session (or, without a
+-- key, the same external id in the organization) created an invocation, and the mode overrides for the action: the org
 -- default and, when an automation is given, its override; empty strings
 -- when unset. Run it in a dbutil.Keyed transaction: a generic plan made
 -- on an ordinary connection while the table was small reads every row of
@@ -18,7 +18,8 @@
 -- request: a batch names few actions.
 WITH r AS MATERIALIZED (
     SELECT generate_series(1, cardinality(@idempotency_keys::text[])) AS n,
-        unnest(@idempotency_keys::text[]) AS idempotency_key, unnest(@external_ids::text[]) AS external_id,
+        unnest(@idempotency_keys::text[]) AS idempotency_key, unnest(@session_ids::text[]) AS session_id,
+        unnest(@external_ids::text[]) AS external_id,
         unnest(@automation_ids::text[]) AS automation_id, unnest(@source_ids::text[]) AS source_id,
         unnest(@action_ids::text[]) AS action_id
 ), m AS MATERIALIZED (
@@ -33,7 +34,8 @@ WITH r AS MATERIALIZED (
 )
 SELECT r.n::int AS n,
     coalesce((SELECT true FROM action_invocations i
-              WHERE i.organization_id = @organization_id AND i.idempotency_key = nullif(r.idempotency_key, '') LIMIT 1),
+              WHERE i.organization_id = @organization_id AND i.session_id = nullif(r.session_id, '')
+                AND i.idempotency_key = nullif(r.idempotency_key, '') LIMIT 1),
              (SELECT true FROM action_invocations i
               WHERE i.organization_id = @organization_id AND r.idempotency_key = ''
                 AND i.external_id = nullif(r.external_id, '') LIMIT 1), false)::bool AS repeat,
