@@ -28,11 +28,14 @@ var jsonNull = json.RawMessage("null")
 //     secret (token, api-key, accessToken, set-cookie...; the rule is in
 //     the package documentation);
 //   - inside every string (keys and values): each occurrence of the given
-//     secrets (see RedactString for the forms looked for) and every
-//     well-known token format (Slack xox?- tokens, GitHub ghp_/gho_/ghu_/
-//     ghs_/ghr_/github_pat_ tokens, JWTs, PEM private key blocks, and the
-//     credentials after "Bearer" or "Basic" when they look like credentials),
-//     keeping the text around them.
+//     secrets that could be credentials (see scrubbable and secretForms for
+//     the forms looked for), every well-known token format (Slack xox?-
+//     tokens, GitHub ghp_/gho_/ghu_/ghs_/ghr_/github_pat_ tokens, OpenAI and
+//     Anthropic sk- keys, AWS AKIA/ASIA key ids, JWTs, PEM private key
+//     blocks, and the credentials after "Bearer" or "Basic" when they look
+//     like credentials), the password of a URL, and the value of every
+//     key=value or "key": value fragment whose key names a secret by the
+//     same rule, keeping the text around them.
 //
 // Member order, duplicate keys and number literals are preserved; the output
 // is compact. Input that is not valid JSON yields the JSON string
@@ -389,7 +392,7 @@ func isBasicCredentials(s string) bool {
 // stored or logged. It replaces with Redacted:
 //
 //   - every occurrence of each secret that could be a credential (see
-//     scrubbable), in the forms listed there; a secret given with an auth
+//     scrubbable), in the forms secretForms lists; a secret given with an auth
 //     scheme ("Bearer x", "Basic x", "token x") is looked for without it;
 //   - what Redact finds in strings: the well-known token formats, URL
 //     passwords, and the values in key=value and "key": value fragments
