@@ -1,9 +1,11 @@
 package policy
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -423,20 +425,16 @@ type scrubber struct {
 
 func newScrubber(secrets []string) *scrubber {
 	sc := &scrubber{}
-	seen := map[string]bool{}
 	for _, secret := range secrets {
-		secret = withoutScheme(secret)
-		if !scrubbable(secret) {
-			continue
-		}
-		for _, form := range secretForms(secret) {
-			if form != "" && !seen[form] {
-				seen[form] = true
-				sc.literals = append(sc.literals, form)
-			}
+		if secret = withoutScheme(secret); scrubbable(secret) {
+			sc.literals = append(sc.literals, cachedForms(secret)...)
 		}
 	}
-	sort.Slice(sc.literals, func(i, j int) bool { return len(sc.literals[i]) > len(sc.literals[j]) })
+	// Longest first; equal ones next to each other, to drop the repeats.
+	slices.SortFunc(sc.literals, func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b))
+	})
+	sc.literals = slices.Compact(sc.literals)
 	return sc
 }
 

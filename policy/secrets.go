@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 )
 
@@ -56,6 +58,30 @@ func scrubbable(secret string) bool {
 		}
 	}
 	return kinds > 1
+}
+
+// formsCache keeps the forms of recently given secrets: a worker gives
+// the same ones (outboxd's own, a source's credential) to every call, and
+// computing them costs more than looking for them. It holds at most
+// maxCachedForms secrets and starts over when full.
+var (
+	formsCache  sync.Map // secret → []string
+	formsCached atomic.Int64
+)
+
+const maxCachedForms = 1024
+
+func cachedForms(secret string) []string {
+	if forms, ok := formsCache.Load(secret); ok {
+		return forms.([]string)
+	}
+	forms := secretForms(secret)
+	if formsCached.Add(1) > maxCachedForms {
+		formsCache.Clear()
+		formsCached.Store(1)
+	}
+	formsCache.Store(secret, forms)
+	return forms
 }
 
 // secretForms are the forms in which secret is looked for: as it is,
