@@ -1,10 +1,11 @@
 package policy
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
-	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -29,11 +30,14 @@ var jsonNull = json.RawMessage("null")
 //     secret (token, api-key, accessToken, set-cookie...; the rule is in
 //     the package documentation);
 //   - inside every string (keys and values): each occurrence of the given
-//     secrets (see RedactString for the forms looked for) and every
-//     well-known token format (Slack xox?- tokens, GitHub ghp_/gho_/ghu_/
-//     ghs_/ghr_/github_pat_ tokens, JWTs, PEM private key blocks, and the
-//     credentials after "Bearer" or "Basic" when they look like credentials),
-//     keeping the text around them.
+//     secrets that could be credentials (see scrubbable and secretForms for
+//     the forms looked for), every well-known token format (Slack xox?-
+//     tokens, GitHub ghp_/gho_/ghu_/ghs_/ghr_/github_pat_ tokens, OpenAI and
+//     Anthropic sk- keys, AWS AKIA/ASIA key ids, JWTs, PEM private key
+//     blocks, and the credentials after "Bearer" or "Basic" when they look
+//     like credentials), the password of a URL, and the value of every
+//     key=value or "key": value fragment whose key names a secret by the
+//     same rule, keeping the text around them.
 //
 // Member order, duplicate keys and number literals are preserved; the output
 // is compact. Input that is not valid JSON yields the JSON string
@@ -78,36 +82,41 @@ func (sc *scrubber) value(v *value) {
 // sensitiveSuffixes end the letters of a sensitive key name: accessToken,
 // github_token, x-api-key and PassWord all end in one.
 var sensitiveSuffixes = []string{
-	"token", "secret", "password", "passwd", "passphrase", "authorization", "bearer",
-	"cookie", "cookies", "credential", "credentials",
-	"apikey", "privatekey", "secretkey", "accesskey", "authkey", "clientkey", "signingkey", "encryptionkey", "masterkey",
+	"token", "secret", "secrets", "password", "passwords", "passwd", "passphrase", "authorization", "bearer",
+	"cookie", "cookies", "credential", "credentials", "connectionstring", "connstring", "connstr",
+	"apikey", "apikeys", "privatekey", "secretkey", "accesskey", "authkey", "clientkey", "signingkey", "encryptionkey", "masterkey",
 }
 
-// sensitiveWords are sensitive only as the whole last word: "pwd", "jwt" and
-// "session" are too short or too common to match as a suffix.
-var sensitiveWords = []string{"pwd", "jwt", "session"}
+// sensitiveWords are sensitive only as the whole last word: they are too
+// short or too common to match as a suffix (bypass, oauth, wpwd).
+var sensitiveWords = []string{"pwd", "pass", "auth", "jwt", "session", "dsn", "otp"}
 
 // isSensitiveKey reports whether the values under key are redacted. A key
 // names a secret when
 //
 //   - its letters, lower-cased and with everything else dropped (case,
-//     "-", "_", ".", digits), end in token, secret, password, passwd,
-//     passphrase, authorization, bearer, cookie(s), credential(s), or key
-//     after api, private, secret, access, auth, client, signing, encryption
-//     or master: token, auth_token, accessToken, GITHUB_TOKEN, oauth2_token,
-//     clientSecret, my_password, PassWord, set-cookie, credentials, api-key,
-//     x-api-key, APIKey, privateKey, secret_key;
+//     "-", "_", ".", digits), end in token, secret(s), password(s), passwd,
+//     passphrase, authorization, bearer, cookie(s), credential(s),
+//     connectionstring, connstring, connstr, or key(s) after api, or key
+//     after private, secret, access, auth, client, signing, encryption or
+//     master: token, auth_token, accessToken, GITHUB_TOKEN, oauth2_token,
+//     clientSecret, webhook_secret, my_password, PassWord, set-cookie,
+//     credentials, connection_string, api-key, x-api-key, APIKey, api_keys,
+//     privateKey, secret_key, signing_key;
 //   - or its last word — split at non-letters and camelCase boundaries
-//     (sessionId → session, id; APIKey → api, key) — is pwd, jwt or
-//     session.
+//     (sessionId → session, id; APIKey → api, key) — is pwd, pass, auth,
+//     jwt, session, dsn or otp: pwd, pass, user_pass, auth, basicAuth,
+//     sentry_dsn.
 //
 // The spec's six (token, secret, password, authorization, api_key, apikey)
 // are all covered. Keys that describe a secret rather than hold one do not
 // match, because they end in something else: token_type, token_id,
-// session_id, sessionId, secret_name, password_hint, api_key_id, key, and
-// the plural "tokens" of language-model usage counters (tokens, max_tokens,
-// tokens_used, input_tokens) — which also means access_tokens (a list) is
-// not redacted by name.
+// token_count, session_id, sessionId, secret_name, password_hint,
+// api_key_id, auth_url, key, and the plural "tokens" of language-model usage
+// counters (tokens, max_tokens, tokens_used, input_tokens) — which also
+// means access_tokens (a list) is not redacted by name. Words that merely
+// contain a secret word are not secret names either: author, passenger,
+// bypass, keyboard.
 func isSensitiveKey(key string) bool {
 	words := keyWords(key)
 	if len(words) == 0 {
@@ -161,15 +170,15 @@ func keyWords(key string) []string {
 	return words
 }
 
-// minSecretLen is the shortest literal secret that is replaced; shorter ones
-// would shred ordinary words while protecting nothing.
-const minSecretLen = 4
+// minScanLen is the shortest text worth scanning: nothing shorter holds
+// a secret any rule finds.
+const minScanLen = 4
 
 // sensitiveWord matches sensitive key names in free text. It also matches
 // them as the end of a longer name (access_token, client_secret, x-api-key,
 // privateKey) because over-redacting an error message costs little.
-const sensitiveWord = `(?:token|secret|passw(?:or)?d|pwd|passphrase|authorization|credentials?|cookie|jwt|` +
-	`(?:api|private|secret|access)[_-]?key)`
+const sensitiveWord = `(?:token|secret|passw(?:or)?d|pwd|passphrase|authorization|credentials?|cookie|jwt|dsn|` +
+	`connection[_-]?string|(?:api|private|secret|access|signing|client|auth)[_-]?key)`
 
 // Free-text patterns of RedactString. The capture group is the value that
 // is replaced.
@@ -195,12 +204,135 @@ var (
 	authSchemePattern = regexp.MustCompile(`(?i)\b(?:bearer|basic)\s+([^\s"'\\,;<>(){}\[\]]+)`)
 )
 
+// Keyed fragments of every string Redact and RedactString see: a key,
+// judged by isSensitiveKey (the rule of JSON keys), and its value, replaced
+// when the key names a secret. The value patterns are anchored after the =
+// or : and match a value already Redacted first, so that redaction is
+// idempotent.
+var (
+	// key=value: query strings, form bodies, DSNs (host=x password=y),
+	// environment and INI lines. The value may be quoted.
+	bareValue = regexp.MustCompile(`^[ \t]*(?:` +
+		`(\[REDACTED\])` +
+		`|"((?:[^"\\]|\\.)*)"?` +
+		`|'([^']*)'?` +
+		`|([^\s"'\\,;&<>(){}\[\]=][^\s"'\\,;&<>(){}\[\]]*)` +
+		`)`)
+	// "key": value and \"key\": value — JSON written into text, such as a
+	// tool that answers with its arguments as text.
+	quotedValue = regexp.MustCompile(`^[ \t]*(?:` +
+		`(\[REDACTED\])` +
+		`|\\"((?s:.*?))(?:\\"|$)` +
+		`|"((?:[^"\\]|\\.)*)"?` +
+		`|(-?[0-9][0-9A-Za-z.+-]*)` +
+		`)`)
+)
+
+// maxKeyLen bounds the key looked at before an = or a :.
+const maxKeyLen = 64
+
+// appendKeyedSpans appends the spans of the values of the key=value and
+// "key": value fragments of s whose key names a secret, skipping values
+// that are already Redacted.
+func appendKeyedSpans(spans []span, s string) []span {
+	for i := 0; ; i++ {
+		n := strings.IndexAny(s[i:], "=:")
+		if n < 0 {
+			return spans
+		}
+		i += n
+		key, value := bareKeyBefore(s, i), bareValue
+		if s[i] == ':' {
+			key, value = quotedKeyBefore(s, i), quotedValue
+		}
+		if key == "" || !isSensitiveKey(key) {
+			continue
+		}
+		m := value.FindStringSubmatchIndex(s[i+1:])
+		for g := 2; m != nil && g+1 < len(m); g += 2 {
+			start, end := i+1+m[g], i+1+m[g+1]
+			if m[g] < 0 || start == end || s[start:end] == Redacted {
+				continue
+			}
+			spans = append(spans, span{start, end})
+		}
+	}
+}
+
+// bareKeyBefore returns the run of letters, digits, _, . and - that ends,
+// but for blanks, at s[i] (an =).
+func bareKeyBefore(s string, i int) string {
+	end := i
+	for end > 0 && (s[end-1] == ' ' || s[end-1] == '\t') {
+		end--
+	}
+	start := end
+	for start > 0 && end-start < maxKeyLen && isKeyByte(s[start-1]) {
+		start--
+	}
+	return s[start:end]
+}
+
+func isKeyByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-'
+}
+
+// quotedKeyBefore returns the key of "key" or \"key\" ending, but for
+// blanks, at s[i] (a :).
+func quotedKeyBefore(s string, i int) string {
+	end := i
+	for end > 0 && (s[end-1] == ' ' || s[end-1] == '\t') {
+		end--
+	}
+	if end == 0 || s[end-1] != '"' {
+		return ""
+	}
+	end--
+	if end > 0 && s[end-1] == '\\' {
+		end--
+	}
+	start := end
+	for start > 0 && end-start < maxKeyLen && !strings.ContainsRune("\"\\\n", rune(s[start-1])) {
+		start--
+	}
+	if start == 0 || s[start-1] != '"' {
+		return ""
+	}
+	return s[start:end]
+}
+
 // tokenFormat is a well-known credential format. The secret is the first
 // capture group, or the whole match when there is none; valid, when set,
-// must accept it.
+// must accept it. A string without hint (case-insensitively with fold)
+// cannot match: the regular expression is not run on it.
 type tokenFormat struct {
+	hint  string
+	fold  bool
 	re    *regexp.Regexp
 	valid func(string) bool
+}
+
+// mayMatch reports whether s holds the format's hint.
+func (f *tokenFormat) mayMatch(s string) bool {
+	if f.fold {
+		return containsFold(s, f.hint)
+	}
+	return strings.Contains(s, f.hint)
+}
+
+// containsFold reports whether s contains the lower-case ASCII word sub,
+// ignoring ASCII case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		j := 0
+		for j < len(sub) && s[i+j]|0x20 == sub[j] {
+			j++
+		}
+		if j == len(sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // tokenFormats are searched for in every string Redact and RedactString
@@ -209,27 +341,45 @@ type tokenFormat struct {
 // redaction idempotent when a replaced secret ran into one.
 var tokenFormats = []tokenFormat{
 	// Slack: xoxb- (bot), xoxp- (user), xoxa-, xoxo-, xoxs-, xoxr-.
-	{re: regexp.MustCompile(`xox[abposr]-[0-9A-Za-z-]{5,}`)},
+	{hint: "xox", re: regexp.MustCompile(`xox[abposr]-[0-9A-Za-z-]{5,}`)},
 	// GitHub: personal, OAuth, user-to-server, server-to-server and refresh
 	// tokens, and fine-grained personal access tokens.
-	{re: regexp.MustCompile(`gh[pousr]_[0-9A-Za-z]{20,}`)},
-	{re: regexp.MustCompile(`github_pat_[0-9A-Za-z_]{20,}`)},
+	{hint: "gh", re: regexp.MustCompile(`gh[pousr]_[0-9A-Za-z]{20,}`)},
+	{hint: "github_pat_", re: regexp.MustCompile(`github_pat_[0-9A-Za-z_]{20,}`)},
+	// OpenAI (sk-, sk-proj-, sk-svcacct-) and Anthropic (sk-ant-) keys: sk-
+	// at the start of a word and 20 or more key characters with a digit or
+	// both cases, so that a slug such as sk-folding-cube-animation is kept.
+	{hint: "sk-", re: regexp.MustCompile(`\bsk-[0-9A-Za-z_-]{20,}`), valid: looksRandom},
+	// AWS access key ids: AKIA (long-term) and ASIA (temporary), 20
+	// characters. The secret access key has no format of its own; it is
+	// found by its name (aws_secret_access_key, SecretAccessKey).
+	{hint: "IA", re: regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
+	// The password in a URL's user information, scheme://user:password@host
+	// (the user is kept); up to the last @ before the path.
+	{hint: "://", re: regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:"'<>]*:([^\s/?#"'<>]+)@`)},
 	// JWT: three base64url segments, the header a JSON object ("eyJ" is
 	// base64 for `{"`); the signature is empty for alg "none".
-	{re: regexp.MustCompile(`eyJ[0-9A-Za-z_-]{4,}\.[0-9A-Za-z_-]{2,}\.[0-9A-Za-z_-]*`)},
+	{hint: "eyJ", re: regexp.MustCompile(`eyJ[0-9A-Za-z_-]{4,}\.[0-9A-Za-z_-]{2,}\.[0-9A-Za-z_-]*`)},
 	// PEM private keys, the whole block; a block cut off before its END
 	// line is redacted to the end of the text.
-	{re: regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY-----|(?s:.*))`)},
+	{hint: "-----BEGIN", re: regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY-----|(?s:.*))`)},
 	// Bearer credentials (RFC 6750 token68) that look like one: at least 8
 	// characters with a digit, or at least 20, so that "bearer of bad news"
 	// and "Bearer tokens expire" are left alone.
-	{re: regexp.MustCompile(`(?i)bearer\s+([0-9A-Za-z._~+/-]+=*)`), valid: looksLikeToken},
+	{hint: "bearer", fold: true, re: regexp.MustCompile(`(?i)bearer\s+([0-9A-Za-z._~+/-]+=*)`), valid: looksLikeToken},
 	// Basic credentials: base64 of user:password.
-	{re: regexp.MustCompile(`(?i)basic\s+([0-9A-Za-z+/]{4,}={0,2})`), valid: isBasicCredentials},
+	{hint: "basic", fold: true, re: regexp.MustCompile(`(?i)basic\s+([0-9A-Za-z+/]{4,}={0,2})`), valid: isBasicCredentials},
 }
 
 func looksLikeToken(s string) bool {
 	return len(s) >= 20 || (len(s) >= 8 && strings.ContainsAny(s, "0123456789"))
+}
+
+// looksRandom reports whether s has a digit or both upper- and lower-case
+// letters, as generated keys do and words and slugs do not.
+func looksRandom(s string) bool {
+	return strings.ContainsAny(s, "0123456789") ||
+		(strings.ContainsFunc(s, unicode.IsUpper) && strings.ContainsFunc(s, unicode.IsLower))
 }
 
 func isBasicCredentials(s string) bool {
@@ -243,16 +393,19 @@ func isBasicCredentials(s string) bool {
 // RedactString scrubs free text such as an error message before it is
 // stored or logged. It replaces with Redacted:
 //
-//   - every occurrence of each secret at least four bytes long, as it is,
-//     JSON-escaped and URL-query-escaped; a secret given with an auth scheme
-//     ("Bearer x", "Basic x", "token x") is looked for without it;
-//   - the well-known token formats Redact finds in strings;
+//   - every occurrence of each secret that could be a credential (see
+//     scrubbable), in the forms secretForms lists; a secret given with an auth
+//     scheme ("Bearer x", "Basic x", "token x") is looked for without it;
+//   - what Redact finds in strings: the well-known token formats, URL
+//     passwords, and the values in key=value and "key": value fragments
+//     whose key names a secret;
 //   - the values in key=value, key: value and "key":"value" fragments whose
 //     key ends in a sensitive name (token, secret, password, passwd, pwd,
-//     passphrase, authorization, credential(s), cookie, jwt, api/private/
-//     secret/access key), and anything after "Bearer" or "Basic" (all
-//     case-insensitive) — free text is scrubbed more eagerly than JSON
-//     values because over-redacting an error message costs little.
+//     passphrase, authorization, credential(s), cookie, jwt, dsn,
+//     connection string, api/private/secret/access/signing/client/auth
+//     key), and anything after "Bearer" or "Basic" (all case-insensitive) —
+//     free text is scrubbed more eagerly than JSON values because
+//     over-redacting an error message costs little.
 //
 // Matches are found on the original text and overlapping matches merge into
 // one Redacted, so text outside a marker never contains a listed secret.
@@ -272,52 +425,49 @@ type scrubber struct {
 
 func newScrubber(secrets []string) *scrubber {
 	sc := &scrubber{}
-	seen := map[string]bool{}
-	add := func(s string) {
-		if len(s) >= minSecretLen && !seen[s] {
-			seen[s] = true
-			sc.literals = append(sc.literals, s)
-		}
-	}
 	for _, secret := range secrets {
-		// "Bearer x" is looked for as x, which also covers the header form
-		// and keeps the scheme readable.
-		if scheme, rest, ok := strings.Cut(secret, " "); ok && isAuthScheme(scheme) {
-			secret = strings.TrimSpace(rest)
+		if secret = withoutScheme(secret); scrubbable(secret) {
+			sc.literals = append(sc.literals, cachedForms(secret)...)
 		}
-		if len(secret) < minSecretLen {
-			continue
-		}
-		add(secret)
-		add(jsonEscape(secret))
-		add(url.QueryEscape(secret))
 	}
-	sort.Slice(sc.literals, func(i, j int) bool { return len(sc.literals[i]) > len(sc.literals[j]) })
+	// Longest first; equal ones next to each other, to drop the repeats.
+	slices.SortFunc(sc.literals, func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b))
+	})
+	sc.literals = slices.Compact(sc.literals)
 	return sc
+}
+
+// withoutScheme is secret without an auth scheme before it: "Bearer x" is
+// looked for as x, which also covers the header form and keeps the scheme
+// readable.
+func withoutScheme(secret string) string {
+	if scheme, rest, ok := strings.Cut(secret, " "); ok && isAuthScheme(scheme) {
+		return strings.TrimSpace(rest)
+	}
+	return secret
 }
 
 func isAuthScheme(s string) bool {
 	return strings.EqualFold(s, "Bearer") || strings.EqualFold(s, "Basic") || strings.EqualFold(s, "token")
 }
 
-// jsonEscape is s as it appears between the quotes of a JSON string.
-func jsonEscape(s string) string {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
-		return s
-	}
-	out := strings.TrimSuffix(b.String(), "\n")
-	return out[1 : len(out)-1]
-}
-
 // scrub replaces the literals and token formats in s, plus whatever more
 // adds, with Redacted.
 func (sc *scrubber) scrub(s string, more func([]span) []span) string {
-	if len(s) < minSecretLen {
+	if len(s) < minScanLen {
 		return s
 	}
+	spans := sc.spans(s)
+	if more != nil {
+		spans = more(spans)
+	}
+	return replaceSpans(s, spans)
+}
+
+// spans returns the spans of s that scrub replaces: the literals, the
+// token formats and the values of keyed fragments.
+func (sc *scrubber) spans(s string) []span {
 	// An occurrence of a secret that runs into a marker an earlier
 	// redaction left is not redacted again, so redacting is idempotent: the
 	// marker is not the secret's text (only a secret made of the marker's
@@ -339,13 +489,12 @@ func (sc *scrubber) scrub(s string, more func([]span) []span) string {
 			}
 		}
 	}
-	for _, f := range tokenFormats {
-		spans = appendGroupSpans(spans, s, f.re, f.valid)
+	for i := range tokenFormats {
+		if f := &tokenFormats[i]; f.mayMatch(s) {
+			spans = appendGroupSpans(spans, s, f.re, f.valid)
+		}
 	}
-	if more != nil {
-		spans = more(spans)
-	}
-	return replaceSpans(s, spans)
+	return appendKeyedSpans(spans, s)
 }
 
 type span struct{ start, end int }

@@ -1,7 +1,10 @@
 package policy
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -183,14 +186,14 @@ func TestRedactString(t *testing.T) {
 		},
 		{
 			name:    "OverlappingSecretsMerge",
-			in:      "value=ABCDEFGH end",
-			secrets: []string{"ABCDEF", "DEFGH"},
+			in:      "value=AB12CD34EF56 end",
+			secrets: []string{"AB12CD34", "CD34EF56"},
 			want:    "value=[REDACTED] end",
 		},
 		{
 			name:    "RepeatedOverlappingOccurrences",
-			in:      "aaaaaa",
-			secrets: []string{"aaaa"},
+			in:      "a1a1a1a1a1a1",
+			secrets: []string{"a1a1a1a1"},
 			want:    "[REDACTED]",
 		},
 		{
@@ -260,8 +263,8 @@ func TestRedactString(t *testing.T) {
 		},
 		{
 			name:    "PatternAndLiteralTogether",
-			in:      "token=abc then abcdef leaked",
-			secrets: []string{"abcdef"},
+			in:      "token=abc then abcdef12 leaked",
+			secrets: []string{"abcdef12"},
 			want:    "token=[REDACTED] then [REDACTED] leaked",
 		},
 		{
@@ -327,6 +330,11 @@ func TestIsSensitiveKey(t *testing.T) {
 		"cookie", "Cookie", "cookies", "set-cookie", "Set-Cookie",
 		"credential", "credentials", "Credentials", "aws.credentials",
 		"session", "user_session",
+		// Near misses users expect.
+		"apiKey", "api_key", "x-api-key", "client_secret", "privateKey", "private_key", "passphrase",
+		"auth", "basicAuth", "proxy_auth", "authorization", "credentials", "session_token", "access_key", "secret_key",
+		"pwd", "pass", "user_pass", "passwd", "dsn", "sentry_dsn", "connection_string", "connectionString", "conn_str",
+		"signing_key", "webhook_secret", "refresh_token", "secrets", "passwords", "api_keys", "otp",
 	}
 	for _, k := range sensitive {
 		require.True(t, isSensitiveKey(k), "%q must be redacted", k)
@@ -342,6 +350,8 @@ func TestIsSensitiveKey(t *testing.T) {
 		"secret_name", "secretName", "password_hint", "passwordPolicy", "api_key_id", "apiKeyName",
 		"authorization_url", "cookie_policy", "credential_id", "jwt_algorithm", "keyboard", "turkey",
 		"author", "authority", "bearing", "pwdx",
+		"token_count", "tokenCount", "passenger", "bypass", "compass", "auth_url", "auth_type", "authorized",
+		"dsn_host", "passes", "otp_length",
 	}
 	for _, k := range kept {
 		require.False(t, isSensitiveKey(k), "%q must not be redacted", k)
@@ -369,12 +379,18 @@ func TestRedact_TokenFormats(t *testing.T) {
 	t.Parallel()
 
 	const (
-		slack   = "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOp"
-		ghp     = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
-		pat     = "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEF"
-		jwt     = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
-		pemKey  = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0\n-----END RSA PRIVATE KEY-----"
-		basicUP = "dXNlcjpodW50ZXIy" // user:hunter2
+		slack     = "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOp"
+		ghp       = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+		pat       = "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEF"
+		jwt       = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+		pemKey    = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0\n-----END RSA PRIVATE KEY-----"
+		basicUP   = "dXNlcjpodW50ZXIy" // user:hunter2
+		openai    = "sk-" + "T3BlbkFJabcdefghijklmnopqrstuvwxyz0123456789AB"
+		project   = "sk-proj-" + "Ab3_cD4-eF5gH6iJ7kL8mN9oP0qR1sT2uV3wX4yZ5"
+		anthropic = "sk-ant-api03-" + "AbCdEf0123456789_-AbCdEf0123456789AbCdEf0123456789-AA"
+		akia      = "AKIAIOSFODNN7EXAMPLE"
+		asia      = "ASIAY34FZKBOKMUTVV7A"
+		awsSecret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 	)
 	tests := []struct {
 		name string
@@ -401,6 +417,32 @@ func TestRedact_TokenFormats(t *testing.T) {
 		{"BasicProse", "basic support and Basic example", "basic support and Basic example", true},
 		{"ShortPrefixes", "xoxb- gh_ ghp_short eyJ. github_pat_x", "xoxb- gh_ ghp_short eyJ. github_pat_x", false},
 		{"PublicKey", "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----", "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----", false},
+		// What users expect redacted besides.
+		{"OpenAI", "key " + openai + " rejected", "key [REDACTED] rejected", false},
+		{"OpenAIProject", "OPENAI_API_KEY_HINT " + project, "OPENAI_API_KEY_HINT [REDACTED]", false},
+		{"Anthropic", "(" + anthropic + ")", "([REDACTED])", false},
+		{"AWSAccessKeyIDs", akia + "," + asia, "[REDACTED],[REDACTED]", false},
+		{"AWSSecretINI", "[default]\naws_access_key_id = " + akia + "\naws_secret_access_key = " + awsSecret + "\n",
+			"[default]\naws_access_key_id = [REDACTED]\naws_secret_access_key = [REDACTED]\n", false},
+		{"URLPassword", "dial postgres://app:Sup3r-secret@db.internal:5432/x failed", "dial postgres://app:[REDACTED]@db.internal:5432/x failed", false},
+		{"URLPasswordWithAt", "redis://:p@ss@cache:6379/0", "redis://:[REDACTED]@cache:6379/0", false},
+		{"URLPasswordJSONQuoted", `{"url":"https://u:pw@h/"}`, `{"url":"https://u:[REDACTED]@h/"}`, false},
+		{"QueryPassword", "GET /login?user=ada&password=hunter2&next=/", "GET /login?user=ada&password=[REDACTED]&next=/", false},
+		{"DSN", "host=db user=app password=hunter2 dbname=x sslmode=disable", "host=db user=app password=[REDACTED] dbname=x sslmode=disable", false},
+		{"DSNQuoted", "password='two words' pwd=\"q\\\"x\" passwd=abc", "password='[REDACTED]' pwd=\"[REDACTED]\" passwd=[REDACTED]", false},
+		{"SecretAndPass", "client_secret=abc&pass=xyz&secret=s", "client_secret=[REDACTED]&pass=[REDACTED]&secret=[REDACTED]", false},
+		{"JSONAsText", `called with {"user":"ada","password":"hunter2","pin":"1234","api_key":12345}`,
+			`called with {"user":"ada","password":"[REDACTED]","pin":"1234","api_key":[REDACTED]}`, false},
+		{"EscapedJSONAsText", `args: {\"x-api-key\":\"k1\",\"n\":1}`, `args: {\"x-api-key\":\"[REDACTED]\",\"n\":1}`, false},
+		// Near misses of those are kept.
+		{"Slugs", "sk-folding-cube-animation-wrapper task-1234567890abcdefghijklmn", "sk-folding-cube-animation-wrapper task-1234567890abcdefghijklmn", false},
+		{"ShortSk", "sk-abc123", "sk-abc123", false},
+		{"NotAKeyID", "AKIA1234 AKIAIOSFODNN7EXAMPLEXX", "AKIA1234 AKIAIOSFODNN7EXAMPLEXX", false},
+		{"URLWithoutPassword", "http://host:8080/path@x https://user@host/ mailto:a:b@c", "http://host:8080/path@x https://user@host/ mailto:a:b@c", false},
+		{"DescriptiveKeys", "max_tokens=5 token_count=3 author=ada bypass=1 passenger=2 keyboard=us", "max_tokens=5 token_count=3 author=ada bypass=1 passenger=2 keyboard=us", false},
+		// RedactString, more eager, takes "= nil" for a value.
+		{"Comparisons", "if token == nil || password != x", "if token == nil || password != x", true},
+		{"DescriptiveJSONKeys", `{"max_tokens":5,"token_type":"bearer","author":"ada"}`, `{"max_tokens":5,"token_type":"bearer","author":"ada"}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -409,7 +451,9 @@ func TestRedact_TokenFormats(t *testing.T) {
 			require.NoError(t, err)
 			want, err := json.Marshal(map[string]any{"text": tt.want, "list": []string{tt.want}})
 			require.NoError(t, err)
-			require.JSONEq(t, string(want), string(Redact(in)))
+			got := Redact(in)
+			require.JSONEq(t, string(want), string(got))
+			require.Equal(t, string(got), string(Redact(got)), "not idempotent")
 			if !tt.prose {
 				require.Equal(t, tt.want, RedactString(tt.in))
 			}
@@ -483,5 +527,102 @@ func TestRedact_Secrets(t *testing.T) {
 			require.Equal(t, tt.want, string(got))
 			require.Equal(t, string(got), string(Redact(got, tt.secrets...)), "not idempotent")
 		})
+	}
+}
+
+func TestScrubbable(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{
+		"hunter22", "s3cr3t-x", "demo-key", "pw-planted-5521x", "correcthorsebatterystaple", "1234567890123456",
+		"xoxb-1-2-3", "opaque-credential-8f3k2q", "a1a1a1a1",
+	} {
+		require.True(t, scrubbable(s), "%q could be a credential", s)
+	}
+	for _, s := range []string{
+		"", "demo", "test", "hunter2", "abc-123", "password", "changeme", "Production", "12345678", "outboxdoutboxd",
+	} {
+		require.False(t, scrubbable(s), "%q is too short or too plain to look for", s)
+	}
+	// Not looked for, so the ordinary word survives.
+	require.Equal(t, "this is a demo of outboxd", RedactString("this is a demo of outboxd", "demo"))
+	require.JSONEq(t, `{"text":"this is a demo of outboxd"}`, string(Redact(json.RawMessage(`{"text":"this is a demo of outboxd"}`), "demo", "Bearer demo")))
+}
+
+// TestRedact_SecretForms: a given secret is found raw and in the encodings
+// it travels in, wherever it sits inside them.
+func TestRedact_SecretForms(t *testing.T) {
+	t.Parallel()
+	const secret = "Zx9-pl<a>nt&ed/secret+42"
+	doc := func(prefix string) string { return prefix + `{"echo":"` + secret + `"}` }
+	forms := map[string]string{
+		"JSONEscapedHTML": `{"echo":"Zx9-pl\u003ca\u003ent\u0026ed/secret+42"}`,
+		"QueryEscaped":    "q=" + url.QueryEscape(secret),
+		"PathEscaped":     "/v1/" + url.PathEscape(secret) + "/x",
+		"Hex":             "0x" + hex.EncodeToString([]byte(secret)),
+		"HexUpper":        strings.ToUpper(hex.EncodeToString([]byte("ab" + secret))),
+		"Base64":          base64.StdEncoding.EncodeToString([]byte(doc(""))),
+		"Base64Offset1":   base64.StdEncoding.EncodeToString([]byte(doc("x"))),
+		"Base64Offset2":   base64.StdEncoding.EncodeToString([]byte(doc("xy"))),
+		"Base64URL":       base64.URLEncoding.EncodeToString([]byte(doc("?"))),
+		"Base64Raw":       base64.RawStdEncoding.EncodeToString([]byte(secret)),
+		"Basic":           "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("user:"+secret)),
+	}
+	for name, text := range forms {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			decoded := func(s string) string {
+				for _, dec := range []func(string) ([]byte, error){
+					hex.DecodeString, base64.StdEncoding.DecodeString, base64.URLEncoding.DecodeString, base64.RawStdEncoding.DecodeString,
+				} {
+					if b, err := dec(s); err == nil {
+						return string(b)
+					}
+				}
+				return s
+			}
+			// The test's own check that the form holds the secret.
+			require.True(t, strings.Contains(text, secret) || strings.Contains(decoded(strings.TrimPrefix(strings.TrimPrefix(text, "0x"), "Authorization: Basic ")), secret) ||
+				strings.Contains(text, url.QueryEscape(secret)) || strings.Contains(text, url.PathEscape(secret)) || strings.Contains(text, `\u003c`), text)
+			if name != "Basic" {
+				require.Equal(t, text, RedactString(text), "found only as the given secret")
+			}
+			got := RedactString(text, secret)
+			require.Contains(t, got, Redacted)
+			// At most a character on each side of the marker (less than a
+			// byte of the secret each) is left of the encoded secret.
+			for _, piece := range strings.Split(got, Redacted) {
+				require.NotContains(t, decoded(piece), "secret")
+			}
+			in, err := json.Marshal(map[string]string{"v": text})
+			require.NoError(t, err)
+			out := Redact(in, secret)
+			require.Contains(t, string(out), Redacted)
+			require.Equal(t, string(out), string(Redact(out, secret)), "not idempotent")
+		})
+	}
+}
+
+func TestSecretValues(t *testing.T) {
+	t.Parallel()
+	got := SecretValues(json.RawMessage(`{
+		"user":"ada","password":"pw-planted-5521x","pin":"1234",
+		"auth":{"user":"bob","token":"tok-0123456789","n":123456789012345678},
+		"list":[{"client_secret":"short"}],
+		"url":"postgres://app:Db-pass-9911@db/x",
+		"note":"use sk-proj-Ab3cD4eF5gH6iJ7kL8mN9oP0 and password=hunter22 here",
+		"max_tokens":123456789012
+	}`))
+	require.ElementsMatch(t, []string{
+		"pw-planted-5521x", "tok-0123456789", "123456789012345678", "Db-pass-9911",
+		"sk-proj-Ab3cD4eF5gH6iJ7kL8mN9oP0", "hunter22",
+	}, got, "bob, short and 1234 are too short or plain to look for")
+	require.Nil(t, SecretValues(json.RawMessage(`{"a":`)))
+	require.Empty(t, SecretValues(json.RawMessage(`{"text":"nothing secret","max_tokens":5}`)))
+
+	// What SecretValues finds, Redact replaces.
+	doc := json.RawMessage(`{"password":"pw-planted-5521x","note":"password=hunter22"}`)
+	redacted := Redact(doc)
+	for _, v := range SecretValues(doc) {
+		require.NotContains(t, string(redacted), v)
 	}
 }

@@ -170,6 +170,11 @@ type Deps struct {
 	// Box opens the sealed exact params of invocations whose stored params
 	// are redacted.
 	Box *secretbox.Box
+	// Secrets are outboxd's own secrets (the JWT secret, secrets.key, the
+	// database password...): scrubbed from every result, error and step a
+	// job stores, like the credential of its call, so that no provider or
+	// plugin answer can hand one out.
+	Secrets []string
 	// Flow enforces rate buckets and concurrency limits; nil disables them.
 	Flow    *flow.Limiter
 	Metrics *telemetry.Metrics

@@ -3,6 +3,7 @@ package worker
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -148,14 +149,22 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		}
 	}
 
+	params, perr := w.exactParams(inv)
+	if perr != nil {
+		return w.fail(bg, job, inv, nil, perr, w.deps.Secrets)
+	}
 	start := time.Now()
-	// Every credential value this job used is scrubbed from what it stores
-	// and logs, whatever key or text a provider echoes it in.
-	secrets := []string{tok.Value}
+	// Every credential value this job used, the exact values of its
+	// secret-named params and outboxd's own secrets are scrubbed from what
+	// it stores and logs, whatever key or text a provider echoes them in.
+	secrets := append([]string{tok.Value}, w.deps.Secrets...)
+	if inv.ParamsSealed != nil {
+		secrets = append(secrets, policy.SecretValues(params)...)
+	}
 	// An earlier execution may have reached the provider: sources without
 	// an idempotency key look for their earlier work before creating.
 	retry := rc.StartedBefore
-	res, err := w.call(ctx, source, inv, tok, retry)
+	res, err := w.call(ctx, source, inv, params, tok, retry)
 	if unauthorized(err) {
 		// The provider rejected the credential: refresh it once and retry.
 		log.Info("provider rejected the credential; refreshing the token and retrying once")
@@ -164,7 +173,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		if err != nil {
 			return w.tokenFailure(bg, job, inv, err, log)
 		}
-		res, err = w.call(ctx, source, inv, tok, retry)
+		res, err = w.call(ctx, source, inv, params, tok, retry)
 		if unauthorized(err) {
 			err = &executors.Error{Code: executors.CodeUnauthorized, Message: "the provider rejected the credential again after a refresh: " + executors.Classify(err).Message}
 		}
@@ -195,16 +204,21 @@ func unauthorized(err error) bool {
 	return err != nil && executors.Classify(err).Code == executors.CodeUnauthorized
 }
 
-// call runs the action with the call deadline.
-func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv invocation.Invocation, tok credential.Token, retry bool) (executors.Result, error) {
-	params := inv.Params
-	if inv.ParamsSealed != nil {
-		exact, err := w.deps.Box.Open(inv.ParamsSealed, inv.ID[:])
-		if err != nil {
-			return executors.Result{}, &executors.Error{Code: "params_unreadable", Message: "the sealed params do not open with secrets.key"}
-		}
-		params = exact
+// exactParams returns the params the provider gets: the sealed exact ones
+// when redaction changed the stored params.
+func (w *ExecuteWorker) exactParams(inv invocation.Invocation) (json.RawMessage, *executors.Error) {
+	if inv.ParamsSealed == nil {
+		return inv.Params, nil
 	}
+	exact, err := w.deps.Box.Open(inv.ParamsSealed, inv.ID[:])
+	if err != nil {
+		return nil, &executors.Error{Code: "params_unreadable", Message: "the sealed params do not open with secrets.key"}
+	}
+	return exact, nil
+}
+
+// call runs the action with the call deadline.
+func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv invocation.Invocation, params json.RawMessage, tok credential.Token, retry bool) (executors.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.CallTimeout)
 	defer cancel()
 	return source.Execute(ctx, inv.Action, params, executors.ExecContext{
@@ -229,7 +243,7 @@ func (w *ExecuteWorker) tokenFailure(ctx context.Context, job *river.Job[invocat
 	case errors.Is(err, credential.ErrRefused):
 		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "credential_unavailable", Message: err.Error()}, nil)
 	}
-	return w.retryOrFail(ctx, job, inv, nil, executors.Classify(fmt.Errorf("resolving credential: %w", err)), nil, log)
+	return w.retryOrFail(ctx, job, inv, nil, executors.Classify(fmt.Errorf("resolving credential: %w", err)), w.deps.Secrets, log)
 }
 
 // retryOrFail decides what a failed call becomes: a snooze when the provider

@@ -2,8 +2,10 @@ package worker_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 	"github.com/outboxd/outboxd/internal/pgtest"
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/internal/telemetry"
+	"github.com/outboxd/outboxd/policy"
 	"github.com/outboxd/outboxd/worker"
 )
 
@@ -42,13 +45,18 @@ type unitBundle struct {
 	tx     pgx.Tx
 	store  *invocation.Store
 	slack  *apptest.Slack
+	box    *secretbox.Box
 	worker *rivertest.Worker[invocation.ExecuteArgs, pgx.Tx]
 	client *river.Client[pgx.Tx]
 }
 
 // setupUnit runs an ExecuteWorker inside a transaction rolled back at the
 // end of the test, against a loopback Slack.
-func setupUnit(t *testing.T) *unitBundle {
+func setupUnit(t *testing.T) *unitBundle { return setupUnitWith(t, nil, nil) }
+
+// setupUnitWith is setupUnit with another source besides Slack (its
+// credential the word "demo") and outboxd's own secrets.
+func setupUnitWith(t *testing.T, other executors.Source, secrets []string) *unitBundle {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
@@ -65,14 +73,21 @@ func setupUnit(t *testing.T) *unitBundle {
 	_, err = creds.Put(ctx, credential.Request{Org: "org-1", Integration: "slack"}, credential.Token{Value: "xoxb-unit"}, "test")
 	require.NoError(t, err)
 
+	registry := executors.NewRegistry(src)
+	if other != nil {
+		registry.Add(other, "")
+		_, err = creds.Put(ctx, credential.Request{Org: "org-1", Integration: other.ID()}, credential.Token{Value: "demo"}, "test")
+		require.NoError(t, err)
+	}
+
 	config := &river.Config{}
 	client, err := river.NewClient(riverpgxv5.New(pool), config)
 	require.NoError(t, err)
 	w := worker.NewExecuteWorker(&worker.Deps{
-		Pool: pool, DB: tx, Sources: registrySources{executors.NewRegistry(src)}, Tokens: creds, Box: box, Metrics: telemetry.NewNop(),
+		Pool: pool, DB: tx, Sources: registrySources{registry}, Tokens: creds, Box: box, Metrics: telemetry.NewNop(), Secrets: secrets,
 	}, &worker.Config{RetryBaseDelay: time.Second, MaxProviderWaits: 2})
 	return &unitBundle{
-		tx: tx, store: invocation.New(client), slack: fake, client: client,
+		tx: tx, store: invocation.New(client), slack: fake, box: box, client: client,
 		worker: rivertest.NewWorker(t, riverpgxv5.New(pool), config, w),
 	}
 }
@@ -240,4 +255,88 @@ func TestExecuteWorker_Failures(t *testing.T) {
 		_ = job
 		require.Empty(t, b.slack.Requests())
 	})
+}
+
+// echoSource answers with everything it was given, as text and encoded,
+// plus a secret of outboxd's it got hold of (as a plugin that read the
+// config file could): its "fail" action fails with the same text.
+type echoSource struct{ leak string }
+
+func (echoSource) ID() string { return "echo" }
+
+func (echoSource) ListActions(context.Context, executors.ExecContext) ([]executors.Definition, error) {
+	return nil, nil
+}
+
+func (e echoSource) Execute(_ context.Context, action string, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
+	text := "called with " + string(params) + " using " + ec.Token + "; this is a demo of outboxd; config: " + e.leak
+	steps := &executors.Steps{Verification: executors.Verification{OK: true, Checks: []executors.Check{
+		{Name: "echo " + e.leak, OK: true, Detail: text},
+	}}}
+	if action == "fail" {
+		return executors.Result{}, &executors.Error{Code: "bad_request", Message: text, Steps: steps}
+	}
+	data, err := json.Marshal(map[string]any{
+		"text":   text,
+		"base64": base64.StdEncoding.EncodeToString(params),
+		"query":  "https://x/?q=" + url.QueryEscape(string(params)),
+	})
+	return executors.Result{Data: data, Steps: steps}, err
+}
+
+// TestExecuteWorker_ScrubsEchoedSecrets: the exact values of secret-named
+// params (sealed at submit) and outboxd's own secrets, echoed back by a
+// source as text, encoded, in its checks or in its error, are stored
+// nowhere; an ordinary word that happens to be the credential survives.
+func TestExecuteWorker_ScrubsEchoedSecrets(t *testing.T) {
+	t.Parallel()
+	const (
+		paramSecret = "pw-planted-5521x"
+		ownSecret   = "jwt-secret-of-outboxd-0123456789"
+	)
+	b := setupUnitWith(t, echoSource{leak: ownSecret}, []string{ownSecret})
+	exact := json.RawMessage(`{"user":"ada","password":"` + paramSecret + `"}`)
+	sealed := func(action string) func(p *invocation.CreateParams) {
+		return func(p *invocation.CreateParams) {
+			p.Integration, p.Action = "echo", action
+			p.Params = policy.Redact(exact)
+			p.ParamsSealed = b.box.Seal(exact, p.ID[:])
+		}
+	}
+
+	_, job := b.approved(t, sealed("read"))
+	_, got := b.work(t, job)
+	require.Equal(t, invocation.StatusCompleted, got.Status, deref(got.Error))
+	result := string(got.Result)
+	steps, err := json.Marshal(got.Steps)
+	require.NoError(t, err)
+	require.Contains(t, result, `called with {\"user\":\"ada\",\"password\":\"[REDACTED]\"} using demo; this is a demo of outboxd; config: [REDACTED]`)
+	require.Contains(t, string(steps), "echo [REDACTED]")
+	for _, leaked := range []string{
+		paramSecret, ownSecret,
+		base64.StdEncoding.EncodeToString(exact),
+		url.QueryEscape(paramSecret),
+		base64.StdEncoding.EncodeToString([]byte(paramSecret))[:12],
+	} {
+		require.NotContains(t, result, leaked)
+		require.NotContains(t, string(steps), leaked)
+	}
+
+	_, job = b.approved(t, sealed("fail"))
+	_, got = b.work(t, job)
+	require.Equal(t, invocation.StatusFailed, got.Status)
+	require.Contains(t, *got.Error, "using demo; this is a demo of outboxd; config: [REDACTED]")
+	steps, err = json.Marshal(got.Steps)
+	require.NoError(t, err)
+	for _, leaked := range []string{paramSecret, ownSecret} {
+		require.NotContains(t, *got.Error, leaked)
+		require.NotContains(t, string(steps), leaked)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

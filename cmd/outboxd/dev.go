@@ -26,6 +26,9 @@ import (
 type devState struct {
 	JWTSecret  string `json:"jwt_secret"`
 	SecretsKey string `json:"secrets_key"`
+	// DemoCredential is the demo source's credential: random like a real
+	// one, so that scrubbing it from answers takes no ordinary word.
+	DemoCredential string `json:"demo_credential,omitempty"`
 }
 
 const devStateFile = "dev.json"
@@ -43,16 +46,19 @@ func readDevState(dataDir string) (*devState, error) {
 }
 
 // loadOrCreateDevState returns the development secrets, generating them on
-// the first run.
+// the first run (and the demo credential on the first run that lacks it).
 func loadOrCreateDevState(dataDir string) (*devState, error) {
 	st, err := readDevState(dataDir)
-	if err == nil {
+	if err == nil && st.DemoCredential != "" {
 		return st, nil
 	}
-	if !errors.Is(err, os.ErrNotExist) {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	st = &devState{JWTSecret: secretbox.NewKey(), SecretsKey: secretbox.NewKey()}
+	if st == nil {
+		st = &devState{JWTSecret: secretbox.NewKey(), SecretsKey: secretbox.NewKey()}
+	}
+	st.DemoCredential = "demo-" + secretbox.NewKey()
 	b, _ := json.MarshalIndent(st, "", "  ")
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, err
@@ -155,7 +161,7 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	}
 	demo, _ := cmd.Flags().GetBool("demo")
 	if demo {
-		cfg.DemoOrg = devOrg
+		cfg.DemoOrg, cfg.DemoCredential = devOrg, state.DemoCredential
 	}
 	pool, err := openServingPool(cmd, v, app.RoleAll, cfg.Worker.WithDefaults().MaxWorkers, logger)
 	if err != nil {

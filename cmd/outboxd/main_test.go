@@ -327,10 +327,17 @@ func TestDev_RunsOnEmbeddedPostgres(t *testing.T) {
 		}, 20*time.Second, 50*time.Millisecond, p.output.String())
 		require.Contains(t, p.output.String(), "demo provider: message delivered")
 
+		// The demo credential is a generated secret, not a word that
+		// scrubbing would take out of every answer.
 		r = b.Do("POST", "/v1/sessions/dev-session/actions/invoke", tokens["SANDBOX"], map[string]any{
-			"integration": "demo", "action": "echo", "params": map[string]string{"text": "ping"},
+			"integration": "demo", "action": "echo", "params": map[string]string{"text": "this is a demo of outboxd"},
 		})
 		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		require.Contains(t, string(r.Raw), "this is a demo of outboxd")
+		require.NotContains(t, string(r.Raw), "[REDACTED]")
+		state, err := readDevState(stateDir)
+		require.NoError(t, err)
+		require.Greater(t, len(state.DemoCredential), 40)
 	})
 
 	t.Run("OtherCommandsFindItsDatabase", func(t *testing.T) {

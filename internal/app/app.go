@@ -86,6 +86,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Plugins configures the plugin action packages (plugins.*).
 	Plugins plugin.Config
+	// DemoCredential is the demo source's credential, which `outboxd dev`
+	// generates and keeps with its secrets (a random one when empty).
+	DemoCredential string
 	// DemoOrg, when set, adds the demo source (executors/demo) and stores
 	// a credential for it in that organization at start. Only `outboxd dev`
 	// sets it; it is no configuration key.
@@ -241,7 +244,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	}
 	workerDeps := &worker.Deps{
 		Pool: pool, Sources: sources, Tokens: tokens, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
-		Jobs: []worker.JobSet{webhooks, slackApprovals},
+		Jobs: []worker.JobSet{webhooks, slackApprovals}, Secrets: ownSecrets(cfg, pool),
 	}
 	var groupPool *pgxpool.Pool
 	if role != RoleAPI {
@@ -363,7 +366,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 	}
 	if a.cfg.DemoOrg != "" {
 		_, err := a.creds.Put(ctx, credential.Request{Org: a.cfg.DemoOrg, Integration: demo.SourceID},
-			credential.Token{Value: "demo"}, "outboxd dev")
+			credential.Token{Value: cmp.Or(a.cfg.DemoCredential, secretbox.NewKey())}, "outboxd dev")
 		if err != nil {
 			ln.Close()
 			return err

@@ -3,14 +3,20 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/apptest"
@@ -255,6 +261,92 @@ func TestSecrets_PlantedSecretsAppearNowhere(t *testing.T) {
 		require.NotContains(t, logs.String(), secret, "logs")
 		for i, a := range answers {
 			require.NotContains(t, a, secret, "answer %d", i)
+		}
+	}
+}
+
+// TestSecrets_EchoedParamsAreScrubbed: an MCP tool that answers with its
+// arguments as text (raw, URL-escaped and base64) hands the exact values of
+// its secret-named arguments back; they appear in no stored result, API
+// answer, event or webhook, while what is not secret still reads.
+func TestSecrets_EchoedParamsAreScrubbed(t *testing.T) {
+	t.Parallel()
+	const (
+		password = "pw-echoed-9931x"
+		apiKey   = "k3y+echoed/7720=="
+	)
+	srv := newMCPServer(t)
+	var (
+		hooksMu  sync.Mutex
+		hooks    []string
+		received json.RawMessage
+	)
+	srv.sdk.AddTool(&mcpsdk.Tool{
+		Name: "whoami", Description: "Echo the login.", Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true},
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"user":{"type":"string"},"password":{"type":"string"},"apiKey":{"type":"string"}},"required":["user"]}`),
+	}, func(_ context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+		args := string(req.Params.Arguments)
+		hooksMu.Lock()
+		received = req.Params.Arguments
+		hooksMu.Unlock()
+		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{
+			&mcpsdk.TextContent{Text: "called whoami with " + args},
+			&mcpsdk.TextContent{Text: "replay: /whoami?args=" + url.QueryEscape(args)},
+			&mcpsdk.TextContent{Text: "encoded: " + base64.StdEncoding.EncodeToString(req.Params.Arguments)},
+		}}, nil
+	})
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		hooksMu.Lock()
+		hooks = append(hooks, string(body))
+		hooksMu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(hook.Close)
+	b := apptest.Start(t, nil)
+	_, source := createConnector(t, b, srv, nil)
+	r := b.Do("POST", "/v1/webhooks", b.Admin(), map[string]any{"url": hook.URL, "events": []string{"action_completed"}})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	events := b.Stream("/v1/events?after=0", b.Owner())
+
+	r = invokeTool(b, source, "whoami", map[string]any{"user": "ada-lovelace", "password": password, "apiKey": apiKey})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	hooksMu.Lock()
+	require.JSONEq(t, `{"user":"ada-lovelace","password":"`+password+`","apiKey":"`+apiKey+`"}`, string(received),
+		"the tool gets the exact values")
+	hooksMu.Unlock()
+	id := r.Body["invocation"].(map[string]any)["id"].(string)
+	require.Contains(t, string(r.Raw), "called whoami with")
+	require.Contains(t, string(r.Raw), "ada-lovelace", "what is not secret still reads")
+
+	answers := []string{string(r.Raw), string(b.Do("GET", "/v1/invocations/"+id, b.Owner(), nil).Raw),
+		string(b.Do("GET", "/v1/invocations/"+id+"/events", b.Owner(), nil).Raw)}
+	for {
+		ev := events.Next(10 * time.Second)
+		data, err := json.Marshal(ev.Data)
+		require.NoError(t, err)
+		answers = append(answers, string(data))
+		if ev.Event == "action_completed" && ev.Data["invocation_id"] == id {
+			break
+		}
+	}
+	require.Eventually(t, func() bool {
+		hooksMu.Lock()
+		defer hooksMu.Unlock()
+		return len(hooks) > 0
+	}, 10*time.Second, 20*time.Millisecond, "the webhook is delivered")
+	hooksMu.Lock()
+	answers = append(answers, hooks...)
+	hooksMu.Unlock()
+	var stored string
+	require.NoError(t, b.Pool.QueryRow(context.Background(), `SELECT row_to_json(i)::text FROM action_invocations i WHERE id = $1`, id).Scan(&stored))
+	answers = append(answers, stored)
+	require.Contains(t, stored, "[REDACTED]")
+
+	for i, a := range answers {
+		for _, secret := range []string{password, apiKey, url.QueryEscape(password), url.QueryEscape(apiKey),
+			base64.StdEncoding.EncodeToString([]byte(password))[:12], base64.StdEncoding.EncodeToString([]byte(apiKey))[:12]} {
+			require.NotContains(t, a, secret, "answer %d: %s", i, a)
 		}
 	}
 }
