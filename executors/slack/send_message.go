@@ -109,6 +109,7 @@ var sendMessageDefinition = executors.Definition{
 	Tier:        executors.TierR2,
 	Params:      json.RawMessage(sendMessageSchema),
 	Recipients:  []string{"channel"},
+	Delivery:    executors.DeliveryReconciled,
 }
 
 // metadataEventType is the event_type of the metadata every message

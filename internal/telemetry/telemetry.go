@@ -37,6 +37,10 @@ type Metrics struct {
 	// SlackNotifications counts Slack approval messages posted and updated
 	// and interactivity answers, by kind and outcome.
 	SlackNotifications *prometheus.CounterVec
+	// Unreconciled counts retries that acted again without first looking
+	// for an earlier attempt's effect, because the look-up could not be
+	// made, by source and reason.
+	Unreconciled *prometheus.CounterVec
 }
 
 // New creates the metrics and registers them on reg.
@@ -83,8 +87,12 @@ func New(reg prometheus.Registerer) *Metrics {
 		Name: "outboxd_slack_notifications_total",
 		Help: "Slack approval messages posted and updated, and clicks answered, by kind (post, update, click) and outcome.",
 	}, []string{"kind", "outcome"})
+	m.Unreconciled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "outboxd_reconcile_unavailable_total",
+		Help: "Retries that acted again without looking for an earlier attempt's effect, the look-up being impossible, by source and reason (missing_scope, channel_name, not_in_channel...).",
+	}, []string{"source", "reason"})
 	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency, m.Drift, m.ConnectorList,
-		m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications)
+		m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications, m.Unreconciled)
 	return m
 }
 
