@@ -34,7 +34,7 @@ const (
 // conversationID matches the IDs of channels, private channels and direct
 // messages. A post may name a channel ("#general"); Slack's history only
 // takes an ID.
-var conversationID = regexp.MustCompile(`^[CGD][A-Z0-9]{2,}$`)
+var conversationID = regexp.MustCompile(`^[CGD][A-Z0-9]+$`)
 
 // unreadableHistory are the ok:false codes of a look-up that the Slack app
 // cannot make for this channel or with this token: the message is posted

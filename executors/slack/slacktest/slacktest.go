@@ -42,7 +42,7 @@ const maxLimit = 999
 
 // conversationID matches the IDs of channels (C), private channels (G) and
 // direct messages (D).
-var conversationID = regexp.MustCompile(`^[CGD][A-Z0-9]{2,}$`)
+var conversationID = regexp.MustCompile(`^[CGD][A-Z0-9]+$`)
 
 // Metadata is a message's metadata, as chat.postMessage takes it.
 type Metadata struct {
