@@ -70,8 +70,8 @@ const (
 	DeliveryAtLeastOnce Delivery = "at_least_once"
 )
 
-// Or returns d, or DeliveryAtLeastOnce when d is empty.
-func (d Delivery) Or() Delivery {
+// OrDefault returns d, or DeliveryAtLeastOnce when d is empty.
+func (d Delivery) OrDefault() Delivery {
 	if d == "" {
 		return DeliveryAtLeastOnce
 	}

@@ -141,7 +141,7 @@ func (s *Service) Available(ctx context.Context, c *Caller) (*Catalog, error) {
 			tier := policy.TierOf(string(d.Tier))
 			out.Actions = append(out.Actions, AvailableAction{
 				Source: src.id, Action: d.ID, Description: d.Description, RiskTier: tier, RiskLevel: tier.Risk(),
-				Mode: res.Mode, ModeSource: res.Source, Params: d.Params, Delivery: d.Delivery.Or(), Hash: hash, Drifted: drifted,
+				Mode: res.Mode, ModeSource: res.Source, Params: d.Params, Delivery: d.Delivery.OrDefault(), Hash: hash, Drifted: drifted,
 				Disabled: src.src.Disabled != "",
 			})
 		}
@@ -208,7 +208,7 @@ func (s *Service) Guide(ctx context.Context, c *Caller, integration string) (str
 		fmt.Fprintf(&b, "\n## %s.%s\n\n%s\n\n", integration, d.ID, strings.TrimSpace(d.Description))
 		tier := policy.TierOf(string(d.Tier))
 		fmt.Fprintf(&b, "- Mode: `%s` (%s)\n- Risk: `%s` (%s)\n", res.Mode, res.Source, tier, tier.Risk())
-		fmt.Fprintf(&b, "- Delivery: `%s` (%s)\n", d.Delivery.Or(), deliveryWords[d.Delivery.Or()])
+		fmt.Fprintf(&b, "- Delivery: `%s` (%s)\n", d.Delivery.OrDefault(), deliveryWords[d.Delivery.OrDefault()])
 		if drifted {
 			b.WriteString("- Changed since an admin reviewed it: runs only with approval until re-reviewed\n")
 		}
