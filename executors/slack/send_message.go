@@ -21,9 +21,10 @@ var sendMessageSchema string
 const sendMessageDescription = "Post a message to a Slack channel, private channel or direct message " +
 	"as the workspace's Slack app. Set `channel` to a channel ID such as C0123456789 (preferred) or a " +
 	"name such as #general; the app must be a member of the channel. Write `text` in Slack mrkdwn. " +
-	"To reply in a thread, set `thread_ts` to the ts of the parent message. Every call posts a new " +
-	"message and cannot be undone. On success the provider reference is the new message's ts, " +
-	"usable as `thread_ts` for follow-up replies."
+	"To reply in a thread, set `thread_ts` to the ts of the parent message. Every invocation posts one " +
+	"message, which cannot be undone: when an answer is lost, outboxd finds the message it already posted " +
+	"in the channel's history rather than posting again, which needs a channel ID. On success the provider " +
+	"reference is the message's ts, usable as `thread_ts` for follow-up replies."
 
 const (
 	// maxResponseBytes bounds how much of Slack's answer is read. A
