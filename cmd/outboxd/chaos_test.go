@@ -58,7 +58,7 @@ buckets:
     scope: org
 worker:
   max_workers: 20
-  call_timeout: 1s
+  call_timeout: 2s
   poll_interval: 50ms
   bookkeeping_retry: 60s
 `), 0o600))

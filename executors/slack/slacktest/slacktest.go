@@ -384,18 +384,27 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, token string, b
 	inclusive := args.Get("inclusive") == "true" || args.Get("inclusive") == "1"
 	withMetadata := args.Get("include_all_metadata") == "true" || args.Get("include_all_metadata") == "1"
 
+	out, code, fields := s.page(args, channel, replies, limit, inclusive, withMetadata, oldest, latest, token)
+	if code != "" {
+		WriteError(w, code, fields...)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// page builds the answer of a history or replies call, or the ok:false
+// code (and fields) to answer with.
+func (s *Server) page(args url.Values, channel string, replies bool, limit int, inclusive, withMetadata bool, oldest, latest int64, token string) (map[string]any, string, []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !conversationID.MatchString(channel) {
-		WriteError(w, "channel_not_found")
-		return
+		return nil, "channel_not_found", nil
 	}
-	if !s.authorize(w, token, historyScope(channel)) {
-		return
+	if granted, limited := s.scopes[token]; limited && !slices.Contains(granted, historyScope(channel)) {
+		return nil, "missing_scope", []string{"needed", historyScope(channel), "provided", strings.Join(granted, ",")}
 	}
 	if _, ok := s.messages[channel]; !ok {
-		WriteError(w, "channel_not_found")
-		return
+		return nil, "channel_not_found", nil
 	}
 	if s.pageSize > 0 {
 		limit = min(limit, s.pageSize)
@@ -414,8 +423,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, token string, b
 		thread := args.Get("ts")
 		parent = s.find(channel, thread)
 		if parent == nil {
-			WriteError(w, "thread_not_found")
-			return
+			return nil, "thread_not_found", nil
 		}
 		for _, m := range s.messages[channel] {
 			if m.ThreadTS == thread && m.TS != thread && inRange(m) {
@@ -436,8 +444,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, token string, b
 		next, found := strings.CutPrefix(string(raw), "next_ts:")
 		start = slices.IndexFunc(list, func(m *Message) bool { return m.TS == next })
 		if err != nil || !found || start < 0 {
-			WriteError(w, "invalid_cursor")
-			return
+			return nil, "invalid_cursor", nil
 		}
 	}
 	page := list[start:min(start+limit, len(list))]
@@ -460,7 +467,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, token string, b
 	if !replies {
 		out["pin_count"] = 0
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, "", nil
 }
 
 // parseTS reads a Slack timestamp ("1503435956.000247") as microseconds,
