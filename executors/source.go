@@ -44,6 +44,38 @@ type Definition struct {
 	// Recipients names the top-level params that say who is contacted
 	// (a Slack channel): do-not-contact patterns are matched against them.
 	Recipients []string `json:"recipient_fields,omitempty"`
+	// Delivery says what a retry after a lost answer can do at the
+	// provider: DeliveryExactlyOnce, DeliveryReconciled or
+	// DeliveryAtLeastOnce. Empty is treated as DeliveryAtLeastOnce.
+	Delivery Delivery `json:"delivery,omitempty"`
+}
+
+// Delivery is an action's delivery guarantee: what becomes of an
+// invocation whose call may have reached the provider without its answer
+// reaching outboxd (a timeout, a 5xx, a reset, a worker killed mid-call),
+// which outboxd then runs again.
+type Delivery string
+
+// The delivery guarantees an action may declare.
+const (
+	// DeliveryExactlyOnce: running again cannot act twice. The provider
+	// takes the invocation's idempotency key (or an id derived from it),
+	// or the action only reads or sets a state.
+	DeliveryExactlyOnce Delivery = "exactly_once"
+	// DeliveryReconciled: the provider takes no idempotency key, so before
+	// running again the source looks for what an earlier attempt created
+	// (by a mark carrying the key) and completes with it when found.
+	DeliveryReconciled Delivery = "reconciled"
+	// DeliveryAtLeastOnce: running again may act twice.
+	DeliveryAtLeastOnce Delivery = "at_least_once"
+)
+
+// OrDefault returns d, or DeliveryAtLeastOnce when d is empty.
+func (d Delivery) OrDefault() Delivery {
+	if d == "" {
+		return DeliveryAtLeastOnce
+	}
+	return d
 }
 
 // ExecContext carries what a source needs to execute an action. Sources never
@@ -68,6 +100,28 @@ type ExecContext struct {
 	// answer was recorded. A source whose provider takes no idempotency
 	// key looks for its earlier work before creating anything again.
 	Retry bool
+	// FirstStartedAt is when the invocation's first execution started (the
+	// zero time when unknown): nothing an earlier attempt did is older, so
+	// a look-up for it starts there, less a margin for clock skew.
+	FirstStartedAt time.Time
+	// Unreconciled, when set, is told when the source could not look for
+	// an earlier attempt's work and acts again without that check (a
+	// credential without the scope to read what it created). The worker
+	// counts it and shows it on the credential's status.
+	Unreconciled func(Unreconciled)
+}
+
+// Unreconciled is why a source could not look for an earlier attempt's
+// work before acting again.
+type Unreconciled struct {
+	// Reason is a short code, such as the provider's error code
+	// ("missing_scope"): a metric label.
+	Reason string
+	// CredentialNote, when set, says what the credential lacks, in words
+	// for its status ("reconcile_unavailable: missing channels:history
+	// scope"); empty when the cause is not the credential (a channel the
+	// app cannot read).
+	CredentialNote string
 }
 
 // Token kinds for ExecContext.TokenKind.

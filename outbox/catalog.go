@@ -36,6 +36,9 @@ type AvailableAction struct {
 	Mode        policy.Mode       `json:"mode"`
 	ModeSource  policy.ModeSource `json:"mode_source"`
 	Params      json.RawMessage   `json:"params"`
+	// Delivery is what a retry after a lost answer can do at the provider:
+	// exactly_once, reconciled or at_least_once (executors.Delivery).
+	Delivery executors.Delivery `json:"delivery"`
 	// Hash is the definition's canonical hash (policy.DefinitionHash of the
 	// params schema): it changes when the contract changes, not when only
 	// descriptions, defaults or enums do.
@@ -140,7 +143,7 @@ func (s *Service) Available(ctx context.Context, c *Caller) (*Catalog, error) {
 			tier := policy.TierOf(string(d.Tier))
 			out.Actions = append(out.Actions, AvailableAction{
 				Source: src.id, Action: d.ID, Description: d.Description, RiskTier: tier, RiskLevel: tier.Risk(),
-				Mode: res.Mode, ModeSource: res.Source, Params: d.Params, Hash: hash, Drifted: drifted,
+				Mode: res.Mode, ModeSource: res.Source, Params: d.Params, Delivery: d.Delivery.OrDefault(), Hash: hash, Drifted: drifted,
 				Disabled: src.src.Disabled != "",
 			})
 		}
@@ -207,6 +210,7 @@ func (s *Service) Guide(ctx context.Context, c *Caller, integration string) (str
 		fmt.Fprintf(&b, "\n## %s.%s\n\n%s\n\n", integration, d.ID, strings.TrimSpace(d.Description))
 		tier := policy.TierOf(string(d.Tier))
 		fmt.Fprintf(&b, "- Mode: `%s` (%s)\n- Risk: `%s` (%s)\n", res.Mode, res.Source, tier, tier.Risk())
+		fmt.Fprintf(&b, "- Delivery: `%s` (%s)\n", d.Delivery.OrDefault(), deliveryWords[d.Delivery.OrDefault()])
 		if drifted {
 			b.WriteString("- Changed since an admin reviewed it: runs only with approval until re-reviewed\n")
 		}
@@ -219,6 +223,14 @@ func (s *Service) Guide(ctx context.Context, c *Caller, integration string) (str
 		fmt.Fprintf(&b, "\n### Example\n\n```json\n%s\n```\n", example)
 	}
 	return b.String(), nil
+}
+
+// deliveryWords says in the guide what each delivery guarantee means when
+// an answer is lost and outboxd runs the action again.
+var deliveryWords = map[executors.Delivery]string{
+	executors.DeliveryExactlyOnce: "running it again after a lost answer cannot act twice",
+	executors.DeliveryReconciled:  "before running it again after a lost answer, outboxd looks for what the first attempt did and completes with it",
+	executors.DeliveryAtLeastOnce: "running it again after a lost answer may act twice",
 }
 
 // schemaDoc is the part of a JSON Schema the guide renders.

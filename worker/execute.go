@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -164,7 +166,8 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	// An earlier execution may have reached the provider: sources without
 	// an idempotency key look for their earlier work before creating.
 	retry := rc.StartedBefore
-	res, err := w.call(ctx, source, inv, params, tok, retry)
+	var missed unreconciled
+	res, err := w.call(ctx, source, inv, params, tok, retry, missed.add)
 	if unauthorized(err) {
 		// The provider rejected the credential: refresh it once and retry.
 		log.Info("provider rejected the credential; refreshing the token and retrying once")
@@ -173,12 +176,13 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		if err != nil {
 			return w.tokenFailure(bg, job, inv, err, log)
 		}
-		res, err = w.call(ctx, source, inv, params, tok, retry)
+		res, err = w.call(ctx, source, inv, params, tok, retry, missed.add)
 		if unauthorized(err) {
 			err = &executors.Error{Code: executors.CodeUnauthorized, Message: "the provider rejected the credential again after a refresh: " + executors.Classify(err).Message}
 		}
 	}
 	elapsed := time.Since(start)
+	w.noteUnreconciled(bg, inv, req, missed.list(), log)
 	duration := ptr(int32(elapsed.Milliseconds()))
 	if err != nil {
 		w.deps.Metrics.JobDuration.WithLabelValues(inv.Integration, "error").Observe(elapsed.Seconds())
@@ -204,6 +208,50 @@ func unauthorized(err error) bool {
 	return err != nil && executors.Classify(err).Code == executors.CodeUnauthorized
 }
 
+// unreconciled collects what a source reports through
+// ExecContext.Unreconciled during a job's calls.
+type unreconciled struct {
+	mu   sync.Mutex
+	seen []executors.Unreconciled
+}
+
+func (u *unreconciled) add(x executors.Unreconciled) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !slices.Contains(u.seen, x) {
+		u.seen = append(u.seen, x)
+	}
+}
+
+func (u *unreconciled) list() []executors.Unreconciled {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.seen)
+}
+
+// noteUnreconciled counts each look-up a source could not make before
+// acting again and, when the credential was the cause, notes it on the
+// credential, where its status is shown; the first such note of a
+// credential is also logged. Failing to note is logged, not fatal: the
+// call already happened.
+func (w *ExecuteWorker) noteUnreconciled(ctx context.Context, inv invocation.Invocation, req credential.Request, missed []executors.Unreconciled, log *slog.Logger) {
+	for _, u := range missed {
+		w.deps.Metrics.Unreconciled.WithLabelValues(inv.Integration, u.Reason).Inc()
+		if u.CredentialNote == "" {
+			log.Info("acted again without looking for an earlier attempt's effect", "reason", u.Reason)
+			continue
+		}
+		changed, err := credential.Note(ctx, w.deps.db(), req, u.CredentialNote)
+		switch {
+		case err != nil:
+			log.Warn("noting the credential failed", "note", u.CredentialNote, "error", err)
+		case changed:
+			log.Warn("the credential cannot look for an earlier attempt's effect; retries act again without that check",
+				"reason", u.Reason, "note", u.CredentialNote)
+		}
+	}
+}
+
 // exactParams returns the params the provider gets: the sealed exact ones
 // when redaction changed the stored params.
 func (w *ExecuteWorker) exactParams(inv invocation.Invocation) (json.RawMessage, *executors.Error) {
@@ -218,7 +266,7 @@ func (w *ExecuteWorker) exactParams(inv invocation.Invocation) (json.RawMessage,
 }
 
 // call runs the action with the call deadline.
-func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv invocation.Invocation, params json.RawMessage, tok credential.Token, retry bool) (executors.Result, error) {
+func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv invocation.Invocation, params json.RawMessage, tok credential.Token, retry bool, missed func(executors.Unreconciled)) (executors.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.CallTimeout)
 	defer cancel()
 	return source.Execute(ctx, inv.Action, params, executors.ExecContext{
@@ -228,6 +276,8 @@ func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv i
 		SessionID:      deref(inv.SessionID),
 		IdempotencyKey: inv.ID.String(),
 		Retry:          retry,
+		FirstStartedAt: deref(inv.StartedAt),
+		Unreconciled:   missed,
 	})
 }
 
@@ -373,11 +423,11 @@ func redactSteps(steps *executors.Steps, secrets []string) *executors.Steps {
 
 func ptr[T any](v T) *T { return &v }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
+func deref[T any](p *T) T {
+	if p == nil {
+		return *new(T)
 	}
-	return *s
+	return *p
 }
 
 func orNull(b []byte) []byte {

@@ -67,9 +67,10 @@ func TestExecute_StoppedMidCallIsRetriedWithSameKey(t *testing.T) {
 	second := apptest.Start(t, &apptest.Options{DatabaseURL: first.DBURL, SecretsKey: first.Config.SecretsKey})
 	inv := second.WaitStatus(id, invocation.StatusCompleted, 15*time.Second)
 
-	firstReqs, secondReqs := first.Slack.Requests(), second.Slack.Requests()
+	firstReqs, secondReqs := first.Slack.Requests(), second.Slack.Posts()
 	require.Len(t, firstReqs, 1)
 	require.Len(t, secondReqs, 1, "completes once")
+	require.Equal(t, "/conversations.history", second.Slack.Requests()[0].Path, "the retry looks for the first attempt's message first")
 	require.Equal(t, id, firstReqs[0].IdempotencyKey)
 	require.Equal(t, id, secondReqs[0].IdempotencyKey, "the retry carries the same idempotency key")
 	require.Equal(t, float64(2), inv["attempt"])
@@ -116,7 +117,12 @@ func TestExecute_RateLimitedSnoozesWithoutBurningAttempts(t *testing.T) {
 
 	// Two 429s with a single allowed attempt: only snoozing can get it done.
 	inv := b.WaitStatus(id, invocation.StatusCompleted, 20*time.Second)
-	require.Len(t, b.Slack.Requests(), 3)
+	// The post, then (after each snooze) the look-up for it, then the post.
+	paths := []string{}
+	for _, r := range b.Slack.Requests() {
+		paths = append(paths, r.Path)
+	}
+	require.Equal(t, []string{"/chat.postMessage", "/conversations.history", "/conversations.history", "/chat.postMessage"}, paths)
 	require.Equal(t, float64(1), inv["attempt"])
 	_, attempt := jobRow(t, b, id)
 	require.Equal(t, 1, attempt)
@@ -219,8 +225,7 @@ func TestExecute_RateLimitDrainsTheBucket(t *testing.T) {
 	second := enqueue(t, b, "drain-2")
 	b.WaitStatus(second, invocation.StatusCompleted, 15*time.Second)
 	b.WaitStatus(first, invocation.StatusCompleted, 15*time.Second)
-	reqs := b.Slack.Requests()
-	require.Len(t, reqs, 3)
+	require.Len(t, b.Slack.Posts(), 3)
 	var secondAt time.Time
 	arrivals.Range(func(k, v any) bool {
 		if strings.HasPrefix(k.(string), second) {

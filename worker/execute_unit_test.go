@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/slack"
+	"github.com/outboxd/outboxd/executors/slack/slacktest"
 	"github.com/outboxd/outboxd/internal/apptest"
 	"github.com/outboxd/outboxd/internal/catalog"
 	"github.com/outboxd/outboxd/internal/credential"
@@ -42,12 +45,14 @@ func (r registrySources) Source(_ context.Context, _, id string) (*catalog.Sourc
 }
 
 type unitBundle struct {
-	tx     pgx.Tx
-	store  *invocation.Store
-	slack  *apptest.Slack
-	box    *secretbox.Box
-	worker *rivertest.Worker[invocation.ExecuteArgs, pgx.Tx]
-	client *river.Client[pgx.Tx]
+	tx      pgx.Tx
+	store   *invocation.Store
+	slack   *apptest.Slack
+	box     *secretbox.Box
+	creds   *credential.Store
+	metrics *telemetry.Metrics
+	worker  *rivertest.Worker[invocation.ExecuteArgs, pgx.Tx]
+	client  *river.Client[pgx.Tx]
 }
 
 // setupUnit runs an ExecuteWorker inside a transaction rolled back at the
@@ -58,14 +63,28 @@ func setupUnit(t *testing.T) *unitBundle { return setupUnitWith(t, nil, nil) }
 // credential the word "demo") and outboxd's own secrets.
 func setupUnitWith(t *testing.T, other executors.Source, secrets []string) *unitBundle {
 	t.Helper()
+	fake := apptest.NewSlack(t, nil)
+	b := setupUnitAt(t, fake.Server.URL, other, secrets)
+	b.slack = fake
+	return b
+}
+
+// setupUnitOn is setupUnit with Slack at slackURL.
+func setupUnitOn(t *testing.T, slackURL string) *unitBundle {
+	t.Helper()
+	return setupUnitAt(t, slackURL, nil, nil)
+}
+
+// setupUnitAt is setupUnitWith with Slack at slackURL.
+func setupUnitAt(t *testing.T, slackURL string, other executors.Source, secrets []string) *unitBundle {
+	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 
-	fake := apptest.NewSlack(t, nil)
-	src, err := slack.New(&slack.Config{BaseURL: fake.Server.URL})
+	src, err := slack.New(&slack.Config{BaseURL: slackURL})
 	require.NoError(t, err)
 	box, err := secretbox.New(secretbox.NewKey())
 	require.NoError(t, err)
@@ -83,11 +102,12 @@ func setupUnitWith(t *testing.T, other executors.Source, secrets []string) *unit
 	config := &river.Config{}
 	client, err := river.NewClient(riverpgxv5.New(pool), config)
 	require.NoError(t, err)
+	metrics := telemetry.NewNop()
 	w := worker.NewExecuteWorker(&worker.Deps{
-		Pool: pool, DB: tx, Sources: registrySources{registry}, Tokens: creds, Box: box, Metrics: telemetry.NewNop(), Secrets: secrets,
+		Pool: pool, DB: tx, Sources: registrySources{registry}, Tokens: creds, Box: box, Metrics: metrics, Secrets: secrets,
 	}, &worker.Config{RetryBaseDelay: time.Second, MaxProviderWaits: 2})
 	return &unitBundle{
-		tx: tx, store: invocation.New(client), slack: fake, box: box, client: client,
+		tx: tx, store: invocation.New(client), box: box, creds: creds, metrics: metrics, client: client,
 		worker: rivertest.NewWorker(t, riverpgxv5.New(pool), config, w),
 	}
 }
@@ -339,4 +359,73 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+func TestExecuteWorker_ReconcilesSlack(t *testing.T) {
+	t.Parallel()
+
+	// attempts runs an invocation whose first post's answer Slack drops
+	// after storing the message, then its retry.
+	attempts := func(t *testing.T, b *unitBundle, fake *slacktest.Server) invocation.Invocation {
+		t.Helper()
+		fake.AfterPost(func(slacktest.Message) slacktest.Fault { return slacktest.Drop })
+		inv, job := b.approved(t, func(p *invocation.CreateParams) { p.Retry = &invocation.Retry{MaxAttempts: 3} })
+		res, got := b.work(t, job)
+		require.Equal(t, river.EventKindJobFailed, res.EventKind, "a lost answer is retried")
+		require.Equal(t, invocation.StatusApproved, got.Status)
+		require.Len(t, fake.Messages(), 1)
+		fake.AfterPost(nil)
+
+		res, got = b.work(t, res.Job)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+		require.Equal(t, invocation.StatusCompleted, got.Status)
+		require.Equal(t, inv.ID, got.ID)
+		return got
+	}
+	unavailable := func(b *unitBundle, reason string) float64 {
+		var m dto.Metric
+		require.NoError(t, b.metrics.Unreconciled.WithLabelValues("slack", reason).Write(&m))
+		return m.GetCounter().GetValue()
+	}
+
+	t.Run("FindsTheFirstPost", func(t *testing.T) {
+		t.Parallel()
+		fake := slacktest.New(t)
+		b := setupUnitOn(t, fake.URL())
+		got := attempts(t, b, fake)
+
+		messages := fake.Messages()
+		require.Len(t, messages, 1, "exactly one message")
+		require.Equal(t, messages[0].TS, *got.ProviderRef)
+		require.True(t, got.Conflict, "completed with the message found")
+		lookups := fake.Calls("conversations.history")
+		require.Len(t, lookups, 1)
+		oldest, err := strconv.ParseFloat(lookups[0].Query.Get("oldest"), 64)
+		require.NoError(t, err)
+		require.InDelta(t, float64(got.StartedAt.Add(-10*time.Minute).UnixMicro())/1e6, oldest, 0.001, "the window starts at the first attempt")
+		require.Zero(t, unavailable(b, "missing_scope"))
+	})
+
+	t.Run("MissingScopePostsAgainAndNotesTheCredential", func(t *testing.T) {
+		t.Parallel()
+		fake := slacktest.New(t)
+		fake.SetScopes("xoxb-unit", "chat:write")
+		b := setupUnitOn(t, fake.URL())
+		got := attempts(t, b, fake)
+
+		require.Len(t, fake.Messages(), 2, "posted again, as before look-ups")
+		require.False(t, got.Conflict)
+		require.Equal(t, 1.0, unavailable(b, "missing_scope"))
+		infos, err := b.creds.List(context.Background(), "org-1")
+		require.NoError(t, err)
+		require.Len(t, infos, 1)
+		require.Equal(t, "reconcile_unavailable: missing channels:history scope", infos[0].Note)
+
+		// Storing the credential again clears the note.
+		_, err = b.creds.Put(context.Background(), credential.Request{Org: "org-1", Integration: "slack"}, credential.Token{Value: "xoxb-unit"}, "test")
+		require.NoError(t, err)
+		infos, err = b.creds.List(context.Background(), "org-1")
+		require.NoError(t, err)
+		require.Empty(t, infos[0].Note)
+	})
 }

@@ -172,18 +172,18 @@ func newActionsListCommand() *cobra.Command {
 			}
 			var body struct {
 				Actions []struct {
-					Source, Action, Description, Mode string
-					Tier                              string `json:"risk_tier"`
+					Source, Action, Description, Mode, Delivery string
+					Tier                                        string `json:"risk_tier"`
 				} `json:"actions"`
 			}
 			if err := json.Unmarshal(raw, &body); err != nil {
 				return fmt.Errorf("decoding the catalog: %w", err)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ACTION\tMODE\tTIER\tDESCRIPTION")
+			fmt.Fprintln(tw, "ACTION\tMODE\tTIER\tDELIVERY\tDESCRIPTION")
 			for _, x := range body.Actions {
 				desc, _, _ := strings.Cut(x.Description, "\n")
-				fmt.Fprintf(tw, "%s.%s\t%s\t%s\t%s\n", x.Source, x.Action, x.Mode, x.Tier, desc)
+				fmt.Fprintf(tw, "%s.%s\t%s\t%s\t%s\t%s\n", x.Source, x.Action, x.Mode, x.Tier, x.Delivery, desc)
 			}
 			return tw.Flush()
 		},

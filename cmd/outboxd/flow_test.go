@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -14,34 +15,38 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/executors/slack/slacktest"
 	"github.com/outboxd/outboxd/internal/apptest"
 	"github.com/outboxd/outboxd/internal/pgtest"
 )
 
-// provider is a loopback Slack that records when each call arrived, how many
-// ran at once, and the idempotency keys it saw.
+// provider is a loopback Slack (slacktest, which keeps the messages) that
+// records when each post arrived, how many ran at once, and the
+// idempotency keys it saw. Look-ups (conversations.history) reach Slack
+// without being counted as calls.
 type provider struct {
 	*httptest.Server
+	slack *slacktest.Server
 	delay time.Duration
 
 	mu       sync.Mutex
 	arrivals []time.Time
 	keys     map[string]int
-	first    map[string]time.Time // when each key was first called
 	inFlight int
 	maxIn    int
 }
 
 func newProvider(t *testing.T, delay time.Duration) *provider {
-	p := &provider{delay: delay, keys: map[string]int{}, first: map[string]time.Time{}}
+	p := &provider{slack: slacktest.New(t), delay: delay, keys: map[string]int{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/chat.postMessage") {
+			p.slack.ServeHTTP(w, r)
+			return
+		}
 		p.mu.Lock()
 		p.arrivals = append(p.arrivals, time.Now())
 		key := r.Header.Get("X-Outboxd-Idempotency-Key")
 		p.keys[key]++
-		if _, ok := p.first[key]; !ok {
-			p.first[key] = time.Now()
-		}
 		p.inFlight++
 		p.maxIn = max(p.maxIn, p.inFlight)
 		p.mu.Unlock()
@@ -49,17 +54,10 @@ func newProvider(t *testing.T, delay time.Duration) *provider {
 		p.mu.Lock()
 		p.inFlight--
 		p.mu.Unlock()
-		apptest.SlackOK(w, r)
+		p.slack.ServeHTTP(w, r)
 	}))
 	t.Cleanup(p.Close)
 	return p
-}
-
-// firstCall is when key was first called.
-func (p *provider) firstCall(key string) time.Time {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.first[key]
 }
 
 func (p *provider) snapshot() ([]time.Time, map[string]int, int) {

@@ -150,20 +150,23 @@ func (s *source) ListActions(context.Context, executors.ExecContext) ([]executor
 				"Writes are refused; the statement is cancelled after %s; at most %d rows (and about %d KiB) come back, "+
 				"with truncated: true when there were more. Use $1, $2, ... placeholders with params rather than quoting values.",
 				s.db.Name, s.db.StatementTimeout, s.db.MaxRows, s.client.cfg.MaxResultBytes/1024),
-			Tier:   executors.TierR1,
-			Params: json.RawMessage(querySchema),
+			Tier:     executors.TierR1,
+			Params:   json.RawMessage(querySchema),
+			Delivery: executors.DeliveryExactlyOnce,
 		},
 		{
 			ID:          ActionListTables,
 			Description: fmt.Sprintf("List the tables and views of the Postgres database %q that its user may read: schema, name and type.", s.db.Name),
 			Tier:        executors.TierR0,
 			Params:      json.RawMessage(listTablesSchema),
+			Delivery:    executors.DeliveryExactlyOnce,
 		},
 		{
 			ID:          ActionDescribeTable,
 			Description: fmt.Sprintf("Describe a table or view of the Postgres database %q: its columns with their types, nullability, defaults and primary key.", s.db.Name),
 			Tier:        executors.TierR0,
 			Params:      json.RawMessage(describeTableSchema),
+			Delivery:    executors.DeliveryExactlyOnce,
 		},
 	}, nil
 }

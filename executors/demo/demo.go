@@ -77,12 +77,14 @@ func (s *Source) ListActions(context.Context, executors.ExecContext) ([]executor
 			Tier:       executors.TierR2,
 			Params:     json.RawMessage(sendMessageSchema),
 			Recipients: []string{"channel"},
+			Delivery:   executors.DeliveryExactlyOnce,
 		},
 		{
 			ID:          ActionEcho,
 			Description: "DEMO: answer with the given text. A read action: it runs at once, without approval.",
 			Tier:        executors.TierR0,
 			Params:      json.RawMessage(echoSchema),
+			Delivery:    executors.DeliveryExactlyOnce,
 		},
 	}, nil
 }

@@ -64,6 +64,7 @@ var addCommentDefinition = executors.Definition{
 	ID:          ActionAddComment,
 	Description: addCommentDescription,
 	Tier:        executors.TierR2,
+	Delivery:    executors.DeliveryExactlyOnce,
 	Params:      json.RawMessage(addCommentSchema),
 }
 

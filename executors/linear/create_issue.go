@@ -60,6 +60,7 @@ var createIssueDefinition = executors.Definition{
 	ID:          ActionCreateIssue,
 	Description: createIssueDescription,
 	Tier:        executors.TierR2,
+	Delivery:    executors.DeliveryExactlyOnce,
 	Params:      json.RawMessage(createIssueSchema),
 }
 

@@ -27,6 +27,7 @@ var getIssueDefinition = executors.Definition{
 	ID:          ActionGetIssue,
 	Description: getIssueDescription,
 	Tier:        executors.TierR1,
+	Delivery:    executors.DeliveryExactlyOnce,
 	Params:      json.RawMessage(getIssueSchema),
 }
 

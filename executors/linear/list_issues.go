@@ -74,6 +74,7 @@ var listIssuesDefinition = executors.Definition{
 	ID:          ActionListIssues,
 	Description: listIssuesDescription,
 	Tier:        executors.TierR1,
+	Delivery:    executors.DeliveryExactlyOnce,
 	Params:      json.RawMessage(listIssuesSchema),
 }
 

@@ -59,6 +59,7 @@ var updateIssueDefinition = executors.Definition{
 	ID:          ActionUpdateIssue,
 	Description: updateIssueDescription,
 	Tier:        executors.TierR2,
+	Delivery:    executors.DeliveryExactlyOnce,
 	Params:      json.RawMessage(updateIssueSchema),
 }
 

@@ -257,6 +257,9 @@ func (t Tool) definition() executors.Definition {
 		Description: desc,
 		Tier:        t.Tier,
 		Params:      append(json.RawMessage(nil), t.InputSchema...),
+		// The key goes to the server in _meta.idempotency_key; whether it
+		// honours it, outboxd cannot tell.
+		Delivery: executors.DeliveryAtLeastOnce,
 	}
 }
 

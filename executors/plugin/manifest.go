@@ -97,6 +97,9 @@ func (l *loader) loadAction(dir string) (*action, error) {
 	}
 	a := &action{dir: dir, def: executors.Definition{
 		ID: m.Name, Description: strings.TrimSpace(m.Description), Tier: tier, Params: m.InputSchema,
+		// The key is in OUTBOXD_IDEMPOTENCY_KEY; whether the plugin's code
+		// uses it, outboxd cannot tell.
+		Delivery: executors.DeliveryAtLeastOnce,
 	}}
 	if a.def.Description == "" {
 		a.def.Description = "Plugin action " + m.Name + "."

@@ -64,11 +64,11 @@ const (
 
 // actions are Sentry's actions, each with its handler.
 var actions = []executors.Action{
-	executors.NewAction(executors.Definition{ID: ActionListIssues, Description: listIssuesDescription, Tier: executors.TierR1, Params: json.RawMessage(listIssuesSchema)}, (*client).listIssues),
-	executors.NewAction(executors.Definition{ID: ActionGetIssue, Description: getIssueDescription, Tier: executors.TierR1, Params: json.RawMessage(getIssueSchema)}, (*client).getIssue),
-	executors.NewAction(executors.Definition{ID: ActionListIssueEvents, Description: listIssueEventsDescription, Tier: executors.TierR1, Params: json.RawMessage(listIssueEventsSchema)}, (*client).listIssueEvents),
-	executors.NewAction(executors.Definition{ID: ActionGetEvent, Description: getEventDescription, Tier: executors.TierR1, Params: json.RawMessage(getEventSchema)}, (*client).getEvent),
-	executors.NewAction(executors.Definition{ID: ActionUpdateIssue, Description: updateIssueDescription, Tier: executors.TierR2, Params: json.RawMessage(updateIssueSchema)}, (*client).updateIssue),
+	executors.NewAction(executors.Definition{ID: ActionListIssues, Description: listIssuesDescription, Tier: executors.TierR1, Params: json.RawMessage(listIssuesSchema), Delivery: executors.DeliveryExactlyOnce}, (*client).listIssues),
+	executors.NewAction(executors.Definition{ID: ActionGetIssue, Description: getIssueDescription, Tier: executors.TierR1, Params: json.RawMessage(getIssueSchema), Delivery: executors.DeliveryExactlyOnce}, (*client).getIssue),
+	executors.NewAction(executors.Definition{ID: ActionListIssueEvents, Description: listIssueEventsDescription, Tier: executors.TierR1, Params: json.RawMessage(listIssueEventsSchema), Delivery: executors.DeliveryExactlyOnce}, (*client).listIssueEvents),
+	executors.NewAction(executors.Definition{ID: ActionGetEvent, Description: getEventDescription, Tier: executors.TierR1, Params: json.RawMessage(getEventSchema), Delivery: executors.DeliveryExactlyOnce}, (*client).getEvent),
+	executors.NewAction(executors.Definition{ID: ActionUpdateIssue, Description: updateIssueDescription, Tier: executors.TierR2, Params: json.RawMessage(updateIssueSchema), Delivery: executors.DeliveryExactlyOnce}, (*client).updateIssue),
 }
 
 // ListIssuesParams are the params of list_issues.

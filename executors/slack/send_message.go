@@ -21,9 +21,10 @@ var sendMessageSchema string
 const sendMessageDescription = "Post a message to a Slack channel, private channel or direct message " +
 	"as the workspace's Slack app. Set `channel` to a channel ID such as C0123456789 (preferred) or a " +
 	"name such as #general; the app must be a member of the channel. Write `text` in Slack mrkdwn. " +
-	"To reply in a thread, set `thread_ts` to the ts of the parent message. Every call posts a new " +
-	"message and cannot be undone. On success the provider reference is the new message's ts, " +
-	"usable as `thread_ts` for follow-up replies."
+	"To reply in a thread, set `thread_ts` to the ts of the parent message. Every invocation posts one " +
+	"message, which cannot be undone: when an answer is lost, outboxd finds the message it already posted " +
+	"in the channel's history rather than posting again, which needs a channel ID. On success the provider " +
+	"reference is the message's ts, usable as `thread_ts` for follow-up replies."
 
 const (
 	// maxResponseBytes bounds how much of Slack's answer is read. A
@@ -109,9 +110,32 @@ var sendMessageDefinition = executors.Definition{
 	Tier:        executors.TierR2,
 	Params:      json.RawMessage(sendMessageSchema),
 	Recipients:  []string{"channel"},
+	Delivery:    executors.DeliveryReconciled,
 }
 
-// postMessageAnswer is the part of chat.postMessage's answer that drives
+// metadataEventType is the event_type of the metadata every message
+// outboxd posts carries: its event_payload holds the invocation's
+// idempotency key, by which a retry finds the message.
+const metadataEventType = "outboxd_action"
+
+// messageMetadata is chat.postMessage's metadata argument, and the part of
+// a message's metadata the look-up reads.
+type messageMetadata struct {
+	EventType    string          `json:"event_type"`
+	EventPayload metadataPayload `json:"event_payload"`
+}
+
+type metadataPayload struct {
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// postMessageBody is the body sent to chat.postMessage.
+type postMessageBody struct {
+	*SendMessageParams
+	Metadata *messageMetadata `json:"metadata,omitempty"`
+}
+
+// postMessageAnswer is the part of a Web API answer that drives
 // classification. OK is a pointer so a body without it is told apart from
 // ok:false.
 type postMessageAnswer struct {
@@ -121,7 +145,9 @@ type postMessageAnswer struct {
 	Needed string `json:"needed"`
 }
 
-// sendMessage posts p with chat.postMessage.
+// sendMessage posts p with chat.postMessage, its metadata carrying the
+// idempotency key. On a retry it first looks for the message an earlier
+// attempt posted (findPosted) and completes with it when found.
 func (s *client) sendMessage(ctx context.Context, p *SendMessageParams, ec executors.ExecContext) (executors.Result, error) {
 	if ec.Token == "" {
 		return executors.Result{}, &executors.Error{
@@ -129,8 +155,18 @@ func (s *client) sendMessage(ctx context.Context, p *SendMessageParams, ec execu
 			Message: "no Slack token is available; connect Slack first",
 		}
 	}
+	if ec.Retry && ec.IdempotencyKey != "" {
+		found, err := s.findPosted(ctx, p, ec)
+		if err != nil || found != nil {
+			return deref(found), err
+		}
+	}
 
-	body, err := json.Marshal(p)
+	post := postMessageBody{SendMessageParams: p}
+	if ec.IdempotencyKey != "" {
+		post.Metadata = &messageMetadata{EventType: metadataEventType, EventPayload: metadataPayload{IdempotencyKey: ec.IdempotencyKey}}
+	}
+	body, err := json.Marshal(post)
 	if err != nil {
 		return executors.Result{}, fmt.Errorf("slack: encoding chat.postMessage body: %w", err)
 	}
@@ -138,17 +174,36 @@ func (s *client) sendMessage(ctx context.Context, p *SendMessageParams, ec execu
 	if err != nil {
 		return executors.Result{}, fmt.Errorf("slack: building chat.postMessage request: %w", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+ec.Token)
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	req.Header.Set("Accept", "application/json")
 	if ec.IdempotencyKey != "" {
-		// Slack ignores the key.
+		// Slack ignores the key; the metadata is what a retry looks for.
 		req.Header.Set(httpsource.IdempotencyKeyHeader, ec.IdempotencyKey)
 	}
+	raw, answer, err := s.call(ctx, ec, req)
+	if err != nil {
+		return executors.Result{}, err
+	}
+	return executors.Result{Data: json.RawMessage(raw), ProviderRef: answer.TS}, nil
+}
+
+func deref[T any](p *T) T {
+	if p == nil {
+		return *new(T)
+	}
+	return *p
+}
+
+// call sends req with ec's token and reads Slack's answer: the raw body of
+// an ok:true answer with its classification fields, or a classified
+// failure.
+func (s *client) call(ctx context.Context, ec executors.ExecContext, req *http.Request) ([]byte, postMessageAnswer, error) {
+	var answer postMessageAnswer
+	req.Header.Set("Authorization", "Bearer "+ec.Token)
+	req.Header.Set("Accept", "application/json")
 
 	resp, err := s.http.Do(req)
 	if err != nil {
-		return executors.Result{}, httpsource.TransportError(ctx, "Slack", err)
+		return nil, answer, httpsource.TransportError(ctx, "Slack", err)
 	}
 	defer httpsource.CloseBody(resp.Body, maxResponseBytes)
 
@@ -156,41 +211,40 @@ func (s *client) sendMessage(ctx context.Context, p *SendMessageParams, ec execu
 
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
-		return executors.Result{}, &executors.Error{
+		return nil, answer, &executors.Error{
 			Code:       "ratelimited",
 			Message:    "Slack rate-limited the call (HTTP 429)",
 			Retryable:  true,
 			RetryAfter: httpsource.RetryAfter(resp.Header, defaultRetryAfter, maxRetryAfter),
 		}
 	case resp.StatusCode >= 500:
-		return executors.Result{}, httpStatusError(resp, raw, true)
+		return nil, answer, httpStatusError(resp, raw, true)
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		return executors.Result{}, httpStatusError(resp, raw, false)
+		return nil, answer, httpStatusError(resp, raw, false)
 	}
 
 	if errors.Is(readErr, httpsource.ErrTooLarge) {
-		return executors.Result{}, &executors.Error{
+		return nil, answer, &executors.Error{
 			Code:      "invalid_response",
 			Message:   fmt.Sprintf("Slack's answer is larger than %d bytes", maxResponseBytes),
 			Retryable: true,
 		}
 	}
 	if readErr != nil {
-		return executors.Result{}, httpsource.TransportError(ctx, "Slack", readErr)
+		return nil, answer, httpsource.TransportError(ctx, "Slack", readErr)
 	}
 
-	var answer postMessageAnswer
 	if err := json.Unmarshal(raw, &answer); err != nil || answer.OK == nil {
-		return executors.Result{}, &executors.Error{
+		return nil, answer, &executors.Error{
 			Code:      "invalid_response",
 			Message:   fmt.Sprintf("Slack answered HTTP %d with a body that is not a Web API response", resp.StatusCode),
 			Retryable: true,
 		}
 	}
 	if !*answer.OK {
-		return executors.Result{}, slackError(answer, resp.Header)
+		return nil, answer, slackError(answer, resp.Header)
 	}
-	return executors.Result{Data: json.RawMessage(raw), ProviderRef: answer.TS}, nil
+	return raw, answer, nil
 }
 
 // slackError classifies a Web API ok:false answer.

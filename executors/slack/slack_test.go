@@ -257,7 +257,8 @@ func TestSource_Execute(t *testing.T) {
 		require.Equal(t, "Bearer "+testToken, req.Header.Get("Authorization"))
 		require.Equal(t, "application/json; charset=utf-8", req.Header.Get("Content-Type"))
 		require.Equal(t, "inv_0123", req.Header.Get("X-Outboxd-Idempotency-Key"))
-		require.JSONEq(t, sendParams, string(req.Body))
+		require.JSONEq(t, `{"channel":"C123","text":"Here's a message for you",`+
+			`"metadata":{"event_type":"outboxd_action","event_payload":{"idempotency_key":"inv_0123"}}}`, string(req.Body))
 	})
 
 	t.Run("PassesThreadTS", func(t *testing.T) {
@@ -270,7 +271,9 @@ func TestSource_Execute(t *testing.T) {
 
 		reqs := bundle.recorded()
 		require.Len(t, reqs, 1)
-		require.JSONEq(t, params, string(reqs[0].Body))
+		var body map[string]any
+		require.NoError(t, json.Unmarshal(reqs[0].Body, &body))
+		require.Equal(t, "1503435956.000247", body["thread_ts"])
 	})
 
 	t.Run("OmitsUnsetOptionalFields", func(t *testing.T) {
@@ -286,6 +289,7 @@ func TestSource_Execute(t *testing.T) {
 		require.Len(t, reqs, 1)
 		require.NotContains(t, reqs[0].Header, "X-Outboxd-Idempotency-Key")
 		require.NotContains(t, string(reqs[0].Body), "thread_ts")
+		require.NotContains(t, string(reqs[0].Body), "metadata", "no key, no metadata")
 	})
 
 	t.Run("DefaultHTTPClientAndBaseURLWithPath", func(t *testing.T) {

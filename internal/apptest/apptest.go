@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -388,9 +389,27 @@ func (s *Slack) Requests() []SlackRequest {
 	return append([]SlackRequest(nil), s.requests...)
 }
 
-// SlackOK answers like a successful chat.postMessage.
+// Posts returns the chat.postMessage calls Slack received so far.
+func (s *Slack) Posts() []SlackRequest {
+	var out []SlackRequest
+	for _, r := range s.Requests() {
+		if strings.HasSuffix(r.Path, "/chat.postMessage") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// SlackOK answers like a successful chat.postMessage and, to a retry's
+// look-up for an earlier post (conversations.history or .replies), like
+// a conversation without messages: it keeps nothing. slacktest keeps
+// messages.
 func SlackOK(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	if strings.HasSuffix(r.URL.Path, "/conversations.history") || strings.HasSuffix(r.URL.Path, "/conversations.replies") {
+		_, _ = io.WriteString(w, `{"ok":true,"messages":[],"has_more":false,"response_metadata":{"next_cursor":""}}`)
+		return
+	}
 	_, _ = io.WriteString(w, `{"ok":true,"channel":"C0123456789","ts":"1503435956.000247","message":{"type":"message","text":"hello","user":"U0123","ts":"1503435956.000247"}}`)
 }
 

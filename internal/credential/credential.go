@@ -72,6 +72,10 @@ type Info struct {
 	UpdatedBy   string    `json:"updated_by"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
+	// Note is what a worker learned about the credential since it was
+	// stored, such as "reconcile_unavailable: missing channels:history
+	// scope"; storing it again clears it.
+	Note string `json:"note,omitempty"`
 }
 
 // Store is the encrypted credential store.
@@ -132,9 +136,27 @@ func (s *Store) List(ctx context.Context, org string) ([]Info, error) {
 	}
 	infos := make([]Info, len(rows))
 	for i, r := range rows {
-		infos[i] = Info{Integration: r.Integration, UserID: r.UserID, TokenKind: r.TokenKind, UpdatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		infos[i] = Info{Integration: r.Integration, UserID: r.UserID, TokenKind: r.TokenKind, UpdatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Note: r.Note}
 	}
 	return infos, nil
+}
+
+// Note records note on the stored credential req resolves to (the user's
+// when one is stored, else the organization's), unless it was stored after
+// req.Version, so a credential replaced since the call is not noted. It
+// reports whether the note changed; a Version of zero (no stored
+// credential) notes nothing.
+func Note(ctx context.Context, db dbsqlc.DBTX, req Request, note string) (bool, error) {
+	if req.Version.IsZero() {
+		return false, nil
+	}
+	n, err := dbsqlc.New().CredentialNote(ctx, db, dbsqlc.CredentialNoteParams{
+		Note: note, OrganizationID: req.Org, Integration: req.Integration, UserID: req.UserID, Version: req.Version,
+	})
+	if err != nil {
+		return false, fmt.Errorf("noting credential: %w", err)
+	}
+	return n > 0, nil
 }
 
 // Token returns the token to call req's integration with: the user's

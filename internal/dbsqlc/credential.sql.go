@@ -11,7 +11,7 @@ import (
 )
 
 const credentialGet = `-- name: CredentialGet :one
-SELECT organization_id, integration, user_id, sealed, created_by, created_at, updated_at, token_kind FROM credentials
+SELECT organization_id, integration, user_id, sealed, created_by, created_at, updated_at, token_kind, note FROM credentials
 WHERE organization_id = $1 AND integration = $2 AND user_id = $3
 `
 
@@ -33,6 +33,7 @@ func (q *Queries) CredentialGet(ctx context.Context, db DBTX, arg CredentialGetP
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.TokenKind,
+		&i.Note,
 	)
 	return i, err
 }
@@ -71,7 +72,7 @@ func (q *Queries) CredentialIntegrations(ctx context.Context, db DBTX, arg Crede
 }
 
 const credentialList = `-- name: CredentialList :many
-SELECT organization_id, integration, user_id, token_kind, created_by, created_at, updated_at FROM credentials
+SELECT organization_id, integration, user_id, token_kind, created_by, created_at, updated_at, note FROM credentials
 WHERE organization_id = $1
 ORDER BY integration, user_id
 `
@@ -84,6 +85,7 @@ type CredentialListRow struct {
 	CreatedBy      string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	Note           string
 }
 
 func (q *Queries) CredentialList(ctx context.Context, db DBTX, organizationID string) ([]CredentialListRow, error) {
@@ -103,6 +105,7 @@ func (q *Queries) CredentialList(ctx context.Context, db DBTX, organizationID st
 			&i.CreatedBy,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Note,
 		); err != nil {
 			return nil, err
 		}
@@ -115,7 +118,7 @@ func (q *Queries) CredentialList(ctx context.Context, db DBTX, organizationID st
 }
 
 const credentialNewest = `-- name: CredentialNewest :one
-SELECT organization_id, integration, user_id, sealed, created_by, created_at, updated_at, token_kind FROM credentials ORDER BY updated_at DESC LIMIT 1
+SELECT organization_id, integration, user_id, sealed, created_by, created_at, updated_at, token_kind, note FROM credentials ORDER BY updated_at DESC LIMIT 1
 `
 
 // The most recently stored credential of any organization: the one sealed
@@ -132,16 +135,54 @@ func (q *Queries) CredentialNewest(ctx context.Context, db DBTX) (Credential, er
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.TokenKind,
+		&i.Note,
 	)
 	return i, err
+}
+
+const credentialNote = `-- name: CredentialNote :execrows
+UPDATE credentials AS t SET note = $1
+WHERE t.organization_id = $2 AND t.integration = $3
+  AND t.user_id = (SELECT c.user_id FROM credentials c
+                 WHERE c.organization_id = $2 AND c.integration = $3
+                   AND (c.user_id = $4::text OR c.user_id = '')
+                 ORDER BY c.user_id = '' LIMIT 1)
+  AND t.updated_at <= $5 AND t.note <> $1
+`
+
+type CredentialNoteParams struct {
+	Note           string
+	OrganizationID string
+	Integration    string
+	UserID         string
+	Version        time.Time
+}
+
+// Notes the credential a call used: the user's when one is stored, else the
+// organization's, as the worker resolves it. Only a credential stored no
+// later than @version (read with the invocation) is noted, so a credential
+// replaced since the call is not, and only when the note changes: the
+// answer says whether it did.
+func (q *Queries) CredentialNote(ctx context.Context, db DBTX, arg CredentialNoteParams) (int64, error) {
+	result, err := db.Exec(ctx, credentialNote,
+		arg.Note,
+		arg.OrganizationID,
+		arg.Integration,
+		arg.UserID,
+		arg.Version,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const credentialUpsert = `-- name: CredentialUpsert :one
 INSERT INTO credentials (organization_id, integration, user_id, sealed, token_kind, created_by)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (organization_id, integration, user_id)
-DO UPDATE SET sealed = EXCLUDED.sealed, token_kind = EXCLUDED.token_kind, created_by = EXCLUDED.created_by, updated_at = now()
-RETURNING organization_id, integration, user_id, sealed, created_by, created_at, updated_at, token_kind
+DO UPDATE SET sealed = EXCLUDED.sealed, token_kind = EXCLUDED.token_kind, created_by = EXCLUDED.created_by, updated_at = now(), note = ''
+RETURNING organization_id, integration, user_id, sealed, created_by, created_at, updated_at, token_kind, note
 `
 
 type CredentialUpsertParams struct {
@@ -172,6 +213,7 @@ func (q *Queries) CredentialUpsert(ctx context.Context, db DBTX, arg CredentialU
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.TokenKind,
+		&i.Note,
 	)
 	return i, err
 }

@@ -81,6 +81,7 @@ type Credential struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	TokenKind      string
+	Note           string
 }
 
 type DoNotContact struct {

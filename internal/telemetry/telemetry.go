@@ -40,6 +40,10 @@ type Metrics struct {
 	// PauseHolds counts execute jobs held (snoozed) because their
 	// organization is paused.
 	PauseHolds prometheus.Counter
+	// Unreconciled counts retries that acted again without first looking
+	// for an earlier attempt's effect, because the look-up could not be
+	// made, by source and reason.
+	Unreconciled *prometheus.CounterVec
 }
 
 // New creates the metrics and registers them on reg.
@@ -90,8 +94,12 @@ func New(reg prometheus.Registerer) *Metrics {
 		Name: "outboxd_org_pause_holds_total",
 		Help: "Execute jobs held (snoozed, no attempt spent) because their organization is paused.",
 	})
+	m.Unreconciled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "outboxd_reconcile_unavailable_total",
+		Help: "Retries that acted again without looking for an earlier attempt's effect, the look-up being impossible, by source and reason (missing_scope, channel_name, not_in_channel...).",
+	}, []string{"source", "reason"})
 	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency, m.Drift, m.ConnectorList,
-		m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications, m.PauseHolds)
+		m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications, m.PauseHolds, m.Unreconciled)
 	return m
 }
 

@@ -70,7 +70,7 @@ func TestDeadLetters_ReplayAndDiscard(t *testing.T) {
 	require.Equal(t, float64(1), done["replay_count"])
 	require.Equal(t, "user-owner", done["replayed_by"])
 	require.Nil(t, done["dead_lettered_at"])
-	for _, req := range b.Slack.Requests() {
+	for _, req := range b.Slack.Posts() {
 		if req.IdempotencyKey == id {
 			continue
 		}

@@ -513,6 +513,8 @@ func TestCatalog_AvailableAndGuides(t *testing.T) {
 		require.ElementsMatch(t, []any{"teamId", "title"}, create["params"].(map[string]any)["required"])
 		require.Equal(t, "allow", all["linear.list_issues"]["mode"])
 		require.Equal(t, "read", all["linear.list_issues"]["risk_level"])
+		require.Equal(t, "exactly_once", create["delivery"], "a client id from the invocation id")
+		require.Equal(t, "reconciled", all["slack.send_message"]["delivery"], "looked up before posting again")
 	})
 
 	t.Run("SourcesCarryTheProvidersDisplayNames", func(t *testing.T) {
@@ -556,6 +558,7 @@ func TestCatalog_AvailableAndGuides(t *testing.T) {
 		create := section(t, md, "linear.create_issue")
 		require.Contains(t, create, "Mode: `require_approval`")
 		require.Contains(t, create, "Risk: `R2` (write)")
+		require.Contains(t, create, "Delivery: `exactly_once`")
 		require.Contains(t, section(t, md, "linear.get_issue"), "Risk: `R1` (read)")
 		require.Regexp(t, "(?m)^\\| `teamId` \\| string \\| yes \\| .+\\|$", create)
 		require.Regexp(t, "(?m)^\\| `priority` \\| integer \\| no \\| .+\\|$", create)

@@ -1,0 +1,172 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/outboxd/outboxd/executors"
+)
+
+const (
+	// historyPageSize is the limit of each page of the look-up. Slack
+	// advises no more than 200.
+	historyPageSize = 200
+
+	// maxHistoryPages bounds the look-up. Only what was posted since the
+	// invocation's first attempt is read, so it ends long before this in
+	// practice.
+	maxHistoryPages = 50
+
+	// clockSkew is how much earlier than the first attempt the look-up
+	// starts, in case Slack's clock is behind outboxd's.
+	clockSkew = 10 * time.Minute
+)
+
+// conversationID matches the IDs of channels, private channels and direct
+// messages. A post may name a channel ("#general"); Slack's history only
+// takes an ID.
+var conversationID = regexp.MustCompile(`^[CGD][A-Z0-9]+$`)
+
+// unreadableHistory are the ok:false codes of a look-up that the Slack app
+// cannot make for this channel or with this token: the message is posted
+// without the look-up rather than the action failing.
+var unreadableHistory = map[string]bool{
+	"missing_scope":     true,
+	"channel_not_found": true,
+	"not_in_channel":    true,
+	"thread_not_found":  true,
+}
+
+// historyAnswer is the part of a conversations.history or
+// conversations.replies answer the look-up reads.
+type historyAnswer struct {
+	Messages         []json.RawMessage `json:"messages"`
+	HasMore          bool              `json:"has_more"`
+	ResponseMetadata struct {
+		NextCursor string `json:"next_cursor"`
+	} `json:"response_metadata"`
+}
+
+// postedMessage is the part of a message the look-up matches.
+type postedMessage struct {
+	TS       string           `json:"ts"`
+	Metadata *messageMetadata `json:"metadata"`
+}
+
+// findPosted looks for the message an earlier attempt of the invocation
+// posted in p's channel (or thread), by the idempotency key in its
+// metadata, among the messages since the first attempt. It returns the
+// result a fresh post would have (the channel, the ts and the message),
+// as a conflict, or nil when there is none. When the look-up cannot be
+// made (a token without the history scope, a channel given by name, a
+// channel the app cannot read), it tells ec.Unreconciled and returns nil,
+// so the message is posted as it was before look-ups existed.
+func (s *client) findPosted(ctx context.Context, p *SendMessageParams, ec executors.ExecContext) (*executors.Result, error) {
+	if !conversationID.MatchString(p.Channel) {
+		unreconciled(ec, executors.Unreconciled{Reason: "channel_name"})
+		return nil, nil
+	}
+	method := "conversations.history"
+	query := url.Values{
+		"channel":              {p.Channel},
+		"limit":                {strconv.Itoa(historyPageSize)},
+		"include_all_metadata": {"true"},
+	}
+	if p.ThreadTS != "" {
+		// A reply is not in the channel's history but in its thread's.
+		method = "conversations.replies"
+		query.Set("ts", p.ThreadTS)
+	}
+	if from := lookupStart(ec); !from.IsZero() {
+		query.Set("oldest", fmt.Sprintf("%d.%06d", from.Unix(), from.Nanosecond()/1000))
+	}
+	for range maxHistoryPages {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.baseURL+"/"+method+"?"+query.Encode(), nil)
+		if err != nil {
+			return nil, fmt.Errorf("slack: building %s request: %w", method, err)
+		}
+		raw, answer, err := s.call(ctx, ec, req)
+		var slackErr *executors.Error
+		if errors.As(err, &slackErr) && unreadableHistory[slackErr.Code] {
+			u := executors.Unreconciled{Reason: slackErr.Code}
+			if slackErr.Code == "missing_scope" {
+				u.CredentialNote = "reconcile_unavailable: the Slack token cannot read message history"
+				if slackScopes.MatchString(answer.Needed) {
+					u.CredentialNote = "reconcile_unavailable: missing " + answer.Needed + " scope"
+				}
+			}
+			unreconciled(ec, u)
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var page historyAnswer
+		if err := json.Unmarshal(raw, &page); err != nil || page.Messages == nil {
+			return nil, &executors.Error{
+				Code:      "invalid_response",
+				Message:   "Slack answered " + method + " without a list of messages",
+				Retryable: true,
+			}
+		}
+		for _, m := range page.Messages {
+			var msg postedMessage
+			if json.Unmarshal(m, &msg) != nil || msg.TS == "" || msg.Metadata == nil {
+				continue
+			}
+			if msg.Metadata.EventType == metadataEventType && msg.Metadata.EventPayload.IdempotencyKey == ec.IdempotencyKey {
+				return foundResult(p.Channel, msg.TS, m)
+			}
+		}
+		next := page.ResponseMetadata.NextCursor
+		if !page.HasMore || next == "" {
+			return nil, nil
+		}
+		query.Set("cursor", next)
+	}
+	return nil, &executors.Error{
+		Code: "idempotency_unverified",
+		Message: fmt.Sprintf("could not tell whether an earlier attempt already posted the message: the look-up read %d "+
+			"pages of the channel's history without reaching the invocation's first attempt; check Slack before invoking again", maxHistoryPages),
+	}
+}
+
+// foundResult is the result of a message found by the look-up, shaped as
+// chat.postMessage's answer.
+func foundResult(channel, ts string, message json.RawMessage) (*executors.Result, error) {
+	data, err := json.Marshal(map[string]any{"ok": true, "channel": channel, "ts": ts, "message": message})
+	if err != nil {
+		return nil, fmt.Errorf("slack: encoding the found message: %w", err)
+	}
+	return &executors.Result{Data: data, ProviderRef: ts, Conflict: true}, nil
+}
+
+// lookupStart is the time before which no earlier attempt posted: the
+// first attempt's start or, when unknown, the time in the idempotency key
+// (an invocation id, a UUIDv7), less clockSkew; zero when neither is known.
+func lookupStart(ec executors.ExecContext) time.Time {
+	from := ec.FirstStartedAt
+	if from.IsZero() {
+		id, err := uuid.Parse(ec.IdempotencyKey)
+		if err != nil || id.Version() != 7 {
+			return time.Time{}
+		}
+		from = time.Unix(id.Time().UnixTime())
+	}
+	return from.Add(-clockSkew)
+}
+
+func unreconciled(ec executors.ExecContext, u executors.Unreconciled) {
+	if ec.Unreconciled != nil {
+		ec.Unreconciled(u)
+	}
+}

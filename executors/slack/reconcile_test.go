@@ -1,0 +1,319 @@
+package slack_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/slack"
+	"github.com/outboxd/outboxd/executors/slack/slacktest"
+)
+
+// reconcileBundle is a source on a loopback Slack that keeps messages.
+type reconcileBundle struct {
+	slack  *slacktest.Server
+	source executors.Source
+
+	mu           sync.Mutex
+	unreconciled []executors.Unreconciled
+}
+
+func setupReconcile(t *testing.T) *reconcileBundle {
+	t.Helper()
+	b := &reconcileBundle{slack: slacktest.New(t)}
+	source, err := slack.New(&slack.Config{BaseURL: b.slack.URL(), HTTPClient: b.slack.Client()})
+	require.NoError(t, err)
+	b.source = source
+	return b
+}
+
+// execContext is the context of an invocation's attempt: retry says an
+// earlier one started at first.
+func (b *reconcileBundle) execContext(key string, first time.Time, retry bool) executors.ExecContext {
+	return executors.ExecContext{
+		Token: testToken, OrganizationID: "org_1", IdempotencyKey: key, Retry: retry, FirstStartedAt: first,
+		Unreconciled: func(u executors.Unreconciled) {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.unreconciled = append(b.unreconciled, u)
+		},
+	}
+}
+
+func (b *reconcileBundle) reasons() []executors.Unreconciled {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]executors.Unreconciled(nil), b.unreconciled...)
+}
+
+// firstAttempt runs an attempt whose answer is lost to fault after Slack
+// stored the post, and returns when it started.
+func (b *reconcileBundle) firstAttempt(t *testing.T, key, params string, fault slacktest.Fault) time.Time {
+	t.Helper()
+	b.slack.AfterPost(func(slacktest.Message) slacktest.Fault { return fault })
+	t.Cleanup(func() { b.slack.AfterPost(nil) })
+	started := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(params), b.execContext(key, started, false))
+	require.True(t, executors.Classify(err).Retryable, "a lost answer is retried: %v", err)
+	b.slack.AfterPost(nil)
+	require.Len(t, b.slack.Messages(), 1, "Slack acted on the first attempt")
+	return started
+}
+
+// requireFound asserts res is the stored message, as a fresh post's answer.
+func requireFound(t *testing.T, res executors.Result, stored slacktest.Message) {
+	t.Helper()
+	require.True(t, res.Conflict, "found, not posted")
+	require.Equal(t, stored.TS, res.ProviderRef)
+	var data struct {
+		OK      bool   `json:"ok"`
+		Channel string `json:"channel"`
+		TS      string `json:"ts"`
+		Message struct {
+			Text     string `json:"text"`
+			TS       string `json:"ts"`
+			Metadata struct {
+				EventType string `json:"event_type"`
+			} `json:"metadata"`
+		} `json:"message"`
+	}
+	require.NoError(t, json.Unmarshal(res.Data, &data))
+	require.True(t, data.OK)
+	require.Equal(t, stored.Channel, data.Channel)
+	require.Equal(t, stored.TS, data.TS)
+	require.Equal(t, stored.TS, data.Message.TS)
+	require.Equal(t, stored.Text, data.Message.Text)
+	require.Equal(t, "outboxd_action", data.Message.Metadata.EventType)
+}
+
+const channelParams = `{"channel":"C0123456789","text":"deploy finished"}`
+
+func TestSource_ReconcilesBeforePostingAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	for name, fault := range map[string]slacktest.Fault{
+		"TimeoutAfterPost":     slacktest.Stall,
+		"ConnectionDropped":    slacktest.Drop,
+		"ServerErrorAfterPost": slacktest.Unavailable,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setupReconcile(t)
+			key := uuid.Must(uuid.NewV7()).String()
+			first := b.firstAttempt(t, key, channelParams, fault)
+
+			res, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(channelParams), b.execContext(key, first, true))
+			require.NoError(t, err)
+			messages := b.slack.Messages()
+			require.Len(t, messages, 1, "exactly one message")
+			requireFound(t, res, messages[0])
+			require.Equal(t, key, metadataKey(t, messages[0]))
+
+			require.Len(t, b.slack.Calls("chat.postMessage"), 1)
+			lookups := b.slack.Calls("conversations.history")
+			require.Len(t, lookups, 1)
+			q := lookups[0].Query
+			require.Equal(t, "C0123456789", q.Get("channel"))
+			require.Equal(t, "true", q.Get("include_all_metadata"))
+			require.Equal(t, "200", q.Get("limit"))
+			from := first.Add(-10 * time.Minute)
+			require.Equal(t, fmt.Sprintf("%d.%06d", from.Unix(), from.Nanosecond()/1000), q.Get("oldest"), "the window since the first attempt")
+			require.Equal(t, "Bearer "+testToken, lookups[0].Header.Get("Authorization"))
+			require.Empty(t, b.reasons())
+		})
+	}
+
+	t.Run("NotPostedBeforePostsOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setupReconcile(t)
+		// Other invocations' messages, and one without metadata, are not
+		// taken for this one's.
+		b.slack.Seed(slacktest.Message{Channel: "C0123456789", Text: "by hand"})
+		b.slack.Seed(slacktest.Message{Channel: "C0123456789", Text: "another", Metadata: &slacktest.Metadata{
+			EventType: "outboxd_action", EventPayload: json.RawMessage(`{"idempotency_key":"someone-else"}`),
+		}})
+		key := uuid.Must(uuid.NewV7()).String()
+
+		res, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(channelParams), b.execContext(key, time.Now(), true))
+		require.NoError(t, err)
+		require.False(t, res.Conflict)
+		messages := b.slack.Messages()
+		require.Len(t, messages, 3)
+		require.Equal(t, key, metadataKey(t, messages[2]))
+		require.Equal(t, messages[2].TS, res.ProviderRef)
+		require.Len(t, b.slack.Calls("conversations.history"), 1)
+	})
+
+	t.Run("FirstAttemptDoesNotLookUp", func(t *testing.T) {
+		t.Parallel()
+		b := setupReconcile(t)
+		_, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(channelParams), b.execContext("inv-1", time.Now(), false))
+		require.NoError(t, err)
+		require.Empty(t, b.slack.Calls("conversations.history"))
+		require.Len(t, b.slack.Messages(), 1)
+	})
+
+	t.Run("FoundOnALaterPage", func(t *testing.T) {
+		t.Parallel()
+		b := setupReconcile(t)
+		b.slack.MaxPageSize(2)
+		key := uuid.Must(uuid.NewV7()).String()
+		first := b.firstAttempt(t, key, channelParams, slacktest.Stall)
+		// Newer messages fill the first page of the history, newest first.
+		for i := range 2 {
+			b.slack.Seed(slacktest.Message{Channel: "C0123456789", Text: fmt.Sprint("later ", i)})
+		}
+
+		res, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(channelParams), b.execContext(key, first, true))
+		require.NoError(t, err)
+		messages := b.slack.Messages()
+		require.Len(t, messages, 3, "no second post")
+		requireFound(t, res, messages[0])
+
+		lookups := b.slack.Calls("conversations.history")
+		require.Len(t, lookups, 2, "found on page 2")
+		require.Empty(t, lookups[0].Query.Get("cursor"))
+		require.NotEmpty(t, lookups[1].Query.Get("cursor"))
+		require.Equal(t, lookups[0].Query.Get("oldest"), lookups[1].Query.Get("oldest"))
+	})
+
+	t.Run("ThreadReplyLooksInTheThread", func(t *testing.T) {
+		t.Parallel()
+		b := setupReconcile(t)
+		parent := b.slack.Seed(slacktest.Message{Channel: "C0123456789", Text: "incident"})
+		params := `{"channel":"C0123456789","text":"resolved","thread_ts":"` + parent + `"}`
+		key := uuid.Must(uuid.NewV7()).String()
+		started := time.Now()
+		b.slack.AfterPost(func(slacktest.Message) slacktest.Fault { return slacktest.Drop })
+		_, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(params), b.execContext(key, started, false))
+		require.Error(t, err)
+		b.slack.AfterPost(nil)
+
+		res, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(params), b.execContext(key, started, true))
+		require.NoError(t, err)
+		messages := b.slack.Messages()
+		require.Len(t, messages, 2, "the parent and one reply")
+		requireFound(t, res, messages[1])
+		lookups := b.slack.Calls("conversations.replies")
+		require.Len(t, lookups, 1)
+		require.Equal(t, parent, lookups[0].Query.Get("ts"))
+		require.Empty(t, b.slack.Calls("conversations.history"))
+	})
+
+	t.Run("WindowFromTheKeyWithoutAFirstStart", func(t *testing.T) {
+		t.Parallel()
+		b := setupReconcile(t)
+		key := uuid.Must(uuid.NewV7())
+		_, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(channelParams), b.execContext(key.String(), time.Time{}, true))
+		require.NoError(t, err)
+		lookups := b.slack.Calls("conversations.history")
+		require.Len(t, lookups, 1)
+		from := time.Unix(key.Time().UnixTime()).Add(-10 * time.Minute)
+		require.Equal(t, fmt.Sprintf("%d.%06d", from.Unix(), from.Nanosecond()/1000), lookups[0].Query.Get("oldest"))
+	})
+
+	t.Run("UnboundedHistoryFailsClosed", func(t *testing.T) {
+		t.Parallel()
+		b := setupReconcile(t)
+		b.slack.MaxPageSize(1)
+		for i := range 51 {
+			b.slack.Seed(slacktest.Message{Channel: "C0123456789", Text: fmt.Sprint("busy ", i)})
+		}
+		_, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(channelParams), b.execContext("inv-busy", time.Now().Add(-time.Hour), true))
+		execErr := requireExecError(t, err)
+		require.Equal(t, "idempotency_unverified", execErr.Code)
+		require.False(t, execErr.Retryable)
+		require.Len(t, b.slack.Calls("conversations.history"), 50)
+		require.Empty(t, b.slack.Calls("chat.postMessage"), "posting could make a second message")
+	})
+}
+
+func TestSource_ReconcileUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("MissingScopePostsAgainAndSaysSo", func(t *testing.T) {
+		t.Parallel()
+
+		for channel, scope := range map[string]string{"C0123456789": "channels:history", "G0123456789": "groups:history"} {
+			b := setupReconcile(t)
+			b.slack.SetScopes(testToken, "chat:write")
+			params := `{"channel":"` + channel + `","text":"deploy finished"}`
+			key := uuid.Must(uuid.NewV7()).String()
+			first := b.firstAttempt(t, key, params, slacktest.Stall)
+
+			res, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(params), b.execContext(key, first, true))
+			require.NoError(t, err, "the action does not fail for want of the scope")
+			require.False(t, res.Conflict)
+			require.Len(t, b.slack.Messages(), 2, "today's behaviour: posted again")
+			require.Equal(t, []executors.Unreconciled{{
+				Reason: "missing_scope", CredentialNote: "reconcile_unavailable: missing " + scope + " scope",
+			}}, b.reasons())
+		}
+	})
+
+	t.Run("ChannelNamePostsWithoutLookUp", func(t *testing.T) {
+		t.Parallel()
+		b := setupReconcile(t)
+		b.slack.AddChannel("C0123456789", "general")
+		_, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(`{"channel":"#general","text":"hi"}`), b.execContext("inv-2", time.Now(), true))
+		require.NoError(t, err)
+		require.Empty(t, b.slack.Calls("conversations.history"))
+		require.Len(t, b.slack.Messages(), 1)
+		require.Equal(t, []executors.Unreconciled{{Reason: "channel_name"}}, b.reasons())
+	})
+
+	t.Run("LookUpFailureDoesNotPost", func(t *testing.T) {
+		t.Parallel()
+
+		for body, code := range map[string]string{
+			`{"ok":true}`:                           "invalid_response",
+			`{"ok":true,"messages":{}}`:             "invalid_response",
+			`{"ok":false,"error":"invalid_auth"}`:   "invalid_auth",
+			`{"ok":false,"error":"internal_error"}`: "internal_error",
+		} {
+			bundle := setup(t, answer(http.StatusOK, body))
+			ec := execContext()
+			ec.Retry = true
+			_, err := bundle.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(sendParams), ec)
+			execErr := requireExecError(t, err)
+			require.Equal(t, code, execErr.Code, body)
+			reqs := bundle.recorded()
+			require.Len(t, reqs, 1, body)
+			require.Equal(t, "/conversations.history", reqs[0].Path, "no post after a failed look-up")
+		}
+
+		bundle := setup(t, answer(http.StatusServiceUnavailable, ``, "Retry-After", "3"))
+		ec := execContext()
+		ec.Retry = true
+		_, err := bundle.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(sendParams), ec)
+		execErr := requireExecError(t, err)
+		require.Equal(t, "http_503", execErr.Code)
+		require.True(t, execErr.Retryable)
+		require.Equal(t, 3*time.Second, execErr.RetryAfter)
+		require.Len(t, bundle.recorded(), 1)
+	})
+}
+
+// metadataKey is the idempotency key in a stored message's metadata.
+func metadataKey(t *testing.T, m slacktest.Message) string {
+	t.Helper()
+	require.NotNil(t, m.Metadata)
+	require.Equal(t, "outboxd_action", m.Metadata.EventType)
+	var payload struct {
+		IdempotencyKey string `json:"idempotency_key"`
+	}
+	require.NoError(t, json.Unmarshal(m.Metadata.EventPayload, &payload))
+	return payload.IdempotencyKey
+}
