@@ -26,6 +26,7 @@ import (
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/httpserver"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/pgtest"
 	"github.com/outboxd/outboxd/internal/secretbox"
@@ -75,6 +76,10 @@ type Options struct {
 	Slack slackapproval.Config
 	// Plugins configures the plugin action packages; default none.
 	Plugins plugin.Config
+	// HTTP bounds the server's connections; default no cap on
+	// unauthenticated requests (tests send many from loopback) and the
+	// server's defaults otherwise.
+	HTTP *httpserver.Config
 }
 
 // Bundle is a running outboxd under test.
@@ -132,6 +137,9 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		Webhooks:             opts.Webhooks,
 		Slack:                opts.Slack,
 		Plugins:              opts.Plugins,
+	}
+	if opts.HTTP != nil {
+		cfg.HTTP = *opts.HTTP
 	}
 	if cfg.Slack.RelayInterval == 0 {
 		cfg.Slack.RelayInterval = 100 * time.Millisecond
