@@ -11,7 +11,8 @@ import (
 // connection takes the place of the oldest one that is evictable (idle
 // between requests, or not yet past its request header); with none, Accept
 // waits until a connection ends, and new connections wait in the kernel's
-// accept queue meanwhile.
+// accept queue meanwhile (one of them, accepted just as the last
+// evictable connection became busy, waits in Accept).
 type limitListener struct {
 	net.Listener
 	max     int
@@ -66,14 +67,20 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		l.mu.Lock()
 		var victim *limitConn
-		if len(l.conns) >= l.max {
-			// The evictable connection seen above may have become busy.
-			if victim = l.oldestEvictableLocked(); victim == nil {
-				l.mu.Unlock()
-				c.Close()
-				continue
+		for !l.closed && len(l.conns) >= l.max {
+			// The evictable connection seen above may have become busy
+			// meanwhile: then c waits (the one connection over the cap)
+			// until a slot frees.
+			if victim = l.oldestEvictableLocked(); victim != nil {
+				delete(l.conns, victim)
+				break
 			}
-			delete(l.conns, victim)
+			l.freed.Wait()
+		}
+		if l.closed {
+			l.mu.Unlock()
+			c.Close()
+			return nil, net.ErrClosed
 		}
 		lc := &limitConn{Conn: c, l: l, since: time.Now(), evictable: true}
 		l.conns[lc] = struct{}{}
