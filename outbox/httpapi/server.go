@@ -143,12 +143,13 @@ func (s *Server) bearerClaims(r *http.Request) (*auth.Claims, error) {
 }
 
 // closeUnread makes a refusal that leaves a request's body unread close
-// the connection, rather than net/http reading the rest of the body
-// first (as long as a slow client takes to send it) to keep the
-// connection.
+// the connection once answered, rather than net/http reading the rest of
+// the body (as long as a slow client takes to send it, up to the read
+// timeout) before answering or closing.
 func closeUnread(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 	}
 }
 
