@@ -11,5 +11,5 @@ func openFileLimit() uint64 {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		return 0
 	}
-	return uint64(rl.Cur) //nolint:unconvert // int64 on some BSDs
+	return uint64(rl.Cur) // int64 on some BSDs
 }

@@ -54,45 +54,43 @@ func (c *limitConn) Close() error {
 // request, then accepts, evicting the oldest evictable connection when at
 // the cap.
 func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		l.mu.Lock()
-		for !l.closed && len(l.conns) >= l.max && l.oldestEvictableLocked() == nil {
-			l.freed.Wait()
-		}
-		l.mu.Unlock()
-
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		l.mu.Lock()
-		var victim *limitConn
-		for !l.closed && len(l.conns) >= l.max {
-			// The evictable connection seen above may have become busy
-			// meanwhile: then c waits (the one connection over the cap)
-			// until a slot frees.
-			if victim = l.oldestEvictableLocked(); victim != nil {
-				delete(l.conns, victim)
-				break
-			}
-			l.freed.Wait()
-		}
-		if l.closed {
-			l.mu.Unlock()
-			c.Close()
-			return nil, net.ErrClosed
-		}
-		lc := &limitConn{Conn: c, l: l, since: time.Now(), evictable: true}
-		l.conns[lc] = struct{}{}
-		l.mu.Unlock()
-		if victim != nil {
-			victim.Close()
-			if l.onEvict != nil {
-				l.onEvict()
-			}
-		}
-		return lc, nil
+	l.mu.Lock()
+	for !l.closed && len(l.conns) >= l.max && l.oldestEvictableLocked() == nil {
+		l.freed.Wait()
 	}
+	l.mu.Unlock()
+
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	var victim *limitConn
+	for !l.closed && len(l.conns) >= l.max {
+		// The evictable connection seen above may have become busy
+		// meanwhile: then c waits (the one connection over the cap)
+		// until a slot frees.
+		if victim = l.oldestEvictableLocked(); victim != nil {
+			delete(l.conns, victim)
+			break
+		}
+		l.freed.Wait()
+	}
+	if l.closed {
+		l.mu.Unlock()
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	lc := &limitConn{Conn: c, l: l, since: time.Now(), evictable: true}
+	l.conns[lc] = struct{}{}
+	l.mu.Unlock()
+	if victim != nil {
+		victim.Close()
+		if l.onEvict != nil {
+			l.onEvict()
+		}
+	}
+	return lc, nil
 }
 
 func (l *limitListener) oldestEvictableLocked() *limitConn {
