@@ -76,9 +76,11 @@ type Options struct {
 	Slack slackapproval.Config
 	// Plugins configures the plugin action packages; default none.
 	Plugins plugin.Config
-	// HTTP bounds the server's connections; default no cap on
-	// unauthenticated requests (tests send many from loopback) and the
-	// server's defaults otherwise.
+	// HTTP bounds the server's connections. Default: no cap on
+	// unauthenticated requests (tests send many from loopback), read and
+	// write timeouts of 5m (a test machine busy with the race detector and
+	// other tests once took over a minute for a 6 MB batch), the server's
+	// defaults otherwise.
 	HTTP *httpserver.Config
 }
 
@@ -138,6 +140,7 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		Slack:                opts.Slack,
 		Plugins:              opts.Plugins,
 	}
+	cfg.HTTP = httpserver.Config{ReadTimeout: 5 * time.Minute, WriteTimeout: 5 * time.Minute}
 	if opts.HTTP != nil {
 		cfg.HTTP = *opts.HTTP
 	}
