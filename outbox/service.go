@@ -132,3 +132,6 @@ func New(deps *Deps, config *Config) (*Service, error) {
 
 // Run listens for finished invocations until ctx is done.
 func (s *Service) Run(ctx context.Context) { s.waiter.run(ctx) }
+
+// SyncWait is how long an allow-mode invoke waits for its worker.
+func (s *Service) SyncWait() time.Duration { return s.cfg.SyncWait }

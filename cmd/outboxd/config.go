@@ -16,6 +16,7 @@ import (
 	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/httpserver"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/slackapproval"
@@ -31,6 +32,14 @@ var defaults = withProviderDefaults(map[string]any{
 	"database.url":                       "",
 	"database.max_conns":                 0,
 	"http.addr":                          "127.0.0.1:8080",
+	"http.read_header_timeout":           10 * time.Second,
+	"http.read_timeout":                  30 * time.Second,
+	"http.write_timeout":                 60 * time.Second,
+	"http.idle_timeout":                  120 * time.Second,
+	"http.max_conns":                     0,
+	"http.unauthenticated_rate":          10,
+	"http.unauthenticated_burst":         50,
+	"http.trust_forwarded_for":           false,
 	"auth.jwt_secret":                    "",
 	"secrets.key":                        "",
 	"tokens.source":                      "store",
@@ -141,7 +150,17 @@ func bindPersistentFlag(cmd *cobra.Command, name, key string) {
 
 func appConfig(v *viper.Viper) (*app.Config, error) {
 	cfg := &app.Config{
-		HTTPAddr:             v.GetString("http.addr"),
+		HTTPAddr: v.GetString("http.addr"),
+		HTTP: httpserver.Config{
+			ReadHeaderTimeout:    v.GetDuration("http.read_header_timeout"),
+			ReadTimeout:          v.GetDuration("http.read_timeout"),
+			WriteTimeout:         v.GetDuration("http.write_timeout"),
+			IdleTimeout:          v.GetDuration("http.idle_timeout"),
+			MaxConns:             v.GetInt("http.max_conns"),
+			UnauthenticatedRate:  v.GetFloat64("http.unauthenticated_rate"),
+			UnauthenticatedBurst: v.GetInt("http.unauthenticated_burst"),
+			TrustForwardedFor:    v.GetBool("http.trust_forwarded_for"),
+		},
 		JWTSecret:            v.GetString("auth.jwt_secret"),
 		SecretsKey:           v.GetString("secrets.key"),
 		Providers:            providerConfigs(v),
@@ -207,6 +226,8 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 	for key, d := range map[string]time.Duration{
 		"approval.interactive_ttl": cfg.Outbox.InteractiveTTL, "approval.unattended_ttl": cfg.Outbox.UnattendedTTL,
 		"sync_wait": cfg.Outbox.SyncWait, "worker.call_timeout": cfg.Worker.CallTimeout, "shutdown_timeout": cfg.ShutdownTimeout,
+		"http.read_header_timeout": cfg.HTTP.ReadHeaderTimeout, "http.read_timeout": cfg.HTTP.ReadTimeout,
+		"http.write_timeout": cfg.HTTP.WriteTimeout, "http.idle_timeout": cfg.HTTP.IdleTimeout,
 	} {
 		if d <= 0 {
 			return nil, fmt.Errorf("%s must be a positive duration such as 30s or 5m", key)

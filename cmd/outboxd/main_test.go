@@ -52,7 +52,12 @@ type process struct {
 
 func outboxd(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
+	return start(t, exec.Command(os.Args[0], args...), env, args)
+}
+
+// start runs cmd, an outboxd with args, and kills it at cleanup.
+func start(t *testing.T, cmd *exec.Cmd, env, args []string) *process {
+	t.Helper()
 	cmd.Env = append(append(os.Environ(), "OUTBOXD_TEST_MAIN=1"), env...)
 	out := &apptest.Logs{}
 	cmd.Stdout, cmd.Stderr = out, out

@@ -21,7 +21,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/executors"
@@ -35,6 +34,7 @@ import (
 	"github.com/outboxd/outboxd/internal/credential"
 	"github.com/outboxd/outboxd/internal/dbutil"
 	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/httpserver"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/secretbox"
 	"github.com/outboxd/outboxd/internal/telemetry"
@@ -65,7 +65,10 @@ func ParseRole(s string) (Role, error) {
 
 // Config is the whole process configuration, filled from viper in cmd.
 type Config struct {
-	HTTPAddr   string
+	HTTPAddr string
+	// HTTP bounds the HTTP server's connections (timeouts, max_conns, the
+	// per-address cap on unauthenticated requests); every role serves on it.
+	HTTP       httpserver.Config
 	JWTSecret  string
 	SecretsKey string
 	// Providers configure the provider sources by id (providers.<id>.*);
@@ -138,6 +141,8 @@ type App struct {
 	databases *database.Client
 	creds     *credential.Store
 	api       *httpapi.Server
+	// httpServer serves Handler.
+	httpServer *httpserver.Server
 }
 
 // New wires an App on pool. The registry collects outboxd's and the Go
@@ -302,18 +307,26 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		return nil, err
 	}
 
-	server := httpapi.New(&httpapi.Deps{Service: svc, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams, Webhooks: apiWebhooks, Slack: apiSlack})
+	server := httpapi.New(&httpapi.Deps{
+		Service: svc, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams, Webhooks: apiWebhooks, Slack: apiSlack,
+		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
+	})
 	var handler http.Handler = server.Handler()
 	if role == RoleWorker {
 		mux := http.NewServeMux()
-		mux.Handle("GET /healthz", handler)
-		mux.Handle("GET /readyz", handler)
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		for _, path := range []string{"GET /healthz", "GET /readyz", "GET /metrics"} {
+			mux.Handle(path, handler)
+		}
 		handler = mux
+	}
+	httpServer, err := httpserver.New(handler, &cfg.HTTP, reg)
+	if err != nil {
+		return nil, err
 	}
 	return &App{
 		cfg: cfg, role: role, pool: pool, tenantPool: tenantPool, groupPool: groupPool, logger: logger,
 		River: client, Service: svc, Handler: handler, Registry: reg, Sources: sources, databases: databases, creds: creds, api: server,
+		httpServer: httpServer,
 	}, nil
 }
 
@@ -397,11 +410,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 		}
 	}
 
-	srv := &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := a.httpServer
 	srv.RegisterOnShutdown(a.api.CloseStreams)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	a.logger.Info("outboxd serving", "role", a.role, "addr", ln.Addr().String())
+	a.logger.Info("outboxd serving", "role", a.role, "addr", ln.Addr().String(), "max_conns", srv.Config().MaxConns)
 	if ready != nil {
 		ready(ln.Addr().String())
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/httpserver"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/internal/pgtest"
 	"github.com/outboxd/outboxd/internal/secretbox"
@@ -76,6 +77,12 @@ type Options struct {
 	Slack slackapproval.Config
 	// Plugins configures the plugin action packages; default none.
 	Plugins plugin.Config
+	// HTTP bounds the server's connections. Default: no cap on
+	// unauthenticated requests (tests send many from loopback), read and
+	// write timeouts of 5m (a test machine busy with the race detector and
+	// other tests once took over a minute for a 6 MB batch), the server's
+	// defaults otherwise.
+	HTTP *httpserver.Config
 }
 
 // Bundle is a running outboxd under test.
@@ -133,6 +140,10 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		Webhooks:             opts.Webhooks,
 		Slack:                opts.Slack,
 		Plugins:              opts.Plugins,
+	}
+	cfg.HTTP = httpserver.Config{ReadTimeout: 5 * time.Minute, WriteTimeout: 5 * time.Minute}
+	if opts.HTTP != nil {
+		cfg.HTTP = *opts.HTTP
 	}
 	if cfg.Slack.RelayInterval == 0 {
 		cfg.Slack.RelayInterval = 100 * time.Millisecond

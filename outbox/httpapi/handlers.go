@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/httpserver"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/outbox"
 )
@@ -26,6 +27,8 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
+	// An allow-mode invoke waits for its worker before it answers.
+	httpserver.ExtendWrite(w, r, s.svc.SyncWait())
 	key := r.Header.Get("Idempotency-Key")
 	if len(key) > 255 {
 		return badRequest("invalid_request", "Idempotency-Key must be at most 255 characters")

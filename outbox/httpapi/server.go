@@ -25,6 +25,7 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/auth"
 	"github.com/outboxd/outboxd/internal/dbutil"
+	"github.com/outboxd/outboxd/internal/httpserver"
 	"github.com/outboxd/outboxd/internal/invocation"
 	"github.com/outboxd/outboxd/migrations"
 	"github.com/outboxd/outboxd/outbox"
@@ -48,6 +49,9 @@ type Deps struct {
 	Webhooks *webhook.Service
 	// Slack holds the Slack approval settings and takes Slack's clicks.
 	Slack *slackapproval.Service
+	// Unauthenticated caps the requests a client address sends without a
+	// valid bearer token; nil: no cap.
+	Unauthenticated *httpserver.AddrLimiter
 }
 
 // Server routes requests to the outbox service.
@@ -60,6 +64,8 @@ type Server struct {
 	streams  StreamConfig
 	webhooks *webhook.Service
 	slack    *slackapproval.Service
+	// unauthenticated is nil without a cap.
+	unauthenticated *httpserver.AddrLimiter
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -77,6 +83,8 @@ func New(deps *Deps) *Server {
 		webhooks: deps.Webhooks,
 		slack:    deps.Slack,
 		closing:  make(chan struct{}),
+
+		unauthenticated: deps.Unauthenticated,
 	}
 }
 
@@ -96,7 +104,53 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(rt.method+" "+rt.pattern, s.authed(&rt))
 	}
 	mux.Handle("/", noRoute(mux))
-	return s.recoverer(mux)
+	return s.recoverer(s.limitUnauthenticated(mux))
+}
+
+// limitUnauthenticated caps, per client address, the requests that carry
+// no valid bearer token: the public routes and refused tokens. Requests
+// with a valid token pass uncounted.
+func (s *Server) limitUnauthenticated(next http.Handler) http.Handler {
+	if s.unauthenticated == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := s.bearerClaims(r); err == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if ok, wait := s.unauthenticated.Allow(r); !ok {
+			closeUnread(w, r)
+			writeError(w, rateLimited("too many requests without a valid bearer token from this address", wait))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bearerClaims verifies r's bearer token.
+func (s *Server) bearerClaims(r *http.Request) (*auth.Claims, error) {
+	// The scheme is case-insensitive (RFC 9110 §11.1).
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return nil, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing bearer token"}
+	}
+	claims, err := s.verifier.Verify(strings.TrimSpace(token))
+	if err != nil {
+		return nil, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "invalid token: " + err.Error()}
+	}
+	return claims, nil
+}
+
+// closeUnread makes a refusal that leaves a request's body unread close
+// the connection once answered, rather than net/http reading the rest of
+// the body (as long as a slow client takes to send it, up to the read
+// timeout) before answering or closing.
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
 }
 
 // publicRoute is a route that takes no bearer token.
@@ -157,15 +211,10 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, c *auth.Claims) er
 // route's rule and runs its handler.
 func (s *Server) authed(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The scheme is case-insensitive (RFC 9110 §11.1).
-		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-			writeError(w, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing bearer token"})
-			return
-		}
-		claims, err := s.verifier.Verify(strings.TrimSpace(token))
+		claims, err := s.bearerClaims(r)
 		if err != nil {
-			writeError(w, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "invalid token: " + err.Error()})
+			closeUnread(w, r)
+			s.writeErr(w, r, err)
 			return
 		}
 		if err := checkRequestText(r); err != nil {
@@ -252,9 +301,7 @@ func toAPIError(err error) *apiError {
 	case errors.As(err, &ve):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: ve.Message, details: map[string]any{"fields": ve.Fields}}
 	case errors.As(err, &rle):
-		secs := int(rle.RetryAfter.Seconds()) + 1
-		return &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: err.Error(),
-			details: map[string]any{"retry_after_seconds": secs}, header: http.Header{"Retry-After": {fmt.Sprint(secs)}}}
+		return rateLimited(err.Error(), rle.RetryAfter)
 	case errors.As(err, &se):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: se.Message,
 			details: map[string]any{"fields": []executors.FieldError{{Field: se.Field, Message: se.Message}}}}
@@ -285,6 +332,13 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: "a value is too long or is not storable text"}
 	}
 	return nil
+}
+
+// rateLimited is a 429 that says when to retry, in whole seconds.
+func rateLimited(msg string, retryAfter time.Duration) *apiError {
+	secs := int(retryAfter.Seconds()) + 1
+	return &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: msg,
+		details: map[string]any{"retry_after_seconds": secs}, header: http.Header{"Retry-After": {fmt.Sprint(secs)}}}
 }
 
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
