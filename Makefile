@@ -60,7 +60,7 @@ vet:
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
-# Regenerate internal/dbsqlc from migrations/ and internal/dbsqlc/queries/.
+# Regenerate internal/platform/dbsqlc from migrations/ and internal/platform/dbsqlc/queries/.
 generate:
 	$(SQLC) generate
 

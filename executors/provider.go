@@ -3,7 +3,7 @@ package executors
 import (
 	"fmt"
 
-	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/domain/flow"
 )
 
 // Provider is how a provider package registers itself: everything the rest

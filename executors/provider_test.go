@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/domain/flow"
 )
 
 // acmeConn is what the test provider's actions run on.

@@ -1,5 +1,5 @@
 -- The timeline of every invocation: one row per state transition, written
--- by the statement that makes the transition (see internal/invocation).
+-- by the statement that makes the transition (see internal/domain/invocation).
 -- id grows with every event and is what event streams resume from.
 CREATE TABLE invocation_events (
     id              bigserial   PRIMARY KEY,

@@ -2,7 +2,7 @@
 -- rows shows a session only the rows of the organization in its
 -- outboxd.org setting. The API runs its queries as outboxd_tenant, which is
 -- subject to these policies and sets outboxd.org to the caller's
--- organization (internal/dbutil.TenantPool); a query that forgets its
+-- organization (internal/platform/dbutil.TenantPool); a query that forgets its
 -- organization filter then sees nothing of another organization. The
 -- owner of the tables (the migrating role, used by the workers, which work
 -- for every organization) is not subject to them.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/outboxd/outboxd/internal/catalog"
-	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
 )
 
 // MaxBatch is how many envelopes one batch may hold.

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/auth"
-	"github.com/outboxd/outboxd/internal/catalog"
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/policy"
 )
 

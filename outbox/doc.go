@@ -3,5 +3,5 @@
 // invocation and inserts (or releases, or cancels) its River job. It never
 // calls a provider: River workers in package worker are the only executors.
 //
-// The HTTP API over this package lives in outbox/httpapi.
+// The HTTP API over this package lives in internal/api.
 package outbox

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/outboxd/outboxd/internal/dbsqlc"
-	"github.com/outboxd/outboxd/internal/flow"
-	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/internal/domain/flow"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 )
 
 // StatsWindow is the period Stats reports throughput and failures over,

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
 )
 
 // FeedParams select the events of a stream.

@@ -15,12 +15,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/auth"
-	"github.com/outboxd/outboxd/internal/batch"
-	"github.com/outboxd/outboxd/internal/catalog"
-	"github.com/outboxd/outboxd/internal/dbsqlc"
-	"github.com/outboxd/outboxd/internal/dbutil"
-	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/batch"
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/policy"
 )
 

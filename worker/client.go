@@ -15,15 +15,15 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"github.com/outboxd/outboxd/internal/batch"
-	"github.com/outboxd/outboxd/internal/catalog"
-	"github.com/outboxd/outboxd/internal/credential"
-	"github.com/outboxd/outboxd/internal/dbsqlc"
-	"github.com/outboxd/outboxd/internal/dbutil"
-	"github.com/outboxd/outboxd/internal/flow"
-	"github.com/outboxd/outboxd/internal/invocation"
-	"github.com/outboxd/outboxd/internal/secretbox"
-	"github.com/outboxd/outboxd/internal/telemetry"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/flow"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/batch"
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/internal/platform/secretbox"
+	"github.com/outboxd/outboxd/internal/platform/telemetry"
 )
 
 // Config configures the River client and its workers.

@@ -15,11 +15,11 @@ import (
 	"github.com/sethvargo/go-retry"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/batch"
-	"github.com/outboxd/outboxd/internal/catalog"
-	"github.com/outboxd/outboxd/internal/credential"
-	"github.com/outboxd/outboxd/internal/dbutil"
-	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/batch"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/policy"
 )
 

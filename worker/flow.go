@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/outboxd/outboxd/internal/flow"
-	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/internal/domain/flow"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
 )
 
 // bucketScope is the scope key of a call of org to source in bucket; an

@@ -10,8 +10,8 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/dbsqlc"
-	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/policy"
 )
 

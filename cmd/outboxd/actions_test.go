@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outboxd/outboxd/internal/apptest"
+	"github.com/outboxd/outboxd/internal/app/apptest"
 )
 
 // agentRun runs `outboxd actions ...` as its own process with the agent's

@@ -15,12 +15,12 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/internal/app"
-	"github.com/outboxd/outboxd/internal/flow"
-	"github.com/outboxd/outboxd/internal/httpserver"
-	"github.com/outboxd/outboxd/internal/invocation"
+	"github.com/outboxd/outboxd/internal/domain/flow"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
+	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/outbox"
-	"github.com/outboxd/outboxd/slackapproval"
-	"github.com/outboxd/outboxd/webhook"
 	"github.com/outboxd/outboxd/worker"
 )
 

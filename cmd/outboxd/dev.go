@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/outboxd/outboxd/internal/app"
-	"github.com/outboxd/outboxd/internal/auth"
-	"github.com/outboxd/outboxd/internal/credential"
-	"github.com/outboxd/outboxd/internal/pglaunch"
-	"github.com/outboxd/outboxd/internal/secretbox"
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/platform/pglaunch"
+	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/migrations"
 
 	"github.com/golang-jwt/jwt/v5"

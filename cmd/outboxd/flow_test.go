@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/executors/slack/slacktest"
-	"github.com/outboxd/outboxd/internal/apptest"
-	"github.com/outboxd/outboxd/internal/pgtest"
+	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/platform/pgtest"
 )
 
 // provider is a loopback Slack (slacktest, which keeps the messages) that

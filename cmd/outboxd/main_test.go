@@ -23,12 +23,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app"
-	"github.com/outboxd/outboxd/internal/apptest"
-	"github.com/outboxd/outboxd/internal/auth"
-	"github.com/outboxd/outboxd/internal/invocation"
-	"github.com/outboxd/outboxd/internal/pglaunch/pglaunchtest"
-	"github.com/outboxd/outboxd/internal/pgtest"
-	"github.com/outboxd/outboxd/internal/secretbox"
+	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/pglaunch/pglaunchtest"
+	"github.com/outboxd/outboxd/internal/platform/pgtest"
+	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/worker"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/outboxd/outboxd/internal/auth"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 )
 
 func newTokenCommand() *cobra.Command {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outboxd/outboxd/internal/pgtest"
+	"github.com/outboxd/outboxd/internal/platform/pgtest"
 )
 
 // TestTransitionsScript: the pgbench script docs/bench/transitions.sh

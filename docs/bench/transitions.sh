@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Times an invocation's three transitions in Postgres alone, with pgbench:
 # outboxd's own statements (InvocationInsertMany, InvocationBeginMany and
-# InvocationCompleteMany, read from internal/dbsqlc/queries/invocation.sql,
+# InvocationCompleteMany, read from internal/platform/dbsqlc/queries/invocation.sql,
 # their parameters filled for a group of 50) on the migrated schema, against
 # the same transitions on a minimal table (minimal.sql). Each statement is
 # one transaction, as in the worker; plans are kept (-M prepared) and
@@ -56,7 +56,7 @@ script() {
 		print "\\set g random(1, 2000000000)"
 		printf "%s%s%s", text["InvocationInsertMany"], text["InvocationBeginMany"], text["InvocationCompleteMany"]
 	}
-	' internal/dbsqlc/queries/invocation.sql
+	' internal/platform/dbsqlc/queries/invocation.sql
 }
 
 if [ "${1:-}" = --print ]; then

@@ -16,6 +16,6 @@
 // a small pool per process (Config.MaxConns), opened on first use and
 // closed after Config.IdleTimeout without calls, when the database is
 // dropped, and on Close. Unless Config.AllowPrivateNetworks is set, the
-// pool dials through the private network guard (internal/netguard), which
+// pool dials through the private network guard (internal/platform/netguard), which
 // checks the address every connection actually reaches.
 package database

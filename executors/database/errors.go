@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/netguard"
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 )
 
 // Error codes of database calls.

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/policy"
 )
 

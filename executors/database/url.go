@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outboxd/outboxd/internal/netguard"
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 )
 
 // errInvalidURL marks a stored URL that can no longer be used (saved

@@ -3,7 +3,7 @@ package mcp
 import (
 	"time"
 
-	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/domain/flow"
 )
 
 // Bucket is the rate bucket the jobs of every connector take unless a

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outboxd/outboxd/internal/netguard"
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 )
 
 // maxRedirects bounds the redirects followed for one request. MCP servers

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/outboxd/outboxd/internal/netguard"
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 )
 
 // Values of permissions.filesystem.

@@ -6,7 +6,7 @@
 //
 // Nothing runs unless plugins.allow_code_execution is on. Every
 // executable runs as a child process in the kernel-enforced sandbox of
-// internal/sandbox, with what its permissions declare (filesystem,
+// executors/plugin/sandbox, with what its permissions declare (filesystem,
 // commands, network): input JSON on stdin, output JSON on stdout, a
 // scrubbed environment, a working directory of its own, a timeout and an
 // output cap, killed with everything it started when it runs too long or
@@ -33,9 +33,9 @@ import (
 	"time"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/flow"
-	"github.com/outboxd/outboxd/internal/netguard"
-	"github.com/outboxd/outboxd/internal/sandbox"
+	"github.com/outboxd/outboxd/executors/plugin/sandbox"
+	"github.com/outboxd/outboxd/internal/domain/flow"
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 )
 
 // SourceID is the plugins' source id.

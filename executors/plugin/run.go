@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outboxd/outboxd/internal/sandbox"
+	"github.com/outboxd/outboxd/executors/plugin/sandbox"
 )
 
 // childPath is the PATH a plugin's processes get: the system's

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/flow"
+	"github.com/outboxd/outboxd/internal/domain/flow"
 )
 
 // Provider registers the Sentry source: built from providers.sentry.*, its jobs

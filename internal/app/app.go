@@ -29,19 +29,19 @@ import (
 	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/executors/slack"
-	"github.com/outboxd/outboxd/internal/auth"
-	"github.com/outboxd/outboxd/internal/catalog"
-	"github.com/outboxd/outboxd/internal/credential"
-	"github.com/outboxd/outboxd/internal/dbutil"
-	"github.com/outboxd/outboxd/internal/flow"
-	"github.com/outboxd/outboxd/internal/httpserver"
-	"github.com/outboxd/outboxd/internal/invocation"
-	"github.com/outboxd/outboxd/internal/secretbox"
-	"github.com/outboxd/outboxd/internal/telemetry"
+	"github.com/outboxd/outboxd/internal/api"
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/flow"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
+	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/internal/platform/httpserver"
+	"github.com/outboxd/outboxd/internal/platform/secretbox"
+	"github.com/outboxd/outboxd/internal/platform/telemetry"
 	"github.com/outboxd/outboxd/outbox"
-	"github.com/outboxd/outboxd/outbox/httpapi"
-	"github.com/outboxd/outboxd/slackapproval"
-	"github.com/outboxd/outboxd/webhook"
 	"github.com/outboxd/outboxd/worker"
 )
 
@@ -99,7 +99,7 @@ type Config struct {
 	Outbox  outbox.Config
 	Worker  worker.Config
 	// Streams tunes the event streams (SSE).
-	Streams httpapi.StreamConfig
+	Streams api.StreamConfig
 	// Webhooks configures webhook delivery; AllowPrivateNetworks follows
 	// the connectors' setting.
 	Webhooks webhook.Config
@@ -140,7 +140,7 @@ type App struct {
 	Sources   *catalog.Catalog
 	databases *database.Client
 	creds     *credential.Store
-	api       *httpapi.Server
+	api       *api.Server
 	// httpServer serves Handler.
 	httpServer *httpserver.Server
 }
@@ -233,7 +233,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	whcfg.AllowPrivateNetworks = cfg.AllowPrivateNetworks
 	whDeps := webhook.Deps{
 		Pool: pool, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
-		Payload: func(item *invocation.FeedItem) any { return httpapi.Notice(item) },
+		Payload: func(item *invocation.FeedItem) any { return api.Notice(item) },
 	}
 	webhooks, err := webhook.New(&whDeps, &whcfg)
 	if err != nil {
@@ -307,7 +307,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		return nil, err
 	}
 
-	server := httpapi.New(&httpapi.Deps{
+	server := api.New(&api.Deps{
 		Service: svc, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams, Webhooks: apiWebhooks, Slack: apiSlack,
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
 	})

@@ -9,8 +9,8 @@ import (
 	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/executors/sentry"
 	"github.com/outboxd/outboxd/executors/slack"
-	"github.com/outboxd/outboxd/internal/flow"
-	"github.com/outboxd/outboxd/webhook"
+	"github.com/outboxd/outboxd/internal/domain/flow"
+	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
 )
 
 // Providers are the provider sources outboxd offers, each registered by its

@@ -1,0 +1,507 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/httpserver"
+	"github.com/outboxd/outboxd/outbox"
+)
+
+type invokeBody struct {
+	Integration string          `json:"integration"`
+	Action      string          `json:"action"`
+	Params      json.RawMessage `json:"params"`
+}
+
+func (s *Server) invoke(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	sessionID := r.PathValue("session_id")
+	var body invokeBody
+	if err := decode(r, &body, false); err != nil {
+		return err
+	}
+	// An allow-mode invoke waits for its worker before it answers.
+	httpserver.ExtendWrite(w, r, s.svc.SyncWait())
+	key := r.Header.Get("Idempotency-Key")
+	if len(key) > 255 {
+		return badRequest("invalid_request", "Idempotency-Key must be at most 255 characters")
+	}
+	inv, err := s.svc.Invoke(r.Context(), &outbox.InvokeParams{
+		OrganizationID: c.Org,
+		SessionID:      sessionID,
+		AutomationID:   c.AutomationID,
+		UserID:         c.UserID,
+		RequestedBy:    c.Subject,
+		Sources:        c.Sources,
+		Integration:    body.Integration,
+		Action:         body.Action,
+		Params:         body.Params,
+		IdempotencyKey: key,
+	})
+	if err != nil {
+		return err
+	}
+	writeInvokeOutcome(w, inv)
+	return nil
+}
+
+// writeInvokeOutcome answers an invoke by where its invocation stands.
+func writeInvokeOutcome(w http.ResponseWriter, inv invocation.Invocation) {
+	view := viewInvocation(inv)
+	switch inv.Status {
+	case invocation.StatusCompleted, invocation.StatusSkipped:
+		writeJSON(w, http.StatusOK, map[string]any{"invocation": view, "result": json.RawMessage(orNull(inv.Result))})
+	case invocation.StatusPending:
+		writeJSON(w, http.StatusAccepted, map[string]any{
+			"invocation": view, "invocation_id": inv.ID, "status": inv.Status,
+			"message": "Action requires approval; poll the invocation or wait for a human decision",
+		})
+	case invocation.StatusApproved, invocation.StatusExecuting:
+		writeJSON(w, http.StatusAccepted, map[string]any{
+			"invocation": view, "invocation_id": inv.ID, "status": invocation.StatusApproved,
+			"message": "Action is queued and has not finished yet; poll the invocation",
+		})
+	case invocation.StatusDenied:
+		writeJSON(w, http.StatusForbidden, map[string]any{"invocation": view, "error": errorBody(&apiError{
+			code: "action_denied", message: "action denied (" + deref(inv.DeniedReason) + ")",
+		})})
+	case invocation.StatusFailed:
+		writeJSON(w, http.StatusBadGateway, map[string]any{"invocation": view, "error": errorBody(&apiError{
+			code: "action_failed", message: deref(inv.Error),
+		})})
+	case invocation.StatusExpired:
+		writeJSON(w, http.StatusGone, map[string]any{"invocation": view, "error": errorBody(&apiError{
+			code: "expired", message: "the approval window closed",
+		})})
+	default:
+		writeJSON(w, http.StatusConflict, map[string]any{"invocation": view, "error": errorBody(&apiError{
+			code: "conflict", message: "invocation is " + string(inv.Status),
+		})})
+	}
+}
+
+func caller(c *auth.Claims) *outbox.Caller {
+	return &outbox.Caller{OrganizationID: c.Org, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources}
+}
+
+func (s *Server) available(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	cat, err := s.svc.Available(r.Context(), caller(c))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, cat)
+	return nil
+}
+
+func (s *Server) guide(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	md, err := s.svc.Guide(r.Context(), caller(c), r.PathValue("integration"))
+	if err != nil {
+		return err
+	}
+	writeMarkdown(w, md)
+	return nil
+}
+
+func (s *Server) bootstrapGuide(w http.ResponseWriter, _ *http.Request, _ *auth.Claims) error {
+	writeMarkdown(w, outbox.BootstrapGuide)
+	return nil
+}
+
+func writeMarkdown(w http.ResponseWriter, md string) {
+	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(md))
+}
+
+func (s *Server) listSession(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	sessionID := r.PathValue("session_id")
+	page, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	invs, err := s.svc.ListSession(r.Context(), c.Org, sessionID, page)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocations": viewInvocations(invs)})
+	return nil
+}
+
+func (s *Server) getInSession(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	sessionID := r.PathValue("session_id")
+	inv, err := s.svc.GetInSession(r.Context(), c.Org, sessionID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocation": viewInvocation(inv)})
+	return nil
+}
+
+func (s *Server) getInvocation(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	var (
+		inv invocation.Invocation
+		err error
+	)
+	if c.Kind == auth.KindSandbox {
+		inv, err = s.svc.GetInSession(r.Context(), c.Org, c.SessionID, r.PathValue("id"))
+	} else {
+		inv, err = s.svc.Get(r.Context(), c.Org, r.PathValue("id"))
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocation": viewInvocation(inv)})
+	return nil
+}
+
+// listOrg lists the organization's invocations, newest first, filtered by
+// status, source, origin (invoke or envelope), session_id, automation_id
+// and a created_at range
+// (created_after inclusive, created_before exclusive, RFC 3339).
+func (s *Server) listOrg(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	q := r.URL.Query()
+	f := invocation.ListFilter{
+		Status: invocation.Status(q.Get("status")), Integration: q.Get("source"),
+		Origin: q.Get("origin"), SessionID: q.Get("session_id"), AutomationID: q.Get("automation_id"),
+	}
+	if f.Origin != "" && f.Origin != "invoke" && f.Origin != "envelope" {
+		return invalidField("origin", `origin must be "invoke" or "envelope"`)
+	}
+	if f.Status != "" && !f.Status.Valid() {
+		return invalidField("status", "unknown status %s", strconv.Quote(string(f.Status)))
+	}
+	for name, dst := range map[string]**time.Time{"created_after": &f.CreatedAfter, "created_before": &f.CreatedBefore} {
+		raw := q.Get(name)
+		if raw == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, raw)
+		if err != nil {
+			return invalidField(name, "%s must be an RFC 3339 time such as 2026-11-21T18:00:00Z", name)
+		}
+		*dst = &t
+	}
+	page, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	invs, total, err := s.svc.ListOrg(r.Context(), c.Org, f, page)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocations": viewInvocations(invs), "total": total})
+	return nil
+}
+
+// events answers an invocation's timeline. A sandbox sees the invocations
+// of its own session only.
+func (s *Server) events(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	sessionID := r.PathValue("session_id")
+	if c.Kind == auth.KindSandbox {
+		sessionID = c.SessionID
+	}
+	id := r.PathValue("id")
+	if sessionID != "" {
+		if _, err := s.svc.GetInSession(r.Context(), c.Org, sessionID, id); err != nil {
+			return err
+		}
+	}
+	events, err := s.svc.Events(r.Context(), c.Org, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": viewEvents(events)})
+	return nil
+}
+
+// resultEnvelope answers an invocation's result in the Action API
+// contract's shape. A sandbox sees the invocations of its own session only;
+// an invocation still cleared to run or running has no result yet (409).
+func (s *Server) resultEnvelope(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	sessionID := r.PathValue("session_id")
+	if c.Kind == auth.KindSandbox {
+		sessionID = c.SessionID
+	}
+	var (
+		inv invocation.Invocation
+		err error
+	)
+	if sessionID != "" {
+		inv, err = s.svc.GetInSession(r.Context(), c.Org, sessionID, r.PathValue("id"))
+	} else {
+		inv, err = s.svc.Get(r.Context(), c.Org, r.PathValue("id"))
+	}
+	if err != nil {
+		return err
+	}
+	env, ok := outbox.ResultEnvelopeOf(inv)
+	if !ok {
+		return &apiError{status: http.StatusConflict, code: "not_finished",
+			message: "the invocation is " + string(inv.Status) + ": it has no result yet",
+			details: map[string]any{"invocation_status": inv.Status}}
+	}
+	writeJSON(w, http.StatusOK, env)
+	return nil
+}
+
+func pageParams(r *http.Request) (outbox.Page, error) {
+	var p outbox.Page
+	for name, dst := range map[string]*int{"limit": &p.Limit, "offset": &p.Offset} {
+		raw := r.URL.Query().Get(name)
+		if raw == "" {
+			continue
+		}
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 0 || (name == "limit" && n > 100) || n > math.MaxInt32 {
+			return p, invalidField(name, "%s must be an integer between 0 and 100 (limit) or between 0 and %d (offset)", name, math.MaxInt32)
+		}
+		*dst = n
+	}
+	return p, nil
+}
+
+type approveBody struct {
+	Mode string `json:"mode"`
+}
+
+func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := s.checkSessionPath(r, c); err != nil {
+		return err
+	}
+	body := approveBody{Mode: "once"}
+	if r.ContentLength != 0 {
+		if err := decode(r, &body, false); err != nil {
+			return err
+		}
+	}
+	if body.Mode != "once" && body.Mode != "always" {
+		return badRequest("invalid_request", `mode must be "once" or "always"`)
+	}
+	inv, err := s.svc.Approve(r.Context(), &outbox.ApproveParams{
+		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Always: body.Mode == "always",
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocation": viewInvocation(inv)})
+	return nil
+}
+
+type denyBody struct {
+	Reason string `json:"reason"`
+}
+
+func (s *Server) deny(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := s.checkSessionPath(r, c); err != nil {
+		return err
+	}
+	var body denyBody
+	if r.ContentLength != 0 {
+		if err := decode(r, &body, false); err != nil {
+			return err
+		}
+	}
+	if len(body.Reason) > 2000 {
+		return badRequest("invalid_request", "reason must be at most 2000 characters")
+	}
+	inv, err := s.svc.Deny(r.Context(), &outbox.DenyParams{
+		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Reason: body.Reason,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocation": viewInvocation(inv)})
+	return nil
+}
+
+// checkSessionPath makes the session-scoped approve/deny routes refuse an
+// invocation of another session.
+func (s *Server) checkSessionPath(r *http.Request, c *auth.Claims) error {
+	sessionID := r.PathValue("session_id")
+	if sessionID == "" {
+		return nil
+	}
+	_, err := s.svc.GetInSession(r.Context(), c.Org, sessionID, r.PathValue("id"))
+	return err
+}
+
+func (s *Server) getModes(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	modes, err := s.svc.GetModes(r.Context(), c.Org, r.PathValue("automation_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, modes)
+	return nil
+}
+
+func (s *Server) putModes(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	var body map[string]string
+	if err := decode(r, &body, false); err != nil {
+		return err
+	}
+	if body == nil {
+		// A JSON null would otherwise replace every override with none.
+		return badRequest("invalid_json", `request body must be a JSON object of "<source>:<action>": mode`)
+	}
+	modes, err := s.svc.PutModes(r.Context(), c.Org, r.PathValue("automation_id"), c.Subject, body)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, modes)
+	return nil
+}
+
+func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	infos, err := s.svc.ListCredentials(r.Context(), c.Org)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"credentials": infos})
+	return nil
+}
+
+type credentialBody struct {
+	Token     string `json:"token"`
+	TokenKind string `json:"token_kind"`
+	UserID    string `json:"user_id"`
+}
+
+func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	var body credentialBody
+	if err := decode(r, &body, false); err != nil {
+		return err
+	}
+	info, err := s.svc.PutCredential(r.Context(), &outbox.PutCredentialParams{
+		OrganizationID: c.Org, Integration: r.PathValue("integration"), UserID: body.UserID,
+		TokenKind: body.TokenKind, Token: body.Token, By: c.Subject,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"credential": info})
+	return nil
+}
+
+func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	var env outbox.Envelope
+	// Envelopes may carry the seed's read-only fields (result, timestamps,
+	// tenant_id...); they are ignored rather than refused.
+	if err := decode(r, &env, true); err != nil {
+		return err
+	}
+	inv, created, err := s.svc.Enqueue(r.Context(), &outbox.EnqueueParams{Enqueuer: *enqueuer(c), Envelope: env})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, viewEnvelope(inv))
+	return nil
+}
+
+func enqueuer(c *auth.Claims) *outbox.Enqueuer {
+	return &outbox.Enqueuer{OrganizationID: c.Org, RequestedBy: c.Subject, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources}
+}
+
+// enqueueBatch answers each envelope of a batch in request order: its
+// envelope view with "created", or its own error.
+func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	var body struct {
+		Envelopes []outbox.Envelope `json:"envelopes"`
+	}
+	// Lenient like single envelopes: the seed's read-only fields are ignored.
+	if err := decode(r, &body, true); err != nil {
+		return err
+	}
+	if len(body.Envelopes) == 0 || len(body.Envelopes) > outbox.MaxBatch {
+		return badRequest("invalid_request", fmt.Sprintf("envelopes must hold between 1 and %d envelopes", outbox.MaxBatch))
+	}
+	items, err := s.svc.EnqueueBatch(r.Context(), enqueuer(c), body.Envelopes)
+	if err != nil {
+		return err
+	}
+	out := make([]any, len(items))
+	for i, item := range items {
+		if item.Err != nil {
+			ae := toAPIError(item.Err)
+			if ae == nil {
+				s.logger.Error("batch item failed", "item", i, "error", item.Err)
+				ae = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
+			}
+			out[i] = map[string]any{"error": errorBody(ae)}
+			continue
+		}
+		out[i] = batchEnvelopeView{envelopeView: viewEnvelope(item.Invocation), Created: item.Created}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"envelopes": out})
+	return nil
+}
+
+// batchEnvelopeView is an envelope in a batch answer.
+type batchEnvelopeView struct {
+	envelopeView
+	Created bool `json:"created"`
+}
+
+func (s *Server) getEnvelope(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	inv, err := s.envelopeFor(r, c)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, viewEnvelope(inv))
+	return nil
+}
+
+func (s *Server) cancelEnvelope(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if _, err := s.envelopeFor(r, c); err != nil {
+		return err
+	}
+	inv, err := s.svc.Cancel(r.Context(), c.Org, r.PathValue("id"), c.Subject)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, viewEnvelope(inv))
+	return nil
+}
+
+// envelopeFor loads the path's envelope as the caller may see it: a service
+// token sees only its own automation's envelopes (with no automation claim,
+// the ones it enqueued without an automation); anything else is not found.
+func (s *Server) envelopeFor(r *http.Request, c *auth.Claims) (invocation.Invocation, error) {
+	id := r.PathValue("id")
+	inv, err := s.svc.GetEnvelope(r.Context(), c.Org, id)
+	if err != nil || c.Kind != auth.KindService {
+		return inv, err
+	}
+	own := deref(inv.AutomationID) == c.AutomationID
+	if c.AutomationID == "" {
+		own = inv.AutomationID == nil && inv.RequestedBy == c.Subject
+	}
+	if !own {
+		return invocation.Invocation{}, fmt.Errorf("%w: envelope %s", outbox.ErrNotFound, id)
+	}
+	return inv, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return strings.TrimSpace(*s)
+}
+
+func orNull(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte("null")
+	}
+	return b
+}

@@ -1,0 +1,402 @@
+// Package api is outboxd's HTTP API: JSON over net/http, bearer JWTs,
+// errors as {"error":{"code","message","details"}}. Handlers only call the
+// outbox service; nothing here talks to a provider.
+package api
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/outboxd/outboxd/console"
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
+	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/internal/platform/httpserver"
+	"github.com/outboxd/outboxd/migrations"
+	"github.com/outboxd/outboxd/outbox"
+)
+
+// maxBodyBytes bounds request bodies.
+const maxBodyBytes = 1 << 20
+
+// Deps are the server's collaborators.
+type Deps struct {
+	Service  *outbox.Service
+	Verifier *auth.Verifier
+	Pool     *pgxpool.Pool
+	Gatherer prometheus.Gatherer
+	Logger   *slog.Logger
+	// Streams tunes the event streams.
+	Streams StreamConfig
+	// Webhooks manages webhook endpoints.
+	Webhooks *webhook.Service
+	// Slack holds the Slack approval settings and takes Slack's clicks.
+	Slack *slackapproval.Service
+	// Unauthenticated caps the requests a client address sends without a
+	// valid bearer token; nil: no cap.
+	Unauthenticated *httpserver.AddrLimiter
+}
+
+// Server routes requests to the outbox service.
+type Server struct {
+	svc      *outbox.Service
+	verifier *auth.Verifier
+	pool     *pgxpool.Pool
+	gatherer prometheus.Gatherer
+	logger   *slog.Logger
+	streams  StreamConfig
+	webhooks *webhook.Service
+	slack    *slackapproval.Service
+	// unauthenticated is nil without a cap.
+	unauthenticated *httpserver.AddrLimiter
+
+	closing   chan struct{}
+	closeOnce sync.Once
+}
+
+// New returns a Server.
+func New(deps *Deps) *Server {
+	return &Server{
+		svc:      deps.Service,
+		verifier: deps.Verifier,
+		pool:     deps.Pool,
+		gatherer: deps.Gatherer,
+		logger:   cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
+		streams:  deps.Streams.WithDefaults(),
+		webhooks: deps.Webhooks,
+		slack:    deps.Slack,
+		closing:  make(chan struct{}),
+
+		unauthenticated: deps.Unauthenticated,
+	}
+}
+
+// CloseStreams ends every open event stream, so that a graceful shutdown
+// does not wait for them; clients reconnect elsewhere with Last-Event-ID.
+func (s *Server) CloseStreams() {
+	s.closeOnce.Do(func() { close(s.closing) })
+}
+
+// Handler returns the API's routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range s.publicRoutes() {
+		mux.Handle(rt.method+" "+rt.pattern, rt.handler)
+	}
+	for _, rt := range s.routes() {
+		mux.Handle(rt.method+" "+rt.pattern, s.authed(&rt))
+	}
+	mux.Handle("/", noRoute(mux))
+	return s.recoverer(s.limitUnauthenticated(mux))
+}
+
+// limitUnauthenticated caps, per client address, the requests that carry
+// no valid bearer token: the public routes and refused tokens. Requests
+// with a valid token pass uncounted.
+func (s *Server) limitUnauthenticated(next http.Handler) http.Handler {
+	if s.unauthenticated == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := s.bearerClaims(r); err == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if ok, wait := s.unauthenticated.Allow(r); !ok {
+			closeUnread(w, r)
+			writeError(w, rateLimited("too many requests without a valid bearer token from this address", wait))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bearerClaims verifies r's bearer token.
+func (s *Server) bearerClaims(r *http.Request) (*auth.Claims, error) {
+	// The scheme is case-insensitive (RFC 9110 §11.1).
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return nil, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing bearer token"}
+	}
+	claims, err := s.verifier.Verify(strings.TrimSpace(token))
+	if err != nil {
+		return nil, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "invalid token: " + err.Error()}
+	}
+	return claims, nil
+}
+
+// closeUnread makes a refusal that leaves a request's body unread close
+// the connection once answered, rather than net/http reading the rest of
+// the body (as long as a slow client takes to send it, up to the read
+// timeout) before answering or closing.
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+}
+
+// publicRoute is a route that takes no bearer token.
+type publicRoute struct {
+	method, pattern string
+	handler         http.Handler
+}
+
+// publicRoutes are the routes served without a bearer token.
+func (s *Server) publicRoutes() []publicRoute {
+	out := []publicRoute{
+		{"GET", "/healthz", http.HandlerFunc(s.healthz)},
+		{"GET", "/readyz", http.HandlerFunc(s.readyz)},
+		{"GET", "/metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})},
+		{"GET", "/openapi.json", http.HandlerFunc(s.openapi)},
+		// The web console: static files, no token (its API calls carry one).
+		{"GET", "/console/", console.Handler()},
+		{"GET", "/console", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently)},
+	}
+	if s.slack != nil {
+		// Slack signs its requests; there is no bearer token.
+		out = append(out, publicRoute{"POST", "/v1/slack/interactions", s.slack})
+	}
+	return out
+}
+
+// noRoute answers what no route takes in the API's JSON error shape rather
+// than net/http's plain text: 405 with Allow when the path exists under
+// other methods, else 404.
+func noRoute(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var allowed []string
+		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			probe := r.Clone(r.Context())
+			probe.Method = method
+			if _, pattern := mux.Handler(probe); pattern != "/" {
+				allowed = append(allowed, method)
+			}
+		}
+		if len(allowed) > 0 {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			writeError(w, &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed",
+				message: r.Method + " is not allowed on " + r.URL.Path})
+			return
+		}
+		writeError(w, &apiError{status: http.StatusNotFound, code: "not_found", message: "no route for " + r.Method + " " + r.URL.Path})
+	})
+}
+
+type claimsKey struct{}
+
+// handlerFunc is a handler that returns its error; the error is written as
+// JSON in one place.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, c *auth.Claims) error
+
+// authed verifies the bearer token, refuses text Postgres cannot store in
+// the path, query and Idempotency-Key (checkRequestText), applies the
+// route's rule and runs its handler.
+func (s *Server) authed(rt *route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		claims, err := s.bearerClaims(r)
+		if err != nil {
+			closeUnread(w, r)
+			s.writeErr(w, r, err)
+			return
+		}
+		if err := checkRequestText(r); err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		if err := rt.authorize(r, claims); err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, rt.bodyLimit())
+		// The database shows this request only its organization's rows.
+		ctx := dbutil.WithOrg(context.WithValue(r.Context(), claimsKey{}, claims), claims.Org)
+		if err := rt.handler(w, r.WithContext(ctx), claims); err != nil {
+			s.writeErr(w, r, err)
+		}
+	})
+}
+
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.logger.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
+				writeError(w, &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"})
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	if err := s.pool.Ping(ctx); err != nil {
+		writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "database_unreachable", message: err.Error()})
+		return
+	}
+	if err := migrations.Check(ctx, s.pool); err != nil {
+		writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "not_migrated", message: err.Error() + "; run `outboxd migrate up`"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// apiError is an error with its HTTP answer.
+type apiError struct {
+	status  int
+	code    string
+	message string
+	details any
+	header  http.Header
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func forbidden(msg string) error {
+	return &apiError{status: http.StatusForbidden, code: "forbidden", message: msg}
+}
+
+func badRequest(code, msg string) error {
+	return &apiError{status: http.StatusBadRequest, code: code, message: msg}
+}
+
+// toAPIError maps domain errors to HTTP answers: the one place that does.
+func toAPIError(err error) *apiError {
+	var (
+		ae  *apiError
+		ve  *outbox.ValidationError
+		rle *outbox.RateLimitError
+		we  *webhook.InvalidError
+		se  *slackapproval.InvalidError
+	)
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &ve):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: ve.Message, details: map[string]any{"fields": ve.Fields}}
+	case errors.As(err, &rle):
+		return rateLimited(err.Error(), rle.RetryAfter)
+	case errors.As(err, &se):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: se.Message,
+			details: map[string]any{"fields": []executors.FieldError{{Field: se.Field, Message: se.Message}}}}
+	case errors.As(err, &we):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: we.Message,
+			details: map[string]any{"fields": []executors.FieldError{{Field: we.Field, Message: we.Message}}}}
+	case errors.Is(err, outbox.ErrNotFound), errors.Is(err, invocation.ErrNotFound), errors.Is(err, webhook.ErrNotFound):
+		return &apiError{status: http.StatusNotFound, code: "not_found", message: err.Error()}
+	case errors.Is(err, outbox.ErrConflict), errors.Is(err, invocation.ErrConflict):
+		return &apiError{status: http.StatusConflict, code: "conflict", message: err.Error()}
+	case errors.Is(err, outbox.ErrExpired):
+		return &apiError{status: http.StatusGone, code: "expired", message: err.Error()}
+	case errors.Is(err, outbox.ErrPendingLimit):
+		return &apiError{status: http.StatusTooManyRequests, code: "pending_limit", message: err.Error()}
+	case errors.Is(err, outbox.ErrIdempotencyMismatch):
+		return &apiError{status: http.StatusUnprocessableEntity, code: "idempotency_mismatch", message: err.Error()}
+	case errors.Is(err, outbox.ErrSourceUnavailable):
+		return &apiError{status: http.StatusServiceUnavailable, code: "source_unavailable", message: err.Error()}
+	case errors.Is(err, outbox.ErrSourceNotAllowed):
+		return &apiError{status: http.StatusForbidden, code: "source_not_allowed", message: err.Error()}
+	case errors.Is(err, outbox.ErrSourceDisabled):
+		return &apiError{status: http.StatusForbidden, code: "source_disabled", message: err.Error()}
+	case errors.Is(err, outbox.ErrAutomationNotAllowed):
+		return &apiError{status: http.StatusForbidden, code: "automation_not_allowed", message: err.Error()}
+	case dbutil.Unavailable(err):
+		return databaseUnavailable()
+	case isUnstorableValue(err):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: "a value is too long or is not storable text"}
+	}
+	return nil
+}
+
+// rateLimited is a 429 that says when to retry, in whole seconds.
+func rateLimited(msg string, retryAfter time.Duration) *apiError {
+	secs := int(retryAfter.Seconds()) + 1
+	return &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: msg,
+		details: map[string]any{"retry_after_seconds": secs}, header: http.Header{"Retry-After": {fmt.Sprint(secs)}}}
+}
+
+func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	ae := toAPIError(err)
+	switch {
+	case ae == nil:
+		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		ae = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
+	case ae.status == http.StatusServiceUnavailable:
+		s.logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", ae.status, "error", err)
+	}
+	writeError(w, ae)
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	for k, v := range e.header {
+		w.Header()[k] = v
+	}
+	writeJSON(w, e.status, map[string]any{"error": errorBody(e)})
+}
+
+func errorBody(e *apiError) map[string]any {
+	body := map[string]any{"code": e.code, "message": e.message}
+	if e.details != nil {
+		body["details"] = e.details
+	}
+	return body
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decode reads one JSON object from the body into v. Unknown fields are
+// errors unless lenient. Text Postgres cannot store is refused first, with
+// the field named (checkBodyText).
+func decode(r *http.Request, v any, lenient bool) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if err := checkBodyText(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if !lenient {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return badRequest("invalid_json", "request body is empty")
+		}
+		return badRequest("invalid_json", "request body is not valid JSON: "+err.Error())
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("invalid_json", "request body has data after the JSON object")
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
+)
+
+type slackSettingsView struct {
+	Channel   *string                           `json:"channel"`
+	Approvers map[string]slackapproval.Approver `json:"approvers"`
+}
+
+func writeSlackSettings(w http.ResponseWriter, st slackapproval.Settings) {
+	writeJSON(w, http.StatusOK, slackSettingsView{Channel: st.Channel, Approvers: st.Approvers})
+}
+
+func (s *Server) getSlackSettings(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	st, err := s.slack.Get(r.Context(), c.Org)
+	if err != nil {
+		return err
+	}
+	writeSlackSettings(w, st)
+	return nil
+}
+
+// putSlackChannel takes {"channel": "C0123" | null}.
+func (s *Server) putSlackChannel(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	var body struct {
+		Channel *string `json:"channel"`
+	}
+	if err := decode(r, &body, false); err != nil {
+		return err
+	}
+	st, err := s.slack.PutChannel(r.Context(), c.Org, c.Subject, body.Channel)
+	if err != nil {
+		return err
+	}
+	writeSlackSettings(w, st)
+	return nil
+}
+
+// putSlackApprovers takes {"<slack user id>": {"user_id", "role"}} and
+// replaces the organization's approvers.
+func (s *Server) putSlackApprovers(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	var body map[string]json.RawMessage
+	if err := decode(r, &body, false); err != nil {
+		return err
+	}
+	approvers := map[string]slackapproval.Approver{}
+	for id, raw := range body {
+		var a slackapproval.Approver
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return invalidField(id, "%s must be {\"user_id\", \"role\"}", id)
+		}
+		approvers[id] = a
+	}
+	st, err := s.slack.PutApprovers(r.Context(), c.Org, c.Subject, approvers)
+	if err != nil {
+		return err
+	}
+	writeSlackSettings(w, st)
+	return nil
+}

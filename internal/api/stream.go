@@ -1,0 +1,212 @@
+package api
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/outbox"
+)
+
+// StreamConfig tunes the event streams (Server-Sent Events).
+type StreamConfig struct {
+	// Heartbeat is how often an idle stream sends a comment, so proxies
+	// keep it open. Default 15s.
+	Heartbeat time.Duration
+	// WriteTimeout bounds one write to a client; a client that does not
+	// take its events within it is disconnected and resumes from its last
+	// event id. Default 10s.
+	WriteTimeout time.Duration
+	// Poll is how often a stream reads the table without a notification, a
+	// safety net for a lost listener connection. Default 5s.
+	Poll time.Duration
+}
+
+// WithDefaults returns a copy with unset fields defaulted.
+func (c StreamConfig) WithDefaults() StreamConfig {
+	return StreamConfig{
+		Heartbeat:    cmp.Or(c.Heartbeat, 15*time.Second),
+		WriteTimeout: cmp.Or(c.WriteTimeout, 10*time.Second),
+		Poll:         cmp.Or(c.Poll, 5*time.Second),
+	}
+}
+
+// streamBatch is how many events a stream reads per query.
+const streamBatch = 100
+
+// heldRetry is how soon a stream reads again when events exist that are
+// not yet safe to deliver (an older transaction is still open).
+const heldRetry = 100 * time.Millisecond
+
+// NoticeData is the data of one notice, on the event stream and in webhook
+// payloads: the invocation as the API shows it (redacted) now, and what the
+// event said.
+type NoticeData struct {
+	EventID      int64     `json:"event_id"`
+	EventType    string    `json:"event_type"`
+	InvocationID string    `json:"invocation_id"`
+	OccurredAt   time.Time `json:"occurred_at"`
+	// Status is the status the event moved the invocation to; the
+	// invocation's own status may be later already.
+	Status invocation.Status `json:"status"`
+	Mode   string            `json:"mode"`
+	// DecidedBy is who approved or denied (approval results).
+	DecidedBy *string `json:"decided_by,omitempty"`
+	Reason    *string `json:"reason,omitempty"`
+	// Success is set on action_completed: completed (a provider conflict
+	// included) is a success; failed, skipped and cancelled are not.
+	Success    *bool          `json:"success,omitempty"`
+	Invocation invocationView `json:"invocation"`
+}
+
+// Notice builds the data of one feed item.
+func Notice(item *invocation.FeedItem) NoticeData {
+	d := NoticeData{
+		EventID: item.ID, EventType: string(item.Type), InvocationID: item.InvocationID.String(), OccurredAt: item.CreatedAt,
+		Status: item.To, Mode: item.Invocation.Mode, Reason: nilIfEmpty(item.Reason), Invocation: viewInvocation(item.Invocation),
+	}
+	switch item.Notice {
+	case invocation.NoticeApprovalResult:
+		d.DecidedBy = nilIfEmpty(item.Actor)
+	case invocation.NoticeCompleted:
+		ok := item.To == invocation.StatusCompleted
+		d.Success = &ok
+	}
+	return d
+}
+
+// streamRoutes are the routes that answer with an event stream.
+var streamRoutes = map[string]bool{
+	"GET /v1/events":                       true,
+	"GET /v1/sessions/{session_id}/events": true,
+}
+
+// stream serves the organization's notices (GET /v1/events) or a session's
+// (GET /v1/sessions/{session_id}/events) as Server-Sent Events: id is the
+// event's position (invocation.Cursor.Position), which grows from one
+// message to the next, event the notice kind, data NoticeData.
+// Last-Event-ID (or ?after=) resumes after that position, or after an event
+// id (data.event_id); without either the stream starts now.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	p := &outbox.FeedParams{Org: c.Org, SessionID: r.PathValue("session_id"), Limit: streamBatch}
+	for _, v := range r.URL.Query()["types"] {
+		for _, t := range strings.Split(v, ",") {
+			n := invocation.Notice(strings.TrimSpace(t))
+			if !slices.Contains(invocation.Notices, n) {
+				return invalidField("types", "types: unknown event type %q (use action_approval_request, action_approval_result, action_completed)", t)
+			}
+			p.Notices = append(p.Notices, n)
+		}
+	}
+	after, field := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	if after == "" {
+		after, field = r.URL.Query().Get("after"), "after"
+	}
+	var err error
+	if after == "" {
+		p.After, err = s.svc.FeedNow(r.Context())
+	} else if pos, ok := invocation.ParsePosition(after); ok {
+		p.After, err = s.svc.FeedResume(r.Context(), pos)
+		var ve *outbox.ValidationError
+		if errors.As(err, &ve) {
+			return invalidField(field, "%s: %s is not the id of an event this stream has sent", field, after)
+		}
+	} else {
+		// An event id, as in data.event_id.
+		id, perr := strconv.ParseInt(after, 10, 64)
+		if perr != nil || id < 0 {
+			return invalidField(field, "%s must be the id of an event the stream sent, or an event id (a non-negative integer)", field)
+		}
+		p.After, err = s.svc.FeedCursor(r.Context(), c.Org, id)
+		var ve *outbox.ValidationError
+		if errors.As(err, &ve) {
+			return invalidField(field, "%s: no event %d in this organization", field, id)
+		}
+	}
+	if err != nil {
+		return err
+	}
+
+	bell, hangUp := s.svc.Subscribe(r.Context(), c.Org)
+	defer hangUp()
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+
+	cfg := s.streams
+	write := func(text string) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(cfg.WriteTimeout))
+		if _, err := fmt.Fprint(w, text); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !write(": connected\n\n") {
+		return nil
+	}
+	heartbeat := time.NewTicker(cfg.Heartbeat)
+	defer heartbeat.Stop()
+	for {
+		items, held, err := s.svc.Feed(r.Context(), p)
+		if err != nil {
+			s.logger.Warn("event stream: reading events", "organization_id", c.Org, "error", err)
+			return nil
+		}
+		var b strings.Builder
+		for i := range items {
+			data, err := json.Marshal(Notice(&items[i]))
+			if err != nil {
+				return fmt.Errorf("encoding event: %w", err)
+			}
+			fmt.Fprintf(&b, "id: %s\nevent: %s\ndata: %s\n\n", items[i].Cursor.Position(), items[i].Notice, data)
+		}
+		if b.Len() > 0 {
+			if !write(b.String()) {
+				s.logger.Info("event stream: client too slow or gone; disconnected", "organization_id", c.Org)
+				return nil
+			}
+			p.After = items[len(items)-1].Cursor
+			heartbeat.Reset(cfg.Heartbeat)
+		}
+		if len(items) == streamBatch {
+			continue
+		}
+		wait := cfg.Poll
+		if held {
+			wait = heldRetry
+		}
+		timer := time.NewTimer(wait)
+	idle:
+		for {
+			select {
+			case <-r.Context().Done():
+				timer.Stop()
+				return nil
+			case <-s.closing:
+				timer.Stop()
+				return nil
+			case <-heartbeat.C:
+				if !write(": heartbeat\n\n") {
+					timer.Stop()
+					return nil
+				}
+			case <-bell:
+				timer.Stop()
+				break idle
+			case <-timer.C:
+				break idle
+			}
+		}
+	}
+}

@@ -1,0 +1,235 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/policy"
+)
+
+// invocationView is the API shape of an invocation.
+type invocationView struct {
+	ID             uuid.UUID         `json:"id"`
+	OrganizationID string            `json:"organization_id"`
+	SessionID      *string           `json:"session_id"`
+	AutomationID   *string           `json:"automation_id"`
+	UserID         *string           `json:"user_id"`
+	RequestedBy    string            `json:"requested_by"`
+	Origin         string            `json:"origin"`
+	Integration    string            `json:"integration"`
+	Action         string            `json:"action"`
+	RiskTier       policy.Tier       `json:"risk_tier"`
+	RiskLevel      string            `json:"risk_level"`
+	Mode           string            `json:"mode"`
+	ModeSource     string            `json:"mode_source"`
+	Params         json.RawMessage   `json:"params"`
+	Status         invocation.Status `json:"status"`
+	Result         json.RawMessage   `json:"result"`
+	Error          *string           `json:"error"`
+	DeniedReason   *string           `json:"denied_reason"`
+	DurationMs     *int32            `json:"duration_ms"`
+	ApprovedBy     *string           `json:"approved_by"`
+	ApprovedAt     *time.Time        `json:"approved_at"`
+	StartedAt      *time.Time        `json:"started_at"`
+	CompletedAt    *time.Time        `json:"completed_at"`
+	ExpiresAt      *time.Time        `json:"expires_at"`
+	CreatedAt      time.Time         `json:"created_at"`
+	UpdatedAt      time.Time         `json:"updated_at"`
+	ExternalID     *string           `json:"external_id"`
+	IdempotencyKey *string           `json:"idempotency_key"`
+	Attempt        int32             `json:"attempt"`
+	ProviderWaits  int32             `json:"provider_waits"`
+	RateBucket     *string           `json:"rate_bucket"`
+	MustRunBefore  *time.Time        `json:"must_run_before"`
+	ProviderRef    *string           `json:"provider_ref"`
+	Conflict       bool              `json:"conflict"`
+	DeadLetteredAt *time.Time        `json:"dead_lettered_at"`
+	ReplayCount    int32             `json:"replay_count"`
+	ReplayedBy     *string           `json:"replayed_by"`
+	ReplayedAt     *time.Time        `json:"replayed_at"`
+	DiscardedBy    *string           `json:"discarded_by"`
+	DiscardedAt    *time.Time        `json:"discarded_at"`
+}
+
+func viewInvocation(inv invocation.Invocation) invocationView {
+	tier := policy.TierOf(inv.RiskLevel)
+	return invocationView{
+		ID: inv.ID, OrganizationID: inv.OrganizationID, SessionID: inv.SessionID, AutomationID: inv.AutomationID, UserID: inv.UserID,
+		RequestedBy: inv.RequestedBy, Origin: inv.Origin, Integration: inv.Integration, Action: inv.Action,
+		RiskTier: tier, RiskLevel: tier.Risk(), Mode: inv.Mode, ModeSource: inv.ModeSource, Params: inv.Params, Status: inv.Status,
+		Result: inv.Result, Error: inv.Error, DeniedReason: inv.DeniedReason, DurationMs: inv.DurationMs,
+		ApprovedBy: inv.ApprovedBy, ApprovedAt: inv.ApprovedAt, StartedAt: inv.StartedAt, CompletedAt: inv.CompletedAt,
+		ExpiresAt: inv.ExpiresAt, CreatedAt: inv.CreatedAt, UpdatedAt: inv.UpdatedAt, ExternalID: inv.ExternalID,
+		IdempotencyKey: inv.IdempotencyKey, Attempt: inv.Attempt, ProviderWaits: inv.ProviderWaits, RateBucket: inv.RateBucket,
+		MustRunBefore: inv.MustRunBefore, ProviderRef: inv.ProviderRef, Conflict: inv.Conflict,
+		DeadLetteredAt: inv.DeadLetteredAt, ReplayCount: inv.ReplayCount, ReplayedBy: inv.ReplayedBy,
+		ReplayedAt: inv.ReplayedAt, DiscardedBy: inv.DiscardedBy, DiscardedAt: inv.DiscardedAt,
+	}
+}
+
+func viewInvocations(invs []invocation.Invocation) []invocationView {
+	views := make([]invocationView, len(invs))
+	for i, inv := range invs {
+		views[i] = viewInvocation(inv)
+	}
+	return views
+}
+
+// eventView is the API shape of one timeline event.
+type eventView struct {
+	ID        int64     `json:"id"`
+	Seq       int32     `json:"seq"`
+	Type      string    `json:"type"`
+	From      *string   `json:"from_status"`
+	To        string    `json:"to_status"`
+	Actor     *string   `json:"actor"`
+	Reason    *string   `json:"reason"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func viewEvents(events []invocation.Event) []eventView {
+	out := make([]eventView, len(events))
+	for i, e := range events {
+		out[i] = eventView{ID: e.ID, Seq: e.Seq, Type: string(e.Type), From: nilIfEmpty(string(e.From)), To: string(e.To),
+			Actor: nilIfEmpty(e.Actor), Reason: nilIfEmpty(e.Reason), CreatedAt: e.CreatedAt}
+	}
+	return out
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// envelopeView is the Universal Action Envelope shape of an invocation.
+type envelopeView struct {
+	ActionID       uuid.UUID           `json:"action_id"`
+	ExternalID     string              `json:"external_id"`
+	TenantID       string              `json:"tenant_id"`
+	AutomationID   *string             `json:"automation_id"`
+	Type           string              `json:"type"`
+	Tool           envelopeToolView    `json:"tool"`
+	Args           json.RawMessage     `json:"args"`
+	Risk           *string             `json:"risk"`
+	Approval       string              `json:"approval"`
+	Constraints    envelopeConstraints `json:"constraints"`
+	Result         envelopeResult      `json:"result"`
+	Mode           string              `json:"mode"`
+	ModeSource     string              `json:"mode_source"`
+	Status         invocation.Status   `json:"invocation_status"`
+	ExpiresAt      *time.Time          `json:"expires_at"`
+	Timestamps     envelopeTimestamps  `json:"timestamps"`
+	InvocationPath string              `json:"invocation_url"`
+	// ResultEnvelope is the Action API contract's result; nil while the
+	// invocation is cleared to run or running.
+	ResultEnvelope *outbox.ResultEnvelope `json:"result_envelope"`
+}
+
+type envelopeToolView struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	Action string `json:"action"`
+}
+
+type envelopeConstraints struct {
+	RateBucket    *string    `json:"rate_bucket"`
+	MustRunBefore *time.Time `json:"must_run_before"`
+}
+
+type envelopeResult struct {
+	Status     string          `json:"status"`
+	ProviderID *string         `json:"provider_id"`
+	Error      *string         `json:"error"`
+	Output     json.RawMessage `json:"output"`
+}
+
+type envelopeTimestamps struct {
+	CreatedAt   time.Time  `json:"created_at"`
+	SentAt      *time.Time `json:"sent_at"`
+	CompletedAt *time.Time `json:"completed_at"`
+}
+
+func viewEnvelope(inv invocation.Invocation) envelopeView {
+	errMsg := inv.Error
+	if errMsg == nil && inv.DeniedReason != nil {
+		msg := "denied: " + *inv.DeniedReason
+		if inv.Status == invocation.StatusExpired {
+			msg = "approval expired"
+		}
+		errMsg = &msg
+	}
+	if errMsg == nil && inv.Status == invocation.StatusCancelled {
+		msg := "cancelled"
+		errMsg = &msg
+	}
+	ext := ""
+	if inv.ExternalID != nil {
+		ext = *inv.ExternalID
+	}
+	var result *outbox.ResultEnvelope
+	if env, ok := outbox.ResultEnvelopeOf(inv); ok {
+		result = &env
+	}
+	return envelopeView{
+		ActionID:       inv.ID,
+		ExternalID:     ext,
+		TenantID:       inv.OrganizationID,
+		AutomationID:   inv.AutomationID,
+		Type:           "mcp.exec",
+		Tool:           envelopeToolView{Name: inv.Integration + "." + inv.Action, Source: inv.Integration, Action: inv.Action},
+		Args:           inv.Params,
+		Risk:           inv.RiskHint,
+		Approval:       envelopeApproval(inv),
+		Constraints:    envelopeConstraints{RateBucket: inv.RateBucket, MustRunBefore: inv.MustRunBefore},
+		Result:         envelopeResult{Status: envelopeStatus(inv), ProviderID: inv.ProviderRef, Error: errMsg, Output: inv.Result},
+		Mode:           inv.Mode,
+		ModeSource:     inv.ModeSource,
+		Status:         inv.Status,
+		ExpiresAt:      inv.ExpiresAt,
+		Timestamps:     envelopeTimestamps{CreatedAt: inv.CreatedAt, SentAt: inv.StartedAt, CompletedAt: inv.CompletedAt},
+		InvocationPath: "/v1/invocations/" + inv.ID.String(),
+		ResultEnvelope: result,
+	}
+}
+
+// envelopeStatus maps an invocation status to the envelope's result status.
+// Outcomes the envelope has no word for (denied, expired, cancelled) are
+// skipped: nothing was sent, and result.error says why.
+func envelopeStatus(inv invocation.Invocation) string {
+	switch inv.Status {
+	case invocation.StatusPending, invocation.StatusApproved:
+		return "pending"
+	case invocation.StatusExecuting:
+		return "sending"
+	case invocation.StatusCompleted:
+		if inv.Conflict {
+			return "conflict"
+		}
+		return "sent"
+	case invocation.StatusFailed:
+		return "failed"
+	default:
+		return "skipped"
+	}
+}
+
+// envelopeApproval is the envelope's approval state: auto when policy let
+// it run, required while a human must decide, then granted or denied.
+func envelopeApproval(inv invocation.Invocation) string {
+	switch {
+	case inv.Status == invocation.StatusPending:
+		return "required"
+	case inv.Status == invocation.StatusDenied || inv.Status == invocation.StatusExpired:
+		return "denied"
+	case inv.ApprovedBy != nil:
+		return "granted"
+	default:
+		return "auto"
+	}
+}

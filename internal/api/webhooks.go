@@ -1,0 +1,150 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+)
+
+// webhookView is the API shape of a webhook endpoint; the secret is shown
+// only by create and rotate-secret.
+type webhookView struct {
+	ID             uuid.UUID           `json:"id"`
+	URL            string              `json:"url"`
+	Events         []invocation.Notice `json:"events"`
+	Description    string              `json:"description"`
+	Enabled        bool                `json:"enabled"`
+	FailingSince   *time.Time          `json:"failing_since"`
+	DisabledAt     *time.Time          `json:"disabled_at"`
+	DisabledReason *string             `json:"disabled_reason"`
+	CreatedAt      time.Time           `json:"created_at"`
+	UpdatedAt      time.Time           `json:"updated_at"`
+}
+
+func viewWebhook(e webhook.Endpoint) webhookView {
+	return webhookView{
+		ID: e.ID, URL: e.URL, Events: e.Events, Description: e.Description, Enabled: e.Enabled,
+		FailingSince: e.FailingSince, DisabledAt: e.DisabledAt, DisabledReason: e.DisabledReason,
+		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+	}
+}
+
+type deliveryView struct {
+	ID             uuid.UUID       `json:"id"`
+	WebhookID      uuid.UUID       `json:"webhook_id"`
+	EventID        int64           `json:"event_id"`
+	EventType      string          `json:"event_type"`
+	Status         string          `json:"status"`
+	Attempts       int32           `json:"attempts"`
+	LastStatusCode *int32          `json:"last_status_code"`
+	LastError      *string         `json:"last_error"`
+	LastLatencyMs  *int32          `json:"last_latency_ms"`
+	NextAttemptAt  *time.Time      `json:"next_attempt_at"`
+	DeliveredAt    *time.Time      `json:"delivered_at"`
+	CreatedAt      time.Time       `json:"created_at"`
+	AttemptLog     json.RawMessage `json:"attempt_log"`
+}
+
+type webhookBody struct {
+	URL         *string             `json:"url"`
+	Events      []invocation.Notice `json:"events"`
+	Description *string             `json:"description"`
+	Enabled     *bool               `json:"enabled"`
+}
+
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	var body webhookBody
+	if err := decode(r, &body, false); err != nil {
+		return err
+	}
+	if body.Enabled != nil {
+		return invalidField("enabled", "a webhook is created enabled; PATCH it to disable")
+	}
+	ep, secret, err := s.webhooks.Create(r.Context(), c.Org, &webhook.Params{URL: body.URL, Events: body.Events, Description: body.Description})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"webhook": viewWebhook(ep), "secret": secret})
+	return nil
+}
+
+func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	eps, err := s.webhooks.List(r.Context(), c.Org)
+	if err != nil {
+		return err
+	}
+	views := make([]webhookView, len(eps))
+	for i, e := range eps {
+		views[i] = viewWebhook(e)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"webhooks": views})
+	return nil
+}
+
+func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	ep, err := s.webhooks.Get(r.Context(), c.Org, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"webhook": viewWebhook(ep)})
+	return nil
+}
+
+func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	var body webhookBody
+	if err := decode(r, &body, false); err != nil {
+		return err
+	}
+	ep, err := s.webhooks.Update(r.Context(), c.Org, r.PathValue("id"), &webhook.Params{
+		URL: body.URL, Events: body.Events, Description: body.Description, Enabled: body.Enabled,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"webhook": viewWebhook(ep)})
+	return nil
+}
+
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := s.webhooks.Delete(r.Context(), c.Org, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	ep, secret, err := s.webhooks.RotateSecret(r.Context(), c.Org, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"webhook": viewWebhook(ep), "secret": secret})
+	return nil
+}
+
+func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	page, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	ds, err := s.webhooks.Deliveries(r.Context(), c.Org, r.PathValue("id"), page.Limit, page.Offset)
+	if err != nil {
+		return err
+	}
+	views := make([]deliveryView, len(ds))
+	for i, d := range ds {
+		views[i] = deliveryView{
+			ID: d.ID, WebhookID: d.WebhookID, EventID: d.EventID, EventType: d.EventType, Status: d.Status, Attempts: d.Attempts,
+			LastStatusCode: d.LastStatusCode, LastError: d.LastError, LastLatencyMs: d.LastLatencyMs, NextAttemptAt: d.NextAttemptAt,
+			DeliveredAt: d.DeliveredAt, CreatedAt: d.CreatedAt, AttemptLog: d.AttemptLog,
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deliveries": views})
+	return nil
+}

@@ -1,0 +1,242 @@
+// Package credential resolves provider tokens for workers at call time (the
+// getToken boundary): from outboxd's own encrypted store, or from an HTTP
+// token broker. No route or log ever sees a token.
+package credential
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/secretbox"
+)
+
+var (
+	// ErrNotFound is returned when no credential is stored for an integration.
+	ErrNotFound = errors.New("no credential stored")
+	// ErrUnreadable is returned when a stored credential cannot be opened
+	// with the configured secrets.key (the key changed, or the row was
+	// tampered with). Store the credential again to fix it.
+	ErrUnreadable = errors.New("stored credential cannot be decrypted with secrets.key")
+	// ErrKeyChanged is returned by CheckKey when the newest stored
+	// credential does not open with secrets.key: the data outlived the key
+	// it was sealed with.
+	ErrKeyChanged = errors.New("stored credentials were sealed with another secrets.key")
+	// ErrInactive is returned when the integration's connection is not
+	// active (revoked, expired, suspended): retrying will not help.
+	ErrInactive = errors.New("integration is not active")
+	// ErrRefused is returned when the token broker refuses outboxd's
+	// request or answers without a token: a configuration problem that a
+	// retry will not fix.
+	ErrRefused = errors.New("token broker refused the request")
+)
+
+// Request names the credential one call needs.
+type Request struct {
+	Org         string
+	Integration string
+	// UserID is the user the call acts for; a credential of that user is
+	// preferred over the organization's. Empty for org-only.
+	UserID string
+	// Version, when set, is the last change of the stored credentials the
+	// call may use (read with the invocation). The store then answers from
+	// its cache of decrypted tokens while the version is unchanged, so a
+	// credential changed since is read afresh by the next job.
+	Version time.Time
+	// Local says the credential is one only outboxd holds (an
+	// org-registered source's secret, such as a connector's or a
+	// database's URL), never a broker: a token source that asks a broker
+	// reads it from the store.
+	Local bool
+}
+
+// Token is a resolved credential.
+type Token struct {
+	Value string
+	// Kind is executors.TokenKindAPIKey, executors.TokenKindOAuth or "".
+	Kind string
+	// ExpiresAt is when the token stops working; zero when unknown.
+	ExpiresAt time.Time
+}
+
+// Info is what may be shown about a stored credential: never the token.
+type Info struct {
+	Integration string    `json:"integration"`
+	UserID      string    `json:"user_id,omitempty"`
+	TokenKind   string    `json:"token_kind,omitempty"`
+	UpdatedBy   string    `json:"updated_by"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	// Note is what a worker learned about the credential since it was
+	// stored, such as "reconcile_unavailable: missing channels:history
+	// scope"; storing it again clears it.
+	Note string `json:"note,omitempty"`
+}
+
+// Store is the encrypted credential store.
+type Store struct {
+	pool    dbsqlc.DBTX
+	box     *secretbox.Box
+	queries *dbsqlc.Queries
+
+	mu    sync.Mutex
+	cache map[cacheKey]cachedToken
+}
+
+type cacheKey struct{ org, integration, userID string }
+
+type cachedToken struct {
+	version time.Time
+	token   Token
+}
+
+// maxCached bounds the cache of decrypted tokens; past it the cache starts
+// over.
+const maxCached = 10_000
+
+// NewStore returns a Store sealing with box.
+// NewStore returns a Store sealing with box and reading through db (a
+// pool, or a transaction in tests).
+func NewStore(db dbsqlc.DBTX, box *secretbox.Box) *Store {
+	return &Store{pool: db, box: box, queries: dbsqlc.New(), cache: map[cacheKey]cachedToken{}}
+}
+
+// Put seals and stores tok for req's integration: the organization's own
+// credential when req.UserID is "", else that user's.
+func (s *Store) Put(ctx context.Context, req Request, tok Token, by string) (Info, error) {
+	return s.PutTx(ctx, s.pool, req, tok, by)
+}
+
+// PutTx is Put inside the caller's transaction.
+func (s *Store) PutTx(ctx context.Context, db dbsqlc.DBTX, req Request, tok Token, by string) (Info, error) {
+	row, err := s.queries.CredentialUpsert(ctx, db, dbsqlc.CredentialUpsertParams{
+		OrganizationID: req.Org,
+		Integration:    req.Integration,
+		UserID:         req.UserID,
+		Sealed:         s.box.Seal([]byte(tok.Value), additional(req.Org, req.Integration, req.UserID)),
+		TokenKind:      tok.Kind,
+		CreatedBy:      by,
+	})
+	if err != nil {
+		return Info{}, fmt.Errorf("storing credential: %w", err)
+	}
+	return Info{Integration: row.Integration, UserID: row.UserID, TokenKind: row.TokenKind, UpdatedBy: row.CreatedBy, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt}, nil
+}
+
+// List returns metadata of the organization's credentials.
+func (s *Store) List(ctx context.Context, org string) ([]Info, error) {
+	rows, err := s.queries.CredentialList(ctx, s.pool, org)
+	if err != nil {
+		return nil, fmt.Errorf("listing credentials: %w", err)
+	}
+	infos := make([]Info, len(rows))
+	for i, r := range rows {
+		infos[i] = Info{Integration: r.Integration, UserID: r.UserID, TokenKind: r.TokenKind, UpdatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Note: r.Note}
+	}
+	return infos, nil
+}
+
+// Note records note on the stored credential req resolves to (the user's
+// when one is stored, else the organization's), unless it was stored after
+// req.Version, so a credential replaced since the call is not noted. It
+// reports whether the note changed; a Version of zero (no stored
+// credential) notes nothing.
+func Note(ctx context.Context, db dbsqlc.DBTX, req Request, note string) (bool, error) {
+	if req.Version.IsZero() {
+		return false, nil
+	}
+	n, err := dbsqlc.New().CredentialNote(ctx, db, dbsqlc.CredentialNoteParams{
+		Note: note, OrganizationID: req.Org, Integration: req.Integration, UserID: req.UserID, Version: req.Version,
+	})
+	if err != nil {
+		return false, fmt.Errorf("noting credential: %w", err)
+	}
+	return n > 0, nil
+}
+
+// Token returns the token to call req's integration with: the user's
+// credential when one is stored, else the organization's. Without a
+// Version, or with refresh, it reads the current row; a token rotated with
+// Put is picked up by the next call either way.
+func (s *Store) Token(ctx context.Context, req Request, refresh bool) (Token, error) {
+	key := cacheKey{req.Org, req.Integration, req.UserID}
+	if !req.Version.IsZero() && !refresh {
+		s.mu.Lock()
+		c, ok := s.cache[key]
+		s.mu.Unlock()
+		if ok && c.version.Equal(req.Version) {
+			return c.token, nil
+		}
+	}
+	tok, err := s.read(ctx, req)
+	if err == nil && !req.Version.IsZero() {
+		s.mu.Lock()
+		if len(s.cache) >= maxCached {
+			clear(s.cache)
+		}
+		s.cache[key] = cachedToken{version: req.Version, token: tok}
+		s.mu.Unlock()
+	}
+	return tok, err
+}
+
+// read loads and opens the credential for req.
+func (s *Store) read(ctx context.Context, req Request) (Token, error) {
+	candidates := []string{""}
+	if req.UserID != "" {
+		candidates = []string{req.UserID, ""}
+	}
+	for _, uid := range candidates {
+		row, err := s.queries.CredentialGet(ctx, s.pool, dbsqlc.CredentialGetParams{OrganizationID: req.Org, Integration: req.Integration, UserID: uid})
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return Token{}, fmt.Errorf("loading credential: %w", err)
+		}
+		plain, err := s.box.Open(row.Sealed, additional(req.Org, req.Integration, uid))
+		if err != nil {
+			return Token{}, fmt.Errorf("%w (%s)", ErrUnreadable, req.Integration)
+		}
+		return Token{Value: string(plain), Kind: row.TokenKind}, nil
+	}
+	return Token{}, fmt.Errorf("%w for %s", ErrNotFound, req.Integration)
+}
+
+// CheckKey verifies that the configured secrets.key opens the most recently
+// stored credential, so that a process started with a new key on old data
+// refuses at once instead of failing every call with ErrUnreadable. A
+// database without credentials passes.
+func (s *Store) CheckKey(ctx context.Context) error {
+	row, err := s.queries.CredentialNewest(ctx, s.pool)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("checking secrets.key: %w", err)
+	}
+	if _, err := s.box.Open(row.Sealed, additional(row.OrganizationID, row.Integration, row.UserID)); err != nil {
+		return fmt.Errorf("%w (the newest, %s of organization %s, stored %s, does not open)",
+			ErrKeyChanged, row.Integration, row.OrganizationID, row.UpdatedAt.Format(time.DateTime))
+	}
+	return nil
+}
+
+// Integrations lists the integrations with a credential the organization
+// (or, with userID, that user) can use.
+func (s *Store) Integrations(ctx context.Context, org, userID string) ([]string, error) {
+	ids, err := s.queries.CredentialIntegrations(ctx, s.pool, dbsqlc.CredentialIntegrationsParams{OrganizationID: org, UserID: userID})
+	if err != nil {
+		return nil, fmt.Errorf("listing credentials: %w", err)
+	}
+	return ids, nil
+}
+
+func additional(org, integration, userID string) []byte {
+	return []byte(org + "\x00" + integration + "\x00" + userID)
+}

@@ -1,0 +1,430 @@
+package flow
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outboxd/outboxd/internal/platform/batch"
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+)
+
+// ErrUnknownBucket is returned for a bucket name that is not configured.
+var ErrUnknownBucket = errors.New("unknown rate bucket")
+
+// Scope says whom a bucket's tokens are shared by.
+type Scope string
+
+const (
+	// ScopeGlobal is one bucket for every organization.
+	ScopeGlobal Scope = "global"
+	// ScopeOrg is one bucket per organization.
+	ScopeOrg Scope = "org"
+	// ScopeSource is one bucket per organization and source, so each of an
+	// organization's MCP connectors gets a bucket of its own.
+	ScopeSource Scope = "source"
+)
+
+// ScopeKey is the key to pass to Acquire and Drain for a call of org to
+// source: "" for a global bucket, the organization for an org one, the
+// organization and the source for a source one.
+func (b BucketConfig) ScopeKey(org, source string) string {
+	switch b.Scope {
+	case ScopeGlobal:
+		return ""
+	case ScopeSource:
+		return org + "/" + source
+	}
+	return org
+}
+
+// BucketConfig defines one bucket. Every process must use the same values
+// for a bucket: each enforces the rate and burst it was given.
+type BucketConfig struct {
+	// Name identifies the bucket, for example "slack.minute". Required and
+	// unique.
+	Name string
+	// Rate is how many tokens are added per Interval. Required, positive.
+	Rate int
+	// Interval is the period Rate is counted over. Default 1s.
+	Interval time.Duration
+	// Burst is the bucket's capacity, the most tokens taken at once after a
+	// quiet period. Required, at least 1.
+	Burst int
+	// MaxConcurrency is how many leases may be held at once; 0 means no
+	// limit and no leases.
+	MaxConcurrency int
+	// Scope is whether the bucket is shared by everyone or kept per
+	// organization. Default ScopeGlobal.
+	Scope Scope
+}
+
+// Config configures a Limiter.
+type Config struct {
+	// Buckets are the buckets Acquire and Drain accept.
+	Buckets []BucketConfig
+	// LeaseTTL is how long a concurrency lease lives when it is not
+	// released, which is how the slots of a process that died come back.
+	// It should exceed the longest a job holds a lease. Default 2m.
+	LeaseTTL time.Duration
+	// ConcurrencyRetry is the wait Acquire suggests when no concurrency slot
+	// is free, jittered by ±20% so that waiters do not return together.
+	// Default 1s.
+	ConcurrencyRetry time.Duration
+}
+
+// WithDefaults returns a copy with unset fields defaulted.
+func (c *Config) WithDefaults() *Config {
+	buckets := make([]BucketConfig, len(c.Buckets))
+	for i, b := range c.Buckets {
+		b.Interval = cmp.Or(b.Interval, time.Second)
+		b.Scope = cmp.Or(b.Scope, ScopeGlobal)
+		buckets[i] = b
+	}
+	return &Config{
+		Buckets:          buckets,
+		LeaseTTL:         cmp.Or(c.LeaseTTL, 2*time.Minute),
+		ConcurrencyRetry: cmp.Or(c.ConcurrencyRetry, time.Second),
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.LeaseTTL <= 0:
+		return errors.New("flow.lease_ttl must be positive")
+	case c.ConcurrencyRetry <= 0:
+		return errors.New("flow.concurrency_retry must be positive")
+	}
+	seen := make(map[string]bool, len(c.Buckets))
+	for i, b := range c.Buckets {
+		if b.Name == "" {
+			return fmt.Errorf("flow.buckets[%d]: name is required", i)
+		}
+		if seen[b.Name] {
+			return fmt.Errorf("flow bucket %q: defined twice", b.Name)
+		}
+		seen[b.Name] = true
+		switch {
+		case b.Rate <= 0:
+			return fmt.Errorf("flow bucket %q: rate must be positive", b.Name)
+		case b.Interval <= 0:
+			return fmt.Errorf("flow bucket %q: interval must be positive", b.Name)
+		case b.Burst < 1:
+			return fmt.Errorf("flow bucket %q: burst must be at least 1", b.Name)
+		case b.MaxConcurrency < 0:
+			return fmt.Errorf("flow bucket %q: max_concurrency must not be negative", b.Name)
+		case b.MaxConcurrency > math.MaxInt32:
+			return fmt.Errorf("flow bucket %q: max_concurrency is too large", b.Name)
+		case b.Scope != ScopeGlobal && b.Scope != ScopeOrg && b.Scope != ScopeSource:
+			return fmt.Errorf("flow bucket %q: scope must be %q, %q or %q", b.Name, ScopeGlobal, ScopeOrg, ScopeSource)
+		}
+	}
+	return nil
+}
+
+// Limiter hands out tokens and concurrency leases from buckets kept in
+// Postgres. It is safe for concurrent use, and any number of Limiters in any
+// number of processes may share a database.
+type Limiter struct {
+	pool    *pgxpool.Pool
+	cfg     *Config
+	buckets map[string]*bucket
+	queries *dbsqlc.Queries
+	locals  locals
+}
+
+// bucket is a configured bucket with its rate in tokens per second.
+type bucket struct {
+	BucketConfig
+	perSecond float64
+}
+
+// New returns a Limiter for the buckets in config.
+func New(pool *pgxpool.Pool, config *Config) (*Limiter, error) {
+	if config == nil {
+		config = &Config{}
+	}
+	cfg := config.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	buckets := make(map[string]*bucket, len(cfg.Buckets))
+	for _, b := range cfg.Buckets {
+		buckets[b.Name] = &bucket{BucketConfig: b, perSecond: float64(b.Rate) / b.Interval.Seconds()}
+	}
+	return &Limiter{
+		pool:    pool,
+		cfg:     cfg,
+		buckets: buckets,
+		queries: dbsqlc.New(),
+		locals:  locals{m: map[localKey]*local{}},
+	}, nil
+}
+
+// Bucket returns the configuration of the named bucket, defaults applied.
+func (l *Limiter) Bucket(name string) (BucketConfig, bool) {
+	b, ok := l.buckets[name]
+	if !ok {
+		return BucketConfig{}, false
+	}
+	return b.BucketConfig, true
+}
+
+// Grant is the answer of Acquire.
+type Grant struct {
+	// Wait is zero when a token (and a slot) was taken. Otherwise nothing
+	// was taken and the caller should come back after Wait.
+	Wait time.Duration
+	// Lease is the concurrency slot taken, for buckets with MaxConcurrency;
+	// nil otherwise. Hand it to Release when the call is done.
+	Lease *Lease
+}
+
+// Granted reports whether a token was taken.
+func (g Grant) Granted() bool { return g.Wait == 0 }
+
+// Lease is a held concurrency slot. Its fields identify it, so a lease can
+// be rebuilt to release it from elsewhere.
+type Lease struct {
+	Bucket   string
+	ScopeKey string
+	Holder   string
+}
+
+// Acquire takes one token from the bucket, and one concurrency slot for
+// holder when the bucket has MaxConcurrency, atomically in Postgres. org
+// picks the bucket of an org-scoped bucket and is ignored for a global one.
+// holder identifies the job (for example "job:<id>"); it is required for a
+// bucket with MaxConcurrency, and a holder that already holds a slot keeps
+// it instead of taking a second one.
+//
+// When no token or slot is free Acquire takes nothing and returns a Grant
+// with a positive Wait. Acquires of one bucket made at the same moment in
+// this process share one statement, one round trip; none is made when this
+// process already knows the bucket is empty (see the package
+// documentation).
+func (l *Limiter) Acquire(ctx context.Context, bucketName, org, holder string) (Grant, error) {
+	b, key, err := l.resolve(bucketName, org)
+	if err != nil {
+		return Grant{}, err
+	}
+	if b.MaxConcurrency > 0 && holder == "" {
+		return Grant{}, fmt.Errorf("flow bucket %q limits concurrency: a holder is required", b.Name)
+	}
+	loc := l.local(b, key)
+	if wait := loc.wait(time.Now()); wait > 0 {
+		return Grant{Wait: wait}, nil
+	}
+	return loc.takes.Do(ctx, holder)
+}
+
+// local returns the pre-check and the batch of Acquires of a bucket and
+// scope key.
+func (l *Limiter) local(b *bucket, key string) *local {
+	return l.locals.get(b, key, func(loc *local) {
+		loc.takes.Max = maxHolders
+		loc.takes.Run = func(ctx context.Context, holders []string) []batch.Result[Grant] {
+			return l.take(ctx, b, key, loc, holders)
+		}
+	})
+}
+
+// maxHolders caps the holders served by one statement.
+const maxHolders = 256
+
+// take asks Postgres for a token (and a slot) for each holder, in one
+// statement.
+func (l *Limiter) take(ctx context.Context, b *bucket, key string, loc *local, holders []string) []batch.Result[Grant] {
+	// sent is taken before the statement starts, so it is no later than the
+	// database's now(): a wait measured from it ends no later than the real
+	// one, and a token charged at it charges the local limiter no later than
+	// Postgres charged the bucket.
+	sent := time.Now()
+	params := dbsqlc.FlowAcquireParams{
+		Name:            b.Name,
+		ScopeKey:        key,
+		Burst:           float64(b.Burst),
+		PerSecond:       b.perSecond,
+		Holders:         holders,
+		MaxConcurrency:  int32(b.MaxConcurrency),
+		LeaseTtlSeconds: l.cfg.LeaseTTL.Seconds(),
+	}
+	row, err := l.queries.FlowAcquire(ctx, l.pool, params)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = l.queries.FlowBucketCreate(ctx, l.pool, dbsqlc.FlowBucketCreateParams{
+			Name: b.Name, ScopeKey: key, Burst: float64(b.Burst),
+		})
+		if err == nil {
+			row, err = l.queries.FlowAcquire(ctx, l.pool, params)
+		}
+	}
+	out := make([]batch.Result[Grant], len(holders))
+	if err != nil {
+		err = fmt.Errorf("acquiring from flow bucket %q: %w", b.Name, err)
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	granted := int(row.Granted)
+	loc.took(sent, granted)
+	var tokenWait time.Duration
+	if granted < len(holders) && row.TokenWaitSeconds > 0 {
+		tokenWait = fromSeconds(row.TokenWaitSeconds)
+		loc.block(sent.Add(tokenWait))
+	}
+	for i, holder := range holders {
+		switch {
+		case i < granted:
+			if b.MaxConcurrency > 0 {
+				out[i].Value.Lease = &Lease{Bucket: b.Name, ScopeKey: key, Holder: holder}
+			}
+		case tokenWait > 0:
+			// The refused come back one token's refill apart, in order,
+			// rather than all at the moment the next single token is free.
+			out[i].Value.Wait = tokenWait + time.Duration(float64(i-granted)/b.perSecond*float64(time.Second))
+		default: // a token is free, a slot is not
+			out[i].Value.Wait = jitter(l.cfg.ConcurrencyRetry)
+		}
+	}
+	return out
+}
+
+// Release frees a lease's concurrency slot before it expires. A nil lease
+// and a lease that expired or was released already are fine.
+func (l *Limiter) Release(ctx context.Context, lease *Lease) error {
+	if lease == nil {
+		return nil
+	}
+	err := l.queries.FlowRelease(ctx, l.pool, dbsqlc.FlowReleaseParams{
+		Name: lease.Bucket, ScopeKey: lease.ScopeKey, Holder: lease.Holder,
+	})
+	if err != nil {
+		return fmt.Errorf("releasing flow lease of %q: %w", lease.Holder, err)
+	}
+	return nil
+}
+
+// Drain empties the bucket and blocks it until d from now, for example for
+// a provider's 429 with Retry-After. A block that already ends later is kept.
+// Every process's Acquire of the bucket then waits, and tokens refill during
+// the block as usual.
+func (l *Limiter) Drain(ctx context.Context, bucketName, org string, d time.Duration) error {
+	b, key, err := l.resolve(bucketName, org)
+	if err != nil {
+		return err
+	}
+	d = max(d, 0)
+	sent := time.Now()
+	err = l.queries.FlowDrain(ctx, l.pool, dbsqlc.FlowDrainParams{Name: b.Name, ScopeKey: key, Seconds: d.Seconds()})
+	if err != nil {
+		return fmt.Errorf("draining flow bucket %q: %w", b.Name, err)
+	}
+	l.local(b, key).block(sent.Add(d))
+	return nil
+}
+
+// resolve finds the bucket and its scope key: "" for a global bucket, the
+// given key (see BucketConfig.ScopeKey) otherwise.
+func (l *Limiter) resolve(name, org string) (*bucket, string, error) {
+	b, ok := l.buckets[name]
+	if !ok {
+		return nil, "", fmt.Errorf("%w: %q", ErrUnknownBucket, name)
+	}
+	if b.Scope == ScopeGlobal {
+		return b, "", nil
+	}
+	if org == "" {
+		return nil, "", fmt.Errorf("flow bucket %q is kept per organization: an organization is required", name)
+	}
+	return b, org, nil
+}
+
+// fromSeconds converts a positive wait from Postgres, rounding up so that
+// it never comes out as zero.
+func fromSeconds(s float64) time.Duration {
+	const most = float64(math.MaxInt64 / 2)
+	return max(time.Duration(min(math.Ceil(s*float64(time.Second)), most)), 1)
+}
+
+// jitter spreads d by ±20%.
+func jitter(d time.Duration) time.Duration {
+	return max(d+time.Duration((rand.Float64()*0.4-0.2)*float64(d)), 1)
+}
+
+// Buckets returns the configured buckets, defaults applied, by name.
+func (l *Limiter) Buckets() []BucketConfig {
+	out := make([]BucketConfig, 0, len(l.buckets))
+	for _, b := range l.buckets {
+		out = append(out, b.BucketConfig)
+	}
+	slices.SortFunc(out, func(a, b BucketConfig) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// State is one bucket row as an organization's calls see it now.
+type State struct {
+	Bucket string
+	// Source is the source of a per-source bucket's row, "" otherwise.
+	Source string
+	// Tokens is the current level, refilled up to the database's clock;
+	// at most the bucket's Burst.
+	Tokens float64
+	// BlockedUntil is the end of a drain (a provider's Retry-After), nil
+	// when the bucket is not blocked now.
+	BlockedUntil *time.Time
+	// Leases is how many concurrency slots are held now, by any process
+	// (for a global bucket, by any organization's jobs).
+	Leases int
+}
+
+// States reads the rows of the buckets org's calls use: the global ones,
+// org's own, and one per source for per-source buckets. A bucket that has
+// never been used has no row: it is full and holds no lease. One query.
+func (l *Limiter) States(ctx context.Context, org string) ([]State, error) {
+	rows, err := l.queries.FlowStates(ctx, l.pool, org)
+	if err != nil {
+		return nil, fmt.Errorf("reading flow buckets: %w", err)
+	}
+	var out []State
+	for _, r := range rows {
+		b, ok := l.buckets[r.Name]
+		if !ok {
+			continue // a bucket no longer configured
+		}
+		var source string
+		switch b.Scope {
+		case ScopeGlobal:
+			if r.ScopeKey != "" {
+				continue
+			}
+		case ScopeOrg:
+			if r.ScopeKey != org {
+				continue
+			}
+		case ScopeSource:
+			rest, found := strings.CutPrefix(r.ScopeKey, org+"/")
+			if !found || rest == "" || strings.Contains(rest, "/") {
+				continue // another organization's (one whose id has a slash)
+			}
+			source = rest
+		}
+		s := State{Bucket: b.Name, Source: source, Leases: int(r.ActiveLeases)}
+		elapsed := max(r.ReadAt.Sub(r.RefilledAt).Seconds(), 0)
+		s.Tokens = min(float64(b.Burst), r.Tokens+elapsed*b.perSecond)
+		if r.BlockedUntil != nil && r.BlockedUntil.After(r.ReadAt) {
+			s.BlockedUntil = r.BlockedUntil
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}

@@ -1,0 +1,682 @@
+package invocation
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/platform/batch"
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+)
+
+// EventsChannel is the Postgres channel events are announced on, as JSON
+// {"id", "invocation_id", "organization_id", "type", "to_status"}: a
+// creation that waits for approval, approved, denied, expired, cancelled,
+// completed, failed and skipped. The others (started, retries, snoozes,
+// replays, discards) are in the table only.
+const EventsChannel = "outboxd_invocation_events"
+
+var (
+	// ErrNotFound: no such invocation (in this organization).
+	ErrNotFound = errors.New("invocation not found")
+	// ErrConflict: the invocation is not in a state the transition allows,
+	// for instance because a concurrent transition won.
+	ErrConflict = errors.New("invocation is not in a state that allows this")
+	// ErrEventNotFound: no such event (in this organization).
+	ErrEventNotFound = errors.New("event not found")
+)
+
+// DB is a connection, pool or transaction to read with.
+type DB = dbsqlc.DBTX
+
+// Store reads invocations and makes their transitions.
+type Store struct {
+	river *river.Client[pgx.Tx]
+	q     *dbsqlc.Queries
+}
+
+// New returns a Store that inserts, releases and cancels jobs with client.
+// A nil client is taken from the context: inside a River worker.
+func New(client *river.Client[pgx.Tx]) *Store {
+	return &Store{river: client, q: dbsqlc.New()}
+}
+
+func (s *Store) jobs(ctx context.Context) (*river.Client[pgx.Tx], error) {
+	if s.river != nil {
+		return s.river, nil
+	}
+	return river.ClientFromContextSafely[pgx.Tx](ctx)
+}
+
+// Get returns an invocation of the organization.
+func (s *Store) Get(ctx context.Context, db DB, org string, id uuid.UUID) (Invocation, error) {
+	r, err := s.q.InvocationGet(ctx, db, dbsqlc.InvocationGetParams{ID: id, OrganizationID: org})
+	return one(r, err, id)
+}
+
+// GetByID returns an invocation whatever its organization (for workers).
+func (s *Store) GetByID(ctx context.Context, db DB, id uuid.UUID) (Invocation, error) {
+	r, err := s.q.InvocationGetByID(ctx, db, id)
+	return one(r, err, id)
+}
+
+// Lock returns an invocation of the organization, locked until tx ends.
+func (s *Store) Lock(ctx context.Context, tx pgx.Tx, org string, id uuid.UUID) (Invocation, error) {
+	r, err := s.q.InvocationGetForUpdate(ctx, tx, dbsqlc.InvocationGetForUpdateParams{ID: id, OrganizationID: org})
+	return one(r, err, id)
+}
+
+// RunContext is what the worker checks before a call, read with the
+// invocation in one round trip.
+type RunContext struct {
+	// DoNotContact are the organization's recipient patterns.
+	DoNotContact []string
+	// QuietHours are the windows of the organization and of the
+	// invocation's bucket, as JSON [{"time_zone","start","end"}].
+	QuietHours json.RawMessage
+	// CredentialVersion changes whenever a credential the invocation may
+	// use is stored; the zero time when there is none.
+	CredentialVersion time.Time
+	// StartedBefore is true when an earlier execution had already started
+	// (started_at was set before this one): the provider may have acted on
+	// the invocation even though no outcome was recorded.
+	StartedBefore bool
+	// PausedAt is when the organization's pause began; nil when it is not
+	// paused. A paused organization's invocations do not start.
+	PausedAt *time.Time
+}
+
+// BeginArgs names one job's Begin.
+type BeginArgs struct {
+	ID      uuid.UUID
+	Attempt int
+}
+
+// Begun is the answer of BeginMany for one invocation.
+type Begun struct {
+	Invocation Invocation
+	Run        RunContext
+	Started    bool
+}
+
+// BeginMany is the first step of several jobs before their calls, in one
+// statement. For each it returns the invocation with its RunContext and,
+// when it is approved or executing and none of the gates can apply (no
+// do-not-contact pattern, no quiet window, must_run_before not passed),
+// marks it executing for its attempt, as Start does; Started is false when
+// it did not (another state, or gates to check before Start). An
+// invocation that does not exist answers ErrNotFound in its Result; any
+// other failure fails the whole batch, which then changed nothing.
+//
+// BeginMany and CompleteMany look their rows up by key. Run them with
+// dbutil.CustomPlans, or on a dbutil.IndexPool when the group is small: a
+// plan an ordinary connection keeps may be one made while the table was
+// small, which reads all of it.
+func (s *Store) BeginMany(ctx context.Context, db DB, args []BeginArgs) ([]batch.Result[Begun], error) {
+	out := make([]batch.Result[Begun], len(args))
+	// One statement changes a row once: an invocation named twice (two jobs
+	// of one invocation beginning together) begins again in the next one.
+	for rest := indexes(len(args)); len(rest) > 0; {
+		var p dbsqlc.InvocationBeginManyParams
+		seen := make(map[uuid.UUID]bool, len(rest))
+		var now, later []int
+		for _, i := range rest {
+			if seen[args[i].ID] {
+				later = append(later, i)
+				continue
+			}
+			seen[args[i].ID] = true
+			now = append(now, i)
+			p.Ids = append(p.Ids, args[i].ID)
+			p.Attempts = append(p.Attempts, int32(args[i].Attempt))
+		}
+		rows, err := s.q.InvocationBeginMany(ctx, db, p)
+		if err != nil {
+			return nil, fmt.Errorf("beginning invocations: %w", err)
+		}
+		begun := make(map[uuid.UUID]Begun, len(rows))
+		for _, r := range rows {
+			inv := fromRow(r.ActionInvocation)
+			inv.Status = Status(r.LockedStatus)
+			if r.Started {
+				inv.Status, inv.Attempt = StatusExecuting, r.AttemptNew
+				inv.StartedAt, inv.UpdatedAt = &r.StartedAtNew, r.UpdatedAtNew
+			}
+			rc := runContext(r.Patterns, r.Windows, r.CredentialVersion)
+			rc.StartedBefore = r.StartedBefore
+			if r.PausedAt.After(time.Unix(0, 0)) {
+				rc.PausedAt = &r.PausedAt
+			}
+			begun[inv.ID] = Begun{Invocation: inv, Run: rc, Started: r.Started}
+		}
+		for _, i := range now {
+			b, ok := begun[args[i].ID]
+			if !ok {
+				out[i].Err = fmt.Errorf("%w: %s", ErrNotFound, args[i].ID)
+				continue
+			}
+			out[i].Value = b
+		}
+		rest = later
+	}
+	return out, nil
+}
+
+// indexes returns 0, 1, ..., n-1.
+func indexes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func runContext(patterns []string, windows json.RawMessage, credentialVersion time.Time) RunContext {
+	rc := RunContext{DoNotContact: patterns, QuietHours: windows}
+	if credentialVersion.After(time.Unix(0, 0)) {
+		rc.CredentialVersion = credentialVersion
+	}
+	return rc
+}
+
+// GetByKey returns the invocation with the session's idempotency key or,
+// when key is empty, the organization's external id. ok is false when there
+// is none.
+func (s *Store) GetByKey(ctx context.Context, db DB, org, sessionID, key, externalID string) (inv Invocation, ok bool, err error) {
+	var r dbsqlc.ActionInvocation
+	switch {
+	case key != "":
+		r, err = s.q.InvocationGetByIdempotencyKey(ctx, db, dbsqlc.InvocationGetByIdempotencyKeyParams{OrganizationID: org, SessionID: &sessionID, IdempotencyKey: &key})
+	case externalID != "":
+		r, err = s.q.InvocationGetByExternalID(ctx, db, dbsqlc.InvocationGetByExternalIDParams{OrganizationID: org, ExternalID: &externalID})
+	default:
+		return inv, false, nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return inv, false, nil
+	}
+	if err != nil {
+		return inv, false, fmt.Errorf("looking up idempotency key: %w", err)
+	}
+	return fromRow(r), true, nil
+}
+
+// ByExternalIDs returns the organization's invocations with these external
+// ids, by external id.
+func (s *Store) ByExternalIDs(ctx context.Context, db DB, org string, externalIDs []string) (map[string]Invocation, error) {
+	rows, err := s.q.InvocationListByExternalIDs(ctx, dbutil.CustomPlans{DBTX: db}, dbsqlc.InvocationListByExternalIDsParams{OrganizationID: org, ExternalIds: externalIDs})
+	if err != nil {
+		return nil, fmt.Errorf("looking up external ids: %w", err)
+	}
+	out := make(map[string]Invocation, len(rows))
+	for _, r := range rows {
+		out[*r.ExternalID] = fromRow(r)
+	}
+	return out, nil
+}
+
+// Page is a limit/offset window.
+type Page struct {
+	Limit, Offset int32
+}
+
+// ListSession returns a session's invocations, newest first.
+func (s *Store) ListSession(ctx context.Context, db DB, org, sessionID string, page Page) ([]Invocation, error) {
+	rows, err := s.q.InvocationListBySession(ctx, db, dbsqlc.InvocationListBySessionParams{
+		OrganizationID: org, SessionID: &sessionID, Max: page.Limit, Skip: page.Offset,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing invocations: %w", err)
+	}
+	return fromRows(rows), nil
+}
+
+// ListFilter narrows an organization's invocation listing; zero fields
+// do not filter.
+type ListFilter struct {
+	Status      Status
+	Integration string
+	// Origin is "invoke" or "envelope".
+	Origin       string
+	SessionID    string
+	AutomationID string
+	// CreatedAfter and CreatedBefore bound created_at: [after, before).
+	CreatedAfter, CreatedBefore *time.Time
+}
+
+// ListOrg returns the organization's invocations that pass f, newest
+// first, and how many there are in all.
+func (s *Store) ListOrg(ctx context.Context, db DB, org string, f ListFilter, page Page) ([]Invocation, int64, error) {
+	opt := func(v string) *string {
+		if v == "" {
+			return nil
+		}
+		return &v
+	}
+	rows, err := s.q.InvocationListByOrg(ctx, db, dbsqlc.InvocationListByOrgParams{
+		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), Origin: opt(f.Origin), SessionID: opt(f.SessionID),
+		AutomationID: opt(f.AutomationID), CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore,
+		Max: page.Limit, Skip: page.Offset,
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing invocations: %w", err)
+	}
+	total, err := s.q.InvocationCountByOrg(ctx, db, dbsqlc.InvocationCountByOrgParams{
+		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), Origin: opt(f.Origin), SessionID: opt(f.SessionID),
+		AutomationID: opt(f.AutomationID), CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore,
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("counting invocations: %w", err)
+	}
+	return fromRows(rows), total, nil
+}
+
+// ListDeadLetters returns the organization's failed, undiscarded
+// invocations, newest first, and how many there are.
+func (s *Store) ListDeadLetters(ctx context.Context, db DB, org string, page Page) ([]Invocation, int64, error) {
+	rows, err := s.q.DeadLetterList(ctx, db, dbsqlc.DeadLetterListParams{OrganizationID: org, Max: page.Limit, Skip: page.Offset})
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing dead letters: %w", err)
+	}
+	total, err := s.q.DeadLetterCount(ctx, db, org)
+	if err != nil {
+		return nil, 0, fmt.Errorf("counting dead letters: %w", err)
+	}
+	return fromRows(rows), total, nil
+}
+
+// CountPending counts a session's pending invocations.
+func (s *Store) CountPending(ctx context.Context, db DB, org, sessionID string) (int64, error) {
+	return s.q.InvocationCountPending(ctx, db, dbsqlc.InvocationCountPendingParams{OrganizationID: org, SessionID: &sessionID})
+}
+
+// Events returns an invocation's timeline, oldest first.
+func (s *Store) Events(ctx context.Context, db DB, org string, id uuid.UUID) ([]Event, error) {
+	rows, err := s.q.EventListByInvocation(ctx, db, dbsqlc.EventListByInvocationParams{InvocationID: id, OrganizationID: org})
+	if err != nil {
+		return nil, fmt.Errorf("loading events: %w", err)
+	}
+	out := make([]Event, len(rows))
+	for i, r := range rows {
+		out[i] = fromEvent(r)
+	}
+	return out, nil
+}
+
+// CreateParams is a new invocation. Status is pending (its job is parked
+// until a human decides, and an expiry job is scheduled at ExpiresAt),
+// approved (its job is available now) or denied (no job).
+type CreateParams struct {
+	ID                                     uuid.UUID
+	OrganizationID                         string
+	SessionID, AutomationID, UserID        string
+	RequestedBy, Origin                    string
+	Integration, Action, RiskLevel         string
+	Mode, ModeSource                       string
+	Params                                 json.RawMessage
+	ParamsSealed                           []byte
+	ParamsHash                             string
+	Status                                 Status
+	DeniedReason                           string
+	ExpiresAt                              *time.Time
+	ExternalID, IdempotencyKey, RateBucket string
+	MustRunBefore                          *time.Time
+	Approval, RiskHint                     string
+	Retry                                  *Retry
+}
+
+// CreateMany records new invocations with their jobs and created events in
+// two statements: the jobs in one bulk insert, the invocations and their
+// events in another. An invocation whose idempotency key or external id
+// another one took meanwhile is nil in the answer (its jobs are deleted);
+// the others are recorded.
+func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*CreateParams) ([]*Invocation, error) {
+	client, err := s.jobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]insertRow, len(ps))
+	var jobs []river.InsertManyParams
+	type jobRef struct{ item, expiry int }
+	refs := make([]jobRef, len(ps))
+	for i, p := range ps {
+		rows[i] = p.insertRow()
+		refs[i] = jobRef{-1, -1}
+		if p.Status == StatusDenied {
+			continue
+		}
+		args, opts := executeJob(p.ID, p.OrganizationID, p.Integration, p.RateBucket, p.Retry, p.Status == StatusPending)
+		refs[i].item = len(jobs)
+		jobs = append(jobs, river.InsertManyParams{Args: args, InsertOpts: opts})
+		if p.Status == StatusPending {
+			if p.ExpiresAt == nil {
+				return nil, errors.New("a pending invocation needs ExpiresAt")
+			}
+			refs[i].expiry = len(jobs)
+			jobs = append(jobs, river.InsertManyParams{Args: ExpireArgs{InvocationID: p.ID, OrganizationID: p.OrganizationID}, InsertOpts: &river.InsertOpts{ScheduledAt: *p.ExpiresAt}})
+		}
+	}
+	var jobIDs []int64
+	if len(jobs) > 0 {
+		res, err := client.InsertManyTx(ctx, tx, jobs)
+		if err != nil {
+			return nil, fmt.Errorf("inserting jobs: %w", err)
+		}
+		for _, r := range res {
+			jobIDs = append(jobIDs, r.Job.ID)
+		}
+		for i := range rows {
+			if refs[i].item >= 0 {
+				rows[i].JobID = &jobIDs[refs[i].item]
+			}
+		}
+	}
+
+	encoded, err := json.Marshal(rows)
+	if err != nil {
+		return nil, fmt.Errorf("encoding invocations: %w", err)
+	}
+	inserted, err := s.q.InvocationInsertMany(ctx, tx, encoded)
+	if err != nil {
+		return nil, fmt.Errorf("inserting invocations: %w", err)
+	}
+	byID := make(map[uuid.UUID]*Invocation, len(inserted))
+	for _, r := range inserted {
+		inv := fromRow(r)
+		byID[inv.ID] = &inv
+	}
+	out := make([]*Invocation, len(ps))
+	for i, p := range ps {
+		if out[i] = byID[p.ID]; out[i] != nil {
+			continue
+		}
+		for _, j := range []int{refs[i].item, refs[i].expiry} {
+			if j < 0 {
+				continue
+			}
+			if _, err := client.JobDeleteTx(ctx, tx, jobIDs[j]); err != nil && !errors.Is(err, river.ErrNotFound) {
+				return nil, fmt.Errorf("deleting the job of a duplicate: %w", err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// insertRow is one element of InvocationInsertMany's array: the columns by
+// name, NULL where nil.
+type insertRow struct {
+	ID             uuid.UUID       `json:"id"`
+	JobID          *int64          `json:"job_id"`
+	OrganizationID string          `json:"organization_id"`
+	SessionID      *string         `json:"session_id"`
+	AutomationID   *string         `json:"automation_id"`
+	UserID         *string         `json:"user_id"`
+	RequestedBy    string          `json:"requested_by"`
+	Origin         string          `json:"origin"`
+	Integration    string          `json:"integration"`
+	Action         string          `json:"action"`
+	RiskLevel      string          `json:"risk_level"`
+	Mode           string          `json:"mode"`
+	ModeSource     string          `json:"mode_source"`
+	Params         json.RawMessage `json:"params"`
+	// ParamsSealed is bytea in its text form, \x and hex.
+	ParamsSealed   *string    `json:"params_sealed"`
+	ParamsHash     string     `json:"params_hash"`
+	Status         Status     `json:"status"`
+	DeniedReason   *string    `json:"denied_reason"`
+	ExpiresAt      *time.Time `json:"expires_at"`
+	ExternalID     *string    `json:"external_id"`
+	IdempotencyKey *string    `json:"idempotency_key"`
+	RateBucket     *string    `json:"rate_bucket"`
+	MustRunBefore  *time.Time `json:"must_run_before"`
+	Approval       string     `json:"approval"`
+	RiskHint       *string    `json:"risk_hint"`
+	Retry          *Retry     `json:"retry"`
+}
+
+func (p *CreateParams) insertRow() insertRow {
+	r := insertRow{
+		ID: p.ID, OrganizationID: p.OrganizationID, SessionID: nilIfEmpty(p.SessionID), AutomationID: nilIfEmpty(p.AutomationID),
+		UserID: nilIfEmpty(p.UserID), RequestedBy: p.RequestedBy, Origin: p.Origin, Integration: p.Integration,
+		Action: p.Action, RiskLevel: p.RiskLevel, Mode: p.Mode, ModeSource: p.ModeSource, Params: p.Params,
+		ParamsHash: p.ParamsHash, Status: p.Status, DeniedReason: nilIfEmpty(p.DeniedReason),
+		ExpiresAt: p.ExpiresAt, ExternalID: nilIfEmpty(p.ExternalID), IdempotencyKey: nilIfEmpty(p.IdempotencyKey),
+		RateBucket: nilIfEmpty(p.RateBucket), MustRunBefore: p.MustRunBefore, Approval: p.Approval, RiskHint: nilIfEmpty(p.RiskHint),
+		Retry: p.Retry,
+	}
+	if p.ParamsSealed != nil {
+		sealed := `\x` + hex.EncodeToString(p.ParamsSealed)
+		r.ParamsSealed = &sealed
+	}
+	return r
+}
+
+// Approve clears a pending invocation to run and releases its parked job.
+func (s *Store) Approve(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string) (Invocation, error) {
+	r, err := s.q.InvocationApprove(ctx, tx, dbsqlc.InvocationApproveParams{ID: id, Actor: &actor})
+	inv, err := transitioned(r, err, id, "approving")
+	if err != nil || inv.JobID == nil {
+		return inv, err
+	}
+	client, err := s.jobs(ctx)
+	if err != nil {
+		return inv, err
+	}
+	if _, err := client.JobRetryTx(ctx, tx, *inv.JobID); err != nil {
+		return inv, fmt.Errorf("releasing job: %w", err)
+	}
+	// River sends no notification for a retried job; without one the
+	// approval would wait for the next fetch poll.
+	if err := s.q.RiverWakeQueue(ctx, tx, QueueActions); err != nil {
+		return inv, fmt.Errorf("waking the queue: %w", err)
+	}
+	return inv, nil
+}
+
+// Deny rejects a pending invocation and cancels its parked job. reason is
+// a human's text; the caller redacts it.
+func (s *Store) Deny(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor, deniedReason, reason string) (Invocation, error) {
+	r, err := s.q.InvocationDeny(ctx, tx, dbsqlc.InvocationDenyParams{ID: id, Actor: &actor, DeniedReason: &deniedReason, Reason: nilIfEmpty(reason)})
+	return s.cancelJob(ctx, tx)(transitioned(r, err, id, "denying"))
+}
+
+// Expire closes a pending invocation's approval window and cancels its
+// parked job.
+func (s *Store) Expire(ctx context.Context, tx pgx.Tx, id uuid.UUID) (Invocation, error) {
+	r, err := s.q.InvocationExpire(ctx, tx, id)
+	return s.cancelJob(ctx, tx)(transitioned(r, err, id, "expiring"))
+}
+
+// Cancel undoes an invocation that has not started (pending or approved)
+// and cancels its job.
+func (s *Store) Cancel(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string) (Invocation, error) {
+	r, err := s.q.InvocationCancel(ctx, tx, dbsqlc.InvocationCancelParams{ID: id, Actor: nilIfEmpty(actor)})
+	return s.cancelJob(ctx, tx)(transitioned(r, err, id, "cancelling"))
+}
+
+// cancelJob returns a step that cancels the job of a transitioned
+// invocation; a job already gone is fine.
+func (s *Store) cancelJob(ctx context.Context, tx pgx.Tx) func(Invocation, error) (Invocation, error) {
+	return func(inv Invocation, err error) (Invocation, error) {
+		if err != nil || inv.JobID == nil {
+			return inv, err
+		}
+		client, err := s.jobs(ctx)
+		if err != nil {
+			return inv, err
+		}
+		if _, err := client.JobCancelTx(ctx, tx, *inv.JobID); err != nil && !errors.Is(err, river.ErrNotFound) {
+			return inv, fmt.Errorf("cancelling job: %w", err)
+		}
+		return inv, nil
+	}
+}
+
+// Start marks an approved invocation executing for this attempt.
+func (s *Store) Start(ctx context.Context, db DB, id uuid.UUID, attempt int) (Invocation, error) {
+	r, err := s.q.InvocationStart(ctx, db, dbsqlc.InvocationStartParams{ID: id, Attempt: int32(attempt)})
+	return transitioned(r, err, id, "starting")
+}
+
+// Outcome is a successful provider call.
+type Outcome struct {
+	Result      json.RawMessage
+	ProviderRef string
+	Conflict    bool
+	DurationMs  *int32
+	// Steps is the source's verification record, nil when it has none.
+	Steps *executors.Steps
+}
+
+// Completion is one invocation's successful call.
+type Completion struct {
+	ID      uuid.UUID
+	Outcome *Outcome
+}
+
+// CompleteMany records the successful calls of several executing
+// invocations (completed, with their events) in one statement. An
+// invocation no longer executing answers ErrConflict in its Result; any
+// other failure fails the whole batch, which then changed nothing.
+func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]batch.Result[struct{}], error) {
+	var p dbsqlc.InvocationCompleteManyParams
+	for _, c := range cs {
+		o := c.Outcome
+		p.Ids = append(p.Ids, c.ID)
+		p.Results = append(p.Results, o.Result)
+		p.ProviderRefs = append(p.ProviderRefs, o.ProviderRef)
+		p.Conflicts = append(p.Conflicts, o.Conflict)
+		p.Steps = append(p.Steps, stepsJSON(o.Steps))
+		duration := int32(-1)
+		if o.DurationMs != nil {
+			duration = *o.DurationMs
+		}
+		p.DurationsMs = append(p.DurationsMs, duration)
+	}
+	ids, err := s.q.InvocationCompleteMany(ctx, db, p)
+	if err != nil {
+		return nil, fmt.Errorf("completing invocations: %w", err)
+	}
+	done := make(map[uuid.UUID]bool, len(ids))
+	for _, id := range ids {
+		done[id] = true
+	}
+	out := make([]batch.Result[struct{}], len(cs))
+	for i, c := range cs {
+		if !done[c.ID] {
+			out[i].Err = fmt.Errorf("completing %s: %w", c.ID, ErrConflict)
+		}
+	}
+	return out, nil
+}
+
+// Fail records a failure that will not be retried: a dead letter.
+func (s *Store) Fail(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32) (Invocation, error) {
+	return s.FailSteps(ctx, db, id, msg, durationMs, nil)
+}
+
+// FailSteps is Fail recording the verification and rollback the source
+// ran before it gave up (steps may be nil).
+func (s *Store) FailSteps(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32, steps *executors.Steps) (Invocation, error) {
+	r, err := s.q.InvocationFail(ctx, db, dbsqlc.InvocationFailParams{ID: id, Error: &msg, DurationMs: durationMs, Steps: stepsJSON(steps)})
+	return transitioned(r, err, id, "failing")
+}
+
+// stepsJSON encodes steps for the steps column, nil for none.
+func stepsJSON(steps *executors.Steps) []byte {
+	if steps == nil {
+		return nil
+	}
+	b, _ := json.Marshal(steps)
+	return b
+}
+
+// Skip finishes an invocation without calling the provider (a gate said
+// so).
+func (s *Store) Skip(ctx context.Context, db DB, id uuid.UUID, reason string) (Invocation, error) {
+	r, err := s.q.InvocationSkip(ctx, db, dbsqlc.InvocationSkipParams{ID: id, Error: &reason})
+	return transitioned(r, err, id, "skipping")
+}
+
+// ScheduleRetry records a failed attempt that River will retry.
+func (s *Store) ScheduleRetry(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32) (Invocation, error) {
+	r, err := s.q.InvocationScheduleRetry(ctx, db, dbsqlc.InvocationScheduleRetryParams{ID: id, Error: &msg, DurationMs: durationMs})
+	return transitioned(r, err, id, "recording retry")
+}
+
+// Snooze records a provider's request to wait; no attempt is spent.
+func (s *Store) Snooze(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32) (Invocation, error) {
+	r, err := s.q.InvocationSnooze(ctx, db, dbsqlc.InvocationSnoozeParams{ID: id, Error: &msg, DurationMs: durationMs})
+	return transitioned(r, err, id, "recording snooze")
+}
+
+// Replay gives a dead letter a fresh job with a full set of attempts and
+// the invocation's own retry policy; the invocation id, and so the
+// idempotency key sent to the provider, stays the same.
+func (s *Store) Replay(ctx context.Context, tx pgx.Tx, inv Invocation, actor string) (Invocation, error) {
+	client, err := s.jobs(ctx)
+	if err != nil {
+		return inv, err
+	}
+	args, opts := executeJob(inv.ID, inv.OrganizationID, inv.Integration, deref(inv.RateBucket), inv.Retry, false)
+	job, err := client.InsertTx(ctx, tx, args, opts)
+	if err != nil {
+		return inv, fmt.Errorf("inserting replay job: %w", err)
+	}
+	r, err := s.q.InvocationReplay(ctx, tx, dbsqlc.InvocationReplayParams{ID: inv.ID, Actor: &actor, JobID: &job.Job.ID})
+	return transitioned(r, err, inv.ID, "replaying")
+}
+
+// Discard drops a dead letter from the list; it stays failed.
+func (s *Store) Discard(ctx context.Context, db DB, id uuid.UUID, actor string) (Invocation, error) {
+	r, err := s.q.InvocationDiscard(ctx, db, dbsqlc.InvocationDiscardParams{ID: id, Actor: &actor})
+	return transitioned(r, err, id, "discarding")
+}
+
+// ListExpired returns pending invocations past their expiry, locked and
+// skipping those another transaction holds.
+func (s *Store) ListExpired(ctx context.Context, tx pgx.Tx, limit int) ([]Invocation, error) {
+	rows, err := s.q.InvocationListExpiredForUpdate(ctx, tx, int32(limit))
+	if err != nil {
+		return nil, fmt.Errorf("listing expired invocations: %w", err)
+	}
+	return fromRows(rows), nil
+}
+
+func one(r dbsqlc.ActionInvocation, err error, id uuid.UUID) (Invocation, error) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Invocation{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Invocation{}, fmt.Errorf("loading invocation: %w", err)
+	}
+	return fromRow(r), nil
+}
+
+// transitioned turns a guarded update's answer into the invocation; no row
+// means the invocation was not in a state the transition allows.
+func transitioned[R row](r R, err error, id uuid.UUID, what string) (Invocation, error) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Invocation{}, fmt.Errorf("%s %s: %w", what, id, ErrConflict)
+	}
+	if err != nil {
+		return Invocation{}, fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	return fromRow(r), nil
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,177 @@
+package slackapproval
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/outbox"
+)
+
+// maxSkew is how old (or early) a signed request may be: an older one is a
+// replay.
+const maxSkew = 5 * time.Minute
+
+// Verify checks Slack's request signature: X-Slack-Signature is "v0=" and
+// the hex HMAC-SHA256 of "v0:<X-Slack-Request-Timestamp>:<body>" with the
+// signing secret, and the timestamp is within five minutes of now.
+func Verify(secret string, header http.Header, body []byte, now time.Time) error {
+	tsHeader := header.Get("X-Slack-Request-Timestamp")
+	ts, err := strconv.ParseInt(tsHeader, 10, 64)
+	if err != nil {
+		return errors.New("missing or invalid X-Slack-Request-Timestamp")
+	}
+	if d := now.Sub(time.Unix(ts, 0)); d > maxSkew || d < -maxSkew {
+		return errors.New("the request timestamp is more than five minutes away")
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "v0:%s:", tsHeader)
+	mac.Write(body)
+	want := "v0=" + hex.EncodeToString(mac.Sum(nil))
+	if !hmac.Equal([]byte(want), []byte(header.Get("X-Slack-Signature"))) {
+		return errors.New("the signature does not match")
+	}
+	return nil
+}
+
+// Sign returns the X-Slack-Signature of body at ts, as Slack computes it
+// (for tests and tools).
+func Sign(secret string, ts int64, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "v0:%d:", ts)
+	mac.Write(body)
+	return "v0=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// interaction is the part of Slack's block_actions payload outboxd reads.
+type interaction struct {
+	Type string `json:"type"`
+	User struct {
+		ID string `json:"id"`
+	} `json:"user"`
+	Actions []struct {
+		ActionID string `json:"action_id"`
+		Value    string `json:"value"`
+	} `json:"actions"`
+	ResponseURL string `json:"response_url"`
+}
+
+// ServeHTTP is POST /v1/slack/interactions: a verified click of a mapped
+// admin or owner approves or denies through the same transition as the
+// API; anything else changes nothing. Refusals go back to the clicking
+// user only (an ephemeral message on response_url); the message itself is
+// updated by the relay once the decision is committed.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.SigningSecret == "" {
+		writeError(w, http.StatusNotFound, "not_found", "Slack interactivity is not configured (notifications.slack.signing_secret)")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", "request body too large")
+		return
+	}
+	if err := Verify(s.cfg.SigningSecret, r.Header, body, time.Now()); err != nil {
+		s.count("click", err)
+		writeError(w, http.StatusUnauthorized, "unauthorized", "invalid Slack signature: "+err.Error())
+		return
+	}
+	form, err := url.ParseQuery(string(body))
+	var in interaction
+	if err == nil {
+		err = json.Unmarshal([]byte(form.Get("payload")), &in)
+	}
+	if err != nil || in.Type != "block_actions" || len(in.Actions) != 1 {
+		writeError(w, http.StatusBadRequest, "invalid_request", "expected a block_actions payload with one action")
+		return
+	}
+	var v buttonValue
+	if json.Unmarshal([]byte(in.Actions[0].Value), &v) != nil || v.Org == "" || v.ID == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", "the action is not an outboxd approval button")
+		return
+	}
+	ctx := dbutil.WithOrg(r.Context(), v.Org)
+	msg, err := s.decide(ctx, v, in.User.ID, in.Actions[0].ActionID)
+	s.count("click", err)
+	if err != nil {
+		s.logger.Error("slack click", "organization_id", v.Org, "invocation_id", v.ID, "error", err)
+		msg = "Something went wrong; try again or decide in outboxd."
+	}
+	if msg != "" {
+		s.respond(context.WithoutCancel(ctx), in.ResponseURL, msg)
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// decide runs the click and returns what to tell the user alone ("" when
+// the updated message says it).
+func (s *Service) decide(ctx context.Context, v buttonValue, slackUser, action string) (string, error) {
+	st, err := s.Get(ctx, v.Org)
+	if err != nil {
+		return "", err
+	}
+	approver, ok := st.Approvers[slackUser]
+	if !ok || (approver.Role != "admin" && approver.Role != "owner") {
+		return "You are not an outboxd approver for this organization; nothing was changed.", nil
+	}
+	switch action {
+	case "approve", "approve_always":
+		_, err = s.deps.Decider.Approve(ctx, &outbox.ApproveParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Always: action == "approve_always"})
+	case "deny":
+		_, err = s.deps.Decider.Deny(ctx, &outbox.DenyParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Reason: "denied in Slack"})
+	default:
+		return "Unknown action; nothing was changed.", nil
+	}
+	switch {
+	case err == nil:
+		return "", nil
+	case errors.Is(err, outbox.ErrExpired):
+		return "Too late: the approval window closed.", nil
+	case errors.Is(err, outbox.ErrConflict), errors.Is(err, invocation.ErrConflict):
+		inv, gerr := s.deps.Decider.Get(ctx, v.Org, v.ID)
+		if gerr != nil {
+			return "", gerr
+		}
+		return fmt.Sprintf("Already %s by %s.", inv.Status, deref(inv.ApprovedBy, "someone else")), nil
+	case errors.Is(err, outbox.ErrNotFound), errors.Is(err, invocation.ErrNotFound):
+		return "This invocation no longer exists.", nil
+	}
+	return "", err
+}
+
+// respond sends an ephemeral message to the clicking user.
+func (s *Service) respond(ctx context.Context, responseURL, text string) {
+	if responseURL == "" {
+		return
+	}
+	raw, _ := json.Marshal(map[string]any{"response_type": "ephemeral", "replace_original": false, "text": text})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, responseURL, bytes.NewReader(raw))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		s.logger.Warn("slack response_url", "error", err)
+		return
+	}
+	resp.Body.Close()
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}

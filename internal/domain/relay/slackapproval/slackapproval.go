@@ -1,0 +1,192 @@
+package slackapproval
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outboxd/outboxd/executors/mcp"
+	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/telemetry"
+	"github.com/outboxd/outboxd/outbox"
+)
+
+// Config configures Slack approvals.
+type Config struct {
+	// Channel is where approval requests are posted
+	// (notifications.slack.channel); an organization's own channel takes
+	// precedence. Empty: only organizations that set one get messages.
+	Channel string
+	// SigningSecret verifies Slack's interactivity requests
+	// (notifications.slack.signing_secret). Empty: the interactivity
+	// endpoint answers 404.
+	SigningSecret string
+	// BaseURL is Slack's Web API root (providers.slack.base_url).
+	BaseURL string
+	// RelayInterval is how often new events are turned into messages.
+	// Default 1s.
+	RelayInterval time.Duration
+	// AllowPrivateNetworks lets response_url reach internal addresses
+	// (tests).
+	AllowPrivateNetworks bool
+}
+
+// TokenSource resolves the organization's Slack token.
+type TokenSource interface {
+	Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error)
+}
+
+// Decider runs human decisions: the outbox service.
+type Decider interface {
+	Approve(ctx context.Context, p *outbox.ApproveParams) (invocation.Invocation, error)
+	Deny(ctx context.Context, p *outbox.DenyParams) (invocation.Invocation, error)
+	Get(ctx context.Context, org, id string) (invocation.Invocation, error)
+}
+
+// Deps are the service's collaborators. The workers need Tokens, the API
+// Decider.
+type Deps struct {
+	Pool    *pgxpool.Pool
+	Tokens  TokenSource
+	Decider Decider
+	Metrics *telemetry.Metrics
+	Logger  *slog.Logger
+}
+
+// Service posts and updates approval messages and takes the clicks.
+type Service struct {
+	deps   Deps
+	cfg    Config
+	logger *slog.Logger
+	q      *dbsqlc.Queries
+	store  *invocation.Store
+	client *http.Client
+}
+
+// New returns a Service.
+func New(deps *Deps, cfg *Config) (*Service, error) {
+	c := *cfg
+	c.RelayInterval = cmp.Or(c.RelayInterval, time.Second)
+	client, err := mcp.GuardedClient(c.AllowPrivateNetworks, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = telemetry.NewNop()
+	}
+	return &Service{deps: *deps, cfg: c, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
+		q: dbsqlc.New(), store: invocation.New(nil), client: client}, nil
+}
+
+// Approver is who a Slack user approves as.
+type Approver struct {
+	UserID string `json:"user_id"`
+	Role   string `json:"role"`
+}
+
+// Settings are an organization's Slack approval settings.
+type Settings struct {
+	// Channel overrides Config.Channel when set.
+	Channel   *string
+	Approvers map[string]Approver
+}
+
+// InvalidError is a setting the rules refuse; Field names it.
+type InvalidError struct{ Field, Message string }
+
+func (e *InvalidError) Error() string { return e.Message }
+
+// Get returns the organization's settings (empty when none were stored).
+func (s *Service) Get(ctx context.Context, org string) (Settings, error) {
+	r, err := s.q.SlackSettingsGet(ctx, s.deps.Pool, org)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Settings{Approvers: map[string]Approver{}}, nil
+	}
+	if err != nil {
+		return Settings{}, fmt.Errorf("loading slack settings: %w", err)
+	}
+	st := Settings{Channel: r.Channel, Approvers: map[string]Approver{}}
+	if err := json.Unmarshal(r.Approvers, &st.Approvers); err != nil {
+		return Settings{}, fmt.Errorf("decoding approvers: %w", err)
+	}
+	return st, nil
+}
+
+// PutChannel sets (or, with nil, clears) the organization's channel.
+func (s *Service) PutChannel(ctx context.Context, org, by string, channel *string) (Settings, error) {
+	if channel != nil && (*channel == "" || len(*channel) > 255) {
+		return Settings{}, &InvalidError{"channel", "channel must be a Slack channel id or name of 1 to 255 bytes, or null"}
+	}
+	if _, err := s.q.SlackChannelPut(ctx, s.deps.Pool, dbsqlc.SlackChannelPutParams{OrganizationID: org, Channel: channel, UpdatedBy: by}); err != nil {
+		return Settings{}, fmt.Errorf("storing slack channel: %w", err)
+	}
+	return s.Get(ctx, org)
+}
+
+// PutApprovers replaces the organization's approvers. Only admins and
+// owners approve, so those are the only roles.
+func (s *Service) PutApprovers(ctx context.Context, org, by string, approvers map[string]Approver) (Settings, error) {
+	for id, a := range approvers {
+		if id == "" || len(id) > 255 {
+			return Settings{}, &InvalidError{"approvers", "a Slack user id must be 1 to 255 bytes"}
+		}
+		if a.UserID == "" || len(a.UserID) > 255 {
+			return Settings{}, &InvalidError{id + ".user_id", id + ".user_id must be 1 to 255 bytes"}
+		}
+		if a.Role != "admin" && a.Role != "owner" {
+			return Settings{}, &InvalidError{id + ".role", id + ".role must be admin or owner"}
+		}
+	}
+	raw, _ := json.Marshal(approvers)
+	if _, err := s.q.SlackApproversPut(ctx, s.deps.Pool, dbsqlc.SlackApproversPutParams{OrganizationID: org, Approvers: raw, UpdatedBy: by}); err != nil {
+		return Settings{}, fmt.Errorf("storing approvers: %w", err)
+	}
+	return s.Get(ctx, org)
+}
+
+// call posts to a Slack Web API method with the organization's token.
+func (s *Service) call(ctx context.Context, org, method string, body any) (map[string]any, error) {
+	tok, err := s.deps.Tokens.Token(ctx, credential.Request{Org: org, Integration: "slack"}, false)
+	if err != nil {
+		return nil, fmt.Errorf("slack token: %w", err)
+	}
+	raw, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.BaseURL+"/"+method, bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("Authorization", "Bearer "+tok.Value)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("slack %s: %w", method, err)
+	}
+	defer resp.Body.Close()
+	var answer map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		return nil, fmt.Errorf("slack %s: HTTP %d, undecodable answer", method, resp.StatusCode)
+	}
+	if ok, _ := answer["ok"].(bool); !ok {
+		return nil, fmt.Errorf("slack %s: %v", method, answer["error"])
+	}
+	return answer, nil
+}
+
+func (s *Service) count(kind string, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	s.deps.Metrics.SlackNotifications.WithLabelValues(kind, outcome).Inc()
+}

@@ -1,0 +1,153 @@
+package slackapproval_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
+)
+
+const secret = "8f742231b10e8888abcd99yyyzzz85a5"
+
+var message = map[string]any{"channel": "C0123456789", "text": "deploy finished"}
+
+func TestVerify(t *testing.T) {
+	t.Parallel()
+	// Slack's documented example request.
+	body := []byte("token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c")
+	h := http.Header{}
+	h.Set("X-Slack-Request-Timestamp", "1531420618")
+	h.Set("X-Slack-Signature", "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503")
+	require.NoError(t, slackapproval.Verify(secret, h, body, time.Unix(1531420618, 0)))
+	require.Error(t, slackapproval.Verify(secret, h, body, time.Unix(1531420618+301, 0)), "replayed after five minutes")
+	require.Error(t, slackapproval.Verify("other", h, body, time.Unix(1531420618, 0)))
+	require.Error(t, slackapproval.Verify(secret, h, append(body, 'x'), time.Unix(1531420618, 0)))
+}
+
+type clicker struct {
+	t       *testing.T
+	b       *apptest.Bundle
+	value   string
+	respond string
+}
+
+// click sends Slack's block_actions payload for the approval message,
+// signed with secret at ts.
+func (c *clicker) click(user, action, signingSecret string, ts time.Time) *apptest.Response {
+	payload, _ := json.Marshal(map[string]any{
+		"type": "block_actions", "user": map[string]string{"id": user},
+		"actions":      []any{map[string]string{"action_id": action, "value": c.value}},
+		"response_url": c.respond,
+	})
+	body := "payload=" + url.QueryEscape(string(payload))
+	return c.b.Do("POST", "/v1/slack/interactions", "", body,
+		"Content-Type", "application/x-www-form-urlencoded",
+		"X-Slack-Request-Timestamp", strconv.FormatInt(ts.Unix(), 10),
+		"X-Slack-Signature", slackapproval.Sign(signingSecret, ts.Unix(), []byte(body)))
+}
+
+func slackCalls(b *apptest.Bundle, path string) []apptest.SlackRequest {
+	var out []apptest.SlackRequest
+	for _, r := range b.Slack.Requests() {
+		if r.Path == path && (path != "/chat.postMessage" || r.Body["blocks"] != nil) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestSlack_ClickApprovesAndUpdatesTheMessage(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Slack: slackapproval.Config{Channel: "C0APPROVALS", SigningSecret: secret}})
+	b.StoreSlackToken("xoxb-approvals")
+	r := b.Do("PUT", "/v1/approvers/slack", b.Owner(), map[string]any{
+		"U_ADMIN": map[string]string{"user_id": "alice", "role": "admin"},
+	})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, http.StatusBadRequest, b.Do("PUT", "/v1/approvers/slack", b.Owner(), map[string]any{
+		"U_MEMBER": map[string]string{"user_id": "bob", "role": "member"},
+	}).Status, "only admins and owners approve")
+
+	r = b.Invoke("send_message", message)
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	id := r.Body["invocation_id"].(string)
+
+	// The approval message: who, what, risk, params, expiry, three buttons.
+	require.Eventually(t, func() bool { return len(slackCalls(b, "/chat.postMessage")) == 1 }, 10*time.Second, 20*time.Millisecond)
+	post := slackCalls(b, "/chat.postMessage")[0]
+	require.Equal(t, "C0APPROVALS", post.Body["channel"])
+	require.Equal(t, "Bearer xoxb-approvals", post.Authorization)
+	raw, _ := json.Marshal(post.Body["blocks"])
+	require.Contains(t, string(raw), "deploy finished")
+	require.Contains(t, string(raw), "session session-1")
+	require.Contains(t, string(raw), "R2 (write)")
+	var value string
+	for _, blk := range post.Body["blocks"].([]any) {
+		if els, ok := blk.(map[string]any)["elements"].([]any); ok {
+			require.Len(t, els, 3)
+			value = els[0].(map[string]any)["value"].(string)
+		}
+	}
+	require.NotEmpty(t, value)
+	c := &clicker{t: t, b: b, value: value, respond: b.Slack.Server.URL + "/response"}
+
+	// Forged, replayed and unmapped clicks change nothing.
+	requireStatus := func(want string) {
+		t.Helper()
+		require.Equal(t, want, b.Invocation(id)["status"])
+	}
+	require.Equal(t, http.StatusUnauthorized, c.click("U_ADMIN", "approve", "forged-secret", time.Now()).Status)
+	require.Equal(t, http.StatusUnauthorized, c.click("U_ADMIN", "approve", secret, time.Now().Add(-6*time.Minute)).Status)
+	r = c.b.Do("POST", "/v1/slack/interactions", "", "payload=%7B%7D", "Content-Type", "application/x-www-form-urlencoded")
+	require.Equal(t, http.StatusUnauthorized, r.Status, "unsigned")
+	require.Equal(t, http.StatusOK, c.click("U_STRANGER", "approve", secret, time.Now()).Status)
+	require.Eventually(t, func() bool { return len(slackCalls(b, "/response")) == 1 }, 5*time.Second, 20*time.Millisecond)
+	require.Contains(t, slackCalls(b, "/response")[0].Body["text"], "not an outboxd approver")
+	require.Equal(t, "ephemeral", slackCalls(b, "/response")[0].Body["response_type"])
+	requireStatus("pending")
+
+	// A signed click of a mapped admin approves, as alice.
+	require.Equal(t, http.StatusOK, c.click("U_ADMIN", "approve", secret, time.Now()).Status)
+	inv := b.WaitStatus(id, "completed", 10*time.Second)
+	require.Equal(t, "alice", inv["approved_by"])
+
+	// The message is updated in place, buttons gone.
+	require.Eventually(t, func() bool { return len(slackCalls(b, "/chat.update")) == 1 }, 10*time.Second, 20*time.Millisecond)
+	update := slackCalls(b, "/chat.update")[0]
+	require.Equal(t, "1503435956.000247", update.Body["ts"])
+	require.Contains(t, update.Body["text"], "Approved by alice")
+	raw, _ = json.Marshal(update.Body["blocks"])
+	require.NotContains(t, string(raw), `"actions"`)
+
+	// A second click is told who decided.
+	require.Equal(t, http.StatusOK, c.click("U_ADMIN", "deny", secret, time.Now()).Status)
+	require.Eventually(t, func() bool { return len(slackCalls(b, "/response")) == 2 }, 5*time.Second, 20*time.Millisecond)
+	require.Contains(t, slackCalls(b, "/response")[1].Body["text"], "by alice")
+	requireStatus("completed")
+}
+
+func TestSlack_DecidedElsewhereUpdatesTheMessage(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Slack: slackapproval.Config{SigningSecret: secret}})
+	b.StoreSlackToken("xoxb-approvals")
+	r := b.Do("PUT", "/v1/notifications/slack", b.Admin(), map[string]any{"channel": "C0ORG"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+
+	id := b.Invoke("send_message", message).Body["invocation_id"].(string)
+	require.Eventually(t, func() bool { return len(slackCalls(b, "/chat.postMessage")) == 1 }, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, "C0ORG", slackCalls(b, "/chat.postMessage")[0].Body["channel"], "the organization's channel")
+
+	r = b.Do("POST", "/v1/invocations/"+id+"/deny", b.Admin(), map[string]string{"reason": "not today"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Eventually(t, func() bool { return len(slackCalls(b, "/chat.update")) == 1 }, 10*time.Second, 20*time.Millisecond)
+	text := slackCalls(b, "/chat.update")[0].Body["text"].(string)
+	require.True(t, strings.Contains(text, "Denied by user-admin") && strings.Contains(text, "not today"), text)
+}

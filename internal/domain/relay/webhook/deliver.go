@@ -1,0 +1,323 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/outboxd/outboxd/executors/mcp"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+)
+
+// Queue is the queue deliveries run on, apart from the actions.
+const Queue = "webhooks"
+
+// RelayArgs turns the events written since the last run into deliveries.
+// It runs periodically on the leader.
+type RelayArgs struct{}
+
+// Kind implements river.JobArgs.
+func (RelayArgs) Kind() string { return "webhook_relay" }
+
+// InsertOpts keeps at most one relay job waiting or running.
+func (RelayArgs) InsertOpts() river.InsertOpts { return invocation.RelayInsertOpts(Queue) }
+
+// RelayWorker runs RelayArgs.
+type RelayWorker struct {
+	river.WorkerDefaults[RelayArgs]
+	svc *Service
+}
+
+// Work relays until it has caught up with the horizon.
+func (w *RelayWorker) Work(ctx context.Context, _ *river.Job[RelayArgs]) error {
+	return invocation.CatchUp(ctx, w.svc.relay)
+}
+
+// relay moves one batch of events past the relay cursor, inserting the
+// deliveries they make in the same transaction, and returns how many
+// events it read.
+func (s *Service) relay(ctx context.Context) (int, error) {
+	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return 0, err
+	}
+	return dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (int, error) {
+		cur, err := s.q.RelayLock(ctx, tx)
+		if err != nil {
+			return 0, fmt.Errorf("locking the relay cursor: %w", err)
+		}
+		endpoints, err := s.q.WebhookEndpointsEnabled(ctx, tx)
+		if err != nil {
+			return 0, fmt.Errorf("loading endpoints: %w", err)
+		}
+		var orgs []string
+		for _, ep := range endpoints {
+			if !slices.Contains(orgs, ep.OrganizationID) {
+				orgs = append(orgs, ep.OrganizationID)
+			}
+		}
+		after := invocation.Cursor{XID: cur.AfterXid, ID: cur.AfterID}
+		items, next, err := s.store.FeedAll(ctx, tx, after, invocation.FeedScope{Orgs: orgs}, invocation.RelayBatch)
+		if err != nil {
+			return 0, err
+		}
+		var jobs []river.InsertManyParams
+		for i := range items {
+			it := &items[i]
+			var payload []byte
+			for _, ep := range endpoints {
+				if ep.OrganizationID != it.Invocation.OrganizationID || !slices.Contains(ep.Events, string(it.Notice)) {
+					continue
+				}
+				if payload == nil {
+					payload, err = json.Marshal(map[string]any{"type": it.Notice, "timestamp": it.CreatedAt.UTC(), "data": s.deps.Payload(it)})
+					if err != nil {
+						return 0, fmt.Errorf("encoding payload: %w", err)
+					}
+				}
+				id, err := s.q.DeliveryInsert(ctx, tx, dbsqlc.DeliveryInsertParams{
+					ID: uuid.Must(uuid.NewV7()), WebhookID: ep.ID, OrganizationID: ep.OrganizationID,
+					EventID: it.ID, EventType: string(it.Notice), Payload: string(payload),
+				})
+				if errors.Is(err, pgx.ErrNoRows) {
+					continue
+				}
+				if err != nil {
+					return 0, fmt.Errorf("inserting delivery: %w", err)
+				}
+				jobs = append(jobs, river.InsertManyParams{Args: DeliverArgs{DeliveryID: id}, InsertOpts: &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts}})
+			}
+		}
+		if len(jobs) > 0 {
+			if _, err := client.InsertManyTx(ctx, tx, jobs); err != nil {
+				return 0, fmt.Errorf("inserting delivery jobs: %w", err)
+			}
+		}
+		if next != after {
+			if err := s.q.RelayAdvance(ctx, tx, dbsqlc.RelayAdvanceParams{AfterXid: strconv.FormatInt(next.XID, 10), AfterID: next.ID}); err != nil {
+				return 0, fmt.Errorf("moving the relay cursor: %w", err)
+			}
+		}
+		return len(items), nil
+	})
+}
+
+// DeliverArgs sends one delivery.
+type DeliverArgs struct {
+	DeliveryID uuid.UUID `json:"delivery_id"`
+}
+
+// Kind implements river.JobArgs.
+func (DeliverArgs) Kind() string { return "webhook_deliver" }
+
+// InsertOpts puts deliveries on their queue.
+func (DeliverArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: Queue} }
+
+// DeliverWorker runs DeliverArgs: one signed POST per attempt.
+type DeliverWorker struct {
+	river.WorkerDefaults[DeliverArgs]
+	svc *Service
+}
+
+// Timeout bounds an attempt: the request plus bookkeeping.
+func (w *DeliverWorker) Timeout(*river.Job[DeliverArgs]) time.Duration {
+	return w.svc.cfg.Timeout + 5*time.Second
+}
+
+// NextRetry is exponential backoff with ±20% jitter, the same value the
+// attempt recorded as the delivery's next_attempt_at.
+func (w *DeliverWorker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
+	return time.Now().Add(w.svc.backoff(job.ID, job.Attempt))
+}
+
+// backoff is deterministic per job and attempt, so the delay recorded and
+// the delay River applies agree.
+func (s *Service) backoff(jobID int64, attempt int) time.Duration {
+	d := s.cfg.RetryBaseDelay
+	for i := 1; i < attempt && d < s.cfg.RetryMaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, s.cfg.RetryMaxDelay)
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%d", jobID, attempt)
+	frac := float64(h.Sum64()%1000) / 1000
+	return time.Duration(float64(d) * (0.8 + 0.4*frac))
+}
+
+// outcome is how one attempt went.
+type outcome struct {
+	status  string // delivered, retry, dead (retries spent), refused (4xx or a refused address)
+	code    *int32
+	err     string
+	latency time.Duration
+}
+
+// Work sends the delivery and records the attempt.
+func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
+	s := w.svc
+	d, err := s.q.DeliveryGet(ctx, s.deps.Pool, job.Args.DeliveryID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // its endpoint was deleted
+	}
+	if err != nil {
+		return fmt.Errorf("loading delivery: %w", err)
+	}
+	if d.Status == "delivered" || d.Status == "dead" || d.Status == "cancelled" {
+		return nil
+	}
+	ep, err := s.q.WebhookGetByID(ctx, s.deps.Pool, d.WebhookID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("loading webhook: %w", err)
+	}
+	if !ep.Enabled {
+		msg := "the endpoint is disabled"
+		if _, err := s.q.DeliveryRecord(ctx, s.deps.Pool, dbsqlc.DeliveryRecordParams{ID: d.ID, Status: "cancelled", Error: &msg}); err != nil {
+			return err
+		}
+		return river.JobCancel(errors.New(msg))
+	}
+	if s.deps.Flow != nil {
+		grant, err := s.deps.Flow.Acquire(ctx, Bucket.Name, ep.ID.String(), "job:"+strconv.FormatInt(job.ID, 10))
+		if err != nil {
+			return err
+		}
+		if !grant.Granted() {
+			return river.JobSnooze(grant.Wait)
+		}
+		if grant.Lease != nil {
+			defer func() { _ = s.deps.Flow.Release(context.WithoutCancel(ctx), grant.Lease) }()
+		}
+	}
+	secret, err := s.deps.Box.Open(ep.SecretSealed, ep.ID[:])
+	if err != nil {
+		return river.JobCancel(fmt.Errorf("the signing secret does not open with secrets.key: %w", err))
+	}
+	o := s.send(ctx, ep.Url, string(secret), "msg_"+d.ID.String(), []byte(d.Payload))
+	if o.status == "retry" && job.Attempt >= job.MaxAttempts {
+		o.status = "dead"
+	}
+	s.deps.Metrics.WebhookDeliveries.WithLabelValues(o.status).Inc()
+	s.deps.Metrics.WebhookLatency.WithLabelValues(o.status).Observe(o.latency.Seconds())
+
+	rec := dbsqlc.DeliveryRecordParams{ID: d.ID, Attempted: true, StatusCode: o.code, LatencyMs: ptr(int32(o.latency.Milliseconds()))}
+	if o.err != "" {
+		rec.Error = &o.err
+	}
+	bg := context.WithoutCancel(ctx)
+	switch o.status {
+	case "delivered":
+		rec.Status = "delivered"
+		if err := s.q.WebhookSucceeded(bg, s.deps.Pool, ep.ID); err != nil {
+			return err
+		}
+	case "retry":
+		rec.Status = "retrying"
+		rec.NextAttemptAt = ptr(time.Now().Add(s.backoff(job.ID, job.Attempt)))
+	default:
+		rec.Status = "dead"
+	}
+	if o.status != "delivered" {
+		after, err := s.q.WebhookFailed(bg, s.deps.Pool, dbsqlc.WebhookFailedParams{ID: ep.ID, Dead: rec.Status == "dead", DisableAfterSeconds: s.cfg.DisableAfter.Seconds()})
+		if err != nil {
+			return fmt.Errorf("recording the endpoint's failure: %w", err)
+		}
+		if ep.Enabled && !after.Enabled {
+			s.logger.Warn("webhook endpoint disabled after failing too long", "organization_id", ep.OrganizationID,
+				"webhook_id", ep.ID, "failing_since", after.FailingSince)
+		}
+	}
+	if _, err := s.q.DeliveryRecord(bg, s.deps.Pool, rec); err != nil {
+		return fmt.Errorf("recording delivery: %w", err)
+	}
+	switch rec.Status {
+	case "retrying":
+		return errors.New(o.err)
+	case "dead":
+		return river.JobCancel(errors.New(o.err))
+	}
+	return nil
+}
+
+// send makes one signed POST. A 2xx delivers; a 4xx other than 408 and
+// 429, and an address the guard refuses, will never succeed; anything
+// else (5xx, 408, 429, timeouts, network errors) is retried.
+func (s *Service) send(ctx context.Context, url, secret, msgID string, payload []byte) outcome {
+	start := time.Now()
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		return outcome{status: "refused", err: "invalid signing secret"}
+	}
+	now := time.Now()
+	sig, err := wh.Sign(msgID, now, payload)
+	if err != nil {
+		return outcome{status: "refused", err: "signing: " + err.Error()}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+	if err != nil {
+		return outcome{status: "refused", err: err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "outboxd-webhooks")
+	req.Header.Set(standardwebhooks.HeaderWebhookID, msgID)
+	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	resp, err := s.client.Do(req)
+	latency := time.Since(start)
+	if err != nil {
+		if mcp.NotAllowed(err) {
+			return outcome{status: "refused", err: err.Error(), latency: latency}
+		}
+		return outcome{status: "retry", err: err.Error(), latency: latency}
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	code := int32(resp.StatusCode)
+	o := outcome{code: &code, latency: latency}
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		o.status = "delivered"
+	case resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		o.status, o.err = "retry", "HTTP "+resp.Status
+	default:
+		o.status, o.err = "refused", "HTTP "+resp.Status
+	}
+	return o
+}
+
+// AddWorkers registers the relay and delivery workers.
+func (s *Service) AddWorkers(workers *river.Workers) {
+	river.AddWorker(workers, &RelayWorker{svc: s})
+	river.AddWorker(workers, &DeliverWorker{svc: s})
+}
+
+// Queues are the queues a worker process runs for webhooks.
+func (s *Service) Queues() map[string]river.QueueConfig {
+	return map[string]river.QueueConfig{Queue: {MaxWorkers: s.cfg.MaxWorkers}}
+}
+
+// PeriodicJobs runs the relay every RelayInterval.
+func (s *Service) PeriodicJobs() []*river.PeriodicJob {
+	return []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(s.cfg.RelayInterval),
+		func() (river.JobArgs, *river.InsertOpts) { return RelayArgs{}, nil },
+		&river.PeriodicJobOpts{RunOnStart: true, ID: "webhook_relay"})}
+}
+
+func ptr[T any](v T) *T { return &v }

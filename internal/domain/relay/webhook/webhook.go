@@ -1,0 +1,360 @@
+package webhook
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outboxd/outboxd/executors/mcp"
+	"github.com/outboxd/outboxd/internal/domain/flow"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/secretbox"
+	"github.com/outboxd/outboxd/internal/platform/telemetry"
+)
+
+// Config configures webhook delivery.
+type Config struct {
+	// AllowPrivateNetworks lets endpoints be loopback or private addresses
+	// (connectors.allow_private_networks). Default false.
+	AllowPrivateNetworks bool
+	// Timeout bounds one delivery attempt. Default 10s.
+	Timeout time.Duration
+	// MaxAttempts is how many times a delivery is tried before it is dead.
+	// Default 8.
+	MaxAttempts int
+	// RetryBaseDelay is the first retry's delay; each retry doubles it, with
+	// ±20% jitter. Default 10s.
+	RetryBaseDelay time.Duration
+	// RetryMaxDelay caps the retry delay. Default 1h.
+	RetryMaxDelay time.Duration
+	// DisableAfter disables an endpoint when a delivery dies and the
+	// endpoint has failed every attempt for at least this long. Default 72h.
+	DisableAfter time.Duration
+	// RelayInterval is how often the relay turns new events into
+	// deliveries. Default 1s.
+	RelayInterval time.Duration
+	// MaxWorkers is how many deliveries run at once per worker process.
+	// Default 20.
+	MaxWorkers int
+}
+
+// WithDefaults returns a copy with unset fields defaulted.
+func (c *Config) WithDefaults() *Config {
+	return &Config{
+		AllowPrivateNetworks: c.AllowPrivateNetworks,
+		Timeout:              cmp.Or(c.Timeout, 10*time.Second),
+		MaxAttempts:          cmp.Or(c.MaxAttempts, 8),
+		RetryBaseDelay:       cmp.Or(c.RetryBaseDelay, 10*time.Second),
+		RetryMaxDelay:        cmp.Or(c.RetryMaxDelay, time.Hour),
+		DisableAfter:         cmp.Or(c.DisableAfter, 72*time.Hour),
+		RelayInterval:        cmp.Or(c.RelayInterval, time.Second),
+		MaxWorkers:           cmp.Or(c.MaxWorkers, 20),
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.MaxAttempts < 1:
+		return errors.New("webhooks.max_attempts must be at least 1")
+	case c.RetryMaxDelay < c.RetryBaseDelay:
+		return errors.New("webhooks.retry_max_delay must not be below webhooks.retry_base_delay")
+	case c.MaxWorkers < 1:
+		return errors.New("webhooks.max_workers must be at least 1")
+	}
+	return nil
+}
+
+// Bucket is the flow bucket every endpoint gets its own of: it bounds the
+// rate and the concurrency of deliveries to one endpoint, so a slow
+// receiver holds at most its own slots.
+var Bucket = flow.BucketConfig{Name: "webhook", Rate: 20, Interval: time.Second, Burst: 20, MaxConcurrency: 4, Scope: flow.ScopeSource}
+
+// Deps are the service's collaborators.
+type Deps struct {
+	Pool *pgxpool.Pool
+	// Box seals the signing secrets.
+	Box *secretbox.Box
+	// Flow holds Bucket; nil leaves deliveries unlimited.
+	Flow    *flow.Limiter
+	Metrics *telemetry.Metrics
+	Logger  *slog.Logger
+	// Payload is the data of a notice, as the event stream sends it.
+	Payload func(*invocation.FeedItem) any
+}
+
+// Service manages endpoints and delivers to them.
+type Service struct {
+	deps   Deps
+	cfg    *Config
+	logger *slog.Logger
+	q      *dbsqlc.Queries
+	store  *invocation.Store
+	client *http.Client
+}
+
+// New returns a Service.
+func New(deps *Deps, config *Config) (*Service, error) {
+	cfg := config.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	client, err := mcp.GuardedClient(cfg.AllowPrivateNetworks, cfg.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = telemetry.NewNop()
+	}
+	return &Service{
+		deps: *deps, cfg: cfg, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
+		q: dbsqlc.New(), store: invocation.New(nil), client: client,
+	}, nil
+}
+
+// ErrNotFound: no such endpoint in the organization.
+var ErrNotFound = errors.New("webhook not found")
+
+// InvalidError is a request the endpoint rules refuse; Field names what.
+type InvalidError struct {
+	Field, Message string
+}
+
+func (e *InvalidError) Error() string { return e.Message }
+
+// Endpoint is a webhook endpoint.
+type Endpoint struct {
+	ID             uuid.UUID
+	OrganizationID string
+	URL            string
+	Events         []invocation.Notice
+	Description    string
+	Enabled        bool
+	// FailingSince is the first failed attempt since the last success.
+	FailingSince *time.Time
+	// DisabledAt and DisabledReason say when and why outboxd disabled the
+	// endpoint after a long failure.
+	DisabledAt     *time.Time
+	DisabledReason *string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+func fromRow(r dbsqlc.Webhook) Endpoint {
+	events := make([]invocation.Notice, len(r.Events))
+	for i, e := range r.Events {
+		events[i] = invocation.Notice(e)
+	}
+	return Endpoint{
+		ID: r.ID, OrganizationID: r.OrganizationID, URL: r.Url, Events: events, Description: r.Description,
+		Enabled: r.Enabled, FailingSince: r.FailingSince, DisabledAt: r.DisabledAt, DisabledReason: r.DisabledReason,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+}
+
+// Params are an endpoint's settable fields; nil leaves a field as it is
+// (on update).
+type Params struct {
+	URL         *string
+	Events      []invocation.Notice
+	Description *string
+	Enabled     *bool
+}
+
+func (s *Service) check(p *Params, create bool) ([]string, error) {
+	if create && p.URL == nil {
+		return nil, &InvalidError{"url", "url is required"}
+	}
+	if p.URL != nil {
+		if len(*p.URL) > 2048 {
+			return nil, &InvalidError{"url", "url is longer than 2048 bytes"}
+		}
+		if err := mcp.CheckURL(*p.URL, s.cfg.AllowPrivateNetworks); err != nil {
+			return nil, &InvalidError{"url", "url: " + err.Error()}
+		}
+	}
+	if p.Description != nil && len(*p.Description) > 1000 {
+		return nil, &InvalidError{"description", "description is longer than 1000 bytes"}
+	}
+	if create && len(p.Events) == 0 {
+		return nil, &InvalidError{"events", "events must name at least one of action_approval_request, action_approval_result, action_completed"}
+	}
+	var events []string
+	for i, e := range p.Events {
+		known := false
+		for _, n := range invocation.Notices {
+			known = known || e == n
+		}
+		if !known {
+			return nil, &InvalidError{fmt.Sprintf("events[%d]", i), fmt.Sprintf("events[%d]: unknown event %q (use action_approval_request, action_approval_result, action_completed)", i, e)}
+		}
+		events = append(events, string(e))
+	}
+	return events, nil
+}
+
+// newSecret returns a signing secret in the Standard Webhooks form.
+func newSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
+}
+
+// Create adds an endpoint and returns it with its signing secret, which is
+// shown only now.
+func (s *Service) Create(ctx context.Context, org string, p *Params) (Endpoint, string, error) {
+	events, err := s.check(p, true)
+	if err != nil {
+		return Endpoint{}, "", err
+	}
+	id := uuid.Must(uuid.NewV7())
+	secret := newSecret()
+	r, err := s.q.WebhookInsert(ctx, s.deps.Pool, dbsqlc.WebhookInsertParams{
+		ID: id, OrganizationID: org, Url: *p.URL, Events: events, Description: deref(p.Description),
+		SecretSealed: s.deps.Box.Seal([]byte(secret), id[:]),
+	})
+	if err != nil {
+		return Endpoint{}, "", fmt.Errorf("creating webhook: %w", err)
+	}
+	return fromRow(r), secret, nil
+}
+
+// List returns the organization's endpoints, oldest first.
+func (s *Service) List(ctx context.Context, org string) ([]Endpoint, error) {
+	rows, err := s.q.WebhookList(ctx, s.deps.Pool, org)
+	if err != nil {
+		return nil, fmt.Errorf("listing webhooks: %w", err)
+	}
+	out := make([]Endpoint, len(rows))
+	for i, r := range rows {
+		out[i] = fromRow(r)
+	}
+	return out, nil
+}
+
+// Get returns one endpoint.
+func (s *Service) Get(ctx context.Context, org, id string) (Endpoint, error) {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	r, err := s.q.WebhookGet(ctx, s.deps.Pool, dbsqlc.WebhookGetParams{ID: uid, OrganizationID: org})
+	return one(r, err, id)
+}
+
+// Update changes an endpoint; enabling it clears an automatic disabling.
+func (s *Service) Update(ctx context.Context, org, id string, p *Params) (Endpoint, error) {
+	events, err := s.check(p, false)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	if p.Events != nil && len(events) == 0 {
+		return Endpoint{}, &InvalidError{"events", "events must name at least one event"}
+	}
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	r, err := s.q.WebhookUpdate(ctx, s.deps.Pool, dbsqlc.WebhookUpdateParams{
+		ID: uid, OrganizationID: org, Url: p.URL, Events: events, Description: p.Description, Enabled: p.Enabled,
+	})
+	return one(r, err, id)
+}
+
+// Delete removes an endpoint with its deliveries; their jobs find nothing
+// to do.
+func (s *Service) Delete(ctx context.Context, org, id string) error {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	n, err := s.q.WebhookDelete(ctx, s.deps.Pool, dbsqlc.WebhookDeleteParams{ID: uid, OrganizationID: org})
+	if err != nil {
+		return fmt.Errorf("deleting webhook: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return nil
+}
+
+// RotateSecret replaces an endpoint's signing secret and returns the new
+// one. Attempts from now on are signed with it.
+func (s *Service) RotateSecret(ctx context.Context, org, id string) (Endpoint, string, error) {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return Endpoint{}, "", fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	secret := newSecret()
+	r, err := s.q.WebhookSetSecret(ctx, s.deps.Pool, dbsqlc.WebhookSetSecretParams{ID: uid, OrganizationID: org, SecretSealed: s.deps.Box.Seal([]byte(secret), uid[:])})
+	ep, err := one(r, err, id)
+	return ep, secret, err
+}
+
+// Delivery is one notice to one endpoint and how its attempts went.
+type Delivery struct {
+	ID             uuid.UUID
+	WebhookID      uuid.UUID
+	EventID        int64
+	EventType      string
+	Status         string
+	Attempts       int32
+	LastStatusCode *int32
+	LastError      *string
+	LastLatencyMs  *int32
+	AttemptLog     json.RawMessage
+	NextAttemptAt  *time.Time
+	DeliveredAt    *time.Time
+	CreatedAt      time.Time
+}
+
+// Deliveries returns an endpoint's deliveries, newest first.
+func (s *Service) Deliveries(ctx context.Context, org, id string, limit, offset int) ([]Delivery, error) {
+	ep, err := s.Get(ctx, org, id)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.q.DeliveryList(ctx, s.deps.Pool, dbsqlc.DeliveryListParams{
+		WebhookID: ep.ID, OrganizationID: org, Max: int32(cmp.Or(limit, 50)), Skip: int32(offset),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing deliveries: %w", err)
+	}
+	out := make([]Delivery, len(rows))
+	for i, r := range rows {
+		out[i] = Delivery{
+			ID: r.ID, WebhookID: r.WebhookID, EventID: r.EventID, EventType: r.EventType, Status: r.Status, Attempts: r.Attempts,
+			LastStatusCode: r.LastStatusCode, LastError: r.LastError, LastLatencyMs: r.LastLatencyMs, AttemptLog: r.AttemptLog,
+			NextAttemptAt: r.NextAttemptAt, DeliveredAt: r.DeliveredAt, CreatedAt: r.CreatedAt,
+		}
+	}
+	return out, nil
+}
+
+func one(r dbsqlc.Webhook, err error, id string) (Endpoint, error) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Endpoint{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("loading webhook: %w", err)
+	}
+	return fromRow(r), nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

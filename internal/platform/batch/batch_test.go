@@ -1,0 +1,206 @@
+package batch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/platform/batch"
+)
+
+// TestGroup_BatchesConcurrentCalls holds the first batch open until every
+// other call has queued, so the second batch must carry all of them, each
+// with its own result.
+func TestGroup_BatchesConcurrentCalls(t *testing.T) {
+	const n = 50
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var sizes []int
+	g := &batch.Group[int, string]{Run: func(ctx context.Context, items []int) []batch.Result[string] {
+		mu.Lock()
+		sizes = append(sizes, len(items))
+		first := len(sizes) == 1
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		out := make([]batch.Result[string], len(items))
+		for i, it := range items {
+			if it%7 == 0 {
+				out[i].Err = fmt.Errorf("item %d refused", it)
+				continue
+			}
+			out[i].Value = fmt.Sprint("done ", it)
+		}
+		return out
+	}}
+
+	results := make([]batch.Result[string], n)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the first call, which leads the first batch alone
+		defer wg.Done()
+		v, err := g.Do(context.Background(), 1)
+		results[1] = batch.Result[string]{Value: v, Err: err}
+	}()
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 1 }, timeout, tick)
+	var queued sync.WaitGroup
+	for i := 2; i < n; i++ {
+		wg.Add(1)
+		queued.Add(1)
+		go func() {
+			defer wg.Done()
+			queued.Done()
+			v, err := g.Do(context.Background(), i)
+			results[i] = batch.Result[string]{Value: v, Err: err}
+		}()
+	}
+	queued.Wait()
+	// Every goroutine has started; give them the moment they need to reach
+	// the queue, then let the first batch finish.
+	require.Eventually(t, func() bool { return g.Queued() == n-2 }, timeout, tick)
+	close(release)
+	wg.Wait()
+
+	require.Equal(t, []int{1, n - 2}, sizes)
+	for i := 1; i < n; i++ {
+		if i%7 == 0 {
+			require.EqualError(t, results[i].Err, fmt.Sprintf("item %d refused", i))
+		} else {
+			require.NoError(t, results[i].Err)
+			require.Equal(t, fmt.Sprint("done ", i), results[i].Value)
+		}
+	}
+}
+
+// TestGroup_Max splits a queue longer than Max into several batches, none
+// larger than Max, losing no item.
+func TestGroup_Max(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[int]bool{}
+	largest := 0
+	g := &batch.Group[int, int]{Max: 4, Run: func(ctx context.Context, items []int) []batch.Result[int] {
+		mu.Lock()
+		largest = max(largest, len(items))
+		for _, it := range items {
+			seen[it] = true
+		}
+		mu.Unlock()
+		out := make([]batch.Result[int], len(items))
+		for i, it := range items {
+			out[i].Value = it * 2
+		}
+		return out
+	}}
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := g.Do(context.Background(), i)
+			if err != nil || v != i*2 {
+				t.Errorf("item %d: got %d, %v", i, v, err)
+			}
+		}()
+	}
+	wg.Wait()
+	require.Len(t, seen, 200)
+	require.LessOrEqual(t, largest, 4)
+}
+
+// TestGroup_Parallel: with Parallel 2, a call that finds one batch running
+// starts a second at once; the next calls queue, and the first batch to
+// end hands them all to one new batch. No call is lost or answered twice.
+func TestGroup_Parallel(t *testing.T) {
+	release := make(chan struct{})
+	var (
+		mu      sync.Mutex
+		running []int // items of each batch run so far, by start
+	)
+	g := &batch.Group[int, int]{Parallel: 2, Run: func(ctx context.Context, items []int) []batch.Result[int] {
+		mu.Lock()
+		running = append(running, len(items))
+		first := len(running) <= 2
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		out := make([]batch.Result[int], len(items))
+		for i, it := range items {
+			out[i].Value = it + 100
+		}
+		return out
+	}}
+	started := func(n int) func() bool {
+		return func() bool { mu.Lock(); defer mu.Unlock(); return len(running) == n }
+	}
+	var wg sync.WaitGroup
+	do := func(i int) {
+		wg.Go(func() {
+			v, err := g.Do(context.Background(), i)
+			if err != nil || v != i+100 {
+				t.Errorf("item %d: got %d, %v", i, v, err)
+			}
+		})
+	}
+	do(0)
+	require.Eventually(t, started(1), time.Second, time.Millisecond)
+	do(1)
+	require.Eventually(t, started(2), time.Second, time.Millisecond, "a second batch starts beside the first")
+	for i := 2; i < 12; i++ {
+		do(i)
+	}
+	require.Eventually(t, func() bool { return g.Queued() == 10 }, time.Second, time.Millisecond)
+	close(release)
+	wg.Wait()
+	require.Equal(t, []int{1, 1, 10}, running)
+}
+
+// TestGroup_LeaderCancelled: a batch runs to the end for everyone in it even
+// when the call that leads it has its context cancelled.
+func TestGroup_LeaderCancelled(t *testing.T) {
+	g := &batch.Group[int, error]{Run: func(ctx context.Context, items []int) []batch.Result[error] {
+		out := make([]batch.Result[error], len(items))
+		for i := range items {
+			out[i].Err = ctx.Err()
+		}
+		return out
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := g.Do(ctx, 1)
+	require.False(t, errors.Is(err, context.Canceled))
+}
+
+// TestIsolated: a batch that fails as a whole is done again item by item,
+// so only the item that fails alone gets an error.
+func TestIsolated(t *testing.T) {
+	var calls [][]int
+	run := batch.Isolated(func(ctx context.Context, items []int) ([]batch.Result[int], error) {
+		calls = append(calls, items)
+		out := make([]batch.Result[int], len(items))
+		for i, it := range items {
+			if it == 3 {
+				return nil, errors.New("3 spoils its batch")
+			}
+			out[i].Value = it * 10
+		}
+		return out, nil
+	})
+	out := run(context.Background(), []int{1, 2, 3, 4})
+	require.Equal(t, [][]int{{1, 2, 3, 4}, {1}, {2}, {3}, {4}}, calls)
+	require.Equal(t, 10, out[0].Value)
+	require.Equal(t, 20, out[1].Value)
+	require.EqualError(t, out[2].Err, "3 spoils its batch")
+	require.Equal(t, 40, out[3].Value)
+
+	calls = nil
+	out = run(context.Background(), []int{5, 6})
+	require.Equal(t, [][]int{{5, 6}}, calls, "a batch that succeeds runs once")
+	require.Equal(t, 60, out[1].Value)
+}

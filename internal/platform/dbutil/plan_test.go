@@ -1,0 +1,72 @@
+package dbutil_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/internal/platform/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// TestKeyed: the enqueue's lookup, run in Keyed transactions on a tenant
+// connection, is planned once, on a nearly empty table, and the plan it
+// keeps still reaches the organization's invocations by index once there
+// are thousands of them. In ordinary transactions the first five runs are
+// planned each (custom plans), and the test fails.
+func TestKeyed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin := pgtest.Pool(t)
+	cfg := admin.Config().Copy()
+	cfg.MaxConns = 1 // one connection, so every run is on the statement checked
+	tenants, err := dbutil.TenantPool(ctx, cfg)
+	require.NoError(t, err)
+	defer tenants.Close()
+
+	const org = "org-keyed"
+	octx := dbutil.WithOrg(ctx, org)
+	lookup := func() {
+		t.Helper()
+		require.NoError(t, dbutil.WithTx(octx, dbutil.Keyed{Pool: tenants}, func(ctx context.Context, tx pgx.Tx) error {
+			found, err := dbsqlc.New().SubmitLookup(ctx, tx, dbsqlc.SubmitLookupParams{
+				OrganizationID:  org,
+				IdempotencyKeys: []string{"key-1", ""},
+				SessionIds:      []string{"session-1", ""},
+				ExternalIds:     []string{"", "ext-1"},
+				AutomationIds:   []string{"", ""},
+				SourceIds:       []string{"slack", "slack"},
+				ActionIds:       []string{"send_message", "send_message"},
+			})
+			require.Len(t, found, 2)
+			return err
+		}))
+	}
+	lookup() // planned on an empty table
+	_, err = admin.Exec(ctx, `
+		INSERT INTO action_invocations (organization_id, requested_by, origin, integration, action, risk_level,
+			mode, mode_source, params, params_hash, status, session_id, idempotency_key, external_id)
+		SELECT $1, 'agent', 'invoke', 'slack', 'send_message', 'write', 'allow', 'default', '{}', 'h', 'completed',
+			'session-' || n % 50, 'key-' || n, 'ext-' || n
+		FROM generate_series(1, 5000) AS n`, org)
+	require.NoError(t, err)
+	for range 6 {
+		lookup()
+	}
+
+	conn, err := tenants.Acquire(octx)
+	require.NoError(t, err)
+	defer conn.Release()
+	kept := pgtest.Kept(t, conn, "SubmitLookup", `('`+org+`', '{key-1,""}', '{session-1,""}', '{"",ext-1}', '{"",""}', '{slack,slack}', '{send_message,send_message}')`)
+	require.Zero(t, kept.Custom)
+	require.Equal(t, int64(7), kept.Generic)
+	require.Contains(t, kept.Explain, "action_invocations_session_idempotency_key")
+	require.Contains(t, kept.Explain, "action_invocations_org_external_id")
+	require.NotContains(t, kept.Explain, "Seq Scan")
+}
