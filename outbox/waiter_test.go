@@ -170,10 +170,22 @@ func TestWaiter_RegistrationWaitsForTransactionsThatCheckedWithoutIt(t *testing.
 
 	registered := make(chan func())
 	go func() { registered <- w.listen(ctx, "org-a") }()
-	select {
-	case <-registered:
-		t.Fatal("the registration returned while a transaction that announced nothing was still open: a subscriber reading now would miss its change")
-	case <-time.After(500 * time.Millisecond):
+	// The registration must be blocked on the transaction's lock, not
+	// merely slow: wait until a backend of the database waits for an
+	// advisory lock.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var waiting bool
+		require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&waiting))
+		select {
+		case <-registered:
+			t.Fatal("the registration returned while a transaction that announced nothing was still open: a subscriber reading now would miss its change")
+		default:
+		}
+		if waiting {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the registration never waited for the open transaction")
 	}
 	require.NoError(t, tx.Commit(ctx))
 	select {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/linear"
+	"github.com/outboxd/outboxd/executors/linear/lineartest"
 )
 
 func TestMain(m *testing.M) {
@@ -35,8 +36,7 @@ const (
 
 type testBundle struct {
 	source executors.Source
-	server *httptest.Server
-	fake   *fakeLinear
+	fake   *lineartest.Server
 }
 
 // setup starts a loopback Linear over an empty workspace that accepts
@@ -44,18 +44,17 @@ type testBundle struct {
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 
-	fake := newFakeLinear(testAPIKey, "Bearer "+testOAuthToken)
-	server := httptest.NewServer(fake)
-	t.Cleanup(server.Close)
+	fake := lineartest.New(t)
+	fake.AcceptOnly(testAPIKey, "Bearer "+testOAuthToken)
 
-	source, err := linear.New(&linear.Config{BaseURL: server.URL + "/graphql", HTTPClient: server.Client()})
+	source, err := linear.New(&linear.Config{BaseURL: fake.URL(), HTTPClient: fake.Client()})
 	require.NoError(t, err)
-	return &testBundle{source: source, server: server, fake: fake}
+	return &testBundle{source: source, fake: fake}
 }
 
 // answer returns a handler replying with status, body and extra headers.
-func answer(status int, body string, headers ...string) fakeHandler {
-	return func(w http.ResponseWriter, _ *http.Request, _ graphQLCall) {
+func answer(status int, body string, headers ...string) lineartest.Handler {
+	return func(w http.ResponseWriter, _ *http.Request, _ lineartest.Call) {
 		for i := 0; i+1 < len(headers); i += 2 {
 			w.Header().Set(headers[i], headers[i+1])
 		}
@@ -66,11 +65,11 @@ func answer(status int, body string, headers ...string) fakeHandler {
 }
 
 // byOperation dispatches on the request's operation name.
-func byOperation(handlers map[string]fakeHandler) fakeHandler {
-	return func(w http.ResponseWriter, r *http.Request, call graphQLCall) {
+func byOperation(handlers map[string]lineartest.Handler) lineartest.Handler {
+	return func(w http.ResponseWriter, r *http.Request, call lineartest.Call) {
 		h, ok := handlers[call.OperationName]
 		if !ok {
-			writeJSON(w, http.StatusBadRequest, gqlErrors("GRAPHQL_VALIDATION_FAILED", "unexpected operation "+call.OperationName, ""))
+			lineartest.WriteJSON(w, http.StatusBadRequest, lineartest.Errors("GRAPHQL_VALIDATION_FAILED", "unexpected operation "+call.OperationName, ""))
 			return
 		}
 		h(w, r, call)
@@ -104,9 +103,9 @@ func requireExecError(t *testing.T, err error) *executors.Error {
 }
 
 // requireOnlyCall asserts the fake saw exactly one request and returns it.
-func requireOnlyCall(t *testing.T, bundle *testBundle) graphQLCall {
+func requireOnlyCall(t *testing.T, bundle *testBundle) lineartest.Call {
 	t.Helper()
-	calls := bundle.fake.recorded()
+	calls := bundle.fake.Calls()
 	require.Len(t, calls, 1)
 	return calls[0]
 }
@@ -349,9 +348,9 @@ func TestSource_Execute(t *testing.T) {
 	t.Run("ListIssues", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		first := bundle.fake.seedIssue("team-eng", "", "First")
-		second := bundle.fake.seedIssue("team-eng", "project-q3", "Second")
-		bundle.fake.seedIssue("team-ops", "", "Elsewhere")
+		first := bundle.fake.SeedIssue("team-eng", "", "First")
+		second := bundle.fake.SeedIssue("team-eng", "project-q3", "Second")
+		bundle.fake.SeedIssue("team-ops", "", "Elsewhere")
 
 		res, err := bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{"teamId":"team-eng"}`), execContext())
 		require.NoError(t, err)
@@ -400,7 +399,7 @@ func TestSource_Execute(t *testing.T) {
 		bundle := setup(t)
 		var ids []string
 		for i := range 5 {
-			ids = append(ids, bundle.fake.seedIssue("team-eng", "", "Issue "+strconv.Itoa(i)))
+			ids = append(ids, bundle.fake.SeedIssue("team-eng", "", "Issue "+strconv.Itoa(i)))
 		}
 
 		type page struct {
@@ -429,7 +428,7 @@ func TestSource_Execute(t *testing.T) {
 		require.Equal(t, ids[4], p2.Issues[1].ID)
 		require.False(t, p2.PageInfo.HasNextPage)
 
-		calls := bundle.fake.recorded()
+		calls := bundle.fake.Calls()
 		require.Len(t, calls, 2)
 		require.JSONEq(t, `{"first":3}`, string(calls[0].Variables))
 		require.JSONEq(t, `{"first":3,"after":"`+ids[2]+`"}`, string(calls[1].Variables))
@@ -439,7 +438,7 @@ func TestSource_Execute(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
 		for i := range 60 {
-			bundle.fake.seedIssue("team-eng", "", "Issue "+strconv.Itoa(i))
+			bundle.fake.SeedIssue("team-eng", "", "Issue "+strconv.Itoa(i))
 		}
 
 		// The schema allows at most 50; a caller that skips validation still
@@ -462,7 +461,7 @@ func TestSource_Execute(t *testing.T) {
 	t.Run("ListIssuesProjectFilterAndEmptyPage", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		bundle.fake.seedIssue("team-eng", "", "Not in a project")
+		bundle.fake.SeedIssue("team-eng", "", "Not in a project")
 
 		res, err := bundle.source.Execute(ctx, linear.ActionListIssues,
 			json.RawMessage(`{"teamId":"team-eng","projectId":"project-q3","first":10}`), execContext())
@@ -476,7 +475,7 @@ func TestSource_Execute(t *testing.T) {
 	t.Run("GetIssue", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		id := bundle.fake.seedIssue("team-eng", "project-q3", "Crash on save")
+		id := bundle.fake.SeedIssue("team-eng", "project-q3", "Crash on save")
 
 		for _, ref := range []string{id, "ENG-1"} {
 			res, err := bundle.source.Execute(ctx, linear.ActionGetIssue, json.RawMessage(`{"issueId":"`+ref+`"}`), execContext())
@@ -497,7 +496,7 @@ func TestSource_Execute(t *testing.T) {
 			require.Equal(t, "Q3 launch", issue.Project.Name)
 		}
 
-		calls := bundle.fake.recorded()
+		calls := bundle.fake.Calls()
 		require.Len(t, calls, 2)
 		require.Equal(t, "GetIssue", calls[0].OperationName)
 		require.Contains(t, calls[0].Query, "query GetIssue($id: String!)")
@@ -520,7 +519,7 @@ func TestSource_Execute(t *testing.T) {
 	t.Run("GetIssueNull", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		bundle.fake.answerWith(answer(http.StatusOK, `{"data":{"issue":null}}`))
+		bundle.fake.AnswerWith(answer(http.StatusOK, `{"data":{"issue":null}}`))
 
 		_, err := bundle.source.Execute(ctx, linear.ActionGetIssue, json.RawMessage(`{"issueId":"ENG-404"}`), execContext())
 		execErr := requireExecError(t, err)
@@ -566,7 +565,7 @@ func TestSource_Execute(t *testing.T) {
 		require.JSONEq(t, `{"input":{"id":"`+wantID+`","teamId":"team-eng","title":"Crash on save",`+
 			`"description":"Steps:\n1. Save","assigneeId":"user-ada","stateId":"state-started","priority":2,`+
 			`"labelIds":["label-bug"],"projectId":"project-q3"}}`, string(call.Variables))
-		require.Equal(t, 1, bundle.fake.issueCount())
+		require.Equal(t, 1, bundle.fake.IssueCount())
 	})
 
 	t.Run("CreateIssueSendsPriorityZero", func(t *testing.T) {
@@ -602,14 +601,14 @@ func TestSource_Execute(t *testing.T) {
 		params := json.RawMessage(`{"teamId":"team-eng","title":"Crash on save"}`)
 
 		// Linear creates the issue, but its answer never arrives.
-		bundle.fake.hangAfterNextMutation()
+		bundle.fake.HangAfterNextMutation()
 		attemptCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		_, err := bundle.source.Execute(attemptCtx, linear.ActionCreateIssue, params, execContext())
 		cancel()
 		execErr := requireExecError(t, err)
 		require.Equal(t, "timeout", execErr.Code)
 		require.True(t, execErr.Retryable)
-		require.Equal(t, 1, bundle.fake.issueCount())
+		require.Equal(t, 1, bundle.fake.IssueCount())
 
 		// The worker retries the same invocation.
 		res, err := bundle.source.Execute(ctx, linear.ActionCreateIssue, params, execContext())
@@ -625,8 +624,8 @@ func TestSource_Execute(t *testing.T) {
 		require.Equal(t, "Crash on save", issue.Title)
 		require.NotEmpty(t, issue.URL)
 
-		require.Equal(t, 1, bundle.fake.issueCount(), "exactly one issue")
-		calls := bundle.fake.recorded()
+		require.Equal(t, 1, bundle.fake.IssueCount(), "exactly one issue")
+		calls := bundle.fake.Calls()
 		require.Len(t, calls, 3)
 		require.Equal(t, []string{"CreateIssue", "CreateIssue", "GetIssue"},
 			[]string{calls[0].OperationName, calls[1].OperationName, calls[2].OperationName})
@@ -644,7 +643,7 @@ func TestSource_Execute(t *testing.T) {
 			"Duplicate entity",
 		} {
 			bundle := setup(t)
-			bundle.fake.setDuplicateMessage(msg)
+			bundle.fake.SetDuplicateMessage(msg)
 			params := json.RawMessage(`{"teamId":"team-eng","title":"t"}`)
 
 			first, err := bundle.source.Execute(ctx, linear.ActionCreateIssue, params, execContext())
@@ -656,14 +655,14 @@ func TestSource_Execute(t *testing.T) {
 			require.True(t, second.Conflict, msg)
 			require.Equal(t, first.ProviderRef, second.ProviderRef)
 			require.JSONEq(t, string(first.Data), string(second.Data))
-			require.Equal(t, 1, bundle.fake.issueCount())
+			require.Equal(t, 1, bundle.fake.IssueCount())
 		}
 	})
 
 	t.Run("CreateIssueDuplicateOfSomethingElse", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		bundle.fake.answerWith(byOperation(map[string]fakeHandler{
+		bundle.fake.AnswerWith(byOperation(map[string]lineartest.Handler{
 			"CreateIssue": answer(http.StatusOK, `{"errors":[{"message":"Argument Validation Error",`+
 				`"extensions":{"code":"INVALID_INPUT","userPresentableMessage":"labelIds contains duplicate values"}}],"data":null}`),
 			"GetIssue": answer(http.StatusOK, `{"errors":[{"message":"Entity not found: Issue",`+
@@ -676,13 +675,13 @@ func TestSource_Execute(t *testing.T) {
 		require.Equal(t, "already_exists", execErr.Code)
 		require.Contains(t, execErr.Message, "labelIds contains duplicate values")
 		require.False(t, execErr.Retryable)
-		require.Len(t, bundle.fake.recorded(), 2)
+		require.Len(t, bundle.fake.Calls(), 2)
 	})
 
 	t.Run("CreateIssueConflictLookupFails", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		bundle.fake.answerWith(byOperation(map[string]fakeHandler{
+		bundle.fake.AnswerWith(byOperation(map[string]lineartest.Handler{
 			"CreateIssue": answer(http.StatusOK, `{"errors":[{"message":"Entity already exists","extensions":{"code":"INVALID_INPUT"}}],"data":null}`),
 			"GetIssue":    answer(http.StatusBadGateway, `<html>bad gateway</html>`),
 		}))
@@ -702,7 +701,7 @@ func TestSource_Execute(t *testing.T) {
 			`{"data":null}`,
 		} {
 			bundle := setup(t)
-			bundle.fake.answerWith(answer(http.StatusOK, body))
+			bundle.fake.AnswerWith(answer(http.StatusOK, body))
 
 			_, err := bundle.source.Execute(ctx, linear.ActionCreateIssue, json.RawMessage(`{"teamId":"team-eng","title":"t"}`), execContext())
 			execErr := requireExecError(t, err)
@@ -720,13 +719,13 @@ func TestSource_Execute(t *testing.T) {
 		require.Equal(t, "not_found", execErr.Code)
 		require.Contains(t, execErr.Message, "Team")
 		require.False(t, execErr.Retryable)
-		require.Zero(t, bundle.fake.issueCount())
+		require.Zero(t, bundle.fake.IssueCount())
 	})
 
 	t.Run("UpdateIssue", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		id := bundle.fake.seedIssue("team-eng", "", "Old title")
+		id := bundle.fake.SeedIssue("team-eng", "", "Old title")
 
 		params := `{"issueId":"ENG-1","title":"New title","description":"","assigneeId":"user-alan","stateId":"state-done","priority":1}`
 		res, err := bundle.source.Execute(ctx, linear.ActionUpdateIssue, json.RawMessage(params), execContext())
@@ -743,7 +742,7 @@ func TestSource_Execute(t *testing.T) {
 		require.Equal(t, "New title", issue.Title)
 		require.Equal(t, "Done", issue.State.Name)
 
-		stored := bundle.fake.issue(id)
+		stored := bundle.fake.Issue(id)
 		require.Equal(t, "New title", stored.Title)
 		require.NotNil(t, stored.Description)
 		require.Empty(t, *stored.Description, "an empty description clears it")
@@ -761,12 +760,12 @@ func TestSource_Execute(t *testing.T) {
 	t.Run("UpdateIssueSendsOnlySetFields", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		id := bundle.fake.seedIssue("team-eng", "", "Keep me")
+		id := bundle.fake.SeedIssue("team-eng", "", "Keep me")
 
 		_, err := bundle.source.Execute(ctx, linear.ActionUpdateIssue, json.RawMessage(`{"issueId":"`+id+`","priority":0}`), execContext())
 		require.NoError(t, err)
 		require.JSONEq(t, `{"id":"`+id+`","input":{"priority":0}}`, string(requireOnlyCall(t, bundle).Variables))
-		require.Equal(t, "Keep me", bundle.fake.issue(id).Title)
+		require.Equal(t, "Keep me", bundle.fake.Issue(id).Title)
 	})
 
 	t.Run("UpdateIssueNotFound", func(t *testing.T) {
@@ -788,13 +787,13 @@ func TestSource_Execute(t *testing.T) {
 		require.Equal(t, "invalid_params", execErr.Code)
 		require.Contains(t, execErr.Message, "at least one")
 		require.False(t, execErr.Retryable)
-		require.Empty(t, bundle.fake.recorded())
+		require.Empty(t, bundle.fake.Calls())
 	})
 
 	t.Run("AddComment", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		issueID := bundle.fake.seedIssue("team-eng", "", "Crash on save")
+		issueID := bundle.fake.SeedIssue("team-eng", "", "Crash on save")
 
 		params := `{"issueId":"` + issueID + `","body":"Fixed in **#42**"}`
 		res, err := bundle.source.Execute(ctx, linear.ActionAddComment, json.RawMessage(params), execContext())
@@ -818,22 +817,22 @@ func TestSource_Execute(t *testing.T) {
 		require.Contains(t, call.Query, "mutation AddComment($input: CommentCreateInput!)")
 		require.Contains(t, call.Query, "commentCreate(input: $input)")
 		require.JSONEq(t, `{"input":{"id":"`+wantID+`","issueId":"`+issueID+`","body":"Fixed in **#42**"}}`, string(call.Variables))
-		require.Equal(t, 1, bundle.fake.commentCount())
+		require.Equal(t, 1, bundle.fake.CommentCount())
 	})
 
 	t.Run("AddCommentRetriedAfterLostAnswer", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		issueID := bundle.fake.seedIssue("team-eng", "", "Crash on save")
+		issueID := bundle.fake.SeedIssue("team-eng", "", "Crash on save")
 		params := json.RawMessage(`{"issueId":"` + issueID + `","body":"On it"}`)
 
-		bundle.fake.hangAfterNextMutation()
+		bundle.fake.HangAfterNextMutation()
 		attemptCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		_, err := bundle.source.Execute(attemptCtx, linear.ActionAddComment, params, execContext())
 		cancel()
 		execErr := requireExecError(t, err)
 		require.True(t, execErr.Retryable)
-		require.Equal(t, 1, bundle.fake.commentCount())
+		require.Equal(t, 1, bundle.fake.CommentCount())
 
 		res, err := bundle.source.Execute(ctx, linear.ActionAddComment, params, execContext())
 		require.NoError(t, err)
@@ -845,8 +844,8 @@ func TestSource_Execute(t *testing.T) {
 		require.Equal(t, wantID, comment.ID)
 		require.Equal(t, "On it", comment.Body)
 
-		require.Equal(t, 1, bundle.fake.commentCount(), "exactly one comment")
-		calls := bundle.fake.recorded()
+		require.Equal(t, 1, bundle.fake.CommentCount(), "exactly one comment")
+		calls := bundle.fake.Calls()
 		require.Len(t, calls, 3)
 		require.Equal(t, "GetComment", calls[2].OperationName)
 		require.Contains(t, calls[2].Query, "comment(id: $id)")
@@ -902,7 +901,7 @@ func TestSource_Execute(t *testing.T) {
 		execErr := requireExecError(t, err)
 		require.Equal(t, "invalid_token_kind", execErr.Code)
 		require.False(t, execErr.Retryable)
-		require.Empty(t, bundle.fake.recorded())
+		require.Empty(t, bundle.fake.Calls())
 	})
 
 	t.Run("RequestHeaders", func(t *testing.T) {
@@ -923,7 +922,7 @@ func TestSource_Execute(t *testing.T) {
 		var gotPath, gotMethod string
 		server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			gotPath, gotMethod = r.URL.Path, r.Method
-			writeJSON(w, http.StatusOK, gqlData("issue", map[string]any{"id": "i1"}))
+			lineartest.WriteJSON(w, http.StatusOK, lineartest.Data("issue", map[string]any{"id": "i1"}))
 		}))
 		t.Cleanup(server.Close)
 
@@ -947,7 +946,7 @@ func TestSource_Execute(t *testing.T) {
 			`{"errors":[{"message":"Authentication required, not authenticated","extensions":{"code":"AUTHENTICATION_ERROR"}}]}`,
 		} {
 			bundle := setup(t)
-			bundle.fake.answerWith(answer(http.StatusUnauthorized, body))
+			bundle.fake.AnswerWith(answer(http.StatusUnauthorized, body))
 
 			_, err := bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{}`), execContext())
 			execErr := requireExecError(t, err)
@@ -962,7 +961,7 @@ func TestSource_Execute(t *testing.T) {
 
 		for _, status := range []int{http.StatusOK, http.StatusBadRequest} {
 			bundle := setup(t)
-			bundle.fake.answerWith(answer(status, `{"errors":[{"message":"Authentication required, not authenticated",`+
+			bundle.fake.AnswerWith(answer(status, `{"errors":[{"message":"Authentication required, not authenticated",`+
 				`"extensions":{"type":"authentication error","code":"AUTHENTICATION_ERROR","statusCode":401,"userError":true,`+
 				`"userPresentableMessage":"You need to authenticate to access this operation."}}],"data":null}`))
 
@@ -977,7 +976,7 @@ func TestSource_Execute(t *testing.T) {
 	t.Run("AuthenticationErrorByTypeOnly", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		bundle.fake.answerWith(answer(http.StatusOK, `{"errors":[{"message":"not authenticated","extensions":{"type":"authentication error"}}]}`))
+		bundle.fake.AnswerWith(answer(http.StatusOK, `{"errors":[{"message":"not authenticated","extensions":{"type":"authentication error"}}]}`))
 
 		_, err := bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{}`), execContext())
 		require.Equal(t, executors.CodeUnauthorized, requireExecError(t, err).Code)
@@ -992,7 +991,7 @@ func TestSource_Execute(t *testing.T) {
 				`"userPresentableMessage":"You don't have access to this team."}}],"data":null}`,
 		} {
 			bundle := setup(t)
-			bundle.fake.answerWith(answer(status, body))
+			bundle.fake.AnswerWith(answer(status, body))
 
 			_, err := bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{}`), execContext())
 			execErr := requireExecError(t, err)
@@ -1013,7 +1012,7 @@ func TestSource_Execute(t *testing.T) {
 			"999999999": time.Hour,
 		} {
 			bundle := setup(t)
-			bundle.fake.answerWith(answer(http.StatusTooManyRequests, `{}`, "Retry-After", retryAfter))
+			bundle.fake.AnswerWith(answer(http.StatusTooManyRequests, `{}`, "Retry-After", retryAfter))
 
 			_, err := bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{}`), execContext())
 			execErr := requireExecError(t, err)
@@ -1029,7 +1028,7 @@ func TestSource_Execute(t *testing.T) {
 		for _, header := range []string{"X-RateLimit-Requests-Reset", "X-RateLimit-Complexity-Reset"} {
 			bundle := setup(t)
 			reset := time.Now().Add(20 * time.Second).UnixMilli()
-			bundle.fake.answerWith(answer(http.StatusTooManyRequests, `{}`, header, strconv.FormatInt(reset, 10)))
+			bundle.fake.AnswerWith(answer(http.StatusTooManyRequests, `{}`, header, strconv.FormatInt(reset, 10)))
 
 			_, err := bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{}`), execContext())
 			execErr := requireExecError(t, err)
@@ -1041,12 +1040,12 @@ func TestSource_Execute(t *testing.T) {
 		// Retry-After wins; a reset in the past is not usable.
 		bundle := setup(t)
 		past := strconv.FormatInt(time.Now().Add(-time.Minute).UnixMilli(), 10)
-		bundle.fake.answerWith(answer(http.StatusTooManyRequests, `{}`, "Retry-After", "3", "X-RateLimit-Requests-Reset", past))
+		bundle.fake.AnswerWith(answer(http.StatusTooManyRequests, `{}`, "Retry-After", "3", "X-RateLimit-Requests-Reset", past))
 		_, err := bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{}`), execContext())
 		require.Equal(t, 3*time.Second, requireExecError(t, err).RetryAfter)
 
 		bundle = setup(t)
-		bundle.fake.answerWith(answer(http.StatusTooManyRequests, `{}`, "X-RateLimit-Requests-Reset", past))
+		bundle.fake.AnswerWith(answer(http.StatusTooManyRequests, `{}`, "X-RateLimit-Requests-Reset", past))
 		_, err = bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{}`), execContext())
 		require.Equal(t, 30*time.Second, requireExecError(t, err).RetryAfter)
 	})
@@ -1057,7 +1056,7 @@ func TestSource_Execute(t *testing.T) {
 		for _, status := range []int{http.StatusOK, http.StatusBadRequest} {
 			bundle := setup(t)
 			reset := strconv.FormatInt(time.Now().Add(40*time.Second).UnixMilli(), 10)
-			bundle.fake.answerWith(answer(status, `{"errors":[{"message":"Rate limit exceeded","extensions":{"type":"ratelimited",`+
+			bundle.fake.AnswerWith(answer(status, `{"errors":[{"message":"Rate limit exceeded","extensions":{"type":"ratelimited",`+
 				`"code":"RATELIMITED","statusCode":429,"userPresentableMessage":"Too many requests."}}],"data":null}`,
 				"X-RateLimit-Requests-Remaining", "0", "X-RateLimit-Requests-Reset", reset))
 
@@ -1075,7 +1074,7 @@ func TestSource_Execute(t *testing.T) {
 
 		for _, status := range []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable} {
 			bundle := setup(t)
-			bundle.fake.answerWith(answer(status, `<html>oops</html>`))
+			bundle.fake.AnswerWith(answer(status, `<html>oops</html>`))
 
 			_, err := bundle.source.Execute(ctx, linear.ActionCreateIssue, json.RawMessage(`{"teamId":"team-eng","title":"t"}`), execContext())
 			execErr := requireExecError(t, err)
@@ -1088,7 +1087,7 @@ func TestSource_Execute(t *testing.T) {
 	t.Run("HTTPServerErrorWithRetryAfter", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		bundle.fake.answerWith(answer(http.StatusServiceUnavailable, ``, "Retry-After", "12"))
+		bundle.fake.AnswerWith(answer(http.StatusServiceUnavailable, ``, "Retry-After", "12"))
 
 		_, err := bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{}`), execContext())
 		execErr := requireExecError(t, err)
@@ -1102,7 +1101,7 @@ func TestSource_Execute(t *testing.T) {
 
 		for _, code := range []string{"INTERNAL_SERVER_ERROR", "INVALID_INPUT", "SOMETHING_NEW"} {
 			bundle := setup(t)
-			bundle.fake.answerWith(answer(http.StatusInternalServerError,
+			bundle.fake.AnswerWith(answer(http.StatusInternalServerError,
 				`{"errors":[{"message":"Something went wrong","extensions":{"code":"`+code+`"}}],"data":null}`))
 
 			_, err := bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{}`), execContext())
@@ -1116,7 +1115,7 @@ func TestSource_Execute(t *testing.T) {
 
 		for _, status := range []int{http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed} {
 			bundle := setup(t)
-			bundle.fake.answerWith(answer(status, `not graphql`))
+			bundle.fake.AnswerWith(answer(status, `not graphql`))
 
 			_, err := bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{}`), execContext())
 			execErr := requireExecError(t, err)
@@ -1130,7 +1129,7 @@ func TestSource_Execute(t *testing.T) {
 
 		for _, code := range []string{"INTERNAL_SERVER_ERROR", "INTERNAL_ERROR", "LOCK_TIMEOUT"} {
 			bundle := setup(t)
-			bundle.fake.answerWith(answer(http.StatusOK, `{"errors":[{"message":"Internal error","extensions":{"code":"`+code+`"}}],"data":null}`))
+			bundle.fake.AnswerWith(answer(http.StatusOK, `{"errors":[{"message":"Internal error","extensions":{"code":"`+code+`"}}],"data":null}`))
 
 			_, err := bundle.source.Execute(ctx, linear.ActionUpdateIssue, json.RawMessage(`{"issueId":"ENG-1","title":"t"}`), execContext())
 			execErr := requireExecError(t, err)
@@ -1153,7 +1152,7 @@ func TestSource_Execute(t *testing.T) {
 			`{"errors":[{"message":"Partial","extensions":{"code":"INVALID_INPUT"}}],"data":{"issueUpdate":{"success":true}}}`:            "invalid_input",
 		} {
 			bundle := setup(t)
-			bundle.fake.answerWith(answer(http.StatusOK, body))
+			bundle.fake.AnswerWith(answer(http.StatusOK, body))
 
 			_, err := bundle.source.Execute(ctx, linear.ActionUpdateIssue, json.RawMessage(`{"issueId":"ENG-1","title":"t"}`), execContext())
 			execErr := requireExecError(t, err)
@@ -1178,7 +1177,7 @@ func TestSource_Execute(t *testing.T) {
 	t.Run("MostDecisiveGraphQLErrorWins", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		bundle.fake.answerWith(answer(http.StatusOK, `{"errors":[`+
+		bundle.fake.AnswerWith(answer(http.StatusOK, `{"errors":[`+
 			`{"message":"Internal","extensions":{"code":"INTERNAL_SERVER_ERROR"}},`+
 			`{"message":"Bad input","extensions":{"code":"INVALID_INPUT"}},`+
 			`{"message":"Not authenticated","extensions":{"code":"AUTHENTICATION_ERROR"}}]}`))
@@ -1189,7 +1188,7 @@ func TestSource_Execute(t *testing.T) {
 		require.Contains(t, execErr.Message, "2 more errors")
 
 		bundle = setup(t)
-		bundle.fake.answerWith(answer(http.StatusOK, `{"errors":[`+
+		bundle.fake.AnswerWith(answer(http.StatusOK, `{"errors":[`+
 			`{"message":"Internal","extensions":{"code":"INTERNAL_SERVER_ERROR"}},`+
 			`{"message":"Bad input","extensions":{"code":"INVALID_INPUT"}}]}`))
 		_, err = bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{}`), execContext())
@@ -1201,7 +1200,7 @@ func TestSource_Execute(t *testing.T) {
 	t.Run("LongMessageIsBounded", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		bundle.fake.answerWith(answer(http.StatusOK, `{"errors":[{"message":"`+strings.Repeat("é", 5000)+`\n\tend","extensions":{"code":"INVALID_INPUT"}}]}`))
+		bundle.fake.AnswerWith(answer(http.StatusOK, `{"errors":[{"message":"`+strings.Repeat("é", 5000)+`\n\tend","extensions":{"code":"INVALID_INPUT"}}]}`))
 
 		_, err := bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{}`), execContext())
 		execErr := requireExecError(t, err)
@@ -1230,7 +1229,7 @@ func TestSource_Execute(t *testing.T) {
 				{http.StatusOK, `{"errors":[{"message":"` + strings.Repeat("x", 490) + tc.token + `","extensions":{"code":"INVALID_INPUT"}}]}`},
 			} {
 				bundle := setup(t)
-				bundle.fake.answerWith(answer(reply.status, reply.body))
+				bundle.fake.AnswerWith(answer(reply.status, reply.body))
 
 				ec := execContext()
 				ec.Token, ec.TokenKind = tc.token, tc.kind
@@ -1246,7 +1245,7 @@ func TestSource_Execute(t *testing.T) {
 	t.Run("TokenNeverInResults", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		bundle.fake.answerWith(answer(http.StatusOK, `{"data":{"issue":{"id":"i1","description":"key is `+testAPIKey+`"}}}`))
+		bundle.fake.AnswerWith(answer(http.StatusOK, `{"data":{"issue":{"id":"i1","description":"key is `+testAPIKey+`"}}}`))
 
 		res, err := bundle.source.Execute(ctx, linear.ActionGetIssue, json.RawMessage(`{"issueId":"i1"}`), execContext())
 		require.NoError(t, err)
@@ -1270,7 +1269,7 @@ func TestSource_Execute(t *testing.T) {
 			`{"data":{"issues":{"nodes":[],"pad":"` + strings.Repeat("a", 1<<20) + `"}}}`,
 		} {
 			bundle := setup(t)
-			bundle.fake.answerWith(answer(http.StatusOK, body))
+			bundle.fake.AnswerWith(answer(http.StatusOK, body))
 
 			_, err := bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{}`), execContext())
 			execErr := requireExecError(t, err)
@@ -1282,7 +1281,7 @@ func TestSource_Execute(t *testing.T) {
 	t.Run("ResultWithoutID", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		bundle.fake.answerWith(answer(http.StatusOK, `{"data":{"issueCreate":{"success":true,"issue":{"title":"t"}}}}`))
+		bundle.fake.AnswerWith(answer(http.StatusOK, `{"data":{"issueCreate":{"success":true,"issue":{"title":"t"}}}}`))
 
 		_, err := bundle.source.Execute(ctx, linear.ActionCreateIssue, json.RawMessage(`{"teamId":"team-eng","title":"t"}`), execContext())
 		execErr := requireExecError(t, err)
@@ -1292,7 +1291,7 @@ func TestSource_Execute(t *testing.T) {
 	t.Run("ConnectionDropped", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		bundle.fake.answerWith(func(w http.ResponseWriter, _ *http.Request, _ graphQLCall) {
+		bundle.fake.AnswerWith(func(w http.ResponseWriter, _ *http.Request, _ lineartest.Call) {
 			conn, _, err := http.NewResponseController(w).Hijack()
 			if err == nil {
 				_ = conn.Close()
@@ -1308,7 +1307,7 @@ func TestSource_Execute(t *testing.T) {
 	t.Run("ConnectionRefused", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		bundle.server.Close()
+		bundle.fake.Close()
 
 		_, err := bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{}`), execContext())
 		execErr := requireExecError(t, err)
@@ -1319,7 +1318,7 @@ func TestSource_Execute(t *testing.T) {
 	t.Run("DeadlineExceeded", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		bundle.fake.answerWith(func(_ http.ResponseWriter, r *http.Request, _ graphQLCall) {
+		bundle.fake.AnswerWith(func(_ http.ResponseWriter, r *http.Request, _ lineartest.Call) {
 			<-r.Context().Done()
 		})
 
@@ -1337,7 +1336,7 @@ func TestSource_Execute(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
 		arrived := make(chan struct{})
-		bundle.fake.answerWith(func(_ http.ResponseWriter, r *http.Request, _ graphQLCall) {
+		bundle.fake.AnswerWith(func(_ http.ResponseWriter, r *http.Request, _ lineartest.Call) {
 			close(arrived)
 			<-r.Context().Done()
 		})
@@ -1370,7 +1369,7 @@ func TestSource_Execute(t *testing.T) {
 		require.Equal(t, "unknown_action", execErr.Code)
 		require.False(t, execErr.Retryable)
 		require.Same(t, execErr, executors.Classify(err))
-		require.Empty(t, bundle.fake.recorded())
+		require.Empty(t, bundle.fake.Calls())
 	})
 
 	t.Run("InvalidParams", func(t *testing.T) {
@@ -1398,7 +1397,7 @@ func TestSource_Execute(t *testing.T) {
 				require.Contains(t, execErr.Message, action)
 			}
 		}
-		require.Empty(t, bundle.fake.recorded())
+		require.Empty(t, bundle.fake.Calls())
 	})
 
 	t.Run("MissingToken", func(t *testing.T) {
@@ -1409,7 +1408,7 @@ func TestSource_Execute(t *testing.T) {
 		execErr := requireExecError(t, err)
 		require.Equal(t, "not_authed", execErr.Code)
 		require.False(t, execErr.Retryable)
-		require.Empty(t, bundle.fake.recorded())
+		require.Empty(t, bundle.fake.Calls())
 	})
 
 	t.Run("ConcurrentUse", func(t *testing.T) {
@@ -1432,6 +1431,6 @@ func TestSource_Execute(t *testing.T) {
 		for err := range errs {
 			require.NoError(t, err)
 		}
-		require.Equal(t, calls, bundle.fake.issueCount())
+		require.Equal(t, calls, bundle.fake.IssueCount())
 	})
 }

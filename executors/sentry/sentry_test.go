@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/sentry"
+	"github.com/outboxd/outboxd/executors/sentry/sentrytest"
 )
 
 func TestMain(m *testing.M) {
@@ -66,32 +66,17 @@ const (
 		`rel="next"; results="false"; cursor="1714650000000:200:0"`
 )
 
-// recordedRequest is what the loopback Sentry saw of one call.
-type recordedRequest struct {
-	Method string
-	// Path is the path as sent, still escaped.
-	Path   string
-	Query  url.Values
-	Header http.Header
-	Body   []byte
-}
-
 type testBundle struct {
 	source executors.Source
-	server *httptest.Server
-
-	mu       sync.Mutex
-	requests []recordedRequest
+	server *sentrytest.Server
 }
 
-func (b *testBundle) recorded() []recordedRequest {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]recordedRequest(nil), b.requests...)
+func (b *testBundle) recorded() []sentrytest.Request {
+	return b.server.Requests()
 }
 
 // only returns the one request the loopback Sentry saw.
-func (b *testBundle) only(t *testing.T) recordedRequest {
+func (b *testBundle) only(t *testing.T) sentrytest.Request {
 	t.Helper()
 	reqs := b.recorded()
 	require.Len(t, reqs, 1)
@@ -103,26 +88,14 @@ func (b *testBundle) only(t *testing.T) recordedRequest {
 func setup(t *testing.T, handler http.HandlerFunc) *testBundle {
 	t.Helper()
 
-	bundle := &testBundle{}
-	bundle.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		bundle.mu.Lock()
-		bundle.requests = append(bundle.requests, recordedRequest{
-			Method: r.Method,
-			Path:   r.URL.EscapedPath(),
-			Query:  r.URL.Query(),
-			Header: r.Header.Clone(),
-			Body:   body,
-		})
-		bundle.mu.Unlock()
+	server := sentrytest.New(t)
+	server.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
 		handler(w, r)
-	}))
-	t.Cleanup(bundle.server.Close)
-
-	source, err := sentry.New(&sentry.Config{BaseURL: bundle.server.URL + "/api/0", HTTPClient: bundle.server.Client()})
+		return true
+	})
+	source, err := sentry.New(&sentry.Config{BaseURL: server.URL(), HTTPClient: server.Client()})
 	require.NoError(t, err)
-	bundle.source = source
-	return bundle
+	return &testBundle{source: source, server: server}
 }
 
 // answer returns a handler replying with status, body and extra headers.
@@ -162,7 +135,7 @@ func requireExecError(t *testing.T, err error) *executors.Error {
 
 // requireRead asserts the common shape of a read: GET, bearer token, JSON
 // accepted, no body and no idempotency key.
-func requireRead(t *testing.T, req recordedRequest) {
+func requireRead(t *testing.T, req sentrytest.Request) {
 	t.Helper()
 	require.Equal(t, http.MethodGet, req.Method)
 	require.Equal(t, "Bearer "+testToken, req.Header.Get("Authorization"))
@@ -1096,7 +1069,7 @@ func TestSource_Execute(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t, answer(http.StatusOK, issueJSON))
 
-		cfg := (&sentry.Config{BaseURL: bundle.server.URL + "/api/0/"}).WithDefaults()
+		cfg := (&sentry.Config{BaseURL: bundle.server.URL() + "/"}).WithDefaults()
 		t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
 		source, err := sentry.New(cfg)
 		require.NoError(t, err)

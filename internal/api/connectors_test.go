@@ -348,7 +348,7 @@ func TestConnector_ToolErrorFailsWithoutRetry(t *testing.T) {
 	inv := r.Body["invocation"].(map[string]any)
 	require.Equal(t, "failed", inv["status"])
 	require.Contains(t, inv["error"], "the index is corrupt")
-	time.Sleep(300 * time.Millisecond)
+	waitJobState(t, b, inv["id"].(string), "cancelled")
 	require.Equal(t, int32(1), calls.Load(), "a tool error is not retried")
 }
 

@@ -66,6 +66,26 @@ func waitJobState(t *testing.T, b *apptest.Bundle, invocationID, state string) {
 	}
 }
 
+// waitJobsSettled polls until no execute job of the bundle can run: each is
+// parked (pending, awaiting a human) or finished (completed, cancelled,
+// discarded). A provider call a job makes comes before its job finishes,
+// so a test that then finds no call knows none is coming.
+func waitJobsSettled(t *testing.T, b *apptest.Bundle) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := countRows(t, b, `SELECT count(*) FROM river_job WHERE kind = 'execute_action'
+			AND state NOT IN ('pending', 'completed', 'cancelled', 'discarded')`)
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d execute jobs may still run", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // envelope is an envelope for a Slack message with the given external id;
 // fields in extra are set on top.
 func envelope(externalID string, extra map[string]any) map[string]any {

@@ -142,7 +142,7 @@ func TestEnvelope_PolicyCanOnlyTighten(t *testing.T) {
 		require.Zero(t, countRows(t, b, `SELECT count(*) FROM action_invocations WHERE external_id NOT IN ('needs-human', 'too-risky', 'low-risk')`))
 	})
 
-	time.Sleep(200 * time.Millisecond)
+	waitJobsSettled(t, b)
 	require.Empty(t, b.Slack.Requests(), "neither the parked nor the denied envelope was sent")
 }
 
@@ -176,7 +176,8 @@ func TestEnvelope_AllowRunsThroughWorker(t *testing.T) {
 		again := postEnvelope(t, b, envelope("run-me", map[string]any{"constraints": map[string]any{"rate_bucket": "slack.minute"}}), http.StatusOK)
 		require.Equal(t, id, again["action_id"])
 		require.Equal(t, "sent", again["result"].(map[string]any)["status"])
-		time.Sleep(200 * time.Millisecond)
+		require.Equal(t, 1, countRows(t, b, `SELECT count(*) FROM river_job WHERE args->>'invocation_id' = $1`, id), "the repeat inserts no job")
+		waitJobsSettled(t, b)
 		require.Len(t, b.Slack.Requests(), 1)
 	})
 	t.Run("DeleteCompletedConflicts", func(t *testing.T) {
@@ -199,7 +200,7 @@ func TestEnvelope_MustRunBeforePassedIsSkipped(t *testing.T) {
 	done := waitEnvelope(t, b, id, "skipped", 10*time.Second)
 	require.Equal(t, "skipped", done["invocation_status"])
 	require.Contains(t, done["result"].(map[string]any)["error"], "must_run_before")
-	time.Sleep(200 * time.Millisecond)
+	waitJobState(t, b, id, "completed")
 	require.Empty(t, b.Slack.Requests())
 }
 
@@ -241,7 +242,7 @@ func TestEnvelope_DeletePendingCancelsJob(t *testing.T) {
 		require.Equal(t, "pending", b.Invocation(invID)["status"])
 	})
 
-	time.Sleep(200 * time.Millisecond)
+	waitJobsSettled(t, b)
 	require.Empty(t, b.Slack.Requests())
 }
 

@@ -28,9 +28,8 @@ func TestInvoke_ProviderErrorFailsWithoutRetry(t *testing.T) {
 	id := inv["id"].(string)
 
 	// Not retried: River cancelled the job and Slack saw one request.
-	time.Sleep(500 * time.Millisecond)
-	require.Len(t, b.Slack.Requests(), 1)
 	waitJobState(t, b, id, "cancelled")
+	require.Len(t, b.Slack.Requests(), 1)
 	require.Equal(t, "failed", b.Invocation(id)["status"])
 
 	t.Run("EnvelopeShowsFailed", func(t *testing.T) {

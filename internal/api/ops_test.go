@@ -157,9 +157,14 @@ func TestGates_MustRunBeforePassingWhileAwaitingApproval(t *testing.T) {
 	b.StoreSlackToken("xoxb-late")
 	id := sendEnvelope(t, b, "late-1", map[string]any{
 		"approval":    "required",
-		"constraints": map[string]any{"must_run_before": time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)},
+		"constraints": map[string]any{"must_run_before": time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)},
 	})
-	time.Sleep(1200 * time.Millisecond)
+	// The deadline passes while the invocation awaits approval. Two clocks
+	// judge it (the database's in the worker's first statement, then the
+	// worker's), so rather than waiting it out the test moves it into the
+	// past.
+	_, err := b.Pool.Exec(context.Background(), `UPDATE action_invocations SET must_run_before = now() - interval '1 minute' WHERE id = $1`, id)
+	require.NoError(t, err)
 	r := b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	inv := b.WaitStatus(id, invocation.StatusSkipped, 10*time.Second)

@@ -55,8 +55,9 @@ func TestInvoke_RequireApprovalThenApprove(t *testing.T) {
 	require.Equal(t, "inferred_default", inv["mode_source"])
 	require.NotNil(t, inv["expires_at"])
 
-	// Nothing reaches Slack while the invocation waits for a human.
-	time.Sleep(300 * time.Millisecond)
+	// Nothing reaches Slack while the invocation waits for a human: its job
+	// is parked.
+	require.Equal(t, "pending", jobState(t, b, id))
 	require.Empty(t, b.Slack.Requests())
 
 	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]string{"mode": "once"})
@@ -80,7 +81,7 @@ func TestInvoke_DenyByOverride(t *testing.T) {
 	require.Equal(t, "denied", inv["status"])
 	require.Equal(t, "policy", inv["denied_reason"])
 	require.Equal(t, "action_denied", r.Body["error"].(map[string]any)["code"])
-	time.Sleep(200 * time.Millisecond)
+	require.Zero(t, countRows(t, b, `SELECT count(*) FROM river_job WHERE kind = 'execute_action'`), "a denied invocation has no job")
 	require.Empty(t, b.Slack.Requests())
 }
 

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -189,6 +188,6 @@ func TestApprove_InvalidModeChangesNothing(t *testing.T) {
 	require.Nil(t, inv["approved_by"])
 	require.Equal(t, "pending", jobState(t, b, id))
 	require.Empty(t, b.Do("GET", "/v1/action-modes", b.Owner(), nil).Body, "no override written")
-	time.Sleep(200 * time.Millisecond)
+	waitJobsSettled(t, b)
 	require.Empty(t, b.Slack.Requests())
 }

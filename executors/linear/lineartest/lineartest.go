@@ -1,4 +1,16 @@
-package linear_test
+// Package lineartest is a loopback Linear GraphQL API for tests, over an
+// in-memory workspace. It parses each request's {"query","variables"}
+// document, dispatches on the root field the query selects, and answers in
+// Linear's shapes: data payloads with success flags, connections with
+// pageInfo, and errors arrays with extensions; a bad credential is HTTP 400
+// with an AUTHENTICATION_ERROR, as Linear answers it. Like Linear, it
+// refuses to create an issue or comment whose client-chosen id is taken.
+//
+// The workspace has the teams team-eng (ENG) and team-ops (OPS), the
+// workflow states state-todo, state-started and state-done, the users
+// user-ada and user-alan, the project project-q3 and the labels label-bug
+// and label-infra.
+package lineartest
 
 import (
 	"bytes"
@@ -7,33 +19,33 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/google/uuid"
 )
 
-// fakeLinear is a loopback Linear GraphQL API over an in-memory workspace.
-// It parses each request's {"query","variables"} document, dispatches on
-// the root field the query selects, and answers in Linear's shapes: data
-// payloads with success flags, connections with pageInfo, and errors arrays
-// with extensions. Like Linear, it refuses to create an issue or comment
-// whose client-chosen id is taken.
-type fakeLinear struct {
+// Server is a loopback Linear. Its methods are safe for concurrent use.
+type Server struct {
+	srv *httptest.Server
+
 	mu sync.Mutex
 
-	// acceptedAuth are the Authorization values it lets in.
-	acceptedAuth []string
+	// restricted: only accepted Authorization values are let in.
+	restricted bool
+	accepted   []string
 
-	issues      map[string]*fakeIssue
+	issues      map[string]*Issue
 	issueOrder  []string
-	comments    map[string]*fakeComment
+	comments    map[string]*Comment
 	teamNumbers map[string]int
 	created     int
 
-	calls []graphQLCall
+	calls []Call
 
 	// hangNextMutation makes the next successful mutation take effect and
 	// then never answer, as when the answer is lost to a timeout.
@@ -44,21 +56,32 @@ type fakeLinear struct {
 	duplicateMessage string
 
 	// override, when set, answers every request in place of the workspace.
-	override fakeHandler
+	override Handler
 }
 
-// fakeHandler answers one parsed GraphQL request.
-type fakeHandler func(w http.ResponseWriter, r *http.Request, call graphQLCall)
+// Handler answers one parsed GraphQL request.
+type Handler func(w http.ResponseWriter, r *http.Request, call Call)
 
-// graphQLCall is what the fake saw of one request.
-type graphQLCall struct {
+// Call is what the server saw of one request.
+type Call struct {
 	Header        http.Header
 	OperationName string
 	Query         string
 	Variables     json.RawMessage
 }
 
-type fakeIssue struct {
+// Authorization is the call's Authorization header.
+func (c Call) Authorization() string { return c.Header.Get("Authorization") }
+
+// Vars are the call's variables decoded; nil when there are none.
+func (c Call) Vars() map[string]any {
+	var v map[string]any
+	_ = json.Unmarshal(c.Variables, &v)
+	return v
+}
+
+// Issue is an issue of the workspace.
+type Issue struct {
 	ID          string
 	Identifier  string
 	Title       string
@@ -73,7 +96,8 @@ type fakeIssue struct {
 	UpdatedAt   time.Time
 }
 
-type fakeComment struct {
+// Comment is a comment on an issue.
+type Comment struct {
 	ID        string
 	IssueID   string
 	Body      string
@@ -94,68 +118,106 @@ var (
 
 const defaultDuplicateMessage = "Entity already exists"
 
-func newFakeLinear(acceptedAuth ...string) *fakeLinear {
-	return &fakeLinear{
-		acceptedAuth:     acceptedAuth,
-		issues:           make(map[string]*fakeIssue),
-		comments:         make(map[string]*fakeComment),
+// New starts a server over an empty workspace, closed when t ends. It
+// accepts any Authorization until AcceptOnly says otherwise.
+func New(t testing.TB) *Server {
+	f := &Server{
+		issues:           make(map[string]*Issue),
+		comments:         make(map[string]*Comment),
 		teamNumbers:      make(map[string]int),
 		duplicateMessage: defaultDuplicateMessage,
 	}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
 }
 
-// answerWith makes h answer every request from now on.
-func (f *fakeLinear) answerWith(h fakeHandler) {
+// URL is the GraphQL endpoint, the source's base URL.
+func (f *Server) URL() string { return f.srv.URL + "/graphql" }
+
+// Client is a client that reaches the server.
+func (f *Server) Client() *http.Client { return f.srv.Client() }
+
+// Close stops the server: calls are then refused.
+func (f *Server) Close() { f.srv.Close() }
+
+// AcceptOnly lets in only requests with one of these Authorization values
+// (none with no values); others get Linear's authentication error.
+func (f *Server) AcceptOnly(authorizations ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.restricted, f.accepted = true, authorizations
+}
+
+// AnswerWith makes h answer every request from now on.
+func (f *Server) AnswerWith(h Handler) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.override = h
 }
 
-// hangAfterNextMutation makes the next successful mutation never answer.
-func (f *fakeLinear) hangAfterNextMutation() {
+// HangAfterNextMutation makes the next successful mutation never answer.
+func (f *Server) HangAfterNextMutation() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.hangNextMutation = true
 }
 
-func (f *fakeLinear) setDuplicateMessage(msg string) {
+// SetDuplicateMessage is the message of the answer to a create whose id
+// is taken; default "Entity already exists".
+func (f *Server) SetDuplicateMessage(msg string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.duplicateMessage = msg
 }
 
-func (f *fakeLinear) recorded() []graphQLCall {
+// Calls are the requests the server saw, in order.
+func (f *Server) Calls() []Call {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.calls)
 }
 
-func (f *fakeLinear) issueCount() int {
+// IssueCount is how many issues the workspace holds.
+func (f *Server) IssueCount() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.issues)
 }
 
-func (f *fakeLinear) commentCount() int {
+// CommentCount is how many comments the workspace holds.
+func (f *Server) CommentCount() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.comments)
 }
 
-func (f *fakeLinear) issue(id string) fakeIssue {
+// Issue returns a copy of the issue with this id.
+func (f *Server) Issue(id string) Issue {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return *f.issues[id]
 }
 
-// seedIssue stores an issue directly, as if created in Linear's UI.
-func (f *fakeLinear) seedIssue(teamID, projectID, title string) string {
+// Comment returns a copy of the comment with this id; ok is false when
+// there is none.
+func (f *Server) Comment(id string) (c Comment, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.insertIssue(&fakeIssue{ID: uuid.NewString(), TeamID: teamID, ProjectID: projectID, Title: title, StateID: "state-todo"})
+	if p := f.comments[id]; p != nil {
+		return *p, true
+	}
+	return c, false
 }
 
-func (f *fakeLinear) insertIssue(is *fakeIssue) string {
+// SeedIssue stores an issue directly, as if created in Linear's UI.
+func (f *Server) SeedIssue(teamID, projectID, title string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.insertIssue(&Issue{ID: uuid.NewString(), TeamID: teamID, ProjectID: projectID, Title: title, StateID: "state-todo"})
+}
+
+func (f *Server) insertIssue(is *Issue) string {
 	f.teamNumbers[is.TeamID]++
 	is.Identifier = fmt.Sprintf("%s-%d", fakeTeams[is.TeamID], f.teamNumbers[is.TeamID])
 	is.CreatedAt = fakeEpoch.Add(time.Duration(f.created) * time.Minute)
@@ -166,7 +228,11 @@ func (f *fakeLinear) insertIssue(is *fakeIssue) string {
 	return is.ID
 }
 
-func (f *fakeLinear) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/graphql" {
+		http.NotFound(w, r)
+		return
+	}
 	if r.Method != http.MethodPost {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
@@ -177,10 +243,10 @@ func (f *fakeLinear) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Variables     json.RawMessage `json:"variables"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Query == "" {
-		writeJSON(w, http.StatusBadRequest, gqlErrors("GRAPHQL_PARSE_FAILED", "Must provide query string.", ""))
+		WriteJSON(w, http.StatusBadRequest, Errors("GRAPHQL_PARSE_FAILED", "Must provide query string.", ""))
 		return
 	}
-	call := graphQLCall{
+	call := Call{
 		Header:        r.Header.Clone(),
 		OperationName: body.OperationName,
 		Query:         body.Query,
@@ -196,9 +262,12 @@ func (f *fakeLinear) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if !slices.Contains(f.acceptedAuth, r.Header.Get("Authorization")) {
+	f.mu.Lock()
+	restricted, accepted := f.restricted, f.accepted
+	f.mu.Unlock()
+	if auth := r.Header.Get("Authorization"); auth == "" || (restricted && !slices.Contains(accepted, auth)) {
 		// Linear answers a bad credential with HTTP 400 and a GraphQL error.
-		writeJSON(w, http.StatusBadRequest, gqlErrorsTyped("AUTHENTICATION_ERROR", "authentication error",
+		WriteJSON(w, http.StatusBadRequest, gqlErrorsTyped("AUTHENTICATION_ERROR", "authentication error",
 			"Authentication required, not authenticated", "You need to authenticate to access this operation."))
 		return
 	}
@@ -212,15 +281,20 @@ func (f *fakeLinear) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 
 	if hang {
-		<-r.Context().Done()
+		// Bounded, so a caller that never gives up fails its test instead
+		// of blocking the server's Close forever.
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
 		return
 	}
-	writeJSON(w, http.StatusOK, answer)
+	WriteJSON(w, http.StatusOK, answer)
 }
 
 // resolve runs one operation against the workspace. mutated reports a
 // mutation that took effect.
-func (f *fakeLinear) resolve(call graphQLCall) (answer any, mutated bool) {
+func (f *Server) resolve(call Call) (answer any, mutated bool) {
 	q := call.Query
 	switch {
 	case strings.Contains(q, "issueCreate("):
@@ -236,11 +310,11 @@ func (f *fakeLinear) resolve(call graphQLCall) (answer any, mutated bool) {
 	case strings.Contains(q, "comment("):
 		return f.commentQuery(call.Variables), false
 	default:
-		return gqlErrors("GRAPHQL_VALIDATION_FAILED", "Cannot query field on type \"Query\".", ""), false
+		return Errors("GRAPHQL_VALIDATION_FAILED", "Cannot query field on type \"Query\".", ""), false
 	}
 }
 
-func (f *fakeLinear) issuesQuery(raw json.RawMessage) any {
+func (f *Server) issuesQuery(raw json.RawMessage) any {
 	var vars struct {
 		First  int     `json:"first"`
 		After  *string `json:"after"`
@@ -253,10 +327,10 @@ func (f *fakeLinear) issuesQuery(raw json.RawMessage) any {
 		return variableError(err)
 	}
 	if vars.First > 250 {
-		return gqlErrors("INVALID_INPUT", "first cannot be more than 250", "")
+		return Errors("INVALID_INPUT", "first cannot be more than 250", "")
 	}
 
-	var matching []*fakeIssue
+	var matching []*Issue
 	for _, id := range f.issueOrder {
 		is := f.issues[id]
 		if vars.Filter != nil && vars.Filter.Team != nil && is.TeamID != vars.Filter.Team.ID.Eq {
@@ -268,9 +342,9 @@ func (f *fakeLinear) issuesQuery(raw json.RawMessage) any {
 		matching = append(matching, is)
 	}
 	if vars.After != nil {
-		i := slices.IndexFunc(matching, func(is *fakeIssue) bool { return is.ID == *vars.After })
+		i := slices.IndexFunc(matching, func(is *Issue) bool { return is.ID == *vars.After })
 		if i < 0 {
-			return gqlErrors("INVALID_INPUT", "Invalid cursor", "")
+			return Errors("INVALID_INPUT", "Invalid cursor", "")
 		}
 		matching = matching[i+1:]
 	}
@@ -285,13 +359,13 @@ func (f *fakeLinear) issuesQuery(raw json.RawMessage) any {
 	if len(page) > 0 {
 		endCursor = page[len(page)-1].ID
 	}
-	return gqlData("issues", map[string]any{
+	return Data("issues", map[string]any{
 		"nodes":    nodes,
 		"pageInfo": map[string]any{"hasNextPage": hasNext, "endCursor": endCursor},
 	})
 }
 
-func (f *fakeLinear) findIssue(idOrIdentifier string) *fakeIssue {
+func (f *Server) findIssue(idOrIdentifier string) *Issue {
 	if is, ok := f.issues[idOrIdentifier]; ok {
 		return is
 	}
@@ -303,7 +377,7 @@ func (f *fakeLinear) findIssue(idOrIdentifier string) *fakeIssue {
 	return nil
 }
 
-func (f *fakeLinear) issueQuery(raw json.RawMessage) any {
+func (f *Server) issueQuery(raw json.RawMessage) any {
 	var vars struct {
 		ID string `json:"id"`
 	}
@@ -314,10 +388,10 @@ func (f *fakeLinear) issueQuery(raw json.RawMessage) any {
 	if is == nil {
 		return entityNotFound("Issue")
 	}
-	return gqlData("issue", issueJSON(is))
+	return Data("issue", issueJSON(is))
 }
 
-func (f *fakeLinear) issueCreate(raw json.RawMessage) (any, bool) {
+func (f *Server) issueCreate(raw json.RawMessage) (any, bool) {
 	var vars struct {
 		Input struct {
 			ID          *string  `json:"id"`
@@ -339,20 +413,20 @@ func (f *fakeLinear) issueCreate(raw json.RawMessage) (any, bool) {
 	id := uuid.NewString()
 	if in.ID != nil {
 		if _, err := uuid.Parse(*in.ID); err != nil {
-			return gqlErrors("INVALID_INPUT", "Argument Validation Error", "id must be a UUID."), false
+			return Errors("INVALID_INPUT", "Argument Validation Error", "id must be a UUID."), false
 		}
 		id = *in.ID
 		if _, taken := f.issues[id]; taken {
-			return gqlErrors("INVALID_INPUT", f.duplicateMessage, ""), false
+			return Errors("INVALID_INPUT", f.duplicateMessage, ""), false
 		}
 	}
 	if _, ok := fakeTeams[in.TeamID]; !ok {
 		return entityNotFound("Team"), false
 	}
 	if len(in.Title) > 255 {
-		return gqlErrors("INVALID_INPUT", "Argument Validation Error", "Title must be shorter than 256 characters."), false
+		return Errors("INVALID_INPUT", "Argument Validation Error", "Title must be shorter than 256 characters."), false
 	}
-	is := &fakeIssue{
+	is := &Issue{
 		ID:          id,
 		Title:       in.Title,
 		Description: in.Description,
@@ -373,10 +447,10 @@ func (f *fakeLinear) issueCreate(raw json.RawMessage) (any, bool) {
 		is.ProjectID = *in.ProjectID
 	}
 	f.insertIssue(is)
-	return gqlData("issueCreate", map[string]any{"success": true, "issue": issueJSON(is)}), true
+	return Data("issueCreate", map[string]any{"success": true, "issue": issueJSON(is)}), true
 }
 
-func (f *fakeLinear) issueUpdate(raw json.RawMessage) (any, bool) {
+func (f *Server) issueUpdate(raw json.RawMessage) (any, bool) {
 	var vars struct {
 		ID    string `json:"id"`
 		Input struct {
@@ -414,10 +488,10 @@ func (f *fakeLinear) issueUpdate(raw json.RawMessage) (any, bool) {
 		is.Priority = *in.Priority
 	}
 	is.UpdatedAt = is.UpdatedAt.Add(time.Hour)
-	return gqlData("issueUpdate", map[string]any{"success": true, "issue": issueJSON(is)}), true
+	return Data("issueUpdate", map[string]any{"success": true, "issue": issueJSON(is)}), true
 }
 
-func (f *fakeLinear) commentCreate(raw json.RawMessage) (any, bool) {
+func (f *Server) commentCreate(raw json.RawMessage) (any, bool) {
 	var vars struct {
 		Input struct {
 			ID      *string `json:"id"`
@@ -433,19 +507,19 @@ func (f *fakeLinear) commentCreate(raw json.RawMessage) (any, bool) {
 	if in.ID != nil {
 		id = *in.ID
 		if _, taken := f.comments[id]; taken {
-			return gqlErrors("INVALID_INPUT", f.duplicateMessage, ""), false
+			return Errors("INVALID_INPUT", f.duplicateMessage, ""), false
 		}
 	}
 	is := f.findIssue(in.IssueID)
 	if is == nil {
 		return entityNotFound("Issue"), false
 	}
-	c := &fakeComment{ID: id, IssueID: is.ID, Body: in.Body, CreatedAt: fakeEpoch.Add(time.Duration(len(f.comments)) * time.Second)}
+	c := &Comment{ID: id, IssueID: is.ID, Body: in.Body, CreatedAt: fakeEpoch.Add(time.Duration(len(f.comments)) * time.Second)}
 	f.comments[id] = c
-	return gqlData("commentCreate", map[string]any{"success": true, "comment": f.commentJSON(c)}), true
+	return Data("commentCreate", map[string]any{"success": true, "comment": f.commentJSON(c)}), true
 }
 
-func (f *fakeLinear) commentQuery(raw json.RawMessage) any {
+func (f *Server) commentQuery(raw json.RawMessage) any {
 	var vars struct {
 		ID string `json:"id"`
 	}
@@ -456,10 +530,10 @@ func (f *fakeLinear) commentQuery(raw json.RawMessage) any {
 	if !ok {
 		return entityNotFound("Comment")
 	}
-	return gqlData("comment", f.commentJSON(c))
+	return Data("comment", f.commentJSON(c))
 }
 
-func issueJSON(is *fakeIssue) map[string]any {
+func issueJSON(is *Issue) map[string]any {
 	labels := make([]any, 0, len(is.LabelIDs))
 	for _, id := range is.LabelIDs {
 		labels = append(labels, map[string]any{"id": id, "name": fakeLabels[id]})
@@ -489,7 +563,7 @@ func issueJSON(is *fakeIssue) map[string]any {
 	}
 }
 
-func (f *fakeLinear) commentJSON(c *fakeComment) map[string]any {
+func (f *Server) commentJSON(c *Comment) map[string]any {
 	is := f.issues[c.IssueID]
 	return map[string]any{
 		"id":        c.ID,
@@ -502,12 +576,13 @@ func (f *fakeLinear) commentJSON(c *fakeComment) map[string]any {
 	}
 }
 
-func gqlData(field string, value any) any {
+// Data is a GraphQL answer with field's value.
+func Data(field string, value any) any {
 	return map[string]any{"data": map[string]any{field: value}}
 }
 
-// gqlErrors is Linear's error answer: an errors array and null data.
-func gqlErrors(code, message, userMessage string) any {
+// Errors is Linear's error answer: an errors array and null data.
+func Errors(code, message, userMessage string) any {
 	return gqlErrorsTyped(code, strings.ToLower(strings.ReplaceAll(code, "_", " ")), message, userMessage)
 }
 
@@ -527,11 +602,11 @@ func gqlErrorsTyped(code, typ, message, userMessage string) any {
 }
 
 func entityNotFound(entity string) any {
-	return gqlErrors("INVALID_INPUT", "Entity not found: "+entity, "Could not find referenced "+entity+".")
+	return Errors("INVALID_INPUT", "Entity not found: "+entity, "Could not find referenced "+entity+".")
 }
 
 func variableError(err error) any {
-	return gqlErrors("GRAPHQL_VALIDATION_FAILED", "Variable got invalid value: "+err.Error(), "")
+	return Errors("GRAPHQL_VALIDATION_FAILED", "Variable got invalid value: "+err.Error(), "")
 }
 
 // decodeStrict decodes variables, refusing fields the GraphQL input types do
@@ -551,7 +626,8 @@ func decodeStrict(raw json.RawMessage, v any) error {
 	return nil
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers status with v as JSON.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
