@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	linearsrc "github.com/outboxd/outboxd/executors/linear"
+	"github.com/outboxd/outboxd/executors/linear/lineartest"
+	"github.com/outboxd/outboxd/executors/sentry/sentrytest"
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
@@ -82,14 +84,14 @@ func jobAttempt(t *testing.T, b *apptest.Bundle, invocationID string) (state str
 
 func TestLinear_ThroughPipeline(t *testing.T) {
 	t.Parallel()
-	linear := newFakeLinear(t)
+	linear := lineartest.New(t)
 	b := apptest.Start(t, &apptest.Options{BaseURLs: map[string]string{"linear": linear.URL()}})
 	const key = "lin_api_pipeline_0123456789abcdef"
 	b.StoreToken("linear", key, "api_key")
-	linear.acceptOnly(key)
-	first := linear.seedIssue("team-eng", "Checkout fails on Safari")
-	second := linear.seedIssue("team-eng", "Slow search")
-	third := linear.seedIssue("team-eng", "Typo on pricing page")
+	linear.AcceptOnly(key)
+	first := linear.SeedIssue("team-eng", "", "Checkout fails on Safari")
+	second := linear.SeedIssue("team-eng", "", "Slow search")
+	third := linear.SeedIssue("team-eng", "", "Typo on pricing page")
 
 	t.Run("ReadsRunAtOnce", func(t *testing.T) {
 		inv, result := completed(t, invokeAs(b, b.Sandbox(), "linear", "list_issues", map[string]any{"first": 2}))
@@ -112,10 +114,10 @@ func TestLinear_ThroughPipeline(t *testing.T) {
 		_, result = completed(t, invokeAs(b, b.Sandbox(), "linear", "list_issues", map[string]any{"first": 2, "after": cursor}))
 		require.Equal(t, []any{third}, ids(result))
 		require.Equal(t, false, result["page_info"].(map[string]any)["has_next_page"])
-		calls := linear.recorded()
-		require.Equal(t, "ListIssues", calls[len(calls)-1].Operation)
-		require.Equal(t, cursor, calls[len(calls)-1].Variables["after"])
-		require.Equal(t, float64(2), calls[len(calls)-1].Variables["first"])
+		calls := linear.Calls()
+		require.Equal(t, "ListIssues", calls[len(calls)-1].OperationName)
+		require.Equal(t, cursor, calls[len(calls)-1].Vars()["after"])
+		require.Equal(t, float64(2), calls[len(calls)-1].Vars()["first"])
 
 		inv, result = completed(t, invokeAs(b, b.Sandbox(), "linear", "get_issue", map[string]any{"issueId": second}))
 		require.Equal(t, "allow", inv["mode"])
@@ -126,7 +128,7 @@ func TestLinear_ThroughPipeline(t *testing.T) {
 	})
 
 	t.Run("CreateIssueWaitsForApproval", func(t *testing.T) {
-		before := len(linear.recorded())
+		before := len(linear.Calls())
 		r := invokeAs(b, b.Sandbox(), "linear", "create_issue", map[string]any{
 			"teamId": "team-eng", "title": "Deploys hang at migrate", "description": "Seen twice today.", "priority": 2,
 		})
@@ -134,7 +136,7 @@ func TestLinear_ThroughPipeline(t *testing.T) {
 		require.Equal(t, string(invocation.StatusPending), r.Body["status"])
 		require.Equal(t, "require_approval", r.Body["invocation"].(map[string]any)["mode"])
 		id := r.Body["invocation_id"].(string)
-		require.Len(t, linear.recorded(), before, "nothing reaches Linear before approval")
+		require.Len(t, linear.Calls(), before, "nothing reaches Linear before approval")
 
 		r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]string{"mode": "once"})
 		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
@@ -146,11 +148,11 @@ func TestLinear_ThroughPipeline(t *testing.T) {
 		result := inv["result"].(map[string]any)
 		require.Equal(t, issueID, result["id"])
 		require.Equal(t, "Deploys hang at migrate", result["title"])
-		require.Equal(t, 4, linear.issueCount())
-		create := linear.recorded()[before]
-		require.Equal(t, "CreateIssue", create.Operation)
-		require.Equal(t, key, create.Authorization, "an api_key is sent as it is")
-		input := create.Variables["input"].(map[string]any)
+		require.Equal(t, 4, linear.IssueCount())
+		create := linear.Calls()[before]
+		require.Equal(t, "CreateIssue", create.OperationName)
+		require.Equal(t, key, create.Authorization(), "an api_key is sent as it is")
+		input := create.Vars()["input"].(map[string]any)
 		require.Equal(t, issueID, input["id"])
 		require.Equal(t, "team-eng", input["teamId"])
 	})
@@ -163,14 +165,16 @@ func TestLinear_ThroughPipeline(t *testing.T) {
 		commentID := linearsrc.StableID(linearsrc.ActionAddComment, inv["id"].(string))
 		require.Equal(t, commentID, inv["provider_ref"])
 		require.Equal(t, commentID, result["id"])
-		require.Equal(t, "Seen again on *Safari 17*.", linear.comment(commentID)["body"])
+		comment, ok := linear.Comment(commentID)
+		require.True(t, ok)
+		require.Equal(t, "Seen again on *Safari 17*.", comment.Body)
 	})
 	requireNoSecrets(t, b, key)
 }
 
 func TestLinear_InvalidParamsRecordNothing(t *testing.T) {
 	t.Parallel()
-	linear := newFakeLinear(t)
+	linear := lineartest.New(t)
 	b := apptest.Start(t, &apptest.Options{BaseURLs: map[string]string{"linear": linear.URL()}})
 	b.StoreToken("linear", "lin_api_validation", "api_key")
 	// Allow mode: anything that slipped through validation would run.
@@ -198,7 +202,7 @@ func TestLinear_InvalidParamsRecordNothing(t *testing.T) {
 	}
 	require.Zero(t, countRows(t, b, `SELECT count(*) FROM action_invocations`))
 	require.Zero(t, countRows(t, b, `SELECT count(*) FROM river_job WHERE kind = 'execute_action'`))
-	require.Empty(t, linear.recorded())
+	require.Empty(t, linear.Calls())
 }
 
 func TestBroker_RefreshOnUnauthorized(t *testing.T) {
@@ -207,9 +211,9 @@ func TestBroker_RefreshOnUnauthorized(t *testing.T) {
 		stale = "lin_oauth_stale_7f3a9c01d2"
 		fresh = "lin_oauth_fresh_2b8e1d45f6"
 	)
-	setup := func(t *testing.T, token, refreshed, status string) (*apptest.Bundle, *fakeLinear, *fakeBroker) {
+	setup := func(t *testing.T, token, refreshed, status string) (*apptest.Bundle, *lineartest.Server, *fakeBroker) {
 		t.Helper()
-		linear := newFakeLinear(t)
+		linear := lineartest.New(t)
 		broker := newFakeBroker(t, token, refreshed, status)
 		b := apptest.Start(t, &apptest.Options{BaseURLs: map[string]string{"linear": linear.URL()}, BrokerURL: broker.server.URL})
 		return b, linear, broker
@@ -227,17 +231,17 @@ func TestBroker_RefreshOnUnauthorized(t *testing.T) {
 	t.Run("StaleTokenRefreshedOnce", func(t *testing.T) {
 		t.Parallel()
 		b, linear, broker := setup(t, stale, fresh, "")
-		linear.acceptOnly("Bearer " + fresh)
-		issue := linear.seedIssue("team-eng", "Broker issue")
+		linear.AcceptOnly("Bearer " + fresh)
+		issue := linear.SeedIssue("team-eng", "", "Broker issue")
 
 		inv, result := completed(t, invokeAs(b, sandboxFor(b, "u7"), "linear", "get_issue", map[string]any{"issueId": issue}))
 		require.Equal(t, issue, result["id"])
 		require.Equal(t, float64(1), inv["attempt"], "the refresh retries within the attempt")
 
-		calls := linear.recorded()
+		calls := linear.Calls()
 		require.Len(t, calls, 2)
-		require.Equal(t, "Bearer "+stale, calls[0].Authorization)
-		require.Equal(t, "Bearer "+fresh, calls[1].Authorization)
+		require.Equal(t, "Bearer "+stale, calls[0].Authorization())
+		require.Equal(t, "Bearer "+fresh, calls[1].Authorization())
 		bc := broker.recorded()
 		require.Len(t, bc, 2)
 		require.Equal(t, 1, refreshes(bc))
@@ -258,16 +262,16 @@ func TestBroker_RefreshOnUnauthorized(t *testing.T) {
 		// The refreshed token is cached: the next call does not ask again.
 		completed(t, invokeAs(b, sandboxFor(b, "u7"), "linear", "get_issue", map[string]any{"issueId": issue}))
 		require.Len(t, broker.recorded(), 2)
-		calls = linear.recorded()
+		calls = linear.Calls()
 		require.Len(t, calls, 3)
-		require.Equal(t, "Bearer "+fresh, calls[2].Authorization)
+		require.Equal(t, "Bearer "+fresh, calls[2].Authorization())
 		requireNoSecrets(t, b, stale, fresh)
 	})
 
 	t.Run("RejectedAgainFails", func(t *testing.T) {
 		t.Parallel()
 		b, linear, broker := setup(t, stale, fresh, "")
-		linear.acceptOnly() // no token is good enough
+		linear.AcceptOnly() // no token is good enough
 
 		r := invokeAs(b, b.Sandbox(), "linear", "get_issue", map[string]any{"issueId": "ENG-1"})
 		e := requireAPIError(t, r, http.StatusBadGateway, "action_failed")
@@ -278,7 +282,7 @@ func TestBroker_RefreshOnUnauthorized(t *testing.T) {
 		id := inv["id"].(string)
 
 		waitJobState(t, b, id, "cancelled") // not retried by River
-		require.Len(t, linear.recorded(), 2)
+		require.Len(t, linear.Calls(), 2)
 		require.Equal(t, 1, refreshes(broker.recorded()))
 		require.Equal(t, string(invocation.StatusFailed), b.Invocation(id)["status"])
 		requireNoSecrets(t, b, stale, fresh)
@@ -288,13 +292,13 @@ func TestBroker_RefreshOnUnauthorized(t *testing.T) {
 		t.Parallel()
 		b, linear, broker := setup(t, fresh, "", "")
 		broker.failNext(2)
-		linear.acceptOnly("Bearer " + fresh)
-		issue := linear.seedIssue("team-eng", "Broker hiccup")
+		linear.AcceptOnly("Bearer " + fresh)
+		issue := linear.SeedIssue("team-eng", "", "Broker hiccup")
 
 		completed(t, invokeAs(b, b.Sandbox(), "linear", "get_issue", map[string]any{"issueId": issue}))
 		require.Len(t, broker.recorded(), 3, "two 503s, then the token")
 		require.Zero(t, refreshes(broker.recorded()))
-		require.Len(t, linear.recorded(), 1)
+		require.Len(t, linear.Calls(), 1)
 	})
 
 	t.Run("RevokedIntegrationFails", func(t *testing.T) {
@@ -308,19 +312,19 @@ func TestBroker_RefreshOnUnauthorized(t *testing.T) {
 		id := r.Body["invocation"].(map[string]any)["id"].(string)
 
 		waitJobState(t, b, id, "cancelled")
-		require.Empty(t, linear.recorded())
+		require.Empty(t, linear.Calls())
 		require.Len(t, broker.recorded(), 1, "an inactive integration is not asked again")
 	})
 }
 
 func TestSentry_ThroughPipeline(t *testing.T) {
 	t.Parallel()
-	sentry := newFakeSentry(t)
+	sentry := sentrytest.New(t)
 	b := apptest.Start(t, &apptest.Options{BaseURLs: map[string]string{"sentry": sentry.URL()}})
 	const token = "sntrys_pipeline_0a1b2c3d4e5f"
 	b.StoreToken("sentry", token, "")
-	issue := sentry.seedIssue("web", "TypeError: cart is undefined")
-	sentry.seedIssue("api", "KeyError: 'user'")
+	issue := sentry.SeedIssue("web", "TypeError: cart is undefined")
+	sentry.SeedIssue("api", "KeyError: 'user'")
 
 	inv, result := completed(t, invokeAs(b, b.Sandbox(), "sentry", "list_issues",
 		map[string]any{"organization_slug": "acme", "project_slug": "web"}))
@@ -329,15 +333,15 @@ func TestSentry_ThroughPipeline(t *testing.T) {
 	require.Len(t, issues, 1)
 	require.Equal(t, issue, issues[0].(map[string]any)["id"])
 	require.Nil(t, result["next_cursor"])
-	call := sentry.recorded()[0]
+	call := sentry.Requests()[0]
 	require.Equal(t, "/api/0/projects/acme/web/issues/", call.Path)
-	require.Equal(t, "Bearer "+token, call.Authorization)
+	require.Equal(t, "Bearer "+token, call.Header.Get("Authorization"))
 
 	// Every path segment is escaped on its own.
 	_, result = completed(t, invokeAs(b, b.Sandbox(), "sentry", "get_issue",
 		map[string]any{"issue_id": issue, "organization_slug": "ac me/x?y"}))
 	require.Equal(t, issue, result["id"])
-	require.Equal(t, "/api/0/organizations/ac%20me%2Fx%3Fy/issues/"+issue+"/", sentry.recorded()[1].Path)
+	require.Equal(t, "/api/0/organizations/ac%20me%2Fx%3Fy/issues/"+issue+"/", sentry.Requests()[1].Path)
 
 	r := invokeAs(b, b.Sandbox(), "sentry", "update_issue", map[string]any{"issue_id": issue, "status": "resolved"})
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
@@ -345,9 +349,9 @@ func TestSentry_ThroughPipeline(t *testing.T) {
 	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), nil).Status)
 	done := b.WaitStatus(id, invocation.StatusCompleted, 10*time.Second)
 	require.Equal(t, issue, done["provider_ref"])
-	update := sentry.recorded()[2]
+	update := sentry.Requests()[2]
 	require.Equal(t, "PUT", update.Method)
-	require.Equal(t, map[string]any{"status": "resolved"}, update.Body)
+	require.JSONEq(t, `{"status":"resolved"}`, string(update.Body))
 
 	r = invokeAs(b, b.Sandbox(), "sentry", "get_issue", map[string]any{"issue_id": "999"})
 	e := requireAPIError(t, r, http.StatusBadGateway, "action_failed")
@@ -358,14 +362,14 @@ func TestSentry_ThroughPipeline(t *testing.T) {
 
 func TestSentry_RateLimitedSnoozesThenCompletes(t *testing.T) {
 	t.Parallel()
-	sentry := newFakeSentry(t)
+	sentry := sentrytest.New(t)
 	var limited atomic.Bool
-	sentry.setIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+	sentry.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
 		if !limited.CompareAndSwap(false, true) {
 			return false
 		}
 		w.Header().Set("Retry-After", "1")
-		writeJSONAnswer(w, http.StatusTooManyRequests, map[string]any{
+		sentrytest.WriteJSON(w, http.StatusTooManyRequests, map[string]any{
 			"detail": "You are attempting to use this endpoint too frequently. Limit is 40 requests in 1 seconds",
 		})
 		return true
@@ -374,14 +378,14 @@ func TestSentry_RateLimitedSnoozesThenCompletes(t *testing.T) {
 	b := apptest.Start(t, &apptest.Options{BaseURLs: map[string]string{"sentry": sentry.URL()}, Worker: worker.Config{MaxAttempts: 1}})
 	const token = "sntrys_ratelimit_9a8b7c6d5e"
 	b.StoreToken("sentry", token, "")
-	issue := sentry.seedIssue("web", "TimeoutError")
+	issue := sentry.SeedIssue("web", "TimeoutError")
 
 	start := time.Now()
 	inv, result := completed(t, invokeAs(b, b.Sandbox(), "sentry", "get_issue", map[string]any{"issue_id": issue}))
 	require.GreaterOrEqual(t, time.Since(start), time.Second, "Retry-After is honoured")
 	require.Equal(t, issue, result["id"])
 	require.Equal(t, float64(1), inv["attempt"])
-	require.Len(t, sentry.recorded(), 2)
+	require.Len(t, sentry.Requests(), 2)
 	waitJobState(t, b, inv["id"].(string), "completed")
 	_, attempt := jobAttempt(t, b, inv["id"].(string))
 	require.Equal(t, 1, attempt)
@@ -390,10 +394,10 @@ func TestSentry_RateLimitedSnoozesThenCompletes(t *testing.T) {
 
 func TestSentry_ServerErrorsExhaustAttempts(t *testing.T) {
 	t.Parallel()
-	sentry := newFakeSentry(t)
-	sentry.setIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+	sentry := sentrytest.New(t)
+	sentry.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
 		// An answer that echoes the credential: it must be stored redacted.
-		writeJSONAnswer(w, http.StatusServiceUnavailable, map[string]any{
+		sentrytest.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{
 			"detail": "upstream unavailable for " + r.Header.Get("Authorization"),
 		})
 		return true
@@ -417,15 +421,15 @@ func TestSentry_ServerErrorsExhaustAttempts(t *testing.T) {
 		state, attempt := jobAttempt(t, b, id)
 		return state == "discarded" && attempt == 3
 	}, 10*time.Second, 50*time.Millisecond, "the dead letter is River's discarded job")
-	require.Len(t, sentry.recorded(), 3)
+	require.Len(t, sentry.Requests(), 3)
 	requireNoSecrets(t, b, token)
 }
 
 func TestLinear_CreateIssueRetriedAfterTimeoutConflicts(t *testing.T) {
 	t.Parallel()
-	linear := newFakeLinear(t)
+	linear := lineartest.New(t)
 	// The first create takes effect, then its answer never comes.
-	linear.hangNextCreate()
+	linear.HangAfterNextMutation()
 	b := apptest.Start(t, &apptest.Options{BaseURLs: map[string]string{"linear": linear.URL()}, Worker: worker.Config{CallTimeout: 300 * time.Millisecond}})
 	const key = "lin_api_timeout_5c6d7e8f90"
 	b.StoreToken("linear", key, "")
@@ -434,7 +438,7 @@ func TestLinear_CreateIssueRetriedAfterTimeoutConflicts(t *testing.T) {
 	inv, result := completed(t, invokeAs(b, b.Sandbox(), "linear", "create_issue",
 		map[string]any{"teamId": "team-eng", "title": "Deploy stuck after timeout"}))
 	issueID := linearsrc.StableID(linearsrc.ActionCreateIssue, inv["id"].(string))
-	require.Equal(t, 1, linear.issueCount(), "exactly one issue")
+	require.Equal(t, 1, linear.IssueCount(), "exactly one issue")
 	require.Equal(t, true, inv["conflict"])
 	require.Equal(t, float64(2), inv["attempt"])
 	require.Equal(t, issueID, inv["provider_ref"])
@@ -442,15 +446,15 @@ func TestLinear_CreateIssueRetriedAfterTimeoutConflicts(t *testing.T) {
 	require.Equal(t, "ENG-1", result["identifier"])
 	require.Equal(t, "Deploy stuck after timeout", result["title"])
 
-	calls := linear.recorded()
+	calls := linear.Calls()
 	var ops []string
 	for _, c := range calls {
-		ops = append(ops, c.Operation)
+		ops = append(ops, c.OperationName)
 	}
 	require.Equal(t, []string{"CreateIssue", "CreateIssue", "GetIssue"}, ops)
-	require.Equal(t, issueID, calls[0].Variables["input"].(map[string]any)["id"])
-	require.Equal(t, issueID, calls[1].Variables["input"].(map[string]any)["id"], "the retry sends the same id")
-	require.Equal(t, key, calls[0].Authorization, "a lin_api_ key without a kind is sent as it is")
+	require.Equal(t, issueID, calls[0].Vars()["input"].(map[string]any)["id"])
+	require.Equal(t, issueID, calls[1].Vars()["input"].(map[string]any)["id"], "the retry sends the same id")
+	require.Equal(t, key, calls[0].Authorization(), "a lin_api_ key without a kind is sent as it is")
 	requireNoSecrets(t, b, key)
 }
 
@@ -606,8 +610,8 @@ func TestCatalog_AvailableAndGuides(t *testing.T) {
 
 func TestCredentials_UserScopedAndTokenKinds(t *testing.T) {
 	t.Parallel()
-	linear := newFakeLinear(t)
-	sentry := newFakeSentry(t)
+	linear := lineartest.New(t)
+	sentry := sentrytest.New(t)
 	b := apptest.Start(t, &apptest.Options{BaseURLs: map[string]string{"linear": linear.URL(), "sentry": sentry.URL()}})
 	const (
 		orgKey     = "org-linear-api-key-31337"
@@ -626,22 +630,22 @@ func TestCredentials_UserScopedAndTokenKinds(t *testing.T) {
 		require.Equal(t, "u1", cred["user_id"])
 		require.NotContains(t, string(r.Raw), body["token"])
 	}
-	issue := linear.seedIssue("team-eng", "Scoped issue")
-	sentryIssue := sentry.seedIssue("web", "Scoped error")
+	issue := linear.SeedIssue("team-eng", "", "Scoped issue")
+	sentryIssue := sentry.SeedIssue("web", "Scoped error")
 
 	authorization := func(t *testing.T, token string) string {
 		t.Helper()
 		completed(t, invokeAs(b, token, "linear", "get_issue", map[string]any{"issueId": issue}))
-		calls := linear.recorded()
-		return calls[len(calls)-1].Authorization
+		calls := linear.Calls()
+		return calls[len(calls)-1].Authorization()
 	}
 
 	t.Run("UserCredentialPreferred", func(t *testing.T) {
 		r := invokeAs(b, sandboxFor(b, "u1"), "linear", "get_issue", map[string]any{"issueId": issue})
 		inv, _ := completed(t, r)
 		require.Equal(t, "u1", inv["user_id"])
-		calls := linear.recorded()
-		require.Equal(t, "Bearer "+userToken, calls[len(calls)-1].Authorization, "an oauth token is sent as Bearer")
+		calls := linear.Calls()
+		require.Equal(t, "Bearer "+userToken, calls[len(calls)-1].Authorization(), "an oauth token is sent as Bearer")
 	})
 	t.Run("OthersGetTheOrgCredential", func(t *testing.T) {
 		require.Equal(t, orgKey, authorization(t, b.Sandbox()), "an api_key is sent as it is")
@@ -662,12 +666,12 @@ func TestCredentials_UserScopedAndTokenKinds(t *testing.T) {
 		require.False(t, has(b.Sandbox()))
 
 		completed(t, invokeAs(b, sandboxFor(b, "u1"), "sentry", "get_issue", map[string]any{"issue_id": sentryIssue}))
-		require.Equal(t, "Bearer "+userSentry, sentry.recorded()[0].Authorization)
+		require.Equal(t, "Bearer "+userSentry, sentry.Requests()[0].Header.Get("Authorization"))
 
 		r := invokeAs(b, b.Sandbox(), "sentry", "get_issue", map[string]any{"issue_id": sentryIssue})
 		e := requireAPIError(t, r, http.StatusBadGateway, "action_failed")
 		require.Contains(t, e["message"], "credential_missing")
-		require.Len(t, sentry.recorded(), 1)
+		require.Len(t, sentry.Requests(), 1)
 	})
 	requireNoSecrets(t, b, orgKey, orgOAuth, userToken, userSentry)
 }
