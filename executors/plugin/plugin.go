@@ -34,7 +34,6 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/plugin/sandbox"
-	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/platform/netguard"
 )
 
@@ -43,7 +42,7 @@ const SourceID = "plugin"
 
 // Bucket is the plugins' default rate bucket: shared by every
 // organization, since the child processes share the workers' machines.
-var Bucket = flow.BucketConfig{Name: "plugin", Rate: 20, Interval: time.Second, Burst: 20, MaxConcurrency: 8, Scope: flow.ScopeGlobal}
+var Bucket = executors.BucketConfig{Name: "plugin", Rate: 20, Interval: time.Second, Burst: 20, MaxConcurrency: 8, Scope: executors.ScopeGlobal}
 
 // DisabledReason is why plugins are listed but cannot run while code
 // execution is off.
