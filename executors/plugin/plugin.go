@@ -48,6 +48,14 @@ var Bucket = executors.BucketConfig{Name: "plugin", Rate: 20, Interval: time.Sec
 // execution is off.
 const DisabledReason = "plugin code execution is off (plugins.allow_code_execution: false)"
 
+// Defaults of Config's fields.
+const (
+	// DefaultTimeout is Config.Timeout's default.
+	DefaultTimeout = 10 * time.Second
+	// DefaultMaxOutputBytes is Config.MaxOutputBytes's default, 1 MiB.
+	DefaultMaxOutputBytes = 1 << 20
+)
+
 // Config is the plugins.* configuration.
 type Config struct {
 	// Dir holds the packages, one directory each; "" means no plugins.
@@ -160,8 +168,8 @@ func Load(cfg *Config, taken Reserved) (*Source, error) {
 		cfg:     *cfg,
 		actions: map[string]*action{},
 		run: runner{
-			timeout:   cmp.Or(cfg.Timeout, 10*time.Second),
-			maxOutput: cmp.Or(cfg.MaxOutputBytes, 1<<20),
+			timeout:   cmp.Or(cfg.Timeout, DefaultTimeout),
+			maxOutput: cmp.Or(cfg.MaxOutputBytes, DefaultMaxOutputBytes),
 		},
 		verify: l.validator,
 	}
