@@ -2,8 +2,6 @@ package executors
 
 import (
 	"fmt"
-
-	"github.com/outboxd/outboxd/internal/domain/flow"
 )
 
 // Provider is how a provider package registers itself: everything the rest
@@ -20,7 +18,7 @@ type Provider struct {
 	// Bucket is the rate bucket the provider's jobs take when a request
 	// names none. Configuration may redefine it by name. A zero Name means
 	// none.
-	Bucket flow.BucketConfig
+	Bucket BucketConfig
 	// NoCredential says calls take no credential. The zero value, the usual
 	// case, has the worker resolve the organization's (or the user's)
 	// token before each call, and lists the provider only to those that

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/domain/flow"
 )
 
 // acmeConn is what the test provider's actions run on.
@@ -46,7 +45,7 @@ func acme(id, bucket string) executors.Provider {
 	return executors.Provider{
 		ID:     id,
 		Name:   "Acme",
-		Bucket: flow.BucketConfig{Name: bucket},
+		Bucket: executors.BucketConfig{Name: bucket},
 		Guide:  "Acme greets.",
 		Actions: []executors.Action{executors.NewAction(executors.Definition{
 			ID: "greet", Tier: executors.TierR0, Params: json.RawMessage(`{"type":"object"}`), Recipients: []string{"name"},

@@ -40,7 +40,7 @@ type Config struct {
 	RetryBaseDelay time.Duration
 	// RetryMaxDelay caps the retry delay. Default 5m.
 	RetryMaxDelay time.Duration
-	// CallTimeout bounds one provider call. Default 30s.
+	// CallTimeout bounds one provider call. Default 20s.
 	CallTimeout time.Duration
 	// MaxProviderWaits is how many times a provider's Retry-After may snooze
 	// one invocation without spending an attempt; later ones retry as

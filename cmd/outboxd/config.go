@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/domain/flow"
@@ -24,63 +25,72 @@ import (
 	"github.com/outboxd/outboxd/worker"
 )
 
-// defaults lists every configuration key with its default, the providers'
-// keys (providers.<id>.*) taken from their registrations. It is the one
-// list: configs/outboxd.example.yaml documents the same keys, and a test
-// checks the two agree.
-var defaults = withProviderDefaults(map[string]any{
-	"database.url":                       "",
-	"database.max_conns":                 0,
-	"http.addr":                          "127.0.0.1:8080",
-	"http.read_header_timeout":           10 * time.Second,
-	"http.read_timeout":                  30 * time.Second,
-	"http.write_timeout":                 60 * time.Second,
-	"http.idle_timeout":                  120 * time.Second,
-	"http.max_conns":                     0,
-	"http.unauthenticated_rate":          10,
-	"http.unauthenticated_burst":         50,
-	"http.trust_forwarded_for":           false,
-	"auth.jwt_secret":                    "",
-	"secrets.key":                        "",
-	"tokens.source":                      "store",
-	"connectors.allow_private_networks":  false,
-	"buckets":                            []any{},
-	"connectors.tools_cache_ttl":         5 * time.Minute,
-	"tokens.broker_url":                  "",
-	"approval.interactive_ttl":           5 * time.Minute,
-	"approval.unattended_ttl":            24 * time.Hour,
-	"limits.pending_per_session":         10,
-	"limits.invokes_per_minute":          60,
-	"sync_wait":                          30 * time.Second,
-	"worker.max_workers":                 1000,
-	"worker.max_attempts":                5,
-	"worker.retry_base_delay":            time.Second,
-	"worker.retry_max_delay":             5 * time.Minute,
-	"worker.call_timeout":                20 * time.Second,
-	"worker.rescue_after":                time.Duration(0),
-	"worker.bookkeeping_retry":           2 * time.Minute,
-	"worker.max_provider_waits":          20,
-	"worker.sweep_interval":              time.Minute,
-	"worker.poll_interval":               100 * time.Millisecond,
-	"worker.pause_recheck":               time.Minute,
-	"webhooks.max_attempts":              8,
-	"webhooks.retry_base_delay":          10 * time.Second,
-	"webhooks.retry_max_delay":           time.Hour,
-	"webhooks.timeout":                   10 * time.Second,
-	"webhooks.disable_after":             72 * time.Hour,
-	"webhooks.max_workers":               20,
-	"notifications.slack.channel":        "",
-	"notifications.slack.signing_secret": "",
-	"plugins.dir":                        "",
-	"plugins.allow_code_execution":       false,
-	"plugins.command_allowlist":          []any{},
-	"plugins.timeout":                    10 * time.Second,
-	"plugins.max_output_bytes":           1 << 20,
-	"plugins.allow_unsandboxed":          false,
-	"shutdown_timeout":                   30 * time.Second,
-	"log.level":                          "info",
-	"log.format":                         "text",
-})
+// defaults lists every configuration key with its default. The values are
+// the owning packages' (their WithDefaults and Default* constants), the
+// providers' keys (providers.<id>.*) are taken from their registrations,
+// and only the keys whose zero value is the default, and the logger's, are
+// written here. It is the one list: configs/outboxd.example.yaml documents
+// the same keys, and tests check the example and the documentation's tables
+// agree with it.
+var defaults = func() map[string]any {
+	httpd := httpserver.Config{}.WithDefaults()
+	ob := (&outbox.Config{}).WithDefaults()
+	w := (&worker.Config{}).WithDefaults()
+	hooks := (&webhook.Config{}).WithDefaults()
+	return withProviderDefaults(map[string]any{
+		"database.url":                       "",
+		"database.max_conns":                 0, // sized from the role
+		"http.addr":                          app.DefaultHTTPAddr,
+		"http.read_header_timeout":           httpd.ReadHeaderTimeout,
+		"http.read_timeout":                  httpd.ReadTimeout,
+		"http.write_timeout":                 httpd.WriteTimeout,
+		"http.idle_timeout":                  httpd.IdleTimeout,
+		"http.max_conns":                     0, // derived from the open-file limit
+		"http.unauthenticated_rate":          httpserver.DefaultUnauthenticatedRate,
+		"http.unauthenticated_burst":         httpd.UnauthenticatedBurst,
+		"http.trust_forwarded_for":           false,
+		"auth.jwt_secret":                    "",
+		"secrets.key":                        "",
+		"tokens.source":                      app.DefaultTokenSource,
+		"connectors.allow_private_networks":  false,
+		"buckets":                            []any{},
+		"connectors.tools_cache_ttl":         mcp.DefaultCacheTTL,
+		"tokens.broker_url":                  "",
+		"approval.interactive_ttl":           ob.InteractiveTTL,
+		"approval.unattended_ttl":            ob.UnattendedTTL,
+		"limits.pending_per_session":         ob.PendingPerSession,
+		"limits.invokes_per_minute":          ob.InvokesPerMinute,
+		"sync_wait":                          ob.SyncWait,
+		"worker.max_workers":                 w.MaxWorkers,
+		"worker.max_attempts":                w.MaxAttempts,
+		"worker.retry_base_delay":            w.RetryBaseDelay,
+		"worker.retry_max_delay":             w.RetryMaxDelay,
+		"worker.call_timeout":                w.CallTimeout,
+		"worker.rescue_after":                time.Duration(0), // derived from call_timeout
+		"worker.bookkeeping_retry":           w.BookkeepingRetry,
+		"worker.max_provider_waits":          w.MaxProviderWaits,
+		"worker.sweep_interval":              w.SweepInterval,
+		"worker.poll_interval":               w.PollInterval,
+		"worker.pause_recheck":               w.PauseRecheck,
+		"webhooks.max_attempts":              hooks.MaxAttempts,
+		"webhooks.retry_base_delay":          hooks.RetryBaseDelay,
+		"webhooks.retry_max_delay":           hooks.RetryMaxDelay,
+		"webhooks.timeout":                   hooks.Timeout,
+		"webhooks.disable_after":             hooks.DisableAfter,
+		"webhooks.max_workers":               hooks.MaxWorkers,
+		"notifications.slack.channel":        "",
+		"notifications.slack.signing_secret": "",
+		"plugins.dir":                        "",
+		"plugins.allow_code_execution":       false,
+		"plugins.command_allowlist":          []any{},
+		"plugins.timeout":                    plugin.DefaultTimeout,
+		"plugins.max_output_bytes":           plugin.DefaultMaxOutputBytes,
+		"plugins.allow_unsandboxed":          false,
+		"shutdown_timeout":                   app.DefaultShutdownTimeout,
+		"log.level":                          "info",
+		"log.format":                         "text",
+	})
+}()
 
 // withProviderDefaults adds the keys of every provider in app.Providers to
 // keys.

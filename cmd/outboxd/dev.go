@@ -90,7 +90,7 @@ It exists only in dev, never in serve.`,
 		RunE: runDev,
 	}
 	addDevDirFlag(cmd.PersistentFlags())
-	cmd.Flags().String("http-addr", "", "listen address (http.addr, default 127.0.0.1:8080)")
+	cmd.Flags().String("http-addr", "", "listen address (http.addr, default "+app.DefaultHTTPAddr+")")
 	cmd.Flags().Bool("demo", true, "add the built-in demo provider (source \"demo\")")
 	bindFlag(cmd, "http-addr", "http.addr")
 	cmd.AddCommand(&cobra.Command{

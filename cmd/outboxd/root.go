@@ -147,7 +147,7 @@ func newServeCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().String("role", "all", "all, api or worker")
-	cmd.Flags().String("http-addr", "", "listen address (http.addr, default 127.0.0.1:8080)")
+	cmd.Flags().String("http-addr", "", "listen address (http.addr, default "+app.DefaultHTTPAddr+")")
 	bindFlag(cmd, "http-addr", "http.addr")
 	return cmd
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -42,7 +41,7 @@ const (
 // request names another. Its scope is the source, so each database gets a
 // bucket of this shape to itself; its concurrency matches the pool size,
 // so calls wait in the bucket, holding no worker, rather than in the pool.
-var Bucket = flow.BucketConfig{Name: "database", Rate: 20, Interval: time.Second, Burst: 20, MaxConcurrency: 4, Scope: flow.ScopeSource}
+var Bucket = executors.BucketConfig{Name: "database", Rate: 20, Interval: time.Second, Burst: 20, MaxConcurrency: 4, Scope: executors.ScopeSource}
 
 //go:embed query.schema.json
 var querySchema string

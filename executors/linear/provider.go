@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/domain/flow"
 )
 
 // Provider registers the Linear source: built from providers.linear.*, its jobs
@@ -14,7 +13,7 @@ var Provider = executors.Provider{
 	Name:           "Linear",
 	DefaultBaseURL: DefaultBaseURL,
 	// Linear: 1,500 requests per hour per API key.
-	Bucket: flow.BucketConfig{Name: "linear.api", Rate: 1500, Interval: time.Hour, Burst: 25, Scope: flow.ScopeOrg},
+	Bucket: executors.BucketConfig{Name: "linear.api", Rate: 1500, Interval: time.Hour, Burst: 25, Scope: executors.ScopeOrg},
 	Guide: "Issues and comments are read and written as the user or app of the Linear token stored for " +
 		"your organization (or your user). Ids are Linear's UUIDs, as list_issues and get_issue return them; " +
 		"creates are safe to retry.",

@@ -16,6 +16,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -154,6 +155,27 @@ func New(cfg *Config) (*Client, error) {
 		validator:    executors.NewValidator(),
 		cache:        make(map[uuid.UUID]cacheEntry),
 	}, nil
+}
+
+// guardedTransport returns the transport connectors are reached through:
+// base's transport (a transport of connectors' own when there is none),
+// guarded by netguard.Guard unless allowPrivate.
+func guardedTransport(base *http.Client, allowPrivate bool) (http.RoundTripper, error) {
+	var rt http.RoundTripper
+	if base != nil {
+		rt = base.Transport
+	}
+	if rt == nil {
+		rt = netguard.NewTransport()
+	}
+	if allowPrivate {
+		return rt, nil
+	}
+	tr, ok := rt.(*http.Transport)
+	if !ok {
+		return nil, fmt.Errorf("mcp: HTTPClient.Transport is a %T; the private network guard needs an *http.Transport (or set AllowPrivateNetworks)", rt)
+	}
+	return netguard.Guard(tr), nil
 }
 
 // moduleVersion is the version outboxd reports to MCP servers.
@@ -365,7 +387,7 @@ func (c *Client) Validate(ctx context.Context, conn *Connector, secret string) D
 // initialize. Failures come back classified and scrubbed of secret.
 func (c *Client) withSession(ctx context.Context, conn *Connector, secret string, timeout time.Duration, what string, fn func(context.Context, *mcpsdk.ClientSession) error) error {
 	s := scrubber(secret)
-	if err := CheckURL(conn.URL, c.allowPrivate); err != nil {
+	if err := netguard.CheckURL(conn.URL, c.allowPrivate); err != nil {
 		return s.errorf(CodeURLNotAllowed, false, nil, "%s: %v", what, err)
 	}
 	// The risk policy is not checked: invalid values in it are ignored by
@@ -408,7 +430,7 @@ func (c *Client) runSession(ctx context.Context, endpoint string, a *attempt, fn
 		Endpoint: endpoint,
 		HTTPClient: &http.Client{
 			Transport:     a,
-			CheckRedirect: checkRedirect(c.allowPrivate),
+			CheckRedirect: netguard.CheckRedirect(c.allowPrivate),
 		},
 		// The River worker retries whole invocations; a stream resumed
 		// behind its back would only blur what happened.

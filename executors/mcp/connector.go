@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -120,10 +121,10 @@ var reservedHeaders = map[string]bool{
 }
 
 // CheckConnector checks a connector's configuration as the API does before
-// saving it: the URL (see CheckURL), the auth type, the custom header name
+// saving it: the URL (see netguard.CheckURL), the auth type, the custom header name
 // and the risk policy's values.
 func CheckConnector(c *Connector, allowPrivate bool) error {
-	if err := CheckURL(c.URL, allowPrivate); err != nil {
+	if err := netguard.CheckURL(c.URL, allowPrivate); err != nil {
 		return err
 	}
 	if err := checkAuth(c.Auth); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 )
 
 // Error codes this package reports in executors.Error, besides
@@ -100,11 +101,11 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 func classify(parent, ctx context.Context, err error, out outcome, s scrubber, what string, timeout time.Duration) error {
 	switch {
 	case out.notAllowed != nil:
-		return s.errorf(CodeURLNotAllowed, false, errURLNotAllowed, "%s: the connector URL leads to a refused address: %v", what, out.notAllowed)
+		return s.errorf(CodeURLNotAllowed, false, netguard.ErrNotAllowed, "%s: the connector URL leads to a refused address: %v", what, out.notAllowed)
 
-	case errors.Is(err, errURLNotAllowed):
+	case errors.Is(err, netguard.ErrNotAllowed):
 		// A redirect to a literal internal address, refused before dialing.
-		return s.errorf(CodeURLNotAllowed, false, errURLNotAllowed, "%s: %v", what, err)
+		return s.errorf(CodeURLNotAllowed, false, netguard.ErrNotAllowed, "%s: %v", what, err)
 
 	case parent.Err() != nil:
 		if errors.Is(parent.Err(), context.DeadlineExceeded) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/mcp"
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 )
 
 const createIssueSchema = `{"type":"object","properties":{"title":{"type":"string"},"priority":{"type":"integer"}},"required":["title"]}`
@@ -560,7 +561,7 @@ func TestClient_PrivateNetworks(t *testing.T) {
 		u.Host = "localhost:" + u.Port()
 		conn := server.connector()
 		conn.URL = u.String()
-		require.NoError(t, mcp.CheckURL(conn.URL, false), "names are checked at dial time")
+		require.NoError(t, netguard.CheckURL(conn.URL, false), "names are checked at dial time")
 
 		_, err = client.ListTools(ctx, conn, "")
 		requireRefused(t, err)

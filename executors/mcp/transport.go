@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 )
 
 const (
@@ -143,7 +145,7 @@ func (a *attempt) record(req *http.Request, resp *http.Response, err error) {
 		return
 	}
 	if err != nil {
-		var notAllowed *addrNotAllowedError
+		var notAllowed *netguard.AddrError
 		if errors.As(err, &notAllowed) {
 			a.notAllowed = notAllowed
 		}
@@ -211,4 +213,11 @@ func parseRetryAfter(header http.Header) time.Duration {
 		return maxRetryAfter
 	}
 	return time.Duration(secs) * time.Second
+}
+
+// sameOrigin reports whether u has the scheme and host of origin, so the
+// connector secret is only ever sent to the server it was configured for
+// and not to a host a redirect points at.
+func sameOrigin(u, origin *url.URL) bool {
+	return strings.EqualFold(u.Scheme, origin.Scheme) && strings.EqualFold(u.Host, origin.Host)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 )
 
 func TestLimitedBody(t *testing.T) {
@@ -68,40 +69,11 @@ func TestScrubber(t *testing.T) {
 	require.NotContains(t, s.scrub(text), "hun")
 }
 
-func TestCheckRedirect(t *testing.T) {
-	t.Parallel()
-
-	post := func(raw string) *http.Request {
-		req, err := http.NewRequest(http.MethodPost, raw, nil)
-		require.NoError(t, err)
-		return req
-	}
-	via := []*http.Request{post("https://mcp.example.com/mcp")}
-
-	require.NoError(t, checkRedirect(false)(post("https://mcp2.example.com/mcp"), via))
-
-	err := checkRedirect(false)(post("http://10.0.0.1/mcp"), via)
-	require.ErrorIs(t, err, errURLNotAllowed)
-	require.NoError(t, checkRedirect(true)(post("http://10.0.0.1/mcp"), via))
-
-	require.Error(t, checkRedirect(true)(post("ftp://mcp.example.com/"), via))
-
-	get, err := http.NewRequest(http.MethodGet, "https://mcp.example.com/other", nil)
-	require.NoError(t, err)
-	require.ErrorContains(t, checkRedirect(true)(get, via), "changes POST to GET")
-
-	long := make([]*http.Request, maxRedirects)
-	for i := range long {
-		long[i] = via[0]
-	}
-	require.Error(t, checkRedirect(true)(post("https://mcp.example.com/mcp"), long))
-}
-
 func TestClassify_RedirectRefused(t *testing.T) {
 	t.Parallel()
 
 	ctx := context.Background()
-	redirectErr := &url.Error{Op: "Post", URL: "https://mcp.example.com/mcp", Err: checkRedirect(false)(
+	redirectErr := &url.Error{Op: "Post", URL: "https://mcp.example.com/mcp", Err: netguard.CheckRedirect(false)(
 		httptest.NewRequest(http.MethodPost, "http://169.254.169.254/", nil),
 		[]*http.Request{httptest.NewRequest(http.MethodPost, "https://mcp.example.com/mcp", nil)},
 	)}

@@ -34,7 +34,6 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/plugin/sandbox"
-	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/platform/netguard"
 )
 
@@ -43,11 +42,19 @@ const SourceID = "plugin"
 
 // Bucket is the plugins' default rate bucket: shared by every
 // organization, since the child processes share the workers' machines.
-var Bucket = flow.BucketConfig{Name: "plugin", Rate: 20, Interval: time.Second, Burst: 20, MaxConcurrency: 8, Scope: flow.ScopeGlobal}
+var Bucket = executors.BucketConfig{Name: "plugin", Rate: 20, Interval: time.Second, Burst: 20, MaxConcurrency: 8, Scope: executors.ScopeGlobal}
 
 // DisabledReason is why plugins are listed but cannot run while code
 // execution is off.
 const DisabledReason = "plugin code execution is off (plugins.allow_code_execution: false)"
+
+// Defaults of Config's fields.
+const (
+	// DefaultTimeout is Config.Timeout's default.
+	DefaultTimeout = 10 * time.Second
+	// DefaultMaxOutputBytes is Config.MaxOutputBytes's default, 1 MiB.
+	DefaultMaxOutputBytes = 1 << 20
+)
 
 // Config is the plugins.* configuration.
 type Config struct {
@@ -161,8 +168,8 @@ func Load(cfg *Config, taken Reserved) (*Source, error) {
 		cfg:     *cfg,
 		actions: map[string]*action{},
 		run: runner{
-			timeout:   cmp.Or(cfg.Timeout, 10*time.Second),
-			maxOutput: cmp.Or(cfg.MaxOutputBytes, 1<<20),
+			timeout:   cmp.Or(cfg.Timeout, DefaultTimeout),
+			maxOutput: cmp.Or(cfg.MaxOutputBytes, DefaultMaxOutputBytes),
 		},
 		verify: l.validator,
 	}

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/domain/flow"
 )
 
 // Provider registers the Sentry source: built from providers.sentry.*, its jobs
@@ -14,7 +13,7 @@ var Provider = executors.Provider{
 	Name:           "Sentry",
 	DefaultBaseURL: DefaultBaseURL,
 	// Sentry: conservative against its per-organization limits.
-	Bucket: flow.BucketConfig{Name: "sentry.api", Rate: 10, Interval: time.Second, Burst: 20, Scope: flow.ScopeOrg},
+	Bucket: executors.BucketConfig{Name: "sentry.api", Rate: 10, Interval: time.Second, Burst: 20, Scope: executors.ScopeOrg},
 	Guide: "Issues and events are read and triaged with the Sentry token stored for your organization " +
 		"(or your user); it sees the projects its scopes and teams allow. Start from list_issues, whose " +
 		"issue ids the other actions take.",

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/domain/flow"
 )
 
 // Provider registers the Slack source: built from providers.slack.*, its jobs
@@ -15,7 +14,7 @@ var Provider = executors.Provider{
 	DefaultBaseURL: DefaultBaseURL,
 	// Slack's chat.postMessage allows about one message per second per
 	// channel, with short bursts.
-	Bucket: flow.BucketConfig{Name: "slack.minute", Rate: 60, Interval: time.Minute, Burst: 10, Scope: flow.ScopeOrg},
+	Bucket: executors.BucketConfig{Name: "slack.minute", Rate: 60, Interval: time.Minute, Burst: 10, Scope: executors.ScopeOrg},
 	Guide: "Messages are posted as the workspace's Slack app, with the Slack token stored for your " +
 		"organization (or your user). The app must be a member of a channel to post in it.",
 	Actions: []executors.Action{

@@ -426,7 +426,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 		runErr = fmt.Errorf("http server: %w", err)
 	}
 
-	timeout := cmp.Or(a.cfg.ShutdownTimeout, 30*time.Second)
+	timeout := cmp.Or(a.cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	a.logger.Info("shutting down", "timeout", timeout)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -39,6 +39,11 @@ type Config struct {
 	TrustForwardedFor bool
 }
 
+// DefaultUnauthenticatedRate is the configuration's default of
+// UnauthenticatedRate. It is not applied by WithDefaults, where 0 means no
+// cap.
+const DefaultUnauthenticatedRate = 10
+
 // maxDerivedConns bounds MaxConns when it is derived from the open-file
 // limit.
 const maxDerivedConns = 10000

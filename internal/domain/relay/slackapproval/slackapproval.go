@@ -14,10 +14,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
 	"github.com/outboxd/outboxd/outbox"
 )
@@ -78,15 +78,11 @@ type Service struct {
 func New(deps *Deps, cfg *Config) (*Service, error) {
 	c := *cfg
 	c.RelayInterval = cmp.Or(c.RelayInterval, time.Second)
-	client, err := mcp.GuardedClient(c.AllowPrivateNetworks, 10*time.Second)
-	if err != nil {
-		return nil, err
-	}
 	if deps.Metrics == nil {
 		deps.Metrics = telemetry.NewNop()
 	}
 	return &Service{deps: *deps, cfg: c, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		q: dbsqlc.New(), store: invocation.New(nil), client: client}, nil
+		q: dbsqlc.New(), store: invocation.New(nil), client: netguard.Client(c.AllowPrivateNetworks, 10*time.Second)}, nil
 }
 
 // Approver is who a Slack user approves as.

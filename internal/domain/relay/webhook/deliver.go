@@ -18,10 +18,10 @@ import (
 	"github.com/riverqueue/river"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 )
 
 // Queue is the queue deliveries run on, apart from the actions.
@@ -282,7 +282,7 @@ func (s *Service) send(ctx context.Context, url, secret, msgID string, payload [
 	resp, err := s.client.Do(req)
 	latency := time.Since(start)
 	if err != nil {
-		if mcp.NotAllowed(err) {
+		if errors.Is(err, netguard.ErrNotAllowed) {
 			return outcome{status: "refused", err: err.Error(), latency: latency}
 		}
 		return outcome{status: "retry", err: err.Error(), latency: latency}

@@ -16,10 +16,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
 )
@@ -110,16 +110,12 @@ func New(deps *Deps, config *Config) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	client, err := mcp.GuardedClient(cfg.AllowPrivateNetworks, cfg.Timeout)
-	if err != nil {
-		return nil, err
-	}
 	if deps.Metrics == nil {
 		deps.Metrics = telemetry.NewNop()
 	}
 	return &Service{
 		deps: *deps, cfg: cfg, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		q: dbsqlc.New(), store: invocation.New(nil), client: client,
+		q: dbsqlc.New(), store: invocation.New(nil), client: netguard.Client(cfg.AllowPrivateNetworks, cfg.Timeout),
 	}, nil
 }
 
@@ -180,7 +176,7 @@ func (s *Service) check(p *Params, create bool) ([]string, error) {
 		if len(*p.URL) > 2048 {
 			return nil, &InvalidError{"url", "url is longer than 2048 bytes"}
 		}
-		if err := mcp.CheckURL(*p.URL, s.cfg.AllowPrivateNetworks); err != nil {
+		if err := netguard.CheckURL(*p.URL, s.cfg.AllowPrivateNetworks); err != nil {
 			return nil, &InvalidError{"url", "url: " + err.Error()}
 		}
 	}

@@ -1,0 +1,131 @@
+package layout_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/outboxd/outboxd"
+
+const (
+	dbsqlc   = module + "/internal/platform/dbsqlc"
+	dbutil   = module + "/internal/platform/dbutil"
+	netguard = module + "/internal/platform/netguard"
+)
+
+// dbsqlcImporters are the packages that import the generated SQL today
+// besides store packages (a path ending in "store") and dbutil. The list
+// must only shrink: the generated queries belong to the store packages,
+// and every other package reaches the database through one.
+var dbsqlcImporters = []string{
+	module + "/internal/domain/catalog",
+	module + "/internal/domain/credential",
+	module + "/internal/domain/flow",
+	module + "/internal/domain/invocation",
+	module + "/internal/domain/relay/slackapproval",
+	module + "/internal/domain/relay/webhook",
+	module + "/outbox",
+	module + "/worker",
+}
+
+// pkg is what go list says of one package; only non-test imports count.
+type pkg struct {
+	ImportPath string
+	Imports    []string
+}
+
+// list returns the module's packages, as `go list ./...` run from the
+// module root finds them.
+func list(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...")
+	out, err := cmd.Output()
+	if err != nil {
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			t.Fatalf("go list: %v\n%s", err, exitErr.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding go list: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("go list found %d packages; is the test run inside the module?", len(pkgs))
+	}
+	return pkgs
+}
+
+// under reports whether path is dir or a package below it.
+func under(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// isStore reports whether p is a store package, the owner of its queries.
+func isStore(p string) bool { return strings.HasSuffix(path.Base(p), "store") }
+
+// TestImportRules checks, for each package's non-test imports:
+//   - executors and its packages (test helper packages, whose name ends in
+//     "test", aside) import nothing under internal/ but the network guard;
+//     their store packages may also import the generated SQL and dbutil;
+//   - only store packages, dbutil and dbsqlcImporters import the generated
+//     SQL (internal/platform/dbsqlc);
+//   - the HTTP layer (internal/api) does not import the generated SQL.
+func TestImportRules(t *testing.T) {
+	t.Parallel()
+
+	for _, p := range list(t) {
+		for _, imp := range p.Imports {
+			if under(p.ImportPath, module+"/executors") && !strings.HasSuffix(path.Base(p.ImportPath), "test") &&
+				under(imp, module+"/internal") && imp != netguard &&
+				!(isStore(p.ImportPath) && (imp == dbsqlc || imp == dbutil)) {
+				t.Errorf("%s imports %s: executors may import nothing under internal/ but %s (and, in a store package, dbsqlc and dbutil)",
+					p.ImportPath, imp, netguard)
+			}
+			if imp != dbsqlc {
+				continue
+			}
+			if under(p.ImportPath, module+"/internal/api") {
+				t.Errorf("%s imports %s: the HTTP layer reaches the database only through the services", p.ImportPath, imp)
+			} else if !isStore(p.ImportPath) && p.ImportPath != dbutil && !slices.Contains(dbsqlcImporters, p.ImportPath) {
+				t.Errorf("%s imports %s: only store packages may import the generated SQL (dbsqlcImporters lists today's exceptions; it must not grow)",
+					p.ImportPath, imp)
+			}
+		}
+	}
+}
+
+// TestImportRules_ListIsCurrent checks that every package of
+// dbsqlcImporters still imports the generated SQL, so the list shrinks as
+// the queries move into store packages, and that go list answered with the
+// paths the rules name, so the rules cannot pass vacuously.
+func TestImportRules_ListIsCurrent(t *testing.T) {
+	t.Parallel()
+
+	imports := map[string][]string{}
+	for _, p := range list(t) {
+		imports[p.ImportPath] = p.Imports
+	}
+	for _, p := range dbsqlcImporters {
+		if !slices.Contains(imports[p], dbsqlc) {
+			t.Errorf("%s no longer imports %s: remove it from dbsqlcImporters", p, dbsqlc)
+		}
+	}
+	if !slices.Contains(imports[module+"/executors/mcp"], netguard) {
+		t.Errorf("go list does not show executors/mcp importing %s", netguard)
+	}
+}

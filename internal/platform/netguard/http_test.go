@@ -1,0 +1,163 @@
+package netguard_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/platform/netguard"
+)
+
+func TestCheckURL(t *testing.T) {
+	t.Parallel()
+
+	t.Run("Allowed", func(t *testing.T) {
+		t.Parallel()
+
+		for _, raw := range []string{
+			"https://mcp.example.com/mcp",
+			"http://mcp.example.com:8080/v1/mcp?team=a",
+			"HTTPS://MCP.EXAMPLE.COM/",
+			"http://93.184.216.34/mcp",
+			"https://[2606:4700:4700::1111]/mcp",
+			// Names are resolved and checked at dial time.
+			"http://localhost:3000/mcp",
+			"http://metadata.google.internal/",
+		} {
+			require.NoError(t, netguard.CheckURL(raw, false), raw)
+			require.NoError(t, netguard.CheckURL(raw, true), raw)
+		}
+	})
+
+	t.Run("PrivateAddresses", func(t *testing.T) {
+		t.Parallel()
+
+		for _, raw := range []string{
+			"http://127.0.0.1:8080/mcp",
+			"http://127.1.2.3/",
+			"http://10.0.0.1/",
+			"http://10.255.1.2/",
+			"http://172.16.0.1/",
+			"http://192.168.1.10/",
+			"http://169.254.169.254/latest/meta-data/",
+			"http://169.254.1.1/",
+			"http://0.0.0.0:8080/",
+			"http://100.100.100.200/",
+			"http://224.0.0.1/",
+			"http://255.255.255.255/",
+			"http://[::1]:8080/mcp",
+			"http://[::]/",
+			"http://[fd00:ec2::254]/latest/meta-data/",
+			"http://[fc00::1]/",
+			"http://[fe80::1%25eth0]/",
+			"http://[ff02::1]/",
+			"http://[::ffff:127.0.0.1]/",
+			"http://[::ffff:169.254.169.254]/",
+			"http://[64:ff9b::a00:1]/",
+			"http://[2002:a00:1::]/",
+		} {
+			err := netguard.CheckURL(raw, false)
+			require.Error(t, err, raw)
+			require.NoError(t, netguard.CheckURL(raw, true), raw)
+		}
+	})
+
+	t.Run("EmbeddedPublicAddresses", func(t *testing.T) {
+		t.Parallel()
+
+		for _, raw := range []string{
+			"http://[::ffff:93.184.216.34]/",
+			"http://[64:ff9b::5db8:d822]/",
+		} {
+			require.NoError(t, netguard.CheckURL(raw, false), raw)
+		}
+	})
+
+	t.Run("NeverAllowed", func(t *testing.T) {
+		t.Parallel()
+
+		for _, raw := range []string{
+			"file:///etc/passwd",
+			"ftp://example.com/mcp",
+			"gopher://example.com/",
+			"ws://example.com/mcp",
+			"example.com/mcp",
+			"//example.com/mcp",
+			"https://",
+			"https:///mcp",
+			"http:example.com",
+			"https://user:password@example.com/mcp",
+			"https://token@example.com/mcp",
+			"://bad",
+			"http://exa mple.com/",
+			"",
+		} {
+			require.Error(t, netguard.CheckURL(raw, false), raw)
+			require.Error(t, netguard.CheckURL(raw, true), raw)
+		}
+	})
+}
+
+func TestCheckRedirect(t *testing.T) {
+	t.Parallel()
+
+	post := func(raw string) *http.Request {
+		req, err := http.NewRequest(http.MethodPost, raw, nil)
+		require.NoError(t, err)
+		return req
+	}
+	via := []*http.Request{post("https://mcp.example.com/mcp")}
+
+	require.NoError(t, netguard.CheckRedirect(false)(post("https://mcp2.example.com/mcp"), via))
+
+	err := netguard.CheckRedirect(false)(post("http://10.0.0.1/mcp"), via)
+	require.ErrorIs(t, err, netguard.ErrNotAllowed)
+	require.NoError(t, netguard.CheckRedirect(true)(post("http://10.0.0.1/mcp"), via))
+
+	require.Error(t, netguard.CheckRedirect(true)(post("ftp://mcp.example.com/"), via))
+
+	get, err := http.NewRequest(http.MethodGet, "https://mcp.example.com/other", nil)
+	require.NoError(t, err)
+	require.ErrorContains(t, netguard.CheckRedirect(true)(get, via), "changes POST to GET")
+
+	long := make([]*http.Request, netguard.MaxRedirects)
+	for i := range long {
+		long[i] = via[0]
+	}
+	require.Error(t, netguard.CheckRedirect(true)(post("https://mcp.example.com/mcp"), long))
+}
+
+func TestClient(t *testing.T) {
+	t.Parallel()
+
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(server.Close)
+
+	get := func(c *http.Client, url string) error {
+		resp, err := c.Get(url)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+
+	// The test server listens on loopback: the dial guard refuses it.
+	guarded := netguard.Client(false, 5*time.Second)
+	err := get(guarded, server.URL)
+	require.ErrorIs(t, err, netguard.ErrNotAllowed)
+	var addrErr *netguard.AddrError
+	require.True(t, errors.As(err, &addrErr), "%v", err)
+	require.True(t, addrErr.Addr.IsLoopback())
+
+	require.NoError(t, get(netguard.Client(true, 5*time.Second), server.URL))
+
+	// A proxy would resolve names itself: the guarded transport uses none.
+	require.NotNil(t, netguard.NewTransport().Proxy)
+	require.Nil(t, netguard.Guard(netguard.NewTransport()).Proxy)
+}
