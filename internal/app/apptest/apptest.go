@@ -27,6 +27,7 @@ import (
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/api"
 	"github.com/outboxd/outboxd/internal/app"
+	"github.com/outboxd/outboxd/internal/client"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
@@ -257,30 +258,35 @@ func (b *Bundle) Do(method, path, token string, body any, headers ...string) *Re
 		require.NoError(b.T, err)
 		sent = raw
 	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(sent)
+	if body != nil && sent == nil {
+		sent = []byte{}
 	}
-	req, err := http.NewRequest(method, b.URL+path, rd)
-	require.NoError(b.T, err)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	req.Header.Set("Content-Type", "application/json")
+	header := http.Header{"Content-Type": {"application/json"}}
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, raw, err := b.Client(token).Do(context.Background(), method, path, sent, header)
 	require.NoError(b.T, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(b.T, err)
-	b.checkContract(req, sent, resp, raw)
+	b.checkContract(sentRequest(resp), sent, resp, raw)
 	r := &Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &r.Body)
 	}
 	return r
+}
+
+// Client is a client of the API with token (none when empty).
+func (b *Bundle) Client(token string) *client.Client {
+	return &client.Client{BaseURL: b.URL, Token: token, HTTP: http.DefaultClient}
+}
+
+// sentRequest is the request resp answers, the first of any redirects.
+func sentRequest(resp *http.Response) *http.Request {
+	req := resp.Request
+	for req.Response != nil {
+		req = req.Response.Request
+	}
+	return req
 }
 
 // checkContract fails the test when an exchange does not match the

@@ -1,16 +1,16 @@
 package apptest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/client"
 )
 
 // SSEEvent is one Server-Sent Event.
@@ -19,7 +19,7 @@ type SSEEvent struct {
 	Event string
 	Data  map[string]any
 
-	raw string
+	raw []byte
 }
 
 // SSE is an open event stream.
@@ -34,13 +34,11 @@ type SSE struct {
 // body; the caller closes it.
 func (b *Bundle) Open(ctx context.Context, path, token string, headers ...string) *http.Response {
 	b.T.Helper()
-	req, err := http.NewRequestWithContext(ctx, "GET", b.URL+path, nil)
-	require.NoError(b.T, err)
-	req.Header.Set("Authorization", "Bearer "+token)
+	header := http.Header{}
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := b.Client(token).Open(ctx, path, header)
 	require.NoError(b.T, err)
 	// An event stream's events are checked as they are read (SSE.Next);
 	// any other answer is small, read here to check it.
@@ -51,7 +49,7 @@ func (b *Bundle) Open(ctx context.Context, path, token string, headers ...string
 		resp.Body.Close()
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	b.checkContract(req, nil, resp, body)
+	b.checkContract(sentRequest(resp), nil, resp, body)
 	return resp
 }
 
@@ -66,28 +64,16 @@ func (b *Bundle) Stream(path, token string, headers ...string) *SSE {
 	s := &SSE{b: b, Resp: resp, events: make(chan SSEEvent, 1000), cancel: cancel}
 	go func() {
 		defer close(s.events)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		var ev SSEEvent
-		var data strings.Builder
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if data.Len() > 0 {
-					ev.raw = data.String()
-					_ = json.Unmarshal([]byte(ev.raw), &ev.Data)
-					s.events <- ev
-				}
-				ev, data = SSEEvent{}, strings.Builder{}
-			case strings.HasPrefix(line, "id: "):
-				ev.ID = line[4:]
-			case strings.HasPrefix(line, "event: "):
-				ev.Event = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				data.WriteString(line[6:])
+		stream := client.NewStream(resp.Body, "")
+		defer stream.Close()
+		for {
+			ev, err := stream.Next()
+			if err != nil {
+				return
 			}
+			out := SSEEvent{ID: ev.ID, Event: ev.Event, raw: ev.Data}
+			_ = json.Unmarshal(ev.Data, &out.Data)
+			s.events <- out
 		}
 	}()
 	b.T.Cleanup(s.Close)
@@ -103,7 +89,7 @@ func (s *SSE) Next(timeout time.Duration) SSEEvent {
 			s.b.T.Fatal("the event stream ended")
 		}
 		if s.b.Contract != nil {
-			if err := s.b.Contract.CheckEvent(ev.ID, ev.Event, []byte(ev.raw)); err != nil {
+			if err := s.b.Contract.CheckEvent(ev.ID, ev.Event, ev.raw); err != nil {
 				s.b.T.Errorf("OpenAPI contract: %v\ndata: %s", err, ev.raw)
 			}
 		}
