@@ -35,6 +35,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
@@ -247,9 +248,13 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	if err != nil {
 		return nil, err
 	}
+	// One relay feeds notices to every consumer.
+	relays := relay.New(pool)
+	relays.Add(webhooks.Consumer())
+	relays.Add(slackApprovals.Consumer())
 	workerDeps := &worker.Deps{
 		Pool: pool, Sources: sources, Tokens: tokens, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
-		Jobs: []worker.JobSet{webhooks, slackApprovals}, Secrets: ownSecrets(cfg, pool),
+		Jobs: []worker.JobSet{relays, webhooks, slackApprovals}, Secrets: ownSecrets(cfg, pool),
 	}
 	var groupPool *pgxpool.Pool
 	if role != RoleAPI {

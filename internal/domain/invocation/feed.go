@@ -17,7 +17,9 @@ import (
 // Notice is what an event tells the people and agents watching: the three
 // notifications of the Actions specification. Most events (started,
 // retry_scheduled, snoozed, replayed, discarded, and created in any status
-// but pending) are no notice.
+// but pending) are no notice. Which events are notices, and of which kind,
+// is the notice column of invocation_events (migration 024): feeds, their
+// indexes and the announcing trigger all read it.
 type Notice string
 
 const (
@@ -134,21 +136,6 @@ func (s *Store) FeedNow(ctx context.Context, db DB) (Cursor, error) {
 		return Cursor{}, fmt.Errorf("reading the feed horizon: %w", err)
 	}
 	return Cursor{XID: horizon}, nil
-}
-
-// NoticeOf returns the notice an event makes, or "".
-func NoticeOf(typ EventType, to Status) Notice {
-	switch typ {
-	case EventCreated:
-		if to == StatusPending {
-			return NoticeApprovalRequest
-		}
-	case EventApproved, EventDenied, EventExpired:
-		return NoticeApprovalResult
-	case EventCompleted, EventFailed, EventSkipped, EventCancelled:
-		return NoticeCompleted
-	}
-	return ""
 }
 
 // FeedScope says whose events a relay reads: every organization's (All),

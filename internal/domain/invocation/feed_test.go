@@ -165,8 +165,8 @@ func TestStore_FeedsReadTheNoticeIndexes(t *testing.T) {
 	}
 
 	notices := `'{action_approval_request,action_approval_result,action_completed}'`
-	plan := pgtest.Kept(t, conn, "FeedList", `(`+notices+`, NULL, 100, 'org-1', '0', 0)`).Explain
+	plan := pgtest.Kept(t, conn, "FeedList", `('org-1', '0', 0, `+notices+`, NULL, 100)`).Explain
 	require.Contains(t, plan, "invocation_events_org_xid", plan)
-	plan = pgtest.Kept(t, conn, "FeedListAll", `(100, '0', 0, true, '{}')`).Explain
+	plan = pgtest.Kept(t, conn, "FeedListAll", `('0', 0, true, '{}', 100)`).Explain
 	require.Contains(t, plan, "invocation_events_xid", plan)
 }

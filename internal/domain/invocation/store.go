@@ -19,10 +19,11 @@ import (
 )
 
 // EventsChannel is the Postgres channel events are announced on, as JSON
-// {"id", "invocation_id", "organization_id", "type", "to_status"}: a
-// creation that waits for approval, approved, denied, expired, cancelled,
-// completed, failed and skipped. The others (started, retries, snoozes,
-// replays, discards) are in the table only.
+// {"id", "invocation_id", "organization_id", "type", "to_status"}: the
+// events that make a notice (see Notice), a creation that waits for
+// approval, approved, denied, expired, cancelled, completed, failed and
+// skipped. The others (started, retries, snoozes, replays, discards) are
+// in the table only.
 const EventsChannel = "outboxd_invocation_events"
 
 var (

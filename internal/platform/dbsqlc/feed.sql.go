@@ -40,38 +40,28 @@ func (q *Queries) FeedHorizon(ctx context.Context, db DBTX) (int64, error) {
 }
 
 const feedList = `-- name: FeedList :many
-WITH e AS (
-    SELECT ev.id, ev.invocation_id, ev.seq, ev.type, ev.from_status, ev.to_status, ev.actor, ev.reason, ev.created_at, ev.xid,
-        CASE
-            WHEN ev.type = 'created' AND ev.to_status = 'pending' THEN 'action_approval_request'
-            WHEN ev.type IN ('approved', 'denied', 'expired') THEN 'action_approval_result'
-            WHEN ev.type IN ('completed', 'failed', 'skipped', 'cancelled') THEN 'action_completed'
-        END::text AS kind
-    FROM invocation_events ev
-    WHERE ev.organization_id = $4
-      AND (ev.xid, ev.id) > (CAST($5::text AS xid8), $6::bigint)
-      AND ((ev.type = 'created' AND ev.to_status = 'pending')
-           OR ev.type IN ('approved', 'denied', 'expired', 'completed', 'failed', 'skipped', 'cancelled'))
-)
 SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.reason, e.created_at AS event_created_at,
        e.xid::text::bigint AS xid,
        (e.xid < pg_snapshot_xmin(pg_current_snapshot()))::bool AS settled,
-       e.kind,
+       e.notice::text AS kind,
        a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry, a.steps
-FROM e JOIN action_invocations a ON a.id = e.invocation_id
-WHERE e.kind = ANY($1::text[])
-  AND ($2::text IS NULL OR a.session_id = $2)
+FROM invocation_events e JOIN action_invocations a ON a.id = e.invocation_id
+WHERE e.organization_id = $1
+  AND (e.xid, e.id) > (CAST($2::text AS xid8), $3::bigint)
+  AND e.notice IS NOT NULL
+  AND e.notice = ANY($4::text[])
+  AND ($5::text IS NULL OR a.session_id = $5)
 ORDER BY e.xid, e.id
-LIMIT $3
+LIMIT $6
 `
 
 type FeedListParams struct {
-	Kinds          []string
-	SessionID      *string
-	Max            int32
 	OrganizationID string
 	AfterXid       string
 	AfterID        int64
+	Kinds          []string
+	SessionID      *string
+	Max            int32
 }
 
 type FeedListRow struct {
@@ -93,14 +83,16 @@ type FeedListRow struct {
 // their notice kind, limited to kinds. settled is false for an event whose
 // transaction is not yet below the horizon: it and the events after it
 // must wait.
+// "notice IS NOT NULL" is the predicate of the feed indexes (migration
+// 024), there for the planner.
 func (q *Queries) FeedList(ctx context.Context, db DBTX, arg FeedListParams) ([]FeedListRow, error) {
 	rows, err := db.Query(ctx, feedList,
-		arg.Kinds,
-		arg.SessionID,
-		arg.Max,
 		arg.OrganizationID,
 		arg.AfterXid,
 		arg.AfterID,
+		arg.Kinds,
+		arg.SessionID,
+		arg.Max,
 	)
 	if err != nil {
 		return nil, err
@@ -180,36 +172,25 @@ func (q *Queries) FeedList(ctx context.Context, db DBTX, arg FeedListParams) ([]
 }
 
 const feedListAll = `-- name: FeedListAll :many
-WITH e AS (
-    SELECT ev.id, ev.invocation_id, ev.seq, ev.type, ev.from_status, ev.to_status, ev.actor, ev.reason, ev.created_at, ev.xid,
-        coalesce(CASE
-            WHEN ev.type = 'created' AND ev.to_status = 'pending' THEN 'action_approval_request'
-            WHEN ev.type IN ('approved', 'denied', 'expired') THEN 'action_approval_result'
-            WHEN ev.type IN ('completed', 'failed', 'skipped', 'cancelled') THEN 'action_completed'
-        END, '')::text AS kind
-    FROM invocation_events ev
-    WHERE (ev.xid, ev.id) > (CAST($2::text AS xid8), $3::bigint)
-      AND ($4::bool OR ev.organization_id = ANY($5::text[]))
-      AND ((ev.type = 'created' AND ev.to_status = 'pending')
-           OR ev.type IN ('approved', 'denied', 'expired', 'completed', 'failed', 'skipped', 'cancelled'))
-)
 SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.reason, e.created_at AS event_created_at,
        e.xid::text::bigint AS xid,
        (e.xid < pg_snapshot_xmin(pg_current_snapshot()))::bool AS settled,
-       e.kind,
+       e.notice::text AS kind,
        a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry, a.steps
-FROM e JOIN action_invocations a ON a.id = e.invocation_id
-WHERE e.kind <> ''
+FROM invocation_events e JOIN action_invocations a ON a.id = e.invocation_id
+WHERE (e.xid, e.id) > (CAST($1::text AS xid8), $2::bigint)
+  AND ($3::bool OR e.organization_id = ANY($4::text[]))
+  AND e.notice IS NOT NULL
 ORDER BY e.xid, e.id
-LIMIT $1
+LIMIT $5
 `
 
 type FeedListAllParams struct {
-	Max              int32
 	AfterXid         string
 	AfterID          int64
 	AllOrganizations bool
 	Organizations    []string
+	Max              int32
 }
 
 type FeedListAllRow struct {
@@ -231,11 +212,11 @@ type FeedListAllRow struct {
 // notice, of every organization (all_organizations) or of those listed.
 func (q *Queries) FeedListAll(ctx context.Context, db DBTX, arg FeedListAllParams) ([]FeedListAllRow, error) {
 	rows, err := db.Query(ctx, feedListAll,
-		arg.Max,
 		arg.AfterXid,
 		arg.AfterID,
 		arg.AllOrganizations,
 		arg.Organizations,
+		arg.Max,
 	)
 	if err != nil {
 		return nil, err

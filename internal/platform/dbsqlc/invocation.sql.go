@@ -106,7 +106,7 @@ func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterLis
 }
 
 const eventListByInvocation = `-- name: EventListByInvocation :many
-SELECT id, invocation_id, organization_id, seq, type, from_status, to_status, actor, reason, created_at, xid FROM invocation_events
+SELECT id, invocation_id, organization_id, seq, type, from_status, to_status, actor, reason, created_at, xid, notice FROM invocation_events
 WHERE invocation_id = $1 AND organization_id = $2
 ORDER BY seq
 `
@@ -137,6 +137,7 @@ func (q *Queries) EventListByInvocation(ctx context.Context, db DBTX, arg EventL
 			&i.Reason,
 			&i.CreatedAt,
 			&i.Xid,
+			&i.Notice,
 		); err != nil {
 			return nil, err
 		}

@@ -118,6 +118,7 @@ type InvocationEvent struct {
 	Reason         *string
 	CreatedAt      time.Time
 	Xid            pgtype.Uint64
+	Notice         *string
 }
 
 type InvokeRateWindow struct {
@@ -172,6 +173,12 @@ type QuietHour struct {
 	UpdatedAt      time.Time
 }
 
+type RelayCursor struct {
+	Consumer string
+	AfterXid pgtype.Uint64
+	AfterID  int64
+}
+
 type SlackMessage struct {
 	InvocationID   uuid.UUID
 	OrganizationID string
@@ -179,12 +186,6 @@ type SlackMessage struct {
 	Ts             string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
-}
-
-type SlackRelay struct {
-	Singleton bool
-	AfterXid  pgtype.Uint64
-	AfterID   int64
 }
 
 type SlackSetting struct {
@@ -227,10 +228,4 @@ type WebhookDelivery struct {
 	DeliveredAt    *time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
-}
-
-type WebhookRelay struct {
-	Singleton bool
-	AfterXid  pgtype.Uint64
-	AfterID   int64
 }

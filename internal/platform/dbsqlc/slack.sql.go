@@ -126,36 +126,6 @@ func (q *Queries) SlackMessageInsert(ctx context.Context, db DBTX, arg SlackMess
 	return err
 }
 
-const slackRelayAdvance = `-- name: SlackRelayAdvance :exec
-UPDATE slack_relay SET after_xid = CAST($1::text AS xid8), after_id = $2
-`
-
-type SlackRelayAdvanceParams struct {
-	AfterXid string
-	AfterID  int64
-}
-
-func (q *Queries) SlackRelayAdvance(ctx context.Context, db DBTX, arg SlackRelayAdvanceParams) error {
-	_, err := db.Exec(ctx, slackRelayAdvance, arg.AfterXid, arg.AfterID)
-	return err
-}
-
-const slackRelayLock = `-- name: SlackRelayLock :one
-SELECT after_xid::text::bigint AS after_xid, after_id FROM slack_relay FOR UPDATE
-`
-
-type SlackRelayLockRow struct {
-	AfterXid int64
-	AfterID  int64
-}
-
-func (q *Queries) SlackRelayLock(ctx context.Context, db DBTX) (SlackRelayLockRow, error) {
-	row := db.QueryRow(ctx, slackRelayLock)
-	var i SlackRelayLockRow
-	err := row.Scan(&i.AfterXid, &i.AfterID)
-	return i, err
-}
-
 const slackSettingsGet = `-- name: SlackSettingsGet :one
 SELECT organization_id, channel, approvers, updated_by, updated_at FROM slack_settings WHERE organization_id = $1
 `

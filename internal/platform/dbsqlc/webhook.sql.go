@@ -185,36 +185,6 @@ func (q *Queries) DeliveryRecord(ctx context.Context, db DBTX, arg DeliveryRecor
 	return i, err
 }
 
-const relayAdvance = `-- name: RelayAdvance :exec
-UPDATE webhook_relay SET after_xid = CAST($1::text AS xid8), after_id = $2
-`
-
-type RelayAdvanceParams struct {
-	AfterXid string
-	AfterID  int64
-}
-
-func (q *Queries) RelayAdvance(ctx context.Context, db DBTX, arg RelayAdvanceParams) error {
-	_, err := db.Exec(ctx, relayAdvance, arg.AfterXid, arg.AfterID)
-	return err
-}
-
-const relayLock = `-- name: RelayLock :one
-SELECT after_xid::text::bigint AS after_xid, after_id FROM webhook_relay FOR UPDATE
-`
-
-type RelayLockRow struct {
-	AfterXid int64
-	AfterID  int64
-}
-
-func (q *Queries) RelayLock(ctx context.Context, db DBTX) (RelayLockRow, error) {
-	row := db.QueryRow(ctx, relayLock)
-	var i RelayLockRow
-	err := row.Scan(&i.AfterXid, &i.AfterID)
-	return i, err
-}
-
 const webhookDelete = `-- name: WebhookDelete :execrows
 DELETE FROM webhooks WHERE id = $1 AND organization_id = $2
 `

@@ -5,7 +5,7 @@
 // the HTTP API, and the update of the message when the invocation is
 // decided, wherever that happened.
 //
-// Messages come from invocation_events through a relay with its own cursor,
-// as webhook deliveries do (see package webhook): an approval request that
-// rolled back is never posted, and one that committed is posted once.
+// Messages come from invocation_events through the relay (package relay),
+// whose consumer Slack approvals are: an approval request that rolled back
+// is never posted, and one that committed is posted once.
 package slackapproval

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,83 +12,47 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
-	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/policy"
 )
 
-// RelayArgs turns new events into message jobs.
-type RelayArgs struct{}
-
-// Kind implements river.JobArgs.
-func (RelayArgs) Kind() string { return "slack_relay" }
-
-// InsertOpts keeps at most one relay job waiting or running.
-func (RelayArgs) InsertOpts() river.InsertOpts { return invocation.RelayInsertOpts("") }
-
-// RelayWorker runs RelayArgs.
-type RelayWorker struct {
-	river.WorkerDefaults[RelayArgs]
-	svc *Service
+// Consumer is the relay consumer of Slack approvals: for organizations
+// with a channel, a request makes a post job, a decision (approval
+// result, or cancellation while pending) an update job.
+func (s *Service) Consumer() relay.Consumer {
+	return relay.Consumer{Name: "slack", Every: s.cfg.RelayInterval, Scope: s.scope, Jobs: s.jobs}
 }
 
-// Work relays until it has caught up with the horizon.
-func (w *RelayWorker) Work(ctx context.Context, _ *river.Job[RelayArgs]) error {
-	return invocation.CatchUp(ctx, w.svc.relay)
-}
-
-// relay reads the events after the cursor: a request makes a post job, a
-// decision (approval result, or cancellation while pending) an update job,
-// for organizations with a channel. The jobs and the cursor commit
-// together.
-func (s *Service) relay(ctx context.Context) (int, error) {
-	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
-	if err != nil {
-		return 0, err
+// scope: with a default channel every organization's requests are posted;
+// otherwise only those of organizations with a channel of their own.
+func (s *Service) scope(ctx context.Context, tx pgx.Tx) (invocation.FeedScope, error) {
+	if s.cfg.Channel != "" {
+		return invocation.FeedScope{All: true}, nil
 	}
-	return dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (int, error) {
-		cur, err := s.q.SlackRelayLock(ctx, tx)
-		if err != nil {
-			return 0, fmt.Errorf("locking the slack relay cursor: %w", err)
+	orgs, err := s.q.SlackChannelOrganizations(ctx, tx)
+	if err != nil {
+		return invocation.FeedScope{}, fmt.Errorf("loading the organizations with a channel: %w", err)
+	}
+	return invocation.FeedScope{Orgs: orgs}, nil
+}
+
+// jobs returns the post and update jobs of the notices, every one of an
+// organization with a channel (the scope).
+func (s *Service) jobs(_ context.Context, _ pgx.Tx, items []invocation.FeedItem) ([]river.InsertManyParams, error) {
+	var jobs []river.InsertManyParams
+	for i := range items {
+		it := &items[i]
+		if !relevant(it) {
+			continue
 		}
-		// With a default channel every organization's requests are posted;
-		// otherwise only those of organizations with a channel of their own.
-		scope := invocation.FeedScope{All: s.cfg.Channel != ""}
-		if !scope.All {
-			if scope.Orgs, err = s.q.SlackChannelOrganizations(ctx, tx); err != nil {
-				return 0, fmt.Errorf("loading the organizations with a channel: %w", err)
-			}
+		if it.Notice == invocation.NoticeApprovalRequest {
+			jobs = append(jobs, river.InsertManyParams{Args: PostArgs{InvocationID: it.InvocationID}})
+		} else {
+			jobs = append(jobs, river.InsertManyParams{Args: UpdateArgs{InvocationID: it.InvocationID}})
 		}
-		after := invocation.Cursor{XID: cur.AfterXid, ID: cur.AfterID}
-		items, next, err := s.store.FeedAll(ctx, tx, after, scope, invocation.RelayBatch)
-		if err != nil {
-			return 0, err
-		}
-		var jobs []river.InsertManyParams
-		for i := range items {
-			// Every item is of an organization with a channel (the scope).
-			it := &items[i]
-			if !relevant(it) {
-				continue
-			}
-			if it.Notice == invocation.NoticeApprovalRequest {
-				jobs = append(jobs, river.InsertManyParams{Args: PostArgs{InvocationID: it.InvocationID}})
-			} else {
-				jobs = append(jobs, river.InsertManyParams{Args: UpdateArgs{InvocationID: it.InvocationID}})
-			}
-		}
-		if len(jobs) > 0 {
-			if _, err := client.InsertManyTx(ctx, tx, jobs); err != nil {
-				return 0, fmt.Errorf("inserting slack jobs: %w", err)
-			}
-		}
-		if next != after {
-			if err := s.q.SlackRelayAdvance(ctx, tx, dbsqlc.SlackRelayAdvanceParams{AfterXid: strconv.FormatInt(next.XID, 10), AfterID: next.ID}); err != nil {
-				return 0, fmt.Errorf("moving the slack relay cursor: %w", err)
-			}
-		}
-		return len(items), nil
-	})
+	}
+	return jobs, nil
 }
 
 // relevant reports whether an event changes an approval message.
@@ -193,9 +156,8 @@ func (w *UpdateWorker) Work(ctx context.Context, job *river.Job[UpdateArgs]) err
 	return err
 }
 
-// AddWorkers registers the relay, post and update workers.
+// AddWorkers registers the post and update workers.
 func (s *Service) AddWorkers(workers *river.Workers) {
-	river.AddWorker(workers, &RelayWorker{svc: s})
 	river.AddWorker(workers, &PostWorker{svc: s})
 	river.AddWorker(workers, &UpdateWorker{svc: s})
 }
@@ -203,12 +165,8 @@ func (s *Service) AddWorkers(workers *river.Workers) {
 // Queues: Slack jobs run on River's default queue.
 func (s *Service) Queues() map[string]river.QueueConfig { return nil }
 
-// PeriodicJobs runs the relay every RelayInterval.
-func (s *Service) PeriodicJobs() []*river.PeriodicJob {
-	return []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(s.cfg.RelayInterval),
-		func() (river.JobArgs, *river.InsertOpts) { return RelayArgs{}, nil },
-		&river.PeriodicJobOpts{RunOnStart: true, ID: "slack_relay"})}
-}
+// PeriodicJobs: the relay (Consumer) runs Slack's periodic job.
+func (s *Service) PeriodicJobs() []*river.PeriodicJob { return nil }
 
 // buttonValue is what a button carries back: Slack signs the click, so the
 // organization in it is as trustworthy as the message outboxd posted.

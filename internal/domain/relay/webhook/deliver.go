@@ -19,102 +19,70 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
-	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/netguard"
 )
 
 // Queue is the queue deliveries run on, apart from the actions.
 const Queue = "webhooks"
 
-// RelayArgs turns the events written since the last run into deliveries.
-// It runs periodically on the leader.
-type RelayArgs struct{}
-
-// Kind implements river.JobArgs.
-func (RelayArgs) Kind() string { return "webhook_relay" }
-
-// InsertOpts keeps at most one relay job waiting or running.
-func (RelayArgs) InsertOpts() river.InsertOpts { return invocation.RelayInsertOpts(Queue) }
-
-// RelayWorker runs RelayArgs.
-type RelayWorker struct {
-	river.WorkerDefaults[RelayArgs]
-	svc *Service
+// Consumer is the relay consumer of webhooks: the notices of the
+// organizations with an enabled endpoint become a delivery row and its job
+// for every enabled endpoint that wants them.
+func (s *Service) Consumer() relay.Consumer {
+	return relay.Consumer{Name: "webhook", Every: s.cfg.RelayInterval, Queue: Queue, Scope: s.scope, Jobs: s.jobs}
 }
 
-// Work relays until it has caught up with the horizon.
-func (w *RelayWorker) Work(ctx context.Context, _ *river.Job[RelayArgs]) error {
-	return invocation.CatchUp(ctx, w.svc.relay)
-}
-
-// relay moves one batch of events past the relay cursor, inserting the
-// deliveries they make in the same transaction, and returns how many
-// events it read.
-func (s *Service) relay(ctx context.Context) (int, error) {
-	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+// scope is the organizations with an enabled endpoint.
+func (s *Service) scope(ctx context.Context, tx pgx.Tx) (invocation.FeedScope, error) {
+	endpoints, err := s.q.WebhookEndpointsEnabled(ctx, tx)
 	if err != nil {
-		return 0, err
+		return invocation.FeedScope{}, fmt.Errorf("loading endpoints: %w", err)
 	}
-	return dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (int, error) {
-		cur, err := s.q.RelayLock(ctx, tx)
-		if err != nil {
-			return 0, fmt.Errorf("locking the relay cursor: %w", err)
+	var scope invocation.FeedScope
+	for _, ep := range endpoints {
+		if !slices.Contains(scope.Orgs, ep.OrganizationID) {
+			scope.Orgs = append(scope.Orgs, ep.OrganizationID)
 		}
-		endpoints, err := s.q.WebhookEndpointsEnabled(ctx, tx)
-		if err != nil {
-			return 0, fmt.Errorf("loading endpoints: %w", err)
-		}
-		var orgs []string
+	}
+	return scope, nil
+}
+
+// jobs inserts the deliveries the notices make and returns their jobs.
+func (s *Service) jobs(ctx context.Context, tx pgx.Tx, items []invocation.FeedItem) ([]river.InsertManyParams, error) {
+	endpoints, err := s.q.WebhookEndpointsEnabled(ctx, tx)
+	if err != nil {
+		return nil, fmt.Errorf("loading endpoints: %w", err)
+	}
+	var jobs []river.InsertManyParams
+	for i := range items {
+		it := &items[i]
+		var payload []byte
 		for _, ep := range endpoints {
-			if !slices.Contains(orgs, ep.OrganizationID) {
-				orgs = append(orgs, ep.OrganizationID)
+			if ep.OrganizationID != it.Invocation.OrganizationID || !slices.Contains(ep.Events, string(it.Notice)) {
+				continue
 			}
-		}
-		after := invocation.Cursor{XID: cur.AfterXid, ID: cur.AfterID}
-		items, next, err := s.store.FeedAll(ctx, tx, after, invocation.FeedScope{Orgs: orgs}, invocation.RelayBatch)
-		if err != nil {
-			return 0, err
-		}
-		var jobs []river.InsertManyParams
-		for i := range items {
-			it := &items[i]
-			var payload []byte
-			for _, ep := range endpoints {
-				if ep.OrganizationID != it.Invocation.OrganizationID || !slices.Contains(ep.Events, string(it.Notice)) {
-					continue
-				}
-				if payload == nil {
-					payload, err = json.Marshal(map[string]any{"type": it.Notice, "timestamp": it.CreatedAt.UTC(), "data": s.deps.Payload(it)})
-					if err != nil {
-						return 0, fmt.Errorf("encoding payload: %w", err)
-					}
-				}
-				id, err := s.q.DeliveryInsert(ctx, tx, dbsqlc.DeliveryInsertParams{
-					ID: uuid.Must(uuid.NewV7()), WebhookID: ep.ID, OrganizationID: ep.OrganizationID,
-					EventID: it.ID, EventType: string(it.Notice), Payload: string(payload),
-				})
-				if errors.Is(err, pgx.ErrNoRows) {
-					continue
-				}
+			if payload == nil {
+				payload, err = json.Marshal(map[string]any{"type": it.Notice, "timestamp": it.CreatedAt.UTC(), "data": s.deps.Payload(it)})
 				if err != nil {
-					return 0, fmt.Errorf("inserting delivery: %w", err)
+					return nil, fmt.Errorf("encoding payload: %w", err)
 				}
-				jobs = append(jobs, river.InsertManyParams{Args: DeliverArgs{DeliveryID: id}, InsertOpts: &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts}})
 			}
-		}
-		if len(jobs) > 0 {
-			if _, err := client.InsertManyTx(ctx, tx, jobs); err != nil {
-				return 0, fmt.Errorf("inserting delivery jobs: %w", err)
+			id, err := s.q.DeliveryInsert(ctx, tx, dbsqlc.DeliveryInsertParams{
+				ID: uuid.Must(uuid.NewV7()), WebhookID: ep.ID, OrganizationID: ep.OrganizationID,
+				EventID: it.ID, EventType: string(it.Notice), Payload: string(payload),
+			})
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue
 			}
-		}
-		if next != after {
-			if err := s.q.RelayAdvance(ctx, tx, dbsqlc.RelayAdvanceParams{AfterXid: strconv.FormatInt(next.XID, 10), AfterID: next.ID}); err != nil {
-				return 0, fmt.Errorf("moving the relay cursor: %w", err)
+			if err != nil {
+				return nil, fmt.Errorf("inserting delivery: %w", err)
 			}
+			jobs = append(jobs, river.InsertManyParams{Args: DeliverArgs{DeliveryID: id}, InsertOpts: &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts}})
 		}
-		return len(items), nil
-	})
+	}
+	return jobs, nil
 }
 
 // DeliverArgs sends one delivery.
@@ -302,9 +270,8 @@ func (s *Service) send(ctx context.Context, url, secret, msgID string, payload [
 	return o
 }
 
-// AddWorkers registers the relay and delivery workers.
+// AddWorkers registers the delivery worker.
 func (s *Service) AddWorkers(workers *river.Workers) {
-	river.AddWorker(workers, &RelayWorker{svc: s})
 	river.AddWorker(workers, &DeliverWorker{svc: s})
 }
 
@@ -313,11 +280,7 @@ func (s *Service) Queues() map[string]river.QueueConfig {
 	return map[string]river.QueueConfig{Queue: {MaxWorkers: s.cfg.MaxWorkers}}
 }
 
-// PeriodicJobs runs the relay every RelayInterval.
-func (s *Service) PeriodicJobs() []*river.PeriodicJob {
-	return []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(s.cfg.RelayInterval),
-		func() (river.JobArgs, *river.InsertOpts) { return RelayArgs{}, nil },
-		&river.PeriodicJobOpts{RunOnStart: true, ID: "webhook_relay"})}
-}
+// PeriodicJobs: the relay (Consumer) runs the webhooks' periodic job.
+func (s *Service) PeriodicJobs() []*river.PeriodicJob { return nil }
 
 func ptr[T any](v T) *T { return &v }

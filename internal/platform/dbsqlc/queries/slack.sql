@@ -21,9 +21,3 @@ SELECT * FROM slack_messages WHERE invocation_id = @invocation_id;
 -- name: SlackMessageInsert :exec
 INSERT INTO slack_messages (invocation_id, organization_id, channel, ts) VALUES (@invocation_id, @organization_id, @channel, @ts)
 ON CONFLICT (invocation_id) DO NOTHING;
-
--- name: SlackRelayLock :one
-SELECT after_xid::text::bigint AS after_xid, after_id FROM slack_relay FOR UPDATE;
-
--- name: SlackRelayAdvance :exec
-UPDATE slack_relay SET after_xid = CAST(@after_xid::text AS xid8), after_id = @after_id;

@@ -57,12 +57,6 @@ UPDATE webhooks SET
 WHERE id = @id
 RETURNING *;
 
--- name: RelayLock :one
-SELECT after_xid::text::bigint AS after_xid, after_id FROM webhook_relay FOR UPDATE;
-
--- name: RelayAdvance :exec
-UPDATE webhook_relay SET after_xid = CAST(@after_xid::text AS xid8), after_id = @after_id;
-
 -- name: DeliveryInsert :one
 INSERT INTO webhook_deliveries (id, webhook_id, organization_id, event_id, event_type, payload)
 VALUES (@id, @webhook_id, @organization_id, @event_id, @event_type, @payload)
