@@ -85,14 +85,11 @@ func ParseID(id, prefix, noun string) (uuid.UUID, error) {
 	return uid, nil
 }
 
-// Conflict returns ErrConflict with the message when err is a unique
-// violation (a name taken), and err otherwise.
-func Conflict(err error, format string, args ...any) error {
+// IsConflict reports whether err is a unique violation: another source
+// of the organization has the name.
+func IsConflict(err error) bool {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-		return fmt.Errorf("%w: %s", ErrConflict, fmt.Sprintf(format, args...))
-	}
-	return err
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
 // Secrets seals the secrets of org-registered sources (a connector's
