@@ -166,7 +166,7 @@ func (s *Service) modeResolver(ctx context.Context, c *Caller) (func(catalogSour
 	}
 	return func(src catalogSource, d executors.Definition) (policy.Resolution, bool) {
 		key := src.id + ":" + d.ID
-		return resolveMode(catalog.Action{Source: src.src, Definition: d}, policy.ModeInput{
+		return catalog.Action{Source: src.src, Definition: d}.Resolve(policy.ModeInput{
 			AutomationOverride: string(automationModes[key]),
 			OrgDefault:         string(orgModes[key]),
 		})

@@ -3,7 +3,6 @@ package outbox
 import (
 	"errors"
 	"fmt"
-	"github.com/jackc/pgx/v5/pgconn"
 	"time"
 
 	"github.com/outboxd/outboxd/executors"
@@ -62,9 +61,4 @@ type RateLimitError struct {
 
 func (e *RateLimitError) Error() string {
 	return fmt.Sprintf("invoke rate limit of %d per minute reached", e.Limit)
-}
-
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }

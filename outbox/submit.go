@@ -221,7 +221,7 @@ func (s *Service) plan(p *prepared, orgMode, automationMode string) *invocation.
 	if r.automationID == "" {
 		automationMode = ""
 	}
-	res, drifted := resolveMode(p.action, policy.ModeInput{
+	res, drifted := p.action.Resolve(policy.ModeInput{
 		AutomationOverride: automationMode,
 		OrgDefault:         orgMode,
 		RequestRisk:        r.riskHint,
@@ -313,31 +313,6 @@ func (s *Service) resolveAction(ctx context.Context, org, sourceID, actionID str
 		}
 	}
 	return catalog.Action{}, fmt.Errorf("%w: action %s.%s", ErrNotFound, sourceID, actionID)
-}
-
-// resolveMode runs the mode cascade for one action, from its tier. For an
-// action of an org-registered source (a connector tool), the mode an admin
-// confirmed in review stands in for the org default (an explicit org
-// override still wins), and the drift guard applies when the definition
-// hash changed since that review. A reviewed allow does not make an R3 or
-// R4 tool run unattended: policy.Resolve keeps those for a human.
-func resolveMode(a catalog.Action, in policy.ModeInput) (policy.Resolution, bool) {
-	def := a.Definition
-	in.Tier = string(def.Tier)
-	if !a.Source.OrgRegistered {
-		return policy.Resolve(in), false
-	}
-	review, reviewed := a.Review()
-	if reviewed && in.OrgDefault == "" {
-		in.OrgDefault = review.Mode
-	}
-	res := policy.Resolve(in)
-	if !reviewed {
-		return res, false
-	}
-	hash, err := policy.DefinitionHash(def.Params)
-	drifted := err != nil || hash != review.Hash
-	return policy.ApplyDriftGuard(res, drifted), drifted
 }
 
 // existing returns the invocation an earlier request with the same

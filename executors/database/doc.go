@@ -18,4 +18,8 @@
 // dropped, and on Close. Unless Config.AllowPrivateNetworks is set, the
 // pool dials through the private network guard (internal/platform/netguard), which
 // checks the address every connection actually reaches.
+//
+// The registered databases themselves (their CRUD and their registration
+// with the catalog) are package databases; their rows are stored by
+// databasestore.
 package database

@@ -23,4 +23,8 @@
 // override, then the server's annotations (destructiveHint before
 // readOnlyHint), then the policy's default, then "write". Tool.Hash is the
 // policy.DefinitionHash of the input schema, for the drift guard.
+//
+// The connectors themselves (their CRUD, the review of their tools, and
+// their registration with the catalog) are package connectors; their rows
+// are stored by mcpstore.
 package mcp

@@ -1,14 +1,29 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
+	"github.com/outboxd/outboxd/executors/mcp"
+	"github.com/outboxd/outboxd/executors/mcp/connectors"
 	"github.com/outboxd/outboxd/internal/domain/auth"
-	"github.com/outboxd/outboxd/outbox"
 )
 
+// Connectors manages an organization's MCP connectors
+// (executors/mcp/connectors).
+type Connectors interface {
+	List(ctx context.Context, org string) ([]connectors.View, error)
+	Create(ctx context.Context, org, by string, in *connectors.Input) (connectors.View, error)
+	Get(ctx context.Context, org, id string) (connectors.View, error)
+	Update(ctx context.Context, org, id, by string, in *connectors.Input) (connectors.View, error)
+	Delete(ctx context.Context, org, id string) error
+	Validate(ctx context.Context, org, id string) (mcp.Diagnostics, error)
+	Tools(ctx context.Context, org, id string) ([]connectors.ToolReview, error)
+	Review(ctx context.Context, org, id string, modes map[string]string) ([]connectors.ToolReview, error)
+}
+
 func (s *Server) listConnectors(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	views, err := s.svc.ListConnectors(r.Context(), c.Org)
+	views, err := s.connectors.List(r.Context(), c.Org)
 	if err != nil {
 		return err
 	}
@@ -17,11 +32,11 @@ func (s *Server) listConnectors(w http.ResponseWriter, r *http.Request, c *auth.
 }
 
 func (s *Server) createConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	var in outbox.ConnectorInput
+	var in connectors.Input
 	if err := decode(r, &in, false); err != nil {
 		return err
 	}
-	view, err := s.svc.CreateConnector(r.Context(), c.Org, c.Subject, &in)
+	view, err := s.connectors.Create(r.Context(), c.Org, c.Subject, &in)
 	if err != nil {
 		return err
 	}
@@ -30,7 +45,7 @@ func (s *Server) createConnector(w http.ResponseWriter, r *http.Request, c *auth
 }
 
 func (s *Server) getConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	view, err := s.svc.GetConnector(r.Context(), c.Org, r.PathValue("id"))
+	view, err := s.connectors.Get(r.Context(), c.Org, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -39,11 +54,11 @@ func (s *Server) getConnector(w http.ResponseWriter, r *http.Request, c *auth.Cl
 }
 
 func (s *Server) updateConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	var in outbox.ConnectorInput
+	var in connectors.Input
 	if err := decode(r, &in, false); err != nil {
 		return err
 	}
-	view, err := s.svc.UpdateConnector(r.Context(), c.Org, r.PathValue("id"), c.Subject, &in)
+	view, err := s.connectors.Update(r.Context(), c.Org, r.PathValue("id"), c.Subject, &in)
 	if err != nil {
 		return err
 	}
@@ -52,7 +67,7 @@ func (s *Server) updateConnector(w http.ResponseWriter, r *http.Request, c *auth
 }
 
 func (s *Server) deleteConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := s.svc.DeleteConnector(r.Context(), c.Org, r.PathValue("id")); err != nil {
+	if err := s.connectors.Delete(r.Context(), c.Org, r.PathValue("id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -60,7 +75,7 @@ func (s *Server) deleteConnector(w http.ResponseWriter, r *http.Request, c *auth
 }
 
 func (s *Server) validateConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	diag, err := s.svc.ValidateConnector(r.Context(), c.Org, r.PathValue("id"))
+	diag, err := s.connectors.Validate(r.Context(), c.Org, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -69,7 +84,7 @@ func (s *Server) validateConnector(w http.ResponseWriter, r *http.Request, c *au
 }
 
 func (s *Server) connectorTools(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	tools, err := s.svc.ConnectorTools(r.Context(), c.Org, r.PathValue("id"))
+	tools, err := s.connectors.Tools(r.Context(), c.Org, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -85,7 +100,7 @@ func (s *Server) reviewConnectorTools(w http.ResponseWriter, r *http.Request, c 
 	if modes == nil {
 		return badRequest("invalid_json", `body must be an object {"<tool>": "<mode>"}`)
 	}
-	tools, err := s.svc.ReviewConnectorTools(r.Context(), c.Org, r.PathValue("id"), modes)
+	tools, err := s.connectors.Review(r.Context(), c.Org, r.PathValue("id"), modes)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/orgsource"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
@@ -49,6 +50,9 @@ type Deps struct {
 	Webhooks *webhook.Service
 	// Slack holds the Slack approval settings and takes Slack's clicks.
 	Slack *slackapproval.Service
+	// Connectors and Databases manage the org-registered sources.
+	Connectors Connectors
+	Databases  Databases
 	// Unauthenticated caps the requests a client address sends without a
 	// valid bearer token; nil: no cap.
 	Unauthenticated *httpserver.AddrLimiter
@@ -64,6 +68,9 @@ type Server struct {
 	streams  StreamConfig
 	webhooks *webhook.Service
 	slack    *slackapproval.Service
+	// connectors and databases manage the org-registered sources.
+	connectors Connectors
+	databases  Databases
 	// unauthenticated is nil without a cap.
 	unauthenticated *httpserver.AddrLimiter
 
@@ -85,6 +92,9 @@ func New(deps *Deps) *Server {
 		closing:  make(chan struct{}),
 
 		unauthenticated: deps.Unauthenticated,
+
+		connectors: deps.Connectors,
+		databases:  deps.Databases,
 	}
 }
 
@@ -291,6 +301,7 @@ func toAPIError(err error) *apiError {
 	var (
 		ae  *apiError
 		ve  *outbox.ValidationError
+		ove *orgsource.ValidationError
 		rle *outbox.RateLimitError
 		we  *webhook.InvalidError
 		se  *slackapproval.InvalidError
@@ -300,6 +311,8 @@ func toAPIError(err error) *apiError {
 		return ae
 	case errors.As(err, &ve):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: ve.Message, details: map[string]any{"fields": ve.Fields}}
+	case errors.As(err, &ove):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: ove.Message, details: map[string]any{"fields": ove.Fields}}
 	case errors.As(err, &rle):
 		return rateLimited(err.Error(), rle.RetryAfter)
 	case errors.As(err, &se):
@@ -308,9 +321,9 @@ func toAPIError(err error) *apiError {
 	case errors.As(err, &we):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: we.Message,
 			details: map[string]any{"fields": []executors.FieldError{{Field: we.Field, Message: we.Message}}}}
-	case errors.Is(err, outbox.ErrNotFound), errors.Is(err, invocation.ErrNotFound), errors.Is(err, webhook.ErrNotFound):
+	case errors.Is(err, outbox.ErrNotFound), errors.Is(err, invocation.ErrNotFound), errors.Is(err, webhook.ErrNotFound), errors.Is(err, orgsource.ErrNotFound):
 		return &apiError{status: http.StatusNotFound, code: "not_found", message: err.Error()}
-	case errors.Is(err, outbox.ErrConflict), errors.Is(err, invocation.ErrConflict):
+	case errors.Is(err, outbox.ErrConflict), errors.Is(err, invocation.ErrConflict), errors.Is(err, orgsource.ErrConflict):
 		return &apiError{status: http.StatusConflict, code: "conflict", message: err.Error()}
 	case errors.Is(err, outbox.ErrExpired):
 		return &apiError{status: http.StatusGone, code: "expired", message: err.Error()}
@@ -318,7 +331,7 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusTooManyRequests, code: "pending_limit", message: err.Error()}
 	case errors.Is(err, outbox.ErrIdempotencyMismatch):
 		return &apiError{status: http.StatusUnprocessableEntity, code: "idempotency_mismatch", message: err.Error()}
-	case errors.Is(err, outbox.ErrSourceUnavailable):
+	case errors.Is(err, outbox.ErrSourceUnavailable), errors.Is(err, orgsource.ErrUnavailable):
 		return &apiError{status: http.StatusServiceUnavailable, code: "source_unavailable", message: err.Error()}
 	case errors.Is(err, outbox.ErrSourceNotAllowed):
 		return &apiError{status: http.StatusForbidden, code: "source_not_allowed", message: err.Error()}

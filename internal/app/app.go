@@ -25,8 +25,12 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/database"
+	orgdatabases "github.com/outboxd/outboxd/executors/database/databases"
+	"github.com/outboxd/outboxd/executors/database/databasestore"
 	"github.com/outboxd/outboxd/executors/demo"
 	"github.com/outboxd/outboxd/executors/mcp"
+	"github.com/outboxd/outboxd/executors/mcp/connectors"
+	"github.com/outboxd/outboxd/executors/mcp/mcpstore"
 	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/api"
@@ -43,6 +47,7 @@ import (
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
 	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/policy"
 	"github.com/outboxd/outboxd/worker"
 )
 
@@ -201,7 +206,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	databases := database.New(&database.Config{AllowPrivateNetworks: cfg.AllowPrivateNetworks})
 
 	creds := credential.NewStore(pool, box)
-	sources := catalog.New(registry, pool, mcpClient, creds).WithDatabases(databases)
+	sources := catalog.New(registry)
 	if err := addPlugins(sources, plugins); err != nil {
 		return nil, err
 	}
@@ -284,12 +289,8 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	}
 	pools = append(pools, tenantPool)
 	apiCreds := credential.NewStore(tenantPool, box)
-	apiSources := catalog.New(registry, tenantPool, mcpClient, apiCreds).WithDatabases(databases)
-	if err := addPlugins(apiSources, plugins); err != nil {
-		return nil, err
-	}
 	deps := &outbox.Deps{
-		Pool: tenantPool, Listeners: pool, River: client, Sources: apiSources,
+		Pool: tenantPool, Listeners: pool, River: client, Sources: sources,
 		Credentials: apiCreds, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
 	}
 	if cfg.TokenSource != "broker" {
@@ -298,6 +299,21 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	svc, err := outbox.New(deps, &cfg.Outbox)
 	if err != nil {
 		return nil, err
+	}
+	// The org-registered source kinds, in the order the catalog lists
+	// them: each store writes through the tenant pool and looks sources up
+	// for the workers through pool.
+	orgDatabases := orgdatabases.New(databasestore.New(tenantPool, pool, apiCreds), databases)
+	orgConnectors := connectors.New(&connectors.Deps{
+		Store: mcpstore.New(tenantPool, pool, apiCreds), Client: mcpClient, Secrets: apiCreds, WorkerSecrets: creds,
+		Modes: func(ctx context.Context, org string) (map[string]policy.Mode, error) {
+			return svc.GetModes(ctx, org, "")
+		},
+	})
+	for _, k := range []catalog.Kind{orgDatabases.Kind(), orgConnectors.Kind()} {
+		if err := sources.Register(k); err != nil {
+			return nil, err
+		}
 	}
 	// The API manages endpoints through the tenant pool too; the relay and
 	// the deliveries (webhooks, above) work for every organization.
@@ -314,6 +330,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 
 	server := api.New(&api.Deps{
 		Service: svc, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams, Webhooks: apiWebhooks, Slack: apiSlack,
+		Connectors: orgConnectors, Databases: orgDatabases,
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
 	})
 	var handler http.Handler = server.Handler()

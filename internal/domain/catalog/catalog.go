@@ -1,37 +1,39 @@
 // Package catalog resolves source ids for an organization: the static
-// provider sources (Slack, Linear, Sentry, GitHub) plus the organization's
-// enabled MCP connectors, each wrapped with the connector row it came from,
-// and its registered databases.
+// provider sources (Slack, Linear, Sentry, GitHub), the sources added at
+// start (the plugins), and the sources of each registered Kind, which an
+// organization registers itself (its MCP connectors, its databases).
 // The API and the workers resolve through it, so a connector added in one
 // process is usable by every other at once.
 package catalog
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
-
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/executors/database"
-	"github.com/outboxd/outboxd/executors/mcp"
-	"github.com/outboxd/outboxd/internal/domain/credential"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/policy"
 )
 
 // ErrNotFound is returned for a source id the organization cannot use.
 var ErrNotFound = errors.New("source not found")
 
-// SecretStore resolves connector secrets: always the encrypted store, also
-// when provider tokens come from a broker.
-type SecretStore interface {
-	Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error)
+// Kind is a kind of source organizations register themselves, such as MCP
+// connectors or databases: a package under executors/ that owns its
+// sources' storage and CRUD. Which database pool each method reads
+// through is fixed by the kind: List serves the API's catalog, as the
+// caller's organization; Source serves the workers and the invoke path,
+// for any organization.
+type Kind interface {
+	// Prefix starts the id of every source of the kind, such as
+	// "connector:"; no other kind's prefix may start with it.
+	Prefix() string
+	// List returns org's usable sources of the kind.
+	List(ctx context.Context, org string) ([]*Source, error)
+	// Source resolves the source id, which starts with Prefix, for org:
+	// ErrNotFound when org has no usable source of that id.
+	Source(ctx context.Context, org, id string) (*Source, error)
 }
 
 // Catalog resolves sources per organization.
@@ -40,17 +42,13 @@ type Catalog struct {
 	sources map[string]*Source
 	// added are the ids of the sources added with Add, in order.
 	added []string
-	pool  *pgxpool.Pool
-	mcp   *mcp.Client
-	// databases runs the organizations' databases; nil when off.
-	databases *database.Client
-	secrets   SecretStore
-	queries   *dbsqlc.Queries
+	kinds []Kind
 }
 
-// New returns a Catalog. With mcpClient nil, connectors are not resolved.
-func New(static *executors.Registry, pool *pgxpool.Pool, mcpClient *mcp.Client, secrets SecretStore) *Catalog {
-	c := &Catalog{static: static, sources: map[string]*Source{}, pool: pool, mcp: mcpClient, secrets: secrets, queries: dbsqlc.New()}
+// New returns a Catalog of the static sources; Add and Register add the
+// others.
+func New(static *executors.Registry) *Catalog {
+	c := &Catalog{static: static, sources: map[string]*Source{}}
 	for _, id := range static.IDs() {
 		s, _ := static.Source(id)
 		entry := &Source{Source: s, NeedsCredential: true, Bucket: static.Bucket(id)}
@@ -74,18 +72,27 @@ func (c *Catalog) Add(s *Source) error {
 	return nil
 }
 
-// WithDatabases makes the organizations' registered databases sources,
-// run by client, and returns c.
-func (c *Catalog) WithDatabases(client *database.Client) *Catalog {
-	c.databases = client
-	return c
+// Register adds a kind of org-registered source; List lists the kinds'
+// sources in the order they were registered. A prefix that overlaps
+// another kind's is an error. Register before the catalog is used.
+func (c *Catalog) Register(k Kind) error {
+	for _, other := range c.kinds {
+		if strings.HasPrefix(k.Prefix(), other.Prefix()) || strings.HasPrefix(other.Prefix(), k.Prefix()) {
+			return fmt.Errorf("source kind prefix %q overlaps %q", k.Prefix(), other.Prefix())
+		}
+	}
+	c.kinds = append(c.kinds, k)
+	return nil
 }
 
-// Databases returns the database client (nil when databases are off).
-func (c *Catalog) Databases() *database.Client { return c.databases }
-
-// MCP returns the connector client (nil when connectors are off).
-func (c *Catalog) MCP() *mcp.Client { return c.mcp }
+// Prefixes returns the id prefixes of the registered kinds.
+func (c *Catalog) Prefixes() []string {
+	out := make([]string, len(c.kinds))
+	for i, k := range c.kinds {
+		out[i] = k.Prefix()
+	}
+	return out
+}
 
 // Static returns the provider sources.
 func (c *Catalog) Static() *executors.Registry { return c.static }
@@ -95,112 +102,30 @@ func (c *Catalog) Source(ctx context.Context, org, id string) (*Source, error) {
 	if s, ok := c.sources[id]; ok {
 		return s, nil
 	}
-	if dbID, ok := database.ParseSourceID(id); ok && c.databases != nil {
-		row, err := c.queries.DatabaseGet(ctx, c.pool, dbsqlc.DatabaseGetParams{ID: dbID, OrganizationID: org})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	for _, k := range c.kinds {
+		if strings.HasPrefix(id, k.Prefix()) {
+			return k.Source(ctx, org, id)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("loading database: %w", err)
-		}
-		return c.DatabaseSource(row), nil
 	}
-	rawID, ok := strings.CutPrefix(id, mcp.SourcePrefix)
-	if !ok || c.mcp == nil {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
-	uid, err := uuid.Parse(rawID)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
-	row, err := c.queries.ConnectorGet(ctx, c.pool, dbsqlc.ConnectorGetParams{ID: uid, OrganizationID: org})
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !row.Enabled) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("loading connector: %w", err)
-	}
-	conn, err := c.ConnectorSource(row)
-	if err != nil {
-		return nil, err
-	}
-	return conn.Entry(), nil
+	return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 }
 
-// List returns the static sources, the added ones, the organization's
-// databases and its enabled connectors, in that order.
+// List returns the static sources, the added ones and the organization's
+// sources of each kind, in that order.
 func (c *Catalog) List(ctx context.Context, org string) ([]*Source, error) {
 	var out []*Source
 	for _, id := range append(c.static.IDs(), c.added...) {
 		out = append(out, c.sources[id])
 	}
-	if c.databases != nil {
-		rows, err := c.queries.DatabaseList(ctx, c.pool, org)
-		if err != nil {
-			return nil, fmt.Errorf("listing databases: %w", err)
-		}
-		for _, row := range rows {
-			out = append(out, c.DatabaseSource(row))
-		}
-	}
-	if c.mcp == nil {
-		return out, nil
-	}
-	rows, err := c.queries.ConnectorListEnabled(ctx, c.pool, org)
-	if err != nil {
-		return nil, fmt.Errorf("listing connectors: %w", err)
-	}
-	for _, row := range rows {
-		s, err := c.ConnectorSource(row)
+	for _, k := range c.kinds {
+		srcs, err := k.List(ctx, org)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, s.Entry())
+		out = append(out, srcs...)
 	}
 	return out, nil
 }
-
-// ConnectorSource wraps a connector row as a source, whether enabled or not.
-func (c *Catalog) ConnectorSource(row dbsqlc.OrgConnector) (*ConnectorSource, error) {
-	if c.mcp == nil {
-		return nil, fmt.Errorf("%w: connectors are not configured", ErrNotFound)
-	}
-	conn, err := Connector(row)
-	if err != nil {
-		return nil, err
-	}
-	var reviewed map[string]Review
-	if err := json.Unmarshal(row.ToolRiskOverrides, &reviewed); err != nil {
-		return nil, fmt.Errorf("connector %s: tool_risk_overrides: %w", row.ID, err)
-	}
-	return &ConnectorSource{Source: c.mcp.Source(conn), Row: row, Reviewed: reviewed, secrets: c.secrets}, nil
-}
-
-// DatabaseSource wraps a database row as a source. Its URL is its
-// credential, which the worker resolves before each call like a
-// provider's token.
-func (c *Catalog) DatabaseSource(row dbsqlc.OrgDatabase) *Source {
-	src := c.databases.Source(database.Database{
-		ID: row.ID, Name: row.Name, MaxRows: int(row.MaxRows),
-		StatementTimeout: time.Duration(row.StatementTimeoutMs) * time.Millisecond,
-	})
-	return &Source{Source: src, Name: row.Name, NeedsCredential: true, LocalCredential: true, Bucket: database.Bucket.Name, OrgRegistered: true}
-}
-
-// Connector turns a row into the MCP package's connector.
-func Connector(row dbsqlc.OrgConnector) (*mcp.Connector, error) {
-	conn := &mcp.Connector{
-		ID: row.ID, Name: row.Name, URL: row.Url,
-		Auth: mcp.Auth{Type: mcp.AuthType(row.AuthType), HeaderName: row.AuthHeader},
-	}
-	if err := json.Unmarshal(row.RiskPolicy, &conn.RiskPolicy); err != nil {
-		return nil, fmt.Errorf("connector %s: risk_policy: %w", row.ID, err)
-	}
-	return conn, nil
-}
-
-// SourceID is the source id of a connector.
-func SourceID(id uuid.UUID) string { return mcp.SourceID(id) }
 
 // Review is an admin's confirmed mode for a connector tool and the
 // definition hash it was confirmed for.
@@ -258,46 +183,28 @@ func (a Action) Review() (Review, bool) {
 	return r, ok
 }
 
-// ConnectorSource is a connector's action source together with its row.
-type ConnectorSource struct {
-	executors.Source
-	Row      dbsqlc.OrgConnector
-	Reviewed map[string]Review
-	secrets  SecretStore
-}
-
-// Name is the connector's display name.
-func (s *ConnectorSource) Name() string { return s.Row.Name }
-
-// Entry returns the connector as the catalog hands it out.
-func (s *ConnectorSource) Entry() *Source {
-	return &Source{Source: s, Name: s.Name(), NeedsCredential: s.RequiresCredential(), LocalCredential: true, Bucket: mcp.Bucket.Name, OrgRegistered: true, Reviews: s.Reviewed}
-}
-
-// RequiresCredential reports whether calls need the connector's secret.
-func (s *ConnectorSource) RequiresCredential() bool {
-	return s.Row.AuthType != string(mcp.AuthNone)
-}
-
-// Secret resolves the connector's secret ("" for auth none).
-func (s *ConnectorSource) Secret(ctx context.Context) (string, error) {
-	if !s.RequiresCredential() {
-		return "", nil
+// Resolve runs the mode cascade for the action, from its tier. For an
+// action of an org-registered source (a connector tool), the mode an admin
+// confirmed in review stands in for the org default (an explicit org
+// override still wins), and the drift guard applies when the definition
+// hash changed since that review; drifted says so. A reviewed allow does
+// not make an R3 or R4 tool run unattended: policy.Resolve keeps those for
+// a human.
+func (a Action) Resolve(in policy.ModeInput) (res policy.Resolution, drifted bool) {
+	def := a.Definition
+	in.Tier = string(def.Tier)
+	if !a.Source.OrgRegistered {
+		return policy.Resolve(in), false
 	}
-	tok, err := s.secrets.Token(ctx, credential.Request{Org: s.Row.OrganizationID, Integration: s.ID()}, false)
-	if err != nil {
-		return "", err
+	review, reviewed := a.Review()
+	if reviewed && in.OrgDefault == "" {
+		in.OrgDefault = review.Mode
 	}
-	return tok.Value, nil
-}
-
-// ListActions lists the connector's tools, resolving its secret first:
-// listing happens outside a worker, where nothing else injects it.
-func (s *ConnectorSource) ListActions(ctx context.Context, ec executors.ExecContext) ([]executors.Definition, error) {
-	secret, err := s.Secret(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("connector %s secret: %w", s.Row.Name, err)
+	res = policy.Resolve(in)
+	if !reviewed {
+		return res, false
 	}
-	ec.Token = secret
-	return s.Source.ListActions(ctx, ec)
+	hash, err := policy.DefinitionHash(def.Params)
+	drifted = err != nil || hash != review.Hash
+	return policy.ApplyDriftGuard(res, drifted), drifted
 }

@@ -5,15 +5,11 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/executors/database"
-	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/flow"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 )
 
 // TestNew_ProvidersAsRegistered: the catalog hands out each provider with
@@ -40,7 +36,7 @@ func TestNew_ProvidersAsRegistered(t *testing.T) {
 	require.NoError(t, err)
 	registry.Add(plain, "")
 
-	c := catalog.New(registry, nil, nil, nil)
+	c := catalog.New(registry)
 	ctx := context.Background()
 
 	keyed, err := c.Source(ctx, "org", "keyed")
@@ -65,30 +61,66 @@ func TestNew_ProvidersAsRegistered(t *testing.T) {
 	require.ErrorIs(t, err, catalog.ErrNotFound)
 }
 
-// TestCredentialsOnlyOutboxdHolds: a connector's secret and a database's
-// URL are marked as credentials only outboxd holds, which the worker then
-// reads from the store even with a broker; a provider's token is not.
-func TestCredentialsOnlyOutboxdHolds(t *testing.T) {
+// kind is a kind of org-registered source with one source per
+// organization, named after it.
+type kind struct{ prefix string }
+
+func (k kind) Prefix() string { return k.prefix }
+
+func (k kind) source(org string) *catalog.Source {
+	return &catalog.Source{Source: idSource(k.prefix + org), OrgRegistered: true}
+}
+
+func (k kind) List(_ context.Context, org string) ([]*catalog.Source, error) {
+	return []*catalog.Source{k.source(org)}, nil
+}
+
+func (k kind) Source(_ context.Context, org, id string) (*catalog.Source, error) {
+	if id != k.prefix+org {
+		return nil, catalog.ErrNotFound
+	}
+	return k.source(org), nil
+}
+
+type idSource string
+
+func (s idSource) ID() string { return string(s) }
+func (idSource) ListActions(context.Context, executors.ExecContext) ([]executors.Definition, error) {
+	return nil, nil
+}
+func (idSource) Execute(context.Context, string, json.RawMessage, executors.ExecContext) (executors.Result, error) {
+	return executors.Result{}, nil
+}
+
+// TestKinds: the catalog resolves an id by the prefix of the kind it
+// starts with and lists the kinds' sources after the static ones, in the
+// order the kinds were registered; prefixes may not overlap.
+func TestKinds(t *testing.T) {
 	t.Parallel()
 
 	registry, err := executors.Build(nil, nil)
 	require.NoError(t, err)
-	databases := database.New(&database.Config{})
-	t.Cleanup(databases.Close)
-	mcpClient, err := mcp.New(&mcp.Config{})
-	require.NoError(t, err)
-	c := catalog.New(registry, nil, mcpClient, nil).WithDatabases(databases)
+	c := catalog.New(registry)
+	require.NoError(t, c.Register(kind{"b:"}))
+	require.NoError(t, c.Register(kind{"a:"}))
+	require.Error(t, c.Register(kind{"a:x"}), "a prefix another starts with")
+	require.Error(t, c.Register(kind{"b"}), "a prefix that starts another")
+	require.Equal(t, []string{"b:", "a:"}, c.Prefixes())
 
-	db := c.DatabaseSource(dbsqlc.OrgDatabase{ID: uuid.New(), Name: "warehouse", MaxRows: 10, StatementTimeoutMs: 1000})
-	require.True(t, db.NeedsCredential)
-	require.True(t, db.LocalCredential)
-
-	conn, err := c.ConnectorSource(dbsqlc.OrgConnector{
-		ID: uuid.New(), Name: "notes", Url: "https://mcp.example.com/mcp", AuthType: "bearer",
-		RiskPolicy: []byte(`{}`), ToolRiskOverrides: []byte(`{}`),
-	})
+	ctx := context.Background()
+	src, err := c.Source(ctx, "org1", "a:org1")
 	require.NoError(t, err)
-	entry := conn.Entry()
-	require.True(t, entry.NeedsCredential)
-	require.True(t, entry.LocalCredential)
+	require.Equal(t, "a:org1", src.ID())
+	_, err = c.Source(ctx, "org2", "a:org1")
+	require.ErrorIs(t, err, catalog.ErrNotFound, "another organization's source")
+	_, err = c.Source(ctx, "org1", "c:org1")
+	require.ErrorIs(t, err, catalog.ErrNotFound, "no kind has the prefix")
+
+	all, err := c.List(ctx, "org1")
+	require.NoError(t, err)
+	var ids []string
+	for _, s := range all {
+		ids = append(ids, s.ID())
+	}
+	require.Equal(t, []string{"b:org1", "a:org1"}, ids)
 }

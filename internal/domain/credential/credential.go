@@ -128,6 +128,12 @@ func (s *Store) PutTx(ctx context.Context, db dbsqlc.DBTX, req Request, tok Toke
 	return Info{Integration: row.Integration, UserID: row.UserID, TokenKind: row.TokenKind, UpdatedBy: row.CreatedBy, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt}, nil
 }
 
+// DeleteTx deletes req's integration's credentials of req.Org (the
+// organization's and its users') inside the caller's transaction.
+func (s *Store) DeleteTx(ctx context.Context, db dbsqlc.DBTX, req Request) error {
+	return s.queries.CredentialDelete(ctx, db, dbsqlc.CredentialDeleteParams{OrganizationID: req.Org, Integration: req.Integration})
+}
+
 // List returns metadata of the organization's credentials.
 func (s *Store) List(ctx context.Context, org string) ([]Info, error) {
 	rows, err := s.queries.CredentialList(ctx, s.pool, org)

@@ -1,0 +1,252 @@
+// Package databases is the database kind of org-registered source: the
+// Postgres databases an organization registers (CRUD), and the catalog's
+// view of them (Kind). Its rows live in databasestore; the database client
+// runs the calls.
+package databases
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/outboxd/outboxd/executors/database"
+	"github.com/outboxd/outboxd/executors/database/databasestore"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/orgsource"
+)
+
+// Service manages an organization's registered databases.
+type Service struct {
+	store  *databasestore.Store
+	client *database.Client
+}
+
+// New returns a Service storing databases in store and running them with
+// client.
+func New(store *databasestore.Store, client *database.Client) *Service {
+	return &Service{store: store, client: client}
+}
+
+// Input creates or patches a registered database; nil fields are unchanged
+// on patch. URL is write-only: stored sealed, never returned.
+type Input struct {
+	Name *string `json:"name"`
+	URL  *string `json:"url"`
+	// StatementTimeout is a duration such as "10s".
+	StatementTimeout *string `json:"statement_timeout"`
+	MaxRows          *int    `json:"max_rows"`
+}
+
+// View is a registered database as the API shows it: of its URL, only the
+// host and the database name.
+type View struct {
+	ID                 uuid.UUID `json:"id"`
+	SourceID           string    `json:"source_id"`
+	Name               string    `json:"name"`
+	Host               string    `json:"host"`
+	Database           string    `json:"database"`
+	StatementTimeout   string    `json:"statement_timeout"`
+	StatementTimeoutMs int32     `json:"statement_timeout_ms"`
+	MaxRows            int32     `json:"max_rows"`
+	CreatedBy          string    `json:"created_by"`
+	CreatedAt          time.Time `json:"created_at"`
+	UpdatedAt          time.Time `json:"updated_at"`
+}
+
+func view(row *databasestore.Row) View {
+	return View{
+		ID: row.ID, SourceID: database.SourceID(row.ID), Name: row.Name, Host: row.Host, Database: row.Database,
+		StatementTimeout:   (time.Duration(row.StatementTimeoutMs) * time.Millisecond).String(),
+		StatementTimeoutMs: row.StatementTimeoutMs, MaxRows: row.MaxRows,
+		CreatedBy: row.CreatedBy, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
+	}
+}
+
+// apply checks in's fields and applies them to f. A URL is checked (its
+// host and database become f's) but returned only to be sealed.
+func (s *Service) apply(f *databasestore.Fields, in *Input) error {
+	if in.Name != nil {
+		f.Name = strings.TrimSpace(*in.Name)
+	}
+	if err := orgsource.CheckName(f.Name); err != nil {
+		return err
+	}
+	if in.URL != nil {
+		if err := orgsource.CheckURLLength(strings.TrimSpace(*in.URL)); err != nil {
+			return err
+		}
+		target, err := database.CheckURL(strings.TrimSpace(*in.URL), s.client.AllowPrivateNetworks())
+		if err != nil {
+			return orgsource.Invalid("url", "%s", err.Error())
+		}
+		f.Host, f.Database = target.Host, target.Database
+	}
+	if in.StatementTimeout != nil {
+		d, err := time.ParseDuration(strings.TrimSpace(*in.StatementTimeout))
+		if err != nil || d < database.MinStatementTimeout || d > database.MaxStatementTimeout {
+			return orgsource.Invalid("statement_timeout", "statement_timeout must be a duration from %s to %s, such as \"10s\"",
+				database.MinStatementTimeout, database.MaxStatementTimeout)
+		}
+		f.StatementTimeoutMs = int32(d.Milliseconds())
+	}
+	if in.MaxRows != nil {
+		if *in.MaxRows < 1 || *in.MaxRows > database.MaxMaxRows {
+			return orgsource.Invalid("max_rows", "max_rows must be from 1 to %d", database.MaxMaxRows)
+		}
+		f.MaxRows = int32(*in.MaxRows)
+	}
+	return nil
+}
+
+// Create registers a database for org, with its URL sealed in the
+// credential store in the same transaction.
+func (s *Service) Create(ctx context.Context, org, by string, in *Input) (View, error) {
+	if in.URL == nil || strings.TrimSpace(*in.URL) == "" {
+		return View{}, orgsource.Invalid("url", "url is required: postgres://user:password@host:5432/database")
+	}
+	f := databasestore.Fields{StatementTimeoutMs: int32(database.DefaultStatementTimeout.Milliseconds()), MaxRows: database.DefaultMaxRows}
+	if err := s.apply(&f, in); err != nil {
+		return View{}, err
+	}
+	row, err := s.store.Create(ctx, org, by, &f, strings.TrimSpace(*in.URL))
+	if orgsource.IsConflict(err) {
+		return View{}, fmt.Errorf("%w: a database named %q exists", orgsource.ErrConflict, f.Name)
+	}
+	if err != nil {
+		return View{}, fmt.Errorf("creating database: %w", err)
+	}
+	return view(&row), nil
+}
+
+// Update patches a database; a new URL replaces the sealed one.
+func (s *Service) Update(ctx context.Context, org, id, by string, in *Input) (View, error) {
+	uid, err := parseID(id)
+	if err != nil {
+		return View{}, err
+	}
+	if in.URL != nil && strings.TrimSpace(*in.URL) == "" {
+		return View{}, orgsource.Invalid("url", "url must not be empty")
+	}
+	row, err := s.store.Update(ctx, org, by, uid, orgsource.NotFound("database", id), func(cur *databasestore.Row) (*databasestore.Fields, string, error) {
+		f := databasestore.Fields{Name: cur.Name, Host: cur.Host, Database: cur.Database, StatementTimeoutMs: cur.StatementTimeoutMs, MaxRows: cur.MaxRows}
+		if err := s.apply(&f, in); err != nil {
+			return nil, "", err
+		}
+		url := ""
+		if in.URL != nil {
+			url = strings.TrimSpace(*in.URL)
+		}
+		return &f, url, nil
+	})
+	if orgsource.IsConflict(err) {
+		return View{}, fmt.Errorf("%w: another database has that name", orgsource.ErrConflict)
+	}
+	if err != nil {
+		return View{}, err
+	}
+	s.dropPool(uid)
+	return view(&row), nil
+}
+
+// Delete removes a database and its sealed URL. Invocations of it not yet
+// run fail with unknown_source.
+func (s *Service) Delete(ctx context.Context, org, id string) error {
+	uid, err := parseID(id)
+	if err != nil {
+		return err
+	}
+	if err := s.store.Delete(ctx, org, uid, orgsource.NotFound("database", id)); err != nil {
+		return err
+	}
+	s.dropPool(uid)
+	return nil
+}
+
+// Get returns one database of org.
+func (s *Service) Get(ctx context.Context, org, id string) (View, error) {
+	uid, err := parseID(id)
+	if err != nil {
+		return View{}, err
+	}
+	row, ok, err := s.store.Get(ctx, org, uid)
+	if err != nil {
+		return View{}, err
+	}
+	if !ok {
+		return View{}, orgsource.NotFound("database", id)
+	}
+	return view(&row), nil
+}
+
+// List returns org's databases by name.
+func (s *Service) List(ctx context.Context, org string) ([]View, error) {
+	rows, err := s.store.List(ctx, org)
+	if err != nil {
+		return nil, fmt.Errorf("listing databases: %w", err)
+	}
+	views := make([]View, len(rows))
+	for i := range rows {
+		views[i] = view(&rows[i])
+	}
+	return views, nil
+}
+
+// dropPool closes this process's pool of a changed or deleted database;
+// other processes' pools close when idle, and a changed URL opens a new
+// pool at the next call anyway.
+func (s *Service) dropPool(id uuid.UUID) { s.client.Drop(id) }
+
+func parseID(id string) (uuid.UUID, error) {
+	return orgsource.ParseID(id, database.SourcePrefix, "database")
+}
+
+// Kind returns the registered databases as a kind of source of the
+// catalog.
+func (s *Service) Kind() catalog.Kind { return kind{s} }
+
+type kind struct{ s *Service }
+
+func (kind) Prefix() string { return database.SourcePrefix }
+
+// List returns org's databases, for the API (tenant pool).
+func (k kind) List(ctx context.Context, org string) ([]*catalog.Source, error) {
+	rows, err := k.s.store.List(ctx, org)
+	if err != nil {
+		return nil, fmt.Errorf("listing databases: %w", err)
+	}
+	out := make([]*catalog.Source, len(rows))
+	for i := range rows {
+		out[i] = k.s.source(&rows[i])
+	}
+	return out, nil
+}
+
+// Source resolves a database of org, for the workers and the invoke path
+// (owner pool).
+func (k kind) Source(ctx context.Context, org, id string) (*catalog.Source, error) {
+	uid, ok := database.ParseSourceID(id)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", catalog.ErrNotFound, id)
+	}
+	row, ok, err := k.s.store.Lookup(ctx, org, uid)
+	if err != nil {
+		return nil, fmt.Errorf("loading database: %w", err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", catalog.ErrNotFound, id)
+	}
+	return k.s.source(&row), nil
+}
+
+// source wraps a database row as a source. Its URL is its credential,
+// which the worker resolves before each call like a provider's token.
+func (s *Service) source(row *databasestore.Row) *catalog.Source {
+	src := s.client.Source(database.Database{
+		ID: row.ID, Name: row.Name, MaxRows: int(row.MaxRows),
+		StatementTimeout: time.Duration(row.StatementTimeoutMs) * time.Millisecond,
+	})
+	return &catalog.Source{Source: src, Name: row.Name, NeedsCredential: true, LocalCredential: true, Bucket: database.Bucket.Name, OrgRegistered: true}
+}

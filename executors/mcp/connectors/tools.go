@@ -1,0 +1,111 @@
+package connectors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/orgsource"
+	"github.com/outboxd/outboxd/policy"
+)
+
+// ToolReview is a connector tool with its review state.
+type ToolReview struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	RiskTier     policy.Tier     `json:"risk_tier"`
+	RiskLevel    string          `json:"risk_level"`
+	Hash         string          `json:"hash"`
+	Mode         policy.Mode     `json:"mode"`
+	ModeSource   string          `json:"mode_source"`
+	ReviewedMode string          `json:"reviewed_mode,omitempty"`
+	ReviewedHash string          `json:"reviewed_hash,omitempty"`
+	Drifted      bool            `json:"drifted"`
+	Params       json.RawMessage `json:"params"`
+}
+
+// Tools lists a connector's tools with their current hash, the reviewed
+// mode and hash, and whether they drifted.
+func (s *Service) Tools(ctx context.Context, org, id string) ([]ToolReview, error) {
+	src, err := s.apiSource(ctx, org, id)
+	if err != nil {
+		return nil, err
+	}
+	defs, err := src.ListActions(ctx, executors.ExecContext{OrganizationID: org})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", orgsource.ErrUnavailable, err)
+	}
+	orgModes, err := s.modes(ctx, org)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ToolReview, 0, len(defs))
+	for _, d := range defs {
+		hash, err := policy.DefinitionHash(d.Params)
+		if err != nil {
+			return nil, fmt.Errorf("hashing tool %s: %w", d.ID, err)
+		}
+		action := catalog.Action{Source: src.entry(), Definition: d}
+		res, drifted := action.Resolve(policy.ModeInput{OrgDefault: string(orgModes[src.ID()+":"+d.ID])})
+		rv := src.reviewed[d.ID]
+		tier := policy.TierOf(string(d.Tier))
+		out = append(out, ToolReview{
+			Name: d.ID, Description: d.Description, RiskTier: tier, RiskLevel: tier.Risk(), Hash: hash, Params: d.Params,
+			Mode: res.Mode, ModeSource: string(res.Source), ReviewedMode: rv.Mode, ReviewedHash: rv.Hash, Drifted: drifted,
+		})
+	}
+	return out, nil
+}
+
+// Review confirms modes for tools: each is stored with the tool's current
+// definition hash, which re-arms the drift guard. Tools not named keep
+// their review.
+func (s *Service) Review(ctx context.Context, org, id string, modes map[string]string) ([]ToolReview, error) {
+	src, err := s.apiSource(ctx, org, id)
+	if err != nil {
+		return nil, err
+	}
+	defs, err := src.ListActions(ctx, executors.ExecContext{OrganizationID: org})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", orgsource.ErrUnavailable, err)
+	}
+	hashes := make(map[string]string, len(defs))
+	for _, d := range defs {
+		if hashes[d.ID], err = policy.DefinitionHash(d.Params); err != nil {
+			return nil, err
+		}
+	}
+	var fieldErrs []executors.FieldError
+	names := make([]string, 0, len(modes))
+	for name := range modes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if _, ok := hashes[name]; !ok {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: name, Message: "the connector has no such tool"})
+		} else if _, ok := policy.ParseMode(modes[name]); !ok {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: name, Message: fmt.Sprintf("invalid mode %q: use allow, deny or require_approval", modes[name])})
+		}
+	}
+	if len(fieldErrs) > 0 {
+		return nil, &orgsource.ValidationError{Message: "invalid tool review", Fields: fieldErrs}
+	}
+	err = s.store.SetReviews(ctx, org, src.row.ID, func(cur []byte) ([]byte, error) {
+		reviewed := map[string]catalog.Review{}
+		if err := json.Unmarshal(cur, &reviewed); err != nil {
+			return nil, err
+		}
+		for name, mode := range modes {
+			reviewed[name] = catalog.Review{Mode: mode, Hash: hashes[name]}
+		}
+		return json.Marshal(reviewed)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storing tool review: %w", err)
+	}
+	return s.Tools(ctx, org, id)
+}
