@@ -81,7 +81,7 @@ fuzz:
 		$(GO) test ./policy -run='^$$' -fuzz="^$$target\$$" -fuzztime=$(FUZZTIME) || exit 1; \
 	done
 
-# The end-to-end benchmark against River raw (README, Benchmark); e.g.
+# The end-to-end benchmark against River raw (docs/benchmark.md); e.g.
 # BENCHFLAGS="--backlog 100000".
 bench:
 	$(GO) run ./cmd/outboxd bench $(BENCHFLAGS)
