@@ -81,14 +81,31 @@ fuzz:
 		$(GO) test ./policy -run='^$$' -fuzz="^$$target\$$" -fuzztime=$(FUZZTIME) || exit 1; \
 	done
 
-# The end-to-end benchmark against River raw (README, Benchmark); e.g.
+# The end-to-end benchmark against River raw (docs/benchmark.md); e.g.
 # BENCHFLAGS="--backlog 100000".
 bench:
 	$(GO) run ./cmd/outboxd bench $(BENCHFLAGS)
 
-# dev clean removes .outboxd and the embedded cluster, also when it lives
-# outside the checkout (/var/tmp/outboxd-pg-*, for a checkout root cannot
-# hand to the postgres user).
+# clean removes bin/, .outboxd and the embedded cluster, also when it lives
+# outside the checkout (/var/tmp/outboxd-pg-<hash>, for a checkout root
+# cannot hand to the postgres user; its data-dir.txt names the checkout's
+# .outboxd/pg). It runs the built binary's `dev clean` when there is one,
+# so that nothing is compiled just to delete directories; without one the
+# shell removes the same directories, found by the same names, once no
+# `outboxd dev` runs on them.
+DEV_PG = $(CURDIR)/.outboxd/pg
 clean:
-	$(GO) run ./cmd/outboxd dev clean
+	@if [ -x bin/outboxd ]; then \
+		./bin/outboxd dev clean || exit 1; \
+	else \
+		pid=$$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' .outboxd/running.json 2>/dev/null); \
+		if [ -n "$$pid" ] && kill -0 "$$pid" 2>/dev/null; then \
+			echo "outboxd dev (pid $$pid) is running on .outboxd: stop it first" >&2; exit 1; \
+		fi; \
+		hash12() { printf %s "$$1" | sha256sum | cut -c1-12; }; \
+		fallback=/var/tmp/outboxd-pg-$$(hash12 '$(DEV_PG)'); \
+		for dir in /tmp/outboxd-sock-$$(hash12 '$(DEV_PG)') /tmp/outboxd-sock-$$(hash12 "$$fallback/data") "$$fallback" .outboxd; do \
+			if [ -e "$$dir" ]; then rm -rf "$$dir" && echo "removed $$dir" || exit 1; fi; \
+		done; \
+	fi
 	rm -rf bin

@@ -414,12 +414,21 @@ func TestBrowser(t *testing.T) {
 		phone.phone = true
 		phone.run("phone viewport", emulation.SetDeviceMetricsOverride(390, 844, 1, true))
 		phone.signIn(b.Admin())
-		r := b.Invoke("send_message", message)
+		// A long value with no space to break at is wrapped, not clipped.
+		long := strings.Repeat("https://example.com/a/very/long/path/", 6)
+		r := b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": long})
 		card := fmt.Sprintf(`[data-invocation=%q]`, r.Body["invocation_id"].(string))
 		phone.run("card", chromedp.WaitVisible(card, chromedp.ByQuery))
 		var overflow bool
 		phone.eval("no horizontal scroll", `document.documentElement.scrollWidth > document.documentElement.clientWidth`, &overflow)
 		require.False(t, overflow, "the inbox fits a phone's width")
+		var whole bool
+		phone.eval("long value whole", fmt.Sprintf(`[...document.querySelectorAll(%q)].some(el => el.textContent === %q && el.scrollWidth <= el.clientWidth)`,
+			card+" .field .value", long), &whole)
+		require.True(t, whole, "the long value is shown whole, wrapped at the phone's width")
+		var icon string
+		phone.eval("favicon", `document.querySelector('link[rel="icon"]').getAttribute("href")`, &icon)
+		require.True(t, strings.HasPrefix(icon, "data:image/svg+xml,"), "the console has its own favicon, inline: %s", icon)
 		phone.shot("12-phone-inbox")
 	})
 

@@ -30,7 +30,7 @@ func TestParseTier(t *testing.T) {
 }
 
 // TestTier_Mapping is the one mapping of tiers, risk words and modes the
-// README documents.
+// action contract (docs/actions.md) documents.
 func TestTier_Mapping(t *testing.T) {
 	t.Parallel()
 

@@ -76,7 +76,8 @@ func newDevCommand() *cobra.Command {
 		Use:   "dev",
 		Short: "Run outboxd on an embedded local Postgres, with generated secrets, ready-made tokens and a demo provider",
 		Long: `dev starts a local PostgreSQL from the installed binaries in --data-dir (unless
-DATABASE_URL is set), migrates it, generates a JWT secret and a secrets key on
+DATABASE_URL is set: then it uses that database, and creates it on that
+server when it does not exist yet), migrates it, generates a JWT secret and a secrets key on
 the first run (kept in --data-dir/dev.json), serves the API and the workers,
 and prints tokens to try it. Ctrl-C stops everything; data survives restarts.
 
@@ -152,6 +153,10 @@ func runDev(cmd *cobra.Command, _ []string) error {
 		v.Set("database.url", embeddedURL)
 		running.PostgresDataDir = pg.DataDir()
 		logger.Info("embedded Postgres running", "data_dir", pg.DataDir(), "socket_dir", pg.SocketDir(), "port", pg.Port())
+	} else if created, err := ensureDevDatabase(ctx, v.GetString("database.url")); err != nil {
+		return err
+	} else if created {
+		logger.Info("created the database of database.url, which did not exist")
 	}
 	running.DatabaseURL = v.GetString("database.url")
 
@@ -187,7 +192,7 @@ func runDev(cmd *cobra.Command, _ []string) error {
 		if err := writeDevRunning(dataDir, running); err != nil {
 			logger.Warn("recording the running dev for other commands", "error", err)
 		}
-		printDevWelcome(cmd.OutOrStdout(), addr, cfg.JWTSecret, demo, embeddedURL)
+		printDevWelcome(cmd.OutOrStdout(), addr, cfg.JWTSecret, demo, embeddedURL, cfg.Outbox.WithDefaults().InteractiveTTL)
 	})
 }
 
@@ -213,8 +218,9 @@ func runDevClean(cmd *cobra.Command, _ []string) error {
 }
 
 // printDevWelcome prints the tokens and what to try; pgURL is the embedded
-// Postgres's URL ("" when DATABASE_URL is used).
-func printDevWelcome(out io.Writer, addr, secret string, demo bool, pgURL string) {
+// Postgres's URL ("" when DATABASE_URL is used), approvalWindow how long a
+// session's request waits for a decision (approval.interactive_ttl).
+func printDevWelcome(out io.Writer, addr, secret string, demo bool, pgURL string, approvalWindow time.Duration) {
 	mint := func(c auth.Claims) string {
 		t, err := auth.Mint(secret, c, 30*24*time.Hour)
 		if err != nil {
@@ -241,12 +247,13 @@ outboxd is ready at %[1]s (org %[2]q; tokens valid 30 days)
   Web console: %[1]s/console/ (sign in with the OWNER or MEMBER token)
 `, base, devOrg, owner, member, sandbox, service)
 	approve := fmt.Sprintf(`
-  It is a write, so it waits for approval: approve it in the web console's
-  inbox, or find it and approve it with curl:
+  It is a write, so it waits for approval, for %[2]s (approval.interactive_ttl;
+  undecided by then, it expires): approve it in the web console's inbox, or
+  find it and approve it with curl:
 
   curl -s '%[1]s/v1/invocations?status=pending' -H "Authorization: Bearer $OWNER"
   curl -s -X POST %[1]s/v1/invocations/<id>/approve -H "Authorization: Bearer $OWNER" -d '{"mode":"once"}'
-`, base)
+`, base, spelledDuration(approvalWindow))
 	if demo {
 		fmt.Fprintf(out, `
 1. Try the built-in DEMO provider (source "demo"; nothing leaves this machine,
@@ -276,8 +283,8 @@ outboxd is ready at %[1]s (org %[2]q; tokens valid 30 days)
 %[2]s`, base, approve)
 	}
 	fmt.Fprintf(out, `
-While dev runs, the other commands find its database: outboxd queue list,
-outboxd dlq list --org %[1]s, outboxd token --org %[1]s --kind user --role owner.
+While dev runs, the other commands find its database: ./bin/outboxd queue list,
+./bin/outboxd dlq list --org %[1]s, ./bin/outboxd token --org %[1]s --kind user --role owner.
 `, devOrg)
 	if pgURL != "" {
 		fmt.Fprintf(out, `The embedded Postgres has no TCP port; its Unix socket is out of other users' reach:
@@ -286,4 +293,22 @@ outboxd dlq list --org %[1]s, outboxd token --org %[1]s --kind user --role owner
 `, pgURL)
 	}
 	fmt.Fprintln(out, "Ctrl-C stops outboxd and its Postgres.")
+}
+
+// spelledDuration writes d in whole hours or minutes when it is one ("24
+// hours", "5 minutes"), as time.Duration.String otherwise.
+func spelledDuration(d time.Duration) string {
+	unit := func(n time.Duration, word string) string {
+		if n == 1 {
+			return "1 " + word
+		}
+		return fmt.Sprintf("%d %ss", n, word)
+	}
+	switch {
+	case d > 0 && d%time.Hour == 0:
+		return unit(d/time.Hour, "hour")
+	case d > 0 && d%time.Minute == 0:
+		return unit(d/time.Minute, "minute")
+	}
+	return d.String()
 }

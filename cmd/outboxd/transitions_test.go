@@ -12,7 +12,7 @@ import (
 )
 
 // TestTransitionsScript: the pgbench script docs/bench/transitions.sh
-// makes of outboxd's statements, which the README's benchmark section
+// makes of outboxd's statements, which docs/benchmark.md
 // times, runs on the migrated schema and takes a group of 50 invocations
 // through created, executing and completed, with an event each.
 func TestTransitionsScript(t *testing.T) {

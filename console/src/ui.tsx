@@ -309,7 +309,8 @@ function Field({ name, value, schema, required, path }: { name: string; value: u
     );
   }
   const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
-  const long = text.length > 60 || text.includes("\n");
+  // An output, not a read-only input: it wraps, so a long value is read
+  // whole at any width instead of clipped.
   return (
     <div class={"field" + (redacted ? " redacted" : "")}>
       <label for={path}>
@@ -317,13 +318,9 @@ function Field({ name, value, schema, required, path }: { name: string; value: u
         {required ? <span class="req" aria-hidden="true"> *</span> : null}
         {redacted ? <span class="badge redacted-badge">redacted</span> : null}
       </label>
-      {value === REDACTED ? (
-        <input id={path} readOnly value="•••••• (redacted)" aria-describedby={help ? path + "-help" : undefined} />
-      ) : long ? (
-        <textarea id={path} readOnly rows={Math.min(8, text.split("\n").length + 1)} value={text} aria-describedby={help ? path + "-help" : undefined} />
-      ) : (
-        <input id={path} readOnly value={text} aria-describedby={help ? path + "-help" : undefined} />
-      )}
+      <output id={path} class="value" aria-live="off" aria-describedby={help ? path + "-help" : undefined}>
+        {value === REDACTED ? "•••••• (redacted)" : text}
+      </output>
       {help ? (
         <small id={path + "-help"} class="help">
           {help}

@@ -111,7 +111,10 @@ export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg:
     setError("");
     try {
       const r = await fn();
-      onDecided(`${inv.integration}.${inv.action} ${what}; now ${r.invocation.status}.`);
+      // The status repeats the decision until the invocation moves on
+      // (approved → executing → completed); say it only when it adds news.
+      const status = r.invocation.status;
+      onDecided(`${inv.integration}.${inv.action} ${what}` + (what.startsWith(status) ? "." : `; it is ${status} now.`));
     } catch (e) {
       setError(errorText(e));
     } finally {

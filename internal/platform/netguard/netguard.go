@@ -23,7 +23,7 @@ type AddrError struct {
 }
 
 func (e *AddrError) Error() string {
-	return fmt.Sprintf("address %s is in a private, loopback, link-local or otherwise internal range", e.Addr)
+	return fmt.Sprintf("address %s is in a private, loopback, link-local or otherwise internal range; set connectors.allow_private_networks to allow it", e.Addr)
 }
 
 // Unwrap returns ErrNotAllowed.

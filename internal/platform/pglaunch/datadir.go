@@ -109,6 +109,9 @@ func prepareDataDir(logical string, acct *account, logger *slog.Logger) (dir, fa
 	if err := makeFallbackBase(base); err != nil {
 		return "", "", err
 	}
+	if err := os.WriteFile(filepath.Join(base, OwnerFile), []byte(abs+"\n"), 0o644); err != nil {
+		return "", "", fmt.Errorf("recording the data directory in %s: %w", base, err)
+	}
 	if blocker, err := untraversable(base, acct); err != nil || blocker != "" {
 		return "", "", errors.Join(err, fmt.Errorf("fallback directory %s is not reachable by user %q (%s is not searchable)",
 			base, acct.name, blocker))
@@ -238,6 +241,12 @@ func untraversable(dir string, acct *account) (string, error) {
 	}
 	return "", nil
 }
+
+// OwnerFile is the file of a fallback directory (see the package
+// documentation) that names the configured data directory the cluster
+// belongs to, and so the checkout that made it, for whoever finds the
+// directory in /var/tmp.
+const OwnerFile = "data-dir.txt"
 
 // fallbackBase returns the directory holding the cluster and log for the
 // absolute data directory abs when root cannot hand abs to the server user.

@@ -35,7 +35,8 @@
 // cannot reach the configured data directory (for example one under /root,
 // which is usually mode 0700), the cluster lives instead in
 // /var/tmp/outboxd-pg-<hash>/data, where <hash> is derived from the absolute
-// configured path. The configured directory thus stays the logical name of the
+// configured path, and whose file data-dir.txt (OwnerFile) names that path.
+// The configured directory thus stays the logical name of the
 // cluster: the same Config.DataDir finds the same data on every run, and
 // Server.DataDir reports where the files actually are.
 package pglaunch

@@ -275,10 +275,22 @@ func (s *Server) TCPURL(database string, user *url.Userinfo) string {
 // CreateDatabase creates database name unless it already exists, so callers
 // can run it on every start.
 func (s *Server) CreateDatabase(ctx context.Context, name string) error {
+	cfg, err := pgx.ParseConfig(s.URL("postgres"))
+	if err != nil {
+		return fmt.Errorf("creating database %q: %w", name, err)
+	}
+	return CreateDatabase(ctx, cfg, name)
+}
+
+// CreateDatabase creates database name, unless it already exists, on the
+// server cfg reaches; cfg's own database (usually the maintenance database
+// "postgres") is only where the statement runs. Any server will do, not
+// only an embedded one, given a role allowed to create databases.
+func CreateDatabase(ctx context.Context, cfg *pgx.ConnConfig, name string) error {
 	if name == "" {
 		return errors.New("creating database: empty name")
 	}
-	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("creating database %q: %w", name, err)
 	}

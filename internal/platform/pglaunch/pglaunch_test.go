@@ -332,6 +332,9 @@ func TestStart_AsRoot(t *testing.T) {
 		require.True(t, strings.HasPrefix(s.DataDir(), filepath.Join(fallbackRoot, "outboxd-pg-")), s.DataDir())
 		require.NoDirExists(t, bundle.config.DataDir)
 		require.Equal(t, 1, queryInt(t, s.URL("postgres"), "SELECT 1"))
+		owner, err := os.ReadFile(filepath.Join(filepath.Dir(s.DataDir()), OwnerFile))
+		require.NoError(t, err)
+		require.Equal(t, bundle.config.DataDir+"\n", string(owner), "the fallback directory names its data directory")
 	})
 
 	t.Run("ExistingClusterUnreachable", func(t *testing.T) {
