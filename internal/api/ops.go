@@ -4,11 +4,11 @@ import (
 	"net/http"
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
-	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/internal/domain/settings"
 )
 
 func (s *Server) getQuietHours(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	windows, err := s.svc.GetQuietHours(r.Context(), c.Org)
+	windows, err := s.settings.GetQuietHours(r.Context(), c.Org)
 	if err != nil {
 		return err
 	}
@@ -18,12 +18,12 @@ func (s *Server) getQuietHours(w http.ResponseWriter, r *http.Request, c *auth.C
 
 func (s *Server) putQuietHours(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	var body struct {
-		Windows []outbox.QuietHoursWindow `json:"windows"`
+		Windows []settings.QuietHoursWindow `json:"windows"`
 	}
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
-	windows, err := s.svc.PutQuietHours(r.Context(), c.Org, c.Subject, body.Windows)
+	windows, err := s.settings.PutQuietHours(r.Context(), c.Org, c.Subject, body.Windows)
 	if err != nil {
 		return err
 	}
@@ -32,7 +32,7 @@ func (s *Server) putQuietHours(w http.ResponseWriter, r *http.Request, c *auth.C
 }
 
 func (s *Server) getDoNotContact(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	patterns, err := s.svc.GetDoNotContact(r.Context(), c.Org)
+	patterns, err := s.settings.GetDoNotContact(r.Context(), c.Org)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (s *Server) putDoNotContact(w http.ResponseWriter, r *http.Request, c *auth
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
-	patterns, err := s.svc.PutDoNotContact(r.Context(), c.Org, c.Subject, body.Patterns)
+	patterns, err := s.settings.PutDoNotContact(r.Context(), c.Org, c.Subject, body.Patterns)
 	if err != nil {
 		return err
 	}

@@ -33,10 +33,12 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/feed"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+	"github.com/outboxd/outboxd/internal/domain/settings"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
@@ -135,6 +137,8 @@ type App struct {
 	logger    *slog.Logger
 	River     *river.Client[pgx.Tx]
 	Service   *outbox.Service
+	Settings  *settings.Service
+	feeds     *feed.Service
 	Handler   http.Handler
 	Registry  *prometheus.Registry
 	Sources   *catalog.Catalog
@@ -283,8 +287,12 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	if err := addPlugins(apiSources, plugins); err != nil {
 		return nil, err
 	}
+	// The event feeds read through the tenant pool and LISTEN through the
+	// owner's, for every organization with subscribers.
+	feeds := feed.New(&feed.Deps{Pool: tenantPool, Listeners: pool, Metrics: metrics, Logger: logger})
+	settingsSvc := settings.New(&settings.Deps{Pool: tenantPool, Credentials: apiCreds, Providers: registry, Flow: limiter})
 	deps := &outbox.Deps{
-		Pool: tenantPool, Listeners: pool, River: client, Sources: apiSources,
+		Pool: tenantPool, Modes: settingsSvc, Waiter: feeds, River: client, Sources: apiSources,
 		Credentials: apiCreds, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
 	}
 	if cfg.TokenSource != "broker" {
@@ -308,7 +316,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	}
 
 	server := api.New(&api.Deps{
-		Service: svc, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams, Webhooks: apiWebhooks, Slack: apiSlack,
+		Service: svc, Settings: settingsSvc, Feeds: feeds, SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams, Webhooks: apiWebhooks, Slack: apiSlack,
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
 	})
 	var handler http.Handler = server.Handler()
@@ -325,7 +333,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	}
 	return &App{
 		cfg: cfg, role: role, pool: pool, tenantPool: tenantPool, groupPool: groupPool, logger: logger,
-		River: client, Service: svc, Handler: handler, Registry: reg, Sources: sources, databases: databases, creds: creds, api: server,
+		River: client, Service: svc, Settings: settingsSvc, feeds: feeds, Handler: handler, Registry: reg, Sources: sources, databases: databases, creds: creds, api: server,
 		httpServer: httpServer,
 	}, nil
 }
@@ -397,7 +405,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 	} else {
 		go func() {
 			defer close(listenerDone)
-			a.Service.Run(runCtx)
+			a.feeds.Run(runCtx)
 		}()
 	}
 

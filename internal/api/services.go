@@ -1,0 +1,36 @@
+package api
+
+import (
+	"context"
+
+	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/feed"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/settings"
+	"github.com/outboxd/outboxd/outbox"
+)
+
+// The services the API serves, each behind the narrow interface its
+// handlers use; internal/app wires the real ones, tests may fake them.
+
+// Feeds reads the organizations' event feeds (internal/domain/feed).
+type Feeds interface {
+	Subscribe(ctx context.Context, org string) (<-chan struct{}, func())
+	Feed(ctx context.Context, p *feed.Params) ([]invocation.FeedItem, bool, error)
+	Cursor(ctx context.Context, org string, afterID int64) (invocation.Cursor, error)
+	Resume(ctx context.Context, pos invocation.Cursor) (invocation.Cursor, error)
+	Now(ctx context.Context) (invocation.Cursor, error)
+}
+
+// Settings reads and replaces an organization's settings
+// (internal/domain/settings).
+type Settings interface {
+	GetModes(ctx context.Context, org, automationID string) (outbox.Modes, error)
+	PutModes(ctx context.Context, org, automationID, userID string, raw map[string]string) (outbox.Modes, error)
+	GetQuietHours(ctx context.Context, org string) ([]settings.QuietHoursWindow, error)
+	PutQuietHours(ctx context.Context, org, by string, windows []settings.QuietHoursWindow) ([]settings.QuietHoursWindow, error)
+	GetDoNotContact(ctx context.Context, org string) ([]string, error)
+	PutDoNotContact(ctx context.Context, org, by string, patterns []string) ([]string, error)
+	PutCredential(ctx context.Context, p *settings.PutCredentialParams) (credential.Info, error)
+	ListCredentials(ctx context.Context, org string) ([]credential.Info, error)
+}
