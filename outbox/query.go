@@ -47,7 +47,8 @@ type Page struct {
 	Limit, Offset int
 }
 
-func (p Page) normalized() invocation.Page {
+// Normalized is p with the defaults and caps applied.
+func (p Page) Normalized() invocation.Page {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 50
@@ -57,13 +58,13 @@ func (p Page) normalized() invocation.Page {
 
 // ListSession returns a session's invocations, newest first.
 func (s *Service) ListSession(ctx context.Context, org, sessionID string, page Page) ([]invocation.Invocation, error) {
-	return s.store.ListSession(ctx, s.deps.Pool, org, sessionID, page.normalized())
+	return s.store.ListSession(ctx, s.deps.Pool, org, sessionID, page.Normalized())
 }
 
 // ListOrg is the organization's inbox and activity: invocations passing
 // the filter, newest first, with the total count for paging.
 func (s *Service) ListOrg(ctx context.Context, org string, f invocation.ListFilter, page Page) ([]invocation.Invocation, int64, error) {
-	return s.store.ListOrg(ctx, s.deps.Pool, org, f, page.normalized())
+	return s.store.ListOrg(ctx, s.deps.Pool, org, f, page.Normalized())
 }
 
 // Modes is the API's map shape of mode overrides: "<source>:<action>" → mode.

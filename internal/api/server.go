@@ -40,6 +40,7 @@ const maxBodyBytes = 1 << 20
 type Deps struct {
 	Service  *outbox.Service
 	Settings Settings
+	Admin    Admin
 	Feeds    Feeds
 	Verifier *auth.Verifier
 	Pool     *pgxpool.Pool
@@ -64,6 +65,7 @@ type Deps struct {
 type Server struct {
 	svc      *outbox.Service
 	settings Settings
+	admin    Admin
 	feeds    Feeds
 	verifier *auth.Verifier
 	pool     *pgxpool.Pool
@@ -85,6 +87,7 @@ func New(deps *Deps) *Server {
 	return &Server{
 		svc:      deps.Service,
 		settings: deps.Settings,
+		admin:    deps.Admin,
 		feeds:    deps.Feeds,
 		verifier: deps.Verifier,
 		pool:     deps.Pool,

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 
+	adm "github.com/outboxd/outboxd/internal/domain/admin"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/feed"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
@@ -33,4 +34,18 @@ type Settings interface {
 	PutDoNotContact(ctx context.Context, org, by string, patterns []string) ([]string, error)
 	PutCredential(ctx context.Context, p *settings.PutCredentialParams) (credential.Info, error)
 	ListCredentials(ctx context.Context, org string) ([]credential.Info, error)
+}
+
+// Admin is an organization's administration of its own work
+// (internal/domain/admin): dead letters, its queue and pause, stats and
+// rate buckets. River's queues are the operator's and not served.
+type Admin interface {
+	ListDeadLetters(ctx context.Context, org string, page outbox.Page) ([]invocation.Invocation, int64, error)
+	RetryDeadLetters(ctx context.Context, org, by string, ids []string) ([]adm.BatchResult, error)
+	DiscardDeadLetters(ctx context.Context, org, by string, ids []string) ([]adm.BatchResult, error)
+	Queue(ctx context.Context, org string) (*adm.OrgQueue, error)
+	Pause(ctx context.Context, org, by string) (*adm.OrgQueue, error)
+	Resume(ctx context.Context, org, by string) (*adm.OrgQueue, error)
+	Stats(ctx context.Context, org string) (*adm.Stats, error)
+	RateBuckets(ctx context.Context, org string) ([]adm.RateBucket, error)
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/api"
+	"github.com/outboxd/outboxd/internal/domain/admin"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
@@ -316,7 +317,8 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	}
 
 	server := api.New(&api.Deps{
-		Service: svc, Settings: settingsSvc, Feeds: feeds, SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams, Webhooks: apiWebhooks, Slack: apiSlack,
+		Service: svc, Settings: settingsSvc, Feeds: feeds,
+		Admin: admin.New(&admin.Deps{Pool: tenantPool, Owner: pool, River: client, Flow: limiter, Logger: logger}), SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams, Webhooks: apiWebhooks, Slack: apiSlack,
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
 	})
 	var handler http.Handler = server.Handler()
@@ -338,16 +340,21 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	}, nil
 }
 
-// NewOps wires the outbox service for command-line operations (dead
-// letters, queues) on pool: an insert-only River client and no sources, so
-// it needs neither auth.jwt_secret nor secrets.key.
-func NewOps(cfg *Config, pool *pgxpool.Pool, logger *slog.Logger) (*outbox.Service, error) {
+// NewOps wires the administration for command-line operations (dead
+// letters, queues) on pool, as the API's: an insert-only River client, a
+// tenant pool for an organization's dead letters, and no sources, so it
+// needs neither auth.jwt_secret nor secrets.key. Call close when done.
+func NewOps(cfg *Config, pool *pgxpool.Pool, logger *slog.Logger) (ops *admin.Service, close func(), err error) {
 	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 	client, err := worker.NewClient(&worker.Deps{Pool: pool, Metrics: telemetry.NewNop(), Logger: logger}, &cfg.Worker, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return outbox.New(&outbox.Deps{Pool: pool, River: client, Metrics: telemetry.NewNop(), Logger: logger}, &cfg.Outbox)
+	tenantPool, err := dbutil.TenantPool(context.Background(), pool.Config())
+	if err != nil {
+		return nil, nil, err
+	}
+	return admin.New(&admin.Deps{Pool: tenantPool, Owner: pool, River: client, Logger: logger}), tenantPool.Close, nil
 }
 
 // CheckSecrets fails with credential.ErrKeyChanged when the stored

@@ -1,4 +1,4 @@
-package outbox
+package admin
 
 import (
 	"context"
@@ -13,12 +13,14 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
+	"github.com/outboxd/outboxd/outbox"
 )
 
 // ListDeadLetters returns the organization's failed invocations that were
 // neither replayed nor discarded, newest first, with the total.
-func (s *Service) ListDeadLetters(ctx context.Context, org string, page Page) ([]invocation.Invocation, int64, error) {
-	return s.store.ListDeadLetters(ctx, s.deps.Pool, org, page.normalized())
+func (s *Service) ListDeadLetters(ctx context.Context, org string, page outbox.Page) ([]invocation.Invocation, int64, error) {
+	ctx = dbutil.WithOrg(ctx, org)
+	return s.store.ListDeadLetters(ctx, s.deps.Pool, org, page.Normalized())
 }
 
 // BatchResult is the outcome of one id in a batch operation.
@@ -52,21 +54,22 @@ const maxBatch = 500
 
 func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string, done string, fn func(context.Context, pgx.Tx, invocation.Invocation) error) ([]BatchResult, error) {
 	if len(ids) == 0 || len(ids) > maxBatch {
-		return nil, invalid("ids", "give between 1 and %d ids", maxBatch)
+		return nil, outbox.Invalid("ids", "give between 1 and %d ids", maxBatch)
 	}
+	ctx = dbutil.WithOrg(ctx, org)
 	out := make([]BatchResult, 0, len(ids))
 	for _, id := range ids {
 		err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
 			uid, err := uuid.Parse(id)
 			if err != nil {
-				return ErrNotFound
+				return outbox.ErrNotFound
 			}
 			inv, err := s.store.Lock(ctx, tx, org, uid)
 			if err != nil {
 				return err
 			}
 			if inv.Status != invocation.StatusFailed || inv.DeadLetteredAt == nil || inv.DiscardedAt != nil {
-				return fmt.Errorf("%w: invocation is %s and not a dead letter", ErrConflict, inv.Status)
+				return fmt.Errorf("%w: invocation is %s and not a dead letter", outbox.ErrConflict, inv.Status)
 			}
 			return fn(ctx, tx, inv)
 		})
@@ -74,9 +77,9 @@ func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string,
 		case err == nil:
 			out = append(out, BatchResult{ID: id, Status: done})
 			s.logger.Info("dead letter "+done, "invocation_id", id, "organization_id", org)
-		case errors.Is(err, ErrNotFound), errors.Is(err, invocation.ErrNotFound):
+		case errors.Is(err, outbox.ErrNotFound), errors.Is(err, invocation.ErrNotFound):
 			out = append(out, BatchResult{ID: id, Status: "not_found", Error: "no such invocation"})
-		case errors.Is(err, ErrConflict), errors.Is(err, invocation.ErrConflict):
+		case errors.Is(err, outbox.ErrConflict), errors.Is(err, invocation.ErrConflict):
 			out = append(out, BatchResult{ID: id, Status: "conflict", Error: err.Error()})
 		default:
 			return nil, err
@@ -121,14 +124,14 @@ FROM (
 
 // Queues lists River's queues for every organization with their job counts
 // by state, each capped at telemetry.MaxQueueCount, and the age of each
-// open state's oldest job. It needs the owner's pool: the API's tenant
+// open state's oldest job. It reads through the owner's pool: the tenant
 // role sees only its organization's jobs.
 func (s *Service) Queues(ctx context.Context) ([]QueueInfo, error) {
 	res, err := s.deps.River.QueueList(ctx, river.NewQueueListParams())
 	if err != nil {
 		return nil, fmt.Errorf("listing queues: %w", err)
 	}
-	counts, err := telemetry.CountJobs(ctx, s.deps.Pool, telemetry.MaxQueueCount)
+	counts, err := telemetry.CountJobs(ctx, s.deps.Owner, telemetry.MaxQueueCount)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +140,7 @@ func (s *Service) Queues(ctx context.Context) ([]QueueInfo, error) {
 		age *float64
 	}
 	oldest := map[string]map[string]head{}
-	rows, err := s.deps.Pool.Query(ctx, queueOldestSQL, openStates)
+	rows, err := s.deps.Owner.Query(ctx, queueOldestSQL, openStates)
 	if err != nil {
 		return nil, fmt.Errorf("reading queue ages: %w", err)
 	}
@@ -183,7 +186,7 @@ func (s *Service) ResumeQueue(ctx context.Context, name string) error {
 func (s *Service) queueOp(ctx context.Context, name string, op func(context.Context, string, *river.QueuePauseOpts) error) error {
 	err := op(ctx, name, nil)
 	if errors.Is(err, river.ErrNotFound) {
-		return fmt.Errorf("%w: queue %s (queues exist once a worker has served them)", ErrNotFound, name)
+		return fmt.Errorf("%w: queue %s (queues exist once a worker has served them)", outbox.ErrNotFound, name)
 	}
 	return err
 }
