@@ -154,13 +154,13 @@ func (s *Service) Available(ctx context.Context, c *Caller) (*Catalog, error) {
 // modeResolver loads the caller's overrides once and resolves actions
 // against them.
 func (s *Service) modeResolver(ctx context.Context, c *Caller) (func(catalogSource, executors.Definition) (policy.Resolution, bool), error) {
-	orgModes, err := s.GetModes(ctx, c.OrganizationID, "")
+	orgModes, err := s.modes(ctx, c.OrganizationID, "")
 	if err != nil {
 		return nil, err
 	}
 	automationModes := Modes{}
 	if c.AutomationID != "" {
-		if automationModes, err = s.GetModes(ctx, c.OrganizationID, c.AutomationID); err != nil {
+		if automationModes, err = s.modes(ctx, c.OrganizationID, c.AutomationID); err != nil {
 			return nil, err
 		}
 	}

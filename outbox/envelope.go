@@ -142,7 +142,7 @@ func (s *Service) envelopeRequest(by *Enqueuer, env *Envelope) (*request, error)
 	default:
 		return nil, invalid("approval", "approval must be auto or required")
 	}
-	if b := env.Constraints.RateBucket; b != "" && !s.bucketExists(b) {
+	if b := env.Constraints.RateBucket; b != "" && !s.deps.Flow.Accepts(b) {
 		return nil, invalid("constraints.rate_bucket", "unknown rate bucket %q", b)
 	}
 	retry, err := env.Constraints.Retry.parse()

@@ -48,10 +48,13 @@ func (e *ValidationError) Error() string {
 	return fmt.Sprintf("%s: %d invalid field(s)", e.Message, len(e.Fields))
 }
 
-func invalid(field, format string, args ...any) *ValidationError {
+// Invalid is a ValidationError of one field.
+func Invalid(field, format string, args ...any) *ValidationError {
 	msg := fmt.Sprintf(format, args...)
 	return &ValidationError{Message: msg, Fields: []executors.FieldError{{Field: field, Message: msg}}}
 }
+
+var invalid = Invalid
 
 // RateLimitError is returned when a session invokes faster than allowed.
 type RateLimitError struct {

@@ -60,8 +60,12 @@ func (s *Service) Invoke(ctx context.Context, p *InvokeParams) (invocation.Invoc
 // returns its latest state. Workers notify in the transaction that finishes
 // an invocation; a slow poll covers notifications lost to a reconnect.
 func (s *Service) Wait(ctx context.Context, inv invocation.Invocation, d time.Duration) (invocation.Invocation, error) {
-	done, unsubscribe := s.waiter.subscribe(ctx, inv.OrganizationID, inv.ID)
-	defer unsubscribe()
+	var done <-chan struct{}
+	if s.deps.Waiter != nil {
+		ch, unsubscribe := s.deps.Waiter.SubscribeInvocation(ctx, inv.OrganizationID, inv.ID)
+		defer unsubscribe()
+		done = ch
+	}
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	poll := time.NewTicker(time.Second)

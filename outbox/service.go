@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
@@ -88,11 +89,18 @@ type Deps struct {
 	Flow    *flow.Limiter
 	Metrics *telemetry.Metrics
 	Logger  *slog.Logger
-	// Listeners is the pool the notification listener registers and
-	// LISTENs through, for every organization with waiting requests: the
-	// owner's, not the API's tenant pool, whose sessions see one
-	// organization's listeners only. Default Pool.
-	Listeners *pgxpool.Pool
+	// Modes reads the organizations' mode overrides (the settings).
+	Modes ModeReader
+	// Waiter rings when an invocation may have finished, in any process
+	// (the feed's LISTEN waiter); Wait polls alone without it.
+	Waiter Waiter
+}
+
+// Waiter tells Wait when to read an invocation again.
+type Waiter interface {
+	// SubscribeInvocation returns a channel that receives when invocation
+	// id of org may have finished, and a function to hang up.
+	SubscribeInvocation(ctx context.Context, org string, id uuid.UUID) (<-chan struct{}, func())
 }
 
 // Service is the write side: invoke, enqueue, approve, deny, cancel, and the
@@ -103,13 +111,11 @@ type Service struct {
 	logger    *slog.Logger
 	queries   *dbsqlc.Queries
 	validator *executors.Validator
-	waiter    *waiter
 	store     *invocation.Store
 	groups    sync.Map // organization → its envelopes' group commit (see submit)
 }
 
-// New returns a Service. Call Run to start the listener that answers
-// allow-mode invokes synchronously.
+// New returns a Service.
 func New(deps *Deps, config *Config) (*Service, error) {
 	cfg := config.WithDefaults()
 	if err := cfg.validate(); err != nil {
@@ -125,13 +131,6 @@ func New(deps *Deps, config *Config) (*Service, error) {
 		logger:    logger,
 		queries:   dbsqlc.New(),
 		validator: executors.NewValidator(),
-		waiter:    newWaiter(cmp.Or(deps.Listeners, deps.Pool), logger),
 		store:     invocation.New(deps.River),
 	}, nil
 }
-
-// Run listens for finished invocations until ctx is done.
-func (s *Service) Run(ctx context.Context) { s.waiter.run(ctx) }
-
-// SyncWait is how long an allow-mode invoke waits for its worker.
-func (s *Service) SyncWait() time.Duration { return s.cfg.SyncWait }

@@ -233,7 +233,7 @@ func (s *Service) plan(p *prepared, orgMode, automationMode string) *invocation.
 	}
 	bucket := r.rateBucket
 	if bucket == "" {
-		if b := p.action.Source.Bucket; b != "" && s.bucketExists(b) {
+		if b := p.action.Source.Bucket; b != "" && s.deps.Flow.Accepts(b) {
 			bucket = b
 		}
 	}

@@ -12,13 +12,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/outboxd/outboxd/internal/app"
+	"github.com/outboxd/outboxd/internal/domain/admin"
 	"github.com/outboxd/outboxd/outbox"
 )
 
-// withService runs fn with the service the HTTP API uses for operations,
-// on the configured database or the running `outboxd dev` one. It needs no
-// secrets: operations read and write jobs, never credentials or tokens.
-func withService(cmd *cobra.Command, fn func(svc *outbox.Service) error) error {
+// withService runs fn with the administration the HTTP API uses for
+// operations, on the configured database or the running `outboxd dev` one.
+// It needs no secrets: operations read and write jobs, never credentials or
+// tokens.
+func withService(cmd *cobra.Command, fn func(svc *admin.Service) error) error {
 	v, err := loadConfig(cmd)
 	if err != nil {
 		return err
@@ -32,10 +34,11 @@ func withService(cmd *cobra.Command, fn func(svc *outbox.Service) error) error {
 		return err
 	}
 	defer pool.Close()
-	svc, err := app.NewOps(cfg, pool, nil)
+	svc, closeOps, err := app.NewOps(cfg, pool, nil)
 	if err != nil {
 		return err
 	}
+	defer closeOps()
 	return fn(svc)
 }
 
@@ -63,7 +66,7 @@ func newDLQCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			org, _ := cmd.Flags().GetString("org")
 			limit, _ := cmd.Flags().GetInt("limit")
-			return withService(cmd, func(svc *outbox.Service) error {
+			return withService(cmd, func(svc *admin.Service) error {
 				invs, total, err := svc.ListDeadLetters(cmd.Context(), org, outbox.Page{Limit: limit})
 				if err != nil {
 					return err
@@ -91,7 +94,7 @@ func newDLQCommand() *cobra.Command {
 			Args:  cobra.MinimumNArgs(1),
 			RunE: func(cmd *cobra.Command, ids []string) error {
 				org, _ := cmd.Flags().GetString("org")
-				return withService(cmd, func(svc *outbox.Service) error {
+				return withService(cmd, func(svc *admin.Service) error {
 					op := svc.DiscardDeadLetters
 					if retry {
 						op = svc.RetryDeadLetters
@@ -138,7 +141,7 @@ func newQueueCommand() *cobra.Command {
 		Short: "List queues with their job counts and the age of the oldest job, by state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withService(cmd, func(svc *outbox.Service) error {
+			return withService(cmd, func(svc *admin.Service) error {
 				queues, err := svc.Queues(cmd.Context())
 				if err != nil {
 					return err
@@ -165,7 +168,7 @@ func newQueueCommand() *cobra.Command {
 			Short: use + " a queue",
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				return withService(cmd, func(svc *outbox.Service) error {
+				return withService(cmd, func(svc *admin.Service) error {
 					fn := svc.ResumeQueue
 					if pause {
 						fn = svc.PauseQueue

@@ -11,6 +11,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/settings"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/outbox"
 )
@@ -28,7 +29,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 		return err
 	}
 	// An allow-mode invoke waits for its worker before it answers.
-	httpserver.ExtendWrite(w, r, s.svc.SyncWait())
+	httpserver.ExtendWrite(w, r, s.syncWait)
 	key := r.Header.Get("Idempotency-Key")
 	if len(key) > 255 {
 		return badRequest("invalid_request", "Idempotency-Key must be at most 255 characters")
@@ -333,7 +334,7 @@ func (s *Server) checkSessionPath(r *http.Request, c *auth.Claims) error {
 }
 
 func (s *Server) getModes(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	modes, err := s.svc.GetModes(r.Context(), c.Org, r.PathValue("automation_id"))
+	modes, err := s.settings.GetModes(r.Context(), c.Org, r.PathValue("automation_id"))
 	if err != nil {
 		return err
 	}
@@ -350,7 +351,7 @@ func (s *Server) putModes(w http.ResponseWriter, r *http.Request, c *auth.Claims
 		// A JSON null would otherwise replace every override with none.
 		return badRequest("invalid_json", `request body must be a JSON object of "<source>:<action>": mode`)
 	}
-	modes, err := s.svc.PutModes(r.Context(), c.Org, r.PathValue("automation_id"), c.Subject, body)
+	modes, err := s.settings.PutModes(r.Context(), c.Org, r.PathValue("automation_id"), c.Subject, body)
 	if err != nil {
 		return err
 	}
@@ -359,7 +360,7 @@ func (s *Server) putModes(w http.ResponseWriter, r *http.Request, c *auth.Claims
 }
 
 func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	infos, err := s.svc.ListCredentials(r.Context(), c.Org)
+	infos, err := s.settings.ListCredentials(r.Context(), c.Org)
 	if err != nil {
 		return err
 	}
@@ -378,7 +379,7 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
-	info, err := s.svc.PutCredential(r.Context(), &outbox.PutCredentialParams{
+	info, err := s.settings.PutCredential(r.Context(), &settings.PutCredentialParams{
 		OrganizationID: c.Org, Integration: r.PathValue("integration"), UserID: body.UserID,
 		TokenKind: body.TokenKind, Token: body.Token, By: c.Subject,
 	})

@@ -4,11 +4,11 @@ import (
 	"net/http"
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
-	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/internal/domain/settings"
 )
 
 func (s *Server) getQuietHours(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	windows, err := s.svc.GetQuietHours(r.Context(), c.Org)
+	windows, err := s.settings.GetQuietHours(r.Context(), c.Org)
 	if err != nil {
 		return err
 	}
@@ -18,12 +18,12 @@ func (s *Server) getQuietHours(w http.ResponseWriter, r *http.Request, c *auth.C
 
 func (s *Server) putQuietHours(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	var body struct {
-		Windows []outbox.QuietHoursWindow `json:"windows"`
+		Windows []settings.QuietHoursWindow `json:"windows"`
 	}
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
-	windows, err := s.svc.PutQuietHours(r.Context(), c.Org, c.Subject, body.Windows)
+	windows, err := s.settings.PutQuietHours(r.Context(), c.Org, c.Subject, body.Windows)
 	if err != nil {
 		return err
 	}
@@ -32,7 +32,7 @@ func (s *Server) putQuietHours(w http.ResponseWriter, r *http.Request, c *auth.C
 }
 
 func (s *Server) getDoNotContact(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	patterns, err := s.svc.GetDoNotContact(r.Context(), c.Org)
+	patterns, err := s.settings.GetDoNotContact(r.Context(), c.Org)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (s *Server) putDoNotContact(w http.ResponseWriter, r *http.Request, c *auth
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
-	patterns, err := s.svc.PutDoNotContact(r.Context(), c.Org, c.Subject, body.Patterns)
+	patterns, err := s.settings.PutDoNotContact(r.Context(), c.Org, c.Subject, body.Patterns)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request, c *auth
 	if err != nil {
 		return err
 	}
-	invs, total, err := s.svc.ListDeadLetters(r.Context(), c.Org, page)
+	invs, total, err := s.admin.ListDeadLetters(r.Context(), c.Org, page)
 	if err != nil {
 		return err
 	}
@@ -80,9 +80,9 @@ func (s *Server) deadLetterOp(retry bool) handlerFunc {
 		} else if err := decode(r, &body, false); err != nil {
 			return err
 		}
-		op := s.svc.DiscardDeadLetters
+		op := s.admin.DiscardDeadLetters
 		if retry {
-			op = s.svc.RetryDeadLetters
+			op = s.admin.RetryDeadLetters
 		}
 		results, err := op(r.Context(), c.Org, c.Subject, body.IDs)
 		if err != nil {
@@ -104,7 +104,7 @@ func (s *Server) deadLetterOp(retry bool) handlerFunc {
 // unfinished invocations by state. River's queues, shared by every
 // organization, are not served: they are the operator's (`outboxd queue`).
 func (s *Server) queue(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	q, err := s.svc.Queue(r.Context(), c.Org)
+	q, err := s.admin.Queue(r.Context(), c.Org)
 	if err != nil {
 		return err
 	}
@@ -117,9 +117,9 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, c *auth.Claims) e
 // organization's keep running.
 func (s *Server) pause(resume bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-		op := s.svc.Pause
+		op := s.admin.Pause
 		if resume {
-			op = s.svc.Resume
+			op = s.admin.Resume
 		}
 		q, err := op(r.Context(), c.Org, c.Subject)
 		if err != nil {
@@ -134,7 +134,7 @@ func (s *Server) pause(resume bool) handlerFunc {
 // organization: its queue (as GET /v1/queues), and its throughput and
 // failure rate over the last hour, computed by the database.
 func (s *Server) stats(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	st, err := s.svc.Stats(r.Context(), c.Org)
+	st, err := s.admin.Stats(r.Context(), c.Org)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request, c *auth.Claims) e
 // rateBuckets answers the configured rate buckets with their current fill
 // and leases.
 func (s *Server) rateBuckets(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	buckets, err := s.svc.RateBuckets(r.Context(), c.Org)
+	buckets, err := s.admin.RateBuckets(r.Context(), c.Org)
 	if err != nil {
 		return err
 	}

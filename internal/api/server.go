@@ -40,12 +40,19 @@ const maxBodyBytes = 1 << 20
 // Deps are the server's collaborators.
 type Deps struct {
 	Service  *outbox.Service
+	Settings Settings
+	Admin    Admin
+	Feeds    Feeds
 	Verifier *auth.Verifier
 	Pool     *pgxpool.Pool
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger
 	// Streams tunes the event streams.
 	Streams StreamConfig
+	// SyncWait is how long an allow-mode invoke may wait for its worker
+	// (outbox.Config.SyncWait): its answer's write deadline is extended by
+	// as much.
+	SyncWait time.Duration
 	// Webhooks manages webhook endpoints.
 	Webhooks *webhook.Service
 	// Slack holds the Slack approval settings and takes Slack's clicks.
@@ -61,11 +68,15 @@ type Deps struct {
 // Server routes requests to the outbox service.
 type Server struct {
 	svc      *outbox.Service
+	settings Settings
+	admin    Admin
+	feeds    Feeds
 	verifier *auth.Verifier
 	pool     *pgxpool.Pool
 	gatherer prometheus.Gatherer
 	logger   *slog.Logger
 	streams  StreamConfig
+	syncWait time.Duration
 	webhooks *webhook.Service
 	slack    *slackapproval.Service
 	// connectors and databases manage the org-registered sources.
@@ -82,11 +93,15 @@ type Server struct {
 func New(deps *Deps) *Server {
 	return &Server{
 		svc:      deps.Service,
+		settings: deps.Settings,
+		admin:    deps.Admin,
+		feeds:    deps.Feeds,
 		verifier: deps.Verifier,
 		pool:     deps.Pool,
 		gatherer: deps.Gatherer,
 		logger:   cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
 		streams:  deps.Streams.WithDefaults(),
+		syncWait: deps.SyncWait,
 		webhooks: deps.Webhooks,
 		slack:    deps.Slack,
 		closing:  make(chan struct{}),

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/feed"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
-	"github.com/outboxd/outboxd/outbox"
 )
 
 // StreamConfig tunes the event streams (Server-Sent Events).
@@ -96,7 +96,7 @@ var streamRoutes = map[string]bool{
 // Last-Event-ID (or ?after=) resumes after that position, or after an event
 // id (data.event_id); without either the stream starts now.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	p := &outbox.FeedParams{Org: c.Org, SessionID: r.PathValue("session_id"), Limit: streamBatch}
+	p := &feed.Params{Org: c.Org, SessionID: r.PathValue("session_id"), Limit: streamBatch}
 	for _, v := range r.URL.Query()["types"] {
 		for _, t := range strings.Split(v, ",") {
 			n := invocation.Notice(strings.TrimSpace(t))
@@ -112,11 +112,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 	}
 	var err error
 	if after == "" {
-		p.After, err = s.svc.FeedNow(r.Context())
+		p.After, err = s.feeds.Now(r.Context())
 	} else if pos, ok := invocation.ParsePosition(after); ok {
-		p.After, err = s.svc.FeedResume(r.Context(), pos)
-		var ve *outbox.ValidationError
-		if errors.As(err, &ve) {
+		p.After, err = s.feeds.Resume(r.Context(), pos)
+		if errors.Is(err, feed.ErrUnknownPosition) {
 			return invalidField(field, "%s: %s is not the id of an event this stream has sent", field, after)
 		}
 	} else {
@@ -125,9 +124,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 		if perr != nil || id < 0 {
 			return invalidField(field, "%s must be the id of an event the stream sent, or an event id (a non-negative integer)", field)
 		}
-		p.After, err = s.svc.FeedCursor(r.Context(), c.Org, id)
-		var ve *outbox.ValidationError
-		if errors.As(err, &ve) {
+		p.After, err = s.feeds.Cursor(r.Context(), c.Org, id)
+		if errors.Is(err, feed.ErrUnknownPosition) {
 			return invalidField(field, "%s: no event %d in this organization", field, id)
 		}
 	}
@@ -135,7 +133,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 		return err
 	}
 
-	bell, hangUp := s.svc.Subscribe(r.Context(), c.Org)
+	bell, hangUp := s.feeds.Subscribe(r.Context(), c.Org)
 	defer hangUp()
 	rc := http.NewResponseController(w)
 	h := w.Header()
@@ -158,7 +156,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 	heartbeat := time.NewTicker(cfg.Heartbeat)
 	defer heartbeat.Stop()
 	for {
-		items, held, err := s.svc.Feed(r.Context(), p)
+		items, held, err := s.feeds.Feed(r.Context(), p)
 		if err != nil {
 			s.logger.Warn("event stream: reading events", "organization_id", c.Org, "error", err)
 			return nil

@@ -34,14 +34,17 @@ import (
 	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/api"
+	"github.com/outboxd/outboxd/internal/domain/admin"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/feed"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+	"github.com/outboxd/outboxd/internal/domain/settings"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
@@ -141,6 +144,8 @@ type App struct {
 	logger    *slog.Logger
 	River     *river.Client[pgx.Tx]
 	Service   *outbox.Service
+	Settings  *settings.Service
+	feeds     *feed.Service
 	Handler   http.Handler
 	Registry  *prometheus.Registry
 	Sources   *catalog.Catalog
@@ -289,8 +294,12 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	}
 	pools = append(pools, tenantPool)
 	apiCreds := credential.NewStore(tenantPool, box)
+	// The event feeds read through the tenant pool and LISTEN through the
+	// owner's, for every organization with subscribers.
+	feeds := feed.New(&feed.Deps{Pool: tenantPool, Listeners: pool, Metrics: metrics, Logger: logger})
+	settingsSvc := settings.New(&settings.Deps{Pool: tenantPool, Credentials: apiCreds, Providers: registry, Flow: limiter})
 	deps := &outbox.Deps{
-		Pool: tenantPool, Listeners: pool, River: client, Sources: sources,
+		Pool: tenantPool, Modes: settingsSvc, Waiter: feeds, River: client, Sources: sources,
 		Credentials: apiCreds, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
 	}
 	if cfg.TokenSource != "broker" {
@@ -307,7 +316,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	orgConnectors := connectors.New(&connectors.Deps{
 		Store: mcpstore.New(tenantPool, pool, apiCreds), Client: mcpClient, Secrets: apiCreds, WorkerSecrets: creds,
 		Modes: func(ctx context.Context, org string) (map[string]policy.Mode, error) {
-			return svc.GetModes(ctx, org, "")
+			return settingsSvc.GetModes(ctx, org, "")
 		},
 	})
 	for _, k := range []catalog.Kind{orgDatabases.Kind(), orgConnectors.Kind()} {
@@ -329,8 +338,10 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	}
 
 	server := api.New(&api.Deps{
-		Service: svc, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams, Webhooks: apiWebhooks, Slack: apiSlack,
-		Connectors: orgConnectors, Databases: orgDatabases,
+		Service: svc, Settings: settingsSvc, Feeds: feeds, Connectors: orgConnectors, Databases: orgDatabases,
+		Admin:    admin.New(&admin.Deps{Pool: tenantPool, Owner: pool, River: client, Flow: limiter, Logger: logger}),
+		SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams,
+		Webhooks: apiWebhooks, Slack: apiSlack,
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
 	})
 	var handler http.Handler = server.Handler()
@@ -347,21 +358,26 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	}
 	return &App{
 		cfg: cfg, role: role, pool: pool, tenantPool: tenantPool, groupPool: groupPool, logger: logger,
-		River: client, Service: svc, Handler: handler, Registry: reg, Sources: sources, databases: databases, creds: creds, api: server,
+		River: client, Service: svc, Settings: settingsSvc, feeds: feeds, Handler: handler, Registry: reg, Sources: sources, databases: databases, creds: creds, api: server,
 		httpServer: httpServer,
 	}, nil
 }
 
-// NewOps wires the outbox service for command-line operations (dead
-// letters, queues) on pool: an insert-only River client and no sources, so
-// it needs neither auth.jwt_secret nor secrets.key.
-func NewOps(cfg *Config, pool *pgxpool.Pool, logger *slog.Logger) (*outbox.Service, error) {
+// NewOps wires the administration for command-line operations (dead
+// letters, queues) on pool, as the API's: an insert-only River client, a
+// tenant pool for an organization's dead letters, and no sources, so it
+// needs neither auth.jwt_secret nor secrets.key. Call close when done.
+func NewOps(cfg *Config, pool *pgxpool.Pool, logger *slog.Logger) (ops *admin.Service, close func(), err error) {
 	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 	client, err := worker.NewClient(&worker.Deps{Pool: pool, Metrics: telemetry.NewNop(), Logger: logger}, &cfg.Worker, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return outbox.New(&outbox.Deps{Pool: pool, River: client, Metrics: telemetry.NewNop(), Logger: logger}, &cfg.Outbox)
+	tenantPool, err := dbutil.TenantPool(context.Background(), pool.Config())
+	if err != nil {
+		return nil, nil, err
+	}
+	return admin.New(&admin.Deps{Pool: tenantPool, Owner: pool, River: client, Logger: logger}), tenantPool.Close, nil
 }
 
 // CheckSecrets fails with credential.ErrKeyChanged when the stored
@@ -419,7 +435,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 	} else {
 		go func() {
 			defer close(listenerDone)
-			a.Service.Run(runCtx)
+			a.feeds.Run(runCtx)
 		}()
 	}
 

@@ -148,6 +148,16 @@ func (l *Limiter) Bucket(name string) (BucketConfig, bool) {
 	return b.BucketConfig, true
 }
 
+// Accepts reports whether name may be given as a rate bucket: a
+// configured one, or any name without flow control (a nil Limiter).
+func (l *Limiter) Accepts(name string) bool {
+	if l == nil {
+		return true
+	}
+	_, ok := l.buckets[name]
+	return ok
+}
+
 // Grant is the answer of Acquire.
 type Grant struct {
 	// Wait is zero when a token (and a slot) was taken. Otherwise nothing

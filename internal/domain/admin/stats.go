@@ -1,4 +1,4 @@
-package outbox
+package admin
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
 
 // StatsWindow is the period Stats reports throughput and failures over,
@@ -61,6 +62,7 @@ type OutcomeBucket struct {
 // Stats summarizes the organization's queue and recent outcomes, read
 // from the database now, so every API process answers alike.
 func (s *Service) Stats(ctx context.Context, org string) (*Stats, error) {
+	ctx = dbutil.WithOrg(ctx, org)
 	now := time.Now().UTC()
 	queue, err := s.Queue(ctx, org)
 	if err != nil {
@@ -146,6 +148,7 @@ type RateBucketState struct {
 // RateBuckets lists the configured buckets with their current fill and
 // leases as org's calls see them. Without flow control the list is empty.
 func (s *Service) RateBuckets(ctx context.Context, org string) ([]RateBucket, error) {
+	ctx = dbutil.WithOrg(ctx, org)
 	out := []RateBucket{}
 	if s.deps.Flow == nil {
 		return out, nil

@@ -1,4 +1,4 @@
-package outbox
+package admin
 
 import (
 	"context"
@@ -43,6 +43,7 @@ type StateStats struct {
 
 // Queue returns org's view of its work.
 func (s *Service) Queue(ctx context.Context, org string) (*OrgQueue, error) {
+	ctx = dbutil.WithOrg(ctx, org)
 	q := &OrgQueue{States: make(map[string]StateStats, len(OrgQueueStates))}
 	for _, st := range OrgQueueStates {
 		q.States[st] = StateStats{}
@@ -71,6 +72,7 @@ func (s *Service) Queue(ctx context.Context, org string) (*OrgQueue, error) {
 // invokes and approvals are still accepted and wait. Pausing a paused
 // organization changes nothing.
 func (s *Service) Pause(ctx context.Context, org, by string) (*OrgQueue, error) {
+	ctx = dbutil.WithOrg(ctx, org)
 	p, err := s.queries.OrgPauseInsert(ctx, s.deps.Pool, dbsqlc.OrgPauseInsertParams{OrganizationID: org, PausedBy: by})
 	if err != nil {
 		return nil, fmt.Errorf("pausing the organization: %w", err)
@@ -93,6 +95,7 @@ WHERE state = 'scheduled' AND kind = 'execute_action'
 // Resume ends org's pause and makes the jobs it held available at once.
 // Resuming an organization that is not paused changes nothing.
 func (s *Service) Resume(ctx context.Context, org, by string) (*OrgQueue, error) {
+	ctx = dbutil.WithOrg(ctx, org)
 	var released int64
 	paused := false
 	err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {

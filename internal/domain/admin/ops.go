@@ -1,155 +1,26 @@
-package outbox
+package admin
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
-	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
-	"github.com/outboxd/outboxd/policy"
+	"github.com/outboxd/outboxd/outbox"
 )
-
-// QuietHoursWindow is the API shape of a quiet window.
-type QuietHoursWindow struct {
-	// Bucket limits the window to one rate bucket; "" is every job of the org.
-	Bucket   string `json:"bucket"`
-	TimeZone string `json:"time_zone"`
-	Start    string `json:"start"`
-	End      string `json:"end"`
-}
-
-// GetQuietHours returns the organization's quiet windows.
-func (s *Service) GetQuietHours(ctx context.Context, org string) ([]QuietHoursWindow, error) {
-	rows, err := s.queries.QuietHoursList(ctx, s.deps.Pool, org)
-	if err != nil {
-		return nil, fmt.Errorf("loading quiet hours: %w", err)
-	}
-	out := make([]QuietHoursWindow, len(rows))
-	for i, r := range rows {
-		out[i] = QuietHoursWindow{Bucket: r.Bucket, TimeZone: r.TimeZone, Start: policy.FormatClock(int(r.StartMinute)), End: policy.FormatClock(int(r.EndMinute))}
-	}
-	return out, nil
-}
-
-// PutQuietHours replaces the organization's quiet windows.
-func (s *Service) PutQuietHours(ctx context.Context, org, by string, windows []QuietHoursWindow) ([]QuietHoursWindow, error) {
-	var fieldErrs []executors.FieldError
-	seen := map[string]bool{}
-	type parsed struct {
-		w          QuietHoursWindow
-		start, end int
-	}
-	var rows []parsed
-	for i, w := range windows {
-		field := fmt.Sprintf("%d", i)
-		if _, err := time.LoadLocation(w.TimeZone); err != nil || w.TimeZone == "" {
-			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/time_zone", Message: fmt.Sprintf("unknown time zone %q (use an IANA name such as Europe/Paris)", w.TimeZone)})
-		}
-		start, err1 := policy.ParseClock(w.Start)
-		end, err2 := policy.ParseClock(w.End)
-		if err1 != nil {
-			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/start", Message: err1.Error()})
-		}
-		if err2 != nil {
-			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/end", Message: err2.Error()})
-		}
-		if w.Bucket != "" && !s.bucketExists(w.Bucket) {
-			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/bucket", Message: fmt.Sprintf("unknown rate bucket %q", w.Bucket)})
-		}
-		if seen[w.Bucket] {
-			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/bucket", Message: "one window per bucket"})
-		}
-		seen[w.Bucket] = true
-		rows = append(rows, parsed{w, start, end})
-	}
-	if len(fieldErrs) > 0 {
-		return nil, &ValidationError{Message: "invalid quiet hours", Fields: fieldErrs}
-	}
-	err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
-		if err := s.queries.QuietHoursDeleteAll(ctx, tx, org); err != nil {
-			return err
-		}
-		for _, r := range rows {
-			err := s.queries.QuietHoursInsert(ctx, tx, dbsqlc.QuietHoursInsertParams{
-				OrganizationID: org, Bucket: r.w.Bucket, TimeZone: r.w.TimeZone,
-				StartMinute: int32(r.start), EndMinute: int32(r.end), UpdatedBy: by,
-			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("storing quiet hours: %w", err)
-	}
-	return s.GetQuietHours(ctx, org)
-}
-
-// bucketExists reports whether name is a configured rate bucket. Without
-// flow control every name is accepted.
-func (s *Service) bucketExists(name string) bool {
-	if s.deps.Flow == nil {
-		return true
-	}
-	_, ok := s.deps.Flow.Bucket(name)
-	return ok
-}
-
-// GetDoNotContact returns the organization's do-not-contact patterns.
-func (s *Service) GetDoNotContact(ctx context.Context, org string) ([]string, error) {
-	patterns, err := s.queries.DoNotContactList(ctx, s.deps.Pool, org)
-	if err != nil {
-		return nil, fmt.Errorf("loading do-not-contact: %w", err)
-	}
-	if patterns == nil {
-		patterns = []string{}
-	}
-	return patterns, nil
-}
-
-// PutDoNotContact replaces the organization's do-not-contact patterns.
-func (s *Service) PutDoNotContact(ctx context.Context, org, by string, patterns []string) ([]string, error) {
-	var fieldErrs []executors.FieldError
-	for i, p := range patterns {
-		if !policy.ValidRecipientPattern(p) || len(p) > 200 {
-			fieldErrs = append(fieldErrs, executors.FieldError{Field: fmt.Sprint(i), Message: fmt.Sprintf("%q is not a valid pattern (a glob such as #general or C09*)", p)})
-		}
-	}
-	if len(fieldErrs) > 0 {
-		return nil, &ValidationError{Message: "invalid do-not-contact patterns", Fields: fieldErrs}
-	}
-	err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
-		if err := s.queries.DoNotContactDeleteAll(ctx, tx, org); err != nil {
-			return err
-		}
-		for _, p := range patterns {
-			if err := s.queries.DoNotContactInsert(ctx, tx, dbsqlc.DoNotContactInsertParams{OrganizationID: org, Pattern: strings.TrimSpace(p), CreatedBy: by}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("storing do-not-contact: %w", err)
-	}
-	return s.GetDoNotContact(ctx, org)
-}
 
 // ListDeadLetters returns the organization's failed invocations that were
 // neither replayed nor discarded, newest first, with the total.
-func (s *Service) ListDeadLetters(ctx context.Context, org string, page Page) ([]invocation.Invocation, int64, error) {
-	return s.store.ListDeadLetters(ctx, s.deps.Pool, org, page.normalized())
+func (s *Service) ListDeadLetters(ctx context.Context, org string, page outbox.Page) ([]invocation.Invocation, int64, error) {
+	ctx = dbutil.WithOrg(ctx, org)
+	return s.store.ListDeadLetters(ctx, s.deps.Pool, org, page.Normalized())
 }
 
 // BatchResult is the outcome of one id in a batch operation.
@@ -183,21 +54,22 @@ const maxBatch = 500
 
 func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string, done string, fn func(context.Context, pgx.Tx, invocation.Invocation) error) ([]BatchResult, error) {
 	if len(ids) == 0 || len(ids) > maxBatch {
-		return nil, invalid("ids", "give between 1 and %d ids", maxBatch)
+		return nil, outbox.Invalid("ids", "give between 1 and %d ids", maxBatch)
 	}
+	ctx = dbutil.WithOrg(ctx, org)
 	out := make([]BatchResult, 0, len(ids))
 	for _, id := range ids {
 		err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
 			uid, err := uuid.Parse(id)
 			if err != nil {
-				return ErrNotFound
+				return outbox.ErrNotFound
 			}
 			inv, err := s.store.Lock(ctx, tx, org, uid)
 			if err != nil {
 				return err
 			}
 			if inv.Status != invocation.StatusFailed || inv.DeadLetteredAt == nil || inv.DiscardedAt != nil {
-				return fmt.Errorf("%w: invocation is %s and not a dead letter", ErrConflict, inv.Status)
+				return fmt.Errorf("%w: invocation is %s and not a dead letter", outbox.ErrConflict, inv.Status)
 			}
 			return fn(ctx, tx, inv)
 		})
@@ -205,9 +77,9 @@ func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string,
 		case err == nil:
 			out = append(out, BatchResult{ID: id, Status: done})
 			s.logger.Info("dead letter "+done, "invocation_id", id, "organization_id", org)
-		case errors.Is(err, ErrNotFound), errors.Is(err, invocation.ErrNotFound):
+		case errors.Is(err, outbox.ErrNotFound), errors.Is(err, invocation.ErrNotFound):
 			out = append(out, BatchResult{ID: id, Status: "not_found", Error: "no such invocation"})
-		case errors.Is(err, ErrConflict), errors.Is(err, invocation.ErrConflict):
+		case errors.Is(err, outbox.ErrConflict), errors.Is(err, invocation.ErrConflict):
 			out = append(out, BatchResult{ID: id, Status: "conflict", Error: err.Error()})
 		default:
 			return nil, err
@@ -252,14 +124,14 @@ FROM (
 
 // Queues lists River's queues for every organization with their job counts
 // by state, each capped at telemetry.MaxQueueCount, and the age of each
-// open state's oldest job. It needs the owner's pool: the API's tenant
+// open state's oldest job. It reads through the owner's pool: the tenant
 // role sees only its organization's jobs.
 func (s *Service) Queues(ctx context.Context) ([]QueueInfo, error) {
 	res, err := s.deps.River.QueueList(ctx, river.NewQueueListParams())
 	if err != nil {
 		return nil, fmt.Errorf("listing queues: %w", err)
 	}
-	counts, err := telemetry.CountJobs(ctx, s.deps.Pool, telemetry.MaxQueueCount)
+	counts, err := telemetry.CountJobs(ctx, s.deps.Owner, telemetry.MaxQueueCount)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +140,7 @@ func (s *Service) Queues(ctx context.Context) ([]QueueInfo, error) {
 		age *float64
 	}
 	oldest := map[string]map[string]head{}
-	rows, err := s.deps.Pool.Query(ctx, queueOldestSQL, openStates)
+	rows, err := s.deps.Owner.Query(ctx, queueOldestSQL, openStates)
 	if err != nil {
 		return nil, fmt.Errorf("reading queue ages: %w", err)
 	}
@@ -314,7 +186,7 @@ func (s *Service) ResumeQueue(ctx context.Context, name string) error {
 func (s *Service) queueOp(ctx context.Context, name string, op func(context.Context, string, *river.QueuePauseOpts) error) error {
 	err := op(ctx, name, nil)
 	if errors.Is(err, river.ErrNotFound) {
-		return fmt.Errorf("%w: queue %s (queues exist once a worker has served them)", ErrNotFound, name)
+		return fmt.Errorf("%w: queue %s (queues exist once a worker has served them)", outbox.ErrNotFound, name)
 	}
 	return err
 }

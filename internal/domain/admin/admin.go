@@ -1,0 +1,55 @@
+// Package admin is the administration of the outbox: an organization's
+// own (its dead letters, its queue and pause, its stats and rate buckets),
+// served by the API, and the operator's control of River's queues, which
+// every organization shares (`outboxd queue`).
+//
+// Which pool a method uses is fixed: the organization's methods work
+// through the tenant pool, with the organization they are given as the
+// database's (so the command line works as the API does); Queues,
+// PauseQueue and ResumeQueue through the owner's pool and River.
+package admin
+
+import (
+	"cmp"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"github.com/outboxd/outboxd/internal/domain/flow"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+)
+
+// Deps are the administration's collaborators.
+type Deps struct {
+	// Pool is the tenant pool (dbutil.TenantPool): every
+	// organization-scoped read and write.
+	Pool *pgxpool.Pool
+	// Owner is the owner's pool: River's queues, for every organization.
+	Owner *pgxpool.Pool
+	// River replays dead letters (on Pool) and pauses River's queues.
+	River *river.Client[pgx.Tx]
+	// Flow holds the rate buckets; nil disables flow control.
+	Flow   *flow.Limiter
+	Logger *slog.Logger
+}
+
+// Service administers the outbox.
+type Service struct {
+	deps    Deps
+	logger  *slog.Logger
+	queries *dbsqlc.Queries
+	store   *invocation.Store
+}
+
+// New returns a Service.
+func New(deps *Deps) *Service {
+	return &Service{
+		deps:    *deps,
+		logger:  cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
+		queries: dbsqlc.New(),
+		store:   invocation.New(deps.River),
+	}
+}

@@ -1,0 +1,133 @@
+package settings
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/policy"
+)
+
+// QuietHoursWindow is the API shape of a quiet window.
+type QuietHoursWindow struct {
+	// Bucket limits the window to one rate bucket; "" is every job of the org.
+	Bucket   string `json:"bucket"`
+	TimeZone string `json:"time_zone"`
+	Start    string `json:"start"`
+	End      string `json:"end"`
+}
+
+// GetQuietHours returns the organization's quiet windows.
+func (s *Service) GetQuietHours(ctx context.Context, org string) ([]QuietHoursWindow, error) {
+	rows, err := s.queries.QuietHoursList(ctx, s.deps.Pool, org)
+	if err != nil {
+		return nil, fmt.Errorf("loading quiet hours: %w", err)
+	}
+	out := make([]QuietHoursWindow, len(rows))
+	for i, r := range rows {
+		out[i] = QuietHoursWindow{Bucket: r.Bucket, TimeZone: r.TimeZone, Start: policy.FormatClock(int(r.StartMinute)), End: policy.FormatClock(int(r.EndMinute))}
+	}
+	return out, nil
+}
+
+// PutQuietHours replaces the organization's quiet windows.
+func (s *Service) PutQuietHours(ctx context.Context, org, by string, windows []QuietHoursWindow) ([]QuietHoursWindow, error) {
+	var fieldErrs []executors.FieldError
+	seen := map[string]bool{}
+	type parsed struct {
+		w          QuietHoursWindow
+		start, end int
+	}
+	var rows []parsed
+	for i, w := range windows {
+		field := fmt.Sprintf("%d", i)
+		if _, err := time.LoadLocation(w.TimeZone); err != nil || w.TimeZone == "" {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/time_zone", Message: fmt.Sprintf("unknown time zone %q (use an IANA name such as Europe/Paris)", w.TimeZone)})
+		}
+		start, err1 := policy.ParseClock(w.Start)
+		end, err2 := policy.ParseClock(w.End)
+		if err1 != nil {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/start", Message: err1.Error()})
+		}
+		if err2 != nil {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/end", Message: err2.Error()})
+		}
+		if w.Bucket != "" && !s.deps.Flow.Accepts(w.Bucket) {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/bucket", Message: fmt.Sprintf("unknown rate bucket %q", w.Bucket)})
+		}
+		if seen[w.Bucket] {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/bucket", Message: "one window per bucket"})
+		}
+		seen[w.Bucket] = true
+		rows = append(rows, parsed{w, start, end})
+	}
+	if len(fieldErrs) > 0 {
+		return nil, &outbox.ValidationError{Message: "invalid quiet hours", Fields: fieldErrs}
+	}
+	err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.queries.QuietHoursDeleteAll(ctx, tx, org); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			err := s.queries.QuietHoursInsert(ctx, tx, dbsqlc.QuietHoursInsertParams{
+				OrganizationID: org, Bucket: r.w.Bucket, TimeZone: r.w.TimeZone,
+				StartMinute: int32(r.start), EndMinute: int32(r.end), UpdatedBy: by,
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storing quiet hours: %w", err)
+	}
+	return s.GetQuietHours(ctx, org)
+}
+
+// GetDoNotContact returns the organization's do-not-contact patterns.
+func (s *Service) GetDoNotContact(ctx context.Context, org string) ([]string, error) {
+	patterns, err := s.queries.DoNotContactList(ctx, s.deps.Pool, org)
+	if err != nil {
+		return nil, fmt.Errorf("loading do-not-contact: %w", err)
+	}
+	if patterns == nil {
+		patterns = []string{}
+	}
+	return patterns, nil
+}
+
+// PutDoNotContact replaces the organization's do-not-contact patterns.
+func (s *Service) PutDoNotContact(ctx context.Context, org, by string, patterns []string) ([]string, error) {
+	var fieldErrs []executors.FieldError
+	for i, p := range patterns {
+		if !policy.ValidRecipientPattern(p) || len(p) > 200 {
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: fmt.Sprint(i), Message: fmt.Sprintf("%q is not a valid pattern (a glob such as #general or C09*)", p)})
+		}
+	}
+	if len(fieldErrs) > 0 {
+		return nil, &outbox.ValidationError{Message: "invalid do-not-contact patterns", Fields: fieldErrs}
+	}
+	err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.queries.DoNotContactDeleteAll(ctx, tx, org); err != nil {
+			return err
+		}
+		for _, p := range patterns {
+			if err := s.queries.DoNotContactInsert(ctx, tx, dbsqlc.DoNotContactInsertParams{OrganizationID: org, Pattern: strings.TrimSpace(p), CreatedBy: by}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storing do-not-contact: %w", err)
+	}
+	return s.GetDoNotContact(ctx, org)
+}
