@@ -39,7 +39,7 @@ const maxBodyBytes = 1 << 20
 
 // Deps are the server's collaborators.
 type Deps struct {
-	Service  *outbox.Service
+	Service  Outbox
 	Settings Settings
 	Admin    Admin
 	Feeds    Feeds
@@ -67,7 +67,7 @@ type Deps struct {
 
 // Server routes requests to the outbox service.
 type Server struct {
-	svc      *outbox.Service
+	svc      Outbox
 	settings Settings
 	admin    Admin
 	feeds    Feeds

@@ -14,6 +14,26 @@ import (
 // The services the API serves, each behind the narrow interface its
 // handlers use; internal/app wires the real ones, tests may fake them.
 
+// Outbox is the outbox itself (package outbox): invoke, enqueue, batch,
+// approve, deny, cancel, the reads of invocations, and the catalog an
+// agent invokes from.
+type Outbox interface {
+	Invoke(ctx context.Context, p *outbox.InvokeParams) (invocation.Invocation, error)
+	Enqueue(ctx context.Context, p *outbox.EnqueueParams) (inv invocation.Invocation, created bool, err error)
+	EnqueueBatch(ctx context.Context, by *outbox.Enqueuer, envs []outbox.Envelope) ([]outbox.BatchItem, error)
+	Approve(ctx context.Context, p *outbox.ApproveParams) (invocation.Invocation, error)
+	Deny(ctx context.Context, p *outbox.DenyParams) (invocation.Invocation, error)
+	Cancel(ctx context.Context, org, id, by string) (invocation.Invocation, error)
+	Get(ctx context.Context, org, id string) (invocation.Invocation, error)
+	GetInSession(ctx context.Context, org, sessionID, id string) (invocation.Invocation, error)
+	GetEnvelope(ctx context.Context, org string, id string) (invocation.Invocation, error)
+	Events(ctx context.Context, org, id string) ([]invocation.Event, error)
+	ListSession(ctx context.Context, org, sessionID string, page outbox.Page) ([]invocation.Invocation, error)
+	ListOrg(ctx context.Context, org string, f invocation.ListFilter, page outbox.Page) ([]invocation.Invocation, int64, error)
+	Available(ctx context.Context, c *outbox.Caller) (*outbox.Catalog, error)
+	Guide(ctx context.Context, c *outbox.Caller, integration string) (string, error)
+}
+
 // Feeds reads the organizations' event feeds (internal/domain/feed).
 type Feeds interface {
 	Subscribe(ctx context.Context, org string) (<-chan struct{}, func())
