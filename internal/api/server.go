@@ -54,9 +54,9 @@ type Deps struct {
 	// as much.
 	SyncWait time.Duration
 	// Webhooks manages webhook endpoints.
-	Webhooks *webhook.Service
+	Webhooks Webhooks
 	// Slack holds the Slack approval settings and takes Slack's clicks.
-	Slack *slackapproval.Service
+	Slack Slack
 	// Connectors and Databases manage the org-registered sources.
 	Connectors Connectors
 	Databases  Databases
@@ -77,8 +77,8 @@ type Server struct {
 	logger   *slog.Logger
 	streams  StreamConfig
 	syncWait time.Duration
-	webhooks *webhook.Service
-	slack    *slackapproval.Service
+	webhooks Webhooks
+	slack    Slack
 	// connectors and databases manage the org-registered sources.
 	connectors Connectors
 	databases  Databases

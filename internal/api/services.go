@@ -2,11 +2,14 @@ package api
 
 import (
 	"context"
+	"net/http"
 
 	adm "github.com/outboxd/outboxd/internal/domain/admin"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/feed"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
+	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
 	"github.com/outboxd/outboxd/internal/domain/settings"
 	"github.com/outboxd/outboxd/outbox"
 )
@@ -32,6 +35,27 @@ type Outbox interface {
 	ListOrg(ctx context.Context, org string, f invocation.ListFilter, page outbox.Page) ([]invocation.Invocation, int64, error)
 	Available(ctx context.Context, c *outbox.Caller) (*outbox.Catalog, error)
 	Guide(ctx context.Context, c *outbox.Caller, integration string) (string, error)
+}
+
+// Webhooks manages an organization's webhook endpoints
+// (internal/domain/relay/webhook).
+type Webhooks interface {
+	Create(ctx context.Context, org string, p *webhook.Params) (webhook.Endpoint, string, error)
+	Get(ctx context.Context, org, id string) (webhook.Endpoint, error)
+	List(ctx context.Context, org string) ([]webhook.Endpoint, error)
+	Update(ctx context.Context, org, id string, p *webhook.Params) (webhook.Endpoint, error)
+	Delete(ctx context.Context, org, id string) error
+	RotateSecret(ctx context.Context, org, id string) (webhook.Endpoint, string, error)
+	Deliveries(ctx context.Context, org, id string, limit, offset int) ([]webhook.Delivery, error)
+}
+
+// Slack holds an organization's Slack approval settings and, as a
+// handler, takes Slack's clicks (internal/domain/relay/slackapproval).
+type Slack interface {
+	http.Handler
+	Get(ctx context.Context, org string) (slackapproval.Settings, error)
+	PutChannel(ctx context.Context, org, by string, channel *string) (slackapproval.Settings, error)
+	PutApprovers(ctx context.Context, org, by string, approvers map[string]slackapproval.Approver) (slackapproval.Settings, error)
 }
 
 // Feeds reads the organizations' event feeds (internal/domain/feed).
