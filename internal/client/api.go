@@ -72,7 +72,9 @@ type InvokeRequest struct {
 // (403 denied, 502 failed, 410 expired, ...) that still names the
 // invocation.
 type InvokeResult struct {
-	Status     int
+	// Status is the HTTP status; the answer's own "status" (the
+	// invocation's, on a 202) is not it.
+	Status     int             `json:"-"`
 	Invocation Invocation      `json:"invocation"`
 	Result     json.RawMessage `json:"result"`
 }

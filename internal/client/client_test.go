@@ -99,6 +99,20 @@ func TestInvoke_SendsTheKeyAndKeepsTheInvocationOfARefusal(t *testing.T) {
 	require.EqualError(t, err, "HTTP 400: channel is required")
 }
 
+// A 202 names the invocation and, beside it, the invocation's status as
+// text; the result's Status stays the HTTP status.
+func TestInvoke_PendingAnswer(t *testing.T) {
+	c, _, _ := server(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = io.WriteString(w, `{"invocation":{"id":"i-2","status":"pending"},"invocation_id":"i-2","status":"pending","message":"Action requires approval"}`)
+	})
+	res, err := c.Session("s").Invoke(context.Background(), client.InvokeRequest{Integration: "slack", Action: "send_message"}, "")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, res.Status)
+	require.Equal(t, "i-2", res.Invocation.ID)
+	require.Equal(t, "pending", res.Invocation.Status)
+}
+
 func TestEnqueue_CreatedAndBatch(t *testing.T) {
 	c, req, body := server(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/envelopes/batch" {
