@@ -50,3 +50,9 @@ BEGIN
     EXECUTE format('REVOKE ALL ON %I.relay_cursors FROM outboxd_tenant', current_schema());
 END
 $$;
+
+-- The two relay job kinds this replaces have no worker any more: drop
+-- their waiting jobs (the periodic relay jobs of kind 'relay' take over).
+DELETE FROM river_job
+WHERE kind IN ('webhook_relay', 'slack_relay')
+  AND state IN ('available', 'scheduled', 'retryable', 'pending');
