@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 )
 
@@ -29,7 +30,7 @@ type BatchItem struct {
 // answer is in request order.
 func (s *Service) EnqueueBatch(ctx context.Context, by *Enqueuer, envs []Envelope) ([]BatchItem, error) {
 	if len(envs) == 0 || len(envs) > MaxBatch {
-		return nil, invalid("envelopes", "give between 1 and %d envelopes", MaxBatch)
+		return nil, errs.Invalid("envelopes", "give between 1 and %d envelopes", MaxBatch)
 	}
 	items := make([]BatchItem, len(envs))
 	var (
@@ -50,7 +51,7 @@ func (s *Service) EnqueueBatch(ctx context.Context, by *Enqueuer, envs []Envelop
 		}
 		if j, ok := first[r.externalID]; ok {
 			if firsts[j].hash != p.hash {
-				items[i].Err = ErrIdempotencyMismatch
+				items[i].Err = errs.IdempotencyMismatch
 			}
 			continue // filled in from its first below
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -158,7 +159,7 @@ func (s *Service) modeResolver(ctx context.Context, c *Caller) (func(catalogSour
 	if err != nil {
 		return nil, err
 	}
-	automationModes := Modes{}
+	automationModes := policy.Modes{}
 	if c.AutomationID != "" {
 		if automationModes, err = s.modes(ctx, c.OrganizationID, c.AutomationID); err != nil {
 			return nil, err
@@ -187,7 +188,7 @@ func (s *Service) Guide(ctx context.Context, c *Caller, integration string) (str
 		}
 	}
 	if i < 0 {
-		return "", fmt.Errorf("%w: integration %s is not available to this session", ErrNotFound, integration)
+		return "", fmt.Errorf("%w: integration %s is not available to this session", errs.NotFound, integration)
 	}
 	resolve, err := s.modeResolver(ctx, c)
 	if err != nil {
@@ -203,7 +204,7 @@ func (s *Service) Guide(ctx context.Context, c *Caller, integration string) (str
 		fmt.Fprintf(&b, "\n%s\n", guide)
 	}
 	if srcs[i].err != nil {
-		return "", fmt.Errorf("%w: %s", ErrSourceUnavailable, srcs[i].err)
+		return "", fmt.Errorf("%w: %s", errs.SourceUnavailable, srcs[i].err)
 	}
 	for _, d := range srcs[i].defs {
 		res, drifted := resolve(srcs[i], d)

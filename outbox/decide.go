@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
@@ -66,11 +67,11 @@ func (s *Service) Deny(ctx context.Context, p *DenyParams) (invocation.Invocatio
 
 // decide runs a human decision on a locked, pending, unexpired invocation.
 // An invocation found past its expiry is expired (and that is committed)
-// before ErrExpired is returned; one already expired is ErrExpired too.
+// before errs.Expired is returned; one already expired is errs.Expired too.
 func (s *Service) decide(ctx context.Context, org, id, decision string, fn func(context.Context, pgx.Tx, invocation.Invocation) (invocation.Invocation, error)) (invocation.Invocation, error) {
 	uid, err := uuid.Parse(id)
 	if err != nil {
-		return invocation.Invocation{}, fmt.Errorf("%w: invocation %s", ErrNotFound, id)
+		return invocation.Invocation{}, fmt.Errorf("%w: invocation %s", errs.NotFound, id)
 	}
 	var expired bool
 	inv, err := dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
@@ -83,7 +84,7 @@ func (s *Service) decide(ctx context.Context, org, id, decision string, fn func(
 			expired = true
 			return inv, nil
 		case inv.Status != invocation.StatusPending:
-			return inv, fmt.Errorf("%w: invocation is %s, not pending", ErrConflict, inv.Status)
+			return inv, fmt.Errorf("%w: invocation is %s, not pending", errs.Conflict, inv.Status)
 		case inv.ExpiresAt != nil && !time.Now().Before(*inv.ExpiresAt):
 			expired = true
 			return s.store.Expire(ctx, tx, inv.ID)
@@ -94,7 +95,7 @@ func (s *Service) decide(ctx context.Context, org, id, decision string, fn func(
 		return inv, err
 	}
 	if expired {
-		return inv, fmt.Errorf("%w: the approval window closed at %s", ErrExpired, inv.ExpiresAt.UTC().Format(time.RFC3339))
+		return inv, fmt.Errorf("%w: the approval window closed at %s", errs.Expired, inv.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	s.deps.Metrics.InvocationStatus(inv.Mode, string(inv.Status))
 	s.deps.Metrics.ApprovalLatency.WithLabelValues(decision).Observe(time.Since(inv.CreatedAt).Seconds())
@@ -104,11 +105,11 @@ func (s *Service) decide(ctx context.Context, org, id, decision string, fn func(
 }
 
 // Cancel undoes an invocation that has not started: pending or approved but
-// not yet executing. Anything else is ErrConflict.
+// not yet executing. Anything else is errs.Conflict.
 func (s *Service) Cancel(ctx context.Context, org, id, by string) (invocation.Invocation, error) {
 	uid, err := uuid.Parse(id)
 	if err != nil {
-		return invocation.Invocation{}, fmt.Errorf("%w: invocation %s", ErrNotFound, id)
+		return invocation.Invocation{}, fmt.Errorf("%w: invocation %s", errs.NotFound, id)
 	}
 	inv, err := dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
 		inv, err := s.store.Lock(ctx, tx, org, uid)
@@ -116,8 +117,8 @@ func (s *Service) Cancel(ctx context.Context, org, id, by string) (invocation.In
 			return inv, err
 		}
 		cancelled, err := s.store.Cancel(ctx, tx, inv.ID, by)
-		if errors.Is(err, invocation.ErrConflict) {
-			return inv, fmt.Errorf("%w: invocation is %s and can no longer be cancelled", ErrConflict, inv.Status)
+		if errors.Is(err, errs.Conflict) {
+			return inv, fmt.Errorf("%w: invocation is %s and can no longer be cancelled", errs.Conflict, inv.Status)
 		}
 		return cancelled, err
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -55,7 +56,7 @@ func (r *EnvelopeRetry) parse() (invocation.Retry, error) {
 		return out, nil
 	}
 	if r.MaxAttempts < 0 || r.MaxAttempts > 25 {
-		return out, invalid("constraints.retry.max_attempts", "max_attempts must be between 1 and 25")
+		return out, errs.Invalid("constraints.retry.max_attempts", "max_attempts must be between 1 and 25")
 	}
 	out.MaxAttempts = r.MaxAttempts
 	for _, d := range []struct {
@@ -67,12 +68,12 @@ func (r *EnvelopeRetry) parse() (invocation.Retry, error) {
 		}
 		v, err := time.ParseDuration(d.raw)
 		if err != nil || v < 100*time.Millisecond || v > 24*time.Hour {
-			return out, invalid("constraints.retry."+d.field, "%s must be a duration between 100ms and 24h, such as 2s or 5m", d.field)
+			return out, errs.Invalid("constraints.retry."+d.field, "%s must be a duration between 100ms and 24h, such as 2s or 5m", d.field)
 		}
 		*d.dst = v
 	}
 	if out.BaseDelay > 0 && out.MaxDelay > 0 && out.MaxDelay < out.BaseDelay {
-		return out, invalid("constraints.retry.max_delay", "max_delay must not be below base_delay")
+		return out, errs.Invalid("constraints.retry.max_delay", "max_delay must not be below base_delay")
 	}
 	return out, nil
 }
@@ -112,27 +113,27 @@ func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv invocation
 // pipeline request.
 func (s *Service) envelopeRequest(by *Enqueuer, env *Envelope) (*request, error) {
 	if env.ExternalID == "" {
-		return nil, invalid("external_id", "external_id is required")
+		return nil, errs.Invalid("external_id", "external_id is required")
 	}
 	if len(env.ExternalID) > 255 {
-		return nil, invalid("external_id", "external_id must be at most 255 characters")
+		return nil, errs.Invalid("external_id", "external_id must be at most 255 characters")
 	}
 	source, action := env.Tool.Source, env.Tool.Action
 	if env.Tool.Name != "" {
 		if source != "" || action != "" {
-			return nil, invalid("tool", "give either tool.name or tool.source and tool.action, not both")
+			return nil, errs.Invalid("tool", "give either tool.name or tool.source and tool.action, not both")
 		}
 		i := strings.LastIndex(env.Tool.Name, ".")
 		if i <= 0 || i == len(env.Tool.Name)-1 {
-			return nil, invalid("tool.name", "tool.name must be <source>.<action>")
+			return nil, errs.Invalid("tool.name", "tool.name must be <source>.<action>")
 		}
 		source, action = env.Tool.Name[:i], env.Tool.Name[i+1:]
 	}
 	if source == "" || action == "" {
-		return nil, invalid("tool", "tool.source and tool.action are required")
+		return nil, errs.Invalid("tool", "tool.source and tool.action are required")
 	}
 	if env.Risk != "" && !policy.ValidRisk(env.Risk) {
-		return nil, invalid("risk", "risk must be one of low, medium, high, read, write, danger, R0–R4")
+		return nil, errs.Invalid("risk", "risk must be one of low, medium, high, read, write, danger, R0–R4")
 	}
 	var approvalRequired bool
 	switch env.Approval {
@@ -140,17 +141,17 @@ func (s *Service) envelopeRequest(by *Enqueuer, env *Envelope) (*request, error)
 	case "required":
 		approvalRequired = true
 	default:
-		return nil, invalid("approval", "approval must be auto or required")
+		return nil, errs.Invalid("approval", "approval must be auto or required")
 	}
 	if b := env.Constraints.RateBucket; b != "" && !s.deps.Flow.Accepts(b) {
-		return nil, invalid("constraints.rate_bucket", "unknown rate bucket %q", b)
+		return nil, errs.Invalid("constraints.rate_bucket", "unknown rate bucket %q", b)
 	}
 	retry, err := env.Constraints.Retry.parse()
 	if err != nil {
 		return nil, err
 	}
 	if env.AutomationID != "" && env.AutomationID != by.AutomationID {
-		return nil, fmt.Errorf("%w: the envelope names automation %q and the token carries %q", ErrAutomationNotAllowed, env.AutomationID, by.AutomationID)
+		return nil, fmt.Errorf("%w: the envelope names automation %q and the token carries %q", errs.AutomationNotAllowed, env.AutomationID, by.AutomationID)
 	}
 	return &request{
 		org:              by.OrganizationID,
@@ -178,7 +179,7 @@ func (s *Service) GetEnvelope(ctx context.Context, org string, id string) (invoc
 		return inv, err
 	}
 	if inv.Origin != originEnvelope {
-		return inv, fmt.Errorf("%w: envelope %s", ErrNotFound, id)
+		return inv, fmt.Errorf("%w: envelope %s", errs.NotFound, id)
 	}
 	return inv, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 )
 
@@ -32,7 +33,7 @@ type InvokeParams struct {
 // when the wait ran out.
 func (s *Service) Invoke(ctx context.Context, p *InvokeParams) (invocation.Invocation, error) {
 	if p.Integration == "" || p.Action == "" {
-		return invocation.Invocation{}, invalid("integration", "integration and action are required")
+		return invocation.Invocation{}, errs.Invalid("integration", "integration and action are required")
 	}
 	inv, _, err := s.submit(ctx, &request{
 		org:            p.OrganizationID,

@@ -3,10 +3,10 @@ package outbox
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/google/uuid"
 
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -15,7 +15,7 @@ import (
 func (s *Service) Get(ctx context.Context, org, id string) (invocation.Invocation, error) {
 	uid, err := uuid.Parse(id)
 	if err != nil {
-		return invocation.Invocation{}, fmt.Errorf("%w: invocation %s", ErrNotFound, id)
+		return invocation.Invocation{}, fmt.Errorf("%w: invocation %s", errs.NotFound, id)
 	}
 	return s.store.Get(ctx, s.deps.Pool, org, uid)
 }
@@ -28,7 +28,7 @@ func (s *Service) GetInSession(ctx context.Context, org, sessionID, id string) (
 		return inv, err
 	}
 	if deref(inv.SessionID) != sessionID {
-		return invocation.Invocation{}, fmt.Errorf("%w: invocation %s", ErrNotFound, id)
+		return invocation.Invocation{}, fmt.Errorf("%w: invocation %s", errs.NotFound, id)
 	}
 	return inv, nil
 }
@@ -42,42 +42,25 @@ func (s *Service) Events(ctx context.Context, org, id string) ([]invocation.Even
 	return s.store.Events(ctx, s.deps.Pool, org, inv.ID)
 }
 
-// Page is a limit/offset window. Limit defaults to 50 and is capped at 100.
-type Page struct {
-	Limit, Offset int
-}
-
-// Normalized is p with the defaults and caps applied.
-func (p Page) Normalized() invocation.Page {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 50
-	}
-	return invocation.Page{Limit: int32(min(limit, 100)), Offset: int32(min(max(p.Offset, 0), math.MaxInt32))}
-}
-
 // ListSession returns a session's invocations, newest first.
-func (s *Service) ListSession(ctx context.Context, org, sessionID string, page Page) ([]invocation.Invocation, error) {
-	return s.store.ListSession(ctx, s.deps.Pool, org, sessionID, page.Normalized())
+func (s *Service) ListSession(ctx context.Context, org, sessionID string, page invocation.Page) ([]invocation.Invocation, error) {
+	return s.store.ListSession(ctx, s.deps.Pool, org, sessionID, page)
 }
 
 // ListOrg is the organization's inbox and activity: invocations passing
 // the filter, newest first, with the total count for paging.
-func (s *Service) ListOrg(ctx context.Context, org string, f invocation.ListFilter, page Page) ([]invocation.Invocation, int64, error) {
-	return s.store.ListOrg(ctx, s.deps.Pool, org, f, page.Normalized())
+func (s *Service) ListOrg(ctx context.Context, org string, f invocation.ListFilter, page invocation.Page) ([]invocation.Invocation, int64, error) {
+	return s.store.ListOrg(ctx, s.deps.Pool, org, f, page)
 }
-
-// Modes is the API's map shape of mode overrides: "<source>:<action>" → mode.
-type Modes map[string]policy.Mode
 
 // ModeReader reads the mode overrides of an organization (automationID "")
 // or of one automation: the settings service.
 type ModeReader interface {
-	GetModes(ctx context.Context, org, automationID string) (Modes, error)
+	GetModes(ctx context.Context, org, automationID string) (policy.Modes, error)
 }
 
 // modes returns the overrides of the org (automationID "") or of one
 // automation, as the settings keep them; the catalog reads them through it.
-func (s *Service) modes(ctx context.Context, org, automationID string) (Modes, error) {
+func (s *Service) modes(ctx context.Context, org, automationID string) (policy.Modes, error) {
 	return s.deps.Modes.GetModes(ctx, org, automationID)
 }

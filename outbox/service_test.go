@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/outbox"
@@ -74,13 +75,13 @@ func TestService_Enqueue(t *testing.T) {
 		changed := slackEnvelope("repeat")
 		changed.Args = json.RawMessage(`{"channel":"C0123456789","text":"other"}`)
 		_, _, err = bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: changed})
-		require.ErrorIs(t, err, outbox.ErrIdempotencyMismatch)
+		require.ErrorIs(t, err, errs.IdempotencyMismatch)
 	})
 	t.Run("BodyCannotNameAnotherAutomation", func(t *testing.T) {
 		env := slackEnvelope("other-automation")
 		env.AutomationID = "someone-else"
 		_, _, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: env})
-		require.ErrorIs(t, err, outbox.ErrAutomationNotAllowed)
+		require.ErrorIs(t, err, errs.AutomationNotAllowed)
 	})
 	t.Run("RetryPolicyTravelsWithTheInvocation", func(t *testing.T) {
 		env := slackEnvelope("retry-policy")
@@ -154,7 +155,7 @@ func TestService_Enqueue(t *testing.T) {
 		}
 		require.Equal(t, 1, created, "together-0 is created once")
 		for _, i := range other {
-			require.ErrorIs(t, out[i].err, outbox.ErrIdempotencyMismatch, "envelope %d", i)
+			require.ErrorIs(t, out[i].err, errs.IdempotencyMismatch, "envelope %d", i)
 		}
 		ids[out[winners[0]].inv.ID] = true
 		require.Len(t, ids, fresh)
@@ -188,7 +189,7 @@ func TestService_Decisions(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, invocation.StatusApproved, approved.Status)
 		_, err = bundle.svc.Deny(bundle.ctx, &outbox.DenyParams{OrganizationID: apptest.Org, InvocationID: inv.ID.String(), UserID: "bob"})
-		require.ErrorIs(t, err, outbox.ErrConflict)
+		require.ErrorIs(t, err, errs.Conflict)
 	})
 	t.Run("PastItsWindowIsExpired", func(t *testing.T) {
 		inv := pending("decide-2")
@@ -196,7 +197,7 @@ func TestService_Decisions(t *testing.T) {
 		require.NoError(t, err)
 		for range 2 { // found expired, then already expired
 			_, err = bundle.svc.Approve(bundle.ctx, &outbox.ApproveParams{OrganizationID: apptest.Org, InvocationID: inv.ID.String(), UserID: "alice"})
-			require.ErrorIs(t, err, outbox.ErrExpired)
+			require.ErrorIs(t, err, errs.Expired)
 		}
 		events, err := bundle.svc.Events(bundle.ctx, apptest.Org, inv.ID.String())
 		require.NoError(t, err)
@@ -207,11 +208,11 @@ func TestService_Decisions(t *testing.T) {
 		inv := pending("decide-3")
 		other := dbutil.WithOrg(context.Background(), "org-2")
 		_, err := bundle.svc.Approve(other, &outbox.ApproveParams{OrganizationID: "org-2", InvocationID: inv.ID.String(), UserID: "mallory"})
-		require.ErrorIs(t, err, invocation.ErrNotFound)
+		require.ErrorIs(t, err, errs.NotFound)
 		// Even a caller that passed the wrong organization to the service
 		// gets nothing from the database of another one.
 		_, err = bundle.svc.Get(other, apptest.Org, inv.ID.String())
-		require.ErrorIs(t, err, invocation.ErrNotFound)
+		require.ErrorIs(t, err, errs.NotFound)
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/batch"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
@@ -185,14 +186,14 @@ type actionResolver func(ctx context.Context, org, sourceID, actionID string) (c
 // validates the params against its schema.
 func (s *Service) prepare(ctx context.Context, r *request, resolve actionResolver) (*prepared, error) {
 	if !r.sources.Allows(r.source) {
-		return nil, fmt.Errorf("%w: %s", ErrSourceNotAllowed, r.source)
+		return nil, fmt.Errorf("%w: %s", errs.SourceNotAllowed, r.source)
 	}
 	action, err := resolve(ctx, r.org, r.source, r.action)
 	if err != nil {
 		return nil, err
 	}
 	if reason := action.Source.Disabled; reason != "" {
-		return nil, fmt.Errorf("%w: %s.%s cannot be invoked: %s", ErrSourceDisabled, r.source, r.action, reason)
+		return nil, fmt.Errorf("%w: %s.%s cannot be invoked: %s", errs.SourceDisabled, r.source, r.action, reason)
 	}
 	def := action.Definition
 	if len(r.params) == 0 {
@@ -203,11 +204,11 @@ func (s *Service) prepare(ctx context.Context, r *request, resolve actionResolve
 		return nil, fmt.Errorf("validating params of %s.%s: %w", r.source, r.action, err)
 	}
 	if len(fieldErrs) > 0 {
-		return nil, &ValidationError{Message: "invalid params for " + r.source + "." + r.action, Fields: fieldErrs}
+		return nil, &errs.ValidationError{Message: "invalid params for " + r.source + "." + r.action, Fields: fieldErrs}
 	}
 	hash, err := requestHash(r)
 	if err != nil {
-		return nil, invalid("params", "params are not valid JSON")
+		return nil, errs.Invalid("params", "params are not valid JSON")
 	}
 	return &prepared{r: r, action: action, hash: hash}, nil
 }
@@ -297,22 +298,22 @@ func (s *Service) created(inv invocation.Invocation) {
 // resolveAction finds an action, with its source, for org.
 func (s *Service) resolveAction(ctx context.Context, org, sourceID, actionID string) (catalog.Action, error) {
 	src, err := s.deps.Sources.Source(ctx, org, sourceID)
-	if errors.Is(err, catalog.ErrNotFound) {
-		return catalog.Action{}, fmt.Errorf("%w: integration %s", ErrNotFound, sourceID)
+	if errors.Is(err, errs.NotFound) {
+		return catalog.Action{}, fmt.Errorf("%w: integration %s", errs.NotFound, sourceID)
 	}
 	if err != nil {
 		return catalog.Action{}, err
 	}
 	defs, err := src.ListActions(ctx, executors.ExecContext{OrganizationID: org})
 	if err != nil {
-		return catalog.Action{}, fmt.Errorf("%w: listing the actions of %s: %s", ErrSourceUnavailable, sourceID, err)
+		return catalog.Action{}, fmt.Errorf("%w: listing the actions of %s: %s", errs.SourceUnavailable, sourceID, err)
 	}
 	for _, d := range defs {
 		if d.ID == actionID {
 			return catalog.Action{Source: src, Definition: d}, nil
 		}
 	}
-	return catalog.Action{}, fmt.Errorf("%w: action %s.%s", ErrNotFound, sourceID, actionID)
+	return catalog.Action{}, fmt.Errorf("%w: action %s.%s", errs.NotFound, sourceID, actionID)
 }
 
 // existing returns the invocation an earlier request with the same
@@ -325,11 +326,11 @@ func (s *Service) existing(ctx context.Context, db invocation.DB, r *request, ha
 	return inv, true, sameRequest(inv, &prepared{r: r, hash: hash})
 }
 
-// sameRequest is ErrIdempotencyMismatch when inv, which holds p's key, was
+// sameRequest is errs.IdempotencyMismatch when inv, which holds p's key, was
 // created by a request with other content or from another session.
 func sameRequest(inv invocation.Invocation, p *prepared) error {
 	if inv.ParamsHash != p.hash || deref(inv.SessionID) != p.r.sessionID {
-		return ErrIdempotencyMismatch
+		return errs.IdempotencyMismatch
 	}
 	return nil
 }
@@ -345,7 +346,7 @@ func (s *Service) checkPendingCap(ctx context.Context, tx pgx.Tx, org, sessionID
 		return fmt.Errorf("counting pending invocations: %w", err)
 	}
 	if n >= int64(s.cfg.PendingPerSession) {
-		return fmt.Errorf("%w: %d pending invocations in session %s", ErrPendingLimit, n, sessionID)
+		return fmt.Errorf("%w: %d pending invocations in session %s", errs.PendingLimit, n, sessionID)
 	}
 	return nil
 }
@@ -361,7 +362,7 @@ func (s *Service) hitInvokeRate(ctx context.Context, tx pgx.Tx, org, sessionID s
 		return fmt.Errorf("counting invoke rate: %w", err)
 	}
 	if int(n) > s.cfg.InvokesPerMinute {
-		return &RateLimitError{Limit: s.cfg.InvokesPerMinute, RetryAfter: window.Add(time.Minute).Sub(now)}
+		return &errs.RateLimitError{Limit: s.cfg.InvokesPerMinute, RetryAfter: window.Add(time.Minute).Sub(now)}
 	}
 	return nil
 }

@@ -3,6 +3,10 @@ package policy
 // Mode is the policy decision for an invocation.
 type Mode string
 
+// Modes are an organization's or an automation's mode overrides, keyed
+// "<source>:<action>".
+type Modes map[string]Mode
+
 const (
 	// ModeAllow executes the invocation without human involvement.
 	ModeAllow Mode = "allow"

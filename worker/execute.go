@@ -15,8 +15,8 @@ import (
 	"github.com/sethvargo/go-retry"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/batch"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
@@ -60,7 +60,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	ref := job.Args.Bucket
 	if ref == nil { // a job enqueued before jobs named their bucket
 		inv, err := w.store.GetByID(ctx, w.deps.db(), job.Args.InvocationID)
-		if errors.Is(err, invocation.ErrNotFound) {
+		if errors.Is(err, errs.NotFound) {
 			return river.JobCancel(err)
 		}
 		if err != nil {
@@ -93,7 +93,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 
 	begun, err := w.starter.Do(ctx, invocation.BeginArgs{ID: job.Args.InvocationID, Attempt: job.Attempt})
 	inv, rc, started := begun.Invocation, begun.Run, begun.Started
-	if errors.Is(err, invocation.ErrNotFound) {
+	if errors.Is(err, errs.NotFound) {
 		return river.JobCancel(err)
 	}
 	if err != nil {
@@ -107,7 +107,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 
 	source, err := w.deps.Sources.Source(ctx, inv.OrganizationID, inv.Integration)
 	if err != nil {
-		if errors.Is(err, catalog.ErrNotFound) {
+		if errors.Is(err, errs.NotFound) {
 			return w.fail(bg, job, inv, nil, &executors.Error{Code: "unknown_source", Message: "source " + inv.Integration + " is not available (removed or disabled)"}, nil)
 		}
 		return fmt.Errorf("resolving source: %w", err)
@@ -132,7 +132,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 			return river.JobSnooze(wait)
 		}
 		inv, err = w.store.Start(ctx, w.deps.db(), inv.ID, job.Attempt)
-		if errors.Is(err, invocation.ErrConflict) {
+		if errors.Is(err, errs.Conflict) {
 			return nil // cancelled or expired since it was loaded
 		}
 		if err != nil {
@@ -284,7 +284,7 @@ func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv i
 // tokenFailure classifies a failure to resolve the credential.
 func (w *ExecuteWorker) tokenFailure(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, err error, log *slog.Logger) error {
 	switch {
-	case errors.Is(err, credential.ErrNotFound):
+	case errors.Is(err, errs.NotFound):
 		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "credential_missing", Message: "no credential is stored for " + inv.Integration}, nil)
 	case errors.Is(err, credential.ErrUnreadable):
 		return w.fail(ctx, job, inv, nil, &executors.Error{Code: "credential_unreadable", Message: err.Error()}, nil)
@@ -307,7 +307,7 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[invocati
 	case !e.Retryable:
 		return w.fail(ctx, job, inv, duration, e, secrets)
 	case e.RetryAfter > 0 && int(inv.ProviderWaits) < w.cfg.MaxProviderWaits:
-		if _, err := w.store.Snooze(ctx, w.deps.db(), inv.ID, msg, duration); err != nil && !errors.Is(err, invocation.ErrConflict) {
+		if _, err := w.store.Snooze(ctx, w.deps.db(), inv.ID, msg, duration); err != nil && !errors.Is(err, errs.Conflict) {
 			return err
 		}
 		log.Info("provider asked to wait; snoozing and draining the bucket", "retry_after", e.RetryAfter, "error", msg)
@@ -320,7 +320,7 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[invocati
 		log.Warn("invocation failed after its last attempt", "status", invocation.StatusFailed, "error", msg)
 		return errors.New(msg)
 	default:
-		if _, err := w.store.ScheduleRetry(ctx, w.deps.db(), inv.ID, msg, duration); err != nil && !errors.Is(err, invocation.ErrConflict) {
+		if _, err := w.store.ScheduleRetry(ctx, w.deps.db(), inv.ID, msg, duration); err != nil && !errors.Is(err, errs.Conflict) {
 			return err
 		}
 		log.Info("retryable failure; will retry", "error", msg)
@@ -347,7 +347,7 @@ func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invoca
 	msg := policy.RedactString(e.Error(), secrets...)
 	err := w.persist(ctx, func(ctx context.Context) error {
 		_, err := w.store.FailSteps(ctx, w.deps.db(), inv.ID, msg, duration, redactSteps(e.Steps, secrets))
-		if errors.Is(err, invocation.ErrConflict) {
+		if errors.Is(err, errs.Conflict) {
 			return nil
 		}
 		return err
@@ -366,7 +366,7 @@ func (w *ExecuteWorker) finish(ctx context.Context, inv invocation.Invocation, s
 	changed := false
 	err := w.persist(ctx, func(ctx context.Context) error {
 		err := update(ctx)
-		if errors.Is(err, invocation.ErrConflict) {
+		if errors.Is(err, errs.Conflict) {
 			// Someone else finished it, or an earlier try of this
 			// transaction committed before its answer was lost.
 			return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
@@ -29,7 +30,7 @@ func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[invocation.Expir
 	var wait time.Duration
 	err := dbutil.WithTx(ctx, w.deps.db(), func(ctx context.Context, tx pgx.Tx) error {
 		inv, err := w.store.GetByID(ctx, tx, job.Args.InvocationID)
-		if errors.Is(err, invocation.ErrNotFound) || (err == nil && inv.Status != invocation.StatusPending) {
+		if errors.Is(err, errs.NotFound) || (err == nil && inv.Status != invocation.StatusPending) {
 			return nil
 		}
 		if err != nil {
@@ -54,7 +55,7 @@ func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[invocation.Expir
 // pending meanwhile (approved, denied) is left as it is.
 func expire(ctx context.Context, tx pgx.Tx, store *invocation.Store, metrics *telemetry.Metrics, logger *slog.Logger, inv invocation.Invocation) error {
 	_, err := store.Expire(ctx, tx, inv.ID)
-	if errors.Is(err, invocation.ErrConflict) {
+	if errors.Is(err, errs.Conflict) {
 		return nil
 	}
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/domain/admin"
-	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
 )
 
 // withService runs fn with the administration the HTTP API uses for
@@ -67,7 +67,7 @@ func newDLQCommand() *cobra.Command {
 			org, _ := cmd.Flags().GetString("org")
 			limit, _ := cmd.Flags().GetInt("limit")
 			return withService(cmd, func(svc *admin.Service) error {
-				invs, total, err := svc.ListDeadLetters(cmd.Context(), org, outbox.Page{Limit: limit})
+				invs, total, err := svc.ListDeadLetters(cmd.Context(), org, invocation.Page{Limit: limit})
 				if err != nil {
 					return err
 				}

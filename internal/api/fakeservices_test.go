@@ -16,9 +16,10 @@ import (
 	"github.com/outboxd/outboxd/internal/api"
 	"github.com/outboxd/outboxd/internal/domain/admin"
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/feed"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
-	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/policy"
 )
 
 // fakeSettings, fakeAdmin and fakeFeeds stand in for the services, so that
@@ -26,10 +27,10 @@ import (
 // embedded interfaces panic on any method a test does not expect.
 type fakeSettings struct {
 	api.Settings
-	putModes func(raw map[string]string) (outbox.Modes, error)
+	putModes func(raw map[string]string) (policy.Modes, error)
 }
 
-func (f *fakeSettings) PutModes(_ context.Context, _, _, _ string, raw map[string]string) (outbox.Modes, error) {
+func (f *fakeSettings) PutModes(_ context.Context, _, _, _ string, raw map[string]string) (policy.Modes, error) {
 	return f.putModes(raw)
 }
 
@@ -83,9 +84,9 @@ func errorCode(body map[string]any) string {
 
 func TestFakes_SettingsBadInputAndValidation(t *testing.T) {
 	called := 0
-	h, token := fakeServer(t, &api.Deps{Settings: &fakeSettings{putModes: func(map[string]string) (outbox.Modes, error) {
+	h, token := fakeServer(t, &api.Deps{Settings: &fakeSettings{putModes: func(map[string]string) (policy.Modes, error) {
 		called++
-		return nil, &outbox.ValidationError{Message: "invalid action modes", Fields: []executors.FieldError{{Field: "slack", Message: "bad key"}}}
+		return nil, &errs.ValidationError{Message: "invalid action modes", Fields: []executors.FieldError{{Field: "slack", Message: "bad key"}}}
 	}}})
 	for _, body := range []string{"", "{", "null", `{"a:b":"allow"} {}`, `{"a:b":1}`} {
 		status, out := fakeCall(t, h, token, "PUT", "/v1/action-modes", body)

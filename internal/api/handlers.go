@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/settings"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
@@ -252,8 +253,8 @@ func (s *Server) resultEnvelope(w http.ResponseWriter, r *http.Request, c *auth.
 	return nil
 }
 
-func pageParams(r *http.Request) (outbox.Page, error) {
-	var p outbox.Page
+func pageParams(r *http.Request) (invocation.Page, error) {
+	var p invocation.Page
 	for name, dst := range map[string]*int{"limit": &p.Limit, "offset": &p.Offset} {
 		raw := r.URL.Query().Get(name)
 		if raw == "" {
@@ -488,7 +489,7 @@ func (s *Server) envelopeFor(r *http.Request, c *auth.Claims) (invocation.Invoca
 		own = inv.AutomationID == nil && inv.RequestedBy == c.Subject
 	}
 	if !own {
-		return invocation.Invocation{}, fmt.Errorf("%w: envelope %s", outbox.ErrNotFound, id)
+		return invocation.Invocation{}, fmt.Errorf("%w: envelope %s", errs.NotFound, id)
 	}
 	return inv, nil
 }

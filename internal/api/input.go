@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 )
 
 // maxIdentifierBytes bounds path parameters, query parameters and the
@@ -115,7 +115,7 @@ func textProblem(s string) string {
 
 func invalidField(field, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	return &outbox.ValidationError{Message: msg, Fields: []executors.FieldError{{Field: field, Message: msg}}}
+	return &errs.ValidationError{Message: msg, Fields: []executors.FieldError{{Field: field, Message: msg}}}
 }
 
 // checkBodyText refuses a JSON body with a string, key or value, at any

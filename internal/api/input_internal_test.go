@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 )
 
 // TestCheckBodyText_Surrogates: a \u escape of half a surrogate pair
@@ -31,7 +31,7 @@ func TestCheckBodyText_Surrogates(t *testing.T) {
 		`{"text":"\ude00\ud83d"}`:           "text",
 	} {
 		err := checkBodyText([]byte(body))
-		var verr *outbox.ValidationError
+		var verr *errs.ValidationError
 		require.ErrorAs(t, err, &verr, body)
 		// A key is named after its object: params."\ufffd".
 		require.True(t, strings.HasPrefix(verr.Fields[0].Field, field), "%s: %s", body, verr.Fields[0].Field)

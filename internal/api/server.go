@@ -22,16 +22,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/outboxd/outboxd/console"
-	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/auth"
-	"github.com/outboxd/outboxd/internal/domain/invocation"
-	"github.com/outboxd/outboxd/internal/domain/orgsource"
-	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
-	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/migrations"
-	"github.com/outboxd/outboxd/outbox"
 )
 
 // maxBodyBytes bounds request bodies.
@@ -311,53 +306,40 @@ func badRequest(code, msg string) error {
 	return &apiError{status: http.StatusBadRequest, code: code, message: msg}
 }
 
+// kindStatus is the HTTP status of each kind of domain error (package errs).
+var kindStatus = map[*errs.Kind]int{
+	errs.NotFound:             http.StatusNotFound,
+	errs.Conflict:             http.StatusConflict,
+	errs.Expired:              http.StatusGone,
+	errs.PendingLimit:         http.StatusTooManyRequests,
+	errs.IdempotencyMismatch:  http.StatusUnprocessableEntity,
+	errs.SourceUnavailable:    http.StatusServiceUnavailable,
+	errs.SourceNotAllowed:     http.StatusForbidden,
+	errs.SourceDisabled:       http.StatusForbidden,
+	errs.AutomationNotAllowed: http.StatusForbidden,
+}
+
 // toAPIError maps domain errors to HTTP answers: the one place that does.
 func toAPIError(err error) *apiError {
 	var (
 		ae  *apiError
-		ve  *outbox.ValidationError
-		ove *orgsource.ValidationError
-		rle *outbox.RateLimitError
-		we  *webhook.InvalidError
-		se  *slackapproval.InvalidError
+		ve  *errs.ValidationError
+		rle *errs.RateLimitError
 	)
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &ve):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: ve.Message, details: map[string]any{"fields": ve.Fields}}
-	case errors.As(err, &ove):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: ove.Message, details: map[string]any{"fields": ove.Fields}}
 	case errors.As(err, &rle):
 		return rateLimited(err.Error(), rle.RetryAfter)
-	case errors.As(err, &se):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: se.Message,
-			details: map[string]any{"fields": []executors.FieldError{{Field: se.Field, Message: se.Message}}}}
-	case errors.As(err, &we):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: we.Message,
-			details: map[string]any{"fields": []executors.FieldError{{Field: we.Field, Message: we.Message}}}}
-	case errors.Is(err, outbox.ErrNotFound), errors.Is(err, invocation.ErrNotFound), errors.Is(err, webhook.ErrNotFound), errors.Is(err, orgsource.ErrNotFound):
-		return &apiError{status: http.StatusNotFound, code: "not_found", message: err.Error()}
-	case errors.Is(err, outbox.ErrConflict), errors.Is(err, invocation.ErrConflict), errors.Is(err, orgsource.ErrConflict):
-		return &apiError{status: http.StatusConflict, code: "conflict", message: err.Error()}
-	case errors.Is(err, outbox.ErrExpired):
-		return &apiError{status: http.StatusGone, code: "expired", message: err.Error()}
-	case errors.Is(err, outbox.ErrPendingLimit):
-		return &apiError{status: http.StatusTooManyRequests, code: "pending_limit", message: err.Error()}
-	case errors.Is(err, outbox.ErrIdempotencyMismatch):
-		return &apiError{status: http.StatusUnprocessableEntity, code: "idempotency_mismatch", message: err.Error()}
-	case errors.Is(err, outbox.ErrSourceUnavailable), errors.Is(err, orgsource.ErrUnavailable):
-		return &apiError{status: http.StatusServiceUnavailable, code: "source_unavailable", message: err.Error()}
-	case errors.Is(err, outbox.ErrSourceNotAllowed):
-		return &apiError{status: http.StatusForbidden, code: "source_not_allowed", message: err.Error()}
-	case errors.Is(err, outbox.ErrSourceDisabled):
-		return &apiError{status: http.StatusForbidden, code: "source_disabled", message: err.Error()}
-	case errors.Is(err, outbox.ErrAutomationNotAllowed):
-		return &apiError{status: http.StatusForbidden, code: "automation_not_allowed", message: err.Error()}
 	case dbutil.Unavailable(err):
 		return databaseUnavailable()
 	case isUnstorableValue(err):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: "a value is too long or is not storable text"}
+	}
+	if kind := errs.KindOf(err); kind != nil {
+		return &apiError{status: kindStatus[kind], code: kind.Code, message: err.Error()}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
 	"github.com/outboxd/outboxd/internal/domain/settings"
 	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/policy"
 )
 
 // The services the API serves, each behind the narrow interface its
@@ -31,8 +32,8 @@ type Outbox interface {
 	GetInSession(ctx context.Context, org, sessionID, id string) (invocation.Invocation, error)
 	GetEnvelope(ctx context.Context, org string, id string) (invocation.Invocation, error)
 	Events(ctx context.Context, org, id string) ([]invocation.Event, error)
-	ListSession(ctx context.Context, org, sessionID string, page outbox.Page) ([]invocation.Invocation, error)
-	ListOrg(ctx context.Context, org string, f invocation.ListFilter, page outbox.Page) ([]invocation.Invocation, int64, error)
+	ListSession(ctx context.Context, org, sessionID string, page invocation.Page) ([]invocation.Invocation, error)
+	ListOrg(ctx context.Context, org string, f invocation.ListFilter, page invocation.Page) ([]invocation.Invocation, int64, error)
 	Available(ctx context.Context, c *outbox.Caller) (*outbox.Catalog, error)
 	Guide(ctx context.Context, c *outbox.Caller, integration string) (string, error)
 }
@@ -70,8 +71,8 @@ type Feeds interface {
 // Settings reads and replaces an organization's settings
 // (internal/domain/settings).
 type Settings interface {
-	GetModes(ctx context.Context, org, automationID string) (outbox.Modes, error)
-	PutModes(ctx context.Context, org, automationID, userID string, raw map[string]string) (outbox.Modes, error)
+	GetModes(ctx context.Context, org, automationID string) (policy.Modes, error)
+	PutModes(ctx context.Context, org, automationID, userID string, raw map[string]string) (policy.Modes, error)
 	GetQuietHours(ctx context.Context, org string) ([]settings.QuietHoursWindow, error)
 	PutQuietHours(ctx context.Context, org, by string, windows []settings.QuietHoursWindow) ([]settings.QuietHoursWindow, error)
 	GetDoNotContact(ctx context.Context, org string) ([]string, error)
@@ -84,7 +85,7 @@ type Settings interface {
 // (internal/domain/admin): dead letters, its queue and pause, stats and
 // rate buckets. River's queues are the operator's and not served.
 type Admin interface {
-	ListDeadLetters(ctx context.Context, org string, page outbox.Page) ([]invocation.Invocation, int64, error)
+	ListDeadLetters(ctx context.Context, org string, page invocation.Page) ([]invocation.Invocation, int64, error)
 	RetryDeadLetters(ctx context.Context, org, by string, ids []string) ([]adm.BatchResult, error)
 	DiscardDeadLetters(ctx context.Context, org, by string, ids []string) ([]adm.BatchResult, error)
 	Queue(ctx context.Context, org string) (*adm.OrgQueue, error)

@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
-	"github.com/outboxd/outboxd/outbox"
 )
 
 func TestIsDatabaseUnavailable(t *testing.T) {
@@ -70,7 +70,7 @@ func TestIsDatabaseUnavailable(t *testing.T) {
 		{fmt.Errorf("inserting: %w", &pgconn.PgError{Code: "23505"}), false},
 		{&pgconn.PgError{Code: "22021"}, false},
 		{&pgconn.PgError{Code: "40001"}, false},
-		{outbox.ErrNotFound, false},
+		{errs.NotFound, false},
 		{errors.New("boom"), false},
 		{context.Canceled, false},
 	} {

@@ -40,11 +40,12 @@ var dbsqlcImporters = []string{
 // kindImports are what the packages of an org-registered source kind
 // (its CRUD service and its store, under executors/<provider>/) may import
 // besides the network guard: the catalog they register with, the sealed
-// credentials their secrets live in, and what the kinds share. The
-// provider packages themselves may not.
+// credentials their secrets live in, the kinds of error, and what the
+// kinds share. The provider packages themselves may not.
 var kindImports = []string{
 	module + "/internal/domain/catalog",
 	module + "/internal/domain/credential",
+	module + "/internal/domain/errs",
 	module + "/internal/domain/orgsource",
 }
 
@@ -117,7 +118,7 @@ func TestImportRules(t *testing.T) {
 				under(imp, module+"/internal") && imp != netguard &&
 				!(isKind(p.ImportPath) && slices.Contains(kindImports, imp)) &&
 				!(isStore(p.ImportPath) && (imp == dbsqlc || imp == dbutil)) {
-				t.Errorf("%s imports %s: executors may import nothing under internal/ but %s (a source kind's packages also the catalog, credentials and orgsource; a store package also dbsqlc and dbutil)",
+				t.Errorf("%s imports %s: executors may import nothing under internal/ but %s (a source kind's packages also the catalog, credentials, errs and orgsource; a store package also dbsqlc and dbutil)",
 					p.ImportPath, imp, netguard)
 			}
 			if imp != dbsqlc {

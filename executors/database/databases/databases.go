@@ -15,6 +15,7 @@ import (
 	"github.com/outboxd/outboxd/executors/database"
 	"github.com/outboxd/outboxd/executors/database/databasestore"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/orgsource"
 )
 
@@ -80,21 +81,21 @@ func (s *Service) apply(f *databasestore.Fields, in *Input) error {
 		}
 		target, err := database.CheckURL(strings.TrimSpace(*in.URL), s.client.AllowPrivateNetworks())
 		if err != nil {
-			return orgsource.Invalid("url", "%s", err.Error())
+			return errs.Invalid("url", "%s", err.Error())
 		}
 		f.Host, f.Database = target.Host, target.Database
 	}
 	if in.StatementTimeout != nil {
 		d, err := time.ParseDuration(strings.TrimSpace(*in.StatementTimeout))
 		if err != nil || d < database.MinStatementTimeout || d > database.MaxStatementTimeout {
-			return orgsource.Invalid("statement_timeout", "statement_timeout must be a duration from %s to %s, such as \"10s\"",
+			return errs.Invalid("statement_timeout", "statement_timeout must be a duration from %s to %s, such as \"10s\"",
 				database.MinStatementTimeout, database.MaxStatementTimeout)
 		}
 		f.StatementTimeoutMs = int32(d.Milliseconds())
 	}
 	if in.MaxRows != nil {
 		if *in.MaxRows < 1 || *in.MaxRows > database.MaxMaxRows {
-			return orgsource.Invalid("max_rows", "max_rows must be from 1 to %d", database.MaxMaxRows)
+			return errs.Invalid("max_rows", "max_rows must be from 1 to %d", database.MaxMaxRows)
 		}
 		f.MaxRows = int32(*in.MaxRows)
 	}
@@ -105,7 +106,7 @@ func (s *Service) apply(f *databasestore.Fields, in *Input) error {
 // credential store in the same transaction.
 func (s *Service) Create(ctx context.Context, org, by string, in *Input) (View, error) {
 	if in.URL == nil || strings.TrimSpace(*in.URL) == "" {
-		return View{}, orgsource.Invalid("url", "url is required: postgres://user:password@host:5432/database")
+		return View{}, errs.Invalid("url", "url is required: postgres://user:password@host:5432/database")
 	}
 	f := databasestore.Fields{StatementTimeoutMs: int32(database.DefaultStatementTimeout.Milliseconds()), MaxRows: database.DefaultMaxRows}
 	if err := s.apply(&f, in); err != nil {
@@ -113,7 +114,7 @@ func (s *Service) Create(ctx context.Context, org, by string, in *Input) (View, 
 	}
 	row, err := s.store.Create(ctx, org, by, &f, strings.TrimSpace(*in.URL))
 	if orgsource.IsConflict(err) {
-		return View{}, fmt.Errorf("%w: a database named %q exists", orgsource.ErrConflict, f.Name)
+		return View{}, fmt.Errorf("%w: a database named %q exists", errs.Conflict, f.Name)
 	}
 	if err != nil {
 		return View{}, fmt.Errorf("creating database: %w", err)
@@ -128,7 +129,7 @@ func (s *Service) Update(ctx context.Context, org, id, by string, in *Input) (Vi
 		return View{}, err
 	}
 	if in.URL != nil && strings.TrimSpace(*in.URL) == "" {
-		return View{}, orgsource.Invalid("url", "url must not be empty")
+		return View{}, errs.Invalid("url", "url must not be empty")
 	}
 	row, err := s.store.Update(ctx, org, by, uid, orgsource.NotFound("database", id), func(cur *databasestore.Row) (*databasestore.Fields, string, error) {
 		f := databasestore.Fields{Name: cur.Name, Host: cur.Host, Database: cur.Database, StatementTimeoutMs: cur.StatementTimeoutMs, MaxRows: cur.MaxRows}
@@ -142,7 +143,7 @@ func (s *Service) Update(ctx context.Context, org, id, by string, in *Input) (Vi
 		return &f, url, nil
 	})
 	if orgsource.IsConflict(err) {
-		return View{}, fmt.Errorf("%w: another database has that name", orgsource.ErrConflict)
+		return View{}, fmt.Errorf("%w: another database has that name", errs.Conflict)
 	}
 	if err != nil {
 		return View{}, err
@@ -229,14 +230,14 @@ func (k kind) List(ctx context.Context, org string) ([]*catalog.Source, error) {
 func (k kind) Source(ctx context.Context, org, id string) (*catalog.Source, error) {
 	uid, ok := database.ParseSourceID(id)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", catalog.ErrNotFound, id)
+		return nil, errs.Errorf(errs.NotFound, "source not found: %s", id)
 	}
 	row, ok, err := k.s.store.Lookup(ctx, org, uid)
 	if err != nil {
 		return nil, fmt.Errorf("loading database: %w", err)
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", catalog.ErrNotFound, id)
+		return nil, errs.Errorf(errs.NotFound, "source not found: %s", id)
 	}
 	return k.s.source(&row), nil
 }

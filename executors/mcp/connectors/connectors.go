@@ -17,6 +17,7 @@ import (
 	"github.com/outboxd/outboxd/executors/mcp/mcpstore"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/orgsource"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -149,11 +150,11 @@ func (s *Service) check(f *fields, in *Input) error {
 	}
 	if in.Auth != nil && in.Auth.Secret != nil {
 		if err := mcp.CheckSecret(*in.Auth.Secret); err != nil {
-			return orgsource.Invalid("auth.secret", "auth.secret cannot be sent as an HTTP header value: %s", err.Error())
+			return errs.Invalid("auth.secret", "auth.secret cannot be sent as an HTTP header value: %s", err.Error())
 		}
 	}
 	if in.Transport != nil && *in.Transport != "remote_http" {
-		return orgsource.Invalid("transport", "transport must be remote_http")
+		return errs.Invalid("transport", "transport must be remote_http")
 	}
 	conn := &mcp.Connector{URL: f.url, Auth: mcp.Auth{Type: mcp.AuthType(f.authType), HeaderName: f.authHeader}, RiskPolicy: f.riskPolicy}
 	if err := s.client.CheckConnector(conn); err != nil {
@@ -166,7 +167,7 @@ func (s *Service) check(f *fields, in *Input) error {
 		case strings.Contains(err.Error(), "risk_policy"):
 			field = "risk_policy"
 		}
-		return orgsource.Invalid(field, "%s", err.Error())
+		return errs.Invalid(field, "%s", err.Error())
 	}
 	return nil
 }
@@ -184,11 +185,11 @@ func (s *Service) Create(ctx context.Context, org, by string, in *Input) (View, 
 		secret = *in.Auth.Secret
 	}
 	if f.authType != string(mcp.AuthNone) && secret == "" {
-		return View{}, orgsource.Invalid("auth.secret", "auth.secret is required for %s auth", f.authType)
+		return View{}, errs.Invalid("auth.secret", "auth.secret is required for %s auth", f.authType)
 	}
 	row, err := s.store.Create(ctx, org, by, f.stored(), secret)
 	if orgsource.IsConflict(err) {
-		return View{}, fmt.Errorf("%w: a connector named %q exists", orgsource.ErrConflict, f.name)
+		return View{}, fmt.Errorf("%w: a connector named %q exists", errs.Conflict, f.name)
 	}
 	if err != nil {
 		return View{}, fmt.Errorf("creating connector: %w", err)
@@ -220,12 +221,12 @@ func (s *Service) Update(ctx context.Context, org, id, by string, in *Input) (Vi
 		case in.Auth != nil && in.Auth.Secret != nil && *in.Auth.Secret != "":
 			secret.Value = *in.Auth.Secret
 		case cur.AuthType == string(mcp.AuthNone):
-			return nil, secret, orgsource.Invalid("auth.secret", "auth.secret is required for %s auth", f.authType)
+			return nil, secret, errs.Invalid("auth.secret", "auth.secret is required for %s auth", f.authType)
 		}
 		return f.stored(), secret, nil
 	})
 	if orgsource.IsConflict(err) {
-		return View{}, fmt.Errorf("%w: another connector has that name", orgsource.ErrConflict)
+		return View{}, fmt.Errorf("%w: another connector has that name", errs.Conflict)
 	}
 	if err != nil {
 		return View{}, err

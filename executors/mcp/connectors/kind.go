@@ -13,6 +13,7 @@ import (
 	"github.com/outboxd/outboxd/executors/mcp/mcpstore"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 )
 
 // Kind returns the connectors as a kind of source of the catalog.
@@ -46,14 +47,14 @@ func (k kind) Source(ctx context.Context, org, id string) (*catalog.Source, erro
 	rawID, _ := strings.CutPrefix(id, mcp.SourcePrefix)
 	uid, err := uuid.Parse(rawID)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", catalog.ErrNotFound, id)
+		return nil, errs.Errorf(errs.NotFound, "source not found: %s", id)
 	}
 	row, ok, err := k.s.store.Lookup(ctx, org, uid)
 	if err != nil {
 		return nil, fmt.Errorf("loading connector: %w", err)
 	}
 	if !ok || !row.Enabled {
-		return nil, fmt.Errorf("%w: %s", catalog.ErrNotFound, id)
+		return nil, errs.Errorf(errs.NotFound, "source not found: %s", id)
 	}
 	src, err := k.s.source(&row, k.s.workerSecrets)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
-	"github.com/outboxd/outboxd/internal/domain/orgsource"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -36,7 +36,7 @@ func (s *Service) Tools(ctx context.Context, org, id string) ([]ToolReview, erro
 	}
 	defs, err := src.ListActions(ctx, executors.ExecContext{OrganizationID: org})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", orgsource.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %s", errs.SourceUnavailable, err)
 	}
 	orgModes, err := s.modes(ctx, org)
 	if err != nil {
@@ -70,7 +70,7 @@ func (s *Service) Review(ctx context.Context, org, id string, modes map[string]s
 	}
 	defs, err := src.ListActions(ctx, executors.ExecContext{OrganizationID: org})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", orgsource.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %s", errs.SourceUnavailable, err)
 	}
 	hashes := make(map[string]string, len(defs))
 	for _, d := range defs {
@@ -92,7 +92,7 @@ func (s *Service) Review(ctx context.Context, org, id string, modes map[string]s
 		}
 	}
 	if len(fieldErrs) > 0 {
-		return nil, &orgsource.ValidationError{Message: "invalid tool review", Fields: fieldErrs}
+		return nil, &errs.ValidationError{Message: "invalid tool review", Fields: fieldErrs}
 	}
 	err = s.store.SetReviews(ctx, org, src.row.ID, func(cur []byte) ([]byte, error) {
 		reviewed := map[string]catalog.Review{}

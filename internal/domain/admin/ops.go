@@ -10,17 +10,17 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
-	"github.com/outboxd/outboxd/outbox"
 )
 
 // ListDeadLetters returns the organization's failed invocations that were
 // neither replayed nor discarded, newest first, with the total.
-func (s *Service) ListDeadLetters(ctx context.Context, org string, page outbox.Page) ([]invocation.Invocation, int64, error) {
+func (s *Service) ListDeadLetters(ctx context.Context, org string, page invocation.Page) ([]invocation.Invocation, int64, error) {
 	ctx = dbutil.WithOrg(ctx, org)
-	return s.store.ListDeadLetters(ctx, s.deps.Pool, org, page.Normalized())
+	return s.store.ListDeadLetters(ctx, s.deps.Pool, org, page)
 }
 
 // BatchResult is the outcome of one id in a batch operation.
@@ -54,7 +54,7 @@ const maxBatch = 500
 
 func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string, done string, fn func(context.Context, pgx.Tx, invocation.Invocation) error) ([]BatchResult, error) {
 	if len(ids) == 0 || len(ids) > maxBatch {
-		return nil, outbox.Invalid("ids", "give between 1 and %d ids", maxBatch)
+		return nil, errs.Invalid("ids", "give between 1 and %d ids", maxBatch)
 	}
 	ctx = dbutil.WithOrg(ctx, org)
 	out := make([]BatchResult, 0, len(ids))
@@ -62,14 +62,14 @@ func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string,
 		err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
 			uid, err := uuid.Parse(id)
 			if err != nil {
-				return outbox.ErrNotFound
+				return errs.NotFound
 			}
 			inv, err := s.store.Lock(ctx, tx, org, uid)
 			if err != nil {
 				return err
 			}
 			if inv.Status != invocation.StatusFailed || inv.DeadLetteredAt == nil || inv.DiscardedAt != nil {
-				return fmt.Errorf("%w: invocation is %s and not a dead letter", outbox.ErrConflict, inv.Status)
+				return fmt.Errorf("%w: invocation is %s and not a dead letter", errs.Conflict, inv.Status)
 			}
 			return fn(ctx, tx, inv)
 		})
@@ -77,9 +77,9 @@ func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string,
 		case err == nil:
 			out = append(out, BatchResult{ID: id, Status: done})
 			s.logger.Info("dead letter "+done, "invocation_id", id, "organization_id", org)
-		case errors.Is(err, outbox.ErrNotFound), errors.Is(err, invocation.ErrNotFound):
+		case errors.Is(err, errs.NotFound):
 			out = append(out, BatchResult{ID: id, Status: "not_found", Error: "no such invocation"})
-		case errors.Is(err, outbox.ErrConflict), errors.Is(err, invocation.ErrConflict):
+		case errors.Is(err, errs.Conflict):
 			out = append(out, BatchResult{ID: id, Status: "conflict", Error: err.Error()})
 		default:
 			return nil, err
@@ -186,7 +186,7 @@ func (s *Service) ResumeQueue(ctx context.Context, name string) error {
 func (s *Service) queueOp(ctx context.Context, name string, op func(context.Context, string, *river.QueuePauseOpts) error) error {
 	err := op(ctx, name, nil)
 	if errors.Is(err, river.ErrNotFound) {
-		return fmt.Errorf("%w: queue %s (queues exist once a worker has served them)", outbox.ErrNotFound, name)
+		return fmt.Errorf("%w: queue %s (queues exist once a worker has served them)", errs.NotFound, name)
 	}
 	return err
 }

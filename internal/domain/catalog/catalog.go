@@ -8,16 +8,13 @@ package catalog
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/policy"
 )
-
-// ErrNotFound is returned for a source id the organization cannot use.
-var ErrNotFound = errors.New("source not found")
 
 // Kind is a kind of source organizations register themselves, such as MCP
 // connectors or databases: a package under executors/ that owns its
@@ -107,7 +104,7 @@ func (c *Catalog) Source(ctx context.Context, org, id string) (*Source, error) {
 			return k.Source(ctx, org, id)
 		}
 	}
-	return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	return nil, errs.Errorf(errs.NotFound, "source not found: %s", id)
 }
 
 // List returns the static sources, the added ones and the organization's

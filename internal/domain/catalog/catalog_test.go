@@ -9,6 +9,7 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 )
 
@@ -58,7 +59,7 @@ func TestNew_ProvidersAsRegistered(t *testing.T) {
 	require.Empty(t, unregistered.Bucket)
 
 	_, err = c.Source(ctx, "org", "missing")
-	require.ErrorIs(t, err, catalog.ErrNotFound)
+	require.ErrorIs(t, err, errs.NotFound)
 }
 
 // kind is a kind of org-registered source with one source per
@@ -77,7 +78,7 @@ func (k kind) List(_ context.Context, org string) ([]*catalog.Source, error) {
 
 func (k kind) Source(_ context.Context, org, id string) (*catalog.Source, error) {
 	if id != k.prefix+org {
-		return nil, catalog.ErrNotFound
+		return nil, errs.NotFound
 	}
 	return k.source(org), nil
 }
@@ -112,9 +113,9 @@ func TestKinds(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "a:org1", src.ID())
 	_, err = c.Source(ctx, "org2", "a:org1")
-	require.ErrorIs(t, err, catalog.ErrNotFound, "another organization's source")
+	require.ErrorIs(t, err, errs.NotFound, "another organization's source")
 	_, err = c.Source(ctx, "org1", "c:org1")
-	require.ErrorIs(t, err, catalog.ErrNotFound, "no kind has the prefix")
+	require.ErrorIs(t, err, errs.NotFound, "no kind has the prefix")
 
 	all, err := c.List(ctx, "org1")
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/sethvargo/go-retry"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 )
 
 // BrokerConfig configures a Broker.
@@ -153,7 +154,7 @@ func (b *Broker) fetch(ctx context.Context, req Request, refresh bool) (Token, e
 	}
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return Token{}, fmt.Errorf("%w for %s (the broker has no connection)", ErrNotFound, req.Integration)
+		return Token{}, errs.Errorf(errs.NotFound, "no credential stored for %s (the broker has no connection)", req.Integration)
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		return Token{}, retry.RetryableError(fmt.Errorf("token broker answered %d", resp.StatusCode))
 	case resp.StatusCode != http.StatusOK:

@@ -12,13 +12,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 )
 
 var (
-	// ErrNotFound is returned when no credential is stored for an integration.
-	ErrNotFound = errors.New("no credential stored")
 	// ErrUnreadable is returned when a stored credential cannot be opened
 	// with the configured secrets.key (the key changed, or the row was
 	// tampered with). Store the credential again to fix it.
@@ -211,7 +210,7 @@ func (s *Store) read(ctx context.Context, req Request) (Token, error) {
 		}
 		return Token{Value: string(plain), Kind: row.TokenKind}, nil
 	}
-	return Token{}, fmt.Errorf("%w for %s", ErrNotFound, req.Integration)
+	return Token{}, errs.Errorf(errs.NotFound, "no credential stored for %s", req.Integration)
 }
 
 // CheckKey verifies that the configured secrets.key opens the most recently

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 )
@@ -29,7 +30,7 @@ func TestStore_PrefersUserCredential(t *testing.T) {
 	store := credential.NewStore(pgtest.Pool(t), box)
 
 	_, err = store.Token(ctx, credential.Request{Org: "o", Integration: "linear"}, false)
-	require.ErrorIs(t, err, credential.ErrNotFound)
+	require.ErrorIs(t, err, errs.NotFound)
 
 	_, err = store.Put(ctx, credential.Request{Org: "o", Integration: "linear"}, credential.Token{Value: "org-key", Kind: "api_key"}, "admin")
 	require.NoError(t, err)
@@ -43,7 +44,7 @@ func TestStore_PrefersUserCredential(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "org-key", tok.Value, "falls back to the org's credential")
 	_, err = store.Token(ctx, credential.Request{Org: "other", Integration: "linear"}, false)
-	require.ErrorIs(t, err, credential.ErrNotFound, "credentials are org-scoped")
+	require.ErrorIs(t, err, errs.NotFound, "credentials are org-scoped")
 
 	ids, err := store.Integrations(ctx, "o", "")
 	require.NoError(t, err)
@@ -52,7 +53,7 @@ func TestStore_PrefersUserCredential(t *testing.T) {
 	other, err := secretbox.New(secretbox.NewKey())
 	require.NoError(t, err)
 	_, err = credential.NewStore(pgtest.Pool(t), other).Token(ctx, credential.Request{Org: "o", Integration: "linear"}, false)
-	require.ErrorIs(t, err, credential.ErrNotFound, "a fresh database has nothing")
+	require.ErrorIs(t, err, errs.NotFound, "a fresh database has nothing")
 }
 
 // TestStore_CachesByVersion checks decrypted tokens are served from the
@@ -213,7 +214,7 @@ func TestBroker(t *testing.T) {
 		t.Parallel()
 		_, broker := newBroker(t, func(_ int32, w http.ResponseWriter) { w.WriteHeader(http.StatusNotFound) })
 		_, err := broker.Token(ctx, req, false)
-		require.ErrorIs(t, err, credential.ErrNotFound)
+		require.ErrorIs(t, err, errs.NotFound)
 	})
 }
 

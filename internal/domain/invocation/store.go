@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,6 +14,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/platform/batch"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
@@ -27,11 +29,6 @@ import (
 const EventsChannel = "outboxd_invocation_events"
 
 var (
-	// ErrNotFound: no such invocation (in this organization).
-	ErrNotFound = errors.New("invocation not found")
-	// ErrConflict: the invocation is not in a state the transition allows,
-	// for instance because a concurrent transition won.
-	ErrConflict = errors.New("invocation is not in a state that allows this")
 	// ErrEventNotFound: no such event (in this organization).
 	ErrEventNotFound = errors.New("event not found")
 )
@@ -162,7 +159,7 @@ func (s *Store) BeginMany(ctx context.Context, db DB, args []BeginArgs) ([]batch
 		for _, i := range now {
 			b, ok := begun[args[i].ID]
 			if !ok {
-				out[i].Err = fmt.Errorf("%w: %s", ErrNotFound, args[i].ID)
+				out[i].Err = errs.Errorf(errs.NotFound, "invocation not found: %s", args[i].ID)
 				continue
 			}
 			out[i].Value = b
@@ -225,15 +222,26 @@ func (s *Store) ByExternalIDs(ctx context.Context, db DB, org string, externalID
 	return out, nil
 }
 
-// Page is a limit/offset window.
+// Page is a limit/offset window. Limit defaults to 50 and is capped at
+// 100; a negative offset counts as 0.
 type Page struct {
-	Limit, Offset int32
+	Limit, Offset int
+}
+
+// window is p with the defaults and caps applied, as the queries take it.
+func (p Page) window() (limit, offset int32) {
+	l := p.Limit
+	if l <= 0 {
+		l = 50
+	}
+	return int32(min(l, 100)), int32(min(max(p.Offset, 0), math.MaxInt32))
 }
 
 // ListSession returns a session's invocations, newest first.
 func (s *Store) ListSession(ctx context.Context, db DB, org, sessionID string, page Page) ([]Invocation, error) {
+	limit, offset := page.window()
 	rows, err := s.q.InvocationListBySession(ctx, db, dbsqlc.InvocationListBySessionParams{
-		OrganizationID: org, SessionID: &sessionID, Max: page.Limit, Skip: page.Offset,
+		OrganizationID: org, SessionID: &sessionID, Max: limit, Skip: offset,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("listing invocations: %w", err)
@@ -263,10 +271,11 @@ func (s *Store) ListOrg(ctx context.Context, db DB, org string, f ListFilter, pa
 		}
 		return &v
 	}
+	limit, offset := page.window()
 	rows, err := s.q.InvocationListByOrg(ctx, db, dbsqlc.InvocationListByOrgParams{
 		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), Origin: opt(f.Origin), SessionID: opt(f.SessionID),
 		AutomationID: opt(f.AutomationID), CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore,
-		Max: page.Limit, Skip: page.Offset,
+		Max: limit, Skip: offset,
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("listing invocations: %w", err)
@@ -284,7 +293,8 @@ func (s *Store) ListOrg(ctx context.Context, db DB, org string, f ListFilter, pa
 // ListDeadLetters returns the organization's failed, undiscarded
 // invocations, newest first, and how many there are.
 func (s *Store) ListDeadLetters(ctx context.Context, db DB, org string, page Page) ([]Invocation, int64, error) {
-	rows, err := s.q.DeadLetterList(ctx, db, dbsqlc.DeadLetterListParams{OrganizationID: org, Max: page.Limit, Skip: page.Offset})
+	limit, offset := page.window()
+	rows, err := s.q.DeadLetterList(ctx, db, dbsqlc.DeadLetterListParams{OrganizationID: org, Max: limit, Skip: offset})
 	if err != nil {
 		return nil, 0, fmt.Errorf("listing dead letters: %w", err)
 	}
@@ -574,7 +584,7 @@ func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]bat
 	out := make([]batch.Result[struct{}], len(cs))
 	for i, c := range cs {
 		if !done[c.ID] {
-			out[i].Err = fmt.Errorf("completing %s: %w", c.ID, ErrConflict)
+			out[i].Err = errs.Errorf(errs.Conflict, "completing %s: invocation is not in a state that allows this", c.ID)
 		}
 	}
 	return out, nil
@@ -655,7 +665,7 @@ func (s *Store) ListExpired(ctx context.Context, tx pgx.Tx, limit int) ([]Invoca
 
 func one(r dbsqlc.ActionInvocation, err error, id uuid.UUID) (Invocation, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Invocation{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return Invocation{}, errs.Errorf(errs.NotFound, "invocation not found: %s", id)
 	}
 	if err != nil {
 		return Invocation{}, fmt.Errorf("loading invocation: %w", err)
@@ -667,7 +677,7 @@ func one(r dbsqlc.ActionInvocation, err error, id uuid.UUID) (Invocation, error)
 // means the invocation was not in a state the transition allows.
 func transitioned[R row](r R, err error, id uuid.UUID, what string) (Invocation, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Invocation{}, fmt.Errorf("%s %s: %w", what, id, ErrConflict)
+		return Invocation{}, errs.Errorf(errs.Conflict, "%s %s: invocation is not in a state that allows this", what, id)
 	}
 	if err != nil {
 		return Invocation{}, fmt.Errorf("%s %s: %w", what, id, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
@@ -140,7 +141,7 @@ func TestStore_Timeline(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "cancelled", jobState(t, tx, *inv.JobID))
 		_, err = b.store.Approve(ctx, tx, inv.ID, "late")
-		require.ErrorIs(t, err, invocation.ErrConflict)
+		require.ErrorIs(t, err, errs.Conflict)
 		requireTimeline(t, b, tx, inv.ID,
 			step{invocation.EventCreated, "", invocation.StatusPending},
 			step{invocation.EventExpired, invocation.StatusPending, invocation.StatusExpired})
@@ -199,7 +200,7 @@ func TestStore_Timeline(t *testing.T) {
 		tx := b.begin(t)
 		inv := b.create(t, tx, invocation.StatusPending)
 		_, err := b.store.Get(ctx, tx, "org-2", inv.ID)
-		require.ErrorIs(t, err, invocation.ErrNotFound)
+		require.ErrorIs(t, err, errs.NotFound)
 		events, err := b.store.Events(ctx, tx, "org-2", inv.ID)
 		require.NoError(t, err)
 		require.Empty(t, events)
@@ -352,7 +353,7 @@ func TestStore_RacingTransitions(t *testing.T) {
 					}
 					return err
 				})
-				if err != nil && !errors.Is(err, invocation.ErrConflict) {
+				if err != nil && !errors.Is(err, errs.Conflict) {
 					t.Error(err)
 				}
 			}()
@@ -514,7 +515,7 @@ func TestStore_Begin(t *testing.T) {
 
 	t.Run("Missing", func(t *testing.T) {
 		_, _, _, err := b.store.Begin(ctx, b.pool, uuid.Must(uuid.NewV7()), 1)
-		require.ErrorIs(t, err, invocation.ErrNotFound)
+		require.ErrorIs(t, err, errs.NotFound)
 	})
 
 	// A cancel committed while Begin waited for the row: the status under
@@ -594,7 +595,7 @@ func TestStore_ManyInOneTransaction(t *testing.T) {
 	require.NoError(t, begun[2].Err)
 	require.False(t, begun[2].Value.Started)
 	require.Equal(t, invocation.StatusPending, begun[2].Value.Invocation.Status)
-	require.ErrorIs(t, begun[3].Err, invocation.ErrNotFound)
+	require.ErrorIs(t, begun[3].Err, errs.NotFound)
 	require.Len(t, eventXIDs("started"), 1, "both starts in one transaction")
 
 	duration := int32(42)
@@ -608,7 +609,7 @@ func TestStore_ManyInOneTransaction(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.NoError(t, done[0].Err)
-	require.ErrorIs(t, done[1].Err, invocation.ErrConflict, "a pending invocation cannot complete")
+	require.ErrorIs(t, done[1].Err, errs.Conflict, "a pending invocation cannot complete")
 	require.NoError(t, done[2].Err)
 	stored := func(id uuid.UUID) invocation.Invocation {
 		inv, err := b.store.GetByID(ctx, b.pool, id)

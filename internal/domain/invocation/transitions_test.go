@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 )
 
@@ -97,7 +98,7 @@ func appliers() []applier {
 		{"Begin", invocation.EventStarted, func(ctx context.Context, s *invocation.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			_, _, started, err := s.Begin(ctx, tx, inv.ID, 2)
 			if err == nil && !started {
-				err = invocation.ErrConflict
+				err = errs.Conflict
 			}
 			return err
 		}},
@@ -185,7 +186,7 @@ func TestTransitions(t *testing.T) {
 				timeline, gerr := b.store.Events(ctx, tx, "org-1", inv.ID)
 				require.NoError(t, gerr)
 				if !allowed {
-					require.ErrorIs(t, err, invocation.ErrConflict, "the table refuses %s from %s", a.event, o.name)
+					require.ErrorIs(t, err, errs.Conflict, "the table refuses %s from %s", a.event, o.name)
 					require.Equal(t, before, after, "a refused transition changes nothing")
 					require.Equal(t, events, timeline, "a refused transition records no event")
 					return

@@ -15,40 +15,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
-
-// Errors of the kinds' CRUD; the HTTP layer maps them to status codes.
-var (
-	// ErrNotFound: the organization has no such source.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict: another source of the organization has the name.
-	ErrConflict = errors.New("conflict")
-	// ErrUnavailable: the source could not list its actions right now (an
-	// unreachable connector).
-	ErrUnavailable = errors.New("source unavailable")
-)
-
-// ValidationError lists every field of a request that failed validation.
-type ValidationError struct {
-	Message string
-	Fields  []executors.FieldError
-}
-
-func (e *ValidationError) Error() string {
-	if len(e.Fields) == 0 {
-		return e.Message
-	}
-	return fmt.Sprintf("%s: %d invalid field(s)", e.Message, len(e.Fields))
-}
-
-// Invalid is a ValidationError of one field.
-func Invalid(field, format string, args ...any) *ValidationError {
-	msg := fmt.Sprintf(format, args...)
-	return &ValidationError{Message: msg, Fields: []executors.FieldError{{Field: field, Message: msg}}}
-}
 
 // MaxURLBytes bounds a source's URL.
 const MaxURLBytes = 2048
@@ -56,7 +26,7 @@ const MaxURLBytes = 2048
 // CheckName checks a source's display name, already trimmed.
 func CheckName(name string) error {
 	if name == "" || len(name) > 100 {
-		return Invalid("name", "name is required (at most 100 characters)")
+		return errs.Invalid("name", "name is required (at most 100 characters)")
 	}
 	return nil
 }
@@ -64,7 +34,7 @@ func CheckName(name string) error {
 // CheckURLLength checks that a source's URL is at most MaxURLBytes long.
 func CheckURLLength(url string) error {
 	if len(url) > MaxURLBytes {
-		return Invalid("url", "url is longer than %d bytes", MaxURLBytes)
+		return errs.Invalid("url", "url is longer than %d bytes", MaxURLBytes)
 	}
 	return nil
 }
@@ -72,7 +42,7 @@ func CheckURLLength(url string) error {
 // NotFound is ErrNotFound for the source id of a kind named noun
 // ("connector", "database").
 func NotFound(noun, id string) error {
-	return fmt.Errorf("%w: %s %s", ErrNotFound, noun, id)
+	return fmt.Errorf("%w: %s %s", errs.NotFound, noun, id)
 }
 
 // ParseID returns the row id in id, a bare UUID or a source id with the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/credential"
-	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 )
 
 // PutCredentialParams stores one provider token.
@@ -26,18 +26,18 @@ type PutCredentialParams struct {
 // integrations.
 func (s *Service) PutCredential(ctx context.Context, p *PutCredentialParams) (credential.Info, error) {
 	if _, ok := s.deps.Providers.Source(p.Integration); !ok {
-		return credential.Info{}, fmt.Errorf("%w: integration %s", outbox.ErrNotFound, p.Integration)
+		return credential.Info{}, fmt.Errorf("%w: integration %s", errs.NotFound, p.Integration)
 	}
 	if strings.TrimSpace(p.Token) == "" {
-		return credential.Info{}, outbox.Invalid("token", "token is required")
+		return credential.Info{}, errs.Invalid("token", "token is required")
 	}
 	if len(p.UserID) > 255 {
-		return credential.Info{}, outbox.Invalid("user_id", "user_id must be at most 255 characters")
+		return credential.Info{}, errs.Invalid("user_id", "user_id must be at most 255 characters")
 	}
 	switch p.TokenKind {
 	case "", executors.TokenKindAPIKey, executors.TokenKindOAuth:
 	default:
-		return credential.Info{}, outbox.Invalid("token_kind", "token_kind must be api_key or oauth")
+		return credential.Info{}, errs.Invalid("token_kind", "token_kind must be api_key or oauth")
 	}
 	return s.deps.Credentials.Put(ctx,
 		credential.Request{Org: p.OrganizationID, Integration: p.Integration, UserID: p.UserID},

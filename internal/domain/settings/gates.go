@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
-	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -69,7 +69,7 @@ func (s *Service) PutQuietHours(ctx context.Context, org, by string, windows []Q
 		rows = append(rows, parsed{w, start, end})
 	}
 	if len(fieldErrs) > 0 {
-		return nil, &outbox.ValidationError{Message: "invalid quiet hours", Fields: fieldErrs}
+		return nil, &errs.ValidationError{Message: "invalid quiet hours", Fields: fieldErrs}
 	}
 	err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
 		if err := s.queries.QuietHoursDeleteAll(ctx, tx, org); err != nil {
@@ -113,7 +113,7 @@ func (s *Service) PutDoNotContact(ctx context.Context, org, by string, patterns 
 		}
 	}
 	if len(fieldErrs) > 0 {
-		return nil, &outbox.ValidationError{Message: "invalid do-not-contact patterns", Fields: fieldErrs}
+		return nil, &errs.ValidationError{Message: "invalid do-not-contact patterns", Fields: fieldErrs}
 	}
 	err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
 		if err := s.queries.DoNotContactDeleteAll(ctx, tx, org); err != nil {

@@ -8,21 +8,21 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
-	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/policy"
 )
 
 // GetModes returns the overrides of the org (automationID "") or of one
 // automation.
-func (s *Service) GetModes(ctx context.Context, org, automationID string) (outbox.Modes, error) {
+func (s *Service) GetModes(ctx context.Context, org, automationID string) (policy.Modes, error) {
 	scope, scopeID := modeScope(org, automationID)
 	rows, err := s.queries.ModeList(ctx, s.deps.Pool, dbsqlc.ModeListParams{OrganizationID: org, Scope: scope, ScopeID: scopeID})
 	if err != nil {
 		return nil, fmt.Errorf("listing modes: %w", err)
 	}
-	modes := make(outbox.Modes, len(rows))
+	modes := make(policy.Modes, len(rows))
 	for _, r := range rows {
 		modes[r.SourceID+":"+r.ActionID] = policy.Mode(r.Mode)
 	}
@@ -33,7 +33,7 @@ func (s *Service) GetModes(ctx context.Context, org, automationID string) (outbo
 const maxModeKeyBytes = 255
 
 // PutModes replaces the overrides of the org or of one automation.
-func (s *Service) PutModes(ctx context.Context, org, automationID, userID string, raw map[string]string) (outbox.Modes, error) {
+func (s *Service) PutModes(ctx context.Context, org, automationID, userID string, raw map[string]string) (policy.Modes, error) {
 	var fieldErrs []executors.FieldError
 	type entry struct{ source, action, mode string }
 	entries := make([]entry, 0, len(raw))
@@ -51,7 +51,7 @@ func (s *Service) PutModes(ctx context.Context, org, automationID, userID string
 		entries = append(entries, entry{key[:i], key[i+1:], string(mode)})
 	}
 	if len(fieldErrs) > 0 {
-		return nil, &outbox.ValidationError{Message: "invalid action modes", Fields: fieldErrs}
+		return nil, &errs.ValidationError{Message: "invalid action modes", Fields: fieldErrs}
 	}
 	scope, scopeID := modeScope(org, automationID)
 	err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {

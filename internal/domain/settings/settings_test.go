@@ -9,9 +9,9 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/demo"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/settings"
-	"github.com/outboxd/outboxd/outbox"
 )
 
 // Invalid input is refused before the database is touched: these run on
@@ -26,7 +26,7 @@ func newService(t *testing.T) *settings.Service {
 // fields returns the fields of err, which must be a validation error.
 func fields(t *testing.T, err error) []string {
 	t.Helper()
-	var ve *outbox.ValidationError
+	var ve *errs.ValidationError
 	require.True(t, errors.As(err, &ve), "want a validation error, got %v", err)
 	var out []string
 	for _, f := range ve.Fields {
@@ -69,7 +69,7 @@ func TestPutCredential_RefusesBadInput(t *testing.T) {
 		_, err := svc.PutCredential(ctx, &p)
 		return err
 	}
-	require.ErrorIs(t, put(settings.PutCredentialParams{Integration: "nosuch", Token: "t"}), outbox.ErrNotFound)
+	require.ErrorIs(t, put(settings.PutCredentialParams{Integration: "nosuch", Token: "t"}), errs.NotFound)
 	require.Equal(t, []string{"token"}, fields(t, put(settings.PutCredentialParams{Integration: demo.SourceID, Token: "  "})))
 	require.Equal(t, []string{"user_id"}, fields(t, put(settings.PutCredentialParams{Integration: demo.SourceID, Token: "t", UserID: string(make([]byte, 256))})))
 	require.Equal(t, []string{"token_kind"}, fields(t, put(settings.PutCredentialParams{Integration: demo.SourceID, Token: "t", TokenKind: "password"})))

@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/outbox"
 )
@@ -137,15 +137,15 @@ func (s *Service) decide(ctx context.Context, v buttonValue, slackUser, action s
 	switch {
 	case err == nil:
 		return "", nil
-	case errors.Is(err, outbox.ErrExpired):
+	case errors.Is(err, errs.Expired):
 		return "Too late: the approval window closed.", nil
-	case errors.Is(err, outbox.ErrConflict), errors.Is(err, invocation.ErrConflict):
+	case errors.Is(err, errs.Conflict):
 		inv, gerr := s.deps.Decider.Get(ctx, v.Org, v.ID)
 		if gerr != nil {
 			return "", gerr
 		}
 		return fmt.Sprintf("Already %s by %s.", inv.Status, deref(inv.ApprovedBy, "someone else")), nil
-	case errors.Is(err, outbox.ErrNotFound), errors.Is(err, invocation.ErrNotFound):
+	case errors.Is(err, errs.NotFound):
 		return "This invocation no longer exists.", nil
 	}
 	return "", err

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/netguard"
@@ -98,11 +99,6 @@ type Settings struct {
 	Approvers map[string]Approver
 }
 
-// InvalidError is a setting the rules refuse; Field names it.
-type InvalidError struct{ Field, Message string }
-
-func (e *InvalidError) Error() string { return e.Message }
-
 // Get returns the organization's settings (empty when none were stored).
 func (s *Service) Get(ctx context.Context, org string) (Settings, error) {
 	r, err := s.q.SlackSettingsGet(ctx, s.deps.Pool, org)
@@ -122,7 +118,7 @@ func (s *Service) Get(ctx context.Context, org string) (Settings, error) {
 // PutChannel sets (or, with nil, clears) the organization's channel.
 func (s *Service) PutChannel(ctx context.Context, org, by string, channel *string) (Settings, error) {
 	if channel != nil && (*channel == "" || len(*channel) > 255) {
-		return Settings{}, &InvalidError{"channel", "channel must be a Slack channel id or name of 1 to 255 bytes, or null"}
+		return Settings{}, errs.Invalid("channel", "channel must be a Slack channel id or name of 1 to 255 bytes, or null")
 	}
 	if _, err := s.q.SlackChannelPut(ctx, s.deps.Pool, dbsqlc.SlackChannelPutParams{OrganizationID: org, Channel: channel, UpdatedBy: by}); err != nil {
 		return Settings{}, fmt.Errorf("storing slack channel: %w", err)
@@ -135,13 +131,13 @@ func (s *Service) PutChannel(ctx context.Context, org, by string, channel *strin
 func (s *Service) PutApprovers(ctx context.Context, org, by string, approvers map[string]Approver) (Settings, error) {
 	for id, a := range approvers {
 		if id == "" || len(id) > 255 {
-			return Settings{}, &InvalidError{"approvers", "a Slack user id must be 1 to 255 bytes"}
+			return Settings{}, errs.Invalid("approvers", "a Slack user id must be 1 to 255 bytes")
 		}
 		if a.UserID == "" || len(a.UserID) > 255 {
-			return Settings{}, &InvalidError{id + ".user_id", id + ".user_id must be 1 to 255 bytes"}
+			return Settings{}, errs.Invalid(id+".user_id", "%s.user_id must be 1 to 255 bytes", id)
 		}
 		if a.Role != "admin" && a.Role != "owner" {
-			return Settings{}, &InvalidError{id + ".role", id + ".role must be admin or owner"}
+			return Settings{}, errs.Invalid(id+".role", "%s.role must be admin or owner", id)
 		}
 	}
 	raw, _ := json.Marshal(approvers)

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
@@ -119,16 +120,6 @@ func New(deps *Deps, config *Config) (*Service, error) {
 	}, nil
 }
 
-// ErrNotFound: no such endpoint in the organization.
-var ErrNotFound = errors.New("webhook not found")
-
-// InvalidError is a request the endpoint rules refuse; Field names what.
-type InvalidError struct {
-	Field, Message string
-}
-
-func (e *InvalidError) Error() string { return e.Message }
-
 // Endpoint is a webhook endpoint.
 type Endpoint struct {
 	ID             uuid.UUID
@@ -170,21 +161,21 @@ type Params struct {
 
 func (s *Service) check(p *Params, create bool) ([]string, error) {
 	if create && p.URL == nil {
-		return nil, &InvalidError{"url", "url is required"}
+		return nil, errs.Invalid("url", "url is required")
 	}
 	if p.URL != nil {
 		if len(*p.URL) > 2048 {
-			return nil, &InvalidError{"url", "url is longer than 2048 bytes"}
+			return nil, errs.Invalid("url", "url is longer than 2048 bytes")
 		}
 		if err := netguard.CheckURL(*p.URL, s.cfg.AllowPrivateNetworks); err != nil {
-			return nil, &InvalidError{"url", "url: " + err.Error()}
+			return nil, errs.Invalid("url", "url: %s", err)
 		}
 	}
 	if p.Description != nil && len(*p.Description) > 1000 {
-		return nil, &InvalidError{"description", "description is longer than 1000 bytes"}
+		return nil, errs.Invalid("description", "description is longer than 1000 bytes")
 	}
 	if create && len(p.Events) == 0 {
-		return nil, &InvalidError{"events", "events must name at least one of action_approval_request, action_approval_result, action_completed"}
+		return nil, errs.Invalid("events", "events must name at least one of action_approval_request, action_approval_result, action_completed")
 	}
 	var events []string
 	for i, e := range p.Events {
@@ -193,7 +184,7 @@ func (s *Service) check(p *Params, create bool) ([]string, error) {
 			known = known || e == n
 		}
 		if !known {
-			return nil, &InvalidError{fmt.Sprintf("events[%d]", i), fmt.Sprintf("events[%d]: unknown event %q (use action_approval_request, action_approval_result, action_completed)", i, e)}
+			return nil, errs.Invalid(fmt.Sprintf("events[%d]", i), "events[%d]: unknown event %q (use action_approval_request, action_approval_result, action_completed)", i, e)
 		}
 		events = append(events, string(e))
 	}
@@ -243,7 +234,7 @@ func (s *Service) List(ctx context.Context, org string) ([]Endpoint, error) {
 func (s *Service) Get(ctx context.Context, org, id string) (Endpoint, error) {
 	uid, err := uuid.Parse(id)
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return Endpoint{}, errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
 	r, err := s.q.WebhookGet(ctx, s.deps.Pool, dbsqlc.WebhookGetParams{ID: uid, OrganizationID: org})
 	return one(r, err, id)
@@ -256,11 +247,11 @@ func (s *Service) Update(ctx context.Context, org, id string, p *Params) (Endpoi
 		return Endpoint{}, err
 	}
 	if p.Events != nil && len(events) == 0 {
-		return Endpoint{}, &InvalidError{"events", "events must name at least one event"}
+		return Endpoint{}, errs.Invalid("events", "events must name at least one event")
 	}
 	uid, err := uuid.Parse(id)
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return Endpoint{}, errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
 	r, err := s.q.WebhookUpdate(ctx, s.deps.Pool, dbsqlc.WebhookUpdateParams{
 		ID: uid, OrganizationID: org, Url: p.URL, Events: events, Description: p.Description, Enabled: p.Enabled,
@@ -273,14 +264,14 @@ func (s *Service) Update(ctx context.Context, org, id string, p *Params) (Endpoi
 func (s *Service) Delete(ctx context.Context, org, id string) error {
 	uid, err := uuid.Parse(id)
 	if err != nil {
-		return fmt.Errorf("%w: %s", ErrNotFound, id)
+		return errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
 	n, err := s.q.WebhookDelete(ctx, s.deps.Pool, dbsqlc.WebhookDeleteParams{ID: uid, OrganizationID: org})
 	if err != nil {
 		return fmt.Errorf("deleting webhook: %w", err)
 	}
 	if n == 0 {
-		return fmt.Errorf("%w: %s", ErrNotFound, id)
+		return errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
 	return nil
 }
@@ -290,7 +281,7 @@ func (s *Service) Delete(ctx context.Context, org, id string) error {
 func (s *Service) RotateSecret(ctx context.Context, org, id string) (Endpoint, string, error) {
 	uid, err := uuid.Parse(id)
 	if err != nil {
-		return Endpoint{}, "", fmt.Errorf("%w: %s", ErrNotFound, id)
+		return Endpoint{}, "", errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
 	secret := newSecret()
 	r, err := s.q.WebhookSetSecret(ctx, s.deps.Pool, dbsqlc.WebhookSetSecretParams{ID: uid, OrganizationID: org, SecretSealed: s.deps.Box.Seal([]byte(secret), uid[:])})
@@ -340,7 +331,7 @@ func (s *Service) Deliveries(ctx context.Context, org, id string, limit, offset 
 
 func one(r dbsqlc.Webhook, err error, id string) (Endpoint, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Endpoint{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return Endpoint{}, errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("loading webhook: %w", err)
