@@ -8,7 +8,6 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
-	"github.com/outboxd/outboxd/policy"
 )
 
 // Get returns one invocation of the organization.
@@ -51,16 +50,4 @@ func (s *Service) ListSession(ctx context.Context, org, sessionID string, page i
 // the filter, newest first, with the total count for paging.
 func (s *Service) ListOrg(ctx context.Context, org string, f invocation.ListFilter, page invocation.Page) ([]invocation.Invocation, int64, error) {
 	return s.store.ListOrg(ctx, s.deps.Pool, org, f, page)
-}
-
-// ModeReader reads the mode overrides of an organization (automationID "")
-// or of one automation: the settings service.
-type ModeReader interface {
-	GetModes(ctx context.Context, org, automationID string) (policy.Modes, error)
-}
-
-// modes returns the overrides of the org (automationID "") or of one
-// automation, as the settings keep them; the catalog reads them through it.
-func (s *Service) modes(ctx context.Context, org, automationID string) (policy.Modes, error) {
-	return s.deps.Modes.GetModes(ctx, org, automationID)
 }

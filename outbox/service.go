@@ -78,19 +78,11 @@ type Deps struct {
 	// Box seals the exact params of an invocation whose stored params are
 	// redacted; the worker opens them with the same key.
 	Box *secretbox.Box
-	// Catalog, when set, limits the catalog to integrations with a stored
-	// credential (the credential store). A token broker leaves it nil: any
-	// registered integration is listed and the broker decides at call time.
-	Catalog interface {
-		Integrations(ctx context.Context, org, userID string) ([]string, error)
-	}
 	// Flow holds the configured rate buckets (names are validated against
 	// it); nil disables flow control.
 	Flow    *flow.Limiter
 	Metrics *telemetry.Metrics
 	Logger  *slog.Logger
-	// Modes reads the organizations' mode overrides (the settings).
-	Modes ModeReader
 	// Waiter rings when an invocation may have finished, in any process
 	// (the feed's LISTEN waiter); Wait polls alone without it.
 	Waiter Waiter

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/settings"
@@ -89,12 +90,12 @@ func writeInvokeOutcome(w http.ResponseWriter, inv invocation.Invocation) {
 	}
 }
 
-func caller(c *auth.Claims) *outbox.Caller {
-	return &outbox.Caller{OrganizationID: c.Org, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources}
+func caller(c *auth.Claims) *catalog.Caller {
+	return &catalog.Caller{OrganizationID: c.Org, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources}
 }
 
 func (s *Server) available(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	cat, err := s.svc.Available(r.Context(), caller(c))
+	cat, err := s.catalog.Available(r.Context(), caller(c))
 	if err != nil {
 		return err
 	}
@@ -103,7 +104,7 @@ func (s *Server) available(w http.ResponseWriter, r *http.Request, c *auth.Claim
 }
 
 func (s *Server) guide(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	md, err := s.svc.Guide(r.Context(), caller(c), r.PathValue("integration"))
+	md, err := s.catalog.Guide(r.Context(), caller(c), r.PathValue("integration"))
 	if err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func (s *Server) guide(w http.ResponseWriter, r *http.Request, c *auth.Claims) e
 }
 
 func (s *Server) bootstrapGuide(w http.ResponseWriter, _ *http.Request, _ *auth.Claims) error {
-	writeMarkdown(w, outbox.BootstrapGuide)
+	writeMarkdown(w, catalog.BootstrapGuide)
 	return nil
 }
 

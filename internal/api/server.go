@@ -35,6 +35,7 @@ const maxBodyBytes = 1 << 20
 // Deps are the server's collaborators.
 type Deps struct {
 	Service  Outbox
+	Catalog  Catalog
 	Settings Settings
 	Admin    Admin
 	Feeds    Feeds
@@ -63,6 +64,7 @@ type Deps struct {
 // Server routes requests to the outbox service.
 type Server struct {
 	svc      Outbox
+	catalog  Catalog
 	settings Settings
 	admin    Admin
 	feeds    Feeds
@@ -88,6 +90,7 @@ type Server struct {
 func New(deps *Deps) *Server {
 	return &Server{
 		svc:      deps.Service,
+		catalog:  deps.Catalog,
 		settings: deps.Settings,
 		admin:    deps.Admin,
 		feeds:    deps.Feeds,

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	adm "github.com/outboxd/outboxd/internal/domain/admin"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/feed"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
@@ -34,8 +35,13 @@ type Outbox interface {
 	Events(ctx context.Context, org, id string) ([]invocation.Event, error)
 	ListSession(ctx context.Context, org, sessionID string, page invocation.Page) ([]invocation.Invocation, error)
 	ListOrg(ctx context.Context, org string, f invocation.ListFilter, page invocation.Page) ([]invocation.Invocation, int64, error)
-	Available(ctx context.Context, c *outbox.Caller) (*outbox.Catalog, error)
-	Guide(ctx context.Context, c *outbox.Caller, integration string) (string, error)
+}
+
+// Catalog says what a caller may use: the available actions with their
+// modes, and an integration's guide (internal/domain/catalog's Reader).
+type Catalog interface {
+	Available(ctx context.Context, c *catalog.Caller) (*catalog.Listing, error)
+	Guide(ctx context.Context, c *catalog.Caller, integration string) (string, error)
 }
 
 // Webhooks manages an organization's webhook endpoints

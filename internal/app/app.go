@@ -299,11 +299,8 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	feeds := feed.New(&feed.Deps{Pool: tenantPool, Listeners: pool, Metrics: metrics, Logger: logger})
 	settingsSvc := settings.New(&settings.Deps{Pool: tenantPool, Credentials: apiCreds, Providers: registry, Flow: limiter})
 	deps := &outbox.Deps{
-		Pool: tenantPool, Modes: settingsSvc, Waiter: feeds, River: client, Sources: sources,
+		Pool: tenantPool, Waiter: feeds, River: client, Sources: sources,
 		Credentials: apiCreds, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
-	}
-	if cfg.TokenSource != "broker" {
-		deps.Catalog = apiCreds
 	}
 	svc, err := outbox.New(deps, &cfg.Outbox)
 	if err != nil {
@@ -337,8 +334,14 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		return nil, err
 	}
 
+	// A token broker decides at call time which integrations a caller
+	// has: the catalog then lists every provider.
+	var stored catalog.CredentialLister = apiCreds
+	if cfg.TokenSource == "broker" {
+		stored = nil
+	}
 	server := api.New(&api.Deps{
-		Service: svc, Settings: settingsSvc, Feeds: feeds, Connectors: orgConnectors, Databases: orgDatabases,
+		Service: svc, Catalog: catalog.NewReader(sources, stored, settingsSvc, logger), Settings: settingsSvc, Feeds: feeds, Connectors: orgConnectors, Databases: orgDatabases,
 		Admin:    admin.New(&admin.Deps{Pool: tenantPool, Owner: pool, River: client, Flow: limiter, Logger: logger}),
 		SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams,
 		Webhooks: apiWebhooks, Slack: apiSlack,
