@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/providertest"
 	"github.com/outboxd/outboxd/executors/slack"
 )
 
@@ -34,49 +34,20 @@ const (
 	channelNotFoundAnswer = `{"ok":false,"error":"channel_not_found"}`
 )
 
-// recordedRequest is what the loopback Slack saw of one call.
-type recordedRequest struct {
-	Method string
-	Path   string
-	Header http.Header
-	Body   []byte
-}
-
 type testBundle struct {
 	source executors.Source
-	server *httptest.Server
-
-	mu       sync.Mutex
-	requests []recordedRequest
+	server *providertest.Server
 }
 
-func (b *testBundle) recorded() []recordedRequest {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]recordedRequest(nil), b.requests...)
-}
+func (b *testBundle) recorded() []providertest.Request { return b.server.Requests() }
 
 // setup starts a loopback Slack that records each request and answers with
 // handler, and a Source pointed at it.
 func setup(t *testing.T, handler http.HandlerFunc) *testBundle {
 	t.Helper()
 
-	bundle := &testBundle{}
-	bundle.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		bundle.mu.Lock()
-		bundle.requests = append(bundle.requests, recordedRequest{
-			Method: r.Method,
-			Path:   r.URL.Path,
-			Header: r.Header.Clone(),
-			Body:   body,
-		})
-		bundle.mu.Unlock()
-		handler(w, r)
-	}))
-	t.Cleanup(bundle.server.Close)
-
-	source, err := slack.New(&slack.Config{BaseURL: bundle.server.URL, HTTPClient: bundle.server.Client()})
+	bundle := &testBundle{server: providertest.New(t, handler)}
+	source, err := slack.New(&slack.Config{BaseURL: bundle.server.URL(), HTTPClient: bundle.server.Client()})
 	require.NoError(t, err)
 	bundle.source = source
 	return bundle
@@ -296,7 +267,7 @@ func TestSource_Execute(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t, answer(http.StatusOK, okAnswer))
 
-		cfg := (&slack.Config{BaseURL: bundle.server.URL + "/api/"}).WithDefaults()
+		cfg := (&slack.Config{BaseURL: bundle.server.URL() + "/api/"}).WithDefaults()
 		t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
 		source, err := slack.New(cfg)
 		require.NoError(t, err)

@@ -385,16 +385,35 @@ func (b *runner) analyze(ctx context.Context, tables ...string) {
 // idleClose is how long the bench's connections may stay idle.
 const idleClose = time.Second
 
+// startPhase readies a phase's measures: the planner's statistics
+// refreshed and the server's settled, then the transaction count the
+// phase starts from, which it returns, and the peak RSS restarted.
+func (b *runner) startPhase(ctx context.Context) (x0 int64, err error) {
+	b.analyze(ctx)
+	b.settle(ctx)
+	if x0, err = b.xacts(ctx); err != nil {
+		return 0, err
+	}
+	resetPeakRSS()
+	return x0, nil
+}
+
+// endPhase returns a phase's peak RSS (kB) and, once the server's
+// statistics settle, the transaction count it ends at.
+func (b *runner) endPhase(ctx context.Context) (rssKB, x1 int64, err error) {
+	rssKB = peakRSS()
+	b.settle(ctx)
+	x1, err = b.xacts(ctx)
+	return rssKB, x1, err
+}
+
 // measure runs one outboxd phase of n actions: run sends the requests, and
 // the phase ends when n more invocations have completed.
 func (b *runner) measure(ctx context.Context, name, prefix string, n int, run func() error) (*phaseResult, error) {
-	b.analyze(ctx)
-	b.settle(ctx)
-	x0, err := b.xacts(ctx)
+	x0, err := b.startPhase(ctx)
 	if err != nil {
 		return nil, err
 	}
-	resetPeakRSS()
 	target := b.completed.Load() + int64(n)
 	failedBefore := b.failed.Load()
 	cpu0, pg0 := b.cpuUsed()
@@ -411,9 +430,7 @@ func (b *runner) measure(ctx context.Context, name, prefix string, n int, run fu
 	}
 	total := time.Since(start)
 	cpu1, pg1 := b.cpuUsed()
-	rss := peakRSS()
-	b.settle(ctx)
-	x1, err := b.xacts(ctx)
+	rss, x1, err := b.endPhase(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -343,13 +343,10 @@ func (b *runner) approvalLatency(ctx context.Context, k int) (*phaseResult, erro
 		}
 		ids[i] = view.ActionID
 	}
-	b.analyze(ctx)
-	b.settle(ctx)
-	x0, err := b.xacts(ctx)
+	x0, err := b.startPhase(ctx)
 	if err != nil {
 		return nil, err
 	}
-	resetPeakRSS()
 	latencies := make([]float64, 0, k)
 	for _, id := range ids {
 		target := b.completed.Load() + 1
@@ -373,9 +370,7 @@ func (b *runner) approvalLatency(ctx context.Context, k int) (*phaseResult, erro
 			return nil, err
 		}
 	}
-	rss := peakRSS()
-	b.settle(ctx)
-	x1, err := b.xacts(ctx)
+	rss, x1, err := b.endPhase(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -394,13 +389,10 @@ func (b *runner) fillBacklog(ctx context.Context, n int) (*phaseResult, error) {
 		return nil, err
 	}
 	time.Sleep(time.Second) // the producer hears of the pause
-	b.analyze(ctx)
-	b.settle(ctx)
-	x0, err := b.xacts(ctx)
+	x0, err := b.startPhase(ctx)
 	if err != nil {
 		return nil, err
 	}
-	resetPeakRSS()
 	start := time.Now()
 	err = b.postBatches(ctx, "backlog", n, nil)
 	how := "through the batch endpoint"
@@ -412,9 +404,7 @@ func (b *runner) fillBacklog(ctx context.Context, n int) (*phaseResult, error) {
 		return nil, err
 	}
 	enqueue := time.Since(start)
-	rss := peakRSS()
-	b.settle(ctx)
-	x1, err := b.xacts(ctx)
+	rss, x1, err := b.endPhase(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -8,9 +8,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
@@ -18,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/outboxd/outboxd/executors/providertest"
 )
 
 // basePath is where the API is served, as on GitHub Enterprise Server.
@@ -58,14 +58,7 @@ type Comment struct {
 }
 
 // Request is what the server saw of one call.
-type Request struct {
-	Method string
-	// Path is the path as sent, still escaped.
-	Path   string
-	Query  url.Values
-	Header http.Header
-	Body   []byte
-}
+type Request = providertest.Request
 
 type repo struct {
 	owner, name   string
@@ -76,13 +69,11 @@ type repo struct {
 
 // Server is a loopback GitHub. Its methods are safe for concurrent use.
 type Server struct {
-	srv *httptest.Server
+	srv *providertest.Server
 
 	mu        sync.Mutex
 	tokens    []string
 	repos     map[string]*repo
-	requests  []Request
-	intercept func(w http.ResponseWriter, r *http.Request) bool
 	lose      int
 	commentID int64
 	remaining int
@@ -101,13 +92,12 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("GET "+basePath+"/repos/{owner}/{repo}/pulls", s.listPulls)
 	mux.HandleFunc("GET "+basePath+"/repos/{owner}/{repo}/pulls/{number}", s.getPull)
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { WriteError(w, http.StatusNotFound, "Not Found") })
-	s.srv = httptest.NewServer(s.serve(mux))
-	t.Cleanup(s.srv.Close)
+	s.srv = providertest.New(t, s.serve(mux))
 	return s
 }
 
 // URL is the API root, the source's base URL.
-func (s *Server) URL() string { return s.srv.URL + basePath }
+func (s *Server) URL() string { return s.srv.URL() + basePath }
 
 // Client is a client that reaches the server.
 func (s *Server) Client() *http.Client { return s.srv.Client() }
@@ -169,18 +159,12 @@ func (s *Server) Comments(owner, name string, number int) []Comment {
 }
 
 // Requests returns what the server saw, in order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.requests)
-}
+func (s *Server) Requests() []Request { return s.srv.Requests() }
 
 // Intercept lets h answer a request in place of the repositories; h
 // returns false to let them answer. Requests are recorded either way.
 func (s *Server) Intercept(h func(w http.ResponseWriter, r *http.Request) bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.intercept = h
+	s.srv.Intercept(h)
 }
 
 // LoseNextCreates makes the next n creates (issues or comments) take
@@ -201,26 +185,15 @@ func WriteError(w http.ResponseWriter, status int, message string, errs ...map[s
 	if len(errs) > 0 {
 		body["errors"] = errs
 	}
-	writeJSON(w, status, body)
+	providertest.WriteJSON(w, status, body)
 }
 
-func writeJSON(w http.ResponseWriter, status int, body any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
-}
-
-// serve records the request, sets the rate-limit headers, checks the token
-// and runs the intercept before next.
+// serve sets the rate-limit headers, runs the intercept and checks the
+// token before next.
 func (s *Server) serve(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(strings.NewReader(string(body)))
 		s.mu.Lock()
-		s.requests = append(s.requests, Request{
-			Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.Query(), Header: r.Header.Clone(), Body: body,
-		})
-		tokens, intercept := s.tokens, s.intercept
+		tokens := s.tokens
 		s.remaining = max(s.remaining-1, 0)
 		h := w.Header()
 		h.Set("X-RateLimit-Limit", "5000")
@@ -230,7 +203,7 @@ func (s *Server) serve(next http.Handler) http.Handler {
 		h.Set("X-GitHub-Api-Version-Selected", "2022-11-28")
 		s.mu.Unlock()
 
-		if intercept != nil && intercept(w, r) {
+		if s.srv.Intercepted(w, r) {
 			return
 		}
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -316,15 +289,15 @@ func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadGateway, "Server Error")
 		return
 	}
-	w.Header().Set("Location", s.srv.URL+basePath+fmt.Sprintf("/repos/%s/%s/issues/%d", rp.owner, rp.name, issue.Number))
-	writeJSON(w, http.StatusCreated, s.renderIssue(rp, issue))
+	w.Header().Set("Location", s.apiURL("/repos/%s/%s/issues/%d", rp.owner, rp.name, issue.Number))
+	providertest.WriteJSON(w, http.StatusCreated, s.renderIssue(rp, issue))
 }
 
 func (s *Server) getIssue(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rp, issue := s.issue(w, r); issue != nil {
-		writeJSON(w, http.StatusOK, s.renderIssue(rp, issue))
+		providertest.WriteJSON(w, http.StatusOK, s.renderIssue(rp, issue))
 	}
 }
 
@@ -355,7 +328,7 @@ func (s *Server) listIssues(w http.ResponseWriter, r *http.Request) {
 	for _, is := range page {
 		out = append(out, s.renderIssue(rp, is))
 	}
-	writeJSON(w, http.StatusOK, out)
+	providertest.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) listComments(w http.ResponseWriter, r *http.Request) {
@@ -383,7 +356,7 @@ func (s *Server) listComments(w http.ResponseWriter, r *http.Request) {
 	for _, c := range page {
 		out = append(out, s.renderComment(rp, issue, c))
 	}
-	writeJSON(w, http.StatusOK, out)
+	providertest.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) createComment(w http.ResponseWriter, r *http.Request) {
@@ -416,8 +389,8 @@ func (s *Server) createComment(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadGateway, "Server Error")
 		return
 	}
-	w.Header().Set("Location", s.srv.URL+basePath+fmt.Sprintf("/repos/%s/%s/issues/comments/%d", rp.owner, rp.name, c.ID))
-	writeJSON(w, http.StatusCreated, s.renderComment(rp, issue, c))
+	w.Header().Set("Location", s.apiURL("/repos/%s/%s/issues/comments/%d", rp.owner, rp.name, c.ID))
+	providertest.WriteJSON(w, http.StatusCreated, s.renderComment(rp, issue, c))
 }
 
 func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
@@ -456,7 +429,7 @@ func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 	for _, is := range page {
 		out = append(out, s.renderPull(rp, is))
 	}
-	writeJSON(w, http.StatusOK, out)
+	providertest.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getPull(w http.ResponseWriter, r *http.Request) {
@@ -468,7 +441,7 @@ func (s *Server) getPull(w http.ResponseWriter, r *http.Request) {
 	case issue.PullRequest == nil:
 		WriteError(w, http.StatusNotFound, "Not Found")
 	default:
-		writeJSON(w, http.StatusOK, s.renderPull(rp, issue))
+		providertest.WriteJSON(w, http.StatusOK, s.renderPull(rp, issue))
 	}
 }
 
@@ -547,7 +520,7 @@ func paginate[T any](w http.ResponseWriter, r *http.Request, list []T) ([]T, boo
 }
 
 func (s *Server) apiURL(format string, args ...any) string {
-	return s.srv.URL + basePath + fmt.Sprintf(format, args...)
+	return s.URL() + fmt.Sprintf(format, args...)
 }
 
 func user(login string) map[string]any {

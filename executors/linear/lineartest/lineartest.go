@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -27,11 +26,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/outboxd/outboxd/executors/providertest"
 )
 
 // Server is a loopback Linear. Its methods are safe for concurrent use.
 type Server struct {
-	srv *httptest.Server
+	srv *providertest.Server
 
 	mu sync.Mutex
 
@@ -45,7 +46,7 @@ type Server struct {
 	teamNumbers map[string]int
 	created     int
 
-	calls []Call
+	calls providertest.Log[Call]
 
 	// hangNextMutation makes the next successful mutation take effect and
 	// then never answer, as when the answer is lost to a timeout.
@@ -127,13 +128,12 @@ func New(t testing.TB) *Server {
 		teamNumbers:      make(map[string]int),
 		duplicateMessage: defaultDuplicateMessage,
 	}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
+	f.srv = providertest.New(t, http.HandlerFunc(f.serve))
 	return f
 }
 
 // URL is the GraphQL endpoint, the source's base URL.
-func (f *Server) URL() string { return f.srv.URL + "/graphql" }
+func (f *Server) URL() string { return f.srv.URL() + "/graphql" }
 
 // Client is a client that reaches the server.
 func (f *Server) Client() *http.Client { return f.srv.Client() }
@@ -172,11 +172,7 @@ func (f *Server) SetDuplicateMessage(msg string) {
 }
 
 // Calls are the requests the server saw, in order.
-func (f *Server) Calls() []Call {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.calls)
-}
+func (f *Server) Calls() []Call { return f.calls.All() }
 
 // IssueCount is how many issues the workspace holds.
 func (f *Server) IssueCount() int {
@@ -253,8 +249,8 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 		Variables:     body.Variables,
 	}
 
+	f.calls.Add(call)
 	f.mu.Lock()
-	f.calls = append(f.calls, call)
 	override := f.override
 	f.mu.Unlock()
 	if override != nil {
@@ -281,12 +277,7 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 
 	if hang {
-		// Bounded, so a caller that never gives up fails its test instead
-		// of blocking the server's Close forever.
-		select {
-		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
-		}
+		providertest.Stall(r, 10*time.Second)
 		return
 	}
 	WriteJSON(w, http.StatusOK, answer)
@@ -627,8 +618,4 @@ func decodeStrict(raw json.RawMessage, v any) error {
 }
 
 // WriteJSON answers status with v as JSON.
-func WriteJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
+func WriteJSON(w http.ResponseWriter, status int, v any) { providertest.WriteJSON(w, status, v) }

@@ -30,13 +30,9 @@ type ToolReview struct {
 // Tools lists a connector's tools with their current hash, the reviewed
 // mode and hash, and whether they drifted.
 func (s *Service) Tools(ctx context.Context, org, id string) ([]ToolReview, error) {
-	src, err := s.apiSource(ctx, org, id)
+	src, defs, err := s.listTools(ctx, org, id)
 	if err != nil {
 		return nil, err
-	}
-	defs, err := src.ListActions(ctx, executors.ExecContext{OrganizationID: org})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s", errs.SourceUnavailable, err)
 	}
 	orgModes, err := s.modes(ctx, org)
 	if err != nil {
@@ -60,17 +56,27 @@ func (s *Service) Tools(ctx context.Context, org, id string) ([]ToolReview, erro
 	return out, nil
 }
 
+// listTools resolves a connector of org and lists its server's tools; a
+// server that does not list them is errs.SourceUnavailable.
+func (s *Service) listTools(ctx context.Context, org, id string) (*source, []executors.Definition, error) {
+	src, err := s.apiSource(ctx, org, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	defs, err := src.ListActions(ctx, executors.ExecContext{OrganizationID: org})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %s", errs.SourceUnavailable, err)
+	}
+	return src, defs, nil
+}
+
 // Review confirms modes for tools: each is stored with the tool's current
 // definition hash, which re-arms the drift guard. Tools not named keep
 // their review.
 func (s *Service) Review(ctx context.Context, org, id string, modes map[string]string) ([]ToolReview, error) {
-	src, err := s.apiSource(ctx, org, id)
+	src, defs, err := s.listTools(ctx, org, id)
 	if err != nil {
 		return nil, err
-	}
-	defs, err := src.ListActions(ctx, executors.ExecContext{OrganizationID: org})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s", errs.SourceUnavailable, err)
 	}
 	hashes := make(map[string]string, len(defs))
 	for _, d := range defs {

@@ -6,37 +6,25 @@
 package sentrytest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/outboxd/outboxd/executors/providertest"
 )
 
 // Request is what the server saw of one call.
-type Request struct {
-	Method string
-	// Path is the path as sent, still escaped.
-	Path   string
-	Query  url.Values
-	Header http.Header
-	Body   []byte
-}
+type Request = providertest.Request
 
 // Server is a loopback Sentry. Its methods are safe for concurrent use.
 type Server struct {
-	srv *httptest.Server
+	srv *providertest.Server
 
-	mu        sync.Mutex
-	issues    map[string]map[string]any
-	requests  []Request
-	intercept func(w http.ResponseWriter, r *http.Request) bool
+	mu     sync.Mutex
+	issues map[string]map[string]any
 }
 
 // New starts a server, closed when t ends. It accepts any bearer token.
@@ -48,16 +36,8 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("GET /api/0/organizations/{org}/issues/{id}/{$}", s.getIssue)
 	mux.HandleFunc("PUT /api/0/issues/{id}/{$}", s.updateIssue)
 	mux.HandleFunc("PUT /api/0/organizations/{org}/issues/{id}/{$}", s.updateIssue)
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		s.mu.Lock()
-		s.requests = append(s.requests, Request{
-			Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.Query(), Header: r.Header.Clone(), Body: body,
-		})
-		intercept := s.intercept
-		s.mu.Unlock()
-		if intercept != nil && intercept(w, r) {
+	s.srv = providertest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.srv.Intercepted(w, r) {
 			return
 		}
 		if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
@@ -68,12 +48,11 @@ func New(t testing.TB) *Server {
 		defer s.mu.Unlock()
 		mux.ServeHTTP(w, r)
 	}))
-	t.Cleanup(s.srv.Close)
 	return s
 }
 
 // URL is the API root, the source's base URL.
-func (s *Server) URL() string { return s.srv.URL + "/api/0" }
+func (s *Server) URL() string { return s.srv.URL() + "/api/0" }
 
 // Client is a client that reaches the server.
 func (s *Server) Client() *http.Client { return s.srv.Client() }
@@ -84,17 +63,11 @@ func (s *Server) Close() { s.srv.Close() }
 // Intercept lets h answer a request in place of the API; h returns false
 // to let the API answer. The request is recorded either way.
 func (s *Server) Intercept(h func(w http.ResponseWriter, r *http.Request) bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.intercept = h
+	s.srv.Intercept(h)
 }
 
 // Requests are the requests the server saw, in order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.requests)
-}
+func (s *Server) Requests() []Request { return s.srv.Requests() }
 
 // SeedIssue stores an unresolved issue of project and returns its id.
 func (s *Server) SeedIssue(project, title string) string {
@@ -111,7 +84,8 @@ func (s *Server) SeedIssue(project, title string) string {
 	return id
 }
 
-// WriteJSON answers status with v as JSON.
+// WriteJSON answers status with v as JSON, with Sentry's Content-Type
+// (no charset, unlike providertest.WriteJSON).
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -19,7 +19,6 @@ import (
 	"maps"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -28,6 +27,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/outboxd/outboxd/executors/providertest"
 )
 
 // Slack's IDs of the app the tokens belong to.
@@ -63,13 +64,7 @@ type Message struct {
 }
 
 // Request is what the server saw of one call.
-type Request struct {
-	Method string
-	Path   string
-	Query  url.Values
-	Header http.Header
-	Body   []byte
-}
+type Request = providertest.Request
 
 // Fault is what becomes of a stored post's answer.
 type Fault int
@@ -88,13 +83,12 @@ const (
 
 // Server is a loopback Slack. Its methods are safe for concurrent use.
 type Server struct {
-	srv *httptest.Server
+	srv *providertest.Server
 
 	mu        sync.Mutex
 	messages  map[string][]*Message // by conversation, oldest first
 	names     map[string]string     // "#name" → conversation id
 	scopes    map[string][]string   // token → scopes; a token not here has all
-	requests  []Request
 	afterPost func(Message) Fault
 	pageSize  int
 	lastTS    time.Time
@@ -104,13 +98,12 @@ type Server struct {
 // every scope until SetScopes says otherwise.
 func New(t testing.TB) *Server {
 	s := &Server{messages: map[string][]*Message{}, names: map[string]string{}, scopes: map[string][]string{}}
-	s.srv = httptest.NewServer(s)
-	t.Cleanup(s.srv.Close)
+	s.srv = providertest.New(t, http.HandlerFunc(s.serve))
 	return s
 }
 
 // URL is the Web API root, the source's base URL.
-func (s *Server) URL() string { return s.srv.URL }
+func (s *Server) URL() string { return s.srv.URL() }
 
 // Client is a client that reaches the server.
 func (s *Server) Client() *http.Client { return s.srv.Client() }
@@ -168,11 +161,7 @@ func (s *Server) Messages() []Message {
 }
 
 // Requests returns what the server saw, in order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.requests)
-}
+func (s *Server) Requests() []Request { return s.srv.Requests() }
 
 // Calls returns the requests to one method, such as "chat.postMessage".
 func (s *Server) Calls(method string) []Request {
@@ -185,16 +174,13 @@ func (s *Server) Calls(method string) []Request {
 	return out
 }
 
-// ServeHTTP answers one Web API call, so the server can also be wrapped
-// by another handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	s.mu.Lock()
-	s.requests = append(s.requests, Request{
-		Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone(), Body: body,
-	})
-	s.mu.Unlock()
+// ServeHTTP records and answers one Web API call, so the server can also
+// be wrapped by another handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.srv.ServeHTTP(w, r) }
 
+// serve answers one Web API call; providertest has recorded it.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
 	method := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
 	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if token == "" {
@@ -221,13 +207,7 @@ func WriteError(w http.ResponseWriter, code string, fields ...string) {
 	for i := 0; i+1 < len(fields); i += 2 {
 		body[fields[i]] = fields[i+1]
 	}
-	writeJSON(w, http.StatusOK, body)
-}
-
-func writeJSON(w http.ResponseWriter, status int, body any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
+	providertest.WriteJSON(w, http.StatusOK, body)
 }
 
 // authorize answers missing_scope when token lacks scope. The caller holds
@@ -302,10 +282,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, token strin
 
 	switch fault {
 	case Stall:
-		select {
-		case <-r.Context().Done():
-		case <-time.After(time.Minute):
-		}
+		providertest.Stall(r, time.Minute)
 	case Drop:
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			_ = conn.Close()
@@ -315,7 +292,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, token strin
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = io.WriteString(w, "<html>service unavailable</html>")
 	default:
-		writeJSON(w, http.StatusOK, answer)
+		providertest.WriteJSON(w, http.StatusOK, answer)
 	}
 }
 
@@ -389,7 +366,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, token string, b
 		WriteError(w, code, fields...)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	providertest.WriteJSON(w, http.StatusOK, out)
 }
 
 // page builds the answer of a history or replies call, or the ok:false
