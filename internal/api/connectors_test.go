@@ -157,6 +157,12 @@ func TestConnector_DriftGuard(t *testing.T) {
 	srv := newMCPServer(t)
 	b := apptest.Start(t, &apptest.Options{ConnectorCacheTTL: time.Millisecond})
 	id, source := createConnector(t, b, srv, nil)
+	// redefine changes the server's tool and waits out the 1 ms tool-list
+	// cache, so the next invoke lists the tools again.
+	redefine := func(description, schema string) {
+		srv.addTool("create_note", description, schema, nil)
+		time.Sleep(2 * time.Millisecond)
+	}
 
 	r := b.Do("PUT", "/v1/connectors/"+id+"/tools", b.Owner(), map[string]string{"create_note": "allow"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
@@ -164,14 +170,14 @@ func TestConnector_DriftGuard(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, "a reviewed allow runs: %s", r.Raw)
 
 	// A description-only change is not drift.
-	srv.addTool("create_note", "Create a note (now with more words).",
-		`{"type":"object","properties":{"title":{"type":"string","description":"a different description"}},"required":["title"]}`, nil)
+	redefine("Create a note (now with more words).",
+		`{"type":"object","properties":{"title":{"type":"string","description":"a different description"}},"required":["title"]}`)
 	r = invokeTool(b, source, "create_note", map[string]any{"title": "still fine"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 
 	// A schema change is: the reviewed allow now needs approval.
-	srv.addTool("create_note", "Create a note.",
-		`{"type":"object","properties":{"title":{"type":"string"},"folder":{"type":"string"}},"required":["title","folder"]}`, nil)
+	redefine("Create a note.",
+		`{"type":"object","properties":{"title":{"type":"string"},"folder":{"type":"string"}},"required":["title","folder"]}`)
 	r = invokeTool(b, source, "create_note", map[string]any{"title": "drifted", "folder": "inbox"})
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
 	inv := r.Body["invocation"].(map[string]any)
@@ -199,7 +205,7 @@ func TestConnector_DriftGuard(t *testing.T) {
 	// Re-review re-arms the guard; a reviewed deny stays deny even after drift.
 	r = b.Do("PUT", "/v1/connectors/"+id+"/tools", b.Owner(), map[string]string{"create_note": "deny"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
-	srv.addTool("create_note", "Create a note.", noteSchema, nil)
+	redefine("Create a note.", noteSchema)
 	r = invokeTool(b, source, "create_note", map[string]any{"title": "denied"})
 	require.Equal(t, http.StatusForbidden, r.Status, string(r.Raw))
 }

@@ -187,13 +187,6 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	if cfg.DemoOrg != "" {
 		registry.Add(demo.New(&demo.Config{Logger: logger}), "")
 	}
-	pluginCfg := cfg.Plugins
-	pluginCfg.AllowPrivateNetworks = cfg.AllowPrivateNetworks
-	pluginCfg.Logger = logger
-	plugins, err := loadPlugins(&pluginCfg, registry)
-	if err != nil {
-		return nil, err
-	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := telemetry.New(reg)
@@ -212,9 +205,6 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 
 	creds := credential.NewStore(pool, box)
 	sources := catalog.New(registry)
-	if err := addPlugins(sources, plugins); err != nil {
-		return nil, err
-	}
 	limiter, err := flow.New(pool, &flow.Config{
 		Buckets: mergeBuckets(DefaultBuckets(), cfg.Buckets),
 		// A lease outlives any job that holds it; a dead process's leases
@@ -320,6 +310,12 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		if err := sources.Register(k); err != nil {
 			return nil, err
 		}
+	}
+	pluginCfg := cfg.Plugins
+	pluginCfg.AllowPrivateNetworks = cfg.AllowPrivateNetworks
+	pluginCfg.Logger = logger
+	if err := addPlugins(&pluginCfg, sources); err != nil {
+		return nil, err
 	}
 	// The API manages endpoints through the tenant pool too; the relay and
 	// the deliveries (webhooks, above) work for every organization.
@@ -503,39 +499,37 @@ func (b *brokerWithConnectors) Token(ctx context.Context, req credential.Request
 	return b.broker.Token(ctx, req, refresh)
 }
 
-// loadPlugins loads the plugin packages of cfg (nil when plugins.dir is
-// unset). A plugin may take neither the id of a source in registry nor
-// the name of one of its actions, nor the connectors' or the databases'
-// prefix.
-func loadPlugins(cfg *plugin.Config, registry *executors.Registry) (*plugin.Source, error) {
+// addPlugins loads the plugin packages of cfg, when plugins.dir is set,
+// and adds their source to c: it needs no credential and is disabled
+// while code execution is off. A plugin may take neither the id of a
+// provider nor the name of one of its actions, nor the prefix of a kind
+// registered with c, so register the kinds first.
+func addPlugins(cfg *plugin.Config, c *catalog.Catalog) error {
 	if cfg.Dir == "" {
-		return nil, nil
+		return nil
 	}
+	registry := c.Static()
 	if _, taken := registry.Source(plugin.SourceID); taken {
-		return nil, fmt.Errorf("plugins: a provider already has the source id %q", plugin.SourceID)
+		return fmt.Errorf("plugins: a provider already has the source id %q", plugin.SourceID)
 	}
-	reserved := plugin.Reserved{strings.TrimSuffix(mcp.SourcePrefix, ":"): nil, strings.TrimSuffix(database.SourcePrefix, ":"): nil}
+	reserved := plugin.Reserved{}
+	for _, prefix := range c.Prefixes() {
+		reserved[strings.TrimSuffix(prefix, ":")] = nil
+	}
 	for _, id := range registry.IDs() {
 		src, _ := registry.Source(id)
 		defs, err := src.ListActions(context.Background(), executors.ExecContext{})
 		if err != nil {
-			return nil, fmt.Errorf("plugins: listing the actions of %s: %w", id, err)
+			return fmt.Errorf("plugins: listing the actions of %s: %w", id, err)
 		}
+		reserved[id] = nil
 		for _, d := range defs {
 			reserved[id] = append(reserved[id], d.ID)
 		}
-		if len(defs) == 0 {
-			reserved[id] = nil
-		}
 	}
-	return plugin.Load(cfg, reserved)
-}
-
-// addPlugins adds the plugin source, when there is one, to a catalog:
-// it needs no credential and is disabled while code execution is off.
-func addPlugins(c *catalog.Catalog, plugins *plugin.Source) error {
-	if plugins == nil {
-		return nil
+	plugins, err := plugin.Load(cfg, reserved)
+	if err != nil {
+		return err
 	}
 	return c.Add(&catalog.Source{Source: plugins, Name: "Plugins", Bucket: plugin.Bucket.Name, Disabled: plugins.Disabled()})
 }

@@ -29,7 +29,7 @@ type Kind interface {
 	// List returns org's usable sources of the kind.
 	List(ctx context.Context, org string) ([]*Source, error)
 	// Source resolves the source id, which starts with Prefix, for org:
-	// ErrNotFound when org has no usable source of that id.
+	// errs.NotFound when org has no usable source of that id.
 	Source(ctx context.Context, org, id string) (*Source, error)
 }
 
