@@ -2,7 +2,8 @@
 // from invocation_events from a cursor, and the doorbell that rings when
 // new ones may have been written, by any process (the LISTEN waiter). The
 // event streams read it, and the outbox waits through it for the workers
-// that finish its invocations.
+// that finish its invocations. The events are read through the invocation
+// store; the waiter's registrations in event_listeners are feedstore's.
 package feed
 
 import (
