@@ -18,6 +18,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
@@ -111,7 +112,7 @@ type Service struct {
 	logger    *slog.Logger
 	queries   *dbsqlc.Queries
 	validator *executors.Validator
-	store     *invocation.Store
+	store     *invocationstore.Store
 	groups    sync.Map // organization → its envelopes' group commit (see submit)
 }
 
@@ -131,6 +132,6 @@ func New(deps *Deps, config *Config) (*Service, error) {
 		logger:    logger,
 		queries:   dbsqlc.New(),
 		validator: executors.NewValidator(),
-		store:     invocation.New(deps.River),
+		store:     invocationstore.New(deps.River),
 	}, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/batch"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
@@ -318,7 +319,7 @@ func (s *Service) resolveAction(ctx context.Context, org, sourceID, actionID str
 
 // existing returns the invocation an earlier request with the same
 // idempotency key or external id created. ok is false when there is none.
-func (s *Service) existing(ctx context.Context, db invocation.DB, r *request, hash string) (invocation.Invocation, bool, error) {
+func (s *Service) existing(ctx context.Context, db invocationstore.DB, r *request, hash string) (invocation.Invocation, bool, error) {
 	inv, ok, err := s.store.GetByKey(ctx, db, r.org, r.sessionID, r.idempotencyKey, r.externalID)
 	if !ok || err != nil {
 		return inv, ok, err

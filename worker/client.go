@@ -19,6 +19,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/batch"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
@@ -234,7 +235,7 @@ func (d *Deps) groupDB() dbsqlc.DBTX {
 func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
 	w := &ExecuteWorker{
 		deps: deps, cfg: config.WithDefaults(), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		store: invocation.New(nil),
+		store: invocationstore.New(nil),
 	}
 	w.starter.Max, w.completer.Max = maxGroup, maxGroup
 	w.starter.Parallel, w.completer.Parallel = groupsAtOnce, groupsAtOnce
@@ -259,8 +260,8 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 	logger := cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))
 	workers := river.NewWorkers()
 	river.AddWorker(workers, NewExecuteWorker(deps, cfg))
-	river.AddWorker(workers, &ExpireWorker{deps: deps, logger: logger, store: invocation.New(nil)})
-	river.AddWorker(workers, &SweepWorker{deps: deps, logger: logger, store: invocation.New(nil)})
+	river.AddWorker(workers, &ExpireWorker{deps: deps, logger: logger, store: invocationstore.New(nil)})
+	river.AddWorker(workers, &SweepWorker{deps: deps, logger: logger, store: invocationstore.New(nil)})
 	for _, js := range deps.Jobs {
 		js.AddWorkers(workers)
 	}

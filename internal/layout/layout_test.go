@@ -26,7 +26,6 @@ const (
 var dbsqlcImporters = []string{
 	module + "/internal/domain/admin",
 	module + "/internal/domain/credential",
-	module + "/internal/domain/invocation",
 	module + "/internal/domain/relay",
 	module + "/internal/domain/relay/slackapproval",
 	module + "/internal/domain/relay/webhook",

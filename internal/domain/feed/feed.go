@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
 )
 
@@ -44,7 +45,7 @@ type Deps struct {
 type Service struct {
 	pool    *pgxpool.Pool
 	metrics *telemetry.Metrics
-	store   *invocation.Store
+	store   *invocationstore.Store
 	waiter  *waiter
 }
 
@@ -57,7 +58,7 @@ func New(deps *Deps) *Service {
 	return &Service{
 		pool:    deps.Pool,
 		metrics: metrics,
-		store:   invocation.New(nil),
+		store:   invocationstore.New(nil),
 		waiter:  newWaiter(deps.Listeners, cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))),
 	}
 }
