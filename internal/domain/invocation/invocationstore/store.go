@@ -26,7 +26,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/executors"
@@ -38,11 +37,7 @@ import (
 )
 
 // DB is a connection, pool or transaction to read with.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type DB = dbutil.DB
 
 // Store reads invocations and makes their transitions.
 type Store struct {
