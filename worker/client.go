@@ -21,7 +21,6 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/batch"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
@@ -165,7 +164,7 @@ type Deps struct {
 	// Groups runs the begins and the completions of groups of jobs, when
 	// set: a dbutil.IndexPool, which plans each statement once per
 	// connection. Without it they are planned for their jobs on DB.
-	Groups  dbsqlc.DBTX
+	Groups  dbutil.DB
 	Sources SourceResolver
 	Tokens  TokenSource
 	// Box opens the sealed exact params of invocations whose stored params
@@ -194,7 +193,7 @@ type JobSet interface {
 
 // DB is a pool or a transaction.
 type DB interface {
-	dbsqlc.DBTX
+	dbutil.DB
 	dbutil.Beginner
 }
 
@@ -224,7 +223,7 @@ const GroupConns = 2 * groupsAtOnce
 // for a few jobs), or, without it, DB planned for the group's jobs. The
 // group statements join nothing pairwise, so one kept plan serves a group
 // of any size.
-func (d *Deps) groupDB() dbsqlc.DBTX {
+func (d *Deps) groupDB() dbutil.DB {
 	if d.Groups != nil {
 		return d.Groups
 	}

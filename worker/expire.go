@@ -13,9 +13,9 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
+	"github.com/outboxd/outboxd/outbox/outboxstore"
 )
 
 // ExpireWorker expires an invocation nobody approved in time.
@@ -96,7 +96,7 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 	if n > 0 {
 		w.logger.Info("expiry sweep expired invocations", "count", n)
 	}
-	if err := dbsqlc.New().InvokeRateDeleteBefore(ctx, w.deps.db(), time.Now().Add(-10*time.Minute)); err != nil {
+	if err := outboxstore.New().InvokeRateDeleteBefore(ctx, w.deps.db(), time.Now().Add(-10*time.Minute)); err != nil {
 		return fmt.Errorf("dropping old invoke-rate windows: %w", err)
 	}
 	return nil

@@ -30,7 +30,6 @@ var dbsqlcImporters = []string{
 	module + "/internal/domain/relay/slackapproval",
 	module + "/internal/domain/relay/webhook",
 	module + "/internal/domain/settings",
-	module + "/worker",
 }
 
 // kindImports are what the packages of an org-registered source kind

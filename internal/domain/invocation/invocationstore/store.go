@@ -156,6 +156,17 @@ func runContext(patterns []string, windows json.RawMessage, credentialVersion ti
 	return rc
 }
 
+// PausedSince returns when org's current pause began, nil when it is not
+// paused: what a worker asks before it takes a token for a job an earlier
+// pause held (BeginMany reads it with the invocation otherwise).
+func (s *Store) PausedSince(ctx context.Context, db DB, org string) (*time.Time, error) {
+	at, err := s.q.OrgPausedSince(ctx, db, org)
+	if err != nil || len(at) == 0 {
+		return nil, err
+	}
+	return &at[0], nil
+}
+
 // GetByKey returns the invocation with the session's idempotency key or,
 // when key is empty, the organization's external id. ok is false when there
 // is none.
