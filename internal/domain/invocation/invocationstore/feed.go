@@ -37,7 +37,7 @@ func (s *Store) Feed(ctx context.Context, db DB, p *invocation.FeedParams) (item
 }
 
 // FeedCursor returns the position of one of the organization's events, to
-// resume a feed after it. An unknown id is ErrEventNotFound.
+// resume a feed after it. An unknown id is invocation.ErrEventNotFound.
 func (s *Store) FeedCursor(ctx context.Context, db DB, org string, eventID int64) (invocation.Cursor, error) {
 	xid, err := s.q.FeedCursor(ctx, db, dbsqlc.FeedCursorParams{ID: eventID, OrganizationID: org})
 	if errors.Is(err, pgx.ErrNoRows) {
