@@ -11,8 +11,8 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/outbox/outboxstore"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -38,7 +38,7 @@ func (s *Service) Approve(ctx context.Context, p *ApproveParams) (invocation.Inv
 		if inv.AutomationID != nil {
 			scope, scopeID = "automation", *inv.AutomationID
 		}
-		err = s.queries.ModeUpsert(ctx, tx, dbsqlc.ModeUpsertParams{
+		err = s.queries.SetMode(ctx, tx, outboxstore.Override{
 			OrganizationID: inv.OrganizationID, Scope: scope, ScopeID: scopeID,
 			SourceID: inv.Integration, ActionID: inv.Action, Mode: string(policy.ModeAllow), UpdatedBy: p.UserID,
 		})

@@ -18,9 +18,10 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
+	"github.com/outboxd/outboxd/outbox/outboxstore"
 )
 
 // Config configures the write side.
@@ -101,9 +102,9 @@ type Service struct {
 	deps      Deps
 	cfg       *Config
 	logger    *slog.Logger
-	queries   *dbsqlc.Queries
+	queries   *outboxstore.Store
 	validator *executors.Validator
-	store     *invocation.Store
+	store     *invocationstore.Store
 	groups    sync.Map // organization → its envelopes' group commit (see submit)
 }
 
@@ -121,8 +122,8 @@ func New(deps *Deps, config *Config) (*Service, error) {
 		deps:      *deps,
 		cfg:       cfg,
 		logger:    logger,
-		queries:   dbsqlc.New(),
+		queries:   outboxstore.New(),
 		validator: executors.NewValidator(),
-		store:     invocation.New(deps.River),
+		store:     invocationstore.New(deps.River),
 	}, nil
 }

@@ -19,9 +19,10 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/batch"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/outbox/outboxstore"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -98,16 +99,14 @@ func (s *Service) write(ctx context.Context, ps []*prepared) ([]*invocation.Invo
 // pending cap, then the invocations and their jobs. A request whose key an
 // earlier or concurrent one holds is nil in the answer.
 func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*invocation.Invocation, error) {
-	look := dbsqlc.SubmitLookupParams{OrganizationID: ps[0].r.org}
-	for _, p := range ps {
-		look.IdempotencyKeys = append(look.IdempotencyKeys, p.r.idempotencyKey)
-		look.SessionIds = append(look.SessionIds, p.r.sessionID)
-		look.ExternalIds = append(look.ExternalIds, p.r.externalID)
-		look.AutomationIds = append(look.AutomationIds, p.r.automationID)
-		look.SourceIds = append(look.SourceIds, p.r.source)
-		look.ActionIds = append(look.ActionIds, p.r.action)
+	look := make([]outboxstore.Request, len(ps))
+	for i, p := range ps {
+		look[i] = outboxstore.Request{
+			IdempotencyKey: p.r.idempotencyKey, SessionID: p.r.sessionID, ExternalID: p.r.externalID,
+			AutomationID: p.r.automationID, SourceID: p.r.source, ActionID: p.r.action,
+		}
 	}
-	found, err := s.queries.SubmitLookup(ctx, tx, look)
+	found, err := s.queries.Lookup(ctx, tx, ps[0].r.org, look)
 	if err != nil {
 		return nil, fmt.Errorf("looking up the requests: %w", err)
 	}
@@ -318,7 +317,7 @@ func (s *Service) resolveAction(ctx context.Context, org, sourceID, actionID str
 
 // existing returns the invocation an earlier request with the same
 // idempotency key or external id created. ok is false when there is none.
-func (s *Service) existing(ctx context.Context, db invocation.DB, r *request, hash string) (invocation.Invocation, bool, error) {
+func (s *Service) existing(ctx context.Context, db invocationstore.DB, r *request, hash string) (invocation.Invocation, bool, error) {
 	inv, ok, err := s.store.GetByKey(ctx, db, r.org, r.sessionID, r.idempotencyKey, r.externalID)
 	if !ok || err != nil {
 		return inv, ok, err
@@ -357,11 +356,11 @@ func (s *Service) checkPendingCap(ctx context.Context, tx pgx.Tx, org, sessionID
 func (s *Service) hitInvokeRate(ctx context.Context, tx pgx.Tx, org, sessionID string) error {
 	now := time.Now()
 	window := now.Truncate(time.Minute)
-	n, err := s.queries.InvokeRateHit(ctx, tx, dbsqlc.InvokeRateHitParams{OrganizationID: org, SessionID: sessionID, WindowStart: window})
+	n, err := s.queries.InvokeRateHit(ctx, tx, org, sessionID, window)
 	if err != nil {
 		return fmt.Errorf("counting invoke rate: %w", err)
 	}
-	if int(n) > s.cfg.InvokesPerMinute {
+	if n > s.cfg.InvokesPerMinute {
 		return &errs.RateLimitError{Limit: s.cfg.InvokesPerMinute, RetryAfter: window.Add(time.Minute).Sub(now)}
 	}
 	return nil

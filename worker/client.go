@@ -19,8 +19,8 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/batch"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
@@ -164,7 +164,7 @@ type Deps struct {
 	// Groups runs the begins and the completions of groups of jobs, when
 	// set: a dbutil.IndexPool, which plans each statement once per
 	// connection. Without it they are planned for their jobs on DB.
-	Groups  dbsqlc.DBTX
+	Groups  dbutil.DB
 	Sources SourceResolver
 	Tokens  TokenSource
 	// Box opens the sealed exact params of invocations whose stored params
@@ -193,7 +193,7 @@ type JobSet interface {
 
 // DB is a pool or a transaction.
 type DB interface {
-	dbsqlc.DBTX
+	dbutil.DB
 	dbutil.Beginner
 }
 
@@ -223,7 +223,7 @@ const GroupConns = 2 * groupsAtOnce
 // for a few jobs), or, without it, DB planned for the group's jobs. The
 // group statements join nothing pairwise, so one kept plan serves a group
 // of any size.
-func (d *Deps) groupDB() dbsqlc.DBTX {
+func (d *Deps) groupDB() dbutil.DB {
 	if d.Groups != nil {
 		return d.Groups
 	}
@@ -234,7 +234,7 @@ func (d *Deps) groupDB() dbsqlc.DBTX {
 func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
 	w := &ExecuteWorker{
 		deps: deps, cfg: config.WithDefaults(), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		store: invocation.New(nil),
+		store: invocationstore.New(nil),
 	}
 	w.starter.Max, w.completer.Max = maxGroup, maxGroup
 	w.starter.Parallel, w.completer.Parallel = groupsAtOnce, groupsAtOnce
@@ -259,8 +259,8 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 	logger := cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))
 	workers := river.NewWorkers()
 	river.AddWorker(workers, NewExecuteWorker(deps, cfg))
-	river.AddWorker(workers, &ExpireWorker{deps: deps, logger: logger, store: invocation.New(nil)})
-	river.AddWorker(workers, &SweepWorker{deps: deps, logger: logger, store: invocation.New(nil)})
+	river.AddWorker(workers, &ExpireWorker{deps: deps, logger: logger, store: invocationstore.New(nil)})
+	river.AddWorker(workers, &SweepWorker{deps: deps, logger: logger, store: invocationstore.New(nil)})
 	for _, js := range deps.Jobs {
 		js.AddWorkers(workers)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/batch"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/policy"
@@ -30,7 +31,7 @@ type ExecuteWorker struct {
 	deps   *Deps
 	cfg    *Config
 	logger *slog.Logger
-	store  *invocation.Store
+	store  *invocationstore.Store
 	// starter and completer group the first and the last statement of the
 	// jobs beginning (finishing) at the same moment: one statement for the
 	// group's starts, one for its completions.

@@ -26,6 +26,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
@@ -46,7 +47,7 @@ func (r registrySources) Source(_ context.Context, _, id string) (*catalog.Sourc
 
 type unitBundle struct {
 	tx      pgx.Tx
-	store   *invocation.Store
+	store   *invocationstore.Store
 	slack   *apptest.Slack
 	box     *secretbox.Box
 	creds   *credential.Store
@@ -107,7 +108,7 @@ func setupUnitAt(t *testing.T, slackURL string, other executors.Source, secrets 
 		Pool: pool, DB: tx, Sources: registrySources{registry}, Tokens: creds, Box: box, Metrics: metrics, Secrets: secrets,
 	}, &worker.Config{RetryBaseDelay: time.Second, MaxProviderWaits: 2})
 	return &unitBundle{
-		tx: tx, store: invocation.New(client), box: box, creds: creds, metrics: metrics, client: client,
+		tx: tx, store: invocationstore.New(client), box: box, creds: creds, metrics: metrics, client: client,
 		worker: rivertest.NewWorker(t, riverpgxv5.New(pool), config, w),
 	}
 }

@@ -12,9 +12,10 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
+	"github.com/outboxd/outboxd/outbox/outboxstore"
 )
 
 // ExpireWorker expires an invocation nobody approved in time.
@@ -22,7 +23,7 @@ type ExpireWorker struct {
 	river.WorkerDefaults[invocation.ExpireArgs]
 	deps   *Deps
 	logger *slog.Logger
-	store  *invocation.Store // takes River's client from the job's context
+	store  *invocationstore.Store // takes River's client from the job's context
 }
 
 // Work implements river.Worker.
@@ -53,7 +54,7 @@ func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[invocation.Expir
 
 // expire closes a pending invocation's approval window; one that left
 // pending meanwhile (approved, denied) is left as it is.
-func expire(ctx context.Context, tx pgx.Tx, store *invocation.Store, metrics *telemetry.Metrics, logger *slog.Logger, inv invocation.Invocation) error {
+func expire(ctx context.Context, tx pgx.Tx, store *invocationstore.Store, metrics *telemetry.Metrics, logger *slog.Logger, inv invocation.Invocation) error {
 	_, err := store.Expire(ctx, tx, inv.ID)
 	if errors.Is(err, errs.Conflict) {
 		return nil
@@ -80,7 +81,7 @@ type SweepWorker struct {
 	river.WorkerDefaults[SweepArgs]
 	deps   *Deps
 	logger *slog.Logger
-	store  *invocation.Store
+	store  *invocationstore.Store
 }
 
 // sweepBatch bounds one sweep transaction.
@@ -95,7 +96,7 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 	if n > 0 {
 		w.logger.Info("expiry sweep expired invocations", "count", n)
 	}
-	if err := dbsqlc.New().InvokeRateDeleteBefore(ctx, w.deps.db(), time.Now().Add(-10*time.Minute)); err != nil {
+	if err := outboxstore.New().InvokeRateDeleteBefore(ctx, w.deps.db(), time.Now().Add(-10*time.Minute)); err != nil {
 		return fmt.Errorf("dropping old invoke-rate windows: %w", err)
 	}
 	return nil
@@ -103,7 +104,7 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 
 // Sweep expires pending invocations past their expiry, in batches, and
 // returns how many it expired.
-func Sweep(ctx context.Context, pool dbutil.Beginner, store *invocation.Store, metrics *telemetry.Metrics, logger *slog.Logger) (int, error) {
+func Sweep(ctx context.Context, pool dbutil.Beginner, store *invocationstore.Store, metrics *telemetry.Metrics, logger *slog.Logger) (int, error) {
 	total := 0
 	for {
 		n, err := dbutil.WithTxV(ctx, pool, func(ctx context.Context, tx pgx.Tx) (int, error) {

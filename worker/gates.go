@@ -11,7 +11,6 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -121,12 +120,9 @@ func (w *ExecuteWorker) pausedSince(ctx context.Context, org string) (*time.Time
 	if org == "" {
 		return nil, nil
 	}
-	at, err := dbsqlc.New().OrgPausedSince(ctx, w.deps.db(), org)
+	at, err := w.store.PausedSince(ctx, w.deps.db(), org)
 	if err != nil {
 		return nil, fmt.Errorf("reading the organization's pause: %w", err)
 	}
-	if len(at) == 0 {
-		return nil, nil
-	}
-	return &at[0], nil
+	return at, nil
 }

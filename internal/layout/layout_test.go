@@ -26,15 +26,10 @@ const (
 var dbsqlcImporters = []string{
 	module + "/internal/domain/admin",
 	module + "/internal/domain/credential",
-	module + "/internal/domain/feed",
-	module + "/internal/domain/flow",
-	module + "/internal/domain/invocation",
 	module + "/internal/domain/relay",
 	module + "/internal/domain/relay/slackapproval",
 	module + "/internal/domain/relay/webhook",
 	module + "/internal/domain/settings",
-	module + "/outbox",
-	module + "/worker",
 }
 
 // kindImports are what the packages of an org-registered source kind

@@ -18,7 +18,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/internal/domain/flow"
-	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 )
 
@@ -41,7 +41,7 @@ type Service struct {
 	deps    Deps
 	logger  *slog.Logger
 	queries *dbsqlc.Queries
-	store   *invocation.Store
+	store   *invocationstore.Store
 }
 
 // New returns a Service.
@@ -50,6 +50,6 @@ func New(deps *Deps) *Service {
 		deps:    *deps,
 		logger:  cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
 		queries: dbsqlc.New(),
-		store:   invocation.New(deps.River),
+		store:   invocationstore.New(deps.River),
 	}
 }

@@ -2,7 +2,8 @@
 // from invocation_events from a cursor, and the doorbell that rings when
 // new ones may have been written, by any process (the LISTEN waiter). The
 // event streams read it, and the outbox waits through it for the workers
-// that finish its invocations.
+// that finish its invocations. The events are read through the invocation
+// store; the waiter's registrations in event_listeners are feedstore's.
 package feed
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
 )
 
@@ -43,7 +45,7 @@ type Deps struct {
 type Service struct {
 	pool    *pgxpool.Pool
 	metrics *telemetry.Metrics
-	store   *invocation.Store
+	store   *invocationstore.Store
 	waiter  *waiter
 }
 
@@ -56,7 +58,7 @@ func New(deps *Deps) *Service {
 	return &Service{
 		pool:    deps.Pool,
 		metrics: metrics,
-		store:   invocation.New(nil),
+		store:   invocationstore.New(nil),
 		waiter:  newWaiter(deps.Listeners, cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))),
 	}
 }

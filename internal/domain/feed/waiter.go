@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outboxd/outboxd/internal/domain/feed/feedstore"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 )
 
 // waiter lets requests wait for the worker that finishes their invocation,
@@ -39,8 +39,10 @@ import (
 type waiter struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
-	// id names this process's rows in event_listeners.
-	id uuid.UUID
+	// id names this process's rows in event_listeners, which listeners
+	// writes.
+	id        uuid.UUID
+	listeners *feedstore.Listeners
 
 	mu      sync.Mutex
 	subs    map[uuid.UUID][]chan struct{}
@@ -75,8 +77,9 @@ const (
 )
 
 func newWaiter(pool *pgxpool.Pool, logger *slog.Logger) *waiter {
+	id := uuid.New()
 	return &waiter{
-		pool: pool, logger: logger, id: uuid.New(),
+		pool: pool, logger: logger, id: id, listeners: feedstore.New(pool, id),
 		subs: map[uuid.UUID][]chan struct{}{}, orgSubs: map[string][]chan struct{}{}, orgs: map[string]*interest{},
 		want: make(chan struct{}, 1),
 	}
@@ -127,11 +130,7 @@ func (w *waiter) listen(ctx context.Context, org string) (done func()) {
 	// request's to cancel.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listenerLockTimeout+5*time.Second)
 	defer cancel()
-	err := dbsqlc.New().ListenerRegister(ctx, w.pool, dbsqlc.ListenerRegisterParams{
-		OrganizationID: org, ListenerID: w.id, TtlSeconds: listenerTTL.Seconds(),
-		LockTimeoutMs: int32(listenerLockTimeout.Milliseconds()),
-	})
-	if err != nil {
+	if err := w.listeners.Register(ctx, org, listenerTTL, listenerLockTimeout); err != nil {
 		w.logger.Warn("registering for an organization's events; its subscribers poll until the next renewal",
 			"organization_id", org, "error", err)
 	}
@@ -162,9 +161,7 @@ func (w *waiter) renew(ctx context.Context) error {
 		}
 	}
 	w.mu.Unlock()
-	return dbsqlc.New().ListenersRenew(ctx, w.pool, dbsqlc.ListenersRenewParams{
-		ListenerID: w.id, TtlSeconds: listenerTTL.Seconds(), OrganizationIds: orgs,
-	})
+	return w.listeners.Renew(ctx, orgs, listenerTTL)
 }
 
 // subscribeOrg returns a channel that receives when an event of the
@@ -280,7 +277,7 @@ func (w *waiter) run(ctx context.Context) {
 		<-renewing
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := dbsqlc.New().ListenersDrop(ctx, w.pool, w.id); err != nil {
+		if err := w.listeners.Drop(ctx); err != nil {
 			w.logger.Warn("dropping this process's event registrations; they expire by themselves", "error", err)
 		}
 	}()

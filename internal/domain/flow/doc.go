@@ -62,4 +62,7 @@
 //
 // Every process must configure a bucket alike: each passes its own rate and
 // burst to Postgres and checks locally against them.
+//
+// The statements are package flowstore's; this package decides what to ask
+// and what the answers mean.
 package flow

@@ -11,12 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/flow/flowstore"
 	"github.com/outboxd/outboxd/internal/platform/batch"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 )
 
 // ErrUnknownBucket is returned for a bucket name that is not configured.
@@ -104,10 +103,9 @@ func (c *Config) validate() error {
 // Postgres. It is safe for concurrent use, and any number of Limiters in any
 // number of processes may share a database.
 type Limiter struct {
-	pool    *pgxpool.Pool
+	store   *flowstore.Store
 	cfg     *Config
 	buckets map[string]*bucket
-	queries *dbsqlc.Queries
 	locals  locals
 }
 
@@ -131,10 +129,9 @@ func New(pool *pgxpool.Pool, config *Config) (*Limiter, error) {
 		buckets[b.Name] = &bucket{BucketConfig: b, perSecond: float64(b.Rate) / b.Interval.Seconds()}
 	}
 	return &Limiter{
-		pool:    pool,
+		store:   flowstore.New(pool),
 		cfg:     cfg,
 		buckets: buckets,
-		queries: dbsqlc.New(),
 		locals:  locals{m: map[localKey]*local{}},
 	}, nil
 }
@@ -228,24 +225,15 @@ func (l *Limiter) take(ctx context.Context, b *bucket, key string, loc *local, h
 	// one, and a token charged at it charges the local limiter no later than
 	// Postgres charged the bucket.
 	sent := time.Now()
-	params := dbsqlc.FlowAcquireParams{
+	row, err := l.store.Acquire(ctx, flowstore.Take{
 		Name:            b.Name,
 		ScopeKey:        key,
 		Burst:           float64(b.Burst),
 		PerSecond:       b.perSecond,
 		Holders:         holders,
 		MaxConcurrency:  int32(b.MaxConcurrency),
-		LeaseTtlSeconds: l.cfg.LeaseTTL.Seconds(),
-	}
-	row, err := l.queries.FlowAcquire(ctx, l.pool, params)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = l.queries.FlowBucketCreate(ctx, l.pool, dbsqlc.FlowBucketCreateParams{
-			Name: b.Name, ScopeKey: key, Burst: float64(b.Burst),
-		})
-		if err == nil {
-			row, err = l.queries.FlowAcquire(ctx, l.pool, params)
-		}
-	}
+		LeaseTTLSeconds: l.cfg.LeaseTTL.Seconds(),
+	})
 	out := make([]batch.Result[Grant], len(holders))
 	if err != nil {
 		err = fmt.Errorf("acquiring from flow bucket %q: %w", b.Name, err)
@@ -254,7 +242,7 @@ func (l *Limiter) take(ctx context.Context, b *bucket, key string, loc *local, h
 		}
 		return out
 	}
-	granted := int(row.Granted)
+	granted := row.Granted
 	loc.took(sent, granted)
 	var tokenWait time.Duration
 	if granted < len(holders) && row.TokenWaitSeconds > 0 {
@@ -284,10 +272,7 @@ func (l *Limiter) Release(ctx context.Context, lease *Lease) error {
 	if lease == nil {
 		return nil
 	}
-	err := l.queries.FlowRelease(ctx, l.pool, dbsqlc.FlowReleaseParams{
-		Name: lease.Bucket, ScopeKey: lease.ScopeKey, Holder: lease.Holder,
-	})
-	if err != nil {
+	if err := l.store.Release(ctx, lease.Bucket, lease.ScopeKey, lease.Holder); err != nil {
 		return fmt.Errorf("releasing flow lease of %q: %w", lease.Holder, err)
 	}
 	return nil
@@ -304,8 +289,7 @@ func (l *Limiter) Drain(ctx context.Context, bucketName, org string, d time.Dura
 	}
 	d = max(d, 0)
 	sent := time.Now()
-	err = l.queries.FlowDrain(ctx, l.pool, dbsqlc.FlowDrainParams{Name: b.Name, ScopeKey: key, Seconds: d.Seconds()})
-	if err != nil {
+	if err := l.store.Drain(ctx, b.Name, key, d.Seconds()); err != nil {
 		return fmt.Errorf("draining flow bucket %q: %w", b.Name, err)
 	}
 	l.local(b, key).block(sent.Add(d))
@@ -370,7 +354,7 @@ type State struct {
 // org's own, and one per source for per-source buckets. A bucket that has
 // never been used has no row: it is full and holds no lease. One query.
 func (l *Limiter) States(ctx context.Context, org string) ([]State, error) {
-	rows, err := l.queries.FlowStates(ctx, l.pool, org)
+	rows, err := l.store.States(ctx, org)
 	if err != nil {
 		return nil, fmt.Errorf("reading flow buckets: %w", err)
 	}
@@ -397,7 +381,7 @@ func (l *Limiter) States(ctx context.Context, org string) ([]State, error) {
 			}
 			source = rest
 		}
-		s := State{Bucket: b.Name, Source: source, Leases: int(r.ActiveLeases)}
+		s := State{Bucket: b.Name, Source: source, Leases: r.ActiveLeases}
 		elapsed := max(r.ReadAt.Sub(r.RefilledAt).Seconds(), 0)
 		s.Tokens = min(float64(b.Burst), r.Tokens+elapsed*b.perSecond)
 		if r.BlockedUntil != nil && r.BlockedUntil.After(r.ReadAt) {

@@ -72,15 +72,3 @@ func (r Retry) Merge(over Retry) Retry {
 	}
 	return r
 }
-
-// executeJob is the one place an invocation's execute job is built: its
-// args and insert options follow from the invocation, so a replay carries
-// the same retry policy and bucket as the first run. pending parks it for
-// approval.
-func executeJob(id uuid.UUID, org, source, bucket string, retry *Retry, pending bool) (ExecuteArgs, *river.InsertOpts) {
-	opts := &river.InsertOpts{Pending: pending}
-	if retry != nil {
-		opts.MaxAttempts = retry.MaxAttempts
-	}
-	return ExecuteArgs{InvocationID: id, Retry: retry, Bucket: &BucketRef{Name: bucket, Org: org, Source: source}}, opts
-}

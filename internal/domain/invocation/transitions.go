@@ -2,9 +2,9 @@ package invocation
 
 // Transition is one kind of change of an invocation's status: the event the
 // timeline records for it, the statuses it may start from and the status it
-// leaves. The store's SQL guards each update with the same statuses
-// (WHERE status IN (...)); TestTransitions checks every store method against
-// this table from every status.
+// leaves. The store's SQL (package invocationstore) guards each update with
+// the same statuses (WHERE status IN (...)); its TestTransitions checks
+// every store method against this table from every status.
 type Transition struct {
 	Event EventType
 	From  []Status

@@ -31,6 +31,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
@@ -70,14 +71,14 @@ type Consumer struct {
 type Relay struct {
 	pool      *pgxpool.Pool
 	q         *dbsqlc.Queries
-	store     *invocation.Store
+	store     *invocationstore.Store
 	consumers []*Consumer
 }
 
 // New returns a Relay that works through pool (the owner's: it reads
 // every organization's notices).
 func New(pool *pgxpool.Pool) *Relay {
-	return &Relay{pool: pool, q: dbsqlc.New(), store: invocation.New(nil)}
+	return &Relay{pool: pool, q: dbsqlc.New(), store: invocationstore.New(nil)}
 }
 
 // Add registers a consumer. Names are unique; Jobs is required.

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
 )
@@ -71,7 +72,7 @@ func TestRelay_TwoConsumers(t *testing.T) {
 	pool := pgtest.Pool(t)
 	inserter, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
-	store := invocation.New(inserter)
+	store := invocationstore.New(inserter)
 
 	var failing atomic.Bool
 	failing.Store(true)

@@ -17,6 +17,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/netguard"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
@@ -71,7 +72,7 @@ type Service struct {
 	cfg    Config
 	logger *slog.Logger
 	q      *dbsqlc.Queries
-	store  *invocation.Store
+	store  *invocationstore.Store
 	client *http.Client
 }
 
@@ -83,7 +84,7 @@ func New(deps *Deps, cfg *Config) (*Service, error) {
 		deps.Metrics = telemetry.NewNop()
 	}
 	return &Service{deps: *deps, cfg: c, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		q: dbsqlc.New(), store: invocation.New(nil), client: netguard.Client(c.AllowPrivateNetworks, 10*time.Second)}, nil
+		q: dbsqlc.New(), store: invocationstore.New(nil), client: netguard.Client(c.AllowPrivateNetworks, 10*time.Second)}, nil
 }
 
 // Approver is who a Slack user approves as.

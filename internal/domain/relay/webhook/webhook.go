@@ -19,6 +19,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/netguard"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
@@ -101,7 +102,7 @@ type Service struct {
 	cfg    *Config
 	logger *slog.Logger
 	q      *dbsqlc.Queries
-	store  *invocation.Store
+	store  *invocationstore.Store
 	client *http.Client
 }
 
@@ -116,7 +117,7 @@ func New(deps *Deps, config *Config) (*Service, error) {
 	}
 	return &Service{
 		deps: *deps, cfg: cfg, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		q: dbsqlc.New(), store: invocation.New(nil), client: netguard.Client(cfg.AllowPrivateNetworks, cfg.Timeout),
+		q: dbsqlc.New(), store: invocationstore.New(nil), client: netguard.Client(cfg.AllowPrivateNetworks, cfg.Timeout),
 	}, nil
 }
 

@@ -1,4 +1,4 @@
-package invocation_test
+package invocationstore_test
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package invocation_test
+package invocationstore_test
 
 import (
 	"context"
@@ -18,13 +18,14 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
 )
 
 type testBundle struct {
 	pool  *pgxpool.Pool
-	store *invocation.Store
+	store *invocationstore.Store
 }
 
 func setup(t *testing.T) *testBundle {
@@ -32,7 +33,7 @@ func setup(t *testing.T) *testBundle {
 	pool := pgtest.Pool(t)
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
-	return &testBundle{pool: pool, store: invocation.New(client)}
+	return &testBundle{pool: pool, store: invocationstore.New(client)}
 }
 
 // begin opens a transaction rolled back at the end of the test.
@@ -69,7 +70,7 @@ type step struct {
 	from, to invocation.Status
 }
 
-func requireTimeline(t *testing.T, b *testBundle, db invocation.DB, id uuid.UUID, want ...step) {
+func requireTimeline(t *testing.T, b *testBundle, db invocationstore.DB, id uuid.UUID, want ...step) {
 	t.Helper()
 	events, err := b.store.Events(context.Background(), db, "org-1", id)
 	require.NoError(t, err)
@@ -84,7 +85,7 @@ func requireTimeline(t *testing.T, b *testBundle, db invocation.DB, id uuid.UUID
 	require.Equal(t, want, got)
 }
 
-func jobState(t *testing.T, db invocation.DB, id int64) string {
+func jobState(t *testing.T, db invocationstore.DB, id int64) string {
 	t.Helper()
 	var state string
 	require.NoError(t, db.QueryRow(context.Background(), `SELECT state::text FROM river_job WHERE id = $1`, id).Scan(&state))
@@ -220,7 +221,7 @@ func TestStore_DuplicateKey(t *testing.T) {
 	require.NoError(t, err)
 	p.ID = uuid.Must(uuid.NewV7())
 	_, err = b.store.Create(context.Background(), tx, p)
-	require.ErrorIs(t, err, invocation.ErrDuplicate)
+	require.ErrorIs(t, err, invocationstore.ErrDuplicate)
 }
 
 func TestStore_CreateManySkipsTakenKeys(t *testing.T) {

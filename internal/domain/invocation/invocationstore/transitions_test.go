@@ -1,4 +1,4 @@
-package invocation_test
+package invocationstore_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 )
 
 // origin is a status to start a transition from, and how the store brings
@@ -72,55 +73,55 @@ func origins() []origin {
 type applier struct {
 	name  string
 	event invocation.EventType
-	apply func(ctx context.Context, s *invocation.Store, tx pgx.Tx, inv invocation.Invocation) error
+	apply func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error
 }
 
 func appliers() []applier {
 	ignore := func(_ invocation.Invocation, err error) error { return err }
 	return []applier{
-		{"Approve", invocation.EventApproved, func(ctx context.Context, s *invocation.Store, tx pgx.Tx, inv invocation.Invocation) error {
+		{"Approve", invocation.EventApproved, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return ignore(s.Approve(ctx, tx, inv.ID, "alice"))
 		}},
-		{"Deny", invocation.EventDenied, func(ctx context.Context, s *invocation.Store, tx pgx.Tx, inv invocation.Invocation) error {
+		{"Deny", invocation.EventDenied, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return ignore(s.Deny(ctx, tx, inv.ID, "alice", "human", "no"))
 		}},
-		{"Expire", invocation.EventExpired, func(ctx context.Context, s *invocation.Store, tx pgx.Tx, inv invocation.Invocation) error {
+		{"Expire", invocation.EventExpired, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return ignore(s.Expire(ctx, tx, inv.ID))
 		}},
-		{"Cancel", invocation.EventCancelled, func(ctx context.Context, s *invocation.Store, tx pgx.Tx, inv invocation.Invocation) error {
+		{"Cancel", invocation.EventCancelled, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return ignore(s.Cancel(ctx, tx, inv.ID, "alice"))
 		}},
-		{"Start", invocation.EventStarted, func(ctx context.Context, s *invocation.Store, tx pgx.Tx, inv invocation.Invocation) error {
+		{"Start", invocation.EventStarted, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return ignore(s.Start(ctx, tx, inv.ID, 2))
 		}},
 		// Begin starts when no gate can apply (none here) and reports a
 		// refusal as not started.
-		{"Begin", invocation.EventStarted, func(ctx context.Context, s *invocation.Store, tx pgx.Tx, inv invocation.Invocation) error {
+		{"Begin", invocation.EventStarted, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			_, _, started, err := s.Begin(ctx, tx, inv.ID, 2)
 			if err == nil && !started {
 				err = errs.Conflict
 			}
 			return err
 		}},
-		{"Complete", invocation.EventCompleted, func(ctx context.Context, s *invocation.Store, tx pgx.Tx, inv invocation.Invocation) error {
+		{"Complete", invocation.EventCompleted, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return s.Complete(ctx, tx, inv.ID, &invocation.Outcome{Result: json.RawMessage(`{"ok":true}`)})
 		}},
-		{"Fail", invocation.EventFailed, func(ctx context.Context, s *invocation.Store, tx pgx.Tx, inv invocation.Invocation) error {
+		{"Fail", invocation.EventFailed, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return ignore(s.Fail(ctx, tx, inv.ID, "boom", nil))
 		}},
-		{"Skip", invocation.EventSkipped, func(ctx context.Context, s *invocation.Store, tx pgx.Tx, inv invocation.Invocation) error {
+		{"Skip", invocation.EventSkipped, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return ignore(s.Skip(ctx, tx, inv.ID, "gate"))
 		}},
-		{"ScheduleRetry", invocation.EventRetryScheduled, func(ctx context.Context, s *invocation.Store, tx pgx.Tx, inv invocation.Invocation) error {
+		{"ScheduleRetry", invocation.EventRetryScheduled, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return ignore(s.ScheduleRetry(ctx, tx, inv.ID, "try again", nil))
 		}},
-		{"Snooze", invocation.EventSnoozed, func(ctx context.Context, s *invocation.Store, tx pgx.Tx, inv invocation.Invocation) error {
+		{"Snooze", invocation.EventSnoozed, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return ignore(s.Snooze(ctx, tx, inv.ID, "wait", nil))
 		}},
-		{"Replay", invocation.EventReplayed, func(ctx context.Context, s *invocation.Store, tx pgx.Tx, inv invocation.Invocation) error {
+		{"Replay", invocation.EventReplayed, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return ignore(s.Replay(ctx, tx, inv, "alice"))
 		}},
-		{"Discard", invocation.EventDiscarded, func(ctx context.Context, s *invocation.Store, tx pgx.Tx, inv invocation.Invocation) error {
+		{"Discard", invocation.EventDiscarded, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return ignore(s.Discard(ctx, tx, inv.ID, "alice"))
 		}},
 	}

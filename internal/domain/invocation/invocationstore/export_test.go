@@ -1,4 +1,4 @@
-package invocation
+package invocationstore
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
 )
 
 // The one-invocation forms of CreateMany, BeginMany and CompleteMany, for
@@ -16,13 +17,13 @@ import (
 var ErrDuplicate = errors.New("an invocation with this key exists")
 
 // Create records a new invocation, its jobs and its created event.
-func (s *Store) Create(ctx context.Context, tx pgx.Tx, p *CreateParams) (Invocation, error) {
-	created, err := s.CreateMany(ctx, tx, []*CreateParams{p})
+func (s *Store) Create(ctx context.Context, tx pgx.Tx, p *invocation.CreateParams) (invocation.Invocation, error) {
+	created, err := s.CreateMany(ctx, tx, []*invocation.CreateParams{p})
 	if err != nil {
-		return Invocation{}, err
+		return invocation.Invocation{}, err
 	}
 	if created[0] == nil {
-		return Invocation{}, ErrDuplicate
+		return invocation.Invocation{}, ErrDuplicate
 	}
 	return *created[0], nil
 }
@@ -33,8 +34,8 @@ func (s *Store) Create(ctx context.Context, tx pgx.Tx, p *CreateParams) (Invocat
 // window, must_run_before not passed), marks it executing for attempt, as
 // Start does. started is false when it did not: the invocation is in
 // another state, or the gates must be checked before Start.
-func (s *Store) Begin(ctx context.Context, db DB, id uuid.UUID, attempt int) (inv Invocation, rc RunContext, started bool, err error) {
-	begun, err := s.BeginMany(ctx, db, []BeginArgs{{ID: id, Attempt: attempt}})
+func (s *Store) Begin(ctx context.Context, db DB, id uuid.UUID, attempt int) (inv invocation.Invocation, rc invocation.RunContext, started bool, err error) {
+	begun, err := s.BeginMany(ctx, db, []invocation.BeginArgs{{ID: id, Attempt: attempt}})
 	if err != nil {
 		return inv, rc, false, err
 	}
@@ -43,8 +44,8 @@ func (s *Store) Begin(ctx context.Context, db DB, id uuid.UUID, attempt int) (in
 }
 
 // Complete records an executing invocation's successful call.
-func (s *Store) Complete(ctx context.Context, db DB, id uuid.UUID, o *Outcome) error {
-	done, err := s.CompleteMany(ctx, db, []Completion{{ID: id, Outcome: o}})
+func (s *Store) Complete(ctx context.Context, db DB, id uuid.UUID, o *invocation.Outcome) error {
+	done, err := s.CompleteMany(ctx, db, []invocation.Completion{{ID: id, Outcome: o}})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,19 @@
-package invocation
+// Package invocationstore reads invocations and makes their transitions
+// (package invocation has the types and the state machine).
+//
+// Each transition is one statement run in the caller's transaction. It
+// locks the row, changes it only when it is in a state the transition
+// allows (a lost race changes nothing and returns errs.Conflict), and
+// appends the invocation's next row to invocation_events: the activity
+// timeline. A trigger on that table announces the events listeners wait
+// for (a request for approval, a decision, an end) with pg_notify on
+// invocation.EventsChannel in the same transaction, so a listener never
+// hears of a change that rolled back and never misses one that committed.
+//
+// The store also inserts, releases and cancels the invocations' River
+// jobs in the same transactions. The sqlc rows stay in this package; the
+// API and the workers see invocation.Invocation and invocation.Event.
+package invocationstore
 
 import (
 	"context"
@@ -15,26 +30,14 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/batch"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
 
-// EventsChannel is the Postgres channel events are announced on, as JSON
-// {"id", "invocation_id", "organization_id", "type", "to_status"}: the
-// events that make a notice (see Notice), a creation that waits for
-// approval, approved, denied, expired, cancelled, completed, failed and
-// skipped. The others (started, retries, snoozes, replays, discards) are
-// in the table only.
-const EventsChannel = "outboxd_invocation_events"
-
-var (
-	// ErrEventNotFound: no such event (in this organization).
-	ErrEventNotFound = errors.New("event not found")
-)
-
 // DB is a connection, pool or transaction to read with.
-type DB = dbsqlc.DBTX
+type DB = dbutil.DB
 
 // Store reads invocations and makes their transitions.
 type Store struct {
@@ -56,54 +59,21 @@ func (s *Store) jobs(ctx context.Context) (*river.Client[pgx.Tx], error) {
 }
 
 // Get returns an invocation of the organization.
-func (s *Store) Get(ctx context.Context, db DB, org string, id uuid.UUID) (Invocation, error) {
+func (s *Store) Get(ctx context.Context, db DB, org string, id uuid.UUID) (invocation.Invocation, error) {
 	r, err := s.q.InvocationGet(ctx, db, dbsqlc.InvocationGetParams{ID: id, OrganizationID: org})
 	return one(r, err, id)
 }
 
 // GetByID returns an invocation whatever its organization (for workers).
-func (s *Store) GetByID(ctx context.Context, db DB, id uuid.UUID) (Invocation, error) {
+func (s *Store) GetByID(ctx context.Context, db DB, id uuid.UUID) (invocation.Invocation, error) {
 	r, err := s.q.InvocationGetByID(ctx, db, id)
 	return one(r, err, id)
 }
 
 // Lock returns an invocation of the organization, locked until tx ends.
-func (s *Store) Lock(ctx context.Context, tx pgx.Tx, org string, id uuid.UUID) (Invocation, error) {
+func (s *Store) Lock(ctx context.Context, tx pgx.Tx, org string, id uuid.UUID) (invocation.Invocation, error) {
 	r, err := s.q.InvocationGetForUpdate(ctx, tx, dbsqlc.InvocationGetForUpdateParams{ID: id, OrganizationID: org})
 	return one(r, err, id)
-}
-
-// RunContext is what the worker checks before a call, read with the
-// invocation in one round trip.
-type RunContext struct {
-	// DoNotContact are the organization's recipient patterns.
-	DoNotContact []string
-	// QuietHours are the windows of the organization and of the
-	// invocation's bucket, as JSON [{"time_zone","start","end"}].
-	QuietHours json.RawMessage
-	// CredentialVersion changes whenever a credential the invocation may
-	// use is stored; the zero time when there is none.
-	CredentialVersion time.Time
-	// StartedBefore is true when an earlier execution had already started
-	// (started_at was set before this one): the provider may have acted on
-	// the invocation even though no outcome was recorded.
-	StartedBefore bool
-	// PausedAt is when the organization's pause began; nil when it is not
-	// paused. A paused organization's invocations do not start.
-	PausedAt *time.Time
-}
-
-// BeginArgs names one job's Begin.
-type BeginArgs struct {
-	ID      uuid.UUID
-	Attempt int
-}
-
-// Begun is the answer of BeginMany for one invocation.
-type Begun struct {
-	Invocation Invocation
-	Run        RunContext
-	Started    bool
 }
 
 // BeginMany is the first step of several jobs before their calls, in one
@@ -119,8 +89,8 @@ type Begun struct {
 // dbutil.CustomPlans, or on a dbutil.IndexPool when the group is small: a
 // plan an ordinary connection keeps may be one made while the table was
 // small, which reads all of it.
-func (s *Store) BeginMany(ctx context.Context, db DB, args []BeginArgs) ([]batch.Result[Begun], error) {
-	out := make([]batch.Result[Begun], len(args))
+func (s *Store) BeginMany(ctx context.Context, db DB, args []invocation.BeginArgs) ([]batch.Result[invocation.Begun], error) {
+	out := make([]batch.Result[invocation.Begun], len(args))
 	// One statement changes a row once: an invocation named twice (two jobs
 	// of one invocation beginning together) begins again in the next one.
 	for rest := indexes(len(args)); len(rest) > 0; {
@@ -141,12 +111,12 @@ func (s *Store) BeginMany(ctx context.Context, db DB, args []BeginArgs) ([]batch
 		if err != nil {
 			return nil, fmt.Errorf("beginning invocations: %w", err)
 		}
-		begun := make(map[uuid.UUID]Begun, len(rows))
+		begun := make(map[uuid.UUID]invocation.Begun, len(rows))
 		for _, r := range rows {
 			inv := fromRow(r.ActionInvocation)
-			inv.Status = Status(r.LockedStatus)
+			inv.Status = invocation.Status(r.LockedStatus)
 			if r.Started {
-				inv.Status, inv.Attempt = StatusExecuting, r.AttemptNew
+				inv.Status, inv.Attempt = invocation.StatusExecuting, r.AttemptNew
 				inv.StartedAt, inv.UpdatedAt = &r.StartedAtNew, r.UpdatedAtNew
 			}
 			rc := runContext(r.Patterns, r.Windows, r.CredentialVersion)
@@ -154,7 +124,7 @@ func (s *Store) BeginMany(ctx context.Context, db DB, args []BeginArgs) ([]batch
 			if r.PausedAt.After(time.Unix(0, 0)) {
 				rc.PausedAt = &r.PausedAt
 			}
-			begun[inv.ID] = Begun{Invocation: inv, Run: rc, Started: r.Started}
+			begun[inv.ID] = invocation.Begun{Invocation: inv, Run: rc, Started: r.Started}
 		}
 		for _, i := range now {
 			b, ok := begun[args[i].ID]
@@ -178,18 +148,29 @@ func indexes(n int) []int {
 	return out
 }
 
-func runContext(patterns []string, windows json.RawMessage, credentialVersion time.Time) RunContext {
-	rc := RunContext{DoNotContact: patterns, QuietHours: windows}
+func runContext(patterns []string, windows json.RawMessage, credentialVersion time.Time) invocation.RunContext {
+	rc := invocation.RunContext{DoNotContact: patterns, QuietHours: windows}
 	if credentialVersion.After(time.Unix(0, 0)) {
 		rc.CredentialVersion = credentialVersion
 	}
 	return rc
 }
 
+// PausedSince returns when org's current pause began, nil when it is not
+// paused: what a worker asks before it takes a token for a job an earlier
+// pause held (BeginMany reads it with the invocation otherwise).
+func (s *Store) PausedSince(ctx context.Context, db DB, org string) (*time.Time, error) {
+	at, err := s.q.OrgPausedSince(ctx, db, org)
+	if err != nil || len(at) == 0 {
+		return nil, err
+	}
+	return &at[0], nil
+}
+
 // GetByKey returns the invocation with the session's idempotency key or,
 // when key is empty, the organization's external id. ok is false when there
 // is none.
-func (s *Store) GetByKey(ctx context.Context, db DB, org, sessionID, key, externalID string) (inv Invocation, ok bool, err error) {
+func (s *Store) GetByKey(ctx context.Context, db DB, org, sessionID, key, externalID string) (inv invocation.Invocation, ok bool, err error) {
 	var r dbsqlc.ActionInvocation
 	switch {
 	case key != "":
@@ -210,26 +191,21 @@ func (s *Store) GetByKey(ctx context.Context, db DB, org, sessionID, key, extern
 
 // ByExternalIDs returns the organization's invocations with these external
 // ids, by external id.
-func (s *Store) ByExternalIDs(ctx context.Context, db DB, org string, externalIDs []string) (map[string]Invocation, error) {
+func (s *Store) ByExternalIDs(ctx context.Context, db DB, org string, externalIDs []string) (map[string]invocation.Invocation, error) {
 	rows, err := s.q.InvocationListByExternalIDs(ctx, dbutil.CustomPlans{DBTX: db}, dbsqlc.InvocationListByExternalIDsParams{OrganizationID: org, ExternalIds: externalIDs})
 	if err != nil {
 		return nil, fmt.Errorf("looking up external ids: %w", err)
 	}
-	out := make(map[string]Invocation, len(rows))
+	out := make(map[string]invocation.Invocation, len(rows))
 	for _, r := range rows {
 		out[*r.ExternalID] = fromRow(r)
 	}
 	return out, nil
 }
 
-// Page is a limit/offset window. Limit defaults to 50 and is capped at
-// 100; a negative offset counts as 0.
-type Page struct {
-	Limit, Offset int
-}
-
-// window is p with the defaults and caps applied, as the queries take it.
-func (p Page) window() (limit, offset int32) {
+// window is p with the defaults and caps invocation.Page documents
+// applied, as the queries take it.
+func window(p invocation.Page) (limit, offset int32) {
 	l := p.Limit
 	if l <= 0 {
 		l = 50
@@ -238,8 +214,8 @@ func (p Page) window() (limit, offset int32) {
 }
 
 // ListSession returns a session's invocations, newest first.
-func (s *Store) ListSession(ctx context.Context, db DB, org, sessionID string, page Page) ([]Invocation, error) {
-	limit, offset := page.window()
+func (s *Store) ListSession(ctx context.Context, db DB, org, sessionID string, page invocation.Page) ([]invocation.Invocation, error) {
+	limit, offset := window(page)
 	rows, err := s.q.InvocationListBySession(ctx, db, dbsqlc.InvocationListBySessionParams{
 		OrganizationID: org, SessionID: &sessionID, Max: limit, Skip: offset,
 	})
@@ -249,29 +225,16 @@ func (s *Store) ListSession(ctx context.Context, db DB, org, sessionID string, p
 	return fromRows(rows), nil
 }
 
-// ListFilter narrows an organization's invocation listing; zero fields
-// do not filter.
-type ListFilter struct {
-	Status      Status
-	Integration string
-	// Origin is "invoke" or "envelope".
-	Origin       string
-	SessionID    string
-	AutomationID string
-	// CreatedAfter and CreatedBefore bound created_at: [after, before).
-	CreatedAfter, CreatedBefore *time.Time
-}
-
 // ListOrg returns the organization's invocations that pass f, newest
 // first, and how many there are in all.
-func (s *Store) ListOrg(ctx context.Context, db DB, org string, f ListFilter, page Page) ([]Invocation, int64, error) {
+func (s *Store) ListOrg(ctx context.Context, db DB, org string, f invocation.ListFilter, page invocation.Page) ([]invocation.Invocation, int64, error) {
 	opt := func(v string) *string {
 		if v == "" {
 			return nil
 		}
 		return &v
 	}
-	limit, offset := page.window()
+	limit, offset := window(page)
 	rows, err := s.q.InvocationListByOrg(ctx, db, dbsqlc.InvocationListByOrgParams{
 		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), Origin: opt(f.Origin), SessionID: opt(f.SessionID),
 		AutomationID: opt(f.AutomationID), CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore,
@@ -292,8 +255,8 @@ func (s *Store) ListOrg(ctx context.Context, db DB, org string, f ListFilter, pa
 
 // ListDeadLetters returns the organization's failed, undiscarded
 // invocations, newest first, and how many there are.
-func (s *Store) ListDeadLetters(ctx context.Context, db DB, org string, page Page) ([]Invocation, int64, error) {
-	limit, offset := page.window()
+func (s *Store) ListDeadLetters(ctx context.Context, db DB, org string, page invocation.Page) ([]invocation.Invocation, int64, error) {
+	limit, offset := window(page)
 	rows, err := s.q.DeadLetterList(ctx, db, dbsqlc.DeadLetterListParams{OrganizationID: org, Max: limit, Skip: offset})
 	if err != nil {
 		return nil, 0, fmt.Errorf("listing dead letters: %w", err)
@@ -311,38 +274,16 @@ func (s *Store) CountPending(ctx context.Context, db DB, org, sessionID string) 
 }
 
 // Events returns an invocation's timeline, oldest first.
-func (s *Store) Events(ctx context.Context, db DB, org string, id uuid.UUID) ([]Event, error) {
+func (s *Store) Events(ctx context.Context, db DB, org string, id uuid.UUID) ([]invocation.Event, error) {
 	rows, err := s.q.EventListByInvocation(ctx, db, dbsqlc.EventListByInvocationParams{InvocationID: id, OrganizationID: org})
 	if err != nil {
 		return nil, fmt.Errorf("loading events: %w", err)
 	}
-	out := make([]Event, len(rows))
+	out := make([]invocation.Event, len(rows))
 	for i, r := range rows {
 		out[i] = fromEvent(r)
 	}
 	return out, nil
-}
-
-// CreateParams is a new invocation. Status is pending (its job is parked
-// until a human decides, and an expiry job is scheduled at ExpiresAt),
-// approved (its job is available now) or denied (no job).
-type CreateParams struct {
-	ID                                     uuid.UUID
-	OrganizationID                         string
-	SessionID, AutomationID, UserID        string
-	RequestedBy, Origin                    string
-	Integration, Action, RiskLevel         string
-	Mode, ModeSource                       string
-	Params                                 json.RawMessage
-	ParamsSealed                           []byte
-	ParamsHash                             string
-	Status                                 Status
-	DeniedReason                           string
-	ExpiresAt                              *time.Time
-	ExternalID, IdempotencyKey, RateBucket string
-	MustRunBefore                          *time.Time
-	Approval, RiskHint                     string
-	Retry                                  *Retry
 }
 
 // CreateMany records new invocations with their jobs and created events in
@@ -350,7 +291,7 @@ type CreateParams struct {
 // events in another. An invocation whose idempotency key or external id
 // another one took meanwhile is nil in the answer (its jobs are deleted);
 // the others are recorded.
-func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*CreateParams) ([]*Invocation, error) {
+func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.CreateParams) ([]*invocation.Invocation, error) {
 	client, err := s.jobs(ctx)
 	if err != nil {
 		return nil, err
@@ -360,20 +301,20 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*CreateParams) (
 	type jobRef struct{ item, expiry int }
 	refs := make([]jobRef, len(ps))
 	for i, p := range ps {
-		rows[i] = p.insertRow()
+		rows[i] = insertRowOf(p)
 		refs[i] = jobRef{-1, -1}
-		if p.Status == StatusDenied {
+		if p.Status == invocation.StatusDenied {
 			continue
 		}
-		args, opts := executeJob(p.ID, p.OrganizationID, p.Integration, p.RateBucket, p.Retry, p.Status == StatusPending)
+		args, opts := executeJob(p.ID, p.OrganizationID, p.Integration, p.RateBucket, p.Retry, p.Status == invocation.StatusPending)
 		refs[i].item = len(jobs)
 		jobs = append(jobs, river.InsertManyParams{Args: args, InsertOpts: opts})
-		if p.Status == StatusPending {
+		if p.Status == invocation.StatusPending {
 			if p.ExpiresAt == nil {
 				return nil, errors.New("a pending invocation needs ExpiresAt")
 			}
 			refs[i].expiry = len(jobs)
-			jobs = append(jobs, river.InsertManyParams{Args: ExpireArgs{InvocationID: p.ID, OrganizationID: p.OrganizationID}, InsertOpts: &river.InsertOpts{ScheduledAt: *p.ExpiresAt}})
+			jobs = append(jobs, river.InsertManyParams{Args: invocation.ExpireArgs{InvocationID: p.ID, OrganizationID: p.OrganizationID}, InsertOpts: &river.InsertOpts{ScheduledAt: *p.ExpiresAt}})
 		}
 	}
 	var jobIDs []int64
@@ -400,12 +341,12 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*CreateParams) (
 	if err != nil {
 		return nil, fmt.Errorf("inserting invocations: %w", err)
 	}
-	byID := make(map[uuid.UUID]*Invocation, len(inserted))
+	byID := make(map[uuid.UUID]*invocation.Invocation, len(inserted))
 	for _, r := range inserted {
 		inv := fromRow(r)
 		byID[inv.ID] = &inv
 	}
-	out := make([]*Invocation, len(ps))
+	out := make([]*invocation.Invocation, len(ps))
 	for i, p := range ps {
 		if out[i] = byID[p.ID]; out[i] != nil {
 			continue
@@ -440,21 +381,22 @@ type insertRow struct {
 	ModeSource     string          `json:"mode_source"`
 	Params         json.RawMessage `json:"params"`
 	// ParamsSealed is bytea in its text form, \x and hex.
-	ParamsSealed   *string    `json:"params_sealed"`
-	ParamsHash     string     `json:"params_hash"`
-	Status         Status     `json:"status"`
-	DeniedReason   *string    `json:"denied_reason"`
-	ExpiresAt      *time.Time `json:"expires_at"`
-	ExternalID     *string    `json:"external_id"`
-	IdempotencyKey *string    `json:"idempotency_key"`
-	RateBucket     *string    `json:"rate_bucket"`
-	MustRunBefore  *time.Time `json:"must_run_before"`
-	Approval       string     `json:"approval"`
-	RiskHint       *string    `json:"risk_hint"`
-	Retry          *Retry     `json:"retry"`
+	ParamsSealed   *string           `json:"params_sealed"`
+	ParamsHash     string            `json:"params_hash"`
+	Status         invocation.Status `json:"status"`
+	DeniedReason   *string           `json:"denied_reason"`
+	ExpiresAt      *time.Time        `json:"expires_at"`
+	ExternalID     *string           `json:"external_id"`
+	IdempotencyKey *string           `json:"idempotency_key"`
+	RateBucket     *string           `json:"rate_bucket"`
+	MustRunBefore  *time.Time        `json:"must_run_before"`
+	Approval       string            `json:"approval"`
+	RiskHint       *string           `json:"risk_hint"`
+	Retry          *invocation.Retry `json:"retry"`
 }
 
-func (p *CreateParams) insertRow() insertRow {
+// insertRowOf is p as an element of InvocationInsertMany's array.
+func insertRowOf(p *invocation.CreateParams) insertRow {
 	r := insertRow{
 		ID: p.ID, OrganizationID: p.OrganizationID, SessionID: nilIfEmpty(p.SessionID), AutomationID: nilIfEmpty(p.AutomationID),
 		UserID: nilIfEmpty(p.UserID), RequestedBy: p.RequestedBy, Origin: p.Origin, Integration: p.Integration,
@@ -472,7 +414,7 @@ func (p *CreateParams) insertRow() insertRow {
 }
 
 // Approve clears a pending invocation to run and releases its parked job.
-func (s *Store) Approve(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string) (Invocation, error) {
+func (s *Store) Approve(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string) (invocation.Invocation, error) {
 	r, err := s.q.InvocationApprove(ctx, tx, dbsqlc.InvocationApproveParams{ID: id, Actor: &actor})
 	inv, err := transitioned(r, err, id, "approving")
 	if err != nil || inv.JobID == nil {
@@ -487,7 +429,7 @@ func (s *Store) Approve(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor stri
 	}
 	// River sends no notification for a retried job; without one the
 	// approval would wait for the next fetch poll.
-	if err := s.q.RiverWakeQueue(ctx, tx, QueueActions); err != nil {
+	if err := s.q.RiverWakeQueue(ctx, tx, invocation.QueueActions); err != nil {
 		return inv, fmt.Errorf("waking the queue: %w", err)
 	}
 	return inv, nil
@@ -495,29 +437,29 @@ func (s *Store) Approve(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor stri
 
 // Deny rejects a pending invocation and cancels its parked job. reason is
 // a human's text; the caller redacts it.
-func (s *Store) Deny(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor, deniedReason, reason string) (Invocation, error) {
+func (s *Store) Deny(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor, deniedReason, reason string) (invocation.Invocation, error) {
 	r, err := s.q.InvocationDeny(ctx, tx, dbsqlc.InvocationDenyParams{ID: id, Actor: &actor, DeniedReason: &deniedReason, Reason: nilIfEmpty(reason)})
 	return s.cancelJob(ctx, tx)(transitioned(r, err, id, "denying"))
 }
 
 // Expire closes a pending invocation's approval window and cancels its
 // parked job.
-func (s *Store) Expire(ctx context.Context, tx pgx.Tx, id uuid.UUID) (Invocation, error) {
+func (s *Store) Expire(ctx context.Context, tx pgx.Tx, id uuid.UUID) (invocation.Invocation, error) {
 	r, err := s.q.InvocationExpire(ctx, tx, id)
 	return s.cancelJob(ctx, tx)(transitioned(r, err, id, "expiring"))
 }
 
 // Cancel undoes an invocation that has not started (pending or approved)
 // and cancels its job.
-func (s *Store) Cancel(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string) (Invocation, error) {
+func (s *Store) Cancel(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string) (invocation.Invocation, error) {
 	r, err := s.q.InvocationCancel(ctx, tx, dbsqlc.InvocationCancelParams{ID: id, Actor: nilIfEmpty(actor)})
 	return s.cancelJob(ctx, tx)(transitioned(r, err, id, "cancelling"))
 }
 
 // cancelJob returns a step that cancels the job of a transitioned
 // invocation; a job already gone is fine.
-func (s *Store) cancelJob(ctx context.Context, tx pgx.Tx) func(Invocation, error) (Invocation, error) {
-	return func(inv Invocation, err error) (Invocation, error) {
+func (s *Store) cancelJob(ctx context.Context, tx pgx.Tx) func(invocation.Invocation, error) (invocation.Invocation, error) {
+	return func(inv invocation.Invocation, err error) (invocation.Invocation, error) {
 		if err != nil || inv.JobID == nil {
 			return inv, err
 		}
@@ -533,32 +475,16 @@ func (s *Store) cancelJob(ctx context.Context, tx pgx.Tx) func(Invocation, error
 }
 
 // Start marks an approved invocation executing for this attempt.
-func (s *Store) Start(ctx context.Context, db DB, id uuid.UUID, attempt int) (Invocation, error) {
+func (s *Store) Start(ctx context.Context, db DB, id uuid.UUID, attempt int) (invocation.Invocation, error) {
 	r, err := s.q.InvocationStart(ctx, db, dbsqlc.InvocationStartParams{ID: id, Attempt: int32(attempt)})
 	return transitioned(r, err, id, "starting")
-}
-
-// Outcome is a successful provider call.
-type Outcome struct {
-	Result      json.RawMessage
-	ProviderRef string
-	Conflict    bool
-	DurationMs  *int32
-	// Steps is the source's verification record, nil when it has none.
-	Steps *executors.Steps
-}
-
-// Completion is one invocation's successful call.
-type Completion struct {
-	ID      uuid.UUID
-	Outcome *Outcome
 }
 
 // CompleteMany records the successful calls of several executing
 // invocations (completed, with their events) in one statement. An
 // invocation no longer executing answers ErrConflict in its Result; any
 // other failure fails the whole batch, which then changed nothing.
-func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]batch.Result[struct{}], error) {
+func (s *Store) CompleteMany(ctx context.Context, db DB, cs []invocation.Completion) ([]batch.Result[struct{}], error) {
 	var p dbsqlc.InvocationCompleteManyParams
 	for _, c := range cs {
 		o := c.Outcome
@@ -591,13 +517,13 @@ func (s *Store) CompleteMany(ctx context.Context, db DB, cs []Completion) ([]bat
 }
 
 // Fail records a failure that will not be retried: a dead letter.
-func (s *Store) Fail(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32) (Invocation, error) {
+func (s *Store) Fail(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32) (invocation.Invocation, error) {
 	return s.FailSteps(ctx, db, id, msg, durationMs, nil)
 }
 
 // FailSteps is Fail recording the verification and rollback the source
 // ran before it gave up (steps may be nil).
-func (s *Store) FailSteps(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32, steps *executors.Steps) (Invocation, error) {
+func (s *Store) FailSteps(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32, steps *executors.Steps) (invocation.Invocation, error) {
 	r, err := s.q.InvocationFail(ctx, db, dbsqlc.InvocationFailParams{ID: id, Error: &msg, DurationMs: durationMs, Steps: stepsJSON(steps)})
 	return transitioned(r, err, id, "failing")
 }
@@ -613,19 +539,19 @@ func stepsJSON(steps *executors.Steps) []byte {
 
 // Skip finishes an invocation without calling the provider (a gate said
 // so).
-func (s *Store) Skip(ctx context.Context, db DB, id uuid.UUID, reason string) (Invocation, error) {
+func (s *Store) Skip(ctx context.Context, db DB, id uuid.UUID, reason string) (invocation.Invocation, error) {
 	r, err := s.q.InvocationSkip(ctx, db, dbsqlc.InvocationSkipParams{ID: id, Error: &reason})
 	return transitioned(r, err, id, "skipping")
 }
 
 // ScheduleRetry records a failed attempt that River will retry.
-func (s *Store) ScheduleRetry(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32) (Invocation, error) {
+func (s *Store) ScheduleRetry(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32) (invocation.Invocation, error) {
 	r, err := s.q.InvocationScheduleRetry(ctx, db, dbsqlc.InvocationScheduleRetryParams{ID: id, Error: &msg, DurationMs: durationMs})
 	return transitioned(r, err, id, "recording retry")
 }
 
 // Snooze records a provider's request to wait; no attempt is spent.
-func (s *Store) Snooze(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32) (Invocation, error) {
+func (s *Store) Snooze(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32) (invocation.Invocation, error) {
 	r, err := s.q.InvocationSnooze(ctx, db, dbsqlc.InvocationSnoozeParams{ID: id, Error: &msg, DurationMs: durationMs})
 	return transitioned(r, err, id, "recording snooze")
 }
@@ -633,7 +559,7 @@ func (s *Store) Snooze(ctx context.Context, db DB, id uuid.UUID, msg string, dur
 // Replay gives a dead letter a fresh job with a full set of attempts and
 // the invocation's own retry policy; the invocation id, and so the
 // idempotency key sent to the provider, stays the same.
-func (s *Store) Replay(ctx context.Context, tx pgx.Tx, inv Invocation, actor string) (Invocation, error) {
+func (s *Store) Replay(ctx context.Context, tx pgx.Tx, inv invocation.Invocation, actor string) (invocation.Invocation, error) {
 	client, err := s.jobs(ctx)
 	if err != nil {
 		return inv, err
@@ -648,14 +574,14 @@ func (s *Store) Replay(ctx context.Context, tx pgx.Tx, inv Invocation, actor str
 }
 
 // Discard drops a dead letter from the list; it stays failed.
-func (s *Store) Discard(ctx context.Context, db DB, id uuid.UUID, actor string) (Invocation, error) {
+func (s *Store) Discard(ctx context.Context, db DB, id uuid.UUID, actor string) (invocation.Invocation, error) {
 	r, err := s.q.InvocationDiscard(ctx, db, dbsqlc.InvocationDiscardParams{ID: id, Actor: &actor})
 	return transitioned(r, err, id, "discarding")
 }
 
 // ListExpired returns pending invocations past their expiry, locked and
 // skipping those another transaction holds.
-func (s *Store) ListExpired(ctx context.Context, tx pgx.Tx, limit int) ([]Invocation, error) {
+func (s *Store) ListExpired(ctx context.Context, tx pgx.Tx, limit int) ([]invocation.Invocation, error) {
 	rows, err := s.q.InvocationListExpiredForUpdate(ctx, tx, int32(limit))
 	if err != nil {
 		return nil, fmt.Errorf("listing expired invocations: %w", err)
@@ -663,24 +589,24 @@ func (s *Store) ListExpired(ctx context.Context, tx pgx.Tx, limit int) ([]Invoca
 	return fromRows(rows), nil
 }
 
-func one(r dbsqlc.ActionInvocation, err error, id uuid.UUID) (Invocation, error) {
+func one(r dbsqlc.ActionInvocation, err error, id uuid.UUID) (invocation.Invocation, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Invocation{}, errs.Errorf(errs.NotFound, "invocation not found: %s", id)
+		return invocation.Invocation{}, errs.Errorf(errs.NotFound, "invocation not found: %s", id)
 	}
 	if err != nil {
-		return Invocation{}, fmt.Errorf("loading invocation: %w", err)
+		return invocation.Invocation{}, fmt.Errorf("loading invocation: %w", err)
 	}
 	return fromRow(r), nil
 }
 
 // transitioned turns a guarded update's answer into the invocation; no row
 // means the invocation was not in a state the transition allows.
-func transitioned[R row](r R, err error, id uuid.UUID, what string) (Invocation, error) {
+func transitioned[R row](r R, err error, id uuid.UUID, what string) (invocation.Invocation, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Invocation{}, errs.Errorf(errs.Conflict, "%s %s: invocation is not in a state that allows this", what, id)
+		return invocation.Invocation{}, errs.Errorf(errs.Conflict, "%s %s: invocation is not in a state that allows this", what, id)
 	}
 	if err != nil {
-		return Invocation{}, fmt.Errorf("%s %s: %w", what, id, err)
+		return invocation.Invocation{}, fmt.Errorf("%s %s: %w", what, id, err)
 	}
 	return fromRow(r), nil
 }
@@ -690,4 +616,16 @@ func nilIfEmpty(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// executeJob is the one place an invocation's execute job is built: its
+// args and insert options follow from the invocation, so a replay carries
+// the same retry policy and bucket as the first run. pending parks it for
+// approval.
+func executeJob(id uuid.UUID, org, source, bucket string, retry *invocation.Retry, pending bool) (invocation.ExecuteArgs, *river.InsertOpts) {
+	opts := &river.InsertOpts{Pending: pending}
+	if retry != nil {
+		opts.MaxAttempts = retry.MaxAttempts
+	}
+	return invocation.ExecuteArgs{InvocationID: id, Retry: retry, Bucket: &invocation.BucketRef{Name: bucket, Org: org, Source: source}}, opts
 }

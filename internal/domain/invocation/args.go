@@ -1,0 +1,117 @@
+package invocation
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/outboxd/outboxd/executors"
+)
+
+// The channel events are announced on, and the arguments and answers of
+// the invocation store's methods (package invocationstore).
+
+// EventsChannel is the Postgres channel events are announced on, as JSON
+// {"id", "invocation_id", "organization_id", "type", "to_status"}: the
+// events that make a notice (see Notice), a creation that waits for
+// approval, approved, denied, expired, cancelled, completed, failed and
+// skipped. The others (started, retries, snoozes, replays, discards) are
+// in the table only.
+const EventsChannel = "outboxd_invocation_events"
+
+var (
+	// ErrEventNotFound: no such event (in this organization).
+	ErrEventNotFound = errors.New("event not found")
+)
+
+// RunContext is what the worker checks before a call, read with the
+// invocation in one round trip.
+type RunContext struct {
+	// DoNotContact are the organization's recipient patterns.
+	DoNotContact []string
+	// QuietHours are the windows of the organization and of the
+	// invocation's bucket, as JSON [{"time_zone","start","end"}].
+	QuietHours json.RawMessage
+	// CredentialVersion changes whenever a credential the invocation may
+	// use is stored; the zero time when there is none.
+	CredentialVersion time.Time
+	// StartedBefore is true when an earlier execution had already started
+	// (started_at was set before this one): the provider may have acted on
+	// the invocation even though no outcome was recorded.
+	StartedBefore bool
+	// PausedAt is when the organization's pause began; nil when it is not
+	// paused. A paused organization's invocations do not start.
+	PausedAt *time.Time
+}
+
+// BeginArgs names one job's Begin.
+type BeginArgs struct {
+	ID      uuid.UUID
+	Attempt int
+}
+
+// Begun is the answer of BeginMany for one invocation.
+type Begun struct {
+	Invocation Invocation
+	Run        RunContext
+	Started    bool
+}
+
+// Page is a limit/offset window. Limit defaults to 50 and is capped at
+// 100; a negative offset counts as 0.
+type Page struct {
+	Limit, Offset int
+}
+
+// ListFilter narrows an organization's invocation listing; zero fields
+// do not filter.
+type ListFilter struct {
+	Status      Status
+	Integration string
+	// Origin is "invoke" or "envelope".
+	Origin       string
+	SessionID    string
+	AutomationID string
+	// CreatedAfter and CreatedBefore bound created_at: [after, before).
+	CreatedAfter, CreatedBefore *time.Time
+}
+
+// CreateParams is a new invocation. Status is pending (its job is parked
+// until a human decides, and an expiry job is scheduled at ExpiresAt),
+// approved (its job is available now) or denied (no job).
+type CreateParams struct {
+	ID                                     uuid.UUID
+	OrganizationID                         string
+	SessionID, AutomationID, UserID        string
+	RequestedBy, Origin                    string
+	Integration, Action, RiskLevel         string
+	Mode, ModeSource                       string
+	Params                                 json.RawMessage
+	ParamsSealed                           []byte
+	ParamsHash                             string
+	Status                                 Status
+	DeniedReason                           string
+	ExpiresAt                              *time.Time
+	ExternalID, IdempotencyKey, RateBucket string
+	MustRunBefore                          *time.Time
+	Approval, RiskHint                     string
+	Retry                                  *Retry
+}
+
+// Outcome is a successful provider call.
+type Outcome struct {
+	Result      json.RawMessage
+	ProviderRef string
+	Conflict    bool
+	DurationMs  *int32
+	// Steps is the source's verification record, nil when it has none.
+	Steps *executors.Steps
+}
+
+// Completion is one invocation's successful call.
+type Completion struct {
+	ID      uuid.UUID
+	Outcome *Outcome
+}
