@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
@@ -182,6 +183,10 @@ type Deps struct {
 	// Jobs are job kinds of other packages (webhook deliveries), run with
 	// the others.
 	Jobs []JobSet
+	// Time, when set, is the clock of River and of the workers' deadlines
+	// (an approval window's end): tests stub it to move time forward
+	// instead of waiting. Nil: the wall clock.
+	Time rivertype.TimeGenerator
 }
 
 // JobSet is a package's workers, queues and periodic jobs.
@@ -195,6 +200,14 @@ type JobSet interface {
 type DB interface {
 	dbutil.DB
 	dbutil.Beginner
+}
+
+// now is Time's time, or the wall clock's.
+func (d *Deps) now() time.Time {
+	if d.Time != nil {
+		return d.Time.Now()
+	}
+	return time.Now()
 }
 
 func (d *Deps) db() DB {
@@ -278,6 +291,7 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 		FetchCooldown:       min(cfg.PollInterval, fetchCooldown),
 		ReindexerIndexNames: reindexed(),
 		Workers:             workers,
+		Test:                river.TestConfig{Time: deps.Time},
 	}
 	if work {
 		rc.Queues = map[string]river.QueueConfig{

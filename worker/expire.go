@@ -37,8 +37,8 @@ func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[invocation.Expir
 		if err != nil {
 			return err
 		}
-		if inv.ExpiresAt != nil && time.Until(*inv.ExpiresAt) > 0 {
-			wait = time.Until(*inv.ExpiresAt)
+		if inv.ExpiresAt != nil && inv.ExpiresAt.After(w.deps.now()) {
+			wait = inv.ExpiresAt.Sub(w.deps.now())
 			return nil
 		}
 		return expire(ctx, tx, w.store, w.deps.Metrics, w.logger, inv)

@@ -193,9 +193,15 @@ func TestTimeline_RecordsEveryTransition(t *testing.T) {
 
 func TestExpiry_JobExpiresPendingInvocation(t *testing.T) {
 	t.Parallel()
-	b := apptest.Start(t, &apptest.Options{Outbox: outbox.Config{InteractiveTTL: time.Second}})
+	clock := &apptest.Clock{}
+	b := apptest.Start(t, &apptest.Options{Clock: clock})
 	id := b.Invoke("send_message", message).Body["invocation_id"].(string)
+	require.Equal(t, "pending", b.Invocation(id)["status"])
 
+	// The approval window is the default 5 minutes: move River's and the
+	// workers' clock past it instead of waiting it out. The expiry job,
+	// scheduled for the window's end, runs and expires the invocation.
+	clock.Advance(6 * time.Minute)
 	inv := b.WaitStatus(id, "expired", 15*time.Second)
 	require.Equal(t, "expired", inv["denied_reason"])
 	var state string

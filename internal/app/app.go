@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/database"
@@ -105,8 +106,11 @@ type Config struct {
 	// a credential for it in that organization at start. Only `outboxd dev`
 	// sets it; it is no configuration key.
 	DemoOrg string
-	Outbox  outbox.Config
-	Worker  worker.Config
+	// Time, when set, is River's and the workers' clock (worker.Deps.Time).
+	// Only tests set it; it is no configuration key.
+	Time   rivertype.TimeGenerator
+	Outbox outbox.Config
+	Worker worker.Config
 	// Streams tunes the event streams (SSE).
 	Streams api.StreamConfig
 	// Webhooks configures webhook delivery; AllowPrivateNetworks follows
@@ -254,7 +258,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	relays.Add(slackApprovals.Consumer())
 	workerDeps := &worker.Deps{
 		Pool: pool, Sources: sources, Tokens: tokens, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
-		Jobs: []worker.JobSet{relays, webhooks, slackApprovals}, Secrets: ownSecrets(cfg, pool),
+		Jobs: []worker.JobSet{relays, webhooks, slackApprovals}, Secrets: ownSecrets(cfg, pool), Time: cfg.Time,
 	}
 	var groupPool *pgxpool.Pool
 	if role != RoleAPI {

@@ -78,6 +78,9 @@ type Options struct {
 	Slack slackapproval.Config
 	// Plugins configures the plugin action packages; default none.
 	Plugins plugin.Config
+	// Clock, when set, is River's and the workers' clock: a test moves it
+	// forward past a deadline instead of waiting it out.
+	Clock *Clock
 	// HTTP bounds the server's connections. Default: no cap on
 	// unauthenticated requests (tests send many from loopback), read and
 	// write timeouts of 5m (a test machine busy with the race detector and
@@ -167,6 +170,9 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		logger = slog.New(slog.NewTextHandler(opts.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	} else if os.Getenv("OUTBOXD_TEST_LOG") != "" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if opts.Clock != nil {
+		cfg.Time = opts.Clock
 	}
 	a, err := app.New(cfg, role, pool, logger)
 	require.NoError(t, err)
