@@ -32,7 +32,6 @@ var dbsqlcImporters = []string{
 	module + "/internal/domain/relay",
 	module + "/internal/domain/relay/slackapproval",
 	module + "/internal/domain/relay/webhook",
-	module + "/internal/domain/settings",
 	module + "/outbox",
 	module + "/worker",
 }

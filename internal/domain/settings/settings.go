@@ -1,8 +1,8 @@
 // Package settings holds an organization's settings: its action modes (org
 // and automation overrides), quiet hours, do-not-contact patterns and the
-// provider credentials it stores. Every method reads and writes through
-// the API's tenant pool, so the database shows it the caller's
-// organization only.
+// provider credentials it stores. It checks what it is given and keeps
+// the rest to settingsstore, which reads and writes through the API's
+// tenant pool, so the database shows it the caller's organization only.
 package settings
 
 import (
@@ -11,7 +11,7 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/flow"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/domain/settings/settingsstore"
 )
 
 // Deps are the settings' collaborators.
@@ -29,11 +29,11 @@ type Deps struct {
 
 // Service reads and replaces an organization's settings.
 type Service struct {
-	deps    Deps
-	queries *dbsqlc.Queries
+	deps  Deps
+	store *settingsstore.Store
 }
 
 // New returns a Service.
 func New(deps *Deps) *Service {
-	return &Service{deps: *deps, queries: dbsqlc.New()}
+	return &Service{deps: *deps, store: settingsstore.New(deps.Pool)}
 }
