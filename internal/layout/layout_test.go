@@ -24,7 +24,6 @@ const (
 // must only shrink: the generated queries belong to the store packages,
 // and every other package reaches the database through one.
 var dbsqlcImporters = []string{
-	module + "/internal/domain/admin",
 	module + "/internal/domain/credential",
 	module + "/internal/domain/feed",
 	module + "/internal/domain/flow",
