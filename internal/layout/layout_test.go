@@ -24,7 +24,6 @@ const (
 // must only shrink: the generated queries belong to the store packages,
 // and every other package reaches the database through one.
 var dbsqlcImporters = []string{
-	module + "/internal/domain/credential",
 	module + "/internal/domain/feed",
 	module + "/internal/domain/flow",
 	module + "/internal/domain/invocation",
@@ -38,11 +37,14 @@ var dbsqlcImporters = []string{
 // kindImports are what the packages of an org-registered source kind
 // (its CRUD service and its store, under executors/<provider>/) may import
 // besides the network guard: the catalog they register with, the sealed
-// credentials their secrets live in, the kinds of error, and what the
-// kinds share. The provider packages themselves may not.
+// credentials their secrets live in (credential's requests and tokens, and
+// credentialstore, which the kind's store seals them with inside its own
+// transaction), the kinds of error, and what the kinds share. The provider
+// packages themselves may not.
 var kindImports = []string{
 	module + "/internal/domain/catalog",
 	module + "/internal/domain/credential",
+	module + "/internal/domain/credential/credentialstore",
 	module + "/internal/domain/errs",
 	module + "/internal/domain/orgsource",
 }

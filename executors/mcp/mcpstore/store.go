@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/executors/mcp"
-	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
 	"github.com/outboxd/outboxd/internal/domain/orgsource"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
@@ -50,7 +50,7 @@ type Store struct {
 
 // New returns a Store on the API's tenant pool and the workers' owner
 // pool, sealing secrets in creds.
-func New(tenant, owner *pgxpool.Pool, creds *credential.Store) *Store {
+func New(tenant, owner *pgxpool.Pool, creds *credentialstore.Store) *Store {
 	return &Store{tenant: tenant, owner: owner, secrets: orgsource.Secrets{Store: creds}, queries: dbsqlc.New()}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
@@ -66,7 +67,7 @@ func IsConflict(err error) bool {
 // secret, a database's URL) in the credential store, under the source's
 // id, inside the transaction that writes the source's row.
 type Secrets struct {
-	Store *credential.Store
+	Store *credentialstore.Store
 }
 
 // Seal stores value as org's credential for sourceID.

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/settings/settingsstore"
 )
@@ -19,7 +19,7 @@ type Deps struct {
 	// Pool is the API's tenant pool (dbutil.TenantPool).
 	Pool *pgxpool.Pool
 	// Credentials stores the provider tokens, through the tenant pool too.
-	Credentials *credential.Store
+	Credentials *credentialstore.Store
 	// Providers are the integrations a credential may be stored for.
 	Providers *executors.Registry
 	// Flow holds the configured rate buckets (a quiet window's bucket is
