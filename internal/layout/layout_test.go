@@ -28,7 +28,6 @@ var dbsqlcImporters = []string{
 	module + "/internal/domain/flow",
 	module + "/internal/domain/invocation",
 	module + "/internal/domain/relay/slackapproval",
-	module + "/internal/domain/relay/webhook",
 	module + "/outbox",
 	module + "/worker",
 }
