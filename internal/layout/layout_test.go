@@ -27,7 +27,6 @@ var dbsqlcImporters = []string{
 	module + "/internal/domain/feed",
 	module + "/internal/domain/flow",
 	module + "/internal/domain/invocation",
-	module + "/internal/domain/relay/slackapproval",
 	module + "/outbox",
 	module + "/worker",
 }
