@@ -36,14 +36,16 @@ var dbsqlcImporters = []string{
 // besides the network guard: the catalog they register with, the sealed
 // credentials their secrets live in (credential's requests and tokens, and
 // credentialstore, which the kind's store seals them with inside its own
-// transaction), the kinds of error, and what the kinds share. The provider
-// packages themselves may not.
+// transaction), the kinds of error, and what the kinds share (orgsource;
+// orgsourcestore, what their stores share). The provider packages
+// themselves may not.
 var kindImports = []string{
 	module + "/internal/domain/catalog",
 	module + "/internal/domain/credential",
 	module + "/internal/domain/credential/credentialstore",
 	module + "/internal/domain/errs",
 	module + "/internal/domain/orgsource",
+	module + "/internal/domain/orgsource/orgsourcestore",
 }
 
 // isKind reports whether p is a package of an org-registered source kind:
