@@ -15,7 +15,7 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
-	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
@@ -75,7 +75,7 @@ type Deps struct {
 	Pool        *pgxpool.Pool
 	River       *river.Client[pgx.Tx]
 	Sources     *catalog.Catalog
-	Credentials *credential.Store
+	Credentials *credentialstore.Store
 	// Box seals the exact params of an invocation whose stored params are
 	// redacted; the worker opens them with the same key.
 	Box *secretbox.Box

@@ -16,6 +16,7 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
@@ -242,7 +243,7 @@ func (w *ExecuteWorker) noteUnreconciled(ctx context.Context, inv invocation.Inv
 			log.Info("acted again without looking for an earlier attempt's effect", "reason", u.Reason)
 			continue
 		}
-		changed, err := credential.Note(ctx, w.deps.db(), req, u.CredentialNote)
+		changed, err := credentialstore.Note(ctx, w.deps.db(), req, u.CredentialNote)
 		switch {
 		case err != nil:
 			log.Warn("noting the credential failed", "note", u.CredentialNote, "error", err)

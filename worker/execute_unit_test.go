@@ -25,6 +25,7 @@ import (
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
@@ -50,7 +51,7 @@ type unitBundle struct {
 	store   *invocationstore.Store
 	slack   *apptest.Slack
 	box     *secretbox.Box
-	creds   *credential.Store
+	creds   *credentialstore.Store
 	metrics *telemetry.Metrics
 	worker  *rivertest.Worker[invocation.ExecuteArgs, pgx.Tx]
 	client  *river.Client[pgx.Tx]
@@ -89,7 +90,7 @@ func setupUnitAt(t *testing.T, slackURL string, other executors.Source, secrets 
 	require.NoError(t, err)
 	box, err := secretbox.New(secretbox.NewKey())
 	require.NoError(t, err)
-	creds := credential.NewStore(tx, box)
+	creds := credentialstore.New(tx, box)
 	_, err = creds.Put(ctx, credential.Request{Org: "org-1", Integration: "slack"}, credential.Token{Value: "xoxb-unit"}, "test")
 	require.NoError(t, err)
 

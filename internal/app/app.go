@@ -39,6 +39,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
 	"github.com/outboxd/outboxd/internal/domain/feed"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
@@ -154,7 +155,7 @@ type App struct {
 	Registry  *prometheus.Registry
 	Sources   *catalog.Catalog
 	databases *database.Client
-	creds     *credential.Store
+	creds     *credentialstore.Store
 	api       *api.Server
 	// httpServer serves Handler.
 	httpServer *httpserver.Server
@@ -207,7 +208,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	// closed when idle and at shutdown.
 	databases := database.New(&database.Config{AllowPrivateNetworks: cfg.AllowPrivateNetworks})
 
-	creds := credential.NewStore(pool, box)
+	creds := credentialstore.New(pool, box)
 	sources := catalog.New(registry)
 	limiter, err := flow.New(pool, &flow.Config{
 		Buckets: mergeBuckets(DefaultBuckets(), cfg.Buckets),
@@ -287,7 +288,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		return nil, err
 	}
 	pools = append(pools, tenantPool)
-	apiCreds := credential.NewStore(tenantPool, box)
+	apiCreds := credentialstore.New(tenantPool, box)
 	// The event feeds read through the tenant pool and LISTEN through the
 	// owner's, for every organization with subscribers.
 	feeds := feed.New(&feed.Deps{Pool: tenantPool, Listeners: pool, Metrics: metrics, Logger: logger})
@@ -493,7 +494,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 // the request says so, from its source's catalog entry) through the store.
 type brokerWithConnectors struct {
 	broker *credential.Broker
-	store  *credential.Store
+	store  *credentialstore.Store
 }
 
 func (b *brokerWithConnectors) Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error) {

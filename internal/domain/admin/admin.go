@@ -4,7 +4,7 @@
 // every organization shares (`outboxd queue`).
 //
 // Which pool a method uses is fixed: the organization's methods work
-// through the tenant pool, with the organization they are given as the
+// through the tenant pool (their own queries in adminstore), with the organization they are given as the
 // database's (so the command line works as the API does); Queues,
 // PauseQueue and ResumeQueue through the owner's pool and River.
 package admin
@@ -17,9 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"github.com/outboxd/outboxd/internal/domain/admin/adminstore"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 )
 
 // Deps are the administration's collaborators.
@@ -38,18 +38,18 @@ type Deps struct {
 
 // Service administers the outbox.
 type Service struct {
-	deps    Deps
-	logger  *slog.Logger
-	queries *dbsqlc.Queries
-	store   *invocationstore.Store
+	deps   Deps
+	logger *slog.Logger
+	own    *adminstore.Store
+	store  *invocationstore.Store
 }
 
 // New returns a Service.
 func New(deps *Deps) *Service {
 	return &Service{
-		deps:    *deps,
-		logger:  cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		queries: dbsqlc.New(),
-		store:   invocationstore.New(deps.River),
+		deps:   *deps,
+		logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
+		own:    adminstore.New(deps.Pool),
+		store:  invocationstore.New(deps.River),
 	}
 }

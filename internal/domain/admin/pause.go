@@ -2,14 +2,9 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/outboxd/outboxd/internal/domain/invocation"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
 
@@ -48,19 +43,18 @@ func (s *Service) Queue(ctx context.Context, org string) (*OrgQueue, error) {
 	for _, st := range OrgQueueStates {
 		q.States[st] = StateStats{}
 	}
-	rows, err := s.queries.OrgQueueStates(ctx, s.deps.Pool, org)
+	rows, err := s.own.QueueStates(ctx, org)
 	if err != nil {
 		return nil, fmt.Errorf("counting the organization's invocations: %w", err)
 	}
 	for _, r := range rows {
 		q.States[r.State] = StateStats{Count: r.N, OldestAt: &r.Oldest, AgeSeconds: &r.AgeSeconds}
 	}
-	pause, err := s.queries.OrgPauseGet(ctx, s.deps.Pool, org)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
+	pause, paused, err := s.own.Paused(ctx, org)
+	if err != nil {
 		return nil, fmt.Errorf("reading the organization's pause: %w", err)
-	default:
+	}
+	if paused {
 		q.Paused, q.PausedAt, q.PausedBy = true, &pause.PausedAt, &pause.PausedBy
 	}
 	return q, nil
@@ -73,7 +67,7 @@ func (s *Service) Queue(ctx context.Context, org string) (*OrgQueue, error) {
 // organization changes nothing.
 func (s *Service) Pause(ctx context.Context, org, by string) (*OrgQueue, error) {
 	ctx = dbutil.WithOrg(ctx, org)
-	p, err := s.queries.OrgPauseInsert(ctx, s.deps.Pool, dbsqlc.OrgPauseInsertParams{OrganizationID: org, PausedBy: by})
+	p, err := s.own.InsertPause(ctx, org, by)
 	if err != nil {
 		return nil, fmt.Errorf("pausing the organization: %w", err)
 	}
@@ -81,36 +75,11 @@ func (s *Service) Pause(ctx context.Context, org, by string) (*OrgQueue, error) 
 	return s.Queue(ctx, org)
 }
 
-// releaseHeldSQL makes the execute jobs that org's pause beginning at
-// paused_at held available now, as River's scheduler would once they were
-// due (the caller then wakes the queue's producers). River's table is not
-// in sqlc's schema, hence the literal. Under the API's tenant role the
-// table shows the organization's own jobs only (migration 021).
-const releaseHeldSQL = `
-UPDATE river_job SET state = 'available', scheduled_at = now()
-WHERE state = 'scheduled' AND kind = 'execute_action'
-  AND args->'bucket'->>'org' = $1::text
-  AND (metadata->>'org_paused_at')::timestamptz = $2::timestamptz`
-
 // Resume ends org's pause and makes the jobs it held available at once.
 // Resuming an organization that is not paused changes nothing.
 func (s *Service) Resume(ctx context.Context, org, by string) (*OrgQueue, error) {
 	ctx = dbutil.WithOrg(ctx, org)
-	var released int64
-	paused := false
-	err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
-		pauses, err := s.queries.OrgPauseDelete(ctx, tx, org)
-		if err != nil || len(pauses) == 0 {
-			return err
-		}
-		paused = true
-		tag, err := tx.Exec(ctx, releaseHeldSQL, org, pauses[0].PausedAt)
-		if err != nil {
-			return err
-		}
-		released = tag.RowsAffected()
-		return s.queries.RiverWakeQueue(ctx, tx, invocation.QueueActions)
-	})
+	paused, released, err := s.own.DeletePause(ctx, org)
 	if err != nil {
 		return nil, fmt.Errorf("resuming the organization: %w", err)
 	}

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/outboxd/outboxd/internal/domain/admin/adminstore"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
 
@@ -69,7 +69,7 @@ func (s *Service) Stats(ctx context.Context, org string) (*Stats, error) {
 		return nil, err
 	}
 	out := &Stats{GeneratedAt: now, Queue: queue, InFlight: map[string]InFlightStats{}}
-	flight, err := s.queries.InvocationInFlight(ctx, s.deps.Pool, org)
+	flight, err := s.own.InFlight(ctx, org)
 	if err != nil {
 		return nil, fmt.Errorf("counting invocations in flight: %w", err)
 	}
@@ -78,9 +78,7 @@ func (s *Service) Stats(ctx context.Context, org string) (*Stats, error) {
 	}
 
 	since := now.Add(-StatsWindow).Truncate(StatsBucket)
-	ended, err := s.queries.InvocationOutcomesSince(ctx, s.deps.Pool, dbsqlc.InvocationOutcomesSinceParams{
-		OrganizationID: org, Since: since, BucketSeconds: StatsBucket.Seconds(),
-	})
+	ended, err := s.own.OutcomesSince(ctx, org, since, StatsBucket)
 	if err != nil {
 		return nil, fmt.Errorf("counting outcomes: %w", err)
 	}
@@ -89,7 +87,7 @@ func (s *Service) Stats(ctx context.Context, org string) (*Stats, error) {
 }
 
 // outcomes folds the per-window counts into OutcomeStats.
-func outcomes(since, now time.Time, rows []dbsqlc.InvocationOutcomesSinceRow) OutcomeStats {
+func outcomes(since, now time.Time, rows []adminstore.Outcome) OutcomeStats {
 	o := OutcomeStats{Since: since, WindowSeconds: int(now.Sub(since).Seconds()), Ended: map[string]int64{}}
 	index := map[int64]int{}
 	for t := since; !t.After(now); t = t.Add(StatsBucket) {

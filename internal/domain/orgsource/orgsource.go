@@ -1,23 +1,20 @@
 // Package orgsource holds what the kinds of source an organization
 // registers itself (MCP connectors, databases) share in their CRUD: the
-// errors the HTTP layer maps, the checks of names, URLs and ids, and the
-// transactions that write a source's row together with its sealed secret.
-// Each kind lives in its own package under executors/ and uses this one.
+// errors the HTTP layer maps and the checks of names, URLs and ids; what
+// their stores share, such as the transactions that write a source's row
+// together with its sealed secret, is orgsourcestore's. Each kind lives in
+// its own package under executors/ and uses these.
 package orgsource
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
-	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
 
 // MaxURLBytes bounds a source's URL.
@@ -60,38 +57,4 @@ func ParseID(id, prefix, noun string) (uuid.UUID, error) {
 func IsConflict(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"
-}
-
-// Secrets seals the secrets of org-registered sources (a connector's
-// secret, a database's URL) in the credential store, under the source's
-// id, inside the transaction that writes the source's row.
-type Secrets struct {
-	Store *credential.Store
-}
-
-// Seal stores value as org's credential for sourceID.
-func (s Secrets) Seal(ctx context.Context, tx pgx.Tx, org, sourceID, value, by string) error {
-	_, err := s.Store.PutTx(ctx, tx, credential.Request{Org: org, Integration: sourceID}, credential.Token{Value: value}, by)
-	return err
-}
-
-// Drop deletes org's credential for sourceID.
-func (s Secrets) Drop(ctx context.Context, tx pgx.Tx, org, sourceID string) error {
-	return s.Store.DeleteTx(ctx, tx, credential.Request{Org: org, Integration: sourceID})
-}
-
-// Delete deletes a source's row (del answers how many rows it deleted)
-// and its secret in one transaction of db; notFound when there was no row.
-func (s Secrets) Delete(ctx context.Context, db dbutil.Beginner, org, sourceID string, notFound error,
-	del func(ctx context.Context, tx pgx.Tx) (int64, error)) error {
-	return dbutil.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
-		n, err := del(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return notFound
-		}
-		return s.Drop(ctx, tx, org, sourceID)
-	})
 }

@@ -1,6 +1,6 @@
 // Package relay feeds invocation notices to their consumers (webhooks,
 // Slack approvals): one loop over one cursor table, relay_cursors, keyed
-// by the consumer's name.
+// by the consumer's name (relaystore keeps it).
 //
 // For each consumer a River job runs periodically on the leader. It reads
 // the notices after the consumer's cursor (in the (xid, id) order of
@@ -22,7 +22,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,7 +31,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/domain/relay/relaystore"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
 
@@ -70,7 +69,7 @@ type Consumer struct {
 // Relay runs the consumers' relay jobs. It is a worker.JobSet.
 type Relay struct {
 	pool      *pgxpool.Pool
-	q         *dbsqlc.Queries
+	cursors   *relaystore.Store
 	store     *invocationstore.Store
 	consumers []*Consumer
 }
@@ -78,7 +77,7 @@ type Relay struct {
 // New returns a Relay that works through pool (the owner's: it reads
 // every organization's notices).
 func New(pool *pgxpool.Pool) *Relay {
-	return &Relay{pool: pool, q: dbsqlc.New(), store: invocationstore.New(nil)}
+	return &Relay{pool: pool, cursors: relaystore.New(), store: invocationstore.New(nil)}
 }
 
 // Add registers a consumer. Names are unique; Jobs is required.
@@ -151,12 +150,9 @@ func (r *Relay) once(ctx context.Context, c *Consumer) (int, error) {
 		return 0, err
 	}
 	return dbutil.WithTxV(ctx, r.pool, func(ctx context.Context, tx pgx.Tx) (int, error) {
-		if err := r.q.RelayCursorStart(ctx, tx, c.Name); err != nil {
-			return 0, fmt.Errorf("starting the %s relay cursor: %w", c.Name, err)
-		}
-		cur, err := r.q.RelayCursorLock(ctx, tx, c.Name)
+		after, err := r.cursors.Lock(ctx, tx, c.Name)
 		if err != nil {
-			return 0, fmt.Errorf("locking the %s relay cursor: %w", c.Name, err)
+			return 0, err
 		}
 		scope := invocation.FeedScope{All: true}
 		if c.Scope != nil {
@@ -164,7 +160,6 @@ func (r *Relay) once(ctx context.Context, c *Consumer) (int, error) {
 				return 0, fmt.Errorf("%s relay scope: %w", c.Name, err)
 			}
 		}
-		after := invocation.Cursor{XID: cur.AfterXid, ID: cur.AfterID}
 		items, next, err := r.store.FeedAll(ctx, tx, after, scope, Batch)
 		if err != nil {
 			return 0, err
@@ -181,11 +176,8 @@ func (r *Relay) once(ctx context.Context, c *Consumer) (int, error) {
 			}
 		}
 		if next != after {
-			err := r.q.RelayCursorAdvance(ctx, tx, dbsqlc.RelayCursorAdvanceParams{
-				Consumer: c.Name, AfterXid: strconv.FormatInt(next.XID, 10), AfterID: next.ID,
-			})
-			if err != nil {
-				return 0, fmt.Errorf("moving the %s relay cursor: %w", c.Name, err)
+			if err := r.cursors.Advance(ctx, tx, c.Name, next); err != nil {
+				return 0, err
 			}
 		}
 		return len(items), nil

@@ -6,12 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/errs"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
-	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/internal/domain/settings/settingsstore"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -26,13 +23,13 @@ type QuietHoursWindow struct {
 
 // GetQuietHours returns the organization's quiet windows.
 func (s *Service) GetQuietHours(ctx context.Context, org string) ([]QuietHoursWindow, error) {
-	rows, err := s.queries.QuietHoursList(ctx, s.deps.Pool, org)
+	rows, err := s.store.QuietHours(ctx, org)
 	if err != nil {
 		return nil, fmt.Errorf("loading quiet hours: %w", err)
 	}
 	out := make([]QuietHoursWindow, len(rows))
 	for i, r := range rows {
-		out[i] = QuietHoursWindow{Bucket: r.Bucket, TimeZone: r.TimeZone, Start: policy.FormatClock(int(r.StartMinute)), End: policy.FormatClock(int(r.EndMinute))}
+		out[i] = QuietHoursWindow{Bucket: r.Bucket, TimeZone: r.TimeZone, Start: policy.FormatClock(r.StartMinute), End: policy.FormatClock(r.EndMinute)}
 	}
 	return out, nil
 }
@@ -41,11 +38,7 @@ func (s *Service) GetQuietHours(ctx context.Context, org string) ([]QuietHoursWi
 func (s *Service) PutQuietHours(ctx context.Context, org, by string, windows []QuietHoursWindow) ([]QuietHoursWindow, error) {
 	var fieldErrs []executors.FieldError
 	seen := map[string]bool{}
-	type parsed struct {
-		w          QuietHoursWindow
-		start, end int
-	}
-	var rows []parsed
+	var rows []settingsstore.QuietWindow
 	for i, w := range windows {
 		field := fmt.Sprintf("%d", i)
 		if _, err := time.LoadLocation(w.TimeZone); err != nil || w.TimeZone == "" {
@@ -66,27 +59,12 @@ func (s *Service) PutQuietHours(ctx context.Context, org, by string, windows []Q
 			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/bucket", Message: "one window per bucket"})
 		}
 		seen[w.Bucket] = true
-		rows = append(rows, parsed{w, start, end})
+		rows = append(rows, settingsstore.QuietWindow{Bucket: w.Bucket, TimeZone: w.TimeZone, StartMinute: start, EndMinute: end})
 	}
 	if len(fieldErrs) > 0 {
 		return nil, &errs.ValidationError{Message: "invalid quiet hours", Fields: fieldErrs}
 	}
-	err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
-		if err := s.queries.QuietHoursDeleteAll(ctx, tx, org); err != nil {
-			return err
-		}
-		for _, r := range rows {
-			err := s.queries.QuietHoursInsert(ctx, tx, dbsqlc.QuietHoursInsertParams{
-				OrganizationID: org, Bucket: r.w.Bucket, TimeZone: r.w.TimeZone,
-				StartMinute: int32(r.start), EndMinute: int32(r.end), UpdatedBy: by,
-			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.store.ReplaceQuietHours(ctx, org, by, rows); err != nil {
 		return nil, fmt.Errorf("storing quiet hours: %w", err)
 	}
 	return s.GetQuietHours(ctx, org)
@@ -94,7 +72,7 @@ func (s *Service) PutQuietHours(ctx context.Context, org, by string, windows []Q
 
 // GetDoNotContact returns the organization's do-not-contact patterns.
 func (s *Service) GetDoNotContact(ctx context.Context, org string) ([]string, error) {
-	patterns, err := s.queries.DoNotContactList(ctx, s.deps.Pool, org)
+	patterns, err := s.store.DoNotContact(ctx, org)
 	if err != nil {
 		return nil, fmt.Errorf("loading do-not-contact: %w", err)
 	}
@@ -115,18 +93,11 @@ func (s *Service) PutDoNotContact(ctx context.Context, org, by string, patterns 
 	if len(fieldErrs) > 0 {
 		return nil, &errs.ValidationError{Message: "invalid do-not-contact patterns", Fields: fieldErrs}
 	}
-	err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
-		if err := s.queries.DoNotContactDeleteAll(ctx, tx, org); err != nil {
-			return err
-		}
-		for _, p := range patterns {
-			if err := s.queries.DoNotContactInsert(ctx, tx, dbsqlc.DoNotContactInsertParams{OrganizationID: org, Pattern: strings.TrimSpace(p), CreatedBy: by}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	trimmed := make([]string, len(patterns))
+	for i, p := range patterns {
+		trimmed[i] = strings.TrimSpace(p)
+	}
+	if err := s.store.ReplaceDoNotContact(ctx, org, by, trimmed); err != nil {
 		return nil, fmt.Errorf("storing do-not-contact: %w", err)
 	}
 	return s.GetDoNotContact(ctx, org)

@@ -1,17 +1,17 @@
 // Package settings holds an organization's settings: its action modes (org
 // and automation overrides), quiet hours, do-not-contact patterns and the
-// provider credentials it stores. Every method reads and writes through
-// the API's tenant pool, so the database shows it the caller's
-// organization only.
+// provider credentials it stores. It checks what it is given and keeps
+// the rest to settingsstore, which reads and writes through the API's
+// tenant pool, so the database shows it the caller's organization only.
 package settings
 
 import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/executors"
-	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
 	"github.com/outboxd/outboxd/internal/domain/flow"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/domain/settings/settingsstore"
 )
 
 // Deps are the settings' collaborators.
@@ -19,7 +19,7 @@ type Deps struct {
 	// Pool is the API's tenant pool (dbutil.TenantPool).
 	Pool *pgxpool.Pool
 	// Credentials stores the provider tokens, through the tenant pool too.
-	Credentials *credential.Store
+	Credentials *credentialstore.Store
 	// Providers are the integrations a credential may be stored for.
 	Providers *executors.Registry
 	// Flow holds the configured rate buckets (a quiet window's bucket is
@@ -29,11 +29,11 @@ type Deps struct {
 
 // Service reads and replaces an organization's settings.
 type Service struct {
-	deps    Deps
-	queries *dbsqlc.Queries
+	deps  Deps
+	store *settingsstore.Store
 }
 
 // New returns a Service.
 func New(deps *Deps) *Service {
-	return &Service{deps: *deps, queries: dbsqlc.New()}
+	return &Service{deps: *deps, store: settingsstore.New(deps.Pool)}
 }

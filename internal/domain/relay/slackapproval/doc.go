@@ -3,7 +3,8 @@
 // for every invocation that enters pending, the signed interactivity
 // endpoint that turns a click into the same approve or deny transition as
 // the HTTP API, and the update of the message when the invocation is
-// decided, wherever that happened.
+// decided, wherever that happened. The settings and messages are stored
+// by slackapprovalstore.
 //
 // Messages come from invocation_events through the relay (package relay),
 // whose consumer Slack approvals are: an approval request that rolled back

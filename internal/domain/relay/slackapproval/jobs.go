@@ -3,7 +3,6 @@ package slackapproval
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,7 +12,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval/slackapprovalstore"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -30,7 +29,7 @@ func (s *Service) scope(ctx context.Context, tx pgx.Tx) (invocation.FeedScope, e
 	if s.cfg.Channel != "" {
 		return invocation.FeedScope{All: true}, nil
 	}
-	orgs, err := s.q.SlackChannelOrganizations(ctx, tx)
+	orgs, err := s.own.ChannelOrganizations(ctx, tx)
 	if err != nil {
 		return invocation.FeedScope{}, fmt.Errorf("loading the organizations with a channel: %w", err)
 	}
@@ -100,9 +99,7 @@ func (w *PostWorker) Work(ctx context.Context, job *river.Job[PostArgs]) error {
 	}
 	ts, _ := answer["ts"].(string)
 	posted, _ := answer["channel"].(string)
-	return s.q.SlackMessageInsert(ctx, s.deps.Pool, dbsqlc.SlackMessageInsertParams{
-		InvocationID: inv.ID, OrganizationID: inv.OrganizationID, Channel: cmpOr(posted, channel), Ts: ts,
-	})
+	return s.own.InsertMessage(ctx, inv.OrganizationID, inv.ID, slackapprovalstore.Message{Channel: cmpOr(posted, channel), TS: ts})
 }
 
 func (s *Service) channel(ctx context.Context, org string) (string, error) {
@@ -136,22 +133,22 @@ type UpdateWorker struct {
 // Work rewrites the message without its buttons, saying who decided.
 func (w *UpdateWorker) Work(ctx context.Context, job *river.Job[UpdateArgs]) error {
 	s := w.svc
-	msg, err := s.q.SlackMessageGet(ctx, s.deps.Pool, job.Args.InvocationID)
-	if errors.Is(err, pgx.ErrNoRows) {
+	msg, ok, err := s.own.Message(ctx, job.Args.InvocationID)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		if job.Attempt >= 3 {
 			return nil // never posted (decided before the post, or no channel then)
 		}
 		return river.JobSnooze(time.Duration(job.Attempt) * time.Second)
-	}
-	if err != nil {
-		return err
 	}
 	inv, err := s.store.GetByID(ctx, s.deps.Pool, job.Args.InvocationID)
 	if err != nil {
 		return err
 	}
 	text, blocks := decidedMessage(&inv)
-	_, err = s.call(ctx, inv.OrganizationID, "chat.update", map[string]any{"channel": msg.Channel, "ts": msg.Ts, "text": text, "blocks": blocks})
+	_, err = s.call(ctx, inv.OrganizationID, "chat.update", map[string]any{"channel": msg.Channel, "ts": msg.TS, "text": text, "blocks": blocks})
 	s.count("update", err)
 	return err
 }

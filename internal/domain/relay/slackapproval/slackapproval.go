@@ -5,20 +5,18 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval/slackapprovalstore"
 	"github.com/outboxd/outboxd/internal/platform/netguard"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
 	"github.com/outboxd/outboxd/outbox"
@@ -71,7 +69,7 @@ type Service struct {
 	deps   Deps
 	cfg    Config
 	logger *slog.Logger
-	q      *dbsqlc.Queries
+	own    *slackapprovalstore.Store
 	store  *invocationstore.Store
 	client *http.Client
 }
@@ -84,7 +82,7 @@ func New(deps *Deps, cfg *Config) (*Service, error) {
 		deps.Metrics = telemetry.NewNop()
 	}
 	return &Service{deps: *deps, cfg: c, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		q: dbsqlc.New(), store: invocationstore.New(nil), client: netguard.Client(c.AllowPrivateNetworks, 10*time.Second)}, nil
+		own: slackapprovalstore.New(deps.Pool), store: invocationstore.New(nil), client: netguard.Client(c.AllowPrivateNetworks, 10*time.Second)}, nil
 }
 
 // Approver is who a Slack user approves as.
@@ -102,12 +100,12 @@ type Settings struct {
 
 // Get returns the organization's settings (empty when none were stored).
 func (s *Service) Get(ctx context.Context, org string) (Settings, error) {
-	r, err := s.q.SlackSettingsGet(ctx, s.deps.Pool, org)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Settings{Approvers: map[string]Approver{}}, nil
-	}
+	r, ok, err := s.own.Settings(ctx, org)
 	if err != nil {
 		return Settings{}, fmt.Errorf("loading slack settings: %w", err)
+	}
+	if !ok {
+		return Settings{Approvers: map[string]Approver{}}, nil
 	}
 	st := Settings{Channel: r.Channel, Approvers: map[string]Approver{}}
 	if err := json.Unmarshal(r.Approvers, &st.Approvers); err != nil {
@@ -121,7 +119,7 @@ func (s *Service) PutChannel(ctx context.Context, org, by string, channel *strin
 	if channel != nil && (*channel == "" || len(*channel) > 255) {
 		return Settings{}, errs.Invalid("channel", "channel must be a Slack channel id or name of 1 to 255 bytes, or null")
 	}
-	if _, err := s.q.SlackChannelPut(ctx, s.deps.Pool, dbsqlc.SlackChannelPutParams{OrganizationID: org, Channel: channel, UpdatedBy: by}); err != nil {
+	if err := s.own.PutChannel(ctx, org, by, channel); err != nil {
 		return Settings{}, fmt.Errorf("storing slack channel: %w", err)
 	}
 	return s.Get(ctx, org)
@@ -142,7 +140,7 @@ func (s *Service) PutApprovers(ctx context.Context, org, by string, approvers ma
 		}
 	}
 	raw, _ := json.Marshal(approvers)
-	if _, err := s.q.SlackApproversPut(ctx, s.deps.Pool, dbsqlc.SlackApproversPutParams{OrganizationID: org, Approvers: raw, UpdatedBy: by}); err != nil {
+	if err := s.own.PutApprovers(ctx, org, by, raw); err != nil {
 		return Settings{}, fmt.Errorf("storing approvers: %w", err)
 	}
 	return s.Get(ctx, org)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/domain/relay/webhook/webhookstore"
 	"github.com/outboxd/outboxd/internal/platform/netguard"
 )
 
@@ -36,7 +36,7 @@ func (s *Service) Consumer() relay.Consumer {
 
 // scope is the organizations with an enabled endpoint.
 func (s *Service) scope(ctx context.Context, tx pgx.Tx) (invocation.FeedScope, error) {
-	endpoints, err := s.q.WebhookEndpointsEnabled(ctx, tx)
+	endpoints, err := s.own.Subscriptions(ctx, tx)
 	if err != nil {
 		return invocation.FeedScope{}, fmt.Errorf("loading endpoints: %w", err)
 	}
@@ -51,7 +51,7 @@ func (s *Service) scope(ctx context.Context, tx pgx.Tx) (invocation.FeedScope, e
 
 // jobs inserts the deliveries the notices make and returns their jobs.
 func (s *Service) jobs(ctx context.Context, tx pgx.Tx, items []invocation.FeedItem) ([]river.InsertManyParams, error) {
-	endpoints, err := s.q.WebhookEndpointsEnabled(ctx, tx)
+	endpoints, err := s.own.Subscriptions(ctx, tx)
 	if err != nil {
 		return nil, fmt.Errorf("loading endpoints: %w", err)
 	}
@@ -59,8 +59,9 @@ func (s *Service) jobs(ctx context.Context, tx pgx.Tx, items []invocation.FeedIt
 	for i := range items {
 		it := &items[i]
 		var payload []byte
-		for _, ep := range endpoints {
-			if ep.OrganizationID != it.Invocation.OrganizationID || !slices.Contains(ep.Events, string(it.Notice)) {
+		for j := range endpoints {
+			ep := &endpoints[j]
+			if ep.OrganizationID != it.Invocation.OrganizationID || !slices.Contains(ep.Events, it.Notice) {
 				continue
 			}
 			if payload == nil {
@@ -69,15 +70,12 @@ func (s *Service) jobs(ctx context.Context, tx pgx.Tx, items []invocation.FeedIt
 					return nil, fmt.Errorf("encoding payload: %w", err)
 				}
 			}
-			id, err := s.q.DeliveryInsert(ctx, tx, dbsqlc.DeliveryInsertParams{
-				ID: uuid.Must(uuid.NewV7()), WebhookID: ep.ID, OrganizationID: ep.OrganizationID,
-				EventID: it.ID, EventType: string(it.Notice), Payload: string(payload),
-			})
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue
-			}
+			id, inserted, err := s.own.InsertDelivery(ctx, tx, ep, it, payload)
 			if err != nil {
 				return nil, fmt.Errorf("inserting delivery: %w", err)
+			}
+			if !inserted {
+				continue
 			}
 			jobs = append(jobs, river.InsertManyParams{Args: DeliverArgs{DeliveryID: id}, InsertOpts: &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts}})
 		}
@@ -138,26 +136,26 @@ type outcome struct {
 // Work sends the delivery and records the attempt.
 func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	s := w.svc
-	d, err := s.q.DeliveryGet(ctx, s.deps.Pool, job.Args.DeliveryID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil // its endpoint was deleted
-	}
+	d, ok, err := s.own.Message(ctx, job.Args.DeliveryID)
 	if err != nil {
 		return fmt.Errorf("loading delivery: %w", err)
+	}
+	if !ok {
+		return nil // its endpoint was deleted
 	}
 	if d.Status == "delivered" || d.Status == "dead" || d.Status == "cancelled" {
 		return nil
 	}
-	ep, err := s.q.WebhookGetByID(ctx, s.deps.Pool, d.WebhookID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
+	ep, ok, err := s.own.Target(ctx, d.WebhookID)
 	if err != nil {
 		return fmt.Errorf("loading webhook: %w", err)
 	}
+	if !ok {
+		return nil
+	}
 	if !ep.Enabled {
 		msg := "the endpoint is disabled"
-		if _, err := s.q.DeliveryRecord(ctx, s.deps.Pool, dbsqlc.DeliveryRecordParams{ID: d.ID, Status: "cancelled", Error: &msg}); err != nil {
+		if err := s.own.Record(ctx, &webhookstore.Attempt{ID: d.ID, Status: "cancelled", Error: &msg}); err != nil {
 			return err
 		}
 		return river.JobCancel(errors.New(msg))
@@ -178,14 +176,14 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	if err != nil {
 		return river.JobCancel(fmt.Errorf("the signing secret does not open with secrets.key: %w", err))
 	}
-	o := s.send(ctx, ep.Url, string(secret), "msg_"+d.ID.String(), []byte(d.Payload))
+	o := s.send(ctx, ep.URL, string(secret), "msg_"+d.ID.String(), []byte(d.Payload))
 	if o.status == "retry" && job.Attempt >= job.MaxAttempts {
 		o.status = "dead"
 	}
 	s.deps.Metrics.WebhookDeliveries.WithLabelValues(o.status).Inc()
 	s.deps.Metrics.WebhookLatency.WithLabelValues(o.status).Observe(o.latency.Seconds())
 
-	rec := dbsqlc.DeliveryRecordParams{ID: d.ID, Attempted: true, StatusCode: o.code, LatencyMs: ptr(int32(o.latency.Milliseconds()))}
+	rec := webhookstore.Attempt{ID: d.ID, Attempted: true, StatusCode: o.code, LatencyMs: ptr(int32(o.latency.Milliseconds()))}
 	if o.err != "" {
 		rec.Error = &o.err
 	}
@@ -193,7 +191,7 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	switch o.status {
 	case "delivered":
 		rec.Status = "delivered"
-		if err := s.q.WebhookSucceeded(bg, s.deps.Pool, ep.ID); err != nil {
+		if err := s.own.Succeeded(bg, ep.ID); err != nil {
 			return err
 		}
 	case "retry":
@@ -203,7 +201,7 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 		rec.Status = "dead"
 	}
 	if o.status != "delivered" {
-		after, err := s.q.WebhookFailed(bg, s.deps.Pool, dbsqlc.WebhookFailedParams{ID: ep.ID, Dead: rec.Status == "dead", DisableAfterSeconds: s.cfg.DisableAfter.Seconds()})
+		after, err := s.own.Failed(bg, ep.ID, rec.Status == "dead", s.cfg.DisableAfter)
 		if err != nil {
 			return fmt.Errorf("recording the endpoint's failure: %w", err)
 		}
@@ -212,7 +210,7 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 				"webhook_id", ep.ID, "failing_since", after.FailingSince)
 		}
 	}
-	if _, err := s.q.DeliveryRecord(bg, s.deps.Pool, rec); err != nil {
+	if err := s.own.Record(bg, &rec); err != nil {
 		return fmt.Errorf("recording delivery: %w", err)
 	}
 	switch rec.Status {

@@ -1,7 +1,8 @@
 // Package webhook delivers invocation notices to the organization's HTTP
 // endpoints, signed as Standard Webhooks (https://www.standardwebhooks.com):
 // endpoint CRUD, the relay consumer that turns notices into deliveries,
-// and the delivery job.
+// and the delivery job. The endpoints and deliveries are stored by
+// webhookstore.
 //
 // Deliveries come from invocation_events through the relay (package
 // relay): for the notices after the webhook cursor it inserts a delivery

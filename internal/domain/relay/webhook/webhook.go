@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,14 +12,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/domain/relay/webhook/webhookstore"
 	"github.com/outboxd/outboxd/internal/platform/netguard"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
@@ -101,7 +99,7 @@ type Service struct {
 	deps   Deps
 	cfg    *Config
 	logger *slog.Logger
-	q      *dbsqlc.Queries
+	own    *webhookstore.Store
 	store  *invocationstore.Store
 	client *http.Client
 }
@@ -117,39 +115,12 @@ func New(deps *Deps, config *Config) (*Service, error) {
 	}
 	return &Service{
 		deps: *deps, cfg: cfg, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		q: dbsqlc.New(), store: invocationstore.New(nil), client: netguard.Client(cfg.AllowPrivateNetworks, cfg.Timeout),
+		own: webhookstore.New(deps.Pool), store: invocationstore.New(nil), client: netguard.Client(cfg.AllowPrivateNetworks, cfg.Timeout),
 	}, nil
 }
 
 // Endpoint is a webhook endpoint.
-type Endpoint struct {
-	ID             uuid.UUID
-	OrganizationID string
-	URL            string
-	Events         []invocation.Notice
-	Description    string
-	Enabled        bool
-	// FailingSince is the first failed attempt since the last success.
-	FailingSince *time.Time
-	// DisabledAt and DisabledReason say when and why outboxd disabled the
-	// endpoint after a long failure.
-	DisabledAt     *time.Time
-	DisabledReason *string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-}
-
-func fromRow(r dbsqlc.Webhook) Endpoint {
-	events := make([]invocation.Notice, len(r.Events))
-	for i, e := range r.Events {
-		events[i] = invocation.Notice(e)
-	}
-	return Endpoint{
-		ID: r.ID, OrganizationID: r.OrganizationID, URL: r.Url, Events: events, Description: r.Description,
-		Enabled: r.Enabled, FailingSince: r.FailingSince, DisabledAt: r.DisabledAt, DisabledReason: r.DisabledReason,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-	}
-}
+type Endpoint = webhookstore.Endpoint
 
 // Params are an endpoint's settable fields; nil leaves a field as it is
 // (on update).
@@ -208,25 +179,19 @@ func (s *Service) Create(ctx context.Context, org string, p *Params) (Endpoint, 
 	}
 	id := uuid.Must(uuid.NewV7())
 	secret := newSecret()
-	r, err := s.q.WebhookInsert(ctx, s.deps.Pool, dbsqlc.WebhookInsertParams{
-		ID: id, OrganizationID: org, Url: *p.URL, Events: events, Description: deref(p.Description),
-		SecretSealed: s.deps.Box.Seal([]byte(secret), id[:]),
-	})
+	ep, err := s.own.Insert(ctx, org, id, &webhookstore.Fields{URL: p.URL, Events: events, Description: p.Description},
+		s.deps.Box.Seal([]byte(secret), id[:]))
 	if err != nil {
 		return Endpoint{}, "", fmt.Errorf("creating webhook: %w", err)
 	}
-	return fromRow(r), secret, nil
+	return ep, secret, nil
 }
 
 // List returns the organization's endpoints, oldest first.
 func (s *Service) List(ctx context.Context, org string) ([]Endpoint, error) {
-	rows, err := s.q.WebhookList(ctx, s.deps.Pool, org)
+	out, err := s.own.List(ctx, org)
 	if err != nil {
 		return nil, fmt.Errorf("listing webhooks: %w", err)
-	}
-	out := make([]Endpoint, len(rows))
-	for i, r := range rows {
-		out[i] = fromRow(r)
 	}
 	return out, nil
 }
@@ -237,8 +202,8 @@ func (s *Service) Get(ctx context.Context, org, id string) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
-	r, err := s.q.WebhookGet(ctx, s.deps.Pool, dbsqlc.WebhookGetParams{ID: uid, OrganizationID: org})
-	return one(r, err, id)
+	ep, ok, err := s.own.Get(ctx, org, uid)
+	return one(ep, ok, err, id)
 }
 
 // Update changes an endpoint; enabling it clears an automatic disabling.
@@ -254,10 +219,8 @@ func (s *Service) Update(ctx context.Context, org, id string, p *Params) (Endpoi
 	if err != nil {
 		return Endpoint{}, errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
-	r, err := s.q.WebhookUpdate(ctx, s.deps.Pool, dbsqlc.WebhookUpdateParams{
-		ID: uid, OrganizationID: org, Url: p.URL, Events: events, Description: p.Description, Enabled: p.Enabled,
-	})
-	return one(r, err, id)
+	ep, ok, err := s.own.Update(ctx, org, uid, &webhookstore.Fields{URL: p.URL, Events: events, Description: p.Description, Enabled: p.Enabled})
+	return one(ep, ok, err, id)
 }
 
 // Delete removes an endpoint with its deliveries; their jobs find nothing
@@ -267,11 +230,11 @@ func (s *Service) Delete(ctx context.Context, org, id string) error {
 	if err != nil {
 		return errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
-	n, err := s.q.WebhookDelete(ctx, s.deps.Pool, dbsqlc.WebhookDeleteParams{ID: uid, OrganizationID: org})
+	deleted, err := s.own.Delete(ctx, org, uid)
 	if err != nil {
 		return fmt.Errorf("deleting webhook: %w", err)
 	}
-	if n == 0 {
+	if !deleted {
 		return errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
 	return nil
@@ -285,27 +248,13 @@ func (s *Service) RotateSecret(ctx context.Context, org, id string) (Endpoint, s
 		return Endpoint{}, "", errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
 	secret := newSecret()
-	r, err := s.q.WebhookSetSecret(ctx, s.deps.Pool, dbsqlc.WebhookSetSecretParams{ID: uid, OrganizationID: org, SecretSealed: s.deps.Box.Seal([]byte(secret), uid[:])})
-	ep, err := one(r, err, id)
+	ep, ok, err := s.own.SetSecret(ctx, org, uid, s.deps.Box.Seal([]byte(secret), uid[:]))
+	ep, err = one(ep, ok, err, id)
 	return ep, secret, err
 }
 
 // Delivery is one notice to one endpoint and how its attempts went.
-type Delivery struct {
-	ID             uuid.UUID
-	WebhookID      uuid.UUID
-	EventID        int64
-	EventType      string
-	Status         string
-	Attempts       int32
-	LastStatusCode *int32
-	LastError      *string
-	LastLatencyMs  *int32
-	AttemptLog     json.RawMessage
-	NextAttemptAt  *time.Time
-	DeliveredAt    *time.Time
-	CreatedAt      time.Time
-}
+type Delivery = webhookstore.Delivery
 
 // Deliveries returns an endpoint's deliveries, newest first.
 func (s *Service) Deliveries(ctx context.Context, org, id string, limit, offset int) ([]Delivery, error) {
@@ -313,36 +262,21 @@ func (s *Service) Deliveries(ctx context.Context, org, id string, limit, offset 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.q.DeliveryList(ctx, s.deps.Pool, dbsqlc.DeliveryListParams{
-		WebhookID: ep.ID, OrganizationID: org, Max: int32(cmp.Or(limit, 50)), Skip: int32(offset),
-	})
+	out, err := s.own.Deliveries(ctx, org, ep.ID, int32(cmp.Or(limit, 50)), int32(offset))
 	if err != nil {
 		return nil, fmt.Errorf("listing deliveries: %w", err)
-	}
-	out := make([]Delivery, len(rows))
-	for i, r := range rows {
-		out[i] = Delivery{
-			ID: r.ID, WebhookID: r.WebhookID, EventID: r.EventID, EventType: r.EventType, Status: r.Status, Attempts: r.Attempts,
-			LastStatusCode: r.LastStatusCode, LastError: r.LastError, LastLatencyMs: r.LastLatencyMs, AttemptLog: r.AttemptLog,
-			NextAttemptAt: r.NextAttemptAt, DeliveredAt: r.DeliveredAt, CreatedAt: r.CreatedAt,
-		}
 	}
 	return out, nil
 }
 
-func one(r dbsqlc.Webhook, err error, id string) (Endpoint, error) {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Endpoint{}, errs.Errorf(errs.NotFound, "webhook not found: %s", id)
-	}
+// one turns the store's answer for the endpoint id into the service's:
+// a missing endpoint is errs.NotFound.
+func one(ep Endpoint, ok bool, err error, id string) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("loading webhook: %w", err)
 	}
-	return fromRow(r), nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
+	if !ok {
+		return Endpoint{}, errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
-	return *s
+	return ep, nil
 }

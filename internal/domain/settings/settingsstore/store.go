@@ -1,0 +1,124 @@
+// Package settingsstore stores an organization's settings: its action
+// modes, quiet hours and do-not-contact patterns. It is the one package of
+// the settings that runs SQL; every method reads or writes through the
+// API's tenant pool, whose queries see only the caller's organization
+// (row-level security).
+package settingsstore
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/policy"
+)
+
+// Store reads and replaces settings.
+type Store struct {
+	pool    *pgxpool.Pool
+	queries *dbsqlc.Queries
+}
+
+// New returns a Store on the API's tenant pool.
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, queries: dbsqlc.New()}
+}
+
+// Mode is one stored action mode.
+type Mode struct {
+	SourceID, ActionID string
+	Mode               policy.Mode
+}
+
+// Modes returns the modes of one scope ("org" or "automation") of org.
+func (s *Store) Modes(ctx context.Context, org, scope, scopeID string) ([]Mode, error) {
+	rows, err := s.queries.ModeList(ctx, s.pool, dbsqlc.ModeListParams{OrganizationID: org, Scope: scope, ScopeID: scopeID})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Mode, len(rows))
+	for i, r := range rows {
+		out[i] = Mode{SourceID: r.SourceID, ActionID: r.ActionID, Mode: policy.Mode(r.Mode)}
+	}
+	return out, nil
+}
+
+// ReplaceModes replaces the modes of one scope of org in one transaction.
+func (s *Store) ReplaceModes(ctx context.Context, org, scope, scopeID, by string, modes []Mode) error {
+	return dbutil.WithTx(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.queries.ModeDeleteScope(ctx, tx, dbsqlc.ModeDeleteScopeParams{OrganizationID: org, Scope: scope, ScopeID: scopeID}); err != nil {
+			return err
+		}
+		for _, m := range modes {
+			err := s.queries.ModeUpsert(ctx, tx, dbsqlc.ModeUpsertParams{
+				OrganizationID: org, Scope: scope, ScopeID: scopeID, SourceID: m.SourceID, ActionID: m.ActionID, Mode: string(m.Mode), UpdatedBy: by,
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// QuietWindow is one stored quiet window; minutes count from midnight.
+type QuietWindow struct {
+	Bucket, TimeZone       string
+	StartMinute, EndMinute int
+}
+
+// QuietHours returns org's quiet windows.
+func (s *Store) QuietHours(ctx context.Context, org string) ([]QuietWindow, error) {
+	rows, err := s.queries.QuietHoursList(ctx, s.pool, org)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QuietWindow, len(rows))
+	for i, r := range rows {
+		out[i] = QuietWindow{Bucket: r.Bucket, TimeZone: r.TimeZone, StartMinute: int(r.StartMinute), EndMinute: int(r.EndMinute)}
+	}
+	return out, nil
+}
+
+// ReplaceQuietHours replaces org's quiet windows in one transaction.
+func (s *Store) ReplaceQuietHours(ctx context.Context, org, by string, windows []QuietWindow) error {
+	return dbutil.WithTx(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.queries.QuietHoursDeleteAll(ctx, tx, org); err != nil {
+			return err
+		}
+		for _, w := range windows {
+			err := s.queries.QuietHoursInsert(ctx, tx, dbsqlc.QuietHoursInsertParams{
+				OrganizationID: org, Bucket: w.Bucket, TimeZone: w.TimeZone,
+				StartMinute: int32(w.StartMinute), EndMinute: int32(w.EndMinute), UpdatedBy: by,
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// DoNotContact returns org's do-not-contact patterns (nil when none).
+func (s *Store) DoNotContact(ctx context.Context, org string) ([]string, error) {
+	return s.queries.DoNotContactList(ctx, s.pool, org)
+}
+
+// ReplaceDoNotContact replaces org's do-not-contact patterns in one
+// transaction.
+func (s *Store) ReplaceDoNotContact(ctx context.Context, org, by string, patterns []string) error {
+	return dbutil.WithTx(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.queries.DoNotContactDeleteAll(ctx, tx, org); err != nil {
+			return err
+		}
+		for _, p := range patterns {
+			if err := s.queries.DoNotContactInsert(ctx, tx, dbsqlc.DoNotContactInsertParams{OrganizationID: org, Pattern: p, CreatedBy: by}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
