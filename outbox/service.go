@@ -15,7 +15,6 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
-	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
@@ -72,10 +71,9 @@ func (c *Config) validate() error {
 
 // Deps are the service's collaborators.
 type Deps struct {
-	Pool        *pgxpool.Pool
-	River       *river.Client[pgx.Tx]
-	Sources     *catalog.Catalog
-	Credentials *credentialstore.Store
+	Pool    *pgxpool.Pool
+	River   *river.Client[pgx.Tx]
+	Sources *catalog.Catalog
 	// Box seals the exact params of an invocation whose stored params are
 	// redacted; the worker opens them with the same key.
 	Box *secretbox.Box

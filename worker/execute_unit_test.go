@@ -90,7 +90,7 @@ func setupUnitAt(t *testing.T, slackURL string, other executors.Source, secrets 
 	require.NoError(t, err)
 	box, err := secretbox.New(secretbox.NewKey())
 	require.NoError(t, err)
-	creds := credentialstore.New(tx, box)
+	creds := credentialstore.New(tx, tx, box)
 	_, err = creds.Put(ctx, credential.Request{Org: "org-1", Integration: "slack"}, credential.Token{Value: "xoxb-unit"}, "test")
 	require.NoError(t, err)
 

@@ -80,7 +80,7 @@ func TestOpenAPI_Drift(t *testing.T) {
 		}
 	}
 
-	server := api.New(&api.Deps{Slack: new(slackapproval.Service)})
+	server := api.New(&api.Deps{SlackClicks: new(slackapproval.Service).Clicks(nil)})
 	served := map[string]bool{}
 	for _, rt := range server.Routes() {
 		key := rt.Method + " " + rt.Pattern

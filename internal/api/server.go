@@ -51,8 +51,10 @@ type Deps struct {
 	SyncWait time.Duration
 	// Webhooks manages webhook endpoints.
 	Webhooks Webhooks
-	// Slack holds the Slack approval settings and takes Slack's clicks.
-	Slack Slack
+	// Slack holds the Slack approval settings; SlackClicks takes Slack's
+	// clicks on approval messages (nil: not served).
+	Slack       Slack
+	SlackClicks http.Handler
 	// Connectors and Databases manage the org-registered sources.
 	Connectors Connectors
 	Databases  Databases
@@ -76,6 +78,8 @@ type Server struct {
 	syncWait time.Duration
 	webhooks Webhooks
 	slack    Slack
+	// slackClicks is nil when Slack's clicks are not served.
+	slackClicks http.Handler
 	// connectors and databases manage the org-registered sources.
 	connectors Connectors
 	databases  Databases
@@ -89,20 +93,21 @@ type Server struct {
 // New returns a Server.
 func New(deps *Deps) *Server {
 	return &Server{
-		svc:      deps.Service,
-		catalog:  deps.Catalog,
-		settings: deps.Settings,
-		admin:    deps.Admin,
-		feeds:    deps.Feeds,
-		verifier: deps.Verifier,
-		pool:     deps.Pool,
-		gatherer: deps.Gatherer,
-		logger:   cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		streams:  deps.Streams.WithDefaults(),
-		syncWait: deps.SyncWait,
-		webhooks: deps.Webhooks,
-		slack:    deps.Slack,
-		closing:  make(chan struct{}),
+		svc:         deps.Service,
+		catalog:     deps.Catalog,
+		settings:    deps.Settings,
+		admin:       deps.Admin,
+		feeds:       deps.Feeds,
+		verifier:    deps.Verifier,
+		pool:        deps.Pool,
+		gatherer:    deps.Gatherer,
+		logger:      cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
+		streams:     deps.Streams.WithDefaults(),
+		syncWait:    deps.SyncWait,
+		webhooks:    deps.Webhooks,
+		slack:       deps.Slack,
+		slackClicks: deps.SlackClicks,
+		closing:     make(chan struct{}),
 
 		unauthenticated: deps.Unauthenticated,
 
@@ -193,9 +198,9 @@ func (s *Server) publicRoutes() []publicRoute {
 		{"GET", "/console/", console.Handler()},
 		{"GET", "/console", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently)},
 	}
-	if s.slack != nil {
+	if s.slackClicks != nil {
 		// Slack signs its requests; there is no bearer token.
-		out = append(out, publicRoute{"POST", "/v1/slack/interactions", s.slack})
+		out = append(out, publicRoute{"POST", "/v1/slack/interactions", s.slackClicks})
 	}
 	return out
 }

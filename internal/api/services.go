@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"net/http"
 
 	adm "github.com/outboxd/outboxd/internal/domain/admin"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
@@ -59,7 +58,6 @@ type Webhooks interface {
 // Slack holds an organization's Slack approval settings and, as a
 // handler, takes Slack's clicks (internal/domain/relay/slackapproval).
 type Slack interface {
-	http.Handler
 	Get(ctx context.Context, org string) (slackapproval.Settings, error)
 	PutChannel(ctx context.Context, org, by string, channel *string) (slackapproval.Settings, error)
 	PutApprovers(ctx context.Context, org, by string, approvers map[string]slackapproval.Approver) (slackapproval.Settings, error)

@@ -208,7 +208,24 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	// closed when idle and at shutdown.
 	databases := database.New(&database.Config{AllowPrivateNetworks: cfg.AllowPrivateNetworks})
 
-	creds := credentialstore.New(pool, box)
+	// The API works through its own pool, as the tenant role: whatever it
+	// reads or writes is limited to the caller's organization by the
+	// database (row-level security), whatever filter a query forgets.
+	// It opens at most the API's share of connections; the base pool, which
+	// opens connections only as they are used, keeps serving the workers,
+	// River, readiness and metrics.
+	tenantConfig := pool.Config()
+	tenantConfig.MaxConns = min(tenantConfig.MaxConns, PoolSize(RoleAPI, 0, runtime.GOMAXPROCS(0)))
+	tenantPool, err := dbutil.TenantPool(context.Background(), tenantConfig)
+	if err != nil {
+		return nil, err
+	}
+	pools = append(pools, tenantPool)
+	// Each service is built once. One that serves both the API and the
+	// workers gets both pools, and each of its methods uses the one its
+	// role needs: the tenant pool for what the API does for a caller, the
+	// owner's for what the workers do for every organization.
+	creds := credentialstore.New(tenantPool, pool, box)
 	sources := catalog.New(registry)
 	limiter, err := flow.New(pool, &flow.Config{
 		Buckets: mergeBuckets(DefaultBuckets(), cfg.Buckets),
@@ -237,19 +254,17 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	}
 	whcfg := cfg.Webhooks
 	whcfg.AllowPrivateNetworks = cfg.AllowPrivateNetworks
-	whDeps := webhook.Deps{
-		Pool: pool, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
+	webhooks, err := webhook.New(&webhook.Deps{
+		Pool: tenantPool, Owner: pool, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
 		Payload: func(item *invocation.FeedItem) any { return api.Notice(item) },
-	}
-	webhooks, err := webhook.New(&whDeps, &whcfg)
+	}, &whcfg)
 	if err != nil {
 		return nil, err
 	}
 	slackCfg := cfg.Slack
 	slackCfg.BaseURL = cfg.Providers[slack.SourceID].BaseURL
 	slackCfg.AllowPrivateNetworks = cfg.AllowPrivateNetworks
-	slackDeps := slackapproval.Deps{Pool: pool, Tokens: tokens, Metrics: metrics, Logger: logger}
-	slackApprovals, err := slackapproval.New(&slackDeps, &slackCfg)
+	slackApprovals, err := slackapproval.New(&slackapproval.Deps{Pool: tenantPool, Owner: pool, Tokens: tokens, Metrics: metrics, Logger: logger}, &slackCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -275,27 +290,13 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	if err != nil {
 		return nil, err
 	}
-	// The API works through its own pool, as the tenant role: whatever it
-	// reads or writes is limited to the caller's organization by the
-	// database (row-level security), whatever filter a query forgets.
-	// It opens at most the API's share of connections; the base pool, which
-	// opens connections only as they are used, keeps serving the workers,
-	// River, readiness and metrics.
-	tenantConfig := pool.Config()
-	tenantConfig.MaxConns = min(tenantConfig.MaxConns, PoolSize(RoleAPI, 0, runtime.GOMAXPROCS(0)))
-	tenantPool, err := dbutil.TenantPool(context.Background(), tenantConfig)
-	if err != nil {
-		return nil, err
-	}
-	pools = append(pools, tenantPool)
-	apiCreds := credentialstore.New(tenantPool, box)
 	// The event feeds read through the tenant pool and LISTEN through the
 	// owner's, for every organization with subscribers.
 	feeds := feed.New(&feed.Deps{Pool: tenantPool, Listeners: pool, Metrics: metrics, Logger: logger})
-	settingsSvc := settings.New(&settings.Deps{Pool: tenantPool, Credentials: apiCreds, Providers: registry, Flow: limiter})
+	settingsSvc := settings.New(&settings.Deps{Pool: tenantPool, Credentials: creds, Providers: registry, Flow: limiter})
 	deps := &outbox.Deps{
 		Pool: tenantPool, Waiter: feeds, River: client, Sources: sources,
-		Credentials: apiCreds, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
+		Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
 	}
 	svc, err := outbox.New(deps, &cfg.Outbox)
 	if err != nil {
@@ -304,9 +305,9 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	// The org-registered source kinds, in the order the catalog lists
 	// them: each store writes through the tenant pool and looks sources up
 	// for the workers through pool.
-	orgDatabases := orgdatabases.New(databasestore.New(tenantPool, pool, apiCreds), databases)
+	orgDatabases := orgdatabases.New(databasestore.New(tenantPool, pool, creds), databases)
 	orgConnectors := connectors.New(&connectors.Deps{
-		Store: mcpstore.New(tenantPool, pool, apiCreds), Client: mcpClient, Secrets: apiCreds, WorkerSecrets: creds,
+		Store: mcpstore.New(tenantPool, pool, creds), Client: mcpClient, Secrets: creds,
 		Modes: func(ctx context.Context, org string) (map[string]policy.Mode, error) {
 			return settingsSvc.GetModes(ctx, org, "")
 		},
@@ -322,22 +323,9 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	if err := addPlugins(&pluginCfg, sources); err != nil {
 		return nil, err
 	}
-	// The API manages endpoints through the tenant pool too; the relay and
-	// the deliveries (webhooks, above) work for every organization.
-	whDeps.Pool = tenantPool
-	apiWebhooks, err := webhook.New(&whDeps, &whcfg)
-	if err != nil {
-		return nil, err
-	}
-	slackDeps.Pool, slackDeps.Decider = tenantPool, svc
-	apiSlack, err := slackapproval.New(&slackDeps, &slackCfg)
-	if err != nil {
-		return nil, err
-	}
-
 	// A token broker decides at call time which integrations a caller
 	// has: the catalog then lists every provider.
-	var stored catalog.CredentialLister = apiCreds
+	var stored catalog.CredentialLister = creds
 	if cfg.TokenSource == "broker" {
 		stored = nil
 	}
@@ -345,7 +333,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		Service: svc, Catalog: catalog.NewReader(sources, stored, settingsSvc, logger), Settings: settingsSvc, Feeds: feeds, Connectors: orgConnectors, Databases: orgDatabases,
 		Admin:    admin.New(&admin.Deps{Pool: tenantPool, Owner: pool, River: client, Flow: limiter, Logger: logger}),
 		SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams,
-		Webhooks: apiWebhooks, Slack: apiSlack,
+		Webhooks: webhooks, Slack: slackApprovals, SlackClicks: slackApprovals.Clicks(svc),
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
 	})
 	var handler http.Handler = server.Handler()
@@ -420,7 +408,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 		return fmt.Errorf("refusing to start: %w; start with the secrets.key they were sealed with", err)
 	}
 	if a.cfg.DemoOrg != "" {
-		_, err := a.creds.Put(ctx, credential.Request{Org: a.cfg.DemoOrg, Integration: demo.SourceID},
+		// Put writes through the tenant pool, as the demo organization.
+		_, err := a.creds.Put(dbutil.WithOrg(ctx, a.cfg.DemoOrg), credential.Request{Org: a.cfg.DemoOrg, Integration: demo.SourceID},
 			credential.Token{Value: cmp.Or(a.cfg.DemoCredential, secretbox.NewKey())}, "outboxd dev")
 		if err != nil {
 			ln.Close()

@@ -23,18 +23,23 @@ import (
 )
 
 // SecretStore resolves connector secrets: always the encrypted store, also
-// when provider tokens come from a broker.
+// when provider tokens come from a broker. CallerToken reads for the API,
+// as the caller's organization; Token for the workers, for any
+// organization.
 type SecretStore interface {
+	CallerToken(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error)
 	Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error)
 }
+
+// tokenFunc is one of SecretStore's two readers.
+type tokenFunc func(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error)
 
 // Deps are the service's collaborators.
 type Deps struct {
 	Store  *mcpstore.Store
 	Client *mcp.Client
-	// Secrets resolves secrets for the API, as the caller's organization;
-	// WorkerSecrets for the workers, for any organization.
-	Secrets, WorkerSecrets SecretStore
+	// Secrets resolves the connectors' secrets.
+	Secrets SecretStore
 	// Modes returns org's mode overrides by "<source>:<action>", which the
 	// tool review shows resolved.
 	Modes func(ctx context.Context, org string) (map[string]policy.Mode, error)
@@ -42,16 +47,15 @@ type Deps struct {
 
 // Service manages an organization's MCP connectors.
 type Service struct {
-	store         *mcpstore.Store
-	client        *mcp.Client
-	secrets       SecretStore
-	workerSecrets SecretStore
-	modes         func(ctx context.Context, org string) (map[string]policy.Mode, error)
+	store   *mcpstore.Store
+	client  *mcp.Client
+	secrets SecretStore
+	modes   func(ctx context.Context, org string) (map[string]policy.Mode, error)
 }
 
 // New returns a Service.
 func New(deps *Deps) *Service {
-	return &Service{store: deps.Store, client: deps.Client, secrets: deps.Secrets, workerSecrets: deps.WorkerSecrets, modes: deps.Modes}
+	return &Service{store: deps.Store, client: deps.Client, secrets: deps.Secrets, modes: deps.Modes}
 }
 
 // Input creates or patches a connector; nil fields are unchanged on patch.
@@ -303,7 +307,7 @@ func (s *Service) apiSource(ctx context.Context, org, id string) (*source, error
 	if err != nil {
 		return nil, err
 	}
-	return s.source(&row, s.secrets)
+	return s.source(&row, s.secrets.CallerToken)
 }
 
 func parseID(id string) (uuid.UUID, error) {

@@ -32,7 +32,7 @@ func (k kind) List(ctx context.Context, org string) ([]*catalog.Source, error) {
 	}
 	out := make([]*catalog.Source, 0, len(rows))
 	for _, row := range rows {
-		src, err := k.s.source(&row, k.s.secrets)
+		src, err := k.s.source(&row, k.s.secrets.CallerToken)
 		if err != nil {
 			return nil, err
 		}
@@ -56,7 +56,7 @@ func (k kind) Source(ctx context.Context, org, id string) (*catalog.Source, erro
 	if !ok || !row.Enabled {
 		return nil, errs.Errorf(errs.NotFound, "source not found: %s", id)
 	}
-	src, err := k.s.source(&row, k.s.workerSecrets)
+	src, err := k.s.source(&row, k.s.secrets.Token)
 	if err != nil {
 		return nil, err
 	}
@@ -64,8 +64,8 @@ func (k kind) Source(ctx context.Context, org, id string) (*catalog.Source, erro
 }
 
 // source wraps a connector row as a source, whether enabled or not, whose
-// secret secrets resolves.
-func (s *Service) source(row *mcpstore.Row, secrets SecretStore) (*source, error) {
+// secret token resolves.
+func (s *Service) source(row *mcpstore.Row, token tokenFunc) (*source, error) {
 	conn, err := connector(row)
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func (s *Service) source(row *mcpstore.Row, secrets SecretStore) (*source, error
 	if err := json.Unmarshal(row.ToolRiskOverrides, &reviewed); err != nil {
 		return nil, fmt.Errorf("connector %s: tool_risk_overrides: %w", row.ID, err)
 	}
-	return &source{Source: s.client.Source(conn), conn: conn, row: *row, reviewed: reviewed, secrets: secrets}, nil
+	return &source{Source: s.client.Source(conn), conn: conn, row: *row, reviewed: reviewed, token: token}, nil
 }
 
 // connector turns a row into the MCP package's connector.
@@ -95,7 +95,7 @@ type source struct {
 	conn     *mcp.Connector
 	row      mcpstore.Row
 	reviewed map[string]catalog.Review
-	secrets  SecretStore
+	token    tokenFunc
 }
 
 // entry returns the connector as the catalog hands it out.
@@ -114,7 +114,7 @@ func (s *source) secret(ctx context.Context) (string, error) {
 	if !s.requiresCredential() {
 		return "", nil
 	}
-	tok, err := s.secrets.Token(ctx, credential.Request{Org: s.row.OrganizationID, Integration: s.ID()}, false)
+	tok, err := s.token(ctx, credential.Request{Org: s.row.OrganizationID, Integration: s.ID()}, false)
 	if err != nil {
 		return "", err
 	}

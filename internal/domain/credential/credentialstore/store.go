@@ -28,9 +28,14 @@ type DB interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }
 
-// Store is the encrypted credential store.
+// Store is the encrypted credential store. Which pool a method uses is
+// fixed by the method: what the API does for a caller (Put, List,
+// Integrations, CallerToken) runs through the tenant pool, as the caller's
+// organization; what the workers and the start-up check do (Token,
+// CheckKey) through the owner's pool, for any organization.
 type Store struct {
-	pool    DB
+	tenant  DB
+	owner   DB
 	box     *secretbox.Box
 	queries *dbsqlc.Queries
 
@@ -49,16 +54,17 @@ type cachedToken struct {
 // over.
 const maxCached = 10_000
 
-// New returns a Store sealing with box and reading through db (a
-// pool, or a transaction in tests).
-func New(db DB, box *secretbox.Box) *Store {
-	return &Store{pool: db, box: box, queries: dbsqlc.New(), cache: map[cacheKey]cachedToken{}}
+// New returns a Store sealing with box: tenant is the API's pool (row-level
+// security limits it to the organization in its context), owner the
+// workers' (pools, or one transaction in tests).
+func New(tenant, owner DB, box *secretbox.Box) *Store {
+	return &Store{tenant: tenant, owner: owner, box: box, queries: dbsqlc.New(), cache: map[cacheKey]cachedToken{}}
 }
 
 // Put seals and stores tok for req's integration: the organization's own
 // credential when req.UserID is "", else that user's.
 func (s *Store) Put(ctx context.Context, req credential.Request, tok credential.Token, by string) (credential.Info, error) {
-	return s.PutTx(ctx, s.pool, req, tok, by)
+	return s.PutTx(ctx, s.tenant, req, tok, by)
 }
 
 // PutTx is Put inside the caller's transaction.
@@ -85,7 +91,7 @@ func (s *Store) DeleteTx(ctx context.Context, db DB, req credential.Request) err
 
 // List returns metadata of the organization's credentials.
 func (s *Store) List(ctx context.Context, org string) ([]credential.Info, error) {
-	rows, err := s.queries.CredentialList(ctx, s.pool, org)
+	rows, err := s.queries.CredentialList(ctx, s.tenant, org)
 	if err != nil {
 		return nil, fmt.Errorf("listing credentials: %w", err)
 	}
@@ -114,10 +120,10 @@ func Note(ctx context.Context, db DB, req credential.Request, note string) (bool
 	return n > 0, nil
 }
 
-// Token returns the token to call req's integration with: the user's
-// credential when one is stored, else the organization's. Without a
-// Version, or with refresh, it reads the current row; a token rotated with
-// Put is picked up by the next call either way.
+// Token returns the token to call req's integration with, for the
+// workers: the user's credential when one is stored, else the
+// organization's. Without a Version, or with refresh, it reads the current
+// row; a token rotated with Put is picked up by the next call either way.
 func (s *Store) Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error) {
 	key := cacheKey{req.Org, req.Integration, req.UserID}
 	if !req.Version.IsZero() && !refresh {
@@ -128,7 +134,7 @@ func (s *Store) Token(ctx context.Context, req credential.Request, refresh bool)
 			return c.token, nil
 		}
 	}
-	tok, err := s.read(ctx, req)
+	tok, err := s.read(ctx, s.owner, req)
 	if err == nil && !req.Version.IsZero() {
 		s.mu.Lock()
 		if len(s.cache) >= maxCached {
@@ -140,14 +146,21 @@ func (s *Store) Token(ctx context.Context, req credential.Request, refresh bool)
 	return tok, err
 }
 
-// read loads and opens the credential for req.
-func (s *Store) read(ctx context.Context, req credential.Request) (credential.Token, error) {
+// CallerToken is Token for the API, as the caller's organization (a
+// connector's secret when the API lists its tools); it reads the current
+// row.
+func (s *Store) CallerToken(ctx context.Context, req credential.Request, _ bool) (credential.Token, error) {
+	return s.read(ctx, s.tenant, req)
+}
+
+// read loads and opens the credential for req through db.
+func (s *Store) read(ctx context.Context, db DB, req credential.Request) (credential.Token, error) {
 	candidates := []string{""}
 	if req.UserID != "" {
 		candidates = []string{req.UserID, ""}
 	}
 	for _, uid := range candidates {
-		row, err := s.queries.CredentialGet(ctx, s.pool, dbsqlc.CredentialGetParams{OrganizationID: req.Org, Integration: req.Integration, UserID: uid})
+		row, err := s.queries.CredentialGet(ctx, db, dbsqlc.CredentialGetParams{OrganizationID: req.Org, Integration: req.Integration, UserID: uid})
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
@@ -168,7 +181,7 @@ func (s *Store) read(ctx context.Context, req credential.Request) (credential.To
 // refuses at once instead of failing every call with ErrUnreadable. A
 // database without credentials passes.
 func (s *Store) CheckKey(ctx context.Context) error {
-	row, err := s.queries.CredentialNewest(ctx, s.pool)
+	row, err := s.queries.CredentialNewest(ctx, s.owner)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
@@ -185,7 +198,7 @@ func (s *Store) CheckKey(ctx context.Context) error {
 // Integrations lists the integrations with a credential the organization
 // (or, with userID, that user) can use.
 func (s *Store) Integrations(ctx context.Context, org, userID string) ([]string, error) {
-	ids, err := s.queries.CredentialIntegrations(ctx, s.pool, dbsqlc.CredentialIntegrationsParams{OrganizationID: org, UserID: userID})
+	ids, err := s.queries.CredentialIntegrations(ctx, s.tenant, dbsqlc.CredentialIntegrationsParams{OrganizationID: org, UserID: userID})
 	if err != nil {
 		return nil, fmt.Errorf("listing credentials: %w", err)
 	}

@@ -21,7 +21,8 @@ func TestStore_PrefersUserCredential(t *testing.T) {
 	ctx := context.Background()
 	box, err := secretbox.New(secretbox.NewKey())
 	require.NoError(t, err)
-	store := credentialstore.New(pgtest.Pool(t), box)
+	pool := pgtest.Pool(t)
+	store := credentialstore.New(pool, pool, box)
 
 	_, err = store.Token(ctx, credential.Request{Org: "o", Integration: "linear"}, false)
 	require.ErrorIs(t, err, errs.NotFound)
@@ -46,7 +47,8 @@ func TestStore_PrefersUserCredential(t *testing.T) {
 
 	other, err := secretbox.New(secretbox.NewKey())
 	require.NoError(t, err)
-	_, err = credentialstore.New(pgtest.Pool(t), other).Token(ctx, credential.Request{Org: "o", Integration: "linear"}, false)
+	fresh := pgtest.Pool(t)
+	_, err = credentialstore.New(fresh, fresh, other).Token(ctx, credential.Request{Org: "o", Integration: "linear"}, false)
 	require.ErrorIs(t, err, errs.NotFound, "a fresh database has nothing")
 }
 
@@ -58,7 +60,8 @@ func TestStore_CachesByVersion(t *testing.T) {
 	ctx := context.Background()
 	box, err := secretbox.New(secretbox.NewKey())
 	require.NoError(t, err)
-	store := credentialstore.New(pgtest.Pool(t), box)
+	pool := pgtest.Pool(t)
+	store := credentialstore.New(pool, pool, box)
 	req := credential.Request{Org: "o", Integration: "slack"}
 
 	first, err := store.Put(ctx, req, credential.Token{Value: "xoxb-first"}, "admin")
@@ -92,14 +95,14 @@ func TestStore_CheckKey(t *testing.T) {
 	other, err := secretbox.New(secretbox.NewKey())
 	require.NoError(t, err)
 
-	require.NoError(t, credentialstore.New(pool, other).CheckKey(ctx), "no credentials: any key will do")
+	require.NoError(t, credentialstore.New(pool, pool, other).CheckKey(ctx), "no credentials: any key will do")
 
-	store := credentialstore.New(pool, box)
+	store := credentialstore.New(pool, pool, box)
 	_, err = store.Put(ctx, credential.Request{Org: "o", Integration: "slack"}, credential.Token{Value: "xoxb"}, "admin")
 	require.NoError(t, err)
 	require.NoError(t, store.CheckKey(ctx))
 
-	err = credentialstore.New(pool, other).CheckKey(ctx)
+	err = credentialstore.New(pool, pool, other).CheckKey(ctx)
 	require.ErrorIs(t, err, credential.ErrKeyChanged)
 	require.ErrorContains(t, err, "slack of organization o")
 }

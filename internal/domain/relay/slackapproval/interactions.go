@@ -68,12 +68,26 @@ type interaction struct {
 	ResponseURL string `json:"response_url"`
 }
 
+// Clicks takes Slack's clicks on approval messages (POST
+// /v1/slack/interactions) and decides through the outbox.
+type Clicks struct {
+	s       *Service
+	decider Decider
+}
+
+// Clicks returns the handler of Slack's clicks on s's messages, deciding
+// through decider (the outbox).
+func (s *Service) Clicks(decider Decider) *Clicks {
+	return &Clicks{s: s, decider: decider}
+}
+
 // ServeHTTP is POST /v1/slack/interactions: a verified click of a mapped
 // admin or owner approves or denies through the same transition as the
 // API; anything else changes nothing. Refusals go back to the clicking
 // user only (an ephemeral message on response_url); the message itself is
 // updated by the relay once the decision is committed.
-func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (c *Clicks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := c.s
 	if s.cfg.SigningSecret == "" {
 		writeError(w, http.StatusNotFound, "not_found", "Slack interactivity is not configured (notifications.slack.signing_secret)")
 		return
@@ -103,7 +117,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := dbutil.WithOrg(r.Context(), v.Org)
-	msg, err := s.decide(ctx, v, in.User.ID, in.Actions[0].ActionID)
+	msg, err := c.decide(ctx, v, in.User.ID, in.Actions[0].ActionID)
 	s.count("click", err)
 	if err != nil {
 		s.logger.Error("slack click", "organization_id", v.Org, "invocation_id", v.ID, "error", err)
@@ -117,8 +131,8 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // decide runs the click and returns what to tell the user alone ("" when
 // the updated message says it).
-func (s *Service) decide(ctx context.Context, v buttonValue, slackUser, action string) (string, error) {
-	st, err := s.Get(ctx, v.Org)
+func (c *Clicks) decide(ctx context.Context, v buttonValue, slackUser, action string) (string, error) {
+	st, err := c.s.Get(ctx, v.Org)
 	if err != nil {
 		return "", err
 	}
@@ -128,9 +142,9 @@ func (s *Service) decide(ctx context.Context, v buttonValue, slackUser, action s
 	}
 	switch action {
 	case "approve", "approve_always":
-		_, err = s.deps.Decider.Approve(ctx, &outbox.ApproveParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Always: action == "approve_always"})
+		_, err = c.decider.Approve(ctx, &outbox.ApproveParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Always: action == "approve_always"})
 	case "deny":
-		_, err = s.deps.Decider.Deny(ctx, &outbox.DenyParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Reason: "denied in Slack"})
+		_, err = c.decider.Deny(ctx, &outbox.DenyParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Reason: "denied in Slack"})
 	default:
 		return "Unknown action; nothing was changed.", nil
 	}
@@ -140,7 +154,7 @@ func (s *Service) decide(ctx context.Context, v buttonValue, slackUser, action s
 	case errors.Is(err, errs.Expired):
 		return "Too late: the approval window closed.", nil
 	case errors.Is(err, errs.Conflict):
-		inv, gerr := s.deps.Decider.Get(ctx, v.Org, v.ID)
+		inv, gerr := c.decider.Get(ctx, v.Org, v.ID)
 		if gerr != nil {
 			return "", gerr
 		}

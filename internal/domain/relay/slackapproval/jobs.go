@@ -29,7 +29,7 @@ func (s *Service) scope(ctx context.Context, tx pgx.Tx) (invocation.FeedScope, e
 	if s.cfg.Channel != "" {
 		return invocation.FeedScope{All: true}, nil
 	}
-	orgs, err := s.own.ChannelOrganizations(ctx, tx)
+	orgs, err := s.work.ChannelOrganizations(ctx, tx)
 	if err != nil {
 		return invocation.FeedScope{}, fmt.Errorf("loading the organizations with a channel: %w", err)
 	}
@@ -80,7 +80,7 @@ type PostWorker struct {
 // Work posts the message, unless the invocation was decided already.
 func (w *PostWorker) Work(ctx context.Context, job *river.Job[PostArgs]) error {
 	s := w.svc
-	inv, err := s.store.GetByID(ctx, s.deps.Pool, job.Args.InvocationID)
+	inv, err := s.store.GetByID(ctx, s.deps.Owner, job.Args.InvocationID)
 	if err != nil {
 		return err
 	}
@@ -99,11 +99,11 @@ func (w *PostWorker) Work(ctx context.Context, job *river.Job[PostArgs]) error {
 	}
 	ts, _ := answer["ts"].(string)
 	posted, _ := answer["channel"].(string)
-	return s.own.InsertMessage(ctx, inv.OrganizationID, inv.ID, slackapprovalstore.Message{Channel: cmpOr(posted, channel), TS: ts})
+	return s.work.InsertMessage(ctx, inv.OrganizationID, inv.ID, slackapprovalstore.Message{Channel: cmpOr(posted, channel), TS: ts})
 }
 
 func (s *Service) channel(ctx context.Context, org string) (string, error) {
-	st, err := s.Get(ctx, org)
+	st, err := settingsOf(ctx, s.work, org)
 	if err != nil {
 		return "", err
 	}
@@ -133,7 +133,7 @@ type UpdateWorker struct {
 // Work rewrites the message without its buttons, saying who decided.
 func (w *UpdateWorker) Work(ctx context.Context, job *river.Job[UpdateArgs]) error {
 	s := w.svc
-	msg, ok, err := s.own.Message(ctx, job.Args.InvocationID)
+	msg, ok, err := s.work.Message(ctx, job.Args.InvocationID)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (w *UpdateWorker) Work(ctx context.Context, job *river.Job[UpdateArgs]) err
 		}
 		return river.JobSnooze(time.Duration(job.Attempt) * time.Second)
 	}
-	inv, err := s.store.GetByID(ctx, s.deps.Pool, job.Args.InvocationID)
+	inv, err := s.store.GetByID(ctx, s.deps.Owner, job.Args.InvocationID)
 	if err != nil {
 		return err
 	}

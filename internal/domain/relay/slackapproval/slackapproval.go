@@ -54,12 +54,15 @@ type Decider interface {
 	Get(ctx context.Context, org, id string) (invocation.Invocation, error)
 }
 
-// Deps are the service's collaborators. The workers need Tokens, the API
-// Decider.
+// Deps are the service's collaborators.
 type Deps struct {
-	Pool    *pgxpool.Pool
+	// Pool is the API's (the tenant role's): the settings are managed and
+	// the clicks taken through it, as the organization concerned.
+	Pool *pgxpool.Pool
+	// Owner is the workers': the relay and the posts work through it, for
+	// every organization.
+	Owner   *pgxpool.Pool
 	Tokens  TokenSource
-	Decider Decider
 	Metrics *telemetry.Metrics
 	Logger  *slog.Logger
 }
@@ -69,7 +72,8 @@ type Service struct {
 	deps   Deps
 	cfg    Config
 	logger *slog.Logger
-	own    *slackapprovalstore.Store
+	api    *slackapprovalstore.Store // the settings and the clicks, on Pool
+	work   *slackapprovalstore.Store // the relay and the posts, on Owner
 	store  *invocationstore.Store
 	client *http.Client
 }
@@ -82,7 +86,7 @@ func New(deps *Deps, cfg *Config) (*Service, error) {
 		deps.Metrics = telemetry.NewNop()
 	}
 	return &Service{deps: *deps, cfg: c, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		own: slackapprovalstore.New(deps.Pool), store: invocationstore.New(nil), client: netguard.Client(c.AllowPrivateNetworks, 10*time.Second)}, nil
+		api: slackapprovalstore.New(deps.Pool), work: slackapprovalstore.New(deps.Owner), store: invocationstore.New(nil), client: netguard.Client(c.AllowPrivateNetworks, 10*time.Second)}, nil
 }
 
 // Approver is who a Slack user approves as.
@@ -100,7 +104,12 @@ type Settings struct {
 
 // Get returns the organization's settings (empty when none were stored).
 func (s *Service) Get(ctx context.Context, org string) (Settings, error) {
-	r, ok, err := s.own.Settings(ctx, org)
+	return settingsOf(ctx, s.api, org)
+}
+
+// settingsOf reads org's settings through store.
+func settingsOf(ctx context.Context, store *slackapprovalstore.Store, org string) (Settings, error) {
+	r, ok, err := store.Settings(ctx, org)
 	if err != nil {
 		return Settings{}, fmt.Errorf("loading slack settings: %w", err)
 	}
@@ -119,7 +128,7 @@ func (s *Service) PutChannel(ctx context.Context, org, by string, channel *strin
 	if channel != nil && (*channel == "" || len(*channel) > 255) {
 		return Settings{}, errs.Invalid("channel", "channel must be a Slack channel id or name of 1 to 255 bytes, or null")
 	}
-	if err := s.own.PutChannel(ctx, org, by, channel); err != nil {
+	if err := s.api.PutChannel(ctx, org, by, channel); err != nil {
 		return Settings{}, fmt.Errorf("storing slack channel: %w", err)
 	}
 	return s.Get(ctx, org)
@@ -140,7 +149,7 @@ func (s *Service) PutApprovers(ctx context.Context, org, by string, approvers ma
 		}
 	}
 	raw, _ := json.Marshal(approvers)
-	if err := s.own.PutApprovers(ctx, org, by, raw); err != nil {
+	if err := s.api.PutApprovers(ctx, org, by, raw); err != nil {
 		return Settings{}, fmt.Errorf("storing approvers: %w", err)
 	}
 	return s.Get(ctx, org)

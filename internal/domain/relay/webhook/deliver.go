@@ -36,7 +36,7 @@ func (s *Service) Consumer() relay.Consumer {
 
 // scope is the organizations with an enabled endpoint.
 func (s *Service) scope(ctx context.Context, tx pgx.Tx) (invocation.FeedScope, error) {
-	endpoints, err := s.own.Subscriptions(ctx, tx)
+	endpoints, err := s.work.Subscriptions(ctx, tx)
 	if err != nil {
 		return invocation.FeedScope{}, fmt.Errorf("loading endpoints: %w", err)
 	}
@@ -51,7 +51,7 @@ func (s *Service) scope(ctx context.Context, tx pgx.Tx) (invocation.FeedScope, e
 
 // jobs inserts the deliveries the notices make and returns their jobs.
 func (s *Service) jobs(ctx context.Context, tx pgx.Tx, items []invocation.FeedItem) ([]river.InsertManyParams, error) {
-	endpoints, err := s.own.Subscriptions(ctx, tx)
+	endpoints, err := s.work.Subscriptions(ctx, tx)
 	if err != nil {
 		return nil, fmt.Errorf("loading endpoints: %w", err)
 	}
@@ -70,7 +70,7 @@ func (s *Service) jobs(ctx context.Context, tx pgx.Tx, items []invocation.FeedIt
 					return nil, fmt.Errorf("encoding payload: %w", err)
 				}
 			}
-			id, inserted, err := s.own.InsertDelivery(ctx, tx, ep, it, payload)
+			id, inserted, err := s.work.InsertDelivery(ctx, tx, ep, it, payload)
 			if err != nil {
 				return nil, fmt.Errorf("inserting delivery: %w", err)
 			}
@@ -136,7 +136,7 @@ type outcome struct {
 // Work sends the delivery and records the attempt.
 func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	s := w.svc
-	d, ok, err := s.own.Message(ctx, job.Args.DeliveryID)
+	d, ok, err := s.work.Message(ctx, job.Args.DeliveryID)
 	if err != nil {
 		return fmt.Errorf("loading delivery: %w", err)
 	}
@@ -146,7 +146,7 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	if d.Status == "delivered" || d.Status == "dead" || d.Status == "cancelled" {
 		return nil
 	}
-	ep, ok, err := s.own.Target(ctx, d.WebhookID)
+	ep, ok, err := s.work.Target(ctx, d.WebhookID)
 	if err != nil {
 		return fmt.Errorf("loading webhook: %w", err)
 	}
@@ -155,7 +155,7 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	}
 	if !ep.Enabled {
 		msg := "the endpoint is disabled"
-		if err := s.own.Record(ctx, &webhookstore.Attempt{ID: d.ID, Status: "cancelled", Error: &msg}); err != nil {
+		if err := s.work.Record(ctx, &webhookstore.Attempt{ID: d.ID, Status: "cancelled", Error: &msg}); err != nil {
 			return err
 		}
 		return river.JobCancel(errors.New(msg))
@@ -191,7 +191,7 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	switch o.status {
 	case "delivered":
 		rec.Status = "delivered"
-		if err := s.own.Succeeded(bg, ep.ID); err != nil {
+		if err := s.work.Succeeded(bg, ep.ID); err != nil {
 			return err
 		}
 	case "retry":
@@ -201,7 +201,7 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 		rec.Status = "dead"
 	}
 	if o.status != "delivered" {
-		after, err := s.own.Failed(bg, ep.ID, rec.Status == "dead", s.cfg.DisableAfter)
+		after, err := s.work.Failed(bg, ep.ID, rec.Status == "dead", s.cfg.DisableAfter)
 		if err != nil {
 			return fmt.Errorf("recording the endpoint's failure: %w", err)
 		}
@@ -210,7 +210,7 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 				"webhook_id", ep.ID, "failing_since", after.FailingSince)
 		}
 	}
-	if err := s.own.Record(bg, &rec); err != nil {
+	if err := s.work.Record(bg, &rec); err != nil {
 		return fmt.Errorf("recording delivery: %w", err)
 	}
 	switch rec.Status {

@@ -83,7 +83,12 @@ var Bucket = flow.BucketConfig{Name: "webhook", Rate: 20, Interval: time.Second,
 
 // Deps are the service's collaborators.
 type Deps struct {
+	// Pool is the API's (the tenant role's): endpoints are managed through
+	// it, as the caller's organization.
 	Pool *pgxpool.Pool
+	// Owner is the workers': the relay and the deliveries work through it,
+	// for every organization.
+	Owner *pgxpool.Pool
 	// Box seals the signing secrets.
 	Box *secretbox.Box
 	// Flow holds Bucket; nil leaves deliveries unlimited.
@@ -99,7 +104,8 @@ type Service struct {
 	deps   Deps
 	cfg    *Config
 	logger *slog.Logger
-	own    *webhookstore.Store
+	api    *webhookstore.Store // the endpoints' management, on Pool
+	work   *webhookstore.Store // the relay and the deliveries, on Owner
 	store  *invocationstore.Store
 	client *http.Client
 }
@@ -115,7 +121,7 @@ func New(deps *Deps, config *Config) (*Service, error) {
 	}
 	return &Service{
 		deps: *deps, cfg: cfg, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		own: webhookstore.New(deps.Pool), store: invocationstore.New(nil), client: netguard.Client(cfg.AllowPrivateNetworks, cfg.Timeout),
+		api: webhookstore.New(deps.Pool), work: webhookstore.New(deps.Owner), store: invocationstore.New(nil), client: netguard.Client(cfg.AllowPrivateNetworks, cfg.Timeout),
 	}, nil
 }
 
@@ -179,7 +185,7 @@ func (s *Service) Create(ctx context.Context, org string, p *Params) (Endpoint, 
 	}
 	id := uuid.Must(uuid.NewV7())
 	secret := newSecret()
-	ep, err := s.own.Insert(ctx, org, id, &webhookstore.Fields{URL: p.URL, Events: events, Description: p.Description},
+	ep, err := s.api.Insert(ctx, org, id, &webhookstore.Fields{URL: p.URL, Events: events, Description: p.Description},
 		s.deps.Box.Seal([]byte(secret), id[:]))
 	if err != nil {
 		return Endpoint{}, "", fmt.Errorf("creating webhook: %w", err)
@@ -189,7 +195,7 @@ func (s *Service) Create(ctx context.Context, org string, p *Params) (Endpoint, 
 
 // List returns the organization's endpoints, oldest first.
 func (s *Service) List(ctx context.Context, org string) ([]Endpoint, error) {
-	out, err := s.own.List(ctx, org)
+	out, err := s.api.List(ctx, org)
 	if err != nil {
 		return nil, fmt.Errorf("listing webhooks: %w", err)
 	}
@@ -202,7 +208,7 @@ func (s *Service) Get(ctx context.Context, org, id string) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
-	ep, ok, err := s.own.Get(ctx, org, uid)
+	ep, ok, err := s.api.Get(ctx, org, uid)
 	return one(ep, ok, err, id)
 }
 
@@ -219,7 +225,7 @@ func (s *Service) Update(ctx context.Context, org, id string, p *Params) (Endpoi
 	if err != nil {
 		return Endpoint{}, errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
-	ep, ok, err := s.own.Update(ctx, org, uid, &webhookstore.Fields{URL: p.URL, Events: events, Description: p.Description, Enabled: p.Enabled})
+	ep, ok, err := s.api.Update(ctx, org, uid, &webhookstore.Fields{URL: p.URL, Events: events, Description: p.Description, Enabled: p.Enabled})
 	return one(ep, ok, err, id)
 }
 
@@ -230,7 +236,7 @@ func (s *Service) Delete(ctx context.Context, org, id string) error {
 	if err != nil {
 		return errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
-	deleted, err := s.own.Delete(ctx, org, uid)
+	deleted, err := s.api.Delete(ctx, org, uid)
 	if err != nil {
 		return fmt.Errorf("deleting webhook: %w", err)
 	}
@@ -248,7 +254,7 @@ func (s *Service) RotateSecret(ctx context.Context, org, id string) (Endpoint, s
 		return Endpoint{}, "", errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
 	secret := newSecret()
-	ep, ok, err := s.own.SetSecret(ctx, org, uid, s.deps.Box.Seal([]byte(secret), uid[:]))
+	ep, ok, err := s.api.SetSecret(ctx, org, uid, s.deps.Box.Seal([]byte(secret), uid[:]))
 	ep, err = one(ep, ok, err, id)
 	return ep, secret, err
 }
@@ -262,7 +268,7 @@ func (s *Service) Deliveries(ctx context.Context, org, id string, limit, offset 
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.own.Deliveries(ctx, org, ep.ID, int32(cmp.Or(limit, 50)), int32(offset))
+	out, err := s.api.Deliveries(ctx, org, ep.ID, int32(cmp.Or(limit, 50)), int32(offset))
 	if err != nil {
 		return nil, fmt.Errorf("listing deliveries: %w", err)
 	}
