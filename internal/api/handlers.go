@@ -99,7 +99,7 @@ func (s *Server) available(w http.ResponseWriter, r *http.Request, c *auth.Claim
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, cat)
+	writeJSON(w, http.StatusOK, viewListing(cat))
 	return nil
 }
 

@@ -71,6 +71,19 @@ func viewInvocation(inv invocation.Invocation) invocationView {
 	}
 }
 
+// viewEach returns the view of each item; nil stays nil, which JSON shows
+// as null.
+func viewEach[T, V any](items []T, view func(T) V) []V {
+	if items == nil {
+		return nil
+	}
+	out := make([]V, len(items))
+	for i, item := range items {
+		out[i] = view(item)
+	}
+	return out
+}
+
 func viewInvocations(invs []invocation.Invocation) []invocationView {
 	views := make([]invocationView, len(invs))
 	for i, inv := range invs {
