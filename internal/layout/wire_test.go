@@ -19,6 +19,7 @@ import (
 // converts into them. A package here hands the API plain values only.
 var wireFree = []string{
 	"internal/domain/catalog",
+	"executors/mcp/connectors",
 }
 
 // wireExceptions are the types of wireFree packages that keep json tags
