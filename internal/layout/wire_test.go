@@ -20,6 +20,7 @@ import (
 var wireFree = []string{
 	"internal/domain/catalog",
 	"executors/mcp/connectors",
+	"executors/database/databases",
 }
 
 // wireExceptions are the types of wireFree packages that keep json tags
