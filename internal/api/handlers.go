@@ -250,7 +250,7 @@ func (s *Server) resultEnvelope(w http.ResponseWriter, r *http.Request, c *auth.
 			message: "the invocation is " + string(inv.Status) + ": it has no result yet",
 			details: map[string]any{"invocation_status": inv.Status}}
 	}
-	writeJSON(w, http.StatusOK, env)
+	writeJSON(w, http.StatusOK, viewResultEnvelope(env))
 	return nil
 }
 
