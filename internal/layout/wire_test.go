@@ -21,6 +21,7 @@ var wireFree = []string{
 	"internal/domain/catalog",
 	"executors/mcp/connectors",
 	"executors/database/databases",
+	"outbox",
 }
 
 // wireExceptions are the types of wireFree packages that keep json tags
