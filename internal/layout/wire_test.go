@@ -1,6 +1,7 @@
 package layout_test
 
 import (
+	"cmp"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -45,7 +46,7 @@ func TestWire_APIShapesLiveInTheHTTPLayer(t *testing.T) {
 				continue
 			}
 			t.Errorf("%s: %s has the field tag %s: the HTTP layer (internal/api) owns the API's JSON shapes; only JSON that is not the API's may be an exception",
-				tagged.pos, tagged.typeName, tagged.tag)
+				tagged.pos, cmp.Or(tagged.typeName, "an anonymous struct"), tagged.tag)
 		}
 	}
 	for key := range wireExceptions {
