@@ -15,39 +15,42 @@ import (
 
 // Envelope is the Universal Action Envelope an automation enqueues.
 type Envelope struct {
-	ExternalID   string          `json:"external_id"`
-	AutomationID string          `json:"automation_id,omitempty"`
-	Tool         EnvelopeTool    `json:"tool"`
-	Args         json.RawMessage `json:"args"`
+	ExternalID string
+	// AutomationID may only repeat the token's automation; empty for none.
+	AutomationID string
+	Tool         EnvelopeTool
+	Args         json.RawMessage
 	// Risk is an optional hint (low|medium|high, read|write|danger, R0–R4);
 	// it can only tighten the resolved mode.
-	Risk string `json:"risk,omitempty"`
+	Risk string
 	// Approval is "auto" (the cascade decides) or "required" (always ask a
 	// human). Default auto.
-	Approval    string              `json:"approval,omitempty"`
-	Constraints EnvelopeConstraints `json:"constraints"`
+	Approval    string
+	Constraints EnvelopeConstraints
 }
 
 // EnvelopeTool names the action, either as source and action or as
 // name "<source>.<action>".
 type EnvelopeTool struct {
-	Name   string `json:"name,omitempty"`
-	Source string `json:"source,omitempty"`
-	Action string `json:"action,omitempty"`
+	Name   string
+	Source string
+	Action string
 }
 
-// EnvelopeConstraints are the envelope's execution constraints.
+// EnvelopeConstraints are the envelope's execution constraints; zero
+// values are none.
 type EnvelopeConstraints struct {
-	RateBucket    string         `json:"rate_bucket,omitempty"`
-	MustRunBefore *time.Time     `json:"must_run_before,omitempty"`
-	Retry         *EnvelopeRetry `json:"retry,omitempty"`
+	RateBucket    string
+	MustRunBefore *time.Time
+	Retry         *EnvelopeRetry
 }
 
 // EnvelopeRetry overrides the source's retry policy for one envelope.
+// Delays are durations such as "2s"; zero values keep the source's.
 type EnvelopeRetry struct {
-	MaxAttempts int    `json:"max_attempts,omitempty"`
-	BaseDelay   string `json:"base_delay,omitempty"`
-	MaxDelay    string `json:"max_delay,omitempty"`
+	MaxAttempts int
+	BaseDelay   string
+	MaxDelay    string
 }
 
 func (r *EnvelopeRetry) parse() (invocation.Retry, error) {

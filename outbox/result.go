@@ -47,20 +47,19 @@ func ResultStatusOf(s invocation.Status) (ResultStatus, bool) {
 	return "", false
 }
 
-// ResultEnvelope is the Action API contract's result of one action, with
-// the contract's own (camelCase) field names.
+// ResultEnvelope is the Action API contract's result of one action.
 type ResultEnvelope struct {
-	Status ResultStatus `json:"status"`
+	Status ResultStatus
 	// ActionType is the dispatch key, "<source>.<action>".
-	ActionType string      `json:"actionType"`
-	RiskTier   policy.Tier `json:"riskTier"`
+	ActionType string
+	RiskTier   policy.Tier
 	// Output is the provider's answer as stored (redacted, truncated); {}
 	// when the action did not succeed.
-	Output       json.RawMessage `json:"output"`
-	Verification Verification    `json:"verification"`
-	Repair       Step            `json:"repair"`
-	Rollback     Step            `json:"rollback"`
-	Feedback     Feedback        `json:"feedback"`
+	Output       json.RawMessage
+	Verification Verification
+	Repair       Step
+	Rollback     Step
+	Feedback     Feedback
 }
 
 // Verification is what verified the action's effect. The built-in
@@ -82,23 +81,26 @@ type Step = executors.Step
 // outcome, beyond the status: the invocation behind it and why it ended
 // as it did.
 type Feedback struct {
-	InvocationID uuid.UUID `json:"invocationId"`
+	InvocationID uuid.UUID
 	// InvocationStatus is outboxd's own status, finer than Status.
-	InvocationStatus invocation.Status `json:"invocationStatus"`
-	Mode             string            `json:"mode"`
-	ModeSource       string            `json:"modeSource"`
+	InvocationStatus invocation.Status
+	Mode             string
+	ModeSource       string
 	// Reason is why a rejected action did not run: policy,
-	// unknown_mode:<value>, human, expired, cancelled or skipped.
-	Reason string `json:"reason,omitempty"`
+	// unknown_mode:<value>, human, expired, cancelled or skipped; empty
+	// when it was not rejected.
+	Reason string
 	// Error is the failure, the human's denial note or the gate that
 	// skipped the action.
-	Error       string     `json:"error,omitempty"`
-	ProviderRef string     `json:"providerRef,omitempty"`
-	Conflict    bool       `json:"conflict,omitempty"`
-	Attempts    int32      `json:"attempts"`
-	DecidedBy   string     `json:"decidedBy,omitempty"`
-	ExpiresAt   *time.Time `json:"expiresAt,omitempty"`
-	CompletedAt *time.Time `json:"completedAt,omitempty"`
+	Error       string
+	ProviderRef string
+	Conflict    bool
+	Attempts    int32
+	DecidedBy   string
+	// ExpiresAt is when a queued action's approval expires; nil for the
+	// other statuses.
+	ExpiresAt   *time.Time
+	CompletedAt *time.Time
 }
 
 // ResultEnvelopeOf returns the contract's result envelope of inv, and false

@@ -2,11 +2,16 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/executors/mcp/connectors"
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/policy"
 )
 
 // Connectors manages an organization's MCP connectors
@@ -22,47 +27,140 @@ type Connectors interface {
 	Review(ctx context.Context, org, id string, modes map[string]string) ([]connectors.ToolReview, error)
 }
 
+// connectorView is the API shape of a connector: never its secret.
+type connectorView struct {
+	ID                uuid.UUID             `json:"id"`
+	SourceID          string                `json:"source_id"`
+	Name              string                `json:"name"`
+	URL               string                `json:"url"`
+	Transport         string                `json:"transport"`
+	Auth              connectorAuthView     `json:"auth"`
+	Enabled           bool                  `json:"enabled"`
+	RiskPolicy        mcp.RiskPolicy        `json:"risk_policy"`
+	ToolRiskOverrides map[string]reviewView `json:"tool_risk_overrides"`
+	CreatedBy         string                `json:"created_by"`
+	CreatedAt         time.Time             `json:"created_at"`
+	UpdatedAt         time.Time             `json:"updated_at"`
+}
+
+type connectorAuthView struct {
+	Type       string `json:"type"`
+	HeaderName string `json:"header_name,omitempty"`
+}
+
+// reviewView is an admin's review of a connector tool: the mode confirmed
+// and the definition hash it was confirmed for.
+type reviewView struct {
+	Mode string `json:"mode"`
+	Hash string `json:"hash"`
+}
+
+func viewConnector(v connectors.View) connectorView {
+	var reviews map[string]reviewView
+	if v.ToolRiskOverrides != nil {
+		reviews = make(map[string]reviewView, len(v.ToolRiskOverrides))
+		for tool, r := range v.ToolRiskOverrides {
+			reviews[tool] = reviewView(r)
+		}
+	}
+	return connectorView{
+		ID: v.ID, SourceID: v.SourceID, Name: v.Name, URL: v.URL, Transport: v.Transport,
+		Auth:    connectorAuthView{Type: v.AuthType, HeaderName: v.AuthHeader},
+		Enabled: v.Enabled, RiskPolicy: v.RiskPolicy, ToolRiskOverrides: reviews,
+		CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
+	}
+}
+
+// toolReviewView is the API shape of a connector tool with its review
+// state; it converts from connectors.ToolReview, so the two keep the same
+// fields.
+type toolReviewView struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	RiskTier     policy.Tier     `json:"risk_tier"`
+	RiskLevel    string          `json:"risk_level"`
+	Hash         string          `json:"hash"`
+	Mode         policy.Mode     `json:"mode"`
+	ModeSource   string          `json:"mode_source"`
+	ReviewedMode string          `json:"reviewed_mode,omitempty"`
+	ReviewedHash string          `json:"reviewed_hash,omitempty"`
+	Drifted      bool            `json:"drifted"`
+	Params       json.RawMessage `json:"params"`
+}
+
+func viewToolReviews(tools []connectors.ToolReview) []toolReviewView {
+	return viewEach(tools, func(t connectors.ToolReview) toolReviewView { return toolReviewView(t) })
+}
+
+// decodeConnectorInput decodes a connector's create or patch body. Its
+// types are named Input and Auth, local to keep them apart from the
+// databases' Input: encoding/json names them in its errors ("Go struct
+// field Input.name of type string").
+func decodeConnectorInput(r *http.Request) (*connectors.Input, error) {
+	type Auth struct {
+		Type       mcp.AuthType `json:"type"`
+		HeaderName string       `json:"header_name,omitempty"`
+		Secret     *string      `json:"secret,omitempty"`
+	}
+	type Input struct {
+		Name       *string         `json:"name"`
+		URL        *string         `json:"url"`
+		Transport  *string         `json:"transport"`
+		Auth       *Auth           `json:"auth"`
+		Enabled    *bool           `json:"enabled"`
+		RiskPolicy *mcp.RiskPolicy `json:"risk_policy"`
+	}
+	var in Input
+	if err := decode(r, &in, false); err != nil {
+		return nil, err
+	}
+	return &connectors.Input{
+		Name: in.Name, URL: in.URL, Transport: in.Transport, Auth: (*connectors.Auth)(in.Auth),
+		Enabled: in.Enabled, RiskPolicy: in.RiskPolicy,
+	}, nil
+}
+
 func (s *Server) listConnectors(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	views, err := s.connectors.List(r.Context(), c.Org)
+	list, err := s.connectors.List(r.Context(), c.Org)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"connectors": views})
+	writeJSON(w, http.StatusOK, map[string]any{"connectors": viewEach(list, viewConnector)})
 	return nil
 }
 
 func (s *Server) createConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	var in connectors.Input
-	if err := decode(r, &in, false); err != nil {
-		return err
-	}
-	view, err := s.connectors.Create(r.Context(), c.Org, c.Subject, &in)
+	in, err := decodeConnectorInput(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"connector": view})
+	conn, err := s.connectors.Create(r.Context(), c.Org, c.Subject, in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"connector": viewConnector(conn)})
 	return nil
 }
 
 func (s *Server) getConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	view, err := s.connectors.Get(r.Context(), c.Org, r.PathValue("id"))
+	conn, err := s.connectors.Get(r.Context(), c.Org, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"connector": view})
+	writeJSON(w, http.StatusOK, map[string]any{"connector": viewConnector(conn)})
 	return nil
 }
 
 func (s *Server) updateConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	var in connectors.Input
-	if err := decode(r, &in, false); err != nil {
-		return err
-	}
-	view, err := s.connectors.Update(r.Context(), c.Org, r.PathValue("id"), c.Subject, &in)
+	in, err := decodeConnectorInput(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"connector": view})
+	conn, err := s.connectors.Update(r.Context(), c.Org, r.PathValue("id"), c.Subject, in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"connector": viewConnector(conn)})
 	return nil
 }
 
@@ -88,7 +186,7 @@ func (s *Server) connectorTools(w http.ResponseWriter, r *http.Request, c *auth.
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
+	writeJSON(w, http.StatusOK, map[string]any{"tools": viewToolReviews(tools)})
 	return nil
 }
 
@@ -104,6 +202,6 @@ func (s *Server) reviewConnectorTools(w http.ResponseWriter, r *http.Request, c 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
+	writeJSON(w, http.StatusOK, map[string]any{"tools": viewToolReviews(tools)})
 	return nil
 }

@@ -3,6 +3,9 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/outboxd/outboxd/executors/database/databases"
 	"github.com/outboxd/outboxd/internal/domain/auth"
@@ -18,47 +21,84 @@ type Databases interface {
 	Delete(ctx context.Context, org, id string) error
 }
 
+// databaseView is the API shape of a registered database: of its URL, only
+// the host and the database name. It converts from databases.View, so the
+// two keep the same fields.
+type databaseView struct {
+	ID                 uuid.UUID `json:"id"`
+	SourceID           string    `json:"source_id"`
+	Name               string    `json:"name"`
+	Host               string    `json:"host"`
+	Database           string    `json:"database"`
+	StatementTimeout   string    `json:"statement_timeout"`
+	StatementTimeoutMs int32     `json:"statement_timeout_ms"`
+	MaxRows            int32     `json:"max_rows"`
+	CreatedBy          string    `json:"created_by"`
+	CreatedAt          time.Time `json:"created_at"`
+	UpdatedAt          time.Time `json:"updated_at"`
+}
+
+func viewDatabase(v databases.View) databaseView { return databaseView(v) }
+
+// decodeDatabaseInput decodes a database's create or patch body. Its type
+// is named Input, local to keep it apart from the connectors' Input:
+// encoding/json names it in its errors ("Go struct field Input.max_rows of
+// type int").
+func decodeDatabaseInput(r *http.Request) (*databases.Input, error) {
+	type Input struct {
+		Name             *string `json:"name"`
+		URL              *string `json:"url"`
+		StatementTimeout *string `json:"statement_timeout"`
+		MaxRows          *int    `json:"max_rows"`
+	}
+	var in Input
+	if err := decode(r, &in, false); err != nil {
+		return nil, err
+	}
+	return (*databases.Input)(&in), nil
+}
+
 func (s *Server) listDatabases(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	views, err := s.databases.List(r.Context(), c.Org)
+	list, err := s.databases.List(r.Context(), c.Org)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"databases": views})
+	writeJSON(w, http.StatusOK, map[string]any{"databases": viewEach(list, viewDatabase)})
 	return nil
 }
 
 func (s *Server) createDatabase(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	var in databases.Input
-	if err := decode(r, &in, false); err != nil {
-		return err
-	}
-	view, err := s.databases.Create(r.Context(), c.Org, c.Subject, &in)
+	in, err := decodeDatabaseInput(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"database": view})
+	db, err := s.databases.Create(r.Context(), c.Org, c.Subject, in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"database": viewDatabase(db)})
 	return nil
 }
 
 func (s *Server) getDatabase(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	view, err := s.databases.Get(r.Context(), c.Org, r.PathValue("id"))
+	db, err := s.databases.Get(r.Context(), c.Org, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"database": view})
+	writeJSON(w, http.StatusOK, map[string]any{"database": viewDatabase(db)})
 	return nil
 }
 
 func (s *Server) updateDatabase(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	var in databases.Input
-	if err := decode(r, &in, false); err != nil {
-		return err
-	}
-	view, err := s.databases.Update(r.Context(), c.Org, r.PathValue("id"), c.Subject, &in)
+	in, err := decodeDatabaseInput(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"database": view})
+	db, err := s.databases.Update(r.Context(), c.Org, r.PathValue("id"), c.Subject, in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"database": viewDatabase(db)})
 	return nil
 }
 

@@ -99,7 +99,7 @@ func (s *Server) available(w http.ResponseWriter, r *http.Request, c *auth.Claim
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, cat)
+	writeJSON(w, http.StatusOK, viewListing(cat))
 	return nil
 }
 
@@ -250,7 +250,7 @@ func (s *Server) resultEnvelope(w http.ResponseWriter, r *http.Request, c *auth.
 			message: "the invocation is " + string(inv.Status) + ": it has no result yet",
 			details: map[string]any{"invocation_status": inv.Status}}
 	}
-	writeJSON(w, http.StatusOK, env)
+	writeJSON(w, http.StatusOK, viewResultEnvelope(env))
 	return nil
 }
 
@@ -393,13 +393,13 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.C
 }
 
 func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	var env outbox.Envelope
+	var env Envelope
 	// Envelopes may carry the seed's read-only fields (result, timestamps,
 	// tenant_id...); they are ignored rather than refused.
 	if err := decode(r, &env, true); err != nil {
 		return err
 	}
-	inv, created, err := s.svc.Enqueue(r.Context(), &outbox.EnqueueParams{Enqueuer: *enqueuer(c), Envelope: env})
+	inv, created, err := s.svc.Enqueue(r.Context(), &outbox.EnqueueParams{Enqueuer: *enqueuer(c), Envelope: env.envelope()})
 	if err != nil {
 		return err
 	}
@@ -419,7 +419,7 @@ func enqueuer(c *auth.Claims) *outbox.Enqueuer {
 // envelope view with "created", or its own error.
 func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	var body struct {
-		Envelopes []outbox.Envelope `json:"envelopes"`
+		Envelopes []Envelope `json:"envelopes"`
 	}
 	// Lenient like single envelopes: the seed's read-only fields are ignored.
 	if err := decode(r, &body, true); err != nil {
@@ -428,7 +428,11 @@ func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request, c *auth.Cl
 	if len(body.Envelopes) == 0 || len(body.Envelopes) > outbox.MaxBatch {
 		return badRequest("invalid_request", fmt.Sprintf("envelopes must hold between 1 and %d envelopes", outbox.MaxBatch))
 	}
-	items, err := s.svc.EnqueueBatch(r.Context(), enqueuer(c), body.Envelopes)
+	envs := make([]outbox.Envelope, len(body.Envelopes))
+	for i := range body.Envelopes {
+		envs[i] = body.Envelopes[i].envelope()
+	}
+	items, err := s.svc.EnqueueBatch(r.Context(), enqueuer(c), envs)
 	if err != nil {
 		return err
 	}

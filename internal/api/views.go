@@ -71,6 +71,19 @@ func viewInvocation(inv invocation.Invocation) invocationView {
 	}
 }
 
+// viewEach returns the view of each item; nil stays nil, which JSON shows
+// as null.
+func viewEach[T, V any](items []T, view func(T) V) []V {
+	if items == nil {
+		return nil
+	}
+	out := make([]V, len(items))
+	for i, item := range items {
+		out[i] = view(item)
+	}
+	return out
+}
+
 func viewInvocations(invs []invocation.Invocation) []invocationView {
 	views := make([]invocationView, len(invs))
 	for i, inv := range invs {
@@ -128,7 +141,7 @@ type envelopeView struct {
 	InvocationPath string              `json:"invocation_url"`
 	// ResultEnvelope is the Action API contract's result; nil while the
 	// invocation is cleared to run or running.
-	ResultEnvelope *outbox.ResultEnvelope `json:"result_envelope"`
+	ResultEnvelope *resultEnvelopeView `json:"result_envelope"`
 }
 
 type envelopeToolView struct {
@@ -172,9 +185,10 @@ func viewEnvelope(inv invocation.Invocation) envelopeView {
 	if inv.ExternalID != nil {
 		ext = *inv.ExternalID
 	}
-	var result *outbox.ResultEnvelope
+	var result *resultEnvelopeView
 	if env, ok := outbox.ResultEnvelopeOf(inv); ok {
-		result = &env
+		view := viewResultEnvelope(env)
+		result = &view
 	}
 	return envelopeView{
 		ActionID:       inv.ID,
@@ -231,5 +245,63 @@ func envelopeApproval(inv invocation.Invocation) string {
 		return "granted"
 	default:
 		return "auto"
+	}
+}
+
+// resultEnvelopeView is the Action API contract's result of one action,
+// with the contract's own (camelCase) field names.
+type resultEnvelopeView struct {
+	Status       outbox.ResultStatus `json:"status"`
+	ActionType   string              `json:"actionType"`
+	RiskTier     policy.Tier         `json:"riskTier"`
+	Output       json.RawMessage     `json:"output"`
+	Verification verificationView    `json:"verification"`
+	Repair       stepView            `json:"repair"`
+	Rollback     stepView            `json:"rollback"`
+	Feedback     feedbackView        `json:"feedback"`
+}
+
+type verificationView struct {
+	OK     bool        `json:"ok"`
+	Checks []checkView `json:"checks"`
+}
+
+type checkView struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+}
+
+type stepView struct {
+	Attempted bool `json:"attempted"`
+	OK        bool `json:"ok"`
+}
+
+// feedbackView is what a planner learns about the outcome beyond its
+// status; it converts from outbox.Feedback, so the two keep the same
+// fields.
+type feedbackView struct {
+	InvocationID     uuid.UUID         `json:"invocationId"`
+	InvocationStatus invocation.Status `json:"invocationStatus"`
+	Mode             string            `json:"mode"`
+	ModeSource       string            `json:"modeSource"`
+	Reason           string            `json:"reason,omitempty"`
+	Error            string            `json:"error,omitempty"`
+	ProviderRef      string            `json:"providerRef,omitempty"`
+	Conflict         bool              `json:"conflict,omitempty"`
+	Attempts         int32             `json:"attempts"`
+	DecidedBy        string            `json:"decidedBy,omitempty"`
+	ExpiresAt        *time.Time        `json:"expiresAt,omitempty"`
+	CompletedAt      *time.Time        `json:"completedAt,omitempty"`
+}
+
+func viewResultEnvelope(env outbox.ResultEnvelope) resultEnvelopeView {
+	return resultEnvelopeView{
+		Status: env.Status, ActionType: env.ActionType, RiskTier: env.RiskTier, Output: env.Output,
+		Verification: verificationView{
+			OK:     env.Verification.OK,
+			Checks: viewEach(env.Verification.Checks, func(c outbox.Check) checkView { return checkView(c) }),
+		},
+		Repair: stepView(env.Repair), Rollback: stepView(env.Rollback), Feedback: feedbackView(env.Feedback),
 	}
 }

@@ -34,27 +34,28 @@ func New(store *databasestore.Store, client *database.Client) *Service {
 // Input creates or patches a registered database; nil fields are unchanged
 // on patch. URL is write-only: stored sealed, never returned.
 type Input struct {
-	Name *string `json:"name"`
-	URL  *string `json:"url"`
+	Name *string
+	URL  *string
 	// StatementTimeout is a duration such as "10s".
-	StatementTimeout *string `json:"statement_timeout"`
-	MaxRows          *int    `json:"max_rows"`
+	StatementTimeout *string
+	MaxRows          *int
 }
 
-// View is a registered database as the API shows it: of its URL, only the
-// host and the database name.
+// View is what the service shows of a registered database: of its URL,
+// only the host and the database name.
 type View struct {
-	ID                 uuid.UUID `json:"id"`
-	SourceID           string    `json:"source_id"`
-	Name               string    `json:"name"`
-	Host               string    `json:"host"`
-	Database           string    `json:"database"`
-	StatementTimeout   string    `json:"statement_timeout"`
-	StatementTimeoutMs int32     `json:"statement_timeout_ms"`
-	MaxRows            int32     `json:"max_rows"`
-	CreatedBy          string    `json:"created_by"`
-	CreatedAt          time.Time `json:"created_at"`
-	UpdatedAt          time.Time `json:"updated_at"`
+	ID       uuid.UUID
+	SourceID string
+	Name     string
+	Host     string
+	Database string
+	// StatementTimeout is StatementTimeoutMs as a duration ("10s").
+	StatementTimeout   string
+	StatementTimeoutMs int32
+	MaxRows            int32
+	CreatedBy          string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
 }
 
 func view(row *databasestore.Row) View {

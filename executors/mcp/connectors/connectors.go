@@ -60,47 +60,47 @@ func New(deps *Deps) *Service {
 
 // Input creates or patches a connector; nil fields are unchanged on patch.
 type Input struct {
-	Name       *string         `json:"name"`
-	URL        *string         `json:"url"`
-	Transport  *string         `json:"transport"`
-	Auth       *Auth           `json:"auth"`
-	Enabled    *bool           `json:"enabled"`
-	RiskPolicy *mcp.RiskPolicy `json:"risk_policy"`
+	Name       *string
+	URL        *string
+	Transport  *string
+	Auth       *Auth
+	Enabled    *bool
+	RiskPolicy *mcp.RiskPolicy
 }
 
 // Auth is how outboxd authenticates to the server. Secret is write-only:
 // stored sealed, never returned.
 type Auth struct {
-	Type       mcp.AuthType `json:"type"`
-	HeaderName string       `json:"header_name,omitempty"`
-	Secret     *string      `json:"secret,omitempty"`
+	Type       mcp.AuthType
+	HeaderName string
+	Secret     *string
 }
 
-// View is a connector as the API shows it: never its secret.
+// View is what the service shows of a connector: never its secret.
 type View struct {
-	ID                uuid.UUID                 `json:"id"`
-	SourceID          string                    `json:"source_id"`
-	Name              string                    `json:"name"`
-	URL               string                    `json:"url"`
-	Transport         string                    `json:"transport"`
-	Auth              authView                  `json:"auth"`
-	Enabled           bool                      `json:"enabled"`
-	RiskPolicy        mcp.RiskPolicy            `json:"risk_policy"`
-	ToolRiskOverrides map[string]catalog.Review `json:"tool_risk_overrides"`
-	CreatedBy         string                    `json:"created_by"`
-	CreatedAt         time.Time                 `json:"created_at"`
-	UpdatedAt         time.Time                 `json:"updated_at"`
-}
-
-type authView struct {
-	Type       string `json:"type"`
-	HeaderName string `json:"header_name,omitempty"`
+	ID       uuid.UUID
+	SourceID string
+	Name     string
+	URL      string
+	// Transport is remote_http.
+	Transport string
+	// AuthType and AuthHeader are how outboxd authenticates (Auth without
+	// its secret).
+	AuthType, AuthHeader string
+	Enabled              bool
+	RiskPolicy           mcp.RiskPolicy
+	// ToolRiskOverrides are the admin's reviews of the connector's tools,
+	// by tool name; empty, not nil, when there are none.
+	ToolRiskOverrides map[string]catalog.Review
+	CreatedBy         string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
 }
 
 func view(row *mcpstore.Row) View {
 	v := View{
 		ID: row.ID, SourceID: mcp.SourceID(row.ID), Name: row.Name, URL: row.Url, Transport: row.Transport,
-		Auth:    authView{Type: row.AuthType, HeaderName: row.AuthHeader},
+		AuthType: row.AuthType, AuthHeader: row.AuthHeader,
 		Enabled: row.Enabled, CreatedBy: row.CreatedBy, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 	}
 	_ = json.Unmarshal(row.RiskPolicy, &v.RiskPolicy)

@@ -14,17 +14,20 @@ import (
 
 // ToolReview is a connector tool with its review state.
 type ToolReview struct {
-	Name         string          `json:"name"`
-	Description  string          `json:"description"`
-	RiskTier     policy.Tier     `json:"risk_tier"`
-	RiskLevel    string          `json:"risk_level"`
-	Hash         string          `json:"hash"`
-	Mode         policy.Mode     `json:"mode"`
-	ModeSource   string          `json:"mode_source"`
-	ReviewedMode string          `json:"reviewed_mode,omitempty"`
-	ReviewedHash string          `json:"reviewed_hash,omitempty"`
-	Drifted      bool            `json:"drifted"`
-	Params       json.RawMessage `json:"params"`
+	Name        string
+	Description string
+	RiskTier    policy.Tier
+	RiskLevel   string
+	// Hash is the tool's current definition hash.
+	Hash       string
+	Mode       policy.Mode
+	ModeSource string
+	// ReviewedMode and ReviewedHash are the admin's review; empty when the
+	// tool has none.
+	ReviewedMode string
+	ReviewedHash string
+	Drifted      bool
+	Params       json.RawMessage
 }
 
 // Tools lists a connector's tools with their current hash, the reviewed

@@ -57,42 +57,44 @@ func NewReader(c *Catalog, credentials CredentialLister, modes ModeReader, logge
 // the action's risk tier (R0–R4) and RiskLevel its risk word (read, write,
 // danger).
 type AvailableAction struct {
-	Source      string            `json:"source"`
-	Action      string            `json:"action"`
-	Description string            `json:"description"`
-	RiskTier    policy.Tier       `json:"risk_tier"`
-	RiskLevel   string            `json:"risk_level"`
-	Mode        policy.Mode       `json:"mode"`
-	ModeSource  policy.ModeSource `json:"mode_source"`
-	Params      json.RawMessage   `json:"params"`
+	Source      string
+	Action      string
+	Description string
+	RiskTier    policy.Tier
+	RiskLevel   string
+	Mode        policy.Mode
+	ModeSource  policy.ModeSource
+	Params      json.RawMessage
 	// Delivery is what a retry after a lost answer can do at the provider:
 	// exactly_once, reconciled or at_least_once (executors.Delivery).
-	Delivery executors.Delivery `json:"delivery"`
+	Delivery executors.Delivery
 	// Hash is the definition's canonical hash (policy.DefinitionHash of the
 	// params schema): it changes when the contract changes, not when only
 	// descriptions, defaults or enums do.
-	Hash string `json:"definition_hash"`
+	Hash string
 	// Drifted marks a connector tool changed since an admin reviewed it.
-	Drifted bool `json:"drifted"`
+	Drifted bool
 	// Disabled marks an action that is listed but cannot be invoked now
 	// (a plugin while plugin code execution is off); its source's status
 	// says why.
-	Disabled bool `json:"disabled,omitempty"`
+	Disabled bool
 }
 
 // SourceStatus is one source in the catalog: ok, or why its actions are
 // missing (an unreachable connector).
 type SourceStatus struct {
-	Source string `json:"source"`
-	Name   string `json:"name,omitempty"`
-	Status string `json:"status"`
-	Error  string `json:"error,omitempty"`
+	Source string
+	// Name is the display name; empty when the id is the name.
+	Name   string
+	Status string
+	// Error says why the status is not ok; empty when it is.
+	Error string
 }
 
 // Listing is what a caller may use.
 type Listing struct {
-	Actions []AvailableAction `json:"actions"`
-	Sources []SourceStatus    `json:"sources"`
+	Actions []AvailableAction
+	Sources []SourceStatus
 }
 
 // catalogSource is a source usable by a caller with its definitions, or
