@@ -106,7 +106,7 @@ func newDLQCommand() *cobra.Command {
 					enc := json.NewEncoder(cmd.OutOrStdout())
 					failed := 0
 					for _, r := range results {
-						if err := enc.Encode(r); err != nil {
+						if err := enc.Encode(batchLine(r)); err != nil {
 							return err
 						}
 						if r.Error != "" {
@@ -125,6 +125,14 @@ func newDLQCommand() *cobra.Command {
 		batch("retry", "Replay dead letters: same invocation id and idempotency key, a fresh job", true),
 		batch("discard", "Discard dead letters: they stay failed and leave the list", false))
 	return cmd
+}
+
+// batchLine is the JSON line `outboxd dlq retry|discard` prints for each
+// id; it converts from admin.BatchResult, so the two keep the same fields.
+type batchLine struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
 }
 
 func newQueueCommand() *cobra.Command {

@@ -11,6 +11,7 @@ import (
 	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/executors/mcp/connectors"
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -56,13 +57,7 @@ type reviewView struct {
 }
 
 func viewConnector(v connectors.View) connectorView {
-	var reviews map[string]reviewView
-	if v.ToolRiskOverrides != nil {
-		reviews = make(map[string]reviewView, len(v.ToolRiskOverrides))
-		for tool, r := range v.ToolRiskOverrides {
-			reviews[tool] = reviewView(r)
-		}
-	}
+	reviews := viewEachValue(v.ToolRiskOverrides, func(r catalog.Review) reviewView { return reviewView(r) })
 	return connectorView{
 		ID: v.ID, SourceID: v.SourceID, Name: v.Name, URL: v.URL, Transport: v.Transport,
 		Auth:    connectorAuthView{Type: v.AuthType, HeaderName: v.AuthHeader},

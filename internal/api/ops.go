@@ -2,7 +2,9 @@ package api
 
 import (
 	"net/http"
+	"time"
 
+	adm "github.com/outboxd/outboxd/internal/domain/admin"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/settings"
 )
@@ -95,7 +97,7 @@ func (s *Server) deadLetterOp(retry bool) handlerFunc {
 			}
 			return &apiError{status: status, code: results[0].Status, message: results[0].Error}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"results": results})
+		writeJSON(w, http.StatusOK, map[string]any{"results": viewEach(results, func(b adm.BatchResult) batchResultView { return batchResultView(b) })})
 		return nil
 	}
 }
@@ -108,7 +110,7 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, c *auth.Claims) e
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, q)
+	writeJSON(w, http.StatusOK, viewOrgQueue(q))
 	return nil
 }
 
@@ -125,7 +127,7 @@ func (s *Server) pause(resume bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, q)
+		writeJSON(w, http.StatusOK, viewOrgQueue(q))
 		return nil
 	}
 }
@@ -138,7 +140,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request, c *auth.Claims) e
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, viewStats(st))
 	return nil
 }
 
@@ -149,6 +151,123 @@ func (s *Server) rateBuckets(w http.ResponseWriter, r *http.Request, c *auth.Cla
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"buckets": buckets})
+	writeJSON(w, http.StatusOK, map[string]any{"buckets": viewEach(buckets, viewRateBucket)})
 	return nil
+}
+
+// batchResultView is the API shape of one id's outcome in a dead-letter
+// batch; it converts from admin.BatchResult, so the two keep the same
+// fields.
+type batchResultView struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// orgQueueView is the API shape of an organization's queue (admin.OrgQueue).
+type orgQueueView struct {
+	Paused   bool                      `json:"paused"`
+	PausedAt *time.Time                `json:"paused_at"`
+	PausedBy *string                   `json:"paused_by"`
+	States   map[string]stateStatsView `json:"states"`
+}
+
+// stateStatsView converts from admin.StateStats, so the two keep the same
+// fields.
+type stateStatsView struct {
+	Count      int64      `json:"count"`
+	OldestAt   *time.Time `json:"oldest_at"`
+	AgeSeconds *float64   `json:"age_seconds"`
+}
+
+// viewOrgQueue returns the view of q; nil stays nil, which JSON shows as
+// null.
+func viewOrgQueue(q *adm.OrgQueue) *orgQueueView {
+	if q == nil {
+		return nil
+	}
+	return &orgQueueView{
+		Paused: q.Paused, PausedAt: q.PausedAt, PausedBy: q.PausedBy,
+		States: viewEachValue(q.States, func(st adm.StateStats) stateStatsView { return stateStatsView(st) }),
+	}
+}
+
+// statsView is the API shape of the operations page's summary
+// (admin.Stats).
+type statsView struct {
+	GeneratedAt time.Time                    `json:"generated_at"`
+	Queue       *orgQueueView                `json:"queue"`
+	InFlight    map[string]inFlightStatsView `json:"in_flight"`
+	LastHour    outcomeStatsView             `json:"last_hour"`
+}
+
+// inFlightStatsView converts from admin.InFlightStats, so the two keep
+// the same fields.
+type inFlightStatsView struct {
+	Count    int64     `json:"count"`
+	OldestAt time.Time `json:"oldest_at"`
+}
+
+type outcomeStatsView struct {
+	Since               time.Time           `json:"since"`
+	WindowSeconds       int                 `json:"window_seconds"`
+	Ended               map[string]int64    `json:"ended"`
+	ThroughputPerMinute float64             `json:"throughput_per_minute"`
+	FailureRate         *float64            `json:"failure_rate"`
+	Buckets             []outcomeBucketView `json:"buckets"`
+}
+
+// outcomeBucketView converts from admin.OutcomeBucket, so the two keep the
+// same fields.
+type outcomeBucketView struct {
+	Start     time.Time `json:"start"`
+	Completed int64     `json:"completed"`
+	Failed    int64     `json:"failed"`
+	Other     int64     `json:"other"`
+}
+
+// viewStats returns the view of st; nil stays nil, which JSON shows as
+// null.
+func viewStats(st *adm.Stats) *statsView {
+	if st == nil {
+		return nil
+	}
+	o := st.LastHour
+	return &statsView{
+		GeneratedAt: st.GeneratedAt, Queue: viewOrgQueue(st.Queue),
+		InFlight: viewEachValue(st.InFlight, func(f adm.InFlightStats) inFlightStatsView { return inFlightStatsView(f) }),
+		LastHour: outcomeStatsView{
+			Since: o.Since, WindowSeconds: o.WindowSeconds, Ended: o.Ended,
+			ThroughputPerMinute: o.ThroughputPerMinute, FailureRate: o.FailureRate,
+			Buckets: viewEach(o.Buckets, func(b adm.OutcomeBucket) outcomeBucketView { return outcomeBucketView(b) }),
+		},
+	}
+}
+
+// rateBucketView is the API shape of a rate bucket with its rows' state
+// (admin.RateBucket).
+type rateBucketView struct {
+	Name            string                `json:"name"`
+	Scope           string                `json:"scope"`
+	Rate            int                   `json:"rate"`
+	IntervalSeconds float64               `json:"interval_seconds"`
+	Burst           int                   `json:"burst"`
+	MaxConcurrency  int                   `json:"max_concurrency"`
+	States          []rateBucketStateView `json:"states"`
+}
+
+// rateBucketStateView converts from admin.RateBucketState, so the two
+// keep the same fields.
+type rateBucketStateView struct {
+	Source       string     `json:"source,omitempty"`
+	Tokens       float64    `json:"tokens"`
+	BlockedUntil *time.Time `json:"blocked_until"`
+	Leases       int        `json:"leases"`
+}
+
+func viewRateBucket(b adm.RateBucket) rateBucketView {
+	return rateBucketView{
+		Name: b.Name, Scope: b.Scope, Rate: b.Rate, IntervalSeconds: b.IntervalSeconds, Burst: b.Burst, MaxConcurrency: b.MaxConcurrency,
+		States: viewEach(b.States, func(st adm.RateBucketState) rateBucketStateView { return rateBucketStateView(st) }),
+	}
 }

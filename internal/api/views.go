@@ -84,6 +84,19 @@ func viewEach[T, V any](items []T, view func(T) V) []V {
 	return out
 }
 
+// viewEachValue returns the view of each value of a map; nil stays nil,
+// which JSON shows as null, and an empty map stays empty ({}).
+func viewEachValue[K comparable, T, V any](items map[K]T, view func(T) V) map[K]V {
+	if items == nil {
+		return nil
+	}
+	out := make(map[K]V, len(items))
+	for k, item := range items {
+		out[k] = view(item)
+	}
+	return out
+}
+
 func viewInvocations(invs []invocation.Invocation) []invocationView {
 	views := make([]invocationView, len(invs))
 	for i, inv := range invs {

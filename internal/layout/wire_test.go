@@ -22,6 +22,7 @@ var wireFree = []string{
 	"internal/domain/catalog",
 	"executors/mcp/connectors",
 	"executors/database/databases",
+	"internal/domain/admin",
 	"outbox",
 }
 

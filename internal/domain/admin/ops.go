@@ -25,9 +25,9 @@ func (s *Service) ListDeadLetters(ctx context.Context, org string, page invocati
 
 // BatchResult is the outcome of one id in a batch operation.
 type BatchResult struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-	Error  string `json:"error,omitempty"`
+	ID     string
+	Status string
+	Error  string
 }
 
 // RetryDeadLetters replays dead letters: each goes back to approved with a
@@ -92,10 +92,10 @@ func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string,
 // counts and ages by state: the operator's view (`outboxd queue list`),
 // never served to an organization.
 type QueueInfo struct {
-	Name     string                `json:"name"`
-	Paused   bool                  `json:"paused"`
-	PausedAt *time.Time            `json:"paused_at"`
-	States   map[string]StateStats `json:"states"`
+	Name     string
+	Paused   bool
+	PausedAt *time.Time
+	States   map[string]StateStats
 }
 
 // openStates are the job states whose oldest job has an age; the finalized

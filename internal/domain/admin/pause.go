@@ -14,11 +14,11 @@ import (
 // invocations alone; River's queues, shared by every organization, are the
 // operator's (`outboxd queue`).
 type OrgQueue struct {
-	Paused   bool       `json:"paused"`
-	PausedAt *time.Time `json:"paused_at"`
-	PausedBy *string    `json:"paused_by"`
+	Paused   bool
+	PausedAt *time.Time
+	PausedBy *string
 	// States has an entry for each of OrgQueueStates, zero when empty.
-	States map[string]StateStats `json:"states"`
+	States map[string]StateStats
 }
 
 // OrgQueueStates are the states of OrgQueue.States: pending (awaiting
@@ -31,9 +31,9 @@ var OrgQueueStates = []string{"pending", "queued", "retrying", "running"}
 // invocations are in it and since when the one there longest has been
 // (OldestAt), with its age by the database clock; both nil when empty.
 type StateStats struct {
-	Count      int64      `json:"count"`
-	OldestAt   *time.Time `json:"oldest_at"`
-	AgeSeconds *float64   `json:"age_seconds"`
+	Count      int64
+	OldestAt   *time.Time
+	AgeSeconds *float64
 }
 
 // Queue returns org's view of its work.

@@ -22,41 +22,41 @@ const (
 // (OrgQueue) and its recent outcomes. Nothing in it counts another
 // organization's work.
 type Stats struct {
-	GeneratedAt time.Time `json:"generated_at"`
-	Queue       *OrgQueue `json:"queue"`
+	GeneratedAt time.Time
+	Queue       *OrgQueue
 	// InFlight counts the organization's invocations that have not ended
 	// (pending, approved, executing), with the oldest one's creation.
-	InFlight map[string]InFlightStats `json:"in_flight"`
-	LastHour OutcomeStats             `json:"last_hour"`
+	InFlight map[string]InFlightStats
+	LastHour OutcomeStats
 }
 
 // InFlightStats counts the invocations in one unfinished status.
 type InFlightStats struct {
-	Count    int64     `json:"count"`
-	OldestAt time.Time `json:"oldest_at"`
+	Count    int64
+	OldestAt time.Time
 }
 
 // OutcomeStats is what ended in the last StatsWindow.
 type OutcomeStats struct {
-	Since         time.Time        `json:"since"`
-	WindowSeconds int              `json:"window_seconds"`
-	Ended         map[string]int64 `json:"ended"`
+	Since         time.Time
+	WindowSeconds int
+	Ended         map[string]int64
 	// ThroughputPerMinute is the completed and failed invocations per
 	// minute over the window.
-	ThroughputPerMinute float64 `json:"throughput_per_minute"`
+	ThroughputPerMinute float64
 	// FailureRate is failed / (completed + failed), null when neither.
-	FailureRate *float64 `json:"failure_rate"`
+	FailureRate *float64
 	// Buckets are StatsBucket-wide windows, oldest first, with the
 	// outcomes that ended in each.
-	Buckets []OutcomeBucket `json:"buckets"`
+	Buckets []OutcomeBucket
 }
 
 // OutcomeBucket is one window of OutcomeStats.
 type OutcomeBucket struct {
-	Start     time.Time `json:"start"`
-	Completed int64     `json:"completed"`
-	Failed    int64     `json:"failed"`
-	Other     int64     `json:"other"`
+	Start     time.Time
+	Completed int64
+	Failed    int64
+	Other     int64
 }
 
 // Stats summarizes the organization's queue and recent outcomes, read
@@ -123,24 +123,24 @@ func outcomes(since, now time.Time, rows []adminstore.Outcome) OutcomeStats {
 // RateBucket is a configured rate bucket with the state of the rows an
 // organization's calls use.
 type RateBucket struct {
-	Name            string  `json:"name"`
-	Scope           string  `json:"scope"`
-	Rate            int     `json:"rate"`
-	IntervalSeconds float64 `json:"interval_seconds"`
-	Burst           int     `json:"burst"`
-	MaxConcurrency  int     `json:"max_concurrency"`
+	Name            string
+	Scope           string
+	Rate            int
+	IntervalSeconds float64
+	Burst           int
+	MaxConcurrency  int
 	// States has one entry per row: one for a global or org bucket, one
 	// per source that used a per-source bucket. A bucket never used yet
 	// has one full entry.
-	States []RateBucketState `json:"states"`
+	States []RateBucketState
 }
 
 // RateBucketState is the level of one bucket row now.
 type RateBucketState struct {
-	Source       string     `json:"source,omitempty"`
-	Tokens       float64    `json:"tokens"`
-	BlockedUntil *time.Time `json:"blocked_until"`
-	Leases       int        `json:"leases"`
+	Source       string
+	Tokens       float64
+	BlockedUntil *time.Time
+	Leases       int
 }
 
 // RateBuckets lists the configured buckets with their current fill and
