@@ -9,27 +9,43 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/settings"
 )
 
+// QuietHoursWindow is the API shape of a quiet window, in answers and
+// request bodies; it converts from and to settings.QuietHoursWindow, so
+// the two keep the same fields. Its name shows in decoding errors ("Go
+// struct field QuietHoursWindow.windows.bucket").
+type QuietHoursWindow struct {
+	Bucket   string `json:"bucket"`
+	TimeZone string `json:"time_zone"`
+	Start    string `json:"start"`
+	End      string `json:"end"`
+}
+
+func viewQuietHours(windows []settings.QuietHoursWindow) []QuietHoursWindow {
+	return viewEach(windows, func(w settings.QuietHoursWindow) QuietHoursWindow { return QuietHoursWindow(w) })
+}
+
 func (s *Server) getQuietHours(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	windows, err := s.settings.GetQuietHours(r.Context(), c.Org)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"windows": windows})
+	writeJSON(w, http.StatusOK, map[string]any{"windows": viewQuietHours(windows)})
 	return nil
 }
 
 func (s *Server) putQuietHours(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	var body struct {
-		Windows []settings.QuietHoursWindow `json:"windows"`
+		Windows []QuietHoursWindow `json:"windows"`
 	}
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
-	windows, err := s.settings.PutQuietHours(r.Context(), c.Org, c.Subject, body.Windows)
+	in := viewEach(body.Windows, func(w QuietHoursWindow) settings.QuietHoursWindow { return settings.QuietHoursWindow(w) })
+	windows, err := s.settings.PutQuietHours(r.Context(), c.Org, c.Subject, in)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"windows": windows})
+	writeJSON(w, http.StatusOK, map[string]any{"windows": viewQuietHours(windows)})
 	return nil
 }
 

@@ -23,6 +23,7 @@ var wireFree = []string{
 	"executors/mcp/connectors",
 	"executors/database/databases",
 	"internal/domain/admin",
+	"internal/domain/settings",
 	"outbox",
 }
 

@@ -12,13 +12,14 @@ import (
 	"github.com/outboxd/outboxd/policy"
 )
 
-// QuietHoursWindow is the API shape of a quiet window.
+// QuietHoursWindow is a quiet window: no job of the bucket starts between
+// Start and End ("HH:MM") in TimeZone (an IANA name).
 type QuietHoursWindow struct {
 	// Bucket limits the window to one rate bucket; "" is every job of the org.
-	Bucket   string `json:"bucket"`
-	TimeZone string `json:"time_zone"`
-	Start    string `json:"start"`
-	End      string `json:"end"`
+	Bucket   string
+	TimeZone string
+	Start    string
+	End      string
 }
 
 // GetQuietHours returns the organization's quiet windows.
