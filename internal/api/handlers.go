@@ -11,6 +11,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/settings"
@@ -366,8 +367,21 @@ func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request, c *auth
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"credentials": infos})
+	writeJSON(w, http.StatusOK, map[string]any{"credentials": viewEach(infos, func(i credential.Info) credentialView { return credentialView(i) })})
 	return nil
+}
+
+// credentialView is what the API shows of a stored credential, never its
+// token; it converts from credential.Info, so the two keep the same
+// fields.
+type credentialView struct {
+	Integration string    `json:"integration"`
+	UserID      string    `json:"user_id,omitempty"`
+	TokenKind   string    `json:"token_kind,omitempty"`
+	UpdatedBy   string    `json:"updated_by"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	Note        string    `json:"note,omitempty"`
 }
 
 type credentialBody struct {
@@ -388,7 +402,7 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"credential": info})
+	writeJSON(w, http.StatusOK, map[string]any{"credential": credentialView(info)})
 	return nil
 }
 

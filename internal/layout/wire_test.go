@@ -24,14 +24,17 @@ var wireFree = []string{
 	"executors/database/databases",
 	"internal/domain/admin",
 	"internal/domain/settings",
+	"internal/domain/credential",
 	"outbox",
 }
 
 // wireExceptions are the types of wireFree packages that keep json tags
 // for something other than the API, by "<dir>.<type>", with the reason.
 var wireExceptions = map[string]string{
-	"internal/domain/catalog.schemaDoc": "decodes an action's JSON Schema to write its guide",
-	"internal/domain/catalog.Review":    "is stored as jsonb: executors/mcp/connectors keeps the reviews of a connector's tools in tool_risk_overrides",
+	"internal/domain/catalog.schemaDoc":        "decodes an action's JSON Schema to write its guide",
+	"internal/domain/catalog.Review":           "is stored as jsonb: executors/mcp/connectors keeps the reviews of a connector's tools in tool_risk_overrides",
+	"internal/domain/credential.brokerRequest": "is the token broker's protocol: what outboxd asks it",
+	"internal/domain/credential.brokerAnswer":  "is the token broker's protocol: what it answers",
 }
 
 // TestWire_APIShapesLiveInTheHTTPLayer checks that no wireFree package

@@ -57,14 +57,14 @@ type Token struct {
 
 // Info is what may be shown about a stored credential: never the token.
 type Info struct {
-	Integration string    `json:"integration"`
-	UserID      string    `json:"user_id,omitempty"`
-	TokenKind   string    `json:"token_kind,omitempty"`
-	UpdatedBy   string    `json:"updated_by"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	Integration string
+	UserID      string
+	TokenKind   string
+	UpdatedBy   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 	// Note is what a worker learned about the credential since it was
 	// stored, such as "reconcile_unavailable: missing channels:history
 	// scope"; storing it again clears it.
-	Note string `json:"note,omitempty"`
+	Note string
 }
