@@ -9,12 +9,21 @@ import (
 )
 
 type slackSettingsView struct {
-	Channel   *string                           `json:"channel"`
-	Approvers map[string]slackapproval.Approver `json:"approvers"`
+	Channel   *string                 `json:"channel"`
+	Approvers map[string]approverView `json:"approvers"`
+}
+
+// approverView is who a Slack user approves as, in answers and request
+// bodies; it converts from and to slackapproval.Approver, so the two keep
+// the same fields.
+type approverView struct {
+	UserID string `json:"user_id"`
+	Role   string `json:"role"`
 }
 
 func writeSlackSettings(w http.ResponseWriter, st slackapproval.Settings) {
-	writeJSON(w, http.StatusOK, slackSettingsView{Channel: st.Channel, Approvers: st.Approvers})
+	approvers := viewEachValue(st.Approvers, func(a slackapproval.Approver) approverView { return approverView(a) })
+	writeJSON(w, http.StatusOK, slackSettingsView{Channel: st.Channel, Approvers: approvers})
 }
 
 func (s *Server) getSlackSettings(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
@@ -51,11 +60,11 @@ func (s *Server) putSlackApprovers(w http.ResponseWriter, r *http.Request, c *au
 	}
 	approvers := map[string]slackapproval.Approver{}
 	for id, raw := range body {
-		var a slackapproval.Approver
+		var a approverView
 		if err := json.Unmarshal(raw, &a); err != nil {
 			return invalidField(id, "%s must be {\"user_id\", \"role\"}", id)
 		}
-		approvers[id] = a
+		approvers[id] = slackapproval.Approver(a)
 	}
 	st, err := s.slack.PutApprovers(r.Context(), c.Org, c.Subject, approvers)
 	if err != nil {

@@ -25,16 +25,22 @@ var wireFree = []string{
 	"internal/domain/admin",
 	"internal/domain/settings",
 	"internal/domain/credential",
+	"internal/domain/relay/slackapproval",
 	"outbox",
 }
 
 // wireExceptions are the types of wireFree packages that keep json tags
 // for something other than the API, by "<dir>.<type>", with the reason.
 var wireExceptions = map[string]string{
-	"internal/domain/catalog.schemaDoc":        "decodes an action's JSON Schema to write its guide",
-	"internal/domain/catalog.Review":           "is stored as jsonb: executors/mcp/connectors keeps the reviews of a connector's tools in tool_risk_overrides",
-	"internal/domain/credential.brokerRequest": "is the token broker's protocol: what outboxd asks it",
-	"internal/domain/credential.brokerAnswer":  "is the token broker's protocol: what it answers",
+	"internal/domain/catalog.schemaDoc":               "decodes an action's JSON Schema to write its guide",
+	"internal/domain/catalog.Review":                  "is stored as jsonb: executors/mcp/connectors keeps the reviews of a connector's tools in tool_risk_overrides",
+	"internal/domain/credential.brokerRequest":        "is the token broker's protocol: what outboxd asks it",
+	"internal/domain/credential.brokerAnswer":         "is the token broker's protocol: what it answers",
+	"internal/domain/relay/slackapproval.Approver":    "is stored as jsonb: an organization's Slack approvers, by Slack user id",
+	"internal/domain/relay/slackapproval.interaction": "is Slack's protocol: the block_actions payload of a click",
+	"internal/domain/relay/slackapproval.buttonValue": "is Slack's protocol: the value an approval button carries back in a click",
+	"internal/domain/relay/slackapproval.PostArgs":    "is a River job's args, stored as jsonb",
+	"internal/domain/relay/slackapproval.UpdateArgs":  "is a River job's args, stored as jsonb",
 }
 
 // TestWire_APIShapesLiveInTheHTTPLayer checks that no wireFree package

@@ -89,7 +89,8 @@ func New(deps *Deps, cfg *Config) (*Service, error) {
 		api: slackapprovalstore.New(deps.Pool), work: slackapprovalstore.New(deps.Owner), store: invocationstore.New(nil), client: netguard.Client(c.AllowPrivateNetworks, 10*time.Second)}, nil
 }
 
-// Approver is who a Slack user approves as.
+// Approver is who a Slack user approves as. Its JSON is how the approvers
+// are stored (jsonb, by Slack user id); the API has its own shape.
 type Approver struct {
 	UserID string `json:"user_id"`
 	Role   string `json:"role"`
