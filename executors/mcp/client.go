@@ -337,16 +337,16 @@ func convertTool(t *mcpsdk.Tool) (Tool, error) {
 // Diagnostics is what Validate learned about a connector.
 type Diagnostics struct {
 	// Reachable is true when an MCP session could be initialized.
-	Reachable bool `json:"reachable"`
+	Reachable bool
 	// ProtocolVersion is the MCP protocol version negotiated.
-	ProtocolVersion string `json:"protocol_version,omitempty"`
+	ProtocolVersion string
 	// ServerName is the name the server reported.
-	ServerName string `json:"server_name,omitempty"`
+	ServerName string
 	// ToolCount is the number of tools listed.
-	ToolCount int `json:"tool_count"`
+	ToolCount int
 	// Errors lists what went wrong, free of the secret. Empty means the
 	// connector is usable.
-	Errors []string `json:"errors"`
+	Errors []string
 }
 
 // Validate connects to conn's server, lists its tools and checks that their

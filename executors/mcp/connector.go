@@ -32,9 +32,9 @@ const (
 // Auth is a connector's authentication scheme. The secret itself is never
 // part of it: it lives in the encrypted store and is passed per call.
 type Auth struct {
-	Type AuthType `json:"type"`
+	Type AuthType
 	// HeaderName is the header carrying the secret for AuthCustomHeader.
-	HeaderName string `json:"header_name,omitempty"`
+	HeaderName string
 }
 
 // RiskPolicy is an organization's say over the risk tiers of a connector's
@@ -52,11 +52,11 @@ type RiskPolicy struct {
 // Connector is an organization's remote MCP server, as this package needs
 // it: where it is, how to authenticate, and how to rate its tools.
 type Connector struct {
-	ID         uuid.UUID  `json:"id"`
-	Name       string     `json:"name"`
-	URL        string     `json:"url"`
-	Auth       Auth       `json:"auth"`
-	RiskPolicy RiskPolicy `json:"risk_policy"`
+	ID         uuid.UUID
+	Name       string
+	URL        string
+	Auth       Auth
+	RiskPolicy RiskPolicy
 }
 
 // clone returns a copy of c sharing nothing mutable with it.
@@ -207,28 +207,28 @@ func validHeaderName(name string) bool {
 // They are claims of the server, not guarantees; they only feed the risk
 // tier.
 type Annotations struct {
-	Title           string `json:"title,omitempty"`
-	ReadOnlyHint    bool   `json:"read_only_hint"`
-	DestructiveHint *bool  `json:"destructive_hint,omitempty"`
-	IdempotentHint  bool   `json:"idempotent_hint"`
-	OpenWorldHint   *bool  `json:"open_world_hint,omitempty"`
+	Title           string
+	ReadOnlyHint    bool
+	DestructiveHint *bool
+	IdempotentHint  bool
+	OpenWorldHint   *bool
 }
 
 // Tool is one tool a connector's server offers.
 type Tool struct {
-	Name        string `json:"name"`
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description"`
+	Name        string
+	Title       string
+	Description string
 	// InputSchema is the JSON Schema of the tool's arguments, as the server
 	// published it (re-encoded, so key order and spacing may differ).
-	InputSchema json.RawMessage `json:"input_schema"`
+	InputSchema json.RawMessage
 	// Annotations are nil when the server sent none.
-	Annotations *Annotations `json:"annotations,omitempty"`
+	Annotations *Annotations
 	// Tier is derived from the connector's risk policy and the annotations.
-	Tier executors.Tier `json:"risk_tier"`
+	Tier executors.Tier
 	// Hash is policy.DefinitionHash of InputSchema: it changes when what the
 	// tool accepts changes, not when descriptions, defaults or enums do.
-	Hash string `json:"hash"`
+	Hash string
 }
 
 // clone returns a copy of t sharing nothing mutable with it.

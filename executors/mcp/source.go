@@ -151,15 +151,18 @@ func toolErrorMessage(res *mcpsdk.CallToolResult) string {
 	return strings.Join(texts, "\n")
 }
 
-// resultData is the stored result of a call: the content list and the
+// callResult is the stored result of a call: the content list and the
 // structured content, under snake_case keys like the rest of the API.
+type callResult struct {
+	Content           []mcpsdk.Content `json:"content"`
+	StructuredContent any              `json:"structured_content,omitempty"`
+}
+
+// resultData encodes res as a callResult.
 func resultData(res *mcpsdk.CallToolResult) (json.RawMessage, error) {
 	content := res.Content
 	if content == nil {
 		content = []mcpsdk.Content{}
 	}
-	return json.Marshal(struct {
-		Content           []mcpsdk.Content `json:"content"`
-		StructuredContent any              `json:"structured_content,omitempty"`
-	}{content, res.StructuredContent})
+	return json.Marshal(callResult{content, res.StructuredContent})
 }

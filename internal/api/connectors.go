@@ -66,6 +66,16 @@ func viewConnector(v connectors.View) connectorView {
 	}
 }
 
+// diagnosticsView is what validating a connector learned; it converts
+// from mcp.Diagnostics, so the two keep the same fields.
+type diagnosticsView struct {
+	Reachable       bool     `json:"reachable"`
+	ProtocolVersion string   `json:"protocol_version,omitempty"`
+	ServerName      string   `json:"server_name,omitempty"`
+	ToolCount       int      `json:"tool_count"`
+	Errors          []string `json:"errors"`
+}
+
 // toolReviewView is the API shape of a connector tool with its review
 // state; it converts from connectors.ToolReview, so the two keep the same
 // fields.
@@ -172,7 +182,7 @@ func (s *Server) validateConnector(w http.ResponseWriter, r *http.Request, c *au
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, diag)
+	writeJSON(w, http.StatusOK, diagnosticsView(diag))
 	return nil
 }
 

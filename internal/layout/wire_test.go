@@ -20,6 +20,7 @@ import (
 // converts into them. A package here hands the API plain values only.
 var wireFree = []string{
 	"internal/domain/catalog",
+	"executors/mcp",
 	"executors/mcp/connectors",
 	"executors/database/databases",
 	"internal/domain/admin",
@@ -36,6 +37,8 @@ var wireExceptions = map[string]string{
 	"internal/domain/catalog.Review":                  "is stored as jsonb: executors/mcp/connectors keeps the reviews of a connector's tools in tool_risk_overrides",
 	"internal/domain/credential.brokerRequest":        "is the token broker's protocol: what outboxd asks it",
 	"internal/domain/credential.brokerAnswer":         "is the token broker's protocol: what it answers",
+	"executors/mcp.RiskPolicy":                        "is stored as jsonb: executors/mcp/connectors keeps a connector's risk_policy, which the API shows and takes as it is stored",
+	"executors/mcp.callResult":                        "is the stored result of a tool call (the invocation's result)",
 	"internal/domain/relay/slackapproval.Approver":    "is stored as jsonb: an organization's Slack approvers, by Slack user id",
 	"internal/domain/relay/slackapproval.interaction": "is Slack's protocol: the block_actions payload of a click",
 	"internal/domain/relay/slackapproval.buttonValue": "is Slack's protocol: the value an approval button carries back in a click",
