@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -392,6 +393,34 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// wrongType says which field of the body has a value of the wrong JSON
+// type, in JSON's words: encoding/json's own message names the Go types
+// the body is decoded into, which are no business of the caller's.
+func wrongType(err *json.UnmarshalTypeError) string {
+	var want string
+	switch err.Type.Kind() {
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	case reflect.Slice, reflect.Array:
+		want = "an array"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "an integer"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	default:
+		want = "another kind of value"
+	}
+	if err.Field == "" {
+		return fmt.Sprintf("the request body must be %s, not %s", want, err.Value)
+	}
+	return fmt.Sprintf("request body is not valid JSON: %s must be %s, not %s", err.Field, want, err.Value)
+}
+
 // decode reads one JSON object from the body into v. Unknown fields are
 // errors unless lenient. Text Postgres cannot store is refused first, with
 // the field named (checkBodyText).
@@ -408,8 +437,12 @@ func decode(r *http.Request, v any, lenient bool) error {
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.Is(err, io.EOF):
 			return badRequest("invalid_json", "request body is empty")
+		case errors.As(err, &typeErr):
+			return badRequest("invalid_json", wrongType(typeErr))
 		}
 		return badRequest("invalid_json", "request body is not valid JSON: "+err.Error())
 	}
