@@ -61,9 +61,10 @@ func TestMigration024_OneRelay(t *testing.T) {
 	require.ErrorContains(t, err, "permission denied")
 	require.NoError(t, tx.Rollback(ctx))
 
-	reverted, err := migrations.Down(ctx, pool, 1, false)
+	// Down past 024 (and the migrations after it), then up again.
+	reverted, err := migrations.Down(ctx, pool, 2, false)
 	require.NoError(t, err)
-	require.Equal(t, []int{24}, reverted)
+	require.Equal(t, []int{25, 24}, reverted)
 	var xid, id int64
 	require.NoError(t, pool.QueryRow(ctx, `SELECT after_xid::text::bigint, after_id FROM webhook_relay`).Scan(&xid, &id))
 	require.Equal(t, [2]int64{5, 7}, [2]int64{xid, id})
@@ -75,7 +76,7 @@ func TestMigration024_OneRelay(t *testing.T) {
 
 	applied, err := migrations.Up(ctx, pool)
 	require.NoError(t, err)
-	require.Equal(t, []int{24}, applied)
+	require.Equal(t, []int{24, 25}, applied)
 	require.NoError(t, pool.QueryRow(ctx, `SELECT after_xid::text::bigint, after_id FROM relay_cursors WHERE consumer = 'webhook'`).Scan(&xid, &id))
 	require.Equal(t, [2]int64{5, 7}, [2]int64{xid, id})
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM invocation_events WHERE notice IS NOT NULL`).Scan(&n))

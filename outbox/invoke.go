@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"time"
@@ -25,6 +26,9 @@ type InvokeParams struct {
 	Action         string
 	Params         json.RawMessage
 	IdempotencyKey string
+	// Origin is how it was asked: "" for the REST invoke, OriginMCP for
+	// the MCP front door.
+	Origin string
 }
 
 // Invoke records an invocation and its job. An allow-mode invocation is then
@@ -41,7 +45,7 @@ func (s *Service) Invoke(ctx context.Context, p *InvokeParams) (invocation.Invoc
 		automationID:   p.AutomationID,
 		userID:         p.UserID,
 		requestedBy:    p.RequestedBy,
-		origin:         originInvoke,
+		origin:         cmp.Or(p.Origin, originInvoke),
 		source:         p.Integration,
 		action:         p.Action,
 		params:         p.Params,

@@ -29,6 +29,8 @@ import (
 const (
 	originInvoke   = "invoke"
 	originEnvelope = "envelope"
+	// OriginMCP is the origin of an invoke over the MCP front door.
+	OriginMCP = "mcp"
 )
 
 // request is what invoke and envelopes have in common on their way to one
@@ -119,7 +121,7 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*inv
 			continue
 		}
 		r := ps[i].r
-		if r.origin == originInvoke {
+		if r.origin != originEnvelope {
 			if err := s.hitInvokeRate(ctx, tx, r.org, r.sessionID); err != nil {
 				return nil, err
 			}

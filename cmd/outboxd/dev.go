@@ -283,6 +283,17 @@ outboxd is ready at %[1]s (org %[2]q; tokens valid 30 days)
 %[2]s`, base, approve)
 	}
 	fmt.Fprintf(out, `
+An MCP client (Claude Code, Cursor, any MCP host) gets the same catalog as
+tools at %[1]s/mcp with the SANDBOX token; for Claude Code:
+
+  claude mcp add --transport http outboxd %[1]s/mcp --header "Authorization: Bearer $SANDBOX"
+
+or, in a client's JSON configuration:
+
+  {"mcpServers": {"outboxd": {"type": "http", "url": "%[1]s/mcp",
+    "headers": {"Authorization": "Bearer <the SANDBOX token>"}}}}
+`, base)
+	fmt.Fprintf(out, `
 While dev runs, the other commands find its database: ./bin/outboxd queue list,
 ./bin/outboxd dlq list --org %[1]s, ./bin/outboxd token --org %[1]s --kind user --role owner.
 `, devOrg)

@@ -66,6 +66,7 @@ func TestDevWelcome_NamesTheBinaryAndTheApprovalWindow(t *testing.T) {
 		require.Contains(t, out.String(), "./bin/outboxd queue list")
 		require.NotRegexp(t, `(^|[^/])outboxd (queue|dlq|token) `, out.String(), "every command names ./bin/outboxd")
 		require.Contains(t, out.String(), "waits for approval, for 7 minutes (approval.interactive_ttl")
+		require.Contains(t, out.String(), `claude mcp add --transport http outboxd http://127.0.0.1:8080/mcp --header "Authorization: Bearer $SANDBOX"`)
 	}
 	require.Equal(t, "24 hours", spelledDuration(24*time.Hour))
 	require.Equal(t, "1 minute", spelledDuration(time.Minute))

@@ -175,8 +175,8 @@ func (s *Server) listOrg(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 		Status: invocation.Status(q.Get("status")), Integration: q.Get("source"),
 		Origin: q.Get("origin"), SessionID: q.Get("session_id"), AutomationID: q.Get("automation_id"),
 	}
-	if f.Origin != "" && f.Origin != "invoke" && f.Origin != "envelope" {
-		return invalidField("origin", `origin must be "invoke" or "envelope"`)
+	if f.Origin != "" && f.Origin != "invoke" && f.Origin != "envelope" && f.Origin != "mcp" {
+		return invalidField("origin", `origin must be "invoke", "envelope" or "mcp"`)
 	}
 	if f.Status != "" && !f.Status.Valid() {
 		return invalidField("status", "unknown status %s", strconv.Quote(string(f.Status)))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/api"
 	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 )
 
@@ -80,7 +81,7 @@ func TestOpenAPI_Drift(t *testing.T) {
 		}
 	}
 
-	server := api.New(&api.Deps{SlackClicks: new(slackapproval.Service).Clicks(nil)})
+	server := api.New(&api.Deps{SlackClicks: new(slackapproval.Service).Clicks(nil), MCP: noMCP{}})
 	served := map[string]bool{}
 	for _, rt := range server.Routes() {
 		key := rt.Method + " " + rt.Pattern
@@ -214,3 +215,8 @@ func TestOpenAPI_ContractCatchesMismatches(t *testing.T) {
 	require.Error(t, contract.CheckEvent("7", "action_started", []byte(`{}`)), "undocumented event")
 	require.Error(t, contract.CheckEvent("x", "action_completed", []byte(`{}`)), "id not an event id")
 }
+
+// noMCP stands in for the MCP front door, so that its routes are served.
+type noMCP struct{}
+
+func (noMCP) ServeMCP(http.ResponseWriter, *http.Request, *auth.Claims) {}

@@ -56,6 +56,8 @@ type Deps struct {
 	// clicks on approval messages (nil: not served).
 	Slack       Slack
 	SlackClicks http.Handler
+	// MCP serves /mcp (nil: not served).
+	MCP MCP
 	// Connectors and Databases manage the org-registered sources.
 	Connectors Connectors
 	Databases  Databases
@@ -81,6 +83,8 @@ type Server struct {
 	slack    Slack
 	// slackClicks is nil when Slack's clicks are not served.
 	slackClicks http.Handler
+	// mcp is nil when /mcp is not served.
+	mcp MCP
 	// connectors and databases manage the org-registered sources.
 	connectors Connectors
 	databases  Databases
@@ -108,6 +112,7 @@ func New(deps *Deps) *Server {
 		webhooks:    deps.Webhooks,
 		slack:       deps.Slack,
 		slackClicks: deps.SlackClicks,
+		mcp:         deps.MCP,
 		closing:     make(chan struct{}),
 
 		unauthenticated: deps.Unauthenticated,
@@ -198,6 +203,14 @@ func (s *Server) publicRoutes() []publicRoute {
 		// The web console: static files, no token (its API calls carry one).
 		{"GET", "/console/", console.Handler()},
 		{"GET", "/console", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently)},
+	}
+	if s.mcp != nil {
+		// The MCP front door checks its bearer token itself, to answer a
+		// refusal with the resource metadata's address.
+		for _, method := range []string{"POST", "GET", "DELETE"} {
+			out = append(out, publicRoute{method, "/mcp", http.HandlerFunc(s.serveMCP)})
+		}
+		out = append(out, publicRoute{"GET", wellKnownResource, http.HandlerFunc(s.protectedResource)})
 	}
 	if s.slackClicks != nil {
 		// Slack signs its requests; there is no bearer token.

@@ -2,8 +2,10 @@ package api
 
 import (
 	"context"
+	"net/http"
 
 	adm "github.com/outboxd/outboxd/internal/domain/admin"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/feed"
@@ -41,6 +43,11 @@ type Outbox interface {
 type Catalog interface {
 	Available(ctx context.Context, c *catalog.Caller) (*catalog.Listing, error)
 	Guide(ctx context.Context, c *catalog.Caller, integration string) (string, error)
+}
+
+// MCP serves the MCP front door (internal/mcpfront) to a verified caller.
+type MCP interface {
+	ServeMCP(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 }
 
 // Webhooks manages an organization's webhook endpoints

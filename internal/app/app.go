@@ -47,6 +47,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
 	"github.com/outboxd/outboxd/internal/domain/settings"
+	"github.com/outboxd/outboxd/internal/mcpfront"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
@@ -329,11 +330,13 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	if cfg.TokenSource == "broker" {
 		stored = nil
 	}
+	reader := catalog.NewReader(sources, stored, settingsSvc, logger)
 	server := api.New(&api.Deps{
-		Service: svc, Catalog: catalog.NewReader(sources, stored, settingsSvc, logger), Settings: settingsSvc, Feeds: feeds, Connectors: orgConnectors, Databases: orgDatabases,
+		Service: svc, Catalog: reader, Settings: settingsSvc, Feeds: feeds, Connectors: orgConnectors, Databases: orgDatabases,
 		Admin:    admin.New(&admin.Deps{Pool: tenantPool, Owner: pool, River: client, Flow: limiter, Logger: logger}),
 		SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams,
 		Webhooks: webhooks, Slack: slackApprovals, SlackClicks: slackApprovals.Clicks(svc),
+		MCP:             mcpfront.New(&mcpfront.Deps{Outbox: svc, Catalog: reader, Logger: logger, Wait: cfg.Outbox.WithDefaults().SyncWait}),
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
 	})
 	var handler http.Handler = server.Handler()

@@ -70,7 +70,7 @@ type Page struct {
 type ListFilter struct {
 	Status      Status
 	Integration string
-	// Origin is "invoke" or "envelope".
+	// Origin is "invoke", "envelope" or "mcp".
 	Origin       string
 	SessionID    string
 	AutomationID string

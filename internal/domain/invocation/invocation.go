@@ -18,7 +18,7 @@ type Invocation struct {
 	// UserID is the human the caller acts for, if any.
 	UserID      *string
 	RequestedBy string
-	// Origin is "invoke" or "envelope".
+	// Origin is "invoke", "envelope" or "mcp".
 	Origin      string
 	Integration string
 	Action      string

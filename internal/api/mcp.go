@@ -1,0 +1,61 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/internal/platform/httpserver"
+)
+
+// wellKnownResource is where the MCP front door's protected resource
+// metadata is served (RFC 9728).
+const wellKnownResource = "/.well-known/oauth-protected-resource"
+
+// serveMCP is /mcp, the MCP front door: the bearer token is checked here
+// as on every API route. A refusal names the resource metadata in
+// WWW-Authenticate, as the MCP authorization spec asks; a token that is
+// not a sandbox's is refused, since a tool call is an invoke of the
+// caller's session.
+func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
+	claims, err := s.bearerClaims(r)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer resource_metadata=%q", baseURL(r)+wellKnownResource))
+		closeUnread(w, r)
+		s.writeErr(w, r, err)
+		return
+	}
+	if claims.Kind != auth.KindSandbox {
+		closeUnread(w, r)
+		s.writeErr(w, r, forbidden("/mcp takes a sandbox token (an agent's session), not a "+string(claims.Kind)+" token"))
+		return
+	}
+	// A call that needs approval waits for the decision, as an allow-mode
+	// invoke waits for its worker.
+	httpserver.ExtendWrite(w, r, s.syncWait)
+	s.mcp.ServeMCP(w, r.WithContext(dbutil.WithOrg(r.Context(), claims.Org)), claims)
+}
+
+// protectedResource is the MCP front door's protected resource metadata
+// (RFC 9728): the resource and that bearer tokens go in the header.
+// outboxd's tokens are minted by the platform that runs the agents, so no
+// authorization server is named.
+func (s *Server) protectedResource(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, &oauthex.ProtectedResourceMetadata{
+		Resource:               baseURL(r) + "/mcp",
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           "outboxd",
+	})
+}
+
+// baseURL is the scheme and host the request reached.
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}

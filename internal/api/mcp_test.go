@@ -1,0 +1,228 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/auth"
+)
+
+// bearer adds a bearer token to every request of an MCP client.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// mcpSession connects the official Go SDK's client to the bundle's /mcp
+// with token.
+func mcpSession(t *testing.T, b *apptest.Bundle, token string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "outboxd-test", Version: "1"}, nil)
+	session, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint:   b.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}},
+	}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { session.Close() })
+	return session
+}
+
+// callText is the text of a tool result's only content.
+func callText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	require.Len(t, res.Content, 1)
+	text, ok := res.Content[0].(*mcp.TextContent)
+	require.True(t, ok, "text content")
+	return text.Text
+}
+
+func TestMCP_AuthenticatesAsTheSpecSays(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+
+	r := b.Do("POST", "/mcp", "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+	require.Equal(t, http.StatusUnauthorized, r.Status, string(r.Raw))
+	require.Equal(t, "unauthorized", r.Body["error"].(map[string]any)["code"])
+	require.Equal(t, `Bearer resource_metadata="`+b.URL+`/.well-known/oauth-protected-resource"`, r.Header.Get("WWW-Authenticate"))
+
+	meta := b.Do("GET", "/.well-known/oauth-protected-resource", "", nil)
+	require.Equal(t, http.StatusOK, meta.Status)
+	require.Equal(t, b.URL+"/mcp", meta.Body["resource"])
+	require.Equal(t, []any{"header"}, meta.Body["bearer_methods_supported"])
+
+	bad := b.Do("POST", "/mcp", "not-a-token", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+	require.Equal(t, http.StatusUnauthorized, bad.Status)
+	require.Contains(t, bad.Header.Get("WWW-Authenticate"), "resource_metadata=")
+
+	for _, token := range []string{b.Owner(), b.Service()} {
+		r := b.Do("POST", "/mcp", token, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+		require.Equal(t, http.StatusForbidden, r.Status, string(r.Raw))
+		require.Contains(t, r.Body["error"].(map[string]any)["message"], "sandbox token")
+	}
+}
+
+func TestMCP_ToolsAreTheCallersCatalog(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-mcp-list")
+	b.SetModes(map[string]string{"slack:list_channels": "deny"})
+
+	tools, err := mcpSession(t, b, b.Sandbox()).ListTools(context.Background(), &mcp.ListToolsParams{})
+	require.NoError(t, err)
+	byName := map[string]*mcp.Tool{}
+	var names []string
+	for _, tl := range tools.Tools {
+		byName[tl.Name] = tl
+		names = append(names, tl.Name)
+	}
+
+	// The same set and order as the REST catalog, deny-mode actions left out.
+	avail := b.Do("GET", "/v1/sessions/"+apptest.Session+"/actions/available", b.Sandbox(), nil)
+	require.Equal(t, http.StatusOK, avail.Status)
+	var want []string
+	for _, a := range avail.Body["actions"].([]any) {
+		a := a.(map[string]any)
+		if a["mode"] != "deny" {
+			want = append(want, a["source"].(string)+"."+a["action"].(string))
+		}
+	}
+	require.Equal(t, want, names)
+	require.NotContains(t, byName, "slack.list_channels", "a deny-mode action is not offered")
+
+	send := byName["slack.send_message"]
+	require.NotNil(t, send, "tools: %v", names)
+	require.Contains(t, send.Description, "A human must approve")
+	require.Contains(t, send.Description, "Risk tier R2")
+	schema, err := json.Marshal(send.InputSchema)
+	require.NoError(t, err)
+	require.Contains(t, string(schema), `"channel"`)
+	require.False(t, send.Annotations.ReadOnlyHint)
+
+	// Another organization's sandbox sees none of this one's credentials'
+	// sources.
+	other := b.Token(auth.Claims{Org: "org-2", Kind: auth.KindSandbox, SessionID: "s-2"})
+	theirs, err := mcpSession(t, b, other).ListTools(context.Background(), &mcp.ListToolsParams{})
+	require.NoError(t, err)
+	for _, tl := range theirs.Tools {
+		require.False(t, strings.HasPrefix(tl.Name, "slack."), "org-2 has no Slack credential: %s", tl.Name)
+	}
+
+	// A sources claim narrows the tools as it narrows the REST catalog.
+	narrow := b.Token(auth.Claims{Org: apptest.Org, Kind: auth.KindSandbox, SessionID: apptest.Session, Sources: auth.OnlySources("linear")})
+	only, err := mcpSession(t, b, narrow).ListTools(context.Background(), &mcp.ListToolsParams{})
+	require.NoError(t, err)
+	for _, tl := range only.Tools {
+		require.True(t, strings.HasPrefix(tl.Name, "linear."), tl.Name)
+	}
+}
+
+func TestMCP_CallRunsThroughTheOutbox(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-mcp-call")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	session := mcpSession(t, b, b.Sandbox())
+	ctx := context.Background()
+
+	call := &mcp.CallToolParams{Name: "slack.send_message", Arguments: message, Meta: mcp.Meta{"idempotency_key": "mcp-once"}}
+	res, err := session.CallTool(ctx, call)
+	require.NoError(t, err)
+	require.False(t, res.IsError, callText(t, res))
+	require.Equal(t, true, res.StructuredContent.(map[string]any)["ok"])
+	require.Contains(t, callText(t, res), `"ok":true`)
+
+	// The same key again: the same invocation, no second post.
+	again, err := session.CallTool(ctx, call)
+	require.NoError(t, err)
+	require.False(t, again.IsError)
+	require.Len(t, b.Slack.Requests(), 1, "a retried call with its key never posts twice")
+
+	list := b.Do("GET", "/v1/sessions/"+apptest.Session+"/actions/invocations", b.Sandbox(), nil)
+	require.Equal(t, http.StatusOK, list.Status)
+	invs := list.Body["invocations"].([]any)
+	require.Len(t, invs, 1)
+	require.Equal(t, "mcp", invs[0].(map[string]any)["origin"])
+
+	// The same key with other arguments says so, and stores nothing.
+	_, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "slack.send_message", Arguments: map[string]any{"channel": "C0123456789", "text": "other"},
+		Meta: mcp.Meta{"idempotency_key": "mcp-once"}})
+	var rpcErr *jsonrpc.Error
+	require.True(t, errors.As(err, &rpcErr), "%v", err)
+	require.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcErr.Code)
+
+	// Arguments that fail the schema and unknown tools are JSON-RPC errors
+	// naming what is wrong; neither is recorded.
+	_, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "slack.send_message", Arguments: map[string]any{"text": "no channel"}})
+	require.True(t, errors.As(err, &rpcErr), "%v", err)
+	require.Contains(t, rpcErr.Message, "channel")
+	_, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "slack.no_such_tool", Arguments: map[string]any{}})
+	require.True(t, errors.As(err, &rpcErr), "%v", err)
+	require.Contains(t, rpcErr.Message, "unknown tool")
+	list = b.Do("GET", "/v1/sessions/"+apptest.Session+"/actions/invocations", b.Sandbox(), nil)
+	require.Len(t, list.Body["invocations"].([]any), 1)
+
+	// A deny-mode action called anyway is refused as a tool error.
+	b.SetModes(map[string]string{"slack:send_message": "deny"})
+	denied, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "slack.send_message", Arguments: message})
+	require.NoError(t, err)
+	require.True(t, denied.IsError)
+	require.Contains(t, callText(t, denied), "action_denied")
+	require.Len(t, b.Slack.Requests(), 1)
+}
+
+func TestMCP_CallWaitsForApproval(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-mcp-approve")
+	session := mcpSession(t, b, b.Sandbox())
+
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "slack.send_message", Arguments: message})
+		done <- answer{res, err}
+	}()
+
+	// The call waits; a human approves it over REST.
+	var id string
+	require.Eventually(t, func() bool {
+		list := b.Do("GET", "/v1/invocations?status=pending", b.Owner(), nil)
+		invs, _ := list.Body["invocations"].([]any)
+		if len(invs) != 1 {
+			return false
+		}
+		id = invs[0].(map[string]any)["id"].(string)
+		return true
+	}, 15*time.Second, 20*time.Millisecond)
+	require.Empty(t, b.Slack.Requests(), "nothing runs before the approval")
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"}).Status)
+
+	select {
+	case a := <-done:
+		require.NoError(t, a.err)
+		require.False(t, a.res.IsError, callText(t, a.res))
+		require.Equal(t, true, a.res.StructuredContent.(map[string]any)["ok"])
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call did not return after the approval")
+	}
+	require.Len(t, b.Slack.Requests(), 1)
+}

@@ -1,0 +1,175 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	outboxauth "github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/outbox"
+)
+
+// idempotencyMeta is the _meta key of a call's idempotency key.
+const idempotencyMeta = "idempotency_key"
+
+// callTool is tools/call: the call becomes an invocation of the caller's
+// session through the outbox, exactly as a REST invoke, and its outcome a
+// tool result. What the model should see (a denial, a provider failure,
+// a limit) is a result with isError; a request that cannot be an
+// invocation at all (an unknown tool, arguments that fail the schema) is
+// a JSON-RPC error naming what is wrong.
+func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error) {
+	tools, err := s.tools(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var found *tool
+	for i := range tools {
+		if tools[i].name == p.Name {
+			found = &tools[i]
+			break
+		}
+	}
+	if found == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q: tools/list lists the tools you may call", p.Name)}
+	}
+	args := p.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	key, err := idempotencyKey(p.Meta)
+	if err != nil {
+		return nil, err
+	}
+	inv, err := s.outbox.Invoke(ctx, &outbox.InvokeParams{
+		OrganizationID: c.Org,
+		SessionID:      c.SessionID,
+		AutomationID:   c.AutomationID,
+		UserID:         c.UserID,
+		RequestedBy:    c.Subject,
+		Sources:        c.Sources,
+		Integration:    found.action.Source,
+		Action:         found.action.Action,
+		Params:         args,
+		IdempotencyKey: key,
+		Origin:         outbox.OriginMCP,
+	})
+	if err != nil {
+		return refusal(err)
+	}
+	if inv.Status == invocation.StatusPending {
+		// A human decides; wait as long as an allow-mode call may.
+		if inv, err = s.outbox.Wait(ctx, inv, s.wait); err != nil {
+			return nil, err
+		}
+	}
+	return outcome(inv), nil
+}
+
+// idempotencyKey reads the call's idempotency key from its _meta.
+func idempotencyKey(meta mcp.Meta) (string, error) {
+	raw, ok := meta[idempotencyMeta]
+	if !ok {
+		return "", nil
+	}
+	key, ok := raw.(string)
+	if !ok || key == "" || len(key) > 255 {
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "_meta." + idempotencyMeta + " must be a string of 1 to 255 characters"}
+	}
+	return key, nil
+}
+
+// refusal turns an error of the outbox into what the caller gets.
+func refusal(err error) (*mcp.CallToolResult, error) {
+	var ve *errs.ValidationError
+	var rle *errs.RateLimitError
+	switch {
+	case errors.As(err, &ve):
+		msg := ve.Message
+		var fields []string
+		for _, f := range ve.Fields {
+			fields = append(fields, f.Field+": "+f.Message)
+		}
+		if len(fields) > 0 {
+			msg += " (" + strings.Join(fields, "; ") + ")"
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+	case errors.As(err, &rle):
+		return toolError("rate_limited", fmt.Sprintf("%s; retry in %d s", err, int(rle.RetryAfter.Seconds())+1)), nil
+	}
+	if kind := errs.KindOf(err); kind != nil {
+		switch kind {
+		case errs.NotFound, errs.IdempotencyMismatch:
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		}
+		return toolError(kind.Code, err.Error()), nil
+	}
+	return nil, err
+}
+
+// outcome is the tool result of an invocation where it stands.
+func outcome(inv invocation.Invocation) *mcp.CallToolResult {
+	switch inv.Status {
+	case invocation.StatusCompleted, invocation.StatusSkipped:
+		var structured any = map[string]any{}
+		if len(inv.Result) > 0 {
+			var v any
+			if json.Unmarshal(inv.Result, &v) == nil {
+				structured = v
+			}
+		}
+		// structuredContent is an object; any other result is wrapped.
+		if _, ok := structured.(map[string]any); !ok {
+			structured = map[string]any{"result": structured}
+		}
+		text, _ := json.Marshal(structured)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, StructuredContent: structured}
+	case invocation.StatusDenied:
+		return toolError("action_denied", fmt.Sprintf("denied by %s: %s", deny(inv), deref(inv.DeniedReason)))
+	case invocation.StatusFailed:
+		return toolError("action_failed", deref(inv.Error))
+	case invocation.StatusExpired:
+		return toolError("expired", "nobody approved the call in time; the approval window closed")
+	case invocation.StatusCancelled:
+		return toolError("cancelled", "the call was cancelled before it ran")
+	}
+	// Still waiting (for a human, or for the worker): say where it stands.
+	waiting := map[string]any{"status": string(inv.Status), "invocation_id": inv.ID.String()}
+	if inv.Status == invocation.StatusPending && inv.ExpiresAt != nil {
+		waiting["expires_at"] = inv.ExpiresAt.UTC().Format(time.RFC3339)
+		waiting["message"] = "a human must approve this call; it is still pending"
+	} else {
+		waiting["message"] = "the call is queued and has not finished yet"
+	}
+	text, _ := json.Marshal(waiting)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, StructuredContent: waiting}
+}
+
+// deny says who denied: policy (a deny mode, the drift guard…) or a human.
+func deny(inv invocation.Invocation) string {
+	if inv.ApprovedBy != nil {
+		return *inv.ApprovedBy
+	}
+	return "policy (" + inv.ModeSource + ")"
+}
+
+// toolError is a tool result the model reads as a failure.
+func toolError(code, message string) *mcp.CallToolResult {
+	body, _ := json.Marshal(map[string]string{"code": code, "message": message})
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
