@@ -15,6 +15,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/outbox"
 )
 
 // bearer adds a bearer token to every request of an MCP client.
@@ -33,7 +34,13 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // with token.
 func mcpSession(t *testing.T, b *apptest.Bundle, token string) *mcp.ClientSession {
 	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "outboxd-test", Version: "1"}, nil)
+	return mcpSessionWith(t, b, token, nil)
+}
+
+// mcpSessionWith is mcpSession with client options.
+func mcpSessionWith(t *testing.T, b *apptest.Bundle, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "outboxd-test", Version: "1"}, opts)
 	session, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
 		Endpoint:   b.URL + "/mcp",
 		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}},
@@ -102,6 +109,7 @@ func TestMCP_ToolsAreTheCallersCatalog(t *testing.T) {
 			want = append(want, a["source"].(string)+"."+a["action"].(string))
 		}
 	}
+	want = append(want, "outboxd_wait") // and the tool that waits again
 	require.Equal(t, want, names)
 	require.NotContains(t, byName, "slack.list_channels", "a deny-mode action is not offered")
 
@@ -122,13 +130,14 @@ func TestMCP_ToolsAreTheCallersCatalog(t *testing.T) {
 	for _, tl := range theirs.Tools {
 		require.False(t, strings.HasPrefix(tl.Name, "slack."), "org-2 has no Slack credential: %s", tl.Name)
 	}
+	require.NotEmpty(t, theirs.Tools)
 
 	// A sources claim narrows the tools as it narrows the REST catalog.
 	narrow := b.Token(auth.Claims{Org: apptest.Org, Kind: auth.KindSandbox, SessionID: apptest.Session, Sources: auth.OnlySources("linear")})
 	only, err := mcpSession(t, b, narrow).ListTools(context.Background(), &mcp.ListToolsParams{})
 	require.NoError(t, err)
 	for _, tl := range only.Tools {
-		require.True(t, strings.HasPrefix(tl.Name, "linear."), tl.Name)
+		require.True(t, strings.HasPrefix(tl.Name, "linear.") || tl.Name == "outboxd_wait", tl.Name)
 	}
 }
 
@@ -190,7 +199,12 @@ func TestMCP_CallWaitsForApproval(t *testing.T) {
 	t.Parallel()
 	b := apptest.Start(t, nil)
 	b.StoreSlackToken("xoxb-mcp-approve")
-	session := mcpSession(t, b, b.Sandbox())
+	progress := make(chan string, 16)
+	session := mcpSessionWith(t, b, b.Sandbox(), &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			progress <- r.Params.Message
+		},
+	})
 
 	type answer struct {
 		res *mcp.CallToolResult
@@ -198,9 +212,19 @@ func TestMCP_CallWaitsForApproval(t *testing.T) {
 	}
 	done := make(chan answer, 1)
 	go func() {
-		res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "slack.send_message", Arguments: message})
+		call := &mcp.CallToolParams{Name: "slack.send_message", Arguments: message}
+		call.SetProgressToken("approval-1")
+		res, err := session.CallTool(context.Background(), call)
 		done <- answer{res, err}
 	}()
+
+	// The waiting call says what it waits for.
+	select {
+	case msg := <-progress:
+		require.Contains(t, msg, "waiting for a human to approve it")
+	case <-time.After(15 * time.Second):
+		t.Fatal("no progress notification while the call waits")
+	}
 
 	// The call waits; a human approves it over REST.
 	var id string
@@ -225,4 +249,44 @@ func TestMCP_CallWaitsForApproval(t *testing.T) {
 		t.Fatal("the call did not return after the approval")
 	}
 	require.Len(t, b.Slack.Requests(), 1)
+}
+
+func TestMCP_PendingPastTheWaitThenWaitAgain(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Outbox: outbox.Config{SyncWait: 300 * time.Millisecond}})
+	b.StoreSlackToken("xoxb-mcp-wait")
+	session := mcpSession(t, b, b.Sandbox())
+	ctx := context.Background()
+
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "slack.send_message", Arguments: message})
+	require.NoError(t, err)
+	require.False(t, res.IsError, callText(t, res))
+	pending := res.StructuredContent.(map[string]any)
+	require.Equal(t, "pending", pending["status"])
+	require.NotEmpty(t, pending["expires_at"])
+	id := pending["invocation_id"].(string)
+
+	tools, err := session.ListTools(ctx, &mcp.ListToolsParams{})
+	require.NoError(t, err)
+	require.Equal(t, "outboxd_wait", tools.Tools[len(tools.Tools)-1].Name)
+
+	// Still undecided: waiting again changes nothing and says so.
+	res, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "outboxd_wait", Arguments: map[string]any{"invocation_id": id}})
+	require.NoError(t, err)
+	require.Equal(t, "pending", res.StructuredContent.(map[string]any)["status"])
+	require.Empty(t, b.Slack.Requests())
+
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"}).Status)
+	require.Eventually(t, func() bool {
+		res, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "outboxd_wait", Arguments: map[string]any{"invocation_id": id}})
+		require.NoError(t, err)
+		return res.StructuredContent != nil && res.StructuredContent.(map[string]any)["ok"] == true
+	}, 15*time.Second, 50*time.Millisecond)
+	require.Len(t, b.Slack.Requests(), 1, "waiting never runs the action again")
+
+	// Another session's invocation is not found.
+	other := b.Token(auth.Claims{Org: apptest.Org, Kind: auth.KindSandbox, SessionID: "another-session"})
+	_, err = mcpSession(t, b, other).CallTool(ctx, &mcp.CallToolParams{Name: "outboxd_wait", Arguments: map[string]any{"invocation_id": id}})
+	var rpcErr *jsonrpc.Error
+	require.True(t, errors.As(err, &rpcErr), "%v", err)
 }

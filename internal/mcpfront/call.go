@@ -26,7 +26,10 @@ const idempotencyMeta = "idempotency_key"
 // a limit) is a result with isError; a request that cannot be an
 // invocation at all (an unknown tool, arguments that fail the schema) is
 // a JSON-RPC error naming what is wrong.
-func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error) {
+func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.CallToolParamsRaw, report progressFunc) (*mcp.CallToolResult, error) {
+	if p.Name == waitTool.Name {
+		return s.waitAgain(ctx, c, p.Arguments, report)
+	}
 	tools, err := s.tools(ctx, c)
 	if err != nil {
 		return nil, err
@@ -45,7 +48,7 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
 	}
-	key, err := idempotencyKey(p.Meta)
+	key, err := idempotencyKey(p.Meta, report.header.Get("Idempotency-Key"))
 	if err != nil {
 		return nil, err
 	}
@@ -67,22 +70,94 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 	}
 	if inv.Status == invocation.StatusPending {
 		// A human decides; wait as long as an allow-mode call may.
-		if inv, err = s.outbox.Wait(ctx, inv, s.wait); err != nil {
+		if inv, err = s.await(ctx, inv, report); err != nil {
 			return nil, err
 		}
 	}
 	return outcome(inv), nil
 }
 
-// idempotencyKey reads the call's idempotency key from its _meta.
-func idempotencyKey(meta mcp.Meta) (string, error) {
+// progressEvery is how often a waiting call says what it waits for.
+const progressEvery = 5 * time.Second
+
+// await waits up to s.wait for inv to end, telling the client what it
+// waits for when it asked for progress: at once, then every
+// progressEvery.
+func (s *Server) await(ctx context.Context, inv invocation.Invocation, report progressFunc) (invocation.Invocation, error) {
+	deadline := time.Now().Add(s.wait)
+	for step := 0; ; step++ {
+		report.send(ctx, step, waitingFor(inv))
+		slice := min(time.Until(deadline), progressEvery)
+		if slice <= 0 {
+			return inv, nil
+		}
+		next, err := s.outbox.Wait(ctx, inv, slice)
+		if err != nil {
+			return inv, err
+		}
+		inv = next
+		if inv.Status.Terminal() || ctx.Err() != nil {
+			return inv, nil
+		}
+	}
+}
+
+// waitingFor says what a call waits for.
+func waitingFor(inv invocation.Invocation) string {
+	if inv.Status == invocation.StatusPending {
+		msg := "waiting for a human to approve it in the console or Slack"
+		if inv.ExpiresAt != nil {
+			msg += ", until " + inv.ExpiresAt.UTC().Format("15:04 UTC")
+		}
+		return msg
+	}
+	return "approved; waiting for the result"
+}
+
+// waitTool waits again on an invocation a call left pending, so a model
+// can keep waiting without asking for the action again.
+var waitTool = &mcp.Tool{
+	Name:  "outboxd_wait",
+	Title: "Wait for a pending call",
+	Description: "Waits again for the outcome of a call whose result said it is pending, and returns that outcome " +
+		"(or, if it is still undecided, that it is still pending). It never runs anything by itself.",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{"invocation_id":{"type":"string","description":"The invocation_id of the pending result."}},"required":["invocation_id"],"additionalProperties":false}`),
+	Annotations: &mcp.ToolAnnotations{Title: "Wait for a pending call", ReadOnlyHint: true, IdempotentHint: true},
+}
+
+// waitAgain is outboxd_wait: it waits on one of the session's invocations.
+func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.RawMessage, report progressFunc) (*mcp.CallToolResult, error) {
+	var args struct {
+		InvocationID string `json:"invocation_id"`
+	}
+	if err := json.Unmarshal(raw, &args); err != nil || args.InvocationID == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invocation_id: give the invocation_id of a pending result"}
+	}
+	inv, err := s.outbox.GetInSession(ctx, c.Org, c.SessionID, args.InvocationID)
+	if err != nil {
+		return refusal(err)
+	}
+	if !inv.Status.Terminal() {
+		if inv, err = s.await(ctx, inv, report); err != nil {
+			return nil, err
+		}
+	}
+	return outcome(inv), nil
+}
+
+// idempotencyKey reads the call's idempotency key from its _meta, or else
+// from the HTTP request's Idempotency-Key header.
+func idempotencyKey(meta mcp.Meta, header string) (string, error) {
 	raw, ok := meta[idempotencyMeta]
+	if !ok {
+		raw, ok = header, header != ""
+	}
 	if !ok {
 		return "", nil
 	}
 	key, ok := raw.(string)
 	if !ok || key == "" || len(key) > 255 {
-		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "_meta." + idempotencyMeta + " must be a string of 1 to 255 characters"}
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "_meta." + idempotencyMeta + " (or Idempotency-Key) must be a string of 1 to 255 characters"}
 	}
 	return key, nil
 }

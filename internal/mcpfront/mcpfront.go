@@ -34,6 +34,7 @@ import (
 type Outbox interface {
 	Invoke(ctx context.Context, p *outbox.InvokeParams) (invocation.Invocation, error)
 	Wait(ctx context.Context, inv invocation.Invocation, d time.Duration) (invocation.Invocation, error)
+	GetInSession(ctx context.Context, org, sessionID, id string) (invocation.Invocation, error)
 }
 
 // Catalog says what a caller may use: catalog.Reader.
@@ -144,7 +145,8 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil {
 				return nil, err
 			}
-			return s.callTool(ctx, c, req.GetParams().(*mcp.CallToolParamsRaw))
+			call := req.(*mcp.CallToolRequest)
+			return s.callTool(ctx, c, call.Params, s.progress(ctx, call))
 		}
 		return next(ctx, method, req)
 	}
@@ -214,6 +216,7 @@ func (s *Server) listTools(ctx context.Context, c *outboxauth.Claims, _ *mcp.Lis
 		seen[t.name] = true
 		out.Tools = append(out.Tools, describe(t))
 	}
+	out.Tools = append(out.Tools, waitTool)
 	return out, nil
 }
 
@@ -243,5 +246,37 @@ func describe(t tool) *mcp.Tool {
 		Description: strings.TrimSpace(fmt.Sprintf("%s\n\nRisk tier %s (%s). %s", strings.TrimSpace(a.Description), a.RiskTier, a.RiskLevel, how)),
 		InputSchema: a.Params,
 		Annotations: annotations,
+	}
+}
+
+// progressFunc reports a waiting call's progress to its client, when the
+// client asked for it with a progress token.
+type progressFunc struct {
+	session *mcp.ServerSession
+	token   any
+	header  http.Header
+	logger  *slog.Logger
+}
+
+// progress returns the progress reporter of a tools/call request.
+func (s *Server) progress(_ context.Context, req *mcp.CallToolRequest) progressFunc {
+	p := progressFunc{session: req.Session, logger: s.logger}
+	if req.Params != nil {
+		p.token = req.Params.GetProgressToken()
+	}
+	if req.Extra != nil {
+		p.header = req.Extra.Header
+	}
+	return p
+}
+
+// send sends step's progress notification; without a token it does
+// nothing. A client gone is the wait's own business: it ends with ctx.
+func (p progressFunc) send(ctx context.Context, step int, message string) {
+	if p.token == nil || p.session == nil {
+		return
+	}
+	if err := p.session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: float64(step), Message: message}); err != nil {
+		p.logger.Debug("mcp progress", "error", err)
 	}
 }
