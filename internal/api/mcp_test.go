@@ -193,6 +193,15 @@ func TestMCP_CallRunsThroughTheOutbox(t *testing.T) {
 	require.True(t, denied.IsError)
 	require.Contains(t, callText(t, denied), "action_denied")
 	require.Len(t, b.Slack.Requests(), 1)
+
+	metrics := string(b.Do("GET", "/metrics", "", nil).Raw)
+	for _, line := range []string{
+		`outboxd_mcp_calls_total{outcome="completed"} 2`,
+		`outboxd_mcp_calls_total{outcome="invalid"} 3`,
+		`outboxd_mcp_calls_total{outcome="denied"} 1`,
+	} {
+		require.Contains(t, metrics, line)
+	}
 }
 
 func TestMCP_CallWaitsForApproval(t *testing.T) {
@@ -249,6 +258,7 @@ func TestMCP_CallWaitsForApproval(t *testing.T) {
 		t.Fatal("the call did not return after the approval")
 	}
 	require.Len(t, b.Slack.Requests(), 1)
+	require.Contains(t, string(b.Do("GET", "/metrics", "", nil).Raw), "outboxd_mcp_wait_seconds_count 1")
 }
 
 func TestMCP_PendingPastTheWaitThenWaitAgain(t *testing.T) {

@@ -66,7 +66,7 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 		Origin:         outbox.OriginMCP,
 	})
 	if err != nil {
-		return refusal(err)
+		return s.refusal(err)
 	}
 	if inv.Status == invocation.StatusPending {
 		// A human decides; wait as long as an allow-mode call may.
@@ -74,7 +74,7 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 			return nil, err
 		}
 	}
-	return outcome(inv), nil
+	return s.outcome(inv), nil
 }
 
 // progressEvery is how often a waiting call says what it waits for.
@@ -84,7 +84,9 @@ const progressEvery = 5 * time.Second
 // waits for when it asked for progress: at once, then every
 // progressEvery.
 func (s *Server) await(ctx context.Context, inv invocation.Invocation, report progressFunc) (invocation.Invocation, error) {
-	deadline := time.Now().Add(s.wait)
+	start := time.Now()
+	defer func() { s.metrics.MCPWait.Observe(time.Since(start).Seconds()) }()
+	deadline := start.Add(s.wait)
 	for step := 0; ; step++ {
 		report.send(ctx, step, waitingFor(inv))
 		slice := min(time.Until(deadline), progressEvery)
@@ -135,14 +137,14 @@ func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.R
 	}
 	inv, err := s.outbox.GetInSession(ctx, c.Org, c.SessionID, args.InvocationID)
 	if err != nil {
-		return refusal(err)
+		return s.refusal(err)
 	}
 	if !inv.Status.Terminal() {
 		if inv, err = s.await(ctx, inv, report); err != nil {
 			return nil, err
 		}
 	}
-	return outcome(inv), nil
+	return s.outcome(inv), nil
 }
 
 // idempotencyKey reads the call's idempotency key from its _meta, or else
@@ -162,8 +164,9 @@ func idempotencyKey(meta mcp.Meta, header string) (string, error) {
 	return key, nil
 }
 
-// refusal turns an error of the outbox into what the caller gets.
-func refusal(err error) (*mcp.CallToolResult, error) {
+// refusal turns an error of the outbox into what the caller gets; one
+// the model reads as a tool error counts as refused.
+func (s *Server) refusal(err error) (*mcp.CallToolResult, error) {
 	var ve *errs.ValidationError
 	var rle *errs.RateLimitError
 	switch {
@@ -178,6 +181,7 @@ func refusal(err error) (*mcp.CallToolResult, error) {
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
 	case errors.As(err, &rle):
+		s.metrics.MCPCalls.WithLabelValues("refused").Inc()
 		return toolError("rate_limited", fmt.Sprintf("%s; retry in %d s", err, int(rle.RetryAfter.Seconds())+1)), nil
 	}
 	if kind := errs.KindOf(err); kind != nil {
@@ -185,13 +189,23 @@ func refusal(err error) (*mcp.CallToolResult, error) {
 		case errs.NotFound, errs.IdempotencyMismatch:
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
+		s.metrics.MCPCalls.WithLabelValues("refused").Inc()
 		return toolError(kind.Code, err.Error()), nil
 	}
 	return nil, err
 }
 
-// outcome is the tool result of an invocation where it stands.
-func outcome(inv invocation.Invocation) *mcp.CallToolResult {
+// outcome is the tool result of an invocation where it stands, counted
+// by that status.
+func (s *Server) outcome(inv invocation.Invocation) *mcp.CallToolResult {
+	label := string(inv.Status)
+	switch inv.Status {
+	case invocation.StatusSkipped:
+		label = string(invocation.StatusCompleted)
+	case invocation.StatusApproved, invocation.StatusExecuting:
+		label = string(invocation.StatusPending)
+	}
+	s.metrics.MCPCalls.WithLabelValues(label).Inc()
 	switch inv.Status {
 	case invocation.StatusCompleted, invocation.StatusSkipped:
 		var structured any = map[string]any{}

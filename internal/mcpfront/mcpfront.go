@@ -26,6 +26,7 @@ import (
 	outboxauth "github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/telemetry"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -46,6 +47,7 @@ type Catalog interface {
 type Deps struct {
 	Outbox  Outbox
 	Catalog Catalog
+	Metrics *telemetry.Metrics
 	Logger  *slog.Logger
 	// Wait bounds how long a call that needs approval waits for the
 	// decision and the result (the outbox's sync_wait).
@@ -56,6 +58,7 @@ type Deps struct {
 type Server struct {
 	outbox  Outbox
 	catalog Catalog
+	metrics *telemetry.Metrics
 	logger  *slog.Logger
 	wait    time.Duration
 	handler http.Handler
@@ -63,7 +66,10 @@ type Server struct {
 
 // New returns the front door.
 func New(deps *Deps) *Server {
-	s := &Server{outbox: deps.Outbox, catalog: deps.Catalog, wait: deps.Wait, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))}
+	s := &Server{outbox: deps.Outbox, catalog: deps.Catalog, metrics: deps.Metrics, wait: deps.Wait, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))}
+	if s.metrics == nil {
+		s.metrics = telemetry.NewNop()
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "outboxd", Title: "outboxd"}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       s.logger,
@@ -146,7 +152,11 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, err
 			}
 			call := req.(*mcp.CallToolRequest)
-			return s.callTool(ctx, c, call.Params, s.progress(ctx, call))
+			res, err := s.callTool(ctx, c, call.Params, s.progress(ctx, call))
+			if err != nil {
+				s.metrics.MCPCalls.WithLabelValues("invalid").Inc()
+			}
+			return res, err
 		}
 		return next(ctx, method, req)
 	}

@@ -44,6 +44,12 @@ type Metrics struct {
 	// for an earlier attempt's effect, because the look-up could not be
 	// made, by source and reason.
 	Unreconciled *prometheus.CounterVec
+	// MCPCalls counts tools/call requests of the MCP front door by outcome
+	// (completed, pending, denied, failed, expired, cancelled, refused:
+	// a limit or refusal the model reads, invalid: a JSON-RPC error).
+	MCPCalls *prometheus.CounterVec
+	// MCPWait is how long MCP calls waited for an approval and its result.
+	MCPWait prometheus.Histogram
 }
 
 // New creates the metrics and registers them on reg.
@@ -98,8 +104,18 @@ func New(reg prometheus.Registerer) *Metrics {
 		Name: "outboxd_reconcile_unavailable_total",
 		Help: "Retries that acted again without looking for an earlier attempt's effect, the look-up being impossible, by source and reason (missing_scope, channel_name, not_in_channel...).",
 	}, []string{"source", "reason"})
+	m.MCPCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "outboxd_mcp_calls_total",
+		Help: "tools/call requests of the MCP front door, by outcome (completed, pending, denied, failed, expired, cancelled, refused, invalid).",
+	}, []string{"outcome"})
+	m.MCPWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "outboxd_mcp_wait_seconds",
+		Help:    "Time MCP calls waited for an approval and its result.",
+		Buckets: []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+	})
 	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency, m.Drift, m.ConnectorList,
-		m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications, m.PauseHolds, m.Unreconciled)
+		m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications, m.PauseHolds, m.Unreconciled,
+		m.MCPCalls, m.MCPWait)
 	return m
 }
 
