@@ -5,7 +5,7 @@ GO ?= go
 SQLC = $(GO) tool -modfile=tools/go.mod sqlc
 STATICCHECK = $(GO) tool -modfile=tools/go.mod staticcheck
 
-.PHONY: dev build test check-cgo tools-note browser-note vet generate check-generated fuzz bench clean console
+.PHONY: dev build test check-cgo tools-note browser-note mcp-ts mcp-ts-note vet generate check-generated fuzz bench clean console
 
 # The binary replaces the shell, so Ctrl-C reaches outboxd alone and a
 # normal stop ends make cleanly.
@@ -15,10 +15,25 @@ dev: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/outboxd ./cmd/outboxd
 
-test: check-cgo tools-note browser-note vet check-generated
+test: check-cgo tools-note browser-note mcp-ts-note vet check-generated
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) fuzz FUZZTIME=20000x
 	@$(MAKE) --no-print-directory browser-note
+	@$(MAKE) --no-print-directory mcp-ts-note
+
+# The MCP front door's test with a client nobody here wrote
+# (internal/api/mcp_ts_test.go) runs the official TypeScript SDK, which
+# this installs from package-lock.json into tools/mcp-ts (.ci/run does);
+# without node or the SDK the test is skipped, and this says so loudly.
+mcp-ts:
+	cd tools/mcp-ts && npm ci --no-audit --no-fund
+mcp-ts-note:
+	@if command -v node >/dev/null 2>&1 && [ -f tools/mcp-ts/node_modules/@modelcontextprotocol/sdk/package.json ]; then \
+		echo "make test: the MCP front door is tested with the official TypeScript SDK too"; \
+	else \
+		echo "*** make test: NO NODE OR TYPESCRIPT MCP SDK: the TypeScript MCP client test DID NOT RUN (skipped)."; \
+		echo "*** Install node 18+ and run make mcp-ts (npm, from the npm registry)."; \
+	fi
 
 # The console's browser suite (console/browser_test.go) needs a Chromium;
 # without one it is skipped, and this says so loudly.

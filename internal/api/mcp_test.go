@@ -88,7 +88,8 @@ func TestMCP_ToolsAreTheCallersCatalog(t *testing.T) {
 	t.Parallel()
 	b := apptest.Start(t, nil)
 	b.StoreSlackToken("xoxb-mcp-list")
-	b.SetModes(map[string]string{"slack:list_channels": "deny"})
+	b.StoreToken("linear", "lin_api_mcp_list_0123456789", "api_key")
+	b.SetModes(map[string]string{"linear:list_issues": "deny"})
 
 	tools, err := mcpSession(t, b, b.Sandbox()).ListTools(context.Background(), &mcp.ListToolsParams{})
 	require.NoError(t, err)
@@ -111,7 +112,11 @@ func TestMCP_ToolsAreTheCallersCatalog(t *testing.T) {
 	}
 	want = append(want, "outboxd_wait") // and the tool that waits again
 	require.Equal(t, want, names)
-	require.NotContains(t, byName, "slack.list_channels", "a deny-mode action is not offered")
+	require.NotContains(t, byName, "linear.list_issues", "a deny-mode action is not offered")
+	get := byName["linear.get_issue"]
+	require.NotNil(t, get, "tools: %v", names)
+	require.True(t, get.Annotations.ReadOnlyHint, "an R1 read says so")
+	require.Contains(t, get.Description, "Runs at once.")
 
 	send := byName["slack.send_message"]
 	require.NotNil(t, send, "tools: %v", names)
