@@ -305,3 +305,34 @@ func TestMCP_PendingPastTheWaitThenWaitAgain(t *testing.T) {
 	var rpcErr *jsonrpc.Error
 	require.True(t, errors.As(err, &rpcErr), "%v", err)
 }
+
+func TestMCP_GuidesAreResources(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-mcp-guides")
+	session := mcpSession(t, b, b.Sandbox())
+	ctx := context.Background()
+
+	list, err := session.ListResources(ctx, &mcp.ListResourcesParams{})
+	require.NoError(t, err)
+	uris := map[string]bool{}
+	for _, r := range list.Resources {
+		uris[r.URI] = true
+	}
+	require.True(t, uris["outboxd://guide"], "%v", uris)
+	require.True(t, uris["outboxd://guides/slack"], "%v", uris)
+	require.False(t, uris["outboxd://guides/linear"], "linear has no credential here: %v", uris)
+
+	guide, err := session.ReadResource(ctx, &mcp.ReadResourceParams{URI: "outboxd://guides/slack"})
+	require.NoError(t, err)
+	rest := b.Do("GET", "/v1/sessions/"+apptest.Session+"/actions/guide/slack", b.Sandbox(), nil)
+	require.Equal(t, http.StatusOK, rest.Status)
+	require.Equal(t, string(rest.Raw), guide.Contents[0].Text, "the same guide as over REST")
+
+	boot, err := session.ReadResource(ctx, &mcp.ReadResourceParams{URI: "outboxd://guide"})
+	require.NoError(t, err)
+	require.Contains(t, boot.Contents[0].Text, "# Actions")
+
+	_, err = session.ReadResource(ctx, &mcp.ReadResourceParams{URI: "outboxd://guides/linear"})
+	require.Error(t, err, "a source the caller may not use has no guide")
+}

@@ -41,6 +41,7 @@ type Outbox interface {
 // Catalog says what a caller may use: catalog.Reader.
 type Catalog interface {
 	Available(ctx context.Context, c *catalog.Caller) (*catalog.Listing, error)
+	Guide(ctx context.Context, c *catalog.Caller, integration string) (string, error)
 }
 
 // Deps are the front door's collaborators.
@@ -75,7 +76,7 @@ func New(deps *Deps) *Server {
 		Logger:       s.logger,
 		// The tools are the caller's catalog, listed and called by the
 		// middleware below rather than registered once for everyone.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}},
 	})
 	srv.AddReceivingMiddleware(s.middleware)
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
@@ -135,11 +136,24 @@ func callerOf(req mcp.Request) (*outboxauth.Claims, error) {
 	return nil, fmt.Errorf("the request carries no verified token")
 }
 
-// middleware serves tools/list and tools/call from the caller's catalog
-// and passes every other method to the SDK.
+// middleware serves tools/list and tools/call from the caller's catalog,
+// resources/list and resources/read from its guides, and passes every
+// other method to the SDK.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
+		case "resources/list":
+			c, err := callerOf(req)
+			if err != nil {
+				return nil, err
+			}
+			return s.listGuides(ctx, c)
+		case "resources/read":
+			c, err := callerOf(req)
+			if err != nil {
+				return nil, err
+			}
+			return s.readGuide(ctx, c, req.GetParams().(*mcp.ReadResourceParams))
 		case "tools/list":
 			c, err := callerOf(req)
 			if err != nil {
@@ -173,7 +187,7 @@ type tool struct {
 // deny-mode actions kept (callers of listTools leave them out; a call of
 // one is answered with the denial).
 func (s *Server) tools(ctx context.Context, c *outboxauth.Claims) ([]tool, error) {
-	listing, err := s.catalog.Available(ctx, &catalog.Caller{OrganizationID: c.Org, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources})
+	listing, err := s.catalog.Available(ctx, caller(c))
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,61 @@
+package mcpfront
+
+import (
+	"context"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	outboxauth "github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
+)
+
+// The guides are read-only resources: the bootstrap guide, and the guide
+// of each source in the caller's catalog, as GET …/actions/guide serves
+// them.
+const (
+	bootstrapURI = "outboxd://guide"
+	guidePrefix  = "outboxd://guides/"
+)
+
+// listGuides is resources/list: the bootstrap guide and one guide per
+// source the caller may use.
+func (s *Server) listGuides(ctx context.Context, c *outboxauth.Claims) (*mcp.ListResourcesResult, error) {
+	listing, err := s.catalog.Available(ctx, caller(c))
+	if err != nil {
+		return nil, err
+	}
+	out := &mcp.ListResourcesResult{Resources: []*mcp.Resource{{
+		URI: bootstrapURI, Name: "guide", Title: "How to act through outboxd", MIMEType: "text/markdown",
+	}}}
+	for _, src := range listing.Sources {
+		out.Resources = append(out.Resources, &mcp.Resource{
+			URI: guidePrefix + src.Source, Name: src.Source, Title: "Guide: " + src.Name, MIMEType: "text/markdown",
+			Description: "Every action of " + src.Name + " with its mode for you, its params and an example.",
+		})
+	}
+	return out, nil
+}
+
+// readGuide is resources/read of a guide.
+func (s *Server) readGuide(ctx context.Context, c *outboxauth.Claims, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	var text string
+	switch source, ok := strings.CutPrefix(p.URI, guidePrefix); {
+	case p.URI == bootstrapURI:
+		text = catalog.BootstrapGuide
+	case ok && source != "":
+		guide, err := s.catalog.Guide(ctx, caller(c), source)
+		if err != nil {
+			return nil, mcp.ResourceNotFoundError(p.URI)
+		}
+		text = guide
+	default:
+		return nil, mcp.ResourceNotFoundError(p.URI)
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: p.URI, MIMEType: "text/markdown", Text: text}}}, nil
+}
+
+// caller is the catalog's view of the token.
+func caller(c *outboxauth.Claims) *catalog.Caller {
+	return &catalog.Caller{OrganizationID: c.Org, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources}
+}
