@@ -17,10 +17,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	outboxauth "github.com/outboxd/outboxd/internal/domain/auth"
@@ -53,21 +55,24 @@ type Deps struct {
 	// Wait bounds how long a call that needs approval waits for the
 	// decision and the result (the outbox's sync_wait).
 	Wait time.Duration
+	// PageSize is how many tools one tools/list page holds; default 100.
+	PageSize int
 }
 
 // Server serves MCP on one handler.
 type Server struct {
-	outbox  Outbox
-	catalog Catalog
-	metrics *telemetry.Metrics
-	logger  *slog.Logger
-	wait    time.Duration
-	handler http.Handler
+	outbox   Outbox
+	catalog  Catalog
+	metrics  *telemetry.Metrics
+	logger   *slog.Logger
+	wait     time.Duration
+	pageSize int
+	handler  http.Handler
 }
 
 // New returns the front door.
 func New(deps *Deps) *Server {
-	s := &Server{outbox: deps.Outbox, catalog: deps.Catalog, metrics: deps.Metrics, wait: deps.Wait, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))}
+	s := &Server{outbox: deps.Outbox, catalog: deps.Catalog, metrics: deps.Metrics, wait: deps.Wait, pageSize: cmp.Or(deps.PageSize, 100), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))}
 	if s.metrics == nil {
 		s.metrics = telemetry.NewNop()
 	}
@@ -111,7 +116,8 @@ const instructions = `outboxd runs actions on external services (Slack, Linear, 
 	`a tool again after a lost answer never runs it twice when you pass the same ` +
 	`idempotency key in the request's _meta ("idempotency_key").`
 
-// ServeMCP serves /mcp to c, whose token the HTTP layer verified.
+// ServeMCP serves /mcp to c, whose token (still in the request's
+// Authorization header) the HTTP layer verified.
 func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, c *outboxauth.Claims) {
 	s.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), claimsCtxKey{}, c)))
 }
@@ -225,22 +231,34 @@ func ToolName(source, action string) string {
 }
 
 // listTools is tools/list: the caller's catalog without its deny-mode
-// actions.
-func (s *Server) listTools(ctx context.Context, c *outboxauth.Claims, _ *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+// actions, a page at a time (the cursor is the next page's offset).
+func (s *Server) listTools(ctx context.Context, c *outboxauth.Claims, p *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+	start := 0
+	if p != nil && p.Cursor != "" {
+		n, err := strconv.Atoi(p.Cursor)
+		if err != nil || n < 0 {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "cursor: not a cursor this server gave"}
+		}
+		start = n
+	}
 	tools, err := s.tools(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	out := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
+	all := []*mcp.Tool{}
 	seen := map[string]bool{}
 	for _, t := range tools {
 		if t.action.Mode == policy.ModeDeny || t.action.Disabled || seen[t.name] {
 			continue
 		}
 		seen[t.name] = true
-		out.Tools = append(out.Tools, describe(t))
+		all = append(all, describe(t))
 	}
-	out.Tools = append(out.Tools, waitTool)
+	all = append(all, waitTool)
+	out := &mcp.ListToolsResult{Tools: all[min(start, len(all)):min(start+s.pageSize, len(all))]}
+	if start+s.pageSize < len(all) {
+		out.NextCursor = strconv.Itoa(start + s.pageSize)
+	}
 	return out, nil
 }
 

@@ -1,0 +1,92 @@
+package mcpfront_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/mcpfront"
+	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/policy"
+)
+
+// fakeCatalog lists n allow-mode actions of one source, and one in deny.
+type fakeCatalog struct{ n int }
+
+func (f fakeCatalog) Available(context.Context, *catalog.Caller) (*catalog.Listing, error) {
+	l := &catalog.Listing{Sources: []catalog.SourceStatus{{Source: "demo", Name: "Demo", Status: "ok"}}}
+	for i := range f.n {
+		l.Actions = append(l.Actions, catalog.AvailableAction{Source: "demo", Action: fmt.Sprintf("a%d", i), Mode: policy.ModeAllow,
+			RiskTier: policy.TierR1, Params: json.RawMessage(`{"type":"object"}`)})
+	}
+	l.Actions = append(l.Actions, catalog.AvailableAction{Source: "demo", Action: "never", Mode: policy.ModeDeny, Params: json.RawMessage(`{"type":"object"}`)})
+	return l, nil
+}
+
+func (fakeCatalog) Guide(context.Context, *catalog.Caller, string) (string, error) { return "", nil }
+
+// noOutbox is never reached by listing.
+type noOutbox struct{}
+
+func (noOutbox) Invoke(context.Context, *outbox.InvokeParams) (invocation.Invocation, error) {
+	panic("not called")
+}
+func (noOutbox) Wait(context.Context, invocation.Invocation, time.Duration) (invocation.Invocation, error) {
+	panic("not called")
+}
+func (noOutbox) GetInSession(context.Context, string, string, string) (invocation.Invocation, error) {
+	panic("not called")
+}
+
+// tools/list comes in pages of PageSize with a cursor to the next, and
+// every tool comes once, deny-mode actions never.
+func TestListTools_Pages(t *testing.T) {
+	front := mcpfront.New(&mcpfront.Deps{Outbox: noOutbox{}, Catalog: fakeCatalog{n: 5}, PageSize: 2})
+	claims := &auth.Claims{Org: "org", Kind: auth.KindSandbox, SessionID: "s"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { front.ServeMCP(w, r, claims) }))
+	defer srv.Close()
+	// The HTTP layer verified the token; the request still carries it.
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: withBearer{}}}, nil)
+	require.NoError(t, err)
+	defer session.Close()
+
+	var names []string
+	cursor, pages := "", 0
+	for {
+		page, err := session.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: cursor})
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(page.Tools), 2)
+		for _, tl := range page.Tools {
+			names = append(names, tl.Name)
+		}
+		pages++
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	require.Equal(t, []string{"demo.a0", "demo.a1", "demo.a2", "demo.a3", "demo.a4", "outboxd_wait"}, names)
+	require.Equal(t, 3, pages)
+
+	_, err = session.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: "not-a-cursor"})
+	require.ErrorContains(t, err, "cursor")
+}
+
+// withBearer sends the bearer header the HTTP layer would have checked.
+type withBearer struct{}
+
+func (withBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer verified-upstream")
+	return http.DefaultTransport.RoundTrip(r)
+}
