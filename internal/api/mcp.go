@@ -17,9 +17,9 @@ const wellKnownResource = "/.well-known/oauth-protected-resource"
 
 // serveMCP is /mcp, the MCP front door: the bearer token is checked here
 // as on every API route. A refusal names the resource metadata in
-// WWW-Authenticate, as the MCP authorization spec asks; a token that is
-// not a sandbox's is refused, since a tool call is an invoke of the
-// caller's session.
+// WWW-Authenticate, as the MCP authorization spec asks. A sandbox token's
+// calls are invokes of its session, a service token's envelopes of its
+// automation; a user token is refused (people approve, agents call).
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	claims, err := s.bearerClaims(r)
 	if err != nil {
@@ -28,9 +28,9 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	if claims.Kind != auth.KindSandbox {
+	if claims.Kind != auth.KindSandbox && claims.Kind != auth.KindService {
 		closeUnread(w, r)
-		s.writeErr(w, r, forbidden("/mcp takes a sandbox token (an agent's session), not a "+string(claims.Kind)+" token"))
+		s.writeErr(w, r, forbidden("/mcp takes a sandbox token (an agent's session) or a service token (an automation), not a "+string(claims.Kind)+" token"))
 		return
 	}
 	// A call that needs approval waits for the decision, as an allow-mode

@@ -77,7 +77,7 @@ func TestMCP_AuthenticatesAsTheSpecSays(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, bad.Status)
 	require.Contains(t, bad.Header.Get("WWW-Authenticate"), "resource_metadata=")
 
-	for _, token := range []string{b.Owner(), b.Service()} {
+	for _, token := range []string{b.Owner(), b.Member()} {
 		r := b.Do("POST", "/mcp", token, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
 		require.Equal(t, http.StatusForbidden, r.Status, string(r.Raw))
 		require.Contains(t, r.Body["error"].(map[string]any)["message"], "sandbox token")
@@ -335,4 +335,30 @@ func TestMCP_GuidesAreResources(t *testing.T) {
 
 	_, err = session.ReadResource(ctx, &mcp.ReadResourceParams{URI: "outboxd://guides/linear"})
 	require.Error(t, err, "a source the caller may not use has no guide")
+}
+
+func TestMCP_ServiceTokenCallsBecomeEnvelopes(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-mcp-service")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	session := mcpSession(t, b, b.Service())
+	ctx := context.Background()
+
+	call := &mcp.CallToolParams{Name: "slack.send_message", Arguments: message, Meta: mcp.Meta{"idempotency_key": "nightly-report-42"}}
+	res, err := session.CallTool(ctx, call)
+	require.NoError(t, err)
+	require.False(t, res.IsError, callText(t, res))
+	require.Equal(t, true, res.StructuredContent.(map[string]any)["ok"], "the call waited for the worker")
+
+	again, err := session.CallTool(ctx, call)
+	require.NoError(t, err)
+	require.False(t, again.IsError)
+	require.Len(t, b.Slack.Requests(), 1, "the key is the envelope's external id: one post")
+
+	list := b.Do("GET", "/v1/invocations?origin=envelope", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, list.Status, string(list.Raw))
+	invs := list.Body["invocations"].([]any)
+	require.Len(t, invs, 1)
+	require.Equal(t, "nightly-report-42", invs[0].(map[string]any)["external_id"])
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -52,29 +53,51 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 	if err != nil {
 		return nil, err
 	}
-	inv, err := s.outbox.Invoke(ctx, &outbox.InvokeParams{
-		OrganizationID: c.Org,
-		SessionID:      c.SessionID,
-		AutomationID:   c.AutomationID,
-		UserID:         c.UserID,
-		RequestedBy:    c.Subject,
-		Sources:        c.Sources,
-		Integration:    found.action.Source,
-		Action:         found.action.Action,
-		Params:         args,
-		IdempotencyKey: key,
-		Origin:         outbox.OriginMCP,
-	})
+	var inv invocation.Invocation
+	if c.Kind == outboxauth.KindService {
+		inv, err = s.enqueue(ctx, c, found.action.Source, found.action.Action, args, key)
+	} else {
+		inv, err = s.outbox.Invoke(ctx, &outbox.InvokeParams{
+			OrganizationID: c.Org,
+			SessionID:      c.SessionID,
+			AutomationID:   c.AutomationID,
+			UserID:         c.UserID,
+			RequestedBy:    c.Subject,
+			Sources:        c.Sources,
+			Integration:    found.action.Source,
+			Action:         found.action.Action,
+			Params:         args,
+			IdempotencyKey: key,
+			Origin:         outbox.OriginMCP,
+		})
+	}
 	if err != nil {
 		return s.refusal(err)
 	}
-	if inv.Status == invocation.StatusPending {
-		// A human decides; wait as long as an allow-mode call may.
+	if !inv.Status.Terminal() {
+		// A human decides, or the worker has not finished (an envelope is
+		// not waited for by the outbox): wait as long as an allow-mode
+		// invoke may.
 		if inv, err = s.await(ctx, inv, report); err != nil {
 			return nil, err
 		}
 	}
 	return s.outcome(inv), nil
+}
+
+// enqueue is a service token's call: an envelope of its automation, whose
+// external id is the call's idempotency key, or a new one for a call
+// without a key.
+func (s *Server) enqueue(ctx context.Context, c *outboxauth.Claims, source, action string, args json.RawMessage, key string) (invocation.Invocation, error) {
+	externalID := key
+	if externalID == "" {
+		externalID = "mcp-" + uuid.NewString()
+	}
+	inv, _, err := s.outbox.Enqueue(ctx, &outbox.EnqueueParams{
+		Enqueuer: outbox.Enqueuer{OrganizationID: c.Org, RequestedBy: c.Subject, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources},
+		Envelope: outbox.Envelope{ExternalID: externalID, AutomationID: c.AutomationID, Tool: outbox.EnvelopeTool{Source: source, Action: action}, Args: args},
+	})
+	return inv, err
 }
 
 // progressEvery is how often a waiting call says what it waits for.
@@ -135,7 +158,13 @@ func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.R
 	if err := json.Unmarshal(raw, &args); err != nil || args.InvocationID == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invocation_id: give the invocation_id of a pending result"}
 	}
-	inv, err := s.outbox.GetInSession(ctx, c.Org, c.SessionID, args.InvocationID)
+	var inv invocation.Invocation
+	var err error
+	if c.Kind == outboxauth.KindService {
+		inv, err = s.outbox.GetEnvelope(ctx, c.Org, args.InvocationID)
+	} else {
+		inv, err = s.outbox.GetInSession(ctx, c.Org, c.SessionID, args.InvocationID)
+	}
 	if err != nil {
 		return s.refusal(err)
 	}

@@ -7,16 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
-	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/mcpfront"
-	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -35,18 +32,8 @@ func (f fakeCatalog) Available(context.Context, *catalog.Caller) (*catalog.Listi
 
 func (fakeCatalog) Guide(context.Context, *catalog.Caller, string) (string, error) { return "", nil }
 
-// noOutbox is never reached by listing.
-type noOutbox struct{}
-
-func (noOutbox) Invoke(context.Context, *outbox.InvokeParams) (invocation.Invocation, error) {
-	panic("not called")
-}
-func (noOutbox) Wait(context.Context, invocation.Invocation, time.Duration) (invocation.Invocation, error) {
-	panic("not called")
-}
-func (noOutbox) GetInSession(context.Context, string, string, string) (invocation.Invocation, error) {
-	panic("not called")
-}
+// noOutbox is never reached by listing (a call would panic).
+type noOutbox struct{ mcpfront.Outbox }
 
 // tools/list comes in pages of PageSize with a cursor to the next, and
 // every tool comes once, deny-mode actions never.
