@@ -1,9 +1,6 @@
 package api
 
 import (
-	"bytes"
-	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,23 +8,18 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/platform/jsontext"
 )
 
 // maxIdentifierBytes bounds path parameters, query parameters and the
 // Idempotency-Key header. Identifiers end up in btree indexes, which refuse
 // entries of a few kilobytes.
 const maxIdentifierBytes = 255
-
-// maxJSONDepth is how deep checkBodyText follows a body; encoding/json
-// refuses deeper documents anyway.
-const maxJSONDepth = 10000
 
 // checkRequestText refuses a request whose path parameters, query
 // parameters or Idempotency-Key header would not survive the trip to
@@ -88,7 +80,7 @@ func patternWildcards(pattern string) []string {
 // character or is longer than maxIdentifierBytes; what describes the value
 // in the message.
 func checkIdentifier(field, what, s string) error {
-	if problem := textProblem(s); problem != "" {
+	if problem := jsontext.TextProblem(s); problem != "" {
 		return invalidField(field, "%s %s", what, problem)
 	}
 	for _, r := range s {
@@ -102,168 +94,18 @@ func checkIdentifier(field, what, s string) error {
 	return nil
 }
 
-// textProblem says why Postgres would refuse s as text, or "".
-func textProblem(s string) string {
-	switch {
-	case !utf8.ValidString(s):
-		return "is not valid UTF-8"
-	case strings.IndexByte(s, 0) >= 0:
-		return "contains a NUL character"
-	}
-	return ""
-}
-
 func invalidField(field, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	return &errs.ValidationError{Message: msg, Fields: []executors.FieldError{{Field: field, Message: msg}}}
 }
 
-// checkBodyText refuses a JSON body with a string, key or value, at any
-// depth (params and args included), that is not valid UTF-8, contains a
-// NUL character (raw or as \u0000) or half of a UTF-16 surrogate pair
-// (\ud800 without its other half): Postgres stores no NUL in text or
-// jsonb, and replacing what cannot be stored, as encoding/json does with
-// U+FFFD, would execute something other than what was asked. The error
-// names the field by its path (params.text, patterns[2]). A body that is
-// not JSON passes, for the decoder to report.
+// checkBodyText refuses a JSON body with text Postgres cannot store, at
+// any depth, naming the field (jsontext.Problem).
 func checkBodyText(body []byte) error {
-	if utf8.Valid(body) && !bytes.Contains(body, []byte(`\u0000`)) && loneSurrogate(body) == "" {
-		return nil
+	if field, problem := jsontext.Problem(body); problem != "" {
+		return invalidField(field, "%s", problem)
 	}
-	type frame struct {
-		object  bool
-		wantKey bool
-		key     string
-		index   int
-	}
-	var stack []frame
-	path := func() string {
-		var b strings.Builder
-		for _, f := range stack {
-			if f.object {
-				if b.Len() > 0 {
-					b.WriteByte('.')
-				}
-				b.WriteString(fieldName(f.key))
-			} else {
-				fmt.Fprintf(&b, "[%d]", f.index)
-			}
-		}
-		return cmp.Or(b.String(), "body")
-	}
-	// valueDone moves the innermost container past the value just read.
-	valueDone := func() {
-		if len(stack) == 0 {
-			return
-		}
-		if top := &stack[len(stack)-1]; top.object {
-			top.wantKey = true
-		} else {
-			top.index++
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	for {
-		start := dec.InputOffset()
-		tok, err := dec.Token()
-		if err != nil {
-			return nil // io.EOF, or not JSON: decode reports it
-		}
-		raw := body[start:dec.InputOffset()]
-		switch tok := tok.(type) {
-		case json.Delim:
-			switch tok {
-			case '{', '[':
-				if len(stack) >= maxJSONDepth {
-					return nil
-				}
-				stack = append(stack, frame{object: tok == '{', wantKey: tok == '{'})
-			default:
-				stack = stack[:len(stack)-1]
-				valueDone()
-			}
-		case string:
-			problem := rawStringProblem(raw, tok)
-			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
-				stack[n-1].key, stack[n-1].wantKey = tok, false
-				if problem != "" {
-					return invalidField(path(), "the key %s %s", path(), problem)
-				}
-				continue
-			}
-			if problem != "" {
-				return invalidField(path(), "%s %s", path(), problem)
-			}
-			valueDone()
-		default:
-			valueDone()
-		}
-	}
-}
-
-// rawStringProblem checks a string token both as written (the bytes
-// between the tokens around it, which the decoder would have repaired) and
-// as decoded.
-func rawStringProblem(raw []byte, decoded string) string {
-	if !utf8.Valid(raw) {
-		return "is not valid UTF-8"
-	}
-	if esc := loneSurrogate(raw); esc != "" {
-		return "contains " + esc + ", half of a UTF-16 surrogate pair without its other half"
-	}
-	return textProblem(decoded)
-}
-
-// loneSurrogate returns the first \u escape in JSON text that is a UTF-16
-// surrogate without its other half, or "". Backslashes occur only inside
-// strings, so the text may be one string token or a whole document.
-func loneSurrogate(text []byte) string {
-	for i := 0; i < len(text); i++ {
-		if text[i] != '\\' {
-			continue
-		}
-		r := escapedRune(text[i:])
-		if r < 0 {
-			i++ // past the escaped character
-			continue
-		}
-		esc := string(text[i : i+6])
-		i += 5 // at the escape's last digit
-		switch {
-		case !utf16.IsSurrogate(r):
-		case r >= 0xdc00: // a low half with no high half before it
-			return esc
-		default:
-			if low := escapedRune(text[i+1:]); low < 0xdc00 || low > 0xdfff {
-				return esc
-			}
-			i += 6
-		}
-	}
-	return ""
-}
-
-// escapedRune is the code unit of a \uXXXX escape at the start of b, or -1.
-func escapedRune(b []byte) rune {
-	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
-		return -1
-	}
-	n, err := strconv.ParseUint(string(b[2:6]), 16, 16)
-	if err != nil {
-		return -1
-	}
-	return rune(n)
-}
-
-// fieldName is a key as it appears in a field path: as it is when it is
-// printable, quoted otherwise.
-func fieldName(key string) string {
-	for _, r := range key {
-		if r < 0x20 || r == 0x7f || r == utf8.RuneError || r == '.' || r == '[' {
-			return strconv.QuoteToASCII(key)
-		}
-	}
-	return key
+	return nil
 }
 
 // readBody reads the whole (already bounded) request body, answering 413

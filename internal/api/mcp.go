@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -33,6 +35,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, forbidden("/mcp takes a sandbox token (an agent's session) or a service token (an automation), not a "+string(claims.Kind)+" token"))
 		return
 	}
+	if r.Method == http.MethodPost && isBatch(r) {
+		closeUnread(w, r)
+		writeJSON(w, http.StatusBadRequest, map[string]any{"jsonrpc": "2.0", "id": nil,
+			"error": map[string]any{"code": -32600, "message": "JSON-RPC batches are not served: send one message per request"}})
+		return
+	}
 	// A call that needs approval waits for the decision, as an allow-mode
 	// invoke waits for its worker.
 	httpserver.ExtendWrite(w, r, s.syncWait)
@@ -58,4 +66,26 @@ func baseURL(r *http.Request) string {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
+}
+
+// isBatch reports whether r's body is a JSON array, a JSON-RPC batch
+// (which MCP no longer has), leaving the body to be read again.
+func isBatch(r *http.Request) bool {
+	br := bufio.NewReader(r.Body)
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, r.Body}
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			return false
+		}
+		switch b[0] {
+		case ' ', '\t', '\r', '\n':
+			_, _ = br.ReadByte()
+			continue
+		}
+		return b[0] == '['
+	}
 }

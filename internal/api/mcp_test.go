@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -361,4 +362,70 @@ func TestMCP_ServiceTokenCallsBecomeEnvelopes(t *testing.T) {
 	invs := list.Body["invocations"].([]any)
 	require.Len(t, invs, 1)
 	require.Equal(t, "nightly-report-42", invs[0].(map[string]any)["external_id"])
+}
+
+// postMCP sends one raw Streamable HTTP request to /mcp.
+func postMCP(t *testing.T, b *apptest.Bundle, body string, version string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", b.URL+"/mcp", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+b.Sandbox())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if version != "" {
+		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(raw)
+}
+
+// Both protocol versions are served: 2025-11-25 by hand (initialize, then
+// requests with the version header) and 2026-07-28 by the SDK's client.
+func TestMCP_BothProtocolVersions(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-mcp-versions")
+
+	status, body := postMCP(t, b, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, "")
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, `"protocolVersion":"2025-11-25"`)
+	status, body = postMCP(t, b, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "2025-11-25")
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, `"name":"slack.send_message"`)
+
+	session := mcpSession(t, b, b.Sandbox())
+	require.Equal(t, "2026-07-28", session.InitializeResult().ProtocolVersion)
+}
+
+// Bad input gets a clear 4xx and stores nothing.
+func TestMCP_BadInput(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-mcp-bad")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+
+	for name, c := range map[string]struct {
+		body, version string
+		status        int
+		says          string
+	}{
+		"Malformed":     {`{not json`, "2025-11-25", http.StatusBadRequest, "malformed"},
+		"Batch":         {` [{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, "2025-11-25", http.StatusBadRequest, "batches are not served"},
+		"WrongVersion":  {`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "1999-01-01", http.StatusBadRequest, "protocol version"},
+		"Oversize":      {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":{"channel":"C1","text":"` + strings.Repeat("a", 5<<20) + `"}}}`, "2025-11-25", http.StatusRequestEntityTooLarge, "exceeds"},
+		"ArgsNotObject": {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":[1]}}`, "2025-11-25", http.StatusOK, `"code":-32602`},
+		"NUL":           {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":{"channel":"C1\u0000","text":"x"}}}`, "2025-11-25", http.StatusOK, `"code":-32602`},
+	} {
+		status, body := postMCP(t, b, c.body, c.version)
+		require.Equal(t, c.status, status, "%s: %s", name, body)
+		require.Contains(t, body, c.says, name)
+	}
+	list := b.Do("GET", "/v1/invocations", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, list.Status)
+	require.Empty(t, list.Body["invocations"], "bad input stores nothing")
+	require.Empty(t, b.Slack.Requests())
 }

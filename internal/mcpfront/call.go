@@ -15,6 +15,7 @@ import (
 	outboxauth "github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/jsontext"
 	"github.com/outboxd/outboxd/outbox"
 )
 
@@ -48,6 +49,10 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 	args := p.Arguments
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
+	}
+	// Text Postgres cannot store is refused as over REST, naming the field.
+	if field, problem := jsontext.Problem(args); problem != "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "arguments." + field + ": " + problem}
 	}
 	key, err := idempotencyKey(p.Meta, report.header.Get("Idempotency-Key"))
 	if err != nil {
