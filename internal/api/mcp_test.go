@@ -429,3 +429,34 @@ func TestMCP_BadInput(t *testing.T) {
 	require.Empty(t, list.Body["invocations"], "bad input stores nothing")
 	require.Empty(t, b.Slack.Requests())
 }
+
+// A client that cancels a waiting call withdraws its invocation, which
+// then never runs.
+func TestMCP_CancelledCallWithdrawsItsInvocation(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-mcp-cancel")
+	session := mcpSession(t, b, b.Sandbox())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "slack.send_message", Arguments: message})
+		done <- err
+	}()
+	var id string
+	require.Eventually(t, func() bool {
+		invs, _ := b.Do("GET", "/v1/invocations?status=pending", b.Owner(), nil).Body["invocations"].([]any)
+		if len(invs) == 1 {
+			id = invs[0].(map[string]any)["id"].(string)
+		}
+		return id != ""
+	}, 15*time.Second, 20*time.Millisecond)
+	cancel()
+	require.Error(t, <-done)
+
+	inv := b.WaitStatus(id, "cancelled", 15*time.Second)
+	require.Equal(t, "cancelled", inv["status"])
+	require.Equal(t, http.StatusConflict, b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"}).Status)
+	require.Empty(t, b.Slack.Requests())
+}

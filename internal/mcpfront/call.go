@@ -15,6 +15,7 @@ import (
 	outboxauth "github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/jsontext"
 	"github.com/outboxd/outboxd/outbox"
 )
@@ -86,8 +87,25 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 		if inv, err = s.await(ctx, inv, report); err != nil {
 			return nil, err
 		}
+		if ctx.Err() != nil {
+			s.withdraw(c, inv)
+		}
 	}
 	return s.outcome(inv), nil
+}
+
+// withdraw cancels the invocation of a call its client cancelled while it
+// waited, if it has not started; one already running or ended is left
+// to finish, as a REST cancel would.
+func (s *Server) withdraw(c *outboxauth.Claims, inv invocation.Invocation) {
+	if inv.Status != invocation.StatusPending && inv.Status != invocation.StatusApproved {
+		return
+	}
+	ctx, cancel := context.WithTimeout(dbutil.WithOrg(context.Background(), c.Org), 10*time.Second)
+	defer cancel()
+	if _, err := s.outbox.Cancel(ctx, c.Org, inv.ID.String(), c.Subject); err != nil && !errors.Is(err, errs.Conflict) {
+		s.logger.Warn("mcp: withdrawing a cancelled call", "invocation_id", inv.ID, "error", err)
+	}
 }
 
 // enqueue is a service token's call: an envelope of its automation, whose

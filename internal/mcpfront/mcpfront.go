@@ -40,6 +40,7 @@ type Outbox interface {
 	GetInSession(ctx context.Context, org, sessionID, id string) (invocation.Invocation, error)
 	Enqueue(ctx context.Context, p *outbox.EnqueueParams) (inv invocation.Invocation, created bool, err error)
 	GetEnvelope(ctx context.Context, org string, id string) (invocation.Invocation, error)
+	Cancel(ctx context.Context, org, id, by string) (invocation.Invocation, error)
 }
 
 // Catalog says what a caller may use: catalog.Reader.
@@ -91,6 +92,9 @@ func New(deps *Deps) *Server {
 		// request, as the REST API does.
 		Stateless: true,
 		Logger:    s.logger,
+		// A client that cancels a call (2026-07-28: by ending its request)
+		// ends its wait, and withdraws the invocation (callTool).
+		PropagateRequestCancellation: true,
 	})
 	// The SDK hands a request's token information to the handlers; the
 	// claims were verified by the HTTP layer, so this only moves them.
