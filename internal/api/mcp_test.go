@@ -460,3 +460,29 @@ func TestMCP_CancelledCallWithdrawsItsInvocation(t *testing.T) {
 	require.Equal(t, http.StatusConflict, b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"}).Status)
 	require.Empty(t, b.Slack.Requests())
 }
+
+// A connector's tools are tools too: their name maps back to the
+// connector through the caller's catalog, and the call reaches the
+// connector's MCP server.
+func TestMCP_ConnectorToolsAreCalledThroughTheCatalog(t *testing.T) {
+	t.Parallel()
+	srv := newMCPServer(t)
+	b := apptest.Start(t, nil)
+	_, source := createConnector(t, b, srv, nil)
+	name := strings.ReplaceAll(source, ":", "_") + ".search"
+
+	session := mcpSession(t, b, b.Sandbox())
+	tools, err := session.ListTools(context.Background(), &mcp.ListToolsParams{})
+	require.NoError(t, err)
+	var listed bool
+	for _, tl := range tools.Tools {
+		listed = listed || tl.Name == name
+	}
+	require.True(t, listed, "%s is listed", name)
+
+	res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"query": "river"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, callText(t, res))
+	require.Contains(t, callText(t, res), "search done")
+	require.Len(t, srv.toolCalls(), 1)
+}

@@ -74,22 +74,24 @@ type Config struct {
 	// Out receives the report, Err the warnings of the run itself.
 	Out, Err io.Writer
 
-	skipSingle, skipBatch, skipRiverCall bool
+	skipSingle, skipBatch, skipRiverCall, skipMCP bool
 }
 
 // Check refuses settings out of range and phases it does not know.
 func (f *Config) Check() error {
-	f.skipSingle, f.skipBatch, f.skipRiverCall = false, false, false
+	f.skipSingle, f.skipBatch, f.skipRiverCall, f.skipMCP = false, false, false, false
 	for _, phase := range f.Skip {
 		switch phase {
 		case "single":
 			f.skipSingle = true
+		case "mcp":
+			f.skipMCP = true
 		case "batch":
 			f.skipBatch = true
 		case "river-call":
 			f.skipRiverCall = true
 		default:
-			return fmt.Errorf("--skip: unknown phase %q (single, batch or river-call)", phase)
+			return fmt.Errorf("--skip: unknown phase %q (single, mcp, batch or river-call)", phase)
 		}
 	}
 	switch {
@@ -171,6 +173,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if !f.skipSingle {
 		if err := add(b.measure(ctx, "single", "single", f.N, func() error { return b.postSingles(ctx, "single", f.N) })); err != nil {
 			return fmt.Errorf("single: %w", err)
+		}
+	}
+	if !f.skipMCP {
+		r, err := b.measure(ctx, "mcp tools/call", "mcp", f.N, func() error { return b.postMCP(ctx, "mcp", f.N) })
+		if r != nil {
+			r.note = "each call waits for its result, as an MCP client does (single only posts the envelope)"
+		}
+		if err := add(r, err); err != nil {
+			return fmt.Errorf("mcp: %w", err)
 		}
 	}
 	if !f.skipBatch {

@@ -33,20 +33,6 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 	if p.Name == waitTool.Name {
 		return s.waitAgain(ctx, c, p.Arguments, report)
 	}
-	tools, err := s.tools(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	var found *tool
-	for i := range tools {
-		if tools[i].name == p.Name {
-			found = &tools[i]
-			break
-		}
-	}
-	if found == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q: tools/list lists the tools you may call", p.Name)}
-	}
 	args := p.Arguments
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
@@ -59,23 +45,21 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 	if err != nil {
 		return nil, err
 	}
+	// A name that is its source and action unchanged goes straight to the
+	// outbox, which resolves it as it resolves a REST invoke; any other (a
+	// connector's, whose source id has a ":") is looked up in the caller's
+	// catalog, as is one the outbox does not know.
+	source, action, direct := splitToolName(p.Name)
 	var inv invocation.Invocation
-	if c.Kind == outboxauth.KindService {
-		inv, err = s.enqueue(ctx, c, found.action.Source, found.action.Action, args, key)
-	} else {
-		inv, err = s.outbox.Invoke(ctx, &outbox.InvokeParams{
-			OrganizationID: c.Org,
-			SessionID:      c.SessionID,
-			AutomationID:   c.AutomationID,
-			UserID:         c.UserID,
-			RequestedBy:    c.Subject,
-			Sources:        c.Sources,
-			Integration:    found.action.Source,
-			Action:         found.action.Action,
-			Params:         args,
-			IdempotencyKey: key,
-			Origin:         outbox.OriginMCP,
-		})
+	if direct {
+		inv, err = s.submit(ctx, c, source, action, args, key)
+	}
+	if !direct || errors.Is(err, errs.NotFound) {
+		found, lerr := s.lookup(ctx, c, p.Name)
+		if lerr != nil {
+			return nil, lerr
+		}
+		inv, err = s.submit(ctx, c, found.action.Source, found.action.Action, args, key)
 	}
 	if err != nil {
 		return s.refusal(err)
@@ -106,6 +90,48 @@ func (s *Server) withdraw(c *outboxauth.Claims, inv invocation.Invocation) {
 	if _, err := s.outbox.Cancel(ctx, c.Org, inv.ID.String(), c.Subject); err != nil && !errors.Is(err, errs.Conflict) {
 		s.logger.Warn("mcp: withdrawing a cancelled call", "invocation_id", inv.ID, "error", err)
 	}
+}
+
+// splitToolName returns the source and action a tool name was made of,
+// when ToolName changed neither.
+func splitToolName(name string) (source, action string, ok bool) {
+	source, action, ok = strings.Cut(name, ".")
+	return source, action, ok && ToolName(source, action) == name
+}
+
+// lookup finds a tool of the caller's catalog by name.
+func (s *Server) lookup(ctx context.Context, c *outboxauth.Claims, name string) (*tool, error) {
+	tools, err := s.tools(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	for i := range tools {
+		if tools[i].name == name {
+			return &tools[i], nil
+		}
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q: tools/list lists the tools you may call", name)}
+}
+
+// submit records the call: an invoke of a sandbox token's session, or an
+// envelope of a service token's automation.
+func (s *Server) submit(ctx context.Context, c *outboxauth.Claims, source, action string, args json.RawMessage, key string) (invocation.Invocation, error) {
+	if c.Kind == outboxauth.KindService {
+		return s.enqueue(ctx, c, source, action, args, key)
+	}
+	return s.outbox.Invoke(ctx, &outbox.InvokeParams{
+		OrganizationID: c.Org,
+		SessionID:      c.SessionID,
+		AutomationID:   c.AutomationID,
+		UserID:         c.UserID,
+		RequestedBy:    c.Subject,
+		Sources:        c.Sources,
+		Integration:    source,
+		Action:         action,
+		Params:         args,
+		IdempotencyKey: key,
+		Origin:         outbox.OriginMCP,
+	})
 }
 
 // enqueue is a service token's call: an envelope of its automation, whose
