@@ -23,9 +23,10 @@ import (
 // idempotencyMeta is the _meta key of a call's idempotency key.
 const idempotencyMeta = "idempotency_key"
 
-// callTool is tools/call: the call becomes an invocation of the caller's
-// session through the outbox, exactly as a REST invoke, and its outcome a
-// tool result. What the model should see (a denial, a provider failure,
+// callTool is tools/call: the call becomes an invocation through the
+// outbox, exactly as a REST invoke of the sandbox token's session (or an
+// envelope of the service token's automation), and its outcome a tool
+// result. What the model should see (a denial, a provider failure,
 // a limit) is a result with isError; a request that cannot be an
 // invocation at all (an unknown tool, arguments that fail the schema) is
 // a JSON-RPC error naming what is wrong.
