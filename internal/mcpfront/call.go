@@ -69,12 +69,17 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 		// A human decides, or the worker has not finished (an envelope is
 		// not waited for by the outbox): wait as long as an allow-mode
 		// invoke may.
-		if inv, err = s.await(ctx, inv, report); err != nil {
+		latest, err := s.await(ctx, inv, report)
+		if ctx.Err() != nil {
+			// The client cancelled: the wait may have ended with the
+			// cancellation's own error, before its read.
+			s.withdraw(c, latest)
+			return nil, ctx.Err()
+		}
+		if err != nil {
 			return nil, err
 		}
-		if ctx.Err() != nil {
-			s.withdraw(c, inv)
-		}
+		inv = latest
 	}
 	return s.outcome(inv), nil
 }
