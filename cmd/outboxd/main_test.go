@@ -543,7 +543,8 @@ func TestConfigs_OperationsFilesParse(t *testing.T) {
 		require.Contains(t, []string{"outboxd_invocations_total", "outboxd_queue_jobs", "outboxd_job_duration_seconds",
 			"outboxd_approval_latency_seconds", "outboxd_connector_drift_total", "outboxd_queue_age_seconds",
 			"outboxd_connector_list_duration_seconds", "outboxd_event_stream_subscribers",
-			"outboxd_webhook_deliveries_total", "outboxd_webhook_delivery_duration_seconds", "outboxd_slack_notifications_total"}, name)
+			"outboxd_webhook_deliveries_total", "outboxd_webhook_delivery_duration_seconds", "outboxd_slack_notifications_total",
+			"outboxd_mcp_calls_total", "outboxd_mcp_wait_seconds"}, name)
 	}
 }
 
