@@ -118,7 +118,8 @@ func New(deps *Deps) *Server {
 const instructions = `outboxd runs actions on external services (Slack, Linear, Sentry, GitHub, ` +
 	`MCP connectors, databases, plugins) for you, after checking policy. A tool ` +
 	`whose description says a human must approve it waits for that approval; ` +
-	`if the wait ends first, its result says the invocation is pending. Calling ` +
+	`if the wait ends first, its result says the invocation is pending, and ` +
+	`outboxd_wait with its invocation_id waits again. Calling ` +
 	`a tool again after a lost answer never runs it twice when you pass the same ` +
 	`idempotency key in the request's _meta ("idempotency_key").`
 
@@ -178,7 +179,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, err
 			}
 			call := req.(*mcp.CallToolRequest)
-			res, err := s.callTool(ctx, c, call.Params, s.progress(ctx, call))
+			res, err := s.callTool(ctx, c, call.Params, s.progress(call))
 			if err != nil {
 				s.metrics.MCPCalls.WithLabelValues("invalid").Inc()
 			}
@@ -307,7 +308,7 @@ type progressFunc struct {
 }
 
 // progress returns the progress reporter of a tools/call request.
-func (s *Server) progress(_ context.Context, req *mcp.CallToolRequest) progressFunc {
+func (s *Server) progress(req *mcp.CallToolRequest) progressFunc {
 	p := progressFunc{session: req.Session, logger: s.logger}
 	if req.Params != nil {
 		p.token = req.Params.GetProgressToken()
