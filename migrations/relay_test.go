@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/google/uuid"
@@ -62,9 +63,15 @@ func TestMigration024_OneRelay(t *testing.T) {
 	require.NoError(t, tx.Rollback(ctx))
 
 	// Down past 024 (and the migrations after it), then up again.
-	reverted, err := migrations.Down(ctx, pool, 2, false)
+	var since []int // 24 and every migration after it, newest first
+	for _, m := range migrations.All() {
+		if m.Version >= 24 {
+			since = append([]int{m.Version}, since...)
+		}
+	}
+	reverted, err := migrations.Down(ctx, pool, len(since), false)
 	require.NoError(t, err)
-	require.Equal(t, []int{25, 24}, reverted)
+	require.Equal(t, since, reverted)
 	var xid, id int64
 	require.NoError(t, pool.QueryRow(ctx, `SELECT after_xid::text::bigint, after_id FROM webhook_relay`).Scan(&xid, &id))
 	require.Equal(t, [2]int64{5, 7}, [2]int64{xid, id})
@@ -76,7 +83,8 @@ func TestMigration024_OneRelay(t *testing.T) {
 
 	applied, err := migrations.Up(ctx, pool)
 	require.NoError(t, err)
-	require.Equal(t, []int{24, 25}, applied)
+	slices.Reverse(since)
+	require.Equal(t, since, applied)
 	require.NoError(t, pool.QueryRow(ctx, `SELECT after_xid::text::bigint, after_id FROM relay_cursors WHERE consumer = 'webhook'`).Scan(&xid, &id))
 	require.Equal(t, [2]int64{5, 7}, [2]int64{xid, id})
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM invocation_events WHERE notice IS NOT NULL`).Scan(&n))
