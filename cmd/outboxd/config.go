@@ -20,6 +20,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+	"github.com/outboxd/outboxd/internal/mcpfront"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/worker"
@@ -37,6 +38,7 @@ var defaults = func() map[string]any {
 	ob := (&outbox.Config{}).WithDefaults()
 	w := (&worker.Config{}).WithDefaults()
 	hooks := (&webhook.Config{}).WithDefaults()
+	front := mcpfront.Config{}.WithDefaults()
 	return withProviderDefaults(map[string]any{
 		"database.url":                       "",
 		"database.max_conns":                 0, // sized from the role
@@ -61,6 +63,9 @@ var defaults = func() map[string]any {
 		"limits.pending_per_session":         ob.PendingPerSession,
 		"limits.invokes_per_minute":          ob.InvokesPerMinute,
 		"sync_wait":                          ob.SyncWait,
+		"mcp.stateless":                      false,
+		"mcp.session_timeout":                front.SessionTimeout,
+		"mcp.recheck_interval":               front.Recheck,
 		"worker.max_workers":                 w.MaxWorkers,
 		"worker.max_attempts":                w.MaxAttempts,
 		"worker.retry_base_delay":            w.RetryBaseDelay,
@@ -207,6 +212,11 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			DisableAfter:   v.GetDuration("webhooks.disable_after"),
 			MaxWorkers:     v.GetInt("webhooks.max_workers"),
 		},
+		MCP: mcpfront.Config{
+			Stateless:      v.GetBool("mcp.stateless"),
+			SessionTimeout: v.GetDuration("mcp.session_timeout"),
+			Recheck:        v.GetDuration("mcp.recheck_interval"),
+		},
 		Slack: slackapproval.Config{
 			Channel:       v.GetString("notifications.slack.channel"),
 			SigningSecret: v.GetString("notifications.slack.signing_secret"),
@@ -238,6 +248,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		"sync_wait": cfg.Outbox.SyncWait, "worker.call_timeout": cfg.Worker.CallTimeout, "shutdown_timeout": cfg.ShutdownTimeout,
 		"http.read_header_timeout": cfg.HTTP.ReadHeaderTimeout, "http.read_timeout": cfg.HTTP.ReadTimeout,
 		"http.write_timeout": cfg.HTTP.WriteTimeout, "http.idle_timeout": cfg.HTTP.IdleTimeout,
+		"mcp.session_timeout": cfg.MCP.SessionTimeout, "mcp.recheck_interval": cfg.MCP.Recheck,
 	} {
 		if d <= 0 {
 			return nil, fmt.Errorf("%s must be a positive duration such as 30s or 5m", key)

@@ -41,10 +41,10 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			"error": map[string]any{"code": -32600, "message": "JSON-RPC batches are not served: send one message per request"}})
 		return
 	}
-	// A call that needs approval waits for the decision, as an allow-mode
-	// invoke waits for its worker.
-	httpserver.ExtendWrite(w, r, s.syncWait)
-	s.mcp.ServeMCP(w, r.WithContext(dbutil.WithOrg(r.Context(), claims.Org)), claims)
+	// A call that needs approval waits for the decision, and a session's
+	// stream or a subscriptions/listen request stays open: each write has
+	// the write timeout from its start.
+	s.mcp.ServeMCP(httpserver.WriteOverTime(w, r), r.WithContext(dbutil.WithOrg(r.Context(), claims.Org)), claims)
 }
 
 // protectedResource is the MCP front door's protected resource metadata

@@ -41,14 +41,39 @@ func mcpSession(t *testing.T, b *apptest.Bundle, token string) *mcp.ClientSessio
 // mcpSessionWith is mcpSession with client options.
 func mcpSessionWith(t *testing.T, b *apptest.Bundle, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return mcpSessionAt(t, b, token, "", opts)
+}
+
+// protocolVersions are the versions the front door serves: 2025-11-25
+// with a session, 2026-07-28 without.
+var protocolVersions = []string{"2025-11-25", "2026-07-28"}
+
+// mcpSessionAt is mcpSessionWith speaking protocol version (the SDK's
+// latest when empty).
+func mcpSessionAt(t *testing.T, b *apptest.Bundle, token, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "outboxd-test", Version: "1"}, opts)
 	session, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
 		Endpoint:   b.URL + "/mcp",
 		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}},
-	}, nil)
+	}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	require.NoError(t, err)
+	if version != "" {
+		require.Equal(t, version, session.InitializeResult().ProtocolVersion)
+	}
 	t.Cleanup(func() { session.Close() })
 	return session
+}
+
+// toolNames lists session's tools by name.
+func toolNames(t *testing.T, session *mcp.ClientSession) []string {
+	t.Helper()
+	var names []string
+	for tool, err := range session.Tools(context.Background(), nil) {
+		require.NoError(t, err)
+		names = append(names, tool.Name)
+	}
+	return names
 }
 
 // callText is the text of a tool result's only content.
@@ -364,8 +389,9 @@ func TestMCP_ServiceTokenCallsBecomeEnvelopes(t *testing.T) {
 	require.Equal(t, "nightly-report-42", invs[0].(map[string]any)["external_id"])
 }
 
-// postMCP sends one raw Streamable HTTP request to /mcp.
-func postMCP(t *testing.T, b *apptest.Bundle, body string, version string) (int, string) {
+// postMCP sends one raw Streamable HTTP request to /mcp, in the 2025-11-25
+// session session when it is not empty.
+func postMCP(t *testing.T, b *apptest.Bundle, body, version, session string) (int, string, http.Header) {
 	t.Helper()
 	req, err := http.NewRequest("POST", b.URL+"/mcp", strings.NewReader(body))
 	require.NoError(t, err)
@@ -375,12 +401,29 @@ func postMCP(t *testing.T, b *apptest.Bundle, body string, version string) (int,
 	if version != "" {
 		req.Header.Set("MCP-Protocol-Version", version)
 	}
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	return resp.StatusCode, string(raw)
+	return resp.StatusCode, string(raw), resp.Header
+}
+
+// rawSession starts a 2025-11-25 session by hand (initialize, then
+// notifications/initialized) and returns its id.
+func rawSession(t *testing.T, b *apptest.Bundle) string {
+	t.Helper()
+	status, body, h := postMCP(t, b, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, "", "")
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, `"protocolVersion":"2025-11-25"`)
+	session := h.Get("Mcp-Session-Id")
+	require.NotEmpty(t, session, "a 2025-11-25 client gets a session")
+	status, body, _ = postMCP(t, b, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "2025-11-25", session)
+	require.Equal(t, http.StatusAccepted, status, body)
+	return session
 }
 
 // Both protocol versions are served: 2025-11-25 by hand (initialize, then
@@ -390,15 +433,16 @@ func TestMCP_BothProtocolVersions(t *testing.T) {
 	b := apptest.Start(t, nil)
 	b.StoreSlackToken("xoxb-mcp-versions")
 
-	status, body := postMCP(t, b, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, "")
-	require.Equal(t, http.StatusOK, status, body)
-	require.Contains(t, body, `"protocolVersion":"2025-11-25"`)
-	status, body = postMCP(t, b, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "2025-11-25")
+	session := rawSession(t, b)
+	status, body, _ := postMCP(t, b, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "2025-11-25", session)
 	require.Equal(t, http.StatusOK, status, body)
 	require.Contains(t, body, `"name":"slack.send_message"`)
+	status, body, _ = postMCP(t, b, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, "2025-11-25", "")
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, "invalid during session initialization", "a 2025-11-25 request needs its session")
 
-	session := mcpSession(t, b, b.Sandbox())
-	require.Equal(t, "2026-07-28", session.InitializeResult().ProtocolVersion)
+	modern := mcpSession(t, b, b.Sandbox())
+	require.Equal(t, "2026-07-28", modern.InitializeResult().ProtocolVersion)
 }
 
 // Bad input gets a clear 4xx and stores nothing.
@@ -413,16 +457,38 @@ func TestMCP_BadInput(t *testing.T) {
 		status        int
 		says          string
 	}{
-		"Malformed":     {`{not json`, "2025-11-25", http.StatusBadRequest, "malformed"},
-		"Batch":         {` [{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, "2025-11-25", http.StatusBadRequest, "batches are not served"},
-		"WrongVersion":  {`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "1999-01-01", http.StatusBadRequest, "protocol version"},
-		"Oversize":      {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":{"channel":"C1","text":"` + strings.Repeat("a", 5<<20) + `"}}}`, "2025-11-25", http.StatusRequestEntityTooLarge, "exceeds"},
-		"ArgsNotObject": {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":[1]}}`, "2025-11-25", http.StatusOK, `"code":-32602`},
-		"NUL":           {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":{"channel":"C1\u0000","text":"x"}}}`, "2025-11-25", http.StatusOK, `"code":-32602`},
+		"Malformed":      {`{not json`, "2025-11-25", http.StatusBadRequest, "malformed"},
+		"Batch":          {` [{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, "2025-11-25", http.StatusBadRequest, "batches are not served"},
+		"WrongVersion":   {`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "1999-01-01", http.StatusBadRequest, "protocol version"},
+		"Oversize":       {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":{"channel":"C1","text":"` + strings.Repeat("a", 5<<20) + `"}}}`, "2025-11-25", http.StatusRequestEntityTooLarge, "exceeds"},
+		"UnknownSession": {`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "2025-11-25", http.StatusNotFound, "session not found"},
+		"ArgsNotObject":  {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":[1]}}`, "2025-11-25", http.StatusOK, `"code":-32602`},
+		"NUL":            {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":{"channel":"C1\u0000","text":"x"}}}`, "2025-11-25", http.StatusOK, `"code":-32602`},
 	} {
-		status, body := postMCP(t, b, c.body, c.version)
+		session := rawSession(t, b)
+		if name == "UnknownSession" {
+			session = "no-such-session"
+		}
+		status, body, h := postMCP(t, b, c.body, c.version, session)
 		require.Equal(t, c.status, status, "%s: %s", name, body)
 		require.Contains(t, body, c.says, name)
+		if status >= 400 {
+			// The SDK's refusals too are JSON-RPC errors.
+			require.Equal(t, "application/json", h.Get("Content-Type"), name)
+			var answer struct {
+				Error struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(body), &answer), name)
+			if name == "Malformed" {
+				require.Equal(t, -32700, answer.Error.Code, "a body that does not parse is a parse error")
+			} else {
+				require.Equal(t, -32600, answer.Error.Code, name)
+			}
+			require.NotEmpty(t, answer.Error.Message, name)
+		}
 	}
 	list := b.Do("GET", "/v1/invocations", b.Owner(), nil)
 	require.Equal(t, http.StatusOK, list.Status)
@@ -430,13 +496,23 @@ func TestMCP_BadInput(t *testing.T) {
 	require.Empty(t, b.Slack.Requests())
 }
 
-// A client that cancels a waiting call withdraws its invocation, which
-// then never runs.
+// A client that cancels a waiting call withdraws its invocation: with
+// 2025-11-25, by notifications/cancelled in its session; with 2026-07-28,
+// by ending the request.
 func TestMCP_CancelledCallWithdrawsItsInvocation(t *testing.T) {
 	t.Parallel()
+	for _, version := range protocolVersions {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			testCancel(t, version)
+		})
+	}
+}
+
+func testCancel(t *testing.T, version string) {
 	b := apptest.Start(t, nil)
 	b.StoreSlackToken("xoxb-mcp-cancel")
-	session := mcpSession(t, b, b.Sandbox())
+	session := mcpSessionAt(t, b, b.Sandbox(), version, nil)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -459,6 +535,88 @@ func TestMCP_CancelledCallWithdrawsItsInvocation(t *testing.T) {
 	require.Equal(t, "cancelled", inv["status"])
 	require.Equal(t, http.StatusConflict, b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"}).Status)
 	require.Empty(t, b.Slack.Requests())
+}
+
+// A client is told when its tool list changes (a mode override, a
+// credential stored), with 2025-11-25 on its session's stream and with
+// 2026-07-28 on its subscriptions/listen request; another organization's
+// clients hear nothing of it.
+func TestMCP_ToolListChanged(t *testing.T) {
+	t.Parallel()
+	for _, version := range protocolVersions {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			testListChanged(t, version)
+		})
+	}
+}
+
+func testListChanged(t *testing.T, version string) {
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-mcp-changes")
+	listening := func(token string) (*mcp.ClientSession, chan struct{}) {
+		changed := make(chan struct{}, 10)
+		session := mcpSessionAt(t, b, token, version, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+		})
+		return session, changed
+	}
+	session, changed := listening(b.Sandbox())
+	other, otherChanged := listening(b.Token(auth.Claims{Org: "org-other", Kind: auth.KindSandbox, SessionID: "s-other"}))
+	require.Contains(t, toolNames(t, session), "slack.send_message")
+	require.NotContains(t, toolNames(t, session), "linear.create_issue")
+	otherTools := toolNames(t, other)
+	heard := func(ch chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		case <-time.After(15 * time.Second):
+			return false
+		}
+	}
+
+	b.SetModes(map[string]string{"slack:send_message": "deny"})
+	require.True(t, heard(changed), "no tools/list_changed after a mode override")
+	require.NotContains(t, toolNames(t, session), "slack.send_message", "a deny-mode action is no tool")
+
+	b.StoreToken("linear", "lin-api-key", "")
+	require.True(t, heard(changed), "no tools/list_changed after a credential was stored")
+	require.Contains(t, toolNames(t, session), "linear.create_issue")
+
+	require.Equal(t, otherTools, toolNames(t, other))
+	select {
+	case <-otherChanged:
+		t.Fatal("another organization's client was told its tools changed")
+	default:
+	}
+	metrics := string(b.Do("GET", "/metrics", "", nil).Raw)
+	require.Contains(t, metrics, "outboxd_mcp_sessions 2")
+	require.Contains(t, metrics, "outboxd_mcp_list_changed_total 2")
+}
+
+// A graceful shutdown ends the clients' open streams (a 2025-11-25
+// session's, a 2026-07-28 subscriptions/listen request) instead of waiting
+// for them until its timeout.
+func TestMCP_ShutdownEndsOpenStreams(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{ShutdownTimeout: 10 * time.Minute})
+	for _, version := range protocolVersions {
+		session := mcpSessionAt(t, b, b.Sandbox(), version, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
+		})
+		toolNames(t, session)
+	}
+	require.Contains(t, string(b.Do("GET", "/metrics", "", nil).Raw), "outboxd_mcp_sessions 2")
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		b.Stop()
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("the shutdown waits for the MCP clients' streams")
+	}
 }
 
 // A connector's tools are tools too: their name maps back to the

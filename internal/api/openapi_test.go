@@ -220,3 +220,4 @@ func TestOpenAPI_ContractCatchesMismatches(t *testing.T) {
 type noMCP struct{}
 
 func (noMCP) ServeMCP(http.ResponseWriter, *http.Request, *auth.Claims) {}
+func (noMCP) Close()                                                    {}

@@ -122,10 +122,16 @@ func New(deps *Deps) *Server {
 	}
 }
 
-// CloseStreams ends every open event stream, so that a graceful shutdown
-// does not wait for them; clients reconnect elsewhere with Last-Event-ID.
+// CloseStreams ends every open event stream and MCP session, so that a
+// graceful shutdown does not wait for them; clients reconnect elsewhere
+// (an event stream with Last-Event-ID, an MCP client with a new session).
 func (s *Server) CloseStreams() {
-	s.closeOnce.Do(func() { close(s.closing) })
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		if s.mcp != nil {
+			s.mcp.Close()
+		}
+	})
 }
 
 // Handler returns the API's routes.

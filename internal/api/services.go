@@ -48,6 +48,9 @@ type Catalog interface {
 // MCP serves the MCP front door (internal/mcpfront) to a verified caller.
 type MCP interface {
 	ServeMCP(w http.ResponseWriter, r *http.Request, c *auth.Claims)
+	// Close ends the front door's sessions, whose streams would hold a
+	// graceful shutdown up.
+	Close()
 }
 
 // Webhooks manages an organization's webhook endpoints

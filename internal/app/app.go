@@ -121,6 +121,8 @@ type Config struct {
 	// Slack configures Slack approvals; BaseURL and AllowPrivateNetworks
 	// follow the Slack provider's and the connectors' settings.
 	Slack slackapproval.Config
+	// MCP tunes the MCP front door (mcp.*).
+	MCP mcpfront.Config
 }
 
 func (c *Config) validate() error {
@@ -336,7 +338,8 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		Admin:    admin.New(&admin.Deps{Pool: tenantPool, Owner: pool, River: client, Flow: limiter, Logger: logger}),
 		SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams,
 		Webhooks: webhooks, Slack: slackApprovals, SlackClicks: slackApprovals.Clicks(svc),
-		MCP:             mcpfront.New(&mcpfront.Deps{Outbox: svc, Catalog: reader, Metrics: metrics, Logger: logger, Wait: cfg.Outbox.WithDefaults().SyncWait}),
+		MCP: mcpfront.New(&mcpfront.Deps{Outbox: svc, Catalog: reader, Changes: feeds, Config: cfg.MCP,
+			Metrics: metrics, Logger: logger, Wait: cfg.Outbox.WithDefaults().SyncWait}),
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
 	})
 	var handler http.Handler = server.Handler()

@@ -14,6 +14,7 @@ package mcpfront
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -49,10 +50,40 @@ type Catalog interface {
 	Guide(ctx context.Context, c *catalog.Caller, integration string) (string, error)
 }
 
+// Config tunes the front door (mcp.* in the configuration file).
+type Config struct {
+	// Stateless serves each request on its own and keeps no MCP session
+	// (default false). A 2025-11-25 client then gets no stream for
+	// notifications/tools/list_changed, and its notifications/cancelled
+	// cannot reach the call it cancels; set it when several API processes
+	// sit behind a balancer that does not route by Mcp-Session-Id.
+	// 2026-07-28 clients keep no session either way.
+	Stateless bool
+	// SessionTimeout closes a session that has had no request for this
+	// long (default 30m); its client starts a new one.
+	SessionTimeout time.Duration
+	// Recheck is how often the tool lists of connected clients are read
+	// again with no change announced (default 1m), to notice what no table
+	// records: a connector's server changing its tools.
+	Recheck time.Duration
+}
+
+// WithDefaults returns c with its zero fields at their defaults.
+func (c Config) WithDefaults() Config {
+	c.SessionTimeout = cmp.Or(c.SessionTimeout, 30*time.Minute)
+	c.Recheck = cmp.Or(c.Recheck, time.Minute)
+	return c
+}
+
 // Deps are the front door's collaborators.
 type Deps struct {
 	Outbox  Outbox
 	Catalog Catalog
+	// Changes, when set, tells the front door when an organization's
+	// catalog changed, and it tells the connected clients whose tool list
+	// changed (notifications/tools/list_changed).
+	Changes Changes
+	Config  Config
 	Metrics *telemetry.Metrics
 	Logger  *slog.Logger
 	// Wait bounds how long a call that needs approval waits for the
@@ -71,6 +102,11 @@ type Server struct {
 	wait     time.Duration
 	pageSize int
 	handler  http.Handler
+	// send sends a message to a session's client: the SDK's own sending
+	// handler, which takes the session from the request.
+	send mcp.MethodHandler
+	// watchers is nil without Deps.Changes.
+	watchers *watchers
 }
 
 // New returns the front door.
@@ -79,23 +115,46 @@ func New(deps *Deps) *Server {
 	if s.metrics == nil {
 		s.metrics = telemetry.NewNop()
 	}
+	cfg := deps.Config.WithDefaults()
+	if deps.Changes != nil {
+		s.watchers = newWatchers(s, deps.Changes, cfg.Recheck)
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "outboxd", Title: "outboxd"}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       s.logger,
 		// The tools are the caller's catalog, listed and called by the
 		// middleware below rather than registered once for everyone.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}},
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: s.watchers != nil}, Resources: &mcp.ResourceCapabilities{}},
 	})
 	srv.AddReceivingMiddleware(s.middleware)
-	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		// No session lives in one process: any API process serves any
-		// request, as the REST API does.
-		Stateless: true,
-		Logger:    s.logger,
-		// A client that cancels a call (2026-07-28: by ending its request)
-		// ends its wait, and withdraws the invocation (callTool).
-		PropagateRequestCancellation: true,
-	})
+	srv.AddSendingMiddleware(s.sending)
+	handler := func(stateless bool) http.Handler {
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+			Stateless:      stateless,
+			SessionTimeout: cfg.SessionTimeout,
+			Logger:         s.logger,
+			// A client that cancels a call (2026-07-28: by ending its
+			// request; 2025-11-25: with notifications/cancelled in its
+			// session) ends its wait, and withdraws the invocation
+			// (callTool).
+			PropagateRequestCancellation: true,
+		})
+	}
+	// A 2026-07-28 client keeps no session, and any API process serves its
+	// requests, as the REST API does; the SDK serves that protocol only
+	// without sessions. A 2025-11-25 client's session lives in the process
+	// that started it, unless the front door is configured stateless.
+	var streamable http.Handler = handler(true)
+	if !cfg.Stateless {
+		stateless, sessions := streamable, handler(false)
+		streamable = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Mcp-Protocol-Version") >= sessionlessVersion {
+				stateless.ServeHTTP(w, r)
+				return
+			}
+			sessions.ServeHTTP(w, r)
+		})
+	}
 	// The SDK hands a request's token information to the handlers; the
 	// claims were verified by the HTTP layer, so this only moves them.
 	s.handler = auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
@@ -114,6 +173,18 @@ func New(deps *Deps) *Server {
 	return s
 }
 
+// sessionlessVersion is the first protocol version without sessions
+// (SEP-2575); its requests carry it in the Mcp-Protocol-Version header.
+const sessionlessVersion = "2026-07-28"
+
+// Close ends the front door's sessions and stops watching catalogs; the
+// HTTP server's shutdown calls it so that no session's stream holds it up.
+func (s *Server) Close() {
+	if s.watchers != nil {
+		s.watchers.close()
+	}
+}
+
 // instructions tell the model what the server is.
 const instructions = `outboxd runs actions on external services (Slack, Linear, Sentry, GitHub, ` +
 	`MCP connectors, databases, plugins) for you, after checking policy. A tool ` +
@@ -126,7 +197,53 @@ const instructions = `outboxd runs actions on external services (Slack, Linear, 
 // ServeMCP serves /mcp to c, whose token (still in the request's
 // Authorization header) the HTTP layer verified.
 func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, c *outboxauth.Claims) {
-	s.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), claimsCtxKey{}, c)))
+	jw := &jsonErrors{ResponseWriter: w}
+	s.handler.ServeHTTP(jw, r.WithContext(context.WithValue(r.Context(), claimsCtxKey{}, c)))
+	jw.finish()
+}
+
+// jsonErrors turns the SDK's plain-text refusals (a body that is not JSON,
+// one too large, an unknown session, a protocol version it does not
+// serve) into JSON-RPC error objects, as every other answer of the front
+// door is JSON.
+type jsonErrors struct {
+	http.ResponseWriter
+	status int // of a plain-text refusal held back, else 0
+	text   strings.Builder
+}
+
+func (j *jsonErrors) WriteHeader(code int) {
+	if code >= 400 && strings.HasPrefix(j.Header().Get("Content-Type"), "text/plain") {
+		j.status = code
+		return
+	}
+	j.ResponseWriter.WriteHeader(code)
+}
+
+func (j *jsonErrors) Write(p []byte) (int, error) {
+	if j.status != 0 {
+		return j.text.Write(p)
+	}
+	return j.ResponseWriter.Write(p)
+}
+
+func (j *jsonErrors) Unwrap() http.ResponseWriter { return j.ResponseWriter }
+
+// finish writes a refusal held back as a JSON-RPC error: -32700 for a body
+// that does not parse, -32600 for the others.
+func (j *jsonErrors) finish() {
+	if j.status == 0 {
+		return
+	}
+	message := strings.TrimSpace(j.text.String())
+	code := jsonrpc.CodeInvalidRequest
+	if j.status == http.StatusBadRequest && strings.Contains(strings.ToLower(message), "malformed") {
+		code = jsonrpc.CodeParseError
+	}
+	j.Header().Set("Content-Type", "application/json")
+	j.ResponseWriter.WriteHeader(j.status)
+	_ = json.NewEncoder(j.ResponseWriter).Encode(map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": code, "message": message}})
 }
 
 type claimsCtxKey struct{}
@@ -172,7 +289,36 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil {
 				return nil, err
 			}
-			return s.listTools(ctx, c, req.GetParams().(*mcp.ListToolsParams))
+			return s.listTools(ctx, c, req.(*mcp.ListToolsRequest))
+		case "initialize":
+			res, err := next(ctx, method, req)
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && err == nil && ss.ID() != "" && s.watchers != nil {
+				// A session that lives past this request (2025-11-25, not
+				// stateless): its client hears of changes once it lists.
+				if c, cerr := callerOf(req); cerr == nil {
+					untrack := s.watchers.track(ss, c, false, [32]byte{})
+					go func() {
+						_ = ss.Wait()
+						untrack()
+					}()
+				}
+			}
+			return res, err
+		case "subscriptions/listen":
+			c, err := callerOf(req)
+			if err != nil {
+				return nil, err
+			}
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && s.watchers != nil {
+				// The client lists with other requests; what it saw is the
+				// list as of now.
+				tools, err := s.listed(ctx, c)
+				if err != nil {
+					return nil, err
+				}
+				defer s.watchers.track(ss, c, true, digestOf(tools))()
+			}
+			return next(ctx, method, req)
 		case "tools/call":
 			c, err := callerOf(req)
 			if err != nil {
@@ -237,17 +383,52 @@ func ToolName(source, action string) string {
 	return name
 }
 
+// sending passes every message to the SDK, and notes the sessions whose
+// subscriptions/listen agreed to hear of tool list changes; it keeps the
+// SDK's sending handler, through which the watchers notify.
+func (s *Server) sending(next mcp.MethodHandler) mcp.MethodHandler {
+	s.send = next
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "notifications/subscriptions/acknowledged" && s.watchers != nil {
+			if p, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok && p.Notifications.ToolsListChanged {
+				if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+					s.watchers.acknowledged(ss, p.Meta[mcp.MetaKeySubscriptionID])
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
 // listTools is tools/list: the caller's catalog without its deny-mode
-// actions, a page at a time (the cursor is the next page's offset).
-func (s *Server) listTools(ctx context.Context, c *outboxauth.Claims, p *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+// actions, a page at a time (the cursor is the next page's offset). A
+// session's client that lists is told when its list changes.
+func (s *Server) listTools(ctx context.Context, c *outboxauth.Claims, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
 	start := 0
-	if p != nil && p.Cursor != "" {
+	if p := req.Params; p != nil && p.Cursor != "" {
 		n, err := strconv.Atoi(p.Cursor)
 		if err != nil || n < 0 {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "cursor: not a cursor this server gave"}
 		}
 		start = n
 	}
+	all, err := s.listed(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if s.watchers != nil && req.Session != nil && req.Session.ID() != "" {
+		s.watchers.saw(req.Session, c, digestOf(all))
+	}
+	out := &mcp.ListToolsResult{Tools: all[min(start, len(all)):min(start+s.pageSize, len(all))]}
+	if start+s.pageSize < len(all) {
+		out.NextCursor = strconv.Itoa(start + s.pageSize)
+	}
+	return out, nil
+}
+
+// listed is the caller's whole tool list: its catalog without deny-mode
+// and disabled actions, then outboxd_wait.
+func (s *Server) listed(ctx context.Context, c *outboxauth.Claims) ([]*mcp.Tool, error) {
 	tools, err := s.tools(ctx, c)
 	if err != nil {
 		return nil, err
@@ -261,12 +442,7 @@ func (s *Server) listTools(ctx context.Context, c *outboxauth.Claims, p *mcp.Lis
 		seen[t.name] = true
 		all = append(all, describe(t))
 	}
-	all = append(all, waitTool)
-	out := &mcp.ListToolsResult{Tools: all[min(start, len(all)):min(start+s.pageSize, len(all))]}
-	if start+s.pageSize < len(all) {
-		out.NextCursor = strconv.Itoa(start + s.pageSize)
-	}
-	return out, nil
+	return append(all, waitTool), nil
 }
 
 // describe renders a catalog action as an MCP tool.

@@ -79,6 +79,19 @@ func (s *Service) Subscribe(ctx context.Context, org string) (<-chan struct{}, f
 	}
 }
 
+// CatalogChannel is the Postgres channel a change to what shapes an
+// organization's catalog is announced on, with the organization's id as
+// the payload (migration 026: its action modes, credentials stored or
+// removed, connectors and databases).
+const CatalogChannel = "outboxd_catalog_changes"
+
+// SubscribeCatalog returns a doorbell that rings when the organization's
+// catalog may have changed (by any process, or while notifications may
+// have been missed), and a function to hang up.
+func (s *Service) SubscribeCatalog(ctx context.Context, org string) (<-chan struct{}, func()) {
+	return s.waiter.subscribeCatalog(ctx, org)
+}
+
 // SubscribeInvocation returns a doorbell that rings when invocation id of
 // org may have finished, and a function to hang up. The organization's
 // events are announced once it returns.

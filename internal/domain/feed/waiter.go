@@ -18,7 +18,8 @@ import (
 // waiter lets requests wait for the worker that finishes their invocation,
 // possibly in another process: it LISTENs on invocation.EventsChannel on one
 // dedicated connection and wakes the subscribers of each id it hears, and
-// the event streams of each organization.
+// the event streams of each organization. On the same connection it LISTENs
+// on CatalogChannel, and wakes those who watch an organization's catalog.
 //
 // It LISTENs only while it has subscribers (and until the next renewal
 // after the last one left): a listening backend wakes for every
@@ -47,6 +48,9 @@ type waiter struct {
 	mu      sync.Mutex
 	subs    map[uuid.UUID][]chan struct{}
 	orgSubs map[string][]chan struct{}
+	// catalogSubs ring when an organization's catalog may have changed
+	// (CatalogChannel).
+	catalogSubs map[string][]chan struct{}
 	// orgs is what this process listens for, by organization.
 	orgs map[string]*interest
 	// live is closed once the connection LISTENs (up is then true); nil
@@ -81,6 +85,7 @@ func newWaiter(pool *pgxpool.Pool, logger *slog.Logger) *waiter {
 	return &waiter{
 		pool: pool, logger: logger, id: id, listeners: feedstore.New(pool, id),
 		subs: map[uuid.UUID][]chan struct{}{}, orgSubs: map[string][]chan struct{}{}, orgs: map[string]*interest{},
+		catalogSubs: map[string][]chan struct{}{},
 		want: make(chan struct{}, 1),
 	}
 }
@@ -169,16 +174,27 @@ func (w *waiter) renew(ctx context.Context) error {
 // function to drop the subscription. The organization's events are
 // announced once it returns.
 func (w *waiter) subscribeOrg(ctx context.Context, org string) (<-chan struct{}, func()) {
+	return w.subscribeIn(ctx, w.orgSubs, org)
+}
+
+// subscribeCatalog is subscribeOrg for the organization's catalog changes.
+// Its subscriber is a caller of the organization, so the organization's
+// events are announced too: its calls wait on them.
+func (w *waiter) subscribeCatalog(ctx context.Context, org string) (<-chan struct{}, func()) {
+	return w.subscribeIn(ctx, w.catalogSubs, org)
+}
+
+func (w *waiter) subscribeIn(ctx context.Context, subs map[string][]chan struct{}, org string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	w.mu.Lock()
-	w.orgSubs[org] = append(w.orgSubs[org], ch)
+	subs[org] = append(subs[org], ch)
 	w.mu.Unlock()
 	done := w.listen(ctx, org)
 	return ch, func() {
 		w.mu.Lock()
-		w.orgSubs[org] = removeChan(w.orgSubs[org], ch)
-		if len(w.orgSubs[org]) == 0 {
-			delete(w.orgSubs, org)
+		subs[org] = removeChan(subs[org], ch)
+		if len(subs[org]) == 0 {
+			delete(subs, org)
 		}
 		w.mu.Unlock()
 		done()
@@ -201,10 +217,10 @@ func ring(ch chan struct{}) {
 	}
 }
 
-func (w *waiter) wakeOrg(org string) {
+func (w *waiter) wakeOrg(subs map[string][]chan struct{}, org string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, ch := range w.orgSubs[org] {
+	for _, ch := range subs[org] {
 		ring(ch)
 	}
 }
@@ -256,9 +272,11 @@ func (w *waiter) wakeAll() {
 	for id := range w.subs {
 		ids = append(ids, id)
 	}
-	for _, list := range w.orgSubs {
-		for _, ch := range list {
-			ring(ch)
+	for _, subs := range []map[string][]chan struct{}{w.orgSubs, w.catalogSubs} {
+		for _, list := range subs {
+			for _, ch := range list {
+				ring(ch)
+			}
 		}
 	}
 	w.mu.Unlock()
@@ -341,7 +359,7 @@ func (w *waiter) receive(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+invocation.EventsChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+invocation.EventsChannel+"; LISTEN "+CatalogChannel); err != nil {
 		return err
 	}
 	// Subscribers from before this connection may have missed
@@ -358,13 +376,17 @@ func (w *waiter) receive(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if n.Channel == CatalogChannel {
+			w.wakeOrg(w.catalogSubs, n.Payload)
+			continue
+		}
 		var ev struct {
 			InvocationID   uuid.UUID `json:"invocation_id"`
 			OrganizationID string    `json:"organization_id"`
 		}
 		if json.Unmarshal([]byte(n.Payload), &ev) == nil {
 			w.wake(ev.InvocationID)
-			w.wakeOrg(ev.OrganizationID)
+			w.wakeOrg(w.orgSubs, ev.OrganizationID)
 		}
 	}
 }

@@ -74,7 +74,7 @@ func waiterListens(t *testing.T, pool *pgxpool.Pool, conn *pgx.Conn) bool {
 	t.Helper()
 	var n int
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND query = 'LISTEN `+invocation.EventsChannel+`' AND pid <> $1`,
+		WHERE datname = current_database() AND query LIKE 'LISTEN `+invocation.EventsChannel+`%' AND pid <> $1`,
 		conn.PgConn().PID()).Scan(&n))
 	return n > 0
 }
@@ -107,6 +107,48 @@ func TestWaiter_ListensOnlyWhileSubscribed(t *testing.T) {
 		require.Eventually(t, func() bool { return !waiterListens(t, pool, conn) }, 5*time.Second, 20*time.Millisecond,
 			"still listening after the last subscriber left")
 	}
+}
+
+// TestWaiter_WakesCatalogWatchers: a change of what shapes an
+// organization's catalog (migration 026's triggers) rings that
+// organization's catalog watchers and no other organization's.
+func TestWaiter_WakesCatalogWatchers(t *testing.T) {
+	t.Parallel()
+	pool, _, w := setupWaiter(t)
+	ctx := context.Background()
+	chA, doneA := w.subscribeCatalog(ctx, "org-a")
+	defer doneA()
+	chB, doneB := w.subscribeCatalog(ctx, "org-b")
+	defer doneB()
+	drain := func(ch <-chan struct{}) {
+		select { // the connection's first wake-up
+		case <-ch:
+		default:
+		}
+	}
+	drain(chA)
+	drain(chB)
+	rang := func(ch <-chan struct{}, wait time.Duration) bool {
+		select {
+		case <-ch:
+			return true
+		case <-time.After(wait):
+			return false
+		}
+	}
+	for _, change := range []string{
+		`INSERT INTO action_modes (organization_id, scope, scope_id, source_id, action_id, mode, updated_by)
+			VALUES ('org-a', 'org', '', 'slack', 'post_message', 'deny', 'u')`,
+		`UPDATE action_modes SET mode = 'allow' WHERE organization_id = 'org-a'`,
+		`DELETE FROM action_modes WHERE organization_id = 'org-a'`,
+		`INSERT INTO credentials (organization_id, integration, user_id, sealed, created_by) VALUES ('org-a', 'linear', '', '\x00', 'u')`,
+		`DELETE FROM credentials WHERE organization_id = 'org-a'`,
+	} {
+		_, err := pool.Exec(ctx, change)
+		require.NoError(t, err, change)
+		require.True(t, rang(chA, 5*time.Second), "the catalog watcher was not woken by: %s", change)
+	}
+	require.False(t, rang(chB, 200*time.Millisecond), "another organization's catalog watcher was woken")
 }
 
 func TestWaiter_AnnouncesOnlyWhatSomeoneListensFor(t *testing.T) {

@@ -96,6 +96,37 @@ func ExtendWrite(w http.ResponseWriter, r *http.Request, d time.Duration) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d + timeout))
 }
 
+// WriteOverTime returns w with its write deadline moved to the server's
+// write timeout from each write: for a response written over a long time,
+// such as a stream that stays open, or a wait of any length before the
+// answer. A client that stops reading still fails the write that follows.
+// Without a Server (a handler under test) it returns w.
+func WriteOverTime(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
+	timeout, ok := r.Context().Value(writeTimeoutKey{}).(time.Duration)
+	if !ok {
+		return w
+	}
+	return &overTime{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout}
+}
+
+type overTime struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (o *overTime) Write(p []byte) (int, error) {
+	_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
+	return o.ResponseWriter.Write(p)
+}
+
+func (o *overTime) FlushError() error {
+	_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
+	return o.rc.Flush()
+}
+
+func (o *overTime) Unwrap() http.ResponseWriter { return o.ResponseWriter }
+
 // liftReadDeadline lifts the read timeout's deadline once a request has
 // arrived whole: at once for a request without a body, when the handler
 // reads the body to its end otherwise. net/http cancels a request's

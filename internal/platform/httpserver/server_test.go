@@ -195,6 +195,43 @@ func TestServer_ExtendWrite(t *testing.T) {
 	require.Error(t, err, "without ExtendWrite the write timeout cuts the answer off")
 }
 
+// TestServer_WriteOverTime: a response written over longer than the write
+// timeout (a stream, a long wait before the answer) gets all through when
+// each write moves the deadline, and is cut off when none does.
+func TestServer_WriteOverTime(t *testing.T) {
+	t.Parallel()
+	const writeTimeout = 200 * time.Millisecond
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("over") != "" {
+			w = WriteOverTime(w, r)
+		}
+		rc := http.NewResponseController(w)
+		for range 6 {
+			time.Sleep(writeTimeout / 2)
+			_, _ = io.WriteString(w, "x")
+			_ = rc.Flush()
+		}
+		time.Sleep(2 * writeTimeout) // a wait longer than the timeout
+		ok(w, r)
+	})
+	_, addr := serve(t, handler, &Config{WriteTimeout: writeTimeout})
+	client := &http.Client{Timeout: bound}
+
+	resp, err := client.Get("http://" + addr + "/?over=1")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, "xxxxxxok", string(body))
+
+	resp, err = client.Get("http://" + addr + "/")
+	if err == nil {
+		body, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	require.False(t, err == nil && string(body) == "xxxxxxok", "without WriteOverTime the write timeout cuts the stream off")
+}
+
 // TestServer_MaxConnsEvictsStalledConnections: with every slot held by a
 // connection that has not sent a whole request header, a new connection
 // takes the oldest one's place and is answered at once; the server never

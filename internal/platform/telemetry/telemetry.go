@@ -50,6 +50,12 @@ type Metrics struct {
 	MCPCalls *prometheus.CounterVec
 	// MCPWait is how long MCP calls waited for an approval and its result.
 	MCPWait prometheus.Histogram
+	// MCPSessions is the MCP clients this process tells of tool list
+	// changes: 2025-11-25 sessions and 2026-07-28 subscriptions/listen
+	// streams.
+	MCPSessions prometheus.Gauge
+	// MCPListChanged counts notifications/tools/list_changed sent.
+	MCPListChanged prometheus.Counter
 }
 
 // New creates the metrics and registers them on reg.
@@ -113,9 +119,17 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help:    "Time MCP calls waited for an approval and its result.",
 		Buckets: []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
 	})
+	m.MCPSessions = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "outboxd_mcp_sessions",
+		Help: "MCP clients connected to this process that are told of tool list changes (2025-11-25 sessions, 2026-07-28 subscriptions/listen streams).",
+	})
+	m.MCPListChanged = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "outboxd_mcp_list_changed_total",
+		Help: "notifications/tools/list_changed sent to MCP clients whose tool list changed.",
+	})
 	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency, m.Drift, m.ConnectorList,
 		m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications, m.PauseHolds, m.Unreconciled,
-		m.MCPCalls, m.MCPWait)
+		m.MCPCalls, m.MCPWait, m.MCPSessions, m.MCPListChanged)
 	return m
 }
 
