@@ -86,7 +86,7 @@ func newWaiter(pool *pgxpool.Pool, logger *slog.Logger) *waiter {
 		pool: pool, logger: logger, id: id, listeners: feedstore.New(pool, id),
 		subs: map[uuid.UUID][]chan struct{}{}, orgSubs: map[string][]chan struct{}{}, orgs: map[string]*interest{},
 		catalogSubs: map[string][]chan struct{}{},
-		want: make(chan struct{}, 1),
+		want:        make(chan struct{}, 1),
 	}
 }
 
