@@ -51,8 +51,11 @@ func TestConfig_EveryKeyReachesTheConfig(t *testing.T) {
 			changed = d + "x"
 		case []any:
 			changed = []any{map[string]any{"name": "x", "rate": 1, "burst": 1}}
-			if key == "plugins.command_allowlist" {
+			switch key {
+			case "plugins.command_allowlist":
 				changed = []any{"x"}
+			case "secrets.keys":
+				changed = []any{map[string]any{"id": "x", "key": "y"}}
 			}
 		default:
 			t.Fatalf("%s: no change for a default of type %T", key, def)
