@@ -24,7 +24,6 @@ func newSecretsCommand() *cobra.Command {
 			"secrets.keys and open with any of them. `rotate` re-seals those sealed with another key with\n" +
 			"the first, while outboxd runs; `status` counts them. See docs/operations.md, \"Rotating secrets.key\".",
 	}
-	addDevDirFlag(cmd.PersistentFlags())
 	cmd.PersistentFlags().Int("batch", sealedstore.DefaultBatch, "rows read and re-sealed per statement")
 	rotate := &cobra.Command{
 		Use:   "rotate",
