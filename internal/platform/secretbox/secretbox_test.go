@@ -37,7 +37,7 @@ func TestBox(t *testing.T) {
 
 // sealLegacy seals as secretbox did before keyrings: nonce, then
 // ciphertext and tag, no key id.
-func sealLegacy(t *testing.T, keyBase64 string, plaintext, additional []byte) []byte {
+func sealLegacy(t *testing.T, keyBase64 string, plaintext, additional []byte, noncePrefix ...byte) []byte {
 	t.Helper()
 	key, err := base64.StdEncoding.DecodeString(keyBase64)
 	require.NoError(t, err)
@@ -48,6 +48,7 @@ func sealLegacy(t *testing.T, keyBase64 string, plaintext, additional []byte) []
 	nonce := make([]byte, aead.NonceSize())
 	_, err = rand.Read(nonce)
 	require.NoError(t, err)
+	copy(nonce, noncePrefix)
 	return aead.Seal(nonce, nonce, plaintext, additional)
 }
 
@@ -107,6 +108,21 @@ func TestRing_OpensWhatOtherKeysSealed(t *testing.T) {
 
 		_, err = ring.Open(legacy, []byte("another row"))
 		require.ErrorIs(t, err, ErrOpen)
+	})
+
+	t.Run("BeforeKeyringsLookingLikeAKeyID", func(t *testing.T) {
+		t.Parallel()
+		// A random nonce that happens to read as a header naming a key of
+		// the ring, or one that is not: the value still opens.
+		for _, prefix := range [][]byte{{version, 3, 'n', 'e', 'w'}, {version, 7, 'd', 'e', 'f', 'a', 'u', 'l', 't'}, {version, 2, 'z', 'z'}} {
+			legacy := sealLegacy(t, k1, []byte("lucky nonce"), []byte("row"), prefix...)
+			_, tagged := SealedWith(legacy)
+			require.True(t, tagged)
+			plain, how, err := ring.OpenKey(legacy, []byte("row"))
+			require.NoError(t, err)
+			require.Equal(t, "lucky nonce", string(plain))
+			require.Equal(t, Opened{KeyID: "default"}, how)
+		}
 	})
 
 	t.Run("ByAnOlderKey", func(t *testing.T) {
