@@ -219,3 +219,40 @@ func TestSecrets_RotateWhileServing(t *testing.T) {
 	_, refused := hooks.counts()
 	require.Zero(t, refused)
 }
+
+// TestSecrets_UnreadableValuesExitOne: a value no configured key opens is
+// reported, left as it is, and makes the commands exit 1; with one key
+// there is nothing to remove.
+func TestSecrets_UnreadableValuesExitOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	key := secretbox.NewKey()
+	dbURL := pgtest.URL(t)
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	own, err := secretbox.New(key)
+	require.NoError(t, err)
+	lost, err := secretbox.New(secretbox.NewKey())
+	require.NoError(t, err)
+	for integration, box := range map[string]*secretbox.Box{"linear": own, "github": lost} {
+		_, err = conn.Exec(ctx, `INSERT INTO credentials (organization_id, integration, user_id, sealed, token_kind, created_by) VALUES ('o', $1, '', $2, '', 'x')`,
+			integration, box.Seal([]byte("tok"), credentialstore.Additional("o", integration, "")))
+		require.NoError(t, err)
+	}
+	env := []string{"DATABASE_URL=" + dbURL, "OUTBOXD_SECRETS_KEY=" + key, "OUTBOXD_SECRETS_KEYS="}
+
+	code, out := run(t, env, "secrets", "rotate")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "credentials.sealed: 2 sealed, 0 re-sealed, 0 changed meanwhile (left as written), 1 unreadable")
+	require.Contains(t, out, `0 sealed values remain on other keys: every stored secret is sealed with "default".`)
+	require.Contains(t, out, "1 sealed values open with no key of secrets.keys (credentials.sealed 1)")
+
+	code, out = run(t, env, "secrets", "status")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "1 sealed values open with no key of secrets.keys")
+
+	code, out = run(t, []string{"DATABASE_URL=" + dbURL, "OUTBOXD_SECRETS_KEY=", "OUTBOXD_SECRETS_KEYS="}, "secrets", "status")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "secrets.key is required")
+}
