@@ -22,6 +22,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
 	"github.com/outboxd/outboxd/internal/mcpfront"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
+	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/worker"
 )
@@ -53,6 +54,7 @@ var defaults = func() map[string]any {
 		"http.trust_forwarded_for":           false,
 		"auth.jwt_secret":                    "",
 		"secrets.key":                        "",
+		"secrets.keys":                       []any{},
 		"tokens.source":                      app.DefaultTokenSource,
 		"connectors.allow_private_networks":  false,
 		"buckets":                            []any{},
@@ -233,6 +235,11 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 	if cfg.Plugins.Timeout <= 0 || cfg.Plugins.MaxOutputBytes <= 0 {
 		return nil, errors.New("plugins.timeout and plugins.max_output_bytes must be positive")
 	}
+	keys, err := secretKeys(v)
+	if err != nil {
+		return nil, err
+	}
+	cfg.SecretsKeys = keys
 	buckets, err := bucketConfigs(v)
 	if err != nil {
 		return nil, err
@@ -306,6 +313,49 @@ func retryBySource(v *viper.Viper) (map[string]invocation.Retry, error) {
 		out[source] = r
 	}
 	return out, nil
+}
+
+// secretKeys reads secrets.keys: a list of {id, key} in a file, or
+// "id:key,id:key" in OUTBOXD_SECRETS_KEYS (base64 has neither ':' nor
+// ','). The keys themselves are checked by secretbox.NewRing.
+func secretKeys(v *viper.Viper) ([]secretbox.Key, error) {
+	if list, ok := v.Get("secrets.keys").(string); ok {
+		var keys []secretbox.Key
+		for _, entry := range strings.Split(list, ",") {
+			if entry = strings.TrimSpace(entry); entry == "" {
+				continue
+			}
+			id, key, ok := strings.Cut(entry, ":")
+			if !ok {
+				return nil, fmt.Errorf("secrets.keys: entry %d is not id:key (OUTBOXD_SECRETS_KEYS=id:key,id:key, the first sealing)", len(keys)+1)
+			}
+			keys = append(keys, secretbox.Key{ID: strings.TrimSpace(id), Secret: strings.TrimSpace(key)})
+		}
+		return keys, nil
+	}
+	var raw []map[string]any
+	if err := v.UnmarshalKey("secrets.keys", &raw); err != nil {
+		return nil, errors.New("secrets.keys must be a list of {id, key}, the first sealing")
+	}
+	keys := make([]secretbox.Key, len(raw))
+	for i, entry := range raw {
+		for field, value := range entry {
+			switch value.(type) {
+			case string, int:
+			default:
+				return nil, fmt.Errorf("secrets.keys[%d]: %s must be a string", i, field)
+			}
+			switch field {
+			case "id":
+				keys[i].ID = fmt.Sprint(value)
+			case "key":
+				keys[i].Secret = fmt.Sprint(value)
+			default:
+				return nil, fmt.Errorf("secrets.keys[%d]: unknown field %q (use id and key)", i, field)
+			}
+		}
+	}
+	return keys, nil
 }
 
 // bucketConfigs reads the buckets list, which adds to or redefines

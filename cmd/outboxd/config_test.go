@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/base64"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/spf13/viper"
 	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/platform/secretbox"
 )
 
 // TestConfig_EveryKeyReachesTheConfig changes each key in turn and checks
@@ -51,8 +54,11 @@ func TestConfig_EveryKeyReachesTheConfig(t *testing.T) {
 			changed = d + "x"
 		case []any:
 			changed = []any{map[string]any{"name": "x", "rate": 1, "burst": 1}}
-			if key == "plugins.command_allowlist" {
+			switch key {
+			case "plugins.command_allowlist":
 				changed = []any{"x"}
+			case "secrets.keys":
+				changed = []any{map[string]any{"id": "x", "key": "y"}}
 			}
 		default:
 			t.Fatalf("%s: no change for a default of type %T", key, def)
@@ -133,4 +139,70 @@ func backticked(s string) (string, bool) {
 	}
 	v, _, ok := strings.Cut(rest, "`")
 	return v, ok
+}
+
+// TestConfig_SecretsKeys reads secrets.keys from a file's list and from
+// OUTBOXD_SECRETS_KEYS, keeps their order (the first seals), and refuses
+// what is not a keyring with errors that never show a key.
+func TestConfig_SecretsKeys(t *testing.T) {
+	k1, k2 := secretbox.NewKey(), secretbox.NewKey()
+	want := []secretbox.Key{{ID: "2026-11", Secret: k2}, {ID: "default", Secret: k1}}
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "outboxd.yaml")
+	require.NoError(t, os.WriteFile(file, fmt.Appendf(nil, "secrets:\n  keys:\n    - {id: \"2026-11\", key: %q}\n    - id: default\n      key: %q\n", k2, k1), 0o600))
+	cmd := newServeCommand()
+	cmd.Flags().String("config", file, "")
+	v, err := loadConfig(cmd)
+	require.NoError(t, err)
+	cfg, err := appConfig(v)
+	require.NoError(t, err)
+	require.Equal(t, want, cfg.SecretsKeys)
+	box, err := cfg.Keyring()
+	require.NoError(t, err)
+	require.Equal(t, "2026-11", box.Primary())
+
+	t.Setenv("OUTBOXD_SECRETS_KEYS", " 2026-11:"+k2+" , default:"+k1+",")
+	v, err = loadConfig(newServeCommand())
+	require.NoError(t, err)
+	cfg, err = appConfig(v)
+	require.NoError(t, err)
+	require.Equal(t, want, cfg.SecretsKeys)
+
+	t.Setenv("OUTBOXD_SECRETS_KEY", k1)
+	v, err = loadConfig(newServeCommand())
+	require.NoError(t, err)
+	cfg, err = appConfig(v)
+	require.NoError(t, err)
+	_, err = cfg.Keyring()
+	require.ErrorContains(t, err, "secrets.key and secrets.keys are both set")
+
+	t.Setenv("OUTBOXD_SECRETS_KEY", "")
+	for env, msg := range map[string]string{
+		"a:" + k1 + ",a:" + k2: `id "a" is listed twice`,
+		"a:" + k1 + ",b:" + k1: `secrets.keys "a" and "b" are the same key`,
+		"a:not-base64!":        `secrets.keys "a" is not valid base64`,
+		"a:" + base64.StdEncoding.EncodeToString(make([]byte, 31)): `secrets.keys "a" must decode to 32 bytes, got 31`,
+		k1: "entry 1 is not id:key",
+	} {
+		t.Setenv("OUTBOXD_SECRETS_KEYS", env)
+		v, err = loadConfig(newServeCommand())
+		require.NoError(t, err)
+		cfg, err := appConfig(v)
+		if err == nil {
+			_, err = cfg.Keyring()
+		}
+		require.ErrorContains(t, err, msg)
+		require.NotContains(t, err.Error(), k1)
+		require.NotContains(t, err.Error(), k2)
+	}
+
+	require.NoError(t, os.WriteFile(file, []byte("secrets:\n  keys:\n    - {id: a, secret: x}\n"), 0o600))
+	cmd = newServeCommand()
+	cmd.Flags().String("config", file, "")
+	t.Setenv("OUTBOXD_SECRETS_KEYS", "")
+	v, err = loadConfig(cmd)
+	require.NoError(t, err)
+	_, err = appConfig(v)
+	require.ErrorContains(t, err, `secrets.keys[0]: unknown field "secret" (use id and key)`)
 }

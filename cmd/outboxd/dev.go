@@ -125,7 +125,7 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	if v.GetString("auth.jwt_secret") == "" {
 		v.Set("auth.jwt_secret", state.JWTSecret)
 	}
-	if v.GetString("secrets.key") == "" {
+	if keys, err := secretKeys(v); v.GetString("secrets.key") == "" && err == nil && len(keys) == 0 {
 		v.Set("secrets.key", state.SecretsKey)
 	}
 

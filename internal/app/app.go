@@ -80,9 +80,14 @@ type Config struct {
 	HTTPAddr string
 	// HTTP bounds the HTTP server's connections (timeouts, max_conns, the
 	// per-address cap on unauthenticated requests); every role serves on it.
-	HTTP       httpserver.Config
-	JWTSecret  string
+	HTTP      httpserver.Config
+	JWTSecret string
+	// SecretsKey is secrets.key: the one key sealing stored secrets, with
+	// id secretbox.DefaultKeyID. Set it or SecretsKeys.
 	SecretsKey string
+	// SecretsKeys is secrets.keys: a keyring, the first key sealing and
+	// every one opening (secretbox.NewRing).
+	SecretsKeys []secretbox.Key
 	// Providers configure the provider sources by id (providers.<id>.*);
 	// a provider missing here uses its defaults.
 	Providers map[string]executors.ProviderConfig
@@ -134,10 +139,23 @@ func (c *Config) validate() error {
 	default:
 		return fmt.Errorf("tokens.source must be store or broker, not %q", c.TokenSource)
 	}
-	if c.SecretsKey == "" {
-		return errors.New("secrets.key is required: base64 of 32 random bytes (set OUTBOXD_SECRETS_KEY; `openssl rand -base64 32` makes one)")
+	if _, err := c.Keyring(); err != nil {
+		return err
 	}
 	return nil
+}
+
+// Keyring returns the Box of secrets.key or secrets.keys, whichever is set.
+func (c *Config) Keyring() (*secretbox.Box, error) {
+	switch {
+	case c.SecretsKey != "" && len(c.SecretsKeys) > 0:
+		return nil, fmt.Errorf("secrets.key and secrets.keys are both set: list the key of secrets.key in secrets.keys (id %q, the id it seals with) and unset secrets.key", secretbox.DefaultKeyID)
+	case len(c.SecretsKeys) > 0:
+		return secretbox.NewRing(c.SecretsKeys)
+	case c.SecretsKey == "":
+		return nil, errors.New("secrets.key is required: base64 of 32 random bytes (set OUTBOXD_SECRETS_KEY; `openssl rand -base64 32` makes one), or secrets.keys, a keyring")
+	}
+	return secretbox.New(c.SecretsKey)
 }
 
 // App is a wired process.
@@ -180,7 +198,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		}
 	}()
 	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
-	box, err := secretbox.New(cfg.SecretsKey)
+	box, err := cfg.Keyring()
 	if err != nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ func (s *Store) PutTx(ctx context.Context, db DB, req credential.Request, tok cr
 		OrganizationID: req.Org,
 		Integration:    req.Integration,
 		UserID:         req.UserID,
-		Sealed:         s.box.Seal([]byte(tok.Value), additional(req.Org, req.Integration, req.UserID)),
+		Sealed:         s.box.Seal([]byte(tok.Value), Additional(req.Org, req.Integration, req.UserID)),
 		TokenKind:      tok.Kind,
 		CreatedBy:      by,
 	})
@@ -167,7 +167,7 @@ func (s *Store) read(ctx context.Context, db DB, req credential.Request) (creden
 		if err != nil {
 			return credential.Token{}, fmt.Errorf("loading credential: %w", err)
 		}
-		plain, err := s.box.Open(row.Sealed, additional(req.Org, req.Integration, uid))
+		plain, err := s.box.Open(row.Sealed, Additional(req.Org, req.Integration, uid))
 		if err != nil {
 			return credential.Token{}, fmt.Errorf("%w (%s)", credential.ErrUnreadable, req.Integration)
 		}
@@ -188,9 +188,13 @@ func (s *Store) CheckKey(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("checking secrets.key: %w", err)
 	}
-	if _, err := s.box.Open(row.Sealed, additional(row.OrganizationID, row.Integration, row.UserID)); err != nil {
-		return fmt.Errorf("%w (the newest, %s of organization %s, stored %s, does not open)",
-			credential.ErrKeyChanged, row.Integration, row.OrganizationID, row.UpdatedAt.Format(time.DateTime))
+	if _, err := s.box.Open(row.Sealed, Additional(row.OrganizationID, row.Integration, row.UserID)); err != nil {
+		with := "without a key id, by the secrets.key of before keyrings"
+		if id, ok := secretbox.SealedWith(row.Sealed); ok {
+			with = fmt.Sprintf("with key id %q", id)
+		}
+		return fmt.Errorf("%w (the newest, %s of organization %s, stored %s and sealed %s, does not open with secrets.keys %q)",
+			credential.ErrKeyChanged, row.Integration, row.OrganizationID, row.UpdatedAt.Format(time.DateTime), with, s.box.IDs())
 	}
 	return nil
 }
@@ -205,6 +209,8 @@ func (s *Store) Integrations(ctx context.Context, org, userID string) ([]string,
 	return ids, nil
 }
 
-func additional(org, integration, userID string) []byte {
+// Additional is the additional data a credential is sealed with: its row's
+// key, so a sealed value moved to another row does not open.
+func Additional(org, integration, userID string) []byte {
 	return []byte(org + "\x00" + integration + "\x00" + userID)
 }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/outboxd/outboxd/internal/domain/sealed/sealedstore"
+	"github.com/outboxd/outboxd/internal/platform/secretbox"
+	"github.com/outboxd/outboxd/migrations"
+)
+
+func newSecretsCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "secrets",
+		Short: "Rotate the keys that seal stored secrets (secrets.key, secrets.keys)",
+		Long: "The stored secrets of every organization (credentials, MCP connectors' and databases' secrets,\n" +
+			"webhook signing secrets, invocations' sealed params) are sealed with the first key of\n" +
+			"secrets.keys and open with any of them. `rotate` re-seals those sealed with another key with\n" +
+			"the first, while outboxd runs; `status` counts them. See docs/operations.md, \"Rotating secrets.key\".",
+	}
+	cmd.PersistentFlags().Int("batch", sealedstore.DefaultBatch, "rows read and re-sealed per statement")
+	rotate := &cobra.Command{
+		Use:   "rotate",
+		Short: "Re-seal every stored secret not sealed with the first key of secrets.keys",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withSealed(cmd, func(store *sealedstore.Store, box *secretbox.Box, batch int) error {
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "re-sealing with key %q (secrets.keys: %s)\n", box.Primary(), strings.Join(box.IDs(), ", "))
+				counts, err := store.Rotate(cmd.Context(), batch, func(c sealedstore.Count) {
+					fmt.Fprintf(out, "  %s: %d read, %d re-sealed\n", c.Column, c.Rows, c.Resealed)
+				})
+				for _, c := range counts {
+					fmt.Fprintf(out, "%s: %d sealed, %d re-sealed, %d changed meanwhile (left as written), %d unreadable\n",
+						c.Column, c.Rows, c.Resealed, c.Changed, c.Unreadable)
+				}
+				if err != nil {
+					return err
+				}
+				return report(cmd, out, store, box, batch)
+			})
+		},
+	}
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Count the stored secrets sealed with keys other than the first of secrets.keys",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withSealed(cmd, func(store *sealedstore.Store, box *secretbox.Box, batch int) error {
+				return report(cmd, cmd.OutOrStdout(), store, box, batch)
+			})
+		},
+	}
+	cmd.AddCommand(rotate, status)
+	return cmd
+}
+
+// withSealed runs fn with the sealed values' store on the owner's pool (the
+// migrating role's, which row-level security does not limit) and the
+// keyring of secrets.key or secrets.keys.
+func withSealed(cmd *cobra.Command, fn func(store *sealedstore.Store, box *secretbox.Box, batch int) error) error {
+	v, err := loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	cfg, err := appConfig(v)
+	if err != nil {
+		return err
+	}
+	box, err := cfg.Keyring()
+	if err != nil {
+		return err
+	}
+	batch, _ := cmd.Flags().GetInt("batch")
+	if batch <= 0 {
+		return errors.New("--batch must be positive")
+	}
+	pool, err := openPool(cmd, v)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := migrations.Check(cmd.Context(), pool); err != nil {
+		if errors.Is(err, migrations.ErrNotMigrated) {
+			return &exitError{code: 2, err: fmt.Errorf("%w; run `outboxd migrate up` first", err)}
+		}
+		return err
+	}
+	return fn(sealedstore.New(pool, box), box, batch)
+}
+
+// report counts what is still sealed with other keys and says whether they
+// can be removed from secrets.keys; values no key opens exit 1.
+func report(cmd *cobra.Command, out io.Writer, store *sealedstore.Store, box *secretbox.Box, batch int) error {
+	counts, err := store.Status(cmd.Context(), batch)
+	if err != nil {
+		return err
+	}
+	remaining, unreadable := 0, 0
+	byKey := map[string]int{}
+	var where, lost []string
+	for _, c := range counts {
+		remaining += c.Remaining()
+		unreadable += c.Unreadable
+		for id, n := range c.Others {
+			byKey[id] += n
+		}
+		if n := c.Remaining(); n > 0 {
+			where = append(where, fmt.Sprintf("%s %d", c.Column, n))
+		}
+		if c.Unreadable > 0 {
+			lost = append(lost, fmt.Sprintf("%s %d", c.Column, c.Unreadable))
+		}
+	}
+	others := slices.DeleteFunc(box.IDs(), func(id string) bool { return id == box.Primary() })
+	switch {
+	case remaining > 0:
+		var keys []string
+		for _, id := range slices.Sorted(maps.Keys(byKey)) {
+			keys = append(keys, fmt.Sprintf("%q %d", id, byKey[id]))
+		}
+		fmt.Fprintf(out, "%d sealed values remain on other keys (%s; by key: %s): keep those keys in secrets.keys. "+
+			"Values stored while a process sealed with another key land here: once every process has %q first in secrets.keys, run `outboxd secrets rotate` again.\n",
+			remaining, strings.Join(where, ", "), strings.Join(keys, ", "), box.Primary())
+	case len(others) > 0:
+		fmt.Fprintf(out, "0 sealed values remain on other keys: every stored secret is sealed with %q; the old keys (%s) can be removed from secrets.keys.\n",
+			box.Primary(), strings.Join(others, ", "))
+	default:
+		fmt.Fprintf(out, "0 sealed values remain on other keys: every stored secret is sealed with %q.\n", box.Primary())
+	}
+	if unreadable > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d sealed values open with no key of secrets.keys (%s): no key listed can read them; store those secrets again",
+			unreadable, strings.Join(lost, ", "))}
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+-- The sealed values of every organization, for `outboxd secrets rotate`
+-- (internal/domain/sealed/sealedstore). Each column is read in key order
+-- from a cursor (inclusive: the store drops the cursor's own row) and
+-- re-sealed by compare-and-swap, so a value the daemon wrote meanwhile is
+-- left as it wrote it.
+
+-- name: SealedCredentialsFrom :many
+SELECT organization_id, integration, user_id, sealed FROM credentials
+WHERE (organization_id, integration, user_id) >= (@organization_id::text, @integration::text, @user_id::text)
+ORDER BY organization_id, integration, user_id
+LIMIT @max_rows;
+
+-- name: SealedCredentialsSwap :execrows
+UPDATE credentials c SET sealed = u.new_sealed
+FROM (SELECT unnest(@organization_ids::text[]) AS organization_id, unnest(@integrations::text[]) AS integration,
+        unnest(@user_ids::text[]) AS user_id, unnest(@old_sealed::bytea[]) AS old_sealed,
+        unnest(@new_sealed::bytea[]) AS new_sealed) AS u
+WHERE c.organization_id = u.organization_id AND c.integration = u.integration AND c.user_id = u.user_id
+    AND c.sealed = u.old_sealed;
+
+-- name: SealedWebhooksFrom :many
+SELECT id, secret_sealed FROM webhooks
+WHERE id >= @id
+ORDER BY id
+LIMIT @max_rows;
+
+-- name: SealedWebhooksSwap :execrows
+UPDATE webhooks w SET secret_sealed = u.new_sealed
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@old_sealed::bytea[]) AS old_sealed,
+        unnest(@new_sealed::bytea[]) AS new_sealed) AS u
+WHERE w.id = u.id AND w.secret_sealed = u.old_sealed;
+
+-- name: SealedParamsFrom :many
+SELECT id, params_sealed FROM action_invocations
+WHERE id >= @id AND params_sealed IS NOT NULL
+ORDER BY id
+LIMIT @max_rows;
+
+-- name: SealedParamsSwap :execrows
+UPDATE action_invocations i SET params_sealed = u.new_sealed
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@old_sealed::bytea[]) AS old_sealed,
+        unnest(@new_sealed::bytea[]) AS new_sealed) AS u
+WHERE i.id = u.id AND i.params_sealed = u.old_sealed;
+
+-- name: SealedColumns :many
+-- The bytea columns named like sealed values in the current schema: the
+-- test holds the store's list of columns to it.
+SELECT (table_name::text || '.' || column_name::text)::text AS name FROM information_schema.columns
+WHERE table_schema = current_schema() AND data_type = 'bytea' AND column_name::text LIKE '%sealed%'
+ORDER BY 1;
