@@ -49,9 +49,12 @@ func TestConfig_EveryKeyReachesTheConfig(t *testing.T) {
 			changed = !d
 		case string:
 			changed = d + "x"
+			if key == "auth.jwt_secret_previous_until" {
+				changed = "2030-01-31T12:00:00Z"
+			}
 		case []any:
 			changed = []any{map[string]any{"name": "x", "rate": 1, "burst": 1}}
-			if key == "plugins.command_allowlist" {
+			if key == "plugins.command_allowlist" || key == "auth.idp.audience" {
 				changed = []any{"x"}
 			}
 		default:

@@ -80,8 +80,15 @@ type Config struct {
 	HTTPAddr string
 	// HTTP bounds the HTTP server's connections (timeouts, max_conns, the
 	// per-address cap on unauthenticated requests); every role serves on it.
-	HTTP       httpserver.Config
-	JWTSecret  string
+	HTTP httpserver.Config
+	// JWTSecret is auth.jwt_secret: the HS256 secret tokens are verified
+	// and minted with (empty: only an identity provider's tokens are
+	// accepted, see Auth).
+	JWTSecret string
+	// Auth configures token verification (auth.*): a previous HS256
+	// secret, leeway, maximum lifetime and the identity provider. Its
+	// Secret follows JWTSecret and its Logger the process's.
+	Auth       auth.Config
 	SecretsKey string
 	// Providers configure the provider sources by id (providers.<id>.*);
 	// a provider missing here uses its defaults.
@@ -124,11 +131,15 @@ type Config struct {
 }
 
 func (c *Config) validate() error {
-	if c.JWTSecret == "" {
-		return errors.New("auth.jwt_secret is required (set OUTBOXD_AUTH_JWT_SECRET)")
+	if c.JWTSecret == "" && c.Auth.IdP.Issuer == "" {
+		return errors.New("auth.jwt_secret is required (set OUTBOXD_AUTH_JWT_SECRET), unless tokens come from an identity provider (auth.idp.issuer)")
 	}
 	switch c.TokenSource {
-	case "", "store", "broker":
+	case "broker":
+		if c.JWTSecret == "" {
+			return errors.New("tokens.source broker needs auth.jwt_secret: outboxd signs its requests to the broker with it")
+		}
+	case "", "store":
 	default:
 		return fmt.Errorf("tokens.source must be store or broker, not %q", c.TokenSource)
 	}
@@ -158,6 +169,8 @@ type App struct {
 	databases *database.Client
 	creds     *credentialstore.Store
 	api       *api.Server
+	// verifier checks every bearer token; Serve closes it.
+	verifier *auth.Verifier
 	// httpServer serves Handler.
 	httpServer *httpserver.Server
 }
@@ -182,10 +195,18 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	if err != nil {
 		return nil, err
 	}
-	verifier, err := auth.NewVerifier(cfg.JWTSecret)
+	authCfg := cfg.Auth
+	authCfg.Secret = cfg.JWTSecret
+	authCfg.Logger = logger
+	verifier, err := auth.New(context.Background(), &authCfg)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			verifier.Close()
+		}
+	}()
 	registry, err := executors.Build(Providers, cfg.Providers)
 	if err != nil {
 		return nil, err
@@ -354,6 +375,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	return &App{
 		cfg: cfg, role: role, pool: pool, tenantPool: tenantPool, groupPool: groupPool, logger: logger,
 		River: client, Service: svc, Settings: settingsSvc, feeds: feeds, Handler: handler, Registry: reg, Sources: sources, databases: databases, creds: creds, api: server,
+		verifier:   verifier,
 		httpServer: httpServer,
 	}, nil
 }
@@ -401,6 +423,7 @@ func (a *App) Run(ctx context.Context, ready func(addr string)) error {
 // stored credentials do not open with secrets.key (see CheckSecrets).
 func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string)) error {
 	defer a.tenantPool.Close()
+	defer a.verifier.Close()
 	if a.groupPool != nil {
 		defer a.groupPool.Close()
 	}
