@@ -8,6 +8,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/auth/idp/idptest"
@@ -54,4 +55,15 @@ func TestAuth_IdentityProviderTokens(t *testing.T) {
 	// The mapped role decides, as an HS256 token's would.
 	r = b.Do(http.MethodPut, "/v1/action-modes", token(nil), map[string]any{"modes": map[string]string{}})
 	require.Equal(t, http.StatusForbidden, r.Status, string(r.Raw))
+}
+
+// TestAuth_WorkersDoNotNeedTheIdentityProvider: a worker process, which
+// serves no route that takes a token, starts while the identity provider
+// cannot be reached.
+func TestAuth_WorkersDoNotNeedTheIdentityProvider(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Role: app.RoleWorker, Auth: auth.Config{IdP: auth.IdPConfig{
+		Issuer: "http://127.0.0.1:1", Audience: []string{"outboxd"},
+	}}})
+	require.Equal(t, http.StatusOK, b.Do(http.MethodGet, "/healthz", "", nil).Status)
 }

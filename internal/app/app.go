@@ -169,7 +169,8 @@ type App struct {
 	databases *database.Client
 	creds     *credentialstore.Store
 	api       *api.Server
-	// verifier checks every bearer token; Serve closes it.
+	// verifier checks every bearer token; Serve closes it. Nil in role
+	// worker.
 	verifier *auth.Verifier
 	// httpServer serves Handler.
 	httpServer *httpserver.Server
@@ -195,18 +196,22 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	if err != nil {
 		return nil, err
 	}
-	authCfg := cfg.Auth
-	authCfg.Secret = cfg.JWTSecret
-	authCfg.Logger = logger
-	verifier, err := auth.New(context.Background(), &authCfg)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			verifier.Close()
+	// A worker process serves no route that takes a token: it has no
+	// verifier, and does not depend on the identity provider to start.
+	var verifier *auth.Verifier
+	if role != RoleWorker {
+		authCfg := cfg.Auth
+		authCfg.Secret = cfg.JWTSecret
+		authCfg.Logger = logger
+		if verifier, err = auth.New(context.Background(), &authCfg); err != nil {
+			return nil, err
 		}
-	}()
+		defer func() {
+			if err != nil {
+				verifier.Close()
+			}
+		}()
+	}
 	registry, err := executors.Build(Providers, cfg.Providers)
 	if err != nil {
 		return nil, err

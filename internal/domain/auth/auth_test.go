@@ -121,6 +121,16 @@ func TestVerifier_RemembersTokensUntilTheyExpire(t *testing.T) {
 	require.LessOrEqual(t, len(v.known), maxKnown)
 }
 
+func TestVerifier_NilAcceptsNoToken(t *testing.T) {
+	t.Parallel()
+	tok, err := Mint(secret, Claims{Org: "o", Kind: KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: "svc"}}, time.Hour)
+	require.NoError(t, err)
+	var v *Verifier
+	_, err = v.Verify(tok)
+	require.ErrorIs(t, err, errNoVerifier)
+	v.Close()
+}
+
 func TestClaims_Permissions(t *testing.T) {
 	t.Parallel()
 	require.True(t, (&Claims{Kind: KindUser, Role: RoleOwner}).CanAdminister())

@@ -248,14 +248,19 @@ func New(ctx context.Context, cfg *Config) (*Verifier, error) {
 
 // Close ends the refresh of the identity provider's keys.
 func (v *Verifier) Close() {
-	if v.keys != nil {
+	if v != nil && v.keys != nil {
 		v.keys.Close()
 	}
 }
 
 // Verify parses and validates a token string. The claims are the caller's
-// own copy. Its errors say why a token is refused and nothing secret.
+// own copy. Its errors say why a token is refused and nothing secret. A
+// nil Verifier accepts no token (a process serving no route that takes
+// one has none).
 func (v *Verifier) Verify(token string) (*Claims, error) {
+	if v == nil {
+		return nil, errNoVerifier
+	}
 	now := v.cfg.Now()
 	v.mu.Lock()
 	known, ok := v.known[token]
@@ -324,6 +329,8 @@ func (v *Verifier) verify(token string, now time.Time) (*Claims, time.Time, erro
 	}
 	return claims, until, nil
 }
+
+var errNoVerifier = errors.New("this process accepts no tokens")
 
 // ErrTokenTooLong refuses a token valid for longer than Config.MaxLifetime.
 var ErrTokenTooLong = errors.New("token lifetime exceeds the maximum")
