@@ -169,6 +169,12 @@ func TestVerifier_IdP(t *testing.T) {
 		_, err := b.v.Verify(tok)
 		require.ErrorIs(t, err, idp.ErrUnknownKey)
 	})
+	t.Run("EncryptionKey", func(t *testing.T) {
+		t.Parallel()
+		kid, key := b.idp.EncryptionKey()
+		_, err := b.v.Verify(idptest.SignWith(t, "RS256", kid, key, idpClaims(b.idp, b.clock, nil)))
+		require.ErrorIs(t, err, idp.ErrUnknownKey)
+	})
 	t.Run("UnknownKey", func(t *testing.T) {
 		t.Parallel()
 		other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/MicahParks/jwkset"
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
@@ -128,7 +129,7 @@ func New(ctx context.Context, cfg *Config) (*KeySet, error) {
 	// The background refresh lives until Close, not as long as ctx.
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	noErrorOnFirstFetch := true
-	keys, err := keyfunc.NewDefaultOverrideCtx(life, []string{jwksURL}, keyfunc.Override{
+	fetched, err := keyfunc.NewDefaultOverrideCtx(life, []string{jwksURL}, keyfunc.Override{
 		Client:                    c.Client,
 		HTTPTimeout:               c.Timeout,
 		NoErrorReturnFirstHTTPReq: &noErrorOnFirstFetch,
@@ -145,6 +146,12 @@ func New(ctx context.Context, cfg *Config) (*KeySet, error) {
 			}
 		},
 	})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("identity provider keys: %w", err)
+	}
+	// Keys published for encryption (use "enc") never verify a signature.
+	keys, err := keyfunc.New(keyfunc.Options{Ctx: life, Storage: fetched.Storage(), UseWhitelist: []jwkset.USE{jwkset.UseSig, ""}})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("identity provider keys: %w", err)

@@ -42,7 +42,9 @@ type Provider struct {
 	// generation numbers the key sets; Rotate starts a new one.
 	generation int
 	keys       map[string]crypto.Signer // by alg
-	set        json.RawMessage
+	// encKey is an RSA key the set publishes for encryption (use enc).
+	encKey *rsa.PrivateKey
+	set    json.RawMessage
 }
 
 // Algs are the algorithms the provider signs with.
@@ -95,6 +97,10 @@ func (p *Provider) Rotate() error {
 	if err != nil {
 		return err
 	}
+	encKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.generation++
@@ -111,16 +117,36 @@ func (p *Provider) Rotate() error {
 			return err
 		}
 	}
+	enc, err := jwkset.NewJWKFromKey(encKey.Public(), jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{
+		KID: p.encKID(), USE: jwkset.UseEnc,
+	}})
+	if err != nil {
+		return err
+	}
+	if err := store.KeyWrite(context.Background(), enc); err != nil {
+		return err
+	}
 	set, err := store.JSONPublic(context.Background())
 	if err != nil {
 		return err
 	}
-	p.keys, p.set = keys, set
+	p.keys, p.encKey, p.set = keys, encKey, set
 	return nil
 }
 
 // kid names alg's key of the current generation.
 func (p *Provider) kid(alg string) string { return fmt.Sprintf("%s-%d", alg, p.generation) }
+
+// encKID names the encryption key of the current generation.
+func (p *Provider) encKID() string { return fmt.Sprintf("enc-%d", p.generation) }
+
+// EncryptionKey is the RSA key the set publishes for encryption only, and
+// its kid: a token signed with it must be refused.
+func (p *Provider) EncryptionKey() (kid string, key crypto.Signer) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.encKID(), p.encKey
+}
 
 // Sign signs claims with the current key for alg, naming its kid.
 func (p *Provider) Sign(t testing.TB, alg string, claims jwt.Claims) string {
