@@ -1,7 +1,10 @@
 package api_test
 
 import (
+	"context"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +58,29 @@ func TestAuth_IdentityProviderTokens(t *testing.T) {
 	// The mapped role decides, as an HS256 token's would.
 	r = b.Do(http.MethodPut, "/v1/action-modes", token(nil), map[string]any{"modes": map[string]string{}})
 	require.Equal(t, http.StatusForbidden, r.Status, string(r.Raw))
+
+	// The event streams and the MCP front door verify the same way.
+	stream := b.Open(context.Background(), "/v1/events", token(nil))
+	require.Equal(t, http.StatusOK, stream.StatusCode)
+	require.NoError(t, stream.Body.Close())
+	sandbox := token(jwt.MapClaims{"kind": "sandbox", "session_id": apptest.Session, "outboxd_role": nil})
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	for tok, want := range map[string]int{
+		sandbox: http.StatusOK,
+		token(jwt.MapClaims{"kind": "sandbox", "session_id": apptest.Session, "aud": "another-service"}): http.StatusUnauthorized,
+	} {
+		req, err := http.NewRequest(http.MethodPost, b.URL+"/mcp", strings.NewReader(initialize))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, want, resp.StatusCode, string(body))
+	}
 }
 
 // TestAuth_WorkersDoNotNeedTheIdentityProvider: a worker process, which
