@@ -37,6 +37,8 @@ type Provider struct {
 	server *httptest.Server
 	// keyRequests counts the requests for the JWK Set.
 	keyRequests atomic.Int64
+	// down makes the JWK Set answer 503.
+	down atomic.Bool
 
 	mu sync.Mutex
 	// generation numbers the key sets; Rotate starts a new one.
@@ -63,6 +65,10 @@ func New(t testing.TB) *Provider {
 	})
 	mux.HandleFunc("GET "+JWKSPath, func(w http.ResponseWriter, _ *http.Request) {
 		p.keyRequests.Add(1)
+		if p.down.Load() {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
 		p.mu.Lock()
 		set := p.set
 		p.mu.Unlock()
@@ -78,6 +84,9 @@ func New(t testing.TB) *Provider {
 	}
 	return p
 }
+
+// SetDown makes the JWK Set answer 503 (down) or its keys again.
+func (p *Provider) SetDown(down bool) { p.down.Store(down) }
 
 // KeyRequests is how many times the JWK Set was fetched.
 func (p *Provider) KeyRequests() int64 { return p.keyRequests.Load() }
