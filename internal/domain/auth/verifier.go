@@ -351,6 +351,35 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
+// roleRank orders the roles, for a role claim that lists several.
+var roleRank = map[Role]int{RoleMember: 1, RoleAdmin: 2, RoleOwner: 3}
+
+// roleClaim reads the role claim name: a string, or a list of strings
+// (an identity provider's groups or roles) giving the highest of owner,
+// admin and member it contains, other values ignored.
+func roleClaim(raw jwt.MapClaims, name string) (Role, error) {
+	switch v := raw[name].(type) {
+	case nil:
+		return "", nil
+	case string:
+		return Role(v), nil
+	case []any:
+		var best Role
+		for _, item := range v {
+			s, ok := item.(string)
+			if !ok {
+				return "", fmt.Errorf("claim %s must be a string or a list of strings", name)
+			}
+			if r := Role(s); roleRank[r] > roleRank[best] {
+				best = r
+			}
+		}
+		return best, nil
+	default:
+		return "", fmt.Errorf("claim %s must be a string or a list of strings", name)
+	}
+}
+
 // mapClaims reads outboxd's claims from raw by names, using defaults for
 // the missing ones. A claim present with another type than its own is
 // refused rather than ignored, as is a sources claim that is not a list.
@@ -371,7 +400,11 @@ func mapClaims(raw jwt.MapClaims, names *ClaimNames, defaults *ClaimDefaults) (*
 	c.Subject = str(names.Subject)
 	c.Org = cmp.Or(str(names.Org), defaults.Org)
 	c.Kind = cmp.Or(Kind(str(names.Kind)), defaults.Kind)
-	c.Role = cmp.Or(Role(str(names.Role)), defaults.Role)
+	role, err := roleClaim(raw, names.Role)
+	if err != nil {
+		return nil, err
+	}
+	c.Role = cmp.Or(role, defaults.Role)
 	c.SessionID = str(names.SessionID)
 	c.AutomationID = str(names.AutomationID)
 	c.UserID = str(names.UserID)

@@ -299,6 +299,17 @@ func TestVerifier_ClaimMapping(t *testing.T) {
 	require.Equal(t, auth.RoleMember, c.Role)
 	require.False(t, c.CanAdminister())
 
+	// A list (an identity provider's groups) gives the highest role in it.
+	mapped["outboxd_role"] = []string{"staff", "admin", "member"}
+	c, err = b.v.Verify(b.idp.Sign(t, "RS256", idpClaims(b.idp, b.clock, mapped)))
+	require.NoError(t, err)
+	require.Equal(t, auth.RoleAdmin, c.Role)
+	mapped["outboxd_role"] = []string{"staff"}
+	c, err = b.v.Verify(b.idp.Sign(t, "RS256", idpClaims(b.idp, b.clock, mapped)))
+	require.NoError(t, err)
+	require.Equal(t, auth.RoleMember, c.Role, "none of outboxd's roles: the default")
+	mapped["outboxd_role"] = nil
+
 	// outboxd's own names are not read when others are configured.
 	_, err = b.v.Verify(b.idp.Sign(t, "RS256", idpClaims(b.idp, b.clock, jwt.MapClaims{"email": "bob@example.com"})))
 	require.ErrorContains(t, err, "no org claim")
