@@ -16,6 +16,8 @@ import (
 	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/internal/app"
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/auth/idp"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
@@ -40,6 +42,7 @@ var defaults = func() map[string]any {
 	w := (&worker.Config{}).WithDefaults()
 	hooks := (&webhook.Config{}).WithDefaults()
 	front := mcpfront.Config{}.WithDefaults()
+	claims := auth.ClaimNames{}.WithDefaults()
 	return withProviderDefaults(map[string]any{
 		"database.url":                       "",
 		"database.max_conns":                 0, // sized from the role
@@ -53,6 +56,27 @@ var defaults = func() map[string]any {
 		"http.unauthenticated_burst":         httpd.UnauthenticatedBurst,
 		"http.trust_forwarded_for":           false,
 		"auth.jwt_secret":                    "",
+		"auth.jwt_secret_previous":           "",
+		"auth.jwt_secret_previous_until":     "",
+		"auth.leeway":                        auth.DefaultLeeway,
+		"auth.max_lifetime":                  time.Duration(0), // no maximum
+		"auth.idp.issuer":                    "",
+		"auth.idp.jwks_url":                  "", // discovered from the issuer
+		"auth.idp.audience":                  []any{},
+		"auth.idp.refresh_interval":          idp.DefaultRefreshInterval,
+		"auth.idp.unknown_kid_interval":      idp.DefaultUnknownKIDInterval,
+		"auth.idp.timeout":                   idp.DefaultTimeout,
+		"auth.idp.claims.subject":            claims.Subject,
+		"auth.idp.claims.org":                claims.Org,
+		"auth.idp.claims.kind":               claims.Kind,
+		"auth.idp.claims.role":               claims.Role,
+		"auth.idp.claims.session_id":         claims.SessionID,
+		"auth.idp.claims.automation_id":      claims.AutomationID,
+		"auth.idp.claims.user_id":            claims.UserID,
+		"auth.idp.claims.sources":            claims.Sources,
+		"auth.idp.defaults.org":              "",
+		"auth.idp.defaults.kind":             "",
+		"auth.idp.defaults.role":             "",
 		"secrets.key":                        "",
 		"secrets.keys":                       []any{},
 		"tokens.source":                      app.DefaultTokenSource,
@@ -178,7 +202,35 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			UnauthenticatedBurst: v.GetInt("http.unauthenticated_burst"),
 			TrustForwardedFor:    v.GetBool("http.trust_forwarded_for"),
 		},
-		JWTSecret:            v.GetString("auth.jwt_secret"),
+		JWTSecret: v.GetString("auth.jwt_secret"),
+		Auth: auth.Config{
+			PreviousSecret: v.GetString("auth.jwt_secret_previous"),
+			Leeway:         v.GetDuration("auth.leeway"),
+			MaxLifetime:    v.GetDuration("auth.max_lifetime"),
+			IdP: auth.IdPConfig{
+				Issuer:             v.GetString("auth.idp.issuer"),
+				JWKSURL:            v.GetString("auth.idp.jwks_url"),
+				Audience:           v.GetStringSlice("auth.idp.audience"),
+				RefreshInterval:    v.GetDuration("auth.idp.refresh_interval"),
+				UnknownKIDInterval: v.GetDuration("auth.idp.unknown_kid_interval"),
+				Timeout:            v.GetDuration("auth.idp.timeout"),
+				Claims: auth.ClaimNames{
+					Subject:      v.GetString("auth.idp.claims.subject"),
+					Org:          v.GetString("auth.idp.claims.org"),
+					Kind:         v.GetString("auth.idp.claims.kind"),
+					Role:         v.GetString("auth.idp.claims.role"),
+					SessionID:    v.GetString("auth.idp.claims.session_id"),
+					AutomationID: v.GetString("auth.idp.claims.automation_id"),
+					UserID:       v.GetString("auth.idp.claims.user_id"),
+					Sources:      v.GetString("auth.idp.claims.sources"),
+				},
+				Defaults: auth.ClaimDefaults{
+					Org:  v.GetString("auth.idp.defaults.org"),
+					Kind: auth.Kind(v.GetString("auth.idp.defaults.kind")),
+					Role: auth.Role(v.GetString("auth.idp.defaults.role")),
+				},
+			},
+		},
 		SecretsKey:           v.GetString("secrets.key"),
 		Providers:            providerConfigs(v),
 		TokenSource:          v.GetString("tokens.source"),
@@ -240,6 +292,13 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		return nil, err
 	}
 	cfg.SecretsKeys = keys
+	if until := v.GetString("auth.jwt_secret_previous_until"); until != "" {
+		t, err := time.Parse(time.RFC3339, until)
+		if err != nil {
+			return nil, fmt.Errorf("auth.jwt_secret_previous_until must be a time such as 2026-01-31T12:00:00Z: %w", err)
+		}
+		cfg.Auth.PreviousSecretUntil = t
+	}
 	buckets, err := bucketConfigs(v)
 	if err != nil {
 		return nil, err
@@ -256,6 +315,8 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		"http.read_header_timeout": cfg.HTTP.ReadHeaderTimeout, "http.read_timeout": cfg.HTTP.ReadTimeout,
 		"http.write_timeout": cfg.HTTP.WriteTimeout, "http.idle_timeout": cfg.HTTP.IdleTimeout,
 		"mcp.session_timeout": cfg.MCP.SessionTimeout, "mcp.recheck_interval": cfg.MCP.Recheck,
+		"auth.leeway": cfg.Auth.Leeway, "auth.idp.refresh_interval": cfg.Auth.IdP.RefreshInterval,
+		"auth.idp.unknown_kid_interval": cfg.Auth.IdP.UnknownKIDInterval, "auth.idp.timeout": cfg.Auth.IdP.Timeout,
 	} {
 		if d <= 0 {
 			return nil, fmt.Errorf("%s must be a positive duration such as 30s or 5m", key)

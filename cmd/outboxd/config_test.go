@@ -52,10 +52,13 @@ func TestConfig_EveryKeyReachesTheConfig(t *testing.T) {
 			changed = !d
 		case string:
 			changed = d + "x"
+			if key == "auth.jwt_secret_previous_until" {
+				changed = "2030-01-31T12:00:00Z"
+			}
 		case []any:
 			changed = []any{map[string]any{"name": "x", "rate": 1, "burst": 1}}
 			switch key {
-			case "plugins.command_allowlist":
+			case "plugins.command_allowlist", "auth.idp.audience":
 				changed = []any{"x"}
 			case "secrets.keys":
 				changed = []any{map[string]any{"id": "x", "key": "y"}}

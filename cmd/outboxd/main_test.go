@@ -269,6 +269,10 @@ func TestToken_MintsVerifiableTokens(t *testing.T) {
 	require.NotEqual(t, 0, code)
 	require.Contains(t, out, "--kind sandbox needs --session")
 
+	code, out = run(t, []string{"OUTBOXD_AUTH_JWT_SECRET=" + secret, "OUTBOXD_AUTH_MAX_LIFETIME=12h"}, "token", "--org", "o1", "--kind", "service")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out, "--ttl 24h0m0s is longer than auth.max_lifetime (12h0m0s)")
+
 	code, out = run(t, nil, "token", "--help")
 	require.Equal(t, 0, code, out)
 	require.Regexp(t, `--data-dir string\s+the outboxd dev directory`, out, "no backquoted word taken for the flag's type")

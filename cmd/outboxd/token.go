@@ -48,6 +48,9 @@ func newTokenCommand() *cobra.Command {
 			if err := checkTokenFlags(claims); err != nil {
 				return err
 			}
+			if limit := v.GetDuration("auth.max_lifetime"); limit > 0 && ttl > limit {
+				return fmt.Errorf("--ttl %s is longer than auth.max_lifetime (%s): outboxd would refuse the token", ttl, limit)
+			}
 			if claims.Subject == "" {
 				claims.Subject = defaultSubject(claims)
 			}

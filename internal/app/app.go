@@ -80,8 +80,15 @@ type Config struct {
 	HTTPAddr string
 	// HTTP bounds the HTTP server's connections (timeouts, max_conns, the
 	// per-address cap on unauthenticated requests); every role serves on it.
-	HTTP      httpserver.Config
+	HTTP httpserver.Config
+	// JWTSecret is auth.jwt_secret: the HS256 secret tokens are verified
+	// and minted with (empty: only an identity provider's tokens are
+	// accepted, see Auth).
 	JWTSecret string
+	// Auth configures token verification (auth.*): a previous HS256
+	// secret, leeway, maximum lifetime and the identity provider. Its
+	// Secret follows JWTSecret and its Logger the process's.
+	Auth auth.Config
 	// SecretsKey is secrets.key: the one key sealing stored secrets, with
 	// id secretbox.DefaultKeyID. Set it or SecretsKeys.
 	SecretsKey string
@@ -131,11 +138,15 @@ type Config struct {
 }
 
 func (c *Config) validate() error {
-	if c.JWTSecret == "" {
-		return errors.New("auth.jwt_secret is required (set OUTBOXD_AUTH_JWT_SECRET)")
+	if c.JWTSecret == "" && c.Auth.IdP.Issuer == "" {
+		return errors.New("auth.jwt_secret is required (set OUTBOXD_AUTH_JWT_SECRET), unless tokens come from an identity provider (auth.idp.issuer)")
 	}
 	switch c.TokenSource {
-	case "", "store", "broker":
+	case "broker":
+		if c.JWTSecret == "" {
+			return errors.New("tokens.source broker needs auth.jwt_secret: outboxd signs its requests to the broker with it")
+		}
+	case "", "store":
 	default:
 		return fmt.Errorf("tokens.source must be store or broker, not %q", c.TokenSource)
 	}
@@ -178,6 +189,9 @@ type App struct {
 	databases *database.Client
 	creds     *credentialstore.Store
 	api       *api.Server
+	// verifier checks every bearer token; Serve closes it. Nil in role
+	// worker.
+	verifier *auth.Verifier
 	// httpServer serves Handler.
 	httpServer *httpserver.Server
 }
@@ -202,9 +216,21 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	if err != nil {
 		return nil, err
 	}
-	verifier, err := auth.NewVerifier(cfg.JWTSecret)
-	if err != nil {
-		return nil, err
+	// A worker process serves no route that takes a token: it has no
+	// verifier, and does not depend on the identity provider to start.
+	var verifier *auth.Verifier
+	if role != RoleWorker {
+		authCfg := cfg.Auth
+		authCfg.Secret = cfg.JWTSecret
+		authCfg.Logger = logger
+		if verifier, err = auth.New(context.Background(), &authCfg); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				verifier.Close()
+			}
+		}()
 	}
 	registry, err := executors.Build(Providers, cfg.Providers)
 	if err != nil {
@@ -375,6 +401,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	return &App{
 		cfg: cfg, role: role, pool: pool, tenantPool: tenantPool, groupPool: groupPool, logger: logger,
 		River: client, Service: svc, Settings: settingsSvc, feeds: feeds, Handler: handler, Registry: reg, Sources: sources, databases: databases, creds: creds, api: server,
+		verifier:   verifier,
 		httpServer: httpServer,
 	}, nil
 }
@@ -422,6 +449,7 @@ func (a *App) Run(ctx context.Context, ready func(addr string)) error {
 // stored credentials do not open with secrets.key (see CheckSecrets).
 func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string)) error {
 	defer a.tenantPool.Close()
+	defer a.verifier.Close()
 	if a.groupPool != nil {
 		defer a.groupPool.Close()
 	}

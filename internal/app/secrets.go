@@ -7,12 +7,13 @@ import (
 )
 
 // ownSecrets are outboxd's own secrets, which the workers scrub from every
-// result and error they store: the JWT secret (whoever holds it can mint
-// tokens for every organization), secrets.key or secrets.keys, the Slack signing secret,
+// result and error they store: the JWT secret and the previous one
+// (whoever holds them can mint tokens for every organization), secrets.key
+// or secrets.keys, the Slack signing secret,
 // the database password (database.url, PGPASSWORD or the password file)
 // and the token broker's, when its URL carries one.
 func ownSecrets(cfg *Config, pool *pgxpool.Pool) []string {
-	secrets := []string{cfg.JWTSecret, cfg.SecretsKey, cfg.Slack.SigningSecret, pool.Config().ConnConfig.Password}
+	secrets := []string{cfg.JWTSecret, cfg.Auth.PreviousSecret, cfg.SecretsKey, cfg.Slack.SigningSecret, pool.Config().ConnConfig.Password}
 	for _, k := range cfg.SecretsKeys {
 		secrets = append(secrets, k.Secret)
 	}

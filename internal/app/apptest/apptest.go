@@ -81,6 +81,9 @@ type Options struct {
 	// Clock, when set, is River's and the workers' clock: a test moves it
 	// forward past a deadline instead of waiting it out.
 	Clock *Clock
+	// Auth configures token verification besides the test secret (an
+	// identity provider, a maximum lifetime); default none.
+	Auth auth.Config
 	// HTTP bounds the server's connections. Default: no cap on
 	// unauthenticated requests (tests send many from loopback), read and
 	// write timeouts of 5m (a test machine busy with the race detector and
@@ -144,6 +147,7 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		Webhooks:             opts.Webhooks,
 		Slack:                opts.Slack,
 		Plugins:              opts.Plugins,
+		Auth:                 opts.Auth,
 	}
 	cfg.HTTP = httpserver.Config{ReadTimeout: 5 * time.Minute, WriteTimeout: 5 * time.Minute}
 	if opts.HTTP != nil {

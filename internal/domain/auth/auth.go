@@ -1,5 +1,3 @@
-// Package auth verifies and mints the bearer JWTs outboxd accepts: HS256,
-// signed with the configured shared secret.
 package auth
 
 import (
@@ -7,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -167,71 +164,6 @@ func checkClaim(name, value string) error {
 		return fmt.Errorf("claim %s is longer than %d bytes", name, maxClaimBytes)
 	}
 	return nil
-}
-
-// Verifier checks tokens. A token it verified is remembered until it
-// expires, so an automation sending many requests with one token has it
-// parsed and its signature checked once (that was 4 % of outboxd's CPU on
-// the single-envelope path of outboxd bench).
-type Verifier struct {
-	secret []byte
-	parser *jwt.Parser
-	now    func() time.Time
-
-	mu sync.Mutex
-	// known maps tokens verified to their claims; it is emptied when it
-	// reaches maxKnown.
-	known map[string]*Claims
-}
-
-// leeway is the clock skew allowed on exp and nbf.
-const leeway = 30 * time.Second
-
-// maxKnown bounds the tokens a Verifier remembers.
-const maxKnown = 4096
-
-// NewVerifier returns a Verifier for the shared secret.
-func NewVerifier(secret string) (*Verifier, error) {
-	if len(secret) < 16 {
-		return nil, errors.New("auth.jwt_secret must be at least 16 characters")
-	}
-	return newVerifier(secret, time.Now), nil
-}
-
-func newVerifier(secret string, now func() time.Time) *Verifier {
-	return &Verifier{
-		secret: []byte(secret),
-		parser: jwt.NewParser(jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithLeeway(leeway), jwt.WithTimeFunc(now)),
-		now:    now,
-		known:  map[string]*Claims{},
-	}
-}
-
-// Verify parses and validates a token string. The claims are the caller's
-// own copy.
-func (v *Verifier) Verify(token string) (*Claims, error) {
-	v.mu.Lock()
-	known := v.known[token]
-	v.mu.Unlock()
-	if known != nil && v.now().Before(known.ExpiresAt.Add(leeway)) {
-		c := *known
-		return &c, nil
-	}
-	claims := &Claims{}
-	if _, err := v.parser.ParseWithClaims(token, claims, func(*jwt.Token) (any, error) { return v.secret, nil }); err != nil {
-		return nil, err
-	}
-	if err := claims.validate(); err != nil {
-		return nil, err
-	}
-	v.mu.Lock()
-	if len(v.known) >= maxKnown {
-		clear(v.known)
-	}
-	v.known[token] = claims
-	v.mu.Unlock()
-	c := *claims
-	return &c, nil
 }
 
 // Mint signs claims, setting iat and exp from ttl.

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -84,7 +85,8 @@ func TestVerifier(t *testing.T) {
 func TestVerifier_RemembersTokensUntilTheyExpire(t *testing.T) {
 	t.Parallel()
 	clock := time.Now()
-	v := newVerifier(secret, func() time.Time { return clock })
+	v, err := New(context.Background(), &Config{Secret: secret, Now: func() time.Time { return clock }})
+	require.NoError(t, err)
 	claims := Claims{Org: "o", Kind: KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: "svc"}}
 	tok, err := Mint(secret, claims, time.Hour)
 	require.NoError(t, err)
@@ -99,7 +101,7 @@ func TestVerifier_RemembersTokensUntilTheyExpire(t *testing.T) {
 
 	// Past exp and the leeway, the remembered token is refused as a parsed
 	// one would be.
-	clock = clock.Add(time.Hour + leeway + time.Second)
+	clock = clock.Add(time.Hour + DefaultLeeway + time.Second)
 	_, err = v.Verify(tok)
 	require.ErrorIs(t, err, jwt.ErrTokenExpired)
 
@@ -117,6 +119,16 @@ func TestVerifier_RemembersTokensUntilTheyExpire(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.LessOrEqual(t, len(v.known), maxKnown)
+}
+
+func TestVerifier_NilAcceptsNoToken(t *testing.T) {
+	t.Parallel()
+	tok, err := Mint(secret, Claims{Org: "o", Kind: KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: "svc"}}, time.Hour)
+	require.NoError(t, err)
+	var v *Verifier
+	_, err = v.Verify(tok)
+	require.ErrorIs(t, err, errNoVerifier)
+	v.Close()
 }
 
 func TestClaims_Permissions(t *testing.T) {
