@@ -15,7 +15,6 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/executors"
@@ -243,38 +242,29 @@ func (b *runner) postSingles(ctx context.Context, prefix string, n int) error {
 }
 
 // postMCP makes n allow-mode tools/call requests on the MCP front door
-// from the configured number of concurrent MCP clients (the official Go
-// SDK's), each with the service token, so each call is an envelope whose
-// external id is the call's idempotency key (<prefix>-i). Each call waits
-// for its result.
+// from the configured number of concurrent MCP clients (mcpClient, each
+// with a session), each with the service token, so each call is an
+// envelope whose external id is the call's idempotency key (<prefix>-i).
+// Each call waits for its result.
 func (b *runner) postMCP(ctx context.Context, prefix string, n int) error {
-	hc := &http.Client{Transport: bearerTransport{token: b.service.Token, next: b.service.HTTP.Transport}, Timeout: 5 * time.Minute}
 	var next atomic.Int64
 	errs := make(chan error, b.cfg.Concurrency)
 	var wg sync.WaitGroup
 	for range b.cfg.Concurrency {
 		wg.Go(func() {
-			session, err := mcp.NewClient(&mcp.Implementation{Name: "outboxd-bench", Version: "1"}, nil).Connect(ctx,
-				&mcp.StreamableClientTransport{Endpoint: b.service.BaseURL + "/mcp", HTTPClient: hc}, nil)
+			client, err := connectMCP(ctx, b.service.HTTP, b.service.BaseURL+"/mcp", b.service.Token)
 			if err != nil {
 				errs <- fmt.Errorf("connecting to /mcp: %w", err)
 				return
 			}
-			defer session.Close()
+			defer client.close(context.WithoutCancel(ctx))
 			for {
 				i := int(next.Add(1))
 				if i > n {
 					return
 				}
-				res, err := session.CallTool(ctx, &mcp.CallToolParams{
-					Name:      "slack.send_message",
-					Arguments: map[string]string{"channel": "C1", "text": fmt.Sprintf("bench message %d", i)},
-					Meta:      mcp.Meta{"idempotency_key": fmt.Sprintf("%s-%d", prefix, i)},
-				})
-				if err == nil && res.IsError {
-					err = fmt.Errorf("the call failed: %v", res.Content)
-				}
-				if err != nil {
+				args := map[string]string{"channel": "C1", "text": fmt.Sprintf("bench message %d", i)}
+				if err := client.callTool(ctx, "slack.send_message", args, fmt.Sprintf("%s-%d", prefix, i)); err != nil {
 					errs <- fmt.Errorf("tools/call: %w", err)
 					return
 				}
@@ -284,18 +274,6 @@ func (b *runner) postMCP(ctx context.Context, prefix string, n int) error {
 	wg.Wait()
 	close(errs)
 	return <-errs
-}
-
-// bearerTransport sends a bearer token with every request.
-type bearerTransport struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (t bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+t.token)
-	return t.next.RoundTrip(r)
 }
 
 // postPaced posts warm envelopes (external ids warm-<prefix>-i) and then
