@@ -41,6 +41,9 @@ type Definition struct {
 	Tier Tier `json:"risk_tier"`
 	// Params is the JSON Schema of the action's params.
 	Params json.RawMessage `json:"params"`
+	// Output, when set, is the JSON Schema of the structured result the
+	// action returns (an MCP connector's tool with an outputSchema).
+	Output json.RawMessage `json:"output,omitempty"`
 	// Recipients names the top-level params that say who is contacted
 	// (a Slack channel): do-not-contact patterns are matched against them.
 	Recipients []string `json:"recipient_fields,omitempty"`

@@ -319,6 +319,11 @@ func convertTool(t *mcpsdk.Tool) (Tool, error) {
 		InputSchema: schema,
 		Hash:        hash,
 	}
+	if t.OutputSchema != nil {
+		if tool.OutputSchema, err = json.Marshal(t.OutputSchema); err != nil {
+			return Tool{}, fmt.Errorf("encoding the output schema of tool %q: %w", t.Name, err)
+		}
+	}
 	if a := t.Annotations; a != nil {
 		tool.Annotations = &Annotations{
 			Title:           a.Title,

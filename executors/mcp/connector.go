@@ -222,6 +222,9 @@ type Tool struct {
 	// InputSchema is the JSON Schema of the tool's arguments, as the server
 	// published it (re-encoded, so key order and spacing may differ).
 	InputSchema json.RawMessage
+	// OutputSchema is the JSON Schema of the tool's structured content,
+	// when the server published one.
+	OutputSchema json.RawMessage
 	// Annotations are nil when the server sent none.
 	Annotations *Annotations
 	// Tier is derived from the connector's risk policy and the annotations.
@@ -234,6 +237,9 @@ type Tool struct {
 // clone returns a copy of t sharing nothing mutable with it.
 func (t Tool) clone() Tool {
 	t.InputSchema = append(json.RawMessage(nil), t.InputSchema...)
+	if t.OutputSchema != nil {
+		t.OutputSchema = append(json.RawMessage(nil), t.OutputSchema...)
+	}
 	if t.Annotations != nil {
 		a := *t.Annotations
 		if a.DestructiveHint != nil {
@@ -258,6 +264,7 @@ func (t Tool) definition() executors.Definition {
 		Description: desc,
 		Tier:        t.Tier,
 		Params:      append(json.RawMessage(nil), t.InputSchema...),
+		Output:      append(json.RawMessage(nil), t.OutputSchema...),
 		// The key goes to the server in _meta.idempotency_key; whether it
 		// honours it, outboxd cannot tell.
 		Delivery: executors.DeliveryAtLeastOnce,

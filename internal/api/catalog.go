@@ -25,6 +25,7 @@ type availableActionView struct {
 	Mode        policy.Mode        `json:"mode"`
 	ModeSource  policy.ModeSource  `json:"mode_source"`
 	Params      json.RawMessage    `json:"params"`
+	Output      json.RawMessage    `json:"output,omitempty"`
 	Delivery    executors.Delivery `json:"delivery"`
 	Hash        string             `json:"definition_hash"`
 	Drifted     bool               `json:"drifted"`

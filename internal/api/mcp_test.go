@@ -625,6 +625,15 @@ func TestMCP_ShutdownEndsOpenStreams(t *testing.T) {
 func TestMCP_ConnectorToolsAreCalledThroughTheCatalog(t *testing.T) {
 	t.Parallel()
 	srv := newMCPServer(t)
+	// A tool with an outputSchema: its structured content reaches the
+	// client as the server gave it, and the SDK's client checks it against
+	// the schema outboxd lists.
+	srv.sdk.AddTool(&mcp.Tool{Name: "count", Description: "Count notes.", InputSchema: json.RawMessage(`{"type":"object"}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"count":{"type":"integer"}},"required":["count"]}`),
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "3 notes"}}, StructuredContent: map[string]any{"count": 3}}, nil
+		})
 	b := apptest.Start(t, nil)
 	_, source := createConnector(t, b, srv, nil)
 	name := strings.ReplaceAll(source, ":", "_") + ".search"
@@ -641,6 +650,22 @@ func TestMCP_ConnectorToolsAreCalledThroughTheCatalog(t *testing.T) {
 	res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"query": "river"}})
 	require.NoError(t, err)
 	require.False(t, res.IsError, callText(t, res))
-	require.Contains(t, callText(t, res), "search done")
+	require.Equal(t, "search done", callText(t, res), "a connector's content as its server gave it")
 	require.Len(t, srv.toolCalls(), 1)
+
+	count := strings.ReplaceAll(source, ":", "_") + ".count"
+	var schema map[string]any
+	for _, tl := range tools.Tools {
+		if tl.Name == count {
+			raw, err := json.Marshal(tl.OutputSchema)
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(raw, &schema))
+		}
+	}
+	require.Equal(t, []any{"count"}, schema["required"], "the tool's outputSchema is listed")
+	res, err = session.CallTool(context.Background(), &mcp.CallToolParams{Name: count})
+	require.NoError(t, err)
+	require.False(t, res.IsError, callText(t, res))
+	require.Equal(t, "3 notes", callText(t, res))
+	require.Equal(t, map[string]any{"count": float64(3)}, res.StructuredContent)
 }

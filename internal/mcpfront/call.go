@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	mcpsource "github.com/outboxd/outboxd/executors/mcp"
+
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -292,6 +294,9 @@ func (s *Server) outcome(inv invocation.Invocation) *mcp.CallToolResult {
 	s.metrics.MCPCalls.WithLabelValues(label).Inc()
 	switch inv.Status {
 	case invocation.StatusCompleted, invocation.StatusSkipped:
+		if res, ok := connectorResult(inv); ok {
+			return res
+		}
 		var structured any = map[string]any{}
 		if len(inv.Result) > 0 {
 			var v any
@@ -345,4 +350,33 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// connectorResult is a connector tool's result as its server gave it: its
+// content, and its structured content (which the tool's outputSchema, when
+// it has one, describes). The connector source stores both
+// (executors/mcp), under snake_case keys.
+func connectorResult(inv invocation.Invocation) (*mcp.CallToolResult, bool) {
+	if !strings.HasPrefix(inv.Integration, mcpsource.SourcePrefix) || len(inv.Result) == 0 {
+		return nil, false
+	}
+	var stored struct {
+		Content           json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage `json:"structured_content"`
+	}
+	if json.Unmarshal(inv.Result, &stored) != nil || len(stored.Content) == 0 {
+		return nil, false
+	}
+	raw, err := json.Marshal(map[string]json.RawMessage{"content": stored.Content, "structuredContent": stored.StructuredContent})
+	if err != nil {
+		return nil, false
+	}
+	if len(stored.StructuredContent) == 0 {
+		raw, _ = json.Marshal(map[string]json.RawMessage{"content": stored.Content})
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, false
+	}
+	return &res, true
 }

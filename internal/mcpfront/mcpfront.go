@@ -465,13 +465,17 @@ func describe(t tool) *mcp.Tool {
 		destructive := true
 		annotations.DestructiveHint = &destructive
 	}
-	return &mcp.Tool{
+	tool := &mcp.Tool{
 		Name:        t.name,
 		Title:       title,
 		Description: strings.TrimSpace(fmt.Sprintf("%s\n\nRisk tier %s (%s). %s", strings.TrimSpace(a.Description), a.RiskTier, a.RiskLevel, how)),
 		InputSchema: a.Params,
 		Annotations: annotations,
 	}
+	if len(a.Output) > 0 {
+		tool.OutputSchema = a.Output
+	}
+	return tool
 }
 
 // progressFunc reports a waiting call's progress to its client, when the

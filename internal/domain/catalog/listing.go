@@ -65,6 +65,9 @@ type AvailableAction struct {
 	Mode        policy.Mode
 	ModeSource  policy.ModeSource
 	Params      json.RawMessage
+	// Output is the JSON Schema of the action's structured result, when it
+	// declares one (executors.Definition.Output).
+	Output json.RawMessage
 	// Delivery is what a retry after a lost answer can do at the provider:
 	// exactly_once, reconciled or at_least_once (executors.Delivery).
 	Delivery executors.Delivery
@@ -174,7 +177,7 @@ func (r *Reader) Available(ctx context.Context, c *Caller) (*Listing, error) {
 			tier := policy.TierOf(string(d.Tier))
 			out.Actions = append(out.Actions, AvailableAction{
 				Source: src.id, Action: d.ID, Description: d.Description, RiskTier: tier, RiskLevel: tier.Risk(),
-				Mode: res.Mode, ModeSource: res.Source, Params: d.Params, Delivery: d.Delivery.OrDefault(), Hash: hash, Drifted: drifted,
+				Mode: res.Mode, ModeSource: res.Source, Params: d.Params, Output: d.Output, Delivery: d.Delivery.OrDefault(), Hash: hash, Drifted: drifted,
 				Disabled: src.src.Disabled != "",
 			})
 		}
