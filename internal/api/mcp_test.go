@@ -16,6 +16,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/mcpfront"
 	"github.com/outboxd/outboxd/outbox"
 )
 
@@ -592,6 +593,29 @@ func testListChanged(t *testing.T, version string) {
 	metrics := string(b.Do("GET", "/metrics", "", nil).Raw)
 	require.Contains(t, metrics, "outboxd_mcp_sessions 2")
 	require.Contains(t, metrics, "outboxd_mcp_list_changed_total 2")
+}
+
+// A connector's server changing its tools changes no table: the front
+// door notices at its recheck and tells the clients whose list changed.
+func TestMCP_ToolListChangedWhenAConnectorsServerChanges(t *testing.T) {
+	t.Parallel()
+	srv := newMCPServer(t)
+	b := apptest.Start(t, &apptest.Options{ConnectorCacheTTL: 50 * time.Millisecond, MCP: mcpfront.Config{Recheck: 100 * time.Millisecond}})
+	_, source := createConnector(t, b, srv, nil)
+	changed := make(chan struct{}, 10)
+	session := mcpSessionAt(t, b, b.Sandbox(), "2025-11-25", &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	fresh := strings.ReplaceAll(source, ":", "_") + ".fresh"
+	require.NotContains(t, toolNames(t, session), fresh)
+
+	srv.addTool("fresh", "A tool the server added.", `{"type":"object"}`, &mcp.ToolAnnotations{ReadOnlyHint: true})
+	select {
+	case <-changed:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no tools/list_changed after the connector's server added a tool")
+	}
+	require.Contains(t, toolNames(t, session), fresh)
 }
 
 // A graceful shutdown ends the clients' open streams (a 2025-11-25

@@ -32,6 +32,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+	"github.com/outboxd/outboxd/internal/mcpfront"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
@@ -78,6 +79,8 @@ type Options struct {
 	Slack slackapproval.Config
 	// Plugins configures the plugin action packages; default none.
 	Plugins plugin.Config
+	// MCP tunes the MCP front door.
+	MCP mcpfront.Config
 	// Clock, when set, is River's and the workers' clock: a test moves it
 	// forward past a deadline instead of waiting it out.
 	Clock *Clock
@@ -147,6 +150,7 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		Webhooks:             opts.Webhooks,
 		Slack:                opts.Slack,
 		Plugins:              opts.Plugins,
+		MCP:                  opts.MCP,
 		Auth:                 opts.Auth,
 	}
 	cfg.HTTP = httpserver.Config{ReadTimeout: 5 * time.Minute, WriteTimeout: 5 * time.Minute}

@@ -143,6 +143,12 @@ func TestWaiter_WakesCatalogWatchers(t *testing.T) {
 		`DELETE FROM action_modes WHERE organization_id = 'org-a'`,
 		`INSERT INTO credentials (organization_id, integration, user_id, sealed, created_by) VALUES ('org-a', 'linear', '', '\x00', 'u')`,
 		`DELETE FROM credentials WHERE organization_id = 'org-a'`,
+		`INSERT INTO org_connectors (organization_id, name, url, created_by) VALUES ('org-a', 'notes', 'https://mcp.example.com', 'u')`,
+		`UPDATE org_connectors SET tool_risk_overrides = '{"search": {"mode": "allow", "hash": "h"}}' WHERE organization_id = 'org-a'`,
+		`DELETE FROM org_connectors WHERE organization_id = 'org-a'`,
+		`INSERT INTO org_databases (organization_id, name, host, database, statement_timeout_ms, max_rows, created_by)
+			VALUES ('org-a', 'main', 'db.example.com', 'app', 1000, 100, 'u')`,
+		`DELETE FROM org_databases WHERE organization_id = 'org-a'`,
 	} {
 		_, err := pool.Exec(ctx, change)
 		require.NoError(t, err, change)
