@@ -30,6 +30,9 @@ type ApproveParams struct {
 // happens in the same transaction: the approval is the un-blocking.
 func (s *Service) Approve(ctx context.Context, p *ApproveParams) (invocation.Invocation, error) {
 	return s.decide(ctx, p.OrganizationID, p.InvocationID, "approved", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
+		if ownRequest(inv, p.UserID) {
+			return inv, errs.Errorf(errs.SelfApproval, "%s asked for this invocation and cannot approve it: another person must", p.UserID)
+		}
 		approved, err := s.store.Approve(ctx, tx, inv.ID, p.UserID)
 		if err != nil || !p.Always {
 			return approved, err
@@ -47,6 +50,15 @@ func (s *Service) Approve(ctx context.Context, p *ApproveParams) (invocation.Inv
 		}
 		return approved, nil
 	})
+}
+
+// ownRequest reports whether approver asked for inv: with their own token,
+// or as the person an automation's token acts for (its owner's own run).
+// A person may approve what an agent's session asks on their behalf: that
+// is what approvals are for.
+func ownRequest(inv invocation.Invocation, approver string) bool {
+	return inv.RequestedBy == approver ||
+		(inv.AutomationID != nil && inv.UserID != nil && *inv.UserID == approver)
 }
 
 // DenyParams is a human's denial.

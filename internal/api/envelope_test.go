@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
@@ -467,4 +468,32 @@ func TestEnvelope_Batch(t *testing.T) {
 		require.Equal(t, []any{"require_approval", "deny", "require_approval", "deny"},
 			modes(b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "automation-2"}), "automation"))
 	})
+}
+
+// Nobody approves their own request: the person an automation's token
+// acts for (its owner) cannot approve the automation's run; someone else
+// can.
+func TestEnvelope_OwnerCannotApproveTheirOwnRun(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-token")
+	owner := b.Token(auth.Claims{Kind: auth.KindUser, Role: auth.RoleOwner, RegisteredClaims: jwt.RegisteredClaims{Subject: "alice"}})
+	service := b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "automation-1", UserID: "alice"})
+
+	r := b.Do("POST", "/v1/envelopes", service, envelope("alice-run", nil))
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	id := r.Body["action_id"].(string)
+	require.Equal(t, "pending", r.Body["invocation_status"])
+
+	for _, mode := range []string{"once", "always"} {
+		refused := b.Do("POST", "/v1/invocations/"+id+"/approve", owner, map[string]string{"mode": mode})
+		requireAPIError(t, refused, http.StatusForbidden, "self_approval")
+	}
+	require.Equal(t, "pending", b.Invocation(id)["status"], "a refused approval changes nothing")
+	modes := b.Do("GET", "/v1/action-modes", b.Owner(), nil)
+	require.NotContains(t, string(modes.Raw), `"allow"`, "nor writes an always-allow")
+
+	approved := b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]string{"mode": "once"})
+	require.Equal(t, http.StatusOK, approved.Status, string(approved.Raw))
+	require.Equal(t, "completed", b.WaitStatus(id, "completed", 15*time.Second)["status"])
 }

@@ -345,6 +345,7 @@ var kindStatus = map[*errs.Kind]int{
 	errs.SourceNotAllowed:     http.StatusForbidden,
 	errs.SourceDisabled:       http.StatusForbidden,
 	errs.AutomationNotAllowed: http.StatusForbidden,
+	errs.SelfApproval:         http.StatusForbidden,
 }
 
 // toAPIError maps domain errors to HTTP answers: the one place that does.

@@ -51,11 +51,13 @@ var (
 	// AutomationNotAllowed: a request names an automation its token does
 	// not carry.
 	AutomationNotAllowed = &Kind{"automation_not_allowed", "automation not allowed for this token"}
+	// SelfApproval: the approver asked for the invocation themselves.
+	SelfApproval = &Kind{"self_approval", "nobody approves their own request"}
 )
 
 // All is every kind, for the HTTP layer's test that maps each one.
 var All = []*Kind{NotFound, Conflict, Expired, PendingLimit, IdempotencyMismatch,
-	SourceUnavailable, SourceNotAllowed, SourceDisabled, AutomationNotAllowed}
+	SourceUnavailable, SourceNotAllowed, SourceDisabled, AutomationNotAllowed, SelfApproval}
 
 // Errorf is an error of kind whose message is the formatted text (which
 // may wrap another error with %w); errors.Is finds both.
