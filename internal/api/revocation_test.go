@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
 
 // revocationWait bounds how long a test waits for a process to learn of a
@@ -130,6 +132,25 @@ func TestRevocation_AcrossProcesses(t *testing.T) {
 	list = api1.Do("GET", "/v1/revocations", owner2, nil)
 	require.Equal(t, http.StatusOK, list.Status, string(list.Raw))
 	require.Empty(t, list.Body["revocations"])
+
+	// In the database, the API's tenant role sees its organization's
+	// revocations only, and not the processes' version row at all.
+	ctx := context.Background()
+	tenant, err := dbutil.TenantPool(ctx, api1.Pool.Config())
+	require.NoError(t, err)
+	defer tenant.Close()
+	for org, want := range map[string]int{apptest.Org: 1, "org-2": 0, "": 0} {
+		var n int
+		require.NoError(t, tenant.QueryRow(dbutil.WithOrg(ctx, org), "SELECT count(*) FROM token_revocations").Scan(&n))
+		require.Equal(t, want, n, "token_revocations as %q", org)
+	}
+	var version int64
+	err = tenant.QueryRow(dbutil.WithOrg(ctx, apptest.Org), "SELECT version FROM token_revocation_version").Scan(&version)
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	require.Equal(t, "42501", pgErr.Code, "insufficient_privilege")
+	require.NoError(t, api1.Pool.QueryRow(ctx, "SELECT version FROM token_revocation_version").Scan(&version))
+	require.Positive(t, version)
 }
 
 // signed signs claims with b's secret as they are, so a test can set iat.
