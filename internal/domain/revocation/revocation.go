@@ -103,8 +103,9 @@ type watcher struct {
 	cancel context.CancelCauseFunc
 }
 
-// ErrRevoked is the cause of a watched context's end (Watch).
-var ErrRevoked = errors.New("token revoked")
+// ErrRevoked is the cause of a watched context's end (Watch): the
+// verifier's own refusal of a revoked token.
+var ErrRevoked = auth.ErrTokenRevoked
 
 // New returns a Service. Nothing is loaded until Refresh or Run.
 func New(deps *Deps, cfg *Config) (*Service, error) {
