@@ -22,6 +22,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+	"github.com/outboxd/outboxd/internal/domain/revocation"
 	"github.com/outboxd/outboxd/internal/mcpfront"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
@@ -60,6 +61,7 @@ var defaults = func() map[string]any {
 		"auth.jwt_secret_previous_until":     "",
 		"auth.leeway":                        auth.DefaultLeeway,
 		"auth.max_lifetime":                  time.Duration(0), // no maximum
+		"auth.revocation_refresh":            revocation.DefaultRefreshInterval,
 		"auth.idp.issuer":                    "",
 		"auth.idp.jwks_url":                  "", // discovered from the issuer
 		"auth.idp.audience":                  []any{},
@@ -238,6 +240,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		ConnectorCacheTTL:    v.GetDuration("connectors.tools_cache_ttl"),
 		BrokerURL:            v.GetString("tokens.broker_url"),
 		ShutdownTimeout:      v.GetDuration("shutdown_timeout"),
+		Revocations:          revocation.Config{RefreshInterval: v.GetDuration("auth.revocation_refresh")},
 		Outbox: outbox.Config{
 			InteractiveTTL:    v.GetDuration("approval.interactive_ttl"),
 			UnattendedTTL:     v.GetDuration("approval.unattended_ttl"),
@@ -315,7 +318,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		"http.read_header_timeout": cfg.HTTP.ReadHeaderTimeout, "http.read_timeout": cfg.HTTP.ReadTimeout,
 		"http.write_timeout": cfg.HTTP.WriteTimeout, "http.idle_timeout": cfg.HTTP.IdleTimeout,
 		"mcp.session_timeout": cfg.MCP.SessionTimeout, "mcp.recheck_interval": cfg.MCP.Recheck,
-		"auth.leeway": cfg.Auth.Leeway, "auth.idp.refresh_interval": cfg.Auth.IdP.RefreshInterval,
+		"auth.leeway": cfg.Auth.Leeway, "auth.revocation_refresh": cfg.Revocations.RefreshInterval, "auth.idp.refresh_interval": cfg.Auth.IdP.RefreshInterval,
 		"auth.idp.unknown_kid_interval": cfg.Auth.IdP.UnknownKIDInterval, "auth.idp.timeout": cfg.Auth.IdP.Timeout,
 	} {
 		if d <= 0 {

@@ -85,6 +85,8 @@ var wantAccess = map[string]string{
 	"GET /v1/stats":                                                          "admin owner",
 	"GET /v1/rate-buckets":                                                   "admin owner",
 	"POST /v1/envelopes":                                                     "service",
+	"GET /v1/revocations":                                                    "owner",
+	"POST /v1/revocations":                                                   "owner",
 	"GET /v1/envelopes/{id}":                                                 "service member admin owner",
 	"DELETE /v1/envelopes/{id}":                                              "service admin owner",
 }

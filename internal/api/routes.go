@@ -154,6 +154,9 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/stats", admins, s.stats},
 		{"GET", "/v1/rate-buckets", admins, s.rateBuckets},
 
+		{"GET", "/v1/revocations", owner, s.listRevocations},
+		{"POST", "/v1/revocations", owner, s.revoke},
+
 		{"POST", "/v1/envelopes", service, s.enqueue},
 		{"POST", "/v1/envelopes/batch", service, s.enqueueBatch},
 		{"GET", "/v1/envelopes/{id}", service | users, s.getEnvelope},

@@ -61,6 +61,9 @@ type Deps struct {
 	// Connectors and Databases manage the org-registered sources.
 	Connectors Connectors
 	Databases  Databases
+	// Revocations revokes tokens and ends the event streams of revoked
+	// ones.
+	Revocations Revocations
 	// Unauthenticated caps the requests a client address sends without a
 	// valid bearer token; nil: no cap.
 	Unauthenticated *httpserver.AddrLimiter
@@ -86,8 +89,9 @@ type Server struct {
 	// mcp is nil when /mcp is not served.
 	mcp MCP
 	// connectors and databases manage the org-registered sources.
-	connectors Connectors
-	databases  Databases
+	connectors  Connectors
+	databases   Databases
+	revocations Revocations
 	// unauthenticated is nil without a cap.
 	unauthenticated *httpserver.AddrLimiter
 
@@ -117,8 +121,9 @@ func New(deps *Deps) *Server {
 
 		unauthenticated: deps.Unauthenticated,
 
-		connectors: deps.Connectors,
-		databases:  deps.Databases,
+		connectors:  deps.Connectors,
+		databases:   deps.Databases,
+		revocations: deps.Revocations,
 	}
 }
 
@@ -176,6 +181,9 @@ func (s *Server) bearerClaims(r *http.Request) (*auth.Claims, error) {
 		return nil, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing bearer token"}
 	}
 	claims, err := s.verifier.Verify(strings.TrimSpace(token))
+	if errors.Is(err, auth.ErrTokenRevoked) {
+		return nil, &apiError{status: http.StatusUnauthorized, code: "token_revoked", message: "token revoked"}
+	}
 	if err != nil {
 		return nil, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "invalid token: " + err.Error()}
 	}

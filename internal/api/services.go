@@ -12,6 +12,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+	"github.com/outboxd/outboxd/internal/domain/revocation"
 	"github.com/outboxd/outboxd/internal/domain/settings"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/policy"
@@ -71,6 +72,15 @@ type Slack interface {
 	Get(ctx context.Context, org string) (slackapproval.Settings, error)
 	PutChannel(ctx context.Context, org, by string, channel *string) (slackapproval.Settings, error)
 	PutApprovers(ctx context.Context, org, by string, approvers map[string]slackapproval.Approver) (slackapproval.Settings, error)
+}
+
+// Revocations revokes an organization's tokens and watches a verified
+// token for its revocation (internal/domain/revocation).
+type Revocations interface {
+	Revoke(ctx context.Context, org string, p *revocation.Params) (revocation.Revocation, error)
+	List(ctx context.Context, org string) ([]revocation.Revocation, error)
+	// Watch returns a context that ends once c is revoked.
+	Watch(ctx context.Context, c *auth.Claims) (context.Context, context.CancelFunc)
 }
 
 // Feeds reads the organizations' event feeds (internal/domain/feed).

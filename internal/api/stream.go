@@ -2,6 +2,7 @@ package api
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/feed"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/revocation"
 )
 
 // StreamConfig tunes the event streams (Server-Sent Events).
@@ -133,7 +135,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 		return err
 	}
 
-	bell, hangUp := s.feeds.Subscribe(r.Context(), c.Org)
+	// The stream ends once its token is revoked (at the next refresh of
+	// the revocations); a reconnect is then refused.
+	ctx := r.Context()
+	if s.revocations != nil {
+		var stop func()
+		ctx, stop = s.revocations.Watch(ctx, c)
+		defer stop()
+	}
+	bell, hangUp := s.feeds.Subscribe(ctx, c.Org)
 	defer hangUp()
 	rc := http.NewResponseController(w)
 	h := w.Header()
@@ -156,7 +166,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 	heartbeat := time.NewTicker(cfg.Heartbeat)
 	defer heartbeat.Stop()
 	for {
-		items, held, err := s.feeds.Feed(r.Context(), p)
+		items, held, err := s.feeds.Feed(ctx, p)
+		if ctx.Err() != nil {
+			return nil
+		}
 		if err != nil {
 			s.logger.Warn("event stream: reading events", "organization_id", c.Org, "error", err)
 			return nil
@@ -188,8 +201,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 	idle:
 		for {
 			select {
-			case <-r.Context().Done():
+			case <-ctx.Done():
 				timer.Stop()
+				if errors.Is(context.Cause(ctx), revocation.ErrRevoked) {
+					write(": token revoked\n\n")
+				}
 				return nil
 			case <-s.closing:
 				timer.Stop()

@@ -46,6 +46,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+	"github.com/outboxd/outboxd/internal/domain/revocation"
 	"github.com/outboxd/outboxd/internal/domain/settings"
 	"github.com/outboxd/outboxd/internal/mcpfront"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
@@ -127,6 +128,9 @@ type Config struct {
 	Worker worker.Config
 	// Streams tunes the event streams (SSE).
 	Streams api.StreamConfig
+	// Revocations tunes how revoked tokens are learnt of
+	// (auth.revocation_refresh); its lifetime and leeway follow Auth's.
+	Revocations revocation.Config
 	// Webhooks configures webhook delivery; AllowPrivateNetworks follows
 	// the connectors' setting.
 	Webhooks webhook.Config
@@ -192,6 +196,9 @@ type App struct {
 	// verifier checks every bearer token; Serve closes it. Nil in role
 	// worker.
 	verifier *auth.Verifier
+	// revocations are the revoked tokens; Serve refreshes them in
+	// processes that take tokens.
+	revocations *revocation.Service
 	// httpServer serves Handler.
 	httpServer *httpserver.Server
 }
@@ -215,22 +222,6 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	box, err := cfg.Keyring()
 	if err != nil {
 		return nil, err
-	}
-	// A worker process serves no route that takes a token: it has no
-	// verifier, and does not depend on the identity provider to start.
-	var verifier *auth.Verifier
-	if role != RoleWorker {
-		authCfg := cfg.Auth
-		authCfg.Secret = cfg.JWTSecret
-		authCfg.Logger = logger
-		if verifier, err = auth.New(context.Background(), &authCfg); err != nil {
-			return nil, err
-		}
-		defer func() {
-			if err != nil {
-				verifier.Close()
-			}
-		}()
 	}
 	registry, err := executors.Build(Providers, cfg.Providers)
 	if err != nil {
@@ -268,6 +259,32 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		return nil, err
 	}
 	pools = append(pools, tenantPool)
+	// Revoked tokens are refused by the verifier: the API stores
+	// revocations through the tenant pool, every process loads them all
+	// through the owner's.
+	revCfg := cfg.Revocations
+	revCfg.MaxLifetime, revCfg.Leeway, revCfg.Logger = cfg.Auth.MaxLifetime, cfg.Auth.Leeway, logger
+	revocations, err := revocation.New(&revocation.Deps{Pool: tenantPool, Owner: pool}, &revCfg)
+	if err != nil {
+		return nil, err
+	}
+	// A worker process serves no route that takes a token: it has no
+	// verifier, and does not depend on the identity provider to start.
+	var verifier *auth.Verifier
+	if role != RoleWorker {
+		authCfg := cfg.Auth
+		authCfg.Secret = cfg.JWTSecret
+		authCfg.Logger = logger
+		authCfg.Revocations = revocations
+		if verifier, err = auth.New(context.Background(), &authCfg); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				verifier.Close()
+			}
+		}()
+	}
 	// Each service is built once. One that serves both the API and the
 	// workers gets both pools, and each of its methods uses the one its
 	// role needs: the tenant pool for what the API does for a caller, the
@@ -385,6 +402,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		MCP: mcpfront.New(&mcpfront.Deps{Outbox: svc, Catalog: reader, Changes: feeds, Config: cfg.MCP,
 			Metrics: metrics, Logger: logger, Wait: cfg.Outbox.WithDefaults().SyncWait}),
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
+		Revocations:     revocations,
 	})
 	var handler http.Handler = server.Handler()
 	if role == RoleWorker {
@@ -401,7 +419,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	return &App{
 		cfg: cfg, role: role, pool: pool, tenantPool: tenantPool, groupPool: groupPool, logger: logger,
 		River: client, Service: svc, Settings: settingsSvc, feeds: feeds, Handler: handler, Registry: reg, Sources: sources, databases: databases, creds: creds, api: server,
-		verifier:   verifier,
+		verifier: verifier, revocations: revocations,
 		httpServer: httpServer,
 	}, nil
 }
@@ -478,9 +496,19 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 	if a.role == RoleWorker {
 		close(listenerDone)
 	} else {
+		// The revocations are loaded before the first request is taken.
+		if err := a.revocations.Refresh(ctx); err != nil {
+			a.logger.Warn("token revocations: first load failed; retried every auth.revocation_refresh", "error", err)
+		}
 		go func() {
 			defer close(listenerDone)
+			revocationsDone := make(chan struct{})
+			go func() {
+				defer close(revocationsDone)
+				a.revocations.Run(runCtx)
+			}()
 			a.feeds.Run(runCtx)
+			<-revocationsDone
 		}()
 	}
 

@@ -32,6 +32,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+	"github.com/outboxd/outboxd/internal/domain/revocation"
 	"github.com/outboxd/outboxd/internal/mcpfront"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
@@ -87,6 +88,9 @@ type Options struct {
 	// Auth configures token verification besides the test secret (an
 	// identity provider, a maximum lifetime); default none.
 	Auth auth.Config
+	// Revocations tunes how revoked tokens are learnt of; default a 100ms
+	// refresh.
+	Revocations revocation.Config
 	// HTTP bounds the server's connections. Default: no cap on
 	// unauthenticated requests (tests send many from loopback), read and
 	// write timeouts of 5m (a test machine busy with the race detector and
@@ -152,6 +156,10 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		Plugins:              opts.Plugins,
 		MCP:                  opts.MCP,
 		Auth:                 opts.Auth,
+		Revocations:          opts.Revocations,
+	}
+	if cfg.Revocations.RefreshInterval == 0 {
+		cfg.Revocations.RefreshInterval = 100 * time.Millisecond
 	}
 	cfg.HTTP = httpserver.Config{ReadTimeout: 5 * time.Minute, WriteTimeout: 5 * time.Minute}
 	if opts.HTTP != nil {

@@ -21,8 +21,10 @@
 // token signed with HS256 and a public key as the secret is refused, as is
 // alg none. Every token must carry exp; exp and nbf are checked with a
 // leeway, and a configured maximum lifetime refuses tokens valid for
-// longer. The Verifier is the one check every route, event stream, the
-// MCP front door and the Slack settings go through.
+// longer. A revoked token (Config.Revocations, package revocation) is
+// refused, whether verified now or remembered from before. The Verifier is
+// the one check every route, event stream, the MCP front door and the
+// Slack settings go through.
 //
 // The JOSE libraries are golang-jwt (parsing, signatures, claim
 // validation), with github.com/MicahParks/keyfunc/v3 and jwkset for the

@@ -43,6 +43,9 @@ type Config struct {
 	// IdP accepts the tokens of an identity provider (auth.idp.*); off
 	// while its Issuer is empty.
 	IdP IdPConfig
+	// Revocations refuses revoked tokens, remembered ones too (package
+	// revocation). Default none: no token is revoked.
+	Revocations Revocations
 	// Logger logs failed fetches of the identity provider's keys.
 	// Default: discarded.
 	Logger *slog.Logger
@@ -173,6 +176,15 @@ func (c *Config) validate() error {
 	return nil
 }
 
+// Revocations says whether a verified token is revoked. Revoked is called
+// on every Verify, so it answers from memory.
+type Revocations interface {
+	Revoked(c *Claims) bool
+}
+
+// ErrTokenRevoked refuses a token that was revoked.
+var ErrTokenRevoked = errors.New("token revoked")
+
 // idpAlgs are the algorithms of identity provider tokens.
 var idpAlgs = []string{"RS256", "ES256", "EdDSA"}
 
@@ -265,20 +277,25 @@ func (v *Verifier) Verify(token string) (*Claims, error) {
 	v.mu.Lock()
 	known, ok := v.known[token]
 	v.mu.Unlock()
-	if ok && now.Before(known.until) {
-		c := *known.claims
-		return &c, nil
+	claims := known.claims
+	if !ok || !now.Before(known.until) {
+		var until time.Time
+		var err error
+		if claims, until, err = v.verify(token, now); err != nil {
+			return nil, err
+		}
+		v.mu.Lock()
+		if len(v.known) >= maxKnown {
+			clear(v.known)
+		}
+		v.known[token] = knownToken{claims: claims, until: until}
+		v.mu.Unlock()
 	}
-	claims, until, err := v.verify(token, now)
-	if err != nil {
-		return nil, err
+	// Checked on every call, a remembered token included: a revocation
+	// applies from the moment this process loads it.
+	if v.cfg.Revocations != nil && v.cfg.Revocations.Revoked(claims) {
+		return nil, ErrTokenRevoked
 	}
-	v.mu.Lock()
-	if len(v.known) >= maxKnown {
-		clear(v.known)
-	}
-	v.known[token] = knownToken{claims: claims, until: until}
-	v.mu.Unlock()
 	c := *claims
 	return &c, nil
 }

@@ -411,3 +411,39 @@ func TestNew_Config(t *testing.T) {
 	_, err = v.Verify(p.Sign(t, "RS256", idpClaims(p, clk, nil)))
 	require.ErrorIs(t, err, jwt.ErrTokenInvalidIssuer)
 }
+
+// revokedSet is a Revocations revoking the subjects it lists.
+type revokedSet struct{ subjects sync.Map }
+
+func (r *revokedSet) Revoked(c *auth.Claims) bool {
+	_, ok := r.subjects.Load(c.Subject)
+	return ok
+}
+
+// TestVerifier_Revocations: a token verified and remembered is refused
+// with ErrTokenRevoked once revoked, and a token that is not revoked keeps
+// working.
+func TestVerifier_Revocations(t *testing.T) {
+	t.Parallel()
+	revoked := &revokedSet{}
+	v, err := auth.New(context.Background(), &auth.Config{Secret: hsSecret, Revocations: revoked})
+	require.NoError(t, err)
+	mint := func(sub string) string {
+		tok, err := auth.Mint(hsSecret, auth.Claims{Org: "acme", Kind: auth.KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: sub}}, time.Hour)
+		require.NoError(t, err)
+		return tok
+	}
+	alice, bob := mint("alice"), mint("bob")
+	for range 2 { // verified, then remembered
+		_, err := v.Verify(alice)
+		require.NoError(t, err)
+	}
+	revoked.subjects.Store("alice", true)
+	_, err = v.Verify(alice)
+	require.ErrorIs(t, err, auth.ErrTokenRevoked, "the remembered token is refused")
+	_, err = v.Verify(bob)
+	require.NoError(t, err)
+	revoked.subjects.Delete("alice")
+	_, err = v.Verify(alice)
+	require.NoError(t, err)
+}

@@ -196,6 +196,23 @@ type SlackSetting struct {
 	UpdatedAt      time.Time
 }
 
+type TokenRevocation struct {
+	ID             int64
+	OrganizationID string
+	Jti            *string
+	SessionID      *string
+	AutomationID   *string
+	IssuedBefore   time.Time
+	RevokedBy      string
+	RevokedAt      time.Time
+	ExpiresAt      *time.Time
+}
+
+type TokenRevocationVersion struct {
+	Singleton bool
+	Version   int64
+}
+
 type Webhook struct {
 	ID             uuid.UUID
 	OrganizationID string

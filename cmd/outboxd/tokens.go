@@ -1,0 +1,141 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/revocation"
+)
+
+// withRevocations runs fn with the revocations of the configured database
+// (or the running `outboxd dev` one), through the owner's pool: the
+// operator acts for any organization. The API processes learn of a
+// revocation within auth.revocation_refresh.
+func withRevocations(cmd *cobra.Command, fn func(svc *revocation.Service) error) error {
+	v, err := loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	cfg, err := appConfig(v)
+	if err != nil {
+		return err
+	}
+	pool, err := openPool(cmd, v)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	svc, err := revocation.New(&revocation.Deps{Pool: pool, Owner: pool},
+		&revocation.Config{MaxLifetime: cfg.Auth.MaxLifetime, Leeway: cfg.Auth.Leeway})
+	if err != nil {
+		return err
+	}
+	return fn(svc)
+}
+
+func newTokensCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "tokens", Short: "Revoke bearer tokens and list the revocations in effect"}
+	cmd.PersistentFlags().String("org", "", "organization id (required)")
+	_ = cmd.MarkPersistentFlagRequired("org")
+	addDevDirFlag(cmd.PersistentFlags())
+
+	revoke := &cobra.Command{
+		Use:   "revoke",
+		Short: "Revoke an organization's tokens: one by --jti, a --session's, an --automation's, or all --issued-before a time",
+		Long: `Revoke an organization's tokens. Name exactly one of --jti, --session,
+--automation and --issued-before. A revocation refuses the tokens issued
+before it (iat; a token without iat counts as issued before), on every
+route, event stream and /mcp, within auth.revocation_refresh in every API
+process; tokens minted later for the same session or automation work.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			get := func(name string) string { s, _ := cmd.Flags().GetString(name); return s }
+			p := &revocation.Params{JTI: get("jti"), SessionID: get("session"), AutomationID: get("automation"), By: operator(cmd)}
+			for flag, dst := range map[string]**time.Time{"issued-before": &p.IssuedBefore, "expires-at": &p.TokenExpiresAt} {
+				s := get(flag)
+				if s == "" {
+					continue
+				}
+				t := time.Now()
+				if s != "now" {
+					var err error
+					if t, err = time.Parse(time.RFC3339, s); err != nil {
+						return fmt.Errorf("--%s must be now or an RFC 3339 time such as 2026-11-26T09:00:00Z", flag)
+					}
+				}
+				*dst = &t
+			}
+			return withRevocations(cmd, func(svc *revocation.Service) error {
+				r, err := svc.Revoke(cmd.Context(), get("org"), p)
+				var ve *errs.ValidationError
+				if errors.As(err, &ve) {
+					return errors.New(flagNames(ve.Message))
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked (revocation %d): %s\n", r.ID, describe(&r))
+				return nil
+			})
+		},
+	}
+	revoke.Flags().String("jti", "", "revoke the token with this jti")
+	revoke.Flags().String("session", "", "revoke every token of this session (session_id)")
+	revoke.Flags().String("automation", "", "revoke every token of this automation (automation_id)")
+	revoke.Flags().String("issued-before", "", "revoke every token of the organization issued before this time (RFC 3339, or now)")
+	revoke.Flags().String("expires-at", "", "with --jti: the token's exp (RFC 3339); the revocation is dropped after it")
+	revoke.Flags().String("by", "", "who to record as the operator (default cli:<user>)")
+
+	list := &cobra.Command{
+		Use:   "revocations",
+		Short: "List an organization's revocations in effect, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			org, _ := cmd.Flags().GetString("org")
+			return withRevocations(cmd, func(svc *revocation.Service) error {
+				revs, err := svc.List(cmd.Context(), org)
+				if err != nil {
+					return err
+				}
+				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "ID\tREVOKES\tREVOKED AT\tBY\tEXPIRES")
+				for i := range revs {
+					r := &revs[i]
+					expires := "never"
+					if r.ExpiresAt != nil {
+						expires = r.ExpiresAt.UTC().Format(time.RFC3339)
+					}
+					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", r.ID, describe(r), r.RevokedAt.UTC().Format(time.RFC3339), r.RevokedBy, expires)
+				}
+				return w.Flush()
+			})
+		},
+	}
+	cmd.AddCommand(revoke, list)
+	return cmd
+}
+
+// describe says which tokens r revokes.
+func describe(r *revocation.Revocation) string {
+	before := r.IssuedBefore.UTC().Format(time.RFC3339)
+	switch {
+	case r.JTI != "":
+		return fmt.Sprintf("jti %s issued before %s", r.JTI, before)
+	case r.SessionID != "":
+		return fmt.Sprintf("session %s, tokens issued before %s", r.SessionID, before)
+	case r.AutomationID != "":
+		return fmt.Sprintf("automation %s, tokens issued before %s", r.AutomationID, before)
+	}
+	return "every token issued before " + before
+}
+
+// flagNames renames the API's field names in a validation message to the
+// command's flags.
+var flagNames = strings.NewReplacer("session_id", "--session", "automation_id", "--automation",
+	"issued_before", "--issued-before", "expires_at", "--expires-at", "jti", "--jti").Replace

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/app"
+	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/auth"
+)
+
+// TestTokens_OperatorRevokes: `outboxd tokens revoke`, a process on the
+// database as its owner, revokes a session's tokens in any organization;
+// the running API process refuses them within its refresh, another
+// session's token keeps working, and `tokens revocations` lists the
+// revocation for that organization only. Bad flags are refused naming the
+// flag.
+func TestTokens_OperatorRevokes(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Role: app.RoleAPI})
+	revoked := b.Sandbox()
+	other := b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: "session-2"})
+	probe := func(session, token string) *apptest.Response {
+		return b.Do("GET", "/v1/sessions/"+session+"/actions/invocations", token, nil)
+	}
+	require.Equal(t, http.StatusOK, probe(apptest.Session, revoked).Status)
+
+	env := []string{"DATABASE_URL=" + b.DBURL, "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY="}
+	code, out := run(t, env, "tokens", "revoke", "--org", apptest.Org, "--session", apptest.Session, "--by", "ops")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "session "+apptest.Session+", tokens issued before")
+
+	deadline := time.Now().Add(15 * time.Second)
+	for probe(apptest.Session, revoked).Status == http.StatusOK {
+		require.True(t, time.Now().Before(deadline), "the API process never refused the revoked token")
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := probe(apptest.Session, revoked)
+	require.Equal(t, http.StatusUnauthorized, r.Status, string(r.Raw))
+	require.Equal(t, "token_revoked", r.Body["error"].(map[string]any)["code"])
+	require.Equal(t, http.StatusOK, probe("session-2", other).Status)
+
+	code, out = run(t, env, "tokens", "revocations", "--org", apptest.Org)
+	require.Equal(t, 0, code, out)
+	require.Regexp(t, `(?m)^\d+\s+session `+apptest.Session+`, tokens issued before \S+\s+\S+\s+ops\s+never$`, out)
+	code, out = run(t, env, "tokens", "revocations", "--org", "org-2")
+	require.Equal(t, 0, code, out)
+	require.NotContains(t, out, apptest.Session)
+
+	for args, want := range map[string][]string{
+		"two selectors": {"--jti", "j", "--automation", "a"},
+		"bad time":      {"--issued-before", "yesterday"},
+		"no selector":   {},
+	} {
+		code, out := run(t, env, append([]string{"tokens", "revoke", "--org", apptest.Org}, want...)...)
+		require.NotEqual(t, 0, code, "%s: %s", args, out)
+		switch args {
+		case "two selectors":
+			require.Contains(t, out, "not both --jti and --automation")
+		case "bad time":
+			require.Contains(t, out, "--issued-before must be now or an RFC 3339 time")
+		default:
+			require.Contains(t, out, "name what to revoke")
+		}
+	}
+}

@@ -1,0 +1,33 @@
+// Package revocation revokes bearer tokens before they expire, and tells
+// the token verifier (package auth) which verified tokens are revoked.
+//
+// An organization's owner (POST /v1/revocations) or the operator
+// (`outboxd tokens revoke`) revokes one token by its jti, every token of a
+// session or of an automation, or every token of the organization issued
+// before a time. Each revocation has a cut-off, issued_before: it refuses
+// only tokens issued before it (iat earlier than the cut-off). For a
+// revocation by jti, session or automation the cut-off is the revocation's
+// time rounded up to the whole second, since iat is in seconds: a token
+// issued in the same second counts as issued before, and tokens minted
+// afterwards for the same session or automation work. A token without iat
+// counts as issued before every cut-off: while a revocation is kept, it
+// refuses every such token of its selector.
+//
+// A revocation is dropped once every token it could refuse has expired:
+// auth.max_lifetime (plus auth.leeway) after its cut-off, since a token
+// issued before the cut-off is valid for at most that long; for a
+// revocation by jti given the token's exp, that exp (plus the leeway) when
+// earlier. Without either it is kept. Tokens without iat are the exception
+// the lifetime cannot bound: the verifier accepts one only within
+// max_lifetime of its exp, so every such token usable at the cut-off has
+// expired when the revocation is dropped, but one minted before the cut-off
+// whose exp lies more than max_lifetime after it becomes usable later and
+// is no longer refused. Issue tokens with iat (outboxd's own do).
+//
+// Every API process keeps all organizations' revocations in memory
+// (Service.Revoked is a map look-up on every request) and polls one
+// version row every Config.RefreshInterval (auth.revocation_refresh); when
+// it changed, it loads the revocations again, and ends the event streams
+// (Service.Watch) of tokens revoked since. The process that stores a
+// revocation loads at once.
+package revocation

@@ -1,0 +1,379 @@
+package revocation
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/revocation/revocationstore"
+)
+
+// Revocation is one stored revocation (see revocationstore.Revocation).
+type Revocation = revocationstore.Revocation
+
+// DefaultRefreshInterval is Config.RefreshInterval's default.
+const DefaultRefreshInterval = 2 * time.Second
+
+// cleanupInterval is how often a running Service drops the revocations
+// that have expired (storing one drops them too).
+const cleanupInterval = 5 * time.Minute
+
+// listLimit bounds the revocations List returns.
+const listLimit = 1000
+
+// Config configures a Service.
+type Config struct {
+	// RefreshInterval is how often the process looks for revocations made
+	// elsewhere (auth.revocation_refresh): a token revoked in another
+	// process is refused here, and its event streams end, at most this
+	// long after. Default 2s.
+	RefreshInterval time.Duration
+	// MaxLifetime is auth.max_lifetime: a revocation is dropped this long
+	// (plus Leeway) after its cut-off. Default 0: revocations are kept,
+	// unless one by jti says when its token expires.
+	MaxLifetime time.Duration
+	// Leeway is auth.leeway, the clock skew the verifier allows on exp.
+	// Default auth.DefaultLeeway.
+	Leeway time.Duration
+	// Logger logs failed refreshes. Default: discarded.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now; only tests set it.
+	Now func() time.Time
+}
+
+// WithDefaults returns c with its defaults filled in.
+func (c Config) WithDefaults() Config {
+	c.RefreshInterval = cmp.Or(c.RefreshInterval, DefaultRefreshInterval)
+	c.Leeway = cmp.Or(c.Leeway, auth.DefaultLeeway)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c *Config) validate() error {
+	if c.RefreshInterval < 0 || c.MaxLifetime < 0 || c.Leeway < 0 {
+		return errors.New("auth.revocation_refresh, auth.max_lifetime and auth.leeway must not be negative")
+	}
+	return nil
+}
+
+// Deps are a Service's pools.
+type Deps struct {
+	// Pool stores and lists an organization's revocations: the API's
+	// tenant pool, or the owner's for the operator.
+	Pool *pgxpool.Pool
+	// Owner loads every organization's revocations.
+	Owner *pgxpool.Pool
+}
+
+// Service revokes tokens and answers, from memory, whether a token is
+// revoked.
+type Service struct {
+	cfg   Config
+	store *revocationstore.Store
+	owner *revocationstore.Store
+
+	// refreshing serialises refreshes.
+	refreshing sync.Mutex
+	// loaded is the version idx was loaded at; -1 before the first load.
+	loaded int64
+	idx    atomic.Pointer[index]
+
+	mu       sync.Mutex
+	watchers map[*watcher]struct{}
+	failing  bool
+}
+
+// watcher is an open stream's token, ended when it is revoked.
+type watcher struct {
+	claims *auth.Claims
+	cancel context.CancelCauseFunc
+}
+
+// ErrRevoked is the cause of a watched context's end (Watch): the
+// verifier's own refusal of a revoked token.
+var ErrRevoked = auth.ErrTokenRevoked
+
+// New returns a Service. Nothing is loaded until Refresh or Run.
+func New(deps *Deps, cfg *Config) (*Service, error) {
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: c, store: revocationstore.New(deps.Pool), owner: revocationstore.New(deps.Owner), loaded: -1, watchers: map[*watcher]struct{}{}}
+	s.idx.Store(&index{})
+	return s, nil
+}
+
+// Params say what to revoke: exactly one of JTI, SessionID, AutomationID
+// and IssuedBefore.
+type Params struct {
+	JTI          string
+	SessionID    string
+	AutomationID string
+	// IssuedBefore revokes every token of the organization issued before
+	// it; it must not be in the future.
+	IssuedBefore *time.Time
+	// TokenExpiresAt is the revoked token's exp, with JTI only: the
+	// revocation is dropped after it. Default: after the maximum lifetime.
+	TokenExpiresAt *time.Time
+	// By is who revokes (the owner's subject, the operator).
+	By string
+}
+
+// selectors are the names of Params' selectors, as the API and the CLI
+// name them.
+var selectors = []string{"jti", "session_id", "automation_id", "issued_before"}
+
+func (p *Params) validate(now time.Time) error {
+	var named []string
+	for i, set := range []bool{p.JTI != "", p.SessionID != "", p.AutomationID != "", p.IssuedBefore != nil} {
+		if set {
+			named = append(named, selectors[i])
+		}
+	}
+	switch {
+	case len(named) == 0:
+		fields := make([]executors.FieldError, len(selectors))
+		for i, f := range selectors {
+			fields[i] = executors.FieldError{Field: f, Message: "name what to revoke: one of jti, session_id, automation_id or issued_before"}
+		}
+		return &errs.ValidationError{Message: fields[0].Message, Fields: fields}
+	case len(named) > 1:
+		return errs.Invalid(named[1], "name one of jti, session_id, automation_id or issued_before, not both %s and %s", named[0], named[1])
+	}
+	for _, f := range [][2]string{{"jti", p.JTI}, {"session_id", p.SessionID}, {"automation_id", p.AutomationID}} {
+		if len(f[1]) > 255 || !utf8.ValidString(f[1]) {
+			return errs.Invalid(f[0], "%s must be valid text of at most 255 bytes, as in a token's claim", f[0])
+		}
+	}
+	if p.IssuedBefore != nil && p.IssuedBefore.After(now) {
+		return errs.Invalid("issued_before", "issued_before is in the future (now is %s): a revocation refuses tokens issued before a time that has come", now.UTC().Format(time.RFC3339))
+	}
+	if p.TokenExpiresAt != nil && p.JTI == "" {
+		return errs.Invalid("expires_at", "expires_at is the revoked token's exp: give it with jti only")
+	}
+	return nil
+}
+
+// Revoke stores a revocation in org and loads the revocations again, so
+// that this process refuses the tokens at once; other processes do within
+// Config.RefreshInterval.
+func (s *Service) Revoke(ctx context.Context, org string, p *Params) (Revocation, error) {
+	now := s.cfg.Now()
+	if err := p.validate(now); err != nil {
+		return Revocation{}, err
+	}
+	r := &Revocation{Org: org, JTI: p.JTI, SessionID: p.SessionID, AutomationID: p.AutomationID, RevokedBy: p.By}
+	if p.IssuedBefore != nil {
+		r.IssuedBefore = *p.IssuedBefore
+	} else {
+		r.IssuedBefore = now.Truncate(time.Second).Add(time.Second)
+	}
+	r.ExpiresAt = s.expiry(r.IssuedBefore, p.TokenExpiresAt)
+	stored, err := s.store.Insert(ctx, r)
+	if err != nil {
+		return Revocation{}, fmt.Errorf("storing the revocation: %w", err)
+	}
+	if err := s.Refresh(context.WithoutCancel(ctx)); err != nil {
+		s.cfg.Logger.Warn("token revocations: loading after a revocation", "organization_id", org, "error", err)
+	}
+	return stored, nil
+}
+
+// expiry is when a revocation with cut-off issuedBefore can be dropped:
+// nil when nothing bounds the tokens it could refuse.
+func (s *Service) expiry(issuedBefore time.Time, tokenExp *time.Time) *time.Time {
+	var out *time.Time
+	if s.cfg.MaxLifetime > 0 {
+		t := issuedBefore.Add(s.cfg.MaxLifetime + s.cfg.Leeway)
+		out = &t
+	}
+	if tokenExp != nil {
+		if t := tokenExp.Add(s.cfg.Leeway); out == nil || t.Before(*out) {
+			out = &t
+		}
+	}
+	return out
+}
+
+// List returns org's revocations in effect, newest first (at most 1000).
+func (s *Service) List(ctx context.Context, org string) ([]Revocation, error) {
+	return s.store.List(ctx, org, listLimit)
+}
+
+// Revoked reports whether c, a verified token's claims, is revoked, by
+// the revocations this process loaded last (auth.Revocations).
+func (s *Service) Revoked(c *auth.Claims) bool {
+	return s.idx.Load().revoked(c)
+}
+
+// Watch returns a context that ends, with cause ErrRevoked, once c is
+// revoked (at the refresh that learns of it), or when ctx ends; stop
+// releases it.
+func (s *Service) Watch(ctx context.Context, c *auth.Claims) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	w := &watcher{claims: c, cancel: cancel}
+	s.mu.Lock()
+	s.watchers[w] = struct{}{}
+	s.mu.Unlock()
+	if s.Revoked(c) {
+		cancel(ErrRevoked)
+	}
+	return wctx, func() {
+		s.mu.Lock()
+		delete(s.watchers, w)
+		s.mu.Unlock()
+		cancel(context.Canceled)
+	}
+}
+
+// Refresh loads the revocations again when their version changed since
+// the last load, and ends the watched contexts of tokens now revoked.
+func (s *Service) Refresh(ctx context.Context) error {
+	s.refreshing.Lock()
+	defer s.refreshing.Unlock()
+	version, err := s.owner.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the revocations' version: %w", err)
+	}
+	if version == s.loaded {
+		return nil
+	}
+	version, all, err := s.owner.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("loading the revocations: %w", err)
+	}
+	idx := newIndex(all)
+	s.idx.Store(idx)
+	s.loaded = version
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.watchers {
+		if idx.revoked(w.claims) {
+			w.cancel(ErrRevoked)
+			delete(s.watchers, w)
+		}
+	}
+	return nil
+}
+
+// Run refreshes every Config.RefreshInterval until ctx ends, and drops
+// expired revocations now and then. A failed refresh is logged (once until
+// one succeeds) and the revocations loaded last keep applying.
+func (s *Service) Run(ctx context.Context) {
+	refresh := time.NewTicker(s.cfg.RefreshInterval)
+	defer refresh.Stop()
+	cleanup := time.NewTicker(cleanupInterval)
+	defer cleanup.Stop()
+	s.refresh(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-refresh.C:
+			s.refresh(ctx)
+		case <-cleanup.C:
+			if n, err := s.owner.DeleteExpired(ctx); err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Warn("token revocations: dropping expired ones", "error", err)
+			} else if n > 0 {
+				s.cfg.Logger.Debug("token revocations: dropped expired ones", "count", n)
+			}
+		}
+	}
+}
+
+func (s *Service) refresh(ctx context.Context) {
+	err := s.Refresh(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil && !s.failing:
+		s.failing = true
+		s.cfg.Logger.Warn("token revocations: refresh failed; the revocations loaded last keep applying", "error", err)
+	case err == nil && s.failing:
+		s.failing = false
+		s.cfg.Logger.Info("token revocations: refreshed again")
+	}
+}
+
+// index is the revocations by organization, each selector's latest
+// cut-off.
+type index struct {
+	orgs map[string]*cutoffs
+}
+
+type cutoffs struct {
+	all                      time.Time
+	jti, session, automation map[string]time.Time
+}
+
+func newIndex(all []Revocation) *index {
+	idx := &index{orgs: map[string]*cutoffs{}}
+	for i := range all {
+		r := &all[i]
+		c := idx.orgs[r.Org]
+		if c == nil {
+			c = &cutoffs{jti: map[string]time.Time{}, session: map[string]time.Time{}, automation: map[string]time.Time{}}
+			idx.orgs[r.Org] = c
+		}
+		switch {
+		case r.JTI != "":
+			c.jti[r.JTI] = later(c.jti[r.JTI], r.IssuedBefore)
+		case r.SessionID != "":
+			c.session[r.SessionID] = later(c.session[r.SessionID], r.IssuedBefore)
+		case r.AutomationID != "":
+			c.automation[r.AutomationID] = later(c.automation[r.AutomationID], r.IssuedBefore)
+		default:
+			c.all = later(c.all, r.IssuedBefore)
+		}
+	}
+	return idx
+}
+
+// revoked reports whether a revocation refuses c: one of its organization
+// whose selector c matches, with c issued before its cut-off (or without
+// iat).
+func (idx *index) revoked(c *auth.Claims) bool {
+	o := idx.orgs[c.Org]
+	if o == nil {
+		return false
+	}
+	cut := o.all
+	if c.ID != "" {
+		cut = later(cut, o.jti[c.ID])
+	}
+	if c.SessionID != "" {
+		cut = later(cut, o.session[c.SessionID])
+	}
+	if c.AutomationID != "" {
+		cut = later(cut, o.automation[c.AutomationID])
+	}
+	if cut.IsZero() {
+		return false
+	}
+	return c.IssuedAt == nil || c.IssuedAt.Before(cut)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
