@@ -41,10 +41,18 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			"error": map[string]any{"code": -32600, "message": "JSON-RPC batches are not served: send one message per request"}})
 		return
 	}
+	ctx := dbutil.WithOrg(r.Context(), claims.Org)
+	if r.Method == http.MethodGet && s.revocations != nil {
+		// A session's stream ends once its token is revoked, as an event
+		// stream does; every request with the token is refused already.
+		var stop func()
+		ctx, stop = s.revocations.Watch(ctx, claims)
+		defer stop()
+	}
 	// A call that needs approval waits for the decision, and a session's
 	// stream or a subscriptions/listen request stays open: each write has
 	// the write timeout from its start.
-	s.mcp.ServeMCP(httpserver.WriteOverTime(w, r), r.WithContext(dbutil.WithOrg(r.Context(), claims.Org)), claims)
+	s.mcp.ServeMCP(httpserver.WriteOverTime(w, r), r.WithContext(ctx), claims)
 }
 
 // protectedResource is the MCP front door's protected resource metadata

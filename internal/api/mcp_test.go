@@ -693,3 +693,36 @@ func TestMCP_ConnectorToolsAreCalledThroughTheCatalog(t *testing.T) {
 	require.Equal(t, "3 notes", callText(t, res))
 	require.Equal(t, map[string]any{"count": float64(3)}, res.StructuredContent)
 }
+
+// A 2025-11-25 session's stream ends once its token is revoked, as an
+// event stream does.
+func TestMCP_RevokedTokensStreamEnds(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	session := rawSession(t, b)
+	req, err := http.NewRequest("GET", b.URL+"/mcp", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+b.Sandbox())
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}()
+
+	r := b.Do("POST", "/v1/revocations", b.Owner(), map[string]string{"session_id": apptest.Session})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	select {
+	case <-ended:
+	case <-time.After(time.Minute):
+		t.Fatal("the revoked token's MCP stream stays open")
+	}
+	status, body, _ := postMCP(t, b, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`, "2025-11-25", session)
+	require.Equal(t, http.StatusUnauthorized, status, body)
+}
