@@ -59,6 +59,7 @@ type ActionInvocation struct {
 	EventSeq       int32
 	Retry          []byte
 	Steps          []byte
+	TraceContext   *string
 }
 
 type ActionMode struct {
