@@ -35,6 +35,7 @@ import (
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/worker"
 )
@@ -81,6 +82,8 @@ type Options struct {
 	// Clock, when set, is River's and the workers' clock: a test moves it
 	// forward past a deadline instead of waiting it out.
 	Clock *Clock
+	// Tracing configures OpenTelemetry tracing; default off.
+	Tracing tracing.Config
 	// HTTP bounds the server's connections. Default: no cap on
 	// unauthenticated requests (tests send many from loopback), read and
 	// write timeouts of 5m (a test machine busy with the race detector and
@@ -144,6 +147,7 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		Webhooks:             opts.Webhooks,
 		Slack:                opts.Slack,
 		Plugins:              opts.Plugins,
+		Tracing:              opts.Tracing,
 	}
 	cfg.HTTP = httpserver.Config{ReadTimeout: 5 * time.Minute, WriteTimeout: 5 * time.Minute}
 	if opts.HTTP != nil {
@@ -371,7 +375,9 @@ type SlackRequest struct {
 	Path           string
 	Authorization  string
 	IdempotencyKey string
-	Body           map[string]any
+	// Traceparent is the request's W3C traceparent header.
+	Traceparent string
+	Body        map[string]any
 }
 
 // NewSlack starts a loopback Slack. handler writes the answer; the default
@@ -388,7 +394,7 @@ func NewSlack(t testing.TB, handler http.HandlerFunc) *Slack {
 		s.mu.Lock()
 		s.requests = append(s.requests, SlackRequest{
 			Path: r.URL.Path, Authorization: r.Header.Get("Authorization"),
-			IdempotencyKey: r.Header.Get("X-Outboxd-Idempotency-Key"), Body: body,
+			IdempotencyKey: r.Header.Get("X-Outboxd-Idempotency-Key"), Traceparent: r.Header.Get("traceparent"), Body: body,
 		})
 		h := s.handler
 		s.mu.Unlock()

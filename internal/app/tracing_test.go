@@ -1,0 +1,176 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
+	"github.com/outboxd/outboxd/internal/platform/tracing/tracingtest"
+)
+
+// TestTracing_OneTracePerInvocation follows an allowed invocation and one
+// approved in a later request through their spans: each is one trace from
+// the invoke request to the completion, the provider gets the trace's
+// traceparent, the logs carry its trace_id, and the approval's span links
+// to the trace it released.
+func TestTracing_OneTracePerInvocation(t *testing.T) {
+	t.Parallel()
+
+	receiver := tracingtest.NewReceiver(t)
+	logs := &apptest.Logs{}
+	b := apptest.Start(t, &apptest.Options{
+		Tracing: tracing.Config{Enabled: true, Endpoint: receiver.URL, ServiceName: "outboxd-test"},
+		Logs:    logs,
+	})
+	b.StoreSlackToken("xoxb-traced")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	r := b.Invoke("send_message", map[string]any{"channel": "C1", "text": "a secret text"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	allowed := r.Body["invocation"].(map[string]any)
+	require.Equal(t, "completed", allowed["status"])
+	allowedID := allowed["id"].(string)
+
+	b.SetModes(map[string]string{"slack:send_message": "require_approval"})
+	r = b.Invoke("send_message", map[string]any{"channel": "C1", "text": "another secret text"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	pendingID := r.Body["invocation_id"].(string)
+	r = b.Do("POST", "/v1/invocations/"+pendingID+"/approve", b.Owner(), map[string]string{"mode": "once"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	b.WaitStatus(pendingID, invocation.StatusCompleted, time.Minute)
+	posts := b.Slack.Posts()
+	require.Len(t, posts, 2)
+
+	// Stopping flushes every span.
+	b.Stop()
+	spans := receiver.Spans()
+
+	// The allowed invocation: request → enqueue → job → call → provider
+	// request, and the completion, in one trace.
+	tr := invocationTrace(t, receiver, allowedID)
+	server := one(t, tr, "POST /v1/sessions/{session_id}/actions/invoke")
+	require.Equal(t, "outboxd-test", server.Service)
+	require.Empty(t, server.ParentSpanID, "the request is the trace's root")
+	enqueue := one(t, tr, "outboxd.enqueue")
+	require.Equal(t, server.SpanID, enqueue.ParentSpanID)
+	require.Equal(t, "allow", enqueue.Attributes["outboxd.mode"])
+	insert := one(t, tr, "river.insert_many")
+	require.Equal(t, enqueue.SpanID, insert.ParentSpanID)
+	work := one(t, tr, "river.work/execute_action")
+	require.Equal(t, enqueue.SpanID, work.ParentSpanID, "the job joins the enqueue's trace")
+	require.Equal(t, allowedID, work.Attributes["outboxd.invocation_id"])
+	require.Equal(t, "slack", work.Attributes["outboxd.source_id"])
+	require.Equal(t, "send_message", work.Attributes["outboxd.action_id"])
+	call := one(t, tr, "outboxd.call")
+	require.Equal(t, work.SpanID, call.ParentSpanID)
+	request := one(t, tr, "HTTP POST")
+	require.Equal(t, call.SpanID, request.ParentSpanID)
+	require.Equal(t, b.Slack.Server.URL, request.Attributes["url.full"], "the provider's path is not in the span")
+	complete := one(t, tr, "outboxd.complete")
+	require.Equal(t, work.SpanID, complete.ParentSpanID)
+	require.Equal(t, "completed", complete.Attributes["outboxd.status"])
+
+	// The provider got the traceparent of its request's span.
+	sc := tracing.Parse(posts[0].Traceparent)
+	require.True(t, sc.IsValid(), "traceparent %q", posts[0].Traceparent)
+	require.Equal(t, request.TraceID, sc.TraceID().String())
+	require.Equal(t, request.SpanID, sc.SpanID().String())
+
+	// The log lines written inside the job carry its trace.
+	completedLine := logLine(t, logs, "invocation completed", allowedID)
+	require.Contains(t, completedLine, "trace_id="+work.TraceID)
+	require.Contains(t, completedLine, "span_id="+work.SpanID)
+	require.Contains(t, logLine(t, logs, "invocation created", allowedID), "trace_id="+work.TraceID)
+
+	// The approved invocation: its job ran in the trace of the request
+	// that asked for it, and the approval's span, in a trace of its own,
+	// links to it.
+	tr = invocationTrace(t, receiver, pendingID)
+	enqueue = one(t, tr, "outboxd.enqueue")
+	require.Equal(t, "pending", enqueue.Attributes["outboxd.status"])
+	work = one(t, tr, "river.work/execute_action")
+	require.Equal(t, enqueue.SpanID, work.ParentSpanID)
+	one(t, tr, "outboxd.call")
+	require.Equal(t, "completed", one(t, tr, "outboxd.complete").Attributes["outboxd.status"])
+	require.Equal(t, work.TraceID, tracing.Parse(posts[1].Traceparent).TraceID().String())
+	decide := tracingtest.WithAttribute(tracingtest.Named(spans, "outboxd.decide"), "outboxd.invocation_id", pendingID)
+	require.Len(t, decide, 1)
+	require.Equal(t, "approved", decide[0].Attributes["outboxd.decision"])
+	require.NotEqual(t, work.TraceID, decide[0].TraceID)
+	require.Contains(t, decide[0].Links, tracingtest.Link{TraceID: enqueue.TraceID, SpanID: enqueue.SpanID})
+	approve := one(t, receiver.Trace(decide[0].TraceID), "POST /v1/invocations/{id}/approve")
+	require.Equal(t, approve.SpanID, decide[0].ParentSpanID)
+
+	// No span carries the params, nor an error's text.
+	for _, s := range spans {
+		require.Empty(t, s.StatusMessage, s.Name)
+		for k, v := range s.Attributes {
+			require.NotContains(t, v, "secret", "%s: %s", s.Name, k)
+		}
+	}
+}
+
+// TestTracing_OffExportsNothing runs an invocation with tracing off but an
+// endpoint configured: nothing is exported, no traceparent goes out and
+// none is stored.
+func TestTracing_OffExportsNothing(t *testing.T) {
+	t.Parallel()
+
+	receiver := tracingtest.NewReceiver(t)
+	logs := &apptest.Logs{}
+	b := apptest.Start(t, &apptest.Options{Tracing: tracing.Config{Endpoint: receiver.URL}, Logs: logs})
+	b.StoreSlackToken("xoxb-untraced")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	r := b.Invoke("send_message", map[string]any{"channel": "C1", "text": "untraced"}, "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	id := r.Body["invocation"].(map[string]any)["id"].(string)
+	require.Equal(t, "completed", r.Body["invocation"].(map[string]any)["status"])
+	b.Stop()
+
+	require.Zero(t, receiver.Requests())
+	posts := b.Slack.Posts()
+	require.Len(t, posts, 1)
+	require.Empty(t, posts[0].Traceparent)
+	var stored *string
+	require.NoError(t, b.Pool.QueryRow(context.Background(), `SELECT trace_context FROM action_invocations WHERE id = $1`, id).Scan(&stored))
+	require.Nil(t, stored)
+	require.NotContains(t, logLine(t, logs, "invocation completed", id), "trace_id")
+}
+
+// invocationTrace returns the trace of the enqueue of invocation id.
+func invocationTrace(t *testing.T, receiver *tracingtest.Receiver, id string) []tracingtest.Span {
+	t.Helper()
+	enqueue := tracingtest.WithAttribute(tracingtest.Named(receiver.Spans(), "outboxd.enqueue"), "outboxd.invocation_id", id)
+	require.Len(t, enqueue, 1, "the enqueue span of %s", id)
+	return receiver.Trace(enqueue[0].TraceID)
+}
+
+// one returns the one span called name.
+func one(t *testing.T, spans []tracingtest.Span, name string) tracingtest.Span {
+	t.Helper()
+	named := tracingtest.Named(spans, name)
+	var names []string
+	for _, s := range spans {
+		names = append(names, s.Name)
+	}
+	require.Len(t, named, 1, "spans called %q among %v", name, names)
+	return named[0]
+}
+
+// logLine returns the line of logs with msg about invocation id.
+func logLine(t *testing.T, logs *apptest.Logs, msg, id string) string {
+	t.Helper()
+	lines := strings.Split(logs.String(), "\n")
+	i := slices.IndexFunc(lines, func(l string) bool {
+		return strings.Contains(l, `msg="`+msg+`"`) && strings.Contains(l, "invocation_id="+id)
+	})
+	require.GreaterOrEqual(t, i, 0, "no %q line for %s in:\n%s", msg, id, logs.String())
+	return lines[i]
+}
