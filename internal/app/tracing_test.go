@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -30,9 +31,17 @@ func TestTracing_OneTracePerInvocation(t *testing.T) {
 		Tracing: tracing.Config{Enabled: true, Endpoint: receiver.URL, ServiceName: "outboxd-test"},
 		Logs:    logs,
 	})
+	hooks := make(chan string, 10) // the traceparent of each webhook delivery
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hooks <- r.Header.Get("traceparent")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(hook.Close)
+	r := b.Do("POST", "/v1/webhooks", b.Admin(), map[string]any{"url": hook.URL, "events": []string{"action_completed"}})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
 	b.StoreSlackToken("xoxb-traced")
 	b.SetModes(map[string]string{"slack:send_message": "allow"})
-	r := b.Invoke("send_message", map[string]any{"channel": "C1", "text": "a secret text"})
+	r = b.Invoke("send_message", map[string]any{"channel": "C1", "text": "a secret text"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	allowed := r.Body["invocation"].(map[string]any)
 	require.Equal(t, "completed", allowed["status"])
@@ -47,6 +56,15 @@ func TestTracing_OneTracePerInvocation(t *testing.T) {
 	b.WaitStatus(pendingID, invocation.StatusCompleted, time.Minute)
 	posts := b.Slack.Posts()
 	require.Len(t, posts, 2)
+	var delivered []string
+	for len(delivered) < 2 {
+		select {
+		case tp := <-hooks:
+			delivered = append(delivered, tp)
+		case <-time.After(time.Minute):
+			t.Fatalf("%d of 2 webhook deliveries arrived", len(delivered))
+		}
+	}
 
 	// Stopping flushes every span.
 	b.Stop()
@@ -70,8 +88,7 @@ func TestTracing_OneTracePerInvocation(t *testing.T) {
 	require.Equal(t, "send_message", work.Attributes["outboxd.action_id"])
 	call := one(t, tr, "outboxd.call")
 	require.Equal(t, work.SpanID, call.ParentSpanID)
-	request := one(t, tr, "HTTP POST")
-	require.Equal(t, call.SpanID, request.ParentSpanID)
+	request := child(t, tr, "HTTP POST", call)
 	require.Equal(t, b.Slack.Server.URL, request.Attributes["url.full"], "the provider's path is not in the span")
 	complete := one(t, tr, "outboxd.complete")
 	require.Equal(t, work.SpanID, complete.ParentSpanID)
@@ -88,6 +105,14 @@ func TestTracing_OneTracePerInvocation(t *testing.T) {
 	require.Contains(t, completedLine, "trace_id="+work.TraceID)
 	require.Contains(t, completedLine, "span_id="+work.SpanID)
 	require.Contains(t, logLine(t, logs, "invocation created", allowedID), "trace_id="+work.TraceID)
+
+	// The webhook delivery of its completion joins the trace too, and
+	// its POST carries the trace.
+	deliver := one(t, tr, "river.work/webhook_deliver")
+	require.Equal(t, enqueue.SpanID, deliver.ParentSpanID)
+	require.Equal(t, "delivered", deliver.Attributes["outboxd.status"])
+	post := child(t, tr, "HTTP POST", deliver)
+	require.Contains(t, delivered, "00-"+post.TraceID+"-"+post.SpanID+"-01")
 
 	// The approved invocation: its job ran in the trace of the request
 	// that asked for it, and the approval's span, in a trace of its own,
@@ -162,6 +187,14 @@ func one(t *testing.T, spans []tracingtest.Span, name string) tracingtest.Span {
 	}
 	require.Len(t, named, 1, "spans called %q among %v", name, names)
 	return named[0]
+}
+
+// child returns the one span called name whose parent is parent.
+func child(t *testing.T, spans []tracingtest.Span, name string, parent tracingtest.Span) tracingtest.Span {
+	t.Helper()
+	children := slices.DeleteFunc(tracingtest.Named(spans, name), func(s tracingtest.Span) bool { return s.ParentSpanID != parent.SpanID })
+	require.Len(t, children, 1, "spans called %q under %s", name, parent.Name)
+	return children[0]
 }
 
 // logLine returns the line of logs with msg about invocation id.

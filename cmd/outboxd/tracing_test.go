@@ -1,0 +1,82 @@
+package main
+
+import (
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/platform/pgtest"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
+	"github.com/outboxd/outboxd/internal/platform/tracing/tracingtest"
+)
+
+// TestServe_TracesAcrossAPIAndWorkerProcesses turns tracing on with the
+// standard OTEL_* variables and follows one invocation from the API
+// process's request to the worker process's provider call and completion:
+// one trace, exported by both processes.
+func TestServe_TracesAcrossAPIAndWorkerProcesses(t *testing.T) {
+	t.Parallel()
+	receiver := tracingtest.NewReceiver(t)
+	slack := apptest.NewSlack(t, nil)
+	env := slices.Concat(baseEnv(pgtest.URL(t), slack.Server.URL), []string{
+		"OUTBOXD_TRACING_ENABLED=true",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + receiver.URL,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_BSP_SCHEDULE_DELAY=50", // ms: export soon, the processes are killed at the end
+	})
+
+	apiAddr, workerAddr := freeAddr(t), freeAddr(t)
+	api := outboxd(t, slices.Concat(env, []string{"OTEL_SERVICE_NAME=outboxd-api"}), "serve", "--role=api", "--http-addr", apiAddr)
+	wrk := outboxd(t, slices.Concat(env, []string{"OTEL_SERVICE_NAME=outboxd-worker"}), "serve", "--role=worker", "--http-addr", workerAddr)
+	waitReady(t, apiAddr, api)
+	waitReady(t, workerAddr, wrk)
+
+	b := &apptest.Bundle{T: t, URL: "http://" + apiAddr, Secret: "separate-process-secret-0123"}
+	b.StoreSlackToken("xoxb-separate")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	r := b.Invoke("send_message", map[string]any{"channel": "C1", "text": "traced across processes"})
+	require.Equal(t, http.StatusOK, r.Status, "%s\napi: %s\nworker: %s", r.Raw, api.output, wrk.output)
+	id := r.Body["invocation"].(map[string]any)["id"].(string)
+	require.Equal(t, "completed", r.Body["invocation"].(map[string]any)["status"])
+
+	// Wait for both processes' spans of the invocation's trace.
+	want := []string{"POST /v1/sessions/{session_id}/actions/invoke", "outboxd.enqueue", "river.insert_many",
+		"river.work/execute_action", "outboxd.call", "HTTP POST", "outboxd.complete"}
+	var trace []tracingtest.Span
+	deadline := time.After(time.Minute)
+	for {
+		changed := receiver.Changed()
+		if enqueue := tracingtest.WithAttribute(tracingtest.Named(receiver.Spans(), "outboxd.enqueue"), "outboxd.invocation_id", id); len(enqueue) == 1 {
+			trace = receiver.Trace(enqueue[0].TraceID)
+			if !slices.ContainsFunc(want, func(name string) bool { return len(tracingtest.Named(trace, name)) == 0 }) {
+				break
+			}
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("the invocation's trace lacks some of %v: %+v", want, trace)
+		}
+	}
+	service := map[string]string{}
+	for _, s := range trace {
+		service[s.Name] = s.Service
+	}
+	require.Equal(t, "outboxd-api", service["POST /v1/sessions/{session_id}/actions/invoke"])
+	require.Equal(t, "outboxd-api", service["outboxd.enqueue"])
+	require.Equal(t, "outboxd-worker", service["river.work/execute_action"])
+	require.Equal(t, "outboxd-worker", service["outboxd.call"])
+	require.Equal(t, "outboxd-worker", service["outboxd.complete"])
+	enqueue := tracingtest.Named(trace, "outboxd.enqueue")[0]
+	require.Equal(t, enqueue.SpanID, tracingtest.Named(trace, "river.work/execute_action")[0].ParentSpanID,
+		"the worker's job is the API's enqueue's child")
+
+	// Slack got the trace.
+	posts := slack.Posts()
+	require.Len(t, posts, 1)
+	require.Equal(t, enqueue.TraceID, tracing.Parse(posts[0].Traceparent).TraceID().String())
+}
