@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,11 +18,11 @@ import (
 	"github.com/outboxd/outboxd/internal/platform/tracing/tracingtest"
 )
 
-// TestTracing_OneTracePerInvocation follows an allowed invocation and one
-// approved in a later request through their spans: each is one trace from
-// the invoke request to the completion, the provider gets the trace's
-// traceparent, the logs carry its trace_id, and the approval's span links
-// to the trace it released.
+// TestTracing_OneTracePerInvocation follows an allowed invocation, whose
+// first call fails and is retried, and one approved in a later request
+// through their spans: each is one trace from the invoke request to the
+// completion, the provider gets the trace's traceparent, the logs carry its
+// trace_id, and the approval's span links to the trace it released.
 func TestTracing_OneTracePerInvocation(t *testing.T) {
 	t.Parallel()
 
@@ -41,6 +42,14 @@ func TestTracing_OneTracePerInvocation(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
 	b.StoreSlackToken("xoxb-traced")
 	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	var failed atomic.Bool // Slack fails the first call, once
+	b.Slack.SetHandler(func(w http.ResponseWriter, r *http.Request) {
+		if failed.CompareAndSwap(false, true) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		apptest.SlackOK(w, r)
+	})
 	r = b.Invoke("send_message", map[string]any{"channel": "C1", "text": "a secret text"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	allowed := r.Body["invocation"].(map[string]any)
@@ -55,7 +64,7 @@ func TestTracing_OneTracePerInvocation(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	b.WaitStatus(pendingID, invocation.StatusCompleted, time.Minute)
 	posts := b.Slack.Posts()
-	require.Len(t, posts, 2)
+	require.Len(t, posts, 3)
 	var delivered []string
 	for len(delivered) < 2 {
 		select {
@@ -81,22 +90,33 @@ func TestTracing_OneTracePerInvocation(t *testing.T) {
 	require.Equal(t, "allow", enqueue.Attributes["outboxd.mode"])
 	insert := one(t, tr, "river.insert_many")
 	require.Equal(t, enqueue.SpanID, insert.ParentSpanID)
-	work := one(t, tr, "river.work/execute_action")
-	require.Equal(t, enqueue.SpanID, work.ParentSpanID, "the job joins the enqueue's trace")
+	works := tracingtest.Named(tr, "river.work/execute_action")
+	require.Len(t, works, 2, "both attempts are in the trace")
+	for _, w := range works {
+		require.Equal(t, enqueue.SpanID, w.ParentSpanID, "each attempt joins the enqueue's trace")
+	}
+	failedWork := tracingtest.WithAttribute(works, "outboxd.attempt", "1")
+	require.Len(t, failedWork, 1)
+	require.True(t, failedWork[0].Error)
+	require.NotEmpty(t, failedWork[0].Attributes["outboxd.error_code"])
+	require.True(t, child(t, tr, "outboxd.call", failedWork[0]).Error)
+	work := tracingtest.WithAttribute(works, "outboxd.attempt", "2")[0]
+	require.False(t, work.Error)
 	require.Equal(t, allowedID, work.Attributes["outboxd.invocation_id"])
 	require.Equal(t, "slack", work.Attributes["outboxd.source_id"])
 	require.Equal(t, "send_message", work.Attributes["outboxd.action_id"])
-	call := one(t, tr, "outboxd.call")
-	require.Equal(t, work.SpanID, call.ParentSpanID)
+	call := child(t, tr, "outboxd.call", work)
 	request := child(t, tr, "HTTP POST", call)
 	require.Equal(t, b.Slack.Server.URL, request.Attributes["url.full"], "the provider's path is not in the span")
 	complete := one(t, tr, "outboxd.complete")
 	require.Equal(t, work.SpanID, complete.ParentSpanID)
 	require.Equal(t, "completed", complete.Attributes["outboxd.status"])
 
-	// The provider got the traceparent of its request's span.
-	sc := tracing.Parse(posts[0].Traceparent)
-	require.True(t, sc.IsValid(), "traceparent %q", posts[0].Traceparent)
+	// The provider got the traceparent of its request's span, at each
+	// attempt.
+	require.Equal(t, request.TraceID, tracing.Parse(posts[0].Traceparent).TraceID().String())
+	sc := tracing.Parse(posts[1].Traceparent)
+	require.True(t, sc.IsValid(), "traceparent %q", posts[1].Traceparent)
 	require.Equal(t, request.TraceID, sc.TraceID().String())
 	require.Equal(t, request.SpanID, sc.SpanID().String())
 
@@ -124,7 +144,7 @@ func TestTracing_OneTracePerInvocation(t *testing.T) {
 	require.Equal(t, enqueue.SpanID, work.ParentSpanID)
 	one(t, tr, "outboxd.call")
 	require.Equal(t, "completed", one(t, tr, "outboxd.complete").Attributes["outboxd.status"])
-	require.Equal(t, work.TraceID, tracing.Parse(posts[1].Traceparent).TraceID().String())
+	require.Equal(t, work.TraceID, tracing.Parse(posts[2].Traceparent).TraceID().String())
 	decide := tracingtest.WithAttribute(tracingtest.Named(spans, "outboxd.decide"), "outboxd.invocation_id", pendingID)
 	require.Len(t, decide, 1)
 	require.Equal(t, "approved", decide[0].Attributes["outboxd.decision"])
