@@ -153,6 +153,15 @@ func TestTracing_OneTracePerInvocation(t *testing.T) {
 	approve := one(t, receiver.Trace(decide[0].TraceID), "POST /v1/invocations/{id}/approve")
 	require.Equal(t, approve.SpanID, decide[0].ParentSpanID)
 
+	// The periodic jobs outside any invocation's trace are not traced.
+	require.NotEmpty(t, tracingtest.Named(spans, "river.work/webhook_deliver"))
+	for _, s := range spans {
+		require.NotContains(t, []string{"river.work/relay", "river.work/expire_sweep"}, s.Name)
+		if s.ParentSpanID == "" {
+			require.Equal(t, "SPAN_KIND_SERVER", s.Kind, "%s is a root span but no request's", s.Name)
+		}
+	}
+
 	// No span carries the params, nor an error's text.
 	for _, s := range spans {
 		require.Empty(t, s.StatusMessage, s.Name)

@@ -26,37 +26,43 @@ func JobMetadata(traceparent string) []byte {
 	return b
 }
 
-// RiverMiddleware is the River middleware of a traced process: a work span
-// for each job (otelriver: river.work/<kind>) whose parent is the trace
-// context the job's metadata carries (JobMetadata), and an insert span for
-// each insert. Nil with tp off.
+// RiverMiddleware is the River middleware of a traced process. A job whose
+// metadata carries a trace context (JobMetadata) gets a work span
+// (otelriver's river.work/<kind>) that is a child of it, so the job joins
+// the trace of the request that created it, in whichever process and at
+// whichever attempt it runs; an insert made inside a trace gets a span
+// (river.insert_many). Jobs and inserts outside any trace (the periodic
+// relay, sweep and maintenance jobs) are not traced: they would fill the
+// collector with a root trace every second. Nil with tp off.
 func RiverMiddleware(tp trace.TracerProvider) []rivertype.Middleware {
 	if !On(tp) {
 		return nil
 	}
-	return []rivertype.Middleware{
-		&jobParent{},
-		otelriver.NewMiddleware(&otelriver.MiddlewareConfig{
-			TracerProvider:              tp,
-			MeterProvider:               metricnoop.NewMeterProvider(),
-			EnableWorkSpanJobKindSuffix: true,
-		}),
-	}
+	return []rivertype.Middleware{&riverMiddleware{otel: otelriver.NewMiddleware(&otelriver.MiddlewareConfig{
+		TracerProvider:              tp,
+		MeterProvider:               metricnoop.NewMeterProvider(),
+		EnableWorkSpanJobKindSuffix: true,
+	})}}
 }
 
-// jobParent puts the trace context of a job's metadata in the context its
-// work starts from, so that the work span (started inside) is its child:
-// the job joins the trace of the request that created it, in whichever
-// process and at whichever attempt it runs.
-type jobParent struct {
+type riverMiddleware struct {
 	river.MiddlewareDefaults
+	otel *otelriver.Middleware
 }
 
-func (*jobParent) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
-	if sc := fromMetadata(job.Metadata); sc.IsValid() {
-		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+func (m *riverMiddleware) InsertMany(ctx context.Context, params []*rivertype.JobInsertParams, doInner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return doInner(ctx)
 	}
-	return doInner(ctx)
+	return m.otel.InsertMany(ctx, params, doInner)
+}
+
+func (m *riverMiddleware) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
+	sc := fromMetadata(job.Metadata)
+	if !sc.IsValid() {
+		return doInner(ctx)
+	}
+	return m.otel.Work(trace.ContextWithRemoteSpanContext(ctx, sc), job, doInner)
 }
 
 func fromMetadata(metadata []byte) trace.SpanContext {

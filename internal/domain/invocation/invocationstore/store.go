@@ -315,7 +315,9 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.Crea
 				return nil, errors.New("a pending invocation needs ExpiresAt")
 			}
 			refs[i].expiry = len(jobs)
-			jobs = append(jobs, river.InsertManyParams{Args: invocation.ExpireArgs{InvocationID: p.ID, OrganizationID: p.OrganizationID}, InsertOpts: &river.InsertOpts{ScheduledAt: *p.ExpiresAt}})
+			jobs = append(jobs, river.InsertManyParams{Args: invocation.ExpireArgs{InvocationID: p.ID, OrganizationID: p.OrganizationID}, InsertOpts: &river.InsertOpts{
+				ScheduledAt: *p.ExpiresAt, Metadata: tracing.JobMetadata(p.TraceContext),
+			}})
 		}
 	}
 	var jobIDs []int64
