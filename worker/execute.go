@@ -117,6 +117,11 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		span.SetAttributes(tracing.AttrInvocationID.String(inv.ID.String()), tracing.AttrOrganizationID.String(inv.OrganizationID),
 			tracing.AttrSourceID.String(inv.Integration), tracing.AttrActionID.String(inv.Action),
 			tracing.AttrMode.String(inv.Mode), tracing.AttrAttempt.Int(job.Attempt))
+		// The job runs in the trace that created it; the approval that
+		// released it, in a trace of its own, is linked.
+		if sc := tracing.Parse(inv.ApprovalTraceContext); sc.IsValid() {
+			span.AddLink(trace.Link{SpanContext: sc})
+		}
 	}
 
 	source, err := w.deps.Sources.Source(ctx, inv.OrganizationID, inv.Integration)

@@ -22,7 +22,8 @@ import (
 // first call fails and is retried, and one approved in a later request
 // through their spans: each is one trace from the invoke request to the
 // completion, the provider gets the trace's traceparent, the logs carry its
-// trace_id, and the approval's span links to the trace it released.
+// trace_id, and the approval's span and the job it released link to each
+// other.
 func TestTracing_OneTracePerInvocation(t *testing.T) {
 	t.Parallel()
 
@@ -152,6 +153,8 @@ func TestTracing_OneTracePerInvocation(t *testing.T) {
 	require.Contains(t, decide[0].Links, tracingtest.Link{TraceID: enqueue.TraceID, SpanID: enqueue.SpanID})
 	approve := one(t, receiver.Trace(decide[0].TraceID), "POST /v1/invocations/{id}/approve")
 	require.Equal(t, approve.SpanID, decide[0].ParentSpanID)
+	require.Equal(t, []tracingtest.Link{{TraceID: decide[0].TraceID, SpanID: decide[0].SpanID}}, work.Links,
+		"the job links to the approval that released it")
 
 	// The periodic jobs outside any invocation's trace are not traced.
 	require.NotEmpty(t, tracingtest.Named(spans, "river.work/webhook_deliver"))

@@ -67,6 +67,8 @@ type Invocation struct {
 	// TraceContext is the W3C traceparent of the request that created
 	// the invocation, when it was traced; empty otherwise.
 	TraceContext string
+	// ApprovalTraceContext is the approver's traceparent, when traced.
+	ApprovalTraceContext string
 
 	DeadLetteredAt *time.Time
 	ReplayCount    int32

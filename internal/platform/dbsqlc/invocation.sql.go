@@ -25,7 +25,7 @@ func (q *Queries) DeadLetterCount(ctx context.Context, db DBTX, organizationID s
 }
 
 const deadLetterList = `-- name: DeadLetterList :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations
 WHERE organization_id = $1 AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
 ORDER BY dead_lettered_at DESC, id
 LIMIT $3 OFFSET $2
@@ -95,6 +95,7 @@ func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterLis
 			&i.Retry,
 			&i.Steps,
 			&i.TraceContext,
+			&i.ApprovalTrace,
 		); err != nil {
 			return nil, err
 		}
@@ -155,19 +156,21 @@ WITH prev AS (
     SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
 ), next AS (
     UPDATE action_invocations AS i
-    SET status = 'approved', approved_by = $2, approved_at = now(), updated_at = now(), event_seq = i.event_seq + 1
+    SET status = 'approved', approved_by = $2, approved_at = now(), updated_at = now(), event_seq = i.event_seq + 1,
+        approval_trace = $3
     FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'approved', prev.status, next.status, $2, NULL FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationApproveParams struct {
-	ID    uuid.UUID
-	Actor *string
+	ID           uuid.UUID
+	Actor        *string
+	TraceContext *string
 }
 
 type InvocationApproveRow struct {
@@ -219,10 +222,11 @@ type InvocationApproveRow struct {
 	Retry          []byte
 	Steps          []byte
 	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationApprove(ctx context.Context, db DBTX, arg InvocationApproveParams) (InvocationApproveRow, error) {
-	row := db.QueryRow(ctx, invocationApprove, arg.ID, arg.Actor)
+	row := db.QueryRow(ctx, invocationApprove, arg.ID, arg.Actor, arg.TraceContext)
 	var i InvocationApproveRow
 	err := row.Scan(
 		&i.ID,
@@ -273,6 +277,7 @@ func (q *Queries) InvocationApprove(ctx context.Context, db DBTX, arg Invocation
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -309,7 +314,7 @@ WITH prev AS (
     SELECT next.id, next.organization_id, next.event_seq, 'started', next.from_status, next.status, NULL, 'attempt ' || next.attempt
     FROM next
 )
-SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, go.patterns, go.windows, go.paused_at, go.credential_version,
+SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, go.patterns, go.windows, go.paused_at, go.credential_version,
     go.status AS locked_status, (go.started_at IS NOT NULL)::bool AS started_before,
     go.start AS started,
     go.attempt::int AS attempt_new, coalesce(go.started_at, now())::timestamptz AS started_at_new,
@@ -419,6 +424,7 @@ func (q *Queries) InvocationBeginMany(ctx context.Context, db DBTX, arg Invocati
 			&i.ActionInvocation.Retry,
 			&i.ActionInvocation.Steps,
 			&i.ActionInvocation.TraceContext,
+			&i.ActionInvocation.ApprovalTrace,
 			&i.Patterns,
 			&i.Windows,
 			&i.PausedAt,
@@ -447,12 +453,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'cancelled', completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('pending', 'approved')
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'cancelled', prev.status, next.status, $2, NULL FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationCancelParams struct {
@@ -509,6 +515,7 @@ type InvocationCancelRow struct {
 	Retry          []byte
 	Steps          []byte
 	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, arg InvocationCancelParams) (InvocationCancelRow, error) {
@@ -563,6 +570,7 @@ func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, arg InvocationC
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -702,12 +710,12 @@ WITH prev AS (
     SET status = 'denied', denied_reason = $2, error = $3, approved_by = $4,
         approved_at = now(), completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'denied', prev.status, next.status, $4, $3 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationDenyParams struct {
@@ -766,6 +774,7 @@ type InvocationDenyRow struct {
 	Retry          []byte
 	Steps          []byte
 	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationDeny(ctx context.Context, db DBTX, arg InvocationDenyParams) (InvocationDenyRow, error) {
@@ -825,6 +834,7 @@ func (q *Queries) InvocationDeny(ctx context.Context, db DBTX, arg InvocationDen
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -836,12 +846,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET discarded_by = $2, discarded_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'failed' AND i.dead_lettered_at IS NOT NULL AND i.discarded_at IS NULL
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'discarded', prev.status, next.status, $2, NULL FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationDiscardParams struct {
@@ -898,6 +908,7 @@ type InvocationDiscardRow struct {
 	Retry          []byte
 	Steps          []byte
 	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationDiscard(ctx context.Context, db DBTX, arg InvocationDiscardParams) (InvocationDiscardRow, error) {
@@ -952,6 +963,7 @@ func (q *Queries) InvocationDiscard(ctx context.Context, db DBTX, arg Invocation
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -963,12 +975,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'expired', denied_reason = 'expired', completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'expired', prev.status, next.status, NULL, 'approval window closed' FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationExpireRow struct {
@@ -1020,6 +1032,7 @@ type InvocationExpireRow struct {
 	Retry          []byte
 	Steps          []byte
 	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, id uuid.UUID) (InvocationExpireRow, error) {
@@ -1074,6 +1087,7 @@ func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, id uuid.UUID) (
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -1085,12 +1099,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'failed', error = $2, duration_ms = $3, steps = $4, completed_at = now(), dead_lettered_at = now(), updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'failed', prev.status, next.status, NULL, $2 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationFailParams struct {
@@ -1149,6 +1163,7 @@ type InvocationFailRow struct {
 	Retry          []byte
 	Steps          []byte
 	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 // A failure in the worker is a dead letter an operator may replay; it keeps
@@ -1210,12 +1225,13 @@ func (q *Queries) InvocationFail(ctx context.Context, db DBTX, arg InvocationFai
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
 
 const invocationGet = `-- name: InvocationGet :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM action_invocations WHERE id = $1 AND organization_id = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations WHERE id = $1 AND organization_id = $2
 `
 
 type InvocationGetParams struct {
@@ -1275,12 +1291,13 @@ func (q *Queries) InvocationGet(ctx context.Context, db DBTX, arg InvocationGetP
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
 
 const invocationGetByExternalID = `-- name: InvocationGetByExternalID :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM action_invocations WHERE organization_id = $1 AND external_id = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations WHERE organization_id = $1 AND external_id = $2
 `
 
 type InvocationGetByExternalIDParams struct {
@@ -1340,12 +1357,13 @@ func (q *Queries) InvocationGetByExternalID(ctx context.Context, db DBTX, arg In
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
 
 const invocationGetByID = `-- name: InvocationGetByID :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM action_invocations WHERE id = $1
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations WHERE id = $1
 `
 
 func (q *Queries) InvocationGetByID(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -1400,12 +1418,13 @@ func (q *Queries) InvocationGetByID(ctx context.Context, db DBTX, id uuid.UUID) 
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
 
 const invocationGetByIdempotencyKey = `-- name: InvocationGetByIdempotencyKey :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations
 WHERE organization_id = $1 AND session_id = $2 AND idempotency_key = $3
 `
 
@@ -1468,12 +1487,13 @@ func (q *Queries) InvocationGetByIdempotencyKey(ctx context.Context, db DBTX, ar
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
 
 const invocationGetForUpdate = `-- name: InvocationGetForUpdate :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM action_invocations WHERE id = $1 AND organization_id = $2 FOR UPDATE
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations WHERE id = $1 AND organization_id = $2 FOR UPDATE
 `
 
 type InvocationGetForUpdateParams struct {
@@ -1533,6 +1553,7 @@ func (q *Queries) InvocationGetForUpdate(ctx context.Context, db DBTX, arg Invoc
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -1586,12 +1607,12 @@ WITH next AS (
         CASE WHEN r.status = 'denied' THEN now() END
     FROM jsonb_populate_recordset(NULL::action_invocations, $1::jsonb) AS r
     ON CONFLICT DO NOTHING
-    RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context
+    RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, to_status, actor, reason)
     SELECT next.id, next.organization_id, 1, 'created', next.status, next.requested_by, next.denied_reason FROM next
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationInsertManyRow struct {
@@ -1643,6 +1664,7 @@ type InvocationInsertManyRow struct {
 	Retry          []byte
 	Steps          []byte
 	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 // Records new invocations, one per element of the JSON array @invocations (the
@@ -1708,6 +1730,7 @@ func (q *Queries) InvocationInsertMany(ctx context.Context, db DBTX, invocations
 			&i.Retry,
 			&i.Steps,
 			&i.TraceContext,
+			&i.ApprovalTrace,
 		); err != nil {
 			return nil, err
 		}
@@ -1720,7 +1743,7 @@ func (q *Queries) InvocationInsertMany(ctx context.Context, db DBTX, invocations
 }
 
 const invocationListByExternalIDs = `-- name: InvocationListByExternalIDs :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations
 WHERE organization_id = $1 AND external_id = ANY($2::text[])
 `
 
@@ -1787,6 +1810,7 @@ func (q *Queries) InvocationListByExternalIDs(ctx context.Context, db DBTX, arg 
 			&i.Retry,
 			&i.Steps,
 			&i.TraceContext,
+			&i.ApprovalTrace,
 		); err != nil {
 			return nil, err
 		}
@@ -1799,7 +1823,7 @@ func (q *Queries) InvocationListByExternalIDs(ctx context.Context, db DBTX, arg 
 }
 
 const invocationListByOrg = `-- name: InvocationListByOrg :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations
 WHERE organization_id = $1
   AND ($2::text IS NULL OR status = $2)
   AND ($3::text IS NULL OR integration = $3)
@@ -1897,6 +1921,7 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 			&i.Retry,
 			&i.Steps,
 			&i.TraceContext,
+			&i.ApprovalTrace,
 		); err != nil {
 			return nil, err
 		}
@@ -1909,7 +1934,7 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 }
 
 const invocationListBySession = `-- name: InvocationListBySession :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations
 WHERE organization_id = $1 AND session_id = $2
 ORDER BY created_at DESC, id
 LIMIT $4 OFFSET $3
@@ -1985,6 +2010,7 @@ func (q *Queries) InvocationListBySession(ctx context.Context, db DBTX, arg Invo
 			&i.Retry,
 			&i.Steps,
 			&i.TraceContext,
+			&i.ApprovalTrace,
 		); err != nil {
 			return nil, err
 		}
@@ -1997,7 +2023,7 @@ func (q *Queries) InvocationListBySession(ctx context.Context, db DBTX, arg Invo
 }
 
 const invocationListExpiredForUpdate = `-- name: InvocationListExpiredForUpdate :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations
 WHERE status = 'pending' AND expires_at <= now()
 ORDER BY expires_at
 LIMIT $1
@@ -2062,6 +2088,7 @@ func (q *Queries) InvocationListExpiredForUpdate(ctx context.Context, db DBTX, m
 			&i.Retry,
 			&i.Steps,
 			&i.TraceContext,
+			&i.ApprovalTrace,
 		); err != nil {
 			return nil, err
 		}
@@ -2125,12 +2152,12 @@ WITH prev AS (
     SET status = 'approved', dead_lettered_at = NULL, completed_at = NULL, steps = NULL, replay_count = i.replay_count + 1,
         replayed_by = $2, replayed_at = now(), job_id = $3, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'failed' AND i.dead_lettered_at IS NOT NULL AND i.discarded_at IS NULL
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'replayed', prev.status, next.status, $2, NULL FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationReplayParams struct {
@@ -2188,6 +2215,7 @@ type InvocationReplayRow struct {
 	Retry          []byte
 	Steps          []byte
 	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationReplay(ctx context.Context, db DBTX, arg InvocationReplayParams) (InvocationReplayRow, error) {
@@ -2242,6 +2270,7 @@ func (q *Queries) InvocationReplay(ctx context.Context, db DBTX, arg InvocationR
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -2253,12 +2282,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'approved', error = $2, duration_ms = $3, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'retry_scheduled', prev.status, next.status, NULL, $2 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationScheduleRetryParams struct {
@@ -2316,6 +2345,7 @@ type InvocationScheduleRetryRow struct {
 	Retry          []byte
 	Steps          []byte
 	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationScheduleRetry(ctx context.Context, db DBTX, arg InvocationScheduleRetryParams) (InvocationScheduleRetryRow, error) {
@@ -2370,6 +2400,7 @@ func (q *Queries) InvocationScheduleRetry(ctx context.Context, db DBTX, arg Invo
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -2381,12 +2412,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'skipped', error = $2, completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'skipped', prev.status, next.status, NULL, $2 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationSkipParams struct {
@@ -2443,6 +2474,7 @@ type InvocationSkipRow struct {
 	Retry          []byte
 	Steps          []byte
 	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationSkip(ctx context.Context, db DBTX, arg InvocationSkipParams) (InvocationSkipRow, error) {
@@ -2497,6 +2529,7 @@ func (q *Queries) InvocationSkip(ctx context.Context, db DBTX, arg InvocationSki
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -2508,12 +2541,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'approved', error = $2, duration_ms = $3, provider_waits = i.provider_waits + 1, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'snoozed', prev.status, next.status, NULL, $2 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationSnoozeParams struct {
@@ -2571,6 +2604,7 @@ type InvocationSnoozeRow struct {
 	Retry          []byte
 	Steps          []byte
 	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 // A provider asked to wait (429 Retry-After); no attempt is spent.
@@ -2626,6 +2660,7 @@ func (q *Queries) InvocationSnooze(ctx context.Context, db DBTX, arg InvocationS
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -2637,12 +2672,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'executing', attempt = $2, started_at = coalesce(i.started_at, now()), updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || $2::int FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationStartParams struct {
@@ -2699,6 +2734,7 @@ type InvocationStartRow struct {
 	Retry          []byte
 	Steps          []byte
 	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationStart(ctx context.Context, db DBTX, arg InvocationStartParams) (InvocationStartRow, error) {
@@ -2753,6 +2789,7 @@ func (q *Queries) InvocationStart(ctx context.Context, db DBTX, arg InvocationSt
 		&i.Retry,
 		&i.Steps,
 		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }

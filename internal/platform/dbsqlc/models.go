@@ -60,6 +60,7 @@ type ActionInvocation struct {
 	Retry          []byte
 	Steps          []byte
 	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 type ActionMode struct {

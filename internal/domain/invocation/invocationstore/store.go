@@ -419,7 +419,7 @@ func insertRowOf(p *invocation.CreateParams) insertRow {
 
 // Approve clears a pending invocation to run and releases its parked job.
 func (s *Store) Approve(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string) (invocation.Invocation, error) {
-	r, err := s.q.InvocationApprove(ctx, tx, dbsqlc.InvocationApproveParams{ID: id, Actor: &actor})
+	r, err := s.q.InvocationApprove(ctx, tx, dbsqlc.InvocationApproveParams{ID: id, Actor: &actor, TraceContext: nilIfEmpty(tracing.Traceparent(ctx))})
 	inv, err := transitioned(r, err, id, "approving")
 	if err != nil || inv.JobID == nil {
 		return inv, err

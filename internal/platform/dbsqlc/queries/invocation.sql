@@ -124,7 +124,8 @@ WITH prev AS (
     SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
 ), next AS (
     UPDATE action_invocations AS i
-    SET status = 'approved', approved_by = @actor, approved_at = now(), updated_at = now(), event_seq = i.event_seq + 1
+    SET status = 'approved', approved_by = @actor, approved_at = now(), updated_at = now(), event_seq = i.event_seq + 1,
+        approval_trace = sqlc.narg(trace_context)
     FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
     RETURNING i.*
 ), event AS (
