@@ -14,6 +14,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/internal/platform/tracing/tracingtest"
 )
@@ -32,6 +33,7 @@ func TestTracing_OneTracePerInvocation(t *testing.T) {
 	b := apptest.Start(t, &apptest.Options{
 		Tracing: tracing.Config{Enabled: true, Endpoint: receiver.URL, ServiceName: "outboxd-test"},
 		Logs:    logs,
+		Slack:   slackapproval.Config{Channel: "C0APPROVALS"},
 	})
 	hooks := make(chan string, 10) // the traceparent of each webhook delivery
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -61,10 +63,16 @@ func TestTracing_OneTracePerInvocation(t *testing.T) {
 	r = b.Invoke("send_message", map[string]any{"channel": "C1", "text": "another secret text"})
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
 	pendingID := r.Body["invocation_id"].(string)
+	// The approval request is posted to Slack; once approved, its message
+	// is updated with the outcome.
+	approvalPost := slackCall(t, b, func(r apptest.SlackRequest) bool {
+		return r.Path == "/chat.postMessage" && r.Body["channel"] == "C0APPROVALS"
+	})
 	r = b.Do("POST", "/v1/invocations/"+pendingID+"/approve", b.Owner(), map[string]string{"mode": "once"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	b.WaitStatus(pendingID, invocation.StatusCompleted, time.Minute)
-	posts := b.Slack.Posts()
+	approvalUpdate := slackCall(t, b, func(r apptest.SlackRequest) bool { return r.Path == "/chat.update" })
+	posts := slices.DeleteFunc(b.Slack.Posts(), func(r apptest.SlackRequest) bool { return r.Body["channel"] != "C1" })
 	require.Len(t, posts, 3)
 	var delivered []string
 	for len(delivered) < 2 {
@@ -146,6 +154,14 @@ func TestTracing_OneTracePerInvocation(t *testing.T) {
 	one(t, tr, "outboxd.call")
 	require.Equal(t, "completed", one(t, tr, "outboxd.complete").Attributes["outboxd.status"])
 	require.Equal(t, work.TraceID, tracing.Parse(posts[2].Traceparent).TraceID().String())
+	// The Slack approval message and its update are in the trace too.
+	for _, kind := range []string{"slack_post_approval", "slack_update_approval"} {
+		job := one(t, tr, "river.work/"+kind)
+		require.Equal(t, enqueue.SpanID, job.ParentSpanID, kind)
+		child(t, tr, "HTTP POST", job)
+	}
+	require.Equal(t, work.TraceID, tracing.Parse(approvalPost.Traceparent).TraceID().String())
+	require.Equal(t, work.TraceID, tracing.Parse(approvalUpdate.Traceparent).TraceID().String())
 	decide := tracingtest.WithAttribute(tracingtest.Named(spans, "outboxd.decide"), "outboxd.invocation_id", pendingID)
 	require.Len(t, decide, 1)
 	require.Equal(t, "approved", decide[0].Attributes["outboxd.decision"])
@@ -219,6 +235,17 @@ func one(t *testing.T, spans []tracingtest.Span, name string) tracingtest.Span {
 	}
 	require.Len(t, named, 1, "spans called %q among %v", name, names)
 	return named[0]
+}
+
+// slackCall waits for Slack to get a request that match accepts.
+func slackCall(t *testing.T, b *apptest.Bundle, match func(apptest.SlackRequest) bool) apptest.SlackRequest {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if i := slices.IndexFunc(b.Slack.Requests(), match); i >= 0 {
+			return b.Slack.Requests()[i]
+		}
+		require.True(t, time.Now().Before(deadline), "Slack did not get the request: %+v", b.Slack.Requests())
+	}
 }
 
 // child returns the one span called name whose parent is parent.
