@@ -110,15 +110,10 @@ func New(ctx context.Context, config *Config) (trace.TracerProvider, Shutdown, e
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithHost())
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return nil, nil, fmt.Errorf("tracing resource: %w", err)
-	}
-	// tracing.service_name wins over OTEL_SERVICE_NAME, as the
-	// configuration wins over the environment everywhere else.
-	res, err = resource.Merge(res, resource.NewSchemaless(attribute.String("service.name", cfg.ServiceName)))
+	res, err := newResource(ctx, cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tracing resource: %w", err)
+		_ = exporter.Shutdown(ctx)
+		return nil, nil, err
 	}
 	opts := []sdktrace.TracerProviderOption{
 		sdktrace.WithBatcher(scrubbed{exporter}),
@@ -129,6 +124,22 @@ func New(ctx context.Context, config *Config) (trace.TracerProvider, Shutdown, e
 	}
 	tp := sdktrace.NewTracerProvider(opts...)
 	return tp, tp.Shutdown, nil
+}
+
+// newResource describes the process: OTEL_RESOURCE_ATTRIBUTES, the host,
+// the SDK, and service.name.
+func newResource(ctx context.Context, cfg *Config) (*resource.Resource, error) {
+	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithHost())
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		return nil, fmt.Errorf("tracing resource: %w", err)
+	}
+	// tracing.service_name wins over OTEL_SERVICE_NAME, as the
+	// configuration wins over the environment everywhere else.
+	res, err = resource.Merge(res, resource.NewSchemaless(attribute.String("service.name", cfg.ServiceName)))
+	if err != nil {
+		return nil, fmt.Errorf("tracing resource: %w", err)
+	}
+	return res, nil
 }
 
 func newExporter(ctx context.Context, cfg *Config) (sdktrace.SpanExporter, error) {
