@@ -5,10 +5,12 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 )
 
 // MaxBatch is how many envelopes one batch may hold.
@@ -31,6 +33,11 @@ type BatchItem struct {
 func (s *Service) EnqueueBatch(ctx context.Context, by *Enqueuer, envs []Envelope) ([]BatchItem, error) {
 	if len(envs) == 0 || len(envs) > MaxBatch {
 		return nil, errs.Invalid("envelopes", "give between 1 and %d envelopes", MaxBatch)
+	}
+	ctx, span := s.tracer.Start(ctx, "outboxd.enqueue_batch")
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(tracing.AttrOrganizationID.String(by.OrganizationID), attribute.Int("outboxd.envelopes", len(envs)))
 	}
 	items := make([]BatchItem, len(envs))
 	var (
@@ -74,7 +81,7 @@ func (s *Service) EnqueueBatch(ctx context.Context, by *Enqueuer, envs []Envelop
 			continue
 		}
 		items[owners[k]] = BatchItem{Invocation: *inv, Created: true}
-		s.created(*inv)
+		s.created(ctx, *inv)
 	}
 	if len(held) > 0 {
 		stored, err := s.store.ByExternalIDs(ctx, s.deps.Pool, by.OrganizationID, held)

@@ -8,10 +8,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/outbox/outboxstore"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -85,11 +87,21 @@ func (s *Service) decide(ctx context.Context, org, id, decision string, fn func(
 	if err != nil {
 		return invocation.Invocation{}, fmt.Errorf("%w: invocation %s", errs.NotFound, id)
 	}
+	// A decision comes in a request of its own, often long after the
+	// invocation's: its span links to the invocation's trace, whose
+	// job then runs in the trace it was enqueued in.
+	ctx, span := s.tracer.Start(ctx, "outboxd.decide")
+	defer span.End()
 	var expired bool
 	inv, err := dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
 		inv, err := s.store.Lock(ctx, tx, org, uid)
 		if err != nil {
 			return inv, err
+		}
+		if span.IsRecording() {
+			span.AddLink(trace.Link{SpanContext: tracing.Parse(inv.TraceContext)})
+			span.SetAttributes(tracing.AttrInvocationID.String(inv.ID.String()), tracing.AttrOrganizationID.String(org),
+				tracing.AttrSourceID.String(inv.Integration), tracing.AttrActionID.String(inv.Action), tracing.AttrDecision.String(decision))
 		}
 		switch {
 		case inv.Status == invocation.StatusExpired:
@@ -104,6 +116,7 @@ func (s *Service) decide(ctx context.Context, org, id, decision string, fn func(
 		return fn(ctx, tx, inv)
 	})
 	if err != nil {
+		tracing.Fail(span, errorCode(err))
 		return inv, err
 	}
 	if expired {
@@ -111,7 +124,7 @@ func (s *Service) decide(ctx context.Context, org, id, decision string, fn func(
 	}
 	s.deps.Metrics.InvocationStatus(inv.Mode, string(inv.Status))
 	s.deps.Metrics.ApprovalLatency.WithLabelValues(decision).Observe(time.Since(inv.CreatedAt).Seconds())
-	s.logger.Info("invocation "+decision, "invocation_id", inv.ID, "organization_id", inv.OrganizationID,
+	s.logger.InfoContext(ctx, "invocation "+decision, "invocation_id", inv.ID, "organization_id", inv.OrganizationID,
 		"source_id", inv.Integration, "action_id", inv.Action, "status", inv.Status, "user_id", deref(inv.ApprovedBy))
 	return inv, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
@@ -20,6 +21,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/outbox/outboxstore"
 )
 
@@ -85,6 +87,10 @@ type Deps struct {
 	// Waiter rings when an invocation may have finished, in any process
 	// (the feed's LISTEN waiter); Wait polls alone without it.
 	Waiter Waiter
+	// Tracer traces the enqueue transactions and the decisions, and the
+	// trace context of each enqueue is stored with its invocation. Nil or
+	// no-op: tracing off.
+	Tracer trace.TracerProvider
 }
 
 // Waiter tells Wait when to read an invocation again.
@@ -104,6 +110,7 @@ type Service struct {
 	validator *executors.Validator
 	store     *invocationstore.Store
 	groups    sync.Map // organization → its envelopes' group commit (see submit)
+	tracer    tracing.Tracer
 }
 
 // New returns a Service.
@@ -123,5 +130,6 @@ func New(deps *Deps, config *Config) (*Service, error) {
 		queries:   outboxstore.New(),
 		validator: executors.NewValidator(),
 		store:     invocationstore.New(deps.River),
+		tracer:    tracing.NewTracer(deps.Tracer, "github.com/outboxd/outboxd/outbox"),
 	}, nil
 }

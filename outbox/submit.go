@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/auth"
@@ -22,6 +23,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/batch"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/outbox/outboxstore"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -46,6 +48,9 @@ type request struct {
 	rateBucket                                                string
 	mustRunBefore                                             *time.Time
 	retry                                                     invocation.Retry // the envelope's override
+	// traceContext is the traceparent of the request's enqueue span, or
+	// "" untraced.
+	traceContext string
 }
 
 // submit runs the pipeline shared by invoke and envelopes: resolve and
@@ -60,6 +65,13 @@ type request struct {
 // session's rate and pending cap in its own transaction, which a refusal
 // rolls back.
 func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invocation, created bool, err error) {
+	ctx, span := s.tracer.Start(ctx, "outboxd.enqueue")
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(tracing.AttrOrganizationID.String(r.org), tracing.AttrSourceID.String(r.source),
+			tracing.AttrActionID.String(r.action), tracing.AttrOrigin.String(r.origin))
+		defer func() { endEnqueue(span, inv, err) }()
+	}
 	p, err := s.prepare(ctx, r, s.resolveAction)
 	if err != nil {
 		return inv, false, err
@@ -81,8 +93,18 @@ func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invoca
 		existing, _, err := s.existing(ctx, s.deps.Pool, r, p.hash)
 		return existing, false, err
 	}
-	s.created(*recorded)
+	s.created(ctx, *recorded)
 	return *recorded, true, nil
+}
+
+// endEnqueue records on an enqueue's span what came of it.
+func endEnqueue(span trace.Span, inv invocation.Invocation, err error) {
+	if err != nil {
+		tracing.Fail(span, errorCode(err))
+		return
+	}
+	span.SetAttributes(tracing.AttrInvocationID.String(inv.ID.String()), tracing.AttrMode.String(inv.Mode),
+		tracing.AttrStatus.String(string(inv.Status)))
 }
 
 // write records prepared requests of one organization in a transaction of
@@ -211,6 +233,7 @@ func (s *Service) prepare(ctx context.Context, r *request, resolve actionResolve
 	if err != nil {
 		return nil, errs.Invalid("params", "params are not valid JSON")
 	}
+	r.traceContext = tracing.Traceparent(ctx)
 	return &prepared{r: r, action: action, hash: hash}, nil
 }
 
@@ -261,6 +284,7 @@ func (s *Service) plan(p *prepared, orgMode, automationMode string) *invocation.
 		MustRunBefore:  r.mustRunBefore,
 		Approval:       "auto",
 		RiskHint:       r.riskHint,
+		TraceContext:   r.traceContext,
 	}
 	if r.approvalRequired {
 		create.Approval = "required"
@@ -289,9 +313,9 @@ func (s *Service) plan(p *prepared, orgMode, automationMode string) *invocation.
 }
 
 // created counts and logs a new invocation.
-func (s *Service) created(inv invocation.Invocation) {
+func (s *Service) created(ctx context.Context, inv invocation.Invocation) {
 	s.deps.Metrics.InvocationStatus(inv.Mode, string(inv.Status))
-	s.logger.Info("invocation created", "invocation_id", inv.ID, "organization_id", inv.OrganizationID,
+	s.logger.InfoContext(ctx, "invocation created", "invocation_id", inv.ID, "organization_id", inv.OrganizationID,
 		"session_id", deref(inv.SessionID), "source_id", inv.Integration, "action_id", inv.Action,
 		"mode", inv.Mode, "mode_source", inv.ModeSource, "status", inv.Status)
 }
@@ -402,4 +426,21 @@ func redacted(original, redacted json.RawMessage) bool {
 		return true
 	}
 	return !bytes.Equal(compact.Bytes(), redacted)
+}
+
+// errorCode is err's code for a span: its kind's API code, never its text.
+func errorCode(err error) string {
+	var (
+		invalid *errs.ValidationError
+		limited *errs.RateLimitError
+	)
+	switch {
+	case errs.KindOf(err) != nil:
+		return errs.KindOf(err).Code
+	case errors.As(err, &invalid):
+		return "invalid"
+	case errors.As(err, &limited):
+		return "rate_limited"
+	}
+	return "internal"
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
@@ -25,6 +26,7 @@ import (
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 )
 
 // Config configures the River client and its workers.
@@ -187,6 +189,10 @@ type Deps struct {
 	// (an approval window's end): tests stub it to move time forward
 	// instead of waiting. Nil: the wall clock.
 	Time rivertype.TimeGenerator
+	// Tracer traces jobs (a span per insert and per job, joined to the
+	// trace in the job's metadata) and the execute jobs' calls and
+	// completions. Nil or no-op: tracing off.
+	Tracer trace.TracerProvider
 }
 
 // JobSet is a package's workers, queues and periodic jobs.
@@ -247,7 +253,7 @@ func (d *Deps) groupDB() dbutil.DB {
 func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
 	w := &ExecuteWorker{
 		deps: deps, cfg: config.WithDefaults(), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		store: invocationstore.New(nil),
+		store: invocationstore.New(nil), tracer: tracing.NewTracer(deps.Tracer, tracerName),
 	}
 	w.starter.Max, w.completer.Max = maxGroup, maxGroup
 	w.starter.Parallel, w.completer.Parallel = groupsAtOnce, groupsAtOnce
@@ -292,6 +298,7 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 		ReindexerIndexNames: reindexed(),
 		Workers:             workers,
 		Test:                river.TestConfig{Time: deps.Time},
+		Middleware:          tracing.RiverMiddleware(deps.Tracer),
 	}
 	if work {
 		rc.Queues = map[string]river.QueueConfig{

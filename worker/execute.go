@@ -13,6 +13,7 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/sethvargo/go-retry"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/credential"
@@ -22,6 +23,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/batch"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -38,7 +40,11 @@ type ExecuteWorker struct {
 	// group's starts, one for its completions.
 	starter   batch.Group[invocation.BeginArgs, invocation.Begun]
 	completer batch.Group[invocation.Completion, struct{}]
+	tracer    tracing.Tracer
 }
+
+// tracerName names the spans of the workers.
+const tracerName = "github.com/outboxd/outboxd/worker"
 
 // NextRetry implements river.Worker: exponential backoff with jitter
 // within the job's own retry policy (its source's or envelope's), else
@@ -106,6 +112,17 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	}
 	log := w.logger.With("invocation_id", inv.ID, "organization_id", inv.OrganizationID,
 		"source_id", inv.Integration, "action_id", inv.Action, "attempt", job.Attempt)
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		// The job's span (otelriver's): which invocation it runs.
+		span.SetAttributes(tracing.AttrInvocationID.String(inv.ID.String()), tracing.AttrOrganizationID.String(inv.OrganizationID),
+			tracing.AttrSourceID.String(inv.Integration), tracing.AttrActionID.String(inv.Action),
+			tracing.AttrMode.String(inv.Mode), tracing.AttrAttempt.Int(job.Attempt))
+		// The job runs in the trace that created it; the approval that
+		// released it, in a trace of its own, is linked.
+		if sc := tracing.Parse(inv.ApprovalTraceContext); sc.IsValid() {
+			span.AddLink(trace.Link{SpanContext: sc})
+		}
+	}
 
 	source, err := w.deps.Sources.Source(ctx, inv.OrganizationID, inv.Integration)
 	if err != nil {
@@ -124,13 +141,13 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		case err != nil:
 			return err
 		case skip != "":
-			log.Info("invocation skipped", "status", invocation.StatusSkipped, "reason", skip)
+			log.InfoContext(ctx, "invocation skipped", "status", invocation.StatusSkipped, "reason", skip)
 			return w.finish(bg, inv, invocation.StatusSkipped, func(ctx context.Context) error {
 				_, err := w.store.Skip(ctx, w.deps.db(), inv.ID, skip)
 				return err
 			})
 		case wait > 0:
-			log.Info("quiet hours; snoozing until the window ends", "wait", wait)
+			log.InfoContext(ctx, "quiet hours; snoozing until the window ends", "wait", wait)
 			return river.JobSnooze(wait)
 		}
 		inv, err = w.store.Start(ctx, w.deps.db(), inv.ID, job.Attempt)
@@ -172,7 +189,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	res, err := w.call(ctx, source, inv, params, tok, retry, missed.add)
 	if unauthorized(err) {
 		// The provider rejected the credential: refresh it once and retry.
-		log.Info("provider rejected the credential; refreshing the token and retrying once")
+		log.InfoContext(ctx, "provider rejected the credential; refreshing the token and retrying once")
 		tok, err = w.deps.Tokens.Token(ctx, req, true)
 		secrets = append(secrets, tok.Value)
 		if err != nil {
@@ -201,7 +218,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		return err
 	})
 	if err == nil {
-		log.Info("invocation completed", "status", invocation.StatusCompleted, "duration_ms", *duration, "conflict", res.Conflict)
+		log.InfoContext(ctx, "invocation completed", "status", invocation.StatusCompleted, "duration_ms", *duration, "conflict", res.Conflict)
 	}
 	return err
 }
@@ -240,15 +257,15 @@ func (w *ExecuteWorker) noteUnreconciled(ctx context.Context, inv invocation.Inv
 	for _, u := range missed {
 		w.deps.Metrics.Unreconciled.WithLabelValues(inv.Integration, u.Reason).Inc()
 		if u.CredentialNote == "" {
-			log.Info("acted again without looking for an earlier attempt's effect", "reason", u.Reason)
+			log.InfoContext(ctx, "acted again without looking for an earlier attempt's effect", "reason", u.Reason)
 			continue
 		}
 		changed, err := credentialstore.Note(ctx, w.deps.db(), req, u.CredentialNote)
 		switch {
 		case err != nil:
-			log.Warn("noting the credential failed", "note", u.CredentialNote, "error", err)
+			log.WarnContext(ctx, "noting the credential failed", "note", u.CredentialNote, "error", err)
 		case changed:
-			log.Warn("the credential cannot look for an earlier attempt's effect; retries act again without that check",
+			log.WarnContext(ctx, "the credential cannot look for an earlier attempt's effect; retries act again without that check",
 				"reason", u.Reason, "note", u.CredentialNote)
 		}
 	}
@@ -268,9 +285,21 @@ func (w *ExecuteWorker) exactParams(inv invocation.Invocation) (json.RawMessage,
 }
 
 // call runs the action with the call deadline.
-func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv invocation.Invocation, params json.RawMessage, tok credential.Token, retry bool, missed func(executors.Unreconciled)) (executors.Result, error) {
+func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv invocation.Invocation, params json.RawMessage, tok credential.Token, retry bool, missed func(executors.Unreconciled)) (res executors.Result, err error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.CallTimeout)
 	defer cancel()
+	// The call's span: the parent of the provider's HTTP requests.
+	ctx, span := w.tracer.Start(ctx, "outboxd.call")
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(tracing.AttrInvocationID.String(inv.ID.String()),
+			tracing.AttrSourceID.String(inv.Integration), tracing.AttrActionID.String(inv.Action))
+		defer func() {
+			if err != nil {
+				tracing.Fail(span, executors.Classify(err).Code)
+			}
+		}()
+	}
 	return source.Execute(ctx, inv.Action, params, executors.ExecContext{
 		Token:          tok.Value,
 		TokenKind:      tok.Kind,
@@ -301,6 +330,7 @@ func (w *ExecuteWorker) tokenFailure(ctx context.Context, job *river.Job[invocat
 // retryOrFail decides what a failed call becomes: a snooze when the provider
 // asked us to wait, a retry while attempts remain, otherwise failed.
 func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, duration *int32, e *executors.Error, secrets []string, log *slog.Logger) error {
+	tracing.Fail(trace.SpanFromContext(ctx), e.Code)
 	msg := policy.RedactString(e.Error(), secrets...)
 	if e.RetryAfter > 0 {
 		w.drain(ctx, inv, e.RetryAfter)
@@ -312,20 +342,20 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[invocati
 		if _, err := w.store.Snooze(ctx, w.deps.db(), inv.ID, msg, duration); err != nil && !errors.Is(err, errs.Conflict) {
 			return err
 		}
-		log.Info("provider asked to wait; snoozing and draining the bucket", "retry_after", e.RetryAfter, "error", msg)
+		log.InfoContext(ctx, "provider asked to wait; snoozing and draining the bucket", "retry_after", e.RetryAfter, "error", msg)
 		return river.JobSnooze(e.RetryAfter)
 	case job.Attempt >= job.MaxAttempts:
 		// River discards the job when this error comes back: the dead letter.
 		if _, err := w.recordFailure(ctx, inv, duration, e, secrets); err != nil {
 			return err
 		}
-		log.Warn("invocation failed after its last attempt", "status", invocation.StatusFailed, "error", msg)
+		log.WarnContext(ctx, "invocation failed after its last attempt", "status", invocation.StatusFailed, "error", msg)
 		return errors.New(msg)
 	default:
 		if _, err := w.store.ScheduleRetry(ctx, w.deps.db(), inv.ID, msg, duration); err != nil && !errors.Is(err, errs.Conflict) {
 			return err
 		}
-		log.Info("retryable failure; will retry", "error", msg)
+		log.InfoContext(ctx, "retryable failure; will retry", "error", msg)
 		return errors.New(msg)
 	}
 }
@@ -337,7 +367,8 @@ func (w *ExecuteWorker) fail(ctx context.Context, job *river.Job[invocation.Exec
 	if err != nil {
 		return err
 	}
-	w.logger.Warn("invocation failed", "invocation_id", inv.ID, "organization_id", inv.OrganizationID,
+	tracing.Fail(trace.SpanFromContext(ctx), e.Code)
+	w.logger.WarnContext(ctx, "invocation failed", "invocation_id", inv.ID, "organization_id", inv.OrganizationID,
 		"source_id", inv.Integration, "action_id", inv.Action, "status", invocation.StatusFailed, "code", e.Code, "error", msg)
 	return river.JobCancel(errors.New(msg))
 }
@@ -346,6 +377,12 @@ func (w *ExecuteWorker) fail(ctx context.Context, job *river.Job[invocation.Exec
 // redacted error message. An invocation that left executing meanwhile (a
 // cancel won) is left as it is.
 func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invocation, duration *int32, e *executors.Error, secrets []string) (string, error) {
+	ctx, span := w.tracer.Start(ctx, "outboxd.complete")
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(tracing.AttrInvocationID.String(inv.ID.String()), tracing.AttrStatus.String(string(invocation.StatusFailed)),
+			tracing.AttrErrorCode.String(e.Code))
+	}
 	msg := policy.RedactString(e.Error(), secrets...)
 	err := w.persist(ctx, func(ctx context.Context) error {
 		_, err := w.store.FailSteps(ctx, w.deps.db(), inv.ID, msg, duration, redactSteps(e.Steps, secrets))
@@ -365,6 +402,11 @@ func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invoca
 // completes the job; should the process die first, the job runs again and
 // finds the invocation finished.
 func (w *ExecuteWorker) finish(ctx context.Context, inv invocation.Invocation, status invocation.Status, update func(context.Context) error) error {
+	ctx, span := w.tracer.Start(ctx, "outboxd.complete")
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(tracing.AttrInvocationID.String(inv.ID.String()), tracing.AttrStatus.String(string(status)))
+	}
 	changed := false
 	err := w.persist(ctx, func(ctx context.Context) error {
 		err := update(ctx)
@@ -402,7 +444,7 @@ func (w *ExecuteWorker) persist(ctx context.Context, fn func(ctx context.Context
 		return err
 	})
 	if attempts > 1 && err == nil {
-		w.logger.Info("recorded an outcome after the database came back", "attempts", attempts)
+		w.logger.InfoContext(ctx, "recorded an outcome after the database came back", "attempts", attempts)
 	}
 	return err
 }

@@ -63,7 +63,7 @@ func expire(ctx context.Context, tx pgx.Tx, store *invocationstore.Store, metric
 		return err
 	}
 	metrics.InvocationStatus(inv.Mode, string(invocation.StatusExpired))
-	logger.Info("invocation expired", "invocation_id", inv.ID, "organization_id", inv.OrganizationID,
+	logger.InfoContext(ctx, "invocation expired", "invocation_id", inv.ID, "organization_id", inv.OrganizationID,
 		"source_id", inv.Integration, "action_id", inv.Action, "status", invocation.StatusExpired)
 	return nil
 }

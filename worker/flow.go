@@ -30,7 +30,7 @@ func (w *ExecuteWorker) takeToken(ctx context.Context, ref *invocation.BucketRef
 	if errors.Is(err, flow.ErrUnknownBucket) {
 		// The bucket was removed from the configuration after this job was
 		// enqueued: run unthrottled rather than never.
-		w.logger.Warn("unknown rate bucket; running without it", "bucket", bucket, "job_id", jobID)
+		w.logger.WarnContext(ctx, "unknown rate bucket; running without it", "bucket", bucket, "job_id", jobID)
 		return 0, func() {}, nil
 	}
 	if err != nil {
@@ -44,7 +44,7 @@ func (w *ExecuteWorker) takeToken(ctx context.Context, ref *invocation.BucketRef
 	return 0, func() {
 		if grant.Lease != nil {
 			if err := w.deps.Flow.Release(context.WithoutCancel(ctx), grant.Lease); err != nil {
-				w.logger.Warn("releasing concurrency lease", "error", err)
+				w.logger.WarnContext(ctx, "releasing concurrency lease", "error", err)
 			}
 		}
 	}, nil
@@ -58,6 +58,6 @@ func (w *ExecuteWorker) drain(ctx context.Context, inv invocation.Invocation, d 
 		return
 	}
 	if err := w.deps.Flow.Drain(ctx, bucket, w.bucketScope(bucket, inv.OrganizationID, inv.Integration), d); err != nil && !errors.Is(err, flow.ErrUnknownBucket) {
-		w.logger.Warn("draining rate bucket", "bucket", bucket, "error", err)
+		w.logger.WarnContext(ctx, "draining rate bucket", "bucket", bucket, "error", err)
 	}
 }

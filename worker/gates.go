@@ -97,7 +97,7 @@ func (w *ExecuteWorker) hold(ctx context.Context, org string, pausedAt time.Time
 		return err
 	}
 	w.deps.Metrics.PauseHolds.Inc()
-	w.logger.Debug("organization paused; holding the job", "organization_id", org, "paused_at", pausedAt, "recheck", w.cfg.PauseRecheck)
+	w.logger.DebugContext(ctx, "organization paused; holding the job", "organization_id", org, "paused_at", pausedAt, "recheck", w.cfg.PauseRecheck)
 	return river.JobSnooze(w.cfg.PauseRecheck)
 }
 

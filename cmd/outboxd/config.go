@@ -26,6 +26,7 @@ import (
 	"github.com/outboxd/outboxd/internal/mcpfront"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/worker"
 )
@@ -119,6 +120,11 @@ var defaults = func() map[string]any {
 		"plugins.timeout":                    plugin.DefaultTimeout,
 		"plugins.max_output_bytes":           plugin.DefaultMaxOutputBytes,
 		"plugins.allow_unsandboxed":          false,
+		"tracing.enabled":                    false,
+		"tracing.endpoint":                   "",  // OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else localhost
+		"tracing.protocol":                   "",  // OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL, else http/protobuf
+		"tracing.sample_ratio":               0.0, // OTEL_TRACES_SAMPLER, else every trace
+		"tracing.service_name":               "",  // OTEL_SERVICE_NAME, else outboxd
 		"shutdown_timeout":                   app.DefaultShutdownTimeout,
 		"log.level":                          "info",
 		"log.format":                         "text",
@@ -277,6 +283,13 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		Slack: slackapproval.Config{
 			Channel:       v.GetString("notifications.slack.channel"),
 			SigningSecret: v.GetString("notifications.slack.signing_secret"),
+		},
+		Tracing: tracing.Config{
+			Enabled:     v.GetBool("tracing.enabled"),
+			Endpoint:    v.GetString("tracing.endpoint"),
+			Protocol:    v.GetString("tracing.protocol"),
+			SampleRatio: v.GetFloat64("tracing.sample_ratio"),
+			ServiceName: v.GetString("tracing.service_name"),
 		},
 		Plugins: plugin.Config{
 			Dir:                v.GetString("plugins.dir"),

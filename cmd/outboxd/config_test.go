@@ -48,6 +48,8 @@ func TestConfig_EveryKeyReachesTheConfig(t *testing.T) {
 			changed = d + time.Second
 		case int:
 			changed = d + 1
+		case float64:
+			changed = d + 0.5
 		case bool:
 			changed = !d
 		case string:

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 )
 
 // IdempotencyKeyHeader is the request header that carries
@@ -46,10 +48,11 @@ func CheckBaseURL(source, raw string) (*url.URL, error) {
 // finds the idle pool full closes its connection, so the next dials, and
 // shakes hands, again (HTTP/2 providers multiplex calls on a few). With
 // the default 16, most of 200 concurrent calls to one host re-dialled.
+// A call made inside a trace carries its traceparent (tracing.Transport).
 func NewClient() *http.Client {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Client{
-		Transport: &http.Transport{
+		Transport: tracing.Transport(&http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
 			DialContext:           dialer.DialContext,
 			ForceAttemptHTTP2:     true,
@@ -58,6 +61,6 @@ func NewClient() *http.Client {
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: time.Second,
-		},
+		}),
 	}
 }

@@ -65,7 +65,7 @@ func TestNewClient(t *testing.T) {
 
 		a, b := httpsource.NewClient(), httpsource.NewClient()
 		require.Zero(t, a.Timeout)
-		ta, ok := a.Transport.(*http.Transport)
+		ta, ok := a.Transport.(interface{ Unwrap() http.RoundTripper }).Unwrap().(*http.Transport)
 		require.True(t, ok)
 		require.NotSame(t, http.DefaultTransport, a.Transport)
 		require.NotSame(t, ta, b.Transport)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/platform/netguard"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -434,7 +435,8 @@ func (c *Client) runSession(ctx context.Context, endpoint string, a *attempt, fn
 	transport := &mcpsdk.StreamableClientTransport{
 		Endpoint: endpoint,
 		HTTPClient: &http.Client{
-			Transport:     a,
+			// A call made inside a trace carries its traceparent.
+			Transport:     tracing.Transport(a),
 			CheckRedirect: netguard.CheckRedirect(c.allowPrivate),
 		},
 		// The River worker retries whole invocations; a stream resumed

@@ -297,7 +297,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.logger.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
+				s.logger.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
 				writeError(w, &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"})
 			}
 		}()
@@ -392,10 +392,10 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	ae := toAPIError(err)
 	switch {
 	case ae == nil:
-		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		s.logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		ae = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
 	case ae.status == http.StatusServiceUnavailable:
-		s.logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", ae.status, "error", err)
+		s.logger.WarnContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", ae.status, "error", err)
 	}
 	writeError(w, ae)
 }

@@ -53,6 +53,7 @@ import (
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/policy"
 	"github.com/outboxd/outboxd/worker"
@@ -139,6 +140,8 @@ type Config struct {
 	Slack slackapproval.Config
 	// MCP tunes the MCP front door (mcp.*).
 	MCP mcpfront.Config
+	// Tracing configures OpenTelemetry tracing (off by default).
+	Tracing tracing.Config
 }
 
 func (c *Config) validate() error {
@@ -201,6 +204,8 @@ type App struct {
 	revocations *revocation.Service
 	// httpServer serves Handler.
 	httpServer *httpserver.Server
+	// stopTracing flushes the spans not yet exported.
+	stopTracing tracing.Shutdown
 }
 
 // New wires an App on pool. The registry collects outboxd's and the Go
@@ -219,6 +224,18 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		}
 	}()
 	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
+	tracer, stopTracing, err := tracing.New(context.Background(), &cfg.Tracing)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = stopTracing(context.Background())
+		}
+	}()
+	if tracing.On(tracer) {
+		logger = slog.New(tracing.LogHandler(logger.Handler()))
+	}
 	box, err := cfg.Keyring()
 	if err != nil {
 		return nil, err
@@ -339,6 +356,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	workerDeps := &worker.Deps{
 		Pool: pool, Sources: sources, Tokens: tokens, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
 		Jobs: []worker.JobSet{relays, webhooks, slackApprovals}, Secrets: ownSecrets(cfg, pool), Time: cfg.Time,
+		Tracer: tracer,
 	}
 	var groupPool *pgxpool.Pool
 	if role != RoleAPI {
@@ -360,7 +378,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	settingsSvc := settings.New(&settings.Deps{Pool: tenantPool, Credentials: creds, Providers: registry, Flow: limiter})
 	deps := &outbox.Deps{
 		Pool: tenantPool, Waiter: feeds, River: client, Sources: sources,
-		Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
+		Box: box, Flow: limiter, Metrics: metrics, Logger: logger, Tracer: tracer,
 	}
 	svc, err := outbox.New(deps, &cfg.Outbox)
 	if err != nil {
@@ -412,7 +430,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		}
 		handler = mux
 	}
-	httpServer, err := httpserver.New(handler, &cfg.HTTP, reg)
+	httpServer, err := httpserver.New(tracing.Handler(tracer, handler), &cfg.HTTP, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -420,7 +438,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		cfg: cfg, role: role, pool: pool, tenantPool: tenantPool, groupPool: groupPool, logger: logger,
 		River: client, Service: svc, Settings: settingsSvc, feeds: feeds, Handler: handler, Registry: reg, Sources: sources, databases: databases, creds: creds, api: server,
 		verifier: verifier, revocations: revocations,
-		httpServer: httpServer,
+		httpServer: httpServer, stopTracing: stopTracing,
 	}, nil
 }
 
@@ -466,6 +484,8 @@ func (a *App) Run(ctx context.Context, ready func(addr string)) error {
 // Serve is Run on an existing listener. It refuses to start when the
 // stored credentials do not open with secrets.key (see CheckSecrets).
 func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string)) error {
+	// Last: the spans of the requests and jobs that ended above.
+	defer a.flushTraces()
 	defer a.tenantPool.Close()
 	defer a.verifier.Close()
 	if a.groupPool != nil {
@@ -556,6 +576,15 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 	<-listenerDone
 	a.logger.Info("outboxd stopped")
 	return runErr
+}
+
+// flushTraces exports the spans not yet exported and stops the exporter.
+func (a *App) flushTraces() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.stopTracing(ctx); err != nil {
+		a.logger.Warn("flushing traces", "error", err)
+	}
 }
 
 // brokerWithConnectors resolves provider tokens through the broker, and

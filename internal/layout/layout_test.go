@@ -17,6 +17,8 @@ const (
 	dbsqlc   = module + "/internal/platform/dbsqlc"
 	dbutil   = module + "/internal/platform/dbutil"
 	netguard = module + "/internal/platform/netguard"
+	// tracing is what lets a source's HTTP calls carry their trace.
+	tracing = module + "/internal/platform/tracing"
 )
 
 // kindImports are what the packages of an org-registered source kind
@@ -90,7 +92,8 @@ func isStore(p string) bool { return strings.HasSuffix(path.Base(p), "store") }
 
 // TestImportRules checks, for each package's non-test imports:
 //   - executors and its packages (test helper packages, whose name ends in
-//     "test", aside) import nothing under internal/ but the network guard;
+//     "test", aside) import nothing under internal/ but the network guard
+//     and tracing (whose transport carries a call's trace);
 //     an org-registered source kind's packages may also import kindImports,
 //     and store packages the generated SQL and dbutil;
 //   - only store packages (a path ending in "store") and dbutil import the
@@ -103,11 +106,11 @@ func TestImportRules(t *testing.T) {
 	for _, p := range list(t) {
 		for _, imp := range p.Imports {
 			if under(p.ImportPath, module+"/executors") && !strings.HasSuffix(path.Base(p.ImportPath), "test") &&
-				under(imp, module+"/internal") && imp != netguard &&
+				under(imp, module+"/internal") && imp != netguard && imp != tracing &&
 				!(isKind(p.ImportPath) && slices.Contains(kindImports, imp)) &&
 				!(isStore(p.ImportPath) && (imp == dbsqlc || imp == dbutil)) {
-				t.Errorf("%s imports %s: executors may import nothing under internal/ but %s (a source kind's packages also the catalog, credentials, errs and orgsource; a store package also dbsqlc and dbutil)",
-					p.ImportPath, imp, netguard)
+				t.Errorf("%s imports %s: executors may import nothing under internal/ but %s and %s (a source kind's packages also the catalog, credentials, errs and orgsource; a store package also dbsqlc and dbutil)",
+					p.ImportPath, imp, netguard, tracing)
 			}
 			if imp != dbsqlc {
 				continue

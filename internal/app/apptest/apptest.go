@@ -37,6 +37,7 @@ import (
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/worker"
 )
@@ -91,6 +92,8 @@ type Options struct {
 	// Revocations tunes how revoked tokens are learnt of; default a 100ms
 	// refresh.
 	Revocations revocation.Config
+	// Tracing configures OpenTelemetry tracing; default off.
+	Tracing tracing.Config
 	// HTTP bounds the server's connections. Default: no cap on
 	// unauthenticated requests (tests send many from loopback), read and
 	// write timeouts of 5m (a test machine busy with the race detector and
@@ -157,6 +160,7 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		MCP:                  opts.MCP,
 		Auth:                 opts.Auth,
 		Revocations:          opts.Revocations,
+		Tracing:              opts.Tracing,
 	}
 	if cfg.Revocations.RefreshInterval == 0 {
 		cfg.Revocations.RefreshInterval = 100 * time.Millisecond
@@ -387,7 +391,9 @@ type SlackRequest struct {
 	Path           string
 	Authorization  string
 	IdempotencyKey string
-	Body           map[string]any
+	// Traceparent is the request's W3C traceparent header.
+	Traceparent string
+	Body        map[string]any
 }
 
 // NewSlack starts a loopback Slack. handler writes the answer; the default
@@ -404,7 +410,7 @@ func NewSlack(t testing.TB, handler http.HandlerFunc) *Slack {
 		s.mu.Lock()
 		s.requests = append(s.requests, SlackRequest{
 			Path: r.URL.Path, Authorization: r.Header.Get("Authorization"),
-			IdempotencyKey: r.Header.Get("X-Outboxd-Idempotency-Key"), Body: body,
+			IdempotencyKey: r.Header.Get("X-Outboxd-Idempotency-Key"), Traceparent: r.Header.Get("traceparent"), Body: body,
 		})
 		h := s.handler
 		s.mu.Unlock()

@@ -76,7 +76,7 @@ func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string,
 		switch {
 		case err == nil:
 			out = append(out, BatchResult{ID: id, Status: done})
-			s.logger.Info("dead letter "+done, "invocation_id", id, "organization_id", org)
+			s.logger.InfoContext(ctx, "dead letter "+done, "invocation_id", id, "organization_id", org)
 		case errors.Is(err, errs.NotFound):
 			out = append(out, BatchResult{ID: id, Status: "not_found", Error: "no such invocation"})
 		case errors.Is(err, errs.Conflict):

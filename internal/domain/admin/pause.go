@@ -71,7 +71,7 @@ func (s *Service) Pause(ctx context.Context, org, by string) (*OrgQueue, error) 
 	if err != nil {
 		return nil, fmt.Errorf("pausing the organization: %w", err)
 	}
-	s.logger.Info("organization paused", "organization_id", org, "paused_by", p.PausedBy, "paused_at", p.PausedAt)
+	s.logger.InfoContext(ctx, "organization paused", "organization_id", org, "paused_by", p.PausedBy, "paused_at", p.PausedAt)
 	return s.Queue(ctx, org)
 }
 
@@ -84,7 +84,7 @@ func (s *Service) Resume(ctx context.Context, org, by string) (*OrgQueue, error)
 		return nil, fmt.Errorf("resuming the organization: %w", err)
 	}
 	if paused {
-		s.logger.Info("organization resumed", "organization_id", org, "resumed_by", by, "released_jobs", released)
+		s.logger.InfoContext(ctx, "organization resumed", "organization_id", org, "resumed_by", by, "released_jobs", released)
 	}
 	return s.Queue(ctx, org)
 }

@@ -138,7 +138,7 @@ func (r *Reader) sources(ctx context.Context, c *Caller) ([]catalogSource, error
 		entry := catalogSource{id: id, src: src}
 		entry.defs, entry.err = src.ListActions(ctx, executors.ExecContext{OrganizationID: c.OrganizationID})
 		if entry.err != nil {
-			r.logger.Warn("listing actions failed", "source_id", id, "error", entry.err)
+			r.logger.WarnContext(ctx, "listing actions failed", "source_id", id, "error", entry.err)
 		}
 		out = append(out, entry)
 	}

@@ -98,6 +98,10 @@ type CreateParams struct {
 	MustRunBefore                          *time.Time
 	Approval, RiskHint                     string
 	Retry                                  *Retry
+	// TraceContext is the W3C traceparent of the creating request's span,
+	// or empty: stored with the invocation and given to its job, whose
+	// spans then join that trace.
+	TraceContext string
 }
 
 // Outcome is a successful provider call.

@@ -64,6 +64,11 @@ type Invocation struct {
 	// Steps is the source's record of its verification, repair and
 	// rollback of the call (plugins); nil for the other sources.
 	Steps *executors.Steps
+	// TraceContext is the W3C traceparent of the request that created
+	// the invocation, when it was traced; empty otherwise.
+	TraceContext string
+	// ApprovalTraceContext is the approver's traceparent, when traced.
+	ApprovalTraceContext string
 
 	DeadLetteredAt *time.Time
 	ReplayCount    int32

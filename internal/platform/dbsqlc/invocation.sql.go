@@ -25,7 +25,7 @@ func (q *Queries) DeadLetterCount(ctx context.Context, db DBTX, organizationID s
 }
 
 const deadLetterList = `-- name: DeadLetterList :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations
 WHERE organization_id = $1 AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
 ORDER BY dead_lettered_at DESC, id
 LIMIT $3 OFFSET $2
@@ -94,6 +94,8 @@ func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterLis
 			&i.EventSeq,
 			&i.Retry,
 			&i.Steps,
+			&i.TraceContext,
+			&i.ApprovalTrace,
 		); err != nil {
 			return nil, err
 		}
@@ -154,19 +156,21 @@ WITH prev AS (
     SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
 ), next AS (
     UPDATE action_invocations AS i
-    SET status = 'approved', approved_by = $2, approved_at = now(), updated_at = now(), event_seq = i.event_seq + 1
+    SET status = 'approved', approved_by = $2, approved_at = now(), updated_at = now(), event_seq = i.event_seq + 1,
+        approval_trace = $3
     FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'approved', prev.status, next.status, $2, NULL FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationApproveParams struct {
-	ID    uuid.UUID
-	Actor *string
+	ID           uuid.UUID
+	Actor        *string
+	TraceContext *string
 }
 
 type InvocationApproveRow struct {
@@ -217,10 +221,12 @@ type InvocationApproveRow struct {
 	EventSeq       int32
 	Retry          []byte
 	Steps          []byte
+	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationApprove(ctx context.Context, db DBTX, arg InvocationApproveParams) (InvocationApproveRow, error) {
-	row := db.QueryRow(ctx, invocationApprove, arg.ID, arg.Actor)
+	row := db.QueryRow(ctx, invocationApprove, arg.ID, arg.Actor, arg.TraceContext)
 	var i InvocationApproveRow
 	err := row.Scan(
 		&i.ID,
@@ -270,6 +276,8 @@ func (q *Queries) InvocationApprove(ctx context.Context, db DBTX, arg Invocation
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -306,7 +314,7 @@ WITH prev AS (
     SELECT next.id, next.organization_id, next.event_seq, 'started', next.from_status, next.status, NULL, 'attempt ' || next.attempt
     FROM next
 )
-SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, go.patterns, go.windows, go.paused_at, go.credential_version,
+SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, go.patterns, go.windows, go.paused_at, go.credential_version,
     go.status AS locked_status, (go.started_at IS NOT NULL)::bool AS started_before,
     go.start AS started,
     go.attempt::int AS attempt_new, coalesce(go.started_at, now())::timestamptz AS started_at_new,
@@ -415,6 +423,8 @@ func (q *Queries) InvocationBeginMany(ctx context.Context, db DBTX, arg Invocati
 			&i.ActionInvocation.EventSeq,
 			&i.ActionInvocation.Retry,
 			&i.ActionInvocation.Steps,
+			&i.ActionInvocation.TraceContext,
+			&i.ActionInvocation.ApprovalTrace,
 			&i.Patterns,
 			&i.Windows,
 			&i.PausedAt,
@@ -443,12 +453,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'cancelled', completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('pending', 'approved')
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'cancelled', prev.status, next.status, $2, NULL FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationCancelParams struct {
@@ -504,6 +514,8 @@ type InvocationCancelRow struct {
 	EventSeq       int32
 	Retry          []byte
 	Steps          []byte
+	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, arg InvocationCancelParams) (InvocationCancelRow, error) {
@@ -557,6 +569,8 @@ func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, arg InvocationC
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -696,12 +710,12 @@ WITH prev AS (
     SET status = 'denied', denied_reason = $2, error = $3, approved_by = $4,
         approved_at = now(), completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'denied', prev.status, next.status, $4, $3 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationDenyParams struct {
@@ -759,6 +773,8 @@ type InvocationDenyRow struct {
 	EventSeq       int32
 	Retry          []byte
 	Steps          []byte
+	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationDeny(ctx context.Context, db DBTX, arg InvocationDenyParams) (InvocationDenyRow, error) {
@@ -817,6 +833,8 @@ func (q *Queries) InvocationDeny(ctx context.Context, db DBTX, arg InvocationDen
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -828,12 +846,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET discarded_by = $2, discarded_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'failed' AND i.dead_lettered_at IS NOT NULL AND i.discarded_at IS NULL
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'discarded', prev.status, next.status, $2, NULL FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationDiscardParams struct {
@@ -889,6 +907,8 @@ type InvocationDiscardRow struct {
 	EventSeq       int32
 	Retry          []byte
 	Steps          []byte
+	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationDiscard(ctx context.Context, db DBTX, arg InvocationDiscardParams) (InvocationDiscardRow, error) {
@@ -942,6 +962,8 @@ func (q *Queries) InvocationDiscard(ctx context.Context, db DBTX, arg Invocation
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -953,12 +975,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'expired', denied_reason = 'expired', completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'expired', prev.status, next.status, NULL, 'approval window closed' FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationExpireRow struct {
@@ -1009,6 +1031,8 @@ type InvocationExpireRow struct {
 	EventSeq       int32
 	Retry          []byte
 	Steps          []byte
+	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, id uuid.UUID) (InvocationExpireRow, error) {
@@ -1062,6 +1086,8 @@ func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, id uuid.UUID) (
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -1073,12 +1099,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'failed', error = $2, duration_ms = $3, steps = $4, completed_at = now(), dead_lettered_at = now(), updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'failed', prev.status, next.status, NULL, $2 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationFailParams struct {
@@ -1136,6 +1162,8 @@ type InvocationFailRow struct {
 	EventSeq       int32
 	Retry          []byte
 	Steps          []byte
+	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 // A failure in the worker is a dead letter an operator may replay; it keeps
@@ -1196,12 +1224,14 @@ func (q *Queries) InvocationFail(ctx context.Context, db DBTX, arg InvocationFai
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
 
 const invocationGet = `-- name: InvocationGet :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM action_invocations WHERE id = $1 AND organization_id = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations WHERE id = $1 AND organization_id = $2
 `
 
 type InvocationGetParams struct {
@@ -1260,12 +1290,14 @@ func (q *Queries) InvocationGet(ctx context.Context, db DBTX, arg InvocationGetP
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
 
 const invocationGetByExternalID = `-- name: InvocationGetByExternalID :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM action_invocations WHERE organization_id = $1 AND external_id = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations WHERE organization_id = $1 AND external_id = $2
 `
 
 type InvocationGetByExternalIDParams struct {
@@ -1324,12 +1356,14 @@ func (q *Queries) InvocationGetByExternalID(ctx context.Context, db DBTX, arg In
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
 
 const invocationGetByID = `-- name: InvocationGetByID :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM action_invocations WHERE id = $1
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations WHERE id = $1
 `
 
 func (q *Queries) InvocationGetByID(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -1383,12 +1417,14 @@ func (q *Queries) InvocationGetByID(ctx context.Context, db DBTX, id uuid.UUID) 
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
 
 const invocationGetByIdempotencyKey = `-- name: InvocationGetByIdempotencyKey :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations
 WHERE organization_id = $1 AND session_id = $2 AND idempotency_key = $3
 `
 
@@ -1450,12 +1486,14 @@ func (q *Queries) InvocationGetByIdempotencyKey(ctx context.Context, db DBTX, ar
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
 
 const invocationGetForUpdate = `-- name: InvocationGetForUpdate :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM action_invocations WHERE id = $1 AND organization_id = $2 FOR UPDATE
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations WHERE id = $1 AND organization_id = $2 FOR UPDATE
 `
 
 type InvocationGetForUpdateParams struct {
@@ -1514,6 +1552,8 @@ func (q *Queries) InvocationGetForUpdate(ctx context.Context, db DBTX, arg Invoc
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -1558,21 +1598,21 @@ WITH next AS (
         id, job_id, organization_id, session_id, automation_id, user_id, requested_by, origin,
         integration, action, risk_level, mode, mode_source, params, params_sealed, params_hash,
         status, denied_reason, expires_at, external_id, idempotency_key,
-        rate_bucket, must_run_before, approval, risk_hint, retry, event_seq, completed_at
+        rate_bucket, must_run_before, approval, risk_hint, retry, trace_context, event_seq, completed_at
     )
     SELECT r.id, r.job_id, r.organization_id, r.session_id, r.automation_id, r.user_id, r.requested_by, r.origin,
         r.integration, r.action, r.risk_level, r.mode, r.mode_source, r.params, r.params_sealed, r.params_hash,
         r.status, r.denied_reason, r.expires_at, r.external_id, r.idempotency_key,
-        r.rate_bucket, r.must_run_before, r.approval, r.risk_hint, r.retry, 1,
+        r.rate_bucket, r.must_run_before, r.approval, r.risk_hint, r.retry, r.trace_context, 1,
         CASE WHEN r.status = 'denied' THEN now() END
     FROM jsonb_populate_recordset(NULL::action_invocations, $1::jsonb) AS r
     ON CONFLICT DO NOTHING
-    RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps
+    RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, to_status, actor, reason)
     SELECT next.id, next.organization_id, 1, 'created', next.status, next.requested_by, next.denied_reason FROM next
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationInsertManyRow struct {
@@ -1623,6 +1663,8 @@ type InvocationInsertManyRow struct {
 	EventSeq       int32
 	Retry          []byte
 	Steps          []byte
+	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 // Records new invocations, one per element of the JSON array @invocations (the
@@ -1687,6 +1729,8 @@ func (q *Queries) InvocationInsertMany(ctx context.Context, db DBTX, invocations
 			&i.EventSeq,
 			&i.Retry,
 			&i.Steps,
+			&i.TraceContext,
+			&i.ApprovalTrace,
 		); err != nil {
 			return nil, err
 		}
@@ -1699,7 +1743,7 @@ func (q *Queries) InvocationInsertMany(ctx context.Context, db DBTX, invocations
 }
 
 const invocationListByExternalIDs = `-- name: InvocationListByExternalIDs :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations
 WHERE organization_id = $1 AND external_id = ANY($2::text[])
 `
 
@@ -1765,6 +1809,8 @@ func (q *Queries) InvocationListByExternalIDs(ctx context.Context, db DBTX, arg 
 			&i.EventSeq,
 			&i.Retry,
 			&i.Steps,
+			&i.TraceContext,
+			&i.ApprovalTrace,
 		); err != nil {
 			return nil, err
 		}
@@ -1777,7 +1823,7 @@ func (q *Queries) InvocationListByExternalIDs(ctx context.Context, db DBTX, arg 
 }
 
 const invocationListByOrg = `-- name: InvocationListByOrg :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations
 WHERE organization_id = $1
   AND ($2::text IS NULL OR status = $2)
   AND ($3::text IS NULL OR integration = $3)
@@ -1874,6 +1920,8 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 			&i.EventSeq,
 			&i.Retry,
 			&i.Steps,
+			&i.TraceContext,
+			&i.ApprovalTrace,
 		); err != nil {
 			return nil, err
 		}
@@ -1886,7 +1934,7 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 }
 
 const invocationListBySession = `-- name: InvocationListBySession :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations
 WHERE organization_id = $1 AND session_id = $2
 ORDER BY created_at DESC, id
 LIMIT $4 OFFSET $3
@@ -1961,6 +2009,8 @@ func (q *Queries) InvocationListBySession(ctx context.Context, db DBTX, arg Invo
 			&i.EventSeq,
 			&i.Retry,
 			&i.Steps,
+			&i.TraceContext,
+			&i.ApprovalTrace,
 		); err != nil {
 			return nil, err
 		}
@@ -1973,7 +2023,7 @@ func (q *Queries) InvocationListBySession(ctx context.Context, db DBTX, arg Invo
 }
 
 const invocationListExpiredForUpdate = `-- name: InvocationListExpiredForUpdate :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM action_invocations
 WHERE status = 'pending' AND expires_at <= now()
 ORDER BY expires_at
 LIMIT $1
@@ -2037,6 +2087,8 @@ func (q *Queries) InvocationListExpiredForUpdate(ctx context.Context, db DBTX, m
 			&i.EventSeq,
 			&i.Retry,
 			&i.Steps,
+			&i.TraceContext,
+			&i.ApprovalTrace,
 		); err != nil {
 			return nil, err
 		}
@@ -2100,12 +2152,12 @@ WITH prev AS (
     SET status = 'approved', dead_lettered_at = NULL, completed_at = NULL, steps = NULL, replay_count = i.replay_count + 1,
         replayed_by = $2, replayed_at = now(), job_id = $3, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'failed' AND i.dead_lettered_at IS NOT NULL AND i.discarded_at IS NULL
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'replayed', prev.status, next.status, $2, NULL FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationReplayParams struct {
@@ -2162,6 +2214,8 @@ type InvocationReplayRow struct {
 	EventSeq       int32
 	Retry          []byte
 	Steps          []byte
+	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationReplay(ctx context.Context, db DBTX, arg InvocationReplayParams) (InvocationReplayRow, error) {
@@ -2215,6 +2269,8 @@ func (q *Queries) InvocationReplay(ctx context.Context, db DBTX, arg InvocationR
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -2226,12 +2282,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'approved', error = $2, duration_ms = $3, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'retry_scheduled', prev.status, next.status, NULL, $2 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationScheduleRetryParams struct {
@@ -2288,6 +2344,8 @@ type InvocationScheduleRetryRow struct {
 	EventSeq       int32
 	Retry          []byte
 	Steps          []byte
+	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationScheduleRetry(ctx context.Context, db DBTX, arg InvocationScheduleRetryParams) (InvocationScheduleRetryRow, error) {
@@ -2341,6 +2399,8 @@ func (q *Queries) InvocationScheduleRetry(ctx context.Context, db DBTX, arg Invo
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -2352,12 +2412,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'skipped', error = $2, completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'skipped', prev.status, next.status, NULL, $2 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationSkipParams struct {
@@ -2413,6 +2473,8 @@ type InvocationSkipRow struct {
 	EventSeq       int32
 	Retry          []byte
 	Steps          []byte
+	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationSkip(ctx context.Context, db DBTX, arg InvocationSkipParams) (InvocationSkipRow, error) {
@@ -2466,6 +2528,8 @@ func (q *Queries) InvocationSkip(ctx context.Context, db DBTX, arg InvocationSki
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -2477,12 +2541,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'approved', error = $2, duration_ms = $3, provider_waits = i.provider_waits + 1, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'snoozed', prev.status, next.status, NULL, $2 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationSnoozeParams struct {
@@ -2539,6 +2603,8 @@ type InvocationSnoozeRow struct {
 	EventSeq       int32
 	Retry          []byte
 	Steps          []byte
+	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 // A provider asked to wait (429 Retry-After); no attempt is spent.
@@ -2593,6 +2659,8 @@ func (q *Queries) InvocationSnooze(ctx context.Context, db DBTX, arg InvocationS
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }
@@ -2604,12 +2672,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'executing', attempt = $2, started_at = coalesce(i.started_at, now()), updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || $2::int FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace FROM next
 `
 
 type InvocationStartParams struct {
@@ -2665,6 +2733,8 @@ type InvocationStartRow struct {
 	EventSeq       int32
 	Retry          []byte
 	Steps          []byte
+	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 func (q *Queries) InvocationStart(ctx context.Context, db DBTX, arg InvocationStartParams) (InvocationStartRow, error) {
@@ -2718,6 +2788,8 @@ func (q *Queries) InvocationStart(ctx context.Context, db DBTX, arg InvocationSt
 		&i.EventSeq,
 		&i.Retry,
 		&i.Steps,
+		&i.TraceContext,
+		&i.ApprovalTrace,
 	)
 	return i, err
 }

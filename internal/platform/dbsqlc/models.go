@@ -59,6 +59,8 @@ type ActionInvocation struct {
 	EventSeq       int32
 	Retry          []byte
 	Steps          []byte
+	TraceContext   *string
+	ApprovalTrace  *string
 }
 
 type ActionMode struct {

@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"net/url"
 	"time"
+
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 )
 
 // MaxRedirects bounds the redirects followed for one request. The servers
@@ -102,11 +104,12 @@ func CheckRedirect(allowPrivate bool) func(*http.Request, []*http.Request) error
 // organization chose (webhooks, Slack approvals): unless allowPrivate,
 // internal addresses are refused when dialing, after DNS resolution, and
 // every redirect is checked with CheckURL. timeout bounds each request. A
-// refusal is an error that wraps ErrNotAllowed.
+// refusal is an error that wraps ErrNotAllowed. A request made inside a
+// trace carries its traceparent (tracing.Transport).
 func Client(allowPrivate bool, timeout time.Duration) *http.Client {
 	tr := NewTransport()
 	if !allowPrivate {
 		tr = Guard(tr)
 	}
-	return &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: CheckRedirect(allowPrivate)}
+	return &http.Client{Transport: tracing.Transport(tr), Timeout: timeout, CheckRedirect: CheckRedirect(allowPrivate)}
 }

@@ -32,6 +32,7 @@ func fromRow[R row](r R) invocation.Invocation {
 		ProviderRef: a.ProviderRef, Conflict: a.Conflict, Approval: a.Approval, RiskHint: a.RiskHint,
 		DeadLetteredAt: a.DeadLetteredAt, ReplayCount: a.ReplayCount, ReplayedBy: a.ReplayedBy,
 		ReplayedAt: a.ReplayedAt, DiscardedBy: a.DiscardedBy, DiscardedAt: a.DiscardedAt,
+		TraceContext: deref(a.TraceContext), ApprovalTraceContext: deref(a.ApprovalTrace),
 	}
 	if len(a.Retry) > 0 {
 		var r invocation.Retry

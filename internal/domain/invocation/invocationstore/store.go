@@ -34,6 +34,7 @@ import (
 	"github.com/outboxd/outboxd/internal/platform/batch"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 )
 
 // DB is a connection, pool or transaction to read with.
@@ -306,7 +307,7 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.Crea
 		if p.Status == invocation.StatusDenied {
 			continue
 		}
-		args, opts := executeJob(p.ID, p.OrganizationID, p.Integration, p.RateBucket, p.Retry, p.Status == invocation.StatusPending)
+		args, opts := executeJob(p.ID, p.OrganizationID, p.Integration, p.RateBucket, p.Retry, p.Status == invocation.StatusPending, p.TraceContext)
 		refs[i].item = len(jobs)
 		jobs = append(jobs, river.InsertManyParams{Args: args, InsertOpts: opts})
 		if p.Status == invocation.StatusPending {
@@ -314,7 +315,9 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.Crea
 				return nil, errors.New("a pending invocation needs ExpiresAt")
 			}
 			refs[i].expiry = len(jobs)
-			jobs = append(jobs, river.InsertManyParams{Args: invocation.ExpireArgs{InvocationID: p.ID, OrganizationID: p.OrganizationID}, InsertOpts: &river.InsertOpts{ScheduledAt: *p.ExpiresAt}})
+			jobs = append(jobs, river.InsertManyParams{Args: invocation.ExpireArgs{InvocationID: p.ID, OrganizationID: p.OrganizationID}, InsertOpts: &river.InsertOpts{
+				ScheduledAt: *p.ExpiresAt, Metadata: tracing.JobMetadata(p.TraceContext),
+			}})
 		}
 	}
 	var jobIDs []int64
@@ -393,6 +396,7 @@ type insertRow struct {
 	Approval       string            `json:"approval"`
 	RiskHint       *string           `json:"risk_hint"`
 	Retry          *invocation.Retry `json:"retry"`
+	TraceContext   *string           `json:"trace_context"`
 }
 
 // insertRowOf is p as an element of InvocationInsertMany's array.
@@ -404,7 +408,7 @@ func insertRowOf(p *invocation.CreateParams) insertRow {
 		ParamsHash: p.ParamsHash, Status: p.Status, DeniedReason: nilIfEmpty(p.DeniedReason),
 		ExpiresAt: p.ExpiresAt, ExternalID: nilIfEmpty(p.ExternalID), IdempotencyKey: nilIfEmpty(p.IdempotencyKey),
 		RateBucket: nilIfEmpty(p.RateBucket), MustRunBefore: p.MustRunBefore, Approval: p.Approval, RiskHint: nilIfEmpty(p.RiskHint),
-		Retry: p.Retry,
+		Retry: p.Retry, TraceContext: nilIfEmpty(p.TraceContext),
 	}
 	if p.ParamsSealed != nil {
 		sealed := `\x` + hex.EncodeToString(p.ParamsSealed)
@@ -415,7 +419,7 @@ func insertRowOf(p *invocation.CreateParams) insertRow {
 
 // Approve clears a pending invocation to run and releases its parked job.
 func (s *Store) Approve(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string) (invocation.Invocation, error) {
-	r, err := s.q.InvocationApprove(ctx, tx, dbsqlc.InvocationApproveParams{ID: id, Actor: &actor})
+	r, err := s.q.InvocationApprove(ctx, tx, dbsqlc.InvocationApproveParams{ID: id, Actor: &actor, TraceContext: nilIfEmpty(tracing.Traceparent(ctx))})
 	inv, err := transitioned(r, err, id, "approving")
 	if err != nil || inv.JobID == nil {
 		return inv, err
@@ -564,7 +568,7 @@ func (s *Store) Replay(ctx context.Context, tx pgx.Tx, inv invocation.Invocation
 	if err != nil {
 		return inv, err
 	}
-	args, opts := executeJob(inv.ID, inv.OrganizationID, inv.Integration, deref(inv.RateBucket), inv.Retry, false)
+	args, opts := executeJob(inv.ID, inv.OrganizationID, inv.Integration, deref(inv.RateBucket), inv.Retry, false, inv.TraceContext)
 	job, err := client.InsertTx(ctx, tx, args, opts)
 	if err != nil {
 		return inv, fmt.Errorf("inserting replay job: %w", err)
@@ -622,8 +626,10 @@ func nilIfEmpty(s string) *string {
 // args and insert options follow from the invocation, so a replay carries
 // the same retry policy and bucket as the first run. pending parks it for
 // approval.
-func executeJob(id uuid.UUID, org, source, bucket string, retry *invocation.Retry, pending bool) (invocation.ExecuteArgs, *river.InsertOpts) {
-	opts := &river.InsertOpts{Pending: pending}
+func executeJob(id uuid.UUID, org, source, bucket string, retry *invocation.Retry, pending bool, traceContext string) (invocation.ExecuteArgs, *river.InsertOpts) {
+	// The job's spans join the trace of the request that created the
+	// invocation, in whichever process and at whichever attempt it runs.
+	opts := &river.InsertOpts{Pending: pending, Metadata: tracing.JobMetadata(traceContext)}
 	if retry != nil {
 		opts.MaxAttempts = retry.MaxAttempts
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval/slackapprovalstore"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -45,10 +46,12 @@ func (s *Service) jobs(_ context.Context, _ pgx.Tx, items []invocation.FeedItem)
 		if !relevant(it) {
 			continue
 		}
+		// Each message's job joins its invocation's trace, if traced.
+		opts := &river.InsertOpts{Metadata: tracing.JobMetadata(it.Invocation.TraceContext)}
 		if it.Notice == invocation.NoticeApprovalRequest {
-			jobs = append(jobs, river.InsertManyParams{Args: PostArgs{InvocationID: it.InvocationID}})
+			jobs = append(jobs, river.InsertManyParams{Args: PostArgs{InvocationID: it.InvocationID}, InsertOpts: opts})
 		} else {
-			jobs = append(jobs, river.InsertManyParams{Args: UpdateArgs{InvocationID: it.InvocationID}})
+			jobs = append(jobs, river.InsertManyParams{Args: UpdateArgs{InvocationID: it.InvocationID}, InsertOpts: opts})
 		}
 	}
 	return jobs, nil

@@ -17,11 +17,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook/webhookstore"
 	"github.com/outboxd/outboxd/internal/platform/netguard"
+	"github.com/outboxd/outboxd/internal/platform/tracing"
 )
 
 // Queue is the queue deliveries run on, apart from the actions.
@@ -77,7 +80,10 @@ func (s *Service) jobs(ctx context.Context, tx pgx.Tx, items []invocation.FeedIt
 			if !inserted {
 				continue
 			}
-			jobs = append(jobs, river.InsertManyParams{Args: DeliverArgs{DeliveryID: id}, InsertOpts: &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts}})
+			// Each delivery's job joins its invocation's trace, if traced.
+			jobs = append(jobs, river.InsertManyParams{Args: DeliverArgs{DeliveryID: id}, InsertOpts: &river.InsertOpts{
+				MaxAttempts: s.cfg.MaxAttempts, Metadata: tracing.JobMetadata(it.Invocation.TraceContext),
+			}})
 		}
 	}
 	return jobs, nil
@@ -183,6 +189,13 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	s.deps.Metrics.WebhookDeliveries.WithLabelValues(o.status).Inc()
 	s.deps.Metrics.WebhookLatency.WithLabelValues(o.status).Observe(o.latency.Seconds())
 
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attribute.String("outboxd.webhook_id", ep.ID.String()), attribute.String("outboxd.delivery_id", d.ID.String()),
+			tracing.AttrOrganizationID.String(ep.OrganizationID), tracing.AttrStatus.String(o.status))
+		if o.status != "delivered" {
+			tracing.Fail(span, "webhook_"+o.status)
+		}
+	}
 	rec := webhookstore.Attempt{ID: d.ID, Attempted: true, StatusCode: o.code, LatencyMs: ptr(int32(o.latency.Milliseconds()))}
 	if o.err != "" {
 		rec.Error = &o.err
@@ -206,7 +219,7 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 			return fmt.Errorf("recording the endpoint's failure: %w", err)
 		}
 		if ep.Enabled && !after.Enabled {
-			s.logger.Warn("webhook endpoint disabled after failing too long", "organization_id", ep.OrganizationID,
+			s.logger.WarnContext(ctx, "webhook endpoint disabled after failing too long", "organization_id", ep.OrganizationID,
 				"webhook_id", ep.ID, "failing_since", after.FailingSince)
 		}
 	}

@@ -1,0 +1,1 @@
+ALTER TABLE action_invocations DROP COLUMN trace_context, DROP COLUMN approval_trace;
