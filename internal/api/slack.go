@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 )
@@ -21,9 +22,27 @@ type approverView struct {
 	Role   string `json:"role"`
 }
 
-func writeSlackSettings(w http.ResponseWriter, st slackapproval.Settings) {
+func viewSlackSettings(st slackapproval.Settings) slackSettingsView {
 	approvers := viewEachValue(st.Approvers, func(a slackapproval.Approver) approverView { return approverView(a) })
-	writeJSON(w, http.StatusOK, slackSettingsView{Channel: st.Channel, Approvers: approvers})
+	return slackSettingsView{Channel: st.Channel, Approvers: approvers}
+}
+
+func writeSlackSettings(w http.ResponseWriter, st slackapproval.Settings) {
+	writeJSON(w, http.StatusOK, viewSlackSettings(st))
+}
+
+// slackBefore is the Slack settings before a change, for the audit trail
+// (nil when nothing is recorded).
+func (s *Server) slackBefore(r *http.Request, c *auth.Claims) (*slackSettingsView, error) {
+	if s.audit == nil {
+		return nil, nil
+	}
+	st, err := s.slack.Get(r.Context(), c.Org)
+	if err != nil {
+		return nil, err
+	}
+	v := viewSlackSettings(st)
+	return &v, nil
 }
 
 func (s *Server) getSlackSettings(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
@@ -43,10 +62,15 @@ func (s *Server) putSlackChannel(w http.ResponseWriter, r *http.Request, c *auth
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
+	before, err := s.slackBefore(r, c)
+	if err != nil {
+		return err
+	}
 	st, err := s.slack.PutChannel(r.Context(), c.Org, c.Subject, body.Channel)
 	if err != nil {
 		return err
 	}
+	s.record(r, &audit.Change{Action: "slack_settings.set_channel", TargetType: "slack_settings", Before: before, After: viewSlackSettings(st)})
 	writeSlackSettings(w, st)
 	return nil
 }
@@ -66,10 +90,15 @@ func (s *Server) putSlackApprovers(w http.ResponseWriter, r *http.Request, c *au
 		}
 		approvers[id] = slackapproval.Approver(a)
 	}
+	before, err := s.slackBefore(r, c)
+	if err != nil {
+		return err
+	}
 	st, err := s.slack.PutApprovers(r.Context(), c.Org, c.Subject, approvers)
 	if err != nil {
 		return err
 	}
+	s.record(r, &audit.Change{Action: "slack_settings.replace_approvers", TargetType: "slack_settings", Before: before, After: viewSlackSettings(st)})
 	writeSlackSettings(w, st)
 	return nil
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/api"
 	"github.com/outboxd/outboxd/internal/domain/admin"
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
@@ -294,7 +295,8 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	// The event feeds read through the tenant pool and LISTEN through the
 	// owner's, for every organization with subscribers.
 	feeds := feed.New(&feed.Deps{Pool: tenantPool, Listeners: pool, Metrics: metrics, Logger: logger})
-	settingsSvc := settings.New(&settings.Deps{Pool: tenantPool, Credentials: creds, Providers: registry, Flow: limiter})
+	trail := audit.New(tenantPool)
+	settingsSvc := settings.New(&settings.Deps{Pool: tenantPool, Credentials: creds, Providers: registry, Flow: limiter, Audit: trail})
 	deps := &outbox.Deps{
 		Pool: tenantPool, Waiter: feeds, River: client, Sources: sources,
 		Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
@@ -338,6 +340,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		Webhooks: webhooks, Slack: slackApprovals, SlackClicks: slackApprovals.Clicks(svc),
 		MCP:             mcpfront.New(&mcpfront.Deps{Outbox: svc, Catalog: reader, Metrics: metrics, Logger: logger, Wait: cfg.Outbox.WithDefaults().SyncWait}),
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
+		Audit:           trail, TrustForwardedFor: cfg.HTTP.TrustForwardedFor,
 	})
 	var handler http.Handler = server.Handler()
 	if role == RoleWorker {

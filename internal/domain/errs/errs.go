@@ -51,11 +51,14 @@ var (
 	// AutomationNotAllowed: a request names an automation its token does
 	// not carry.
 	AutomationNotAllowed = &Kind{"automation_not_allowed", "automation not allowed for this token"}
+	// PreconditionFailed: a replacement named the version it replaces
+	// (If-Match) and the stored one has changed since.
+	PreconditionFailed = &Kind{"precondition_failed", "the settings changed since they were read"}
 )
 
 // All is every kind, for the HTTP layer's test that maps each one.
 var All = []*Kind{NotFound, Conflict, Expired, PendingLimit, IdempotencyMismatch,
-	SourceUnavailable, SourceNotAllowed, SourceDisabled, AutomationNotAllowed}
+	SourceUnavailable, SourceNotAllowed, SourceDisabled, AutomationNotAllowed, PreconditionFailed}
 
 // Errorf is an error of kind whose message is the formatted text (which
 // may wrap another error with %w); errors.Is finds both.

@@ -1,0 +1,40 @@
+// Package audit keeps an organization's audit trail: one entry per
+// administrative change, saying who made it (the token's subject, kind and
+// role), when, from where (the client address as the API sees it, after
+// http.trust_forwarded_for), what (an action such as "connector.update"
+// on a target), and the state before and after with secrets redacted.
+//
+// # When an entry is written
+//
+// A change whose service runs in one transaction records its entry in that
+// transaction (RecordTx), so the change and its entry commit or roll back
+// together: the action modes of the organization and of an automation,
+// quiet hours and do-not-contact (internal/domain/settings). Every other
+// change is recorded right after it succeeded, by the HTTP layer
+// (Service.Record): credentials, connectors and their tool reviews,
+// databases, webhooks, Slack approval settings, dead-letter replays and
+// discards, and the organization's pause and resume. A failure to record
+// such an entry is logged at error level; the change stands. Later work
+// (token revocation, key rotation) records through the same Recorder.
+//
+// # The chain
+//
+// Each organization's entries are numbered from 1 without gaps (seq) and
+// chained: an entry stores the previous entry's hash (prev_hash, "" for
+// the first) and its own, the SHA-256 of Canonical(entry) in hex, which
+// covers every field but the hash itself. Writers of one organization take
+// a transaction-scoped advisory lock on its chain before reading the head,
+// so concurrent changes append one after the other. The API role may
+// insert and read entries but neither update nor delete them (migration
+// 029). Verify checks an export (JSON lines, oldest first) offline: a
+// deleted, altered, inserted or reordered entry breaks the chain.
+//
+// # Redaction
+//
+// Before and after are built by the callers from the same views the API
+// answers with, which never carry a credential, a connector or database
+// secret or a webhook secret; Redact then replaces the value of any key
+// that names a secret ("secret", "token", "password", ...) as a second
+// line of defence. A change of a secret shows as a flag
+// ("secret_changed": true), never as a value.
+package audit
