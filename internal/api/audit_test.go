@@ -1,12 +1,17 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
@@ -219,4 +224,185 @@ func TestAudit_EveryChangeIsRecorded(t *testing.T) {
 	require.ErrorContains(t, err, "permission denied")
 	_, err = tenant.Exec(dbutil.WithOrg(ctx, apptest.Org), "DELETE FROM audit_entries")
 	require.ErrorContains(t, err, "permission denied")
+}
+
+// TestAudit_PagesFiltersAndExport pages through the trail newest first
+// with the cursor, narrows it by actor, action, target and time, and
+// exports it: the export verifies, and fails once a line is altered,
+// deleted or moved.
+func TestAudit_PagesFiltersAndExport(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	alice := b.Token(auth.Claims{Kind: auth.KindUser, Role: auth.RoleAdmin, RegisteredClaims: jwt.RegisteredClaims{Subject: "alice"}})
+	bob := b.Token(auth.Claims{Kind: auth.KindUser, Role: auth.RoleOwner, RegisteredClaims: jwt.RegisteredClaims{Subject: "bob"}})
+	for i := range 5 {
+		r := b.Do("PUT", "/v1/do-not-contact", alice, map[string]any{"patterns": []string{fmt.Sprintf("#room-%d", i)}})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	}
+	var middle time.Time
+	require.NoError(t, b.Pool.QueryRow(context.Background(), "SELECT occurred_at FROM audit_entries WHERE organization_id = $1 AND seq = 3", apptest.Org).Scan(&middle))
+	for range 2 {
+		r := b.Do("PUT", "/v1/automations/nightly/action-modes", bob, map[string]string{"slack:send_message": "deny"})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	}
+
+	// Pages of 3: 7, 6, 5 | 4, 3, 2 | 1.
+	var seqs []float64
+	cursor := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 3)
+		r := b.Do("GET", "/v1/audit?limit=3"+cursor, b.Owner(), nil)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		for _, e := range r.Body["entries"].([]any) {
+			seqs = append(seqs, e.(map[string]any)["seq"].(float64))
+		}
+		if r.Body["next_cursor"] == nil {
+			break
+		}
+		cursor = "&cursor=" + r.Body["next_cursor"].(string)
+	}
+	require.Equal(t, []float64{7, 6, 5, 4, 3, 2, 1}, seqs)
+
+	actions := func(entries []map[string]any) []float64 {
+		var out []float64
+		for _, e := range entries {
+			out = append(out, e["seq"].(float64))
+		}
+		return out
+	}
+	require.Equal(t, []float64{7, 6}, actions(auditEntries(t, b, "actor=bob")))
+	require.Equal(t, []float64{5, 4, 3, 2, 1}, actions(auditEntries(t, b, "action=do_not_contact")))
+	require.Equal(t, []float64{5, 4, 3, 2, 1}, actions(auditEntries(t, b, "action=do_not_contact.replace")))
+	require.Empty(t, auditEntries(t, b, "action=do_not"))
+	require.Equal(t, []float64{7, 6}, actions(auditEntries(t, b, "target_type=action_modes&target_id=automation/nightly")))
+	require.Empty(t, auditEntries(t, b, "target_type=action_modes&target_id=org"))
+	at := middle.Format(time.RFC3339Nano)
+	require.Equal(t, []float64{7, 6, 5, 4, 3}, actions(auditEntries(t, b, "since="+at)))
+	require.Equal(t, []float64{2, 1}, actions(auditEntries(t, b, "until="+at)))
+	require.Equal(t, []float64{5, 4, 3}, actions(auditEntries(t, b, "actor=alice&since="+at)))
+	requireAPIError(t, b.Do("GET", "/v1/audit?since=yesterday", b.Owner(), nil), http.StatusBadRequest, "invalid_request")
+	requireAPIError(t, b.Do("GET", "/v1/audit?cursor=x", b.Owner(), nil), http.StatusBadRequest, "invalid_request")
+	requireAPIError(t, b.Do("GET", "/v1/audit?limit=501", b.Owner(), nil), http.StatusBadRequest, "invalid_request")
+
+	export := exportAudit(t, b)
+	n, err := audit.Verify(bytes.NewReader(export))
+	require.NoError(t, err)
+	require.Equal(t, 7, n)
+	lines := strings.SplitAfter(strings.TrimSuffix(string(export), "\n"), "\n")
+	require.Len(t, lines, 7)
+	first := lines[0]
+	require.Contains(t, first, `"seq":1,`)
+
+	broken := func(lines []string) *audit.VerifyError {
+		t.Helper()
+		_, err := audit.Verify(strings.NewReader(strings.Join(lines, "")))
+		var ve *audit.VerifyError
+		require.ErrorAs(t, err, &ve)
+		return ve
+	}
+	altered := append([]string(nil), lines...)
+	altered[3] = strings.Replace(altered[3], "#room-3", "#room-X", 1)
+	ve := broken(altered)
+	require.Equal(t, 4, ve.Line)
+	require.Contains(t, ve.Reason, "altered")
+
+	deleted := append(append([]string(nil), lines[:2]...), lines[3:]...)
+	ve = broken(deleted)
+	require.Equal(t, 3, ve.Line)
+	require.Contains(t, ve.Reason, "missing")
+
+	reordered := append([]string(nil), lines...)
+	reordered[4], reordered[5] = reordered[5], reordered[4]
+	ve = broken(reordered)
+	require.Equal(t, 5, ve.Line)
+
+	// Rewritten whole with a recomputed hash, the entry still breaks the
+	// next one's prev_hash.
+	var e audit.Entry
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &e))
+	e.Actor.Subject = "mallory"
+	e.Hash = audit.Hash(&e)
+	forged, err := json.Marshal(e)
+	require.NoError(t, err)
+	rewritten := append([]string(nil), lines...)
+	rewritten[1] = string(forged) + "\n"
+	ve = broken(rewritten)
+	require.Equal(t, 3, ve.Line)
+	require.Contains(t, ve.Reason, "prev_hash")
+}
+
+// TestAudit_ConcurrentChangesKeepOneChain makes changes of one
+// organization at once, through transactions of the settings (recorded in
+// their own transaction) and after the fact (webhooks): the chain has one
+// entry per change, numbered without gaps, and verifies.
+func TestAudit_ConcurrentChangesKeepOneChain(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	const writers = 8
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			paths := []struct{ method, path string }{{"PUT", "/v1/do-not-contact"}, {"POST", "/v1/webhooks"}}
+			p := paths[i%2]
+			var body any = map[string]any{"patterns": []string{fmt.Sprintf("#room-%d", i)}}
+			if p.method == "POST" {
+				body = map[string]any{"url": fmt.Sprintf("https://hooks.example.com/%d", i), "events": []string{"action_completed"}}
+			}
+			for range 3 {
+				r := b.Do(p.method, p.path, b.Owner(), body)
+				require.Less(t, r.Status, 300, string(r.Raw))
+			}
+		})
+	}
+	wg.Wait()
+	n, err := audit.Verify(bytes.NewReader(exportAudit(t, b)))
+	require.NoError(t, err)
+	require.Equal(t, writers*3, n)
+}
+
+// TestSettings_IfMatch replaces each whole setting with the ETag of a GET:
+// a stale one gets 412 and changes nothing (no entry either), the fresh
+// one 200 with the new ETag, none at all still 200.
+func TestSettings_IfMatch(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	for _, tc := range []struct {
+		path       string
+		first, two any
+	}{
+		{"/v1/action-modes", map[string]string{"slack:send_message": "deny"}, map[string]string{"slack:send_message": "allow"}},
+		{"/v1/automations/nightly/action-modes", map[string]string{"slack:send_message": "deny"}, map[string]string{}},
+		{"/v1/quiet-hours",
+			map[string]any{"windows": []any{map[string]string{"time_zone": "UTC", "start": "22:00", "end": "07:00"}}},
+			map[string]any{"windows": []any{map[string]string{"time_zone": "UTC", "start": "23:00", "end": "06:00"}}}},
+		{"/v1/do-not-contact", map[string]any{"patterns": []string{"#a"}}, map[string]any{"patterns": []string{"#b"}}},
+	} {
+		t.Run(strings.ReplaceAll(tc.path, "/", "_"), func(t *testing.T) {
+			read := b.Do("GET", tc.path, b.Admin(), nil)
+			require.Equal(t, http.StatusOK, read.Status, string(read.Raw))
+			stale := read.Header.Get("ETag")
+			require.NotEmpty(t, stale)
+
+			// Another admin's change lands first.
+			first := b.Do("PUT", tc.path, b.Owner(), tc.first, "If-Match", stale)
+			require.Equal(t, http.StatusOK, first.Status, string(first.Raw))
+			fresh := first.Header.Get("ETag")
+			require.NotEqual(t, stale, fresh)
+			entries := len(auditEntries(t, b, ""))
+
+			lost := b.Do("PUT", tc.path, b.Admin(), tc.two, "If-Match", stale)
+			e := requireAPIError(t, lost, http.StatusPreconditionFailed, "precondition_failed")
+			require.Contains(t, e["message"], "changed since they were read")
+			now := b.Do("GET", tc.path, b.Admin(), nil)
+			require.Equal(t, string(first.Raw), string(now.Raw), "nothing changed")
+			require.Equal(t, fresh, now.Header.Get("ETag"))
+			require.Len(t, auditEntries(t, b, ""), entries, "a refused change records nothing")
+
+			won := b.Do("PUT", tc.path, b.Admin(), tc.two, "If-Match", `W/`+fresh+`, "other"`)
+			require.Equal(t, http.StatusOK, won.Status, string(won.Raw))
+			require.NotEqual(t, fresh, won.Header.Get("ETag"))
+			require.Equal(t, http.StatusOK, b.Do("PUT", tc.path, b.Admin(), tc.first).Status, "without If-Match")
+			require.Len(t, auditEntries(t, b, ""), entries+2)
+		})
+	}
 }
