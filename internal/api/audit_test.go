@@ -376,32 +376,35 @@ func TestSettings_IfMatch(t *testing.T) {
 			map[string]any{"windows": []any{map[string]string{"time_zone": "UTC", "start": "22:00", "end": "07:00"}}},
 			map[string]any{"windows": []any{map[string]string{"time_zone": "UTC", "start": "23:00", "end": "06:00"}}}},
 		{"/v1/do-not-contact", map[string]any{"patterns": []string{"#a"}}, map[string]any{"patterns": []string{"#b"}}},
+		{"/v1/notifications/slack", map[string]any{"channel": "C0000000001"}, map[string]any{"channel": "C0000000002"}},
+		{"/v1/approvers/slack", map[string]any{"U01": map[string]string{"user_id": "alice", "role": "admin"}},
+			map[string]any{"U02": map[string]string{"user_id": "bob", "role": "owner"}}},
 	} {
 		t.Run(strings.ReplaceAll(tc.path, "/", "_"), func(t *testing.T) {
-			read := b.Do("GET", tc.path, b.Admin(), nil)
+			read := b.Do("GET", tc.path, b.Owner(), nil)
 			require.Equal(t, http.StatusOK, read.Status, string(read.Raw))
 			stale := read.Header.Get("ETag")
 			require.NotEmpty(t, stale)
 
-			// Another admin's change lands first.
+			// Another change lands first.
 			first := b.Do("PUT", tc.path, b.Owner(), tc.first, "If-Match", stale)
 			require.Equal(t, http.StatusOK, first.Status, string(first.Raw))
 			fresh := first.Header.Get("ETag")
 			require.NotEqual(t, stale, fresh)
 			entries := len(auditEntries(t, b, ""))
 
-			lost := b.Do("PUT", tc.path, b.Admin(), tc.two, "If-Match", stale)
+			lost := b.Do("PUT", tc.path, b.Owner(), tc.two, "If-Match", stale)
 			e := requireAPIError(t, lost, http.StatusPreconditionFailed, "precondition_failed")
 			require.Contains(t, e["message"], "changed since they were read")
-			now := b.Do("GET", tc.path, b.Admin(), nil)
+			now := b.Do("GET", tc.path, b.Owner(), nil)
 			require.Equal(t, string(first.Raw), string(now.Raw), "nothing changed")
 			require.Equal(t, fresh, now.Header.Get("ETag"))
 			require.Len(t, auditEntries(t, b, ""), entries, "a refused change records nothing")
 
-			won := b.Do("PUT", tc.path, b.Admin(), tc.two, "If-Match", `W/`+fresh+`, "other"`)
+			won := b.Do("PUT", tc.path, b.Owner(), tc.two, "If-Match", `W/`+fresh+`, "other"`)
 			require.Equal(t, http.StatusOK, won.Status, string(won.Raw))
 			require.NotEqual(t, fresh, won.Header.Get("ETag"))
-			require.Equal(t, http.StatusOK, b.Do("PUT", tc.path, b.Admin(), tc.first).Status, "without If-Match")
+			require.Equal(t, http.StatusOK, b.Do("PUT", tc.path, b.Owner(), tc.first).Status, "without If-Match")
 			require.Len(t, auditEntries(t, b, ""), entries+2)
 		})
 	}

@@ -67,8 +67,8 @@ type Webhooks interface {
 // handler, takes Slack's clicks (internal/domain/relay/slackapproval).
 type Slack interface {
 	Get(ctx context.Context, org string) (slackapproval.Settings, error)
-	PutChannel(ctx context.Context, org, by string, channel *string) (slackapproval.Settings, error)
-	PutApprovers(ctx context.Context, org, by string, approvers map[string]slackapproval.Approver) (slackapproval.Settings, error)
+	PutChannel(ctx context.Context, org, by string, channel *string, ifMatch string) (slackapproval.Settings, error)
+	PutApprovers(ctx context.Context, org, by string, approvers map[string]slackapproval.Approver, ifMatch string) (slackapproval.Settings, error)
 }
 
 // Feeds reads the organizations' event feeds (internal/domain/feed).

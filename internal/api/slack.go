@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 )
@@ -27,22 +26,11 @@ func viewSlackSettings(st slackapproval.Settings) slackSettingsView {
 	return slackSettingsView{Channel: st.Channel, Approvers: approvers}
 }
 
+// writeSlackSettings answers the settings with their ETag, which a change
+// may name in If-Match.
 func writeSlackSettings(w http.ResponseWriter, st slackapproval.Settings) {
+	setETag(w, slackapproval.ETag(st))
 	writeJSON(w, http.StatusOK, viewSlackSettings(st))
-}
-
-// slackBefore is the Slack settings before a change, for the audit trail
-// (nil when nothing is recorded).
-func (s *Server) slackBefore(r *http.Request, c *auth.Claims) (*slackSettingsView, error) {
-	if s.audit == nil {
-		return nil, nil
-	}
-	st, err := s.slack.Get(r.Context(), c.Org)
-	if err != nil {
-		return nil, err
-	}
-	v := viewSlackSettings(st)
-	return &v, nil
 }
 
 func (s *Server) getSlackSettings(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
@@ -62,15 +50,10 @@ func (s *Server) putSlackChannel(w http.ResponseWriter, r *http.Request, c *auth
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
-	before, err := s.slackBefore(r, c)
+	st, err := s.slack.PutChannel(r.Context(), c.Org, c.Subject, body.Channel, r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
-	st, err := s.slack.PutChannel(r.Context(), c.Org, c.Subject, body.Channel)
-	if err != nil {
-		return err
-	}
-	s.record(r, &audit.Change{Action: "slack_settings.set_channel", TargetType: "slack_settings", Before: before, After: viewSlackSettings(st)})
 	writeSlackSettings(w, st)
 	return nil
 }
@@ -90,15 +73,10 @@ func (s *Server) putSlackApprovers(w http.ResponseWriter, r *http.Request, c *au
 		}
 		approvers[id] = slackapproval.Approver(a)
 	}
-	before, err := s.slackBefore(r, c)
+	st, err := s.slack.PutApprovers(r.Context(), c.Org, c.Subject, approvers, r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
-	st, err := s.slack.PutApprovers(r.Context(), c.Org, c.Subject, approvers)
-	if err != nil {
-		return err
-	}
-	s.record(r, &audit.Change{Action: "slack_settings.replace_approvers", TargetType: "slack_settings", Before: before, After: viewSlackSettings(st)})
 	writeSlackSettings(w, st)
 	return nil
 }

@@ -266,7 +266,8 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	slackCfg := cfg.Slack
 	slackCfg.BaseURL = cfg.Providers[slack.SourceID].BaseURL
 	slackCfg.AllowPrivateNetworks = cfg.AllowPrivateNetworks
-	slackApprovals, err := slackapproval.New(&slackapproval.Deps{Pool: tenantPool, Owner: pool, Tokens: tokens, Metrics: metrics, Logger: logger}, &slackCfg)
+	trail := audit.New(tenantPool)
+	slackApprovals, err := slackapproval.New(&slackapproval.Deps{Pool: tenantPool, Owner: pool, Tokens: tokens, Metrics: metrics, Logger: logger, Audit: trail}, &slackCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +296,6 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	// The event feeds read through the tenant pool and LISTEN through the
 	// owner's, for every organization with subscribers.
 	feeds := feed.New(&feed.Deps{Pool: tenantPool, Listeners: pool, Metrics: metrics, Logger: logger})
-	trail := audit.New(tenantPool)
 	settingsSvc := settings.New(&settings.Deps{Pool: tenantPool, Credentials: creds, Providers: registry, Flow: limiter, Audit: trail})
 	deps := &outbox.Deps{
 		Pool: tenantPool, Waiter: feeds, River: client, Sources: sources,

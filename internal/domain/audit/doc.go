@@ -9,11 +9,12 @@
 // A change whose service runs in one transaction records its entry in that
 // transaction (RecordTx), so the change and its entry commit or roll back
 // together: the action modes of the organization and of an automation,
-// quiet hours and do-not-contact (internal/domain/settings). Every other
+// quiet hours and do-not-contact (internal/domain/settings), and the Slack
+// approval settings (internal/domain/relay/slackapproval). Every other
 // change is recorded right after it succeeded, by the HTTP layer
 // (Service.Record): credentials, connectors and their tool reviews,
-// databases, webhooks, Slack approval settings, dead-letter replays and
-// discards, and the organization's pause and resume. A failure to record
+// databases, webhooks, dead-letter replays and discards, and the
+// organization's pause and resume. A failure to record
 // such an entry is logged at error level; the change stands. Later work
 // (token revocation, key rotation) records through the same Recorder.
 //

@@ -2,46 +2,20 @@ package settings
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/platform/etag"
 )
 
 // ETag is the entity tag of a setting's value (the modes of a scope, the
-// quiet windows, the do-not-contact patterns): a quoted hash of its JSON,
-// the same for equal values whoever reads them. A replacement given an
-// If-Match that names another tag is refused (errs.PreconditionFailed).
-func ETag(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic("settings: a setting that is not JSON: " + err.Error()) // programmer error: settings are plain data
-	}
-	sum := sha256.Sum256(b)
-	return `"` + hex.EncodeToString(sum[:16]) + `"`
-}
-
-// matches reports whether an If-Match header value admits the current
-// tag: "" (no precondition), "*", or a list of tags one of which is the
-// current one (a weak tag W/"…" compares by its opaque part).
-func matches(ifMatch, current string) bool {
-	ifMatch = strings.TrimSpace(ifMatch)
-	if ifMatch == "" || ifMatch == "*" {
-		return true
-	}
-	for tag := range strings.SplitSeq(ifMatch, ",") {
-		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
-		if tag == current {
-			return true
-		}
-	}
-	return false
-}
+// quiet windows, the do-not-contact patterns), as its GET answers it: a
+// replacement given an If-Match that names another tag is refused
+// (errs.PreconditionFailed).
+func ETag(v any) string { return etag.Of(v) }
 
 // replace runs one replacement of a setting under its lock: it reads the
 // value before, checks ifMatch against it, writes, reads the value after
@@ -56,7 +30,7 @@ func replace[T any](ctx context.Context, s *Service, org, setting, ifMatch strin
 		if err != nil {
 			return err
 		}
-		if current := ETag(before); !matches(ifMatch, current) {
+		if current := ETag(before); !etag.Matches(ifMatch, current) {
 			return errs.Errorf(errs.PreconditionFailed, "%s changed since they were read: If-Match %s, current ETag %s; read them again and reapply the change",
 				strings.ReplaceAll(change.TargetType, "_", " "), ifMatch, current)
 		}
