@@ -20,8 +20,9 @@ func ETag(v any) string { return etag.Of(v) }
 // replace runs one replacement of a setting under its lock: it reads the
 // value before, checks ifMatch against it, writes, reads the value after
 // and records the change, all in one transaction. read and write run in
-// that transaction; change names the setting for the audit trail.
-func replace[T any](ctx context.Context, s *Service, org, setting, ifMatch string, change audit.Change,
+// that transaction; change names the setting for the audit trail, which
+// records its values as record shows them.
+func replace[T any](ctx context.Context, s *Service, org, setting, ifMatch string, change audit.Change, record func(T) any,
 	read func(ctx context.Context, tx pgx.Tx) (T, error), write func(ctx context.Context, tx pgx.Tx) error,
 ) (T, error) {
 	var after T
@@ -43,8 +44,11 @@ func replace[T any](ctx context.Context, s *Service, org, setting, ifMatch strin
 		if s.deps.Audit == nil {
 			return nil
 		}
-		change.Org, change.Before, change.After = org, before, after
+		change.Org, change.Before, change.After = org, record(before), record(after)
 		return s.deps.Audit.RecordTx(ctx, tx, &change)
 	})
 	return after, err
 }
+
+// asIs records a value as it is: its JSON is the setting's own.
+func asIs[T any](v T) any { return v }

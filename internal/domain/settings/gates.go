@@ -19,10 +19,26 @@ import (
 // Start and End ("HH:MM") in TimeZone (an IANA name).
 type QuietHoursWindow struct {
 	// Bucket limits the window to one rate bucket; "" is every job of the org.
+	Bucket   string
+	TimeZone string
+	Start    string
+	End      string
+}
+
+// windowRecord is a quiet window as the audit trail records it.
+type windowRecord struct {
 	Bucket   string `json:"bucket"`
 	TimeZone string `json:"time_zone"`
 	Start    string `json:"start"`
 	End      string `json:"end"`
+}
+
+func windowRecords(windows []QuietHoursWindow) any {
+	out := make([]windowRecord, len(windows))
+	for i, w := range windows {
+		out[i] = windowRecord(w)
+	}
+	return out
 }
 
 // GetQuietHours returns the organization's quiet windows.
@@ -74,7 +90,7 @@ func (s *Service) PutQuietHours(ctx context.Context, org, by string, windows []Q
 		return nil, &errs.ValidationError{Message: "invalid quiet hours", Fields: fieldErrs}
 	}
 	out, err := replace(ctx, s, org, "quiet_hours", ifMatch,
-		audit.Change{Action: "quiet_hours.replace", TargetType: "quiet_hours"},
+		audit.Change{Action: "quiet_hours.replace", TargetType: "quiet_hours"}, windowRecords,
 		func(ctx context.Context, tx pgx.Tx) ([]QuietHoursWindow, error) {
 			rows, err := s.store.QuietHoursIn(ctx, tx, org)
 			return toWindows(rows), err
@@ -115,7 +131,7 @@ func (s *Service) PutDoNotContact(ctx context.Context, org, by string, patterns 
 		trimmed[i] = strings.TrimSpace(p)
 	}
 	out, err := replace(ctx, s, org, "do_not_contact", ifMatch,
-		audit.Change{Action: "do_not_contact.replace", TargetType: "do_not_contact"},
+		audit.Change{Action: "do_not_contact.replace", TargetType: "do_not_contact"}, asIs[[]string],
 		func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 			patterns, err := s.store.DoNotContactIn(ctx, tx, org)
 			if patterns == nil {

@@ -120,13 +120,14 @@ func (s *Service) Get(ctx context.Context, org string) (Settings, error) {
 // (errs.PreconditionFailed).
 func ETag(st Settings) string { return etag.Of(settingsJSON(st)) }
 
-// settingsJSON is st as the API shows it and the audit trail records it.
-func settingsJSON(st Settings) any {
-	return struct {
-		Channel   *string             `json:"channel"`
-		Approvers map[string]Approver `json:"approvers"`
-	}{st.Channel, st.Approvers}
+// settingsRecord is an organization's settings as the audit trail records
+// them.
+type settingsRecord struct {
+	Channel   *string             `json:"channel"`
+	Approvers map[string]Approver `json:"approvers"`
 }
+
+func settingsJSON(st Settings) any { return settingsRecord(st) }
 
 // settingsOf reads org's settings through store on db.
 func settingsOf(ctx context.Context, store *slackapprovalstore.Store, db dbutil.DB, org string) (Settings, error) {
