@@ -18,7 +18,8 @@ import (
 type Actor struct {
 	// Subject is the token's subject (sub); "operator" for the CLI.
 	Subject string `json:"subject"`
-	// Kind is the token's kind (user, service, sandbox), or "operator".
+	// Kind is the token's kind (user, service, sandbox), "operator" for the
+	// CLI, or KindInternal.
 	Kind string `json:"kind"`
 	// Role is a user's role (member, admin, owner); "" otherwise.
 	Role string `json:"role,omitempty"`
@@ -39,6 +40,21 @@ func WithActor(ctx context.Context, a Actor) context.Context {
 func ActorFrom(ctx context.Context) (Actor, bool) {
 	a, ok := ctx.Value(actorKey{}).(Actor)
 	return a, ok
+}
+
+// KindInternal is the actor kind of a change made by outboxd's own code,
+// not through the API: no token, no client address.
+const KindInternal = "internal"
+
+// Internal is the actor of a change whose context names none (WithActor):
+// nil when it does, so that the context's is recorded; otherwise by, of
+// kind KindInternal. For services that record in their own transaction
+// and are also called from outboxd's own code.
+func Internal(ctx context.Context, by string) *Actor {
+	if _, ok := ActorFrom(ctx); ok {
+		return nil
+	}
+	return &Actor{Subject: by, Kind: KindInternal}
 }
 
 // Change is one administrative change to record.

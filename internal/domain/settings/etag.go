@@ -21,8 +21,9 @@ func ETag(v any) string { return etag.Of(v) }
 // value before, checks ifMatch against it, writes, reads the value after
 // and records the change, all in one transaction. read and write run in
 // that transaction; change names the setting for the audit trail, which
-// records its values as record shows them.
-func replace[T any](ctx context.Context, s *Service, org, setting, ifMatch string, change audit.Change, record func(T) any,
+// records its values as record shows them, and by as its actor when the
+// context names none (audit.Internal).
+func replace[T any](ctx context.Context, s *Service, org, by, setting, ifMatch string, change audit.Change, record func(T) any,
 	read func(ctx context.Context, tx pgx.Tx) (T, error), write func(ctx context.Context, tx pgx.Tx) error,
 ) (T, error) {
 	var after T
@@ -45,6 +46,7 @@ func replace[T any](ctx context.Context, s *Service, org, setting, ifMatch strin
 			return nil
 		}
 		change.Org, change.Before, change.After = org, record(before), record(after)
+		change.Actor = audit.Internal(ctx, by)
 		return s.deps.Audit.RecordTx(ctx, tx, &change)
 	})
 	return after, err

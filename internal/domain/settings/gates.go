@@ -89,7 +89,7 @@ func (s *Service) PutQuietHours(ctx context.Context, org, by string, windows []Q
 	if len(fieldErrs) > 0 {
 		return nil, &errs.ValidationError{Message: "invalid quiet hours", Fields: fieldErrs}
 	}
-	out, err := replace(ctx, s, org, "quiet_hours", ifMatch,
+	out, err := replace(ctx, s, org, by, "quiet_hours", ifMatch,
 		audit.Change{Action: "quiet_hours.replace", TargetType: "quiet_hours"}, windowRecords,
 		func(ctx context.Context, tx pgx.Tx) ([]QuietHoursWindow, error) {
 			rows, err := s.store.QuietHoursIn(ctx, tx, org)
@@ -130,7 +130,7 @@ func (s *Service) PutDoNotContact(ctx context.Context, org, by string, patterns 
 	for i, p := range patterns {
 		trimmed[i] = strings.TrimSpace(p)
 	}
-	out, err := replace(ctx, s, org, "do_not_contact", ifMatch,
+	out, err := replace(ctx, s, org, by, "do_not_contact", ifMatch,
 		audit.Change{Action: "do_not_contact.replace", TargetType: "do_not_contact"}, asIs[[]string],
 		func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 			patterns, err := s.store.DoNotContactIn(ctx, tx, org)

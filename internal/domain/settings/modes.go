@@ -62,7 +62,7 @@ func (s *Service) PutModes(ctx context.Context, org, automationID, userID string
 	if automationID != "" {
 		target = "automation/" + automationID
 	}
-	modes, err := replace(ctx, s, org, "action_modes:"+scope+":"+scopeID, ifMatch,
+	modes, err := replace(ctx, s, org, userID, "action_modes:"+scope+":"+scopeID, ifMatch,
 		audit.Change{Action: "action_modes.replace", TargetType: "action_modes", TargetID: target}, asIs[policy.Modes],
 		func(ctx context.Context, tx pgx.Tx) (policy.Modes, error) {
 			rows, err := s.store.ModesIn(ctx, tx, org, scope, scopeID)

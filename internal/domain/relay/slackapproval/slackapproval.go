@@ -151,7 +151,7 @@ func (s *Service) PutChannel(ctx context.Context, org, by string, channel *strin
 	if channel != nil && (*channel == "" || len(*channel) > 255) {
 		return Settings{}, errs.Invalid("channel", "channel must be a Slack channel id or name of 1 to 255 bytes, or null")
 	}
-	st, err := s.change(ctx, org, ifMatch, "slack_settings.set_channel", func(ctx context.Context, tx pgx.Tx) error {
+	st, err := s.change(ctx, org, by, ifMatch, "slack_settings.set_channel", func(ctx context.Context, tx pgx.Tx) error {
 		return s.api.PutChannel(ctx, tx, org, by, channel)
 	})
 	if err != nil {
@@ -162,8 +162,9 @@ func (s *Service) PutChannel(ctx context.Context, org, by string, channel *strin
 
 // change runs one change of org's settings under their lock: it reads
 // them, checks ifMatch, writes, reads them again and records the change as
-// action, all in one transaction.
-func (s *Service) change(ctx context.Context, org, ifMatch, action string, write func(ctx context.Context, tx pgx.Tx) error) (Settings, error) {
+// action, all in one transaction; by is its actor when the context names
+// none (audit.Internal).
+func (s *Service) change(ctx context.Context, org, by, ifMatch, action string, write func(ctx context.Context, tx pgx.Tx) error) (Settings, error) {
 	var after Settings
 	err := s.api.Locked(ctx, org, func(ctx context.Context, tx pgx.Tx) error {
 		before, err := settingsOf(ctx, s.api, tx, org)
@@ -182,7 +183,7 @@ func (s *Service) change(ctx context.Context, org, ifMatch, action string, write
 		if s.deps.Audit == nil {
 			return nil
 		}
-		return s.deps.Audit.RecordTx(ctx, tx, &audit.Change{Org: org, Action: action, TargetType: "slack_settings",
+		return s.deps.Audit.RecordTx(ctx, tx, &audit.Change{Org: org, Actor: audit.Internal(ctx, by), Action: action, TargetType: "slack_settings",
 			Before: settingsJSON(before), After: settingsJSON(after)})
 	})
 	return after, err
@@ -204,7 +205,7 @@ func (s *Service) PutApprovers(ctx context.Context, org, by string, approvers ma
 		}
 	}
 	raw, _ := json.Marshal(approvers)
-	st, err := s.change(ctx, org, ifMatch, "slack_settings.replace_approvers", func(ctx context.Context, tx pgx.Tx) error {
+	st, err := s.change(ctx, org, by, ifMatch, "slack_settings.replace_approvers", func(ctx context.Context, tx pgx.Tx) error {
 		return s.api.PutApprovers(ctx, tx, org, by, raw)
 	})
 	if err != nil {
