@@ -15,8 +15,25 @@
 // (Service.Record): credentials, connectors and their tool reviews,
 // databases, webhooks, dead-letter replays and discards, and the
 // organization's pause and resume. A failure to record
-// such an entry is logged at error level; the change stands. Later work
-// (token revocation, key rotation) records through the same Recorder.
+// such an entry is logged at error level; the change stands.
+//
+// # Recording from other code
+//
+// Later work (token revocation, key rotation) records through the
+// Recorder interface: RecordTx in the transaction of its change, or
+// Record right after it. Within an API request the context carries the
+// caller (WithActor, set by internal/api for every authenticated request);
+// elsewhere the Change names its Actor, for example the CLI's:
+//
+//	trail := audit.New(ownerPool)
+//	err := trail.RecordTx(ctx, tx, &audit.Change{
+//		Org: org, Actor: &audit.Actor{Subject: "operator", Kind: "operator"},
+//		Action: "secrets.rotate", TargetType: "secrets_key", TargetID: keyID,
+//		After: map[string]any{"resealed": n},
+//	})
+//
+// A service that records in its own transaction and is also called
+// without an API caller uses Internal(ctx, by) as the Change's Actor.
 //
 // # The chain
 //
