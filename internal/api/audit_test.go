@@ -236,8 +236,12 @@ func TestAudit_PagesFiltersAndExport(t *testing.T) {
 	alice := b.Token(auth.Claims{Kind: auth.KindUser, Role: auth.RoleAdmin, RegisteredClaims: jwt.RegisteredClaims{Subject: "alice"}})
 	bob := b.Token(auth.Claims{Kind: auth.KindUser, Role: auth.RoleOwner, RegisteredClaims: jwt.RegisteredClaims{Subject: "bob"}})
 	for i := range 5 {
-		r := b.Do("PUT", "/v1/do-not-contact", alice, map[string]any{"patterns": []string{fmt.Sprintf("#room-%d", i)}})
+		// Without http.trust_forwarded_for a client cannot name its address.
+		r := b.Do("PUT", "/v1/do-not-contact", alice, map[string]any{"patterns": []string{fmt.Sprintf("#room-%d", i)}}, "X-Forwarded-For", "203.0.113.9")
 		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	}
+	for _, e := range auditEntries(t, b, "") {
+		require.Equal(t, "127.0.0.1", e["actor"].(map[string]any)["client_addr"])
 	}
 	var middle time.Time
 	require.NoError(t, b.Pool.QueryRow(context.Background(), "SELECT occurred_at FROM audit_entries WHERE organization_id = $1 AND seq = 3", apptest.Org).Scan(&middle))
