@@ -44,10 +44,9 @@ func setETag(w http.ResponseWriter, etag string) {
 	w.Header().Set("ETag", etag)
 }
 
-// auditEntryView is the API shape of an audit entry: every field the
-// chain covers, and the hash (audit.Entry keeps the same fields).
-type auditEntryView = audit.Entry
-
+// listAudit answers a page of the trail. Its entries are in the shape of
+// the export (audit.Entry, the fields its hash covers) rather than a view
+// of the HTTP layer's: the same object is listed, exported and verified.
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	if s.audit == nil {
 		return &apiError{status: http.StatusNotFound, code: "not_found", message: "the audit trail is not served"}
@@ -89,7 +88,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, c *auth.Claim
 		cursor = &n
 	}
 	if entries == nil {
-		entries = []auditEntryView{}
+		entries = []audit.Entry{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"entries": entries, "next_cursor": cursor})
 	return nil
