@@ -409,6 +409,23 @@ func TestBrowser(t *testing.T) {
 		owner.shot("11-activity")
 	})
 
+	t.Run("AuditTrail", func(t *testing.T) {
+		// The pause and resume above, and the tool review, were recorded.
+		owner.run("audit", chromedp.Navigate(br.base+"/console/#/audit"), chromedp.WaitVisible(`#audit-h`, chromedp.ByQuery),
+			chromedp.WaitVisible(`[data-action="organization.pause"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`[data-action="connector.review_tools"]`, chromedp.ByQuery))
+		require.Contains(t, owner.text(`[data-action="organization.pause"]`), "user-owner")
+		owner.shot("11b-audit")
+		owner.run("filter", fill(`#a-action`, "organization"),
+			chromedp.Click(`//button[normalize-space()="Apply filters"]`, chromedp.BySearch),
+			chromedp.WaitNotPresent(`[data-action="connector.review_tools"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`[data-action="organization.resume"]`, chromedp.ByQuery))
+		require.Equal(t, 2, owner.count(`tr[data-action]`))
+		member := br.tab()
+		member.signIn(b.Member())
+		require.Equal(t, 0, member.count(`a[href="#/audit"]`), "no Audit page for members")
+	})
+
 	t.Run("PhoneWidth", func(t *testing.T) {
 		phone := br.tab()
 		phone.phone = true

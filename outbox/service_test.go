@@ -47,7 +47,7 @@ func TestService_Enqueue(t *testing.T) {
 	bundle := setup(t)
 
 	t.Run("ModeFromOverridesReadInTheWrite", func(t *testing.T) {
-		_, err := bundle.app.App.Settings.PutModes(bundle.ctx, apptest.Org, "nightly", "admin", map[string]string{"slack:send_message": "allow"})
+		_, err := bundle.app.App.Settings.PutModes(bundle.ctx, apptest.Org, "nightly", "admin", map[string]string{"slack:send_message": "allow"}, "")
 		require.NoError(t, err)
 		inv, created, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: slackEnvelope("mode-1")})
 		require.NoError(t, err)
@@ -56,7 +56,7 @@ func TestService_Enqueue(t *testing.T) {
 		require.Equal(t, "automation_override", inv.ModeSource)
 
 		// A deny written a moment later is never bypassed.
-		_, err = bundle.app.App.Settings.PutModes(bundle.ctx, apptest.Org, "nightly", "admin", map[string]string{"slack:send_message": "deny"})
+		_, err = bundle.app.App.Settings.PutModes(bundle.ctx, apptest.Org, "nightly", "admin", map[string]string{"slack:send_message": "deny"}, "")
 		require.NoError(t, err)
 		inv, _, err = bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: slackEnvelope("mode-2")})
 		require.NoError(t, err)

@@ -8,7 +8,7 @@ export type Invocation = {
   automation_id: string | null;
   user_id: string | null;
   requested_by: string;
-  origin: "invoke" | "envelope";
+  origin: "invoke" | "envelope" | "mcp";
   integration: string;
   action: string;
   risk_level: string;
@@ -146,6 +146,32 @@ export type ToolReview = {
 
 export type BatchResult = { id: string; status: string; error?: string };
 
+/** AuditEntry is one administrative change of the organization, as GET /v1/audit lists it. */
+export type AuditEntry = {
+  organization_id: string;
+  seq: number;
+  occurred_at: string;
+  actor: { subject: string; kind: string; role?: string; client_addr?: string };
+  action: string;
+  target_type: string;
+  target_id: string;
+  before: unknown;
+  after: unknown;
+  prev_hash: string;
+  hash: string;
+};
+
+export type AuditFilter = {
+  actor?: string;
+  action?: string;
+  target_type?: string;
+  target_id?: string;
+  since?: string;
+  until?: string;
+  cursor?: string;
+  limit?: number;
+};
+
 /** ApiError is an answer outside 2xx, with the API's error body. */
 export class ApiError extends Error {
   constructor(
@@ -213,7 +239,7 @@ const enc = encodeURIComponent;
 
 export type ListFilter = {
   status?: string;
-  origin?: "invoke" | "envelope";
+  origin?: "invoke" | "envelope" | "mcp";
   source?: string;
   session_id?: string;
   automation_id?: string;
@@ -252,6 +278,18 @@ export const api = {
   validateConnector: (id: string) => request<ConnectorDiagnosis>("POST", "/v1/connectors/" + enc(id) + "/validate"),
   connectorTools: (id: string) => request<{ tools: ToolReview[] }>("GET", "/v1/connectors/" + enc(id) + "/tools"),
   reviewTools: (id: string, modes: Record<string, string>) => request<{ tools: ToolReview[] }>("PUT", "/v1/connectors/" + enc(id) + "/tools", modes),
+
+  audit: (f: AuditFilter) => request<{ entries: AuditEntry[]; next_cursor: string | null }>("GET", "/v1/audit" + q(f)),
+  auditExport: async (): Promise<Blob> => {
+    const res = await fetch("/v1/audit/export", { headers: headers({ Accept: "application/x-ndjson" }) });
+    if (!res.ok) {
+      const e = (await res.json().catch(() => null))?.error ?? {};
+      const err = new ApiError(res.status, e.code ?? "http_" + res.status, e.message ?? res.statusText, e.details);
+      if (res.status === 401) onUnauthorized(err.message);
+      throw err;
+    }
+    return res.blob();
+  },
 };
 
 /** StreamMessage is one Server-Sent Event of GET /v1/events. */

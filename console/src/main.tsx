@@ -10,6 +10,7 @@ import { Activity, InvocationPage } from "./pages/activity";
 import { EnvelopePage, Envelopes } from "./pages/envelopes";
 import { Operations } from "./pages/operations";
 import { ConnectorPage, Connectors } from "./pages/connectors";
+import { Audit } from "./pages/audit";
 import "./style.css";
 
 /** Session is the signed-in user as the token says; the server decides. */
@@ -86,6 +87,7 @@ function App() {
     ["envelopes", "Envelopes", true],
     ["operations", "Operations", admin],
     ["connectors", "Connectors", admin],
+    ["audit", "Audit", admin],
   ];
   const section = page === "invocations" ? "activity" : page;
   let body;
@@ -104,6 +106,9 @@ function App() {
       break;
     case "connectors":
       body = id ? <ConnectorPage id={id} /> : <Connectors />;
+      break;
+    case "audit":
+      body = <Audit session={session} />;
       break;
     default:
       body = <Inbox session={session} />;

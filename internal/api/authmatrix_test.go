@@ -83,6 +83,8 @@ var wantAccess = map[string]string{
 	"POST /v1/queues/pause":                                                  "admin owner",
 	"POST /v1/queues/resume":                                                 "admin owner",
 	"GET /v1/stats":                                                          "admin owner",
+	"GET /v1/audit":                                                          "admin owner",
+	"GET /v1/audit/export":                                                   "admin owner",
 	"GET /v1/rate-buckets":                                                   "admin owner",
 	"POST /v1/envelopes":                                                     "service",
 	"GET /v1/revocations":                                                    "owner",

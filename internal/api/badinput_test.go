@@ -152,6 +152,8 @@ func TestBadInput_Corpus(t *testing.T) {
 		{"POST", "/v1/queues/pause", owner, member, nil},
 		{"POST", "/v1/queues/resume", owner, member, nil},
 		{"GET", "/v1/stats", owner, member, nil},
+		{"GET", "/v1/audit", owner, member, nil},
+		{"GET", "/v1/audit/export", owner, member, nil},
 		{"GET", "/v1/rate-buckets", owner, member, nil},
 		{"POST", "/v1/envelopes", service, owner, envelope("corpus-new", nil)},
 		{"GET", "/v1/envelopes/" + env, service, sandbox, nil},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/executors/mcp/connectors"
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/policy"
@@ -143,6 +144,7 @@ func (s *Server) createConnector(w http.ResponseWriter, r *http.Request, c *auth
 	if err != nil {
 		return err
 	}
+	s.record(r, &audit.Change{Action: "connector.create", TargetType: "connector", TargetID: conn.ID.String(), After: connectorChange(conn, in)})
 	writeJSON(w, http.StatusCreated, map[string]any{"connector": viewConnector(conn)})
 	return nil
 }
@@ -161,20 +163,53 @@ func (s *Server) updateConnector(w http.ResponseWriter, r *http.Request, c *auth
 	if err != nil {
 		return err
 	}
+	before, err := s.connectorBefore(r, c)
+	if err != nil {
+		return err
+	}
 	conn, err := s.connectors.Update(r.Context(), c.Org, r.PathValue("id"), c.Subject, in)
 	if err != nil {
 		return err
 	}
+	s.record(r, &audit.Change{Action: "connector.update", TargetType: "connector", TargetID: conn.ID.String(), Before: before, After: connectorChange(conn, in)})
 	writeJSON(w, http.StatusOK, map[string]any{"connector": viewConnector(conn)})
 	return nil
 }
 
 func (s *Server) deleteConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	before, err := s.connectorBefore(r, c)
+	if err != nil {
+		return err
+	}
 	if err := s.connectors.Delete(r.Context(), c.Org, r.PathValue("id")); err != nil {
 		return err
 	}
+	s.record(r, &audit.Change{Action: "connector.delete", TargetType: "connector", TargetID: r.PathValue("id"), Before: before})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// connectorBefore is the connector of the path before a change, for the
+// audit trail (nil when nothing is recorded).
+func (s *Server) connectorBefore(r *http.Request, c *auth.Claims) (*connectorView, error) {
+	if s.audit == nil {
+		return nil, nil
+	}
+	conn, err := s.connectors.Get(r.Context(), c.Org, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	v := viewConnector(conn)
+	return &v, nil
+}
+
+// connectorChange is a connector after a change, for the audit trail: its
+// view, and whether the change set its secret (never the secret).
+func connectorChange(conn connectors.View, in *connectors.Input) any {
+	return struct {
+		connectorView
+		SecretChanged bool `json:"secret_changed"`
+	}{viewConnector(conn), in.Auth != nil && in.Auth.Secret != nil}
 }
 
 func (s *Server) validateConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
@@ -203,9 +238,22 @@ func (s *Server) reviewConnectorTools(w http.ResponseWriter, r *http.Request, c 
 	if modes == nil {
 		return badRequest("invalid_json", `body must be an object {"<tool>": "<mode>"}`)
 	}
+	before, err := s.connectorBefore(r, c)
+	if err != nil {
+		return err
+	}
 	tools, err := s.connectors.Review(r.Context(), c.Org, r.PathValue("id"), modes)
 	if err != nil {
 		return err
+	}
+	if before != nil {
+		after, err := s.connectors.Get(r.Context(), c.Org, r.PathValue("id"))
+		if err != nil {
+			return err
+		}
+		s.record(r, &audit.Change{Action: "connector.review_tools", TargetType: "connector", TargetID: r.PathValue("id"),
+			Before: map[string]any{"tool_risk_overrides": before.ToolRiskOverrides},
+			After:  map[string]any{"tool_risk_overrides": viewConnector(after).ToolRiskOverrides, "reviewed": modes}})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tools": viewToolReviews(tools)})
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/outboxd/outboxd/executors/database/databases"
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 )
 
@@ -76,6 +77,7 @@ func (s *Server) createDatabase(w http.ResponseWriter, r *http.Request, c *auth.
 	if err != nil {
 		return err
 	}
+	s.record(r, &audit.Change{Action: "database.create", TargetType: "database", TargetID: db.ID.String(), After: databaseChange(db, in)})
 	writeJSON(w, http.StatusCreated, map[string]any{"database": viewDatabase(db)})
 	return nil
 }
@@ -94,18 +96,52 @@ func (s *Server) updateDatabase(w http.ResponseWriter, r *http.Request, c *auth.
 	if err != nil {
 		return err
 	}
+	before, err := s.databaseBefore(r, c)
+	if err != nil {
+		return err
+	}
 	db, err := s.databases.Update(r.Context(), c.Org, r.PathValue("id"), c.Subject, in)
 	if err != nil {
 		return err
 	}
+	s.record(r, &audit.Change{Action: "database.update", TargetType: "database", TargetID: db.ID.String(), Before: before, After: databaseChange(db, in)})
 	writeJSON(w, http.StatusOK, map[string]any{"database": viewDatabase(db)})
 	return nil
 }
 
 func (s *Server) deleteDatabase(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	before, err := s.databaseBefore(r, c)
+	if err != nil {
+		return err
+	}
 	if err := s.databases.Delete(r.Context(), c.Org, r.PathValue("id")); err != nil {
 		return err
 	}
+	s.record(r, &audit.Change{Action: "database.delete", TargetType: "database", TargetID: r.PathValue("id"), Before: before})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// databaseBefore is the database of the path before a change, for the
+// audit trail (nil when nothing is recorded).
+func (s *Server) databaseBefore(r *http.Request, c *auth.Claims) (*databaseView, error) {
+	if s.audit == nil {
+		return nil, nil
+	}
+	db, err := s.databases.Get(r.Context(), c.Org, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	v := viewDatabase(db)
+	return &v, nil
+}
+
+// databaseChange is a database after a change, for the audit trail: its
+// view, and whether the change set its URL, which holds its password
+// (never the URL itself).
+func databaseChange(db databases.View, in *databases.Input) any {
+	return struct {
+		databaseView
+		URLChanged bool `json:"url_changed"`
+	}{viewDatabase(db), in.URL != nil}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
@@ -341,6 +342,7 @@ func (s *Server) getModes(w http.ResponseWriter, r *http.Request, c *auth.Claims
 	if err != nil {
 		return err
 	}
+	setETag(w, settings.ETag(modes))
 	writeJSON(w, http.StatusOK, modes)
 	return nil
 }
@@ -354,10 +356,11 @@ func (s *Server) putModes(w http.ResponseWriter, r *http.Request, c *auth.Claims
 		// A JSON null would otherwise replace every override with none.
 		return badRequest("invalid_json", `request body must be a JSON object of "<source>:<action>": mode`)
 	}
-	modes, err := s.settings.PutModes(r.Context(), c.Org, r.PathValue("automation_id"), c.Subject, body)
+	modes, err := s.settings.PutModes(r.Context(), c.Org, r.PathValue("automation_id"), c.Subject, body, r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
+	setETag(w, settings.ETag(modes))
 	writeJSON(w, http.StatusOK, modes)
 	return nil
 }
@@ -395,13 +398,39 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
+	integration := r.PathValue("integration")
+	var before *credentialView
+	if s.audit != nil {
+		infos, err := s.settings.ListCredentials(r.Context(), c.Org)
+		if err != nil {
+			return err
+		}
+		for _, i := range infos {
+			if i.Integration == integration && i.UserID == body.UserID {
+				v := credentialView(i)
+				before = &v
+			}
+		}
+	}
 	info, err := s.settings.PutCredential(r.Context(), &settings.PutCredentialParams{
-		OrganizationID: c.Org, Integration: r.PathValue("integration"), UserID: body.UserID,
+		OrganizationID: c.Org, Integration: integration, UserID: body.UserID,
 		TokenKind: body.TokenKind, Token: body.Token, By: c.Subject,
 	})
 	if err != nil {
 		return err
 	}
+	change := &audit.Change{Action: "credential.store", TargetType: "credential", TargetID: integration, Before: before,
+		After: struct {
+			credentialView
+			TokenReplaced bool `json:"token_replaced"`
+		}{credentialView(info), before != nil}}
+	if body.UserID != "" {
+		change.TargetID += "/" + body.UserID
+	}
+	if before != nil {
+		change.Action = "credential.replace"
+	}
+	s.record(r, change)
 	writeJSON(w, http.StatusOK, map[string]any{"credential": credentialView(info)})
 	return nil
 }

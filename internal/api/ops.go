@@ -5,6 +5,7 @@ import (
 	"time"
 
 	adm "github.com/outboxd/outboxd/internal/domain/admin"
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/settings"
 )
@@ -29,6 +30,7 @@ func (s *Server) getQuietHours(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err != nil {
 		return err
 	}
+	setETag(w, settings.ETag(windows))
 	writeJSON(w, http.StatusOK, map[string]any{"windows": viewQuietHours(windows)})
 	return nil
 }
@@ -41,10 +43,11 @@ func (s *Server) putQuietHours(w http.ResponseWriter, r *http.Request, c *auth.C
 		return err
 	}
 	in := viewEach(body.Windows, func(w QuietHoursWindow) settings.QuietHoursWindow { return settings.QuietHoursWindow(w) })
-	windows, err := s.settings.PutQuietHours(r.Context(), c.Org, c.Subject, in)
+	windows, err := s.settings.PutQuietHours(r.Context(), c.Org, c.Subject, in, r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
+	setETag(w, settings.ETag(windows))
 	writeJSON(w, http.StatusOK, map[string]any{"windows": viewQuietHours(windows)})
 	return nil
 }
@@ -54,6 +57,7 @@ func (s *Server) getDoNotContact(w http.ResponseWriter, r *http.Request, c *auth
 	if err != nil {
 		return err
 	}
+	setETag(w, settings.ETag(patterns))
 	writeJSON(w, http.StatusOK, map[string]any{"patterns": patterns})
 	return nil
 }
@@ -65,10 +69,11 @@ func (s *Server) putDoNotContact(w http.ResponseWriter, r *http.Request, c *auth
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
-	patterns, err := s.settings.PutDoNotContact(r.Context(), c.Org, c.Subject, body.Patterns)
+	patterns, err := s.settings.PutDoNotContact(r.Context(), c.Org, c.Subject, body.Patterns, r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
+	setETag(w, settings.ETag(patterns))
 	writeJSON(w, http.StatusOK, map[string]any{"patterns": patterns})
 	return nil
 }
@@ -106,6 +111,15 @@ func (s *Server) deadLetterOp(retry bool) handlerFunc {
 		if err != nil {
 			return err
 		}
+		views := viewEach(results, func(b adm.BatchResult) batchResultView { return batchResultView(b) })
+		if done := doneIDs(results); len(done) > 0 {
+			action := "dead_letter.discard"
+			if retry {
+				action = "dead_letter.retry"
+			}
+			s.record(r, &audit.Change{Action: action, TargetType: "dead_letters", TargetID: r.PathValue("id"),
+				After: map[string]any{"ids": done, "results": views}})
+		}
 		if r.PathValue("id") != "" && results[0].Status != "retried" && results[0].Status != "discarded" {
 			status := http.StatusConflict
 			if results[0].Status == "not_found" {
@@ -113,9 +127,20 @@ func (s *Server) deadLetterOp(retry bool) handlerFunc {
 			}
 			return &apiError{status: status, code: results[0].Status, message: results[0].Error}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"results": viewEach(results, func(b adm.BatchResult) batchResultView { return batchResultView(b) })})
+		writeJSON(w, http.StatusOK, map[string]any{"results": views})
 		return nil
 	}
+}
+
+// doneIDs are the ids of the dead letters a batch retried or discarded.
+func doneIDs(results []adm.BatchResult) []string {
+	var out []string
+	for _, b := range results {
+		if b.Status == "retried" || b.Status == "discarded" {
+			out = append(out, b.ID)
+		}
+	}
+	return out
 }
 
 // queue answers the caller's organization's own queue: its pause and its
@@ -135,14 +160,24 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, c *auth.Claims) e
 // organization's keep running.
 func (s *Server) pause(resume bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-		op := s.admin.Pause
+		op, action := s.admin.Pause, "organization.pause"
 		if resume {
-			op = s.admin.Resume
+			op, action = s.admin.Resume, "organization.resume"
+		}
+		var before *pauseView
+		if s.audit != nil {
+			q, err := s.admin.Queue(r.Context(), c.Org)
+			if err != nil {
+				return err
+			}
+			before = &pauseView{Paused: q.Paused, PausedAt: q.PausedAt, PausedBy: q.PausedBy}
 		}
 		q, err := op(r.Context(), c.Org, c.Subject)
 		if err != nil {
 			return err
 		}
+		s.record(r, &audit.Change{Action: action, TargetType: "organization", TargetID: c.Org,
+			Before: before, After: pauseView{Paused: q.Paused, PausedAt: q.PausedAt, PausedBy: q.PausedBy}})
 		writeJSON(w, http.StatusOK, viewOrgQueue(q))
 		return nil
 	}
@@ -286,4 +321,11 @@ func viewRateBucket(b adm.RateBucket) rateBucketView {
 		Name: b.Name, Scope: b.Scope, Rate: b.Rate, IntervalSeconds: b.IntervalSeconds, Burst: b.Burst, MaxConcurrency: b.MaxConcurrency,
 		States: viewEach(b.States, func(st adm.RateBucketState) rateBucketStateView { return rateBucketStateView(st) }),
 	}
+}
+
+// pauseView is an organization's pause, as the audit trail shows it.
+type pauseView struct {
+	Paused   bool       `json:"paused"`
+	PausedAt *time.Time `json:"paused_at"`
+	PausedBy *string    `json:"paused_by"`
 }

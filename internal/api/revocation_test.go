@@ -183,6 +183,9 @@ func TestRevocation_Selectors(t *testing.T) {
 		require.Equal(t, exp.Add(auth.DefaultLeeway).Format(time.RFC3339), r.Body["expires_at"], "the token's exp, before the maximum lifetime")
 		requireAPIError(t, b.Do("GET", probe, one, nil), http.StatusUnauthorized, "token_revoked")
 		require.Equal(t, http.StatusOK, b.Do("GET", probe, two, nil).Status)
+		trail := b.Do("GET", "/v1/audit?action=tokens.revoke", owner, nil)
+		require.Equal(t, http.StatusOK, trail.Status, string(trail.Raw))
+		require.Len(t, trail.Body["entries"], 1, "the revocation is in the audit trail")
 	})
 	t.Run("Automation", func(t *testing.T) {
 		t.Parallel()

@@ -3,8 +3,10 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/revocation"
 )
@@ -80,6 +82,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 	if err != nil {
 		return err
 	}
+	s.record(r, &audit.Change{Action: "tokens.revoke", TargetType: "revocation", TargetID: strconv.FormatInt(rev.ID, 10), After: viewRevocation(&rev)})
 	writeJSON(w, http.StatusCreated, viewRevocation(&rev))
 	return nil
 }

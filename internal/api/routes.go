@@ -152,6 +152,8 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/queues/pause", admins, s.pause(false)},
 		{"POST", "/v1/queues/resume", admins, s.pause(true)},
 		{"GET", "/v1/stats", admins, s.stats},
+		{"GET", "/v1/audit", admins, s.listAudit},
+		{"GET", "/v1/audit/export", admins, s.exportAudit},
 		{"GET", "/v1/rate-buckets", admins, s.rateBuckets},
 
 		{"GET", "/v1/revocations", owner, s.listRevocations},

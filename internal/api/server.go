@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/outboxd/outboxd/console"
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
@@ -67,6 +68,12 @@ type Deps struct {
 	// Unauthenticated caps the requests a client address sends without a
 	// valid bearer token; nil: no cap.
 	Unauthenticated *httpserver.AddrLimiter
+	// Audit records administrative changes and serves the trail (nil:
+	// nothing recorded, the trail's routes answer 404).
+	Audit Audit
+	// TrustForwardedFor takes a client's address from X-Forwarded-For
+	// (http.trust_forwarded_for), as the audit trail records it.
+	TrustForwardedFor bool
 }
 
 // Server routes requests to the outbox service.
@@ -94,6 +101,9 @@ type Server struct {
 	revocations Revocations
 	// unauthenticated is nil without a cap.
 	unauthenticated *httpserver.AddrLimiter
+	// audit is nil when nothing is recorded.
+	audit             Audit
+	trustForwardedFor bool
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -120,6 +130,9 @@ func New(deps *Deps) *Server {
 		closing:     make(chan struct{}),
 
 		unauthenticated: deps.Unauthenticated,
+
+		audit:             deps.Audit,
+		trustForwardedFor: deps.TrustForwardedFor,
 
 		connectors:  deps.Connectors,
 		databases:   deps.Databases,
@@ -282,8 +295,10 @@ func (s *Server) authed(rt *route) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, rt.bodyLimit())
-		// The database shows this request only its organization's rows.
+		// The database shows this request only its organization's rows, and
+		// the changes it makes are recorded as the caller's.
 		ctx := dbutil.WithOrg(context.WithValue(r.Context(), claimsKey{}, claims), claims.Org)
+		ctx = audit.WithActor(ctx, s.actor(r, claims))
 		if err := rt.handler(w, r.WithContext(ctx), claims); err != nil {
 			s.writeErr(w, r, err)
 		}
@@ -354,6 +369,7 @@ var kindStatus = map[*errs.Kind]int{
 	errs.SourceDisabled:       http.StatusForbidden,
 	errs.AutomationNotAllowed: http.StatusForbidden,
 	errs.SelfApproval:         http.StatusForbidden,
+	errs.PreconditionFailed:   http.StatusPreconditionFailed,
 }
 
 // toAPIError maps domain errors to HTTP answers: the one place that does.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	adm "github.com/outboxd/outboxd/internal/domain/admin"
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
@@ -70,8 +71,8 @@ type Webhooks interface {
 // handler, takes Slack's clicks (internal/domain/relay/slackapproval).
 type Slack interface {
 	Get(ctx context.Context, org string) (slackapproval.Settings, error)
-	PutChannel(ctx context.Context, org, by string, channel *string) (slackapproval.Settings, error)
-	PutApprovers(ctx context.Context, org, by string, approvers map[string]slackapproval.Approver) (slackapproval.Settings, error)
+	PutChannel(ctx context.Context, org, by string, channel *string, ifMatch string) (slackapproval.Settings, error)
+	PutApprovers(ctx context.Context, org, by string, approvers map[string]slackapproval.Approver, ifMatch string) (slackapproval.Settings, error)
 }
 
 // Revocations revokes an organization's tokens and watches a verified
@@ -96,13 +97,22 @@ type Feeds interface {
 // (internal/domain/settings).
 type Settings interface {
 	GetModes(ctx context.Context, org, automationID string) (policy.Modes, error)
-	PutModes(ctx context.Context, org, automationID, userID string, raw map[string]string) (policy.Modes, error)
+	PutModes(ctx context.Context, org, automationID, userID string, raw map[string]string, ifMatch string) (policy.Modes, error)
 	GetQuietHours(ctx context.Context, org string) ([]settings.QuietHoursWindow, error)
-	PutQuietHours(ctx context.Context, org, by string, windows []settings.QuietHoursWindow) ([]settings.QuietHoursWindow, error)
+	PutQuietHours(ctx context.Context, org, by string, windows []settings.QuietHoursWindow, ifMatch string) ([]settings.QuietHoursWindow, error)
 	GetDoNotContact(ctx context.Context, org string) ([]string, error)
-	PutDoNotContact(ctx context.Context, org, by string, patterns []string) ([]string, error)
+	PutDoNotContact(ctx context.Context, org, by string, patterns []string, ifMatch string) ([]string, error)
 	PutCredential(ctx context.Context, p *settings.PutCredentialParams) (credential.Info, error)
 	ListCredentials(ctx context.Context, org string) ([]credential.Info, error)
+}
+
+// Audit is the organization's audit trail (internal/domain/audit): the
+// HTTP layer records the changes whose services do not record them in
+// their own transaction, and serves the trail to admins.
+type Audit interface {
+	Record(ctx context.Context, c *audit.Change) error
+	List(ctx context.Context, org string, f *audit.Filter) ([]audit.Entry, int64, error)
+	Export(ctx context.Context, org string, fn func(*audit.Entry) error) error
 }
 
 // Admin is an organization's administration of its own work

@@ -21,9 +21,16 @@ type approverView struct {
 	Role   string `json:"role"`
 }
 
-func writeSlackSettings(w http.ResponseWriter, st slackapproval.Settings) {
+func viewSlackSettings(st slackapproval.Settings) slackSettingsView {
 	approvers := viewEachValue(st.Approvers, func(a slackapproval.Approver) approverView { return approverView(a) })
-	writeJSON(w, http.StatusOK, slackSettingsView{Channel: st.Channel, Approvers: approvers})
+	return slackSettingsView{Channel: st.Channel, Approvers: approvers}
+}
+
+// writeSlackSettings answers the settings with their ETag, which a change
+// may name in If-Match.
+func writeSlackSettings(w http.ResponseWriter, st slackapproval.Settings) {
+	setETag(w, slackapproval.ETag(st))
+	writeJSON(w, http.StatusOK, viewSlackSettings(st))
 }
 
 func (s *Server) getSlackSettings(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
@@ -43,7 +50,7 @@ func (s *Server) putSlackChannel(w http.ResponseWriter, r *http.Request, c *auth
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
-	st, err := s.slack.PutChannel(r.Context(), c.Org, c.Subject, body.Channel)
+	st, err := s.slack.PutChannel(r.Context(), c.Org, c.Subject, body.Channel, r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
@@ -66,7 +73,7 @@ func (s *Server) putSlackApprovers(w http.ResponseWriter, r *http.Request, c *au
 		}
 		approvers[id] = slackapproval.Approver(a)
 	}
-	st, err := s.slack.PutApprovers(r.Context(), c.Org, c.Subject, approvers)
+	st, err := s.slack.PutApprovers(r.Context(), c.Org, c.Subject, approvers, r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}

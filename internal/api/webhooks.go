@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
@@ -70,6 +71,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err != nil {
 		return err
 	}
+	s.record(r, &audit.Change{Action: "webhook.create", TargetType: "webhook", TargetID: ep.ID.String(), After: viewWebhook(ep)})
 	writeJSON(w, http.StatusCreated, map[string]any{"webhook": viewWebhook(ep), "secret": secret})
 	return nil
 }
@@ -101,31 +103,68 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
+	before, err := s.webhookBefore(r, c)
+	if err != nil {
+		return err
+	}
 	ep, err := s.webhooks.Update(r.Context(), c.Org, r.PathValue("id"), &webhook.Params{
 		URL: body.URL, Events: body.Events, Description: body.Description, Enabled: body.Enabled,
 	})
 	if err != nil {
 		return err
 	}
+	action := "webhook.update"
+	if before != nil && !before.Enabled && ep.Enabled {
+		action = "webhook.reenable"
+	}
+	s.record(r, &audit.Change{Action: action, TargetType: "webhook", TargetID: ep.ID.String(), Before: before, After: viewWebhook(ep)})
 	writeJSON(w, http.StatusOK, map[string]any{"webhook": viewWebhook(ep)})
 	return nil
 }
 
 func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	before, err := s.webhookBefore(r, c)
+	if err != nil {
+		return err
+	}
 	if err := s.webhooks.Delete(r.Context(), c.Org, r.PathValue("id")); err != nil {
 		return err
 	}
+	s.record(r, &audit.Change{Action: "webhook.delete", TargetType: "webhook", TargetID: r.PathValue("id"), Before: before})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	before, err := s.webhookBefore(r, c)
+	if err != nil {
+		return err
+	}
 	ep, secret, err := s.webhooks.RotateSecret(r.Context(), c.Org, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
+	s.record(r, &audit.Change{Action: "webhook.rotate_secret", TargetType: "webhook", TargetID: ep.ID.String(), Before: before,
+		After: struct {
+			webhookView
+			SecretChanged bool `json:"secret_changed"`
+		}{viewWebhook(ep), true}})
 	writeJSON(w, http.StatusOK, map[string]any{"webhook": viewWebhook(ep), "secret": secret})
 	return nil
+}
+
+// webhookBefore is the webhook of the path before a change, for the audit
+// trail (nil when nothing is recorded).
+func (s *Server) webhookBefore(r *http.Request, c *auth.Claims) (*webhookView, error) {
+	if s.audit == nil {
+		return nil, nil
+	}
+	ep, err := s.webhooks.Get(r.Context(), c.Org, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	v := viewWebhook(ep)
+	return &v, nil
 }
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {

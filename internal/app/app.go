@@ -36,6 +36,7 @@ import (
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/api"
 	"github.com/outboxd/outboxd/internal/domain/admin"
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
@@ -345,7 +346,8 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	slackCfg := cfg.Slack
 	slackCfg.BaseURL = cfg.Providers[slack.SourceID].BaseURL
 	slackCfg.AllowPrivateNetworks = cfg.AllowPrivateNetworks
-	slackApprovals, err := slackapproval.New(&slackapproval.Deps{Pool: tenantPool, Owner: pool, Tokens: tokens, Metrics: metrics, Logger: logger}, &slackCfg)
+	trail := audit.New(tenantPool)
+	slackApprovals, err := slackapproval.New(&slackapproval.Deps{Pool: tenantPool, Owner: pool, Tokens: tokens, Metrics: metrics, Logger: logger, Audit: trail}, &slackCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +377,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	// The event feeds read through the tenant pool and LISTEN through the
 	// owner's, for every organization with subscribers.
 	feeds := feed.New(&feed.Deps{Pool: tenantPool, Listeners: pool, Metrics: metrics, Logger: logger})
-	settingsSvc := settings.New(&settings.Deps{Pool: tenantPool, Credentials: creds, Providers: registry, Flow: limiter})
+	settingsSvc := settings.New(&settings.Deps{Pool: tenantPool, Credentials: creds, Providers: registry, Flow: limiter, Audit: trail})
 	deps := &outbox.Deps{
 		Pool: tenantPool, Waiter: feeds, River: client, Sources: sources,
 		Box: box, Flow: limiter, Metrics: metrics, Logger: logger, Tracer: tracer,
@@ -421,6 +423,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 			Metrics: metrics, Logger: logger, Wait: cfg.Outbox.WithDefaults().SyncWait}),
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
 		Revocations:     revocations,
+		Audit:           trail, TrustForwardedFor: cfg.HTTP.TrustForwardedFor,
 	})
 	var handler http.Handler = server.Handler()
 	if role == RoleWorker {

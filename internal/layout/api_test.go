@@ -18,7 +18,7 @@ import (
 // clicks, which Slack signs).
 var apiValues = []string{
 	"*auth.Verifier", "*pgxpool.Pool", "prometheus.Gatherer", "*slog.Logger",
-	"StreamConfig", "time.Duration", "*httpserver.AddrLimiter", "http.Handler",
+	"StreamConfig", "time.Duration", "*httpserver.AddrLimiter", "http.Handler", "bool",
 }
 
 // TestAPI_ReachesServicesThroughInterfaces checks that the HTTP layer

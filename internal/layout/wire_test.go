@@ -33,17 +33,19 @@ var wireFree = []string{
 // wireExceptions are the types of wireFree packages that keep json tags
 // for something other than the API, by "<dir>.<type>", with the reason.
 var wireExceptions = map[string]string{
-	"internal/domain/catalog.schemaDoc":               "decodes an action's JSON Schema to write its guide",
-	"internal/domain/catalog.Review":                  "is stored as jsonb: executors/mcp/connectors keeps the reviews of a connector's tools in tool_risk_overrides",
-	"internal/domain/credential.brokerRequest":        "is the token broker's protocol: what outboxd asks it",
-	"internal/domain/credential.brokerAnswer":         "is the token broker's protocol: what it answers",
-	"executors/mcp.RiskPolicy":                        "is stored as jsonb: executors/mcp/connectors keeps a connector's risk_policy, which the API shows and takes as it is stored",
-	"executors/mcp.callResult":                        "is the stored result of a tool call (the invocation's result)",
-	"internal/domain/relay/slackapproval.Approver":    "is stored as jsonb: an organization's Slack approvers, by Slack user id",
-	"internal/domain/relay/slackapproval.interaction": "is Slack's protocol: the block_actions payload of a click",
-	"internal/domain/relay/slackapproval.buttonValue": "is Slack's protocol: the value an approval button carries back in a click",
-	"internal/domain/relay/slackapproval.PostArgs":    "is a River job's args, stored as jsonb",
-	"internal/domain/relay/slackapproval.UpdateArgs":  "is a River job's args, stored as jsonb",
+	"internal/domain/catalog.schemaDoc":                  "decodes an action's JSON Schema to write its guide",
+	"internal/domain/catalog.Review":                     "is stored as jsonb: executors/mcp/connectors keeps the reviews of a connector's tools in tool_risk_overrides",
+	"internal/domain/credential.brokerRequest":           "is the token broker's protocol: what outboxd asks it",
+	"internal/domain/credential.brokerAnswer":            "is the token broker's protocol: what it answers",
+	"executors/mcp.RiskPolicy":                           "is stored as jsonb: executors/mcp/connectors keeps a connector's risk_policy, which the API shows and takes as it is stored",
+	"executors/mcp.callResult":                           "is the stored result of a tool call (the invocation's result)",
+	"internal/domain/relay/slackapproval.Approver":       "is stored as jsonb: an organization's Slack approvers, by Slack user id",
+	"internal/domain/relay/slackapproval.interaction":    "is Slack's protocol: the block_actions payload of a click",
+	"internal/domain/relay/slackapproval.buttonValue":    "is Slack's protocol: the value an approval button carries back in a click",
+	"internal/domain/relay/slackapproval.PostArgs":       "is a River job's args, stored as jsonb",
+	"internal/domain/relay/slackapproval.UpdateArgs":     "is a River job's args, stored as jsonb",
+	"internal/domain/relay/slackapproval.settingsRecord": "is the audit trail's record of the settings (internal/domain/audit), hashed into its chain",
+	"internal/domain/settings.windowRecord":              "is the audit trail's record of a quiet window (internal/domain/audit), hashed into its chain",
 }
 
 // TestWire_APIShapesLiveInTheHTTPLayer checks that no wireFree package

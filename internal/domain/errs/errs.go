@@ -53,11 +53,14 @@ var (
 	AutomationNotAllowed = &Kind{"automation_not_allowed", "automation not allowed for this token"}
 	// SelfApproval: the approver asked for the invocation themselves.
 	SelfApproval = &Kind{"self_approval", "nobody approves their own request"}
+	// PreconditionFailed: a replacement named the version it replaces
+	// (If-Match) and the stored one has changed since.
+	PreconditionFailed = &Kind{"precondition_failed", "the settings changed since they were read"}
 )
 
 // All is every kind, for the HTTP layer's test that maps each one.
 var All = []*Kind{NotFound, Conflict, Expired, PendingLimit, IdempotencyMismatch,
-	SourceUnavailable, SourceNotAllowed, SourceDisabled, AutomationNotAllowed, SelfApproval}
+	SourceUnavailable, SourceNotAllowed, SourceDisabled, AutomationNotAllowed, SelfApproval, PreconditionFailed}
 
 // Errorf is an error of kind whose message is the formatted text (which
 // may wrap another error with %w); errors.Is finds both.

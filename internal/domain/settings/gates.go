@@ -6,7 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/settings/settingsstore"
 	"github.com/outboxd/outboxd/policy"
@@ -22,21 +25,42 @@ type QuietHoursWindow struct {
 	End      string
 }
 
+// windowRecord is a quiet window as the audit trail records it.
+type windowRecord struct {
+	Bucket   string `json:"bucket"`
+	TimeZone string `json:"time_zone"`
+	Start    string `json:"start"`
+	End      string `json:"end"`
+}
+
+func windowRecords(windows []QuietHoursWindow) any {
+	out := make([]windowRecord, len(windows))
+	for i, w := range windows {
+		out[i] = windowRecord(w)
+	}
+	return out
+}
+
 // GetQuietHours returns the organization's quiet windows.
 func (s *Service) GetQuietHours(ctx context.Context, org string) ([]QuietHoursWindow, error) {
 	rows, err := s.store.QuietHours(ctx, org)
 	if err != nil {
 		return nil, fmt.Errorf("loading quiet hours: %w", err)
 	}
+	return toWindows(rows), nil
+}
+
+func toWindows(rows []settingsstore.QuietWindow) []QuietHoursWindow {
 	out := make([]QuietHoursWindow, len(rows))
 	for i, r := range rows {
 		out[i] = QuietHoursWindow{Bucket: r.Bucket, TimeZone: r.TimeZone, Start: policy.FormatClock(r.StartMinute), End: policy.FormatClock(r.EndMinute)}
 	}
-	return out, nil
+	return out
 }
 
-// PutQuietHours replaces the organization's quiet windows.
-func (s *Service) PutQuietHours(ctx context.Context, org, by string, windows []QuietHoursWindow) ([]QuietHoursWindow, error) {
+// PutQuietHours replaces the organization's quiet windows. A non-empty
+// ifMatch must name the current windows' ETag.
+func (s *Service) PutQuietHours(ctx context.Context, org, by string, windows []QuietHoursWindow, ifMatch string) ([]QuietHoursWindow, error) {
 	var fieldErrs []executors.FieldError
 	seen := map[string]bool{}
 	var rows []settingsstore.QuietWindow
@@ -65,10 +89,17 @@ func (s *Service) PutQuietHours(ctx context.Context, org, by string, windows []Q
 	if len(fieldErrs) > 0 {
 		return nil, &errs.ValidationError{Message: "invalid quiet hours", Fields: fieldErrs}
 	}
-	if err := s.store.ReplaceQuietHours(ctx, org, by, rows); err != nil {
+	out, err := replace(ctx, s, org, by, "quiet_hours", ifMatch,
+		audit.Change{Action: "quiet_hours.replace", TargetType: "quiet_hours"}, windowRecords,
+		func(ctx context.Context, tx pgx.Tx) ([]QuietHoursWindow, error) {
+			rows, err := s.store.QuietHoursIn(ctx, tx, org)
+			return toWindows(rows), err
+		},
+		func(ctx context.Context, tx pgx.Tx) error { return s.store.ReplaceQuietHours(ctx, tx, org, by, rows) })
+	if err != nil {
 		return nil, fmt.Errorf("storing quiet hours: %w", err)
 	}
-	return s.GetQuietHours(ctx, org)
+	return out, nil
 }
 
 // GetDoNotContact returns the organization's do-not-contact patterns.
@@ -83,8 +114,9 @@ func (s *Service) GetDoNotContact(ctx context.Context, org string) ([]string, er
 	return patterns, nil
 }
 
-// PutDoNotContact replaces the organization's do-not-contact patterns.
-func (s *Service) PutDoNotContact(ctx context.Context, org, by string, patterns []string) ([]string, error) {
+// PutDoNotContact replaces the organization's do-not-contact patterns. A
+// non-empty ifMatch must name the current patterns' ETag.
+func (s *Service) PutDoNotContact(ctx context.Context, org, by string, patterns []string, ifMatch string) ([]string, error) {
 	var fieldErrs []executors.FieldError
 	for i, p := range patterns {
 		if !policy.ValidRecipientPattern(p) || len(p) > 200 {
@@ -98,8 +130,20 @@ func (s *Service) PutDoNotContact(ctx context.Context, org, by string, patterns 
 	for i, p := range patterns {
 		trimmed[i] = strings.TrimSpace(p)
 	}
-	if err := s.store.ReplaceDoNotContact(ctx, org, by, trimmed); err != nil {
+	out, err := replace(ctx, s, org, by, "do_not_contact", ifMatch,
+		audit.Change{Action: "do_not_contact.replace", TargetType: "do_not_contact"}, asIs[[]string],
+		func(ctx context.Context, tx pgx.Tx) ([]string, error) {
+			patterns, err := s.store.DoNotContactIn(ctx, tx, org)
+			if patterns == nil {
+				patterns = []string{}
+			}
+			return patterns, err
+		},
+		func(ctx context.Context, tx pgx.Tx) error {
+			return s.store.ReplaceDoNotContact(ctx, tx, org, by, trimmed)
+		})
+	if err != nil {
 		return nil, fmt.Errorf("storing do-not-contact: %w", err)
 	}
-	return s.GetDoNotContact(ctx, org)
+	return out, nil
 }

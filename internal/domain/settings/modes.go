@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/settings/settingsstore"
 	"github.com/outboxd/outboxd/policy"
@@ -19,18 +22,23 @@ func (s *Service) GetModes(ctx context.Context, org, automationID string) (polic
 	if err != nil {
 		return nil, fmt.Errorf("listing modes: %w", err)
 	}
+	return toModes(rows), nil
+}
+
+func toModes(rows []settingsstore.Mode) policy.Modes {
 	modes := make(policy.Modes, len(rows))
 	for _, r := range rows {
 		modes[r.SourceID+":"+r.ActionID] = r.Mode
 	}
-	return modes, nil
+	return modes
 }
 
 // maxModeKeyBytes bounds an action-mode key; its parts are indexed.
 const maxModeKeyBytes = 255
 
-// PutModes replaces the overrides of the org or of one automation.
-func (s *Service) PutModes(ctx context.Context, org, automationID, userID string, raw map[string]string) (policy.Modes, error) {
+// PutModes replaces the overrides of the org or of one automation. A
+// non-empty ifMatch must name the current overrides' ETag.
+func (s *Service) PutModes(ctx context.Context, org, automationID, userID string, raw map[string]string, ifMatch string) (policy.Modes, error) {
 	var fieldErrs []executors.FieldError
 	entries := make([]settingsstore.Mode, 0, len(raw))
 	for key, value := range raw {
@@ -50,10 +58,23 @@ func (s *Service) PutModes(ctx context.Context, org, automationID, userID string
 		return nil, &errs.ValidationError{Message: "invalid action modes", Fields: fieldErrs}
 	}
 	scope, scopeID := modeScope(org, automationID)
-	if err := s.store.ReplaceModes(ctx, org, scope, scopeID, userID, entries); err != nil {
+	target := "org"
+	if automationID != "" {
+		target = "automation/" + automationID
+	}
+	modes, err := replace(ctx, s, org, userID, "action_modes:"+scope+":"+scopeID, ifMatch,
+		audit.Change{Action: "action_modes.replace", TargetType: "action_modes", TargetID: target}, asIs[policy.Modes],
+		func(ctx context.Context, tx pgx.Tx) (policy.Modes, error) {
+			rows, err := s.store.ModesIn(ctx, tx, org, scope, scopeID)
+			return toModes(rows), err
+		},
+		func(ctx context.Context, tx pgx.Tx) error {
+			return s.store.ReplaceModes(ctx, tx, org, scope, scopeID, userID, entries)
+		})
+	if err != nil {
 		return nil, fmt.Errorf("storing modes: %w", err)
 	}
-	return s.GetModes(ctx, org, automationID)
+	return modes, nil
 }
 
 func modeScope(org, automationID string) (string, string) {

@@ -3,12 +3,19 @@
 // provider credentials it stores. It checks what it is given and keeps
 // the rest to settingsstore, which reads and writes through the API's
 // tenant pool, so the database shows it the caller's organization only.
+//
+// A replacement of a whole setting (the modes of a scope, the quiet
+// windows, the do-not-contact patterns) runs under the setting's lock in
+// one transaction that compares the caller's If-Match with the current
+// value's ETag and records the change in the audit trail
+// (internal/domain/audit).
 package settings
 
 import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/settings/settingsstore"
@@ -25,6 +32,9 @@ type Deps struct {
 	// Flow holds the configured rate buckets (a quiet window's bucket is
 	// validated against it); nil disables flow control.
 	Flow *flow.Limiter
+	// Audit records each replacement in its transaction; nil records
+	// nothing.
+	Audit audit.Recorder
 }
 
 // Service reads and replaces an organization's settings.

@@ -40,7 +40,7 @@ func TestPutModes_RefusesBadKeysAndModes(t *testing.T) {
 	_, err := svc.PutModes(context.Background(), "org-1", "", "alice", map[string]string{
 		"slack":              "allow",
 		"slack:send_message": "sometimes",
-	})
+	}, "")
 	require.ElementsMatch(t, []string{"slack", "slack:send_message"}, fields(t, err))
 }
 
@@ -51,13 +51,13 @@ func TestPutQuietHours_RefusesEachBadField(t *testing.T) {
 		{Bucket: "nope", TimeZone: "Europe/Paris", Start: "22:00", End: "7"},
 		{Bucket: "slack", TimeZone: "Europe/Paris", Start: "22:00", End: "07:00"},
 		{Bucket: "slack", TimeZone: "Europe/Paris", Start: "22:00", End: "07:00"},
-	})
+	}, "")
 	require.ElementsMatch(t, []string{"0/time_zone", "0/start", "1/end", "1/bucket", "3/bucket"}, fields(t, err))
 }
 
 func TestPutDoNotContact_RefusesBadPatterns(t *testing.T) {
 	svc := newService(t)
-	_, err := svc.PutDoNotContact(context.Background(), "org-1", "alice", []string{"#general", "", "[unclosed"})
+	_, err := svc.PutDoNotContact(context.Background(), "org-1", "alice", []string{"#general", "", "[unclosed"}, "")
 	require.ElementsMatch(t, []string{"1", "2"}, fields(t, err))
 }
 

@@ -94,3 +94,14 @@ func (q *Queries) ModeUpsert(ctx context.Context, db DBTX, arg ModeUpsertParams)
 	)
 	return err
 }
+
+const settingsLock = `-- name: SettingsLock :exec
+SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))
+`
+
+// Serialises the replacements of one of an organization's settings until
+// the transaction ends (key names the organization and the setting).
+func (q *Queries) SettingsLock(ctx context.Context, db DBTX, key string) error {
+	_, err := db.Exec(ctx, settingsLock, key)
+	return err
+}

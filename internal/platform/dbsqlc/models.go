@@ -74,6 +74,23 @@ type ActionMode struct {
 	UpdatedAt      time.Time
 }
 
+type AuditEntry struct {
+	OrganizationID string
+	Seq            int64
+	OccurredAt     time.Time
+	ActorSubject   string
+	ActorKind      string
+	ActorRole      string
+	ClientAddr     string
+	Action         string
+	TargetType     string
+	TargetID       string
+	BeforeState    string
+	AfterState     string
+	PrevHash       string
+	Hash           string
+}
+
 type Credential struct {
 	OrganizationID string
 	Integration    string

@@ -91,8 +91,31 @@ func (l *AddrLimiter) tracked() int {
 // forwardedFor the last X-Forwarded-For entry when it parses; an IPv6
 // address as its /64.
 func (l *AddrLimiter) clientKey(r *http.Request) netip.Addr {
+	addr := clientAddr(r, l.forwardedFor)
+	if addr.Is6() {
+		if p, err := addr.Prefix(64); err == nil {
+			addr = p.Addr()
+		}
+	}
+	return addr.WithZone("")
+}
+
+// ClientAddr is r's client address as outboxd sees it (the one
+// http.trust_forwarded_for describes): the peer's, or with forwardedFor the
+// last X-Forwarded-For entry when it parses. It is what the unauthenticated
+// cap counts against and what the audit trail records; "" when neither
+// parses.
+func ClientAddr(r *http.Request, forwardedFor bool) string {
+	addr := clientAddr(r, forwardedFor)
+	if !addr.IsValid() {
+		return ""
+	}
+	return addr.String()
+}
+
+func clientAddr(r *http.Request, forwardedFor bool) netip.Addr {
 	var addr netip.Addr
-	if l.forwardedFor {
+	if forwardedFor {
 		if values := r.Header.Values("X-Forwarded-For"); len(values) > 0 {
 			entries := strings.Split(values[len(values)-1], ",")
 			addr, _ = netip.ParseAddr(strings.TrimSpace(entries[len(entries)-1]))
@@ -105,11 +128,5 @@ func (l *AddrLimiter) clientKey(r *http.Request) netip.Addr {
 		}
 		addr, _ = netip.ParseAddr(host)
 	}
-	addr = addr.Unmap()
-	if addr.Is6() {
-		if p, err := addr.Prefix(64); err == nil {
-			addr = p.Addr()
-		}
-	}
-	return addr.WithZone("")
+	return addr.Unmap()
 }

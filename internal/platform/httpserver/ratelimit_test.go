@@ -94,3 +94,24 @@ func TestAddrLimiter(t *testing.T) {
 		require.True(t, allowed)
 	})
 }
+
+// TestClientAddr: the address the audit trail records is the peer's, or
+// with forwardedFor the last X-Forwarded-For entry that parses; whole (an
+// IPv6 address is not cut to its /64) and without an IPv4 mapping.
+func TestClientAddr(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		r            *http.Request
+		forwardedFor bool
+		want         string
+	}{
+		{request("192.0.2.1:1234", "203.0.113.7"), false, "192.0.2.1"},
+		{request("192.0.2.1:1234", "198.51.100.1, 203.0.113.7"), true, "203.0.113.7"},
+		{request("192.0.2.1:1234", "not an address"), true, "192.0.2.1"},
+		{request("[2001:db8::1:2]:443"), false, "2001:db8::1:2"},
+		{request("[::ffff:192.0.2.5]:443"), false, "192.0.2.5"},
+		{request("nonsense"), false, ""},
+	} {
+		require.Equal(t, tc.want, ClientAddr(tc.r, tc.forwardedFor), "%s %v", tc.r.RemoteAddr, tc.r.Header)
+	}
+}

@@ -106,7 +106,7 @@ func (w *PostWorker) Work(ctx context.Context, job *river.Job[PostArgs]) error {
 }
 
 func (s *Service) channel(ctx context.Context, org string) (string, error) {
-	st, err := settingsOf(ctx, s.work, org)
+	st, err := settingsOf(ctx, s.work, s.deps.Owner, org)
 	if err != nil {
 		return "", err
 	}

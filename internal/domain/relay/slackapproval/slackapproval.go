@@ -10,13 +10,17 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval/slackapprovalstore"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/internal/platform/etag"
 	"github.com/outboxd/outboxd/internal/platform/netguard"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
 	"github.com/outboxd/outboxd/outbox"
@@ -65,6 +69,9 @@ type Deps struct {
 	Tokens  TokenSource
 	Metrics *telemetry.Metrics
 	Logger  *slog.Logger
+	// Audit records each change of the settings in its transaction; nil
+	// records nothing.
+	Audit audit.Recorder
 }
 
 // Service posts and updates approval messages and takes the clicks.
@@ -105,12 +112,26 @@ type Settings struct {
 
 // Get returns the organization's settings (empty when none were stored).
 func (s *Service) Get(ctx context.Context, org string) (Settings, error) {
-	return settingsOf(ctx, s.api, org)
+	return settingsOf(ctx, s.api, s.deps.Pool, org)
 }
 
-// settingsOf reads org's settings through store.
-func settingsOf(ctx context.Context, store *slackapprovalstore.Store, org string) (Settings, error) {
-	r, ok, err := store.Settings(ctx, org)
+// ETag is the entity tag of an organization's settings, as Get returns
+// them: PutChannel and PutApprovers refuse an If-Match that names another
+// (errs.PreconditionFailed).
+func ETag(st Settings) string { return etag.Of(settingsJSON(st)) }
+
+// settingsRecord is an organization's settings as the audit trail records
+// them.
+type settingsRecord struct {
+	Channel   *string             `json:"channel"`
+	Approvers map[string]Approver `json:"approvers"`
+}
+
+func settingsJSON(st Settings) any { return settingsRecord(st) }
+
+// settingsOf reads org's settings through store on db.
+func settingsOf(ctx context.Context, store *slackapprovalstore.Store, db dbutil.DB, org string) (Settings, error) {
+	r, ok, err := store.SettingsIn(ctx, db, org)
 	if err != nil {
 		return Settings{}, fmt.Errorf("loading slack settings: %w", err)
 	}
@@ -124,20 +145,54 @@ func settingsOf(ctx context.Context, store *slackapprovalstore.Store, org string
 	return st, nil
 }
 
-// PutChannel sets (or, with nil, clears) the organization's channel.
-func (s *Service) PutChannel(ctx context.Context, org, by string, channel *string) (Settings, error) {
+// PutChannel sets (or, with nil, clears) the organization's channel. A
+// non-empty ifMatch must name the current settings' ETag.
+func (s *Service) PutChannel(ctx context.Context, org, by string, channel *string, ifMatch string) (Settings, error) {
 	if channel != nil && (*channel == "" || len(*channel) > 255) {
 		return Settings{}, errs.Invalid("channel", "channel must be a Slack channel id or name of 1 to 255 bytes, or null")
 	}
-	if err := s.api.PutChannel(ctx, org, by, channel); err != nil {
+	st, err := s.change(ctx, org, by, ifMatch, "slack_settings.set_channel", func(ctx context.Context, tx pgx.Tx) error {
+		return s.api.PutChannel(ctx, tx, org, by, channel)
+	})
+	if err != nil {
 		return Settings{}, fmt.Errorf("storing slack channel: %w", err)
 	}
-	return s.Get(ctx, org)
+	return st, nil
+}
+
+// change runs one change of org's settings under their lock: it reads
+// them, checks ifMatch, writes, reads them again and records the change as
+// action, all in one transaction; by is its actor when the context names
+// none (audit.Internal).
+func (s *Service) change(ctx context.Context, org, by, ifMatch, action string, write func(ctx context.Context, tx pgx.Tx) error) (Settings, error) {
+	var after Settings
+	err := s.api.Locked(ctx, org, func(ctx context.Context, tx pgx.Tx) error {
+		before, err := settingsOf(ctx, s.api, tx, org)
+		if err != nil {
+			return err
+		}
+		if current := ETag(before); !etag.Matches(ifMatch, current) {
+			return errs.Errorf(errs.PreconditionFailed, "the Slack settings changed since they were read: If-Match %s, current ETag %s; read them again and reapply the change", ifMatch, current)
+		}
+		if err := write(ctx, tx); err != nil {
+			return err
+		}
+		if after, err = settingsOf(ctx, s.api, tx, org); err != nil {
+			return err
+		}
+		if s.deps.Audit == nil {
+			return nil
+		}
+		return s.deps.Audit.RecordTx(ctx, tx, &audit.Change{Org: org, Actor: audit.Internal(ctx, by), Action: action, TargetType: "slack_settings",
+			Before: settingsJSON(before), After: settingsJSON(after)})
+	})
+	return after, err
 }
 
 // PutApprovers replaces the organization's approvers. Only admins and
-// owners approve, so those are the only roles.
-func (s *Service) PutApprovers(ctx context.Context, org, by string, approvers map[string]Approver) (Settings, error) {
+// owners approve, so those are the only roles. A non-empty ifMatch must
+// name the current settings' ETag.
+func (s *Service) PutApprovers(ctx context.Context, org, by string, approvers map[string]Approver, ifMatch string) (Settings, error) {
 	for id, a := range approvers {
 		if id == "" || len(id) > 255 {
 			return Settings{}, errs.Invalid("approvers", "a Slack user id must be 1 to 255 bytes")
@@ -150,10 +205,13 @@ func (s *Service) PutApprovers(ctx context.Context, org, by string, approvers ma
 		}
 	}
 	raw, _ := json.Marshal(approvers)
-	if err := s.api.PutApprovers(ctx, org, by, raw); err != nil {
+	st, err := s.change(ctx, org, by, ifMatch, "slack_settings.replace_approvers", func(ctx context.Context, tx pgx.Tx) error {
+		return s.api.PutApprovers(ctx, tx, org, by, raw)
+	})
+	if err != nil {
 		return Settings{}, fmt.Errorf("storing approvers: %w", err)
 	}
-	return s.Get(ctx, org)
+	return st, nil
 }
 
 // call posts to a Slack Web API method with the organization's token.

@@ -11,3 +11,8 @@ INSERT INTO action_modes (organization_id, scope, scope_id, source_id, action_id
 VALUES (@organization_id, @scope, @scope_id, @source_id, @action_id, @mode, @updated_by)
 ON CONFLICT (organization_id, scope, scope_id, source_id, action_id)
 DO UPDATE SET mode = EXCLUDED.mode, updated_by = EXCLUDED.updated_by, updated_at = now();
+
+-- name: SettingsLock :exec
+-- Serialises the replacements of one of an organization's settings until
+-- the transaction ends (key names the organization and the setting).
+SELECT pg_advisory_xact_lock(hashtextextended(@key::text, 0));

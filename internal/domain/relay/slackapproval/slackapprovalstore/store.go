@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
 
 // Store reads and writes Slack approval settings and messages.
@@ -37,22 +38,39 @@ type Settings struct {
 
 // Settings returns org's settings, and false when it stored none.
 func (s *Store) Settings(ctx context.Context, org string) (Settings, bool, error) {
-	r, err := s.q.SlackSettingsGet(ctx, s.pool, org)
+	return s.SettingsIn(ctx, s.pool, org)
+}
+
+// SettingsIn is Settings on db (a transaction of Locked).
+func (s *Store) SettingsIn(ctx context.Context, db dbutil.DB, org string) (Settings, bool, error) {
+	r, err := s.q.SlackSettingsGet(ctx, db, org)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Settings{}, false, nil
 	}
 	return Settings{Channel: r.Channel, Approvers: r.Approvers}, err == nil, err
 }
 
-// PutChannel sets (or, with nil, clears) org's channel.
-func (s *Store) PutChannel(ctx context.Context, org, by string, channel *string) error {
-	_, err := s.q.SlackChannelPut(ctx, s.pool, dbsqlc.SlackChannelPutParams{OrganizationID: org, Channel: channel, UpdatedBy: by})
+// Locked runs fn in a transaction that holds the lock of org's Slack
+// settings until it ends, so that their changes, and the reads they
+// compare with, take turns.
+func (s *Store) Locked(ctx context.Context, org string, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	return dbutil.WithTx(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.q.SettingsLock(ctx, tx, "outboxd.settings:"+org+":slack"); err != nil {
+			return err
+		}
+		return fn(ctx, tx)
+	})
+}
+
+// PutChannel sets (or, with nil, clears) org's channel in tx.
+func (s *Store) PutChannel(ctx context.Context, tx pgx.Tx, org, by string, channel *string) error {
+	_, err := s.q.SlackChannelPut(ctx, tx, dbsqlc.SlackChannelPutParams{OrganizationID: org, Channel: channel, UpdatedBy: by})
 	return err
 }
 
-// PutApprovers replaces org's approvers with the JSON approvers.
-func (s *Store) PutApprovers(ctx context.Context, org, by string, approvers json.RawMessage) error {
-	_, err := s.q.SlackApproversPut(ctx, s.pool, dbsqlc.SlackApproversPutParams{OrganizationID: org, Approvers: approvers, UpdatedBy: by})
+// PutApprovers replaces org's approvers with the JSON approvers in tx.
+func (s *Store) PutApprovers(ctx context.Context, tx pgx.Tx, org, by string, approvers json.RawMessage) error {
+	_, err := s.q.SlackApproversPut(ctx, tx, dbsqlc.SlackApproversPutParams{OrganizationID: org, Approvers: approvers, UpdatedBy: by})
 	return err
 }
 

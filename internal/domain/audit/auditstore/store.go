@@ -1,0 +1,108 @@
+// Package auditstore stores the audit trail's entries: the one package of
+// internal/domain/audit that runs SQL.
+package auditstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+)
+
+// Store reads and appends entries on the connection it is given.
+type Store struct {
+	queries *dbsqlc.Queries
+}
+
+// New returns a Store.
+func New() *Store {
+	return &Store{queries: dbsqlc.New()}
+}
+
+// Row is one stored entry.
+type Row struct {
+	Org                                string
+	Seq                                int64
+	OccurredAt                         time.Time
+	ActorSubject, ActorKind, ActorRole string
+	ClientAddr                         string
+	Action, TargetType, TargetID       string
+	Before, After                      string
+	PrevHash, Hash                     string
+}
+
+// LockChain serialises org's writers until tx ends.
+func (s *Store) LockChain(ctx context.Context, tx pgx.Tx, org string) error {
+	return s.queries.AuditLockChain(ctx, tx, org)
+}
+
+// Head returns the seq and hash of org's newest entry: 0 and "" when it
+// has none.
+func (s *Store) Head(ctx context.Context, tx pgx.Tx, org string) (int64, string, error) {
+	head, err := s.queries.AuditHead(ctx, tx, org)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", nil
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	return head.Seq, head.Hash, nil
+}
+
+// Insert appends r.
+func (s *Store) Insert(ctx context.Context, tx pgx.Tx, r *Row) error {
+	return s.queries.AuditInsert(ctx, tx, dbsqlc.AuditInsertParams{
+		OrganizationID: r.Org, Seq: r.Seq, OccurredAt: r.OccurredAt,
+		ActorSubject: r.ActorSubject, ActorKind: r.ActorKind, ActorRole: r.ActorRole, ClientAddr: r.ClientAddr,
+		Action: r.Action, TargetType: r.TargetType, TargetID: r.TargetID,
+		BeforeState: r.Before, AfterState: r.After, PrevHash: r.PrevHash, Hash: r.Hash,
+	})
+}
+
+// ListParams narrow a listing; zero fields match everything.
+type ListParams struct {
+	Org                                 string
+	BeforeSeq                           int64
+	Actor, Action, TargetType, TargetID string
+	Since, Until                        *time.Time
+	Limit                               int
+}
+
+// List returns the entries matching p, newest first.
+func (s *Store) List(ctx context.Context, db dbutil.DB, p *ListParams) ([]Row, error) {
+	rows, err := s.queries.AuditList(ctx, db, dbsqlc.AuditListParams{
+		OrganizationID: p.Org, BeforeSeq: p.BeforeSeq, Actor: p.Actor, Action: p.Action,
+		TargetType: p.TargetType, TargetID: p.TargetID, Since: p.Since, Until: p.Until, MaxRows: int32(p.Limit),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows2(rows), nil
+}
+
+// Export returns at most limit of org's entries after seq afterSeq,
+// oldest first.
+func (s *Store) Export(ctx context.Context, db dbutil.DB, org string, afterSeq int64, limit int) ([]Row, error) {
+	rows, err := s.queries.AuditExport(ctx, db, dbsqlc.AuditExportParams{OrganizationID: org, AfterSeq: afterSeq, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, err
+	}
+	return rows2(rows), nil
+}
+
+func rows2(in []dbsqlc.AuditEntry) []Row {
+	out := make([]Row, len(in))
+	for i, r := range in {
+		out[i] = Row{
+			Org: r.OrganizationID, Seq: r.Seq, OccurredAt: r.OccurredAt,
+			ActorSubject: r.ActorSubject, ActorKind: r.ActorKind, ActorRole: r.ActorRole, ClientAddr: r.ClientAddr,
+			Action: r.Action, TargetType: r.TargetType, TargetID: r.TargetID,
+			Before: r.BeforeState, After: r.AfterState, PrevHash: r.PrevHash, Hash: r.Hash,
+		}
+	}
+	return out
+}

@@ -1,0 +1,105 @@
+package audit_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/domain/audit"
+)
+
+func TestEncode_RedactsSecretsAndKeepsFlags(t *testing.T) {
+	t.Parallel()
+	raw, err := audit.Encode(map[string]any{
+		"name":           "notes",
+		"secret":         "s3cret-1",
+		"auth":           map[string]any{"type": "bearer", "api_key": "s3cret-2", "header_name": "X-Key"},
+		"headers":        []any{map[string]any{"Authorization": "Bearer s3cret-3"}},
+		"password":       nil,
+		"secret_changed": true,
+		"token_kind":     "oauth",
+		"count":          json.Number("12345678901234567890"),
+	})
+	require.NoError(t, err)
+	for _, s := range []string{"s3cret-1", "s3cret-2", "s3cret-3"} {
+		require.NotContains(t, string(raw), s)
+	}
+	require.JSONEq(t, `{"auth":{"api_key":"[redacted]","header_name":"X-Key","type":"bearer"},"count":12345678901234567890,
+		"headers":[{"Authorization":"[redacted]"}],"name":"notes","password":null,"secret":"[redacted]","secret_changed":true,"token_kind":"oauth"}`, string(raw))
+	require.Contains(t, string(raw), "12345678901234567890", "numbers as written")
+
+	null, err := audit.Encode(nil)
+	require.NoError(t, err)
+	require.Equal(t, "null", string(null))
+}
+
+// chain builds a valid export of n entries.
+func chain(t *testing.T, n int) []string {
+	t.Helper()
+	var lines []string
+	prev := ""
+	at := time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
+	for i := 1; i <= n; i++ {
+		after, err := audit.Encode(map[string]any{"n": i})
+		require.NoError(t, err)
+		e := audit.Entry{
+			OrganizationID: "org-1", Seq: int64(i), OccurredAt: at.Add(time.Duration(i) * time.Second),
+			Actor:  audit.Actor{Subject: "alice", Kind: "user", Role: "admin", ClientAddr: "192.0.2.1"},
+			Action: "thing.update", TargetType: "thing", TargetID: "t", Before: json.RawMessage("null"), After: after, PrevHash: prev,
+		}
+		e.Hash = audit.Hash(&e)
+		prev = e.Hash
+		b, err := json.Marshal(e)
+		require.NoError(t, err)
+		lines = append(lines, string(b)+"\n")
+	}
+	return lines
+}
+
+func TestVerify(t *testing.T) {
+	t.Parallel()
+	lines := chain(t, 4)
+	n, err := audit.Verify(strings.NewReader(strings.Join(lines, "")))
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+
+	// Whitespace and key order within before/after do not matter: the hash
+	// covers the canonical JSON.
+	spaced := strings.Replace(lines[2], `"after":{"n":3}`, `"after": { "n" : 3 }`, 1)
+	require.NotEqual(t, lines[2], spaced)
+	_, err = audit.Verify(strings.NewReader(lines[0] + lines[1] + spaced + lines[3]))
+	require.NoError(t, err)
+
+	for name, tc := range map[string]struct {
+		lines  []string
+		line   int
+		reason string
+	}{
+		"Altered":        {[]string{lines[0], strings.Replace(lines[1], `"alice"`, `"mallory"`, 1), lines[2]}, 2, "altered"},
+		"AlteredState":   {[]string{lines[0], strings.Replace(lines[1], `{"n":2}`, `{"n":20}`, 1)}, 2, "altered"},
+		"Deleted":        {[]string{lines[0], lines[2], lines[3]}, 2, "missing"},
+		"Reordered":      {[]string{lines[0], lines[2], lines[1]}, 2, "out of order"},
+		"FirstDeleted":   {lines[1:], 1, "not 1"},
+		"OtherOrg":       {[]string{lines[0], strings.Replace(lines[1], `"org-1"`, `"org-2"`, 1)}, 2, "organization"},
+		"NotJSON":        {[]string{lines[0], "{\n"}, 2, "not an audit entry"},
+		"UnknownField":   {[]string{strings.Replace(lines[0], `{"organization_id"`, `{"extra":1,"organization_id"`, 1)}, 1, "not an audit entry"},
+		"WrongPrevHash":  {[]string{lines[0], strings.Replace(lines[1], `"prev_hash":"`, `"prev_hash":"0`, 1)}, 2, "prev_hash"},
+		"DuplicatedLine": {[]string{lines[0], lines[1], lines[1]}, 3, "seq 2 follows seq 2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := audit.Verify(strings.NewReader(strings.Join(tc.lines, "")))
+			var ve *audit.VerifyError
+			require.ErrorAs(t, err, &ve)
+			require.Equal(t, tc.line, ve.Line, ve.Error())
+			require.Contains(t, ve.Reason, tc.reason)
+		})
+	}
+
+	_, err = audit.Verify(bytes.NewReader(nil))
+	require.ErrorContains(t, err, "no entries")
+}
