@@ -64,6 +64,9 @@ type Deps struct {
 	// Unauthenticated caps the requests a client address sends without a
 	// valid bearer token; nil: no cap.
 	Unauthenticated *httpserver.AddrLimiter
+	// Console signs people in to the console with the identity provider
+	// (nil: not configured).
+	Console ConsoleSignIn
 }
 
 // Server routes requests to the outbox service.
@@ -90,6 +93,8 @@ type Server struct {
 	databases  Databases
 	// unauthenticated is nil without a cap.
 	unauthenticated *httpserver.AddrLimiter
+	// console is nil without console sign-in.
+	console ConsoleSignIn
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -116,6 +121,7 @@ func New(deps *Deps) *Server {
 		closing:     make(chan struct{}),
 
 		unauthenticated: deps.Unauthenticated,
+		console:         deps.Console,
 
 		connectors: deps.Connectors,
 		databases:  deps.Databases,
@@ -148,14 +154,14 @@ func (s *Server) Handler() http.Handler {
 }
 
 // limitUnauthenticated caps, per client address, the requests that carry
-// no valid bearer token: the public routes and refused tokens. Requests
-// with a valid token pass uncounted.
+// no valid bearer token or console session: the public routes and refused
+// tokens. Requests with a valid token pass uncounted.
 func (s *Server) limitUnauthenticated(next http.Handler) http.Handler {
 	if s.unauthenticated == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := s.bearerClaims(r); err == nil {
+		if _, err := s.callerClaims(r); err == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -210,6 +216,7 @@ func (s *Server) publicRoutes() []publicRoute {
 		{"GET", "/console/", console.Handler()},
 		{"GET", "/console", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently)},
 	}
+	out = append(out, s.signInRoutes()...)
 	if s.mcp != nil {
 		// The MCP front door checks its bearer token itself, to answer a
 		// refusal with the resource metadata's address.
@@ -254,12 +261,12 @@ type claimsKey struct{}
 // JSON in one place.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, c *auth.Claims) error
 
-// authed verifies the bearer token, refuses text Postgres cannot store in
+// authed verifies the bearer token or console session (callerClaims), refuses text Postgres cannot store in
 // the path, query and Idempotency-Key (checkRequestText), applies the
 // route's rule and runs its handler.
 func (s *Server) authed(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		claims, err := s.bearerClaims(r)
+		claims, err := s.callerClaims(r)
 		if err != nil {
 			closeUnread(w, r)
 			s.writeErr(w, r, err)

@@ -37,6 +37,7 @@ import (
 	"github.com/outboxd/outboxd/internal/api"
 	"github.com/outboxd/outboxd/internal/domain/admin"
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/auth/signin"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
@@ -135,6 +136,11 @@ type Config struct {
 	Slack slackapproval.Config
 	// MCP tunes the MCP front door (mcp.*).
 	MCP mcpfront.Config
+	// Console signs people in to the console with the identity provider
+	// (console.oidc.*), when its ClientID is set. Its Issuer follows
+	// auth.idp.issuer, its MaxLifetime auth.max_lifetime, its
+	// TrustForwarded http.trust_forwarded_for and its Logger the process's.
+	Console signin.Config
 }
 
 func (c *Config) validate() error {
@@ -152,6 +158,9 @@ func (c *Config) validate() error {
 	}
 	if _, err := c.Keyring(); err != nil {
 		return err
+	}
+	if c.Console.ClientID != "" && c.Auth.IdP.Issuer == "" {
+		return errors.New("console.oidc.client_id needs auth.idp.issuer: the identity provider people sign in to the console with")
 	}
 	return nil
 }
@@ -231,6 +240,18 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 				verifier.Close()
 			}
 		}()
+	}
+	// Console sign-in, in the processes that serve the console.
+	var console api.ConsoleSignIn
+	if role != RoleWorker && cfg.Console.ClientID != "" {
+		consoleCfg := cfg.Console
+		consoleCfg.Issuer = cfg.Auth.IdP.Issuer
+		consoleCfg.MaxLifetime = cfg.Auth.MaxLifetime
+		consoleCfg.TrustForwarded = cfg.HTTP.TrustForwardedFor
+		consoleCfg.Logger = logger
+		if console, err = signin.New(context.Background(), &signin.Deps{Box: box, Identity: verifier}, &consoleCfg); err != nil {
+			return nil, err
+		}
 	}
 	registry, err := executors.Build(Providers, cfg.Providers)
 	if err != nil {
@@ -385,6 +406,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		MCP: mcpfront.New(&mcpfront.Deps{Outbox: svc, Catalog: reader, Changes: feeds, Config: cfg.MCP,
 			Metrics: metrics, Logger: logger, Wait: cfg.Outbox.WithDefaults().SyncWait}),
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
+		Console:         console,
 	})
 	var handler http.Handler = server.Handler()
 	if role == RoleWorker {
