@@ -78,9 +78,9 @@ var defaults = func() map[string]any {
 		"auth.idp.defaults.org":              "",
 		"auth.idp.defaults.kind":             "",
 		"auth.idp.defaults.role":             "",
-		"console.oidc.client_id":             "", // no console sign-in
-		"console.oidc.client_secret":         "", // a public client
-		"console.oidc.redirect_url":          "", // derived from each request
+		"console.oidc.client_id":             "",                                  // no console sign-in
+		"console.oidc.client_secret":         "",                                  // a public client
+		"console.oidc.redirect_url":          "",                                  // derived from each request
 		"console.oidc.scopes":                []any{"openid", "profile", "email"}, // signin.DefaultScopes
 		"secrets.key":                        "",
 		"secrets.keys":                       []any{},
