@@ -60,7 +60,7 @@ function App() {
       setSession(null);
       setNotice(
         signedInByCookie
-          ? "Your session was refused (" + message + "): it expired or is not valid. Sign in again."
+          ? "You were signed out (" + message + "). Sign in again."
           : "Your token was refused (" + message + "): it expired or is not valid. Paste a new one.",
       );
     });

@@ -45,7 +45,7 @@ func (s *Server) callerClaims(r *http.Request) (*auth.Claims, error) {
 	case errors.Is(err, signin.ErrNoSession):
 		return s.bearerClaims(r)
 	case err != nil:
-		return nil, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: err.Error() + ": sign in again"}
+		return nil, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: err.Error()}
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && !sess.CheckCSRF(r.Header.Get(signin.CSRFHeader)) {
 		return nil, csrfRefused()
