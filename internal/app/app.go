@@ -138,8 +138,9 @@ type Config struct {
 	MCP mcpfront.Config
 	// Console signs people in to the console with the identity provider
 	// (console.oidc.*), when its ClientID is set. Its Issuer follows
-	// auth.idp.issuer, its MaxLifetime auth.max_lifetime, its
-	// TrustForwarded http.trust_forwarded_for and its Logger the process's.
+	// auth.idp.issuer, its MaxLifetime auth.max_lifetime, its Timeout
+	// auth.idp.timeout, its TrustForwarded http.trust_forwarded_for and its
+	// Logger the process's.
 	Console signin.Config
 }
 
@@ -248,6 +249,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		consoleCfg.Issuer = cfg.Auth.IdP.Issuer
 		consoleCfg.MaxLifetime = cfg.Auth.MaxLifetime
 		consoleCfg.TrustForwarded = cfg.HTTP.TrustForwardedFor
+		consoleCfg.Timeout = cfg.Auth.IdP.Timeout
 		consoleCfg.Logger = logger
 		if console, err = signin.New(context.Background(), &signin.Deps{Box: box, Identity: verifier}, &consoleCfg); err != nil {
 			return nil, err

@@ -77,7 +77,8 @@ type Config struct {
 	// TrustForwarded derives the redirect URL from X-Forwarded-Proto and
 	// X-Forwarded-Host (http.trust_forwarded_for). Default false.
 	TrustForwarded bool
-	// Timeout bounds each request to the provider. Default 10s.
+	// Timeout bounds each request to the provider (auth.idp.timeout).
+	// Default 10s.
 	Timeout time.Duration
 	// Client makes the requests to the provider. Default: a client with
 	// Timeout.
