@@ -261,9 +261,10 @@ type claimsKey struct{}
 // JSON in one place.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, c *auth.Claims) error
 
-// authed verifies the bearer token or console session (callerClaims), refuses text Postgres cannot store in
-// the path, query and Idempotency-Key (checkRequestText), applies the
-// route's rule and runs its handler.
+// authed verifies the bearer token or the console session (callerClaims),
+// refuses text Postgres cannot store in the path, query and
+// Idempotency-Key (checkRequestText), applies the route's rule and runs
+// its handler.
 func (s *Server) authed(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		claims, err := s.callerClaims(r)
