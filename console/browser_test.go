@@ -120,6 +120,10 @@ func contractProxy(t *testing.T, b *apptest.Bundle) string {
 			return
 		}
 		out.Header = r.Header.Clone()
+		// outboxd sees the browser's Host, as behind a reverse proxy, so
+		// that what it derives from the request (the sign-in's redirect
+		// URL) is the proxy's.
+		out.Host = r.Host
 		resp, err := http.DefaultTransport.RoundTrip(out)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)

@@ -18,6 +18,7 @@ import (
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/auth/idp"
+	"github.com/outboxd/outboxd/internal/domain/auth/signin"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
@@ -80,6 +81,10 @@ var defaults = func() map[string]any {
 		"auth.idp.defaults.org":              "",
 		"auth.idp.defaults.kind":             "",
 		"auth.idp.defaults.role":             "",
+		"console.oidc.client_id":             "",                                  // no console sign-in
+		"console.oidc.client_secret":         "",                                  // a public client
+		"console.oidc.redirect_url":          "",                                  // derived from each request
+		"console.oidc.scopes":                []any{"openid", "profile", "email"}, // signin.DefaultScopes
 		"secrets.key":                        "",
 		"secrets.keys":                       []any{},
 		"tokens.source":                      app.DefaultTokenSource,
@@ -238,6 +243,12 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 					Role: auth.Role(v.GetString("auth.idp.defaults.role")),
 				},
 			},
+		},
+		Console: signin.Config{
+			ClientID:     v.GetString("console.oidc.client_id"),
+			ClientSecret: v.GetString("console.oidc.client_secret"),
+			RedirectURL:  v.GetString("console.oidc.redirect_url"),
+			Scopes:       v.GetStringSlice("console.oidc.scopes"),
 		},
 		SecretsKey:           v.GetString("secrets.key"),
 		Providers:            providerConfigs(v),

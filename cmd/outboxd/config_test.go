@@ -60,7 +60,7 @@ func TestConfig_EveryKeyReachesTheConfig(t *testing.T) {
 		case []any:
 			changed = []any{map[string]any{"name": "x", "rate": 1, "burst": 1}}
 			switch key {
-			case "plugins.command_allowlist", "auth.idp.audience":
+			case "plugins.command_allowlist", "auth.idp.audience", "console.oidc.scopes":
 				changed = []any{"x"}
 			case "secrets.keys":
 				changed = []any{map[string]any{"id": "x", "key": "y"}}

@@ -1,6 +1,8 @@
 // Every call the console makes to the outboxd API lives in this module, so
 // that the client can be checked against the API's OpenAPI document.
-// The token is sent in the Authorization header only, never in a URL.
+// The token is sent in the Authorization header only, never in a URL; a
+// session signed in with the identity provider travels in its HttpOnly
+// cookie, with its CSRF token in a header.
 
 export type Invocation = {
   id: string;
@@ -193,6 +195,9 @@ export const token = {
   clear: () => sessionStorage.removeItem(tokenKey),
 };
 
+/** The CSRF token of a session signed in with the identity provider (signin.ts); empty otherwise. */
+export const csrf = { value: "" };
+
 let onUnauthorized: (message: string) => void = () => {};
 
 /** setUnauthorizedHandler is called when the API refuses the token (401). */
@@ -204,6 +209,7 @@ function headers(extra?: Record<string, string>): Record<string, string> {
   const h: Record<string, string> = { Accept: "application/json", ...extra };
   const t = token.get();
   if (t) h.Authorization = "Bearer " + t;
+  else if (csrf.value) h["X-CSRF-Token"] = csrf.value;
   return h;
 }
 

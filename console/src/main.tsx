@@ -2,7 +2,8 @@
 // one live event stream every page listens to.
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api, readClaims, setUnauthorizedHandler, streamEvents, token, type Claims } from "./api";
+import { api, csrf, readClaims, setUnauthorizedHandler, streamEvents, token, type Claims } from "./api";
+import { cookieSession, signInConfig, signOut, type CookieSession } from "./signin";
 import { bus, errorText } from "./ui";
 import { SignIn } from "./pages/signin";
 import { Inbox } from "./pages/inbox";
@@ -13,14 +14,25 @@ import { ConnectorPage, Connectors } from "./pages/connectors";
 import { Audit } from "./pages/audit";
 import "./style.css";
 
-/** Session is the signed-in user as the token says; the server decides. */
-export type Session = { claims: Claims; canDecide: boolean; isOwner: boolean };
+/**
+ * Session is the signed-in user as the token, or the session cookie
+ * signed in with the identity provider (cookie), says; the server decides.
+ */
+export type Session = { claims: Claims; canDecide: boolean; isOwner: boolean; cookie?: boolean };
 
 function sessionOf(t: string | null): Session | null {
   const claims = t ? readClaims(t) : null;
   if (!claims) return null;
   return { claims, canDecide: claims.role === "admin" || claims.role === "owner", isOwner: claims.role === "owner" };
 }
+
+function cookieSessionOf(s: CookieSession): Session {
+  const claims: Claims = { org: s.org, sub: s.sub, kind: s.kind, role: s.role, exp: Date.parse(s.expires_at) / 1000 };
+  return { claims, canDecide: s.role === "admin" || s.role === "owner", isOwner: s.role === "owner", cookie: true };
+}
+
+// signedInByCookie says which notice a refusal gets.
+let signedInByCookie = false;
 
 function useRoute(): string[] {
   const read = () => (location.hash.replace(/^#\/?/, "") || "inbox").split("/").map(decodeURIComponent);
@@ -35,6 +47,9 @@ function useRoute(): string[] {
 
 function App() {
   const [session, setSession] = useState<Session | null>(() => sessionOf(token.get()));
+  // Without a pasted token, the session cookie may sign the console in.
+  const [checking, setChecking] = useState(() => !token.get());
+  const [oidc, setOidc] = useState(false);
   const [notice, setNotice] = useState("");
   const [live, setLive] = useState(false);
   const route = useRoute();
@@ -42,9 +57,24 @@ function App() {
   useEffect(() => {
     setUnauthorizedHandler((message) => {
       token.clear();
+      csrf.value = "";
       setSession(null);
-      setNotice("Your token was refused (" + message + "): it expired or is not valid. Paste a new one.");
+      setNotice(
+        signedInByCookie
+          ? "You were signed out (" + message + "). Sign in again."
+          : "Your token was refused (" + message + "): it expired or is not valid. Paste a new one.",
+      );
     });
+    void signInConfig().then((c) => setOidc(c.oidc));
+    if (token.get()) return;
+    void cookieSession()
+      .then((s) => {
+        if (s) {
+          signedInByCookie = true;
+          setSession(cookieSessionOf(s));
+        }
+      })
+      .finally(() => setChecking(false));
   }, []);
 
   useEffect(() => {
@@ -57,15 +87,24 @@ function App() {
     document.querySelector<HTMLElement>("main h1")?.focus();
   }, [route.join("/")]);
 
+  if (!session && checking) {
+    return (
+      <main id="main" class="signin">
+        <p role="status">Signing in…</p>
+      </main>
+    );
+  }
   if (!session) {
     return (
       <SignIn
         notice={notice}
+        oidc={oidc}
         onSignIn={async (t) => {
           const s = sessionOf(t);
           if (!s) throw new Error("This is not a JWT.");
           if (s.claims.kind !== "user") throw new Error(`This is a ${s.claims.kind} token; the console takes a user token (owner, admin or member).`);
           token.set(t);
+          signedInByCookie = false;
           try {
             await api.listInvocations({ limit: 1 });
           } catch (e) {
@@ -140,7 +179,17 @@ function App() {
           </span>
           <button
             class="link"
-            onClick={() => {
+            onClick={async () => {
+              if (session.cookie) {
+                // The identity provider ends its own session too, then
+                // sends the browser back to the console.
+                const end = await signOut().catch(() => null);
+                signedInByCookie = false;
+                if (end) {
+                  location.assign(end);
+                  return;
+                }
+              }
               token.clear();
               setSession(null);
               location.hash = "#/inbox";

@@ -62,7 +62,7 @@ func TestOpenAPI_Drift(t *testing.T) {
 	var doc openAPIDocument
 	require.NoError(t, json.Unmarshal(api.OpenAPI(), &doc))
 	require.Equal(t, "3.1.0", doc.OpenAPI)
-	require.Equal(t, []map[string][]string{{"bearer": {}}}, doc.Security, "authenticated by default")
+	require.Equal(t, []map[string][]string{{"bearer": {}}, {"consoleSession": {}}}, doc.Security, "authenticated by default: a bearer token or the console's session")
 
 	documented := map[string]openAPIOperation{}
 	pathParams := map[string][]openAPIParameter{}
@@ -92,7 +92,7 @@ func TestOpenAPI_Drift(t *testing.T) {
 			continue
 		}
 		require.Equal(t, rt.Who, op.Callers, "%s: x-outboxd-callers differs from the route table", key)
-		require.Nil(t, op.Security, "%s takes the document's bearer security", key)
+		require.Nil(t, op.Security, "%s takes the document's security", key)
 		for _, status := range []string{"400", "401", "403", "500", "503"} {
 			require.Contains(t, op.Responses, status, "%s: every authenticated route can answer %s", key, status)
 		}

@@ -74,6 +74,9 @@ type Deps struct {
 	// TrustForwardedFor takes a client's address from X-Forwarded-For
 	// (http.trust_forwarded_for), as the audit trail records it.
 	TrustForwardedFor bool
+	// Console signs people in to the console with the identity provider
+	// (nil: not configured).
+	Console ConsoleSignIn
 }
 
 // Server routes requests to the outbox service.
@@ -104,6 +107,8 @@ type Server struct {
 	// audit is nil when nothing is recorded.
 	audit             Audit
 	trustForwardedFor bool
+	// console is nil without console sign-in.
+	console ConsoleSignIn
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -130,6 +135,7 @@ func New(deps *Deps) *Server {
 		closing:     make(chan struct{}),
 
 		unauthenticated: deps.Unauthenticated,
+		console:         deps.Console,
 
 		audit:             deps.Audit,
 		trustForwardedFor: deps.TrustForwardedFor,
@@ -166,14 +172,14 @@ func (s *Server) Handler() http.Handler {
 }
 
 // limitUnauthenticated caps, per client address, the requests that carry
-// no valid bearer token: the public routes and refused tokens. Requests
-// with a valid token pass uncounted.
+// no valid bearer token or console session: the public routes and refused
+// tokens. Requests with a valid token pass uncounted.
 func (s *Server) limitUnauthenticated(next http.Handler) http.Handler {
 	if s.unauthenticated == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := s.bearerClaims(r); err == nil {
+		if _, err := s.callerClaims(r); err == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -231,6 +237,7 @@ func (s *Server) publicRoutes() []publicRoute {
 		{"GET", "/console/", console.Handler()},
 		{"GET", "/console", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently)},
 	}
+	out = append(out, s.signInRoutes()...)
 	if s.mcp != nil {
 		// The MCP front door checks its bearer token itself, to answer a
 		// refusal with the resource metadata's address.
@@ -275,12 +282,13 @@ type claimsKey struct{}
 // JSON in one place.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, c *auth.Claims) error
 
-// authed verifies the bearer token, refuses text Postgres cannot store in
-// the path, query and Idempotency-Key (checkRequestText), applies the
-// route's rule and runs its handler.
+// authed verifies the bearer token or the console session (callerClaims),
+// refuses text Postgres cannot store in the path, query and
+// Idempotency-Key (checkRequestText), applies the route's rule and runs
+// its handler.
 func (s *Server) authed(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		claims, err := s.bearerClaims(r)
+		claims, err := s.callerClaims(r)
 		if err != nil {
 			closeUnread(w, r)
 			s.writeErr(w, r, err)

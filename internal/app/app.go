@@ -38,6 +38,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/admin"
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/auth/signin"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
@@ -143,6 +144,12 @@ type Config struct {
 	MCP mcpfront.Config
 	// Tracing configures OpenTelemetry tracing (off by default).
 	Tracing tracing.Config
+	// Console signs people in to the console with the identity provider
+	// (console.oidc.*), when its ClientID is set. Its Issuer follows
+	// auth.idp.issuer, its MaxLifetime auth.max_lifetime, its Timeout
+	// auth.idp.timeout, its TrustForwarded http.trust_forwarded_for and its
+	// Logger the process's.
+	Console signin.Config
 }
 
 func (c *Config) validate() error {
@@ -160,6 +167,9 @@ func (c *Config) validate() error {
 	}
 	if _, err := c.Keyring(); err != nil {
 		return err
+	}
+	if c.Console.ClientID != "" && c.Auth.IdP.Issuer == "" {
+		return errors.New("console.oidc.client_id needs auth.idp.issuer: the identity provider people sign in to the console with")
 	}
 	return nil
 }
@@ -303,6 +313,19 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 			}
 		}()
 	}
+	// Console sign-in, in the processes that serve the console.
+	var console api.ConsoleSignIn
+	if role != RoleWorker && cfg.Console.ClientID != "" {
+		consoleCfg := cfg.Console
+		consoleCfg.Issuer = cfg.Auth.IdP.Issuer
+		consoleCfg.MaxLifetime = cfg.Auth.MaxLifetime
+		consoleCfg.TrustForwarded = cfg.HTTP.TrustForwardedFor
+		consoleCfg.Timeout = cfg.Auth.IdP.Timeout
+		consoleCfg.Logger = logger
+		if console, err = signin.New(context.Background(), &signin.Deps{Box: box, Identity: verifier}, &consoleCfg); err != nil {
+			return nil, err
+		}
+	}
 	// Each service is built once. One that serves both the API and the
 	// workers gets both pools, and each of its methods uses the one its
 	// role needs: the tenant pool for what the API does for a caller, the
@@ -424,6 +447,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
 		Revocations:     revocations,
 		Audit:           trail, TrustForwardedFor: cfg.HTTP.TrustForwardedFor,
+		Console: console,
 	})
 	var handler http.Handler = server.Handler()
 	if role == RoleWorker {

@@ -29,6 +29,7 @@ import (
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/client"
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/auth/signin"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
@@ -100,6 +101,9 @@ type Options struct {
 	// other tests once took over a minute for a 6 MB batch), the server's
 	// defaults otherwise.
 	HTTP *httpserver.Config
+	// Console configures console sign-in (its ClientID turns it on); its
+	// Issuer follows Auth.IdP.Issuer.
+	Console signin.Config
 }
 
 // Bundle is a running outboxd under test.
@@ -161,6 +165,7 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		Auth:                 opts.Auth,
 		Revocations:          opts.Revocations,
 		Tracing:              opts.Tracing,
+		Console:              opts.Console,
 	}
 	if cfg.Revocations.RefreshInterval == 0 {
 		cfg.Revocations.RefreshInterval = 100 * time.Millisecond

@@ -1,0 +1,182 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/auth/signin"
+	"github.com/outboxd/outboxd/internal/domain/auth/signin/signintest"
+)
+
+// logBuffer collects a process's logs.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// cookies are the browser's cookies for url.
+func (tb *tab) cookies(url string) map[string]*network.Cookie {
+	tb.br.t.Helper()
+	var list []*network.Cookie
+	tb.run("cookies", chromedp.ActionFunc(func(ctx context.Context) error {
+		var err error
+		list, err = network.GetCookies().WithURLs([]string{url}).Do(ctx)
+		return err
+	}))
+	out := map[string]*network.Cookie{}
+	for _, c := range list {
+		out[c.Name] = c
+	}
+	return out
+}
+
+// status fetches path from the console's page with init (a JavaScript
+// object) and returns the answer's status.
+func (tb *tab) status(what, path, init string) int {
+	tb.br.t.Helper()
+	var status int
+	tb.eval(what, fmt.Sprintf(`fetch(%q, %s).then(r => r.status)`, path, init), &status)
+	return status
+}
+
+// signInWithProvider signs in on the identity provider's login page.
+func (tb *tab) signInWithProvider(provider *signintest.Provider, user string) {
+	tb.br.t.Helper()
+	tb.run("sign in with the identity provider",
+		chromedp.Navigate(tb.br.base+"/console/"),
+		chromedp.WaitVisible(`#sso`, chromedp.ByQuery),
+		chromedp.Click(`#sso`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#username`, chromedp.ByQuery),
+		fill(`#username`, provider.Username(user)),
+		fill(`#password`, signintest.Password),
+		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#inbox-h`, chromedp.ByQuery),
+		chromedp.WaitVisible(`.live.on`, chromedp.ByQuery),
+	)
+}
+
+// TestBrowser_SignInWithIdentityProvider signs in to the console through a
+// real OpenID provider's login page in headless Chromium: the mapped
+// organization and role, the HttpOnly cookie, a change made with the CSRF
+// token and one refused without it, signing out at the provider, and
+// forged and expired cookies refused.
+func TestBrowser_SignInWithIdentityProvider(t *testing.T) {
+	provider := signintest.Start(t, map[string]map[string]any{
+		signintest.Admin: {"tenant": apptest.Org, "groups": []string{"staff", "admin"}},
+	})
+	var skew atomic.Int64
+	logs := &logBuffer{}
+	b := apptest.Start(t, &apptest.Options{
+		Logs: logs,
+		Auth: auth.Config{IdP: auth.IdPConfig{
+			Issuer: provider.Issuer, Audience: []string{"outboxd"},
+			Claims:   auth.ClaimNames{Org: "tenant", Role: "groups"},
+			Defaults: auth.ClaimDefaults{Kind: auth.KindUser},
+		}},
+		Console: signin.Config{
+			ClientID: signintest.ClientID, ClientSecret: signintest.ClientSecret,
+			Scopes: []string{"openid", "email", signintest.Scope},
+			Now:    func() time.Time { return time.Now().Add(time.Duration(skew.Load())) },
+		},
+	})
+	br := newBrowser(t, b)
+	// The redirect URL is derived from the browser's requests: the proxy's.
+	provider.AllowOrigin(br.base)
+	paused := func() bool { return b.Do("GET", "/v1/queues", b.Owner(), nil).Body["paused"] == true }
+
+	user := br.tab()
+	user.run("sign-in page", chromedp.Navigate(br.base+"/console/"), chromedp.WaitVisible(`#sso`, chromedp.ByQuery))
+	require.Contains(t, user.text(`main`), "Sign in with your identity provider")
+	user.shot("sso-01-signin")
+	user.signInWithProvider(provider, signintest.Admin)
+	user.shot("sso-02-signed-in")
+
+	t.Run("SignedInAsTheMappedUser", func(t *testing.T) {
+		require.Equal(t, apptest.Org+" · admin", user.text(`.identity`))
+		var href string
+		user.eval("address", `location.href`, &href)
+		require.Equal(t, br.base+"/console/", href, "no code or state left in the address bar")
+		session := user.cookies(br.base)[signin.SessionCookie]
+		require.NotNil(t, session)
+		require.True(t, session.HTTPOnly)
+		require.False(t, session.Secure, "outboxd is reached over http here")
+		require.Equal(t, network.CookieSameSiteLax, session.SameSite)
+		require.LessOrEqual(t, session.Expires, float64(time.Now().Add(time.Hour+time.Minute).Unix()), "no longer than the ID token")
+		var visible string
+		user.eval("document.cookie", `document.cookie`, &visible)
+		require.NotContains(t, visible, signin.SessionCookie, "the page cannot read the session")
+		var stored string
+		user.eval("no token stored", `String(sessionStorage.getItem("outboxd.token"))`, &stored)
+		require.Equal(t, "null", stored)
+	})
+
+	t.Run("ChangeWithCSRFTokenAndRefusedWithout", func(t *testing.T) {
+		user.run("pause from the console", chromedp.Navigate(br.base+"/console/#/operations"), chromedp.WaitVisible(`#q-h`, chromedp.ByQuery),
+			chromedp.Click(`//button[normalize-space()="Pause this organization"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`//button[normalize-space()="Resume this organization"]`, chromedp.BySearch))
+		require.True(t, paused())
+		require.Equal(t, http.StatusForbidden, user.status("resume without the CSRF token", "/v1/queues/resume", `{method: "POST"}`))
+		require.True(t, paused(), "the refused request changed nothing")
+		require.Equal(t, http.StatusOK, user.status("a read needs no CSRF token", "/v1/queues", `{}`))
+		user.run("resume from the console", chromedp.Click(`//button[normalize-space()="Resume this organization"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`//button[normalize-space()="Pause this organization"]`, chromedp.BySearch))
+		require.False(t, paused())
+	})
+
+	t.Run("SignOut", func(t *testing.T) {
+		user.run("sign out", chromedp.Click(`//button[normalize-space()="Sign out"]`, chromedp.BySearch),
+			// The provider ends its session and sends the browser back.
+			chromedp.WaitVisible(`#sso`, chromedp.ByQuery))
+		var href string
+		user.eval("address", `location.href`, &href)
+		require.Equal(t, br.base+"/console/", href)
+		require.NotContains(t, user.cookies(br.base), signin.SessionCookie)
+		require.Equal(t, http.StatusUnauthorized, user.status("signed out", "/v1/invocations", `{}`))
+		user.shot("sso-03-signed-out")
+	})
+
+	t.Run("ForgedCookieRefused", func(t *testing.T) {
+		user.run("forge a session cookie", chromedp.ActionFunc(func(ctx context.Context) error {
+			return network.SetCookie(signin.SessionCookie, "forged").WithURL(br.base).WithHTTPOnly(true).Do(ctx)
+		}), chromedp.Navigate(br.base+"/console/"), chromedp.WaitVisible(`#sso`, chromedp.ByQuery))
+		require.Equal(t, http.StatusUnauthorized, user.status("forged", "/v1/invocations", `{}`))
+	})
+
+	t.Run("ExpiredSessionBackToSignIn", func(t *testing.T) {
+		user.signInWithProvider(provider, signintest.Admin)
+		skew.Store(int64(2 * time.Hour))
+		defer skew.Store(0)
+		user.run("navigate after expiry", chromedp.Navigate(br.base+"/console/#/activity"),
+			chromedp.WaitVisible(`#sso`, chromedp.ByQuery))
+		require.Contains(t, user.text(`main`), "expired")
+		user.shot("sso-04-expired")
+	})
+
+	out := logs.String()
+	require.NotContains(t, out, signintest.ClientSecret)
+	require.NotContains(t, out, "eyJ", "no JWT in the logs")
+}

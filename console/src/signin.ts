@@ -1,0 +1,44 @@
+// Signing in with the identity provider: outboxd runs the OpenID Connect
+// flow (/auth/login, /auth/callback) and keeps the session in an HttpOnly
+// cookie the console never sees. The console learns who is signed in, and
+// the CSRF token its changes carry, from GET /auth/session.
+import { csrf } from "./api";
+
+/** SignInConfig says whether outboxd offers signing in with the identity provider. */
+export type SignInConfig = { oidc: boolean; login_url?: string };
+
+/** CookieSession is the signed-in person as GET /auth/session says. */
+export type CookieSession = { org: string; sub: string; kind: string; role: string; expires_at: string; csrf_token: string };
+
+const accept = { Accept: "application/json" };
+
+export async function signInConfig(): Promise<SignInConfig> {
+  try {
+    const res = await fetch("/auth/config", { headers: accept, cache: "no-store" });
+    return res.ok ? ((await res.json()) as SignInConfig) : { oidc: false };
+  } catch {
+    return { oidc: false };
+  }
+}
+
+/** cookieSession returns the session of the cookie, if any, and keeps its CSRF token for the API calls. */
+export async function cookieSession(): Promise<CookieSession | null> {
+  try {
+    const res = await fetch("/auth/session", { headers: accept, cache: "no-store" });
+    if (!res.ok) return null;
+    const s = (await res.json()) as CookieSession;
+    csrf.value = s.csrf_token;
+    return s;
+  } catch {
+    return null;
+  }
+}
+
+/** signOut clears the session cookie and returns the identity provider's end-session URL, if it has one. */
+export async function signOut(): Promise<string | null> {
+  const res = await fetch("/auth/logout", { method: "POST", headers: { ...accept, "X-CSRF-Token": csrf.value } });
+  csrf.value = "";
+  if (!res.ok) return null;
+  const body = (await res.json()) as { end_session_url?: string };
+  return body.end_session_url ?? null;
+}

@@ -1,0 +1,151 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/auth/signin"
+)
+
+// ConsoleSignIn signs people in to the console with the identity provider
+// (package signin): the flow's two legs, the session a cookie holds and
+// signing out.
+type ConsoleSignIn interface {
+	Start(r *http.Request) (location string, cookie *http.Cookie, err error)
+	Finish(r *http.Request) (location string, cookies []*http.Cookie, err error)
+	Session(r *http.Request) (*signin.Session, error)
+	SignOut(r *http.Request) (clear *http.Cookie, endSessionURL string)
+}
+
+// signInRoutes are the console sign-in's routes, served whether or not
+// sign-in is configured: GET /auth/config says which, the others answer
+// 404 without it.
+func (s *Server) signInRoutes() []publicRoute {
+	return []publicRoute{
+		{"GET", "/auth/config", http.HandlerFunc(s.signInConfig)},
+		{"GET", "/auth/login", s.withSignIn(s.signInStart)},
+		{"GET", "/auth/callback", s.withSignIn(s.signInFinish)},
+		{"GET", "/auth/session", s.withSignIn(s.signInSession)},
+		{"POST", "/auth/logout", s.withSignIn(s.signOut)},
+	}
+}
+
+// callerClaims authenticates a request: by its bearer token when it has
+// an Authorization header, else by its console session cookie when it has
+// one. A request a session cookie authenticates that may change something
+// (any method but GET and HEAD) must carry the session's CSRF token.
+func (s *Server) callerClaims(r *http.Request) (*auth.Claims, error) {
+	if s.console == nil || r.Header.Get("Authorization") != "" {
+		return s.bearerClaims(r)
+	}
+	sess, err := s.console.Session(r)
+	switch {
+	case errors.Is(err, signin.ErrNoSession):
+		return s.bearerClaims(r)
+	case err != nil:
+		return nil, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: err.Error()}
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !sess.CheckCSRF(r.Header.Get(signin.CSRFHeader)) {
+		return nil, csrfRefused()
+	}
+	return sess.Claims, nil
+}
+
+func csrfRefused() *apiError {
+	return &apiError{status: http.StatusForbidden, code: "csrf_token_invalid",
+		message: "a request signed in by the console's session cookie must carry the session's CSRF token in the " + signin.CSRFHeader + " header (GET /auth/session gives it)"}
+}
+
+// withSignIn answers 404 while console sign-in is not configured.
+func (s *Server) withSignIn(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if s.console == nil {
+			writeError(w, &apiError{status: http.StatusNotFound, code: "sign_in_not_configured",
+				message: "console sign-in is not configured (console.oidc.client_id and auth.idp.issuer)"})
+			return
+		}
+		h(w, r)
+	})
+}
+
+// signInConfig tells the console whether to offer signing in with the
+// identity provider.
+func (s *Server) signInConfig(w http.ResponseWriter, _ *http.Request) {
+	body := map[string]any{"oidc": s.console != nil}
+	if s.console != nil {
+		body["login_url"] = "/auth/login"
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func (s *Server) signInStart(w http.ResponseWriter, r *http.Request) {
+	location, cookie, err := s.console.Start(r)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	http.SetCookie(w, cookie)
+	http.Redirect(w, r, location, http.StatusFound)
+}
+
+// signInStatus is the HTTP status of each kind of refused sign-in.
+var signInStatus = map[signin.Kind]int{
+	signin.Invalid:     http.StatusBadRequest,
+	signin.Refused:     http.StatusForbidden,
+	signin.Unavailable: http.StatusBadGateway,
+}
+
+func (s *Server) signInFinish(w http.ResponseWriter, r *http.Request) {
+	location, cookies, err := s.console.Finish(r)
+	var se *signin.Error
+	if errors.As(err, &se) {
+		s.logger.Warn("console sign-in refused", "code", se.Code, "error", se.Message)
+		writeError(w, &apiError{status: signInStatus[se.Kind], code: se.Code, message: se.Message})
+		return
+	}
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	for _, c := range cookies {
+		http.SetCookie(w, c)
+	}
+	// The address bar drops the code and the state.
+	http.Redirect(w, r, location, http.StatusSeeOther)
+}
+
+// signInSession is the signed-in person as the console shows them, with
+// the CSRF token its mutating requests carry.
+func (s *Server) signInSession(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.console.Session(r)
+	if err != nil {
+		writeError(w, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: err.Error()})
+		return
+	}
+	c := sess.Claims
+	body := map[string]any{
+		"org": c.Org, "sub": c.Subject, "kind": c.Kind, "role": c.Role,
+		"expires_at": c.ExpiresAt.UTC().Format(time.RFC3339), "csrf_token": sess.CSRF,
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// signOut clears the session cookie and says where the browser ends its
+// session at the provider too. With a valid session it takes the CSRF
+// token, so another site cannot sign a person out.
+func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
+	if sess, err := s.console.Session(r); err == nil && !sess.CheckCSRF(r.Header.Get(signin.CSRFHeader)) {
+		writeError(w, csrfRefused())
+		return
+	}
+	clear, endSession := s.console.SignOut(r)
+	http.SetCookie(w, clear)
+	body := map[string]any{}
+	if endSession != "" {
+		body["end_session_url"] = endSession
+	}
+	writeJSON(w, http.StatusOK, body)
+}

@@ -1,0 +1,392 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/api"
+	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/auth/signin"
+	"github.com/outboxd/outboxd/internal/domain/auth/signin/signintest"
+)
+
+// lockedBuffer collects a process's logs.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// signInBundle is an outboxd whose console signs people in with a real
+// OpenID provider.
+type signInBundle struct {
+	*apptest.Bundle
+	provider *signintest.Provider
+	logs     *lockedBuffer
+	// skew moves the sign-in's clock forward.
+	skew *atomic.Int64
+}
+
+func startSignIn(t *testing.T) *signInBundle {
+	provider := signintest.Start(t, map[string]map[string]any{
+		// The role comes from a list of groups.
+		signintest.Admin: {"tenant": apptest.Org, "groups": []string{"staff", "admin"}},
+		// No role and no default role: not a console user.
+		signintest.Member: {"tenant": apptest.Org},
+	})
+	sb := &signInBundle{provider: provider, logs: &lockedBuffer{}, skew: &atomic.Int64{}}
+	sb.Bundle = apptest.Start(t, &apptest.Options{
+		Logs: sb.logs,
+		Auth: auth.Config{IdP: auth.IdPConfig{
+			Issuer: provider.Issuer, Audience: []string{"outboxd"},
+			Claims:   auth.ClaimNames{Org: "tenant", Role: "groups"},
+			Defaults: auth.ClaimDefaults{Kind: auth.KindUser},
+		}},
+		Console: signin.Config{
+			ClientID: signintest.ClientID, ClientSecret: signintest.ClientSecret,
+			Scopes: []string{"openid", "email", signintest.Scope},
+			Now:    func() time.Time { return time.Now().Add(time.Duration(sb.skew.Load())) },
+		},
+	})
+	provider.AllowOrigin(sb.URL)
+	return sb
+}
+
+// browser is a cookie-keeping HTTP client that records the answers it was
+// redirected by.
+type browser struct {
+	*http.Client
+	hops []*http.Response
+}
+
+func newBrowser(t *testing.T) *browser {
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	br := &browser{}
+	br.Client = &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		br.hops = append(br.hops, req.Response)
+		return nil
+	}}
+	return br
+}
+
+// hop is the answer of the request to u (without its query) that
+// redirected.
+func (br *browser) hop(u string) *http.Response {
+	for _, h := range br.hops {
+		if at := *h.Request.URL; at.RawQuery == "" && at.String() == u || (&url.URL{Scheme: at.Scheme, Host: at.Host, Path: at.Path}).String() == u {
+			return h
+		}
+	}
+	return nil
+}
+
+var loginID = regexp.MustCompile(`name="id" value="([^"]+)"`)
+
+// signIn goes through the provider's login page as user and returns the
+// last answer: the console's page when the sign-in worked.
+func (sb *signInBundle) signIn(t *testing.T, br *browser, user string) (*http.Response, string) {
+	t.Helper()
+	resp, err := br.Get(sb.URL + "/auth/login")
+	require.NoError(t, err)
+	page := readAll(t, resp)
+	m := loginID.FindStringSubmatch(page)
+	require.NotNil(t, m, "the provider's login page: %s", page)
+	resp, err = br.PostForm(sb.provider.URL+"/login/username", url.Values{
+		"id": {m[1]}, "username": {sb.provider.Username(user)}, "password": {signintest.Password},
+	})
+	require.NoError(t, err)
+	return resp, readAll(t, resp)
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(body)
+}
+
+func cookieOf(resp *http.Response, name string) *http.Cookie {
+	for _, c := range resp.Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// call sends a request with br's cookies, and headers as name, value pairs.
+func (br *browser) call(t *testing.T, method, u string, headers ...string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, u, nil)
+	require.NoError(t, err)
+	for i := 0; i < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := br.Do(req)
+	require.NoError(t, err)
+	var body map[string]any
+	raw := readAll(t, resp)
+	if raw != "" {
+		require.NoError(t, json.Unmarshal([]byte(raw), &body), raw)
+	}
+	return resp.StatusCode, body
+}
+
+func signInErrorCode(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	return code
+}
+
+// TestConsoleSignIn_Flow signs in through a real OpenID provider's login
+// page: the mapped organization and role, the cookie's attributes, the
+// CSRF token on mutating requests, forged and expired cookies, signing
+// out, and nothing secret in the logs.
+func TestConsoleSignIn_Flow(t *testing.T) {
+	t.Parallel()
+	sb := startSignIn(t)
+	br := newBrowser(t)
+
+	resp, page := sb.signIn(t, br, signintest.Admin)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Equal(t, sb.URL+"/console/", resp.Request.URL.String(), "the browser lands in the console, the code gone from the address bar")
+
+	login := br.hop(sb.URL + "/auth/login")
+	require.NotNil(t, login)
+	to, err := url.Parse(login.Header.Get("Location"))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(to.String(), sb.provider.Issuer+"/"), to.String())
+	q := to.Query()
+	require.Equal(t, "S256", q.Get("code_challenge_method"))
+	require.NotEmpty(t, q.Get("code_challenge"))
+	require.NotEmpty(t, q.Get("state"))
+	require.NotEmpty(t, q.Get("nonce"))
+	require.Equal(t, sb.URL+"/auth/callback", q.Get("redirect_uri"), "derived from the request")
+	require.NotContains(t, to.String(), signintest.ClientSecret)
+	flowCk := cookieOf(login, "outboxd_signin")
+	require.NotNil(t, flowCk)
+	require.True(t, flowCk.HttpOnly)
+	require.Equal(t, http.SameSiteLaxMode, flowCk.SameSite)
+
+	callback := br.hop(sb.URL + "/auth/callback")
+	require.NotNil(t, callback)
+	require.Equal(t, http.StatusSeeOther, callback.StatusCode)
+	session := cookieOf(callback, signin.SessionCookie)
+	require.NotNil(t, session)
+	require.True(t, session.HttpOnly)
+	require.False(t, session.Secure, "outboxd is reached over http here")
+	require.Equal(t, http.SameSiteLaxMode, session.SameSite)
+	require.Equal(t, "/", session.Path)
+	require.Positive(t, session.MaxAge)
+	require.LessOrEqual(t, session.MaxAge, 3600, "no longer than the ID token (1h at this provider)")
+	cleared := cookieOf(callback, "outboxd_signin")
+	require.NotNil(t, cleared)
+	require.Negative(t, cleared.MaxAge, "the sign-in's cookie is cleared")
+
+	status, me := br.call(t, "GET", sb.URL+"/auth/session")
+	require.Equal(t, http.StatusOK, status, me)
+	require.Equal(t, apptest.Org, me["org"])
+	require.Equal(t, "admin", me["role"], "the highest role of the groups claim")
+	require.Equal(t, "user", me["kind"])
+	require.Equal(t, signintest.Admin, me["sub"])
+	csrf, _ := me["csrf_token"].(string)
+	require.NotEmpty(t, csrf)
+
+	t.Run("CookieAuthenticatesTheAPI", func(t *testing.T) {
+		status, body := br.call(t, "GET", sb.URL+"/v1/invocations")
+		require.Equal(t, http.StatusOK, status, body)
+		status, body = br.call(t, "GET", sb.URL+"/v1/queues")
+		require.Equal(t, http.StatusOK, status, body, "an admin route: the mapped role is admin")
+	})
+
+	t.Run("MutatingNeedsTheCSRFToken", func(t *testing.T) {
+		status, body := br.call(t, "POST", sb.URL+"/v1/queues/pause")
+		require.Equal(t, http.StatusForbidden, status, body)
+		require.Equal(t, "csrf_token_invalid", signInErrorCode(body))
+		status, body = br.call(t, "POST", sb.URL+"/v1/queues/pause", signin.CSRFHeader, "not-the-token")
+		require.Equal(t, http.StatusForbidden, status, body)
+		require.Equal(t, false, sb.Do("GET", "/v1/queues", sb.Owner(), nil).Body["paused"], "refused requests changed nothing")
+
+		status, body = br.call(t, "POST", sb.URL+"/v1/queues/pause", signin.CSRFHeader, csrf)
+		require.Equal(t, http.StatusOK, status, body)
+		require.Equal(t, true, sb.Do("GET", "/v1/queues", sb.Owner(), nil).Body["paused"])
+		status, body = br.call(t, "POST", sb.URL+"/v1/queues/resume", signin.CSRFHeader, csrf)
+		require.Equal(t, http.StatusOK, status, body)
+	})
+
+	t.Run("BearerTokenNeedsNoCSRFToken", func(t *testing.T) {
+		status, body := br.call(t, "POST", sb.URL+"/v1/queues/resume", "Authorization", "Bearer "+sb.Admin())
+		require.Equal(t, http.StatusOK, status, body)
+	})
+
+	t.Run("ForgedCookieRefused", func(t *testing.T) {
+		for _, value := range []string{"forged", session.Value[:len(session.Value)-4] + "AAAA"} {
+			req, err := http.NewRequest("GET", sb.URL+"/v1/invocations", nil)
+			require.NoError(t, err)
+			req.AddCookie(&http.Cookie{Name: signin.SessionCookie, Value: value})
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			body := readAll(t, resp)
+			require.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
+			require.Contains(t, body, "invalid console session")
+		}
+	})
+
+	t.Run("ExpiredCookieRefused", func(t *testing.T) {
+		// The sign-in's clock only: the ID token is valid for an hour.
+		sb.skew.Store(int64(2 * time.Hour))
+		defer sb.skew.Store(0)
+		status, body := br.call(t, "GET", sb.URL+"/v1/invocations")
+		require.Equal(t, http.StatusUnauthorized, status, body)
+		require.Contains(t, body["error"].(map[string]any)["message"], "expired")
+	})
+
+	t.Run("SignOut", func(t *testing.T) {
+		status, body := br.call(t, "POST", sb.URL+"/auth/logout")
+		require.Equal(t, http.StatusForbidden, status, body, "signing out takes the CSRF token")
+		status, body = br.call(t, "POST", sb.URL+"/auth/logout", signin.CSRFHeader, csrf)
+		require.Equal(t, http.StatusOK, status, body)
+		end, err := url.Parse(body["end_session_url"].(string))
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(end.String(), sb.provider.Issuer+"/"), end.String())
+		require.Equal(t, signintest.ClientID, end.Query().Get("client_id"))
+		require.Equal(t, sb.URL+"/console/", end.Query().Get("post_logout_redirect_uri"))
+		require.Empty(t, end.Query().Get("id_token_hint"), "no token in a URL")
+
+		status, body = br.call(t, "GET", sb.URL+"/auth/session")
+		require.Equal(t, http.StatusUnauthorized, status, body, "the cookie is cleared")
+		status, _ = br.call(t, "GET", sb.URL+"/v1/invocations")
+		require.Equal(t, http.StatusUnauthorized, status)
+
+		// The provider takes the sign-out and sends the browser back.
+		resp, err := br.Get(end.String())
+		require.NoError(t, err)
+		readAll(t, resp)
+		require.Equal(t, sb.URL+"/console/", resp.Request.URL.String())
+	})
+
+	logs := sb.logs.String()
+	require.NotContains(t, logs, signintest.ClientSecret)
+	require.NotContains(t, logs, session.Value)
+	require.NotContains(t, logs, "eyJ", "no JWT in the logs")
+}
+
+// TestConsoleSignIn_Refusals: callbacks that do not continue a sign-in of
+// this browser, the provider's refusals and an identity that is no
+// console user are clear JSON errors, and set no session.
+func TestConsoleSignIn_Refusals(t *testing.T) {
+	t.Parallel()
+	sb := startSignIn(t)
+
+	// start begins a sign-in without following the provider's redirect,
+	// and returns the browser and the state.
+	start := func(t *testing.T) (*browser, string) {
+		br := newBrowser(t)
+		br.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := br.Get(sb.URL + "/auth/login")
+		require.NoError(t, err)
+		readAll(t, resp)
+		require.Equal(t, http.StatusFound, resp.StatusCode)
+		to, err := url.Parse(resp.Header.Get("Location"))
+		require.NoError(t, err)
+		return br, to.Query().Get("state")
+	}
+	refused := func(t *testing.T, br *browser, query string, status int, code string) map[string]any {
+		t.Helper()
+		req, err := http.NewRequest("GET", sb.URL+"/auth/callback?"+query, nil)
+		require.NoError(t, err)
+		resp, err := br.Do(req)
+		require.NoError(t, err)
+		raw := readAll(t, resp)
+		require.Equal(t, status, resp.StatusCode, raw)
+		require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+		require.Nil(t, cookieOf(resp, signin.SessionCookie), "no session")
+		var body map[string]any
+		require.NoError(t, json.Unmarshal([]byte(raw), &body))
+		require.Equal(t, code, signInErrorCode(body), raw)
+		return body
+	}
+
+	t.Run("StateMismatch", func(t *testing.T) {
+		br, _ := start(t)
+		refused(t, br, "state=another&code=abc", http.StatusBadRequest, "state_mismatch")
+	})
+	t.Run("NoSignInStarted", func(t *testing.T) {
+		// No sign-in cookie, so no PKCE verifier.
+		refused(t, newBrowser(t), "state=abc&code=abc", http.StatusBadRequest, "sign_in_not_started")
+	})
+	t.Run("ForgedSignInCookie", func(t *testing.T) {
+		br := newBrowser(t)
+		u, _ := url.Parse(sb.URL)
+		br.Jar.SetCookies(u, []*http.Cookie{{Name: "outboxd_signin", Value: "forged", Path: "/"}})
+		refused(t, br, "state=abc&code=abc", http.StatusBadRequest, "sign_in_not_started")
+	})
+	t.Run("ProviderError", func(t *testing.T) {
+		br, state := start(t)
+		body := refused(t, br, "state="+url.QueryEscape(state)+"&error=access_denied&error_description=the+user+said+no", http.StatusForbidden, "provider_refused")
+		require.Contains(t, body["error"].(map[string]any)["message"], "access_denied (the user said no)")
+	})
+	t.Run("CodeNotIssued", func(t *testing.T) {
+		br, state := start(t)
+		refused(t, br, "state="+url.QueryEscape(state)+"&code=not-a-code", http.StatusForbidden, "code_exchange_refused")
+	})
+	t.Run("NotAConsoleUser", func(t *testing.T) {
+		br := newBrowser(t)
+		resp, page := sb.signIn(t, br, signintest.Member)
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, page)
+		require.Contains(t, page, "not_a_console_user")
+		require.Contains(t, page, "invalid role")
+		require.Equal(t, "/auth/callback", resp.Request.URL.Path)
+		require.Nil(t, cookieOf(resp, signin.SessionCookie))
+	})
+
+	logs := sb.logs.String()
+	require.Contains(t, logs, "console sign-in refused", "refusals are logged")
+	require.NotContains(t, logs, signintest.ClientSecret)
+	require.NotContains(t, logs, "eyJ", "no JWT in the logs")
+}
+
+// TestConsoleSignIn_NotConfigured: without console.oidc the console is
+// told to take a pasted token, and the sign-in routes are 404.
+func TestConsoleSignIn_NotConfigured(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(api.New(&api.Deps{}).Handler())
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL + "/auth/config")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.JSONEq(t, `{"oidc":false}`, readAll(t, resp))
+	for _, path := range []string{"/auth/login", "/auth/callback", "/auth/session"} {
+		resp, err := http.Get(srv.URL + path)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, path)
+		require.Contains(t, readAll(t, resp), "sign_in_not_configured")
+	}
+}
