@@ -82,6 +82,9 @@ type Revocations interface {
 	List(ctx context.Context, org string) ([]revocation.Revocation, error)
 	// Watch returns a context that ends once c is revoked.
 	Watch(ctx context.Context, c *auth.Claims) (context.Context, context.CancelFunc)
+	// Revoked says whether c is revoked (a console session's claims; a
+	// bearer token's are checked by the verifier).
+	Revoked(c *auth.Claims) bool
 }
 
 // Feeds reads the organizations' event feeds (internal/domain/feed).

@@ -47,6 +47,11 @@ func (s *Server) callerClaims(r *http.Request) (*auth.Claims, error) {
 	case err != nil:
 		return nil, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: err.Error()}
 	}
+	if s.revocations != nil && s.revocations.Revoked(sess.Claims) {
+		// A session's claims are its ID token's: revoking the token (by
+		// jti, or every token issued before a time) ends the session.
+		return nil, &apiError{status: http.StatusUnauthorized, code: "token_revoked", message: "token revoked"}
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && !sess.CheckCSRF(r.Header.Get(signin.CSRFHeader)) {
 		return nil, csrfRefused()
 	}

@@ -292,6 +292,26 @@ func TestConsoleSignIn_Flow(t *testing.T) {
 		require.Equal(t, sb.URL+"/console/", resp.Request.URL.String())
 	})
 
+	t.Run("RevocationEndsACopiedSession", func(t *testing.T) {
+		// A copy of the cookie taken before signing out stays valid until
+		// it expires, unless its token is revoked.
+		copied := func() int {
+			req, err := http.NewRequest("GET", sb.URL+"/v1/invocations", nil)
+			require.NoError(t, err)
+			req.AddCookie(&http.Cookie{Name: signin.SessionCookie, Value: session.Value})
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			readAll(t, resp)
+			return resp.StatusCode
+		}
+		require.Equal(t, http.StatusOK, copied())
+		cutoff := time.Now().Add(time.Second).UTC().Truncate(time.Second)
+		time.Sleep(time.Until(cutoff))
+		r := sb.Do("POST", "/v1/revocations", sb.Owner(), map[string]string{"issued_before": cutoff.Format(time.RFC3339)})
+		require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+		require.Equal(t, http.StatusUnauthorized, copied(), "the revoked session is refused")
+	})
+
 	logs := sb.logs.String()
 	require.NotContains(t, logs, signintest.ClientSecret)
 	require.NotContains(t, logs, session.Value)
