@@ -46,6 +46,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+	"github.com/outboxd/outboxd/internal/domain/retention"
 	"github.com/outboxd/outboxd/internal/domain/settings"
 	"github.com/outboxd/outboxd/internal/mcpfront"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
@@ -135,6 +136,9 @@ type Config struct {
 	Slack slackapproval.Config
 	// MCP tunes the MCP front door (mcp.*).
 	MCP mcpfront.Config
+	// Retention configures the deletion of old finished rows
+	// (retention.*); River's finished jobs are Worker's settings.
+	Retention retention.Config
 }
 
 func (c *Config) validate() error {
@@ -322,6 +326,13 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	workerDeps := &worker.Deps{
 		Pool: pool, Sources: sources, Tokens: tokens, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
 		Jobs: []worker.JobSet{relays, webhooks, slackApprovals}, Secrets: ownSecrets(cfg, pool), Time: cfg.Time,
+	}
+	if role != RoleAPI {
+		keep, err := retention.New(&retention.Deps{Pool: pool, Registerer: reg, Logger: logger}, &cfg.Retention)
+		if err != nil {
+			return nil, err
+		}
+		workerDeps.Jobs = append(workerDeps.Jobs, keep)
 	}
 	var groupPool *pgxpool.Pool
 	if role != RoleAPI {
