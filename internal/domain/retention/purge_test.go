@@ -82,6 +82,7 @@ SELECT 1`, org)
 		`INSERT INTO org_pauses (organization_id, paused_by) VALUES ($1, 'me')`,
 		`INSERT INTO quiet_hours (organization_id, time_zone, start_minute, end_minute, updated_by) VALUES ($1, 'UTC', 0, 60, 'me')`,
 		`INSERT INTO slack_settings (organization_id, updated_by) VALUES ($1, 'me')`,
+		`INSERT INTO retention_runs (organization_id, table_name, last_run_at, last_deleted, deleted_total) VALUES ($1, 'action_invocations', now(), 1, 1)`,
 		`INSERT INTO flow_buckets (name, scope_key, tokens, refilled_at) VALUES ('slack', $1, 1, now())`,
 	} {
 		_, err := pool.Exec(ctx, sql, org)

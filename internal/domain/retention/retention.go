@@ -176,11 +176,16 @@ type target struct {
 	keep time.Duration
 	// scopes lists what the rows are deleted in, each with a statement of
 	// its own, so that each uses an index that starts with the scope.
-	scopes func(ctx context.Context, db dbutil.DB) ([]string, error)
+	scopes func(ctx context.Context, db dbutil.DB) ([]scope, error)
 	// deleteBatch deletes up to limit rows of scope older than cutoff, and
 	// returns how many rows of the target it deleted (compared with limit)
 	// and the rows deleted by table.
 	deleteBatch func(ctx context.Context, tx pgx.Tx, scope string, cutoff time.Time, limit int) (int64, map[string]int64, error)
+}
+
+// scope is an organization, or one of its parts (a webhook endpoint).
+type scope struct {
+	key, org string
 }
 
 // targets lists what retention deletes. Another table is one more entry:
@@ -190,7 +195,14 @@ func (s *Service) targets() []target {
 	return []target{
 		{
 			name: "invocations", keep: s.cfg.Invocations,
-			scopes: s.store.InvocationOrgs,
+			scopes: func(ctx context.Context, db dbutil.DB) ([]scope, error) {
+				orgs, err := s.store.InvocationOrgs(ctx, db)
+				out := make([]scope, len(orgs))
+				for i, org := range orgs {
+					out[i] = scope{key: org, org: org}
+				}
+				return out, err
+			},
 			deleteBatch: func(ctx context.Context, tx pgx.Tx, org string, cutoff time.Time, limit int) (int64, map[string]int64, error) {
 				invs, events, err := s.store.DeleteInvocations(ctx, tx, org, cutoff, limit)
 				return invs, map[string]int64{"action_invocations": invs, "invocation_events": events}, err
@@ -198,11 +210,11 @@ func (s *Service) targets() []target {
 		},
 		{
 			name: "webhook_deliveries", keep: s.cfg.WebhookDeliveries,
-			scopes: func(ctx context.Context, db dbutil.DB) ([]string, error) {
-				ids, err := s.store.Webhooks(ctx, db)
-				out := make([]string, len(ids))
-				for i, id := range ids {
-					out[i] = id.String()
+			scopes: func(ctx context.Context, db dbutil.DB) ([]scope, error) {
+				hooks, err := s.store.Webhooks(ctx, db)
+				out := make([]scope, len(hooks))
+				for i, h := range hooks {
+					out[i] = scope{key: h.ID.String(), org: h.Org}
 				}
 				return out, err
 			},
@@ -249,8 +261,14 @@ func (s *Service) Run(ctx context.Context) (*Report, error) {
 		if t.keep <= 0 {
 			continue
 		}
-		if err := s.runTarget(ctx, t, now().Add(-t.keep), rep); err != nil {
+		byOrg := map[[2]string]int64{}
+		err := s.runTarget(ctx, t, now().Add(-t.keep), rep, byOrg)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("retention of %s: %w", t.name, err))
+		}
+		// What was deleted is recorded even when a later batch failed.
+		if err := s.record(ctx, byOrg); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for table, n := range rep.Deleted {
@@ -273,7 +291,28 @@ func (s *Service) Run(ctx context.Context) (*Report, error) {
 	return rep, err
 }
 
-func (s *Service) runTarget(ctx context.Context, t target, cutoff time.Time, rep *Report) error {
+// record adds the rows deleted by organization and table to what the
+// operations page shows.
+func (s *Service) record(ctx context.Context, byOrg map[[2]string]int64) error {
+	var runs []retentionstore.Run
+	for k, n := range byOrg {
+		if n > 0 {
+			runs = append(runs, retentionstore.Run{Org: k[0], Table: k[1], LastDeleted: n})
+		}
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	return s.store.Record(context.WithoutCancel(ctx), s.deps.Pool, runs)
+}
+
+// OrgRuns returns what retention deleted of org, by table, through db (the
+// tenant pool serves: the rows are the organization's).
+func OrgRuns(ctx context.Context, db dbutil.DB, org string) ([]retentionstore.Run, error) {
+	return retentionstore.New().RunsOf(ctx, db, org)
+}
+
+func (s *Service) runTarget(ctx context.Context, t target, cutoff time.Time, rep *Report, byOrg map[[2]string]int64) error {
 	scopes, err := t.scopes(ctx, s.deps.Pool)
 	if err != nil {
 		return err
@@ -289,7 +328,7 @@ func (s *Service) runTarget(ctx context.Context, t target, cutoff time.Time, rep
 			var counts map[string]int64
 			err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
 				var err error
-				n, counts, err = t.deleteBatch(ctx, tx, scope, cutoff, s.cfg.Batch)
+				n, counts, err = t.deleteBatch(ctx, tx, scope.key, cutoff, s.cfg.Batch)
 				return err
 			})
 			if err != nil {
@@ -298,6 +337,7 @@ func (s *Service) runTarget(ctx context.Context, t target, cutoff time.Time, rep
 			rep.Batches[t.name]++
 			rep.LargestBatch = max(rep.LargestBatch, n)
 			for table, c := range counts {
+				byOrg[[2]string{scope.org, table}] += c
 				rep.Deleted[table] += c
 				s.metrics.Deleted.WithLabelValues(table).Add(float64(c))
 			}

@@ -117,10 +117,22 @@ func TestService_Run_Invocations(t *testing.T) {
 		`SELECT count(*) FROM invocation_events e WHERE NOT EXISTS (SELECT FROM action_invocations i WHERE i.id = e.invocation_id)`),
 		"events outlived their invocation")
 
-	// A second run finds nothing.
+	// What each organization lost is recorded for its operations page.
+	runs, err := retention.OrgRuns(ctx, b.pool, "org-b")
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+	require.Equal(t, "action_invocations", runs[0].Table)
+	require.EqualValues(t, 24_997, runs[0].LastDeleted)
+	require.Equal(t, "invocation_events", runs[1].Table)
+	require.EqualValues(t, 2*24_997, runs[1].DeletedTotal)
+
+	// A second run finds nothing, and leaves the record as it was.
 	rep, err = svc.Run(ctx)
 	require.NoError(t, err)
 	require.Zero(t, rep.Deleted["action_invocations"])
+	again, err := retention.OrgRuns(ctx, b.pool, "org-b")
+	require.NoError(t, err)
+	require.Equal(t, runs, again)
 }
 
 func TestService_Run_Budget(t *testing.T) {

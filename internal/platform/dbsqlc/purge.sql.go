@@ -61,6 +61,7 @@ SELECT
     (SELECT count(*) FROM org_pauses WHERE organization_id = $1::text)::bigint AS org_pauses,
     (SELECT count(*) FROM quiet_hours WHERE organization_id = $1::text)::bigint AS quiet_hours,
     (SELECT count(*) FROM slack_settings WHERE organization_id = $1::text)::bigint AS slack_settings,
+    (SELECT count(*) FROM retention_runs WHERE organization_id = $1::text)::bigint AS retention_runs,
     (SELECT count(*) FROM flow_buckets WHERE scope_key = $1::text)::bigint AS flow_buckets
 `
 
@@ -80,6 +81,7 @@ type PurgeCountsRow struct {
 	OrgPauses         int64
 	QuietHours        int64
 	SlackSettings     int64
+	RetentionRuns     int64
 	FlowBuckets       int64
 }
 
@@ -107,6 +109,7 @@ func (q *Queries) PurgeCounts(ctx context.Context, db DBTX, organizationID strin
 		&i.OrgPauses,
 		&i.QuietHours,
 		&i.SlackSettings,
+		&i.RetentionRuns,
 		&i.FlowBuckets,
 	)
 	return i, err
@@ -276,6 +279,23 @@ type PurgeQuietHoursParams struct {
 
 func (q *Queries) PurgeQuietHours(ctx context.Context, db DBTX, arg PurgeQuietHoursParams) (int64, error) {
 	result, err := db.Exec(ctx, purgeQuietHours, arg.OrganizationID, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const purgeRetentionRuns = `-- name: PurgeRetentionRuns :execrows
+DELETE FROM retention_runs d WHERE d.ctid IN (SELECT c.ctid FROM retention_runs c WHERE c.organization_id = $1::text LIMIT $2::int)
+`
+
+type PurgeRetentionRunsParams struct {
+	OrganizationID string
+	MaxRows        int32
+}
+
+func (q *Queries) PurgeRetentionRuns(ctx context.Context, db DBTX, arg PurgeRetentionRunsParams) (int64, error) {
+	result, err := db.Exec(ctx, purgeRetentionRuns, arg.OrganizationID, arg.MaxRows)
 	if err != nil {
 		return 0, err
 	}

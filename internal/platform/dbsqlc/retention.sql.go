@@ -120,24 +120,88 @@ func (q *Queries) RetentionInvocationOrgs(ctx context.Context, db DBTX) ([]strin
 	return items, nil
 }
 
-const retentionWebhooks = `-- name: RetentionWebhooks :many
-SELECT id FROM webhooks ORDER BY id
+const retentionRecord = `-- name: RetentionRecord :exec
+INSERT INTO retention_runs (organization_id, table_name, last_run_at, last_deleted, deleted_total)
+SELECT unnest($1::text[]), unnest($2::text[]), now(), unnest($3::bigint[]), unnest($3::bigint[])
+ON CONFLICT (organization_id, table_name) DO UPDATE SET
+    last_run_at = now(), last_deleted = EXCLUDED.last_deleted,
+    deleted_total = retention_runs.deleted_total + EXCLUDED.last_deleted
 `
 
+type RetentionRecordParams struct {
+	Orgs   []string
+	Tables []string
+	Counts []int64
+}
+
+// Adds what a run deleted of each organization in each table (parallel
+// arrays) to retention_runs.
+func (q *Queries) RetentionRecord(ctx context.Context, db DBTX, arg RetentionRecordParams) error {
+	_, err := db.Exec(ctx, retentionRecord, arg.Orgs, arg.Tables, arg.Counts)
+	return err
+}
+
+const retentionRunsOf = `-- name: RetentionRunsOf :many
+SELECT table_name, last_run_at, last_deleted, deleted_total FROM retention_runs
+WHERE organization_id = $1 ORDER BY table_name
+`
+
+type RetentionRunsOfRow struct {
+	TableName    string
+	LastRunAt    time.Time
+	LastDeleted  int64
+	DeletedTotal int64
+}
+
+// What retention deleted of an organization, by table.
+func (q *Queries) RetentionRunsOf(ctx context.Context, db DBTX, organizationID string) ([]RetentionRunsOfRow, error) {
+	rows, err := db.Query(ctx, retentionRunsOf, organizationID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RetentionRunsOfRow
+	for rows.Next() {
+		var i RetentionRunsOfRow
+		if err := rows.Scan(
+			&i.TableName,
+			&i.LastRunAt,
+			&i.LastDeleted,
+			&i.DeletedTotal,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const retentionWebhooks = `-- name: RetentionWebhooks :many
+SELECT id, organization_id FROM webhooks ORDER BY id
+`
+
+type RetentionWebhooksRow struct {
+	ID             uuid.UUID
+	OrganizationID string
+}
+
 // Every webhook endpoint, of every organization.
-func (q *Queries) RetentionWebhooks(ctx context.Context, db DBTX) ([]uuid.UUID, error) {
+func (q *Queries) RetentionWebhooks(ctx context.Context, db DBTX) ([]RetentionWebhooksRow, error) {
 	rows, err := db.Query(ctx, retentionWebhooks)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []uuid.UUID
+	var items []RetentionWebhooksRow
 	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
+		var i RetentionWebhooksRow
+		if err := rows.Scan(&i.ID, &i.OrganizationID); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -45,13 +45,59 @@ func (s *Store) DeleteInvocations(ctx context.Context, db dbutil.DB, org string,
 	return row.Invocations, row.Events, nil
 }
 
-// Webhooks lists every webhook endpoint's id.
-func (s *Store) Webhooks(ctx context.Context, db dbutil.DB) ([]uuid.UUID, error) {
-	ids, err := s.q.RetentionWebhooks(ctx, db)
+// Webhook is an endpoint and its organization.
+type Webhook struct {
+	ID  uuid.UUID
+	Org string
+}
+
+// Webhooks lists every webhook endpoint.
+func (s *Store) Webhooks(ctx context.Context, db dbutil.DB) ([]Webhook, error) {
+	rows, err := s.q.RetentionWebhooks(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("listing webhooks: %w", err)
 	}
-	return ids, nil
+	out := make([]Webhook, len(rows))
+	for i, r := range rows {
+		out[i] = Webhook{ID: r.ID, Org: r.OrganizationID}
+	}
+	return out, nil
+}
+
+// Run is what retention deleted of an organization in one table: in the
+// last run that deleted any, and in all.
+type Run struct {
+	Org          string
+	Table        string
+	LastRunAt    time.Time
+	LastDeleted  int64
+	DeletedTotal int64
+}
+
+// Record adds the rows a run deleted, one Run (Org, Table, LastDeleted)
+// per organization and table, to what retention_runs holds.
+func (s *Store) Record(ctx context.Context, db dbutil.DB, runs []Run) error {
+	var p dbsqlc.RetentionRecordParams
+	for _, r := range runs {
+		p.Orgs, p.Tables, p.Counts = append(p.Orgs, r.Org), append(p.Tables, r.Table), append(p.Counts, r.LastDeleted)
+	}
+	if err := s.q.RetentionRecord(ctx, db, p); err != nil {
+		return fmt.Errorf("recording what retention deleted: %w", err)
+	}
+	return nil
+}
+
+// RunsOf returns what retention deleted of org, by table.
+func (s *Store) RunsOf(ctx context.Context, db dbutil.DB, org string) ([]Run, error) {
+	rows, err := s.q.RetentionRunsOf(ctx, db, org)
+	if err != nil {
+		return nil, fmt.Errorf("reading what retention deleted: %w", err)
+	}
+	out := make([]Run, len(rows))
+	for i, r := range rows {
+		out[i] = Run{Org: org, Table: r.TableName, LastRunAt: r.LastRunAt, LastDeleted: r.LastDeleted, DeletedTotal: r.DeletedTotal}
+	}
+	return out, nil
 }
 
 // DeleteWebhookDeliveries deletes up to limit of an endpoint's deliveries
@@ -149,6 +195,9 @@ func (s *Store) PurgeTables() []PurgeTable {
 		{Name: "event_listeners", Delete: execRows(q.PurgeEventListeners, func(org string, n int32) dbsqlc.PurgeEventListenersParams {
 			return dbsqlc.PurgeEventListenersParams{OrganizationID: org, MaxRows: n}
 		})},
+		{Name: "retention_runs", Delete: execRows(q.PurgeRetentionRuns, func(org string, n int32) dbsqlc.PurgeRetentionRunsParams {
+			return dbsqlc.PurgeRetentionRunsParams{OrganizationID: org, MaxRows: n}
+		})},
 		{Name: "flow_buckets", Delete: execRows(q.PurgeFlowBuckets, func(org string, n int32) dbsqlc.PurgeFlowBucketsParams {
 			return dbsqlc.PurgeFlowBucketsParams{OrganizationID: org, MaxRows: n}
 		})},
@@ -185,6 +234,7 @@ func (s *Store) PurgeCounts(ctx context.Context, db dbutil.DB, org string) (map[
 		"org_pauses":          c.OrgPauses,
 		"quiet_hours":         c.QuietHours,
 		"slack_settings":      c.SlackSettings,
+		"retention_runs":      c.RetentionRuns,
 		"flow_buckets":        c.FlowBuckets,
 	}, nil
 }

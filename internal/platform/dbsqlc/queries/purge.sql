@@ -21,6 +21,7 @@ SELECT
     (SELECT count(*) FROM org_pauses WHERE organization_id = @organization_id::text)::bigint AS org_pauses,
     (SELECT count(*) FROM quiet_hours WHERE organization_id = @organization_id::text)::bigint AS quiet_hours,
     (SELECT count(*) FROM slack_settings WHERE organization_id = @organization_id::text)::bigint AS slack_settings,
+    (SELECT count(*) FROM retention_runs WHERE organization_id = @organization_id::text)::bigint AS retention_runs,
     (SELECT count(*) FROM flow_buckets WHERE scope_key = @organization_id::text)::bigint AS flow_buckets;
 
 -- name: PurgeActionInvocations :execrows
@@ -70,3 +71,6 @@ DELETE FROM slack_settings d WHERE d.ctid IN (SELECT c.ctid FROM slack_settings 
 
 -- name: PurgeFlowBuckets :execrows
 DELETE FROM flow_buckets d WHERE d.ctid IN (SELECT c.ctid FROM flow_buckets c WHERE c.scope_key = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeRetentionRuns :execrows
+DELETE FROM retention_runs d WHERE d.ctid IN (SELECT c.ctid FROM retention_runs c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);

@@ -41,7 +41,7 @@ SELECT (SELECT count(*) FROM doomed)::bigint AS invocations,
 
 -- name: RetentionWebhooks :many
 -- Every webhook endpoint, of every organization.
-SELECT id FROM webhooks ORDER BY id;
+SELECT id, organization_id FROM webhooks ORDER BY id;
 
 -- name: RetentionDeleteWebhookDeliveries :execrows
 -- Deletes up to @max_rows deliveries of an endpoint created before
@@ -54,3 +54,17 @@ WHERE d.id IN (
       AND c.status IN ('delivered', 'dead', 'cancelled')
     LIMIT @max_rows
     FOR UPDATE SKIP LOCKED);
+
+-- name: RetentionRecord :exec
+-- Adds what a run deleted of each organization in each table (parallel
+-- arrays) to retention_runs.
+INSERT INTO retention_runs (organization_id, table_name, last_run_at, last_deleted, deleted_total)
+SELECT unnest(@orgs::text[]), unnest(@tables::text[]), now(), unnest(@counts::bigint[]), unnest(@counts::bigint[])
+ON CONFLICT (organization_id, table_name) DO UPDATE SET
+    last_run_at = now(), last_deleted = EXCLUDED.last_deleted,
+    deleted_total = retention_runs.deleted_total + EXCLUDED.last_deleted;
+
+-- name: RetentionRunsOf :many
+-- What retention deleted of an organization, by table.
+SELECT table_name, last_run_at, last_deleted, deleted_total FROM retention_runs
+WHERE organization_id = @organization_id ORDER BY table_name;
