@@ -390,7 +390,8 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	reader := catalog.NewReader(sources, stored, settingsSvc, logger)
 	server := api.New(&api.Deps{
 		Service: svc, Catalog: reader, Settings: settingsSvc, Feeds: feeds, Connectors: orgConnectors, Databases: orgDatabases,
-		Admin:    admin.New(&admin.Deps{Pool: tenantPool, Owner: pool, River: client, Flow: limiter, Logger: logger}),
+		Admin: admin.New(&admin.Deps{Pool: tenantPool, Owner: pool, River: client, Flow: limiter,
+			Retention: cfg.Retention.Keep(), Logger: logger}),
 		SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams,
 		Webhooks: webhooks, Slack: slackApprovals, SlackClicks: slackApprovals.Clicks(svc),
 		MCP: mcpfront.New(&mcpfront.Deps{Outbox: svc, Catalog: reader, Changes: feeds, Config: cfg.MCP,

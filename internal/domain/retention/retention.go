@@ -390,16 +390,14 @@ func (s *Service) PeriodicJobs() []*river.PeriodicJob {
 		&river.PeriodicJobOpts{RunOnStart: true, ID: "retention"})}
 }
 
-// Settings is what the operations page shows of retention: how long each
-// kind of row is kept (0: forever).
-type Settings struct {
-	Invocations       time.Duration
-	WebhookDeliveries time.Duration
-	Interval          time.Duration
-}
-
-// Settings returns the configured retention.
-func (s *Service) Settings() Settings {
+// Keep returns how long each table of Tables keeps finished rows, 0 for
+// forever: what the operations page shows beside what was deleted.
+func (c *Config) Keep() map[string]time.Duration {
+	cfg := c.WithDefaults()
 	keep := func(d time.Duration) time.Duration { return max(d, 0) }
-	return Settings{Invocations: keep(s.cfg.Invocations), WebhookDeliveries: keep(s.cfg.WebhookDeliveries), Interval: s.cfg.Interval}
+	return map[string]time.Duration{
+		"action_invocations": keep(cfg.Invocations),
+		"invocation_events":  keep(cfg.Invocations),
+		"webhook_deliveries": keep(cfg.WebhookDeliveries),
+	}
 }
