@@ -56,9 +56,10 @@ type Config struct {
 	// Batch is how many rows one delete statement removes at most, each in
 	// its own transaction. Default 1000.
 	Batch int
-	// Budget bounds how long one run spends on one table: past it, the
-	// run stops after the batch in progress and the next run goes on.
-	// It stays under the worker's job timeout. Default 15s.
+	// Budget bounds how long one run deletes: past it, each table gets
+	// one more batch at most and the next run goes on. Keep it under
+	// worker.rescue_after (30s by default), past which River takes a
+	// running job for orphaned and runs it again. Default 15s.
 	Budget time.Duration
 }
 
@@ -238,14 +239,14 @@ type Report struct {
 	// the most rows one of them deleted.
 	Batches      map[string]int
 	LargestBatch int64
-	// Unfinished lists the targets whose budget ran out before their last
-	// batch came back short: the next run goes on with them.
+	// Unfinished lists the targets the run's budget ran out on before
+	// their last batch came back short: the next run goes on with them.
 	Unfinished []string
 }
 
 // Run deletes, for each target, the rows past its retention, a batch per
-// transaction, until a batch comes back short or the target's budget is
-// spent.
+// transaction, until a batch comes back short or the run's budget is spent
+// (each target still runs a batch).
 func (s *Service) Run(ctx context.Context) (*Report, error) {
 	start := time.Now()
 	now := time.Now
@@ -256,13 +257,14 @@ func (s *Service) Run(ctx context.Context) (*Report, error) {
 	for _, t := range Tables {
 		rep.Deleted[t] = 0
 	}
+	deadline := time.Now().Add(s.cfg.Budget)
 	var errs []error
 	for _, t := range s.targets() {
 		if t.keep <= 0 {
 			continue
 		}
 		byOrg := map[[2]string]int64{}
-		err := s.runTarget(ctx, t, now().Add(-t.keep), rep, byOrg)
+		err := s.runTarget(ctx, t, now().Add(-t.keep), deadline, rep, byOrg)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("retention of %s: %w", t.name, err))
 		}
@@ -312,12 +314,11 @@ func OrgRuns(ctx context.Context, db dbutil.DB, org string) ([]retentionstore.Ru
 	return retentionstore.New().RunsOf(ctx, db, org)
 }
 
-func (s *Service) runTarget(ctx context.Context, t target, cutoff time.Time, rep *Report, byOrg map[[2]string]int64) error {
+func (s *Service) runTarget(ctx context.Context, t target, cutoff, deadline time.Time, rep *Report, byOrg map[[2]string]int64) error {
 	scopes, err := t.scopes(ctx, s.deps.Pool)
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(s.cfg.Budget)
 	for _, scope := range scopes {
 		for {
 			if rep.Batches[t.name] > 0 && !time.Now().Before(deadline) {
@@ -367,10 +368,9 @@ func (w *Worker) Work(ctx context.Context, _ *river.Job[Args]) error {
 	return err
 }
 
-// Timeout gives a run its budget for each target and some room for the
-// batch in progress and the listing of scopes.
+// Timeout gives a run its budget and room for the batches past it.
 func (w *Worker) Timeout(*river.Job[Args]) time.Duration {
-	return time.Duration(len(w.svc.targets())+1) * (w.svc.cfg.Budget + 30*time.Second)
+	return w.svc.cfg.Budget + time.Minute
 }
 
 // AddWorkers implements worker.JobSet.

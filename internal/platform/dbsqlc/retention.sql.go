@@ -20,6 +20,7 @@ WITH doomed AS (
         WHERE c.organization_id = $1
           AND c.completed_at IS NOT NULL AND c.completed_at < $2::timestamptz
           AND c.status IN ('completed', 'failed', 'denied', 'expired', 'skipped', 'cancelled')
+        ORDER BY c.completed_at
         LIMIT $3
         FOR UPDATE SKIP LOCKED)
       AND i.status IN ('completed', 'failed', 'denied', 'expired', 'skipped', 'cancelled')
@@ -48,7 +49,10 @@ type RetentionDeleteInvocationsRow struct {
 // 017) and their Slack messages (by cascade). Only terminal statuses
 // qualify: an invocation that is pending, approved or executing, or a dead
 // letter being replayed, is never taken. Rows another transaction holds
-// are skipped, not waited for.
+// are skipped, not waited for. Oldest first: the order makes the
+// (organization_id, completed_at) index of finished invocations the plan,
+// which stops at the cutoff, where a sequential scan would read past every
+// newer row to fill a batch.
 func (q *Queries) RetentionDeleteInvocations(ctx context.Context, db DBTX, arg RetentionDeleteInvocationsParams) (RetentionDeleteInvocationsRow, error) {
 	row := db.QueryRow(ctx, retentionDeleteInvocations, arg.OrganizationID, arg.Cutoff, arg.MaxRows)
 	var i RetentionDeleteInvocationsRow
@@ -62,6 +66,7 @@ WHERE d.id IN (
     SELECT c.id FROM webhook_deliveries c
     WHERE c.webhook_id = $1 AND c.created_at < $2
       AND c.status IN ('delivered', 'dead', 'cancelled')
+    ORDER BY c.created_at
     LIMIT $3
     FOR UPDATE SKIP LOCKED)
 `

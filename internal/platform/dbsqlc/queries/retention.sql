@@ -20,7 +20,10 @@ SELECT organization_id::text FROM orgs WHERE organization_id IS NOT NULL;
 -- 017) and their Slack messages (by cascade). Only terminal statuses
 -- qualify: an invocation that is pending, approved or executing, or a dead
 -- letter being replayed, is never taken. Rows another transaction holds
--- are skipped, not waited for.
+-- are skipped, not waited for. Oldest first: the order makes the
+-- (organization_id, completed_at) index of finished invocations the plan,
+-- which stops at the cutoff, where a sequential scan would read past every
+-- newer row to fill a batch.
 WITH doomed AS (
     DELETE FROM action_invocations i
     WHERE i.id IN (
@@ -28,6 +31,7 @@ WITH doomed AS (
         WHERE c.organization_id = @organization_id
           AND c.completed_at IS NOT NULL AND c.completed_at < @cutoff::timestamptz
           AND c.status IN ('completed', 'failed', 'denied', 'expired', 'skipped', 'cancelled')
+        ORDER BY c.completed_at
         LIMIT @max_rows
         FOR UPDATE SKIP LOCKED)
       AND i.status IN ('completed', 'failed', 'denied', 'expired', 'skipped', 'cancelled')
@@ -52,6 +56,7 @@ WHERE d.id IN (
     SELECT c.id FROM webhook_deliveries c
     WHERE c.webhook_id = @webhook_id AND c.created_at < @cutoff
       AND c.status IN ('delivered', 'dead', 'cancelled')
+    ORDER BY c.created_at
     LIMIT @max_rows
     FOR UPDATE SKIP LOCKED);
 
