@@ -362,6 +362,8 @@ func TestBrowser(t *testing.T) {
 	t.Run("OrganizationPausedAndResumed", func(t *testing.T) {
 		owner.run("operations", chromedp.Navigate(br.base+"/console/#/operations"), chromedp.WaitVisible(`#q-h`, chromedp.ByQuery))
 		require.NotContains(t, owner.text(`main`), "Queues are shared", "River's queues are the operator's")
+		owner.run("retention", chromedp.WaitVisible(`[data-table="action_invocations"]`, chromedp.ByQuery))
+		require.Contains(t, owner.text(`[data-table="action_invocations"]`), "90 days", "the Operations page shows retention")
 		owner.run("pause", chromedp.Click(`//button[normalize-space()="Pause this organization"]`, chromedp.BySearch),
 			chromedp.WaitVisible(`//button[normalize-space()="Resume this organization"]`, chromedp.BySearch))
 		require.Contains(t, owner.text(`main`), "Paused since")

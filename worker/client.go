@@ -74,6 +74,14 @@ type Config struct {
 	// held jobs forward at once; this bounds only a job whose hold began
 	// while the resume committed. Default 1m.
 	PauseRecheck time.Duration
+	// CompletedJobRetention, CancelledJobRetention and
+	// DiscardedJobRetention are how long River keeps its finished jobs
+	// (River's CompletedJobRetentionPeriod...): the invocation keeps the
+	// outcome. -1 keeps them forever. Defaults River's: 24h, 24h and 7
+	// days (a discarded job is a dead letter's).
+	CompletedJobRetention time.Duration
+	CancelledJobRetention time.Duration
+	DiscardedJobRetention time.Duration
 }
 
 // WithDefaults returns a copy with unset fields defaulted.
@@ -90,6 +98,10 @@ func (c *Config) WithDefaults() *Config {
 		SweepInterval:    cmp.Or(c.SweepInterval, time.Minute),
 		PollInterval:     cmp.Or(c.PollInterval, 100*time.Millisecond),
 		PauseRecheck:     cmp.Or(c.PauseRecheck, time.Minute),
+
+		CompletedJobRetention: cmp.Or(c.CompletedJobRetention, 24*time.Hour),
+		CancelledJobRetention: cmp.Or(c.CancelledJobRetention, 24*time.Hour),
+		DiscardedJobRetention: cmp.Or(c.DiscardedJobRetention, 7*24*time.Hour),
 	}
 	if cfg.RescueAfter == 0 {
 		cfg.RescueAfter = cfg.JobTimeout() + rescueMargin
@@ -271,6 +283,19 @@ func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
 // works them. With work true it also runs the action queue, the expiry jobs
 // and the sweep once started.
 func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], error) {
+	rc, err := riverConfig(deps, config, work)
+	if err != nil {
+		return nil, err
+	}
+	client, err := river.NewClient(riverpgxv5.New(deps.Pool), rc)
+	if err != nil {
+		return nil, fmt.Errorf("creating river client: %w", err)
+	}
+	return client, nil
+}
+
+// riverConfig is NewClient's River configuration.
+func riverConfig(deps *Deps, config *Config, work bool) (*river.Config, error) {
 	cfg := config.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -296,9 +321,13 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 		// milliseconds, long enough for jobs to gather (see fetchCooldown).
 		FetchCooldown:       min(cfg.PollInterval, fetchCooldown),
 		ReindexerIndexNames: reindexed(),
-		Workers:             workers,
-		Test:                river.TestConfig{Time: deps.Time},
-		Middleware:          tracing.RiverMiddleware(deps.Tracer),
+
+		CompletedJobRetentionPeriod: cfg.CompletedJobRetention,
+		CancelledJobRetentionPeriod: cfg.CancelledJobRetention,
+		DiscardedJobRetentionPeriod: cfg.DiscardedJobRetention,
+		Workers:                     workers,
+		Test:                        river.TestConfig{Time: deps.Time},
+		Middleware:                  tracing.RiverMiddleware(deps.Tracer),
 	}
 	if work {
 		rc.Queues = map[string]river.QueueConfig{
@@ -315,9 +344,5 @@ func NewClient(deps *Deps, config *Config, work bool) (*river.Client[pgx.Tx], er
 			rc.PeriodicJobs = append(rc.PeriodicJobs, js.PeriodicJobs()...)
 		}
 	}
-	client, err := river.NewClient(riverpgxv5.New(deps.Pool), rc)
-	if err != nil {
-		return nil, fmt.Errorf("creating river client: %w", err)
-	}
-	return client, nil
+	return rc, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+	"github.com/outboxd/outboxd/internal/domain/retention"
 	"github.com/outboxd/outboxd/internal/domain/revocation"
 	"github.com/outboxd/outboxd/internal/mcpfront"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
@@ -46,6 +47,7 @@ var defaults = func() map[string]any {
 	hooks := (&webhook.Config{}).WithDefaults()
 	front := mcpfront.Config{}.WithDefaults()
 	claims := auth.ClaimNames{}.WithDefaults()
+	keep := (&retention.Config{}).WithDefaults()
 	return withProviderDefaults(map[string]any{
 		"database.url":                       "",
 		"database.max_conns":                 0, // sized from the role
@@ -111,6 +113,14 @@ var defaults = func() map[string]any {
 		"worker.sweep_interval":              w.SweepInterval,
 		"worker.poll_interval":               w.PollInterval,
 		"worker.pause_recheck":               w.PauseRecheck,
+		"retention.invocations":              keep.Invocations,
+		"retention.webhook_deliveries":       keep.WebhookDeliveries,
+		"retention.interval":                 keep.Interval,
+		"retention.batch":                    keep.Batch,
+		"retention.budget":                   keep.Budget,
+		"retention.jobs_completed":           w.CompletedJobRetention,
+		"retention.jobs_cancelled":           w.CancelledJobRetention,
+		"retention.jobs_discarded":           w.DiscardedJobRetention,
 		"webhooks.max_attempts":              hooks.MaxAttempts,
 		"webhooks.retry_base_delay":          hooks.RetryBaseDelay,
 		"webhooks.retry_max_delay":           hooks.RetryMaxDelay,
@@ -135,6 +145,15 @@ var defaults = func() map[string]any {
 		"log.format":                         "text",
 	})
 }()
+
+// keepFor reads a retention key: 0 keeps forever, which the typed configs
+// (River's too) spell -1, their 0 being the default.
+func keepFor(v *viper.Viper, key string) time.Duration {
+	if d := v.GetDuration(key); d != 0 {
+		return d
+	}
+	return retention.Forever
+}
 
 // withProviderDefaults adds the keys of every provider in app.Providers to
 // keys.
@@ -277,6 +296,17 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			SweepInterval:    v.GetDuration("worker.sweep_interval"),
 			PollInterval:     v.GetDuration("worker.poll_interval"),
 			PauseRecheck:     v.GetDuration("worker.pause_recheck"),
+
+			CompletedJobRetention: keepFor(v, "retention.jobs_completed"),
+			CancelledJobRetention: keepFor(v, "retention.jobs_cancelled"),
+			DiscardedJobRetention: keepFor(v, "retention.jobs_discarded"),
+		},
+		Retention: retention.Config{
+			Invocations:       keepFor(v, "retention.invocations"),
+			WebhookDeliveries: keepFor(v, "retention.webhook_deliveries"),
+			Interval:          v.GetDuration("retention.interval"),
+			Batch:             v.GetInt("retention.batch"),
+			Budget:            v.GetDuration("retention.budget"),
 		},
 		Webhooks: webhook.Config{
 			MaxAttempts:    v.GetInt("webhooks.max_attempts"),

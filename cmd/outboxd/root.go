@@ -28,7 +28,7 @@ func newRootCommand() *cobra.Command {
 	root.PersistentFlags().String("log-level", "", "debug, info, warn or error (log.level)")
 	bindPersistentFlag(root, "database-url", "database.url")
 	bindPersistentFlag(root, "log-level", "log.level")
-	root.AddCommand(newServeCommand(), newActionsCommand(), newMigrateCommand(), newDevCommand(), newTokenCommand(), newBenchCommand(), newDLQCommand(), newQueueCommand(), newSecretsCommand(), newTokensCommand(), newAuditCommand())
+	root.AddCommand(newServeCommand(), newActionsCommand(), newMigrateCommand(), newDevCommand(), newTokenCommand(), newBenchCommand(), newDLQCommand(), newQueueCommand(), newSecretsCommand(), newTokensCommand(), newAuditCommand(), newOrgCommand())
 	return root
 }
 

@@ -102,6 +102,16 @@ export type Stats = {
     failure_rate: number | null;
     buckets: { start: string; completed: number; failed: number; other: number }[];
   };
+  /** retention: per table, how long finished rows are kept (null: forever) and what retention deleted of this organization. */
+  retention: RetentionStats[] | null;
+};
+
+export type RetentionStats = {
+  table: string;
+  keep_seconds: number | null;
+  last_run_at: string | null;
+  last_deleted: number;
+  deleted_total: number;
 };
 
 export type RateBucket = {

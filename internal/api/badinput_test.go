@@ -604,10 +604,10 @@ func databaseDigest(t *testing.T, b *apptest.Bundle) map[string]string {
 
 	digest := map[string]string{}
 	for _, table := range tables {
-		// The periodic sweep and relays insert their own jobs whenever due.
+		// The periodic sweep, retention and relays insert their own jobs whenever due.
 		where := ""
 		if table == "river_job" {
-			where = ` WHERE kind NOT IN ('expire_sweep', 'relay')`
+			where = ` WHERE kind NOT IN ('expire_sweep', 'relay', 'retention')`
 		}
 		var sum string
 		require.NoError(t, b.Pool.QueryRow(ctx, fmt.Sprintf(

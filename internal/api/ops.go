@@ -250,6 +250,25 @@ type statsView struct {
 	Queue       *orgQueueView                `json:"queue"`
 	InFlight    map[string]inFlightStatsView `json:"in_flight"`
 	LastHour    outcomeStatsView             `json:"last_hour"`
+	Retention   []retentionStatsView         `json:"retention"`
+}
+
+// retentionStatsView is the API shape of admin.RetentionStats.
+type retentionStatsView struct {
+	Table        string     `json:"table"`
+	KeepSeconds  *float64   `json:"keep_seconds"`
+	LastRunAt    *time.Time `json:"last_run_at"`
+	LastDeleted  int64      `json:"last_deleted"`
+	DeletedTotal int64      `json:"deleted_total"`
+}
+
+func viewRetentionStats(r adm.RetentionStats) retentionStatsView {
+	v := retentionStatsView{Table: r.Table, LastRunAt: r.LastRunAt, LastDeleted: r.LastDeleted, DeletedTotal: r.DeletedTotal}
+	if r.Keep > 0 {
+		keep := r.Keep.Seconds()
+		v.KeepSeconds = &keep
+	}
+	return v
 }
 
 // inFlightStatsView converts from admin.InFlightStats, so the two keep
@@ -292,6 +311,7 @@ func viewStats(st *adm.Stats) *statsView {
 			ThroughputPerMinute: o.ThroughputPerMinute, FailureRate: o.FailureRate,
 			Buckets: viewEach(o.Buckets, func(b adm.OutcomeBucket) outcomeBucketView { return outcomeBucketView(b) }),
 		},
+		Retention: viewEach(st.Retention, viewRetentionStats),
 	}
 }
 

@@ -48,6 +48,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
+	"github.com/outboxd/outboxd/internal/domain/retention"
 	"github.com/outboxd/outboxd/internal/domain/revocation"
 	"github.com/outboxd/outboxd/internal/domain/settings"
 	"github.com/outboxd/outboxd/internal/mcpfront"
@@ -150,6 +151,9 @@ type Config struct {
 	// auth.idp.timeout, its TrustForwarded http.trust_forwarded_for and its
 	// Logger the process's.
 	Console signin.Config
+	// Retention configures the deletion of old finished rows
+	// (retention.*); River's finished jobs are Worker's settings.
+	Retention retention.Config
 }
 
 func (c *Config) validate() error {
@@ -383,6 +387,13 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		Jobs: []worker.JobSet{relays, webhooks, slackApprovals}, Secrets: ownSecrets(cfg, pool), Time: cfg.Time,
 		Tracer: tracer,
 	}
+	if role != RoleAPI {
+		keep, err := retention.New(&retention.Deps{Pool: pool, Registerer: reg, Logger: logger}, &cfg.Retention)
+		if err != nil {
+			return nil, err
+		}
+		workerDeps.Jobs = append(workerDeps.Jobs, keep)
+	}
 	var groupPool *pgxpool.Pool
 	if role != RoleAPI {
 		// The execute jobs' begins and completions, planned once per
@@ -439,7 +450,8 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	reader := catalog.NewReader(sources, stored, settingsSvc, logger)
 	server := api.New(&api.Deps{
 		Service: svc, Catalog: reader, Settings: settingsSvc, Feeds: feeds, Connectors: orgConnectors, Databases: orgDatabases,
-		Admin:    admin.New(&admin.Deps{Pool: tenantPool, Owner: pool, River: client, Flow: limiter, Logger: logger}),
+		Admin: admin.New(&admin.Deps{Pool: tenantPool, Owner: pool, River: client, Flow: limiter,
+			Retention: cfg.Retention.Keep(), Logger: logger}),
 		SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams,
 		Webhooks: webhooks, Slack: slackApprovals, SlackClicks: slackApprovals.Clicks(svc),
 		MCP: mcpfront.New(&mcpfront.Deps{Outbox: svc, Catalog: reader, Changes: feeds, Config: cfg.MCP,

@@ -1,10 +1,11 @@
 // Operations: the organization's own queue (its invocations by state with
 // the oldest one's age, and its pause), the last hour's throughput and
-// failure rate, dead letters, rate buckets, quiet hours and do-not-contact.
+// failure rate, dead letters, rate buckets, quiet hours, do-not-contact and
+// what retention deleted.
 // Admins and owners. River's queues, shared by every organization, are the
 // operator's (`outboxd queue`) and not shown here.
 import { useEffect, useState } from "preact/hooks";
-import { api, type Invocation, type OrgQueue, type QuietWindow, type RateBucket, type Stats } from "../api";
+import { api, type Invocation, type OrgQueue, type QuietWindow, type RateBucket, type RetentionStats, type Stats } from "../api";
 import type { Session } from "../main";
 import { Alert, Card, DataTable, Empty, ErrorAlert, Flash, InputField, PageHead, SelectField, errorText, fmtDuration, fmtTime } from "../ui";
 
@@ -43,7 +44,42 @@ export function Operations(_: { session: Session }) {
         <QuietHours buckets={buckets ?? []} />
         <DoNotContact />
       </div>
+      {stats && stats.retention ? <Retention rows={stats.retention} /> : null}
     </section>
+  );
+}
+
+const tableNames: Record<string, string> = {
+  action_invocations: "Invocations",
+  invocation_events: "Invocation events",
+  webhook_deliveries: "Webhook deliveries",
+};
+
+function keepText(seconds: number | null): string {
+  if (seconds === null) return "forever";
+  const days = seconds / 86400;
+  return Number.isInteger(days) ? `${days} days` : fmtDuration(seconds);
+}
+
+function Retention({ rows }: { rows: RetentionStats[] }) {
+  return (
+    <Card id="ret-h" title="Retention">
+      <p class="muted">
+        Finished rows older than their retention are deleted by the workers, in small batches. Unfinished invocations are never deleted. The operator sets the
+        retention (<code>retention.*</code>).
+      </p>
+      <DataTable columns={["Kind", "Kept", "Last deletion", "Deleted then", "Deleted in all"]}>
+        {rows.map((r) => (
+          <tr key={r.table} data-table={r.table}>
+            <td>{tableNames[r.table] ?? r.table}</td>
+            <td>{keepText(r.keep_seconds)}</td>
+            <td>{r.last_run_at ? fmtTime(r.last_run_at) : "none yet"}</td>
+            <td>{r.last_deleted}</td>
+            <td>{r.deleted_total}</td>
+          </tr>
+        ))}
+      </DataTable>
+    </Card>
   );
 }
 

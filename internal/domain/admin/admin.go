@@ -12,6 +12,7 @@ package admin
 import (
 	"cmp"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -32,8 +33,12 @@ type Deps struct {
 	// River replays dead letters (on Pool) and pauses River's queues.
 	River *river.Client[pgx.Tx]
 	// Flow holds the rate buckets; nil disables flow control.
-	Flow   *flow.Limiter
-	Logger *slog.Logger
+	Flow *flow.Limiter
+	// Retention is how long each table keeps finished rows (table → keep,
+	// 0 forever; retention.Config.Keep), for the operations page; nil
+	// shows no retention.
+	Retention map[string]time.Duration
+	Logger    *slog.Logger
 }
 
 // Service administers the outbox.

@@ -8,6 +8,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/admin/adminstore"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/retention"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
 
@@ -28,6 +29,21 @@ type Stats struct {
 	// (pending, approved, executing), with the oldest one's creation.
 	InFlight map[string]InFlightStats
 	LastHour OutcomeStats
+	// Retention is, for each table retention deletes from, how long it
+	// keeps the organization's finished rows and what it deleted of them.
+	Retention []RetentionStats
+}
+
+// RetentionStats is retention's work on one table of the organization.
+type RetentionStats struct {
+	Table string
+	// Keep is how long finished rows are kept; 0 forever.
+	Keep time.Duration
+	// LastRunAt is the last run that deleted any of the organization's
+	// rows in the table, and LastDeleted how many; nil and 0 before one.
+	LastRunAt    *time.Time
+	LastDeleted  int64
+	DeletedTotal int64
 }
 
 // InFlightStats counts the invocations in one unfinished status.
@@ -83,6 +99,36 @@ func (s *Service) Stats(ctx context.Context, org string) (*Stats, error) {
 		return nil, fmt.Errorf("counting outcomes: %w", err)
 	}
 	out.LastHour = outcomes(since, now, ended)
+	if out.Retention, err = s.retention(ctx, org); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// retention lists the tables of Deps.Retention with what retention
+// deleted of org in each.
+func (s *Service) retention(ctx context.Context, org string) ([]RetentionStats, error) {
+	if s.deps.Retention == nil {
+		return nil, nil
+	}
+	runs, err := retention.OrgRuns(ctx, s.deps.Pool, org)
+	if err != nil {
+		return nil, err
+	}
+	out := []RetentionStats{}
+	for _, table := range retention.Tables {
+		keep, ok := s.deps.Retention[table]
+		if !ok {
+			continue
+		}
+		st := RetentionStats{Table: table, Keep: keep}
+		for _, r := range runs {
+			if r.Table == table {
+				st.LastRunAt, st.LastDeleted, st.DeletedTotal = &r.LastRunAt, r.LastDeleted, r.DeletedTotal
+			}
+		}
+		out = append(out, st)
+	}
 	return out, nil
 }
 

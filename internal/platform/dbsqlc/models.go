@@ -198,6 +198,14 @@ type RelayCursor struct {
 	AfterID  int64
 }
 
+type RetentionRun struct {
+	OrganizationID string
+	TableName      string
+	LastRunAt      time.Time
+	LastDeleted    int64
+	DeletedTotal   int64
+}
+
 type SlackMessage struct {
 	InvocationID   uuid.UUID
 	OrganizationID string

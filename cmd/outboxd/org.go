@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/outboxd/outboxd/internal/domain/retention"
+)
+
+func newOrgCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "org", Short: "Operate on a whole organization"}
+	addDevDirFlag(cmd.PersistentFlags())
+	purge := &cobra.Command{
+		Use:   "purge ORG",
+		Short: "Remove everything an organization has; without --yes, only count it",
+		Long: "Removes every row of the organization: invocations and their events, River jobs, webhooks and\n" +
+			"deliveries, Slack settings and messages, credentials, connectors, databases, action modes, quiet\n" +
+			"hours, do-not-contact entries, its pause, and its rate buckets, in batches of short transactions.\n" +
+			"Without --yes it is a dry run: it prints how many rows each table holds and changes nothing.\n" +
+			"Stop the organization's callers first; purging again removes what they wrote meanwhile.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			org := args[0]
+			yes, _ := cmd.Flags().GetBool("yes")
+			batch, _ := cmd.Flags().GetInt("batch")
+			v, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			pool, err := openPool(cmd, v)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			purger := retention.NewPurger(pool, batch)
+			counts, err := purger.Count(cmd.Context(), org)
+			if err != nil {
+				return err
+			}
+			verb := "would delete"
+			if yes {
+				if counts, err = purger.Purge(cmd.Context(), org); err != nil {
+					return err
+				}
+				verb = "deleted"
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "TABLE\tROWS")
+			var total int64
+			for _, c := range counts {
+				fmt.Fprintf(w, "%s\t%d\n", c.Table, c.Rows)
+				total += c.Rows
+			}
+			fmt.Fprintf(w, "%s %d row(s) of organization %q\n", verb, total, org)
+			if !yes {
+				fmt.Fprintln(w, "dry run: nothing changed; run again with --yes to delete")
+			}
+			return w.Flush()
+		},
+	}
+	purge.Flags().Bool("yes", false, "delete; without it, only count (a dry run)")
+	purge.Flags().Bool("dry-run", true, "count and change nothing (the default; --yes deletes)")
+	purge.Flags().Int("batch", retention.DefaultBatch, "rows per delete, each its own transaction")
+	purge.MarkFlagsMutuallyExclusive("yes", "dry-run")
+	cmd.AddCommand(purge)
+	return cmd
+}

@@ -1,0 +1,90 @@
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxd/outboxd/internal/domain/retention/retentionstore"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+)
+
+// PurgeCount is how many rows of one table belong to the organization (a
+// dry run), or were deleted (a purge).
+type PurgeCount struct {
+	Table string
+	Rows  int64
+}
+
+// Purger removes everything an organization has, through the owner's pool.
+type Purger struct {
+	pool  DB
+	store *retentionstore.Store
+	batch int
+}
+
+// NewPurger returns a Purger deleting batch rows per transaction (0:
+// DefaultBatch).
+func NewPurger(pool DB, batch int) *Purger {
+	if batch <= 0 {
+		batch = DefaultBatch
+	}
+	return &Purger{pool: pool, store: retentionstore.New(), batch: batch}
+}
+
+// PurgeTables lists the tables an organization's rows are purged from, in
+// the order they are purged.
+func PurgeTables() []string {
+	var out []string
+	for _, t := range retentionstore.New().PurgeTables() {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// Count counts org's rows in every table Purge deletes from, changing
+// nothing.
+func (p *Purger) Count(ctx context.Context, org string) ([]PurgeCount, error) {
+	if org == "" {
+		return nil, errors.New("an organization id is required")
+	}
+	counts, err := p.store.PurgeCounts(ctx, p.pool, org)
+	if err != nil {
+		return nil, err
+	}
+	var out []PurgeCount
+	for _, t := range p.store.PurgeTables() {
+		out = append(out, PurgeCount{Table: t.Name, Rows: counts[t.Name]})
+	}
+	return out, nil
+}
+
+// Purge deletes every row of org, table by table in PurgeTables' order,
+// in batches of short transactions, and returns how many rows it deleted
+// from each table. Rows the organization writes meanwhile may be left:
+// pause it and stop its callers first. Purging again finishes the job.
+func (p *Purger) Purge(ctx context.Context, org string) ([]PurgeCount, error) {
+	if org == "" {
+		return nil, errors.New("an organization id is required")
+	}
+	var out []PurgeCount
+	for _, t := range p.store.PurgeTables() {
+		var total int64
+		for {
+			n, err := dbutil.WithTxV(ctx, p.pool, func(ctx context.Context, tx pgx.Tx) (int64, error) {
+				return t.Delete(ctx, tx, org, p.batch)
+			})
+			if err != nil {
+				return out, fmt.Errorf("purging %s: %w", t.Name, err)
+			}
+			total += n
+			if n < int64(p.batch) {
+				break
+			}
+		}
+		out = append(out, PurgeCount{Table: t.Name, Rows: total})
+	}
+	return out, nil
+}

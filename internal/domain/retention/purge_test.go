@@ -1,0 +1,152 @@
+package retention_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/domain/retention"
+)
+
+// orgTables lists the tables with an organization_id column, as the
+// migrated schema has them.
+func orgTables(ctx context.Context, t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := pool.Query(ctx, `
+SELECT c.table_name FROM information_schema.columns c
+JOIN information_schema.tables t USING (table_schema, table_name)
+WHERE c.column_name = 'organization_id' AND c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'
+ORDER BY 1`)
+	require.NoError(t, err)
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Greater(t, len(tables), 10, "the schema query found too few tables")
+	return tables
+}
+
+// TestPurgeTables_CoverTheSchema fails when a migration adds a table with
+// an organization_id column that purging leaves out.
+func TestPurgeTables_CoverTheSchema(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	covered := retention.PurgeTables()
+	for _, table := range orgTables(ctx, t, b.pool) {
+		require.Contains(t, covered, table, "table %s has an organization_id column that `outboxd org purge` does not purge: add it to retentionstore.PurgeTables and purge.sql", table)
+	}
+	require.Contains(t, covered, "river_job")
+	require.Contains(t, covered, "flow_buckets")
+}
+
+// populate writes a row for org in every table that holds an
+// organization's rows.
+func populate(ctx context.Context, t *testing.T, pool *pgxpool.Pool, org string) {
+	t.Helper()
+	insertInvocations(ctx, t, pool, org, "completed", true, 0, 30)
+	insertInvocations(ctx, t, pool, org, "pending", false, 0, 3)
+	_, err := pool.Exec(ctx, `
+WITH w AS (
+    INSERT INTO webhooks (id, organization_id, url, events, secret_sealed)
+    VALUES (gen_random_uuid(), $1, 'https://hook.example', '{}', '\x00') RETURNING id
+), d AS (
+    INSERT INTO webhook_deliveries (id, webhook_id, organization_id, event_id, event_type, payload)
+    SELECT gen_random_uuid(), w.id, $1, nextval('invocation_events_id_seq'), 'completed', '{}' FROM w, generate_series(1, 5)
+    RETURNING id
+), dj AS (
+    INSERT INTO river_job (args, kind, max_attempts) SELECT jsonb_build_object('delivery_id', d.id), 'webhook_deliver', 5 FROM d
+), sm AS (
+    INSERT INTO slack_messages (invocation_id, organization_id, channel, ts)
+    SELECT id, $1, 'C1', '1.0' FROM action_invocations WHERE organization_id = $1 AND status = 'pending'
+), ej AS (
+    INSERT INTO river_job (args, kind, max_attempts)
+    SELECT jsonb_build_object('invocation_id', id, 'organization_id', $1), 'expire_invocation', 5
+    FROM action_invocations WHERE organization_id = $1 AND status = 'pending'
+), xj AS (
+    INSERT INTO river_job (args, kind, max_attempts)
+    VALUES (jsonb_build_object('bucket', jsonb_build_object('org', $1)), 'execute_action', 5),
+           (jsonb_build_object('invocation_id', (SELECT id FROM action_invocations WHERE organization_id = $1 LIMIT 1)), 'slack_post_approval', 5)
+)
+SELECT 1`, org)
+	require.NoError(t, err)
+	for _, sql := range []string{
+		`INSERT INTO action_modes (organization_id, scope, scope_id, source_id, action_id, mode, updated_by) VALUES ($1, 'org', $1, 'slack', 'send', 'allow', 'me')`,
+		`INSERT INTO credentials (organization_id, integration, sealed, created_by) VALUES ($1, 'slack', '\x00', 'me')`,
+		`INSERT INTO do_not_contact (organization_id, pattern, created_by) VALUES ($1, '*@example.com', 'me')`,
+		`INSERT INTO event_listeners (organization_id, listener_id, expires_at) VALUES ($1, gen_random_uuid(), now())`,
+		`INSERT INTO invoke_rate_windows (organization_id, session_id, window_start, count) VALUES ($1, 's', now(), 1)`,
+		`INSERT INTO org_connectors (organization_id, name, url, created_by) VALUES ($1, 'c', 'https://mcp.example', 'me')`,
+		`INSERT INTO org_databases (organization_id, name, host, database, statement_timeout_ms, max_rows, created_by) VALUES ($1, 'd', 'h', 'db', 1000, 10, 'me')`,
+		`INSERT INTO org_pauses (organization_id, paused_by) VALUES ($1, 'me')`,
+		`INSERT INTO quiet_hours (organization_id, time_zone, start_minute, end_minute, updated_by) VALUES ($1, 'UTC', 0, 60, 'me')`,
+		`INSERT INTO slack_settings (organization_id, updated_by) VALUES ($1, 'me')`,
+		`INSERT INTO retention_runs (organization_id, table_name, last_run_at, last_deleted, deleted_total) VALUES ($1, 'action_invocations', now(), 1, 1)`,
+		`INSERT INTO flow_buckets (name, scope_key, tokens, refilled_at) VALUES ('slack', $1, 1, now())`,
+		`INSERT INTO audit_entries (organization_id, seq, occurred_at, actor_subject, actor_kind, action, target_type, before_state, after_state, prev_hash, hash)
+			VALUES ($1, 1, now(), 'me', 'user', 'action_modes.replace', 'action_modes', 'null', '{}', '', 'h')`,
+		`INSERT INTO token_revocations (organization_id, session_id, issued_before, revoked_by) VALUES ($1, 's', now(), 'me')`,
+	} {
+		_, err := pool.Exec(ctx, sql, org)
+		require.NoError(t, err, sql)
+	}
+}
+
+// rowsOf counts org's rows in every table with an organization_id column,
+// its rate buckets and its River jobs.
+func rowsOf(ctx context.Context, t *testing.T, pool *pgxpool.Pool, org string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, table := range orgTables(ctx, t, pool) {
+		out[table] = count(ctx, t, pool, `SELECT count(*) FROM `+pgx.Identifier{table}.Sanitize()+` WHERE organization_id = $1`, org)
+	}
+	out["flow_buckets"] = count(ctx, t, pool, `SELECT count(*) FROM flow_buckets WHERE scope_key = $1`, org)
+	out["river_job"] = count(ctx, t, pool, `SELECT count(*) FROM river_job WHERE args::text LIKE '%' || $1 || '%'
+        OR args->>'invocation_id' IN (SELECT id::text FROM action_invocations WHERE organization_id = $1)
+        OR args->>'delivery_id' IN (SELECT id::text FROM webhook_deliveries WHERE organization_id = $1)`, org)
+	return out
+}
+
+func TestPurger(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	populate(ctx, t, b.pool, "org-a")
+	populate(ctx, t, b.pool, "org-b")
+	global := count(ctx, t, b.pool, `SELECT count(*) FROM flow_buckets WHERE scope_key = ''`)
+	before := rowsOf(ctx, t, b.pool, "org-a")
+	for table, n := range before {
+		require.NotZero(t, n, "the test writes no row of org-a in %s", table)
+	}
+	others := rowsOf(ctx, t, b.pool, "org-b")
+	require.Equal(t, before, others)
+
+	// A dry run counts what a purge would delete and changes nothing.
+	purger := retention.NewPurger(b.pool, 7)
+	counts, err := purger.Count(ctx, "org-a")
+	require.NoError(t, err)
+	for _, c := range counts {
+		require.Equal(t, before[c.Table], c.Rows, c.Table)
+	}
+	require.Equal(t, before, rowsOf(ctx, t, b.pool, "org-a"), "the dry run changed something")
+
+	deleted, err := purger.Purge(ctx, "org-a")
+	require.NoError(t, err)
+	for _, c := range deleted {
+		require.Equal(t, before[c.Table], c.Rows, c.Table)
+	}
+	after := rowsOf(ctx, t, b.pool, "org-a")
+	for table, n := range after {
+		require.Zero(t, n, "org-a still has rows in %s", table)
+	}
+	require.Equal(t, others, rowsOf(ctx, t, b.pool, "org-b"), "the purge touched another organization")
+	require.Equal(t, global, count(ctx, t, b.pool, `SELECT count(*) FROM flow_buckets WHERE scope_key = ''`))
+
+	// Purging again finds nothing.
+	deleted, err = purger.Purge(ctx, "org-a")
+	require.NoError(t, err)
+	require.True(t, slices.IndexFunc(deleted, func(c retention.PurgeCount) bool { return c.Rows != 0 }) < 0)
+
+	_, err = purger.Count(ctx, "")
+	require.Error(t, err)
+}

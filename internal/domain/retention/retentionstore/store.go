@@ -1,0 +1,248 @@
+// Package retentionstore holds the SQL of retention and of purging an
+// organization. It runs through the owner's pool: both work across every
+// organization's rows, which the tenant role's policies would hide.
+package retentionstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+)
+
+// Store runs retention's and purge's statements on the connection it is
+// given.
+type Store struct {
+	q *dbsqlc.Queries
+}
+
+// New returns a Store.
+func New() *Store { return &Store{q: dbsqlc.New()} }
+
+// InvocationOrgs lists the organizations that have finished invocations.
+func (s *Store) InvocationOrgs(ctx context.Context, db dbutil.DB) ([]string, error) {
+	orgs, err := s.q.RetentionInvocationOrgs(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("listing organizations with finished invocations: %w", err)
+	}
+	return orgs, nil
+}
+
+// DeleteInvocations deletes up to limit of org's invocations that finished
+// before cutoff, with their events, and returns how many of each it
+// deleted. Unfinished invocations are never deleted.
+func (s *Store) DeleteInvocations(ctx context.Context, db dbutil.DB, org string, cutoff time.Time, limit int) (invocations, events int64, err error) {
+	row, err := s.q.RetentionDeleteInvocations(ctx, db, dbsqlc.RetentionDeleteInvocationsParams{
+		OrganizationID: org, Cutoff: cutoff, MaxRows: int32(limit),
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("deleting finished invocations: %w", err)
+	}
+	return row.Invocations, row.Events, nil
+}
+
+// Webhook is an endpoint and its organization.
+type Webhook struct {
+	ID  uuid.UUID
+	Org string
+}
+
+// Webhooks lists every webhook endpoint.
+func (s *Store) Webhooks(ctx context.Context, db dbutil.DB) ([]Webhook, error) {
+	rows, err := s.q.RetentionWebhooks(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("listing webhooks: %w", err)
+	}
+	out := make([]Webhook, len(rows))
+	for i, r := range rows {
+		out[i] = Webhook{ID: r.ID, Org: r.OrganizationID}
+	}
+	return out, nil
+}
+
+// Run is what retention deleted of an organization in one table: in the
+// last run that deleted any, and in all.
+type Run struct {
+	Org          string
+	Table        string
+	LastRunAt    time.Time
+	LastDeleted  int64
+	DeletedTotal int64
+}
+
+// Record adds the rows a run deleted, one Run (Org, Table, LastDeleted)
+// per organization and table, to what retention_runs holds.
+func (s *Store) Record(ctx context.Context, db dbutil.DB, runs []Run) error {
+	var p dbsqlc.RetentionRecordParams
+	for _, r := range runs {
+		p.Orgs, p.Tables, p.Counts = append(p.Orgs, r.Org), append(p.Tables, r.Table), append(p.Counts, r.LastDeleted)
+	}
+	if err := s.q.RetentionRecord(ctx, db, p); err != nil {
+		return fmt.Errorf("recording what retention deleted: %w", err)
+	}
+	return nil
+}
+
+// RunsOf returns what retention deleted of org, by table.
+func (s *Store) RunsOf(ctx context.Context, db dbutil.DB, org string) ([]Run, error) {
+	rows, err := s.q.RetentionRunsOf(ctx, db, org)
+	if err != nil {
+		return nil, fmt.Errorf("reading what retention deleted: %w", err)
+	}
+	out := make([]Run, len(rows))
+	for i, r := range rows {
+		out[i] = Run{Org: org, Table: r.TableName, LastRunAt: r.LastRunAt, LastDeleted: r.LastDeleted, DeletedTotal: r.DeletedTotal}
+	}
+	return out, nil
+}
+
+// DeleteWebhookDeliveries deletes up to limit of an endpoint's deliveries
+// created before cutoff that are over, and returns how many it deleted.
+func (s *Store) DeleteWebhookDeliveries(ctx context.Context, db dbutil.DB, webhook uuid.UUID, cutoff time.Time, limit int) (int64, error) {
+	n, err := s.q.RetentionDeleteWebhookDeliveries(ctx, db, dbsqlc.RetentionDeleteWebhookDeliveriesParams{
+		WebhookID: webhook, Cutoff: cutoff, MaxRows: int32(limit),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("deleting old webhook deliveries: %w", err)
+	}
+	return n, nil
+}
+
+// PurgeTable is one table an organization's rows are purged from.
+type PurgeTable struct {
+	// Name is the table's.
+	Name string
+	// Delete deletes up to limit of org's rows and returns how many.
+	Delete func(ctx context.Context, db dbutil.DB, org string, limit int) (int64, error)
+}
+
+// riverJobsCountSQL and riverJobsPurgeSQL find an organization's River jobs
+// as the tenant policy on river_job does (migration 021): by the
+// organization in their args, or by the invocation or webhook delivery they
+// name. River's table is not in sqlc's schema, hence the literals.
+const riverJobsOfOrg = `
+(j.args->'bucket'->>'org' = $1::text
+ OR j.args->>'organization_id' = $1::text
+ OR j.args->>'invocation_id' IN (SELECT i.id::text FROM action_invocations i WHERE i.organization_id = $1::text)
+ OR j.args->>'delivery_id' IN (SELECT d.id::text FROM webhook_deliveries d WHERE d.organization_id = $1::text))`
+
+const riverJobsCountSQL = `SELECT count(*) FROM river_job j WHERE ` + riverJobsOfOrg
+
+const riverJobsPurgeSQL = `DELETE FROM river_job WHERE id IN (SELECT j.id FROM river_job j WHERE ` + riverJobsOfOrg + ` LIMIT $2::int)`
+
+// execRows adapts a generated :execrows purge query.
+func execRows[P any](q func(context.Context, dbsqlc.DBTX, P) (int64, error), params func(org string, limit int32) P) func(context.Context, dbutil.DB, string, int) (int64, error) {
+	return func(ctx context.Context, db dbutil.DB, org string, limit int) (int64, error) {
+		return q(ctx, db, params(org, int32(limit)))
+	}
+}
+
+// PurgeTables lists, in the order they are purged, every table that holds
+// an organization's rows: River's jobs first (they are found through the
+// invocations and deliveries they name), then what refers to invocations
+// and webhooks, then those, then the organization's settings, its pause
+// last. A test checks every table with an organization_id column is here.
+func (s *Store) PurgeTables() []PurgeTable {
+	q := s.q
+	return []PurgeTable{
+		{Name: "river_job", Delete: func(ctx context.Context, db dbutil.DB, org string, limit int) (int64, error) {
+			tag, err := db.Exec(ctx, riverJobsPurgeSQL, org, limit)
+			return tag.RowsAffected(), err
+		}},
+		{Name: "invocation_events", Delete: execRows(q.PurgeInvocationEvents, func(org string, n int32) dbsqlc.PurgeInvocationEventsParams {
+			return dbsqlc.PurgeInvocationEventsParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "slack_messages", Delete: execRows(q.PurgeSlackMessages, func(org string, n int32) dbsqlc.PurgeSlackMessagesParams {
+			return dbsqlc.PurgeSlackMessagesParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "webhook_deliveries", Delete: execRows(q.PurgeWebhookDeliveries, func(org string, n int32) dbsqlc.PurgeWebhookDeliveriesParams {
+			return dbsqlc.PurgeWebhookDeliveriesParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "action_invocations", Delete: execRows(q.PurgeActionInvocations, func(org string, n int32) dbsqlc.PurgeActionInvocationsParams {
+			return dbsqlc.PurgeActionInvocationsParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "webhooks", Delete: execRows(q.PurgeWebhooks, func(org string, n int32) dbsqlc.PurgeWebhooksParams {
+			return dbsqlc.PurgeWebhooksParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "action_modes", Delete: execRows(q.PurgeActionModes, func(org string, n int32) dbsqlc.PurgeActionModesParams {
+			return dbsqlc.PurgeActionModesParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "credentials", Delete: execRows(q.PurgeCredentials, func(org string, n int32) dbsqlc.PurgeCredentialsParams {
+			return dbsqlc.PurgeCredentialsParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "org_connectors", Delete: execRows(q.PurgeOrgConnectors, func(org string, n int32) dbsqlc.PurgeOrgConnectorsParams {
+			return dbsqlc.PurgeOrgConnectorsParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "org_databases", Delete: execRows(q.PurgeOrgDatabases, func(org string, n int32) dbsqlc.PurgeOrgDatabasesParams {
+			return dbsqlc.PurgeOrgDatabasesParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "slack_settings", Delete: execRows(q.PurgeSlackSettings, func(org string, n int32) dbsqlc.PurgeSlackSettingsParams {
+			return dbsqlc.PurgeSlackSettingsParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "quiet_hours", Delete: execRows(q.PurgeQuietHours, func(org string, n int32) dbsqlc.PurgeQuietHoursParams {
+			return dbsqlc.PurgeQuietHoursParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "do_not_contact", Delete: execRows(q.PurgeDoNotContact, func(org string, n int32) dbsqlc.PurgeDoNotContactParams {
+			return dbsqlc.PurgeDoNotContactParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "invoke_rate_windows", Delete: execRows(q.PurgeInvokeRateWindows, func(org string, n int32) dbsqlc.PurgeInvokeRateWindowsParams {
+			return dbsqlc.PurgeInvokeRateWindowsParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "event_listeners", Delete: execRows(q.PurgeEventListeners, func(org string, n int32) dbsqlc.PurgeEventListenersParams {
+			return dbsqlc.PurgeEventListenersParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "retention_runs", Delete: execRows(q.PurgeRetentionRuns, func(org string, n int32) dbsqlc.PurgeRetentionRunsParams {
+			return dbsqlc.PurgeRetentionRunsParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "flow_buckets", Delete: execRows(q.PurgeFlowBuckets, func(org string, n int32) dbsqlc.PurgeFlowBucketsParams {
+			return dbsqlc.PurgeFlowBucketsParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "audit_entries", Delete: execRows(q.PurgeAuditEntries, func(org string, n int32) dbsqlc.PurgeAuditEntriesParams {
+			return dbsqlc.PurgeAuditEntriesParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "token_revocations", Delete: execRows(q.PurgeTokenRevocations, func(org string, n int32) dbsqlc.PurgeTokenRevocationsParams {
+			return dbsqlc.PurgeTokenRevocationsParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "org_pauses", Delete: execRows(q.PurgeOrgPauses, func(org string, n int32) dbsqlc.PurgeOrgPausesParams {
+			return dbsqlc.PurgeOrgPausesParams{OrganizationID: org, MaxRows: n}
+		})},
+	}
+}
+
+// PurgeCounts counts org's rows in each table of PurgeTables.
+func (s *Store) PurgeCounts(ctx context.Context, db dbutil.DB, org string) (map[string]int64, error) {
+	c, err := s.q.PurgeCounts(ctx, db, org)
+	if err != nil {
+		return nil, fmt.Errorf("counting the organization's rows: %w", err)
+	}
+	var jobs int64
+	if err := db.QueryRow(ctx, riverJobsCountSQL, org).Scan(&jobs); err != nil {
+		return nil, fmt.Errorf("counting the organization's River jobs: %w", err)
+	}
+	return map[string]int64{
+		"river_job":           jobs,
+		"action_invocations":  c.ActionInvocations,
+		"invocation_events":   c.InvocationEvents,
+		"slack_messages":      c.SlackMessages,
+		"webhook_deliveries":  c.WebhookDeliveries,
+		"webhooks":            c.Webhooks,
+		"action_modes":        c.ActionModes,
+		"credentials":         c.Credentials,
+		"do_not_contact":      c.DoNotContact,
+		"event_listeners":     c.EventListeners,
+		"invoke_rate_windows": c.InvokeRateWindows,
+		"org_connectors":      c.OrgConnectors,
+		"org_databases":       c.OrgDatabases,
+		"org_pauses":          c.OrgPauses,
+		"quiet_hours":         c.QuietHours,
+		"slack_settings":      c.SlackSettings,
+		"retention_runs":      c.RetentionRuns,
+		"audit_entries":       c.AuditEntries,
+		"token_revocations":   c.TokenRevocations,
+		"flow_buckets":        c.FlowBuckets,
+	}, nil
+}

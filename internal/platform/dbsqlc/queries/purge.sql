@@ -1,0 +1,84 @@
+-- Purging an organization (outboxd org purge): every table with an
+-- organization_id column, and the per-organization rate buckets (scope_key).
+-- River's jobs are River's schema, not sqlc's: the store writes those by hand.
+-- Each delete takes at most @max_rows rows, so that a large organization is
+-- removed in short transactions.
+
+-- name: PurgeCounts :one
+SELECT
+    (SELECT count(*) FROM action_invocations WHERE organization_id = @organization_id::text)::bigint AS action_invocations,
+    (SELECT count(*) FROM invocation_events WHERE organization_id = @organization_id::text)::bigint AS invocation_events,
+    (SELECT count(*) FROM slack_messages WHERE organization_id = @organization_id::text)::bigint AS slack_messages,
+    (SELECT count(*) FROM webhook_deliveries WHERE organization_id = @organization_id::text)::bigint AS webhook_deliveries,
+    (SELECT count(*) FROM webhooks WHERE organization_id = @organization_id::text)::bigint AS webhooks,
+    (SELECT count(*) FROM action_modes WHERE organization_id = @organization_id::text)::bigint AS action_modes,
+    (SELECT count(*) FROM credentials WHERE organization_id = @organization_id::text)::bigint AS credentials,
+    (SELECT count(*) FROM do_not_contact WHERE organization_id = @organization_id::text)::bigint AS do_not_contact,
+    (SELECT count(*) FROM event_listeners WHERE organization_id = @organization_id::text)::bigint AS event_listeners,
+    (SELECT count(*) FROM invoke_rate_windows WHERE organization_id = @organization_id::text)::bigint AS invoke_rate_windows,
+    (SELECT count(*) FROM org_connectors WHERE organization_id = @organization_id::text)::bigint AS org_connectors,
+    (SELECT count(*) FROM org_databases WHERE organization_id = @organization_id::text)::bigint AS org_databases,
+    (SELECT count(*) FROM org_pauses WHERE organization_id = @organization_id::text)::bigint AS org_pauses,
+    (SELECT count(*) FROM quiet_hours WHERE organization_id = @organization_id::text)::bigint AS quiet_hours,
+    (SELECT count(*) FROM slack_settings WHERE organization_id = @organization_id::text)::bigint AS slack_settings,
+    (SELECT count(*) FROM retention_runs WHERE organization_id = @organization_id::text)::bigint AS retention_runs,
+    (SELECT count(*) FROM audit_entries WHERE organization_id = @organization_id::text)::bigint AS audit_entries,
+    (SELECT count(*) FROM token_revocations WHERE organization_id = @organization_id::text)::bigint AS token_revocations,
+    (SELECT count(*) FROM flow_buckets WHERE scope_key = @organization_id::text)::bigint AS flow_buckets;
+
+-- name: PurgeActionInvocations :execrows
+DELETE FROM action_invocations d WHERE d.ctid IN (SELECT c.ctid FROM action_invocations c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeInvocationEvents :execrows
+DELETE FROM invocation_events d WHERE d.ctid IN (SELECT c.ctid FROM invocation_events c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeSlackMessages :execrows
+DELETE FROM slack_messages d WHERE d.ctid IN (SELECT c.ctid FROM slack_messages c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeWebhookDeliveries :execrows
+DELETE FROM webhook_deliveries d WHERE d.ctid IN (SELECT c.ctid FROM webhook_deliveries c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeWebhooks :execrows
+DELETE FROM webhooks d WHERE d.ctid IN (SELECT c.ctid FROM webhooks c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeActionModes :execrows
+DELETE FROM action_modes d WHERE d.ctid IN (SELECT c.ctid FROM action_modes c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeCredentials :execrows
+DELETE FROM credentials d WHERE d.ctid IN (SELECT c.ctid FROM credentials c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeDoNotContact :execrows
+DELETE FROM do_not_contact d WHERE d.ctid IN (SELECT c.ctid FROM do_not_contact c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeAuditEntries :execrows
+DELETE FROM audit_entries d WHERE d.ctid IN (SELECT c.ctid FROM audit_entries c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeTokenRevocations :execrows
+DELETE FROM token_revocations d WHERE d.ctid IN (SELECT c.ctid FROM token_revocations c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeEventListeners :execrows
+DELETE FROM event_listeners d WHERE d.ctid IN (SELECT c.ctid FROM event_listeners c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeInvokeRateWindows :execrows
+DELETE FROM invoke_rate_windows d WHERE d.ctid IN (SELECT c.ctid FROM invoke_rate_windows c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeOrgConnectors :execrows
+DELETE FROM org_connectors d WHERE d.ctid IN (SELECT c.ctid FROM org_connectors c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeOrgDatabases :execrows
+DELETE FROM org_databases d WHERE d.ctid IN (SELECT c.ctid FROM org_databases c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeOrgPauses :execrows
+DELETE FROM org_pauses d WHERE d.ctid IN (SELECT c.ctid FROM org_pauses c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeQuietHours :execrows
+DELETE FROM quiet_hours d WHERE d.ctid IN (SELECT c.ctid FROM quiet_hours c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeSlackSettings :execrows
+DELETE FROM slack_settings d WHERE d.ctid IN (SELECT c.ctid FROM slack_settings c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeFlowBuckets :execrows
+DELETE FROM flow_buckets d WHERE d.ctid IN (SELECT c.ctid FROM flow_buckets c WHERE c.scope_key = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeRetentionRuns :execrows
+DELETE FROM retention_runs d WHERE d.ctid IN (SELECT c.ctid FROM retention_runs c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
