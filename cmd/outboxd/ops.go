@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/outboxd/outboxd/internal/app"
@@ -21,25 +22,14 @@ import (
 // It needs no secrets: operations read and write jobs, never credentials or
 // tokens.
 func withService(cmd *cobra.Command, fn func(svc *admin.Service) error) error {
-	v, err := loadConfig(cmd)
-	if err != nil {
-		return err
-	}
-	cfg, err := appConfig(v)
-	if err != nil {
-		return err
-	}
-	pool, err := openPool(cmd, v)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	svc, closeOps, err := app.NewOps(cfg, pool, nil)
-	if err != nil {
-		return err
-	}
-	defer closeOps()
-	return fn(svc)
+	return withOwnerPool(cmd, func(cfg *app.Config, pool *pgxpool.Pool) error {
+		svc, closeOps, err := app.NewOps(cfg, pool, nil)
+		if err != nil {
+			return err
+		}
+		defer closeOps()
+		return fn(svc)
+	})
 }
 
 func operator(cmd *cobra.Command) string {

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/domain/retention"
 )
 
@@ -25,39 +27,32 @@ func newOrgCommand() *cobra.Command {
 			org := args[0]
 			yes, _ := cmd.Flags().GetBool("yes")
 			batch, _ := cmd.Flags().GetInt("batch")
-			v, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			pool, err := openPool(cmd, v)
-			if err != nil {
-				return err
-			}
-			defer pool.Close()
-			purger := retention.NewPurger(pool, batch)
-			counts, err := purger.Count(cmd.Context(), org)
-			if err != nil {
-				return err
-			}
-			verb := "would delete"
-			if yes {
-				if counts, err = purger.Purge(cmd.Context(), org); err != nil {
+			return withOwnerPool(cmd, func(_ *app.Config, pool *pgxpool.Pool) error {
+				purger := retention.NewPurger(pool, batch)
+				counts, err := purger.Count(cmd.Context(), org)
+				if err != nil {
 					return err
 				}
-				verb = "deleted"
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "TABLE\tROWS")
-			var total int64
-			for _, c := range counts {
-				fmt.Fprintf(w, "%s\t%d\n", c.Table, c.Rows)
-				total += c.Rows
-			}
-			fmt.Fprintf(w, "%s %d row(s) of organization %q\n", verb, total, org)
-			if !yes {
-				fmt.Fprintln(w, "dry run: nothing changed; run again with --yes to delete")
-			}
-			return w.Flush()
+				verb := "would delete"
+				if yes {
+					if counts, err = purger.Purge(cmd.Context(), org); err != nil {
+						return err
+					}
+					verb = "deleted"
+				}
+				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "TABLE\tROWS")
+				var total int64
+				for _, c := range counts {
+					fmt.Fprintf(w, "%s\t%d\n", c.Table, c.Rows)
+					total += c.Rows
+				}
+				fmt.Fprintf(w, "%s %d row(s) of organization %q\n", verb, total, org)
+				if !yes {
+					fmt.Fprintln(w, "dry run: nothing changed; run again with --yes to delete")
+				}
+				return w.Flush()
+			})
 		},
 	}
 	purge.Flags().Bool("yes", false, "delete; without it, only count (a dry run)")

@@ -40,6 +40,27 @@ func openPool(cmd *cobra.Command, v *viper.Viper) (*pgxpool.Pool, error) {
 	return connectPool(cmd, v, nil)
 }
 
+// withOwnerPool runs an operator command's fn with the configuration and
+// a pool on the configured database (or the running `outboxd dev` one) as
+// the migrating role, which row-level security does not limit; the pool is
+// closed when fn returns.
+func withOwnerPool(cmd *cobra.Command, fn func(cfg *app.Config, pool *pgxpool.Pool) error) error {
+	v, err := loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	cfg, err := appConfig(v)
+	if err != nil {
+		return err
+	}
+	pool, err := openPool(cmd, v)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return fn(cfg, pool)
+}
+
 // openServingPool is openPool for a process serving role, sized by
 // servingPoolSize. It logs the size and where it came from.
 func openServingPool(cmd *cobra.Command, v *viper.Viper, role app.Role, maxWorkers int, logger *slog.Logger) (*pgxpool.Pool, error) {
@@ -160,16 +181,7 @@ func newMigrateCommand() *cobra.Command {
 	addDevDirFlag(cmd.PersistentFlags())
 	withPool := func(fn func(cmd *cobra.Command, pool *pgxpool.Pool) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, _ []string) error {
-			v, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			pool, err := openPool(cmd, v)
-			if err != nil {
-				return err
-			}
-			defer pool.Close()
-			return fn(cmd, pool)
+			return withOwnerPool(cmd, func(_ *app.Config, pool *pgxpool.Pool) error { return fn(cmd, pool) })
 		}
 	}
 	up := &cobra.Command{

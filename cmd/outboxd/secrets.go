@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/domain/sealed/sealedstore"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/migrations"
@@ -65,34 +67,23 @@ func newSecretsCommand() *cobra.Command {
 // migrating role's, which row-level security does not limit) and the
 // keyring of secrets.key or secrets.keys.
 func withSealed(cmd *cobra.Command, fn func(store *sealedstore.Store, box *secretbox.Box, batch int) error) error {
-	v, err := loadConfig(cmd)
-	if err != nil {
-		return err
-	}
-	cfg, err := appConfig(v)
-	if err != nil {
-		return err
-	}
-	box, err := cfg.Keyring()
-	if err != nil {
-		return err
-	}
 	batch, _ := cmd.Flags().GetInt("batch")
 	if batch <= 0 {
 		return errors.New("--batch must be positive")
 	}
-	pool, err := openPool(cmd, v)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if err := migrations.Check(cmd.Context(), pool); err != nil {
-		if errors.Is(err, migrations.ErrNotMigrated) {
-			return &exitError{code: 2, err: fmt.Errorf("%w; run `outboxd migrate up` first", err)}
+	return withOwnerPool(cmd, func(cfg *app.Config, pool *pgxpool.Pool) error {
+		box, err := cfg.Keyring()
+		if err != nil {
+			return err
 		}
-		return err
-	}
-	return fn(sealedstore.New(pool, box), box, batch)
+		if err := migrations.Check(cmd.Context(), pool); err != nil {
+			if errors.Is(err, migrations.ErrNotMigrated) {
+				return &exitError{code: 2, err: fmt.Errorf("%w; run `outboxd migrate up` first", err)}
+			}
+			return err
+		}
+		return fn(sealedstore.New(pool, box), box, batch)
+	})
 }
 
 // report counts what is still sealed with other keys and says whether they

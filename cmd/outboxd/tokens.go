@@ -7,8 +7,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/revocation"
 )
@@ -18,25 +20,14 @@ import (
 // operator acts for any organization. The API processes learn of a
 // revocation within auth.revocation_refresh.
 func withRevocations(cmd *cobra.Command, fn func(svc *revocation.Service) error) error {
-	v, err := loadConfig(cmd)
-	if err != nil {
-		return err
-	}
-	cfg, err := appConfig(v)
-	if err != nil {
-		return err
-	}
-	pool, err := openPool(cmd, v)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	svc, err := revocation.New(&revocation.Deps{Pool: pool, Owner: pool},
-		&revocation.Config{MaxLifetime: cfg.Auth.MaxLifetime, Leeway: cfg.Auth.Leeway})
-	if err != nil {
-		return err
-	}
-	return fn(svc)
+	return withOwnerPool(cmd, func(cfg *app.Config, pool *pgxpool.Pool) error {
+		svc, err := revocation.New(&revocation.Deps{Pool: pool, Owner: pool},
+			&revocation.Config{MaxLifetime: cfg.Auth.MaxLifetime, Leeway: cfg.Auth.Leeway})
+		if err != nil {
+			return err
+		}
+		return fn(svc)
+	})
 }
 
 func newTokensCommand() *cobra.Command {
