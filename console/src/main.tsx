@@ -10,6 +10,7 @@ import { Activity, InvocationPage } from "./pages/activity";
 import { EnvelopePage, Envelopes } from "./pages/envelopes";
 import { Operations } from "./pages/operations";
 import { ConnectorPage, Connectors } from "./pages/connectors";
+import { adminNav, adminPage } from "./pages/admin";
 import "./style.css";
 
 /** Session is the signed-in user as the token says; the server decides. */
@@ -86,6 +87,7 @@ function App() {
     ["envelopes", "Envelopes", true],
     ["operations", "Operations", admin],
     ["connectors", "Connectors", admin],
+    ...adminNav(session),
   ];
   const section = page === "invocations" ? "activity" : page;
   let body;
@@ -106,7 +108,7 @@ function App() {
       body = id ? <ConnectorPage id={id} /> : <Connectors />;
       break;
     default:
-      body = <Inbox session={session} />;
+      body = adminPage(page, id, session) ?? <Inbox session={session} />;
   }
   return (
     <>
