@@ -1,12 +1,17 @@
 package console_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -81,6 +86,104 @@ func adminPages(t *testing.T, br *browser, owner, member *tab, mcp *toolServer) 
 		require.Equal(t, "Bearer xoxb-from-the-console", posts[len(posts)-1].Authorization)
 	})
 
+	t.Run("WebhookCreatedRotatedAndDelivered", func(t *testing.T) {
+		received := make(chan string, 16)
+		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case received <- r.Header.Get("webhook-id"):
+			default:
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		t.Cleanup(hook.Close)
+		owner.run("webhooks", chromedp.Navigate(br.base+"/console/#/webhooks"), chromedp.WaitVisible(`#wh-h`, chromedp.ByQuery),
+			// The form checks what the API checks.
+			fill(`#wh-new-url`, "ftp://example.com/x"), chromedp.Click(`//button[normalize-space()="Create webhook"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`#wh-new-url-err`, chromedp.ByQuery))
+		require.Contains(t, owner.text(`#wh-new-url-err`), "http")
+		owner.run("create", fill(`#wh-new-url`, hook.URL+"/hooks"), fill(`#wh-new-description`, "console test"),
+			chromedp.Click(`//button[normalize-space()="Create webhook"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`[data-secret]`, chromedp.ByQuery))
+		first := owner.text(`[data-secret]`)
+		require.True(t, strings.HasPrefix(strings.TrimSpace(first), "whsec_"), first)
+		owner.shot("22-webhook-secret")
+		owner.run("secret acknowledged", chromedp.Click(`//button[normalize-space()="I have stored it"]`, chromedp.BySearch),
+			chromedp.WaitNotPresent(`[data-secret]`, chromedp.ByQuery))
+		require.NotContains(t, owner.text(`main`), strings.TrimSpace(first), "the secret is shown once")
+		row := fmt.Sprintf(`[data-webhook=%q]`, hook.URL+"/hooks")
+		owner.run("open", chromedp.Click(row+` a`, chromedp.ByQuery), chromedp.WaitVisible(`#whp-h`, chromedp.ByQuery))
+
+		// An event is delivered, and the delivery is listed with its status.
+		r := b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "webhook"})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		<-received
+		owner.run("delivery listed", chromedp.Poll(`(() => { if (document.querySelector(".delivery-delivered")) return true;
+			[...document.querySelectorAll("button")].find(b => b.textContent === "Refresh deliveries").click(); return false })()`, nil,
+			chromedp.WithPollingInterval(200*time.Millisecond)))
+		require.Contains(t, owner.text(`main`), "action_completed")
+		owner.shot("23-webhook-deliveries")
+
+		owner.run("rotate", chromedp.Click(`button[aria-label="Rotate secret"]`, chromedp.ByQuery),
+			chromedp.Click(`button[data-confirm]`, chromedp.ByQuery), chromedp.WaitVisible(`[data-secret]`, chromedp.ByQuery))
+		second := owner.text(`[data-secret]`)
+		require.True(t, strings.HasPrefix(strings.TrimSpace(second), "whsec_"))
+		require.NotEqual(t, first, second)
+
+		// Disabled, it says so; enabled again, it gets deliveries again.
+		owner.run("disable", chromedp.Click(`button[aria-label="Disable"]`, chromedp.ByQuery), chromedp.Click(`button[data-confirm]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`//button[normalize-space()="Enable"]`, chromedp.BySearch))
+		require.Contains(t, owner.text(`main`), "gets no deliveries")
+		owner.run("enable", chromedp.Click(`//button[normalize-space()="Enable"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`button[aria-label="Disable"]`, chromedp.ByQuery))
+		wr := b.Do("GET", "/v1/webhooks", b.Owner(), nil)
+		require.Contains(t, string(wr.Raw), `"enabled":true`)
+		owner.run("delete", chromedp.Click(`button[aria-label="Delete"]`, chromedp.ByQuery), chromedp.Click(`button[data-confirm]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#wh-h`, chromedp.ByQuery), chromedp.WaitNotPresent(row, chromedp.ByQuery))
+	})
+
+	t.Run("ConnectorWithSecretAddedAndReviewed", func(t *testing.T) {
+		secured := newSecuredToolServer(t, "mcp-s3cret")
+		owner.run("connectors", chromedp.Navigate(br.base+"/console/#/connectors"), chromedp.WaitVisible(`#con-new-h`, chromedp.ByQuery),
+			fill(`#con-new-name`, "secured"), fill(`#con-new-url`, secured.URL), fill(`#con-new-auth`, "bearer"),
+			chromedp.WaitVisible(`#con-new-secret`, chromedp.ByQuery),
+			chromedp.Click(`//button[normalize-space()="Add connector"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`#con-new-secret-err`, chromedp.ByQuery))
+		require.Contains(t, owner.text(`#con-new-secret-err`), "auth.secret is required")
+		owner.run("add", fill(`#con-new-secret`, "mcp-s3cret"), chromedp.Click(`//button[normalize-space()="Add connector"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`[data-tool="lookup"]`, chromedp.ByQuery))
+		require.NotContains(t, owner.text(`main`), "mcp-s3cret", "the secret is never shown back")
+		var value string
+		owner.eval("secret field empty", `document.querySelector("#con-edit-secret").value`, &value)
+		require.Empty(t, value)
+		owner.shot("24-connector-added")
+		owner.run("review", chromedp.Click(`[data-tool="lookup"] button[aria-label="Confirm lookup"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`//*[contains(@class,"alert-ok") and contains(., "Confirmed lookup")]`, chromedp.BySearch))
+		var list struct {
+			Connectors []struct{ ID, Name string }
+		}
+		require.NoError(t, json.Unmarshal(b.Do("GET", "/v1/connectors", b.Owner(), nil).Raw, &list))
+		var id string
+		for _, c := range list.Connectors {
+			if c.Name == "secured" {
+				id = c.ID
+			}
+		}
+		require.NotEmpty(t, id)
+		require.Contains(t, string(b.Do("GET", "/v1/connectors/"+id+"/tools", b.Owner(), nil).Raw), `"reviewed_mode":"allow"`)
+
+		// A wrong secret: validation reports it; the right one again fixes it.
+		owner.run("wrong secret", fill(`#con-edit-secret`, "wrong"), chromedp.Click(`//button[normalize-space()="Save connector"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`//*[contains(@class,"alert-ok") and contains(., "Saved secured")]`, chromedp.BySearch),
+			chromedp.Navigate(br.base+"/console/#/connectors"), chromedp.WaitVisible(`#con-h`, chromedp.ByQuery),
+			chromedp.Click(`//li[.//a[normalize-space()="secured"]]//button[starts-with(normalize-space(), "Validate")]`, chromedp.BySearch),
+			chromedp.WaitVisible(`//li[.//a[normalize-space()="secured"]]//*[contains(@class,"alert-error")]`, chromedp.BySearch))
+		owner.shot("25-connector-unreachable")
+		owner.run("delete", chromedp.Navigate(br.base+"/console/#/connectors/"+id), chromedp.WaitVisible(`#con-edit-name`, chromedp.ByQuery),
+			chromedp.Click(`button[aria-label="Delete connector"]`, chromedp.ByQuery), chromedp.Click(`button[data-confirm]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#con-h`, chromedp.ByQuery))
+		require.Equal(t, http.StatusNotFound, b.Do("GET", "/v1/connectors/"+id, b.Owner(), nil).Status)
+	})
+
 	t.Run("MemberReadsButCannotChange", func(t *testing.T) {
 		member.run("modes", chromedp.Navigate(br.base+"/console/#/modes"), chromedp.WaitVisible(`[data-action="slack:send_message"]`, chromedp.ByQuery))
 		require.Zero(t, member.count(`main select`), "a member gets no mode controls")
@@ -108,4 +211,25 @@ func adminPages(t *testing.T, br *browser, owner, member *tab, mcp *toolServer) 
 			chromedp.WaitVisible(`//*[contains(@class,"alert-error")]`, chromedp.BySearch))
 		require.True(t, strings.Contains(member.text(`main`), "403"))
 	})
+}
+
+// newSecuredToolServer is a loopback MCP server with a read-only lookup
+// tool that answers only requests bearing secret.
+func newSecuredToolServer(t *testing.T, secret string) *httptest.Server {
+	sdk := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "secured", Version: "v1"}, nil)
+	sdk.AddTool(&mcpsdk.Tool{Name: "lookup", Description: "Look a thing up.", Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true},
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)},
+		func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+			return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "found"}}}, nil
+		})
+	mcp := mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return sdk }, &mcpsdk.StreamableHTTPOptions{Stateless: true})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+secret {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		mcp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }

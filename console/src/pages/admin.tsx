@@ -3,6 +3,7 @@
 import type { Session } from "../main";
 import { ModesPage } from "./modes";
 import { CredentialsPage } from "./credentials";
+import { WebhookPage, Webhooks } from "./webhooks";
 
 /** adminNav lists the administration pages: [route, label, shown]. */
 export function adminNav(session: Session): [string, string, boolean][] {
@@ -10,6 +11,7 @@ export function adminNav(session: Session): [string, string, boolean][] {
   return [
     ["modes", "Modes", true],
     ["credentials", "Credentials", admin],
+    ["webhooks", "Webhooks", admin],
   ];
 }
 
@@ -20,6 +22,8 @@ export function adminPage(page: string, id: string | undefined, session: Session
       return <ModesPage session={session} automation={id} />;
     case "credentials":
       return <CredentialsPage />;
+    case "webhooks":
+      return id ? <WebhookPage id={id} /> : <Webhooks />;
   }
   return null;
 }
