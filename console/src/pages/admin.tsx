@@ -4,6 +4,8 @@ import type { Session } from "../main";
 import { ModesPage } from "./modes";
 import { CredentialsPage } from "./credentials";
 import { WebhookPage, Webhooks } from "./webhooks";
+import { Databases } from "./databases";
+import { SlackPage } from "./slack";
 
 /** adminNav lists the administration pages: [route, label, shown]. */
 export function adminNav(session: Session): [string, string, boolean][] {
@@ -12,6 +14,8 @@ export function adminNav(session: Session): [string, string, boolean][] {
     ["modes", "Modes", true],
     ["credentials", "Credentials", admin],
     ["webhooks", "Webhooks", admin],
+    ["databases", "Databases", admin],
+    ["slack", "Slack", admin],
   ];
 }
 
@@ -24,6 +28,10 @@ export function adminPage(page: string, id: string | undefined, session: Session
       return <CredentialsPage />;
     case "webhooks":
       return id ? <WebhookPage id={id} /> : <Webhooks />;
+    case "databases":
+      return <Databases />;
+    case "slack":
+      return <SlackPage session={session} />;
   }
   return null;
 }
