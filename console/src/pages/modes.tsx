@@ -59,15 +59,16 @@ export function ModesPage({ session, automation }: { session: Session; automatio
     setFields({});
     setFlash("");
     try {
-      // Read-modify-write: the set as stored now, with this page's changes.
-      let tag: string | null = null;
-      const fresh = await admin.getModes(automation, (e) => (tag = e));
+      // Read-modify-write: the set as stored now, with this page's changes,
+      // sent If-Match the version this page showed (when the API gives
+      // ETags), so a change made meanwhile is a 412 rather than lost.
+      const fresh = await admin.getModes(automation, () => {});
       const next: Modes = { ...fresh };
       for (const [k, v] of Object.entries(edits)) {
         if (v === INHERIT) delete next[k];
         else next[k] = v;
       }
-      const saved = await admin.putModes(automation, next, tag ?? etag, setEtag);
+      const saved = await admin.putModes(automation, next, etag, setEtag);
       setCurrent(saved);
       if (!automation) setOrgModes(saved);
       setEdits({});
@@ -143,15 +144,17 @@ export function ModesPage({ session, automation }: { session: Session; automatio
             <tr key={key} data-action={key} class={key in edits ? "changed" : ""}>
               <th scope="row">
                 <code>{key}</code>
-                <div class="muted small">{a.description}</div>
+                <div class="muted small desc" title={a.description}>
+                  {a.description}
+                </div>
               </th>
               <td>
                 <Risk risk={a.risk_level} /> <span class="muted small">{a.risk_tier}</span>
               </td>
-              <td>{inferred(a)}</td>
-              <td>{org ?? <span class="muted">none</span>}</td>
-              {automation ? <td>{current[key] ?? <span class="muted">none</span>}</td> : null}
-              <td data-effective>
+              <td class="mode">{inferred(a)}</td>
+              <td class="mode">{org ?? <span class="muted">none</span>}</td>
+              {automation ? <td class="mode">{current[key] ?? <span class="muted">none</span>}</td> : null}
+              <td class="mode" data-effective>
                 {eff} <div class="muted small">{why}</div>
               </td>
               <td>{a.drifted ? <span class="badge drift">drifted</span> : <span class="muted">—</span>}</td>
