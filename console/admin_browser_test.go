@@ -253,6 +253,15 @@ func adminPages(t *testing.T, br *browser, owner, member *tab, mcp *toolServer) 
 		owner.run("reset channel", chromedp.Click(`button[aria-label="Reset channel"]`, chromedp.ByQuery), chromedp.Click(`button[data-confirm]`, chromedp.ByQuery),
 			chromedp.WaitVisible(`//*[contains(@class,"alert-ok") and contains(., "Channel reset")]`, chromedp.BySearch))
 		require.Nil(t, b.Do("GET", "/v1/notifications/slack", b.Owner(), nil).Body["channel"])
+
+		// An admin sets the channel but only reads the approvers, as the API allows.
+		adm := br.tab()
+		adm.signIn(b.Admin())
+		adm.run("admin's slack page", chromedp.Navigate(br.base+"/console/#/slack"), chromedp.WaitVisible(`[data-approver="0"]`, chromedp.ByQuery))
+		require.Contains(t, adm.text(`main`), "Only an owner can change the approvers")
+		require.Contains(t, adm.text(`[data-approver="0"]`), "U0APPROVER")
+		require.Zero(t, adm.count(`#ap-slack-0`), "no approver inputs for an admin")
+		require.Equal(t, 1, adm.count(`#slack-channel`))
 	})
 
 	t.Run("MemberReadsButCannotChange", func(t *testing.T) {

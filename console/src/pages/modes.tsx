@@ -39,6 +39,9 @@ export function ModesPage({ session, automation }: { session: Session; automatio
   const [fields, setFields] = useState<FieldErrors>({});
   const [flash, setFlash] = useState("");
   const [busy, setBusy] = useState(false);
+  // The scope the table shows: until the new scope's modes arrive, the
+  // page shows it is loading rather than the old scope's table.
+  const [loaded, setLoaded] = useState<string | null>(null);
 
   const load = async () => {
     const [cat, org] = await Promise.all([api.catalog(), admin.getModes(undefined, automation ? () => {} : setEtag)]);
@@ -46,9 +49,13 @@ export function ModesPage({ session, automation }: { session: Session; automatio
     setOrgModes(org);
     setCurrent(automation ? await admin.getModes(automation, setEtag) : org);
     setEdits({});
+    setLoaded(automation ?? "");
   };
   useEffect(() => {
-    setCurrent(null);
+    setLoaded(null);
+    setFlash("");
+    setError("");
+    setFields({});
     setScopeInput(automation ?? "");
     load().catch((e) => setError(apiFailure(e).message));
   }, [automation]);
@@ -87,8 +94,8 @@ export function ModesPage({ session, automation }: { session: Session; automatio
     }
   };
 
-  if (error && !current) return <ErrorAlert error={error} />;
-  if (!catalog || !current) return <Loading />;
+  if (error && loaded === null) return <ErrorAlert error={error} />;
+  if (!catalog || !current || loaded !== (automation ?? "")) return <Loading />;
   const changed = Object.keys(edits).length;
   const scopeName = automation ? "Automation " + automation : "Organization";
   return (
