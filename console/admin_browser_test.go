@@ -87,6 +87,17 @@ func adminPages(t *testing.T, br *browser, owner, member *tab, mcp *toolServer) 
 		posts := b.Slack.Posts()
 		require.Greater(t, len(posts), before)
 		require.Equal(t, "Bearer xoxb-from-the-console", posts[len(posts)-1].Authorization)
+
+		// A user's credential: stored beside the organization's, deleted alone.
+		owner.run("store a user's", fill(`#cred-user`, "u-9"), fill(`#cred-token`, "xoxb-user-9"),
+			chromedp.Click(`//button[normalize-space()="Store credential"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`[data-credential="slack/u-9"]`, chromedp.ByQuery))
+		require.Contains(t, owner.text(`[data-credential="slack/u-9"]`), "owner")
+		owner.run("delete the user's", chromedp.Click(`button[aria-label="Delete slack of u-9"]`, chromedp.ByQuery),
+			chromedp.Click(`button[data-confirm]`, chromedp.ByQuery),
+			chromedp.WaitNotPresent(`[data-credential="slack/u-9"]`, chromedp.ByQuery))
+		require.Equal(t, 1, owner.count(`[data-credential="slack"]`), "the organization's is left")
+		require.Len(t, b.Do("GET", "/v1/credentials", b.Owner(), nil).Body["credentials"], 1)
 	})
 
 	t.Run("WebhookCreatedRotatedAndDelivered", func(t *testing.T) {

@@ -86,6 +86,8 @@ export const admin = {
   credentials: () => request<{ credentials: Credential[] }>("GET", "/v1/credentials"),
   putCredential: (integration: string, body: { token: string; token_kind?: string; user_id?: string }) =>
     request<{ credential: Credential }>("PUT", "/v1/credentials/" + enc(integration), body),
+  deleteCredential: (integration: string, userID?: string) =>
+    request<unknown>("DELETE", "/v1/credentials/" + enc(integration) + (userID ? "?user_id=" + enc(userID) : "")),
 
   createConnector: (body: ConnectorInput) => request<{ connector: ConnectorFull }>("POST", "/v1/connectors", body),
   updateConnector: (id: string, body: ConnectorInput) => request<{ connector: ConnectorFull }>("PATCH", "/v1/connectors/" + enc(id), body),

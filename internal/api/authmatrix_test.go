@@ -46,6 +46,7 @@ var wantAccess = map[string]string{
 	"PUT /v1/automations/{automation_id}/action-modes":                       "admin owner",
 	"GET /v1/credentials":                                                    "admin owner",
 	"PUT /v1/credentials/{integration}":                                      "admin owner",
+	"DELETE /v1/credentials/{integration}":                                   "admin owner",
 	"GET /v1/connectors":                                                     "admin owner",
 	"POST /v1/connectors":                                                    "admin owner",
 	"GET /v1/connectors/{id}":                                                "admin owner",

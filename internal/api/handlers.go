@@ -406,6 +406,20 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.C
 	return nil
 }
 
+// deleteCredential deletes the organization's credential of an
+// integration, or one user's with ?user_id=.
+func (s *Server) deleteCredential(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	userID := r.URL.Query().Get("user_id")
+	if len(userID) > 255 {
+		return invalidField("user_id", "user_id must be at most 255 characters")
+	}
+	if err := s.settings.DeleteCredential(r.Context(), c.Org, r.PathValue("integration"), userID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	var env Envelope
 	// Envelopes may carry the seed's read-only fields (result, timestamps,

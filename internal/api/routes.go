@@ -110,6 +110,7 @@ func (s *Server) routes() []route {
 
 		{"GET", "/v1/credentials", admins, s.listCredentials},
 		{"PUT", "/v1/credentials/{integration}", admins, s.putCredential},
+		{"DELETE", "/v1/credentials/{integration}", admins, s.deleteCredential},
 
 		{"GET", "/v1/connectors", admins, s.listConnectors},
 		{"POST", "/v1/connectors", admins, s.createConnector},

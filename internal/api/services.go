@@ -93,6 +93,7 @@ type Settings interface {
 	PutDoNotContact(ctx context.Context, org, by string, patterns []string) ([]string, error)
 	PutCredential(ctx context.Context, p *settings.PutCredentialParams) (credential.Info, error)
 	ListCredentials(ctx context.Context, org string) ([]credential.Info, error)
+	DeleteCredential(ctx context.Context, org, integration, userID string) error
 }
 
 // Admin is an organization's administration of its own work

@@ -5,7 +5,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { admin, type Credential } from "../admin";
 import { Card, DataTable, Empty, ErrorAlert, Flash, Loading, PageHead, fmtTime } from "../ui";
-import { ChoiceField, SecretField, TextField, apiFailure, useForm, type FieldErrors } from "../forms";
+import { ChoiceField, ConfirmButton, SecretField, TextField, apiFailure, useForm, type FieldErrors } from "../forms";
 
 export function CredentialsPage() {
   const [list, setList] = useState<Credential[] | null>(null);
@@ -77,7 +77,7 @@ export function CredentialsPage() {
               <td>{c.updated_by}</td>
               <td>{fmtTime(c.updated_at)}</td>
               <td class="wrap">{c.note ?? ""}</td>
-              <td>
+              <td class="buttons">
                 <button
                   onClick={() => {
                     setIntegration(c.integration);
@@ -90,16 +90,29 @@ export function CredentialsPage() {
                   aria-label={`Replace ${c.integration}${c.user_id ? " of " + c.user_id : ""}`}
                 >
                   Replace
-                </button>
+                </button>{" "}
+                <ConfirmButton
+                  label={`Delete ${c.integration}${c.user_id ? " of " + c.user_id : ""}`}
+                  what={c.user_id ? "The organization's credential is used for this user again, if one is stored." : "Invocations of this provider fail until a credential is stored."}
+                  onConfirm={async () => {
+                    setError("");
+                    setFlash("");
+                    try {
+                      await admin.deleteCredential(c.integration, c.user_id);
+                      setFlash(`Deleted the ${c.integration} credential${c.user_id ? " of user " + c.user_id : ""}.`);
+                      load();
+                    } catch (e) {
+                      setError(apiFailure(e).message);
+                    }
+                  }}
+                >
+                  Delete
+                </ConfirmButton>
               </td>
             </tr>
           ))}
         </DataTable>
       )}
-      <p class="muted small">
-        The API has no route to delete a credential (<code>PUT /v1/credentials/{"{integration}"}</code> replaces one); to revoke a token, replace it or revoke
-        it at the provider.
-      </p>
       <Card id="cred-form-h" title={exists ? "Replace a credential" : "Store a credential"}>
         <form class="admin-form" onSubmit={store} noValidate>
           <ErrorAlert error={form.error} />
