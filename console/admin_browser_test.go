@@ -223,6 +223,9 @@ func adminPages(t *testing.T, br *browser, owner, member *tab, mcp *toolServer) 
 		owner.run("register", fill(`#db-new-url`, tg.URL), chromedp.Click(`//button[normalize-space()="Register database"]`, chromedp.BySearch),
 			chromedp.WaitVisible(`[data-database="reports"]`, chromedp.ByQuery))
 		require.NotContains(t, owner.text(`main`), tg.Password, "the URL is never shown back")
+		owner.run("test", chromedp.Click(`button[aria-label="Test reports"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`[data-database-test="reports"] .alert-ok`, chromedp.ByQuery))
+		require.Contains(t, owner.text(`[data-database-test="reports"]`), "Reachable")
 		owner.shot("27-databases")
 		var list struct {
 			Databases []struct {

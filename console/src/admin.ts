@@ -69,6 +69,8 @@ export type Database = {
   updated_at: string;
 };
 
+export type DatabaseTest = { reachable: boolean; table_count: number; code?: string; error?: string };
+
 export type DatabaseInput = { name?: string; url?: string; statement_timeout?: string; max_rows?: number };
 
 export type SlackApprover = { user_id: string; role: string };
@@ -106,6 +108,7 @@ export const admin = {
   createDatabase: (body: DatabaseInput) => request<{ database: Database }>("POST", "/v1/databases", body),
   updateDatabase: (id: string, body: DatabaseInput) => request<{ database: Database }>("PATCH", "/v1/databases/" + enc(id), body),
   deleteDatabase: (id: string) => request<unknown>("DELETE", "/v1/databases/" + enc(id)),
+  testDatabase: (id: string) => request<DatabaseTest>("POST", "/v1/databases/" + enc(id) + "/test"),
 
   slack: () => request<SlackSettings>("GET", "/v1/notifications/slack"),
   putSlackChannel: (channel: string | null) => request<SlackSettings>("PUT", "/v1/notifications/slack", { channel }),

@@ -60,6 +60,7 @@ var wantAccess = map[string]string{
 	"GET /v1/databases/{id}":                                                 "admin owner",
 	"PATCH /v1/databases/{id}":                                               "admin owner",
 	"DELETE /v1/databases/{id}":                                              "admin owner",
+	"POST /v1/databases/{id}/test":                                           "admin owner",
 	"GET /v1/webhooks":                                                       "admin owner",
 	"POST /v1/webhooks":                                                      "admin owner",
 	"GET /v1/webhooks/{id}":                                                  "admin owner",

@@ -19,6 +19,7 @@ type Databases interface {
 	Get(ctx context.Context, org, id string) (databases.View, error)
 	Update(ctx context.Context, org, id, by string, in *databases.Input) (databases.View, error)
 	Delete(ctx context.Context, org, id string) error
+	Test(ctx context.Context, org, id string) (databases.TestResult, error)
 }
 
 // databaseView is the API shape of a registered database: of its URL, only
@@ -107,5 +108,22 @@ func (s *Server) deleteDatabase(w http.ResponseWriter, r *http.Request, c *auth.
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// databaseTestView is what testing a database found; never its URL.
+type databaseTestView struct {
+	Reachable  bool   `json:"reachable"`
+	TableCount int    `json:"table_count"`
+	Code       string `json:"code,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+func (s *Server) testDatabase(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	res, err := s.databases.Test(r.Context(), c.Org, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, databaseTestView(res))
 	return nil
 }

@@ -126,6 +126,7 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/databases/{id}", admins, s.getDatabase},
 		{"PATCH", "/v1/databases/{id}", admins, s.updateDatabase},
 		{"DELETE", "/v1/databases/{id}", admins, s.deleteDatabase},
+		{"POST", "/v1/databases/{id}/test", admins, s.testDatabase},
 
 		{"GET", "/v1/webhooks", admins, s.listWebhooks},
 		{"POST", "/v1/webhooks", admins, s.createWebhook},

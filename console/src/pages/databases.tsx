@@ -1,8 +1,8 @@
 // Databases: the Postgres databases agents may read. The URL is a secret:
 // entered, never shown back (only its host and database are).
 import { useEffect, useState } from "preact/hooks";
-import { admin, type Database, type DatabaseInput } from "../admin";
-import { Card, DataTable, Empty, ErrorAlert, Flash, Loading, Title, fmtTime } from "../ui";
+import { admin, type Database, type DatabaseInput, type DatabaseTest } from "../admin";
+import { Alert, Card, DataTable, Empty, ErrorAlert, Flash, Loading, Title, fmtTime } from "../ui";
 import { ConfirmButton, SecretField, TextField, apiFailure, useForm, type FieldErrors } from "../forms";
 
 /** parseDuration reads a Go duration ("500ms", "10s", "1m30s") in milliseconds, NaN when it is not one. */
@@ -96,6 +96,7 @@ export function Databases() {
   const [error, setError] = useState("");
   const [flash, setFlash] = useState("");
   const [editing, setEditing] = useState("");
+  const [tests, setTests] = useState<Record<string, DatabaseTest | string>>({});
   const load = () =>
     admin
       .databases()
@@ -111,8 +112,7 @@ export function Databases() {
       <Title id="db-h">Databases</Title>
       <p class="muted">
         Each database is the source <code>database:&lt;id&gt;</code> with the actions <code>query</code> (R1), <code>list_tables</code> and{" "}
-        <code>describe_table</code> (R0), run in a read-only transaction. The API has no route to test a connection: run <code>list_tables</code> from an
-        agent to check it.
+        <code>describe_table</code> (R0), run in a read-only transaction. <strong>Test</strong> runs <code>list_tables</code> now, as an agent would.
       </p>
       <Flash message={flash} />
       <ErrorAlert error={error} />
@@ -132,6 +132,20 @@ export function Databases() {
               <td>{d.max_rows}</td>
               <td>{fmtTime(d.updated_at)}</td>
               <td class="buttons">
+                <button
+                  onClick={async () => {
+                    setTests((t) => ({ ...t, [d.id]: "Testing…" }));
+                    try {
+                      const r = await admin.testDatabase(d.id);
+                      setTests((t) => ({ ...t, [d.id]: r }));
+                    } catch (e) {
+                      setTests((t) => ({ ...t, [d.id]: apiFailure(e).message }));
+                    }
+                  }}
+                  aria-label={"Test " + d.name}
+                >
+                  Test
+                </button>
                 <button onClick={() => setEditing(editing === d.id ? "" : d.id)} aria-expanded={editing === d.id} aria-label={"Edit " + d.name}>
                   Edit
                 </button>
@@ -153,6 +167,13 @@ export function Databases() {
                 </ConfirmButton>
               </td>
             </tr>,
+            tests[d.id] ? (
+              <tr key={d.id + "-test"} data-database-test={d.name}>
+                <td colSpan={8} aria-live="polite">
+                  <TestOutcome t={tests[d.id]} />
+                </td>
+              </tr>
+            ) : null,
             editing === d.id ? (
               <tr key={d.id + "-edit"}>
                 <td colSpan={8}>
@@ -179,5 +200,16 @@ export function Databases() {
         />
       </Card>
     </section>
+  );
+}
+
+function TestOutcome({ t }: { t: DatabaseTest | string }) {
+  if (typeof t === "string") return <p>{t}</p>;
+  return t.reachable ? (
+    <Alert kind="ok">Reachable: its user may read {t.table_count} tables and views.</Alert>
+  ) : (
+    <Alert kind="error">
+      Not usable: {t.error} {t.code ? <code>({t.code})</code> : null}
+    </Alert>
   );
 }
