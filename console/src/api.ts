@@ -223,10 +223,16 @@ function headers(extra?: Record<string, string>): Record<string, string> {
   return h;
 }
 
-async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const init: RequestInit = { method, headers: headers(body === undefined ? undefined : { "Content-Type": "application/json" }) };
+/** RequestOptions: an If-Match to send, and a callback that gets the answer's ETag (null without one). */
+export type RequestOptions = { ifMatch?: string | null; etag?: (etag: string | null) => void };
+
+export async function request<T>(method: string, path: string, body?: unknown, opts?: RequestOptions): Promise<T> {
+  const extra: Record<string, string> = body === undefined ? {} : { "Content-Type": "application/json" };
+  if (opts?.ifMatch) extra["If-Match"] = opts.ifMatch;
+  const init: RequestInit = { method, headers: headers(extra) };
   if (body !== undefined) init.body = JSON.stringify(body);
   const res = await fetch(path, init);
+  opts?.etag?.(res.headers.get("ETag"));
   const text = await res.text();
   let data: any = null;
   if (text) {

@@ -12,6 +12,7 @@ import { EnvelopePage, Envelopes } from "./pages/envelopes";
 import { Operations } from "./pages/operations";
 import { ConnectorPage, Connectors } from "./pages/connectors";
 import { Audit } from "./pages/audit";
+import { adminNav, adminPage } from "./pages/admin";
 import "./style.css";
 
 /**
@@ -127,6 +128,7 @@ function App() {
     ["operations", "Operations", admin],
     ["connectors", "Connectors", admin],
     ["audit", "Audit", admin],
+    ...adminNav(session),
   ];
   const section = page === "invocations" ? "activity" : page;
   let body;
@@ -150,7 +152,7 @@ function App() {
       body = <Audit session={session} />;
       break;
     default:
-      body = <Inbox session={session} />;
+      body = adminPage(page, id, session) ?? <Inbox session={session} />;
   }
   return (
     <>

@@ -20,6 +20,7 @@ type Databases interface {
 	Get(ctx context.Context, org, id string) (databases.View, error)
 	Update(ctx context.Context, org, id, by string, in *databases.Input) (databases.View, error)
 	Delete(ctx context.Context, org, id string) error
+	Test(ctx context.Context, org, id string) (databases.TestResult, error)
 }
 
 // databaseView is the API shape of a registered database: of its URL, only
@@ -144,4 +145,21 @@ func databaseChange(db databases.View, in *databases.Input) any {
 		databaseView
 		URLChanged bool `json:"url_changed"`
 	}{viewDatabase(db), in.URL != nil}
+}
+
+// databaseTestView is what testing a database found; never its URL.
+type databaseTestView struct {
+	Reachable  bool   `json:"reachable"`
+	TableCount int    `json:"table_count"`
+	Code       string `json:"code,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+func (s *Server) testDatabase(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	res, err := s.databases.Test(r.Context(), c.Org, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, databaseTestView(res))
+	return nil
 }

@@ -399,18 +399,9 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.C
 		return err
 	}
 	integration := r.PathValue("integration")
-	var before *credentialView
-	if s.audit != nil {
-		infos, err := s.settings.ListCredentials(r.Context(), c.Org)
-		if err != nil {
-			return err
-		}
-		for _, i := range infos {
-			if i.Integration == integration && i.UserID == body.UserID {
-				v := credentialView(i)
-				before = &v
-			}
-		}
+	before, err := s.credentialBefore(r, c, integration, body.UserID)
+	if err != nil {
+		return err
 	}
 	info, err := s.settings.PutCredential(r.Context(), &settings.PutCredentialParams{
 		OrganizationID: c.Org, Integration: integration, UserID: body.UserID,
@@ -433,6 +424,50 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.C
 	s.record(r, change)
 	writeJSON(w, http.StatusOK, map[string]any{"credential": credentialView(info)})
 	return nil
+}
+
+// deleteCredential deletes the organization's credential of an
+// integration, or one user's with ?user_id=.
+func (s *Server) deleteCredential(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	userID := r.URL.Query().Get("user_id")
+	if len(userID) > 255 {
+		return invalidField("user_id", "user_id must be at most 255 characters")
+	}
+	integration := r.PathValue("integration")
+	before, err := s.credentialBefore(r, c, integration, userID)
+	if err != nil {
+		return err
+	}
+	if err := s.settings.DeleteCredential(r.Context(), c.Org, integration, userID); err != nil {
+		return err
+	}
+	change := &audit.Change{Action: "credential.delete", TargetType: "credential", TargetID: integration, Before: before}
+	if userID != "" {
+		change.TargetID += "/" + userID
+	}
+	s.record(r, change)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// credentialBefore is the organization's credential of integration for
+// userID before a change, for the audit trail (nil when there is none or
+// nothing is recorded): what is known of it, never its token.
+func (s *Server) credentialBefore(r *http.Request, c *auth.Claims, integration, userID string) (*credentialView, error) {
+	if s.audit == nil {
+		return nil, nil
+	}
+	infos, err := s.settings.ListCredentials(r.Context(), c.Org)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range infos {
+		if i.Integration == integration && i.UserID == userID {
+			v := credentialView(i)
+			return &v, nil
+		}
+	}
+	return nil, nil
 }
 
 func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {

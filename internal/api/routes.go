@@ -110,6 +110,7 @@ func (s *Server) routes() []route {
 
 		{"GET", "/v1/credentials", admins, s.listCredentials},
 		{"PUT", "/v1/credentials/{integration}", admins, s.putCredential},
+		{"DELETE", "/v1/credentials/{integration}", admins, s.deleteCredential},
 
 		{"GET", "/v1/connectors", admins, s.listConnectors},
 		{"POST", "/v1/connectors", admins, s.createConnector},
@@ -125,6 +126,7 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/databases/{id}", admins, s.getDatabase},
 		{"PATCH", "/v1/databases/{id}", admins, s.updateDatabase},
 		{"DELETE", "/v1/databases/{id}", admins, s.deleteDatabase},
+		{"POST", "/v1/databases/{id}/test", admins, s.testDatabase},
 
 		{"GET", "/v1/webhooks", admins, s.listWebhooks},
 		{"POST", "/v1/webhooks", admins, s.createWebhook},

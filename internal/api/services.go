@@ -107,6 +107,7 @@ type Settings interface {
 	PutDoNotContact(ctx context.Context, org, by string, patterns []string, ifMatch string) ([]string, error)
 	PutCredential(ctx context.Context, p *settings.PutCredentialParams) (credential.Info, error)
 	ListCredentials(ctx context.Context, org string) ([]credential.Info, error)
+	DeleteCredential(ctx context.Context, org, integration, userID string) error
 }
 
 // Audit is the organization's audit trail (internal/domain/audit): the

@@ -2,7 +2,10 @@
 // review (risk, reviewed mode, drift); confirming stores {mode, hash}.
 import { useEffect, useState } from "preact/hooks";
 import { api, type Connector, type ConnectorDiagnosis, type ToolReview } from "../api";
-import { Alert, DataTable, Empty, ErrorAlert, Flash, Loading, PageHead, Risk, Select, Title, errorText } from "../ui";
+import { Alert, Card, DataTable, Empty, ErrorAlert, Flash, Loading, PageHead, Risk, Select, Title, errorText } from "../ui";
+import { admin } from "../admin";
+import { ConfirmButton } from "../forms";
+import { ConnectorForm } from "./connectorform";
 
 const modes = ["allow", "require_approval", "deny"];
 
@@ -10,17 +13,19 @@ export function Connectors() {
   const [list, setList] = useState<Connector[] | null>(null);
   const [error, setError] = useState("");
   const [diag, setDiag] = useState<Record<string, ConnectorDiagnosis | string>>({});
-  useEffect(() => {
+  const load = () =>
     api
       .connectors()
       .then((r) => setList(r.connectors))
       .catch((e) => setError(errorText(e)));
+  useEffect(() => {
+    load();
   }, []);
   return (
     <section aria-labelledby="con-h">
       <Title id="con-h">Connectors</Title>
       <ErrorAlert error={error} />
-      {list && list.length === 0 ? <Empty>No MCP connectors. Add one with POST /v1/connectors.</Empty> : null}
+      {list && list.length === 0 ? <Empty>No MCP connectors yet.</Empty> : null}
       <ul class="cards">
         {list?.map((c) => {
           const d = diag[c.id];
@@ -73,6 +78,9 @@ export function Connectors() {
           );
         })}
       </ul>
+      <Card id="con-new-h" title="Add a connector">
+        <ConnectorForm done={(c) => (location.hash = "#/connectors/" + c.id)} />
+      </Card>
     </section>
   );
 }
@@ -83,14 +91,26 @@ export function ConnectorPage({ id }: { id: string }) {
   const [choice, setChoice] = useState<Record<string, string>>({});
   const [error, setError] = useState("");
   const [flash, setFlash] = useState("");
-  const load = () =>
-    Promise.all([api.connector(id), api.connectorTools(id)])
-      .then(([c, t]) => {
-        setConn(c.connector);
+  const [toolsError, setToolsError] = useState("");
+  // The connector and its tools load apart: a connector whose server
+  // cannot be listed (a wrong secret) can still be edited.
+  const load = () => {
+    api
+      .connector(id)
+      .then((c) => setConn(c.connector))
+      .catch((e) => setError(errorText(e)));
+    setToolsError("");
+    api
+      .connectorTools(id)
+      .then((t) => {
         setTools(t.tools);
         setChoice(Object.fromEntries(t.tools.map((x) => [x.name, x.reviewed_mode || x.mode])));
       })
-      .catch((e) => setError(errorText(e)));
+      .catch((e) => {
+        setTools([]);
+        setToolsError("Its tools cannot be listed: " + errorText(e));
+      });
+  };
   useEffect(() => {
     load();
   }, [id]);
@@ -105,7 +125,7 @@ export function ConnectorPage({ id }: { id: string }) {
       setError(errorText(e));
     }
   };
-  if (error && !tools) return <ErrorAlert error={error} />;
+  if (error && !conn) return <ErrorAlert error={error} />;
   if (!tools || !conn) return <Loading />;
   const drifted = tools.filter((t) => t.drifted).length;
   return (
@@ -119,6 +139,7 @@ export function ConnectorPage({ id }: { id: string }) {
       </p>
       <Flash message={flash} />
       <ErrorAlert error={error} />
+      <ErrorAlert error={toolsError} />
       <DataTable columns={["Tool", "Risk", "Effective mode", "Reviewed", "Mode to confirm"]} actions>
         {tools.map((t) => (
           <tr key={t.name} data-tool={t.name} class={t.drifted ? "drifted" : ""}>
@@ -159,6 +180,31 @@ export function ConnectorPage({ id }: { id: string }) {
           </button>
         </div>
       ) : null}
+      <Card id="conp-edit-h" title="Settings">
+        <ConnectorForm
+          key={conn.id + conn.auth.type}
+          conn={conn}
+          done={(c) => {
+            setConn(c);
+            setFlash("Saved " + c.name + ".");
+            load();
+          }}
+        />
+        <div class="buttons">
+          <ConfirmButton
+            label="Delete connector"
+            what={`${conn.name}, its secret and its tool reviews are removed.`}
+            onConfirm={async () => {
+              try {
+                await admin.deleteConnector(conn.id);
+                location.hash = "#/connectors";
+              } catch (e) {
+                setError(errorText(e));
+              }
+            }}
+          />
+        </div>
+      </Card>
     </section>
   );
 }

@@ -23,12 +23,13 @@ import (
 type Service struct {
 	store  *databasestore.Store
 	client *database.Client
+	urls   URLReader
 }
 
 // New returns a Service storing databases in store and running them with
-// client.
-func New(store *databasestore.Store, client *database.Client) *Service {
-	return &Service{store: store, client: client}
+// client; urls reads a database's URL when it is tested.
+func New(store *databasestore.Store, client *database.Client, urls URLReader) *Service {
+	return &Service{store: store, client: client, urls: urls}
 }
 
 // Input creates or patches a registered database; nil fields are unchanged

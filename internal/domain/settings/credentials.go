@@ -44,6 +44,22 @@ func (s *Service) PutCredential(ctx context.Context, p *PutCredentialParams) (cr
 		credential.Token{Value: p.Token, Kind: p.TokenKind}, p.By)
 }
 
+// DeleteCredential deletes one of the registry's integrations' stored
+// credentials: the organization's when userID is "", else that user's.
+func (s *Service) DeleteCredential(ctx context.Context, org, integration, userID string) error {
+	if _, ok := s.deps.Providers.Source(integration); !ok {
+		return fmt.Errorf("%w: integration %s", errs.NotFound, integration)
+	}
+	found, err := s.deps.Credentials.Delete(ctx, credential.Request{Org: org, Integration: integration, UserID: userID})
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("%w: no %s credential stored", errs.NotFound, integration)
+	}
+	return nil
+}
+
 // ListCredentials lists the organization's stored credentials, without the
 // tokens.
 func (s *Service) ListCredentials(ctx context.Context, org string) ([]credential.Info, error) {

@@ -10,6 +10,26 @@ import (
 	"time"
 )
 
+const credentialDeleteOne = `-- name: CredentialDeleteOne :execrows
+DELETE FROM credentials WHERE organization_id = $1 AND integration = $2 AND user_id = $3
+`
+
+type CredentialDeleteOneParams struct {
+	OrganizationID string
+	Integration    string
+	UserID         string
+}
+
+// One stored provider credential: the organization's (user_id ”) or one
+// user's.
+func (q *Queries) CredentialDeleteOne(ctx context.Context, db DBTX, arg CredentialDeleteOneParams) (int64, error) {
+	result, err := db.Exec(ctx, credentialDeleteOne, arg.OrganizationID, arg.Integration, arg.UserID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const credentialGet = `-- name: CredentialGet :one
 SELECT organization_id, integration, user_id, sealed, created_by, created_at, updated_at, token_kind, note FROM credentials
 WHERE organization_id = $1 AND integration = $2 AND user_id = $3

@@ -89,6 +89,19 @@ func (s *Store) DeleteTx(ctx context.Context, db DB, req credential.Request) err
 	return s.queries.CredentialDelete(ctx, db, dbsqlc.CredentialDeleteParams{OrganizationID: req.Org, Integration: req.Integration})
 }
 
+// Delete deletes the one credential req names (the organization's when
+// req.UserID is "", else that user's) and reports whether there was one.
+func (s *Store) Delete(ctx context.Context, req credential.Request) (bool, error) {
+	n, err := s.queries.CredentialDeleteOne(ctx, s.tenant, dbsqlc.CredentialDeleteOneParams{OrganizationID: req.Org, Integration: req.Integration, UserID: req.UserID})
+	if err != nil {
+		return false, fmt.Errorf("deleting credential: %w", err)
+	}
+	s.mu.Lock()
+	delete(s.cache, cacheKey{req.Org, req.Integration, req.UserID})
+	s.mu.Unlock()
+	return n > 0, nil
+}
+
 // List returns metadata of the organization's credentials.
 func (s *Store) List(ctx context.Context, org string) ([]credential.Info, error) {
 	rows, err := s.queries.CredentialList(ctx, s.tenant, org)

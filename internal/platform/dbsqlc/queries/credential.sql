@@ -49,3 +49,8 @@ WHERE t.organization_id = @organization_id AND t.integration = @integration
                    AND (c.user_id = @user_id::text OR c.user_id = '')
                  ORDER BY c.user_id = '' LIMIT 1)
   AND t.updated_at <= @version AND t.note <> @note;
+
+-- name: CredentialDeleteOne :execrows
+-- One stored provider credential: the organization's (user_id '') or one
+-- user's.
+DELETE FROM credentials WHERE organization_id = @organization_id AND integration = @integration AND user_id = @user_id;

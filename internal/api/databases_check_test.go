@@ -1,0 +1,41 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/executors/database/databasetest"
+	"github.com/outboxd/outboxd/internal/app/apptest"
+)
+
+// TestDatabase_Test runs list_tables on a registered database on demand:
+// a good URL is reachable with its tables counted, a wrong password is
+// reported without the URL, and nothing is saved either way.
+func TestDatabase_Test(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	tg := databasetest.NewTarget(t)
+	id, _ := createDatabase(t, b, map[string]any{"name": "good", "url": tg.URL})
+	r := b.Do("POST", "/v1/databases/"+id+"/test", b.Admin(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, true, r.Body["reachable"], string(r.Raw))
+	require.Contains(t, r.Body, "table_count")
+	require.NotContains(t, r.Body, "error")
+
+	wrong := strings.Replace(tg.URL, tg.Password, "not-the-password", 1)
+	require.NotEqual(t, tg.URL, wrong)
+	bad, _ := createDatabase(t, b, map[string]any{"name": "bad", "url": wrong})
+	r = b.Do("POST", "/v1/databases/"+bad+"/test", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, false, r.Body["reachable"], string(r.Raw))
+	require.NotEmpty(t, r.Body["error"])
+	require.NotContains(t, string(r.Raw), "not-the-password")
+	require.NotContains(t, string(r.Raw), tg.Password)
+
+	requireAPIError(t, b.Do("POST", "/v1/databases/"+uuid.NewString()+"/test", b.Owner(), nil), http.StatusNotFound, "not_found")
+	requireAPIError(t, b.Do("POST", "/v1/databases/"+id+"/test", b.Member(), nil), http.StatusForbidden, "forbidden")
+}
