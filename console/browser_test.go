@@ -455,8 +455,6 @@ func TestBrowser(t *testing.T) {
 		phone.shot("12-phone-inbox")
 	})
 
-	adminPages(t, br, owner, member, mcp)
-
 	t.Run("ExpiredTokenBackToSignIn", func(t *testing.T) {
 		// The verifier allows 30 s of clock leeway: a token that expired
 		// 22 s ago still signs in, and is refused 8 s later.
@@ -473,6 +471,8 @@ func TestBrowser(t *testing.T) {
 		require.Equal(t, "null", stored)
 		expiring.shot("13-expired")
 	})
+
+	adminPages(t, br, owner, member, mcp)
 }
 
 // toolServer is a loopback MCP server whose deploy tool can change.
