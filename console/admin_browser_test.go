@@ -270,6 +270,7 @@ func adminPages(t *testing.T, br *browser, owner, member *tab, mcp *toolServer) 
 
 		// An admin sets the channel but only reads the approvers, as the API allows.
 		adm := br.tab()
+		defer adm.close()
 		adm.signIn(b.Admin())
 		adm.run("admin's slack page", chromedp.Navigate(br.base+"/console/#/slack"), chromedp.WaitVisible(`[data-approver="0"]`, chromedp.ByQuery))
 		require.Contains(t, adm.text(`main`), "Only an owner can change the approvers")

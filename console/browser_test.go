@@ -171,6 +171,10 @@ type tab struct {
 	br    *browser
 	ctx   context.Context
 	phone bool
+	// close closes the tab, and with it its event stream: Chromium holds
+	// at most six connections to a host, and each signed-in tab's stream
+	// keeps one, so a subtest closes the tabs it opened.
+	close context.CancelFunc
 }
 
 func (br *browser) tab() *tab {
@@ -179,7 +183,7 @@ func (br *browser) tab() *tab {
 	// The first Run opens the tab, which then lives as long as the context
 	// of that Run: so not one with a deadline.
 	require.NoError(br.t, chromedp.Run(ctx))
-	return &tab{br: br, ctx: ctx}
+	return &tab{br: br, ctx: ctx, close: cancel}
 }
 
 // run runs actions with a deadline, failing the test with what the page
@@ -428,12 +432,14 @@ func TestBrowser(t *testing.T) {
 			chromedp.WaitVisible(`[data-action="organization.resume"]`, chromedp.ByQuery))
 		require.Equal(t, 2, owner.count(`tr[data-action]`))
 		member := br.tab()
+		defer member.close()
 		member.signIn(b.Member())
 		require.Equal(t, 0, member.count(`a[href="#/audit"]`), "no Audit page for members")
 	})
 
 	t.Run("PhoneWidth", func(t *testing.T) {
 		phone := br.tab()
+		defer phone.close()
 		phone.phone = true
 		phone.run("phone viewport", emulation.SetDeviceMetricsOverride(390, 844, 1, true))
 		phone.signIn(b.Admin())
@@ -455,12 +461,15 @@ func TestBrowser(t *testing.T) {
 		phone.shot("12-phone-inbox")
 	})
 
+	adminPages(t, br, owner, member, mcp)
+
 	t.Run("ExpiredTokenBackToSignIn", func(t *testing.T) {
 		// The verifier allows 30 s of clock leeway: a token that expired
 		// 22 s ago still signs in, and is refused 8 s later.
 		tok, err := auth.Mint(b.Secret, auth.Claims{Org: apptest.Org, Kind: auth.KindUser, Role: auth.RoleAdmin, RegisteredClaims: jwt.RegisteredClaims{Subject: "leaving"}}, -22*time.Second)
 		require.NoError(t, err)
 		expiring := br.tab()
+		defer expiring.close()
 		expiring.signIn(tok)
 		time.Sleep(9 * time.Second)
 		expiring.run("navigate after expiry", chromedp.Navigate(br.base+"/console/#/activity"),
@@ -472,7 +481,6 @@ func TestBrowser(t *testing.T) {
 		expiring.shot("13-expired")
 	})
 
-	adminPages(t, br, owner, member, mcp)
 }
 
 // toolServer is a loopback MCP server whose deploy tool can change.
