@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
@@ -100,6 +102,9 @@ type Enqueuer struct {
 type EnqueueParams struct {
 	Enqueuer
 	Envelope Envelope
+	// Watch, when set, is the caller's subscription to the invocation's
+	// end (Service.Watch): the invocation is created with its ID.
+	Watch *Watch
 }
 
 // Enqueue records an envelope's invocation and job. created is false when an
@@ -108,6 +113,9 @@ func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv invocation
 	r, err := s.envelopeRequest(&p.Enqueuer, &p.Envelope)
 	if err != nil {
 		return inv, false, err
+	}
+	if p.Watch != nil {
+		r.id = p.Watch.ID
 	}
 	return s.submit(ctx, r)
 }
@@ -157,6 +165,7 @@ func (s *Service) envelopeRequest(by *Enqueuer, env *Envelope) (*request, error)
 		return nil, fmt.Errorf("%w: the envelope names automation %q and the token carries %q", errs.AutomationNotAllowed, env.AutomationID, by.AutomationID)
 	}
 	return &request{
+		id:               uuid.Must(uuid.NewV7()),
 		org:              by.OrganizationID,
 		automationID:     by.AutomationID,
 		userID:           by.UserID,

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
@@ -29,6 +28,10 @@ type InvokeParams struct {
 	// Origin is how it was asked: "" for the REST invoke, OriginMCP for
 	// the MCP front door.
 	Origin string
+	// Watch, when set, is the caller's subscription to the invocation's
+	// end (Service.Watch), which the invocation is created for and the
+	// sync wait uses; without it the invoke takes its own.
+	Watch *Watch
 }
 
 // Invoke records an invocation and its job. An allow-mode invocation is then
@@ -39,7 +42,13 @@ func (s *Service) Invoke(ctx context.Context, p *InvokeParams) (invocation.Invoc
 	if p.Integration == "" || p.Action == "" {
 		return invocation.Invocation{}, errs.Invalid("integration", "integration and action are required")
 	}
+	watch := p.Watch
+	if watch == nil {
+		watch = s.Watch(ctx, p.OrganizationID)
+		defer watch.Close()
+	}
 	inv, _, err := s.submit(ctx, &request{
+		id:             watch.ID,
 		org:            p.OrganizationID,
 		sessionID:      p.SessionID,
 		automationID:   p.AutomationID,
@@ -56,42 +65,7 @@ func (s *Service) Invoke(ctx context.Context, p *InvokeParams) (invocation.Invoc
 		return inv, err
 	}
 	if inv.Status == invocation.StatusApproved || inv.Status == invocation.StatusExecuting {
-		return s.Wait(ctx, inv, s.cfg.SyncWait)
+		return watch.Wait(ctx, inv, s.cfg.SyncWait)
 	}
 	return inv, nil
-}
-
-// Wait waits up to d for the invocation to reach a terminal status and
-// returns its latest state. Workers notify in the transaction that finishes
-// an invocation; a slow poll covers notifications lost to a reconnect.
-func (s *Service) Wait(ctx context.Context, inv invocation.Invocation, d time.Duration) (invocation.Invocation, error) {
-	var done <-chan struct{}
-	if s.deps.Waiter != nil {
-		ch, unsubscribe := s.deps.Waiter.SubscribeInvocation(ctx, inv.OrganizationID, inv.ID)
-		defer unsubscribe()
-		done = ch
-	}
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	poll := time.NewTicker(time.Second)
-	defer poll.Stop()
-	for {
-		// Re-read first: the worker may have finished before we subscribed.
-		latest, err := s.store.GetByID(ctx, s.deps.Pool, inv.ID)
-		if err != nil {
-			return inv, err
-		}
-		inv = latest
-		if inv.Status.Terminal() {
-			return inv, nil
-		}
-		select {
-		case <-done:
-		case <-poll.C:
-		case <-deadline.C:
-			return inv, nil
-		case <-ctx.Done():
-			return inv, nil
-		}
-	}
 }

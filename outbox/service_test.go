@@ -223,3 +223,44 @@ func makeRange(from, to int) []int {
 	}
 	return out
 }
+
+// A Watch taken before an envelope is enqueued gives the invocation its
+// id, and its wait hears the decision; an envelope that repeats an
+// earlier one's external id returns the earlier invocation, which the
+// watch waits for by reading it.
+func TestService_Watch(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	env := slackEnvelope("watch-1")
+	env.Approval = "required"
+	watch := bundle.svc.Watch(bundle.ctx, apptest.Org)
+	defer watch.Close()
+	inv, created, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: env, Watch: watch})
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, watch.ID, inv.ID)
+	require.Equal(t, invocation.StatusPending, inv.Status)
+
+	waited := make(chan invocation.Invocation, 1)
+	go func() {
+		latest, err := watch.Wait(bundle.ctx, inv, time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		waited <- latest
+	}()
+	_, err = bundle.svc.Deny(bundle.ctx, &outbox.DenyParams{OrganizationID: apptest.Org, InvocationID: inv.ID.String(), UserID: "alice", Reason: "no"})
+	require.NoError(t, err)
+	require.Equal(t, invocation.StatusDenied, (<-waited).Status)
+
+	again := bundle.svc.Watch(bundle.ctx, apptest.Org)
+	defer again.Close()
+	repeat, created, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: env, Watch: again})
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, inv.ID, repeat.ID)
+	repeat.Status = invocation.StatusPending // as if read before the denial
+	latest, err := again.Wait(bundle.ctx, repeat, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, invocation.StatusDenied, latest.Status)
+}

@@ -38,6 +38,8 @@ const (
 // request is what invoke and envelopes have in common on their way to one
 // transaction.
 type request struct {
+	// id is the id the invocation gets: a Watch's, or a new one.
+	id                                                        uuid.UUID
 	org, sessionID, automationID, userID, requestedBy, origin string
 	source, action                                            string
 	params                                                    json.RawMessage
@@ -264,7 +266,7 @@ func (s *Service) plan(p *prepared, orgMode, automationMode string) *invocation.
 	}
 	params := policy.Redact(r.params)
 	create := &invocation.CreateParams{
-		ID:             uuid.Must(uuid.NewV7()),
+		ID:             r.id,
 		OrganizationID: r.org,
 		SessionID:      r.sessionID,
 		AutomationID:   r.automationID,

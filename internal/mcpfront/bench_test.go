@@ -21,6 +21,8 @@ import (
 // front door's and the protocol's alone.
 type doneOutbox struct{ mcpfront.Outbox }
 
+func (doneOutbox) Watch(context.Context, string) *outbox.Watch { return nil }
+
 func (doneOutbox) Invoke(context.Context, *outbox.InvokeParams) (invocation.Invocation, error) {
 	return invocation.Invocation{ID: uuid.New(), Status: invocation.StatusCompleted,
 		Result: json.RawMessage(`{"ok":true,"channel":"C1","ts":"1503435956.000247"}`)}, nil

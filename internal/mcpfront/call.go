@@ -53,16 +53,20 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 	// connector's, whose source id has a ":") is looked up in the caller's
 	// catalog, as is one the outbox does not know.
 	source, action, direct := splitToolName(p.Name)
+	// Subscribed before the invocation exists, the wait reads it only
+	// when its end is heard.
+	watch := s.outbox.Watch(ctx, c.Org)
+	defer watch.Close()
 	var inv invocation.Invocation
 	if direct {
-		inv, err = s.submit(ctx, c, source, action, args, key)
+		inv, err = s.submit(ctx, c, watch, source, action, args, key)
 	}
 	if !direct || errors.Is(err, errs.NotFound) {
 		found, lerr := s.lookup(ctx, c, p.Name)
 		if lerr != nil {
 			return nil, lerr
 		}
-		inv, err = s.submit(ctx, c, found.action.Source, found.action.Action, args, key)
+		inv, err = s.submit(ctx, c, watch, found.action.Source, found.action.Action, args, key)
 	}
 	if err != nil {
 		return s.refusal(err)
@@ -71,7 +75,7 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 		// A human decides, or the worker has not finished (an envelope is
 		// not waited for by the outbox): wait as long as an allow-mode
 		// invoke may.
-		latest, err := s.await(ctx, inv, report)
+		latest, err := s.await(ctx, watch.Wait, inv, report)
 		if ctx.Err() != nil {
 			// The client cancelled: the wait may have ended with the
 			// cancellation's own error, before its read.
@@ -123,9 +127,9 @@ func (s *Server) lookup(ctx context.Context, c *outboxauth.Claims, name string) 
 
 // submit records the call: an invoke of a sandbox token's session, or an
 // envelope of a service token's automation.
-func (s *Server) submit(ctx context.Context, c *outboxauth.Claims, source, action string, args json.RawMessage, key string) (invocation.Invocation, error) {
+func (s *Server) submit(ctx context.Context, c *outboxauth.Claims, watch *outbox.Watch, source, action string, args json.RawMessage, key string) (invocation.Invocation, error) {
 	if c.Kind == outboxauth.KindService {
-		return s.enqueue(ctx, c, source, action, args, key)
+		return s.enqueue(ctx, c, watch, source, action, args, key)
 	}
 	return s.outbox.Invoke(ctx, &outbox.InvokeParams{
 		OrganizationID: c.Org,
@@ -139,13 +143,14 @@ func (s *Server) submit(ctx context.Context, c *outboxauth.Claims, source, actio
 		Params:         args,
 		IdempotencyKey: key,
 		Origin:         outbox.OriginMCP,
+		Watch:          watch,
 	})
 }
 
 // enqueue is a service token's call: an envelope of its automation, whose
 // external id is the call's idempotency key, or a new one for a call
 // without a key.
-func (s *Server) enqueue(ctx context.Context, c *outboxauth.Claims, source, action string, args json.RawMessage, key string) (invocation.Invocation, error) {
+func (s *Server) enqueue(ctx context.Context, c *outboxauth.Claims, watch *outbox.Watch, source, action string, args json.RawMessage, key string) (invocation.Invocation, error) {
 	externalID := key
 	if externalID == "" {
 		externalID = "mcp-" + uuid.NewString()
@@ -153,6 +158,7 @@ func (s *Server) enqueue(ctx context.Context, c *outboxauth.Claims, source, acti
 	inv, _, err := s.outbox.Enqueue(ctx, &outbox.EnqueueParams{
 		Enqueuer: outbox.Enqueuer{OrganizationID: c.Org, RequestedBy: c.Subject, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources},
 		Envelope: outbox.Envelope{ExternalID: externalID, AutomationID: c.AutomationID, Tool: outbox.EnvelopeTool{Source: source, Action: action}, Args: args},
+		Watch:    watch,
 	})
 	return inv, err
 }
@@ -160,10 +166,12 @@ func (s *Server) enqueue(ctx context.Context, c *outboxauth.Claims, source, acti
 // progressEvery is how often a waiting call says what it waits for.
 const progressEvery = 5 * time.Second
 
-// await waits up to s.wait for inv to end, telling the client what it
-// waits for when it asked for progress: at once, then every
-// progressEvery.
-func (s *Server) await(ctx context.Context, inv invocation.Invocation, report progressFunc) (invocation.Invocation, error) {
+// await waits up to s.wait for inv to end, in slices of wait (a Watch's
+// for a call's own invocation, Outbox.Wait for an earlier one), telling
+// the client what it waits for when it asked for progress: at once, then
+// every progressEvery.
+func (s *Server) await(ctx context.Context, wait func(context.Context, invocation.Invocation, time.Duration) (invocation.Invocation, error),
+	inv invocation.Invocation, report progressFunc) (invocation.Invocation, error) {
 	start := time.Now()
 	defer func() { s.metrics.MCPWait.Observe(time.Since(start).Seconds()) }()
 	deadline := start.Add(s.wait)
@@ -173,7 +181,7 @@ func (s *Server) await(ctx context.Context, inv invocation.Invocation, report pr
 		if slice <= 0 {
 			return inv, nil
 		}
-		next, err := s.outbox.Wait(ctx, inv, slice)
+		next, err := wait(ctx, inv, slice)
 		if err != nil {
 			return inv, err
 		}
@@ -226,7 +234,7 @@ func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.R
 		return s.refusal(err)
 	}
 	if !inv.Status.Terminal() {
-		if inv, err = s.await(ctx, inv, report); err != nil {
+		if inv, err = s.await(ctx, s.outbox.Wait, inv, report); err != nil {
 			return nil, err
 		}
 	}

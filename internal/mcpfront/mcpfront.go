@@ -38,6 +38,8 @@ import (
 type Outbox interface {
 	Invoke(ctx context.Context, p *outbox.InvokeParams) (invocation.Invocation, error)
 	Wait(ctx context.Context, inv invocation.Invocation, d time.Duration) (invocation.Invocation, error)
+	// Watch subscribes to the end of an invocation before it is created.
+	Watch(ctx context.Context, org string) *outbox.Watch
 	GetInSession(ctx context.Context, org, sessionID, id string) (invocation.Invocation, error)
 	Enqueue(ctx context.Context, p *outbox.EnqueueParams) (inv invocation.Invocation, created bool, err error)
 	GetEnvelope(ctx context.Context, org string, id string) (invocation.Invocation, error)
