@@ -2,16 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/retention"
 )
 
 // TestAuditVerify exports a real organization's trail from a running
@@ -86,4 +89,41 @@ func TestAuditVerify(t *testing.T) {
 	out, err = verify(write("head-cut.jsonl", lines[1:]...))
 	require.ErrorIs(t, err, errVerifyFailed)
 	require.Contains(t, out, "not 1")
+
+	// Retention deletes the four entries once they are 400 days old: the
+	// export starts with their anchor, an audit.prune entry follows, then
+	// the changes made since; verify checks the chain from the anchor and
+	// says so, and still finds a kept entry altered or deleted.
+	later := time.Now().Add(402 * 24 * time.Hour)
+	keep, err := retention.New(&retention.Deps{Pool: b.Pool, Now: func() time.Time { return later }}, &retention.Config{Batch: 10})
+	require.NoError(t, err)
+	rep, err := keep.Run(context.Background())
+	require.NoError(t, err)
+	require.EqualValues(t, 4, rep.Deleted["audit_entries"])
+	for _, p := range []string{"#d", "#e"} {
+		r := b.Do("PUT", "/v1/do-not-contact", b.Admin(), map[string]any{"patterns": []string{p}})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	}
+	r = b.Do("GET", "/v1/audit/export", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	lines = strings.SplitAfter(strings.TrimSuffix(string(r.Raw), "\n"), "\n")
+	// The anchor, the audit.prune entry, the two changes.
+	require.Len(t, lines, 4, string(r.Raw))
+	require.Contains(t, lines[0], `{"anchor":{"organization_id":"`+apptest.Org+`","first_seq":5,`)
+	require.Contains(t, lines[1], `"action":"audit.prune"`)
+	pruned := write("pruned.jsonl", lines...)
+	code, stdout, stderr = run(pruned)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "OK, 3 entries (seq 5 to 7), chain intact from its anchor: entries before seq 5 were deleted by retention")
+	require.Contains(t, stdout, "cannot be checked from this file alone")
+	code, _, stderr = run(write("pruned-altered.jsonl", lines[0], lines[1], strings.Replace(lines[2], "#d", "#z", 1), lines[3]))
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "line 3 (seq 6)")
+	require.Contains(t, stderr, "altered")
+	out, err = verify(write("pruned-deleted.jsonl", lines[0], lines[1], lines[3]))
+	require.ErrorIs(t, err, errVerifyFailed)
+	require.Contains(t, out, "seq 7 follows seq 5")
+	out, err = verify(write("pruned-no-anchor.jsonl", lines[1:]...))
+	require.ErrorIs(t, err, errVerifyFailed)
+	require.Contains(t, out, "has no anchor")
 }

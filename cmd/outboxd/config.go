@@ -115,6 +115,7 @@ var defaults = func() map[string]any {
 		"worker.pause_recheck":               w.PauseRecheck,
 		"retention.invocations":              keep.Invocations,
 		"retention.webhook_deliveries":       keep.WebhookDeliveries,
+		"retention.audit_entries":            keep.AuditEntries,
 		"retention.interval":                 keep.Interval,
 		"retention.batch":                    keep.Batch,
 		"retention.budget":                   keep.Budget,
@@ -304,6 +305,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		Retention: retention.Config{
 			Invocations:       keepFor(v, "retention.invocations"),
 			WebhookDeliveries: keepFor(v, "retention.webhook_deliveries"),
+			AuditEntries:      keepFor(v, "retention.audit_entries"),
 			Interval:          v.GetDuration("retention.interval"),
 			Batch:             v.GetInt("retention.batch"),
 			Budget:            v.GetDuration("retention.budget"),

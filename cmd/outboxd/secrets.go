@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"os/user"
 	"slices"
 	"strings"
 
@@ -12,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/outboxd/outboxd/internal/app"
+	"github.com/outboxd/outboxd/internal/domain/audit"
+	"github.com/outboxd/outboxd/internal/domain/sealed"
 	"github.com/outboxd/outboxd/internal/domain/sealed/sealedstore"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/migrations"
@@ -32,7 +37,7 @@ func newSecretsCommand() *cobra.Command {
 		Short: "Re-seal every stored secret not sealed with the first key of secrets.keys",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withSealed(cmd, func(store *sealedstore.Store, box *secretbox.Box, batch int) error {
+			return withSealed(cmd, func(pool *pgxpool.Pool, store *sealedstore.Store, box *secretbox.Box, batch int) error {
 				out := cmd.OutOrStdout()
 				fmt.Fprintf(out, "re-sealing with key %q (secrets.keys: %s)\n", box.Primary(), strings.Join(box.IDs(), ", "))
 				counts, err := store.Rotate(cmd.Context(), batch, func(c sealedstore.Count) {
@@ -45,7 +50,20 @@ func newSecretsCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return report(cmd, out, store, box, batch)
+				status, err := store.Status(cmd.Context(), batch)
+				if err != nil {
+					return err
+				}
+				orgs, err := sealed.Record(cmd.Context(), audit.New(pool), &sealed.Rotation{
+					Actor: operatorActor(), Primary: box.Primary(), Rotated: counts, Status: status,
+				})
+				if len(orgs) > 0 {
+					fmt.Fprintf(out, "recorded %q in the audit trail of %d organizations\n", sealed.ActionRotate, len(orgs))
+				}
+				if err != nil {
+					return fmt.Errorf("recording the rotation in the audit trail: %w", err)
+				}
+				return report(out, box, status)
 			})
 		},
 	}
@@ -54,8 +72,12 @@ func newSecretsCommand() *cobra.Command {
 		Short: "Count the stored secrets sealed with keys other than the first of secrets.keys",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withSealed(cmd, func(store *sealedstore.Store, box *secretbox.Box, batch int) error {
-				return report(cmd, cmd.OutOrStdout(), store, box, batch)
+			return withSealed(cmd, func(_ *pgxpool.Pool, store *sealedstore.Store, box *secretbox.Box, batch int) error {
+				counts, err := store.Status(cmd.Context(), batch)
+				if err != nil {
+					return err
+				}
+				return report(cmd.OutOrStdout(), box, counts)
 			})
 		},
 	}
@@ -66,7 +88,7 @@ func newSecretsCommand() *cobra.Command {
 // withSealed runs fn with the sealed values' store on the owner's pool (the
 // migrating role's, which row-level security does not limit) and the
 // keyring of secrets.key or secrets.keys.
-func withSealed(cmd *cobra.Command, fn func(store *sealedstore.Store, box *secretbox.Box, batch int) error) error {
+func withSealed(cmd *cobra.Command, fn func(pool *pgxpool.Pool, store *sealedstore.Store, box *secretbox.Box, batch int) error) error {
 	batch, _ := cmd.Flags().GetInt("batch")
 	if batch <= 0 {
 		return errors.New("--batch must be positive")
@@ -82,17 +104,28 @@ func withSealed(cmd *cobra.Command, fn func(store *sealedstore.Store, box *secre
 			}
 			return err
 		}
-		return fn(sealedstore.New(pool, box), box, batch)
+		return fn(pool, sealedstore.New(pool, box), box, batch)
 	})
 }
 
-// report counts what is still sealed with other keys and says whether they
-// can be removed from secrets.keys; values no key opens exit 1.
-func report(cmd *cobra.Command, out io.Writer, store *sealedstore.Store, box *secretbox.Box, batch int) error {
-	counts, err := store.Status(cmd.Context(), batch)
-	if err != nil {
-		return err
+// operatorActor is who the CLI records in the audit trail: the operating
+// system's user running it, of kind "operator", from the host it runs on.
+func operatorActor() audit.Actor {
+	name := ""
+	if u, err := user.Current(); err == nil {
+		name = u.Username
 	}
+	a := audit.Actor{Subject: cmp.Or(name, os.Getenv("USER"), "operator"), Kind: audit.KindOperator}
+	if host, err := os.Hostname(); err == nil && host != "" {
+		a.ClientAddr = "host:" + host
+	}
+	return a
+}
+
+// report says, from a status's counts, what is still sealed with other
+// keys and whether they can be removed from secrets.keys; values no key
+// opens exit 1.
+func report(out io.Writer, box *secretbox.Box, counts []sealedstore.Count) error {
 	remaining, unreadable := 0, 0
 	byKey := map[string]int{}
 	var where, lost []string

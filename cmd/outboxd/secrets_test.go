@@ -190,12 +190,43 @@ func TestSecrets_RotateWhileServing(t *testing.T) {
 	require.Contains(t, out, `0 sealed values remain on other keys: every stored secret is sealed with "2026-11"; the old keys (default) can be removed from secrets.keys.`)
 	require.NotContains(t, out, oldKey)
 	require.NotContains(t, out, newKey)
+	require.Contains(t, out, `recorded "secrets.rotate" in the audit trail of 1 organizations`)
+
+	// The rotation is in the organization's audit trail: the operator, from
+	// the host, the key ids and the counts by kind, never a key.
+	rotations := func() []any {
+		t.Helper()
+		r := b.Do("GET", "/v1/audit?action=secrets.rotate", b.Owner(), nil)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		require.NotContains(t, string(r.Raw), oldKey)
+		require.NotContains(t, string(r.Raw), newKey)
+		return r.Body["entries"].([]any)
+	}
+	entries := rotations()
+	require.Len(t, entries, 1)
+	entry := entries[0].(map[string]any)
+	actor := entry["actor"].(map[string]any)
+	require.Equal(t, "operator", actor["kind"])
+	require.NotEmpty(t, actor["subject"])
+	require.Regexp(t, `^host:.+`, actor["client_addr"])
+	require.Equal(t, "secrets_key", entry["target_type"])
+	require.Equal(t, "2026-11", entry["target_id"])
+	require.Equal(t, map[string]any{"key_ids": map[string]any{"default": entry["after"].(map[string]any)["resealed_total"]}}, entry["before"])
+	after := entry["after"].(map[string]any)
+	resealed := after["resealed"].(map[string]any)
+	require.EqualValues(t, 1, resealed["credentials"], "the Slack credential")
+	require.EqualValues(t, 1, resealed["webhooks"])
+	require.GreaterOrEqual(t, resealed["invocation_params"], float64(1))
+	require.Equal(t, "2026-11", after["key_id"])
+	require.Equal(t, true, after["complete"])
 
 	code, out = run(t, withKeys("", during), "secrets", "rotate")
 	require.Equal(t, 0, code, out)
 	for _, c := range sealedstore.Columns {
 		require.Regexp(t, regexp.QuoteMeta(c.Name)+`: \d+ sealed, 0 re-sealed`, out, "a second run re-seals nothing")
 	}
+	require.NotContains(t, out, "recorded")
+	require.Len(t, rotations(), 1, "a run that re-seals nothing records nothing")
 	send(b, "after the rotation")
 	p.stop(t)
 

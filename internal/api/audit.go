@@ -98,7 +98,8 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, c *auth.Claim
 const exportWriteTimeout = time.Minute
 
 // exportAudit streams the organization's whole trail as JSON lines, oldest
-// first: what `outboxd audit verify` checks. A failure once the answer has
+// first, after its anchor's line when retention deleted its oldest
+// entries: what `outboxd audit verify` checks. A failure once the answer has
 // begun breaks the connection, so that a cut export is an error at the
 // client rather than a shorter trail that verifies.
 func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
@@ -109,7 +110,7 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request, c *auth.Cla
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	started := false
-	err := s.audit.Export(r.Context(), c.Org, func(e *audit.Entry) error {
+	start := func() {
 		if !started {
 			started = true
 			w.Header().Set("Content-Type", "application/x-ndjson")
@@ -117,6 +118,12 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request, c *auth.Cla
 			w.WriteHeader(http.StatusOK)
 		}
 		_ = rc.SetWriteDeadline(time.Now().Add(exportWriteTimeout))
+	}
+	err := s.audit.Export(r.Context(), c.Org, func(a *audit.Anchor) error {
+		start()
+		return enc.Encode(audit.AnchorLine{Anchor: a})
+	}, func(e *audit.Entry) error {
+		start()
 		return enc.Encode(e)
 	})
 	switch {

@@ -50,12 +50,17 @@ FROM generate_series(1, $2)`, org, n)
 	// run), not org-1's.
 	r := b.Do("GET", "/v1/stats", b.Token(auth.Claims{Org: "org-2", Kind: auth.KindUser, Role: auth.RoleOwner}), nil)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
-	var seen bool
+	var seen, audit bool
 	for _, e := range r.Body["retention"].([]any) {
 		if e := e.(map[string]any); e["table"] == "action_invocations" {
 			require.EqualValues(t, 3, e["last_deleted"])
 			seen = true
 		}
+		if e := e.(map[string]any); e["table"] == "audit_entries" {
+			require.InDelta(t, (400 * 24 * time.Hour).Seconds(), e["keep_seconds"], 0, "the audit trail is kept 400 days")
+			audit = true
+		}
 	}
 	require.True(t, seen)
+	require.True(t, audit)
 }

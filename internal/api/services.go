@@ -116,7 +116,7 @@ type Settings interface {
 type Audit interface {
 	Record(ctx context.Context, c *audit.Change) error
 	List(ctx context.Context, org string, f *audit.Filter) ([]audit.Entry, int64, error)
-	Export(ctx context.Context, org string, fn func(*audit.Entry) error) error
+	Export(ctx context.Context, org string, anchor func(*audit.Anchor) error, entry func(*audit.Entry) error) error
 }
 
 // Admin is an organization's administration of its own work

@@ -53,6 +53,7 @@ const tableNames: Record<string, string> = {
   action_invocations: "Invocations",
   invocation_events: "Invocation events",
   webhook_deliveries: "Webhook deliveries",
+  audit_entries: "Audit trail entries",
 };
 
 function keepText(seconds: number | null): string {

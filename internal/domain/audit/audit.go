@@ -23,7 +23,8 @@ type Actor struct {
 	Kind string `json:"kind"`
 	// Role is a user's role (member, admin, owner); "" otherwise.
 	Role string `json:"role,omitempty"`
-	// ClientAddr is the client's address as the API saw it; "" for the CLI.
+	// ClientAddr is the client's address as the API saw it; for the CLI,
+	// the host it ran on ("host:" and its name).
 	ClientAddr string `json:"client_addr,omitempty"`
 }
 
@@ -41,6 +42,11 @@ func ActorFrom(ctx context.Context) (Actor, bool) {
 	a, ok := ctx.Value(actorKey{}).(Actor)
 	return a, ok
 }
+
+// KindOperator is the actor kind of a change made with outboxd's CLI:
+// the subject is the operating system's user, the client address the
+// host ("host:" and its name).
+const KindOperator = "operator"
 
 // KindInternal is the actor kind of a change made by outboxd's own code,
 // not through the API: no token, no client address.
@@ -156,6 +162,16 @@ func (s *Service) RecordTx(ctx context.Context, tx pgx.Tx, c *Change) error {
 	if err != nil {
 		return fmt.Errorf("reading the audit chain's head: %w", err)
 	}
+	if seq == 0 {
+		// No entry: the chain starts at 1, or after those retention deleted.
+		a, err := s.store.Anchor(ctx, tx, c.Org)
+		if err != nil {
+			return fmt.Errorf("reading the audit chain's anchor: %w", err)
+		}
+		if a != nil {
+			seq, prev = a.PrunedThrough, a.PrevHash
+		}
+	}
 	e.Seq, e.PrevHash = seq+1, prev
 	e.Hash = Hash(&e)
 	if err := s.store.Insert(ctx, tx, toRow(&e)); err != nil {
@@ -221,18 +237,61 @@ func (s *Service) List(ctx context.Context, org string, f *Filter) ([]Entry, int
 // exportBatch is how many entries an export reads at a time.
 const exportBatch = 500
 
-// Export calls fn with each of org's entries, oldest first, reading them
-// in batches; it stops at fn's first error.
-func (s *Service) Export(ctx context.Context, org string, fn func(*Entry) error) error {
+// Anchor is where an organization's chain starts once retention deleted
+// its oldest entries (retention.audit_entries): the first kept entry's seq
+// and the hash it names as its prev_hash, the hash of the newest entry
+// deleted. An export starts with it, on a line of its own
+// ({"anchor": {...}}), and Verify checks the chain from it.
+type Anchor struct {
+	OrganizationID string `json:"organization_id"`
+	// FirstSeq is the seq of the first entry kept.
+	FirstSeq int64 `json:"first_seq"`
+	// PrevHash is the hash of the entry before it, which was deleted.
+	PrevHash string `json:"prev_hash"`
+	// PrunedBefore is the cut-off the deleted entries were older than;
+	// PrunedAt when the last of them were deleted; PrunedTotal how many
+	// retention deleted in all.
+	PrunedBefore time.Time `json:"pruned_before"`
+	PrunedAt     time.Time `json:"pruned_at"`
+	PrunedTotal  int64     `json:"pruned_total"`
+}
+
+// AnchorLine is an export's first line when the organization has an
+// anchor.
+type AnchorLine struct {
+	Anchor *Anchor `json:"anchor"`
+}
+
+// Export calls anchor with org's anchor, if retention deleted any of its
+// entries, then entry with each of its entries, oldest first, reading them
+// in batches; it stops at the first error. It reads in one snapshot
+// (a repeatable-read transaction), so that retention deleting meanwhile
+// neither cuts the export nor moves its anchor.
+func (s *Service) Export(ctx context.Context, org string, anchor func(*Anchor) error, entry func(*Entry) error) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("exporting audit entries: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	a, err := s.store.Anchor(ctx, tx, org)
+	if err != nil {
+		return fmt.Errorf("reading the audit chain's anchor: %w", err)
+	}
 	var after int64
+	if a != nil {
+		after = a.PrunedThrough
+		if err := anchor(anchorOf(a)); err != nil {
+			return err
+		}
+	}
 	for {
-		rows, err := s.store.Export(ctx, s.pool, org, after, exportBatch)
+		rows, err := s.store.Export(ctx, tx, org, after, exportBatch)
 		if err != nil {
 			return fmt.Errorf("exporting audit entries: %w", err)
 		}
 		for i := range rows {
 			e := fromRow(&rows[i])
-			if err := fn(&e); err != nil {
+			if err := entry(&e); err != nil {
 				return err
 			}
 			after = e.Seq
@@ -240,6 +299,22 @@ func (s *Service) Export(ctx context.Context, org string, fn func(*Entry) error)
 		if len(rows) < exportBatch {
 			return nil
 		}
+	}
+}
+
+// AnchorOf returns org's anchor, nil when none of its entries was deleted.
+func (s *Service) AnchorOf(ctx context.Context, org string) (*Anchor, error) {
+	a, err := s.store.Anchor(ctx, s.pool, org)
+	if err != nil || a == nil {
+		return nil, err
+	}
+	return anchorOf(a), nil
+}
+
+func anchorOf(a *auditstore.Anchor) *Anchor {
+	return &Anchor{
+		OrganizationID: a.Org, FirstSeq: a.PrunedThrough + 1, PrevHash: a.PrevHash,
+		PrunedBefore: a.PrunedBefore.UTC(), PrunedAt: a.PrunedAt.UTC(), PrunedTotal: a.PrunedTotal,
 	}
 }
 

@@ -137,20 +137,44 @@ func (e *VerifyError) Error() string {
 // maxLineBytes bounds one exported entry.
 const maxLineBytes = 16 << 20
 
-// Verify checks an export (JSON lines, oldest first, one organization's
-// whole chain): every line parses; the organization is the same
-// throughout; seq counts from 1 without gaps; each prev_hash is the
-// previous entry's hash ("" for the first); each hash is recomputed. It
-// returns how many entries it checked, and a *VerifyError for the first
-// broken one.
+// Verified is what VerifyExport checked.
+type Verified struct {
+	// Entries is how many entries it checked.
+	Entries int
+	// FirstSeq and LastSeq are the first and the last entry's seq, and
+	// LastHash the last's hash: compare it with the newest entry of the
+	// API, as entries cut from the end are not detectable from the file.
+	FirstSeq, LastSeq int64
+	LastHash          string
+	// Anchor is the export's anchor, nil when it starts at seq 1. The
+	// chain is checked from it; the anchor itself (the hash it names)
+	// cannot be checked from the file alone.
+	Anchor *Anchor
+}
+
+// Verify is VerifyExport answering only how many entries it checked.
 func Verify(r io.Reader) (int, error) {
+	v, err := VerifyExport(r)
+	return v.Entries, err
+}
+
+// VerifyExport checks an export (JSON lines, oldest first, one
+// organization's whole chain, or its part after an anchor): every line
+// parses; the organization is the same throughout; seq counts from 1, or
+// from the anchor's first_seq, without gaps; each prev_hash is the
+// previous entry's hash ("" for seq 1, the anchor's prev_hash for its
+// first_seq); each hash is recomputed. It returns what it checked, and a
+// *VerifyError for the first broken entry.
+func VerifyExport(r io.Reader) (*Verified, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLineBytes)
 	var (
-		n, line int
+		v       = &Verified{}
+		line    int
 		org     string
 		prev    string
 		seq     int64
+		started bool // an anchor or an entry was read
 	)
 	for sc.Scan() {
 		line++
@@ -158,46 +182,82 @@ func Verify(r io.Reader) (int, error) {
 		if len(text) == 0 {
 			continue
 		}
+		if !started && isAnchorLine(text) {
+			started = true
+			var al AnchorLine
+			dec := json.NewDecoder(bytes.NewReader(text))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&al); err != nil || al.Anchor == nil {
+				return v, &VerifyError{Line: line, Reason: fmt.Sprintf("not an audit anchor: %v", err)}
+			}
+			a := al.Anchor
+			if a.OrganizationID == "" || a.FirstSeq < 2 || a.PrevHash == "" {
+				return v, &VerifyError{Line: line, Reason: "the anchor needs an organization_id, a first_seq above 1 and a prev_hash"}
+			}
+			v.Anchor, org, seq, prev = a, a.OrganizationID, a.FirstSeq-1, a.PrevHash
+			continue
+		}
+		started = true
 		var e Entry
 		dec := json.NewDecoder(bytes.NewReader(text))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&e); err != nil {
-			return n, &VerifyError{Line: line, Reason: "not an audit entry: " + err.Error()}
+			return v, &VerifyError{Line: line, Reason: "not an audit entry: " + err.Error()}
 		}
 		fail := func(format string, args ...any) error {
 			return &VerifyError{Line: line, Seq: e.Seq, Reason: fmt.Sprintf(format, args...)}
 		}
 		switch {
-		case n == 0 && e.OrganizationID == "":
-			return n, fail("no organization_id")
-		case n == 0:
+		case org == "" && e.OrganizationID == "":
+			return v, fail("no organization_id")
+		case org == "":
 			org = e.OrganizationID
 		case e.OrganizationID != org:
-			return n, fail("organization %q in an export of %q", e.OrganizationID, org)
+			return v, fail("organization %q in an export of %q", e.OrganizationID, org)
 		}
 		if e.Seq != seq+1 {
-			if seq == 0 {
-				return n, fail("the export starts at seq %d, not 1: entries before it are missing", e.Seq)
+			switch {
+			case seq == 0:
+				return v, fail("the export starts at seq %d, not 1, and has no anchor: entries before it are missing", e.Seq)
+			case v.Entries == 0:
+				return v, fail("the export starts at seq %d, not at its anchor's first_seq %d: entries are missing", e.Seq, seq+1)
 			}
-			return n, fail("seq %d follows seq %d: entries are missing or out of order", e.Seq, seq)
+			return v, fail("seq %d follows seq %d: entries are missing or out of order", e.Seq, seq)
 		}
 		if e.PrevHash != prev {
-			return n, fail("prev_hash %q is not the previous entry's hash %q", e.PrevHash, prev)
+			if v.Entries == 0 && v.Anchor != nil {
+				return v, fail("prev_hash %q is not the anchor's prev_hash %q", e.PrevHash, prev)
+			}
+			return v, fail("prev_hash %q is not the previous entry's hash %q", e.PrevHash, prev)
 		}
 		if _, err := Canonical(&e); err != nil {
-			return n, fail("not canonical JSON: %v", err)
+			return v, fail("not canonical JSON: %v", err)
 		}
 		if got := Hash(&e); got != e.Hash {
-			return n, fail("hash %q does not match the entry's fields (recomputed %q): the entry was altered", e.Hash, got)
+			return v, fail("hash %q does not match the entry's fields (recomputed %q): the entry was altered", e.Hash, got)
 		}
-		n++
+		if v.Entries == 0 {
+			v.FirstSeq = e.Seq
+		}
+		v.Entries++
+		v.LastSeq, v.LastHash = e.Seq, e.Hash
 		seq, prev = e.Seq, e.Hash
 	}
 	if err := sc.Err(); err != nil {
-		return n, &VerifyError{Line: line + 1, Reason: "reading: " + err.Error()}
+		return v, &VerifyError{Line: line + 1, Reason: "reading: " + err.Error()}
 	}
-	if n == 0 {
-		return 0, errors.New("the export holds no entries")
+	if v.Entries == 0 {
+		return v, errors.New("the export holds no entries")
 	}
-	return n, nil
+	return v, nil
+}
+
+// isAnchorLine reports whether a line is a JSON object with an "anchor".
+func isAnchorLine(text []byte) bool {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(text, &probe) != nil {
+		return false
+	}
+	_, ok := probe["anchor"]
+	return ok
 }

@@ -103,3 +103,40 @@ func TestVerify(t *testing.T) {
 	_, err = audit.Verify(bytes.NewReader(nil))
 	require.ErrorContains(t, err, "no entries")
 }
+
+// TestVerifyExport_Anchor: an export cut at its front verifies from an
+// anchor naming the first kept entry's seq and prev_hash, and only then.
+func TestVerifyExport_Anchor(t *testing.T) {
+	t.Parallel()
+	lines := chain(t, 5)
+	var third audit.Entry
+	require.NoError(t, json.Unmarshal([]byte(lines[2]), &third))
+	anchor := func(first int64, prev string) string {
+		b, err := json.Marshal(audit.AnchorLine{Anchor: &audit.Anchor{OrganizationID: "org-1", FirstSeq: first, PrevHash: prev, PrunedTotal: first - 1}})
+		require.NoError(t, err)
+		return string(b) + "\n"
+	}
+	v, err := audit.VerifyExport(strings.NewReader(anchor(3, third.PrevHash) + strings.Join(lines[2:], "")))
+	require.NoError(t, err)
+	require.Equal(t, 3, v.Entries)
+	require.EqualValues(t, 3, v.FirstSeq)
+	require.EqualValues(t, 5, v.LastSeq)
+	require.NotNil(t, v.Anchor)
+
+	for name, tc := range map[string]struct {
+		text, reason string
+	}{
+		"WrongPrevHash": {anchor(3, "beef") + strings.Join(lines[2:], ""), "anchor's prev_hash"},
+		"WrongSeq":      {anchor(2, third.PrevHash) + strings.Join(lines[2:], ""), "not at its anchor's first_seq 2"},
+		"FirstSeqOne":   {anchor(1, "x") + strings.Join(lines, ""), "first_seq above 1"},
+		"AnchorLater":   {lines[0] + anchor(2, "x"), "not an audit entry"},
+		"OtherOrg":      {strings.Replace(anchor(3, third.PrevHash), "org-1", "org-2", 1) + strings.Join(lines[2:], ""), "organization"},
+		"KeptAltered":   {anchor(3, third.PrevHash) + lines[2] + strings.Replace(lines[3], `"alice"`, `"mallory"`, 1), "altered"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := audit.VerifyExport(strings.NewReader(tc.text))
+			require.ErrorContains(t, err, tc.reason)
+		})
+	}
+}

@@ -19,7 +19,8 @@
 //
 // # Recording from other code
 //
-// Later work (token revocation, key rotation) records through the
+// Token revocation and key rotation (internal/domain/sealed, for
+// `outboxd secrets rotate`, actor kind KindOperator) record through the
 // Recorder interface: RecordTx in the transaction of its change, or
 // Record right after it. Within an API request the context carries the
 // caller (WithActor, set by internal/api for every authenticated request);
@@ -46,6 +47,16 @@
 // insert and read entries but neither update nor delete them (migration
 // 029). Verify checks an export (JSON lines, oldest first) offline: a
 // deleted, altered, inserted or reordered entry breaks the chain.
+//
+// # Retention
+//
+// Retention (internal/domain/retention, retention.audit_entries) deletes
+// the oldest entries through Pruner: only from the front of a chain, and
+// in the same transaction it moves the organization's anchor (migration
+// 036: the first kept seq and the hash of the last deleted entry) and
+// appends an audit.prune entry. An export starts with the anchor's line
+// (AnchorLine) and VerifyExport checks the chain from it; the anchor itself
+// cannot be checked from an export alone.
 //
 // # Redaction
 //

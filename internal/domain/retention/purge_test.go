@@ -87,6 +87,7 @@ SELECT 1`, org)
 		`INSERT INTO audit_entries (organization_id, seq, occurred_at, actor_subject, actor_kind, action, target_type, before_state, after_state, prev_hash, hash)
 			VALUES ($1, 1, now(), 'me', 'user', 'action_modes.replace', 'action_modes', 'null', '{}', '', 'h')`,
 		`INSERT INTO token_revocations (organization_id, session_id, issued_before, revoked_by) VALUES ($1, 's', now(), 'me')`,
+		`INSERT INTO audit_anchors (organization_id, pruned_through, prev_hash, pruned_before, pruned_at, pruned_total) VALUES ($1, 1, 'h', now(), now(), 1)`,
 	} {
 		_, err := pool.Exec(ctx, sql, org)
 		require.NoError(t, err, sql)

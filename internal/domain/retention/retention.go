@@ -1,6 +1,7 @@
 // Package retention deletes what outboxd no longer needs to keep: finished
-// invocations with their events, and finished webhook deliveries, once they
-// are older than their configured retention. A periodic River job in the
+// invocations with their events, finished webhook deliveries, and the
+// oldest entries of each organization's audit trail, once they are older
+// than their configured retention. A periodic River job in the
 // worker role runs it, in small batches, each its own short transaction,
 // through the owner's pool (every organization). River deletes its own
 // finished jobs (worker.Config's job retention settings). It also purges
@@ -24,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/retention/retentionstore"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
@@ -36,6 +38,7 @@ const Forever time.Duration = -1
 const (
 	DefaultInvocations       = 90 * 24 * time.Hour
 	DefaultWebhookDeliveries = 30 * 24 * time.Hour
+	DefaultAuditEntries      = 400 * 24 * time.Hour
 	DefaultInterval          = 10 * time.Minute
 	DefaultBatch             = 1000
 	DefaultBudget            = 15 * time.Second
@@ -51,6 +54,12 @@ type Config struct {
 	// (delivered, dead, cancelled) is kept after it was created; Forever
 	// keeps them. Default 30 days.
 	WebhookDeliveries time.Duration
+	// AuditEntries is how long an audit trail's entry is kept after it was
+	// recorded; Forever keeps them. Entries go from the front of each
+	// organization's chain, by whole days (UTC), and its anchor moves past
+	// them in the same transaction (internal/domain/audit, Pruner).
+	// Default 400 days.
+	AuditEntries time.Duration
 	// Interval is how often retention runs. Default 10m.
 	Interval time.Duration
 	// Batch is how many rows one delete statement removes at most, each in
@@ -68,6 +77,7 @@ func (c *Config) WithDefaults() *Config {
 	return &Config{
 		Invocations:       cmp.Or(c.Invocations, DefaultInvocations),
 		WebhookDeliveries: cmp.Or(c.WebhookDeliveries, DefaultWebhookDeliveries),
+		AuditEntries:      cmp.Or(c.AuditEntries, DefaultAuditEntries),
 		Interval:          cmp.Or(c.Interval, DefaultInterval),
 		Batch:             cmp.Or(c.Batch, DefaultBatch),
 		Budget:            cmp.Or(c.Budget, DefaultBudget),
@@ -80,6 +90,10 @@ func (c *Config) validate() error {
 		return errors.New("retention.invocations must not be negative (0 keeps them forever)")
 	case c.WebhookDeliveries < 0 && c.WebhookDeliveries != Forever:
 		return errors.New("retention.webhook_deliveries must not be negative (0 keeps them forever)")
+	case c.AuditEntries < 0 && c.AuditEntries != Forever:
+		return errors.New("retention.audit_entries must not be negative (0 keeps them forever)")
+	case c.AuditEntries > 0 && c.AuditEntries < 24*time.Hour:
+		return errors.New("retention.audit_entries must be at least 24h: audit entries are deleted by whole days")
 	case c.Interval < time.Second:
 		return errors.New("retention.interval must be at least 1s")
 	case c.Batch < 1 || c.Batch > 100_000:
@@ -112,6 +126,7 @@ type Service struct {
 	deps    *Deps
 	cfg     *Config
 	store   *retentionstore.Store
+	audit   *audit.Pruner
 	logger  *slog.Logger
 	metrics *Metrics
 }
@@ -136,7 +151,7 @@ func New(deps *Deps, config *Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		deps: deps, cfg: cfg, store: retentionstore.New(),
+		deps: deps, cfg: cfg, store: retentionstore.New(), audit: audit.NewPruner(),
 		logger:  cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
 		metrics: &Metrics{}}
 	m := s.metrics
@@ -167,7 +182,7 @@ func New(deps *Deps, config *Config) (*Service, error) {
 }
 
 // Tables are the table labels of retention's metrics and of Report.
-var Tables = []string{"action_invocations", "invocation_events", "webhook_deliveries"}
+var Tables = []string{"action_invocations", "invocation_events", "webhook_deliveries", "audit_entries"}
 
 // target is one kind of row retention deletes: the rows of each scope
 // (organization, endpoint) older than keep, a batch at a time.
@@ -189,9 +204,7 @@ type scope struct {
 	key, org string
 }
 
-// targets lists what retention deletes. Another table is one more entry:
-// the audit trail's, for example, would list organizations and delete an
-// organization's entries older than its (longer) retention.
+// targets lists what retention deletes. Another table is one more entry.
 func (s *Service) targets() []target {
 	return []target{
 		{
@@ -226,6 +239,24 @@ func (s *Service) targets() []target {
 				}
 				n, err := s.store.DeleteWebhookDeliveries(ctx, tx, id, cutoff, limit)
 				return n, map[string]int64{"webhook_deliveries": n}, err
+			},
+		},
+		{
+			name: "audit_entries", keep: s.cfg.AuditEntries,
+			scopes: func(ctx context.Context, db dbutil.DB) ([]scope, error) {
+				orgs, err := s.audit.Orgs(ctx, db)
+				out := make([]scope, len(orgs))
+				for i, org := range orgs {
+					out[i] = scope{key: org, org: org}
+				}
+				return out, err
+			},
+			deleteBatch: func(ctx context.Context, tx pgx.Tx, org string, cutoff time.Time, limit int) (int64, map[string]int64, error) {
+				// By whole days: a chain loses its front at most once a day,
+				// each time with an audit.prune entry, rather than an entry
+				// or two at every run.
+				n, err := s.audit.PruneTx(ctx, tx, org, cutoff.UTC().Truncate(24*time.Hour), limit)
+				return n, map[string]int64{"audit_entries": n}, err
 			},
 		},
 	}
@@ -399,5 +430,6 @@ func (c *Config) Keep() map[string]time.Duration {
 		"action_invocations": keep(cfg.Invocations),
 		"invocation_events":  keep(cfg.Invocations),
 		"webhook_deliveries": keep(cfg.WebhookDeliveries),
+		"audit_entries":      keep(cfg.AuditEntries),
 	}
 }

@@ -207,6 +207,8 @@ func TestConfig_Validate(t *testing.T) {
 	for _, cfg := range []retention.Config{
 		{Invocations: -2 * time.Hour},
 		{WebhookDeliveries: -time.Second},
+		{AuditEntries: -time.Second},
+		{AuditEntries: time.Hour},
 		{Interval: time.Millisecond},
 		{Batch: -1},
 		{Batch: 1_000_000},

@@ -10,6 +10,44 @@ import (
 	"time"
 )
 
+const auditAnchor = `-- name: AuditAnchor :one
+SELECT organization_id, pruned_through, prev_hash, pruned_before, pruned_at, pruned_total FROM audit_anchors WHERE organization_id = $1
+`
+
+// Where an organization's chain starts once retention deleted its oldest
+// entries; no row: at seq 1.
+func (q *Queries) AuditAnchor(ctx context.Context, db DBTX, organizationID string) (AuditAnchor, error) {
+	row := db.QueryRow(ctx, auditAnchor, organizationID)
+	var i AuditAnchor
+	err := row.Scan(
+		&i.OrganizationID,
+		&i.PrunedThrough,
+		&i.PrevHash,
+		&i.PrunedBefore,
+		&i.PrunedAt,
+		&i.PrunedTotal,
+	)
+	return i, err
+}
+
+const auditDeleteThrough = `-- name: AuditDeleteThrough :execrows
+DELETE FROM audit_entries WHERE organization_id = $1 AND seq <= $2::bigint
+`
+
+type AuditDeleteThroughParams struct {
+	OrganizationID string
+	Through        int64
+}
+
+// Deletes the front of an organization's chain, through seq @through.
+func (q *Queries) AuditDeleteThrough(ctx context.Context, db DBTX, arg AuditDeleteThroughParams) (int64, error) {
+	result, err := db.Exec(ctx, auditDeleteThrough, arg.OrganizationID, arg.Through)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const auditExport = `-- name: AuditExport :many
 SELECT organization_id, seq, occurred_at, actor_subject, actor_kind, actor_role, client_addr, action, target_type, target_id, before_state, after_state, prev_hash, hash FROM audit_entries
 WHERE organization_id = $1 AND seq > $2
@@ -202,5 +240,109 @@ SELECT pg_advisory_xact_lock(hashtextextended('outboxd.audit:' || $1::text, 0))
 // transaction ends.
 func (q *Queries) AuditLockChain(ctx context.Context, db DBTX, organizationID string) error {
 	_, err := db.Exec(ctx, auditLockChain, organizationID)
+	return err
+}
+
+const auditOldest = `-- name: AuditOldest :many
+SELECT seq, occurred_at, hash FROM audit_entries
+WHERE organization_id = $1
+ORDER BY seq
+LIMIT $2
+`
+
+type AuditOldestParams struct {
+	OrganizationID string
+	MaxRows        int32
+}
+
+type AuditOldestRow struct {
+	Seq        int64
+	OccurredAt time.Time
+	Hash       string
+}
+
+// The oldest entries of an organization's chain, for retention to find the
+// front it deletes.
+func (q *Queries) AuditOldest(ctx context.Context, db DBTX, arg AuditOldestParams) ([]AuditOldestRow, error) {
+	rows, err := db.Query(ctx, auditOldest, arg.OrganizationID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AuditOldestRow
+	for rows.Next() {
+		var i AuditOldestRow
+		if err := rows.Scan(&i.Seq, &i.OccurredAt, &i.Hash); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const auditOrgs = `-- name: AuditOrgs :many
+WITH RECURSIVE orgs AS (
+    (SELECT organization_id FROM audit_entries ORDER BY organization_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT e.organization_id FROM audit_entries e
+            WHERE e.organization_id > orgs.organization_id
+            ORDER BY e.organization_id LIMIT 1)
+    FROM orgs WHERE orgs.organization_id IS NOT NULL
+)
+SELECT organization_id::text FROM orgs WHERE organization_id IS NOT NULL
+`
+
+// The organizations with audit entries, read by skipping through the
+// primary key (a loose index scan: one probe per organization).
+func (q *Queries) AuditOrgs(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, auditOrgs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var organization_id string
+		if err := rows.Scan(&organization_id); err != nil {
+			return nil, err
+		}
+		items = append(items, organization_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const auditSetAnchor = `-- name: AuditSetAnchor :exec
+INSERT INTO audit_anchors (organization_id, pruned_through, prev_hash, pruned_before, pruned_at, pruned_total)
+VALUES ($1, $2, $3, $4, $5, $6::bigint)
+ON CONFLICT (organization_id) DO UPDATE SET
+    pruned_through = EXCLUDED.pruned_through, prev_hash = EXCLUDED.prev_hash,
+    pruned_before = EXCLUDED.pruned_before, pruned_at = EXCLUDED.pruned_at,
+    pruned_total = audit_anchors.pruned_total + EXCLUDED.pruned_total
+`
+
+type AuditSetAnchorParams struct {
+	OrganizationID string
+	PrunedThrough  int64
+	PrevHash       string
+	PrunedBefore   time.Time
+	PrunedAt       time.Time
+	Deleted        int64
+}
+
+func (q *Queries) AuditSetAnchor(ctx context.Context, db DBTX, arg AuditSetAnchorParams) error {
+	_, err := db.Exec(ctx, auditSetAnchor,
+		arg.OrganizationID,
+		arg.PrunedThrough,
+		arg.PrevHash,
+		arg.PrunedBefore,
+		arg.PrunedAt,
+		arg.Deleted,
+	)
 	return err
 }

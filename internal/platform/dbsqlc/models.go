@@ -74,6 +74,15 @@ type ActionMode struct {
 	UpdatedAt      time.Time
 }
 
+type AuditAnchor struct {
+	OrganizationID string
+	PrunedThrough  int64
+	PrevHash       string
+	PrunedBefore   time.Time
+	PrunedAt       time.Time
+	PrunedTotal    int64
+}
+
 type AuditEntry struct {
 	OrganizationID string
 	Seq            int64

@@ -43,6 +43,23 @@ func (q *Queries) PurgeActionModes(ctx context.Context, db DBTX, arg PurgeAction
 	return result.RowsAffected(), nil
 }
 
+const purgeAuditAnchors = `-- name: PurgeAuditAnchors :execrows
+DELETE FROM audit_anchors d WHERE d.ctid IN (SELECT c.ctid FROM audit_anchors c WHERE c.organization_id = $1::text LIMIT $2::int)
+`
+
+type PurgeAuditAnchorsParams struct {
+	OrganizationID string
+	MaxRows        int32
+}
+
+func (q *Queries) PurgeAuditAnchors(ctx context.Context, db DBTX, arg PurgeAuditAnchorsParams) (int64, error) {
+	result, err := db.Exec(ctx, purgeAuditAnchors, arg.OrganizationID, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const purgeAuditEntries = `-- name: PurgeAuditEntries :execrows
 DELETE FROM audit_entries d WHERE d.ctid IN (SELECT c.ctid FROM audit_entries c WHERE c.organization_id = $1::text LIMIT $2::int)
 `
@@ -80,6 +97,7 @@ SELECT
     (SELECT count(*) FROM slack_settings WHERE organization_id = $1::text)::bigint AS slack_settings,
     (SELECT count(*) FROM retention_runs WHERE organization_id = $1::text)::bigint AS retention_runs,
     (SELECT count(*) FROM audit_entries WHERE organization_id = $1::text)::bigint AS audit_entries,
+    (SELECT count(*) FROM audit_anchors WHERE organization_id = $1::text)::bigint AS audit_anchors,
     (SELECT count(*) FROM token_revocations WHERE organization_id = $1::text)::bigint AS token_revocations,
     (SELECT count(*) FROM flow_buckets WHERE scope_key = $1::text)::bigint AS flow_buckets
 `
@@ -102,6 +120,7 @@ type PurgeCountsRow struct {
 	SlackSettings     int64
 	RetentionRuns     int64
 	AuditEntries      int64
+	AuditAnchors      int64
 	TokenRevocations  int64
 	FlowBuckets       int64
 }
@@ -132,6 +151,7 @@ func (q *Queries) PurgeCounts(ctx context.Context, db DBTX, organizationID strin
 		&i.SlackSettings,
 		&i.RetentionRuns,
 		&i.AuditEntries,
+		&i.AuditAnchors,
 		&i.TokenRevocations,
 		&i.FlowBuckets,
 	)

@@ -96,13 +96,14 @@ func (q *Queries) SealedCredentialsFrom(ctx context.Context, db DBTX, arg Sealed
 	return items, nil
 }
 
-const sealedCredentialsSwap = `-- name: SealedCredentialsSwap :execrows
+const sealedCredentialsSwap = `-- name: SealedCredentialsSwap :many
 UPDATE credentials c SET sealed = u.new_sealed
 FROM (SELECT unnest($1::text[]) AS organization_id, unnest($2::text[]) AS integration,
         unnest($3::text[]) AS user_id, unnest($4::bytea[]) AS old_sealed,
         unnest($5::bytea[]) AS new_sealed) AS u
 WHERE c.organization_id = u.organization_id AND c.integration = u.integration AND c.user_id = u.user_id
     AND c.sealed = u.old_sealed
+RETURNING c.organization_id, c.integration, c.user_id
 `
 
 type SealedCredentialsSwapParams struct {
@@ -113,8 +114,15 @@ type SealedCredentialsSwapParams struct {
 	NewSealed       [][]byte
 }
 
-func (q *Queries) SealedCredentialsSwap(ctx context.Context, db DBTX, arg SealedCredentialsSwapParams) (int64, error) {
-	result, err := db.Exec(ctx, sealedCredentialsSwap,
+type SealedCredentialsSwapRow struct {
+	OrganizationID string
+	Integration    string
+	UserID         string
+}
+
+// Answers the rows swapped: the rotation counts them by organization.
+func (q *Queries) SealedCredentialsSwap(ctx context.Context, db DBTX, arg SealedCredentialsSwapParams) ([]SealedCredentialsSwapRow, error) {
+	rows, err := db.Query(ctx, sealedCredentialsSwap,
 		arg.OrganizationIds,
 		arg.Integrations,
 		arg.UserIds,
@@ -122,13 +130,25 @@ func (q *Queries) SealedCredentialsSwap(ctx context.Context, db DBTX, arg Sealed
 		arg.NewSealed,
 	)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []SealedCredentialsSwapRow
+	for rows.Next() {
+		var i SealedCredentialsSwapRow
+		if err := rows.Scan(&i.OrganizationID, &i.Integration, &i.UserID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const sealedParamsFrom = `-- name: SealedParamsFrom :many
-SELECT id, params_sealed FROM action_invocations
+SELECT id, organization_id, params_sealed FROM action_invocations
 WHERE id >= $1 AND params_sealed IS NOT NULL
 ORDER BY id
 LIMIT $2
@@ -140,8 +160,9 @@ type SealedParamsFromParams struct {
 }
 
 type SealedParamsFromRow struct {
-	ID           uuid.UUID
-	ParamsSealed []byte
+	ID             uuid.UUID
+	OrganizationID string
+	ParamsSealed   []byte
 }
 
 func (q *Queries) SealedParamsFrom(ctx context.Context, db DBTX, arg SealedParamsFromParams) ([]SealedParamsFromRow, error) {
@@ -153,7 +174,7 @@ func (q *Queries) SealedParamsFrom(ctx context.Context, db DBTX, arg SealedParam
 	var items []SealedParamsFromRow
 	for rows.Next() {
 		var i SealedParamsFromRow
-		if err := rows.Scan(&i.ID, &i.ParamsSealed); err != nil {
+		if err := rows.Scan(&i.ID, &i.OrganizationID, &i.ParamsSealed); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -164,11 +185,12 @@ func (q *Queries) SealedParamsFrom(ctx context.Context, db DBTX, arg SealedParam
 	return items, nil
 }
 
-const sealedParamsSwap = `-- name: SealedParamsSwap :execrows
+const sealedParamsSwap = `-- name: SealedParamsSwap :many
 UPDATE action_invocations i SET params_sealed = u.new_sealed
 FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bytea[]) AS old_sealed,
         unnest($3::bytea[]) AS new_sealed) AS u
 WHERE i.id = u.id AND i.params_sealed = u.old_sealed
+RETURNING i.id
 `
 
 type SealedParamsSwapParams struct {
@@ -177,16 +199,28 @@ type SealedParamsSwapParams struct {
 	NewSealed [][]byte
 }
 
-func (q *Queries) SealedParamsSwap(ctx context.Context, db DBTX, arg SealedParamsSwapParams) (int64, error) {
-	result, err := db.Exec(ctx, sealedParamsSwap, arg.Ids, arg.OldSealed, arg.NewSealed)
+func (q *Queries) SealedParamsSwap(ctx context.Context, db DBTX, arg SealedParamsSwapParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, sealedParamsSwap, arg.Ids, arg.OldSealed, arg.NewSealed)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const sealedWebhooksFrom = `-- name: SealedWebhooksFrom :many
-SELECT id, secret_sealed FROM webhooks
+SELECT id, organization_id, secret_sealed FROM webhooks
 WHERE id >= $1
 ORDER BY id
 LIMIT $2
@@ -198,8 +232,9 @@ type SealedWebhooksFromParams struct {
 }
 
 type SealedWebhooksFromRow struct {
-	ID           uuid.UUID
-	SecretSealed []byte
+	ID             uuid.UUID
+	OrganizationID string
+	SecretSealed   []byte
 }
 
 func (q *Queries) SealedWebhooksFrom(ctx context.Context, db DBTX, arg SealedWebhooksFromParams) ([]SealedWebhooksFromRow, error) {
@@ -211,7 +246,7 @@ func (q *Queries) SealedWebhooksFrom(ctx context.Context, db DBTX, arg SealedWeb
 	var items []SealedWebhooksFromRow
 	for rows.Next() {
 		var i SealedWebhooksFromRow
-		if err := rows.Scan(&i.ID, &i.SecretSealed); err != nil {
+		if err := rows.Scan(&i.ID, &i.OrganizationID, &i.SecretSealed); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -222,11 +257,12 @@ func (q *Queries) SealedWebhooksFrom(ctx context.Context, db DBTX, arg SealedWeb
 	return items, nil
 }
 
-const sealedWebhooksSwap = `-- name: SealedWebhooksSwap :execrows
+const sealedWebhooksSwap = `-- name: SealedWebhooksSwap :many
 UPDATE webhooks w SET secret_sealed = u.new_sealed
 FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bytea[]) AS old_sealed,
         unnest($3::bytea[]) AS new_sealed) AS u
 WHERE w.id = u.id AND w.secret_sealed = u.old_sealed
+RETURNING w.id
 `
 
 type SealedWebhooksSwapParams struct {
@@ -235,10 +271,22 @@ type SealedWebhooksSwapParams struct {
 	NewSealed [][]byte
 }
 
-func (q *Queries) SealedWebhooksSwap(ctx context.Context, db DBTX, arg SealedWebhooksSwapParams) (int64, error) {
-	result, err := db.Exec(ctx, sealedWebhooksSwap, arg.Ids, arg.OldSealed, arg.NewSealed)
+func (q *Queries) SealedWebhooksSwap(ctx context.Context, db DBTX, arg SealedWebhooksSwapParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, sealedWebhooksSwap, arg.Ids, arg.OldSealed, arg.NewSealed)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -106,3 +106,72 @@ func rows2(in []dbsqlc.AuditEntry) []Row {
 	}
 	return out
 }
+
+// Anchor is where an organization's chain starts once retention deleted
+// its oldest entries.
+type Anchor struct {
+	Org string
+	// PrunedThrough is the seq of the newest entry deleted; PrevHash its
+	// hash, which the first kept entry names.
+	PrunedThrough int64
+	PrevHash      string
+	// PrunedBefore is the cut-off the deleted entries were older than;
+	// PrunedAt when the last were deleted; PrunedTotal how many in all.
+	PrunedBefore, PrunedAt time.Time
+	PrunedTotal            int64
+}
+
+// Anchor returns org's anchor, or nil when none of its entries was ever
+// deleted.
+func (s *Store) Anchor(ctx context.Context, db dbutil.DB, org string) (*Anchor, error) {
+	a, err := s.queries.AuditAnchor(ctx, db, org)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Anchor{
+		Org: a.OrganizationID, PrunedThrough: a.PrunedThrough, PrevHash: a.PrevHash,
+		PrunedBefore: a.PrunedBefore, PrunedAt: a.PrunedAt, PrunedTotal: a.PrunedTotal,
+	}, nil
+}
+
+// Front is one of the oldest entries of a chain: its seq, time and hash.
+type Front struct {
+	Seq        int64
+	OccurredAt time.Time
+	Hash       string
+}
+
+// Oldest returns at most limit of org's oldest entries, oldest first.
+func (s *Store) Oldest(ctx context.Context, db dbutil.DB, org string, limit int) ([]Front, error) {
+	rows, err := s.queries.AuditOldest(ctx, db, dbsqlc.AuditOldestParams{OrganizationID: org, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Front, len(rows))
+	for i, r := range rows {
+		out[i] = Front{Seq: r.Seq, OccurredAt: r.OccurredAt, Hash: r.Hash}
+	}
+	return out, nil
+}
+
+// Prune deletes org's entries through seq a.PrunedThrough and moves its
+// anchor there, adding deleted to its total, in tx.
+func (s *Store) Prune(ctx context.Context, tx pgx.Tx, a *Anchor, deleted int64) (int64, error) {
+	n, err := s.queries.AuditDeleteThrough(ctx, tx, dbsqlc.AuditDeleteThroughParams{OrganizationID: a.Org, Through: a.PrunedThrough})
+	if err != nil {
+		return 0, err
+	}
+	err = s.queries.AuditSetAnchor(ctx, tx, dbsqlc.AuditSetAnchorParams{
+		OrganizationID: a.Org, PrunedThrough: a.PrunedThrough, PrevHash: a.PrevHash,
+		PrunedBefore: a.PrunedBefore, PrunedAt: a.PrunedAt, Deleted: n,
+	})
+	return n, err
+}
+
+// Orgs lists the organizations that have entries.
+func (s *Store) Orgs(ctx context.Context, db dbutil.DB) ([]string, error) {
+	return s.queries.AuditOrgs(ctx, db)
+}

@@ -204,6 +204,9 @@ func (s *Store) PurgeTables() []PurgeTable {
 		{Name: "audit_entries", Delete: execRows(q.PurgeAuditEntries, func(org string, n int32) dbsqlc.PurgeAuditEntriesParams {
 			return dbsqlc.PurgeAuditEntriesParams{OrganizationID: org, MaxRows: n}
 		})},
+		{Name: "audit_anchors", Delete: execRows(q.PurgeAuditAnchors, func(org string, n int32) dbsqlc.PurgeAuditAnchorsParams {
+			return dbsqlc.PurgeAuditAnchorsParams{OrganizationID: org, MaxRows: n}
+		})},
 		{Name: "token_revocations", Delete: execRows(q.PurgeTokenRevocations, func(org string, n int32) dbsqlc.PurgeTokenRevocationsParams {
 			return dbsqlc.PurgeTokenRevocationsParams{OrganizationID: org, MaxRows: n}
 		})},
@@ -242,6 +245,7 @@ func (s *Store) PurgeCounts(ctx context.Context, db dbutil.DB, org string) (map[
 		"slack_settings":      c.SlackSettings,
 		"retention_runs":      c.RetentionRuns,
 		"audit_entries":       c.AuditEntries,
+		"audit_anchors":       c.AuditAnchors,
 		"token_revocations":   c.TokenRevocations,
 		"flow_buckets":        c.FlowBuckets,
 	}, nil

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -37,15 +38,39 @@ type Column struct {
 	pass func(ctx context.Context, db dbsqlc.DBTX, n int, fn batchFunc) error
 }
 
-// value is one sealed value with the additional data it is sealed with.
+// value is one sealed value with the additional data it is sealed with,
+// its organization and its kind (Kinds).
 type value struct {
+	org, kind          string
 	sealed, additional []byte
 }
 
-// batchFunc is given a batch of values and how many of the previous
-// batch's swaps were done, and returns the swaps of this one. Its last call
-// has no values.
-type batchFunc func(values []value, swappedBefore int) []swap
+// Kinds of sealed values, by which a rotation counts an organization's
+// re-sealed values: the audit trail's entry names them.
+const (
+	KindCredentials      = "credentials"
+	KindConnectors       = "connectors"
+	KindDatabases        = "databases"
+	KindWebhooks         = "webhooks"
+	KindInvocationParams = "invocation_params"
+)
+
+// credentialKind tells a connector's or a database's secret from a
+// provider credential by the integration it is stored under.
+func credentialKind(integration string) string {
+	switch {
+	case strings.HasPrefix(integration, "connector:"):
+		return KindConnectors
+	case strings.HasPrefix(integration, "database:"):
+		return KindDatabases
+	}
+	return KindCredentials
+}
+
+// batchFunc is given a batch of values and which of the previous batch's
+// swaps were done (indices into its values), and returns the swaps of this
+// one. Its last call has no values.
+type batchFunc func(values []value, swappedBefore []int) []swap
 
 // swap replaces the sealed value of batch[i] with sealed.
 type swap struct {
@@ -70,19 +95,24 @@ var Columns = []Column{
 				for i, r := range rows {
 					out[i] = row[credentialKey]{
 						key:   credentialKey{r.OrganizationID, r.Integration, r.UserID},
-						value: value{r.Sealed, credentialstore.Additional(r.OrganizationID, r.Integration, r.UserID)},
+						value: value{r.OrganizationID, credentialKind(r.Integration), r.Sealed, credentialstore.Additional(r.OrganizationID, r.Integration, r.UserID)},
 					}
 				}
 				return out, err
 			},
-			func(ctx context.Context, db dbsqlc.DBTX, keys []credentialKey, old, sealed [][]byte) (int64, error) {
+			func(ctx context.Context, db dbsqlc.DBTX, keys []credentialKey, old, sealed [][]byte) ([]credentialKey, error) {
 				p := dbsqlc.SealedCredentialsSwapParams{OldSealed: old, NewSealed: sealed}
 				for _, k := range keys {
 					p.OrganizationIds = append(p.OrganizationIds, k.org)
 					p.Integrations = append(p.Integrations, k.integration)
 					p.UserIds = append(p.UserIds, k.user)
 				}
-				return q.SealedCredentialsSwap(ctx, db, p)
+				rows, err := q.SealedCredentialsSwap(ctx, db, p)
+				done := make([]credentialKey, len(rows))
+				for i, r := range rows {
+					done[i] = credentialKey{r.OrganizationID, r.Integration, r.UserID}
+				}
+				return done, err
 			}),
 	},
 	{
@@ -94,11 +124,11 @@ var Columns = []Column{
 				out := make([]row[uuid.UUID], len(rows))
 				for i, r := range rows {
 					// Sealed bound to the endpoint's id (internal/domain/relay/webhook).
-					out[i] = row[uuid.UUID]{key: r.ID, value: value{r.SecretSealed, r.ID[:]}}
+					out[i] = row[uuid.UUID]{key: r.ID, value: value{r.OrganizationID, KindWebhooks, r.SecretSealed, r.ID[:]}}
 				}
 				return out, err
 			},
-			func(ctx context.Context, db dbsqlc.DBTX, ids []uuid.UUID, old, sealed [][]byte) (int64, error) {
+			func(ctx context.Context, db dbsqlc.DBTX, ids []uuid.UUID, old, sealed [][]byte) ([]uuid.UUID, error) {
 				return q.SealedWebhooksSwap(ctx, db, dbsqlc.SealedWebhooksSwapParams{Ids: ids, OldSealed: old, NewSealed: sealed})
 			}),
 	},
@@ -111,11 +141,11 @@ var Columns = []Column{
 				out := make([]row[uuid.UUID], len(rows))
 				for i, r := range rows {
 					// Sealed bound to the invocation's id (outbox, Submit).
-					out[i] = row[uuid.UUID]{key: r.ID, value: value{r.ParamsSealed, r.ID[:]}}
+					out[i] = row[uuid.UUID]{key: r.ID, value: value{r.OrganizationID, KindInvocationParams, r.ParamsSealed, r.ID[:]}}
 				}
 				return out, err
 			},
-			func(ctx context.Context, db dbsqlc.DBTX, ids []uuid.UUID, old, sealed [][]byte) (int64, error) {
+			func(ctx context.Context, db dbsqlc.DBTX, ids []uuid.UUID, old, sealed [][]byte) ([]uuid.UUID, error) {
 				return q.SealedParamsSwap(ctx, db, dbsqlc.SealedParamsSwapParams{Ids: ids, OldSealed: old, NewSealed: sealed})
 			}),
 	},
@@ -138,13 +168,13 @@ type row[K comparable] struct {
 // old.
 func pass[K comparable](
 	from func(ctx context.Context, db dbsqlc.DBTX, cursor K, n int32) ([]row[K], error),
-	swapFn func(ctx context.Context, db dbsqlc.DBTX, keys []K, old, sealed [][]byte) (int64, error),
+	swapFn func(ctx context.Context, db dbsqlc.DBTX, keys []K, old, sealed [][]byte) ([]K, error),
 ) func(context.Context, dbsqlc.DBTX, int, batchFunc) error {
 	return func(ctx context.Context, db dbsqlc.DBTX, n int, fn batchFunc) error {
 		var (
 			cursor  K
 			first   = true
-			swapped int
+			swapped []int
 		)
 		for {
 			rows, err := from(ctx, db, cursor, int32(n+1))
@@ -163,18 +193,22 @@ func pass[K comparable](
 			if len(rows) == 0 {
 				return nil
 			}
-			swapped = 0
+			swapped = nil
 			if len(swaps) > 0 {
 				keys := make([]K, len(swaps))
+				index := make(map[K]int, len(swaps))
 				old, sealed := make([][]byte, len(swaps)), make([][]byte, len(swaps))
 				for j, s := range swaps {
 					keys[j], old[j], sealed[j] = rows[s.i].key, rows[s.i].sealed, s.sealed
+					index[rows[s.i].key] = s.i
 				}
-				n, err := retried(ctx, func() (int64, error) { return swapFn(ctx, db, keys, old, sealed) })
+				done, err := retried(ctx, func() ([]K, error) { return swapFn(ctx, db, keys, old, sealed) })
 				if err != nil {
 					return fmt.Errorf("re-sealing: %w", err)
 				}
-				swapped = int(n)
+				for _, k := range done {
+					swapped = append(swapped, index[k])
+				}
 			}
 			cursor, first = rows[len(rows)-1].key, false
 		}
@@ -184,7 +218,7 @@ func pass[K comparable](
 // retried runs a swap again when Postgres broke a deadlock with it (the
 // daemon locking the same rows in another order); the swap is a
 // compare-and-swap, so running it again is safe.
-func retried(ctx context.Context, fn func() (int64, error)) (int64, error) {
+func retried[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	for attempt := 1; ; attempt++ {
 		n, err := fn()
 		var pgErr *pgconn.PgError
@@ -222,6 +256,59 @@ type Count struct {
 	// now, by the id of the key that opens them (after a rotation: those
 	// written meanwhile by a process whose primary is another key).
 	Others map[string]int
+	// Orgs are the counts by organization, of the organizations with a
+	// value re-sealed, changed meanwhile, unreadable or on another key.
+	Orgs map[string]*OrgCount
+}
+
+// OrgCount is what a pass found of one organization's values.
+type OrgCount struct {
+	// Resealed counts the values re-sealed, by kind (KindCredentials...).
+	Resealed map[string]int
+	// From counts the values re-sealed by the id of the key that opened
+	// them.
+	From map[string]int
+	// Changed and Unreadable are Count's, of the organization.
+	Changed, Unreadable int
+	// Remaining is how many values still need another key than the
+	// primary (Status).
+	Remaining int
+}
+
+func (c *Count) org(org string) *OrgCount {
+	if c.Orgs == nil {
+		c.Orgs = map[string]*OrgCount{}
+	}
+	o := c.Orgs[org]
+	if o == nil {
+		o = &OrgCount{Resealed: map[string]int{}, From: map[string]int{}}
+		c.Orgs[org] = o
+	}
+	return o
+}
+
+// ByOrg adds up the counts of every column by organization.
+func ByOrg(counts []Count) map[string]*OrgCount {
+	out := map[string]*OrgCount{}
+	for _, c := range counts {
+		for org, o := range c.Orgs {
+			sum := out[org]
+			if sum == nil {
+				sum = &OrgCount{Resealed: map[string]int{}, From: map[string]int{}}
+				out[org] = sum
+			}
+			for k, n := range o.Resealed {
+				sum.Resealed[k] += n
+			}
+			for k, n := range o.From {
+				sum.From[k] += n
+			}
+			sum.Changed += o.Changed
+			sum.Unreadable += o.Unreadable
+			sum.Remaining += o.Remaining
+		}
+	}
+	return out
 }
 
 // Remaining is how many of the column's values still need a key other
@@ -252,7 +339,8 @@ func (s *Store) Unlisted(ctx context.Context) ([]string, error) {
 // next batch has been read, before it is re-sealed). A second run
 // re-seals nothing. It refuses to start while Unlisted
 // finds a column. Its counts leave Others empty: Status, run after it,
-// says what remains.
+// says what remains. Its counts by organization (Orgs) say what was
+// re-sealed of each, of which kinds, from which keys.
 func (s *Store) Rotate(ctx context.Context, batch int, progress func(Count)) ([]Count, error) {
 	unlisted, err := s.Unlisted(ctx)
 	if err != nil {
@@ -263,26 +351,42 @@ func (s *Store) Rotate(ctx context.Context, batch int, progress func(Count)) ([]
 	}
 	var counts []Count
 	for _, col := range Columns {
-		c := Count{Column: col.Name, Others: map[string]int{}}
-		var pending int // swaps of the batch before
-		err := col.pass(ctx, s.db, batchSize(batch), func(values []value, swapped int) []swap {
-			c.Resealed += swapped
-			c.Changed += pending - swapped
+		c := Count{Column: col.Name, Others: map[string]int{}, Orgs: map[string]*OrgCount{}}
+		// The batch before: its values, and the key opening each to swap.
+		var (
+			before  []value
+			pending map[int]string
+		)
+		err := col.pass(ctx, s.db, batchSize(batch), func(values []value, swapped []int) []swap {
+			c.Resealed += len(swapped)
+			c.Changed += len(pending) - len(swapped)
+			for _, i := range swapped {
+				o := c.org(before[i].org)
+				o.Resealed[before[i].kind]++
+				o.From[pending[i]]++
+				delete(pending, i)
+			}
+			for i := range pending {
+				c.org(before[i].org).Changed++
+			}
 			if progress != nil && c.Rows > 0 {
 				progress(c)
 			}
 			var swaps []swap
+			pending = map[int]string{}
 			for i, v := range values {
 				c.Rows++
 				plain, how, err := s.box.OpenKey(v.sealed, v.additional)
 				switch {
 				case err != nil:
 					c.Unreadable++
+					c.org(v.org).Unreadable++
 				case !how.Current:
 					swaps = append(swaps, swap{i: i, sealed: s.box.Seal(plain, v.additional)})
+					pending[i] = how.KeyID
 				}
 			}
-			pending = len(swaps)
+			before = values
 			return swaps
 		})
 		if err != nil {
@@ -299,16 +403,18 @@ func (s *Store) Rotate(ctx context.Context, batch int, progress func(Count)) ([]
 func (s *Store) Status(ctx context.Context, batch int) ([]Count, error) {
 	var counts []Count
 	for _, col := range Columns {
-		c := Count{Column: col.Name, Others: map[string]int{}}
-		err := col.pass(ctx, s.db, batchSize(batch), func(values []value, _ int) []swap {
+		c := Count{Column: col.Name, Others: map[string]int{}, Orgs: map[string]*OrgCount{}}
+		err := col.pass(ctx, s.db, batchSize(batch), func(values []value, _ []int) []swap {
 			for _, v := range values {
 				c.Rows++
 				_, how, err := s.box.OpenKey(v.sealed, v.additional)
 				switch {
 				case err != nil:
 					c.Unreadable++
+					c.org(v.org).Unreadable++
 				case !how.Current:
 					c.Others[how.KeyID]++
+					c.org(v.org).Remaining++
 				}
 			}
 			return nil

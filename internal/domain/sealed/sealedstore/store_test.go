@@ -6,6 +6,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -15,8 +16,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
+	"github.com/outboxd/outboxd/internal/domain/sealed"
 	"github.com/outboxd/outboxd/internal/domain/sealed/sealedstore"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
@@ -215,6 +218,54 @@ func TestStore_Rotate(t *testing.T) {
 	require.Greater(t, len(progress), 3*len(sealedstore.Columns), "progress after every batch of 3")
 	require.Equal(t, stranger.read(t), strangerBefore)
 
+	// Counted by organization and kind, from the key that opened them.
+	byOrg := sealedstore.ByOrg(counts)
+	require.Len(t, byOrg, 3)
+	for _, org := range []string{"org-a", "org-b"} {
+		o := byOrg[org]
+		credentials := 3
+		if org == "org-a" {
+			credentials++ // stored through the credential store
+		}
+		require.Equal(t, map[string]int{
+			sealedstore.KindCredentials: credentials, sealedstore.KindConnectors: 2, sealedstore.KindDatabases: 2,
+			sealedstore.KindWebhooks: 7, sealedstore.KindInvocationParams: 7,
+		}, o.Resealed, org)
+		require.Equal(t, map[string]int{secretbox.DefaultKeyID: credentials + 18}, o.From, org)
+		require.Zero(t, o.Unreadable+o.Changed, org)
+	}
+	require.Equal(t, 1, byOrg["org-c"].Unreadable)
+	require.Empty(t, byOrg["org-c"].Resealed)
+
+	// Recorded in the audit trail of each organization re-sealed, as the
+	// operator, with key ids and counts and never a key.
+	afterStatus, err := store.Status(ctx, 0)
+	require.NoError(t, err)
+	operator := audit.Actor{Subject: "ops", Kind: audit.KindOperator, ClientAddr: "host:bastion"}
+	trail := audit.New(pool)
+	orgs, err := sealed.Record(ctx, trail, &sealed.Rotation{Actor: operator, Primary: "2026-11", Rotated: counts, Status: afterStatus})
+	require.NoError(t, err)
+	require.Equal(t, []string{"org-a", "org-b"}, orgs)
+	entries, _, err := trail.List(ctx, "org-a", &audit.Filter{Action: "secrets"})
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	e := entries[0]
+	require.Equal(t, sealed.ActionRotate, e.Action)
+	require.Equal(t, operator, e.Actor)
+	require.Equal(t, "secrets_key", e.TargetType)
+	require.Equal(t, "2026-11", e.TargetID)
+	require.JSONEq(t, `{"key_ids":{"default":22}}`, string(e.Before))
+	require.JSONEq(t, `{"key_id":"2026-11","resealed":{"credentials":4,"connectors":2,"databases":2,"webhooks":7,"invocation_params":7},
+		"resealed_total":22,"changed_meanwhile":0,"unreadable":0,"remaining_on_other_keys":0,"complete":true}`, string(e.After))
+	raw, err := json.Marshal(e)
+	require.NoError(t, err)
+	for _, key := range []string{oldKey, newKey} {
+		require.NotContains(t, string(raw), key)
+	}
+	none, _, err := trail.List(ctx, "org-c", &audit.Filter{})
+	require.NoError(t, err)
+	require.Empty(t, none, "nothing of org-c was re-sealed")
+
 	for _, s := range all {
 		sealed := s.read(t)
 		id, tagged := secretbox.SealedWith(sealed)
@@ -238,6 +289,9 @@ func TestStore_Rotate(t *testing.T) {
 	for _, c := range again {
 		require.Zero(t, c.Resealed, "a second run re-seals nothing: %s", c.Column)
 	}
+	orgs, err = sealed.Record(ctx, trail, &sealed.Rotation{Actor: operator, Primary: "2026-11", Rotated: again})
+	require.NoError(t, err)
+	require.Empty(t, orgs, "a run that re-seals nothing records nothing")
 
 	// The stores' readers open them with the old key gone from the ring.
 	creds := credentialstore.New(pool, pool, after)
@@ -280,6 +334,8 @@ func TestStore_RotateLeavesWhatTheDaemonWritesMeanwhile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, counts[0].Resealed)
 	require.Equal(t, 1, counts[0].Changed)
+	require.Equal(t, 1, counts[0].Orgs["o"].Changed)
+	require.Equal(t, map[string]int{sealedstore.KindCredentials: 1}, counts[0].Orgs["o"].Resealed)
 
 	reader := credentialstore.New(pool, pool, during)
 	tok, err := reader.Token(ctx, credential.Request{Org: "o", Integration: "b"}, true)

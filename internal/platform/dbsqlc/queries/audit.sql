@@ -35,3 +35,41 @@ SELECT * FROM audit_entries
 WHERE organization_id = @organization_id AND seq > @after_seq
 ORDER BY seq
 LIMIT @max_rows;
+
+-- name: AuditAnchor :one
+-- Where an organization's chain starts once retention deleted its oldest
+-- entries; no row: at seq 1.
+SELECT * FROM audit_anchors WHERE organization_id = @organization_id;
+
+-- name: AuditOldest :many
+-- The oldest entries of an organization's chain, for retention to find the
+-- front it deletes.
+SELECT seq, occurred_at, hash FROM audit_entries
+WHERE organization_id = @organization_id
+ORDER BY seq
+LIMIT @max_rows;
+
+-- name: AuditDeleteThrough :execrows
+-- Deletes the front of an organization's chain, through seq @through.
+DELETE FROM audit_entries WHERE organization_id = @organization_id AND seq <= @through::bigint;
+
+-- name: AuditSetAnchor :exec
+INSERT INTO audit_anchors (organization_id, pruned_through, prev_hash, pruned_before, pruned_at, pruned_total)
+VALUES (@organization_id, @pruned_through, @prev_hash, @pruned_before, @pruned_at, @deleted::bigint)
+ON CONFLICT (organization_id) DO UPDATE SET
+    pruned_through = EXCLUDED.pruned_through, prev_hash = EXCLUDED.prev_hash,
+    pruned_before = EXCLUDED.pruned_before, pruned_at = EXCLUDED.pruned_at,
+    pruned_total = audit_anchors.pruned_total + EXCLUDED.pruned_total;
+
+-- name: AuditOrgs :many
+-- The organizations with audit entries, read by skipping through the
+-- primary key (a loose index scan: one probe per organization).
+WITH RECURSIVE orgs AS (
+    (SELECT organization_id FROM audit_entries ORDER BY organization_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT e.organization_id FROM audit_entries e
+            WHERE e.organization_id > orgs.organization_id
+            ORDER BY e.organization_id LIMIT 1)
+    FROM orgs WHERE orgs.organization_id IS NOT NULL
+)
+SELECT organization_id::text FROM orgs WHERE organization_id IS NOT NULL;

@@ -23,6 +23,7 @@ SELECT
     (SELECT count(*) FROM slack_settings WHERE organization_id = @organization_id::text)::bigint AS slack_settings,
     (SELECT count(*) FROM retention_runs WHERE organization_id = @organization_id::text)::bigint AS retention_runs,
     (SELECT count(*) FROM audit_entries WHERE organization_id = @organization_id::text)::bigint AS audit_entries,
+    (SELECT count(*) FROM audit_anchors WHERE organization_id = @organization_id::text)::bigint AS audit_anchors,
     (SELECT count(*) FROM token_revocations WHERE organization_id = @organization_id::text)::bigint AS token_revocations,
     (SELECT count(*) FROM flow_buckets WHERE scope_key = @organization_id::text)::bigint AS flow_buckets;
 
@@ -52,6 +53,9 @@ DELETE FROM do_not_contact d WHERE d.ctid IN (SELECT c.ctid FROM do_not_contact 
 
 -- name: PurgeAuditEntries :execrows
 DELETE FROM audit_entries d WHERE d.ctid IN (SELECT c.ctid FROM audit_entries c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeAuditAnchors :execrows
+DELETE FROM audit_anchors d WHERE d.ctid IN (SELECT c.ctid FROM audit_anchors c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
 
 -- name: PurgeTokenRevocations :execrows
 DELETE FROM token_revocations d WHERE d.ctid IN (SELECT c.ctid FROM token_revocations c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);

@@ -10,37 +10,41 @@ WHERE (organization_id, integration, user_id) >= (@organization_id::text, @integ
 ORDER BY organization_id, integration, user_id
 LIMIT @max_rows;
 
--- name: SealedCredentialsSwap :execrows
+-- name: SealedCredentialsSwap :many
+-- Answers the rows swapped: the rotation counts them by organization.
 UPDATE credentials c SET sealed = u.new_sealed
 FROM (SELECT unnest(@organization_ids::text[]) AS organization_id, unnest(@integrations::text[]) AS integration,
         unnest(@user_ids::text[]) AS user_id, unnest(@old_sealed::bytea[]) AS old_sealed,
         unnest(@new_sealed::bytea[]) AS new_sealed) AS u
 WHERE c.organization_id = u.organization_id AND c.integration = u.integration AND c.user_id = u.user_id
-    AND c.sealed = u.old_sealed;
+    AND c.sealed = u.old_sealed
+RETURNING c.organization_id, c.integration, c.user_id;
 
 -- name: SealedWebhooksFrom :many
-SELECT id, secret_sealed FROM webhooks
+SELECT id, organization_id, secret_sealed FROM webhooks
 WHERE id >= @id
 ORDER BY id
 LIMIT @max_rows;
 
--- name: SealedWebhooksSwap :execrows
+-- name: SealedWebhooksSwap :many
 UPDATE webhooks w SET secret_sealed = u.new_sealed
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@old_sealed::bytea[]) AS old_sealed,
         unnest(@new_sealed::bytea[]) AS new_sealed) AS u
-WHERE w.id = u.id AND w.secret_sealed = u.old_sealed;
+WHERE w.id = u.id AND w.secret_sealed = u.old_sealed
+RETURNING w.id;
 
 -- name: SealedParamsFrom :many
-SELECT id, params_sealed FROM action_invocations
+SELECT id, organization_id, params_sealed FROM action_invocations
 WHERE id >= @id AND params_sealed IS NOT NULL
 ORDER BY id
 LIMIT @max_rows;
 
--- name: SealedParamsSwap :execrows
+-- name: SealedParamsSwap :many
 UPDATE action_invocations i SET params_sealed = u.new_sealed
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@old_sealed::bytea[]) AS old_sealed,
         unnest(@new_sealed::bytea[]) AS new_sealed) AS u
-WHERE i.id = u.id AND i.params_sealed = u.old_sealed;
+WHERE i.id = u.id AND i.params_sealed = u.old_sealed
+RETURNING i.id;
 
 -- name: SealedColumns :many
 -- The bytea columns named like sealed values in the current schema: the
