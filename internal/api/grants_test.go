@@ -205,9 +205,7 @@ func TestGrants_RacingInvocations(t *testing.T) {
 	require.Equal(t, n, countByGrant(t, b, g["id"].(string)))
 
 	// Envelopes of an automation, committed in groups.
-	postEnvelope(t, b, envelope("env-first", nil), http.StatusAccepted)
-	var firstID string
-	require.NoError(t, b.Pool.QueryRow(context.Background(), `SELECT id::text FROM action_invocations WHERE external_id = 'env-first'`).Scan(&firstID))
+	firstID := postEnvelope(t, b, envelope("env-first", nil), http.StatusCreated)["action_id"].(string)
 	ge := approveWithGrant(t, b, firstID, map[string]any{"count": n, "minutes": 10, "fixed": []string{"channel"}})
 	require.Equal(t, "automation", ge["scope"])
 	for i := range n + 1 {
