@@ -254,3 +254,26 @@ func TestGrants_DriftRevokes(t *testing.T) {
 	require.Equal(t, "drift", listed["revoke_reason"])
 	require.Equal(t, float64(4), listed["remaining"])
 }
+
+// TestGrants_ConnectorSecretChangeRevokes: a connector given another
+// secret loses the grants of its tools; one only renamed keeps them.
+func TestGrants_ConnectorSecretChangeRevokes(t *testing.T) {
+	t.Parallel()
+	srv := newMCPServer(t)
+	b := apptest.Start(t, nil)
+	id, source := createConnector(t, b, srv, map[string]any{"type": "bearer", "secret": "first-secret-value"})
+	r := invokeTool(b, source, "create_note", map[string]any{"title": "first"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	g := approveWithGrant(t, b, r.Body["invocation_id"].(string), map[string]any{"count": 5, "minutes": 10})
+
+	r = b.Do("PATCH", "/v1/connectors/"+id, b.Owner(), map[string]any{"name": "notes again"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, true, listGrant(t, b, g["id"].(string))["active"])
+
+	r = b.Do("PATCH", "/v1/connectors/"+id, b.Owner(), map[string]any{"auth": map[string]any{"type": "bearer", "secret": "second-secret-value"}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	listed := listGrant(t, b, g["id"].(string))
+	require.Equal(t, "credential", listed["revoke_reason"])
+	r = invokeTool(b, source, "create_note", map[string]any{"title": "after"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+}
