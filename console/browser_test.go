@@ -462,6 +462,7 @@ func TestBrowser(t *testing.T) {
 	})
 
 	adminPages(t, br, owner, member, mcp)
+	grantPages(t, br, owner)
 
 	t.Run("ExpiredTokenBackToSignIn", func(t *testing.T) {
 		// The verifier allows 30 s of clock leeway: a token that expired

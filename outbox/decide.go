@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/tracing"
@@ -26,6 +27,9 @@ type ApproveParams struct {
 	// Always also writes an allow override for the action: at the
 	// invocation's automation scope when it has one, else for the org.
 	Always bool
+	// Grant, when set, also grants the next invocations like this one
+	// (internal/domain/grant), in the same transaction.
+	Grant *grant.Spec
 }
 
 // Approve clears a pending invocation to run. Releasing its parked job
@@ -36,6 +40,9 @@ func (s *Service) Approve(ctx context.Context, p *ApproveParams) (invocation.Inv
 			return inv, errs.Errorf(errs.SelfApproval, "%s asked for this invocation and cannot approve it: another person must", p.UserID)
 		}
 		approved, err := s.store.Approve(ctx, tx, inv.ID, p.UserID)
+		if err == nil && p.Grant != nil {
+			err = s.createGrant(ctx, tx, &inv, p.Grant, p.UserID)
+		}
 		if err != nil || !p.Always {
 			return approved, err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/flow"
+	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
@@ -110,6 +111,7 @@ type Service struct {
 	validator *executors.Validator
 	store     *invocationstore.Store
 	groups    sync.Map // organization → its envelopes' group commit (see submit)
+	grants    *grant.Keeper
 	tracer    tracing.Tracer
 }
 
@@ -130,6 +132,7 @@ func New(deps *Deps, config *Config) (*Service, error) {
 		queries:   outboxstore.New(),
 		validator: executors.NewValidator(),
 		store:     invocationstore.New(deps.River),
+		grants:    grant.NewKeeper(),
 		tracer:    tracing.NewTracer(deps.Tracer, "github.com/outboxd/outboxd/outbox"),
 	}, nil
 }

@@ -151,6 +151,9 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*inv
 			}
 		}
 		create := s.plan(ps[i], f.OrgMode, f.AutomationMode)
+		if err := s.useGrant(ctx, tx, ps[i], create); err != nil {
+			return nil, err
+		}
 		if create.Status == invocation.StatusPending && r.sessionID != "" {
 			if err := s.checkPendingCap(ctx, tx, r.org, r.sessionID); err != nil {
 				return nil, err
@@ -169,6 +172,11 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*inv
 	}
 	for k, inv := range created {
 		out[owners[k]] = inv
+		if inv == nil && creates[k].GrantID != nil {
+			if err := s.grants.GiveBack(ctx, tx, creates[k].OrganizationID, *creates[k].GrantID); err != nil {
+				return nil, fmt.Errorf("giving back a grant's use: %w", err)
+			}
+		}
 	}
 	return out, nil
 }

@@ -35,6 +35,7 @@ export type Invocation = {
   conflict: boolean;
   dead_lettered_at: string | null;
   replay_count: number;
+  grant_id?: string | null;
 };
 
 export type TimelineEvent = {

@@ -258,6 +258,16 @@ export function AskerFacts({ inv }: { inv: Invocation }) {
       <dd>
         <ModeFrom mode={inv.mode} source={inv.mode_source} />
       </dd>
+      {inv.grant_id ? (
+        <>
+          <dt>Grant</dt>
+          <dd>
+            <a href="#/grants" data-grant-id={inv.grant_id}>
+              {inv.grant_id}
+            </a>
+          </dd>
+        </>
+      ) : null}
     </>
   );
 }

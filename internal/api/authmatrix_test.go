@@ -93,6 +93,8 @@ var wantAccess = map[string]string{
 	"POST /v1/revocations":                                                   "owner",
 	"GET /v1/envelopes/{id}":                                                 "service member admin owner",
 	"DELETE /v1/envelopes/{id}":                                              "service admin owner",
+	"GET /v1/grants":                                                         "admin owner",
+	"DELETE /v1/grants/{id}":                                                 "admin owner",
 }
 
 // TestAuth_Matrix calls every route with every kind of token (each token

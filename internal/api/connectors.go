@@ -172,6 +172,11 @@ func (s *Server) updateConnector(w http.ResponseWriter, r *http.Request, c *auth
 		return err
 	}
 	s.record(r, &audit.Change{Action: "connector.update", TargetType: "connector", TargetID: conn.ID.String(), Before: before, After: connectorChange(conn, in)})
+	if in.Auth != nil || in.URL != nil {
+		// Another server or another credential: the grants of its tools
+		// were made for the old one.
+		s.revokeSourceGrants(r, c, conn.SourceID)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"connector": viewConnector(conn)})
 	return nil
 }

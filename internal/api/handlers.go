@@ -14,6 +14,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/settings"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
@@ -274,6 +275,9 @@ func pageParams(r *http.Request) (invocation.Page, error) {
 
 type approveBody struct {
 	Mode string `json:"mode"`
+	// Grant also lets the next invocations like this one through
+	// (internal/domain/grant); only with mode "once".
+	Grant *grant.Spec `json:"grant"`
 }
 
 func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
@@ -289,13 +293,27 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 	if body.Mode != "once" && body.Mode != "always" {
 		return badRequest("invalid_request", `mode must be "once" or "always"`)
 	}
+	if body.Grant != nil {
+		if body.Mode == "always" {
+			return badRequest("invalid_request", `a grant goes with mode "once": "always" already allows every later invocation`)
+		}
+		if err := body.Grant.Validate(); err != nil {
+			return err
+		}
+	}
 	inv, err := s.svc.Approve(r.Context(), &outbox.ApproveParams{
-		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Always: body.Mode == "always",
+		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Always: body.Mode == "always", Grant: body.Grant,
 	})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"invocation": viewInvocation(inv)})
+	answer := map[string]any{"invocation": viewInvocation(inv)}
+	if body.Grant != nil {
+		if g := s.grantCreated(r, c, inv); g != nil {
+			answer["grant"] = g
+		}
+	}
+	writeJSON(w, http.StatusOK, answer)
 	return nil
 }
 
@@ -422,6 +440,7 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.C
 		change.Action = "credential.replace"
 	}
 	s.record(r, change)
+	s.revokeSourceGrants(r, c, integration)
 	writeJSON(w, http.StatusOK, map[string]any{"credential": credentialView(info)})
 	return nil
 }
@@ -446,6 +465,7 @@ func (s *Server) deleteCredential(w http.ResponseWriter, r *http.Request, c *aut
 		change.TargetID += "/" + userID
 	}
 	s.record(r, change)
+	s.revokeSourceGrants(r, c, integration)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -103,6 +103,9 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/invocations/{id}/approve", admins, s.approve},
 		{"POST", "/v1/invocations/{id}/deny", admins, s.deny},
 
+		{"GET", "/v1/grants", admins, s.listGrants},
+		{"DELETE", "/v1/grants/{id}", admins, s.revokeGrant},
+
 		{"GET", "/v1/action-modes", users, s.getModes},
 		{"PUT", "/v1/action-modes", admins, s.putModes},
 		{"GET", "/v1/automations/{automation_id}/action-modes", users, s.getModes},

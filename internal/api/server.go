@@ -77,6 +77,8 @@ type Deps struct {
 	// Console signs people in to the console with the identity provider
 	// (nil: not configured).
 	Console ConsoleSignIn
+	// Grants lists and revokes grants (nil: their routes answer 404).
+	Grants Grants
 }
 
 // Server routes requests to the outbox service.
@@ -109,6 +111,8 @@ type Server struct {
 	trustForwardedFor bool
 	// console is nil without console sign-in.
 	console ConsoleSignIn
+	// grants is nil when grants are not served.
+	grants Grants
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -143,6 +147,7 @@ func New(deps *Deps) *Server {
 		connectors:  deps.Connectors,
 		databases:   deps.Databases,
 		revocations: deps.Revocations,
+		grants:      deps.Grants,
 	}
 }
 

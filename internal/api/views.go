@@ -53,6 +53,9 @@ type invocationView struct {
 	ReplayedAt     *time.Time        `json:"replayed_at"`
 	DiscardedBy    *string           `json:"discarded_by"`
 	DiscardedAt    *time.Time        `json:"discarded_at"`
+	// GrantID is the grant that let the invocation through without a
+	// human (mode_source "grant"); null otherwise.
+	GrantID *uuid.UUID `json:"grant_id"`
 }
 
 func viewInvocation(inv invocation.Invocation) invocationView {
@@ -68,6 +71,7 @@ func viewInvocation(inv invocation.Invocation) invocationView {
 		MustRunBefore: inv.MustRunBefore, ProviderRef: inv.ProviderRef, Conflict: inv.Conflict,
 		DeadLetteredAt: inv.DeadLetteredAt, ReplayCount: inv.ReplayCount, ReplayedBy: inv.ReplayedBy,
 		ReplayedAt: inv.ReplayedAt, DiscardedBy: inv.DiscardedBy, DiscardedAt: inv.DiscardedAt,
+		GrantID: inv.GrantID,
 	}
 }
 

@@ -44,6 +44,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
 	"github.com/outboxd/outboxd/internal/domain/feed"
 	"github.com/outboxd/outboxd/internal/domain/flow"
+	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
@@ -460,6 +461,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		Revocations:     revocations,
 		Audit:           trail, TrustForwardedFor: cfg.HTTP.TrustForwardedFor,
 		Console: console,
+		Grants:  grant.NewService(tenantPool),
 	})
 	var handler http.Handler = server.Handler()
 	if role == RoleWorker {

@@ -6,6 +6,7 @@ import { CredentialsPage } from "./credentials";
 import { WebhookPage, Webhooks } from "./webhooks";
 import { Databases } from "./databases";
 import { SlackPage } from "./slack";
+import { GrantsPage } from "./grants";
 
 /** adminNav lists the administration pages: [route, label, shown]. */
 export function adminNav(session: Session): [string, string, boolean][] {
@@ -16,6 +17,7 @@ export function adminNav(session: Session): [string, string, boolean][] {
     ["webhooks", "Webhooks", admin],
     ["databases", "Databases", admin],
     ["slack", "Slack", admin],
+    ["grants", "Grants", admin],
   ];
 }
 
@@ -32,6 +34,8 @@ export function adminPage(page: string, id: string | undefined, session: Session
       return <Databases />;
     case "slack":
       return <SlackPage session={session} />;
+    case "grants":
+      return <GrantsPage />;
   }
   return null;
 }

@@ -3,6 +3,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type CatalogAction, type Invocation } from "../api";
 import type { Session } from "../main";
+import { GrantOption } from "./grants";
 import { Alert, AskerFacts, Empty, ErrorAlert, Flash, Loading, PageHead, ParamsForm, Risk, errorText, fmtDuration, fmtTime, useNow, useStream } from "../ui";
 
 /** useCatalog loads the action schemas the params forms are laid out by. */
@@ -100,7 +101,7 @@ function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation
   );
 }
 
-/** Decision holds Approve, Approve & always allow, and Deny with a reason. */
+/** Decision holds Approve, Approve & grant, Approve & always allow (permanent), and Deny with a reason. */
 export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg: string) => void }) {
   const [denying, setDenying] = useState(false);
   const [reason, setReason] = useState("");
@@ -148,8 +149,14 @@ export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg:
           <button class="primary" disabled={busy} aria-label={"Approve " + name} onClick={() => act(() => api.approve(inv.id, "once"), "approved")}>
             Approve
           </button>
-          <button disabled={busy} aria-label={"Approve and always allow " + name} onClick={() => act(() => api.approve(inv.id, "always"), "approved, and always allowed from now on")}>
-            Approve &amp; always allow
+          <GrantOption inv={inv} onDecided={onDecided} />
+          <button
+            disabled={busy}
+            aria-label={"Approve and always allow " + name}
+            title="Permanent: stores an allow mode for this action; every later invocation runs without asking until an admin changes the mode."
+            onClick={() => act(() => api.approve(inv.id, "always"), "approved, and always allowed from now on")}
+          >
+            Approve &amp; always allow (permanent)
           </button>
           <button class="danger-outline" disabled={busy} aria-label={"Deny " + name} onClick={() => setDenying(true)}>
             Deny…

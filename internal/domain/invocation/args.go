@@ -102,6 +102,9 @@ type CreateParams struct {
 	// or empty: stored with the invocation and given to its job, whose
 	// spans then join that trace.
 	TraceContext string
+	// GrantID is the grant that lets the invocation through without a
+	// human (ModeSource "grant"); nil for every other.
+	GrantID *uuid.UUID
 }
 
 // Outcome is a successful provider call.

@@ -69,6 +69,9 @@ type Invocation struct {
 	TraceContext string
 	// ApprovalTraceContext is the approver's traceparent, when traced.
 	ApprovalTraceContext string
+	// GrantID is the grant (internal/domain/grant) that let the invocation
+	// through without a human, when one did (ModeSource "grant").
+	GrantID *uuid.UUID
 
 	DeadLetteredAt *time.Time
 	ReplayCount    int32

@@ -61,6 +61,7 @@ type ActionInvocation struct {
 	Steps          []byte
 	TraceContext   *string
 	ApprovalTrace  *string
+	GrantID        *uuid.UUID
 }
 
 type ActionMode struct {
@@ -132,6 +133,26 @@ type FlowBucket struct {
 	RefilledAt   time.Time
 	BlockedUntil *time.Time
 	Leases       []byte
+}
+
+type Grant struct {
+	ID             uuid.UUID
+	OrganizationID string
+	Scope          string
+	ScopeID        string
+	SourceID       string
+	ActionID       string
+	Fixed          []byte
+	Granted        int32
+	Remaining      int32
+	ExpiresAt      time.Time
+	DefinitionHash string
+	CreatedBy      string
+	CreatedFrom    uuid.UUID
+	CreatedAt      time.Time
+	RevokedAt      *time.Time
+	RevokedBy      *string
+	RevokeReason   *string
 }
 
 type InvocationEvent struct {

@@ -33,6 +33,7 @@ func fromRow[R row](r R) invocation.Invocation {
 		DeadLetteredAt: a.DeadLetteredAt, ReplayCount: a.ReplayCount, ReplayedBy: a.ReplayedBy,
 		ReplayedAt: a.ReplayedAt, DiscardedBy: a.DiscardedBy, DiscardedAt: a.DiscardedAt,
 		TraceContext: deref(a.TraceContext), ApprovalTraceContext: deref(a.ApprovalTrace),
+		GrantID: a.GrantID,
 	}
 	if len(a.Retry) > 0 {
 		var r invocation.Retry

@@ -397,6 +397,7 @@ type insertRow struct {
 	RiskHint       *string           `json:"risk_hint"`
 	Retry          *invocation.Retry `json:"retry"`
 	TraceContext   *string           `json:"trace_context"`
+	GrantID        *uuid.UUID        `json:"grant_id"`
 }
 
 // insertRowOf is p as an element of InvocationInsertMany's array.
@@ -408,7 +409,7 @@ func insertRowOf(p *invocation.CreateParams) insertRow {
 		ParamsHash: p.ParamsHash, Status: p.Status, DeniedReason: nilIfEmpty(p.DeniedReason),
 		ExpiresAt: p.ExpiresAt, ExternalID: nilIfEmpty(p.ExternalID), IdempotencyKey: nilIfEmpty(p.IdempotencyKey),
 		RateBucket: nilIfEmpty(p.RateBucket), MustRunBefore: p.MustRunBefore, Approval: p.Approval, RiskHint: nilIfEmpty(p.RiskHint),
-		Retry: p.Retry, TraceContext: nilIfEmpty(p.TraceContext),
+		Retry: p.Retry, TraceContext: nilIfEmpty(p.TraceContext), GrantID: p.GrantID,
 	}
 	if p.ParamsSealed != nil {
 		sealed := `\x` + hex.EncodeToString(p.ParamsSealed)

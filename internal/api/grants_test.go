@@ -1,0 +1,279 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+)
+
+// grantBundle runs outboxd with a Slack token and send_message waiting for
+// a human.
+func grantBundle(t *testing.T) *apptest.Bundle {
+	t.Helper()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-org")
+	b.SetModes(map[string]string{"slack:send_message": "require_approval"})
+	return b
+}
+
+// pendingInvoke invokes send_message and requires it to wait for a human.
+func pendingInvoke(t *testing.T, b *apptest.Bundle, channel, text string) string {
+	t.Helper()
+	r := b.Invoke("send_message", map[string]any{"channel": channel, "text": text})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	require.Equal(t, "pending", r.Body["invocation"].(map[string]any)["status"], string(r.Raw))
+	return r.Body["invocation_id"].(string)
+}
+
+// approveWithGrant approves id with a grant and returns the grant.
+func approveWithGrant(t *testing.T, b *apptest.Bundle, id string, grant map[string]any) map[string]any {
+	t.Helper()
+	r := b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]any{"mode": "once", "grant": grant})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, "approved", r.Body["invocation"].(map[string]any)["status"])
+	g, ok := r.Body["grant"].(map[string]any)
+	require.True(t, ok, "the answer has the grant: %s", r.Raw)
+	return g
+}
+
+// listGrant returns grant id as GET /v1/grants lists it.
+func listGrant(t *testing.T, b *apptest.Bundle, id string) map[string]any {
+	t.Helper()
+	r := b.Do("GET", "/v1/grants", b.Admin(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	for _, g := range r.Body["grants"].([]any) {
+		if g.(map[string]any)["id"] == id {
+			return g.(map[string]any)
+		}
+	}
+	t.Fatalf("grant %s not listed: %s", id, r.Raw)
+	return nil
+}
+
+// TestGrants_CountAndConstraints: a grant of 2 lets exactly the next 2
+// invocations of the same action to the same channel through, each
+// recording the grant; one to another channel, and the third, wait for a
+// human. The grant is listed, used up, and its creation audited.
+func TestGrants_CountAndConstraints(t *testing.T) {
+	t.Parallel()
+	b := grantBundle(t)
+	first := pendingInvoke(t, b, "C0123456789", "first")
+	g := approveWithGrant(t, b, first, map[string]any{"count": 2, "minutes": 10, "fixed": []string{"channel"}})
+	grantID := g["id"].(string)
+	require.Equal(t, "session", g["scope"])
+	require.Equal(t, apptest.Session, g["scope_id"])
+	require.Equal(t, map[string]any{"channel": "C0123456789"}, g["fixed"])
+	require.Equal(t, float64(2), g["remaining"])
+	require.Equal(t, first, g["created_from"])
+	b.WaitStatus(first, invocation.StatusCompleted, 10*time.Second)
+
+	// Another channel is outside the grant: a human decides.
+	other := pendingInvoke(t, b, "C9999999999", "elsewhere")
+	require.Nil(t, b.Invocation(other)["grant_id"])
+
+	for _, text := range []string{"second", "third"} {
+		r := b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": text})
+		require.Equal(t, http.StatusOK, r.Status, "the grant lets it through: %s", r.Raw)
+		inv := r.Body["invocation"].(map[string]any)
+		require.Equal(t, grantID, inv["grant_id"])
+		require.Equal(t, "grant", inv["mode_source"])
+		require.Equal(t, "completed", inv["status"])
+	}
+	last := pendingInvoke(t, b, "C0123456789", "fourth")
+	require.Nil(t, b.Invocation(last)["grant_id"], "the grant is used up")
+
+	listed := listGrant(t, b, grantID)
+	require.Equal(t, float64(0), listed["remaining"])
+	require.Equal(t, false, listed["active"])
+	active := b.Do("GET", "/v1/grants?active=true", b.Admin(), nil)
+	require.Equal(t, http.StatusOK, active.Status, string(active.Raw))
+	require.Empty(t, active.Body["grants"])
+
+	trail := b.Do("GET", "/v1/audit?action=grant.create", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, trail.Status, string(trail.Raw))
+	require.Len(t, trail.Body["entries"], 1)
+	require.Equal(t, grantID, trail.Body["entries"].([]any)[0].(map[string]any)["target_id"])
+
+	// Members read no grants; a grant needs mode once; bad specs are 400
+	// and approve nothing.
+	requireAPIError(t, b.Do("GET", "/v1/grants", b.Member(), nil), http.StatusForbidden, "forbidden")
+	for _, bad := range []map[string]any{
+		{"mode": "always", "grant": map[string]any{"count": 1, "minutes": 1}},
+		{"grant": map[string]any{"count": 0, "minutes": 1}},
+		{"grant": map[string]any{"count": 1, "minutes": 0}},
+		{"grant": map[string]any{"count": 1, "minutes": 1, "fixed": []string{"nosuch"}}},
+		{"grant": map[string]any{"count": 1, "minutes": 1, "fixed": []string{"channel", "channel"}}},
+	} {
+		r := b.Do("POST", "/v1/invocations/"+last+"/approve", b.Admin(), bad)
+		require.Equal(t, http.StatusBadRequest, r.Status, "%v: %s", bad, r.Raw)
+		require.Equal(t, "pending", b.Invocation(last)["status"], "nothing was approved")
+	}
+	require.Len(t, b.Do("GET", "/v1/grants", b.Admin(), nil).Body["grants"], 1, "no grant was made")
+}
+
+// TestGrants_TimedExpiryAndRevocation: a grant past its time lets nothing
+// through; a revoked one neither; revoking is audited and twice is 409.
+func TestGrants_TimedExpiryAndRevocation(t *testing.T) {
+	t.Parallel()
+	b := grantBundle(t)
+	g := approveWithGrant(t, b, pendingInvoke(t, b, "C0123456789", "first"), map[string]any{"count": 5, "minutes": 1})
+	r := b.Invoke("send_message", map[string]any{"channel": "C0000000001", "text": "any channel"})
+	require.Equal(t, http.StatusOK, r.Status, "no param fixed: any channel: %s", r.Raw)
+
+	// The minute passes.
+	_, err := b.Pool.Exec(context.Background(), `UPDATE grants SET expires_at = now() - interval '1 second' WHERE id = $1`, g["id"])
+	require.NoError(t, err)
+	pendingInvoke(t, b, "C0123456789", "too late")
+	require.Equal(t, false, listGrant(t, b, g["id"].(string))["active"])
+
+	g2 := approveWithGrant(t, b, pendingInvoke(t, b, "C0123456789", "again"), map[string]any{"count": 5, "minutes": 60})
+	id := g2["id"].(string)
+	r = b.Do("DELETE", "/v1/grants/"+id, b.Admin(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, "manual", r.Body["grant"].(map[string]any)["revoke_reason"])
+	pendingInvoke(t, b, "C0123456789", "after revocation")
+	requireAPIError(t, b.Do("DELETE", "/v1/grants/"+id, b.Admin(), nil), http.StatusConflict, "conflict")
+	requireAPIError(t, b.Do("DELETE", "/v1/grants/not-a-uuid", b.Admin(), nil), http.StatusNotFound, "not_found")
+	trail := b.Do("GET", "/v1/audit?action=grant.revoke", b.Owner(), nil)
+	require.Len(t, trail.Body["entries"], 1)
+
+	// Another organization sees none of them.
+	other := b.Token(authClaims("org-2"))
+	r = b.Do("GET", "/v1/grants", other, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Empty(t, r.Body["grants"])
+	requireAPIError(t, b.Do("DELETE", "/v1/grants/"+id, other, nil), http.StatusNotFound, "not_found")
+}
+
+// TestGrants_CredentialChangeRevokes: storing the source's credential
+// again revokes its grants.
+func TestGrants_CredentialChangeRevokes(t *testing.T) {
+	t.Parallel()
+	b := grantBundle(t)
+	g := approveWithGrant(t, b, pendingInvoke(t, b, "C0123456789", "first"), map[string]any{"count": 5, "minutes": 60})
+	b.StoreSlackToken("xoxb-another")
+	listed := listGrant(t, b, g["id"].(string))
+	require.Equal(t, "credential", listed["revoke_reason"])
+	require.Equal(t, "outboxd", listed["revoked_by"])
+	pendingInvoke(t, b, "C0123456789", "new token")
+}
+
+// TestGrants_SecretsAreNeverFixed: a param holding a secret cannot be
+// fixed, and an invocation without a session or automation gets no grant
+// (there is none such on these routes: every invoke has a session and
+// every envelope an automation).
+func TestGrants_SecretsAreNeverFixed(t *testing.T) {
+	t.Parallel()
+	b := grantBundle(t)
+	id := pendingInvoke(t, b, "C0123456789", "token xoxb-1234567890-abcdefghij")
+	r := b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]any{"grant": map[string]any{"count": 1, "minutes": 5, "fixed": []string{"text"}}})
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Raw))
+	require.Contains(t, string(r.Raw), "secret")
+	require.Equal(t, "pending", b.Invocation(id)["status"])
+}
+
+// TestGrants_RacingInvocations: N+1 invocations racing for a grant of N,
+// through invoke and through the envelopes' group commit, let exactly N
+// through.
+func TestGrants_RacingInvocations(t *testing.T) {
+	t.Parallel()
+	const n = 4
+	b := grantBundle(t)
+	g := approveWithGrant(t, b, pendingInvoke(t, b, "C0123456789", "first"), map[string]any{"count": n, "minutes": 10, "fixed": []string{"channel"}})
+	var wg sync.WaitGroup
+	statuses := make([]int, n+1)
+	for i := range n + 1 {
+		wg.Go(func() {
+			statuses[i] = b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "race"}).Status
+		})
+	}
+	wg.Wait()
+	through := 0
+	for _, s := range statuses {
+		if s == http.StatusOK {
+			through++
+		}
+	}
+	require.Equal(t, n, through, "statuses %v", statuses)
+	require.Equal(t, n, countByGrant(t, b, g["id"].(string)))
+
+	// Envelopes of an automation, committed in groups.
+	firstID := postEnvelope(t, b, envelope("env-first", nil), http.StatusCreated)["action_id"].(string)
+	ge := approveWithGrant(t, b, firstID, map[string]any{"count": n, "minutes": 10, "fixed": []string{"channel"}})
+	require.Equal(t, "automation", ge["scope"])
+	for i := range n + 1 {
+		wg.Go(func() {
+			b.Do("POST", "/v1/envelopes", b.Service(), envelope("env-race-"+string(rune('a'+i)), nil))
+		})
+	}
+	wg.Wait()
+	require.Equal(t, n, countByGrant(t, b, ge["id"].(string)))
+	var pending int
+	require.NoError(t, b.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM action_invocations WHERE external_id LIKE 'env-race-%' AND status = 'pending'`).Scan(&pending))
+	require.Equal(t, 1, pending, "the one left waits for a human")
+}
+
+func countByGrant(t *testing.T, b *apptest.Bundle, id string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.Pool.QueryRow(context.Background(), `SELECT count(*) FROM action_invocations WHERE grant_id = $1`, id).Scan(&n))
+	var remaining int
+	require.NoError(t, b.Pool.QueryRow(context.Background(), `SELECT remaining FROM grants WHERE id = $1`, id).Scan(&remaining))
+	require.Equal(t, 0, remaining)
+	return n
+}
+
+// TestGrants_DriftRevokes: when a connector tool's definition changes, its
+// grant is revoked at the next invocation, which waits for a human.
+func TestGrants_DriftRevokes(t *testing.T) {
+	t.Parallel()
+	srv := newMCPServer(t)
+	b := apptest.Start(t, &apptest.Options{ConnectorCacheTTL: time.Millisecond})
+	_, source := createConnector(t, b, srv, nil)
+	r := invokeTool(b, source, "create_note", map[string]any{"title": "first"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	g := approveWithGrant(t, b, r.Body["invocation_id"].(string), map[string]any{"count": 5, "minutes": 10})
+	r = invokeTool(b, source, "create_note", map[string]any{"title": "granted"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, g["id"], r.Body["invocation"].(map[string]any)["grant_id"])
+
+	srv.addTool("create_note", "Create a note.",
+		`{"type":"object","properties":{"title":{"type":"string"},"folder":{"type":"string"}},"required":["title","folder"]}`, nil)
+	time.Sleep(2 * time.Millisecond)
+	r = invokeTool(b, source, "create_note", map[string]any{"title": "drifted", "folder": "inbox"})
+	require.Equal(t, http.StatusAccepted, r.Status, "a drifted tool waits for a human: %s", r.Raw)
+	listed := listGrant(t, b, g["id"].(string))
+	require.Equal(t, "drift", listed["revoke_reason"])
+	require.Equal(t, float64(4), listed["remaining"])
+}
+
+// TestGrants_ConnectorSecretChangeRevokes: a connector given another
+// secret loses the grants of its tools; one only renamed keeps them.
+func TestGrants_ConnectorSecretChangeRevokes(t *testing.T) {
+	t.Parallel()
+	srv := newMCPServer(t)
+	b := apptest.Start(t, nil)
+	id, source := createConnector(t, b, srv, map[string]any{"type": "bearer", "secret": "first-secret-value"})
+	r := invokeTool(b, source, "create_note", map[string]any{"title": "first"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	g := approveWithGrant(t, b, r.Body["invocation_id"].(string), map[string]any{"count": 5, "minutes": 10})
+
+	r = b.Do("PATCH", "/v1/connectors/"+id, b.Owner(), map[string]any{"name": "notes again"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, true, listGrant(t, b, g["id"].(string))["active"])
+
+	r = b.Do("PATCH", "/v1/connectors/"+id, b.Owner(), map[string]any{"auth": map[string]any{"type": "bearer", "secret": "second-secret-value"}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	listed := listGrant(t, b, g["id"].(string))
+	require.Equal(t, "credential", listed["revoke_reason"])
+	r = invokeTool(b, source, "create_note", map[string]any{"title": "after"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+}

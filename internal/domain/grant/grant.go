@@ -1,0 +1,290 @@
+// Package grant holds grants: a human's approval of the next few
+// invocations like one they approve, narrower than an "always allow"
+// override. A grant is created with the approval of a pending invocation of
+// a session or an automation ("approve this and the next N like it for T
+// minutes"). It lets through at most N later invocations of the same
+// action in the same session (or automation) whose params hold the exact
+// values the approver fixed (the same channel, say), until T minutes have
+// passed. Each invocation it lets through is created approved, with
+// mode_source "grant" and the grant's id.
+//
+// A grant ends when its count or its time runs out, or when it is revoked:
+// by an admin (DELETE /v1/grants/{id}), or by outboxd when the action's
+// definition drifts (its definition hash differs from the one the grant
+// was made with, or a reviewed connector tool drifted since its review:
+// the invocation then waits for a human) or when the source's credential
+// is stored again or deleted. Any credential replacement revokes: outboxd
+// cannot tell whether a new token is the same identity's, so it assumes it
+// is not.
+//
+// The outbox uses a grant (Keeper) inside the transaction that records an
+// invocation, so the use and the invocation commit together, and the use
+// is one conditional UPDATE on the grant's row: concurrent requests take
+// its row lock in turn and each sees the count the previous one left, so
+// a grant of N lets exactly N through however many race for it.
+package grant
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/grant/grantstore"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/policy"
+)
+
+// Grant is one grant (see grantstore.Grant).
+type Grant = grantstore.Grant
+
+// Scopes of a grant: the invocation's automation when it has one, else
+// its session.
+const (
+	ScopeSession    = "session"
+	ScopeAutomation = "automation"
+)
+
+// Reasons of a revocation.
+const (
+	ReasonManual     = "manual"
+	ReasonDrift      = "drift"
+	ReasonCredential = "credential"
+)
+
+// System is the revoker of the grants outboxd revokes itself.
+const System = "outboxd"
+
+// ModeSource is the mode_source of an invocation a grant let through.
+const ModeSource = "grant"
+
+// Limits of a Spec.
+const (
+	MaxCount   = 1000
+	MaxMinutes = 7 * 24 * 60
+	MaxFixed   = 32
+	listLimit  = 500
+)
+
+// Spec is what an approver asks for: Count more invocations within Minutes,
+// with the params named in Fixed holding the approved invocation's values.
+type Spec struct {
+	Count   int      `json:"count"`
+	Minutes int      `json:"minutes"`
+	Fixed   []string `json:"fixed"`
+}
+
+// Validate checks s's shape (what the API can check before the
+// invocation is read).
+func (s *Spec) Validate() error {
+	switch {
+	case s.Count < 1 || s.Count > MaxCount:
+		return errs.Invalid("grant.count", "grant.count must be an integer between 1 and %d", MaxCount)
+	case s.Minutes < 1 || s.Minutes > MaxMinutes:
+		return errs.Invalid("grant.minutes", "grant.minutes must be an integer between 1 and %d", MaxMinutes)
+	case len(s.Fixed) > MaxFixed:
+		return errs.Invalid("grant.fixed", "grant.fixed names at most %d params", MaxFixed)
+	}
+	seen := map[string]bool{}
+	for _, name := range s.Fixed {
+		if name == "" || seen[name] {
+			return errs.Invalid("grant.fixed", "grant.fixed must name distinct params")
+		}
+		seen[name] = true
+	}
+	return nil
+}
+
+// Active reports whether g may still let an invocation through at now.
+func Active(g *Grant, now time.Time) bool {
+	return g.RevokedAt == nil && g.Remaining > 0 && now.Before(g.ExpiresAt)
+}
+
+// Keeper creates and uses grants inside the outbox's transactions.
+type Keeper struct {
+	store *grantstore.Store
+}
+
+// NewKeeper returns a Keeper.
+func NewKeeper() *Keeper {
+	return &Keeper{store: grantstore.New()}
+}
+
+// Create stores the grant spec asks for with the approval of inv, by the
+// approver by, in db (the approval's transaction). definitionHash is the
+// action's current definition hash. An invocation without a session or
+// automation, or a fixed param that is missing or holds a secret, is an
+// errs.ValidationError.
+func (k *Keeper) Create(ctx context.Context, db dbutil.DB, inv *invocation.Invocation, spec *Spec, definitionHash, by string) (Grant, error) {
+	if err := spec.Validate(); err != nil {
+		return Grant{}, err
+	}
+	g := Grant{
+		ID: uuid.Must(uuid.NewV7()), Org: inv.OrganizationID, SourceID: inv.Integration, ActionID: inv.Action,
+		Granted: spec.Count, ExpiresAt: time.Now().Add(time.Duration(spec.Minutes) * time.Minute),
+		DefinitionHash: definitionHash, CreatedBy: by, CreatedFrom: inv.ID,
+	}
+	switch {
+	case inv.AutomationID != nil && *inv.AutomationID != "":
+		g.Scope, g.ScopeID = ScopeAutomation, *inv.AutomationID
+	case inv.SessionID != nil && *inv.SessionID != "":
+		g.Scope, g.ScopeID = ScopeSession, *inv.SessionID
+	default:
+		return Grant{}, errs.Invalid("grant", "only an invocation of a session or an automation can get a grant")
+	}
+	fixed, err := fixedValues(inv.Params, spec.Fixed)
+	if err != nil {
+		return Grant{}, err
+	}
+	g.Fixed = fixed
+	return k.store.Insert(ctx, db, &g)
+}
+
+// fixedValues takes the values of names from params (an invocation's
+// stored, redacted params): each must be a top-level param whose value
+// holds nothing redacted, so a grant never keeps a secret.
+func fixedValues(params json.RawMessage, names []string) (map[string]json.RawMessage, error) {
+	var top map[string]json.RawMessage
+	if len(names) > 0 {
+		if err := json.Unmarshal(params, &top); err != nil {
+			return nil, errs.Invalid("grant.fixed", "the invocation's params are not an object: no param can be fixed")
+		}
+	}
+	out := make(map[string]json.RawMessage, len(names))
+	for _, name := range names {
+		v, ok := top[name]
+		if !ok {
+			return nil, errs.Invalid("grant.fixed", "the invocation has no param %q to fix", name)
+		}
+		if bytes.Contains(v, []byte(policy.Redacted)) {
+			return nil, errs.Invalid("grant.fixed", "param %q holds a secret and cannot be fixed in a grant", name)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// Request is an invocation about to be recorded as pending, as far as a
+// grant goes.
+type Request struct {
+	Org, SourceID, ActionID string
+	SessionID, AutomationID string
+	// Params are the invocation's stored (redacted) params.
+	Params json.RawMessage
+	// DefinitionHash is the action's current definition hash.
+	DefinitionHash string
+	// Drifted is set when a reviewed connector tool changed since its
+	// review: every grant of the action is revoked.
+	Drifted bool
+}
+
+// Use takes one use of a live grant that lets r through, in db (the
+// transaction that records the invocation), and returns its id; nil when
+// no grant does. Grants of the action made with another definition hash
+// are revoked on the way (ReasonDrift), in the same transaction.
+func (k *Keeper) Use(ctx context.Context, db dbutil.DB, r *Request) (*uuid.UUID, error) {
+	if r.SessionID == "" && r.AutomationID == "" {
+		return nil, nil
+	}
+	if r.Drifted {
+		if _, err := k.store.RevokeAction(ctx, db, r.Org, r.SourceID, r.ActionID, "", System, ReasonDrift); err != nil {
+			return nil, fmt.Errorf("revoking drifted grants: %w", err)
+		}
+		return nil, nil
+	}
+	cands, err := k.store.Candidates(ctx, db, r.Org, r.SourceID, r.ActionID, r.SessionID, r.AutomationID, r.Params)
+	if err != nil {
+		return nil, fmt.Errorf("looking up grants: %w", err)
+	}
+	revoked := false
+	for _, c := range cands {
+		if c.DefinitionHash != r.DefinitionHash {
+			if !revoked {
+				if _, err := k.store.RevokeAction(ctx, db, r.Org, r.SourceID, r.ActionID, r.DefinitionHash, System, ReasonDrift); err != nil {
+					return nil, fmt.Errorf("revoking drifted grants: %w", err)
+				}
+				revoked = true
+			}
+			continue
+		}
+		_, ok, err := k.store.Use(ctx, db, r.Org, c.ID)
+		if err != nil {
+			return nil, fmt.Errorf("using grant: %w", err)
+		}
+		if ok {
+			id := c.ID
+			return &id, nil
+		}
+	}
+	return nil, nil
+}
+
+// GiveBack returns the use of grant id that Use took for an invocation of
+// org that was not recorded after all (another request had its key), in
+// the same transaction.
+func (k *Keeper) GiveBack(ctx context.Context, db dbutil.DB, org string, id uuid.UUID) error {
+	return k.store.GiveBack(ctx, db, org, id)
+}
+
+// Service lists and revokes an organization's grants, for the API.
+type Service struct {
+	pool  *pgxpool.Pool
+	store *grantstore.Store
+}
+
+// NewService returns a Service on pool (the API's tenant pool).
+func NewService(pool *pgxpool.Pool) *Service {
+	return &Service{pool: pool, store: grantstore.New()}
+}
+
+// List returns org's grants, newest first; only the live ones with
+// active.
+func (s *Service) List(ctx context.Context, org string, active bool) ([]Grant, error) {
+	return s.store.List(dbutil.WithOrg(ctx, org), s.pool, org, active, listLimit)
+}
+
+// Get returns one of org's grants.
+func (s *Service) Get(ctx context.Context, org, id string) (Grant, error) {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return Grant{}, fmt.Errorf("%w: grant %s", errs.NotFound, id)
+	}
+	g, ok, err := s.store.Get(dbutil.WithOrg(ctx, org), s.pool, org, uid)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: grant %s", errs.NotFound, id)
+	}
+	return g, err
+}
+
+// ByInvocation returns the grant made with the approval of invocation id;
+// ok is false when there is none.
+func (s *Service) ByInvocation(ctx context.Context, org string, id uuid.UUID) (Grant, bool, error) {
+	return s.store.ByInvocation(dbutil.WithOrg(ctx, org), s.pool, org, id)
+}
+
+// Revoke revokes one of org's grants by a person. An unknown grant is
+// errs.NotFound; one already revoked is errs.Conflict.
+func (s *Service) Revoke(ctx context.Context, org, id, by string) (Grant, error) {
+	before, err := s.Get(ctx, org, id)
+	if err != nil {
+		return before, err
+	}
+	g, ok, err := s.store.Revoke(dbutil.WithOrg(ctx, org), s.pool, org, before.ID, by, ReasonManual)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: grant %s is already revoked", errs.Conflict, id)
+	}
+	return g, err
+}
+
+// RevokeSource revokes every unrevoked grant of org's source sourceID
+// (ReasonCredential when its credential is stored again or deleted) and
+// returns their ids.
+func (s *Service) RevokeSource(ctx context.Context, org, sourceID, reason string) ([]uuid.UUID, error) {
+	return s.store.RevokeSource(dbutil.WithOrg(ctx, org), s.pool, org, sourceID, System, reason)
+}

@@ -1,0 +1,2 @@
+ALTER TABLE action_invocations DROP COLUMN grant_id;
+DROP TABLE grants;

@@ -1,0 +1,75 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/grant"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/policy"
+)
+
+// useGrant lets a request that would wait for a human through when a live
+// grant covers it (internal/domain/grant): the grant's use and the
+// invocation, created approved with the grant's id, commit in tx together.
+// A request that asked for a human itself (approval=required, a risk hint
+// that tightened its mode) still gets one.
+func (s *Service) useGrant(ctx context.Context, tx pgx.Tx, p *prepared, create *invocation.CreateParams) error {
+	if create.Status != invocation.StatusPending || create.ModeSource == string(policy.SourceRequest) {
+		return nil
+	}
+	hash, err := policy.DefinitionHash(p.action.Definition.Params)
+	if err != nil {
+		// A definition that cannot be hashed matches no grant.
+		return nil //nolint:nilerr // the request waits for a human
+	}
+	id, err := s.grants.Use(ctx, tx, &grant.Request{
+		Org: create.OrganizationID, SourceID: create.Integration, ActionID: create.Action,
+		SessionID: create.SessionID, AutomationID: create.AutomationID, Params: create.Params,
+		DefinitionHash: hash, Drifted: reviewDrifted(p.action, hash),
+	})
+	if err != nil || id == nil {
+		return err
+	}
+	create.Status = invocation.StatusApproved
+	create.ExpiresAt = nil
+	create.Mode = string(policy.ModeAllow)
+	create.ModeSource = grant.ModeSource
+	create.GrantID = id
+	return nil
+}
+
+// reviewDrifted reports whether a reviewed connector tool's definition
+// changed since its review (the catalog's drift signal).
+func reviewDrifted(a catalog.Action, hash string) bool {
+	if !a.Source.OrgRegistered {
+		return false
+	}
+	review, ok := a.Review()
+	return ok && review.Hash != hash
+}
+
+// createGrant stores the grant an approver asked for with the approval of
+// inv, in the approval's transaction.
+func (s *Service) createGrant(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation, spec *grant.Spec, by string) error {
+	if inv.ModeSource == string(policy.SourceDriftGuard) {
+		return errs.Errorf(errs.Conflict, "%s.%s changed since its review: review the tool before granting more of it", inv.Integration, inv.Action)
+	}
+	action, err := s.resolveAction(ctx, inv.OrganizationID, inv.Integration, inv.Action)
+	if err != nil {
+		return err
+	}
+	hash, err := policy.DefinitionHash(action.Definition.Params)
+	if err != nil {
+		return fmt.Errorf("hashing the definition of %s.%s: %w", inv.Integration, inv.Action, err)
+	}
+	if reviewDrifted(action, hash) {
+		return errs.Errorf(errs.Conflict, "%s.%s changed since its review: review the tool before granting more of it", inv.Integration, inv.Action)
+	}
+	_, err = s.grants.Create(ctx, tx, inv, spec, hash, by)
+	return err
+}
