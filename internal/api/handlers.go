@@ -162,7 +162,7 @@ func (s *Server) getInvocation(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"invocation": viewInvocation(inv)})
+	writeJSON(w, http.StatusOK, map[string]any{"invocation": s.viewWithApprovals(r, c, inv)})
 	return nil
 }
 
@@ -201,7 +201,11 @@ func (s *Server) listOrg(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"invocations": viewInvocations(invs), "total": total})
+	views := viewInvocations(invs)
+	if err := s.addApprovals(r, c, invs, views); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocations": views, "total": total})
 	return nil
 }
 
@@ -290,12 +294,12 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 		return badRequest("invalid_request", `mode must be "once" or "always"`)
 	}
 	inv, err := s.svc.Approve(r.Context(), &outbox.ApproveParams{
-		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Always: body.Mode == "always",
+		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Role: string(c.Role), Always: body.Mode == "always",
 	})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"invocation": viewInvocation(inv)})
+	writeJSON(w, http.StatusOK, map[string]any{"invocation": s.viewWithApprovals(r, c, inv)})
 	return nil
 }
 
@@ -317,7 +321,7 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, c *auth.Claims) er
 		return badRequest("invalid_request", "reason must be at most 2000 characters")
 	}
 	inv, err := s.svc.Deny(r.Context(), &outbox.DenyParams{
-		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Reason: body.Reason,
+		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Role: string(c.Role), Reason: body.Reason,
 	})
 	if err != nil {
 		return err

@@ -57,6 +57,9 @@ type Deps struct {
 	// clicks on approval messages (nil: not served).
 	Slack       Slack
 	SlackClicks http.Handler
+	// Approvers holds the approval policies and the approvals so far (nil:
+	// its routes answer 404 and views carry no approvals).
+	Approvers Approvers
 	// MCP serves /mcp (nil: not served).
 	MCP MCP
 	// Connectors and Databases manage the org-registered sources.
@@ -81,19 +84,20 @@ type Deps struct {
 
 // Server routes requests to the outbox service.
 type Server struct {
-	svc      Outbox
-	catalog  Catalog
-	settings Settings
-	admin    Admin
-	feeds    Feeds
-	verifier *auth.Verifier
-	pool     *pgxpool.Pool
-	gatherer prometheus.Gatherer
-	logger   *slog.Logger
-	streams  StreamConfig
-	syncWait time.Duration
-	webhooks Webhooks
-	slack    Slack
+	svc       Outbox
+	catalog   Catalog
+	settings  Settings
+	admin     Admin
+	feeds     Feeds
+	verifier  *auth.Verifier
+	pool      *pgxpool.Pool
+	gatherer  prometheus.Gatherer
+	logger    *slog.Logger
+	streams   StreamConfig
+	syncWait  time.Duration
+	webhooks  Webhooks
+	slack     Slack
+	approvers Approvers
 	// slackClicks is nil when Slack's clicks are not served.
 	slackClicks http.Handler
 	// mcp is nil when /mcp is not served.
@@ -130,6 +134,7 @@ func New(deps *Deps) *Server {
 		syncWait:    deps.SyncWait,
 		webhooks:    deps.Webhooks,
 		slack:       deps.Slack,
+		approvers:   deps.Approvers,
 		slackClicks: deps.SlackClicks,
 		mcp:         deps.MCP,
 		closing:     make(chan struct{}),
@@ -378,6 +383,8 @@ var kindStatus = map[*errs.Kind]int{
 	errs.AutomationNotAllowed: http.StatusForbidden,
 	errs.SelfApproval:         http.StatusForbidden,
 	errs.PreconditionFailed:   http.StatusPreconditionFailed,
+	errs.NotApprover:          http.StatusForbidden,
+	errs.AlreadyApproved:      http.StatusConflict,
 }
 
 // toAPIError maps domain errors to HTTP answers: the one place that does.

@@ -53,6 +53,9 @@ type invocationView struct {
 	ReplayedAt     *time.Time        `json:"replayed_at"`
 	DiscardedBy    *string           `json:"discarded_by"`
 	DiscardedAt    *time.Time        `json:"discarded_at"`
+	// Set on pending invocations when approver groups are served (see
+	// addApprovals).
+	approvalsView
 }
 
 func viewInvocation(inv invocation.Invocation) invocationView {

@@ -74,6 +74,14 @@ type ActionMode struct {
 	UpdatedAt      time.Time
 }
 
+type ApprovalPolicy struct {
+	OrganizationID string
+	Required       []byte
+	Groups         []byte
+	UpdatedBy      string
+	UpdatedAt      time.Time
+}
+
 type AuditEntry struct {
 	OrganizationID string
 	Seq            int64
@@ -123,6 +131,14 @@ type FlowBucket struct {
 	RefilledAt   time.Time
 	BlockedUntil *time.Time
 	Leases       []byte
+}
+
+type InvocationApproval struct {
+	OrganizationID string
+	InvocationID   uuid.UUID
+	Approver       string
+	DecidedAt      time.Time
+	IntentDigest   string
 }
 
 type InvocationEvent struct {
