@@ -35,6 +35,11 @@ export type Invocation = {
   conflict: boolean;
   dead_lettered_at: string | null;
   replay_count: number;
+  // Pending invocations only (approvals.tsx).
+  approvals?: { by: string; at: string }[];
+  approvals_required?: number;
+  approver_group?: string;
+  can_approve?: boolean;
 };
 
 export type TimelineEvent = {
