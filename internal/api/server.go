@@ -84,22 +84,23 @@ type Deps struct {
 
 // Server routes requests to the outbox service.
 type Server struct {
-	svc       Outbox
-	catalog   Catalog
-	settings  Settings
-	admin     Admin
-	feeds     Feeds
-	verifier  *auth.Verifier
-	pool      *pgxpool.Pool
-	gatherer  prometheus.Gatherer
-	logger    *slog.Logger
-	streams   StreamConfig
-	syncWait  time.Duration
-	webhooks  Webhooks
-	slack     Slack
-	approvers Approvers
+	svc      Outbox
+	catalog  Catalog
+	settings Settings
+	admin    Admin
+	feeds    Feeds
+	verifier *auth.Verifier
+	pool     *pgxpool.Pool
+	gatherer prometheus.Gatherer
+	logger   *slog.Logger
+	streams  StreamConfig
+	syncWait time.Duration
+	webhooks Webhooks
+	slack    Slack
 	// slackClicks is nil when Slack's clicks are not served.
 	slackClicks http.Handler
+	// approvers is nil when approval policies are not served.
+	approvers Approvers
 	// mcp is nil when /mcp is not served.
 	mcp MCP
 	// connectors and databases manage the org-registered sources.

@@ -142,7 +142,7 @@ type Config struct {
 	// Slack configures Slack approvals; BaseURL and AllowPrivateNetworks
 	// follow the Slack provider's and the connectors' settings.
 	Slack slackapproval.Config
-	// Approvals is approvals.*: the approvals each risk tier needs when an
+	// Approvals is approval.required: the approvals each risk tier needs when an
 	// organization's policy does not say (nil Required: one each).
 	Approvals approvers.Config
 	// MCP tunes the MCP front door (mcp.*).
