@@ -24,6 +24,9 @@ type ApproveParams struct {
 	OrganizationID string
 	InvocationID   string
 	UserID         string
+	// Role is the approver's role (admin, owner), which approver groups
+	// may name.
+	Role string
 	// Always also writes an allow override for the action: at the
 	// invocation's automation scope when it has one, else for the org.
 	Always bool
@@ -38,6 +41,19 @@ func (s *Service) Approve(ctx context.Context, p *ApproveParams) (invocation.Inv
 	return s.decide(ctx, p.OrganizationID, p.InvocationID, "approved", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
 		if ownRequest(inv, p.UserID) {
 			return inv, errs.Errorf(errs.SelfApproval, "%s asked for this invocation and cannot approve it: another person must", p.UserID)
+		}
+		if s.deps.Approvals != nil {
+			// An approval short of the count leaves the invocation pending.
+			// What outlasts the invocation (a grant, an allow mode) is the
+			// releasing approval's to give: asked for earlier, the whole
+			// approval is refused and rolled back.
+			done, err := s.deps.Approvals.Approve(ctx, tx, &inv, p.UserID, p.Role)
+			if err == nil && !done && (p.Grant != nil || p.Always) {
+				err = errs.Invalid("mode", "this approval does not release the invocation (more approvers must approve it): approve once; the last approver may grant more or always allow")
+			}
+			if err != nil || !done {
+				return inv, err
+			}
 		}
 		approved, err := s.store.Approve(ctx, tx, inv.ID, p.UserID)
 		if err == nil && p.Grant != nil {
@@ -75,6 +91,7 @@ type DenyParams struct {
 	OrganizationID string
 	InvocationID   string
 	UserID         string
+	Role           string
 	Reason         string
 }
 
@@ -82,6 +99,11 @@ type DenyParams struct {
 // is stored as the invocation's error, redacted like every error string.
 func (s *Service) Deny(ctx context.Context, p *DenyParams) (invocation.Invocation, error) {
 	return s.decide(ctx, p.OrganizationID, p.InvocationID, "denied", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
+		if s.deps.Approvals != nil {
+			if err := s.deps.Approvals.MayDeny(ctx, tx, &inv, p.UserID, p.Role); err != nil {
+				return inv, err
+			}
+		}
 		return s.store.Deny(ctx, tx, inv.ID, p.UserID, "human", policy.RedactString(p.Reason))
 	})
 }
@@ -128,6 +150,9 @@ func (s *Service) decide(ctx context.Context, org, id, decision string, fn func(
 	}
 	if expired {
 		return inv, fmt.Errorf("%w: the approval window closed at %s", errs.Expired, inv.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	if inv.Status == invocation.StatusPending {
+		return inv, nil // an approval recorded, more needed
 	}
 	s.deps.Metrics.InvocationStatus(inv.Mode, string(inv.Status))
 	s.deps.Metrics.ApprovalLatency.WithLabelValues(decision).Observe(time.Since(inv.CreatedAt).Seconds())

@@ -92,6 +92,20 @@ type Deps struct {
 	// trace context of each enqueue is stored with its invocation. Nil or
 	// no-op: tracing off.
 	Tracer trace.TracerProvider
+	// Approvals counts the approvals of each pending invocation and says
+	// who may decide it (internal/domain/approvers); nil: one approval
+	// by anyone the API admits releases it.
+	Approvals ApprovalGate
+}
+
+// ApprovalGate records approvals in the decision's transaction, where the
+// invocation's row is locked.
+type ApprovalGate interface {
+	// Approve records userID's approval of inv and reports whether the
+	// approvals now suffice to release it.
+	Approve(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation, userID, role string) (bool, error)
+	// MayDeny refuses a denial by someone who may not decide inv.
+	MayDeny(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation, userID, role string) error
 }
 
 // Waiter tells Wait when to read an invocation again.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cast"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
@@ -16,6 +17,7 @@ import (
 	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/internal/app"
+	"github.com/outboxd/outboxd/internal/domain/approvers"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/auth/idp"
 	"github.com/outboxd/outboxd/internal/domain/auth/signin"
@@ -30,6 +32,7 @@ import (
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/policy"
 	"github.com/outboxd/outboxd/worker"
 )
 
@@ -128,6 +131,7 @@ var defaults = func() map[string]any {
 		"webhooks.timeout":                   hooks.Timeout,
 		"webhooks.disable_after":             hooks.DisableAfter,
 		"webhooks.max_workers":               hooks.MaxWorkers,
+		"approval.required":                  map[string]any{"r4": 2}, // approvers.DefaultRequired
 		"notifications.slack.channel":        "",
 		"notifications.slack.signing_secret": "",
 		"plugins.dir":                        "",
@@ -195,8 +199,8 @@ func loadConfig(cmd *cobra.Command) (*viper.Viper, error) {
 			return nil, fmt.Errorf("reading config %s: %w", path, err)
 		}
 		for _, key := range v.AllKeys() {
-			if strings.HasPrefix(key, "retry.") {
-				continue // per-source sections, read by retryBySource
+			if strings.HasPrefix(key, "retry.") || strings.HasPrefix(key, "approval.required.") {
+				continue // per-source sections (retryBySource), per-tier counts (requiredApprovals)
 			}
 			if _, ok := defaults[key]; !ok {
 				return nil, fmt.Errorf("config %s: unknown key %q", path, key)
@@ -351,6 +355,9 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		return nil, err
 	}
 	cfg.SecretsKeys = keys
+	if cfg.Approvals.Required, err = requiredApprovals(v); err != nil {
+		return nil, err
+	}
 	if until := v.GetString("auth.jwt_secret_previous_until"); until != "" {
 		t, err := time.Parse(time.RFC3339, until)
 		if err != nil {
@@ -495,6 +502,21 @@ func bucketConfigs(v *viper.Viper) ([]flow.BucketConfig, error) {
 	out := make([]flow.BucketConfig, len(raw))
 	for i, b := range raw {
 		out[i] = flow.BucketConfig{Name: b.Name, Rate: b.Rate, Interval: b.Interval, Burst: b.Burst, MaxConcurrency: b.MaxConcurrency, Scope: flow.Scope(b.Scope)}
+	}
+	return out, nil
+}
+
+// requiredApprovals reads approval.required: {"R4": 2, ...}, the distinct
+// approvers each tier needs (a tier not named needs one).
+func requiredApprovals(v *viper.Viper) (map[policy.Tier]int, error) {
+	out := map[policy.Tier]int{}
+	for key, raw := range v.GetStringMap("approval.required") {
+		tier, ok := policy.ParseTier(key)
+		n, err := cast.ToIntE(raw)
+		if !ok || len(key) != 2 || err != nil || n < 1 || n > approvers.MaxRequired {
+			return nil, fmt.Errorf("approval.required: %s: %v must be a tier R0 to R4 and a count of 1 to %d", key, raw, approvers.MaxRequired)
+		}
+		out[tier] = n
 	}
 	return out, nil
 }

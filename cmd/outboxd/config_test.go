@@ -65,6 +65,8 @@ func TestConfig_EveryKeyReachesTheConfig(t *testing.T) {
 			case "secrets.keys":
 				changed = []any{map[string]any{"id": "x", "key": "y"}}
 			}
+		case map[string]any: // approval.required
+			changed = map[string]any{"r3": 3}
 		default:
 			t.Fatalf("%s: no change for a default of type %T", key, def)
 		}

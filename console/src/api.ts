@@ -36,6 +36,11 @@ export type Invocation = {
   dead_lettered_at: string | null;
   replay_count: number;
   grant_id?: string | null;
+  // Pending invocations only (approvals.tsx).
+  approvals?: { by: string; at: string }[];
+  approvals_required?: number;
+  approver_group?: string;
+  can_approve?: boolean;
 };
 
 export type TimelineEvent = {

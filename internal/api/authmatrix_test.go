@@ -72,6 +72,8 @@ var wantAccess = map[string]string{
 	"PUT /v1/notifications/slack":                                            "admin owner",
 	"GET /v1/approvers/slack":                                                "admin owner",
 	"PUT /v1/approvers/slack":                                                "owner",
+	"GET /v1/approvers/policy":                                               "admin owner",
+	"PUT /v1/approvers/policy":                                               "owner",
 	"GET /v1/quiet-hours":                                                    "admin owner",
 	"PUT /v1/quiet-hours":                                                    "admin owner",
 	"GET /v1/do-not-contact":                                                 "admin owner",

@@ -163,7 +163,7 @@ func (s *Server) getInvocation(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"invocation": viewInvocation(inv)})
+	writeJSON(w, http.StatusOK, map[string]any{"invocation": s.viewWithApprovals(r, c, inv)})
 	return nil
 }
 
@@ -202,7 +202,11 @@ func (s *Server) listOrg(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"invocations": viewInvocations(invs), "total": total})
+	views := viewInvocations(invs)
+	if err := s.addApprovals(r, c, invs, views); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocations": views, "total": total})
 	return nil
 }
 
@@ -302,12 +306,12 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 		}
 	}
 	inv, err := s.svc.Approve(r.Context(), &outbox.ApproveParams{
-		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Always: body.Mode == "always", Grant: body.Grant,
+		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Role: string(c.Role), Always: body.Mode == "always", Grant: body.Grant,
 	})
 	if err != nil {
 		return err
 	}
-	answer := map[string]any{"invocation": viewInvocation(inv)}
+	answer := map[string]any{"invocation": s.viewWithApprovals(r, c, inv)}
 	if body.Grant != nil {
 		if g := s.grantCreated(r, c, inv); g != nil {
 			answer["grant"] = g
@@ -335,7 +339,7 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, c *auth.Claims) er
 		return badRequest("invalid_request", "reason must be at most 2000 characters")
 	}
 	inv, err := s.svc.Deny(r.Context(), &outbox.DenyParams{
-		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Reason: body.Reason,
+		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Role: string(c.Role), Reason: body.Reason,
 	})
 	if err != nil {
 		return err

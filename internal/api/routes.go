@@ -143,6 +143,8 @@ func (s *Server) routes() []route {
 		{"PUT", "/v1/notifications/slack", admins, s.putSlackChannel},
 		{"GET", "/v1/approvers/slack", admins, s.getSlackSettings},
 		{"PUT", "/v1/approvers/slack", owner, s.putSlackApprovers},
+		{"GET", "/v1/approvers/policy", admins, s.getApprovalPolicy},
+		{"PUT", "/v1/approvers/policy", owner, s.putApprovalPolicy},
 
 		{"GET", "/v1/quiet-hours", admins, s.getQuietHours},
 		{"PUT", "/v1/quiet-hours", admins, s.putQuietHours},

@@ -57,6 +57,9 @@ type Deps struct {
 	// clicks on approval messages (nil: not served).
 	Slack       Slack
 	SlackClicks http.Handler
+	// Approvers holds the approval policies and the approvals so far (nil:
+	// its routes answer 404 and views carry no approvals).
+	Approvers Approvers
 	// MCP serves /mcp (nil: not served).
 	MCP MCP
 	// Connectors and Databases manage the org-registered sources.
@@ -98,6 +101,8 @@ type Server struct {
 	slack    Slack
 	// slackClicks is nil when Slack's clicks are not served.
 	slackClicks http.Handler
+	// approvers is nil when approval policies are not served.
+	approvers Approvers
 	// mcp is nil when /mcp is not served.
 	mcp MCP
 	// connectors and databases manage the org-registered sources.
@@ -134,6 +139,7 @@ func New(deps *Deps) *Server {
 		syncWait:    deps.SyncWait,
 		webhooks:    deps.Webhooks,
 		slack:       deps.Slack,
+		approvers:   deps.Approvers,
 		slackClicks: deps.SlackClicks,
 		mcp:         deps.MCP,
 		closing:     make(chan struct{}),
@@ -383,6 +389,8 @@ var kindStatus = map[*errs.Kind]int{
 	errs.AutomationNotAllowed: http.StatusForbidden,
 	errs.SelfApproval:         http.StatusForbidden,
 	errs.PreconditionFailed:   http.StatusPreconditionFailed,
+	errs.NotApprover:          http.StatusForbidden,
+	errs.AlreadyApproved:      http.StatusConflict,
 }
 
 // toAPIError maps domain errors to HTTP answers: the one place that does.

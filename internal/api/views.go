@@ -56,6 +56,9 @@ type invocationView struct {
 	// GrantID is the grant that let the invocation through without a
 	// human (mode_source "grant"); null otherwise.
 	GrantID *uuid.UUID `json:"grant_id"`
+	// Set on pending invocations when approver groups are served (see
+	// addApprovals).
+	approvalsView
 }
 
 func viewInvocation(inv invocation.Invocation) invocationView {

@@ -36,6 +36,7 @@ import (
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/api"
 	"github.com/outboxd/outboxd/internal/domain/admin"
+	"github.com/outboxd/outboxd/internal/domain/approvers"
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/auth/signin"
@@ -142,6 +143,9 @@ type Config struct {
 	// Slack configures Slack approvals; BaseURL and AllowPrivateNetworks
 	// follow the Slack provider's and the connectors' settings.
 	Slack slackapproval.Config
+	// Approvals is approval.required: the approvals each risk tier needs when an
+	// organization's policy does not say (nil Required: one each).
+	Approvals approvers.Config
 	// MCP tunes the MCP front door (mcp.*).
 	MCP mcpfront.Config
 	// Tracing configures OpenTelemetry tracing (off by default).
@@ -375,7 +379,18 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	slackCfg.BaseURL = cfg.Providers[slack.SourceID].BaseURL
 	slackCfg.AllowPrivateNetworks = cfg.AllowPrivateNetworks
 	trail := audit.New(tenantPool)
-	slackApprovals, err := slackapproval.New(&slackapproval.Deps{Pool: tenantPool, Owner: pool, Tokens: tokens, Metrics: metrics, Logger: logger, Audit: trail}, &slackCfg)
+	// An approval short of the count updates the request's Slack message
+	// through a job inserted with the River client (made below).
+	var (
+		client         *river.Client[pgx.Tx]
+		slackApprovals *slackapproval.Service
+	)
+	approvalSvc := approvers.New(&approvers.Deps{Pool: tenantPool, Audit: trail,
+		Progressed: func(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation) error {
+			return slackApprovals.QueueUpdate(client)(ctx, tx, inv)
+		}}, &cfg.Approvals)
+	slackApprovals, err = slackapproval.New(&slackapproval.Deps{Pool: tenantPool, Owner: pool, Tokens: tokens, Metrics: metrics, Logger: logger, Audit: trail,
+		Approvals: approvalSvc}, &slackCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +420,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		pools = append(pools, groupPool)
 		workerDeps.Groups = groupPool
 	}
-	client, err := worker.NewClient(workerDeps, &cfg.Worker, role != RoleAPI)
+	client, err = worker.NewClient(workerDeps, &cfg.Worker, role != RoleAPI)
 	if err != nil {
 		return nil, err
 	}
@@ -415,7 +430,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	settingsSvc := settings.New(&settings.Deps{Pool: tenantPool, Credentials: creds, Providers: registry, Flow: limiter, Audit: trail})
 	deps := &outbox.Deps{
 		Pool: tenantPool, Waiter: feeds, River: client, Sources: sources,
-		Box: box, Flow: limiter, Metrics: metrics, Logger: logger, Tracer: tracer,
+		Box: box, Flow: limiter, Metrics: metrics, Logger: logger, Tracer: tracer, Approvals: approvalSvc,
 	}
 	svc, err := outbox.New(deps, &cfg.Outbox)
 	if err != nil {
@@ -454,9 +469,9 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		Admin: admin.New(&admin.Deps{Pool: tenantPool, Owner: pool, River: client, Flow: limiter,
 			Retention: cfg.Retention.Keep(), Logger: logger}),
 		SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams,
-		Webhooks: webhooks, Slack: slackApprovals, SlackClicks: slackApprovals.Clicks(svc),
+		Webhooks: webhooks, Slack: slackApprovals, SlackClicks: slackApprovals.Clicks(svc), Approvers: approvalSvc,
 		MCP: mcpfront.New(&mcpfront.Deps{Outbox: svc, Catalog: reader, Changes: feeds, Config: cfg.MCP,
-			Metrics: metrics, Logger: logger, Wait: cfg.Outbox.WithDefaults().SyncWait}),
+			Metrics: metrics, Logger: logger, Wait: cfg.Outbox.WithDefaults().SyncWait, Approvals: approvalSvc}),
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
 		Revocations:     revocations,
 		Audit:           trail, TrustForwardedFor: cfg.HTTP.TrustForwardedFor,

@@ -176,7 +176,7 @@ func (s *Server) await(ctx context.Context, wait func(context.Context, invocatio
 	defer func() { s.metrics.MCPWait.Observe(time.Since(start).Seconds()) }()
 	deadline := start.Add(s.wait)
 	for step := 0; ; step++ {
-		report.send(ctx, step, waitingFor(inv))
+		report.send(ctx, step, s.waitingFor(ctx, inv))
 		slice := min(time.Until(deadline), progressEvery)
 		if slice <= 0 {
 			return inv, nil
@@ -192,10 +192,16 @@ func (s *Server) await(ctx context.Context, wait func(context.Context, invocatio
 	}
 }
 
-// waitingFor says what a call waits for.
-func waitingFor(inv invocation.Invocation) string {
+// waitingFor says what a call waits for: a pending one that needs
+// several approvers says how many more.
+func (s *Server) waitingFor(ctx context.Context, inv invocation.Invocation) string {
 	if inv.Status == invocation.StatusPending {
 		msg := "waiting for a human to approve it in the console or Slack"
+		if s.approvals != nil {
+			if pr, err := s.approvals.ProgressOf(ctx, nil, &inv); err == nil && pr.Required > 1 {
+				msg = fmt.Sprintf("waiting for %d more approval(s) of %d in the console or Slack", pr.Remaining(), pr.Required)
+			}
+		}
 		if inv.ExpiresAt != nil {
 			msg += ", until " + inv.ExpiresAt.UTC().Format("15:04 UTC")
 		}

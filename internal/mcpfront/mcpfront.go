@@ -26,9 +26,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/outboxd/outboxd/internal/domain/approvers"
 	outboxauth "github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/policy"
@@ -93,6 +95,14 @@ type Deps struct {
 	Wait time.Duration
 	// PageSize is how many tools one tools/list page holds; default 100.
 	PageSize int
+	// Approvals, when set, lets a waiting call say how many more
+	// approvals it waits for (internal/domain/approvers).
+	Approvals Approvals
+}
+
+// Approvals reads where a pending invocation's approvals stand.
+type Approvals interface {
+	ProgressOf(ctx context.Context, db dbutil.DB, inv *invocation.Invocation) (*approvers.Progress, error)
 }
 
 // Server serves MCP on one handler.
@@ -103,7 +113,9 @@ type Server struct {
 	logger   *slog.Logger
 	wait     time.Duration
 	pageSize int
-	handler  http.Handler
+	// approvals is nil without Deps.Approvals.
+	approvals Approvals
+	handler   http.Handler
 	// send sends a message to a session's client: the SDK's own sending
 	// handler, which takes the session from the request.
 	send mcp.MethodHandler
@@ -113,7 +125,8 @@ type Server struct {
 
 // New returns the front door.
 func New(deps *Deps) *Server {
-	s := &Server{outbox: deps.Outbox, catalog: deps.Catalog, metrics: deps.Metrics, wait: deps.Wait, pageSize: cmp.Or(deps.PageSize, 100), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))}
+	s := &Server{outbox: deps.Outbox, catalog: deps.Catalog, metrics: deps.Metrics, wait: deps.Wait, pageSize: cmp.Or(deps.PageSize, 100), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
+		approvals: deps.Approvals}
 	if s.metrics == nil {
 		s.metrics = telemetry.NewNop()
 	}

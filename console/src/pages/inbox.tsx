@@ -4,6 +4,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, type CatalogAction, type Invocation } from "../api";
 import type { Session } from "../main";
 import { GrantOption } from "./grants";
+import { ApprovalProgress, mayDecide } from "./approvals";
 import { Alert, AskerFacts, Empty, ErrorAlert, Flash, Loading, PageHead, ParamsForm, Risk, errorText, fmtDuration, fmtTime, useNow, useStream } from "../ui";
 
 /** useCatalog loads the action schemas the params forms are laid out by. */
@@ -60,7 +61,13 @@ export function Inbox({ session }: { session: Session }) {
       <ul class="cards" aria-label="Pending invocations">
         {items?.map((inv) => (
           <li key={inv.id} class="card pending-card" data-invocation={inv.id}>
-            <PendingCard inv={inv} now={now} schema={catalog.get(inv.integration + "." + inv.action)} session={session} onDecided={(msg) => setFlash(msg)} />
+            <PendingCard inv={inv} now={now} schema={catalog.get(inv.integration + "." + inv.action)} session={session}
+              onDecided={(msg, next) => {
+                setFlash(msg);
+                // An approval short of the count: the card shows it.
+                if (next?.status === "pending") setItems((cur) => cur && cur.map((i) => (i.id === next.id ? next : i)));
+              }}
+            />
           </li>
         ))}
       </ul>
@@ -68,7 +75,7 @@ export function Inbox({ session }: { session: Session }) {
   );
 }
 
-function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation; now: number; schema?: CatalogAction; session: Session; onDecided: (msg: string) => void }) {
+function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation; now: number; schema?: CatalogAction; session: Session; onDecided: (msg: string, next?: Invocation) => void }) {
   const left = inv.expires_at ? (new Date(inv.expires_at).getTime() - now) / 1000 : null;
   return (
     <article aria-labelledby={"t-" + inv.id}>
@@ -96,13 +103,14 @@ function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation
         </details>
       ) : null}
       <ParamsForm params={inv.params} schema={schema?.params} />
-      {session.canDecide ? <Decision inv={inv} onDecided={onDecided} /> : null}
+      <ApprovalProgress inv={inv} canDecide={session.canDecide} />
+      {mayDecide(inv, session.canDecide) ? <Decision inv={inv} onDecided={onDecided} /> : null}
     </article>
   );
 }
 
 /** Decision holds Approve, Approve & grant, Approve & always allow (permanent), and Deny with a reason. */
-export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg: string) => void }) {
+export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg: string, next?: Invocation) => void }) {
   const [denying, setDenying] = useState(false);
   const [reason, setReason] = useState("");
   const [busy, setBusy] = useState(false);
@@ -115,7 +123,7 @@ export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg:
       // The status repeats the decision until the invocation moves on
       // (approved → executing → completed); say it only when it adds news.
       const status = r.invocation.status;
-      onDecided(`${inv.integration}.${inv.action} ${what}` + (what.startsWith(status) ? "." : `; it is ${status} now.`));
+      onDecided(`${inv.integration}.${inv.action} ${what}` + (what.startsWith(status) ? "." : `; it is ${status} now.`), r.invocation);
     } catch (e) {
       setError(errorText(e));
     } finally {

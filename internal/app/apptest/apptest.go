@@ -28,6 +28,7 @@ import (
 	"github.com/outboxd/outboxd/internal/api"
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/client"
+	"github.com/outboxd/outboxd/internal/domain/approvers"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/auth/signin"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
@@ -80,6 +81,8 @@ type Options struct {
 	Webhooks webhook.Config
 	// Slack configures Slack approvals; default a fast relay.
 	Slack slackapproval.Config
+	// Approvals is approval.required; default one approval for every tier.
+	Approvals approvers.Config
 	// Plugins configures the plugin action packages; default none.
 	Plugins plugin.Config
 	// MCP tunes the MCP front door.
@@ -160,6 +163,7 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		Streams:              opts.Streams,
 		Webhooks:             opts.Webhooks,
 		Slack:                opts.Slack,
+		Approvals:            opts.Approvals,
 		Plugins:              opts.Plugins,
 		MCP:                  opts.MCP,
 		Auth:                 opts.Auth,

@@ -56,11 +56,18 @@ var (
 	// PreconditionFailed: a replacement named the version it replaces
 	// (If-Match) and the stored one has changed since.
 	PreconditionFailed = &Kind{"precondition_failed", "the settings changed since they were read"}
+	// NotApprover: the invocation's approver group does not include the
+	// person deciding.
+	NotApprover = &Kind{"not_an_approver", "not in the approver group of this invocation"}
+	// AlreadyApproved: the person approved this invocation already; it
+	// waits for someone else.
+	AlreadyApproved = &Kind{"already_approved", "already approved by this person"}
 )
 
 // All is every kind, for the HTTP layer's test that maps each one.
 var All = []*Kind{NotFound, Conflict, Expired, PendingLimit, IdempotencyMismatch,
-	SourceUnavailable, SourceNotAllowed, SourceDisabled, AutomationNotAllowed, SelfApproval, PreconditionFailed}
+	SourceUnavailable, SourceNotAllowed, SourceDisabled, AutomationNotAllowed, SelfApproval, PreconditionFailed,
+	NotApprover, AlreadyApproved}
 
 // Errorf is an error of kind whose message is the formatted text (which
 // may wrap another error with %w); errors.Is finds both.

@@ -75,6 +75,14 @@ type ActionMode struct {
 	UpdatedAt      time.Time
 }
 
+type ApprovalPolicy struct {
+	OrganizationID string
+	Required       []byte
+	Groups         []byte
+	UpdatedBy      string
+	UpdatedAt      time.Time
+}
+
 type AuditAnchor struct {
 	OrganizationID string
 	PrunedThrough  int64
@@ -153,6 +161,14 @@ type Grant struct {
 	RevokedAt      *time.Time
 	RevokedBy      *string
 	RevokeReason   *string
+}
+
+type InvocationApproval struct {
+	OrganizationID string
+	InvocationID   uuid.UUID
+	Approver       string
+	DecidedAt      time.Time
+	IntentDigest   string
 }
 
 type InvocationEvent struct {

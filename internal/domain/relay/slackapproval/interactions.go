@@ -142,15 +142,21 @@ func (c *Clicks) decide(ctx context.Context, v buttonValue, slackUser, action st
 	}
 	switch action {
 	case "approve", "approve_always":
-		_, err = c.decider.Approve(ctx, &outbox.ApproveParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Always: action == "approve_always"})
+		_, err = c.decider.Approve(ctx, &outbox.ApproveParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Role: approver.Role, Always: action == "approve_always"})
 	case "deny":
-		_, err = c.decider.Deny(ctx, &outbox.DenyParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Reason: "denied in Slack"})
+		_, err = c.decider.Deny(ctx, &outbox.DenyParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Role: approver.Role, Reason: "denied in Slack"})
 	default:
 		return "Unknown action; nothing was changed.", nil
 	}
 	switch {
 	case err == nil:
 		return "", nil
+	case errors.Is(err, errs.NotApprover):
+		return "You are not in this request's approver group; nothing was changed.", nil
+	case errors.Is(err, errs.AlreadyApproved):
+		return "You approved this already; it waits for another approver.", nil
+	case errors.Is(err, errs.SelfApproval):
+		return "You asked for this yourself: another person must approve it.", nil
 	case errors.Is(err, errs.Expired):
 		return "Too late: the approval window closed.", nil
 	case errors.Is(err, errs.Conflict):

@@ -4,15 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/outboxd/outboxd/internal/domain/approvers"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval/slackapprovalstore"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -33,6 +37,18 @@ func (s *Service) scope(ctx context.Context, tx pgx.Tx) (invocation.FeedScope, e
 	orgs, err := s.work.ChannelOrganizations(ctx, tx)
 	if err != nil {
 		return invocation.FeedScope{}, fmt.Errorf("loading the organizations with a channel: %w", err)
+	}
+	if s.deps.Approvals != nil {
+		// And those whose approver groups have channels of their own.
+		more, err := s.deps.Approvals.ChannelOrganizations(ctx, tx)
+		if err != nil {
+			return invocation.FeedScope{}, fmt.Errorf("loading the organizations with a group channel: %w", err)
+		}
+		for _, o := range more {
+			if !slices.Contains(orgs, o) {
+				orgs = append(orgs, o)
+			}
+		}
 	}
 	return invocation.FeedScope{Orgs: orgs}, nil
 }
@@ -90,11 +106,15 @@ func (w *PostWorker) Work(ctx context.Context, job *river.Job[PostArgs]) error {
 	if inv.Status != invocation.StatusPending {
 		return nil
 	}
-	channel, err := s.channel(ctx, inv.OrganizationID)
+	progress, err := s.progress(ctx, s.deps.Owner, &inv)
+	if err != nil {
+		return err
+	}
+	channel, err := s.channel(ctx, inv.OrganizationID, progress)
 	if err != nil || channel == "" {
 		return err
 	}
-	text, blocks := requestMessage(&inv)
+	text, blocks := requestMessage(&inv, progress)
 	answer, err := s.call(ctx, inv.OrganizationID, "chat.postMessage", map[string]any{"channel": channel, "text": text, "blocks": blocks})
 	s.count("post", err)
 	if err != nil {
@@ -105,7 +125,21 @@ func (w *PostWorker) Work(ctx context.Context, job *river.Job[PostArgs]) error {
 	return s.work.InsertMessage(ctx, inv.OrganizationID, inv.ID, slackapprovalstore.Message{Channel: cmpOr(posted, channel), TS: ts})
 }
 
-func (s *Service) channel(ctx context.Context, org string) (string, error) {
+// progress is where inv's approvals stand, read on db; nil without
+// approver groups.
+func (s *Service) progress(ctx context.Context, db dbutil.DB, inv *invocation.Invocation) (*approvers.Progress, error) {
+	if s.deps.Approvals == nil {
+		return nil, nil
+	}
+	return s.deps.Approvals.ProgressOf(ctx, db, inv)
+}
+
+// channel is where a request goes: its approver group's channel, else the
+// organization's, else notifications.slack.channel.
+func (s *Service) channel(ctx context.Context, org string, progress *approvers.Progress) (string, error) {
+	if progress != nil && progress.Group != nil && progress.Group.SlackChannel != nil {
+		return *progress.Group.SlackChannel, nil
+	}
 	st, err := settingsOf(ctx, s.work, s.deps.Owner, org)
 	if err != nil {
 		return "", err
@@ -133,7 +167,8 @@ type UpdateWorker struct {
 	svc *Service
 }
 
-// Work rewrites the message without its buttons, saying who decided.
+// Work rewrites the message without its buttons, saying who decided; a
+// pending invocation's keeps them and says who approved so far.
 func (w *UpdateWorker) Work(ctx context.Context, job *river.Job[UpdateArgs]) error {
 	s := w.svc
 	msg, ok, err := s.work.Message(ctx, job.Args.InvocationID)
@@ -151,9 +186,30 @@ func (w *UpdateWorker) Work(ctx context.Context, job *river.Job[UpdateArgs]) err
 		return err
 	}
 	text, blocks := decidedMessage(&inv)
+	if inv.Status == invocation.StatusPending {
+		progress, err := s.progress(ctx, s.deps.Owner, &inv)
+		if err != nil {
+			return err
+		}
+		text, blocks = requestMessage(&inv, progress)
+	}
 	_, err = s.call(ctx, inv.OrganizationID, "chat.update", map[string]any{"channel": msg.Channel, "ts": msg.TS, "text": text, "blocks": blocks})
 	s.count("update", err)
 	return err
+}
+
+// QueueUpdate returns the hook (approvers.Deps.Progressed) that queues,
+// with client in the approval's transaction, the update of an invocation's
+// message after an approval that leaves it pending: the message then says
+// who approved so far. Nothing is queued when no message was posted.
+func (s *Service) QueueUpdate(client *river.Client[pgx.Tx]) func(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation) error {
+	return func(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation) error {
+		if _, ok, err := s.api.MessageIn(ctx, tx, inv.ID); err != nil || !ok {
+			return err
+		}
+		_, err := client.InsertTx(ctx, tx, UpdateArgs{InvocationID: inv.ID}, &river.InsertOpts{Metadata: tracing.JobMetadata(inv.TraceContext)})
+		return err
+	}
 }
 
 // AddWorkers registers the post and update workers.
@@ -175,7 +231,7 @@ type buttonValue struct {
 	ID  string `json:"i"`
 }
 
-func requestMessage(inv *invocation.Invocation) (string, []any) {
+func requestMessage(inv *invocation.Invocation, progress *approvers.Progress) (string, []any) {
 	value, _ := json.Marshal(buttonValue{Org: inv.OrganizationID, ID: inv.ID.String()})
 	button := func(text, id, style string) map[string]any {
 		b := map[string]any{"type": "button", "text": plain(text), "action_id": id, "value": string(value)}
@@ -185,10 +241,37 @@ func requestMessage(inv *invocation.Invocation) (string, []any) {
 		return b
 	}
 	text := fmt.Sprintf("Approval requested: %s.%s", inv.Integration, inv.Action)
-	blocks := append(summary(inv, text), map[string]any{"type": "actions", "block_id": "outboxd_approval", "elements": []any{
+	blocks := summary(inv, text)
+	if line := progressLine(progress); line != "" {
+		text += " — " + line
+		blocks = append(blocks, map[string]any{"type": "section", "text": mrkdwn("*" + line + "*")})
+	}
+	blocks = append(blocks, map[string]any{"type": "actions", "block_id": "outboxd_approval", "elements": []any{
 		button("Approve", "approve", "primary"), button("Approve & always allow", "approve_always", ""), button("Deny", "deny", "danger"),
 	}})
 	return text, blocks
+}
+
+// progressLine says who approved so far and how many approvals the
+// request needs ("Approved by ana, 1 of 2"); "" when one approval decides.
+func progressLine(p *approvers.Progress) string {
+	if p == nil || (p.Required <= 1 && p.Group == nil) {
+		return ""
+	}
+	var line string
+	if len(p.Approvals) == 0 {
+		line = fmt.Sprintf("Needs %d approval(s)", p.Required)
+	} else {
+		by := make([]string, len(p.Approvals))
+		for i, a := range p.Approvals {
+			by[i] = a.By
+		}
+		line = fmt.Sprintf("Approved by %s, %d of %d", strings.Join(by, ", "), len(p.Approvals), p.Required)
+	}
+	if p.Group != nil {
+		line += " (approver group " + p.Group.Name + ")"
+	}
+	return line
 }
 
 func decidedMessage(inv *invocation.Invocation) (string, []any) {

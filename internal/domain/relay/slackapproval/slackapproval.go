@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outboxd/outboxd/internal/domain/approvers"
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
@@ -72,6 +73,16 @@ type Deps struct {
 	// Audit records each change of the settings in its transaction; nil
 	// records nothing.
 	Audit audit.Recorder
+	// Approvals routes each request to its approver group's channel and
+	// counts its approvals (internal/domain/approvers); nil: every
+	// request goes to the organization's channel, one approval decides.
+	Approvals Approvals
+}
+
+// Approvals is what Slack needs of the approval policies.
+type Approvals interface {
+	ProgressOf(ctx context.Context, db dbutil.DB, inv *invocation.Invocation) (*approvers.Progress, error)
+	ChannelOrganizations(ctx context.Context, db dbutil.DB) ([]string, error)
 }
 
 // Service posts and updates approval messages and takes the clicks.

@@ -96,7 +96,12 @@ func (s *Store) InsertMessage(ctx context.Context, org string, invocationID uuid
 // Message returns where the approval message of invocationID was posted,
 // and false when none was.
 func (s *Store) Message(ctx context.Context, invocationID uuid.UUID) (Message, bool, error) {
-	m, err := s.q.SlackMessageGet(ctx, s.pool, invocationID)
+	return s.MessageIn(ctx, s.pool, invocationID)
+}
+
+// MessageIn is Message on db (a decision's transaction).
+func (s *Store) MessageIn(ctx context.Context, db dbutil.DB, invocationID uuid.UUID) (Message, bool, error) {
+	m, err := s.q.SlackMessageGet(ctx, db, invocationID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Message{}, false, nil
 	}

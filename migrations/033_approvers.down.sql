@@ -1,0 +1,2 @@
+DROP TABLE approval_policies;
+DROP TABLE invocation_approvals;
