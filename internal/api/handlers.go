@@ -162,7 +162,11 @@ func (s *Server) getInvocation(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"invocation": viewInvocation(inv)})
+	view := viewInvocation(inv)
+	if view.Preview, err = s.preview(r.Context(), inv); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocation": view})
 	return nil
 }
 

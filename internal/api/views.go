@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/preview"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -53,6 +54,9 @@ type invocationView struct {
 	ReplayedAt     *time.Time        `json:"replayed_at"`
 	DiscardedBy    *string           `json:"discarded_by"`
 	DiscardedAt    *time.Time        `json:"discarded_at"`
+	// Preview is what a pending invocation will do, once rendered
+	// (internal/domain/preview); shown by GET /v1/invocations/{id} only.
+	Preview *preview.Record `json:"preview,omitempty"`
 }
 
 func viewInvocation(inv invocation.Invocation) invocationView {

@@ -61,3 +61,19 @@ func (s *Store) Get(ctx context.Context, db dbutil.DB, org string, invocationID 
 	}
 	return rec, true, nil
 }
+
+// Reader reads an organization's previews for the API through the tenant
+// pool, whose policy (migration 035) shows that organization's only.
+type Reader struct {
+	Pool  dbutil.DB
+	store *Store
+}
+
+// NewReader returns a Reader on pool, the tenant pool.
+func NewReader(pool dbutil.DB) *Reader { return &Reader{Pool: pool, store: New()} }
+
+// Get returns the preview of one of org's invocations; ok is false while
+// none is recorded.
+func (r *Reader) Get(ctx context.Context, org string, invocationID uuid.UUID) (preview.Record, bool, error) {
+	return r.store.Get(dbutil.WithOrg(ctx, org), r.Pool, org, invocationID)
+}
