@@ -137,8 +137,8 @@ func (s *client) lookupName(ctx context.Context, ec executors.ExecContext, metho
 			} `json:"profile"`
 		} `json:"user"`
 	}
-	if err := json.Unmarshal(raw, &answer); err != nil {
-		return "", &executors.Error{Code: "invalid_response", Message: "Slack's " + method + " answer is not JSON", Retryable: true}
+	if json.Unmarshal(raw, &answer) != nil {
+		return "", nil // an answer without the object: the id stays
 	}
 	if arg == "channel" {
 		return answer.Channel.Name, nil
