@@ -23,4 +23,6 @@ func (PreviewArgs) Kind() string { return "render_preview" }
 const PreviewAttempts = 3
 
 // InsertOpts gives preview jobs few attempts.
-func (PreviewArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: PreviewAttempts} }
+func (PreviewArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: PreviewAttempts}
+}
