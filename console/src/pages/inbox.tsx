@@ -3,6 +3,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type CatalogAction, type Invocation } from "../api";
 import type { Session } from "../main";
+import { Preview } from "../preview";
 import { Alert, AskerFacts, Empty, ErrorAlert, Flash, Loading, PageHead, ParamsForm, Risk, errorText, fmtDuration, fmtTime, useNow, useStream } from "../ui";
 
 /** useCatalog loads the action schemas the params forms are laid out by. */
@@ -94,6 +95,7 @@ function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation
           <p class="muted">{schema.description}</p>
         </details>
       ) : null}
+      <Preview inv={inv} />
       <ParamsForm params={inv.params} schema={schema?.params} />
       {session.canDecide ? <Decision inv={inv} onDecided={onDecided} /> : null}
     </article>
