@@ -21,7 +21,6 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/preview"
 	"github.com/outboxd/outboxd/internal/domain/preview/previewstore"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
-	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -187,12 +186,9 @@ func cut(s string) string {
 // refreshSlack has the invocation's Slack approval message, when one was
 // posted before the preview was ready, rewritten with it.
 func (w *PreviewWorker) refreshSlack(ctx context.Context, inv invocation.Invocation) error {
-	_, err := dbsqlc.New().SlackMessageGet(ctx, w.deps.db(), inv.ID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil // not posted (yet): the post reads the preview
-	}
-	if err != nil {
-		return err
+	posted, err := w.previews.SlackMessagePosted(ctx, w.deps.db(), inv.ID)
+	if err != nil || !posted {
+		return err // not posted (yet): the post reads the preview
 	}
 	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 	if err != nil {

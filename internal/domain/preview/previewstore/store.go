@@ -77,3 +77,17 @@ func NewReader(pool dbutil.DB) *Reader { return &Reader{Pool: pool, store: New()
 func (r *Reader) Get(ctx context.Context, org string, invocationID uuid.UUID) (preview.Record, bool, error) {
 	return r.store.Get(dbutil.WithOrg(ctx, org), r.Pool, org, invocationID)
 }
+
+// SlackMessagePosted reports whether the invocation's Slack approval
+// message was posted (package slackapproval), so a rendering that comes
+// after it has the message updated.
+func (s *Store) SlackMessagePosted(ctx context.Context, db dbutil.DB, invocationID uuid.UUID) (bool, error) {
+	_, err := s.q.SlackMessageGet(ctx, db, invocationID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading the Slack approval message: %w", err)
+	}
+	return true, nil
+}
