@@ -33,13 +33,7 @@ func (s *source) Preview(ctx context.Context, actionID string, params json.RawMe
 	if err := json.Unmarshal(args, &values); err != nil {
 		return nil, sc.errorf(CodeInvalidParams, false, nil, "params must be a JSON object")
 	}
-	var schema struct {
-		Properties map[string]struct {
-			Description string `json:"description"`
-			Title       string `json:"title"`
-		} `json:"properties"`
-		Required []string `json:"required"`
-	}
+	var schema inputSchema
 	_ = json.Unmarshal(tool.InputSchema, &schema) // a schema without properties describes nothing
 
 	title := cmpOr(tool.Title, tool.Name)
@@ -71,6 +65,15 @@ func (s *source) Preview(ctx context.Context, actionID string, params json.RawMe
 		out.Notes = append(out.Notes, "required by the tool's schema but not given: "+strings.Join(missing, ", "))
 	}
 	return out, nil
+}
+
+// inputSchema is the part of a tool's input schema a preview reads.
+type inputSchema struct {
+	Properties map[string]struct {
+		Description string `json:"description"`
+		Title       string `json:"title"`
+	} `json:"properties"`
+	Required []string `json:"required"`
 }
 
 // argText shows a string argument as its text, any other as its JSON.
