@@ -58,15 +58,17 @@ func TestPreview_RenderedRedactedAndOnlyForPending(t *testing.T) {
 	text := pv["preview"].(map[string]any)["text"].(string)
 	require.NotContains(t, text, "s3cr3tvalue", "the preview is redacted like a result")
 	require.Contains(t, text, "the key is")
-	states, _ := previewJobs(t, b, id)
-	require.Equal(t, []string{"completed"}, states)
+	require.Eventually(t, func() bool {
+		states, _ := previewJobs(t, b, id)
+		return len(states) == 1 && states[0] == "completed"
+	}, 10*time.Second, 50*time.Millisecond, "one preview job, completed")
 	require.Equal(t, string(invocation.StatusPending), b.Invocation(id)["status"])
 
 	allowSlack(b)
 	r = b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "runs at once"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	ran := r.Body["invocation"].(map[string]any)["id"].(string)
-	states, _ = previewJobs(t, b, ran)
+	states, _ := previewJobs(t, b, ran)
 	require.Empty(t, states, "only pending invocations are previewed")
 	require.Nil(t, b.Invocation(ran)["preview"])
 }
