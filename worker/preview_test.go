@@ -99,7 +99,7 @@ func TestPreview_PassingFailureIsTriedAFewTimesThenRecorded(t *testing.T) {
 		return len(states) == 1 && states[0] == "completed" && attempts[0] == invocation.PreviewAttempts
 	}, 10*time.Second, 50*time.Millisecond)
 	calls := 0
-	for _, c := range b.Slack.Requests() {
+	for _, c := range b.Slack.AllRequests() {
 		if c.Path == "/conversations.info" {
 			calls++
 		}
