@@ -461,6 +461,7 @@ func TestBrowser(t *testing.T) {
 		phone.shot("12-phone-inbox")
 	})
 
+	previewPages(t, br, owner)
 	adminPages(t, br, owner, member, mcp)
 	grantPages(t, br, owner)
 

@@ -22,6 +22,8 @@ type Action struct {
 	// handler runs the action against the value the provider's Connect
 	// built from its configuration.
 	handler func(ctx context.Context, conn any, params json.RawMessage, ec ExecContext) (Result, error)
+	// preview, when set, renders what the action will do (WithPreview).
+	preview func(ctx context.Context, conn any, params json.RawMessage, ec ExecContext) (*Preview, error)
 }
 
 // Checker is implemented by params types that check themselves once

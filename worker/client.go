@@ -304,6 +304,7 @@ func riverConfig(deps *Deps, config *Config, work bool) (*river.Config, error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, NewExecuteWorker(deps, cfg))
 	river.AddWorker(workers, &ExpireWorker{deps: deps, logger: logger, store: invocationstore.New(nil)})
+	river.AddWorker(workers, NewPreviewWorker(deps))
 	river.AddWorker(workers, &SweepWorker{deps: deps, logger: logger, store: invocationstore.New(nil)})
 	for _, js := range deps.Jobs {
 		js.AddWorkers(workers)

@@ -41,6 +41,23 @@ export type Invocation = {
   approvals_required?: number;
   approver_group?: string;
   can_approve?: boolean;
+  /** What it will do, once rendered; GET /v1/invocations/{id} only. */
+  preview?: InvocationPreview;
+};
+
+export type InvocationPreview = {
+  status: "rendered" | "failed" | "unsupported";
+  note?: string;
+  rendered_at: string;
+  preview?: {
+    kind: "message" | "issue" | "diff" | "query" | "tool_args";
+    title: string;
+    text?: string;
+    fields?: { name: string; value: string; description?: string }[];
+    changes?: { field: string; before: string; after: string }[];
+    plan?: { node: string; rows: number; startup_cost: number; total_cost: number; relations?: string[] };
+    notes?: string[];
+  };
 };
 
 export type TimelineEvent = {

@@ -65,7 +65,7 @@ const (
 
 // actions are GitHub's actions, each with its handler.
 var actions = []executors.Action{
-	executors.NewAction(executors.Definition{ID: ActionCreateIssue, Description: createIssueDescription, Tier: executors.TierR2, Params: json.RawMessage(createIssueSchema), Delivery: executors.DeliveryReconciled}, (*client).createIssue),
+	executors.WithPreview(executors.NewAction(executors.Definition{ID: ActionCreateIssue, Description: createIssueDescription, Tier: executors.TierR2, Params: json.RawMessage(createIssueSchema), Delivery: executors.DeliveryReconciled}, (*client).createIssue), (*client).previewCreateIssue),
 	executors.NewAction(executors.Definition{ID: ActionCommentOnIssue, Description: commentOnIssueDescription, Tier: executors.TierR2, Params: json.RawMessage(commentOnIssueSchema), Delivery: executors.DeliveryReconciled}, (*client).commentOnIssue),
 	executors.NewAction(executors.Definition{ID: ActionGetIssue, Description: getIssueDescription, Tier: executors.TierR1, Params: json.RawMessage(getIssueSchema), Delivery: executors.DeliveryExactlyOnce}, (*client).getIssue),
 	executors.NewAction(executors.Definition{ID: ActionListPullRequests, Description: listPullRequestsDescription, Tier: executors.TierR1, Params: json.RawMessage(listPullRequestsSchema), Delivery: executors.DeliveryExactlyOnce}, (*client).listPullRequests),

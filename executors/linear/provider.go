@@ -20,8 +20,8 @@ var Provider = executors.Provider{
 	Actions: []executors.Action{
 		executors.NewAction(listIssuesDefinition, (*client).listIssues),
 		executors.NewAction(getIssueDefinition, (*client).getIssue),
-		executors.NewAction(createIssueDefinition, (*client).createIssue),
-		executors.NewAction(updateIssueDefinition, (*client).updateIssue),
+		executors.WithPreview(executors.NewAction(createIssueDefinition, (*client).createIssue), (*client).previewCreateIssue),
+		executors.WithPreview(executors.NewAction(updateIssueDefinition, (*client).updateIssue), (*client).previewUpdateIssue),
 		executors.NewAction(addCommentDefinition, (*client).addComment),
 	},
 	Connect: func(cfg *executors.ProviderConfig) (any, error) {

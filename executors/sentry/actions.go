@@ -68,7 +68,7 @@ var actions = []executors.Action{
 	executors.NewAction(executors.Definition{ID: ActionGetIssue, Description: getIssueDescription, Tier: executors.TierR1, Params: json.RawMessage(getIssueSchema), Delivery: executors.DeliveryExactlyOnce}, (*client).getIssue),
 	executors.NewAction(executors.Definition{ID: ActionListIssueEvents, Description: listIssueEventsDescription, Tier: executors.TierR1, Params: json.RawMessage(listIssueEventsSchema), Delivery: executors.DeliveryExactlyOnce}, (*client).listIssueEvents),
 	executors.NewAction(executors.Definition{ID: ActionGetEvent, Description: getEventDescription, Tier: executors.TierR1, Params: json.RawMessage(getEventSchema), Delivery: executors.DeliveryExactlyOnce}, (*client).getEvent),
-	executors.NewAction(executors.Definition{ID: ActionUpdateIssue, Description: updateIssueDescription, Tier: executors.TierR2, Params: json.RawMessage(updateIssueSchema), Delivery: executors.DeliveryExactlyOnce}, (*client).updateIssue),
+	executors.WithPreview(executors.NewAction(executors.Definition{ID: ActionUpdateIssue, Description: updateIssueDescription, Tier: executors.TierR2, Params: json.RawMessage(updateIssueSchema), Delivery: executors.DeliveryExactlyOnce}, (*client).updateIssue), (*client).previewUpdateIssue),
 }
 
 // ListIssuesParams are the params of list_issues.

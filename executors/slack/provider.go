@@ -18,7 +18,7 @@ var Provider = executors.Provider{
 	Guide: "Messages are posted as the workspace's Slack app, with the Slack token stored for your " +
 		"organization (or your user). The app must be a member of a channel to post in it.",
 	Actions: []executors.Action{
-		executors.NewAction(sendMessageDefinition, (*client).sendMessage),
+		executors.WithPreview(executors.NewAction(sendMessageDefinition, (*client).sendMessage), (*client).previewMessage),
 	},
 	Connect: func(cfg *executors.ProviderConfig) (any, error) {
 		return connect(&Config{BaseURL: cfg.BaseURL})

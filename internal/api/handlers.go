@@ -163,7 +163,11 @@ func (s *Server) getInvocation(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"invocation": s.viewWithApprovals(r, c, inv)})
+	view := s.viewWithApprovals(r, c, inv)
+	if view.Preview, err = s.preview(r.Context(), inv); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"invocation": view})
 	return nil
 }
 

@@ -77,6 +77,9 @@ type Deps struct {
 	// TrustForwardedFor takes a client's address from X-Forwarded-For
 	// (http.trust_forwarded_for), as the audit trail records it.
 	TrustForwardedFor bool
+	// Previews reads invocations' previews for GET /v1/invocations/{id}
+	// (nil: none shown).
+	Previews Previews
 	// Console signs people in to the console with the identity provider
 	// (nil: not configured).
 	Console ConsoleSignIn
@@ -86,6 +89,7 @@ type Deps struct {
 
 // Server routes requests to the outbox service.
 type Server struct {
+	previews Previews
 	svc      Outbox
 	catalog  Catalog
 	settings Settings
@@ -126,6 +130,7 @@ type Server struct {
 // New returns a Server.
 func New(deps *Deps) *Server {
 	return &Server{
+		previews:    deps.Previews,
 		svc:         deps.Service,
 		catalog:     deps.Catalog,
 		settings:    deps.Settings,

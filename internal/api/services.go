@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/google/uuid"
+
 	adm "github.com/outboxd/outboxd/internal/domain/admin"
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
@@ -11,6 +13,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/feed"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/preview"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
 	"github.com/outboxd/outboxd/internal/domain/revocation"
@@ -108,6 +111,12 @@ type Settings interface {
 	PutCredential(ctx context.Context, p *settings.PutCredentialParams) (credential.Info, error)
 	ListCredentials(ctx context.Context, org string) ([]credential.Info, error)
 	DeleteCredential(ctx context.Context, org, integration, userID string) error
+}
+
+// Previews reads invocations' previews (internal/domain/preview): ok is
+// false while none is recorded.
+type Previews interface {
+	Get(ctx context.Context, org string, invocationID uuid.UUID) (rec preview.Record, ok bool, err error)
 }
 
 // Audit is the organization's audit trail (internal/domain/audit): the

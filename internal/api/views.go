@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/preview"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -59,6 +60,9 @@ type invocationView struct {
 	// Set on pending invocations when approver groups are served (see
 	// addApprovals).
 	approvalsView
+	// Preview is what a pending invocation will do, once rendered
+	// (internal/domain/preview); shown by GET /v1/invocations/{id} only.
+	Preview *preview.Record `json:"preview,omitempty"`
 }
 
 func viewInvocation(inv invocation.Invocation) invocationView {

@@ -47,6 +47,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/preview/previewstore"
 	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook"
@@ -475,7 +476,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
 		Revocations:     revocations,
 		Audit:           trail, TrustForwardedFor: cfg.HTTP.TrustForwardedFor,
-		Console: console,
+		Console: console, Previews: previewstore.NewReader(tenantPool),
 		Grants:  grant.NewService(tenantPool),
 	})
 	var handler http.Handler = server.Handler()

@@ -39,6 +39,7 @@ var wireExceptions = map[string]string{
 	"internal/domain/credential.brokerAnswer":            "is the token broker's protocol: what it answers",
 	"executors/mcp.RiskPolicy":                           "is stored as jsonb: executors/mcp/connectors keeps a connector's risk_policy, which the API shows and takes as it is stored",
 	"executors/mcp.callResult":                           "is the stored result of a tool call (the invocation's result)",
+	"executors/mcp.inputSchema":                          "decodes a tool's input schema to describe its arguments in a preview",
 	"internal/domain/relay/slackapproval.Approver":       "is stored as jsonb: an organization's Slack approvers, by Slack user id",
 	"internal/domain/relay/slackapproval.interaction":    "is Slack's protocol: the block_actions payload of a click",
 	"internal/domain/relay/slackapproval.buttonValue":    "is Slack's protocol: the value an approval button carries back in a click",

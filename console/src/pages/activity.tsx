@@ -3,6 +3,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type Invocation, type ListFilter, type TimelineEvent } from "../api";
 import type { Session } from "../main";
+import { Preview } from "../preview";
 import {
   Alert,
   Asker,
@@ -207,6 +208,7 @@ export function InvocationPage({ id, session }: { id: string; session: Session }
               }}
             />
           ) : null}
+          <Preview inv={inv} />
           <h2>Params</h2>
           <ParamsForm params={inv.params} schema={schema?.params} />
           <h2>Result</h2>

@@ -5,6 +5,7 @@ import { api, type CatalogAction, type Invocation } from "../api";
 import type { Session } from "../main";
 import { GrantOption } from "./grants";
 import { ApprovalProgress, mayDecide } from "./approvals";
+import { Preview } from "../preview";
 import { Alert, AskerFacts, Empty, ErrorAlert, Flash, Loading, PageHead, ParamsForm, Risk, errorText, fmtDuration, fmtTime, useNow, useStream } from "../ui";
 
 /** useCatalog loads the action schemas the params forms are laid out by. */
@@ -102,6 +103,7 @@ function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation
           <p class="muted">{schema.description}</p>
         </details>
       ) : null}
+      <Preview inv={inv} />
       <ParamsForm params={inv.params} schema={schema?.params} />
       <ApprovalProgress inv={inv} canDecide={session.canDecide} />
       {mayDecide(inv, session.canDecide) ? <Decision inv={inv} onDecided={onDecided} /> : null}

@@ -84,6 +84,8 @@ type Server struct {
 func New(t testing.TB) *Server {
 	s := &Server{repos: map[string]*repo{}, commentID: 1_000_000, remaining: 5000}
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+basePath+"/repos/{owner}/{repo}", s.getRepo)
+	mux.HandleFunc("GET "+basePath+"/repos/{owner}/{repo}/assignees/{login}", s.checkAssignee)
 	mux.HandleFunc("POST "+basePath+"/repos/{owner}/{repo}/issues", s.createIssue)
 	mux.HandleFunc("GET "+basePath+"/repos/{owner}/{repo}/issues", s.listIssues)
 	mux.HandleFunc("GET "+basePath+"/repos/{owner}/{repo}/issues/{number}", s.getIssue)
@@ -638,4 +640,30 @@ func (s *Server) renderPull(rp *repo, is *Issue) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// getRepo answers a repository's summary, 404 for one AddRepo did not make.
+func (s *Server) getRepo(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	rp := s.repos[strings.ToLower(r.PathValue("owner")+"/"+r.PathValue("repo"))]
+	s.mu.Unlock()
+	if rp == nil {
+		WriteError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	providertest.WriteJSON(w, http.StatusOK, map[string]any{"name": rp.name, "full_name": rp.owner + "/" + rp.name, "owner": map[string]any{"login": rp.owner}})
+}
+
+// checkAssignee answers 204 when the user may be assigned issues of the
+// repository (a collaborator), else 404, as GitHub does.
+func (s *Server) checkAssignee(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	rp := s.repos[strings.ToLower(r.PathValue("owner")+"/"+r.PathValue("repo"))]
+	ok := rp != nil && slices.Contains(rp.collaborators, r.PathValue("login"))
+	s.mu.Unlock()
+	if !ok {
+		WriteError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

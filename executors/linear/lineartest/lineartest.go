@@ -287,6 +287,13 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 // mutation that took effect.
 func (f *Server) resolve(call Call) (answer any, mutated bool) {
 	q := call.Query
+	for field, names := range map[string]map[string]string{
+		"user": fakeUsers, "workflowState": fakeStates, "team": fakeTeams, "issueLabel": fakeLabels,
+	} {
+		if strings.Contains(q, " "+field+"(") {
+			return f.nameQuery(field, names, call.Variables), false
+		}
+	}
 	switch {
 	case strings.Contains(q, "issueCreate("):
 		return f.issueCreate(call.Variables)
@@ -619,3 +626,19 @@ func decodeStrict(raw json.RawMessage, v any) error {
 
 // WriteJSON answers status with v as JSON.
 func WriteJSON(w http.ResponseWriter, status int, v any) { providertest.WriteJSON(w, status, v) }
+
+// nameQuery answers a read of one user, workflow state, team or label by
+// id with its name.
+func (f *Server) nameQuery(field string, names map[string]string, raw json.RawMessage) any {
+	var vars struct {
+		ID string `json:"id"`
+	}
+	if err := decodeStrict(raw, &vars); err != nil {
+		return variableError(err)
+	}
+	name, ok := names[vars.ID]
+	if !ok {
+		return entityNotFound(strings.ToUpper(field[:1]) + field[1:])
+	}
+	return Data(field, map[string]any{"id": vars.ID, "name": name})
+}

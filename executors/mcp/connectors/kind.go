@@ -131,3 +131,20 @@ func (s *source) ListActions(ctx context.Context, ec executors.ExecContext) ([]e
 	ec.Token = secret
 	return s.Source.ListActions(ctx, ec)
 }
+
+// Preview renders a tool call (mcp's Previewer) with the connector's
+// secret resolved, as ListActions does.
+func (s *source) Preview(ctx context.Context, actionID string, params json.RawMessage, ec executors.ExecContext) (*executors.Preview, error) {
+	pv, ok := s.Source.(executors.Previewer)
+	if !ok {
+		return nil, executors.ErrNoPreview
+	}
+	if ec.Token == "" {
+		secret, err := s.secret(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("connector %s secret: %w", s.row.Name, err)
+		}
+		ec.Token = secret
+	}
+	return pv.Preview(ctx, actionID, params, ec)
+}

@@ -88,6 +88,7 @@ type Server struct {
 	mu        sync.Mutex
 	messages  map[string][]*Message // by conversation, oldest first
 	names     map[string]string     // "#name" → conversation id
+	users     map[string]string     // user id → display name
 	scopes    map[string][]string   // token → scopes; a token not here has all
 	afterPost func(Message) Fault
 	pageSize  int
@@ -97,7 +98,7 @@ type Server struct {
 // New starts a server, closed when t ends. Every token is accepted with
 // every scope until SetScopes says otherwise.
 func New(t testing.TB) *Server {
-	s := &Server{messages: map[string][]*Message{}, names: map[string]string{}, scopes: map[string][]string{}}
+	s := &Server{messages: map[string][]*Message{}, names: map[string]string{}, users: map[string]string{}, scopes: map[string][]string{}}
 	s.srv = providertest.New(t, http.HandlerFunc(s.serve))
 	return s
 }
@@ -113,6 +114,13 @@ func (s *Server) AddChannel(id, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.names["#"+name] = id
+}
+
+// AddUser makes a user users.info answers, with its display name.
+func (s *Server) AddUser(id, displayName string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users[id] = displayName
 }
 
 // SetScopes gives token these scopes (and only these).
@@ -194,6 +202,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.history(w, r, token, body, false)
 	case "conversations.replies":
 		s.history(w, r, token, body, true)
+	case "conversations.info", "users.info":
+		s.info(w, r, method, token, body)
 	default:
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.WriteHeader(http.StatusNotFound)
@@ -467,4 +477,44 @@ func parseTS(v string, def int64) (int64, bool) {
 		micros = n
 	}
 	return sec*1_000_000 + micros, true
+}
+
+// info answers conversations.info (scope channels:read) with a channel
+// AddChannel named, and users.info (scope users:read) with a user AddUser
+// made; their arguments come form-encoded or in the query.
+func (s *Server) info(w http.ResponseWriter, r *http.Request, method, token string, body []byte) {
+	args := r.URL.Query()
+	if form, err := url.ParseQuery(string(body)); err == nil {
+		for k, v := range form {
+			args[k] = v
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if method == "users.info" {
+		if !s.authorize(w, token, "users:read") {
+			return
+		}
+		id := args.Get("user")
+		name, ok := s.users[id]
+		if !ok {
+			WriteError(w, "user_not_found")
+			return
+		}
+		providertest.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "user": map[string]any{
+			"id": id, "name": strings.ToLower(name), "profile": map[string]any{"display_name": name, "real_name": name},
+		}})
+		return
+	}
+	if !s.authorize(w, token, "channels:read") {
+		return
+	}
+	id := args.Get("channel")
+	for name, cid := range s.names {
+		if cid == id {
+			providertest.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "channel": map[string]any{"id": id, "name": strings.TrimPrefix(name, "#")}})
+			return
+		}
+	}
+	WriteError(w, "channel_not_found")
 }

@@ -436,8 +436,21 @@ func (s *Slack) SetHandler(h http.HandlerFunc) {
 	s.handler = h
 }
 
-// Requests returns what Slack received so far.
+// Requests returns what Slack received so far, but the read-only
+// look-ups of previews (conversations.info, users.info: see
+// AllRequests), so that a test counts what was posted or read for a call.
 func (s *Slack) Requests() []SlackRequest {
+	var out []SlackRequest
+	for _, r := range s.AllRequests() {
+		if !strings.HasSuffix(r.Path, "/conversations.info") && !strings.HasSuffix(r.Path, "/users.info") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// AllRequests returns everything Slack received so far.
+func (s *Slack) AllRequests() []SlackRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]SlackRequest(nil), s.requests...)

@@ -60,6 +60,9 @@ WITH w AS (
 ), sm AS (
     INSERT INTO slack_messages (invocation_id, organization_id, channel, ts)
     SELECT id, $1, 'C1', '1.0' FROM action_invocations WHERE organization_id = $1 AND status = 'pending'
+), pv AS (
+    INSERT INTO invocation_previews (invocation_id, organization_id, status, note)
+    SELECT id, $1, 'failed', 'the test' FROM action_invocations WHERE organization_id = $1 AND status = 'pending'
 ), ej AS (
     INSERT INTO river_job (args, kind, max_attempts)
     SELECT jsonb_build_object('invocation_id', id, 'organization_id', $1), 'expire_invocation', 5

@@ -186,6 +186,15 @@ type InvocationEvent struct {
 	Notice         *string
 }
 
+type InvocationPreview struct {
+	InvocationID   uuid.UUID
+	OrganizationID string
+	Status         string
+	Preview        []byte
+	Note           string
+	RenderedAt     time.Time
+}
+
 type InvokeRateWindow struct {
 	OrganizationID string
 	SessionID      string

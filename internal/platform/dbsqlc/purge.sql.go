@@ -83,6 +83,7 @@ SELECT
     (SELECT count(*) FROM action_invocations WHERE organization_id = $1::text)::bigint AS action_invocations,
     (SELECT count(*) FROM invocation_events WHERE organization_id = $1::text)::bigint AS invocation_events,
     (SELECT count(*) FROM slack_messages WHERE organization_id = $1::text)::bigint AS slack_messages,
+    (SELECT count(*) FROM invocation_previews WHERE organization_id = $1::text)::bigint AS invocation_previews,
     (SELECT count(*) FROM webhook_deliveries WHERE organization_id = $1::text)::bigint AS webhook_deliveries,
     (SELECT count(*) FROM webhooks WHERE organization_id = $1::text)::bigint AS webhooks,
     (SELECT count(*) FROM action_modes WHERE organization_id = $1::text)::bigint AS action_modes,
@@ -103,26 +104,27 @@ SELECT
 `
 
 type PurgeCountsRow struct {
-	ActionInvocations int64
-	InvocationEvents  int64
-	SlackMessages     int64
-	WebhookDeliveries int64
-	Webhooks          int64
-	ActionModes       int64
-	Credentials       int64
-	DoNotContact      int64
-	EventListeners    int64
-	InvokeRateWindows int64
-	OrgConnectors     int64
-	OrgDatabases      int64
-	OrgPauses         int64
-	QuietHours        int64
-	SlackSettings     int64
-	RetentionRuns     int64
-	AuditEntries      int64
-	AuditAnchors      int64
-	TokenRevocations  int64
-	FlowBuckets       int64
+	ActionInvocations  int64
+	InvocationEvents   int64
+	SlackMessages      int64
+	InvocationPreviews int64
+	WebhookDeliveries  int64
+	Webhooks           int64
+	ActionModes        int64
+	Credentials        int64
+	DoNotContact       int64
+	EventListeners     int64
+	InvokeRateWindows  int64
+	OrgConnectors      int64
+	OrgDatabases       int64
+	OrgPauses          int64
+	QuietHours         int64
+	SlackSettings      int64
+	RetentionRuns      int64
+	AuditEntries       int64
+	AuditAnchors       int64
+	TokenRevocations   int64
+	FlowBuckets        int64
 }
 
 // Purging an organization (outboxd org purge): every table with an
@@ -137,6 +139,7 @@ func (q *Queries) PurgeCounts(ctx context.Context, db DBTX, organizationID strin
 		&i.ActionInvocations,
 		&i.InvocationEvents,
 		&i.SlackMessages,
+		&i.InvocationPreviews,
 		&i.WebhookDeliveries,
 		&i.Webhooks,
 		&i.ActionModes,
@@ -237,6 +240,23 @@ type PurgeInvocationEventsParams struct {
 
 func (q *Queries) PurgeInvocationEvents(ctx context.Context, db DBTX, arg PurgeInvocationEventsParams) (int64, error) {
 	result, err := db.Exec(ctx, purgeInvocationEvents, arg.OrganizationID, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const purgeInvocationPreviews = `-- name: PurgeInvocationPreviews :execrows
+DELETE FROM invocation_previews d WHERE d.ctid IN (SELECT c.ctid FROM invocation_previews c WHERE c.organization_id = $1::text LIMIT $2::int)
+`
+
+type PurgeInvocationPreviewsParams struct {
+	OrganizationID string
+	MaxRows        int32
+}
+
+func (q *Queries) PurgeInvocationPreviews(ctx context.Context, db DBTX, arg PurgeInvocationPreviewsParams) (int64, error) {
+	result, err := db.Exec(ctx, purgeInvocationPreviews, arg.OrganizationID, arg.MaxRows)
 	if err != nil {
 		return 0, err
 	}

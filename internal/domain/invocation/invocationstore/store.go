@@ -299,11 +299,11 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.Crea
 	}
 	rows := make([]insertRow, len(ps))
 	var jobs []river.InsertManyParams
-	type jobRef struct{ item, expiry int }
+	type jobRef struct{ item, expiry, preview int }
 	refs := make([]jobRef, len(ps))
 	for i, p := range ps {
 		rows[i] = insertRowOf(p)
-		refs[i] = jobRef{-1, -1}
+		refs[i] = jobRef{-1, -1, -1}
 		if p.Status == invocation.StatusDenied {
 			continue
 		}
@@ -317,6 +317,11 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.Crea
 			refs[i].expiry = len(jobs)
 			jobs = append(jobs, river.InsertManyParams{Args: invocation.ExpireArgs{InvocationID: p.ID, OrganizationID: p.OrganizationID}, InsertOpts: &river.InsertOpts{
 				ScheduledAt: *p.ExpiresAt, Metadata: tracing.JobMetadata(p.TraceContext),
+			}})
+			// Its preview renders while it waits (package preview).
+			refs[i].preview = len(jobs)
+			jobs = append(jobs, river.InsertManyParams{Args: invocation.PreviewArgs{InvocationID: p.ID, OrganizationID: p.OrganizationID}, InsertOpts: &river.InsertOpts{
+				Metadata: tracing.JobMetadata(p.TraceContext),
 			}})
 		}
 	}
@@ -354,7 +359,7 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.Crea
 		if out[i] = byID[p.ID]; out[i] != nil {
 			continue
 		}
-		for _, j := range []int{refs[i].item, refs[i].expiry} {
+		for _, j := range []int{refs[i].item, refs[i].expiry, refs[i].preview} {
 			if j < 0 {
 				continue
 			}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/approvers"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/preview"
+	"github.com/outboxd/outboxd/internal/domain/preview/previewstore"
 	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval/slackapprovalstore"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
@@ -114,7 +116,11 @@ func (w *PostWorker) Work(ctx context.Context, job *river.Job[PostArgs]) error {
 	if err != nil || channel == "" {
 		return err
 	}
-	text, blocks := requestMessage(&inv, progress)
+	rec, err := s.preview(ctx, &inv)
+	if err != nil {
+		return err
+	}
+	text, blocks := requestMessage(&inv, progress, rec)
 	answer, err := s.call(ctx, inv.OrganizationID, "chat.postMessage", map[string]any{"channel": channel, "text": text, "blocks": blocks})
 	s.count("post", err)
 	if err != nil {
@@ -122,7 +128,28 @@ func (w *PostWorker) Work(ctx context.Context, job *river.Job[PostArgs]) error {
 	}
 	ts, _ := answer["ts"].(string)
 	posted, _ := answer["channel"].(string)
-	return s.work.InsertMessage(ctx, inv.OrganizationID, inv.ID, slackapprovalstore.Message{Channel: cmpOr(posted, channel), TS: ts})
+	msg := slackapprovalstore.Message{Channel: cmpOr(posted, channel), TS: ts}
+	if err := s.work.InsertMessage(ctx, inv.OrganizationID, inv.ID, msg); err != nil || rec != nil {
+		return err
+	}
+	// The preview job stored its rendering while the message was posted,
+	// and found no message to update: this job updates it.
+	if rec, err = s.preview(ctx, &inv); err != nil || rec == nil {
+		return err
+	}
+	text, blocks = requestMessage(&inv, progress, rec)
+	_, err = s.call(ctx, inv.OrganizationID, "chat.update", map[string]any{"channel": msg.Channel, "ts": msg.TS, "text": text, "blocks": blocks})
+	s.count("update", err)
+	return err
+}
+
+// preview returns the invocation's stored preview, nil while none is.
+func (s *Service) preview(ctx context.Context, inv *invocation.Invocation) (*preview.Record, error) {
+	rec, ok, err := previewstore.New().Get(ctx, s.deps.Owner, inv.OrganizationID, inv.ID)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &rec, nil
 }
 
 // progress is where inv's approvals stand, read on db; nil without
@@ -187,11 +214,17 @@ func (w *UpdateWorker) Work(ctx context.Context, job *river.Job[UpdateArgs]) err
 	}
 	text, blocks := decidedMessage(&inv)
 	if inv.Status == invocation.StatusPending {
+		// Still pending: who approved so far, or its preview is ready
+		// (the preview job asked).
 		progress, err := s.progress(ctx, s.deps.Owner, &inv)
 		if err != nil {
 			return err
 		}
-		text, blocks = requestMessage(&inv, progress)
+		rec, err := s.preview(ctx, &inv)
+		if err != nil {
+			return err
+		}
+		text, blocks = requestMessage(&inv, progress, rec)
 	}
 	_, err = s.call(ctx, inv.OrganizationID, "chat.update", map[string]any{"channel": msg.Channel, "ts": msg.TS, "text": text, "blocks": blocks})
 	s.count("update", err)
@@ -231,7 +264,7 @@ type buttonValue struct {
 	ID  string `json:"i"`
 }
 
-func requestMessage(inv *invocation.Invocation, progress *approvers.Progress) (string, []any) {
+func requestMessage(inv *invocation.Invocation, progress *approvers.Progress, rec *preview.Record) (string, []any) {
 	value, _ := json.Marshal(buttonValue{Org: inv.OrganizationID, ID: inv.ID.String()})
 	button := func(text, id, style string) map[string]any {
 		b := map[string]any{"type": "button", "text": plain(text), "action_id": id, "value": string(value)}
@@ -241,7 +274,7 @@ func requestMessage(inv *invocation.Invocation, progress *approvers.Progress) (s
 		return b
 	}
 	text := fmt.Sprintf("Approval requested: %s.%s", inv.Integration, inv.Action)
-	blocks := summary(inv, text)
+	blocks := summary(inv, text, rec)
 	if line := progressLine(progress); line != "" {
 		text += " — " + line
 		blocks = append(blocks, map[string]any{"type": "section", "text": mrkdwn("*" + line + "*")})
@@ -292,14 +325,14 @@ func decidedMessage(inv *invocation.Invocation) (string, []any) {
 		outcome = fmt.Sprintf("Approved by %s", deref(inv.ApprovedBy, "someone"))
 	}
 	text := fmt.Sprintf("%s.%s — %s", inv.Integration, inv.Action, outcome)
-	blocks := append(summary(inv, fmt.Sprintf("%s.%s", inv.Integration, inv.Action)),
+	blocks := append(summary(inv, fmt.Sprintf("%s.%s", inv.Integration, inv.Action), nil),
 		map[string]any{"type": "section", "text": mrkdwn("*" + outcome + "*")})
 	return text, blocks
 }
 
 // summary says who asked for what: the action, its risk, the redacted
 // params and when the request expires.
-func summary(inv *invocation.Invocation, title string) []any {
+func summary(inv *invocation.Invocation, title string, rec *preview.Record) []any {
 	who := "session " + deref(inv.SessionID, "?")
 	if inv.AutomationID != nil {
 		who = "automation " + *inv.AutomationID
@@ -313,7 +346,7 @@ func summary(inv *invocation.Invocation, title string) []any {
 		expires = inv.ExpiresAt.UTC().Format(time.RFC3339)
 	}
 	tier := policy.TierOf(inv.RiskLevel)
-	return []any{
+	blocks := []any{
 		map[string]any{"type": "header", "text": plain(title)},
 		map[string]any{"type": "section", "fields": []any{
 			mrkdwn("*Requested by*\n" + who + " (" + inv.RequestedBy + ")"),
@@ -321,8 +354,9 @@ func summary(inv *invocation.Invocation, title string) []any {
 			mrkdwn("*Risk*\n" + string(tier) + " (" + tier.Risk() + ")"),
 			mrkdwn("*Expires*\n" + expires),
 		}},
-		map[string]any{"type": "section", "text": mrkdwn("*Params*\n```" + params + "```")},
 	}
+	blocks = append(blocks, preview.SlackBlocks(rec)...)
+	return append(blocks, map[string]any{"type": "section", "text": mrkdwn("*Params*\n```" + params + "```")})
 }
 
 func plain(s string) map[string]any  { return map[string]any{"type": "plain_text", "text": s} }

@@ -2,6 +2,7 @@ package slackapproval_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -57,7 +58,10 @@ func (c *clicker) click(user, action, signingSecret string, ts time.Time) *appte
 func slackCalls(b *apptest.Bundle, path string) []apptest.SlackRequest {
 	var out []apptest.SlackRequest
 	for _, r := range b.Slack.Requests() {
-		if r.Path == path && (path != "/chat.postMessage" || r.Body["blocks"] != nil) {
+		// The approval messages, and their updates once decided (not
+		// those that add a preview to a pending one).
+		pendingUpdate := path == "/chat.update" && strings.HasPrefix(fmt.Sprint(r.Body["text"]), "Approval requested")
+		if r.Path == path && (path != "/chat.postMessage" || r.Body["blocks"] != nil) && !pendingUpdate {
 			out = append(out, r)
 		}
 	}

@@ -159,6 +159,9 @@ func (s *Store) PurgeTables() []PurgeTable {
 		{Name: "slack_messages", Delete: execRows(q.PurgeSlackMessages, func(org string, n int32) dbsqlc.PurgeSlackMessagesParams {
 			return dbsqlc.PurgeSlackMessagesParams{OrganizationID: org, MaxRows: n}
 		})},
+		{Name: "invocation_previews", Delete: execRows(q.PurgeInvocationPreviews, func(org string, n int32) dbsqlc.PurgeInvocationPreviewsParams {
+			return dbsqlc.PurgeInvocationPreviewsParams{OrganizationID: org, MaxRows: n}
+		})},
 		{Name: "webhook_deliveries", Delete: execRows(q.PurgeWebhookDeliveries, func(org string, n int32) dbsqlc.PurgeWebhookDeliveriesParams {
 			return dbsqlc.PurgeWebhookDeliveriesParams{OrganizationID: org, MaxRows: n}
 		})},
@@ -231,6 +234,7 @@ func (s *Store) PurgeCounts(ctx context.Context, db dbutil.DB, org string) (map[
 		"action_invocations":  c.ActionInvocations,
 		"invocation_events":   c.InvocationEvents,
 		"slack_messages":      c.SlackMessages,
+		"invocation_previews": c.InvocationPreviews,
 		"webhook_deliveries":  c.WebhookDeliveries,
 		"webhooks":            c.Webhooks,
 		"action_modes":        c.ActionModes,

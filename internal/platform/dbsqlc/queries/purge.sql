@@ -9,6 +9,7 @@ SELECT
     (SELECT count(*) FROM action_invocations WHERE organization_id = @organization_id::text)::bigint AS action_invocations,
     (SELECT count(*) FROM invocation_events WHERE organization_id = @organization_id::text)::bigint AS invocation_events,
     (SELECT count(*) FROM slack_messages WHERE organization_id = @organization_id::text)::bigint AS slack_messages,
+    (SELECT count(*) FROM invocation_previews WHERE organization_id = @organization_id::text)::bigint AS invocation_previews,
     (SELECT count(*) FROM webhook_deliveries WHERE organization_id = @organization_id::text)::bigint AS webhook_deliveries,
     (SELECT count(*) FROM webhooks WHERE organization_id = @organization_id::text)::bigint AS webhooks,
     (SELECT count(*) FROM action_modes WHERE organization_id = @organization_id::text)::bigint AS action_modes,
@@ -35,6 +36,9 @@ DELETE FROM invocation_events d WHERE d.ctid IN (SELECT c.ctid FROM invocation_e
 
 -- name: PurgeSlackMessages :execrows
 DELETE FROM slack_messages d WHERE d.ctid IN (SELECT c.ctid FROM slack_messages c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeInvocationPreviews :execrows
+DELETE FROM invocation_previews d WHERE d.ctid IN (SELECT c.ctid FROM invocation_previews c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
 
 -- name: PurgeWebhookDeliveries :execrows
 DELETE FROM webhook_deliveries d WHERE d.ctid IN (SELECT c.ctid FROM webhook_deliveries c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
