@@ -102,6 +102,10 @@ type CreateParams struct {
 	// or empty: stored with the invocation and given to its job, whose
 	// spans then join that trace.
 	TraceContext string
+	// IntentDigest and Intent are the sealed intent of an invocation
+	// created pending (package intent); empty otherwise.
+	IntentDigest string
+	Intent       json.RawMessage
 }
 
 // Outcome is a successful provider call.

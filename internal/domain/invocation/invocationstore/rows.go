@@ -14,7 +14,8 @@ type row interface {
 		dbsqlc.InvocationDenyRow | dbsqlc.InvocationExpireRow | dbsqlc.InvocationCancelRow |
 		dbsqlc.InvocationStartRow | dbsqlc.InvocationFailRow |
 		dbsqlc.InvocationSkipRow | dbsqlc.InvocationScheduleRetryRow | dbsqlc.InvocationSnoozeRow |
-		dbsqlc.InvocationReplayRow | dbsqlc.InvocationDiscardRow
+		dbsqlc.InvocationReplayRow | dbsqlc.InvocationDiscardRow |
+		dbsqlc.InvocationEditRow | dbsqlc.InvocationIntentChangedRow
 }
 
 func fromRow[R row](r R) invocation.Invocation {
@@ -33,6 +34,8 @@ func fromRow[R row](r R) invocation.Invocation {
 		DeadLetteredAt: a.DeadLetteredAt, ReplayCount: a.ReplayCount, ReplayedBy: a.ReplayedBy,
 		ReplayedAt: a.ReplayedAt, DiscardedBy: a.DiscardedBy, DiscardedAt: a.DiscardedAt,
 		TraceContext: deref(a.TraceContext), ApprovalTraceContext: deref(a.ApprovalTrace),
+		IntentDigest: deref(a.IntentDigest), Intent: a.Intent, ApprovedDigest: deref(a.ApprovedDigest),
+		IntentChanges: a.IntentChanges, ParamsOriginal: a.ParamsOriginal, Edits: a.Edits,
 	}
 	if len(a.Retry) > 0 {
 		var r invocation.Retry
