@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -26,6 +27,9 @@ type ApproveParams struct {
 	// Always also writes an allow override for the action: at the
 	// invocation's automation scope when it has one, else for the org.
 	Always bool
+	// Params, when set, replaces the invocation's params before approving
+	// (the approver's edit; see Service.edit).
+	Params json.RawMessage
 }
 
 // Approve clears a pending invocation to run. Releasing its parked job
@@ -34,6 +38,12 @@ func (s *Service) Approve(ctx context.Context, p *ApproveParams) (invocation.Inv
 	return s.decide(ctx, p.OrganizationID, p.InvocationID, "approved", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
 		if ownRequest(inv, p.UserID) {
 			return inv, errs.Errorf(errs.SelfApproval, "%s asked for this invocation and cannot approve it: another person must", p.UserID)
+		}
+		if p.Params != nil {
+			var err error
+			if inv, err = s.edit(ctx, tx, inv, p.UserID, p.Params); err != nil {
+				return inv, err
+			}
 		}
 		approved, err := s.store.Approve(ctx, tx, inv.ID, p.UserID)
 		if err != nil || !p.Always {

@@ -149,6 +149,9 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*inv
 			}
 		}
 		create := s.plan(ps[i], f.OrgMode, f.AutomationMode)
+		if err := s.seal(ctx, ps[i], create); err != nil {
+			return nil, err
+		}
 		if create.Status == invocation.StatusPending && r.sessionID != "" {
 			if err := s.checkPendingCap(ctx, tx, r.org, r.sessionID); err != nil {
 				return nil, err

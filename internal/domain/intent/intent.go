@@ -169,6 +169,16 @@ func (x *Intents) Components(ctx context.Context, in *Input) (Components, error)
 	return c, err
 }
 
+// WithParams returns c with params as its exact params.
+func (x *Intents) WithParams(c Components, params json.RawMessage) (Components, error) {
+	canonical, err := policy.CanonicalJSON(params)
+	if err != nil {
+		return c, fmt.Errorf("canonicalizing params: %w", err)
+	}
+	c.Params = x.deps.MAC.MAC("intent.params", canonical)
+	return c, nil
+}
+
 func (x *Intents) credential(ctx context.Context, in *Input) (Credential, error) {
 	src := in.Action.Source
 	switch {
