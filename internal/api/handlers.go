@@ -274,6 +274,9 @@ func pageParams(r *http.Request) (invocation.Page, error) {
 
 type approveBody struct {
 	Mode string `json:"mode"`
+	// Params, when set, replace the invocation's params before the
+	// approval (an edit: the full params object).
+	Params json.RawMessage `json:"params"`
 }
 
 func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
@@ -291,6 +294,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 	}
 	inv, err := s.svc.Approve(r.Context(), &outbox.ApproveParams{
 		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Always: body.Mode == "always",
+		Params: editedParams(body.Params),
 	})
 	if err != nil {
 		return err
