@@ -35,6 +35,10 @@ export type Invocation = {
   conflict: boolean;
   dead_lettered_at: string | null;
   replay_count: number;
+  edited?: boolean;
+  params_original?: Record<string, unknown>;
+  edits?: { by: string; at: string; digest: string; diff: { path: string; from?: unknown; to?: unknown }[] }[];
+  intent?: { digest: string; short: string; approved_digest: string | null; changes?: string[] };
 };
 
 export type TimelineEvent = {
@@ -276,6 +280,7 @@ export const api = {
   getInvocation: (id: string) => request<{ invocation: Invocation }>("GET", "/v1/invocations/" + enc(id)),
   invocationEvents: (id: string) => request<{ events: TimelineEvent[] }>("GET", "/v1/invocations/" + enc(id) + "/events"),
   approve: (id: string, mode: "once" | "always") => request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/approve", { mode }),
+  approveEdited: (id: string, params: Record<string, unknown>) => request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/approve", { mode: "once", params }),
   deny: (id: string, reason: string) => request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/deny", { reason }),
   catalog: () => request<{ actions: CatalogAction[] }>("GET", "/v1/actions/available"),
 

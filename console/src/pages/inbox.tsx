@@ -3,6 +3,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type CatalogAction, type Invocation } from "../api";
 import type { Session } from "../main";
+import { EditApprove, IntentFacts } from "./intent";
 import { Alert, AskerFacts, Empty, ErrorAlert, Flash, Loading, PageHead, ParamsForm, Risk, errorText, fmtDuration, fmtTime, useNow, useStream } from "../ui";
 
 /** useCatalog loads the action schemas the params forms are laid out by. */
@@ -94,6 +95,7 @@ function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation
           <p class="muted">{schema.description}</p>
         </details>
       ) : null}
+      <IntentFacts inv={inv} />
       <ParamsForm params={inv.params} schema={schema?.params} />
       {session.canDecide ? <Decision inv={inv} onDecided={onDecided} /> : null}
     </article>
@@ -103,6 +105,7 @@ function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation
 /** Decision holds Approve, Approve & always allow, and Deny with a reason. */
 export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg: string) => void }) {
   const [denying, setDenying] = useState(false);
+  const [editing, setEditing] = useState(false);
   const [reason, setReason] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState("");
@@ -132,7 +135,7 @@ export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg:
             void act(() => api.deny(inv.id, reason.trim()), "denied");
           }}
         >
-          <label for={"reason-" + inv.id}>Reason for denying</label>
+          <label for={"reason-" + inv.id}>Deny and tell the agent why (the agent receives this text)</label>
           <textarea id={"reason-" + inv.id} rows={2} maxLength={2000} required value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
           <div class="buttons">
             <button type="submit" class="danger" disabled={busy || !reason.trim()}>
@@ -143,6 +146,8 @@ export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg:
             </button>
           </div>
         </form>
+      ) : editing ? (
+        <EditApprove inv={inv} onDecided={onDecided} onClose={() => setEditing(false)} />
       ) : (
         <div class="buttons">
           <button class="primary" disabled={busy} aria-label={"Approve " + name} onClick={() => act(() => api.approve(inv.id, "once"), "approved")}>
@@ -150,6 +155,9 @@ export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg:
           </button>
           <button disabled={busy} aria-label={"Approve and always allow " + name} onClick={() => act(() => api.approve(inv.id, "always"), "approved, and always allowed from now on")}>
             Approve &amp; always allow
+          </button>
+          <button disabled={busy} aria-label={"Edit, then approve " + name} onClick={() => setEditing(true)}>
+            Edit, then approve…
           </button>
           <button class="danger-outline" disabled={busy} aria-label={"Deny " + name} onClick={() => setDenying(true)}>
             Deny…
