@@ -192,3 +192,46 @@ func TestIntent_EditThenApproveOverMCP(t *testing.T) {
 	require.Contains(t, last, "a human changed your params")
 	require.Equal(t, "edited over MCP", b.Slack.Requests()[0].Body["text"])
 }
+
+// TestIntent_ToolRedefinedAfterApprovalAsksAgain: approve a connector
+// tool's call, redefine the tool before the job runs: no call, a new
+// approval request that says the tool was redefined; approving again makes
+// exactly one call.
+func TestIntent_ToolRedefinedAfterApprovalAsksAgain(t *testing.T) {
+	t.Parallel()
+	srv := newMCPServer(t)
+	b := apptest.Start(t, &apptest.Options{ConnectorCacheTTL: time.Millisecond})
+	_, source := createConnector(t, b, srv, nil)
+
+	r := invokeTool(b, source, "create_note", map[string]any{"title": "quarterly"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	id := r.Body["invocation_id"].(string)
+	digest := r.Body["invocation"].(map[string]any)["intent"].(map[string]any)["digest"].(string)
+
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/pause", b.Admin(), nil).Status)
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]string{"mode": "once"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	srv.addTool("create_note", "Create a note.",
+		`{"type":"object","properties":{"title":{"type":"string"},"share_with":{"type":"string"}},"required":["title"]}`, nil)
+	time.Sleep(5 * time.Millisecond) // past the tool-list cache
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/resume", b.Admin(), nil).Status)
+
+	var again map[string]any
+	require.Eventually(t, func() bool {
+		again = b.Invocation(id)
+		return again["status"] == "pending"
+	}, 15*time.Second, 50*time.Millisecond)
+	waitJobsSettled(t, b)
+	require.Empty(t, srv.toolCalls(), "no call of a tool redefined since the approval")
+	now := again["intent"].(map[string]any)
+	require.Equal(t, []any{"tool redefined"}, now["changes"])
+	require.NotEqual(t, digest, now["digest"])
+	require.Contains(t, lastEvent(t, b, id, "intent_changed")["reason"], "tool redefined")
+
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]string{"mode": "once"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, now["digest"], r.Body["invocation"].(map[string]any)["intent"].(map[string]any)["approved_digest"])
+	b.WaitStatus(id, "completed", 15*time.Second)
+	waitJobsSettled(t, b)
+	require.Len(t, srv.toolCalls(), 1, "exactly one call after the second approval")
+}

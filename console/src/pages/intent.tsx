@@ -77,3 +77,30 @@ export function EditApprove({ inv, onDecided, onClose }: { inv: Invocation; onDe
     </form>
   );
 }
+
+/** Edits lists who changed the params before approving, and what. */
+export function Edits({ inv }: { inv: Invocation }) {
+  if (!inv.edited || !inv.edits?.length) return null;
+  const show = (v: unknown) => (v === undefined ? "—" : JSON.stringify(v));
+  return (
+    <div class="edits">
+      <h2>Edited before approval</h2>
+      <ul>
+        {inv.edits.map((e, i) => (
+          <li key={i} data-edit={i}>
+            <span class="muted">
+              {e.by}, intent <code>{e.digest.slice(0, 12)}</code>:
+            </span>
+            <ul>
+              {e.diff.map((d) => (
+                <li key={d.path}>
+                  <code>{d.path}</code>: {show(d.from)} → {show(d.to)}
+                </li>
+              ))}
+            </ul>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}

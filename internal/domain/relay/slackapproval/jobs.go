@@ -185,7 +185,7 @@ func requestMessage(inv *invocation.Invocation) (string, []any) {
 		return b
 	}
 	text := fmt.Sprintf("Approval requested: %s.%s", inv.Integration, inv.Action)
-	blocks := append(summary(inv, text), map[string]any{"type": "actions", "block_id": "outboxd_approval", "elements": []any{
+	blocks := append(append(summary(inv, text), intentBlocks(inv)...), map[string]any{"type": "actions", "block_id": "outboxd_approval", "elements": []any{
 		button("Approve", "approve", "primary"), button("Approve & always allow", "approve_always", ""), button("Deny", "deny", "danger"),
 	}})
 	return text, blocks
