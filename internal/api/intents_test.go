@@ -37,6 +37,32 @@ func lastEvent(t *testing.T, b *apptest.Bundle, id, typ string) map[string]any {
 	return found
 }
 
+// waitHeld waits until the organization's pause holds the invocation's
+// job (snoozed, not running): a resume then runs it at once.
+func waitHeld(t *testing.T, b *apptest.Bundle, id string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return countRows(t, b, `SELECT count(*) FROM river_job j JOIN action_invocations i ON i.job_id = j.id
+			WHERE i.id = $1 AND j.state = 'scheduled' AND j.metadata ? 'org_paused_at'`, id) == 1
+	}, 15*time.Second, 20*time.Millisecond)
+}
+
+// waitPendingAgain waits until an approved invocation is pending again.
+func waitPendingAgain(t *testing.T, b *apptest.Bundle, id string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		inv := b.Invocation(id)
+		if inv["status"] == "pending" {
+			return inv
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("invocation %s is not pending again: %v\ntimeline: %v", id, inv, timelineOf(t, b, id))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestIntent_CredentialReplacedAfterApprovalAsksAgain: approve, replace
 // the credential with another one before the job runs: no provider call,
 // the invocation is pending again with a new approval request that says
@@ -63,14 +89,11 @@ func TestIntent_CredentialReplacedAfterApprovalAsksAgain(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	approved := r.Body["invocation"].(map[string]any)["intent"].(map[string]any)
 	require.Equal(t, digest, approved["approved_digest"], "the approval records the digest it approved")
+	waitHeld(t, b, id)
 	b.StoreToken("slack", "xoxb-second-identity", "")
 	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/resume", b.Admin(), nil).Status)
 
-	var again map[string]any
-	require.Eventually(t, func() bool {
-		again = b.Invocation(id)
-		return again["status"] == "pending"
-	}, 15*time.Second, 50*time.Millisecond)
+	again := waitPendingAgain(t, b, id)
 	waitJobsSettled(t, b)
 	require.Empty(t, b.Slack.Requests(), "no provider call with a credential nobody approved")
 	now := again["intent"].(map[string]any)
@@ -114,7 +137,7 @@ func TestIntent_EditThenApprove(t *testing.T) {
 
 	// An edit the schema refuses changes nothing.
 	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]any{"params": map[string]any{"channel": 5}})
-	requireAPIError(t, r, http.StatusBadRequest, "invalid_params")
+	requireAPIError(t, r, http.StatusBadRequest, "invalid_request")
 	inv := b.Invocation(id)
 	require.Equal(t, "pending", inv["status"])
 	require.Equal(t, false, inv["edited"])
@@ -211,16 +234,13 @@ func TestIntent_ToolRedefinedAfterApprovalAsksAgain(t *testing.T) {
 	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/pause", b.Admin(), nil).Status)
 	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]string{"mode": "once"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	waitHeld(t, b, id)
 	srv.addTool("create_note", "Create a note.",
 		`{"type":"object","properties":{"title":{"type":"string"},"share_with":{"type":"string"}},"required":["title"]}`, nil)
 	time.Sleep(5 * time.Millisecond) // past the tool-list cache
 	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/resume", b.Admin(), nil).Status)
 
-	var again map[string]any
-	require.Eventually(t, func() bool {
-		again = b.Invocation(id)
-		return again["status"] == "pending"
-	}, 15*time.Second, 50*time.Millisecond)
+	again := waitPendingAgain(t, b, id)
 	waitJobsSettled(t, b)
 	require.Empty(t, srv.toolCalls(), "no call of a tool redefined since the approval")
 	now := again["intent"].(map[string]any)
