@@ -89,6 +89,7 @@ func TestIntent_CredentialReplacedAfterApprovalAsksAgain(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	approved := r.Body["invocation"].(map[string]any)["intent"].(map[string]any)
 	require.Equal(t, digest, approved["approved_digest"], "the approval records the digest it approved")
+	require.Equal(t, "intent "+digest[:12], lastEvent(t, b, id, "approved")["reason"], "the timeline names the intent approved")
 	waitHeld(t, b, id)
 	b.StoreToken("slack", "xoxb-second-identity", "")
 	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/resume", b.Admin(), nil).Status)

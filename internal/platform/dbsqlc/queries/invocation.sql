@@ -132,7 +132,8 @@ WITH prev AS (
     RETURNING i.*
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
-    SELECT next.id, next.organization_id, next.event_seq, 'approved', prev.status, next.status, @actor, NULL FROM next, prev
+    SELECT next.id, next.organization_id, next.event_seq, 'approved', prev.status, next.status, @actor,
+        'intent ' || left(next.approved_digest, 12) FROM next, prev
 )
 SELECT * FROM next;
 
