@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/outbox"
 )
 
@@ -255,4 +257,40 @@ func TestIntent_ToolRedefinedAfterApprovalAsksAgain(t *testing.T) {
 	b.WaitStatus(id, "completed", 15*time.Second)
 	waitJobsSettled(t, b)
 	require.Len(t, srv.toolCalls(), 1, "exactly one call after the second approval")
+}
+
+// TestIntent_SlackAsksAgain: a request asked again is posted to the
+// approvals channel anew, saying what changed; both posts show the intent
+// digest's first characters.
+func TestIntent_SlackAsksAgain(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Slack: slackapproval.Config{Channel: "C0APPROVALS", SigningSecret: "intents-signing-secret"}})
+	b.StoreSlackToken("xoxb-one")
+	posts := func() []string {
+		var out []string
+		for _, r := range b.Slack.Requests() {
+			if r.Path == "/chat.postMessage" && r.Body["blocks"] != nil {
+				raw, _ := json.Marshal(r.Body["blocks"])
+				out = append(out, string(raw))
+			}
+		}
+		return out
+	}
+	r := b.Invoke("send_message", message)
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	id := r.Body["invocation_id"].(string)
+	short := r.Body["invocation"].(map[string]any)["intent"].(map[string]any)["short"].(string)
+	require.Eventually(t, func() bool { return len(posts()) == 1 }, 10*time.Second, 20*time.Millisecond)
+	require.Contains(t, posts()[0], "Intent `"+short+"`")
+
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/pause", b.Admin(), nil).Status)
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), nil).Status)
+	waitHeld(t, b, id)
+	b.StoreToken("slack", "xoxb-two", "")
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/resume", b.Admin(), nil).Status)
+	again := waitPendingAgain(t, b, id)
+	require.Eventually(t, func() bool { return len(posts()) == 2 }, 10*time.Second, 20*time.Millisecond)
+	second := posts()[1]
+	require.Contains(t, second, "Asked again: credential replaced")
+	require.Contains(t, second, again["intent"].(map[string]any)["short"].(string))
 }
