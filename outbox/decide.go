@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -33,6 +34,9 @@ type ApproveParams struct {
 	// Grant, when set, also grants the next invocations like this one
 	// (internal/domain/grant), in the same transaction.
 	Grant *grant.Spec
+	// Params, when set, replaces the invocation's params before approving
+	// (the approver's edit; see Service.edit).
+	Params json.RawMessage
 }
 
 // Approve clears a pending invocation to run. Releasing its parked job
@@ -41,6 +45,12 @@ func (s *Service) Approve(ctx context.Context, p *ApproveParams) (invocation.Inv
 	return s.decide(ctx, p.OrganizationID, p.InvocationID, "approved", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
 		if ownRequest(inv, p.UserID) {
 			return inv, errs.Errorf(errs.SelfApproval, "%s asked for this invocation and cannot approve it: another person must", p.UserID)
+		}
+		if p.Params != nil {
+			var err error
+			if inv, err = s.edit(ctx, tx, inv, p.UserID, p.Params); err != nil {
+				return inv, err
+			}
 		}
 		if s.deps.Approvals != nil {
 			// An approval short of the count leaves the invocation pending.

@@ -18,6 +18,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/grant"
+	"github.com/outboxd/outboxd/internal/domain/intent"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
@@ -80,6 +81,9 @@ type Deps struct {
 	// Box seals the exact params of an invocation whose stored params are
 	// redacted; the worker opens them with the same key.
 	Box *secretbox.Box
+	// Intents computes the sealed intents of invocations that wait for a
+	// human (package intent); nil records none.
+	Intents *intent.Intents
 	// Flow holds the configured rate buckets (names are validated against
 	// it); nil disables flow control.
 	Flow    *flow.Limiter

@@ -154,6 +154,9 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*inv
 		if err := s.useGrant(ctx, tx, ps[i], create); err != nil {
 			return nil, err
 		}
+		if err := s.seal(ctx, ps[i], create); err != nil {
+			return nil, err
+		}
 		if create.Status == invocation.StatusPending && r.sessionID != "" {
 			if err := s.checkPendingCap(ctx, tx, r.org, r.sessionID); err != nil {
 				return nil, err

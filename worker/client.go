@@ -20,6 +20,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/flow"
+	"github.com/outboxd/outboxd/internal/domain/intent"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/batch"
@@ -185,6 +186,9 @@ type Deps struct {
 	// Box opens the sealed exact params of invocations whose stored params
 	// are redacted.
 	Box *secretbox.Box
+	// Intents recomputes the intent a human approved before each call
+	// (package intent); nil checks none.
+	Intents *intent.Intents
 	// Secrets are outboxd's own secrets (the JWT secret, secrets.key, the
 	// database password...): scrubbed from every result, error and step a
 	// job stores, like the credential of its call, so that no provider or

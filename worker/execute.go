@@ -170,6 +170,11 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		}
 	}
 
+	// What a human approved must be what runs: otherwise they are asked
+	// again and nothing is called.
+	if asked, err := w.intentChanged(ctx, inv, rc, source, tok, log); err != nil || asked {
+		return err
+	}
 	params, perr := w.exactParams(inv)
 	if perr != nil {
 		return w.fail(bg, job, inv, nil, perr, w.deps.Secrets)

@@ -43,6 +43,10 @@ export type Invocation = {
   can_approve?: boolean;
   /** What it will do, once rendered; GET /v1/invocations/{id} only. */
   preview?: InvocationPreview;
+  edited?: boolean;
+  params_original?: Record<string, unknown>;
+  edits?: { by: string; at: string; digest: string; diff: { path: string; from?: unknown; to?: unknown }[] }[];
+  intent?: { digest: string; short: string; approved_digest: string | null; changes?: string[] };
 };
 
 export type InvocationPreview = {
@@ -299,6 +303,7 @@ export const api = {
   getInvocation: (id: string) => request<{ invocation: Invocation }>("GET", "/v1/invocations/" + enc(id)),
   invocationEvents: (id: string) => request<{ events: TimelineEvent[] }>("GET", "/v1/invocations/" + enc(id) + "/events"),
   approve: (id: string, mode: "once" | "always") => request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/approve", { mode }),
+  approveEdited: (id: string, params: Record<string, unknown>) => request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/approve", { mode: "once", params }),
   deny: (id: string, reason: string) => request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/deny", { reason }),
   catalog: () => request<{ actions: CatalogAction[] }>("GET", "/v1/actions/available"),
 

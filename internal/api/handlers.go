@@ -286,6 +286,9 @@ type approveBody struct {
 	// Grant also lets the next invocations like this one through
 	// (internal/domain/grant); only with mode "once".
 	Grant *grant.Spec `json:"grant"`
+	// Params, when set, replace the invocation's params before the
+	// approval (an edit: the full params object).
+	Params json.RawMessage `json:"params"`
 }
 
 func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
@@ -311,6 +314,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 	}
 	inv, err := s.svc.Approve(r.Context(), &outbox.ApproveParams{
 		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Role: string(c.Role), Always: body.Mode == "always", Grant: body.Grant,
+		Params: editedParams(body.Params),
 	})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/outboxd/outboxd/internal/domain/intent"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/preview"
 	"github.com/outboxd/outboxd/outbox"
@@ -63,6 +64,32 @@ type invocationView struct {
 	// Preview is what a pending invocation will do, once rendered
 	// (internal/domain/preview); shown by GET /v1/invocations/{id} only.
 	Preview *preview.Record `json:"preview,omitempty"`
+	// Edited says an approver changed the params before approving: Params
+	// are the edited ones, ParamsOriginal what the caller sent, Edits who
+	// changed what (intent.Edit).
+	Edited         bool            `json:"edited"`
+	ParamsOriginal json.RawMessage `json:"params_original,omitempty"`
+	Edits          json.RawMessage `json:"edits,omitempty"`
+	// Intent is the sealed intent of an invocation that waited for a
+	// human; absent for the others.
+	Intent *intentView `json:"intent,omitempty"`
+}
+
+// intentView is the API shape of an invocation's sealed intent.
+type intentView struct {
+	Digest string `json:"digest"`
+	// Short is the digest's first characters, as cards and timelines show.
+	Short          string   `json:"short"`
+	ApprovedDigest *string  `json:"approved_digest"`
+	Changes        []string `json:"changes,omitempty"`
+}
+
+func viewIntent(inv *invocation.Invocation) *intentView {
+	if inv.IntentDigest == "" {
+		return nil
+	}
+	return &intentView{Digest: inv.IntentDigest, Short: intent.Prefix(inv.IntentDigest),
+		ApprovedDigest: nilIfEmpty(inv.ApprovedDigest), Changes: inv.IntentChanges}
 }
 
 func viewInvocation(inv invocation.Invocation) invocationView {
@@ -79,6 +106,7 @@ func viewInvocation(inv invocation.Invocation) invocationView {
 		DeadLetteredAt: inv.DeadLetteredAt, ReplayCount: inv.ReplayCount, ReplayedBy: inv.ReplayedBy,
 		ReplayedAt: inv.ReplayedAt, DiscardedBy: inv.DiscardedBy, DiscardedAt: inv.DiscardedAt,
 		GrantID: inv.GrantID,
+		Edited: len(inv.ParamsOriginal) > 0, ParamsOriginal: inv.ParamsOriginal, Edits: inv.Edits, Intent: viewIntent(&inv),
 	}
 }
 

@@ -46,6 +46,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/feed"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/grant"
+	"github.com/outboxd/outboxd/internal/domain/intent"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/preview/previewstore"
 	"github.com/outboxd/outboxd/internal/domain/relay"
@@ -399,8 +400,12 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	relays := relay.New(pool)
 	relays.Add(webhooks.Consumer())
 	relays.Add(slackApprovals.Consumer())
+	// Sealed intents: the API reads a stored credential at creation as
+	// the caller's organization; a worker has the token of its call.
+	brokered := cfg.TokenSource == "broker"
 	workerDeps := &worker.Deps{
-		Pool: pool, Sources: sources, Tokens: tokens, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
+		Intents: intent.New(&intent.Deps{MAC: box, Broker: brokered}),
+		Pool:    pool, Sources: sources, Tokens: tokens, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
 		Jobs: []worker.JobSet{relays, webhooks, slackApprovals}, Secrets: ownSecrets(cfg, pool), Time: cfg.Time,
 		Tracer: tracer,
 	}
@@ -432,6 +437,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	deps := &outbox.Deps{
 		Pool: tenantPool, Waiter: feeds, River: client, Sources: sources,
 		Box: box, Flow: limiter, Metrics: metrics, Logger: logger, Tracer: tracer, Approvals: approvalSvc,
+		Intents: intent.New(&intent.Deps{MAC: box, Tokens: callerTokens{creds}, Broker: brokered}),
 	}
 	svc, err := outbox.New(deps, &cfg.Outbox)
 	if err != nil {
@@ -642,6 +648,14 @@ func (a *App) flushTraces() {
 	if err := a.stopTracing(ctx); err != nil {
 		a.logger.Warn("flushing traces", "error", err)
 	}
+}
+
+// callerTokens reads stored credentials as the caller's organization (the
+// API's pool), for the intents of new invocations.
+type callerTokens struct{ store *credentialstore.Store }
+
+func (c callerTokens) Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error) {
+	return c.store.CallerToken(ctx, req, refresh)
 }
 
 // brokerWithConnectors resolves provider tokens through the broker, and

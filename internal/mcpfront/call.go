@@ -296,8 +296,13 @@ func (s *Server) refusal(err error) (*mcp.CallToolResult, error) {
 }
 
 // outcome is the tool result of an invocation where it stands, counted
-// by that status.
+// by that status, saying so when an approver edited its params.
 func (s *Server) outcome(inv invocation.Invocation) *mcp.CallToolResult {
+	return withEdits(inv, s.plainOutcome(inv))
+}
+
+// plainOutcome is outcome without the edits.
+func (s *Server) plainOutcome(inv invocation.Invocation) *mcp.CallToolResult {
 	label := string(inv.Status)
 	switch inv.Status {
 	case invocation.StatusSkipped:
@@ -325,7 +330,7 @@ func (s *Server) outcome(inv invocation.Invocation) *mcp.CallToolResult {
 		text, _ := json.Marshal(structured)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, StructuredContent: structured}
 	case invocation.StatusDenied:
-		return toolError("action_denied", fmt.Sprintf("denied by %s: %s", deny(inv), deref(inv.DeniedReason)))
+		return toolError("action_denied", fmt.Sprintf("denied by %s: %s", deny(inv), denial(inv)))
 	case invocation.StatusFailed:
 		return toolError("action_failed", deref(inv.Error))
 	case invocation.StatusExpired:

@@ -27,6 +27,7 @@ import {
   useStream,
 } from "../ui";
 import { Decision, useCatalog } from "./inbox";
+import { Edits, IntentFacts } from "./intent";
 
 const statuses = ["", "pending", "approved", "executing", "completed", "failed", "denied", "expired", "skipped", "cancelled"];
 const pageSize = 25;
@@ -209,8 +210,10 @@ export function InvocationPage({ id, session }: { id: string; session: Session }
             />
           ) : null}
           <Preview inv={inv} />
+          <IntentFacts inv={inv} />
           <h2>Params</h2>
           <ParamsForm params={inv.params} schema={schema?.params} />
+          <Edits inv={inv} />
           <h2>Result</h2>
           <Json value={inv.result} />
         </div>

@@ -6,6 +6,7 @@ import type { Session } from "../main";
 import { GrantOption } from "./grants";
 import { ApprovalProgress, mayDecide } from "./approvals";
 import { Preview } from "../preview";
+import { EditApprove, IntentFacts } from "./intent";
 import { Alert, AskerFacts, Empty, ErrorAlert, Flash, Loading, PageHead, ParamsForm, Risk, errorText, fmtDuration, fmtTime, useNow, useStream } from "../ui";
 
 /** useCatalog loads the action schemas the params forms are laid out by. */
@@ -104,6 +105,7 @@ function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation
         </details>
       ) : null}
       <Preview inv={inv} />
+      <IntentFacts inv={inv} />
       <ParamsForm params={inv.params} schema={schema?.params} />
       <ApprovalProgress inv={inv} canDecide={session.canDecide} />
       {mayDecide(inv, session.canDecide) ? <Decision inv={inv} onDecided={onDecided} /> : null}
@@ -114,6 +116,7 @@ function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation
 /** Decision holds Approve, Approve & grant, Approve & always allow (permanent), and Deny with a reason. */
 export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg: string, next?: Invocation) => void }) {
   const [denying, setDenying] = useState(false);
+  const [editing, setEditing] = useState(false);
   const [reason, setReason] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState("");
@@ -143,7 +146,7 @@ export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg:
             void act(() => api.deny(inv.id, reason.trim()), "denied");
           }}
         >
-          <label for={"reason-" + inv.id}>Reason for denying</label>
+          <label for={"reason-" + inv.id}>Deny and tell the agent why (the agent receives this text)</label>
           <textarea id={"reason-" + inv.id} rows={2} maxLength={2000} required value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
           <div class="buttons">
             <button type="submit" class="danger" disabled={busy || !reason.trim()}>
@@ -154,6 +157,8 @@ export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg:
             </button>
           </div>
         </form>
+      ) : editing ? (
+        <EditApprove inv={inv} onDecided={onDecided} onClose={() => setEditing(false)} />
       ) : (
         <div class="buttons">
           <button class="primary" disabled={busy} aria-label={"Approve " + name} onClick={() => act(() => api.approve(inv.id, "once"), "approved")}>
@@ -167,6 +172,9 @@ export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg:
             onClick={() => act(() => api.approve(inv.id, "always"), "approved, and always allowed from now on")}
           >
             Approve &amp; always allow (permanent)
+          </button>
+          <button disabled={busy} aria-label={"Edit, then approve " + name} onClick={() => setEditing(true)}>
+            Edit, then approve…
           </button>
           <button class="danger-outline" disabled={busy} aria-label={"Deny " + name} onClick={() => setDenying(true)}>
             Deny…

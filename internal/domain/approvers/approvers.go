@@ -339,7 +339,7 @@ func (s *Service) Approve(ctx context.Context, tx pgx.Tx, inv *invocation.Invoca
 	if !pr.Eligible(Approver{UserID: userID, Role: role}) {
 		return false, notApprover(pr, userID)
 	}
-	added, err := s.store.Insert(ctx, tx, inv.OrganizationID, inv.ID, userID)
+	added, err := s.store.Insert(ctx, tx, inv.OrganizationID, inv.ID, userID, inv.IntentDigest)
 	if err != nil {
 		return false, fmt.Errorf("recording the approval: %w", err)
 	}

@@ -105,6 +105,10 @@ type CreateParams struct {
 	// GrantID is the grant that lets the invocation through without a
 	// human (ModeSource "grant"); nil for every other.
 	GrantID *uuid.UUID
+	// IntentDigest and Intent are the sealed intent of an invocation
+	// created pending (package intent); empty otherwise.
+	IntentDigest string
+	Intent       json.RawMessage
 }
 
 // Outcome is a successful provider call.

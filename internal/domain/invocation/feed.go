@@ -15,7 +15,8 @@ import (
 type Notice string
 
 const (
-	// NoticeApprovalRequest: an invocation entered pending (created).
+	// NoticeApprovalRequest: an invocation entered pending (created, or
+	// asked again when what an approval approved changed: intent_changed).
 	NoticeApprovalRequest Notice = "action_approval_request"
 	// NoticeApprovalResult: a pending invocation was approved, denied or
 	// expired.

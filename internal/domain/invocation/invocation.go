@@ -73,6 +73,20 @@ type Invocation struct {
 	// through without a human, when one did (ModeSource "grant").
 	GrantID *uuid.UUID
 
+	// IntentDigest is the digest of the sealed intent of an invocation
+	// that waited for a human (package intent), Intent its components;
+	// ApprovedDigest is the digest the approval approved. IntentChanges
+	// are what the last check before a call found changed since the
+	// approval (the invocation went back to pending). Empty when none.
+	IntentDigest   string
+	Intent         json.RawMessage
+	ApprovedDigest string
+	IntentChanges  []string
+	// ParamsOriginal are the params (redacted) the caller sent, when an
+	// approver edited them; Edits are the edits ([]intent.Edit in JSON).
+	ParamsOriginal json.RawMessage
+	Edits          json.RawMessage
+
 	DeadLetteredAt *time.Time
 	ReplayCount    int32
 	ReplayedBy     *string

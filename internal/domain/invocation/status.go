@@ -60,4 +60,10 @@ const (
 	EventSnoozed        EventType = "snoozed"
 	EventReplayed       EventType = "replayed"
 	EventDiscarded      EventType = "discarded"
+	// EventEdited: an approver changed the params of a pending invocation
+	// (it stays pending).
+	EventEdited EventType = "edited"
+	// EventIntentChanged: what an approval approved changed before the
+	// call (package intent); the invocation is pending again.
+	EventIntentChanged EventType = "intent_changed"
 )

@@ -33,6 +33,10 @@ var Transitions = []Transition{
 	{Event: EventRetryScheduled, From: []Status{StatusExecuting}, To: StatusApproved},
 	{Event: EventSnoozed, From: []Status{StatusExecuting}, To: StatusApproved},
 	{Event: EventReplayed, From: []Status{StatusFailed}, To: StatusApproved, DeadLetterOnly: true},
+	// An edit leaves a pending invocation pending.
+	{Event: EventEdited, From: []Status{StatusPending}, To: StatusPending},
+	// An approved intent that changed before the call asks again.
+	{Event: EventIntentChanged, From: []Status{StatusApproved, StatusExecuting}, To: StatusPending},
 	// A discarded dead letter stays failed; it leaves the dead-letter list.
 	{Event: EventDiscarded, From: []Status{StatusFailed}, To: StatusFailed, DeadLetterOnly: true},
 }

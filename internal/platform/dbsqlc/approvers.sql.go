@@ -77,19 +77,30 @@ func (q *Queries) ApprovalPolicyPut(ctx context.Context, db DBTX, arg ApprovalPo
 }
 
 const invocationApprovalInsert = `-- name: InvocationApprovalInsert :execrows
-INSERT INTO invocation_approvals (organization_id, invocation_id, approver) VALUES ($1, $2, $3)
-ON CONFLICT (invocation_id, approver) DO NOTHING
+INSERT INTO invocation_approvals (organization_id, invocation_id, approver, intent_digest)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (invocation_id, approver) DO UPDATE SET intent_digest = EXCLUDED.intent_digest, decided_at = now()
+WHERE invocation_approvals.intent_digest <> EXCLUDED.intent_digest
 `
 
 type InvocationApprovalInsertParams struct {
 	OrganizationID string
 	InvocationID   uuid.UUID
 	Approver       string
+	IntentDigest   string
 }
 
-// A second approval by the same person changes nothing (0 rows).
+// An approval approves the invocation's intent digest (package intent). A
+// second approval by the same person of the same intent changes nothing
+// (0 rows); after the intent changed (an approver's edit, or the worker
+// found the approved intent changed) it is a new approval.
 func (q *Queries) InvocationApprovalInsert(ctx context.Context, db DBTX, arg InvocationApprovalInsertParams) (int64, error) {
-	result, err := db.Exec(ctx, invocationApprovalInsert, arg.OrganizationID, arg.InvocationID, arg.Approver)
+	result, err := db.Exec(ctx, invocationApprovalInsert,
+		arg.OrganizationID,
+		arg.InvocationID,
+		arg.Approver,
+		arg.IntentDigest,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -97,8 +108,9 @@ func (q *Queries) InvocationApprovalInsert(ctx context.Context, db DBTX, arg Inv
 }
 
 const invocationApprovalsList = `-- name: InvocationApprovalsList :many
-SELECT invocation_id, approver, decided_at FROM invocation_approvals
-WHERE invocation_id = ANY($1::uuid[]) ORDER BY invocation_id, decided_at, approver
+SELECT a.invocation_id, a.approver, a.decided_at FROM invocation_approvals a
+JOIN action_invocations i ON i.id = a.invocation_id AND a.intent_digest = COALESCE(i.intent_digest, '')
+WHERE a.invocation_id = ANY($1::uuid[]) ORDER BY a.invocation_id, a.decided_at, a.approver
 `
 
 type InvocationApprovalsListRow struct {
@@ -107,6 +119,8 @@ type InvocationApprovalsListRow struct {
 	DecidedAt    time.Time
 }
 
+// The approvals of each invocation's current intent: those of an intent
+// since changed no longer count.
 func (q *Queries) InvocationApprovalsList(ctx context.Context, db DBTX, invocationIds []uuid.UUID) ([]InvocationApprovalsListRow, error) {
 	rows, err := db.Query(ctx, invocationApprovalsList, invocationIds)
 	if err != nil {

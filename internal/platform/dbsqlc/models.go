@@ -61,6 +61,12 @@ type ActionInvocation struct {
 	Steps          []byte
 	TraceContext   *string
 	ApprovalTrace  *string
+	IntentDigest   *string
+	Intent         []byte
+	ApprovedDigest *string
+	IntentChanges  []string
+	ParamsOriginal []byte
+	Edits          []byte
 	GrantID        *uuid.UUID
 }
 

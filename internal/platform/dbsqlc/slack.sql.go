@@ -106,7 +106,7 @@ func (q *Queries) SlackMessageGet(ctx context.Context, db DBTX, invocationID uui
 
 const slackMessageInsert = `-- name: SlackMessageInsert :exec
 INSERT INTO slack_messages (invocation_id, organization_id, channel, ts) VALUES ($1, $2, $3, $4)
-ON CONFLICT (invocation_id) DO NOTHING
+ON CONFLICT (invocation_id) DO UPDATE SET channel = EXCLUDED.channel, ts = EXCLUDED.ts
 `
 
 type SlackMessageInsertParams struct {

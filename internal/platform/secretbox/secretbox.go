@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -35,6 +38,8 @@ type Box struct {
 type ringKey struct {
 	id   string
 	aead cipher.AEAD
+	// mac is the key's subkey for MAC, derived from it: never the key.
+	mac []byte
 }
 
 // New returns a Box whose ring is the one key keyBase64 (standard base64
@@ -89,7 +94,7 @@ func NewRing(keys []Key) (*Box, error) {
 		if err != nil {
 			return nil, err
 		}
-		box.keys = append(box.keys, ringKey{id: k.ID, aead: aead})
+		box.keys = append(box.keys, ringKey{id: k.ID, aead: aead, mac: derive(raw, "outboxd/secretbox/mac")})
 	}
 	return box, nil
 }
@@ -227,4 +232,21 @@ func withHeader(header, additional []byte) []byte {
 		return additional
 	}
 	return bytes.Join([][]byte{header, additional}, nil)
+}
+
+// derive returns the subkey of key for purpose: HMAC-SHA256(key, purpose).
+func derive(key []byte, purpose string) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(purpose))
+	return h.Sum(nil)
+}
+
+// MAC returns a keyed fingerprint of data for label, hex: HMAC-SHA256
+// under a subkey of the primary key derived for label. It identifies a
+// value (a credential, exact params) without revealing it, and without a
+// way to test guesses offline; it changes when the primary key does.
+func (b *Box) MAC(label string, data []byte) string {
+	h := hmac.New(sha256.New, derive(b.keys[0].mac, label))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
 }

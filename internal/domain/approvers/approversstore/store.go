@@ -67,10 +67,10 @@ type Approval struct {
 	DecidedAt    time.Time
 }
 
-// Insert records approver's approval of invocation id in tx; false when
-// they had approved it already (nothing changed).
-func (s *Store) Insert(ctx context.Context, tx pgx.Tx, org string, id uuid.UUID, approver string) (bool, error) {
-	n, err := s.q.InvocationApprovalInsert(ctx, tx, dbsqlc.InvocationApprovalInsertParams{OrganizationID: org, InvocationID: id, Approver: approver})
+// Insert records approver's approval of invocation id's intent digest in
+// tx; false when they had approved that intent already (nothing changed).
+func (s *Store) Insert(ctx context.Context, tx pgx.Tx, org string, id uuid.UUID, approver, digest string) (bool, error) {
+	n, err := s.q.InvocationApprovalInsert(ctx, tx, dbsqlc.InvocationApprovalInsertParams{OrganizationID: org, InvocationID: id, Approver: approver, IntentDigest: digest})
 	return n == 1, err
 }
 

@@ -14,7 +14,8 @@ type row interface {
 		dbsqlc.InvocationDenyRow | dbsqlc.InvocationExpireRow | dbsqlc.InvocationCancelRow |
 		dbsqlc.InvocationStartRow | dbsqlc.InvocationFailRow |
 		dbsqlc.InvocationSkipRow | dbsqlc.InvocationScheduleRetryRow | dbsqlc.InvocationSnoozeRow |
-		dbsqlc.InvocationReplayRow | dbsqlc.InvocationDiscardRow
+		dbsqlc.InvocationReplayRow | dbsqlc.InvocationDiscardRow |
+		dbsqlc.InvocationEditRow | dbsqlc.InvocationIntentChangedRow
 }
 
 func fromRow[R row](r R) invocation.Invocation {
@@ -34,6 +35,8 @@ func fromRow[R row](r R) invocation.Invocation {
 		ReplayedAt: a.ReplayedAt, DiscardedBy: a.DiscardedBy, DiscardedAt: a.DiscardedAt,
 		TraceContext: deref(a.TraceContext), ApprovalTraceContext: deref(a.ApprovalTrace),
 		GrantID: a.GrantID,
+		IntentDigest: deref(a.IntentDigest), Intent: a.Intent, ApprovedDigest: deref(a.ApprovedDigest),
+		IntentChanges: a.IntentChanges, ParamsOriginal: a.ParamsOriginal, Edits: a.Edits,
 	}
 	if len(a.Retry) > 0 {
 		var r invocation.Retry

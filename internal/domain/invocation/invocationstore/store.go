@@ -403,6 +403,8 @@ type insertRow struct {
 	Retry          *invocation.Retry `json:"retry"`
 	TraceContext   *string           `json:"trace_context"`
 	GrantID        *uuid.UUID        `json:"grant_id"`
+	IntentDigest   *string           `json:"intent_digest"`
+	Intent         json.RawMessage   `json:"intent,omitempty"`
 }
 
 // insertRowOf is p as an element of InvocationInsertMany's array.
@@ -415,6 +417,7 @@ func insertRowOf(p *invocation.CreateParams) insertRow {
 		ExpiresAt: p.ExpiresAt, ExternalID: nilIfEmpty(p.ExternalID), IdempotencyKey: nilIfEmpty(p.IdempotencyKey),
 		RateBucket: nilIfEmpty(p.RateBucket), MustRunBefore: p.MustRunBefore, Approval: p.Approval, RiskHint: nilIfEmpty(p.RiskHint),
 		Retry: p.Retry, TraceContext: nilIfEmpty(p.TraceContext), GrantID: p.GrantID,
+		IntentDigest: nilIfEmpty(p.IntentDigest), Intent: p.Intent,
 	}
 	if p.ParamsSealed != nil {
 		sealed := `\x` + hex.EncodeToString(p.ParamsSealed)

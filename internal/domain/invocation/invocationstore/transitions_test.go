@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -124,6 +125,17 @@ func appliers() []applier {
 		{"Discard", invocation.EventDiscarded, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return ignore(s.Discard(ctx, tx, inv.ID, "alice"))
 		}},
+		{"Edit", invocation.EventEdited, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
+			return ignore(s.Edit(ctx, tx, inv.ID, &invocationstore.EditParams{
+				Actor: "alice", Params: json.RawMessage(`{"text":"edited"}`), Edit: json.RawMessage(`{"by":"alice"}`),
+				IntentDigest: "d2", Intent: json.RawMessage(`{}`),
+			}))
+		}},
+		{"IntentChanged", invocation.EventIntentChanged, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
+			return ignore(s.IntentChanged(ctx, tx, inv, &invocationstore.IntentChangedParams{
+				ExpiresAt: time.Now().Add(time.Hour), IntentDigest: "d3", Intent: json.RawMessage(`{}`), Changes: []string{"tool redefined"},
+			}))
+		}},
 	}
 }
 
@@ -152,6 +164,7 @@ func TestTransitions(t *testing.T) {
 		invocation.EventApproved, invocation.EventDenied, invocation.EventExpired, invocation.EventCancelled,
 		invocation.EventStarted, invocation.EventCompleted, invocation.EventFailed, invocation.EventSkipped,
 		invocation.EventRetryScheduled, invocation.EventSnoozed, invocation.EventReplayed, invocation.EventDiscarded,
+		invocation.EventEdited, invocation.EventIntentChanged,
 	} {
 		require.True(t, inTable[e], "%s is not in the table", e)
 		require.True(t, applied[e], "no store method makes %s", e)

@@ -274,7 +274,7 @@ func requestMessage(inv *invocation.Invocation, progress *approvers.Progress, re
 		return b
 	}
 	text := fmt.Sprintf("Approval requested: %s.%s", inv.Integration, inv.Action)
-	blocks := summary(inv, text, rec)
+	blocks := append(summary(inv, text, rec), intentBlocks(inv)...)
 	if line := progressLine(progress); line != "" {
 		text += " — " + line
 		blocks = append(blocks, map[string]any{"type": "section", "text": mrkdwn("*" + line + "*")})

@@ -9,13 +9,15 @@ WITH next AS (
         id, job_id, organization_id, session_id, automation_id, user_id, requested_by, origin,
         integration, action, risk_level, mode, mode_source, params, params_sealed, params_hash,
         status, denied_reason, expires_at, external_id, idempotency_key,
-        rate_bucket, must_run_before, approval, risk_hint, retry, trace_context, grant_id, event_seq, completed_at
+        rate_bucket, must_run_before, approval, risk_hint, retry, trace_context, grant_id, event_seq, completed_at,
+        intent_digest, intent
     )
     SELECT r.id, r.job_id, r.organization_id, r.session_id, r.automation_id, r.user_id, r.requested_by, r.origin,
         r.integration, r.action, r.risk_level, r.mode, r.mode_source, r.params, r.params_sealed, r.params_hash,
         r.status, r.denied_reason, r.expires_at, r.external_id, r.idempotency_key,
         r.rate_bucket, r.must_run_before, r.approval, r.risk_hint, r.retry, r.trace_context, r.grant_id, 1,
-        CASE WHEN r.status = 'denied' THEN now() END
+        CASE WHEN r.status = 'denied' THEN now() END,
+        r.intent_digest, r.intent
     FROM jsonb_populate_recordset(NULL::action_invocations, @invocations::jsonb) AS r
     ON CONFLICT DO NOTHING
     RETURNING *
@@ -125,12 +127,13 @@ WITH prev AS (
 ), next AS (
     UPDATE action_invocations AS i
     SET status = 'approved', approved_by = @actor, approved_at = now(), updated_at = now(), event_seq = i.event_seq + 1,
-        approval_trace = sqlc.narg(trace_context)
+        approval_trace = sqlc.narg(trace_context), approved_digest = i.intent_digest
     FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
     RETURNING i.*
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
-    SELECT next.id, next.organization_id, next.event_seq, 'approved', prev.status, next.status, @actor, NULL FROM next, prev
+    SELECT next.id, next.organization_id, next.event_seq, 'approved', prev.status, next.status, @actor,
+        'intent ' || left(next.approved_digest, 12) FROM next, prev
 )
 SELECT * FROM next;
 

@@ -20,4 +20,4 @@ SELECT * FROM slack_messages WHERE invocation_id = @invocation_id;
 
 -- name: SlackMessageInsert :exec
 INSERT INTO slack_messages (invocation_id, organization_id, channel, ts) VALUES (@invocation_id, @organization_id, @channel, @ts)
-ON CONFLICT (invocation_id) DO NOTHING;
+ON CONFLICT (invocation_id) DO UPDATE SET channel = EXCLUDED.channel, ts = EXCLUDED.ts;

@@ -1,0 +1,207 @@
+// Package intent is the sealed intent of an invocation that waits for a
+// human (docs/intents.md): the digest of what determines its effect, which
+// an approval records and the worker recomputes before it calls the
+// provider, and the approver's edits of its params.
+//
+// Nothing here holds a secret: the exact params and the credential enter a
+// digest only as keyed fingerprints (secretbox.Box.MAC), so the components
+// may be stored and shown.
+package intent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/policy"
+)
+
+// PrefixLen is how many hex characters of a digest a card, a timeline
+// entry or an answer shows for a human to match.
+const PrefixLen = 12
+
+// Prefix returns the first PrefixLen characters of digest.
+func Prefix(digest string) string {
+	if len(digest) <= PrefixLen {
+		return digest
+	}
+	return digest[:PrefixLen]
+}
+
+// Components are what determines an invocation's effect.
+type Components struct {
+	Source string `json:"source"`
+	Action string `json:"action"`
+	// Definition is policy.DefinitionHash of the action's params schema:
+	// it changes when a connector's tool is redefined.
+	Definition string `json:"definition"`
+	// Params is the keyed fingerprint of the exact params in canonical
+	// JSON (secret values included, never shown).
+	Params     string     `json:"params"`
+	Credential Credential `json:"credential"`
+	Mode       string     `json:"mode"`
+}
+
+// Credential identifies the credential a call is made with.
+type Credential struct {
+	// Via is where the token comes from: "store" (outboxd's encrypted
+	// store), "broker" (the token broker, asked for User at call time) or
+	// "none" (the source takes no credential).
+	Via string `json:"via"`
+	// User is the user the broker is asked for ("" for the organization).
+	User string `json:"user,omitempty"`
+	// Kind is the stored token's kind (api_key, oauth).
+	Kind string `json:"kind,omitempty"`
+	// Fingerprint is the keyed fingerprint of the stored token: another
+	// secret stored in its place (another identity) changes it. Empty
+	// when no credential is stored.
+	Fingerprint string `json:"fingerprint,omitempty"`
+}
+
+// Digest is the hex SHA-256 of the components' canonical JSON.
+func (c *Components) Digest() string {
+	raw, _ := json.Marshal(c)
+	canonical, err := policy.CanonicalJSON(raw)
+	if err != nil { // cannot happen: raw is encoding/json's
+		canonical = raw
+	}
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
+// The changes Changes reports.
+const (
+	ChangeSource     = "source changed"
+	ChangeDefinition = "tool redefined"
+	ChangeParams     = "params edited"
+	ChangeCredential = "credential replaced"
+	ChangeMode       = "mode changed"
+)
+
+// Changes lists what differs from approved to now, in a fixed order; empty
+// when nothing does.
+func Changes(approved, now *Components) []string {
+	var out []string
+	if approved.Source != now.Source || approved.Action != now.Action {
+		out = append(out, ChangeSource)
+	}
+	if approved.Definition != now.Definition {
+		out = append(out, ChangeDefinition)
+	}
+	if approved.Params != now.Params {
+		out = append(out, ChangeParams)
+	}
+	if approved.Credential != now.Credential {
+		out = append(out, ChangeCredential)
+	}
+	if approved.Mode != now.Mode {
+		out = append(out, ChangeMode)
+	}
+	return out
+}
+
+// MAC fingerprints values under a server key (secretbox.Box).
+type MAC interface {
+	MAC(label string, data []byte) string
+}
+
+// TokenSource resolves a credential (the store's, for the caller's
+// organization in the API; the workers' token source in a worker).
+type TokenSource interface {
+	Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error)
+}
+
+// Deps are what Intents needs.
+type Deps struct {
+	MAC MAC
+	// Tokens reads stored credentials where no token is at hand (at
+	// creation, in the API).
+	Tokens TokenSource
+	// Broker says provider tokens come from a token broker (token_source
+	// broker): a non-local credential is then the broker's for the user,
+	// whose tokens change at will and have no fingerprint.
+	Broker bool
+}
+
+// Intents computes intents.
+type Intents struct {
+	deps Deps
+}
+
+// New returns Intents.
+func New(deps *Deps) *Intents { return &Intents{deps: *deps} }
+
+// Input is what an intent is computed from.
+type Input struct {
+	Org    string
+	UserID string
+	Action catalog.Action
+	// Params are the exact params (unredacted).
+	Params json.RawMessage
+	Mode   string
+	// Token is the credential the call will use, when already resolved
+	// (the worker); nil resolves it (stored credentials only).
+	Token *credential.Token
+}
+
+// Components computes in's components.
+func (x *Intents) Components(ctx context.Context, in *Input) (Components, error) {
+	canonical, err := policy.CanonicalJSON(in.Params)
+	if err != nil {
+		return Components{}, fmt.Errorf("canonicalizing params: %w", err)
+	}
+	def, err := policy.DefinitionHash(in.Action.Definition.Params)
+	if err != nil {
+		return Components{}, fmt.Errorf("hashing the definition: %w", err)
+	}
+	src := in.Action.Source
+	c := Components{
+		Source: src.ID(), Action: in.Action.Definition.ID, Definition: def,
+		Params: x.deps.MAC.MAC("intent.params", canonical), Mode: in.Mode,
+	}
+	c.Credential, err = x.credential(ctx, in)
+	return c, err
+}
+
+// WithParams returns c with params as its exact params.
+func (x *Intents) WithParams(c Components, params json.RawMessage) (Components, error) {
+	canonical, err := policy.CanonicalJSON(params)
+	if err != nil {
+		return c, fmt.Errorf("canonicalizing params: %w", err)
+	}
+	c.Params = x.deps.MAC.MAC("intent.params", canonical)
+	return c, nil
+}
+
+func (x *Intents) credential(ctx context.Context, in *Input) (Credential, error) {
+	src := in.Action.Source
+	switch {
+	case !src.NeedsCredential:
+		return Credential{Via: "none"}, nil
+	case x.deps.Broker && !src.LocalCredential:
+		return Credential{Via: "broker", User: in.UserID}, nil
+	}
+	tok := in.Token
+	if tok == nil {
+		if x.deps.Tokens == nil {
+			return Credential{}, errors.New("no credential reader")
+		}
+		t, err := x.deps.Tokens.Token(ctx, credential.Request{
+			Org: in.Org, Integration: src.ID(), UserID: in.UserID, Local: src.LocalCredential,
+		}, false)
+		if errors.Is(err, errs.NotFound) {
+			return Credential{Via: "store"}, nil
+		}
+		if err != nil {
+			return Credential{}, fmt.Errorf("reading the credential: %w", err)
+		}
+		tok = &t
+	}
+	return Credential{Via: "store", Kind: tok.Kind, Fingerprint: x.deps.MAC.MAC("intent.credential", []byte(tok.Value))}, nil
+}

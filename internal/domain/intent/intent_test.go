@@ -1,0 +1,85 @@
+package intent_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/intent"
+	"github.com/outboxd/outboxd/internal/platform/secretbox"
+)
+
+func TestDiff_ByPath(t *testing.T) {
+	d, err := intent.Diff(json.RawMessage(`{"a":1,"b":{"c":"x","d":[1,2]},"gone":true}`),
+		json.RawMessage(`{"a":1,"b":{"c":"y","d":[1,3]},"new":"n"}`))
+	require.NoError(t, err)
+	got, err := json.Marshal(d)
+	require.NoError(t, err)
+	require.JSONEq(t, `[{"path":"/b/c","from":"x","to":"y"},{"path":"/b/d/1","from":2,"to":3},
+		{"path":"/gone","from":true},{"path":"/new","to":"n"}]`, string(got))
+	d, err = intent.Diff(json.RawMessage(`{"a":1.0}`), json.RawMessage(`{"a":1.0}`))
+	require.NoError(t, err)
+	require.Empty(t, d)
+}
+
+func TestKeepSealed_KeepsWhatTheApproverLeft(t *testing.T) {
+	exact := json.RawMessage(`{"api_token":"s3cr3t-value","text":"hi","nested":{"password":"pw","n":1}}`)
+	redacted := json.RawMessage(`{"api_token":"[REDACTED]","text":"hi","nested":{"password":"[REDACTED]","n":1}}`)
+	edited := json.RawMessage(`{"api_token":"[REDACTED]","text":"changed","nested":{"password":"new-pw","n":1}}`)
+	out, err := intent.KeepSealed(edited, redacted, exact)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"api_token":"s3cr3t-value","text":"changed","nested":{"password":"new-pw","n":1}}`, string(out))
+}
+
+type tokens struct{ tok credential.Token }
+
+func (f *tokens) Token(context.Context, credential.Request, bool) (credential.Token, error) {
+	return f.tok, nil
+}
+
+func TestComponents_ChangesAreNamed(t *testing.T) {
+	box, err := secretbox.New(secretbox.NewKey())
+	require.NoError(t, err)
+	src := &catalog.Source{Source: stub{}, NeedsCredential: true}
+	def := executors.Definition{ID: "send", Params: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)}
+	ts := &tokens{tok: credential.Token{Value: "tok-A", Kind: "api_key"}}
+	x := intent.New(&intent.Deps{MAC: box, Tokens: ts})
+	in := &intent.Input{Org: "o", Action: catalog.Action{Source: src, Definition: def}, Params: json.RawMessage(`{"text":"hi"}`), Mode: "require_approval"}
+	a, err := x.Components(context.Background(), in)
+	require.NoError(t, err)
+	raw, _ := json.Marshal(a)
+	require.NotContains(t, string(raw), "tok-A", "no secret in the components")
+	require.Len(t, a.Digest(), 64)
+
+	// Same inputs, key order aside: same digest.
+	in.Params = json.RawMessage(` { "text" : "hi" } `)
+	same, err := x.Components(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, a.Digest(), same.Digest())
+
+	// Another token, a redefined tool, other params: each is named.
+	tok := credential.Token{Value: "tok-B", Kind: "api_key"}
+	in.Token = &tok
+	in.Action.Definition.Params = json.RawMessage(`{"type":"object","properties":{"text":{"type":"integer"}}}`)
+	in.Params = json.RawMessage(`{"text":"bye"}`)
+	b, err := x.Components(context.Background(), in)
+	require.NoError(t, err)
+	require.NotEqual(t, a.Digest(), b.Digest())
+	require.Equal(t, []string{intent.ChangeDefinition, intent.ChangeParams, intent.ChangeCredential}, intent.Changes(&a, &b))
+
+	// A broker's credential is its user's, without a fingerprint.
+	bx := intent.New(&intent.Deps{MAC: box, Broker: true})
+	c, err := bx.Components(context.Background(), &intent.Input{Org: "o", UserID: "u1", Action: catalog.Action{Source: src, Definition: def}, Params: json.RawMessage(`{}`), Token: &tok})
+	require.NoError(t, err)
+	require.Equal(t, intent.Credential{Via: "broker", User: "u1"}, c.Credential)
+	require.Equal(t, "0123456789ab", intent.Prefix("0123456789abcdef"))
+}
+
+type stub struct{ executors.Source }
+
+func (stub) ID() string { return "acme" }

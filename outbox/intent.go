@@ -1,0 +1,134 @@
+package outbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/intent"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/policy"
+)
+
+// seal records the intent of an invocation created pending (package
+// intent): its digest and components, which an approval approves. The
+// others carry none: no human approves them.
+func (s *Service) seal(ctx context.Context, p *prepared, create *invocation.CreateParams) error {
+	if s.deps.Intents == nil || create.Status != invocation.StatusPending {
+		return nil
+	}
+	c, err := s.deps.Intents.Components(dbutil.WithOrg(ctx, create.OrganizationID), &intent.Input{
+		Org: create.OrganizationID, UserID: create.UserID, Action: p.action, Params: p.r.params, Mode: create.Mode,
+	})
+	if err != nil {
+		return fmt.Errorf("sealing the intent: %w", err)
+	}
+	return setIntent(&create.IntentDigest, &create.Intent, &c)
+}
+
+func setIntent(digest *string, raw *json.RawMessage, c *intent.Components) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	*digest, *raw = c.Digest(), b
+	return nil
+}
+
+// edit applies an approver's params to a pending invocation, inside the
+// approval's transaction: params is the full new params object as the
+// approver saw them (redacted values left as they were keep their exact
+// values). They are validated against the action's schema, redacted and
+// sealed as at creation; the original params, the edit (who, when, the
+// diff) and the new intent are recorded with an edited event. Params equal
+// to the current ones change nothing.
+func (s *Service) edit(ctx context.Context, tx pgx.Tx, inv invocation.Invocation, by string, params json.RawMessage) (invocation.Invocation, error) {
+	if !bytes.HasPrefix(bytes.TrimSpace(params), []byte("{")) {
+		return inv, errs.Invalid("params", "params must be a JSON object")
+	}
+	exact := inv.Params
+	if inv.ParamsSealed != nil {
+		var err error
+		if exact, err = s.deps.Box.Open(inv.ParamsSealed, inv.ID[:]); err != nil {
+			return inv, fmt.Errorf("opening the sealed params: %w", err)
+		}
+	}
+	edited, err := intent.KeepSealed(params, inv.Params, exact)
+	if err != nil {
+		return inv, errs.Invalid("params", "params are not valid JSON")
+	}
+	action, err := s.resolveAction(ctx, inv.OrganizationID, inv.Integration, inv.Action)
+	if err != nil {
+		return inv, err
+	}
+	fieldErrs, err := s.validator.Validate(action.Definition.Params, edited)
+	if err != nil {
+		return inv, fmt.Errorf("validating params of %s.%s: %w", inv.Integration, inv.Action, err)
+	}
+	if len(fieldErrs) > 0 {
+		return inv, &errs.ValidationError{Message: "invalid params for " + inv.Integration + "." + inv.Action, Fields: fieldErrs}
+	}
+	stored := policy.Redact(edited)
+	diff, err := intent.Diff(inv.Params, stored)
+	if err != nil {
+		return inv, err
+	}
+	same, err := sameJSON(exact, edited)
+	if err != nil || (same && len(diff) == 0) {
+		return inv, err
+	}
+	var sealed []byte
+	if redacted(edited, stored) {
+		sealed = s.deps.Box.Seal(edited, inv.ID[:])
+	}
+	var c intent.Components
+	if len(inv.Intent) == 0 || json.Unmarshal(inv.Intent, &c) != nil || s.deps.Intents == nil {
+		// An invocation created before intents: its intent from now on.
+		if s.deps.Intents == nil {
+			return inv, errs.Errorf(errs.Conflict, "editing params needs sealed intents")
+		}
+		c, err = s.deps.Intents.Components(dbutil.WithOrg(ctx, inv.OrganizationID), &intent.Input{
+			Org: inv.OrganizationID, UserID: deref(inv.UserID), Action: action, Params: edited, Mode: inv.Mode,
+		})
+		if err != nil {
+			return inv, err
+		}
+	} else if c, err = s.deps.Intents.WithParams(c, edited); err != nil {
+		return inv, err
+	}
+	p := &invocationstore.EditParams{Actor: by, Params: stored, Sealed: sealed}
+	if err := setIntent(&p.IntentDigest, &p.Intent, &c); err != nil {
+		return inv, err
+	}
+	if p.Edit, err = json.Marshal(intent.Edit{By: by, At: time.Now().UTC(), Diff: diff, Digest: p.IntentDigest}); err != nil {
+		return inv, err
+	}
+	paths := make([]string, len(diff))
+	for i, d := range diff {
+		paths[i] = d.Path
+	}
+	p.Reason = fmt.Sprintf("params edited (%s); intent %s", strings.Join(paths, ", "), intent.Prefix(p.IntentDigest))
+	return s.store.Edit(ctx, tx, inv.ID, p)
+}
+
+// sameJSON reports whether a and b are the same document, whatever their
+// key order and spacing.
+func sameJSON(a, b json.RawMessage) (bool, error) {
+	ca, err := policy.CanonicalJSON(a)
+	if err != nil {
+		return false, err
+	}
+	cb, err := policy.CanonicalJSON(b)
+	if err != nil {
+		return false, errs.Invalid("params", "params are not valid JSON")
+	}
+	return bytes.Equal(ca, cb), nil
+}
