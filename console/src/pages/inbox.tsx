@@ -1,6 +1,6 @@
 // Inbox: the organization's pending invocations, newest first, kept live
 // by the event stream, with the decision buttons for admins and owners.
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, type CatalogAction, type Invocation } from "../api";
 import type { Session } from "../main";
 import { GrantOption } from "./grants";
@@ -28,19 +28,40 @@ export function Inbox({ session }: { session: Session }) {
   const catalog = useCatalog();
   const now = useNow();
 
-  const load = () =>
+  // A list in flight may predate an event that arrives meanwhile: such an
+  // event makes the inbox list again once the list lands.
+  const listing = useRef(false);
+  const stale = useRef(false);
+  const load = () => {
+    listing.current = true;
+    stale.current = false;
     api
       .listInvocations({ status: "pending", limit: 100 })
       .then((r) => setItems(r.invocations))
-      .catch((e) => setError(errorText(e)));
+      .catch((e) => setError(errorText(e)))
+      .finally(() => {
+        listing.current = false;
+        if (stale.current) load();
+      });
+  };
   useEffect(() => {
     load();
   }, []);
 
   useStream((m) => {
+    if (listing.current) {
+      stale.current = true;
+      return;
+    }
     const inv = m.data.invocation;
     if (m.event === "action_approval_request" && inv.status === "pending") {
       setItems((cur) => (cur && !cur.some((i) => i.id === inv.id) ? [inv, ...cur] : cur));
+      // The event's invocation lacks what a read adds for the caller (the
+      // approvals so far and needed, whether they may decide).
+      api
+        .getInvocation(inv.id)
+        .then((r) => r.invocation.status === "pending" && setItems((cur) => cur && cur.map((i) => (i.id === inv.id ? r.invocation : i))))
+        .catch(() => {});
     } else {
       setItems((cur) => cur && cur.filter((i) => i.id !== m.data.invocation_id));
       if (m.event === "action_approval_result") {
