@@ -57,9 +57,15 @@ func (s *Service) Approve(ctx context.Context, p *ApproveParams) (invocation.Inv
 			// What outlasts the invocation (a grant, an allow mode) is the
 			// releasing approval's to give: asked for earlier, the whole
 			// approval is refused and rolled back.
-			done, err := s.deps.Approvals.Approve(ctx, tx, &inv, p.UserID, p.Role)
-			if err == nil && !done && (p.Grant != nil || p.Always) {
-				err = errs.Invalid("mode", "this approval does not release the invocation (more approvers must approve it): approve once; the last approver may grant more or always allow")
+			// A grant lets later invocations through without anyone:
+			// never where one person's approval is not enough.
+			done, required, err := s.deps.Approvals.Approve(ctx, tx, &inv, p.UserID, p.Role)
+			switch {
+			case err != nil:
+			case p.Grant != nil && required > 1:
+				err = errs.Invalid("grant", "an invocation of tier %s needs %d approvers each time: it cannot be granted ahead", inv.RiskLevel, required)
+			case !done && p.Always:
+				err = errs.Invalid("mode", "this approval does not release the invocation (more approvers must approve it): approve once; the last approver may always allow")
 			}
 			if err != nil || !done {
 				return inv, err

@@ -106,8 +106,8 @@ type Deps struct {
 // invocation's row is locked.
 type ApprovalGate interface {
 	// Approve records userID's approval of inv and reports whether the
-	// approvals now suffice to release it.
-	Approve(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation, userID, role string) (bool, error)
+	// approvals now suffice to release it, and how many it needs.
+	Approve(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation, userID, role string) (done bool, required int, err error)
 	// MayDeny refuses a denial by someone who may not decide inv.
 	MayDeny(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation, userID, role string) error
 }

@@ -106,7 +106,7 @@ func viewInvocation(inv invocation.Invocation) invocationView {
 		DeadLetteredAt: inv.DeadLetteredAt, ReplayCount: inv.ReplayCount, ReplayedBy: inv.ReplayedBy,
 		ReplayedAt: inv.ReplayedAt, DiscardedBy: inv.DiscardedBy, DiscardedAt: inv.DiscardedAt,
 		GrantID: inv.GrantID,
-		Edited: len(inv.ParamsOriginal) > 0, ParamsOriginal: inv.ParamsOriginal, Edits: inv.Edits, Intent: viewIntent(&inv),
+		Edited:  len(inv.ParamsOriginal) > 0, ParamsOriginal: inv.ParamsOriginal, Edits: inv.Edits, Intent: viewIntent(&inv),
 	}
 }
 

@@ -483,7 +483,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		Revocations:     revocations,
 		Audit:           trail, TrustForwardedFor: cfg.HTTP.TrustForwardedFor,
 		Console: console, Previews: previewstore.NewReader(tenantPool),
-		Grants:  grant.NewService(tenantPool),
+		Grants: grant.NewService(tenantPool),
 	})
 	var handler http.Handler = server.Handler()
 	if role == RoleWorker {

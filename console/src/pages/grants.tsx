@@ -55,7 +55,9 @@ export function GrantOption({ inv, onDecided }: { inv: Invocation; onDecided: (m
   const [fixed, setFixed] = useState<string[]>([]);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState("");
-  if (!inv.session_id && !inv.automation_id) return null;
+  // Only for a session's or an automation's invocation, and never for one
+  // that needs several approvers each time (the API refuses both).
+  if ((!inv.session_id && !inv.automation_id) || (inv.approvals_required ?? 1) > 1) return null;
   const where = inv.automation_id ? "automation " + inv.automation_id : "session " + inv.session_id;
   const name = `${inv.integration}.${inv.action}`;
   if (!open) {

@@ -331,30 +331,30 @@ func (s *Service) ProgressOf(ctx context.Context, db dbutil.DB, inv *invocation.
 // suffice to release it. Someone outside inv's approver group is
 // errs.NotApprover; a second approval by the same person is
 // errs.AlreadyApproved, and changes nothing.
-func (s *Service) Approve(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation, userID, role string) (bool, error) {
+func (s *Service) Approve(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation, userID, role string) (done bool, required int, err error) {
 	pr, err := s.ProgressOf(ctx, tx, inv)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	if !pr.Eligible(Approver{UserID: userID, Role: role}) {
-		return false, notApprover(pr, userID)
+		return false, pr.Required, notApprover(pr, userID)
 	}
 	added, err := s.store.Insert(ctx, tx, inv.OrganizationID, inv.ID, userID, inv.IntentDigest)
 	if err != nil {
-		return false, fmt.Errorf("recording the approval: %w", err)
+		return false, pr.Required, fmt.Errorf("recording the approval: %w", err)
 	}
 	if !added {
-		return false, errs.Errorf(errs.AlreadyApproved, "%s approved this invocation already; it waits for %d more approval(s) from someone else", userID, pr.Remaining())
+		return false, pr.Required, errs.Errorf(errs.AlreadyApproved, "%s approved this invocation already; it waits for %d more approval(s) from someone else", userID, pr.Remaining())
 	}
 	if len(pr.Approvals)+1 >= pr.Required {
-		return true, nil
+		return true, pr.Required, nil
 	}
 	if s.deps.Progressed != nil {
 		if err := s.deps.Progressed(ctx, tx, inv); err != nil {
-			return false, err
+			return false, pr.Required, err
 		}
 	}
-	return false, nil
+	return false, pr.Required, nil
 }
 
 // MayDeny checks that userID (with role) may deny inv: anyone who may

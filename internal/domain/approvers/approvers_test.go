@@ -66,6 +66,9 @@ func TestApprovers_R4WaitsForASecondApproverAndRunsOnce(t *testing.T) {
 	requireError(t, b.Do("POST", "/v1/invocations/"+id+"/approve", alice, map[string]string{"mode": "once"}), http.StatusForbidden, "self_approval")
 
 	carol := user(b, "carol", auth.RoleAdmin)
+	// Always allow comes only with the releasing approval: refused,
+	// nothing recorded.
+	requireError(t, b.Do("POST", "/v1/invocations/"+id+"/approve", carol, map[string]string{"mode": "always"}), http.StatusBadRequest, "invalid_request")
 	r = b.Do("POST", "/v1/invocations/"+id+"/approve", carol, map[string]string{"mode": "once"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	inv := r.Body["invocation"].(map[string]any)
@@ -77,6 +80,10 @@ func TestApprovers_R4WaitsForASecondApproverAndRunsOnce(t *testing.T) {
 
 	// The same person again is refused and counts nothing.
 	requireError(t, b.Do("POST", "/v1/invocations/"+id+"/approve", carol, map[string]string{"mode": "once"}), http.StatusConflict, "already_approved")
+	// Nobody grants ahead what needs two people each time: refused,
+	// nothing recorded.
+	grantAhead := map[string]any{"mode": "once", "grant": map[string]any{"count": 3, "minutes": 10}}
+	requireError(t, b.Do("POST", "/v1/invocations/"+id+"/approve", bob, grantAhead), http.StatusBadRequest, "invalid_request")
 
 	// The inbox shows who approved so far, and to whom it is open.
 	list := b.Do("GET", "/v1/invocations?status=pending", bob, nil)
@@ -106,6 +113,37 @@ func TestApprovers_R4WaitsForASecondApproverAndRunsOnce(t *testing.T) {
 	id2 := r.Body["invocation_id"].(string)
 	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/invocations/"+id2+"/approve", carol, map[string]string{"mode": "once"}).Status)
 	b.WaitStatus(id2, "completed", 15*time.Second)
+}
+
+// An approval approves an intent: an approver's edit makes the approvals
+// given before count no more, so each approver approves what will run.
+func TestApprovers_AnEditAsksEveryoneAgain(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Approvals: approvers.Config{Required: approvers.DefaultRequired()}})
+	b.StoreSlackToken("xoxb-approvers")
+	r := b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "before the edit"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	id := r.Body["invocation_id"].(string)
+	_, err := b.Pool.Exec(context.Background(), `UPDATE action_invocations SET risk_level = 'R4' WHERE id = $1`, id)
+	require.NoError(t, err)
+	carol, bob := user(b, "carol", auth.RoleAdmin), user(b, "bob", auth.RoleOwner)
+
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/invocations/"+id+"/approve", carol, map[string]string{"mode": "once"}).Status)
+	edited := map[string]any{"mode": "once", "params": map[string]any{"channel": "C0123456789", "text": "after the edit"}}
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", bob, edited)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	inv := r.Body["invocation"].(map[string]any)
+	require.Equal(t, "pending", inv["status"], "carol approved the text before the edit")
+	approvals := inv["approvals"].([]any)
+	require.Len(t, approvals, 1)
+	require.Equal(t, "bob", approvals[0].(map[string]any)["by"])
+
+	// carol approves the edited request: it runs once, as edited.
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", carol, map[string]string{"mode": "once"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	b.WaitStatus(id, "completed", 15*time.Second)
+	require.Equal(t, 1, sent(b, "after the edit"))
+	require.Zero(t, sent(b, "before the edit"))
 }
 
 type clicker struct {

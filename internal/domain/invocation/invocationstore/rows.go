@@ -34,7 +34,7 @@ func fromRow[R row](r R) invocation.Invocation {
 		DeadLetteredAt: a.DeadLetteredAt, ReplayCount: a.ReplayCount, ReplayedBy: a.ReplayedBy,
 		ReplayedAt: a.ReplayedAt, DiscardedBy: a.DiscardedBy, DiscardedAt: a.DiscardedAt,
 		TraceContext: deref(a.TraceContext), ApprovalTraceContext: deref(a.ApprovalTrace),
-		GrantID: a.GrantID,
+		GrantID:      a.GrantID,
 		IntentDigest: deref(a.IntentDigest), Intent: a.Intent, ApprovedDigest: deref(a.ApprovedDigest),
 		IntentChanges: a.IntentChanges, ParamsOriginal: a.ParamsOriginal, Edits: a.Edits,
 	}
