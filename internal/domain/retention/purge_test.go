@@ -39,6 +39,14 @@ func TestPurgeTables_CoverTheSchema(t *testing.T) {
 	}
 	require.Contains(t, covered, "river_job")
 	require.Contains(t, covered, "flow_buckets")
+	for _, table := range []string{"grants", "invocation_approvals", "approval_policies", "invocation_previews", "audit_anchors"} {
+		require.Contains(t, covered, table)
+	}
+	// Rows that cascade from an invocation go before it, or the purge
+	// would delete them uncounted.
+	for _, table := range []string{"invocation_events", "slack_messages", "invocation_previews", "invocation_approvals"} {
+		require.Less(t, slices.Index(covered, table), slices.Index(covered, "action_invocations"), table)
+	}
 }
 
 // populate writes a row for org in every table that holds an
@@ -91,6 +99,14 @@ SELECT 1`, org)
 			VALUES ($1, 1, now(), 'me', 'user', 'action_modes.replace', 'action_modes', 'null', '{}', '', 'h')`,
 		`INSERT INTO token_revocations (organization_id, session_id, issued_before, revoked_by) VALUES ($1, 's', now(), 'me')`,
 		`INSERT INTO audit_anchors (organization_id, pruned_through, prev_hash, pruned_before, pruned_at, pruned_total) VALUES ($1, 1, 'h', now(), now(), 1)`,
+		`INSERT INTO invocation_approvals (organization_id, invocation_id, approver) SELECT $1, id, 'me' FROM action_invocations WHERE organization_id = $1 AND status = 'pending'`,
+		`INSERT INTO approval_policies (organization_id, required, updated_by) VALUES ($1, '{"R4": 2}', 'me')`,
+		`INSERT INTO grants (id, organization_id, scope, scope_id, source_id, action_id, granted, remaining, expires_at, definition_hash, created_by, created_from)
+			SELECT gen_random_uuid(), $1, 'session', 's', 'slack', 'send', 3, 2, now() + interval '1 hour', 'h', 'me', id
+			FROM action_invocations WHERE organization_id = $1 AND status = 'completed' LIMIT 2`,
+		// An invocation a grant let through names it.
+		`UPDATE action_invocations SET grant_id = (SELECT id FROM grants WHERE organization_id = $1 LIMIT 1)
+			WHERE id = (SELECT id FROM action_invocations WHERE organization_id = $1 AND status = 'completed' ORDER BY id DESC LIMIT 1)`,
 	} {
 		_, err := pool.Exec(ctx, sql, org)
 		require.NoError(t, err, sql)

@@ -43,6 +43,23 @@ func (q *Queries) PurgeActionModes(ctx context.Context, db DBTX, arg PurgeAction
 	return result.RowsAffected(), nil
 }
 
+const purgeApprovalPolicies = `-- name: PurgeApprovalPolicies :execrows
+DELETE FROM approval_policies d WHERE d.ctid IN (SELECT c.ctid FROM approval_policies c WHERE c.organization_id = $1::text LIMIT $2::int)
+`
+
+type PurgeApprovalPoliciesParams struct {
+	OrganizationID string
+	MaxRows        int32
+}
+
+func (q *Queries) PurgeApprovalPolicies(ctx context.Context, db DBTX, arg PurgeApprovalPoliciesParams) (int64, error) {
+	result, err := db.Exec(ctx, purgeApprovalPolicies, arg.OrganizationID, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const purgeAuditAnchors = `-- name: PurgeAuditAnchors :execrows
 DELETE FROM audit_anchors d WHERE d.ctid IN (SELECT c.ctid FROM audit_anchors c WHERE c.organization_id = $1::text LIMIT $2::int)
 `
@@ -84,9 +101,12 @@ SELECT
     (SELECT count(*) FROM invocation_events WHERE organization_id = $1::text)::bigint AS invocation_events,
     (SELECT count(*) FROM slack_messages WHERE organization_id = $1::text)::bigint AS slack_messages,
     (SELECT count(*) FROM invocation_previews WHERE organization_id = $1::text)::bigint AS invocation_previews,
+    (SELECT count(*) FROM invocation_approvals WHERE organization_id = $1::text)::bigint AS invocation_approvals,
+    (SELECT count(*) FROM grants WHERE organization_id = $1::text)::bigint AS grants,
     (SELECT count(*) FROM webhook_deliveries WHERE organization_id = $1::text)::bigint AS webhook_deliveries,
     (SELECT count(*) FROM webhooks WHERE organization_id = $1::text)::bigint AS webhooks,
     (SELECT count(*) FROM action_modes WHERE organization_id = $1::text)::bigint AS action_modes,
+    (SELECT count(*) FROM approval_policies WHERE organization_id = $1::text)::bigint AS approval_policies,
     (SELECT count(*) FROM credentials WHERE organization_id = $1::text)::bigint AS credentials,
     (SELECT count(*) FROM do_not_contact WHERE organization_id = $1::text)::bigint AS do_not_contact,
     (SELECT count(*) FROM event_listeners WHERE organization_id = $1::text)::bigint AS event_listeners,
@@ -104,27 +124,30 @@ SELECT
 `
 
 type PurgeCountsRow struct {
-	ActionInvocations  int64
-	InvocationEvents   int64
-	SlackMessages      int64
-	InvocationPreviews int64
-	WebhookDeliveries  int64
-	Webhooks           int64
-	ActionModes        int64
-	Credentials        int64
-	DoNotContact       int64
-	EventListeners     int64
-	InvokeRateWindows  int64
-	OrgConnectors      int64
-	OrgDatabases       int64
-	OrgPauses          int64
-	QuietHours         int64
-	SlackSettings      int64
-	RetentionRuns      int64
-	AuditEntries       int64
-	AuditAnchors       int64
-	TokenRevocations   int64
-	FlowBuckets        int64
+	ActionInvocations   int64
+	InvocationEvents    int64
+	SlackMessages       int64
+	InvocationPreviews  int64
+	InvocationApprovals int64
+	Grants              int64
+	WebhookDeliveries   int64
+	Webhooks            int64
+	ActionModes         int64
+	ApprovalPolicies    int64
+	Credentials         int64
+	DoNotContact        int64
+	EventListeners      int64
+	InvokeRateWindows   int64
+	OrgConnectors       int64
+	OrgDatabases        int64
+	OrgPauses           int64
+	QuietHours          int64
+	SlackSettings       int64
+	RetentionRuns       int64
+	AuditEntries        int64
+	AuditAnchors        int64
+	TokenRevocations    int64
+	FlowBuckets         int64
 }
 
 // Purging an organization (outboxd org purge): every table with an
@@ -140,9 +163,12 @@ func (q *Queries) PurgeCounts(ctx context.Context, db DBTX, organizationID strin
 		&i.InvocationEvents,
 		&i.SlackMessages,
 		&i.InvocationPreviews,
+		&i.InvocationApprovals,
+		&i.Grants,
 		&i.WebhookDeliveries,
 		&i.Webhooks,
 		&i.ActionModes,
+		&i.ApprovalPolicies,
 		&i.Credentials,
 		&i.DoNotContact,
 		&i.EventListeners,
@@ -223,6 +249,40 @@ type PurgeFlowBucketsParams struct {
 
 func (q *Queries) PurgeFlowBuckets(ctx context.Context, db DBTX, arg PurgeFlowBucketsParams) (int64, error) {
 	result, err := db.Exec(ctx, purgeFlowBuckets, arg.OrganizationID, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const purgeGrants = `-- name: PurgeGrants :execrows
+DELETE FROM grants d WHERE d.ctid IN (SELECT c.ctid FROM grants c WHERE c.organization_id = $1::text LIMIT $2::int)
+`
+
+type PurgeGrantsParams struct {
+	OrganizationID string
+	MaxRows        int32
+}
+
+func (q *Queries) PurgeGrants(ctx context.Context, db DBTX, arg PurgeGrantsParams) (int64, error) {
+	result, err := db.Exec(ctx, purgeGrants, arg.OrganizationID, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const purgeInvocationApprovals = `-- name: PurgeInvocationApprovals :execrows
+DELETE FROM invocation_approvals d WHERE d.ctid IN (SELECT c.ctid FROM invocation_approvals c WHERE c.organization_id = $1::text LIMIT $2::int)
+`
+
+type PurgeInvocationApprovalsParams struct {
+	OrganizationID string
+	MaxRows        int32
+}
+
+func (q *Queries) PurgeInvocationApprovals(ctx context.Context, db DBTX, arg PurgeInvocationApprovalsParams) (int64, error) {
+	result, err := db.Exec(ctx, purgeInvocationApprovals, arg.OrganizationID, arg.MaxRows)
 	if err != nil {
 		return 0, err
 	}

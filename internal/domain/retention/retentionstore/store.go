@@ -144,8 +144,9 @@ func execRows[P any](q func(context.Context, dbsqlc.DBTX, P) (int64, error), par
 // PurgeTables lists, in the order they are purged, every table that holds
 // an organization's rows: River's jobs first (they are found through the
 // invocations and deliveries they name), then what refers to invocations
-// and webhooks, then those, then the organization's settings, its pause
-// last. A test checks every table with an organization_id column is here.
+// and webhooks (approvals cascade from their invocation, so they go first
+// to be counted; grants name the invocation they were made from), then
+// those, then the organization's settings, its pause last. A test checks every table with an organization_id column is here.
 func (s *Store) PurgeTables() []PurgeTable {
 	q := s.q
 	return []PurgeTable{
@@ -162,6 +163,12 @@ func (s *Store) PurgeTables() []PurgeTable {
 		{Name: "invocation_previews", Delete: execRows(q.PurgeInvocationPreviews, func(org string, n int32) dbsqlc.PurgeInvocationPreviewsParams {
 			return dbsqlc.PurgeInvocationPreviewsParams{OrganizationID: org, MaxRows: n}
 		})},
+		{Name: "invocation_approvals", Delete: execRows(q.PurgeInvocationApprovals, func(org string, n int32) dbsqlc.PurgeInvocationApprovalsParams {
+			return dbsqlc.PurgeInvocationApprovalsParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "grants", Delete: execRows(q.PurgeGrants, func(org string, n int32) dbsqlc.PurgeGrantsParams {
+			return dbsqlc.PurgeGrantsParams{OrganizationID: org, MaxRows: n}
+		})},
 		{Name: "webhook_deliveries", Delete: execRows(q.PurgeWebhookDeliveries, func(org string, n int32) dbsqlc.PurgeWebhookDeliveriesParams {
 			return dbsqlc.PurgeWebhookDeliveriesParams{OrganizationID: org, MaxRows: n}
 		})},
@@ -173,6 +180,9 @@ func (s *Store) PurgeTables() []PurgeTable {
 		})},
 		{Name: "action_modes", Delete: execRows(q.PurgeActionModes, func(org string, n int32) dbsqlc.PurgeActionModesParams {
 			return dbsqlc.PurgeActionModesParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "approval_policies", Delete: execRows(q.PurgeApprovalPolicies, func(org string, n int32) dbsqlc.PurgeApprovalPoliciesParams {
+			return dbsqlc.PurgeApprovalPoliciesParams{OrganizationID: org, MaxRows: n}
 		})},
 		{Name: "credentials", Delete: execRows(q.PurgeCredentials, func(org string, n int32) dbsqlc.PurgeCredentialsParams {
 			return dbsqlc.PurgeCredentialsParams{OrganizationID: org, MaxRows: n}
@@ -230,27 +240,30 @@ func (s *Store) PurgeCounts(ctx context.Context, db dbutil.DB, org string) (map[
 		return nil, fmt.Errorf("counting the organization's River jobs: %w", err)
 	}
 	return map[string]int64{
-		"river_job":           jobs,
-		"action_invocations":  c.ActionInvocations,
-		"invocation_events":   c.InvocationEvents,
-		"slack_messages":      c.SlackMessages,
-		"invocation_previews": c.InvocationPreviews,
-		"webhook_deliveries":  c.WebhookDeliveries,
-		"webhooks":            c.Webhooks,
-		"action_modes":        c.ActionModes,
-		"credentials":         c.Credentials,
-		"do_not_contact":      c.DoNotContact,
-		"event_listeners":     c.EventListeners,
-		"invoke_rate_windows": c.InvokeRateWindows,
-		"org_connectors":      c.OrgConnectors,
-		"org_databases":       c.OrgDatabases,
-		"org_pauses":          c.OrgPauses,
-		"quiet_hours":         c.QuietHours,
-		"slack_settings":      c.SlackSettings,
-		"retention_runs":      c.RetentionRuns,
-		"audit_entries":       c.AuditEntries,
-		"audit_anchors":       c.AuditAnchors,
-		"token_revocations":   c.TokenRevocations,
-		"flow_buckets":        c.FlowBuckets,
+		"river_job":            jobs,
+		"action_invocations":   c.ActionInvocations,
+		"invocation_events":    c.InvocationEvents,
+		"slack_messages":       c.SlackMessages,
+		"invocation_previews":  c.InvocationPreviews,
+		"invocation_approvals": c.InvocationApprovals,
+		"grants":               c.Grants,
+		"webhook_deliveries":   c.WebhookDeliveries,
+		"webhooks":             c.Webhooks,
+		"action_modes":         c.ActionModes,
+		"approval_policies":    c.ApprovalPolicies,
+		"credentials":          c.Credentials,
+		"do_not_contact":       c.DoNotContact,
+		"event_listeners":      c.EventListeners,
+		"invoke_rate_windows":  c.InvokeRateWindows,
+		"org_connectors":       c.OrgConnectors,
+		"org_databases":        c.OrgDatabases,
+		"org_pauses":           c.OrgPauses,
+		"quiet_hours":          c.QuietHours,
+		"slack_settings":       c.SlackSettings,
+		"retention_runs":       c.RetentionRuns,
+		"audit_entries":        c.AuditEntries,
+		"audit_anchors":        c.AuditAnchors,
+		"token_revocations":    c.TokenRevocations,
+		"flow_buckets":         c.FlowBuckets,
 	}, nil
 }

@@ -10,9 +10,12 @@ SELECT
     (SELECT count(*) FROM invocation_events WHERE organization_id = @organization_id::text)::bigint AS invocation_events,
     (SELECT count(*) FROM slack_messages WHERE organization_id = @organization_id::text)::bigint AS slack_messages,
     (SELECT count(*) FROM invocation_previews WHERE organization_id = @organization_id::text)::bigint AS invocation_previews,
+    (SELECT count(*) FROM invocation_approvals WHERE organization_id = @organization_id::text)::bigint AS invocation_approvals,
+    (SELECT count(*) FROM grants WHERE organization_id = @organization_id::text)::bigint AS grants,
     (SELECT count(*) FROM webhook_deliveries WHERE organization_id = @organization_id::text)::bigint AS webhook_deliveries,
     (SELECT count(*) FROM webhooks WHERE organization_id = @organization_id::text)::bigint AS webhooks,
     (SELECT count(*) FROM action_modes WHERE organization_id = @organization_id::text)::bigint AS action_modes,
+    (SELECT count(*) FROM approval_policies WHERE organization_id = @organization_id::text)::bigint AS approval_policies,
     (SELECT count(*) FROM credentials WHERE organization_id = @organization_id::text)::bigint AS credentials,
     (SELECT count(*) FROM do_not_contact WHERE organization_id = @organization_id::text)::bigint AS do_not_contact,
     (SELECT count(*) FROM event_listeners WHERE organization_id = @organization_id::text)::bigint AS event_listeners,
@@ -40,6 +43,12 @@ DELETE FROM slack_messages d WHERE d.ctid IN (SELECT c.ctid FROM slack_messages 
 -- name: PurgeInvocationPreviews :execrows
 DELETE FROM invocation_previews d WHERE d.ctid IN (SELECT c.ctid FROM invocation_previews c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
 
+-- name: PurgeInvocationApprovals :execrows
+DELETE FROM invocation_approvals d WHERE d.ctid IN (SELECT c.ctid FROM invocation_approvals c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeGrants :execrows
+DELETE FROM grants d WHERE d.ctid IN (SELECT c.ctid FROM grants c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
 -- name: PurgeWebhookDeliveries :execrows
 DELETE FROM webhook_deliveries d WHERE d.ctid IN (SELECT c.ctid FROM webhook_deliveries c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
 
@@ -48,6 +57,9 @@ DELETE FROM webhooks d WHERE d.ctid IN (SELECT c.ctid FROM webhooks c WHERE c.or
 
 -- name: PurgeActionModes :execrows
 DELETE FROM action_modes d WHERE d.ctid IN (SELECT c.ctid FROM action_modes c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeApprovalPolicies :execrows
+DELETE FROM approval_policies d WHERE d.ctid IN (SELECT c.ctid FROM approval_policies c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
 
 -- name: PurgeCredentials :execrows
 DELETE FROM credentials d WHERE d.ctid IN (SELECT c.ctid FROM credentials c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
