@@ -46,11 +46,14 @@ func (s *Service) Approve(ctx context.Context, p *ApproveParams) (invocation.Inv
 		if ownRequest(inv, p.UserID) {
 			return inv, errs.Errorf(errs.SelfApproval, "%s asked for this invocation and cannot approve it: another person must", p.UserID)
 		}
+		var err error
 		if p.Params != nil {
-			var err error
-			if inv, err = s.edit(ctx, tx, inv, p.UserID, p.Params); err != nil {
-				return inv, err
-			}
+			inv, err = s.edit(ctx, tx, inv, p.UserID, p.Params)
+		} else {
+			inv, err = s.rekey(ctx, tx, inv)
+		}
+		if err != nil {
+			return inv, err
 		}
 		if s.deps.Approvals != nil {
 			// An approval short of the count leaves the invocation pending.

@@ -43,6 +43,38 @@ func setIntent(digest *string, raw *json.RawMessage, c *intent.Components) error
 	return nil
 }
 
+// rekey makes a pending invocation's intent again with the primary key
+// when the key it was made with left the ring (secrets.keys), so that the
+// approval approves fingerprints the worker can make again. An intent
+// whose key is in the ring is left as it is.
+func (s *Service) rekey(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
+	var c intent.Components
+	if s.deps.Intents == nil || len(inv.Intent) == 0 || json.Unmarshal(inv.Intent, &c) != nil || s.deps.Intents.Current(&c) {
+		return inv, nil
+	}
+	exact := inv.Params
+	if inv.ParamsSealed != nil {
+		var err error
+		if exact, err = s.deps.Box.Open(inv.ParamsSealed, inv.ID[:]); err != nil {
+			return inv, fmt.Errorf("opening the sealed params: %w", err)
+		}
+	}
+	action, err := s.resolveAction(ctx, inv.OrganizationID, inv.Integration, inv.Action)
+	if err != nil {
+		return inv, err
+	}
+	c, err = s.deps.Intents.Components(dbutil.WithOrg(ctx, inv.OrganizationID), &intent.Input{
+		Org: inv.OrganizationID, UserID: deref(inv.UserID), Action: action, Params: exact, Mode: inv.Mode,
+	})
+	if err != nil {
+		return inv, err
+	}
+	if err := setIntent(&inv.IntentDigest, &inv.Intent, &c); err != nil {
+		return inv, err
+	}
+	return inv, s.store.Rekey(ctx, tx, inv.ID, inv.IntentDigest, inv.Intent)
+}
+
 // edit applies an approver's params to a pending invocation, inside the
 // approval's transaction: params is the full new params object as the
 // approver saw them (redacted values left as they were keep their exact
@@ -90,8 +122,9 @@ func (s *Service) edit(ctx context.Context, tx pgx.Tx, inv invocation.Invocation
 		sealed = s.deps.Box.Seal(edited, inv.ID[:])
 	}
 	var c intent.Components
-	if len(inv.Intent) == 0 || json.Unmarshal(inv.Intent, &c) != nil || s.deps.Intents == nil {
-		// An invocation created before intents: its intent from now on.
+	if len(inv.Intent) == 0 || json.Unmarshal(inv.Intent, &c) != nil || s.deps.Intents == nil || !s.deps.Intents.Current(&c) {
+		// An invocation created before intents (or whose intent's key
+		// left the ring): its intent from now on.
 		if s.deps.Intents == nil {
 			return inv, errs.Errorf(errs.Conflict, "editing params needs sealed intents")
 		}

@@ -58,7 +58,7 @@ func (w *ExecuteWorker) intentChanged(ctx context.Context, inv invocation.Invoca
 	}
 	now, err := w.deps.Intents.Components(ctx, &intent.Input{
 		Org: inv.OrganizationID, UserID: deref(inv.UserID), Action: catalog.Action{Source: source, Definition: def},
-		Params: params, Mode: inv.Mode, Token: &tok,
+		Params: params, Mode: inv.Mode, Key: approved.Key, Token: &tok,
 	})
 	if err != nil {
 		return false, err

@@ -36,6 +36,10 @@ func Prefix(digest string) string {
 
 // Components are what determines an invocation's effect.
 type Components struct {
+	// Key is the id of the secrets key the fingerprints below were made
+	// with (secretbox.Box.MAC): a recheck makes them again with it, so a
+	// key rotation changes no intent while the old key is in the ring.
+	Key    string `json:"key"`
 	Source string `json:"source"`
 	Action string `json:"action"`
 	// Definition is policy.DefinitionHash of the action's params schema:
@@ -82,6 +86,7 @@ const (
 	ChangeParams     = "params edited"
 	ChangeCredential = "credential replaced"
 	ChangeMode       = "mode changed"
+	ChangeKey        = "secrets key removed"
 )
 
 // Changes lists what differs from approved to now, in a fixed order; empty
@@ -94,11 +99,17 @@ func Changes(approved, now *Components) []string {
 	if approved.Definition != now.Definition {
 		out = append(out, ChangeDefinition)
 	}
-	if approved.Params != now.Params {
-		out = append(out, ChangeParams)
-	}
-	if approved.Credential != now.Credential {
-		out = append(out, ChangeCredential)
+	switch {
+	case approved.Key != now.Key:
+		// Fingerprints of two keys cannot be compared.
+		out = append(out, ChangeKey)
+	default:
+		if approved.Params != now.Params {
+			out = append(out, ChangeParams)
+		}
+		if approved.Credential != now.Credential {
+			out = append(out, ChangeCredential)
+		}
 	}
 	if approved.Mode != now.Mode {
 		out = append(out, ChangeMode)
@@ -108,7 +119,11 @@ func Changes(approved, now *Components) []string {
 
 // MAC fingerprints values under a server key (secretbox.Box).
 type MAC interface {
-	MAC(label string, data []byte) string
+	// MACKey is the id of the key new fingerprints are made with.
+	MACKey() string
+	// MAC fingerprints data for label with key id; false when there is no
+	// such key.
+	MAC(id, label string, data []byte) (string, bool)
 }
 
 // TokenSource resolves a credential (the store's, for the caller's
@@ -145,6 +160,9 @@ type Input struct {
 	// Params are the exact params (unredacted).
 	Params json.RawMessage
 	Mode   string
+	// Key is the key id of the intent this one is compared with (its
+	// Components.Key); "" or a key no longer in the ring: the primary.
+	Key string
 	// Token is the credential the call will use, when already resolved
 	// (the worker); nil resolves it (stored credentials only).
 	Token *credential.Token
@@ -161,25 +179,41 @@ func (x *Intents) Components(ctx context.Context, in *Input) (Components, error)
 		return Components{}, fmt.Errorf("hashing the definition: %w", err)
 	}
 	src := in.Action.Source
-	c := Components{
-		Source: src.ID(), Action: in.Action.Definition.ID, Definition: def,
-		Params: x.deps.MAC.MAC("intent.params", canonical), Mode: in.Mode,
+	c := Components{Key: in.Key, Source: src.ID(), Action: in.Action.Definition.ID, Definition: def, Mode: in.Mode}
+	if !x.Current(&c) {
+		c.Key = x.deps.MAC.MACKey()
 	}
-	c.Credential, err = x.credential(ctx, in)
+	c.Params = x.mac(c.Key, "intent.params", canonical)
+	c.Credential, err = x.credential(ctx, in, c.Key)
 	return c, err
 }
 
-// WithParams returns c with params as its exact params.
+// mac fingerprints data with key id, which the ring has.
+func (x *Intents) mac(id, label string, data []byte) string {
+	fp, _ := x.deps.MAC.MAC(id, label, data)
+	return fp
+}
+
+// Current reports whether c's fingerprints can be made again: the key
+// they were made with is in the ring. One that is not is computed anew
+// (Components).
+func (x *Intents) Current(c *Components) bool {
+	_, ok := x.deps.MAC.MAC(c.Key, "", nil)
+	return ok
+}
+
+// WithParams returns c, which must be Current, with params as its exact
+// params.
 func (x *Intents) WithParams(c Components, params json.RawMessage) (Components, error) {
 	canonical, err := policy.CanonicalJSON(params)
 	if err != nil {
 		return c, fmt.Errorf("canonicalizing params: %w", err)
 	}
-	c.Params = x.deps.MAC.MAC("intent.params", canonical)
+	c.Params = x.mac(c.Key, "intent.params", canonical)
 	return c, nil
 }
 
-func (x *Intents) credential(ctx context.Context, in *Input) (Credential, error) {
+func (x *Intents) credential(ctx context.Context, in *Input, key string) (Credential, error) {
 	src := in.Action.Source
 	switch {
 	case !src.NeedsCredential:
@@ -203,5 +237,5 @@ func (x *Intents) credential(ctx context.Context, in *Input) (Credential, error)
 		}
 		tok = &t
 	}
-	return Credential{Via: "store", Kind: tok.Kind, Fingerprint: x.deps.MAC.MAC("intent.credential", []byte(tok.Value))}, nil
+	return Credential{Via: "store", Kind: tok.Kind, Fingerprint: x.mac(key, "intent.credential", []byte(tok.Value))}, nil
 }

@@ -80,6 +80,37 @@ func TestComponents_ChangesAreNamed(t *testing.T) {
 	require.Equal(t, "0123456789ab", intent.Prefix("0123456789abcdef"))
 }
 
+// A key rotation changes no intent while the key its fingerprints were
+// made with is in the ring; once that key is removed, the recheck says so.
+func TestComponents_KeyRotation(t *testing.T) {
+	oldKey, newKey := secretbox.NewKey(), secretbox.NewKey()
+	ring := func(keys ...secretbox.Key) *intent.Intents {
+		box, err := secretbox.NewRing(keys)
+		require.NoError(t, err)
+		return intent.New(&intent.Deps{MAC: box, Tokens: &tokens{tok: credential.Token{Value: "tok-A", Kind: "api_key"}}})
+	}
+	src := &catalog.Source{Source: stub{}, NeedsCredential: true}
+	in := &intent.Input{Org: "o", Action: catalog.Action{Source: src, Definition: executors.Definition{ID: "send", Params: json.RawMessage(`{}`)}},
+		Params: json.RawMessage(`{"text":"hi"}`), Mode: "require_approval"}
+	approved, err := ring(secretbox.Key{ID: "k1", Secret: oldKey}).Components(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, "k1", approved.Key)
+
+	in.Key = approved.Key
+	rotated := ring(secretbox.Key{ID: "k2", Secret: newKey}, secretbox.Key{ID: "k1", Secret: oldKey})
+	again, err := rotated.Components(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, approved.Digest(), again.Digest(), "the old key is still in the ring")
+	require.True(t, rotated.Current(&approved))
+
+	removed := ring(secretbox.Key{ID: "k2", Secret: newKey})
+	require.False(t, removed.Current(&approved))
+	now, err := removed.Components(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, "k2", now.Key)
+	require.Equal(t, []string{intent.ChangeKey}, intent.Changes(&approved, &now))
+}
+
 type stub struct{ executors.Source }
 
 func (stub) ID() string { return "acme" }

@@ -345,3 +345,21 @@ func (q *Queries) InvocationIntentChanged(ctx context.Context, db DBTX, arg Invo
 	)
 	return i, err
 }
+
+const invocationIntentRekey = `-- name: InvocationIntentRekey :exec
+UPDATE action_invocations SET intent_digest = $1, intent = $2
+WHERE id = $3 AND status = 'pending'
+`
+
+type InvocationIntentRekeyParams struct {
+	IntentDigest *string
+	Intent       []byte
+	ID           uuid.UUID
+}
+
+// A pending invocation's intent made again with the primary secrets key,
+// when the key it was made with left the ring: what is approved next.
+func (q *Queries) InvocationIntentRekey(ctx context.Context, db DBTX, arg InvocationIntentRekeyParams) error {
+	_, err := db.Exec(ctx, invocationIntentRekey, arg.IntentDigest, arg.Intent, arg.ID)
+	return err
+}

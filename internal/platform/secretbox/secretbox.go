@@ -241,12 +241,22 @@ func derive(key []byte, purpose string) []byte {
 	return h.Sum(nil)
 }
 
+// MACKey is the id of the key MAC fingerprints with: the primary key's.
+func (b *Box) MACKey() string { return b.keys[0].id }
+
 // MAC returns a keyed fingerprint of data for label, hex: HMAC-SHA256
-// under a subkey of the primary key derived for label. It identifies a
-// value (a credential, exact params) without revealing it, and without a
-// way to test guesses offline; it changes when the primary key does.
-func (b *Box) MAC(label string, data []byte) string {
-	h := hmac.New(sha256.New, derive(b.keys[0].mac, label))
-	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil))
+// under a subkey, derived for label, of the key with id (MACKey for new
+// fingerprints; a fingerprint made earlier is made again with the key it
+// was made with, while the ring lists it). It identifies a value (a
+// credential, exact params) without revealing it, and without a way to
+// test guesses offline. ok is false when the ring has no key id.
+func (b *Box) MAC(id, label string, data []byte) (string, bool) {
+	for _, k := range b.keys {
+		if k.id == id {
+			h := hmac.New(sha256.New, derive(k.mac, label))
+			h.Write(data)
+			return hex.EncodeToString(h.Sum(nil)), true
+		}
+	}
+	return "", false
 }

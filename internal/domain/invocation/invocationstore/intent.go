@@ -81,3 +81,9 @@ func (s *Store) IntentChanged(ctx context.Context, tx pgx.Tx, inv invocation.Inv
 	})
 	return transitioned(r, err, inv.ID, "asking again")
 }
+
+// Rekey stores a pending invocation's intent made again with the primary
+// secrets key (package intent), in the approval's transaction.
+func (s *Store) Rekey(ctx context.Context, tx pgx.Tx, id uuid.UUID, digest string, raw json.RawMessage) error {
+	return s.q.InvocationIntentRekey(ctx, tx, dbsqlc.InvocationIntentRekeyParams{ID: id, IntentDigest: &digest, Intent: raw})
+}

@@ -43,3 +43,9 @@ WITH prev AS (
     SELECT next.id, next.organization_id, next.event_seq, 'intent_changed', prev.status, next.status, NULL, sqlc.narg(reason) FROM next, prev
 )
 SELECT * FROM next;
+
+-- name: InvocationIntentRekey :exec
+-- A pending invocation's intent made again with the primary secrets key,
+-- when the key it was made with left the ring: what is approved next.
+UPDATE action_invocations SET intent_digest = @intent_digest, intent = @intent
+WHERE id = @id AND status = 'pending';
