@@ -11,8 +11,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/grant"
+	"github.com/outboxd/outboxd/internal/domain/intent"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/tracing"
@@ -170,6 +172,7 @@ func (s *Service) decide(ctx context.Context, org, id, decision string, fn func(
 	if expired {
 		return inv, fmt.Errorf("%w: the approval window closed at %s", errs.Expired, inv.ExpiresAt.UTC().Format(time.RFC3339))
 	}
+	s.audited(ctx, decision, inv)
 	if inv.Status == invocation.StatusPending {
 		return inv, nil // an approval recorded, more needed
 	}
@@ -203,4 +206,29 @@ func (s *Service) Cancel(ctx context.Context, org, id, by string) (invocation.In
 	}
 	s.deps.Metrics.InvocationStatus(inv.Mode, string(inv.Status))
 	return inv, nil
+}
+
+// audited records a decision in the audit trail: who decided (the
+// request's actor), on which invocation, and the first characters of the
+// intent digest they decided on, so that a human can match what they
+// approved. The decision itself is committed; a failure to record it is
+// logged.
+func (s *Service) audited(ctx context.Context, decision string, inv invocation.Invocation) {
+	if _, ok := audit.ActorFrom(ctx); !ok || s.deps.Trail == nil {
+		return // no one to name: not an API request or a Slack click
+	}
+	after := map[string]any{"status": inv.Status, "source_id": inv.Integration, "action_id": inv.Action}
+	if inv.IntentDigest != "" {
+		after["intent"] = intent.Prefix(inv.IntentDigest)
+	}
+	if len(inv.ParamsOriginal) > 0 {
+		after["edited"] = true
+	}
+	action := map[string]string{"approved": "invocation.approve", "denied": "invocation.deny"}[decision]
+	err := s.deps.Trail.Record(context.WithoutCancel(ctx), &audit.Change{
+		Org: inv.OrganizationID, Action: action, TargetType: "invocation", TargetID: inv.ID.String(), After: after,
+	})
+	if err != nil {
+		s.logger.ErrorContext(ctx, "recording a decision in the audit trail", "invocation_id", inv.ID, "organization_id", inv.OrganizationID, "error", err)
+	}
 }

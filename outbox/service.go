@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/grant"
@@ -100,6 +101,9 @@ type Deps struct {
 	// who may decide it (internal/domain/approvers); nil: one approval
 	// by anyone the API admits releases it.
 	Approvals ApprovalGate
+	// Trail records each human decision (approval, denial) in the audit
+	// trail, with the intent digest's first characters; nil records none.
+	Trail audit.Recorder
 }
 
 // ApprovalGate records approvals in the decision's transaction, where the

@@ -436,7 +436,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	settingsSvc := settings.New(&settings.Deps{Pool: tenantPool, Credentials: creds, Providers: registry, Flow: limiter, Audit: trail})
 	deps := &outbox.Deps{
 		Pool: tenantPool, Waiter: feeds, River: client, Sources: sources,
-		Box: box, Flow: limiter, Metrics: metrics, Logger: logger, Tracer: tracer, Approvals: approvalSvc,
+		Box: box, Flow: limiter, Metrics: metrics, Logger: logger, Tracer: tracer, Approvals: approvalSvc, Trail: trail,
 		Intents: intent.New(&intent.Deps{MAC: box, Tokens: callerTokens{creds}, Broker: brokered}),
 	}
 	svc, err := outbox.New(deps, &cfg.Outbox)

@@ -144,6 +144,33 @@ func TestApprovers_AnEditAsksEveryoneAgain(t *testing.T) {
 	b.WaitStatus(id, "completed", 15*time.Second)
 	require.Equal(t, 1, sent(b, "after the edit"))
 	require.Zero(t, sent(b, "before the edit"))
+
+	// The audit trail names each approval and the intent it approved: the
+	// last two, after the edit, the invocation's own.
+	r = b.Do("GET", "/v1/audit?action=invocation.approve", bob, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	entries := r.Body["entries"].([]any)
+	require.Len(t, entries, 3)
+	short := b.Invocation(id)["intent"].(map[string]any)["short"]
+	var who, intents []any
+	for _, e := range entries {
+		entry := e.(map[string]any)
+		require.Equal(t, id, entry["target_id"])
+		who = append(who, entry["actor"].(map[string]any)["subject"])
+		intents = append(intents, entry["after"].(map[string]any)["intent"])
+	}
+	require.ElementsMatch(t, []any{"carol", "bob", "carol"}, who)
+	require.Equal(t, 2, count(intents, short), "bob's and carol's second approval approved the edited intent")
+}
+
+func count(values []any, v any) int {
+	n := 0
+	for _, x := range values {
+		if x == v {
+			n++
+		}
+	}
+	return n
 }
 
 type clicker struct {

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/outbox"
@@ -140,6 +141,8 @@ func (c *Clicks) decide(ctx context.Context, v buttonValue, slackUser, action st
 	if !ok || (approver.Role != "admin" && approver.Role != "owner") {
 		return "You are not an outboxd approver for this organization; nothing was changed.", nil
 	}
+	// The audit trail names the outboxd user the Slack user maps to.
+	ctx = audit.WithActor(ctx, audit.Actor{Subject: approver.UserID, Kind: "slack", Role: approver.Role, ClientAddr: "slack:" + slackUser})
 	switch action {
 	case "approve", "approve_always":
 		_, err = c.decider.Approve(ctx, &outbox.ApproveParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Role: approver.Role, Always: action == "approve_always"})
