@@ -21,12 +21,12 @@ import (
 // seal records the intent of an invocation created pending (package
 // intent): its digest and components, which an approval approves. The
 // others carry none: no human approves them.
-func (s *Service) seal(ctx context.Context, p *prepared, create *invocation.CreateParams) error {
+func (s *Service) seal(ctx context.Context, tx pgx.Tx, p *prepared, create *invocation.CreateParams) error {
 	if s.deps.Intents == nil || create.Status != invocation.StatusPending {
 		return nil
 	}
 	c, err := s.deps.Intents.Components(dbutil.WithOrg(ctx, create.OrganizationID), &intent.Input{
-		Org: create.OrganizationID, UserID: create.UserID, Action: p.action, Params: p.r.params, Mode: create.Mode,
+		Org: create.OrganizationID, UserID: create.UserID, Action: p.action, Params: p.r.params, Mode: create.Mode, DB: tx,
 	})
 	if err != nil {
 		return fmt.Errorf("sealing the intent: %w", err)
@@ -64,7 +64,7 @@ func (s *Service) rekey(ctx context.Context, tx pgx.Tx, inv invocation.Invocatio
 		return inv, err
 	}
 	c, err = s.deps.Intents.Components(dbutil.WithOrg(ctx, inv.OrganizationID), &intent.Input{
-		Org: inv.OrganizationID, UserID: deref(inv.UserID), Action: action, Params: exact, Mode: inv.Mode,
+		Org: inv.OrganizationID, UserID: deref(inv.UserID), Action: action, Params: exact, Mode: inv.Mode, DB: tx,
 	})
 	if err != nil {
 		return inv, err
@@ -129,7 +129,7 @@ func (s *Service) edit(ctx context.Context, tx pgx.Tx, inv invocation.Invocation
 			return inv, errs.Errorf(errs.Conflict, "editing params needs sealed intents")
 		}
 		c, err = s.deps.Intents.Components(dbutil.WithOrg(ctx, inv.OrganizationID), &intent.Input{
-			Org: inv.OrganizationID, UserID: deref(inv.UserID), Action: action, Params: edited, Mode: inv.Mode,
+			Org: inv.OrganizationID, UserID: deref(inv.UserID), Action: action, Params: edited, Mode: inv.Mode, DB: tx,
 		})
 		if err != nil {
 			return inv, err

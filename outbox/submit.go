@@ -154,7 +154,7 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*inv
 		if err := s.useGrant(ctx, tx, ps[i], create); err != nil {
 			return nil, err
 		}
-		if err := s.seal(ctx, ps[i], create); err != nil {
+		if err := s.seal(ctx, tx, ps[i], create); err != nil {
 			return nil, err
 		}
 		if create.Status == invocation.StatusPending && r.sessionID != "" {

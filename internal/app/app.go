@@ -650,12 +650,15 @@ func (a *App) flushTraces() {
 	}
 }
 
-// callerTokens reads stored credentials as the caller's organization (the
-// API's pool), for the intents of new invocations.
+// callerTokens reads stored credentials as the caller's organization, in
+// the transaction of the intent it is for (the tenant pool's).
 type callerTokens struct{ store *credentialstore.Store }
 
-func (c callerTokens) Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error) {
-	return c.store.CallerToken(ctx, req, refresh)
+func (c callerTokens) Token(ctx context.Context, db dbutil.DB, req credential.Request) (credential.Token, error) {
+	if db == nil {
+		return c.store.CallerToken(ctx, req, false)
+	}
+	return c.store.TokenIn(ctx, db, req)
 }
 
 // brokerWithConnectors resolves provider tokens through the broker, and

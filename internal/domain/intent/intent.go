@@ -19,6 +19,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -126,10 +127,12 @@ type MAC interface {
 	MAC(id, label string, data []byte) (string, bool)
 }
 
-// TokenSource resolves a credential (the store's, for the caller's
-// organization in the API; the workers' token source in a worker).
+// TokenSource reads stored credentials for the caller's organization, at
+// creation and at an approval (the API's), through db: the transaction the
+// intent is sealed in (Input.DB), so that no second connection is taken
+// while it holds one; nil, its own.
 type TokenSource interface {
-	Token(ctx context.Context, req credential.Request, refresh bool) (credential.Token, error)
+	Token(ctx context.Context, db dbutil.DB, req credential.Request) (credential.Token, error)
 }
 
 // Deps are what Intents needs.
@@ -160,6 +163,9 @@ type Input struct {
 	// Params are the exact params (unredacted).
 	Params json.RawMessage
 	Mode   string
+	// DB is the transaction the intent is sealed in, where stored
+	// credentials are read (Deps.Tokens).
+	DB dbutil.DB
 	// Key is the key id of the intent this one is compared with (its
 	// Components.Key); "" or a key no longer in the ring: the primary.
 	Key string
@@ -226,9 +232,9 @@ func (x *Intents) credential(ctx context.Context, in *Input, key string) (Creden
 		if x.deps.Tokens == nil {
 			return Credential{}, errors.New("no credential reader")
 		}
-		t, err := x.deps.Tokens.Token(ctx, credential.Request{
+		t, err := x.deps.Tokens.Token(ctx, in.DB, credential.Request{
 			Org: in.Org, Integration: src.ID(), UserID: in.UserID, Local: src.LocalCredential,
-		}, false)
+		})
 		if errors.Is(err, errs.NotFound) {
 			return Credential{Via: "store"}, nil
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/intent"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 )
 
@@ -38,7 +39,7 @@ func TestKeepSealed_KeepsWhatTheApproverLeft(t *testing.T) {
 
 type tokens struct{ tok credential.Token }
 
-func (f *tokens) Token(context.Context, credential.Request, bool) (credential.Token, error) {
+func (f *tokens) Token(context.Context, dbutil.DB, credential.Request) (credential.Token, error) {
 	return f.tok, nil
 }
 

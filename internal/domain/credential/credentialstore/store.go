@@ -166,6 +166,12 @@ func (s *Store) CallerToken(ctx context.Context, req credential.Request, _ bool)
 	return s.read(ctx, s.tenant, req)
 }
 
+// TokenIn is CallerToken read through db, the caller's transaction (one of
+// the tenant pool's, as the caller's organization).
+func (s *Store) TokenIn(ctx context.Context, db DB, req credential.Request) (credential.Token, error) {
+	return s.read(ctx, db, req)
+}
+
 // read loads and opens the credential for req through db.
 func (s *Store) read(ctx context.Context, db DB, req credential.Request) (credential.Token, error) {
 	candidates := []string{""}
