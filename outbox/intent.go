@@ -52,12 +52,9 @@ func (s *Service) rekey(ctx context.Context, tx pgx.Tx, inv invocation.Invocatio
 	if s.deps.Intents == nil || len(inv.Intent) == 0 || json.Unmarshal(inv.Intent, &c) != nil || s.deps.Intents.Current(&c) {
 		return inv, nil
 	}
-	exact := inv.Params
-	if inv.ParamsSealed != nil {
-		var err error
-		if exact, err = s.deps.Box.Open(inv.ParamsSealed, inv.ID[:]); err != nil {
-			return inv, fmt.Errorf("opening the sealed params: %w", err)
-		}
+	exact, err := s.exactParams(inv)
+	if err != nil {
+		return inv, err
 	}
 	action, err := s.resolveAction(ctx, inv.OrganizationID, inv.Integration, inv.Action)
 	if err != nil {
@@ -86,12 +83,9 @@ func (s *Service) edit(ctx context.Context, tx pgx.Tx, inv invocation.Invocation
 	if !bytes.HasPrefix(bytes.TrimSpace(params), []byte("{")) {
 		return inv, errs.Invalid("params", "params must be a JSON object")
 	}
-	exact := inv.Params
-	if inv.ParamsSealed != nil {
-		var err error
-		if exact, err = s.deps.Box.Open(inv.ParamsSealed, inv.ID[:]); err != nil {
-			return inv, fmt.Errorf("opening the sealed params: %w", err)
-		}
+	exact, err := s.exactParams(inv)
+	if err != nil {
+		return inv, err
 	}
 	edited, err := intent.KeepSealed(params, inv.Params, exact)
 	if err != nil {
@@ -164,4 +158,17 @@ func sameJSON(a, b json.RawMessage) (bool, error) {
 		return false, errs.Invalid("params", "params are not valid JSON")
 	}
 	return bytes.Equal(ca, cb), nil
+}
+
+// exactParams are inv's params as the provider gets them: opened from
+// their seal when redaction hid secrets in the stored ones.
+func (s *Service) exactParams(inv invocation.Invocation) (json.RawMessage, error) {
+	if inv.ParamsSealed == nil {
+		return inv.Params, nil
+	}
+	exact, err := s.deps.Box.Open(inv.ParamsSealed, inv.ID[:])
+	if err != nil {
+		return nil, fmt.Errorf("opening the sealed params: %w", err)
+	}
+	return exact, nil
 }
