@@ -37,7 +37,7 @@ func TestApproversBrowser(t *testing.T) {
 	carol := br.tab()
 	defer carol.close()
 	carol.signIn(userToken("carol"))
-	carol.run("the card", chromedp.WaitVisible(card, chromedp.ByQuery))
+	carol.run("the card", previewShown(card))
 	require.Contains(t, carol.text(card+" .approvals"), "Needs 2 approvals")
 	carol.run("carol approves", chromedp.Click(approve, chromedp.ByQuery),
 		chromedp.WaitVisible(fmt.Sprintf(`//li[@data-invocation=%q]//p[contains(., "Approved by carol, 1 of 2")]`, id), chromedp.BySearch))
@@ -47,7 +47,7 @@ func TestApproversBrowser(t *testing.T) {
 	dave := br.tab()
 	defer dave.close()
 	dave.signIn(userToken("dave"))
-	dave.run("dave's card", chromedp.WaitVisible(card+" .approvals", chromedp.ByQuery))
+	dave.run("dave's card", chromedp.WaitVisible(card+" .approvals", chromedp.ByQuery), previewShown(card))
 	require.Contains(t, dave.text(card+" .approvals"), "Approved by carol, 1 of 2")
 	dave.run("dave approves", chromedp.Click(approve, chromedp.ByQuery), chromedp.WaitNotPresent(card, chromedp.ByQuery))
 	inv := b.WaitStatus(id, "completed", 15*time.Second)

@@ -203,6 +203,13 @@ func (tb *tab) run(what string, actions ...chromedp.Action) {
 
 // fill sets a field's value the way typing does (an input event), which
 // is what the console's components listen to.
+// previewShown waits until card's Slack message preview has replaced its
+// placeholder: the decision buttons below move down when it does, so a
+// click is aimed only after that.
+func previewShown(card string) chromedp.Action {
+	return chromedp.WaitVisible(card+` .preview-message`, chromedp.ByQuery)
+}
+
 func fill(sel, value string) chromedp.Action {
 	js := fmt.Sprintf(`(() => { const el = document.querySelector(%q); el.value = %q; el.dispatchEvent(new Event("input", {bubbles: true})); el.dispatchEvent(new Event("change", {bubbles: true})); return true })()`, sel, value)
 	var ok bool
@@ -298,7 +305,8 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("ApproveCompletesWithTimeline", func(t *testing.T) {
 		card := fmt.Sprintf(`[data-invocation=%q]`, pendingID)
-		owner.run("approve", chromedp.Click(card+` button[aria-label^="Approve slack"]`, chromedp.ByQuery),
+		owner.run("approve", previewShown(card),
+			chromedp.Click(card+` button[aria-label^="Approve slack"]`, chromedp.ByQuery),
 			chromedp.WaitNotPresent(card, chromedp.ByQuery))
 		// Every open console drops it at once: the member's too.
 		member.run("member's inbox follows", chromedp.WaitNotPresent(card, chromedp.ByQuery))
@@ -319,7 +327,7 @@ func TestBrowser(t *testing.T) {
 		r := b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "drop the table"})
 		id := r.Body["invocation_id"].(string)
 		card := fmt.Sprintf(`[data-invocation=%q]`, id)
-		owner.run("deny", chromedp.WaitVisible(card, chromedp.ByQuery),
+		owner.run("deny", previewShown(card),
 			chromedp.Click(card+` button[aria-label^="Deny"]`, chromedp.ByQuery),
 			chromedp.WaitVisible(card+` textarea`, chromedp.ByQuery),
 			fill(card+` textarea`, "not on a Friday"))

@@ -23,7 +23,7 @@ func grantPages(t *testing.T, br *browser, owner *tab) {
 		require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
 		id := r.Body["invocation_id"].(string)
 		card := fmt.Sprintf(`[data-invocation=%q]`, id)
-		owner.run("card", chromedp.WaitVisible(card, chromedp.ByQuery))
+		owner.run("card", previewShown(card))
 		always := owner.text(card + ` button[aria-label^="Approve and always allow"]`)
 		require.Contains(t, always, "permanent", "the card says plainly that always is permanent")
 

@@ -31,7 +31,7 @@ func TestBrowser_EditThenApprove(t *testing.T) {
 	id := r.Body["invocation_id"].(string)
 	short := r.Body["invocation"].(map[string]any)["intent"].(map[string]any)["short"].(string)
 	card := fmt.Sprintf(`[data-invocation=%q]`, id)
-	owner.run("pending card", chromedp.WaitVisible(card, chromedp.ByQuery))
+	owner.run("pending card", previewShown(card))
 	require.Contains(t, owner.text(card+` [data-intent-digest]`), short, "the card shows the intent digest's first characters")
 
 	owner.run("edit", chromedp.Click(card+` button[aria-label^="Edit, then approve"]`, chromedp.ByQuery),

@@ -12,17 +12,24 @@ const PREVIEW_POLLS = 20;
 /**
  * Preview shows inv's preview. Without one yet (the inbox lists carry none,
  * and a fresh invocation's job may still be rendering), it asks for the
- * invocation again every second a few times while it is pending.
+ * invocation again every second a few times while it is pending, and holds
+ * the preview's place meanwhile so that the decision buttons below do not
+ * move under the approver's pointer when it arrives.
  */
 export function Preview({ inv }: { inv: Invocation }) {
   const [rec, setRec] = useState<InvocationPreview | undefined>(inv.preview);
+  const [gaveUp, setGaveUp] = useState(false);
   useEffect(() => setRec(inv.preview), [inv.preview]);
   useEffect(() => {
     if (rec || inv.status !== "pending") return;
     let polls = 0;
     let stop = false;
     const tick = () => {
-      if (stop || polls++ >= PREVIEW_POLLS) return;
+      if (stop) return;
+      if (polls++ >= PREVIEW_POLLS) {
+        setGaveUp(true);
+        return;
+      }
       api
         .getInvocation(inv.id)
         .then((r) => {
@@ -30,7 +37,7 @@ export function Preview({ inv }: { inv: Invocation }) {
           if (r.invocation.preview) setRec(r.invocation.preview);
           else timer = setTimeout(tick, 1000);
         })
-        .catch(() => {});
+        .catch(() => !stop && setGaveUp(true));
     };
     let timer = setTimeout(tick, 0);
     return () => {
@@ -39,6 +46,13 @@ export function Preview({ inv }: { inv: Invocation }) {
     };
   }, [inv.id, inv.status, rec]);
 
+  if (!rec && inv.status === "pending" && !gaveUp) {
+    return (
+      <div class="preview preview-pending" role="status" aria-busy="true" aria-label="Preview">
+        <p class="muted">Rendering the preview…</p>
+      </div>
+    );
+  }
   if (!rec || rec.status === "unsupported") return null;
   if (rec.status === "failed" || !rec.preview) {
     return (
