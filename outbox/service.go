@@ -133,6 +133,7 @@ type Service struct {
 	validator *executors.Validator
 	store     *invocationstore.Store
 	groups    sync.Map // organization → its envelopes' group commit (see submit)
+	reads     sync.Map // organization → its waits' shared reads (see wait)
 	grants    *grant.Keeper
 	tracer    tracing.Tracer
 }

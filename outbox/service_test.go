@@ -264,3 +264,46 @@ func TestService_Watch(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, invocation.StatusDenied, latest.Status)
 }
+
+// Waits of one organization that hear of their invocations together read
+// them together; each gets its own, and a wait that asks as another
+// organization finds nothing.
+func TestService_WaitsReadTheirOwn(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	const n = 20
+	invs := make([]invocation.Invocation, n)
+	for i := range invs {
+		env := slackEnvelope(fmt.Sprintf("together-%d", i))
+		env.Approval = "required"
+		inv, _, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: env})
+		require.NoError(t, err)
+		invs[i] = inv
+	}
+	var wg sync.WaitGroup
+	got := make([]invocation.Invocation, n)
+	for i := range invs {
+		wg.Go(func() {
+			latest, err := bundle.svc.Wait(bundle.ctx, invs[i], time.Minute)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = latest
+		})
+	}
+	for i, inv := range invs {
+		reason := fmt.Sprintf("no (%d)", i)
+		_, err := bundle.svc.Deny(bundle.ctx, &outbox.DenyParams{OrganizationID: apptest.Org, InvocationID: inv.ID.String(), UserID: "alice", Reason: reason})
+		require.NoError(t, err)
+	}
+	wg.Wait()
+	for i, inv := range got {
+		require.Equal(t, invs[i].ID, inv.ID)
+		require.Equal(t, invocation.StatusDenied, inv.Status)
+		require.NotNil(t, inv.Error)
+		require.Contains(t, *inv.Error, fmt.Sprintf("no (%d)", i))
+	}
+
+	_, err := bundle.svc.Wait(dbutil.WithOrg(context.Background(), "org-2"), invs[0], time.Minute)
+	require.ErrorIs(t, err, errs.NotFound, "another organization's wait does not read this one's invocation")
+}

@@ -6,7 +6,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/batch"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
 
 // A Watch is a subscription to the end of an invocation taken before the
@@ -77,7 +80,7 @@ func (s *Service) wait(ctx context.Context, inv invocation.Invocation, d time.Du
 	defer poll.Stop()
 	for read := readFirst; ; read = true {
 		if read {
-			latest, err := s.store.GetByID(ctx, s.deps.Pool, inv.ID)
+			latest, err := s.reader(dbutil.OrgFrom(ctx)).Do(ctx, inv.ID)
 			if err != nil {
 				return inv, err
 			}
@@ -95,4 +98,36 @@ func (s *Service) wait(ctx context.Context, inv invocation.Invocation, d time.Du
 			return inv, nil
 		}
 	}
+}
+
+// reader returns the shared reads of an organization's waits (the
+// caller's: what its tenant connection may see, as a read of its own
+// would). The
+// workers finish invocations a few at a time, in one transaction each, so
+// their waiters hear of them together: the reads that arrive while one is
+// running go together in the next, one statement for all of them instead
+// of a transaction each.
+func (s *Service) reader(org string) *batch.Group[uuid.UUID, invocation.Invocation] {
+	if g, ok := s.reads.Load(org); ok {
+		return g.(*batch.Group[uuid.UUID, invocation.Invocation])
+	}
+	g, _ := s.reads.LoadOrStore(org, &batch.Group[uuid.UUID, invocation.Invocation]{
+		Max: 1000,
+		Run: func(ctx context.Context, ids []uuid.UUID) []batch.Result[invocation.Invocation] {
+			out := make([]batch.Result[invocation.Invocation], len(ids))
+			found, err := s.store.ByIDs(dbutil.WithOrg(ctx, org), s.deps.Pool, ids)
+			for i, id := range ids {
+				switch inv, ok := found[id]; {
+				case err != nil:
+					out[i].Err = err
+				case !ok:
+					out[i].Err = errs.Errorf(errs.NotFound, "invocation not found: %s", id)
+				default:
+					out[i].Value = inv
+				}
+			}
+			return out
+		},
+	})
+	return g.(*batch.Group[uuid.UUID, invocation.Invocation])
 }

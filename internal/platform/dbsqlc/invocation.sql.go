@@ -1979,6 +1979,89 @@ func (q *Queries) InvocationListByExternalIDs(ctx context.Context, db DBTX, arg 
 	return items, nil
 }
 
+const invocationListByIDs = `-- name: InvocationListByIDs :many
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id FROM action_invocations WHERE id = ANY($1::uuid[])
+`
+
+// The invocations of several waiting requests, read together (see
+// outbox's wait); under row-level security, the organization's only.
+func (q *Queries) InvocationListByIDs(ctx context.Context, db DBTX, ids []uuid.UUID) ([]ActionInvocation, error) {
+	rows, err := db.Query(ctx, invocationListByIDs, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ActionInvocation
+	for rows.Next() {
+		var i ActionInvocation
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrganizationID,
+			&i.SessionID,
+			&i.AutomationID,
+			&i.RequestedBy,
+			&i.Origin,
+			&i.Integration,
+			&i.Action,
+			&i.RiskLevel,
+			&i.Mode,
+			&i.ModeSource,
+			&i.Params,
+			&i.ParamsHash,
+			&i.Status,
+			&i.Result,
+			&i.Error,
+			&i.DeniedReason,
+			&i.DurationMs,
+			&i.ApprovedBy,
+			&i.ApprovedAt,
+			&i.StartedAt,
+			&i.CompletedAt,
+			&i.ExpiresAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.ExternalID,
+			&i.IdempotencyKey,
+			&i.JobID,
+			&i.Attempt,
+			&i.RateBucket,
+			&i.MustRunBefore,
+			&i.ProviderRef,
+			&i.Conflict,
+			&i.Approval,
+			&i.RiskHint,
+			&i.UserID,
+			&i.DeadLetteredAt,
+			&i.ReplayCount,
+			&i.ReplayedBy,
+			&i.ReplayedAt,
+			&i.DiscardedBy,
+			&i.DiscardedAt,
+			&i.ProviderWaits,
+			&i.ParamsSealed,
+			&i.EventSeq,
+			&i.Retry,
+			&i.Steps,
+			&i.TraceContext,
+			&i.ApprovalTrace,
+			&i.IntentDigest,
+			&i.Intent,
+			&i.ApprovedDigest,
+			&i.IntentChanges,
+			&i.ParamsOriginal,
+			&i.Edits,
+			&i.GrantID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const invocationListByOrg = `-- name: InvocationListByOrg :many
 SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id FROM action_invocations
 WHERE organization_id = $1

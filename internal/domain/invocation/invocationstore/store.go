@@ -71,6 +71,20 @@ func (s *Store) GetByID(ctx context.Context, db DB, id uuid.UUID) (invocation.In
 	return one(r, err, id)
 }
 
+// ByIDs returns the invocations with these ids that db may see, by id. It
+// is planned for its ids on every run (dbutil.CustomPlans).
+func (s *Store) ByIDs(ctx context.Context, db DB, ids []uuid.UUID) (map[uuid.UUID]invocation.Invocation, error) {
+	rows, err := s.q.InvocationListByIDs(ctx, dbutil.CustomPlans{DBTX: db}, ids)
+	if err != nil {
+		return nil, fmt.Errorf("loading invocations: %w", err)
+	}
+	out := make(map[uuid.UUID]invocation.Invocation, len(rows))
+	for _, r := range rows {
+		out[r.ID] = fromRow(r)
+	}
+	return out, nil
+}
+
 // Lock returns an invocation of the organization, locked until tx ends.
 func (s *Store) Lock(ctx context.Context, tx pgx.Tx, org string, id uuid.UUID) (invocation.Invocation, error) {
 	r, err := s.q.InvocationGetForUpdate(ctx, tx, dbsqlc.InvocationGetForUpdateParams{ID: id, OrganizationID: org})

@@ -33,6 +33,11 @@ SELECT * FROM action_invocations WHERE id = @id AND organization_id = @organizat
 -- name: InvocationGetByID :one
 SELECT * FROM action_invocations WHERE id = @id;
 
+-- name: InvocationListByIDs :many
+-- The invocations of several waiting requests, read together (see
+-- outbox's wait); under row-level security, the organization's only.
+SELECT * FROM action_invocations WHERE id = ANY(@ids::uuid[]);
+
 -- name: InvocationGetForUpdate :one
 SELECT * FROM action_invocations WHERE id = @id AND organization_id = @organization_id FOR UPDATE;
 
