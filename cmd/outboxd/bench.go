@@ -25,7 +25,8 @@ func newBenchCommand() *cobra.Command {
   2. single: N allow-mode envelopes, one POST /v1/envelopes each, from
      --concurrency HTTP clients, executed on a loopback Slack; then mcp
      tools/call: the same through the MCP front door, --concurrency MCP
-     clients (the official Go SDK's) each calling and waiting for the
+     clients (plain Streamable HTTP clients in 2025-11-25 sessions, as the
+     REST phases' are plain HTTP clients) each calling and waiting for the
      result (--skip mcp leaves it out);
   3. batch: N envelopes through POST /v1/envelopes/batch, --batch-size each;
   4. slow provider: the single path against a Slack answering after
