@@ -163,7 +163,11 @@ func (s *Service) decide(ctx context.Context, org, id, decision string, fn func(
 			expired = true
 			return s.store.Expire(ctx, tx, inv.ID)
 		}
-		return fn(ctx, tx, inv)
+		decided, err := fn(ctx, tx, inv)
+		if err != nil {
+			return decided, err
+		}
+		return decided, s.audited(ctx, tx, decision, decided)
 	})
 	if err != nil {
 		tracing.Fail(span, errorCode(err))
@@ -172,7 +176,6 @@ func (s *Service) decide(ctx context.Context, org, id, decision string, fn func(
 	if expired {
 		return inv, fmt.Errorf("%w: the approval window closed at %s", errs.Expired, inv.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	s.audited(ctx, decision, inv)
 	if inv.Status == invocation.StatusPending {
 		return inv, nil // an approval recorded, more needed
 	}
@@ -208,14 +211,14 @@ func (s *Service) Cancel(ctx context.Context, org, id, by string) (invocation.In
 	return inv, nil
 }
 
-// audited records a decision in the audit trail: who decided (the
-// request's actor), on which invocation, and the first characters of the
-// intent digest they decided on, so that a human can match what they
-// approved. The decision itself is committed; a failure to record it is
-// logged.
-func (s *Service) audited(ctx context.Context, decision string, inv invocation.Invocation) {
+// audited records a decision in the audit trail, in the decision's own
+// transaction (a decision is never committed without its entry): who
+// decided (the request's actor), on which invocation, and the first
+// characters of the intent digest they decided on, so that a human can
+// match what they approved.
+func (s *Service) audited(ctx context.Context, tx pgx.Tx, decision string, inv invocation.Invocation) error {
 	if _, ok := audit.ActorFrom(ctx); !ok || s.deps.Trail == nil {
-		return // no one to name: not an API request or a Slack click
+		return nil // no one to name: not an API request or a Slack click
 	}
 	after := map[string]any{"status": inv.Status, "source_id": inv.Integration, "action_id": inv.Action}
 	if inv.IntentDigest != "" {
@@ -225,10 +228,11 @@ func (s *Service) audited(ctx context.Context, decision string, inv invocation.I
 		after["edited"] = true
 	}
 	action := map[string]string{"approved": "invocation.approve", "denied": "invocation.deny"}[decision]
-	err := s.deps.Trail.Record(context.WithoutCancel(ctx), &audit.Change{
+	err := s.deps.Trail.RecordTx(ctx, tx, &audit.Change{
 		Org: inv.OrganizationID, Action: action, TargetType: "invocation", TargetID: inv.ID.String(), After: after,
 	})
 	if err != nil {
-		s.logger.ErrorContext(ctx, "recording a decision in the audit trail", "invocation_id", inv.ID, "organization_id", inv.OrganizationID, "error", err)
+		return fmt.Errorf("recording the decision in the audit trail: %w", err)
 	}
+	return nil
 }

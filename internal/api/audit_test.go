@@ -413,3 +413,36 @@ func TestSettings_IfMatch(t *testing.T) {
 		})
 	}
 }
+
+// TestAudit_ADecisionIsNeverCommittedWithoutItsEntry: a decision and its
+// audit entry commit together. While the trail refuses the entry, the
+// denial is refused and the invocation stays pending; once it accepts
+// again, the denial and its one entry land.
+func TestAudit_ADecisionIsNeverCommittedWithoutItsEntry(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-audit")
+	r := b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "ask first"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	id := r.Body["invocation_id"].(string)
+
+	ctx := context.Background()
+	_, err := b.Pool.Exec(ctx, `CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'the trail is full'; END $$;
+		CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_entries FOR EACH ROW EXECUTE FUNCTION refuse_audit()`)
+	require.NoError(t, err)
+	b.Contract = nil // a 500 the document does not list per route
+	r = b.Do("POST", "/v1/invocations/"+id+"/deny", b.Admin(), map[string]any{"reason": "not now"})
+	require.Equal(t, http.StatusInternalServerError, r.Status, string(r.Raw))
+	require.Equal(t, "pending", b.Invocation(id)["status"], "no entry, no denial")
+	require.Empty(t, auditEntries(t, b, "action=invocation.deny"))
+
+	_, err = b.Pool.Exec(ctx, `DROP TRIGGER refuse_audit ON audit_entries`)
+	require.NoError(t, err)
+	r = b.Do("POST", "/v1/invocations/"+id+"/deny", b.Admin(), map[string]any{"reason": "not now"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, "denied", b.Invocation(id)["status"])
+	entries := auditEntries(t, b, "action=invocation.deny")
+	require.Len(t, entries, 1)
+	require.Equal(t, id, entries[0]["target_id"])
+}
