@@ -165,6 +165,42 @@ func TestGrants_CredentialChangeRevokes(t *testing.T) {
 	pendingInvoke(t, b, "C0123456789", "new token")
 }
 
+// TestGrants_CredentialChangeAndRevocationCommitTogether: a credential
+// stored again or deleted and the revocation of its source's grants are
+// one transaction. While the revocation fails, the credential is neither
+// replaced nor deleted, so no grant outlives the token it was given for.
+func TestGrants_CredentialChangeAndRevocationCommitTogether(t *testing.T) {
+	t.Parallel()
+	b := grantBundle(t)
+	g := approveWithGrant(t, b, pendingInvoke(t, b, "C0123456789", "first"), map[string]any{"count": 5, "minutes": 60})
+	stored := func() string {
+		var sealed string
+		require.NoError(t, b.Pool.QueryRow(context.Background(),
+			`SELECT encode(sealed, 'hex') FROM credentials WHERE integration = 'slack' AND user_id = ''`).Scan(&sealed))
+		return sealed
+	}
+	before := stored()
+	_, err := b.Pool.Exec(context.Background(), `CREATE FUNCTION refuse_revoke() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'no revocations today'; END $$;
+		CREATE TRIGGER refuse_revoke BEFORE UPDATE ON grants FOR EACH ROW EXECUTE FUNCTION refuse_revoke()`)
+	require.NoError(t, err)
+	b.Contract = nil // a 500 the document does not list per route
+	r := b.Do("PUT", "/v1/credentials/slack", b.Owner(), map[string]string{"token": "xoxb-another"})
+	require.Equal(t, http.StatusInternalServerError, r.Status, string(r.Raw))
+	r = b.Do("DELETE", "/v1/credentials/slack", b.Owner(), nil)
+	require.Equal(t, http.StatusInternalServerError, r.Status, string(r.Raw))
+	require.Equal(t, before, stored(), "the credential is unchanged")
+	require.Nil(t, listGrant(t, b, g["id"].(string))["revoked_at"])
+
+	_, err = b.Pool.Exec(context.Background(), `DROP TRIGGER refuse_revoke ON grants`)
+	require.NoError(t, err)
+	r = b.Do("DELETE", "/v1/credentials/slack", b.Owner(), nil)
+	require.Equal(t, http.StatusNoContent, r.Status, string(r.Raw))
+	listed := listGrant(t, b, g["id"].(string))
+	require.Equal(t, "credential", listed["revoke_reason"])
+	require.NotNil(t, listed["revoked_at"])
+}
+
 // TestGrants_SecretsAreNeverFixed: a param holding a secret cannot be
 // fixed, and an invocation without a session or automation gets no grant
 // (there is none such on these routes: every invoke has a session and

@@ -433,7 +433,7 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err != nil {
 		return err
 	}
-	info, err := s.settings.PutCredential(r.Context(), &settings.PutCredentialParams{
+	info, revoked, err := s.settings.PutCredential(r.Context(), &settings.PutCredentialParams{
 		OrganizationID: c.Org, Integration: integration, UserID: body.UserID,
 		TokenKind: body.TokenKind, Token: body.Token, By: c.Subject,
 	})
@@ -452,7 +452,7 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.C
 		change.Action = "credential.replace"
 	}
 	s.record(r, change)
-	s.revokeSourceGrants(r, c, integration)
+	s.recordRevokedGrants(r, revoked)
 	writeJSON(w, http.StatusOK, map[string]any{"credential": credentialView(info)})
 	return nil
 }
@@ -469,7 +469,8 @@ func (s *Server) deleteCredential(w http.ResponseWriter, r *http.Request, c *aut
 	if err != nil {
 		return err
 	}
-	if err := s.settings.DeleteCredential(r.Context(), c.Org, integration, userID); err != nil {
+	revoked, err := s.settings.DeleteCredential(r.Context(), c.Org, integration, userID)
+	if err != nil {
 		return err
 	}
 	change := &audit.Change{Action: "credential.delete", TargetType: "credential", TargetID: integration, Before: before}
@@ -477,7 +478,7 @@ func (s *Server) deleteCredential(w http.ResponseWriter, r *http.Request, c *aut
 		change.TargetID += "/" + userID
 	}
 	s.record(r, change)
-	s.revokeSourceGrants(r, c, integration)
+	s.recordRevokedGrants(r, revoked)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -108,9 +108,11 @@ type Settings interface {
 	PutQuietHours(ctx context.Context, org, by string, windows []settings.QuietHoursWindow, ifMatch string) ([]settings.QuietHoursWindow, error)
 	GetDoNotContact(ctx context.Context, org string) ([]string, error)
 	PutDoNotContact(ctx context.Context, org, by string, patterns []string, ifMatch string) ([]string, error)
-	PutCredential(ctx context.Context, p *settings.PutCredentialParams) (credential.Info, error)
+	// PutCredential and DeleteCredential also revoke the source's grants,
+	// in the same transaction, and return their ids.
+	PutCredential(ctx context.Context, p *settings.PutCredentialParams) (credential.Info, []uuid.UUID, error)
 	ListCredentials(ctx context.Context, org string) ([]credential.Info, error)
-	DeleteCredential(ctx context.Context, org, integration, userID string) error
+	DeleteCredential(ctx context.Context, org, integration, userID string) ([]uuid.UUID, error)
 }
 
 // Previews reads invocations' previews (internal/domain/preview): ok is

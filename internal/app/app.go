@@ -433,7 +433,8 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	// The event feeds read through the tenant pool and LISTEN through the
 	// owner's, for every organization with subscribers.
 	feeds := feed.New(&feed.Deps{Pool: tenantPool, Listeners: pool, Metrics: metrics, Logger: logger})
-	settingsSvc := settings.New(&settings.Deps{Pool: tenantPool, Credentials: creds, Providers: registry, Flow: limiter, Audit: trail})
+	grants := grant.NewService(tenantPool)
+	settingsSvc := settings.New(&settings.Deps{Pool: tenantPool, Credentials: creds, Providers: registry, Flow: limiter, Audit: trail, Grants: grants})
 	deps := &outbox.Deps{
 		Pool: tenantPool, Waiter: feeds, River: client, Sources: sources,
 		Box: box, Flow: limiter, Metrics: metrics, Logger: logger, Tracer: tracer, Approvals: approvalSvc, Trail: trail,
@@ -483,7 +484,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		Revocations:     revocations,
 		Audit:           trail, TrustForwardedFor: cfg.HTTP.TrustForwardedFor,
 		Console: console, Previews: previewstore.NewReader(tenantPool),
-		Grants: grant.NewService(tenantPool),
+		Grants: grants,
 	})
 	var handler http.Handler = server.Handler()
 	if role == RoleWorker {

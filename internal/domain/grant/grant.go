@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/internal/domain/errs"
@@ -282,9 +283,15 @@ func (s *Service) Revoke(ctx context.Context, org, id, by string) (Grant, error)
 	return g, err
 }
 
-// RevokeSource revokes every unrevoked grant of org's source sourceID
-// (ReasonCredential when its credential is stored again or deleted) and
-// returns their ids.
-func (s *Service) RevokeSource(ctx context.Context, org, sourceID, reason string) ([]uuid.UUID, error) {
+// RevokeSource revokes, in tx, every unrevoked grant of org's source
+// sourceID (ReasonCredential when its credential is stored again or
+// deleted, in the same transaction) and returns their ids.
+func (s *Service) RevokeSource(ctx context.Context, tx pgx.Tx, org, sourceID, reason string) ([]uuid.UUID, error) {
+	return s.store.RevokeSource(ctx, tx, org, sourceID, System, reason)
+}
+
+// RevokeSourceAfter is RevokeSource in a transaction of its own, for a
+// change already committed (a connector given another server or secret).
+func (s *Service) RevokeSourceAfter(ctx context.Context, org, sourceID, reason string) ([]uuid.UUID, error) {
 	return s.store.RevokeSource(dbutil.WithOrg(ctx, org), s.pool, org, sourceID, System, reason)
 }

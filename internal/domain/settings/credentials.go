@@ -5,9 +5,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/grant"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
 
 // PutCredentialParams stores one provider token.
@@ -23,41 +28,68 @@ type PutCredentialParams struct {
 }
 
 // PutCredential stores a provider token for one of the registry's
-// integrations.
-func (s *Service) PutCredential(ctx context.Context, p *PutCredentialParams) (credential.Info, error) {
+// integrations. outboxd cannot tell whether a new token is the same
+// identity's, so the source's grants are revoked in the same transaction
+// (grant.ReasonCredential); revoked are their ids.
+func (s *Service) PutCredential(ctx context.Context, p *PutCredentialParams) (info credential.Info, revoked []uuid.UUID, err error) {
 	if _, ok := s.deps.Providers.Source(p.Integration); !ok {
-		return credential.Info{}, fmt.Errorf("%w: integration %s", errs.NotFound, p.Integration)
+		return info, nil, fmt.Errorf("%w: integration %s", errs.NotFound, p.Integration)
 	}
 	if strings.TrimSpace(p.Token) == "" {
-		return credential.Info{}, errs.Invalid("token", "token is required")
+		return info, nil, errs.Invalid("token", "token is required")
 	}
 	if len(p.UserID) > 255 {
-		return credential.Info{}, errs.Invalid("user_id", "user_id must be at most 255 characters")
+		return info, nil, errs.Invalid("user_id", "user_id must be at most 255 characters")
 	}
 	switch p.TokenKind {
 	case "", executors.TokenKindAPIKey, executors.TokenKindOAuth:
 	default:
-		return credential.Info{}, errs.Invalid("token_kind", "token_kind must be api_key or oauth")
+		return info, nil, errs.Invalid("token_kind", "token_kind must be api_key or oauth")
 	}
-	return s.deps.Credentials.Put(ctx,
-		credential.Request{Org: p.OrganizationID, Integration: p.Integration, UserID: p.UserID},
-		credential.Token{Value: p.Token, Kind: p.TokenKind}, p.By)
+	err = dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
+		info, err = s.deps.Credentials.PutTx(ctx, tx,
+			credential.Request{Org: p.OrganizationID, Integration: p.Integration, UserID: p.UserID},
+			credential.Token{Value: p.Token, Kind: p.TokenKind}, p.By)
+		if err != nil {
+			return err
+		}
+		revoked, err = s.revokeGrants(ctx, tx, p.OrganizationID, p.Integration)
+		return err
+	})
+	return info, revoked, err
 }
 
 // DeleteCredential deletes one of the registry's integrations' stored
 // credentials: the organization's when userID is "", else that user's.
-func (s *Service) DeleteCredential(ctx context.Context, org, integration, userID string) error {
+// The source's grants are revoked with it; revoked are their ids.
+func (s *Service) DeleteCredential(ctx context.Context, org, integration, userID string) (revoked []uuid.UUID, err error) {
 	if _, ok := s.deps.Providers.Source(integration); !ok {
-		return fmt.Errorf("%w: integration %s", errs.NotFound, integration)
+		return nil, fmt.Errorf("%w: integration %s", errs.NotFound, integration)
 	}
-	found, err := s.deps.Credentials.Delete(ctx, credential.Request{Org: org, Integration: integration, UserID: userID})
-	if err != nil {
+	err = dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
+		found, err := s.deps.Credentials.DeleteOneTx(ctx, tx, credential.Request{Org: org, Integration: integration, UserID: userID})
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: no %s credential stored", errs.NotFound, integration)
+		}
+		revoked, err = s.revokeGrants(ctx, tx, org, integration)
 		return err
+	})
+	return revoked, err
+}
+
+// revokeGrants revokes the grants of a source whose credential changed.
+func (s *Service) revokeGrants(ctx context.Context, tx pgx.Tx, org, sourceID string) ([]uuid.UUID, error) {
+	if s.deps.Grants == nil {
+		return nil, nil
 	}
-	if !found {
-		return fmt.Errorf("%w: no %s credential stored", errs.NotFound, integration)
+	ids, err := s.deps.Grants.RevokeSource(ctx, tx, org, sourceID, grant.ReasonCredential)
+	if err != nil {
+		return nil, fmt.Errorf("revoking the grants of %s: %w", sourceID, err)
 	}
-	return nil
+	return ids, nil
 }
 
 // ListCredentials lists the organization's stored credentials, without the

@@ -12,6 +12,10 @@
 package settings
 
 import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/executors"
@@ -35,6 +39,15 @@ type Deps struct {
 	// Audit records each replacement in its transaction; nil records
 	// nothing.
 	Audit audit.Recorder
+	// Grants revokes the grants of a source whose credential is stored
+	// again or deleted, in that change's transaction; nil revokes none.
+	Grants GrantRevoker
+}
+
+// GrantRevoker revokes, in tx, the unrevoked grants of an organization's
+// source and returns their ids (internal/domain/grant).
+type GrantRevoker interface {
+	RevokeSource(ctx context.Context, tx pgx.Tx, org, sourceID, reason string) ([]uuid.UUID, error)
 }
 
 // Service reads and replaces an organization's settings.

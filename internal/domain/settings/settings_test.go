@@ -66,7 +66,7 @@ func TestPutCredential_RefusesBadInput(t *testing.T) {
 	ctx := context.Background()
 	put := func(p settings.PutCredentialParams) error {
 		p.OrganizationID, p.By = "org-1", "alice"
-		_, err := svc.PutCredential(ctx, &p)
+		_, _, err := svc.PutCredential(ctx, &p)
 		return err
 	}
 	require.ErrorIs(t, put(settings.PutCredentialParams{Integration: "nosuch", Token: "t"}), errs.NotFound)

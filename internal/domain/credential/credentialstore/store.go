@@ -92,7 +92,12 @@ func (s *Store) DeleteTx(ctx context.Context, db DB, req credential.Request) err
 // Delete deletes the one credential req names (the organization's when
 // req.UserID is "", else that user's) and reports whether there was one.
 func (s *Store) Delete(ctx context.Context, req credential.Request) (bool, error) {
-	n, err := s.queries.CredentialDeleteOne(ctx, s.tenant, dbsqlc.CredentialDeleteOneParams{OrganizationID: req.Org, Integration: req.Integration, UserID: req.UserID})
+	return s.DeleteOneTx(ctx, s.tenant, req)
+}
+
+// DeleteOneTx is Delete inside the caller's transaction.
+func (s *Store) DeleteOneTx(ctx context.Context, db DB, req credential.Request) (bool, error) {
+	n, err := s.queries.CredentialDeleteOne(ctx, db, dbsqlc.CredentialDeleteOneParams{OrganizationID: req.Org, Integration: req.Integration, UserID: req.UserID})
 	if err != nil {
 		return false, fmt.Errorf("deleting credential: %w", err)
 	}
