@@ -101,10 +101,9 @@ func (s *Service) wait(ctx context.Context, inv invocation.Invocation, d time.Du
 }
 
 // reader returns the shared reads of an organization's waits (the
-// caller's: what its tenant connection may see, as a read of its own
-// would). The
-// workers finish invocations a few at a time, in one transaction each, so
-// their waiters hear of them together: the reads that arrive while one is
+// caller's: they see what its tenant connection would). The workers
+// finish invocations a few at a time, in one transaction each, so their
+// waiters hear of them together: the reads that arrive while one is
 // running go together in the next, one statement for all of them instead
 // of a transaction each.
 func (s *Service) reader(org string) *batch.Group[uuid.UUID, invocation.Invocation] {
