@@ -22,7 +22,9 @@ type Connectors interface {
 	List(ctx context.Context, org string) ([]connectors.View, error)
 	Create(ctx context.Context, org, by string, in *connectors.Input) (connectors.View, error)
 	Get(ctx context.Context, org, id string) (connectors.View, error)
-	Update(ctx context.Context, org, id, by string, in *connectors.Input) (connectors.View, error)
+	// Update revokes, with a new url or auth, the connector's grants in the
+	// same transaction and returns their ids.
+	Update(ctx context.Context, org, id, by string, in *connectors.Input) (connectors.View, []uuid.UUID, error)
 	Delete(ctx context.Context, org, id string) error
 	Validate(ctx context.Context, org, id string) (mcp.Diagnostics, error)
 	Tools(ctx context.Context, org, id string) ([]connectors.ToolReview, error)
@@ -167,16 +169,12 @@ func (s *Server) updateConnector(w http.ResponseWriter, r *http.Request, c *auth
 	if err != nil {
 		return err
 	}
-	conn, err := s.connectors.Update(r.Context(), c.Org, r.PathValue("id"), c.Subject, in)
+	conn, revoked, err := s.connectors.Update(r.Context(), c.Org, r.PathValue("id"), c.Subject, in)
 	if err != nil {
 		return err
 	}
 	s.record(r, &audit.Change{Action: "connector.update", TargetType: "connector", TargetID: conn.ID.String(), Before: before, After: connectorChange(conn, in)})
-	if in.Auth != nil || in.URL != nil {
-		// Another server or another credential: the grants of its tools
-		// were made for the old one.
-		s.revokeSourceGrants(r, c, conn.SourceID)
-	}
+	s.recordRevokedGrants(r, revoked)
 	writeJSON(w, http.StatusOK, map[string]any{"connector": viewConnector(conn)})
 	return nil
 }

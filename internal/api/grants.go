@@ -19,10 +19,6 @@ import (
 type Grants interface {
 	List(ctx context.Context, org string, active bool) ([]grant.Grant, error)
 	Revoke(ctx context.Context, org, id, by string) (grant.Grant, error)
-	// RevokeSourceAfter revokes a source's grants after a change of it
-	// committed (a credential's change revokes them in its own
-	// transaction: settings).
-	RevokeSourceAfter(ctx context.Context, org, sourceID, reason string) ([]uuid.UUID, error)
 	ByInvocation(ctx context.Context, org string, id uuid.UUID) (grant.Grant, bool, error)
 }
 
@@ -125,25 +121,11 @@ func (s *Server) grantCreated(r *http.Request, c *auth.Claims, inv invocation.In
 	return &v
 }
 
-// revokeSourceGrants revokes the grants of a source whose server or
-// secret changed (a connector's), after that change committed, and records
-// each revocation.
-func (s *Server) revokeSourceGrants(r *http.Request, c *auth.Claims, sourceID string) {
-	if s.grants == nil {
-		return
-	}
-	ids, err := s.grants.RevokeSourceAfter(r.Context(), c.Org, sourceID, grant.ReasonCredential)
-	if err != nil {
-		s.logger.Error("revoking the grants of a source whose credential changed", "organization_id", c.Org, "source_id", sourceID, "error", err)
-		return
-	}
-	s.recordRevokedGrants(r, ids)
-}
-
 // recordRevokedGrants records in the audit trail the grants revoked with
-// a credential stored again or deleted (settings revokes them in that
-// change's transaction: outboxd cannot tell whether a new token is the
-// same identity's, so any replacement revokes).
+// a credential stored again or deleted, or a connector given another url
+// or auth (settings and connectors revoke them in that change's
+// transaction: outboxd cannot tell whether a new token is the same
+// identity's, so any replacement revokes).
 func (s *Server) recordRevokedGrants(r *http.Request, ids []uuid.UUID) {
 	for _, id := range ids {
 		s.record(r, &audit.Change{Action: "grant.revoke", TargetType: "grant", TargetID: id.String(),

@@ -306,10 +306,35 @@ func TestGrants_ConnectorSecretChangeRevokes(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Equal(t, true, listGrant(t, b, g["id"].(string))["active"])
 
+	// The new secret and the revocation commit together: while the
+	// revocation fails, the secret stays the old one.
+	sealed := func() string {
+		var hex string
+		require.NoError(t, b.Pool.QueryRow(context.Background(),
+			`SELECT encode(sealed, 'hex') FROM credentials WHERE integration = $1`, source).Scan(&hex))
+		return hex
+	}
+	before := sealed()
+	_, err := b.Pool.Exec(context.Background(), `CREATE FUNCTION refuse_revoke() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'no revocations today'; END $$;
+		CREATE TRIGGER refuse_revoke BEFORE UPDATE ON grants FOR EACH ROW EXECUTE FUNCTION refuse_revoke()`)
+	require.NoError(t, err)
+	b.Contract = nil // a 500 the document does not list per route
+	r = b.Do("PATCH", "/v1/connectors/"+id, b.Owner(), map[string]any{"auth": map[string]any{"type": "bearer", "secret": "second-secret-value"}})
+	require.Equal(t, http.StatusInternalServerError, r.Status, string(r.Raw))
+	require.Equal(t, before, sealed(), "the secret is unchanged")
+	require.Equal(t, true, listGrant(t, b, g["id"].(string))["active"])
+	_, err = b.Pool.Exec(context.Background(), `DROP TRIGGER refuse_revoke ON grants`)
+	require.NoError(t, err)
+
 	r = b.Do("PATCH", "/v1/connectors/"+id, b.Owner(), map[string]any{"auth": map[string]any{"type": "bearer", "secret": "second-secret-value"}})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.NotEqual(t, before, sealed())
 	listed := listGrant(t, b, g["id"].(string))
 	require.Equal(t, "credential", listed["revoke_reason"])
+	revokes := auditEntries(t, b, "action=grant.revoke")
+	require.Len(t, revokes, 1)
+	require.Equal(t, g["id"], revokes[0]["target_id"])
 	r = invokeTool(b, source, "create_note", map[string]any{"title": "after"})
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
 }

@@ -453,6 +453,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		Modes: func(ctx context.Context, org string) (map[string]policy.Mode, error) {
 			return settingsSvc.GetModes(ctx, org, "")
 		},
+		Grants: grants,
 	})
 	for _, k := range []catalog.Kind{orgDatabases.Kind(), orgConnectors.Kind()} {
 		if err := sources.Register(k); err != nil {

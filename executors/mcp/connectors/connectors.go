@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/executors/mcp/mcpstore"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/orgsource"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -43,6 +45,15 @@ type Deps struct {
 	// Modes returns org's mode overrides by "<source>:<action>", which the
 	// tool review shows resolved.
 	Modes func(ctx context.Context, org string) (map[string]policy.Mode, error)
+	// Grants revokes the grants of a connector given another server or
+	// secret, in that change's transaction; nil revokes none.
+	Grants GrantRevoker
+}
+
+// GrantRevoker revokes, in tx, the unrevoked grants of an organization's
+// source and returns their ids (internal/domain/grant).
+type GrantRevoker interface {
+	RevokeSource(ctx context.Context, tx pgx.Tx, org, sourceID, reason string) ([]uuid.UUID, error)
 }
 
 // Service manages an organization's MCP connectors.
@@ -51,11 +62,12 @@ type Service struct {
 	client  *mcp.Client
 	secrets SecretStore
 	modes   func(ctx context.Context, org string) (map[string]policy.Mode, error)
+	grants  GrantRevoker
 }
 
 // New returns a Service.
 func New(deps *Deps) *Service {
-	return &Service{store: deps.Store, client: deps.Client, secrets: deps.Secrets, modes: deps.Modes}
+	return &Service{store: deps.Store, client: deps.Client, secrets: deps.Secrets, modes: deps.Modes, grants: deps.Grants}
 }
 
 // Input creates or patches a connector; nil fields are unchanged on patch.
@@ -202,11 +214,20 @@ func (s *Service) Create(ctx context.Context, org, by string, in *Input) (View, 
 }
 
 // Update patches a connector. A new secret replaces the old one; switching
-// to auth none drops it.
-func (s *Service) Update(ctx context.Context, org, id, by string, in *Input) (View, error) {
+// to auth none drops it. Another url or auth means another server or
+// another credential: the grants of its tools, made for the old one, are
+// revoked in the same transaction, and revoked are their ids.
+func (s *Service) Update(ctx context.Context, org, id, by string, in *Input) (v View, revoked []uuid.UUID, err error) {
 	uid, err := parseID(id)
 	if err != nil {
-		return View{}, err
+		return View{}, nil, err
+	}
+	var then func(ctx context.Context, tx pgx.Tx) error
+	if s.grants != nil && (in.Auth != nil || in.URL != nil) {
+		then = func(ctx context.Context, tx pgx.Tx) (err error) {
+			revoked, err = s.grants.RevokeSource(ctx, tx, org, mcp.SourceID(uid), grant.ReasonCredential)
+			return err
+		}
 	}
 	row, err := s.store.Update(ctx, org, by, uid, orgsource.NotFound("connector", id), func(cur *mcpstore.Row) (*mcpstore.Fields, mcpstore.Secret, error) {
 		conn, err := connector(cur)
@@ -228,15 +249,15 @@ func (s *Service) Update(ctx context.Context, org, id, by string, in *Input) (Vi
 			return nil, secret, errs.Invalid("auth.secret", "auth.secret is required for %s auth", f.authType)
 		}
 		return f.stored(), secret, nil
-	})
+	}, then)
 	if orgsource.IsConflict(err) {
-		return View{}, fmt.Errorf("%w: another connector has that name", errs.Conflict)
+		return View{}, nil, fmt.Errorf("%w: another connector has that name", errs.Conflict)
 	}
 	if err != nil {
-		return View{}, err
+		return View{}, nil, err
 	}
 	s.client.Invalidate(uid)
-	return view(&row), nil
+	return view(&row), revoked, nil
 }
 
 // Delete removes a connector and its secret.

@@ -80,9 +80,10 @@ func (s *Store) Create(ctx context.Context, org, by string, f *Fields, secret st
 
 // Update locks a connector of org, has change compute its new fields and
 // what becomes of its secret, and writes both in one transaction (tenant
-// pool). notFound is the error when org has no such connector.
+// pool), then runs then (when not nil) in it. notFound is the error when
+// org has no such connector.
 func (s *Store) Update(ctx context.Context, org, by string, id uuid.UUID, notFound error,
-	change func(cur *Row) (*Fields, Secret, error)) (Row, error) {
+	change func(cur *Row) (*Fields, Secret, error), then func(ctx context.Context, tx pgx.Tx) error) (Row, error) {
 	sourceID := mcp.SourceID(id)
 	return dbutil.WithTxV(ctx, s.Tenant, func(ctx context.Context, tx pgx.Tx) (Row, error) {
 		cur, err := s.queries.ConnectorGetForUpdate(ctx, tx, dbsqlc.ConnectorGetForUpdateParams{ID: id, OrganizationID: org})
@@ -99,10 +100,14 @@ func (s *Store) Update(ctx context.Context, org, by string, id uuid.UUID, notFou
 		if err := s.Seal(ctx, tx, org, sourceID, by, secret); err != nil {
 			return cur, err
 		}
-		return s.queries.ConnectorUpdate(ctx, tx, dbsqlc.ConnectorUpdateParams{
+		row, err := s.queries.ConnectorUpdate(ctx, tx, dbsqlc.ConnectorUpdateParams{
 			ID: id, OrganizationID: org, Name: f.Name, Url: f.URL, AuthType: f.AuthType, AuthHeader: f.AuthHeader,
 			RiskPolicy: f.RiskPolicy, Enabled: f.Enabled,
 		})
+		if err == nil && then != nil {
+			err = then(ctx, tx)
+		}
+		return row, err
 	})
 }
 

@@ -285,13 +285,8 @@ func (s *Service) Revoke(ctx context.Context, org, id, by string) (Grant, error)
 
 // RevokeSource revokes, in tx, every unrevoked grant of org's source
 // sourceID (ReasonCredential when its credential is stored again or
-// deleted, in the same transaction) and returns their ids.
+// deleted, or a connector gets another url or auth, in that change's
+// transaction) and returns their ids.
 func (s *Service) RevokeSource(ctx context.Context, tx pgx.Tx, org, sourceID, reason string) ([]uuid.UUID, error) {
 	return s.store.RevokeSource(ctx, tx, org, sourceID, System, reason)
-}
-
-// RevokeSourceAfter is RevokeSource in a transaction of its own, for a
-// change already committed (a connector given another server or secret).
-func (s *Service) RevokeSourceAfter(ctx context.Context, org, sourceID, reason string) ([]uuid.UUID, error) {
-	return s.store.RevokeSource(dbutil.WithOrg(ctx, org), s.pool, org, sourceID, System, reason)
 }
