@@ -57,6 +57,32 @@ func listGrant(t *testing.T, b *apptest.Bundle, id string) map[string]any {
 	return nil
 }
 
+// sealedCredential is the organization's sealed credential of integration,
+// as stored.
+func sealedCredential(t *testing.T, b *apptest.Bundle, integration string) string {
+	t.Helper()
+	var hex string
+	require.NoError(t, b.Pool.QueryRow(context.Background(),
+		`SELECT encode(sealed, 'hex') FROM credentials WHERE integration = $1 AND user_id = ''`, integration).Scan(&hex))
+	return hex
+}
+
+// refuseRevocations makes every change of a grant fail until the returned
+// function is called. The requests refused meanwhile answer 500, which the
+// API document does not list per route, so the contract check is off.
+func refuseRevocations(t *testing.T, b *apptest.Bundle) (allow func()) {
+	t.Helper()
+	_, err := b.Pool.Exec(context.Background(), `CREATE FUNCTION refuse_revoke() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'no revocations today'; END $$;
+		CREATE TRIGGER refuse_revoke BEFORE UPDATE ON grants FOR EACH ROW EXECUTE FUNCTION refuse_revoke()`)
+	require.NoError(t, err)
+	b.Contract = nil
+	return func() {
+		_, err := b.Pool.Exec(context.Background(), `DROP TRIGGER refuse_revoke ON grants`)
+		require.NoError(t, err)
+	}
+}
+
 // TestGrants_CountAndConstraints: a grant of 2 lets exactly the next 2
 // invocations of the same action to the same channel through, each
 // recording the grant; one to another channel, and the third, wait for a
@@ -173,27 +199,16 @@ func TestGrants_CredentialChangeAndRevocationCommitTogether(t *testing.T) {
 	t.Parallel()
 	b := grantBundle(t)
 	g := approveWithGrant(t, b, pendingInvoke(t, b, "C0123456789", "first"), map[string]any{"count": 5, "minutes": 60})
-	stored := func() string {
-		var sealed string
-		require.NoError(t, b.Pool.QueryRow(context.Background(),
-			`SELECT encode(sealed, 'hex') FROM credentials WHERE integration = 'slack' AND user_id = ''`).Scan(&sealed))
-		return sealed
-	}
-	before := stored()
-	_, err := b.Pool.Exec(context.Background(), `CREATE FUNCTION refuse_revoke() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN RAISE EXCEPTION 'no revocations today'; END $$;
-		CREATE TRIGGER refuse_revoke BEFORE UPDATE ON grants FOR EACH ROW EXECUTE FUNCTION refuse_revoke()`)
-	require.NoError(t, err)
-	b.Contract = nil // a 500 the document does not list per route
+	before := sealedCredential(t, b, "slack")
+	allow := refuseRevocations(t, b)
 	r := b.Do("PUT", "/v1/credentials/slack", b.Owner(), map[string]string{"token": "xoxb-another"})
 	require.Equal(t, http.StatusInternalServerError, r.Status, string(r.Raw))
 	r = b.Do("DELETE", "/v1/credentials/slack", b.Owner(), nil)
 	require.Equal(t, http.StatusInternalServerError, r.Status, string(r.Raw))
-	require.Equal(t, before, stored(), "the credential is unchanged")
+	require.Equal(t, before, sealedCredential(t, b, "slack"), "the credential is unchanged")
 	require.Nil(t, listGrant(t, b, g["id"].(string))["revoked_at"])
 
-	_, err = b.Pool.Exec(context.Background(), `DROP TRIGGER refuse_revoke ON grants`)
-	require.NoError(t, err)
+	allow()
 	r = b.Do("DELETE", "/v1/credentials/slack", b.Owner(), nil)
 	require.Equal(t, http.StatusNoContent, r.Status, string(r.Raw))
 	listed := listGrant(t, b, g["id"].(string))
@@ -308,28 +323,17 @@ func TestGrants_ConnectorSecretChangeRevokes(t *testing.T) {
 
 	// The new secret and the revocation commit together: while the
 	// revocation fails, the secret stays the old one.
-	sealed := func() string {
-		var hex string
-		require.NoError(t, b.Pool.QueryRow(context.Background(),
-			`SELECT encode(sealed, 'hex') FROM credentials WHERE integration = $1`, source).Scan(&hex))
-		return hex
-	}
-	before := sealed()
-	_, err := b.Pool.Exec(context.Background(), `CREATE FUNCTION refuse_revoke() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN RAISE EXCEPTION 'no revocations today'; END $$;
-		CREATE TRIGGER refuse_revoke BEFORE UPDATE ON grants FOR EACH ROW EXECUTE FUNCTION refuse_revoke()`)
-	require.NoError(t, err)
-	b.Contract = nil // a 500 the document does not list per route
+	before := sealedCredential(t, b, source)
+	allow := refuseRevocations(t, b)
 	r = b.Do("PATCH", "/v1/connectors/"+id, b.Owner(), map[string]any{"auth": map[string]any{"type": "bearer", "secret": "second-secret-value"}})
 	require.Equal(t, http.StatusInternalServerError, r.Status, string(r.Raw))
-	require.Equal(t, before, sealed(), "the secret is unchanged")
+	require.Equal(t, before, sealedCredential(t, b, source), "the secret is unchanged")
 	require.Equal(t, true, listGrant(t, b, g["id"].(string))["active"])
-	_, err = b.Pool.Exec(context.Background(), `DROP TRIGGER refuse_revoke ON grants`)
-	require.NoError(t, err)
+	allow()
 
 	r = b.Do("PATCH", "/v1/connectors/"+id, b.Owner(), map[string]any{"auth": map[string]any{"type": "bearer", "secret": "second-secret-value"}})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
-	require.NotEqual(t, before, sealed())
+	require.NotEqual(t, before, sealedCredential(t, b, source))
 	listed := listGrant(t, b, g["id"].(string))
 	require.Equal(t, "credential", listed["revoke_reason"])
 	revokes := auditEntries(t, b, "action=grant.revoke")
