@@ -19,7 +19,6 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
-	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/orgsource"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -53,7 +52,7 @@ type Deps struct {
 // GrantRevoker revokes, in tx, the unrevoked grants of an organization's
 // source and returns their ids (internal/domain/grant).
 type GrantRevoker interface {
-	RevokeSource(ctx context.Context, tx pgx.Tx, org, sourceID, reason string) ([]uuid.UUID, error)
+	RevokeSource(ctx context.Context, tx pgx.Tx, org, sourceID string) ([]uuid.UUID, error)
 }
 
 // Service manages an organization's MCP connectors.
@@ -225,7 +224,7 @@ func (s *Service) Update(ctx context.Context, org, id, by string, in *Input) (v 
 	var then func(ctx context.Context, tx pgx.Tx) error
 	if s.grants != nil && (in.Auth != nil || in.URL != nil) {
 		then = func(ctx context.Context, tx pgx.Tx) (err error) {
-			revoked, err = s.grants.RevokeSource(ctx, tx, org, mcp.SourceID(uid), grant.ReasonCredential)
+			revoked, err = s.grants.RevokeSource(ctx, tx, org, mcp.SourceID(uid))
 			return err
 		}
 	}

@@ -284,9 +284,9 @@ func (s *Service) Revoke(ctx context.Context, org, id, by string) (Grant, error)
 }
 
 // RevokeSource revokes, in tx, every unrevoked grant of org's source
-// sourceID (ReasonCredential when its credential is stored again or
-// deleted, or a connector gets another url or auth, in that change's
-// transaction) and returns their ids.
-func (s *Service) RevokeSource(ctx context.Context, tx pgx.Tx, org, sourceID, reason string) ([]uuid.UUID, error) {
-	return s.store.RevokeSource(ctx, tx, org, sourceID, System, reason)
+// sourceID, whose credential is stored again or deleted or whose server
+// (a connector's url or auth) changes in tx (ReasonCredential), and
+// returns their ids.
+func (s *Service) RevokeSource(ctx context.Context, tx pgx.Tx, org, sourceID string) ([]uuid.UUID, error) {
+	return s.store.RevokeSource(ctx, tx, org, sourceID, System, ReasonCredential)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
-	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
 
@@ -85,7 +84,7 @@ func (s *Service) revokeGrants(ctx context.Context, tx pgx.Tx, org, sourceID str
 	if s.deps.Grants == nil {
 		return nil, nil
 	}
-	ids, err := s.deps.Grants.RevokeSource(ctx, tx, org, sourceID, grant.ReasonCredential)
+	ids, err := s.deps.Grants.RevokeSource(ctx, tx, org, sourceID)
 	if err != nil {
 		return nil, fmt.Errorf("revoking the grants of %s: %w", sourceID, err)
 	}

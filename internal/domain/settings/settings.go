@@ -47,7 +47,7 @@ type Deps struct {
 // GrantRevoker revokes, in tx, the unrevoked grants of an organization's
 // source and returns their ids (internal/domain/grant).
 type GrantRevoker interface {
-	RevokeSource(ctx context.Context, tx pgx.Tx, org, sourceID, reason string) ([]uuid.UUID, error)
+	RevokeSource(ctx context.Context, tx pgx.Tx, org, sourceID string) ([]uuid.UUID, error)
 }
 
 // Service reads and replaces an organization's settings.
