@@ -27,6 +27,9 @@ type mcpClient struct {
 	token   string
 	session string
 	nextID  int
+	// lines is the buffer each SSE answer is read in: one per client, so
+	// a call allocates no buffer of its own.
+	lines []byte
 }
 
 // mcpProtocol is the protocol version the bench's clients speak: today's
@@ -36,7 +39,7 @@ const mcpProtocol = "2025-11-25"
 
 // connectMCP starts a session at url with token.
 func connectMCP(ctx context.Context, hc *http.Client, url, token string) (*mcpClient, error) {
-	c := &mcpClient{http: hc, url: url, token: token}
+	c := &mcpClient{http: hc, url: url, token: token, lines: make([]byte, 0, 4<<10)}
 	var res struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
@@ -104,7 +107,7 @@ func (c *mcpClient) call(ctx context.Context, method string, params, out any) er
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	if err := readAnswer(resp, id, &answer.ID, &answer); err != nil {
+	if err := c.readAnswer(resp, id, &answer.ID, &answer); err != nil {
 		return err
 	}
 	if answer.Error != nil {
@@ -153,7 +156,7 @@ func (c *mcpClient) header(req *http.Request) {
 // readAnswer decodes the response to request id into answer: the body
 // itself when it is JSON, else the SSE event whose message has that id
 // (progress notifications come before it). gotID is answer's id field.
-func readAnswer(resp *http.Response, id int, gotID *int, answer any) error {
+func (c *mcpClient) readAnswer(resp *http.Response, id int, gotID *int, answer any) error {
 	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if media == "application/json" {
 		return json.NewDecoder(resp.Body).Decode(answer)
@@ -162,7 +165,7 @@ func readAnswer(resp *http.Response, id int, gotID *int, answer any) error {
 		return fmt.Errorf("unexpected content type %q", media)
 	}
 	lines := bufio.NewScanner(resp.Body)
-	lines.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	lines.Buffer(c.lines[:0], 16<<20)
 	var data []byte
 	for lines.Scan() {
 		line := lines.Bytes()
