@@ -18,7 +18,7 @@ type Databases interface {
 	List(ctx context.Context, org string) ([]databases.View, error)
 	Create(ctx context.Context, org, by string, in *databases.Input) (databases.View, error)
 	Get(ctx context.Context, org, id string) (databases.View, error)
-	Update(ctx context.Context, org, id, by string, in *databases.Input) (databases.View, error)
+	Update(ctx context.Context, org, id, by string, in *databases.Input) (databases.View, []uuid.UUID, error)
 	Delete(ctx context.Context, org, id string) error
 	Test(ctx context.Context, org, id string) (databases.TestResult, error)
 }
@@ -101,11 +101,12 @@ func (s *Server) updateDatabase(w http.ResponseWriter, r *http.Request, c *auth.
 	if err != nil {
 		return err
 	}
-	db, err := s.databases.Update(r.Context(), c.Org, r.PathValue("id"), c.Subject, in)
+	db, revoked, err := s.databases.Update(r.Context(), c.Org, r.PathValue("id"), c.Subject, in)
 	if err != nil {
 		return err
 	}
 	s.record(r, &audit.Change{Action: "database.update", TargetType: "database", TargetID: db.ID.String(), Before: before, After: databaseChange(db, in)})
+	s.recordRevokedGrants(r, revoked)
 	writeJSON(w, http.StatusOK, map[string]any{"database": viewDatabase(db)})
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/executors/database/databasetest"
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 )
@@ -341,4 +342,46 @@ func TestGrants_ConnectorSecretChangeRevokes(t *testing.T) {
 	require.Equal(t, g["id"], revokes[0]["target_id"])
 	r = invokeTool(b, source, "create_note", map[string]any{"title": "after"})
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+}
+
+// TestGrants_DatabaseURLChangeRevokes: a registered database given a URL
+// (another server, database or role) loses the grants of its actions, in
+// the transaction that stores the URL; a rename keeps them.
+func TestGrants_DatabaseURLChangeRevokes(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	tg := databasetest.NewTarget(t)
+	id, source := createDatabase(t, b, map[string]any{"name": "shop", "url": tg.URL})
+	b.SetModes(map[string]string{source + ":query": "require_approval"})
+	query := map[string]any{"sql": "SELECT name FROM shop.items WHERE id = $1", "params": []any{1}}
+	r := invokeTool(b, source, "query", query)
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	g := approveWithGrant(t, b, r.Body["invocation_id"].(string), map[string]any{"count": 5, "minutes": 10})
+
+	r = b.Do("PATCH", "/v1/databases/"+id, b.Owner(), map[string]any{"name": "shop again"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, true, listGrant(t, b, g["id"].(string))["active"])
+
+	// The URL and the revocation commit together: while the revocation
+	// fails, the sealed URL stays the old one.
+	before := sealedCredential(t, b, source)
+	allow := refuseRevocations(t, b)
+	r = b.Do("PATCH", "/v1/databases/"+id, b.Owner(), map[string]any{"url": tg.URL})
+	require.Equal(t, http.StatusInternalServerError, r.Status, string(r.Raw))
+	require.Equal(t, before, sealedCredential(t, b, source), "the URL is unchanged")
+	require.Equal(t, true, listGrant(t, b, g["id"].(string))["active"])
+	allow()
+
+	r = b.Do("PATCH", "/v1/databases/"+id, b.Owner(), map[string]any{"url": tg.URL})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.NotEqual(t, before, sealedCredential(t, b, source))
+	listed := listGrant(t, b, g["id"].(string))
+	require.Equal(t, false, listed["active"])
+	require.Equal(t, "credential", listed["revoke_reason"])
+	revokes := auditEntries(t, b, "action=grant.revoke")
+	require.Len(t, revokes, 1)
+	require.Equal(t, g["id"], revokes[0]["target_id"])
+	r = invokeTool(b, source, "query", query)
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	require.Equal(t, "pending", r.Body["invocation"].(map[string]any)["status"])
 }

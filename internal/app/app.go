@@ -447,7 +447,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	// The org-registered source kinds, in the order the catalog lists
 	// them: each store writes through the tenant pool and looks sources up
 	// for the workers through pool.
-	orgDatabases := orgdatabases.New(databasestore.New(tenantPool, pool, creds), databases, creds)
+	orgDatabases := orgdatabases.New(databasestore.New(tenantPool, pool, creds), databases, creds, grants)
 	orgConnectors := connectors.New(&connectors.Deps{
 		Store: mcpstore.New(tenantPool, pool, creds), Client: mcpClient, Secrets: creds,
 		Modes: func(ctx context.Context, org string) (map[string]policy.Mode, error) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxd/outboxd/executors/database"
 	"github.com/outboxd/outboxd/executors/database/databasestore"
@@ -24,12 +25,14 @@ type Service struct {
 	store  *databasestore.Store
 	client *database.Client
 	urls   URLReader
+	grants orgsource.GrantRevoker
 }
 
 // New returns a Service storing databases in store and running them with
-// client; urls reads a database's URL when it is tested.
-func New(store *databasestore.Store, client *database.Client, urls URLReader) *Service {
-	return &Service{store: store, client: client, urls: urls}
+// client; urls reads a database's URL when it is tested, and grants
+// revokes the grants of a database given another URL (nil revokes none).
+func New(store *databasestore.Store, client *database.Client, urls URLReader, grants orgsource.GrantRevoker) *Service {
+	return &Service{store: store, client: client, urls: urls, grants: grants}
 }
 
 // Input creates or patches a registered database; nil fields are unchanged
@@ -124,14 +127,24 @@ func (s *Service) Create(ctx context.Context, org, by string, in *Input) (View, 
 	return view(&row), nil
 }
 
-// Update patches a database; a new URL replaces the sealed one.
-func (s *Service) Update(ctx context.Context, org, id, by string, in *Input) (View, error) {
+// Update patches a database; a new URL replaces the sealed one. A new URL
+// may name another server, database or role: the grants of its actions,
+// made for the old one, are revoked in the same transaction, and revoked
+// are their ids.
+func (s *Service) Update(ctx context.Context, org, id, by string, in *Input) (v View, revoked []uuid.UUID, err error) {
 	uid, err := parseID(id)
 	if err != nil {
-		return View{}, err
+		return View{}, nil, err
 	}
 	if in.URL != nil && strings.TrimSpace(*in.URL) == "" {
-		return View{}, errs.Invalid("url", "url must not be empty")
+		return View{}, nil, errs.Invalid("url", "url must not be empty")
+	}
+	var then func(ctx context.Context, tx pgx.Tx) error
+	if s.grants != nil && in.URL != nil {
+		then = func(ctx context.Context, tx pgx.Tx) (err error) {
+			revoked, err = s.grants.RevokeSource(ctx, tx, org, database.SourceID(uid))
+			return err
+		}
 	}
 	row, err := s.store.Update(ctx, org, by, uid, orgsource.NotFound("database", id), func(cur *databasestore.Row) (*databasestore.Fields, string, error) {
 		f := databasestore.Fields{Name: cur.Name, Host: cur.Host, Database: cur.Database, StatementTimeoutMs: cur.StatementTimeoutMs, MaxRows: cur.MaxRows}
@@ -143,15 +156,15 @@ func (s *Service) Update(ctx context.Context, org, id, by string, in *Input) (Vi
 			url = strings.TrimSpace(*in.URL)
 		}
 		return &f, url, nil
-	})
+	}, then)
 	if orgsource.IsConflict(err) {
-		return View{}, fmt.Errorf("%w: another database has that name", errs.Conflict)
+		return View{}, nil, fmt.Errorf("%w: another database has that name", errs.Conflict)
 	}
 	if err != nil {
-		return View{}, err
+		return View{}, nil, err
 	}
 	s.dropPool(uid)
-	return view(&row), nil
+	return view(&row), revoked, nil
 }
 
 // Delete removes a database and its sealed URL. Invocations of it not yet

@@ -70,9 +70,10 @@ func (s *Store) Create(ctx context.Context, org, by string, f *Fields, url strin
 
 // Update locks a database of org, has change compute its new fields and,
 // when not empty, a new URL, and writes both in one transaction (tenant
-// pool). notFound is the error when org has no such database.
+// pool), then runs then (when not nil) in it. notFound is the error when
+// org has no such database.
 func (s *Store) Update(ctx context.Context, org, by string, id uuid.UUID, notFound error,
-	change func(cur *Row) (f *Fields, url string, err error)) (Row, error) {
+	change func(cur *Row) (f *Fields, url string, err error), then func(ctx context.Context, tx pgx.Tx) error) (Row, error) {
 	return dbutil.WithTxV(ctx, s.Tenant, func(ctx context.Context, tx pgx.Tx) (Row, error) {
 		cur, err := s.queries.DatabaseGetForUpdate(ctx, tx, dbsqlc.DatabaseGetForUpdateParams{ID: id, OrganizationID: org})
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -88,10 +89,14 @@ func (s *Store) Update(ctx context.Context, org, by string, id uuid.UUID, notFou
 		if err := s.Seal(ctx, tx, org, database.SourceID(id), by, orgsourcestore.Secret{Value: url}); err != nil {
 			return cur, err
 		}
-		return s.queries.DatabaseUpdate(ctx, tx, dbsqlc.DatabaseUpdateParams{
+		row, err := s.queries.DatabaseUpdate(ctx, tx, dbsqlc.DatabaseUpdateParams{
 			ID: id, OrganizationID: org, Name: f.Name, Host: f.Host, Database: f.Database,
 			StatementTimeoutMs: f.StatementTimeoutMs, MaxRows: f.MaxRows,
 		})
+		if err == nil && then != nil {
+			err = then(ctx, tx)
+		}
+		return row, err
 	})
 }
 

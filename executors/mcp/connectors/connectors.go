@@ -46,13 +46,7 @@ type Deps struct {
 	Modes func(ctx context.Context, org string) (map[string]policy.Mode, error)
 	// Grants revokes the grants of a connector given another server or
 	// secret, in that change's transaction; nil revokes none.
-	Grants GrantRevoker
-}
-
-// GrantRevoker revokes, in tx, the unrevoked grants of an organization's
-// source and returns their ids (internal/domain/grant).
-type GrantRevoker interface {
-	RevokeSource(ctx context.Context, tx pgx.Tx, org, sourceID string) ([]uuid.UUID, error)
+	Grants orgsource.GrantRevoker
 }
 
 // Service manages an organization's MCP connectors.
@@ -61,7 +55,7 @@ type Service struct {
 	client  *mcp.Client
 	secrets SecretStore
 	modes   func(ctx context.Context, org string) (map[string]policy.Mode, error)
-	grants  GrantRevoker
+	grants  orgsource.GrantRevoker
 }
 
 // New returns a Service.

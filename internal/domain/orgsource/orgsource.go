@@ -7,15 +7,25 @@
 package orgsource
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxd/outboxd/internal/domain/errs"
 )
+
+// GrantRevoker revokes, in tx, the unrevoked grants of an organization's
+// source and returns their ids (internal/domain/grant's Service). A source
+// given another server, database or secret revokes the grants made for
+// the old one in the transaction that changes it.
+type GrantRevoker interface {
+	RevokeSource(ctx context.Context, tx pgx.Tx, org, sourceID string) ([]uuid.UUID, error)
+}
 
 // MaxURLBytes bounds a source's URL.
 const MaxURLBytes = 2048
