@@ -64,6 +64,7 @@ set, otherwise an embedded Postgres in a temporary directory.`,
 	cmd.Flags().Int("backlog", 0, "envelopes left queued before the single and batch phases are run again (0 skips it)")
 	cmd.Flags().StringSlice("skip", nil, "phases to leave out: single, mcp, batch, river-call (the other phases are left out by their flag's 0)")
 	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	cmd.Flags().String("profile-phase", "", "narrow --cpuprofile to one phase: single, mcp, batch, slow, offered, backlog-single or backlog-batch")
 	cmd.Flags().String("memprofile", "", "write a profile of the whole run's allocations to this file")
 	// Only the test shortens it, trading exact transaction counts for time.
 	cmd.Flags().Duration("stats-settle", 1500*time.Millisecond, "wait before waking listeners to flush their statistics")
@@ -94,6 +95,7 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	cfg.Skip, _ = flags.GetStringSlice("skip")
 	cfg.CPUProfile, _ = flags.GetString("cpuprofile")
 	cfg.MemProfile, _ = flags.GetString("memprofile")
+	cfg.ProfilePhase, _ = flags.GetString("profile-phase")
 	if cfg.Workers == 0 {
 		cfg.Workers = v.GetInt("worker.max_workers")
 	}

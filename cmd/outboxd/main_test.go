@@ -602,4 +602,21 @@ func TestBench_Skip(t *testing.T) {
 	code, out = run(t, env, "bench", "--skip", "offered")
 	require.NotEqual(t, 0, code)
 	require.Contains(t, out, `unknown phase "offered"`)
+
+	// --profile-phase narrows the CPU profile to one phase; it needs the
+	// profile and a phase the bench has.
+	code, out = run(t, env, "bench", "--n", "10", "--concurrency", "2", "--skip", "single,batch,river-call", "--provider-latency", "0",
+		"--offered-rate", "0", "--approvals", "0", "--river-workers", "10", "--river-n", "0", "--stats-settle", "0",
+		"--cpuprofile", dir+"/mcp.prof", "--profile-phase", "mcp")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "mcp tools/call")
+	raw, err := os.ReadFile(dir + "/mcp.prof")
+	require.NoError(t, err)
+	require.Equal(t, []byte{0x1f, 0x8b}, raw[:2], "mcp.prof is a pprof profile (gzipped)")
+	code, out = run(t, env, "bench", "--profile-phase", "mcp")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out, "--profile-phase needs --cpuprofile")
+	code, out = run(t, env, "bench", "--profile-phase", "river", "--cpuprofile", dir+"/x.prof")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out, `--profile-phase: unknown phase "river"`)
 }

@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,6 +57,10 @@ type Config struct {
 	// CPUProfile and MemProfile, when set, are files for a CPU profile
 	// and a profile of the allocations of the whole run.
 	CPUProfile, MemProfile string
+	// ProfilePhase, when set, narrows CPUProfile to the outboxd phase of
+	// that name (profilePhases), so that what one phase costs more than
+	// another can be read from two profiles.
+	ProfilePhase string
 	// StatsSettle is the wait before waking listeners to flush their
 	// statistics.
 	StatsSettle time.Duration
@@ -94,6 +99,14 @@ func (f *Config) Check() error {
 			return fmt.Errorf("--skip: unknown phase %q (single, mcp, batch or river-call)", phase)
 		}
 	}
+	if f.ProfilePhase != "" {
+		if f.CPUProfile == "" {
+			return errors.New("--profile-phase needs --cpuprofile")
+		}
+		if !slices.Contains(profilePhases, f.ProfilePhase) {
+			return fmt.Errorf("--profile-phase: unknown phase %q (%s)", f.ProfilePhase, strings.Join(profilePhases, ", "))
+		}
+	}
 	switch {
 	case f.N < 1 || f.Concurrency < 1 || f.Workers < 1 || f.RiverWorkers < 1 || f.RiverN < 0:
 		return errors.New("--n, --concurrency, --workers and --river-workers must be positive, --river-n not negative")
@@ -105,22 +118,39 @@ func (f *Config) Check() error {
 	return nil
 }
 
+// profilePhases are the phases --profile-phase may name: the prefixes of
+// the outboxd phases' measure calls.
+var profilePhases = []string{"single", "mcp", "batch", "slow", "offered", "backlog-single", "backlog-batch"}
+
+// profileCPU starts a CPU profile written to path and returns what stops
+// it (more than once does no harm).
+func profileCPU(path string) (stop func(), err error) {
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, err
+	}
+	return sync.OnceFunc(func() {
+		pprof.StopCPUProfile()
+		out.Close()
+	}), nil
+}
+
 // Run runs every phase not left out and prints the report to cfg.Out.
 func Run(ctx context.Context, cfg Config) error {
 	f := &cfg
 	if err := f.Check(); err != nil {
 		return err
 	}
-	if f.CPUProfile != "" {
-		out, err := os.Create(f.CPUProfile)
+	if f.CPUProfile != "" && f.ProfilePhase == "" {
+		stop, err := profileCPU(f.CPUProfile)
 		if err != nil {
 			return err
 		}
-		defer out.Close()
-		if err := pprof.StartCPUProfile(out); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	if f.MemProfile != "" {
 		defer func() {
@@ -427,6 +457,13 @@ func (b *runner) measure(ctx context.Context, name, prefix string, n int, run fu
 	}
 	target := b.completed.Load() + int64(n)
 	failedBefore := b.failed.Load()
+	stopProfile := func() {}
+	if prefix == b.cfg.ProfilePhase {
+		if stopProfile, err = profileCPU(b.cfg.CPUProfile); err != nil {
+			return nil, err
+		}
+		defer stopProfile()
+	}
 	cpu0, pg0 := b.cpuUsed()
 	start := time.Now()
 	if err := run(); err != nil {
@@ -441,6 +478,7 @@ func (b *runner) measure(ctx context.Context, name, prefix string, n int, run fu
 	}
 	total := time.Since(start)
 	cpu1, pg1 := b.cpuUsed()
+	stopProfile() // before the phase's end, which waits for statistics
 	rss, x1, err := b.endPhase(ctx)
 	if err != nil {
 		return nil, err

@@ -176,7 +176,11 @@ func (s *Server) await(ctx context.Context, wait func(context.Context, invocatio
 	defer func() { s.metrics.MCPWait.Observe(time.Since(start).Seconds()) }()
 	deadline := start.Add(s.wait)
 	for step := 0; ; step++ {
-		report.send(ctx, step, s.waitingFor(ctx, inv))
+		if report.wanted() {
+			// What it waits for costs a read for a pending call: only
+			// for a client that asked.
+			report.send(ctx, step, s.waitingFor(ctx, inv))
+		}
 		slice := min(time.Until(deadline), progressEvery)
 		if slice <= 0 {
 			return inv, nil

@@ -514,10 +514,13 @@ func (s *Server) progress(req *mcp.CallToolRequest) progressFunc {
 	return p
 }
 
+// wanted reports whether the client asked for progress notifications.
+func (p progressFunc) wanted() bool { return p.token != nil && p.session != nil }
+
 // send sends step's progress notification; without a token it does
 // nothing. A client gone is the wait's own business: it ends with ctx.
 func (p progressFunc) send(ctx context.Context, step int, message string) {
-	if p.token == nil || p.session == nil {
+	if !p.wanted() {
 		return
 	}
 	if err := p.session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: float64(step), Message: message}); err != nil {
