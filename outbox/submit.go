@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -60,12 +61,13 @@ type request struct {
 // its job in one transaction. created is false when an earlier request with
 // the same idempotency key or external id is returned instead.
 //
-// Envelopes outside a session need nothing but that transaction, so the
-// ones of an organization that arrive together share it (a group commit:
-// one lookup, one bulk insert, one commit for all of them; a request that
-// finds no group running goes alone at once). An invoke counts against its
-// session's rate and pending cap in its own transaction, which a refusal
-// rolls back.
+// The requests of an organization that arrive together share that
+// transaction (a group commit: one lookup, one bulk insert, one commit for
+// all of them; a request that finds no group running goes alone at once).
+// An invoke counts against its session's rate and pending cap in it; a
+// refusal fails the group, whose requests are then recorded one by one
+// (batch.Isolated), so the refused one alone is refused and its count
+// rolled back.
 func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invocation, created bool, err error) {
 	ctx, span := s.tracer.Start(ctx, "outboxd.enqueue")
 	defer span.End()
@@ -78,15 +80,7 @@ func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invoca
 	if err != nil {
 		return inv, false, err
 	}
-	var recorded *invocation.Invocation
-	if r.origin == originEnvelope && r.sessionID == "" {
-		recorded, err = s.group(r.org).Do(ctx, p)
-	} else {
-		var out []*invocation.Invocation
-		if out, err = s.write(ctx, []*prepared{p}); err == nil {
-			recorded = out[0]
-		}
-	}
+	recorded, err := s.group(r.org).Do(ctx, p)
 	if err != nil {
 		return inv, false, err
 	}
@@ -123,7 +117,10 @@ func (s *Service) write(ctx context.Context, ps []*prepared) ([]*invocation.Invo
 // their repeats and mode overrides (a deny override committed before the
 // read is always seen), then, for an invoke, its session's rate and
 // pending cap, then the invocations and their jobs. A request whose key an
-// earlier or concurrent one holds is nil in the answer.
+// earlier or concurrent one holds is nil in the answer. The sessions'
+// rows and locks are taken in the order of their ids, so that groups of
+// other API processes, which take them in the same order, never deadlock
+// with this one.
 func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*invocation.Invocation, error) {
 	look := make([]outboxstore.Request, len(ps))
 	for i, p := range ps {
@@ -139,8 +136,17 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*inv
 	var (
 		creates []*invocation.CreateParams
 		owners  []int // request of each create
+		// pending counts the pending invocations of each session this
+		// group creates, which the sessions' counts do not see yet.
+		pending = map[string]int{}
 	)
-	for i, f := range found {
+	order := make([]int, len(ps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ps[a].r.sessionID, ps[b].r.sessionID) })
+	for _, i := range order {
+		f := found[i]
 		if f.Repeat {
 			continue
 		}
@@ -158,9 +164,10 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*inv
 			return nil, err
 		}
 		if create.Status == invocation.StatusPending && r.sessionID != "" {
-			if err := s.checkPendingCap(ctx, tx, r.org, r.sessionID); err != nil {
+			if err := s.checkPendingCap(ctx, tx, r.org, r.sessionID, pending[r.sessionID]); err != nil {
 				return nil, err
 			}
+			pending[r.sessionID]++
 		}
 		creates = append(creates, create)
 		owners = append(owners, i)
@@ -184,9 +191,9 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*inv
 	return out, nil
 }
 
-// group returns the group commit of an organization's envelopes. A failed
-// transaction is retried one envelope at a time, so one envelope's error
-// is never its neighbours'.
+// group returns the group commit of an organization's requests. A failed
+// transaction is retried one request at a time, so one request's error
+// (a refusal, a deadlock) is never its neighbours'.
 func (s *Service) group(org string) *batch.Group[*prepared, *invocation.Invocation] {
 	if g, ok := s.groups.Load(org); ok {
 		return g.(*batch.Group[*prepared, *invocation.Invocation])
@@ -374,8 +381,9 @@ func sameRequest(inv invocation.Invocation, p *prepared) error {
 }
 
 // checkPendingCap takes a per-session transaction lock, so concurrent
-// requests count pending invocations one after the other.
-func (s *Service) checkPendingCap(ctx context.Context, tx pgx.Tx, org, sessionID string) error {
+// requests count pending invocations one after the other; planned are the
+// session's pending invocations this transaction is about to create.
+func (s *Service) checkPendingCap(ctx context.Context, tx pgx.Tx, org, sessionID string, planned int) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "pending/"+org+"/"+sessionID); err != nil {
 		return fmt.Errorf("locking session: %w", err)
 	}
@@ -383,7 +391,7 @@ func (s *Service) checkPendingCap(ctx context.Context, tx pgx.Tx, org, sessionID
 	if err != nil {
 		return fmt.Errorf("counting pending invocations: %w", err)
 	}
-	if n >= int64(s.cfg.PendingPerSession) {
+	if n += int64(planned); n >= int64(s.cfg.PendingPerSession) {
 		return fmt.Errorf("%w: %d pending invocations in session %s", errs.PendingLimit, n, sessionID)
 	}
 	return nil

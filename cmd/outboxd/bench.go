@@ -23,11 +23,14 @@ func newBenchCommand() *cobra.Command {
      loopback Slack (River + provider call: the most an outboxd path can
      reach here; --skip river-call leaves it out);
   2. single: N allow-mode envelopes, one POST /v1/envelopes each, from
-     --concurrency HTTP clients, executed on a loopback Slack; then mcp
-     tools/call: the same through the MCP front door, --concurrency MCP
-     clients (plain Streamable HTTP clients in 2025-11-25 sessions, as the
-     REST phases' are plain HTTP clients) each calling and waiting for the
-     result (--skip mcp leaves it out);
+     --concurrency HTTP clients, executed on a loopback Slack; then invoke
+     (REST): the same action through POST /v1/sessions/{id}/actions/invoke,
+     each client in an agent session of its own and waiting for the result
+     (--skip invoke leaves it out); then mcp tools/call: the same through
+     the MCP front door, --concurrency MCP clients (plain Streamable HTTP
+     clients in 2025-11-25 sessions, as the REST phases' are plain HTTP
+     clients) each calling and waiting for the result (--skip mcp leaves
+     it out);
   3. batch: N envelopes through POST /v1/envelopes/batch, --batch-size each;
   4. slow provider: the single path against a Slack answering after
      --provider-latency (0 skips it);
@@ -62,9 +65,9 @@ set, otherwise an embedded Postgres in a temporary directory.`,
 	cmd.Flags().Int("offered-rate", 500, "envelopes per second of the offered-rate phase (0 skips it)")
 	cmd.Flags().Int("approvals", 20, "require_approval invocations approved one by one (0 skips the phase)")
 	cmd.Flags().Int("backlog", 0, "envelopes left queued before the single and batch phases are run again (0 skips it)")
-	cmd.Flags().StringSlice("skip", nil, "phases to leave out: single, mcp, batch, river-call (the other phases are left out by their flag's 0)")
+	cmd.Flags().StringSlice("skip", nil, "phases to leave out: single, invoke, mcp, batch, river-call (the other phases are left out by their flag's 0)")
 	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	cmd.Flags().String("profile-phase", "", "narrow --cpuprofile to one phase: single, mcp, batch, slow, offered, backlog-single or backlog-batch")
+	cmd.Flags().String("profile-phase", "", "narrow --cpuprofile to one phase: single, invoke, mcp, batch, slow, offered, backlog-single or backlog-batch")
 	cmd.Flags().String("memprofile", "", "write a profile of the whole run's allocations to this file")
 	// Only the test shortens it, trading exact transaction counts for time.
 	cmd.Flags().Duration("stats-settle", 1500*time.Millisecond, "wait before waking listeners to flush their statistics")

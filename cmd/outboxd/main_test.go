@@ -571,7 +571,7 @@ func TestBench_RunsEveryPhase(t *testing.T) {
 	code, out := run(t, env, "bench", "--n", "40", "--concurrency", "4", "--batch-size", "25",
 		"--provider-latency", "20ms", "--offered-rate", "200", "--approvals", "3", "--backlog", "30", "--river-workers", "50", "--river-n", "0", "--stats-settle", "0")
 	require.Equal(t, 0, code, out)
-	for _, phase := range []string{"River raw (no-op jobs)", "River + provider call", "single ", "mcp tools/call ", "batch ", "single, provider 20ms", "single, 200/s offered", "approve → provider call",
+	for _, phase := range []string{"River raw (no-op jobs)", "River + provider call", "single ", "invoke (REST) ", "mcp tools/call ", "batch ", "single, provider 20ms", "single, 200/s offered", "approve → provider call",
 		"backlog fill (30)", "single, 30 queued", "batch, 30 queued"} {
 		require.Contains(t, out, phase)
 	}
@@ -586,12 +586,12 @@ func TestBench_Skip(t *testing.T) {
 	t.Parallel()
 	env := []string{"DATABASE_URL=" + pgtest.URL(t), "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY="}
 	dir := t.TempDir()
-	code, out := run(t, env, "bench", "--n", "10", "--skip", "single,mcp,batch,river-call", "--provider-latency", "0", "--offered-rate", "0",
+	code, out := run(t, env, "bench", "--n", "10", "--skip", "single,invoke,mcp,batch,river-call", "--provider-latency", "0", "--offered-rate", "0",
 		"--approvals", "0", "--river-workers", "10", "--river-n", "0", "--stats-settle", "0",
 		"--cpuprofile", dir+"/cpu.prof", "--memprofile", dir+"/mem.prof")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "River raw (no-op jobs)")
-	require.NotRegexp(t, `(?m)^(single|mcp tools/call|batch|River \+ provider call) `, out)
+	require.NotRegexp(t, `(?m)^(single|invoke \(REST\)|mcp tools/call|batch|River \+ provider call) `, out)
 	for _, name := range []string{"cpu.prof", "mem.prof"} {
 		raw, err := os.ReadFile(dir + "/" + name)
 		require.NoError(t, err)
@@ -605,7 +605,7 @@ func TestBench_Skip(t *testing.T) {
 
 	// --profile-phase narrows the CPU profile to one phase; it needs the
 	// profile and a phase the bench has.
-	code, out = run(t, env, "bench", "--n", "10", "--concurrency", "2", "--skip", "single,batch,river-call", "--provider-latency", "0",
+	code, out = run(t, env, "bench", "--n", "10", "--concurrency", "2", "--skip", "single,invoke,batch,river-call", "--provider-latency", "0",
 		"--offered-rate", "0", "--approvals", "0", "--river-workers", "10", "--river-n", "0", "--stats-settle", "0",
 		"--cpuprofile", dir+"/mcp.prof", "--profile-phase", "mcp")
 	require.Equal(t, 0, code, out)

@@ -333,6 +333,39 @@ func TestInvoke_RateLimit(t *testing.T) {
 	require.NotEmpty(t, r.Header.Get("Retry-After"))
 }
 
+// TestInvoke_RateLimitUnderConcurrency: invokes of one session that
+// arrive together share a transaction, and the limit still lets exactly
+// its number through: the group that goes over is done again one invoke
+// at a time, and only those over the limit are refused, their counts
+// rolled back.
+func TestInvoke_RateLimitUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Outbox: outbox.Config{InvokesPerMinute: 5, PendingPerSession: 50}})
+	const n = 12
+	statuses := make([]int, n)
+	// The limit counts per minute: a round that straddles two minutes
+	// proves nothing, so it is run again in the next one.
+	for round := 0; ; round++ {
+		minute := time.Now().Truncate(time.Minute)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				statuses[i] = b.Invoke("send_message", map[string]any{"channel": "C1", "text": fmt.Sprint("round ", round, " msg ", i)}).Status
+			})
+		}
+		wg.Wait()
+		if time.Now().Truncate(time.Minute).Equal(minute) || round == 2 {
+			break
+		}
+		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute)))
+	}
+	counts := map[int]int{}
+	for _, s := range statuses {
+		counts[s]++
+	}
+	require.Equal(t, map[int]int{http.StatusAccepted: 5, http.StatusTooManyRequests: n - 5}, counts)
+}
+
 // TestApprove_WakesTheWorker checks an approval starts the job at once,
 // not at River's next poll: with a poll interval far longer than the wait,
 // only the approval's wake-up can run it in time.

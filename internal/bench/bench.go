@@ -52,7 +52,8 @@ type Config struct {
 	// Backlog is the envelopes left queued before the single and batch
 	// phases run again (0 skips it).
 	Backlog int
-	// Skip names phases to leave out: single, batch, river-call.
+	// Skip names phases to leave out: single, invoke, mcp, batch,
+	// river-call.
 	Skip []string
 	// CPUProfile and MemProfile, when set, are files for a CPU profile
 	// and a profile of the allocations of the whole run.
@@ -79,16 +80,18 @@ type Config struct {
 	// Out receives the report, Err the warnings of the run itself.
 	Out, Err io.Writer
 
-	skipSingle, skipBatch, skipRiverCall, skipMCP bool
+	skipSingle, skipInvoke, skipBatch, skipRiverCall, skipMCP bool
 }
 
 // Check refuses settings out of range and phases it does not know.
 func (f *Config) Check() error {
-	f.skipSingle, f.skipBatch, f.skipRiverCall, f.skipMCP = false, false, false, false
+	f.skipSingle, f.skipInvoke, f.skipBatch, f.skipRiverCall, f.skipMCP = false, false, false, false, false
 	for _, phase := range f.Skip {
 		switch phase {
 		case "single":
 			f.skipSingle = true
+		case "invoke":
+			f.skipInvoke = true
 		case "mcp":
 			f.skipMCP = true
 		case "batch":
@@ -96,7 +99,7 @@ func (f *Config) Check() error {
 		case "river-call":
 			f.skipRiverCall = true
 		default:
-			return fmt.Errorf("--skip: unknown phase %q (single, mcp, batch or river-call)", phase)
+			return fmt.Errorf("--skip: unknown phase %q (single, invoke, mcp, batch or river-call)", phase)
 		}
 	}
 	if f.ProfilePhase != "" {
@@ -120,7 +123,7 @@ func (f *Config) Check() error {
 
 // profilePhases are the phases --profile-phase may name: the prefixes of
 // the outboxd phases' measure calls.
-var profilePhases = []string{"single", "mcp", "batch", "slow", "offered", "backlog-single", "backlog-batch"}
+var profilePhases = []string{"single", "invoke", "mcp", "batch", "slow", "offered", "backlog-single", "backlog-batch"}
 
 // profileCPU starts a CPU profile written to path and returns what stops
 // it (more than once does no harm).
@@ -205,10 +208,19 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("single: %w", err)
 		}
 	}
+	if !f.skipInvoke {
+		r, err := b.measure(ctx, "invoke (REST)", "invoke", f.N, func() error { return b.postInvokes(ctx, "invoke", f.N) })
+		if r != nil {
+			r.note = "each invoke waits for its result, one agent session per client (single only posts the envelope)"
+		}
+		if err := add(r, err); err != nil {
+			return fmt.Errorf("invoke: %w", err)
+		}
+	}
 	if !f.skipMCP {
 		r, err := b.measure(ctx, "mcp tools/call", "mcp", f.N, func() error { return b.postMCP(ctx, "mcp", f.N) })
 		if r != nil {
-			r.note = "each call waits for its result, as an MCP client does (single only posts the envelope)"
+			r.note = "each call waits for its result, as an MCP client does and as invoke does"
 		}
 		if err := add(r, err); err != nil {
 			return fmt.Errorf("mcp: %w", err)
@@ -287,8 +299,9 @@ type runner struct {
 	slack      *loopbackSlack
 	app        *app.App
 	pool       *pgxpool.Pool
-	owner      *client.Client // the organization's owner
-	service    *client.Client // a service token of the organization
+	owner      *client.Client    // the organization's owner
+	service    *client.Client    // a service token of the organization
+	sessions   []*client.Session // an agent session per client (sandbox tokens)
 	completed  atomic.Int64
 	failed     atomic.Int64
 	listenDone chan struct{}
@@ -298,7 +311,7 @@ type runner struct {
 // phaseResult is one row of the report.
 type phaseResult struct {
 	name    string
-	prefix  string // external_id prefix of the phase's envelopes; "" when none
+	prefix  string // external id (or idempotency key) prefix of the phase's actions; "" when none
 	actions int
 	// enqueue is how long the requests took (zero when not measured),
 	// total how long until the last action completed.
@@ -523,7 +536,7 @@ func (b *runner) readLatencies(ctx context.Context, results []*phaseResult) erro
 			continue
 		}
 		rows, err := conn.Query(ctx, `SELECT extract(epoch FROM completed_at - created_at)::float8 FROM action_invocations
-			WHERE organization_id = $1 AND external_id LIKE $2 AND status = 'completed'`, benchOrg, r.prefix+"-%")
+			WHERE organization_id = $1 AND coalesce(external_id, idempotency_key) LIKE $2 AND status = 'completed'`, benchOrg, r.prefix+"-%")
 		if err != nil {
 			return err
 		}

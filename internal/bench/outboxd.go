@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -25,6 +26,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
+	"github.com/outboxd/outboxd/outbox"
 )
 
 // loopbackSlack answers chat.postMessage, after latency when set, and
@@ -115,6 +117,8 @@ func (b *runner) startOutboxd(ctx context.Context, size int32) (stop func(), err
 		// Measure outboxd, not Slack's rate limit: the bucket is taken on
 		// every job but never runs dry.
 		Buckets: []flow.BucketConfig{{Name: "slack.minute", Rate: 1_000_000, Interval: time.Second, Burst: 1_000_000, Scope: flow.ScopeOrg}},
+		// Nor a session's invoke limit, made for one agent's pace.
+		Outbox: outbox.Config{InvokesPerMinute: math.MaxInt32},
 	}
 	b.app, err = app.New(appCfg, app.RoleAll, b.pool, b.logger)
 	if err != nil {
@@ -143,6 +147,15 @@ func (b *runner) startOutboxd(ctx context.Context, size int32) (stop func(), err
 		Token: mint(auth.Claims{Kind: auth.KindUser, Role: auth.RoleOwner, RegisteredClaims: jwt.RegisteredClaims{Subject: "bench-owner"}})}
 	b.service = &client.Client{BaseURL: base, HTTP: httpClient,
 		Token: mint(auth.Claims{Kind: auth.KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: "bench"}})}
+	// One agent session per client of the invoke phase, as agents each
+	// have their own.
+	b.sessions = make([]*client.Session, b.cfg.Concurrency)
+	for i := range b.sessions {
+		id := fmt.Sprintf("bench-session-%d", i)
+		c := &client.Client{BaseURL: base, HTTP: httpClient,
+			Token: mint(auth.Claims{Kind: auth.KindSandbox, SessionID: id, RegisteredClaims: jwt.RegisteredClaims{Subject: "bench-agent"}})}
+		b.sessions[i] = c.Session(id)
+	}
 	if err := b.owner.PutCredential(ctx, "slack", "xoxb-bench", ""); err != nil {
 		return nil, fmt.Errorf("storing the bench credential: %w", err)
 	}
@@ -231,6 +244,38 @@ func (b *runner) postSingles(ctx context.Context, prefix string, n int) error {
 				}
 				if _, err := b.enqueue(ctx, envelope(prefix, i, "")); err != nil {
 					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// postInvokes makes n allow-mode invokes through the REST API (POST
+// /v1/sessions/{id}/actions/invoke) from the configured number of
+// concurrent clients, each in its own session, with idempotency keys
+// <prefix>-i. Each invoke waits for its result, as an MCP call does.
+func (b *runner) postInvokes(ctx context.Context, prefix string, n int) error {
+	var next atomic.Int64
+	errs := make(chan error, len(b.sessions))
+	var wg sync.WaitGroup
+	for _, session := range b.sessions {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1))
+				if i > n {
+					return
+				}
+				res, err := session.Invoke(ctx, client.InvokeRequest{Integration: "slack", Action: "send_message",
+					Params: map[string]string{"channel": "C1", "text": fmt.Sprintf("bench message %d", i)}}, fmt.Sprintf("%s-%d", prefix, i))
+				if err == nil && res.Status != http.StatusOK {
+					err = fmt.Errorf("answered %d with the invocation %s", res.Status, res.Invocation.Status)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("POST /v1/sessions/%s/actions/invoke: %w", session.ID, err)
 					return
 				}
 			}
