@@ -8,7 +8,6 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/intent"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
-	"github.com/outboxd/outboxd/internal/domain/preview"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -63,7 +62,7 @@ type invocationView struct {
 	approvalsView
 	// Preview is what a pending invocation will do, once rendered
 	// (internal/domain/preview); shown by GET /v1/invocations/{id} only.
-	Preview *preview.Record `json:"preview,omitempty"`
+	Preview *previewView `json:"preview,omitempty"`
 	// Edited says an approver changed the params before approving: Params
 	// are the edited ones, ParamsOriginal what the caller sent, Edits who
 	// changed what (intent.Edit).
