@@ -314,65 +314,51 @@ func TestGrants_ConnectorSecretChangeRevokes(t *testing.T) {
 	srv := newMCPServer(t)
 	b := apptest.Start(t, nil)
 	id, source := createConnector(t, b, srv, map[string]any{"type": "bearer", "secret": "first-secret-value"})
-	r := invokeTool(b, source, "create_note", map[string]any{"title": "first"})
-	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
-	g := approveWithGrant(t, b, r.Body["invocation_id"].(string), map[string]any{"count": 5, "minutes": 10})
-
-	r = b.Do("PATCH", "/v1/connectors/"+id, b.Owner(), map[string]any{"name": "notes again"})
-	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
-	require.Equal(t, true, listGrant(t, b, g["id"].(string))["active"])
-
-	// The new secret and the revocation commit together: while the
-	// revocation fails, the secret stays the old one.
-	before := sealedCredential(t, b, source)
-	allow := refuseRevocations(t, b)
-	r = b.Do("PATCH", "/v1/connectors/"+id, b.Owner(), map[string]any{"auth": map[string]any{"type": "bearer", "secret": "second-secret-value"}})
-	require.Equal(t, http.StatusInternalServerError, r.Status, string(r.Raw))
-	require.Equal(t, before, sealedCredential(t, b, source), "the secret is unchanged")
-	require.Equal(t, true, listGrant(t, b, g["id"].(string))["active"])
-	allow()
-
-	r = b.Do("PATCH", "/v1/connectors/"+id, b.Owner(), map[string]any{"auth": map[string]any{"type": "bearer", "secret": "second-secret-value"}})
-	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
-	require.NotEqual(t, before, sealedCredential(t, b, source))
-	listed := listGrant(t, b, g["id"].(string))
-	require.Equal(t, "credential", listed["revoke_reason"])
-	revokes := auditEntries(t, b, "action=grant.revoke")
-	require.Len(t, revokes, 1)
-	require.Equal(t, g["id"], revokes[0]["target_id"])
-	r = invokeTool(b, source, "create_note", map[string]any{"title": "after"})
-	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	call := func() *apptest.Response { return invokeTool(b, source, "create_note", map[string]any{"title": "note"}) }
+	requireChangeRevokes(t, b, "/v1/connectors/"+id, source, call, map[string]any{"name": "notes again"},
+		map[string]any{"auth": map[string]any{"type": "bearer", "secret": "second-secret-value"}})
 }
 
 // TestGrants_DatabaseURLChangeRevokes: a registered database given a URL
-// (another server, database or role) loses the grants of its actions, in
-// the transaction that stores the URL; a rename keeps them.
+// (another server, database or role) loses the grants of its actions; one
+// only renamed keeps them.
 func TestGrants_DatabaseURLChangeRevokes(t *testing.T) {
 	t.Parallel()
 	b := apptest.Start(t, nil)
 	tg := databasetest.NewTarget(t)
 	id, source := createDatabase(t, b, map[string]any{"name": "shop", "url": tg.URL})
 	b.SetModes(map[string]string{source + ":query": "require_approval"})
-	query := map[string]any{"sql": "SELECT name FROM shop.items WHERE id = $1", "params": []any{1}}
-	r := invokeTool(b, source, "query", query)
+	call := func() *apptest.Response {
+		return invokeTool(b, source, "query", map[string]any{"sql": "SELECT name FROM shop.items WHERE id = $1", "params": []any{1}})
+	}
+	requireChangeRevokes(t, b, "/v1/databases/"+id, source, call, map[string]any{"name": "shop again"}, map[string]any{"url": tg.URL})
+}
+
+// requireChangeRevokes checks that an org-registered source's grants
+// survive the PATCH rename of path and are revoked by the PATCH change,
+// which stores source's secret again, in the same transaction: while a
+// trigger refuses revocations the change is refused and the sealed secret
+// stays byte for byte the same. call makes an invocation that waits for a
+// human unless a grant lets it through.
+func requireChangeRevokes(t *testing.T, b *apptest.Bundle, path, source string, call func() *apptest.Response, rename, change map[string]any) {
+	t.Helper()
+	r := call()
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
 	g := approveWithGrant(t, b, r.Body["invocation_id"].(string), map[string]any{"count": 5, "minutes": 10})
 
-	r = b.Do("PATCH", "/v1/databases/"+id, b.Owner(), map[string]any{"name": "shop again"})
+	r = b.Do("PATCH", path, b.Owner(), rename)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Equal(t, true, listGrant(t, b, g["id"].(string))["active"])
 
-	// The URL and the revocation commit together: while the revocation
-	// fails, the sealed URL stays the old one.
 	before := sealedCredential(t, b, source)
 	allow := refuseRevocations(t, b)
-	r = b.Do("PATCH", "/v1/databases/"+id, b.Owner(), map[string]any{"url": tg.URL})
+	r = b.Do("PATCH", path, b.Owner(), change)
 	require.Equal(t, http.StatusInternalServerError, r.Status, string(r.Raw))
-	require.Equal(t, before, sealedCredential(t, b, source), "the URL is unchanged")
+	require.Equal(t, before, sealedCredential(t, b, source), "the secret is unchanged")
 	require.Equal(t, true, listGrant(t, b, g["id"].(string))["active"])
 	allow()
 
-	r = b.Do("PATCH", "/v1/databases/"+id, b.Owner(), map[string]any{"url": tg.URL})
+	r = b.Do("PATCH", path, b.Owner(), change)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.NotEqual(t, before, sealedCredential(t, b, source))
 	listed := listGrant(t, b, g["id"].(string))
@@ -381,7 +367,7 @@ func TestGrants_DatabaseURLChangeRevokes(t *testing.T) {
 	revokes := auditEntries(t, b, "action=grant.revoke")
 	require.Len(t, revokes, 1)
 	require.Equal(t, g["id"], revokes[0]["target_id"])
-	r = invokeTool(b, source, "query", query)
+	r = call()
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
 	require.Equal(t, "pending", r.Body["invocation"].(map[string]any)["status"])
 }
