@@ -132,7 +132,7 @@ type Service struct {
 	queries   *outboxstore.Store
 	validator *executors.Validator
 	store     *invocationstore.Store
-	groups    sync.Map // organization → its envelopes' group commit (see submit)
+	groups    sync.Map // organization → its requests' group commit (see submit)
 	reads     sync.Map // organization → its waits' shared reads (see wait)
 	grants    *grant.Keeper
 	tracer    tracing.Tracer
