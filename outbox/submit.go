@@ -117,10 +117,13 @@ func (s *Service) write(ctx context.Context, ps []*prepared) ([]*invocation.Invo
 // their repeats and mode overrides (a deny override committed before the
 // read is always seen), then, for an invoke, its session's rate and
 // pending cap, then the invocations and their jobs. A request whose key an
-// earlier or concurrent one holds is nil in the answer. The sessions'
-// rows and locks are taken in the order of their ids, so that groups of
-// other API processes, which take them in the same order, never deadlock
-// with this one.
+// earlier or concurrent one holds is nil in the answer.
+//
+// Groups of other API processes lock the same rows, so the locks are taken
+// in one order: every session's rate row first, then each request's grant
+// and pending cap, sessions in the order of their ids. Two groups can then
+// only deadlock on two grants used in opposite orders; Postgres breaks
+// that, and the group is done again one request at a time.
 func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*invocation.Invocation, error) {
 	look := make([]outboxstore.Request, len(ps))
 	for i, p := range ps {
@@ -146,16 +149,18 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*inv
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ps[a].r.sessionID, ps[b].r.sessionID) })
 	for _, i := range order {
+		if r := ps[i].r; !found[i].Repeat && r.origin != originEnvelope {
+			if err := s.hitInvokeRate(ctx, tx, r.org, r.sessionID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, i := range order {
 		f := found[i]
 		if f.Repeat {
 			continue
 		}
 		r := ps[i].r
-		if r.origin != originEnvelope {
-			if err := s.hitInvokeRate(ctx, tx, r.org, r.sessionID); err != nil {
-				return nil, err
-			}
-		}
 		create := s.plan(ps[i], f.OrgMode, f.AutomationMode)
 		if err := s.useGrant(ctx, tx, ps[i], create); err != nil {
 			return nil, err
