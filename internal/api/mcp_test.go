@@ -390,13 +390,19 @@ func TestMCP_ServiceTokenCallsBecomeEnvelopes(t *testing.T) {
 	require.Equal(t, "nightly-report-42", invs[0].(map[string]any)["external_id"])
 }
 
-// postMCP sends one raw Streamable HTTP request to /mcp, in the 2025-11-25
-// session session when it is not empty.
+// postMCP sends one raw Streamable HTTP request to /mcp with a new sandbox
+// token, in the 2025-11-25 session session when it is not empty.
 func postMCP(t *testing.T, b *apptest.Bundle, body, version, session string) (int, string, http.Header) {
+	t.Helper()
+	return postMCPAs(t, b, b.Sandbox(), body, version, session)
+}
+
+// postMCPAs is postMCP with token.
+func postMCPAs(t *testing.T, b *apptest.Bundle, token, body, version, session string) (int, string, http.Header) {
 	t.Helper()
 	req, err := http.NewRequest("POST", b.URL+"/mcp", strings.NewReader(body))
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+b.Sandbox())
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if version != "" {
@@ -700,9 +706,13 @@ func TestMCP_RevokedTokensStreamEnds(t *testing.T) {
 	t.Parallel()
 	b := apptest.Start(t, nil)
 	session := rawSession(t, b)
+	// One token, issued before the revocation: a token issued after it is
+	// not revoked, and a busy machine may take more than the second of
+	// the revocation's cut-off to send the next request.
+	token := b.Sandbox()
 	req, err := http.NewRequest("GET", b.URL+"/mcp", nil)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+b.Sandbox())
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Mcp-Session-Id", session)
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
@@ -727,7 +737,7 @@ func TestMCP_RevokedTokensStreamEnds(t *testing.T) {
 	// revocation was heard, a request may be answered by a verifier whose
 	// list refreshes a moment later.
 	require.Eventually(t, func() bool {
-		status, _, _ := postMCP(t, b, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`, "2025-11-25", session)
+		status, _, _ := postMCPAs(t, b, token, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`, "2025-11-25", session)
 		return status == http.StatusUnauthorized
 	}, 10*time.Second, 50*time.Millisecond, "the revoked token is still accepted")
 }
