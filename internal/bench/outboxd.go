@@ -232,20 +232,31 @@ func (b *runner) enqueue(ctx context.Context, e *client.Envelope) (*client.Envel
 // postSingles posts n envelopes one request each from the configured
 // number of concurrent clients.
 func (b *runner) postSingles(ctx context.Context, prefix string, n int) error {
+	return shareActions(b.cfg.Concurrency, n, func(_ int, take func() (int, bool)) error {
+		for i, ok := take(); ok; i, ok = take() {
+			if _, err := b.enqueue(ctx, envelope(prefix, i, "")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// shareActions runs clients concurrent clients over the actions 1..n:
+// client k (from 0) runs work, whose take hands out the next action not
+// yet taken. It returns the first error a client returned.
+func shareActions(clients, n int, work func(k int, take func() (int, bool)) error) error {
 	var next atomic.Int64
-	errs := make(chan error, b.cfg.Concurrency)
+	take := func() (int, bool) {
+		i := int(next.Add(1))
+		return i, i <= n
+	}
+	errs := make(chan error, clients)
 	var wg sync.WaitGroup
-	for range b.cfg.Concurrency {
+	for k := range clients {
 		wg.Go(func() {
-			for {
-				i := int(next.Add(1))
-				if i > n {
-					return
-				}
-				if _, err := b.enqueue(ctx, envelope(prefix, i, "")); err != nil {
-					errs <- err
-					return
-				}
+			if err := work(k, take); err != nil {
+				errs <- err
 			}
 		})
 	}
@@ -259,31 +270,20 @@ func (b *runner) postSingles(ctx context.Context, prefix string, n int) error {
 // concurrent clients, each in its own session, with idempotency keys
 // <prefix>-i. Each invoke waits for its result, as an MCP call does.
 func (b *runner) postInvokes(ctx context.Context, prefix string, n int) error {
-	var next atomic.Int64
-	errs := make(chan error, len(b.sessions))
-	var wg sync.WaitGroup
-	for _, session := range b.sessions {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1))
-				if i > n {
-					return
-				}
-				res, err := session.Invoke(ctx, client.InvokeRequest{Integration: "slack", Action: "send_message",
-					Params: map[string]string{"channel": "C1", "text": fmt.Sprintf("bench message %d", i)}}, fmt.Sprintf("%s-%d", prefix, i))
-				if err == nil && res.Status != http.StatusOK {
-					err = fmt.Errorf("answered %d with the invocation %s", res.Status, res.Invocation.Status)
-				}
-				if err != nil {
-					errs <- fmt.Errorf("POST /v1/sessions/%s/actions/invoke: %w", session.ID, err)
-					return
-				}
+	return shareActions(len(b.sessions), n, func(k int, take func() (int, bool)) error {
+		session := b.sessions[k]
+		for i, ok := take(); ok; i, ok = take() {
+			res, err := session.Invoke(ctx, client.InvokeRequest{Integration: "slack", Action: "send_message",
+				Params: map[string]string{"channel": "C1", "text": fmt.Sprintf("bench message %d", i)}}, fmt.Sprintf("%s-%d", prefix, i))
+			if err == nil && res.Status != http.StatusOK {
+				err = fmt.Errorf("answered %d with the invocation %s", res.Status, res.Invocation.Status)
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+			if err != nil {
+				return fmt.Errorf("POST /v1/sessions/%s/actions/invoke: %w", session.ID, err)
+			}
+		}
+		return nil
+	})
 }
 
 // postMCP makes n allow-mode tools/call requests on the MCP front door
@@ -292,33 +292,20 @@ func (b *runner) postInvokes(ctx context.Context, prefix string, n int) error {
 // envelope whose external id is the call's idempotency key (<prefix>-i).
 // Each call waits for its result.
 func (b *runner) postMCP(ctx context.Context, prefix string, n int) error {
-	var next atomic.Int64
-	errs := make(chan error, b.cfg.Concurrency)
-	var wg sync.WaitGroup
-	for range b.cfg.Concurrency {
-		wg.Go(func() {
-			client, err := connectMCP(ctx, b.service.HTTP, b.service.BaseURL+"/mcp", b.service.Token)
-			if err != nil {
-				errs <- fmt.Errorf("connecting to /mcp: %w", err)
-				return
+	return shareActions(b.cfg.Concurrency, n, func(_ int, take func() (int, bool)) error {
+		client, err := connectMCP(ctx, b.service.HTTP, b.service.BaseURL+"/mcp", b.service.Token)
+		if err != nil {
+			return fmt.Errorf("connecting to /mcp: %w", err)
+		}
+		defer client.close(context.WithoutCancel(ctx))
+		for i, ok := take(); ok; i, ok = take() {
+			args := map[string]string{"channel": "C1", "text": fmt.Sprintf("bench message %d", i)}
+			if err := client.callTool(ctx, "slack.send_message", args, fmt.Sprintf("%s-%d", prefix, i)); err != nil {
+				return fmt.Errorf("tools/call: %w", err)
 			}
-			defer client.close(context.WithoutCancel(ctx))
-			for {
-				i := int(next.Add(1))
-				if i > n {
-					return
-				}
-				args := map[string]string{"channel": "C1", "text": fmt.Sprintf("bench message %d", i)}
-				if err := client.callTool(ctx, "slack.send_message", args, fmt.Sprintf("%s-%d", prefix, i)); err != nil {
-					errs <- fmt.Errorf("tools/call: %w", err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+		}
+		return nil
+	})
 }
 
 // postPaced posts warm envelopes (external ids warm-<prefix>-i) and then
