@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/grant"
@@ -27,19 +29,45 @@ func (s *Service) useGrant(ctx context.Context, tx pgx.Tx, p *prepared, create *
 		// A definition that cannot be hashed matches no grant.
 		return nil //nolint:nilerr // the request waits for a human
 	}
-	id, err := s.grants.Use(ctx, tx, &grant.Request{
+	id, revoked, err := s.grants.Use(ctx, tx, &grant.Request{
 		Org: create.OrganizationID, SourceID: create.Integration, ActionID: create.Action,
 		SessionID: create.SessionID, AutomationID: create.AutomationID, Params: create.Params,
 		DefinitionHash: hash, Drifted: reviewDrifted(p.action, hash),
 	})
-	if err != nil || id == nil {
+	if err != nil {
 		return err
+	}
+	if err := s.auditDriftRevoked(ctx, tx, create.OrganizationID, revoked); err != nil {
+		return err
+	}
+	if id == nil {
+		return nil
 	}
 	create.Status = invocation.StatusApproved
 	create.ExpiresAt = nil
 	create.Mode = string(policy.ModeAllow)
 	create.ModeSource = grant.ModeSource
 	create.GrantID = id
+	return nil
+}
+
+// auditDriftRevoked records in the audit trail, in tx, the grants that
+// an action's changed definition revoked: outboxd's own change, as the
+// grants revoked with a replaced credential are.
+func (s *Service) auditDriftRevoked(ctx context.Context, tx pgx.Tx, org string, revoked []uuid.UUID) error {
+	if s.deps.Trail == nil {
+		return nil
+	}
+	for _, id := range revoked {
+		err := s.deps.Trail.RecordTx(ctx, tx, &audit.Change{
+			Org: org, Actor: &audit.Actor{Subject: grant.System, Kind: audit.KindInternal},
+			Action: "grant.revoke", TargetType: "grant", TargetID: id.String(),
+			After: map[string]string{"revoke_reason": grant.ReasonDrift, "revoked_by": grant.System},
+		})
+		if err != nil {
+			return fmt.Errorf("recording a drifted grant's revocation in the audit trail: %w", err)
+		}
+	}
 	return nil
 }
 

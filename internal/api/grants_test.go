@@ -284,7 +284,8 @@ func countByGrant(t *testing.T, b *apptest.Bundle, id string) int {
 }
 
 // TestGrants_DriftRevokes: when a connector tool's definition changes, its
-// grant is revoked at the next invocation, which waits for a human.
+// grant is revoked at the next invocation, which waits for a human, and the
+// audit trail records the revocation as outboxd's own.
 func TestGrants_DriftRevokes(t *testing.T) {
 	t.Parallel()
 	srv := newMCPServer(t)
@@ -305,6 +306,15 @@ func TestGrants_DriftRevokes(t *testing.T) {
 	listed := listGrant(t, b, g["id"].(string))
 	require.Equal(t, "drift", listed["revoke_reason"])
 	require.Equal(t, float64(4), listed["remaining"])
+	revokes := auditEntries(t, b, "action=grant.revoke")
+	require.Len(t, revokes, 1)
+	require.Equal(t, g["id"], revokes[0]["target_id"])
+	require.Equal(t, map[string]any{"subject": "outboxd", "kind": "internal"}, revokes[0]["actor"])
+	require.Equal(t, "drift", revokes[0]["after"].(map[string]any)["revoke_reason"])
+
+	r = invokeTool(b, source, "create_note", map[string]any{"title": "drifted again", "folder": "inbox"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	require.Len(t, auditEntries(t, b, "action=grant.revoke"), 1, "a grant is revoked and recorded once")
 }
 
 // TestGrants_ConnectorSecretChangeRevokes: a connector given another

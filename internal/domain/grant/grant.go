@@ -188,42 +188,44 @@ type Request struct {
 // Use takes one use of a live grant that lets r through, in db (the
 // transaction that records the invocation), and returns its id; nil when
 // no grant does. Grants of the action made with another definition hash
-// are revoked on the way (ReasonDrift), in the same transaction.
-func (k *Keeper) Use(ctx context.Context, db dbutil.DB, r *Request) (*uuid.UUID, error) {
+// are revoked on the way (ReasonDrift), in the same transaction, and
+// returned in revoked, for the caller to record.
+func (k *Keeper) Use(ctx context.Context, db dbutil.DB, r *Request) (id *uuid.UUID, revoked []uuid.UUID, err error) {
 	if r.SessionID == "" && r.AutomationID == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if r.Drifted {
-		if _, err := k.store.RevokeAction(ctx, db, r.Org, r.SourceID, r.ActionID, "", System, ReasonDrift); err != nil {
-			return nil, fmt.Errorf("revoking drifted grants: %w", err)
+		revoked, err := k.store.RevokeAction(ctx, db, r.Org, r.SourceID, r.ActionID, "", System, ReasonDrift)
+		if err != nil {
+			return nil, nil, fmt.Errorf("revoking drifted grants: %w", err)
 		}
-		return nil, nil
+		return nil, revoked, nil
 	}
 	cands, err := k.store.Candidates(ctx, db, r.Org, r.SourceID, r.ActionID, r.SessionID, r.AutomationID, r.Params)
 	if err != nil {
-		return nil, fmt.Errorf("looking up grants: %w", err)
+		return nil, nil, fmt.Errorf("looking up grants: %w", err)
 	}
-	revoked := false
+	drifted := false
 	for _, c := range cands {
 		if c.DefinitionHash != r.DefinitionHash {
-			if !revoked {
-				if _, err := k.store.RevokeAction(ctx, db, r.Org, r.SourceID, r.ActionID, r.DefinitionHash, System, ReasonDrift); err != nil {
-					return nil, fmt.Errorf("revoking drifted grants: %w", err)
+			if !drifted {
+				if revoked, err = k.store.RevokeAction(ctx, db, r.Org, r.SourceID, r.ActionID, r.DefinitionHash, System, ReasonDrift); err != nil {
+					return nil, nil, fmt.Errorf("revoking drifted grants: %w", err)
 				}
-				revoked = true
+				drifted = true
 			}
 			continue
 		}
 		_, ok, err := k.store.Use(ctx, db, r.Org, c.ID)
 		if err != nil {
-			return nil, fmt.Errorf("using grant: %w", err)
+			return nil, nil, fmt.Errorf("using grant: %w", err)
 		}
 		if ok {
 			id := c.ID
-			return &id, nil
+			return &id, revoked, nil
 		}
 	}
-	return nil, nil
+	return nil, revoked, nil
 }
 
 // GiveBack returns the use of grant id that Use took for an invocation of

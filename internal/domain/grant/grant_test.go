@@ -53,7 +53,7 @@ func TestKeeper_RacingUsesLetExactlyN(t *testing.T) {
 	for range n + 1 {
 		wg.Go(func() {
 			err := dbutil.WithTx(ctx, pool, func(ctx context.Context, tx pgx.Tx) error {
-				id, err := k.Use(ctx, tx, request(`{"channel":"C1","text":"y"}`))
+				id, _, err := k.Use(ctx, tx, request(`{"channel":"C1","text":"y"}`))
 				if id != nil {
 					require.Equal(t, g.ID, *id)
 					mu.Lock()
@@ -79,7 +79,7 @@ func TestKeeper_Constraints(t *testing.T) {
 	_, err := k.Create(ctx, pool, approved(`{"channel":"C1","opts":{"a":[1,2]},"text":"x"}`), &grant.Spec{Count: 10, Minutes: 5, Fixed: []string{"channel", "opts"}}, "h1", "alice")
 	require.NoError(t, err)
 	use := func(r *grant.Request) bool {
-		id, err := k.Use(ctx, pool, r)
+		id, _, err := k.Use(ctx, pool, r)
 		require.NoError(t, err)
 		return id != nil
 	}
