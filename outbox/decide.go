@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outboxd/outboxd/internal/domain/audit"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/intent"
@@ -44,15 +45,24 @@ type ApproveParams struct {
 // Approve clears a pending invocation to run. Releasing its parked job
 // happens in the same transaction: the approval is the un-blocking.
 func (s *Service) Approve(ctx context.Context, p *ApproveParams) (invocation.Invocation, error) {
+	var action actionOf
+	if p.Params != nil || p.Grant != nil {
+		// An edit and a grant need the action's definition, which a
+		// connector may have to be asked for: ask before the transaction
+		// that locks the invocation, not while holding it.
+		action = s.preresolve(ctx, p.OrganizationID, p.InvocationID)
+	} else {
+		action = s.resolveOf(ctx)
+	}
 	return s.decide(ctx, p.OrganizationID, p.InvocationID, "approved", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
 		if ownRequest(inv, p.UserID) {
 			return inv, errs.Errorf(errs.SelfApproval, "%s asked for this invocation and cannot approve it: another person must", p.UserID)
 		}
 		var err error
 		if p.Params != nil {
-			inv, err = s.edit(ctx, tx, inv, p.UserID, p.Params)
+			inv, err = s.edit(ctx, tx, inv, p.UserID, p.Params, action)
 		} else {
-			inv, err = s.rekey(ctx, tx, inv)
+			inv, err = s.rekey(ctx, tx, inv, action)
 		}
 		if err != nil {
 			return inv, err
@@ -78,7 +88,7 @@ func (s *Service) Approve(ctx context.Context, p *ApproveParams) (invocation.Inv
 		}
 		approved, err := s.store.Approve(ctx, tx, inv.ID, p.UserID)
 		if err == nil && p.Grant != nil {
-			err = s.createGrant(ctx, tx, &inv, p.Grant, p.UserID)
+			err = s.createGrant(ctx, tx, &inv, p.Grant, p.UserID, action)
 		}
 		if err != nil || !p.Always {
 			return approved, err
@@ -96,6 +106,34 @@ func (s *Service) Approve(ctx context.Context, p *ApproveParams) (invocation.Inv
 		}
 		return approved, nil
 	})
+}
+
+// actionOf returns the action of an invocation (its source's definition).
+type actionOf func(inv *invocation.Invocation) (catalog.Action, error)
+
+// resolveOf resolves an invocation's action when asked.
+func (s *Service) resolveOf(ctx context.Context) actionOf {
+	return func(inv *invocation.Invocation) (catalog.Action, error) {
+		return s.resolveAction(ctx, inv.OrganizationID, inv.Integration, inv.Action)
+	}
+}
+
+// preresolve resolves the action of invocation id now, outside any
+// transaction, and returns it when asked (an invocation's source and
+// action never change). An invocation that cannot be read now is
+// resolved when asked, and its decision says what is wrong.
+func (s *Service) preresolve(ctx context.Context, org, id string) actionOf {
+	inv, err := s.Get(ctx, org, id)
+	if err != nil {
+		return s.resolveOf(ctx)
+	}
+	action, err := s.resolveAction(ctx, inv.OrganizationID, inv.Integration, inv.Action)
+	return func(got *invocation.Invocation) (catalog.Action, error) {
+		if got.ID != inv.ID {
+			return s.resolveAction(ctx, got.OrganizationID, got.Integration, got.Action)
+		}
+		return action, err
+	}
 }
 
 // ownRequest reports whether approver asked for inv: with their own token,

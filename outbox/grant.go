@@ -83,11 +83,11 @@ func reviewDrifted(a catalog.Action, hash string) bool {
 
 // createGrant stores the grant an approver asked for with the approval of
 // inv, in the approval's transaction.
-func (s *Service) createGrant(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation, spec *grant.Spec, by string) error {
+func (s *Service) createGrant(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation, spec *grant.Spec, by string, resolve actionOf) error {
 	if inv.ModeSource == string(policy.SourceDriftGuard) {
 		return errs.Errorf(errs.Conflict, "%s.%s changed since its review: review the tool before granting more of it", inv.Integration, inv.Action)
 	}
-	action, err := s.resolveAction(ctx, inv.OrganizationID, inv.Integration, inv.Action)
+	action, err := resolve(inv)
 	if err != nil {
 		return err
 	}

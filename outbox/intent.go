@@ -47,7 +47,7 @@ func setIntent(digest *string, raw *json.RawMessage, c *intent.Components) error
 // when the key it was made with left the ring (secrets.keys), so that the
 // approval approves fingerprints the worker can make again. An intent
 // whose key is in the ring is left as it is.
-func (s *Service) rekey(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
+func (s *Service) rekey(ctx context.Context, tx pgx.Tx, inv invocation.Invocation, resolve actionOf) (invocation.Invocation, error) {
 	var c intent.Components
 	if s.deps.Intents == nil || len(inv.Intent) == 0 || json.Unmarshal(inv.Intent, &c) != nil || s.deps.Intents.Current(&c) {
 		return inv, nil
@@ -56,7 +56,7 @@ func (s *Service) rekey(ctx context.Context, tx pgx.Tx, inv invocation.Invocatio
 	if err != nil {
 		return inv, err
 	}
-	action, err := s.resolveAction(ctx, inv.OrganizationID, inv.Integration, inv.Action)
+	action, err := resolve(&inv)
 	if err != nil {
 		return inv, err
 	}
@@ -79,7 +79,7 @@ func (s *Service) rekey(ctx context.Context, tx pgx.Tx, inv invocation.Invocatio
 // sealed as at creation; the original params, the edit (who, when, the
 // diff) and the new intent are recorded with an edited event. Params equal
 // to the current ones change nothing.
-func (s *Service) edit(ctx context.Context, tx pgx.Tx, inv invocation.Invocation, by string, params json.RawMessage) (invocation.Invocation, error) {
+func (s *Service) edit(ctx context.Context, tx pgx.Tx, inv invocation.Invocation, by string, params json.RawMessage, resolve actionOf) (invocation.Invocation, error) {
 	if !bytes.HasPrefix(bytes.TrimSpace(params), []byte("{")) {
 		return inv, errs.Invalid("params", "params must be a JSON object")
 	}
@@ -91,7 +91,7 @@ func (s *Service) edit(ctx context.Context, tx pgx.Tx, inv invocation.Invocation
 	if err != nil {
 		return inv, errs.Invalid("params", "params are not valid JSON")
 	}
-	action, err := s.resolveAction(ctx, inv.OrganizationID, inv.Integration, inv.Action)
+	action, err := resolve(&inv)
 	if err != nil {
 		return inv, err
 	}

@@ -38,6 +38,9 @@ type mcpServer struct {
 	headers []http.Header
 	hang    bool
 	release chan struct{}
+	// lists, when set, hears of each tools/list, which then waits for
+	// listsRelease (holdLists).
+	lists, listsRelease chan struct{}
 }
 
 func newMCPServer(t *testing.T) *mcpServer {
@@ -45,6 +48,25 @@ func newMCPServer(t *testing.T) *mcpServer {
 	s := &mcpServer{sdk: mcpsdk.NewServer(&mcpsdk.Implementation{Name: "notes", Version: "v1"}, nil), release: make(chan struct{})}
 	s.addTool("search", "Search notes.", searchSchema, &mcpsdk.ToolAnnotations{ReadOnlyHint: true})
 	s.addTool("create_note", "Create a note.", noteSchema, nil)
+	s.sdk.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			s.mu.Lock()
+			lists, release := s.lists, s.listsRelease
+			s.mu.Unlock()
+			if method == "tools/list" && lists != nil {
+				select {
+				case lists <- struct{}{}:
+					select {
+					case <-release:
+					case <-ctx.Done():
+					}
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	handler := mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return s.sdk }, &mcpsdk.StreamableHTTPOptions{Stateless: true})
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -74,6 +96,18 @@ func (s *mcpServer) addTool(name, desc, schema string, ann *mcpsdk.ToolAnnotatio
 			}
 			return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: name + " done"}}}, nil
 		})
+}
+
+// holdLists holds every tools/list from now on: arrived hears of each,
+// and release lets them all go.
+func (s *mcpServer) holdLists(t *testing.T) (arrived <-chan struct{}, release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lists, s.listsRelease = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(s.listsRelease) }) }
+	t.Cleanup(release)
+	return s.lists, release
 }
 
 func (s *mcpServer) toolCalls() []*mcpsdk.CallToolParamsRaw {

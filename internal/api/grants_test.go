@@ -317,6 +317,49 @@ func TestGrants_DriftRevokes(t *testing.T) {
 	require.Len(t, auditEntries(t, b, "action=grant.revoke"), 1, "a grant is revoked and recorded once")
 }
 
+// TestGrants_ApprovalAsksConnectorFirst: an approval that grants needs the
+// tool's definition, which the connector's server is asked for before the
+// invocation is locked: while that server is slow, a denial of the same
+// invocation goes through, and the approval then finds it decided.
+func TestGrants_ApprovalAsksConnectorFirst(t *testing.T) {
+	t.Parallel()
+	srv := newMCPServer(t)
+	b := apptest.Start(t, &apptest.Options{ConnectorCacheTTL: time.Millisecond})
+	_, source := createConnector(t, b, srv, nil)
+	r := invokeTool(b, source, "create_note", map[string]any{"title": "first"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	id := r.Body["invocation_id"].(string)
+
+	time.Sleep(2 * time.Millisecond) // past the connector's cached tool list
+	arrived, release := srv.holdLists(t)
+	approved := make(chan *apptest.Response, 1)
+	go func() {
+		approved <- b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(),
+			map[string]any{"mode": "once", "grant": map[string]any{"count": 5, "minutes": 10}})
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the approval never asked the connector for its tools")
+	}
+	denied := make(chan *apptest.Response, 1)
+	go func() {
+		denied <- b.Do("POST", "/v1/invocations/"+id+"/deny", b.Owner(), map[string]any{"reason": "not now"})
+	}()
+	select {
+	case r = <-denied:
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	case <-time.After(10 * time.Second): // the connector's own timeout is 15s
+		t.Fatal("the denial waited for the approval's question to the connector")
+	}
+	release()
+	r = <-approved
+	require.Equal(t, http.StatusConflict, r.Status, string(r.Raw))
+	r = b.Do("GET", "/v1/grants", b.Admin(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Empty(t, r.Body["grants"], "no grant for a denied invocation")
+}
+
 // TestGrants_ConnectorSecretChangeRevokes: a connector given another
 // secret loses the grants of its tools; one only renamed keeps them.
 func TestGrants_ConnectorSecretChangeRevokes(t *testing.T) {
