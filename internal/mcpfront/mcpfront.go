@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -285,7 +286,16 @@ func callerOf(req mcp.Request) (*outboxauth.Claims, error) {
 // resources/list and resources/read from its guides, and passes every
 // other method to the SDK.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		// The SDK serves each request on a goroutine of its own and does
+		// not recover a panic there, so one would end the process: answer
+		// it as an internal error instead, as the REST API does.
+		defer func() {
+			if v := recover(); v != nil {
+				s.logger.ErrorContext(ctx, "mcp: panic serving a request", "method", method, "panic", v, "stack", string(debug.Stack()))
+				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+			}
+		}()
 		switch method {
 		case "resources/list":
 			c, err := callerOf(req)
@@ -434,9 +444,13 @@ func (s *Server) listTools(ctx context.Context, c *outboxauth.Claims, req *mcp.L
 	if s.watchers != nil && req.Session != nil && req.Session.ID() != "" {
 		s.watchers.saw(req.Session, c, digestOf(all))
 	}
-	out := &mcp.ListToolsResult{Tools: all[min(start, len(all)):min(start+s.pageSize, len(all))]}
-	if start+s.pageSize < len(all) {
-		out.NextCursor = strconv.Itoa(start + s.pageSize)
+	// A cursor past the end (the list shrank) gives an empty last page;
+	// end is counted from start, which cannot overflow.
+	start = min(start, len(all))
+	end := start + min(s.pageSize, len(all)-start)
+	out := &mcp.ListToolsResult{Tools: all[start:end]}
+	if end < len(all) {
+		out.NextCursor = strconv.Itoa(end)
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
@@ -67,6 +68,47 @@ func TestListTools_Pages(t *testing.T) {
 
 	_, err = session.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: "not-a-cursor"})
 	require.ErrorContains(t, err, "cursor")
+	// Past the end (a list that shrank, or the largest int, which once
+	// overflowed the page's end and ended the process): an empty last page.
+	for _, past := range []string{"6", "100", "9223372036854775807"} {
+		page, err := session.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: past})
+		require.NoError(t, err, past)
+		require.Empty(t, page.Tools, past)
+		require.Empty(t, page.NextCursor, past)
+	}
+	page, err := session.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: "5"})
+	require.NoError(t, err)
+	require.Equal(t, "outboxd_wait", page.Tools[0].Name)
+	require.Empty(t, page.NextCursor)
+}
+
+// panicCatalog panics when asked for a listing.
+type panicCatalog struct{ fakeCatalog }
+
+func (panicCatalog) Available(context.Context, *catalog.Caller) (*catalog.Listing, error) {
+	panic("a bug")
+}
+
+// A panic while serving a request is the request's internal error: the
+// SDK serves requests on goroutines it does not recover, where a panic
+// would end the whole process (and this test binary); the session goes on
+// serving (the second request).
+func TestMiddleware_PanicIsAnInternalError(t *testing.T) {
+	front := mcpfront.New(&mcpfront.Deps{Outbox: noOutbox{}, Catalog: panicCatalog{}})
+	claims := &auth.Claims{Org: "org", Kind: auth.KindSandbox, SessionID: "s"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { front.ServeMCP(w, r, claims) }))
+	defer srv.Close()
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: withBearer{}}}, nil)
+	require.NoError(t, err)
+	defer session.Close()
+	for range 2 {
+		_, err = session.ListTools(context.Background(), nil)
+		var rpcErr *jsonrpc.Error
+		require.ErrorAs(t, err, &rpcErr)
+		require.Equal(t, int64(jsonrpc.CodeInternalError), rpcErr.Code)
+		require.Equal(t, "internal error", rpcErr.Message)
+	}
 }
 
 // withBearer sends the bearer header the HTTP layer would have checked.
