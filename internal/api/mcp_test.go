@@ -211,7 +211,7 @@ func TestMCP_CallRunsThroughTheOutbox(t *testing.T) {
 	// naming what is wrong; neither is recorded.
 	_, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "slack.send_message", Arguments: map[string]any{"text": "no channel"}})
 	require.True(t, errors.As(err, &rpcErr), "%v", err)
-	require.Contains(t, rpcErr.Message, "channel")
+	require.Contains(t, rpcErr.Message, "arguments.channel: ")
 	_, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "slack.no_such_tool", Arguments: map[string]any{}})
 	require.True(t, errors.As(err, &rpcErr), "%v", err)
 	require.Contains(t, rpcErr.Message, "unknown tool")
@@ -469,7 +469,7 @@ func TestMCP_BadInput(t *testing.T) {
 		"WrongVersion":   {`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "1999-01-01", http.StatusBadRequest, "protocol version"},
 		"Oversize":       {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":{"channel":"C1","text":"` + strings.Repeat("a", 5<<20) + `"}}}`, "2025-11-25", http.StatusRequestEntityTooLarge, "exceeds"},
 		"UnknownSession": {`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "2025-11-25", http.StatusNotFound, "session not found"},
-		"ArgsNotObject":  {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":[1]}}`, "2025-11-25", http.StatusOK, `"code":-32602`},
+		"ArgsNotObject":  {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":[1]}}`, "2025-11-25", http.StatusOK, `"code":-32602,"message":"invalid params for slack.send_message (arguments: params must be a JSON object)"`},
 		"NUL":            {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":{"channel":"C1\u0000","text":"x"}}}`, "2025-11-25", http.StatusOK, `"code":-32602`},
 	} {
 		session := rawSession(t, b)

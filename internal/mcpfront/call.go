@@ -275,10 +275,12 @@ func (s *Server) refusal(err error) (*mcp.CallToolResult, error) {
 	var rle *errs.RateLimitError
 	switch {
 	case errors.As(err, &ve):
+		// The fields are the tool's arguments: named as the request names
+		// them ("arguments.channel"; "arguments" for the whole object).
 		msg := ve.Message
 		var fields []string
 		for _, f := range ve.Fields {
-			fields = append(fields, f.Field+": "+f.Message)
+			fields = append(fields, strings.TrimSuffix("arguments."+f.Field, ".")+": "+f.Message)
 		}
 		if len(fields) > 0 {
 			msg += " (" + strings.Join(fields, "; ") + ")"
