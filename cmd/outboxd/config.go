@@ -104,6 +104,7 @@ var defaults = func() map[string]any {
 		"sync_wait":                          ob.SyncWait,
 		"mcp.stateless":                      false,
 		"mcp.session_timeout":                front.SessionTimeout,
+		"mcp.max_sessions":                   front.MaxSessions,
 		"mcp.recheck_interval":               front.Recheck,
 		"worker.max_workers":                 w.MaxWorkers,
 		"worker.max_attempts":                w.MaxAttempts,
@@ -325,6 +326,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		MCP: mcpfront.Config{
 			Stateless:      v.GetBool("mcp.stateless"),
 			SessionTimeout: v.GetDuration("mcp.session_timeout"),
+			MaxSessions:    v.GetInt("mcp.max_sessions"),
 			Recheck:        v.GetDuration("mcp.recheck_interval"),
 		},
 		Slack: slackapproval.Config{
@@ -349,6 +351,9 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 	}
 	if cfg.Plugins.Timeout <= 0 || cfg.Plugins.MaxOutputBytes <= 0 {
 		return nil, errors.New("plugins.timeout and plugins.max_output_bytes must be positive")
+	}
+	if cfg.MCP.MaxSessions <= 0 {
+		return nil, errors.New("mcp.max_sessions must be a positive number of sessions")
 	}
 	keys, err := secretKeys(v)
 	if err != nil {

@@ -67,6 +67,11 @@ type Config struct {
 	// SessionTimeout closes a session that has had no request for this
 	// long (default 30m); its client starts a new one.
 	SessionTimeout time.Duration
+	// MaxSessions is how many sessions one organization may keep open in
+	// this process (default 1000): a new one past it closes the
+	// organization's session idle longest, or is refused while each has
+	// a request in flight (sessionLimit).
+	MaxSessions int
 	// Recheck is how often the tool lists of connected clients are read
 	// again with no change announced (default 1m), to notice what no table
 	// records: a connector's server changing its tools.
@@ -76,6 +81,7 @@ type Config struct {
 // WithDefaults returns c with its zero fields at their defaults.
 func (c Config) WithDefaults() Config {
 	c.SessionTimeout = cmp.Or(c.SessionTimeout, 30*time.Minute)
+	c.MaxSessions = cmp.Or(c.MaxSessions, 1000)
 	c.Recheck = cmp.Or(c.Recheck, time.Minute)
 	return c
 }
@@ -122,6 +128,7 @@ type Server struct {
 	send mcp.MethodHandler
 	// watchers is nil without Deps.Changes.
 	watchers *watchers
+	sessions *sessionLimit
 }
 
 // New returns the front door.
@@ -132,6 +139,7 @@ func New(deps *Deps) *Server {
 		s.metrics = telemetry.NewNop()
 	}
 	cfg := deps.Config.WithDefaults()
+	s.sessions = newSessionLimit(cfg.MaxSessions)
 	if deps.Changes != nil {
 		s.watchers = newWatchers(s, deps.Changes, cfg.Recheck)
 	}
@@ -296,6 +304,12 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 			}
 		}()
+		// A session's requests (not its notifications, which the SDK
+		// handles after answering them) count as its use.
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if ss != nil && !strings.HasPrefix(method, "notifications/") {
+			defer s.sessions.begin(ss)()
+		}
 		switch method {
 		case "resources/list":
 			c, err := callerOf(req)
@@ -316,19 +330,12 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return s.listTools(ctx, c, req.(*mcp.ListToolsRequest))
 		case "initialize":
-			res, err := next(ctx, method, req)
-			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && err == nil && ss.ID() != "" && s.watchers != nil {
-				// A session that lives past this request (2025-11-25, not
-				// stateless): its client hears of changes once it lists.
-				if c, cerr := callerOf(req); cerr == nil {
-					untrack := s.watchers.track(ss, c, false, [32]byte{})
-					go func() {
-						_ = ss.Wait()
-						untrack()
-					}()
-				}
+			if ss == nil || ss.ID() == "" {
+				return next(ctx, method, req)
 			}
-			return res, err
+			// A session that lives past this request (2025-11-25, not
+			// stateless).
+			return s.initialize(ctx, ss, method, req, next)
 		case "subscriptions/listen":
 			c, err := callerOf(req)
 			if err != nil {
@@ -359,6 +366,46 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		return next(ctx, method, req)
 	}
 }
+
+// initialize starts a session that outlives its request, within its
+// organization's limit; its client hears of tool list changes once it
+// lists. A refused session is closed by the SDK, as one that failed to
+// initialize.
+func (s *Server) initialize(ctx context.Context, ss *mcp.ServerSession, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	c, err := callerOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if !s.sessions.room(c.Org) {
+		s.metrics.MCPSessionsLimited.WithLabelValues("refused").Inc()
+		s.logger.WarnContext(ctx, "mcp: a session refused at the organization's limit", "organization_id", c.Org, "max_sessions", s.sessions.max)
+		return nil, &jsonrpc.Error{Code: codeSessionLimit, Message: fmt.Sprintf(
+			"this organization has %d MCP sessions open on this server, each with a request in flight: end a session (DELETE /mcp with its Mcp-Session-Id) or retry when a call has ended", s.sessions.max)}
+	}
+	res, err := next(ctx, method, req)
+	if err != nil {
+		return res, err
+	}
+	if evict := s.sessions.admit(c.Org, ss); evict != nil {
+		s.metrics.MCPSessionsLimited.WithLabelValues("closed").Inc()
+		s.logger.InfoContext(ctx, "mcp: the session idle longest closed at the organization's limit", "organization_id", c.Org, "max_sessions", s.sessions.max)
+		go func() { _ = evict.Close() }()
+	}
+	untrack := func() {}
+	if s.watchers != nil {
+		untrack = s.watchers.track(ss, c, false, [32]byte{})
+	}
+	go func() {
+		_ = ss.Wait()
+		untrack()
+		s.sessions.remove(ss)
+	}()
+	return res, nil
+}
+
+// codeSessionLimit is the JSON-RPC error of an initialize refused at the
+// organization's session limit (in the range JSON-RPC leaves to servers).
+const codeSessionLimit = -32000
 
 // tool is one action of the caller's catalog as an MCP tool.
 type tool struct {

@@ -56,6 +56,10 @@ type Metrics struct {
 	MCPSessions prometheus.Gauge
 	// MCPListChanged counts notifications/tools/list_changed sent.
 	MCPListChanged prometheus.Counter
+	// MCPSessionsLimited counts sessions closed, or refused, because their
+	// organization reached mcp.max_sessions in this process, by outcome
+	// (closed: the one idle longest made room; refused: none was idle).
+	MCPSessionsLimited *prometheus.CounterVec
 }
 
 // New creates the metrics and registers them on reg.
@@ -127,9 +131,13 @@ func New(reg prometheus.Registerer) *Metrics {
 		Name: "outboxd_mcp_list_changed_total",
 		Help: "notifications/tools/list_changed sent to MCP clients whose tool list changed.",
 	})
+	m.MCPSessionsLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "outboxd_mcp_sessions_limited_total",
+		Help: "MCP sessions closed (closed: the organization's session idle longest, to make room) or refused (refused: none was idle) at mcp.max_sessions.",
+	}, []string{"outcome"})
 	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency, m.Drift, m.ConnectorList,
 		m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications, m.PauseHolds, m.Unreconciled,
-		m.MCPCalls, m.MCPWait, m.MCPSessions, m.MCPListChanged)
+		m.MCPCalls, m.MCPWait, m.MCPSessions, m.MCPListChanged, m.MCPSessionsLimited)
 	return m
 }
 
