@@ -3,8 +3,10 @@ package mcpfront
 import (
 	"container/list"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
 )
 
 // sessionLimit keeps at most max open sessions per organization in this
@@ -18,6 +20,8 @@ import (
 // another's.
 type sessionLimit struct {
 	max int
+	// closedLog and refusedLog keep a flood of sessions out of the log.
+	closedLog, refusedLog rate.Sometimes
 
 	mu sync.Mutex
 	// orgs holds each organization's sessions, most recently used first.
@@ -33,7 +37,8 @@ type limited struct {
 }
 
 func newSessionLimit(max int) *sessionLimit {
-	return &sessionLimit{max: max, orgs: map[string]*list.List{}, all: map[*mcp.ServerSession]*list.Element{}}
+	return &sessionLimit{max: max, orgs: map[string]*list.List{}, all: map[*mcp.ServerSession]*list.Element{},
+		closedLog: rate.Sometimes{First: 1, Interval: time.Minute}, refusedLog: rate.Sometimes{First: 1, Interval: time.Minute}}
 }
 
 // room reports whether org may open one more session: it is under the

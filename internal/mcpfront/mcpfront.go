@@ -378,7 +378,10 @@ func (s *Server) initialize(ctx context.Context, ss *mcp.ServerSession, method s
 	}
 	if !s.sessions.room(c.Org) {
 		s.metrics.MCPSessionsLimited.WithLabelValues("refused").Inc()
-		s.logger.WarnContext(ctx, "mcp: a session refused at the organization's limit", "organization_id", c.Org, "max_sessions", s.sessions.max)
+		s.sessions.refusedLog.Do(func() {
+			s.logger.WarnContext(ctx, "mcp: a session refused at the organization's limit (logged once a minute at most; outboxd_mcp_sessions_limited_total counts each)",
+				"organization_id", c.Org, "max_sessions", s.sessions.max)
+		})
 		return nil, &jsonrpc.Error{Code: codeSessionLimit, Message: fmt.Sprintf(
 			"this organization has %d MCP sessions open on this server, each with a request in flight: end a session (DELETE /mcp with its Mcp-Session-Id) or retry when a call has ended", s.sessions.max)}
 	}
@@ -388,7 +391,10 @@ func (s *Server) initialize(ctx context.Context, ss *mcp.ServerSession, method s
 	}
 	if evict := s.sessions.admit(c.Org, ss); evict != nil {
 		s.metrics.MCPSessionsLimited.WithLabelValues("closed").Inc()
-		s.logger.InfoContext(ctx, "mcp: the session idle longest closed at the organization's limit", "organization_id", c.Org, "max_sessions", s.sessions.max)
+		s.sessions.closedLog.Do(func() {
+			s.logger.InfoContext(ctx, "mcp: the session idle longest closed at the organization's limit (logged once a minute at most; outboxd_mcp_sessions_limited_total counts each)",
+				"organization_id", c.Org, "max_sessions", s.sessions.max)
+		})
 		go func() { _ = evict.Close() }()
 	}
 	untrack := func() {}
