@@ -283,18 +283,27 @@ func countByGrant(t *testing.T, b *apptest.Bundle, id string) int {
 	return n
 }
 
+// pendingNote starts outboxd with a connector, whose tool list it keeps a
+// millisecond, and calls its create_note: source is the connector's source
+// and id the invocation, which waits for a human.
+func pendingNote(t *testing.T) (b *apptest.Bundle, srv *mcpServer, source, id string) {
+	t.Helper()
+	srv = newMCPServer(t)
+	b = apptest.Start(t, &apptest.Options{ConnectorCacheTTL: time.Millisecond})
+	_, source = createConnector(t, b, srv, nil)
+	r := invokeTool(b, source, "create_note", map[string]any{"title": "first"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	return b, srv, source, r.Body["invocation_id"].(string)
+}
+
 // TestGrants_DriftRevokes: when a connector tool's definition changes, its
 // grant is revoked at the next invocation, which waits for a human, and the
 // audit trail records the revocation as outboxd's own.
 func TestGrants_DriftRevokes(t *testing.T) {
 	t.Parallel()
-	srv := newMCPServer(t)
-	b := apptest.Start(t, &apptest.Options{ConnectorCacheTTL: time.Millisecond})
-	_, source := createConnector(t, b, srv, nil)
-	r := invokeTool(b, source, "create_note", map[string]any{"title": "first"})
-	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
-	g := approveWithGrant(t, b, r.Body["invocation_id"].(string), map[string]any{"count": 5, "minutes": 10})
-	r = invokeTool(b, source, "create_note", map[string]any{"title": "granted"})
+	b, srv, source, id := pendingNote(t)
+	g := approveWithGrant(t, b, id, map[string]any{"count": 5, "minutes": 10})
+	r := invokeTool(b, source, "create_note", map[string]any{"title": "granted"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Equal(t, g["id"], r.Body["invocation"].(map[string]any)["grant_id"])
 
@@ -323,13 +332,7 @@ func TestGrants_DriftRevokes(t *testing.T) {
 // invocation goes through, and the approval then finds it decided.
 func TestGrants_ApprovalAsksConnectorFirst(t *testing.T) {
 	t.Parallel()
-	srv := newMCPServer(t)
-	b := apptest.Start(t, &apptest.Options{ConnectorCacheTTL: time.Millisecond})
-	_, source := createConnector(t, b, srv, nil)
-	r := invokeTool(b, source, "create_note", map[string]any{"title": "first"})
-	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
-	id := r.Body["invocation_id"].(string)
-
+	b, srv, _, id := pendingNote(t)
 	time.Sleep(2 * time.Millisecond) // past the connector's cached tool list
 	arrived, release := srv.holdLists(t)
 	approved := make(chan *apptest.Response, 1)
@@ -347,13 +350,13 @@ func TestGrants_ApprovalAsksConnectorFirst(t *testing.T) {
 		denied <- b.Do("POST", "/v1/invocations/"+id+"/deny", b.Owner(), map[string]any{"reason": "not now"})
 	}()
 	select {
-	case r = <-denied:
+	case r := <-denied:
 		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	case <-time.After(10 * time.Second): // the connector's own timeout is 15s
 		t.Fatal("the denial waited for the approval's question to the connector")
 	}
 	release()
-	r = <-approved
+	r := <-approved
 	require.Equal(t, http.StatusConflict, r.Status, string(r.Raw))
 	r = b.Do("GET", "/v1/grants", b.Admin(), nil)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))

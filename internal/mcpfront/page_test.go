@@ -39,16 +39,7 @@ type noOutbox struct{ mcpfront.Outbox }
 // tools/list comes in pages of PageSize with a cursor to the next, and
 // every tool comes once, deny-mode actions never.
 func TestListTools_Pages(t *testing.T) {
-	front := mcpfront.New(&mcpfront.Deps{Outbox: noOutbox{}, Catalog: fakeCatalog{n: 5}, PageSize: 2})
-	claims := &auth.Claims{Org: "org", Kind: auth.KindSandbox, SessionID: "s"}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { front.ServeMCP(w, r, claims) }))
-	defer srv.Close()
-	// The HTTP layer verified the token; the request still carries it.
-	session, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: withBearer{}}}, nil)
-	require.NoError(t, err)
-	defer session.Close()
-
+	session := connect(t, &mcpfront.Deps{Outbox: noOutbox{}, Catalog: fakeCatalog{n: 5}, PageSize: 2})
 	var names []string
 	cursor, pages := "", 0
 	for {
@@ -66,7 +57,7 @@ func TestListTools_Pages(t *testing.T) {
 	require.Equal(t, []string{"demo.a0", "demo.a1", "demo.a2", "demo.a3", "demo.a4", "outboxd_wait"}, names)
 	require.Equal(t, 3, pages)
 
-	_, err = session.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: "not-a-cursor"})
+	_, err := session.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: "not-a-cursor"})
 	require.ErrorContains(t, err, "cursor")
 	// Past the end (a list that shrank, or the largest int, which once
 	// overflowed the page's end and ended the process): an empty last page.
@@ -94,21 +85,30 @@ func (panicCatalog) Available(context.Context, *catalog.Caller) (*catalog.Listin
 // would end the whole process (and this test binary); the session goes on
 // serving (the second request).
 func TestMiddleware_PanicIsAnInternalError(t *testing.T) {
-	front := mcpfront.New(&mcpfront.Deps{Outbox: noOutbox{}, Catalog: panicCatalog{}})
-	claims := &auth.Claims{Org: "org", Kind: auth.KindSandbox, SessionID: "s"}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { front.ServeMCP(w, r, claims) }))
-	defer srv.Close()
-	session, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: withBearer{}}}, nil)
-	require.NoError(t, err)
-	defer session.Close()
+	session := connect(t, &mcpfront.Deps{Outbox: noOutbox{}, Catalog: panicCatalog{}})
 	for range 2 {
-		_, err = session.ListTools(context.Background(), nil)
+		_, err := session.ListTools(context.Background(), nil)
 		var rpcErr *jsonrpc.Error
 		require.ErrorAs(t, err, &rpcErr)
 		require.Equal(t, int64(jsonrpc.CodeInternalError), rpcErr.Code)
 		require.Equal(t, "internal error", rpcErr.Message)
 	}
+}
+
+// connect serves a front door on deps to a sandbox token's claims and
+// connects the SDK's client to it.
+func connect(t *testing.T, deps *mcpfront.Deps) *mcp.ClientSession {
+	t.Helper()
+	front := mcpfront.New(deps)
+	claims := &auth.Claims{Org: "org", Kind: auth.KindSandbox, SessionID: "s"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { front.ServeMCP(w, r, claims) }))
+	t.Cleanup(srv.Close)
+	// The HTTP layer verified the token; the request still carries it.
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: withBearer{}}}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = session.Close() })
+	return session
 }
 
 // withBearer sends the bearer header the HTTP layer would have checked.
