@@ -51,12 +51,16 @@ func (l *sessionLimit) room(org string) bool {
 }
 
 // admit adds ss, an initialized session of org, and returns the session
-// to close to make room for it, if any. Two sessions admitted at once
+// to close to make room for it, if any; added is false when ss was
+// admitted before. Two sessions admitted at once
 // past room's check may leave org over the limit by the one whose
 // requests are all in flight, until its next admission.
-func (l *sessionLimit) admit(org string, ss *mcp.ServerSession) (evict *mcp.ServerSession) {
+func (l *sessionLimit) admit(org string, ss *mcp.ServerSession) (evict *mcp.ServerSession, added bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if _, ok := l.all[ss]; ok {
+		return nil, false // initialized again
+	}
 	sessions := l.orgs[org]
 	if sessions == nil {
 		sessions = list.New()
@@ -69,7 +73,7 @@ func (l *sessionLimit) admit(org string, ss *mcp.ServerSession) (evict *mcp.Serv
 		}
 	}
 	l.all[ss] = sessions.PushFront(&limited{session: ss, org: org})
-	return evict
+	return evict, true
 }
 
 // idlest is the least recently used session of sessions with no request

@@ -389,7 +389,11 @@ func (s *Server) initialize(ctx context.Context, ss *mcp.ServerSession, method s
 	if err != nil {
 		return res, err
 	}
-	if evict := s.sessions.admit(c.Org, ss); evict != nil {
+	evict, added := s.sessions.admit(c.Org, ss)
+	if !added {
+		return res, nil
+	}
+	if evict != nil {
 		s.metrics.MCPSessionsLimited.WithLabelValues("closed").Inc()
 		s.sessions.closedLog.Do(func() {
 			s.logger.InfoContext(ctx, "mcp: the session idle longest closed at the organization's limit (logged once a minute at most; outboxd_mcp_sessions_limited_total counts each)",
