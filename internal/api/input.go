@@ -80,13 +80,8 @@ func patternWildcards(pattern string) []string {
 // character or is longer than maxIdentifierBytes; what describes the value
 // in the message.
 func checkIdentifier(field, what, s string) error {
-	if problem := jsontext.TextProblem(s); problem != "" {
+	if problem := jsontext.IdentifierProblem(s); problem != "" {
 		return invalidField(field, "%s %s", what, problem)
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return invalidField(field, "%s contains a control character", what)
-		}
 	}
 	if len(s) > maxIdentifierBytes {
 		return invalidField(field, "%s is longer than %d bytes", what, maxIdentifierBytes)

@@ -471,6 +471,8 @@ func TestMCP_BadInput(t *testing.T) {
 		"UnknownSession": {`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "2025-11-25", http.StatusNotFound, "session not found"},
 		"ArgsNotObject":  {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":[1]}}`, "2025-11-25", http.StatusOK, `"code":-32602,"message":"invalid params for slack.send_message (arguments: params must be a JSON object)"`},
 		"NUL":            {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":{"channel":"C1\u0000","text":"x"}}}`, "2025-11-25", http.StatusOK, `"code":-32602`},
+		"KeyNUL":         {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":{"channel":"C1","text":"x"},"_meta":{"idempotency_key":"k\u0000"}}}`, "2025-11-25", http.StatusOK, `"code":-32602,"message":"_meta.idempotency_key (or Idempotency-Key) contains a NUL character"`},
+		"KeyControl":     {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":{"channel":"C1","text":"x"},"_meta":{"idempotency_key":"k\n"}}}`, "2025-11-25", http.StatusOK, `"code":-32602,"message":"_meta.idempotency_key (or Idempotency-Key) contains a control character"`},
 	} {
 		session := rawSession(t, b)
 		if name == "UnknownSession" {

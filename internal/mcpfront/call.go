@@ -265,6 +265,10 @@ func idempotencyKey(meta mcp.Meta, header string) (string, error) {
 	if !ok || key == "" || len(key) > 255 {
 		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "_meta." + idempotencyMeta + " (or Idempotency-Key) must be a string of 1 to 255 characters"}
 	}
+	// Refused as over REST: it is stored and indexed.
+	if problem := jsontext.IdentifierProblem(key); problem != "" {
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "_meta." + idempotencyMeta + " (or Idempotency-Key) " + problem}
+	}
 	return key, nil
 }
 

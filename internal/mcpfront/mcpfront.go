@@ -15,6 +15,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -298,9 +299,16 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		// The SDK serves each request on a goroutine of its own and does
 		// not recover a panic there, so one would end the process: answer
 		// it as an internal error instead, as the REST API does.
+		// An error of outboxd's own (a database down) is logged and
+		// answered as an internal error, its text kept from the client.
 		defer func() {
 			if v := recover(); v != nil {
 				s.logger.ErrorContext(ctx, "mcp: panic serving a request", "method", method, "panic", v, "stack", string(debug.Stack()))
+				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+			}
+			var rpcErr *jsonrpc.Error
+			if err != nil && served[method] && !errors.As(err, &rpcErr) && ctx.Err() == nil {
+				s.logger.ErrorContext(ctx, "mcp: serving a request", "method", method, "error", err)
 				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 			}
 		}()
@@ -366,6 +374,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		return next(ctx, method, req)
 	}
 }
+
+// served are the methods the front door answers itself (middleware).
+var served = map[string]bool{"resources/list": true, "resources/read": true, "tools/list": true, "tools/call": true}
 
 // initialize starts a session that outlives its request, within its
 // organization's limit; its client hears of tool list changes once it

@@ -3,6 +3,7 @@ package mcpfront_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +15,9 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/mcpfront"
+	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -118,4 +121,24 @@ func (withBearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer verified-upstream")
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// brokenOutbox fails every invoke as a database that went away would.
+type brokenOutbox struct{ mcpfront.Outbox }
+
+func (brokenOutbox) Watch(context.Context, string) *outbox.Watch { return nil }
+
+func (brokenOutbox) Invoke(context.Context, *outbox.InvokeParams) (invocation.Invocation, error) {
+	return invocation.Invocation{}, errors.New(`looking up the requests: ERROR: relation "action_invocations" does not exist`)
+}
+
+// An error of outboxd's own reaches the client as an internal error, its
+// text (a database's) kept back.
+func TestMiddleware_OwnErrorIsAnInternalError(t *testing.T) {
+	session := connect(t, &mcpfront.Deps{Outbox: brokenOutbox{}, Catalog: fakeCatalog{n: 1}})
+	_, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "demo.a0", Arguments: map[string]any{}})
+	var rpcErr *jsonrpc.Error
+	require.ErrorAs(t, err, &rpcErr)
+	require.Equal(t, int64(jsonrpc.CodeInternalError), rpcErr.Code)
+	require.Equal(t, "internal error", rpcErr.Message)
 }

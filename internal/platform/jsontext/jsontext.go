@@ -30,6 +30,21 @@ func TextProblem(s string) string {
 	return ""
 }
 
+// IdentifierProblem says why s cannot be an identifier (an idempotency
+// key, a path or query parameter), or "": text Postgres would refuse
+// (TextProblem) or a control character.
+func IdentifierProblem(s string) string {
+	if problem := TextProblem(s); problem != "" {
+		return problem
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return "contains a control character"
+		}
+	}
+	return ""
+}
+
 // Problem finds, in a JSON body, the first string, key or value, at any
 // depth (params and args included), that is not valid UTF-8, contains a
 // NUL character (raw or as \u0000) or half of a UTF-16 surrogate pair

@@ -22,3 +22,17 @@ func TestProblem(t *testing.T) {
 		require.Equal(t, want, [2]string{field, problem}, body)
 	}
 }
+
+// IdentifierProblem refuses what Postgres cannot store and control
+// characters, and passes any other text.
+func TestIdentifierProblem(t *testing.T) {
+	for s, want := range map[string]string{
+		"order-42 ключ 😀": "",
+		"a\x00b":          "contains a NUL character",
+		"a\xffb":          "is not valid UTF-8",
+		"a\nb":            "contains a control character",
+		"a\x7fb":          "contains a control character",
+	} {
+		require.Equal(t, want, jsontext.IdentifierProblem(s), "%q", s)
+	}
+}
