@@ -60,6 +60,7 @@ var defaults = func() map[string]any {
 		"http.write_timeout":                 httpd.WriteTimeout,
 		"http.idle_timeout":                  httpd.IdleTimeout,
 		"http.max_conns":                     0, // derived from the open-file limit
+		"http.max_org_requests":              0, // three quarters of http.max_conns
 		"http.unauthenticated_rate":          httpserver.DefaultUnauthenticatedRate,
 		"http.unauthenticated_burst":         httpd.UnauthenticatedBurst,
 		"http.trust_forwarded_for":           false,
@@ -236,6 +237,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			WriteTimeout:         v.GetDuration("http.write_timeout"),
 			IdleTimeout:          v.GetDuration("http.idle_timeout"),
 			MaxConns:             v.GetInt("http.max_conns"),
+			MaxOrgRequests:       v.GetInt("http.max_org_requests"),
 			UnauthenticatedRate:  v.GetFloat64("http.unauthenticated_rate"),
 			UnauthenticatedBurst: v.GetInt("http.unauthenticated_burst"),
 			TrustForwardedFor:    v.GetBool("http.trust_forwarded_for"),

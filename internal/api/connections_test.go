@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 )
 
@@ -127,4 +128,30 @@ func TestConnections_WaitingInvokeOutlivesWriteTimeout(t *testing.T) {
 	r := b.Invoke("send_message", message)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Equal(t, "completed", r.Body["invocation"].(map[string]any)["status"])
+}
+
+// TestConnections_OrganizationShare: the requests one organization has in
+// progress (event streams here) are capped at http.max_org_requests: the
+// next one, on any route and on /mcp, gets 429 with Retry-After, another
+// organization's pass, and one ending makes room.
+func TestConnections_OrganizationShare(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{HTTP: &httpserver.Config{MaxOrgRequests: 2, ReadTimeout: 5 * time.Minute, WriteTimeout: 5 * time.Minute}})
+	first := b.Stream("/v1/events", b.Member())
+	b.Stream("/v1/sessions/"+apptest.Session+"/events", b.Sandbox())
+
+	r := b.Do("GET", "/v1/invocations", b.Owner(), nil)
+	apiErr := requireAPIError(t, r, http.StatusTooManyRequests, "rate_limited")
+	require.Contains(t, apiErr["message"], "2 requests in progress")
+	require.NotEmpty(t, r.Header.Get("Retry-After"))
+	status, body, _ := postMCP(t, b, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "2026-07-28", "")
+	require.Equal(t, http.StatusTooManyRequests, status, body)
+
+	other := b.Token(auth.Claims{Org: "org-2", Kind: auth.KindUser, Role: auth.RoleOwner})
+	r = b.Do("GET", "/v1/invocations", other, nil)
+	require.Equal(t, http.StatusOK, r.Status, "another organization's request passes: %s", r.Raw)
+
+	first.Close()
+	require.Eventually(t, func() bool { return b.Do("GET", "/v1/invocations", b.Owner(), nil).Status == http.StatusOK },
+		10*time.Second, 20*time.Millisecond, "a stream that ended makes room")
 }

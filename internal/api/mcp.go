@@ -35,6 +35,13 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, forbidden("/mcp takes a sandbox token (an agent's session) or a service token (an automation), not a "+string(claims.Kind)+" token"))
 		return
 	}
+	release, err := s.orgRequest(claims.Org)
+	if err != nil {
+		closeUnread(w, r)
+		s.writeErr(w, r, err)
+		return
+	}
+	defer release()
 	if r.Method == http.MethodPost && isBatch(r) {
 		closeUnread(w, r)
 		writeJSON(w, http.StatusBadRequest, map[string]any{"jsonrpc": "2.0", "id": nil,

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/time/rate"
 
 	"github.com/outboxd/outboxd/console"
 	"github.com/outboxd/outboxd/internal/domain/audit"
@@ -68,6 +69,9 @@ type Deps struct {
 	// Revocations revokes tokens and ends the event streams of revoked
 	// ones.
 	Revocations Revocations
+	// OrgRequests caps the requests one organization has in progress in
+	// this process (authenticated routes and /mcp); nil: no cap.
+	OrgRequests *httpserver.OrgLimiter
 	// Unauthenticated caps the requests a client address sends without a
 	// valid bearer token; nil: no cap.
 	Unauthenticated *httpserver.AddrLimiter
@@ -115,6 +119,9 @@ type Server struct {
 	revocations Revocations
 	// unauthenticated is nil without a cap.
 	unauthenticated *httpserver.AddrLimiter
+	orgRequests     *httpserver.OrgLimiter
+	// orgRequestsLog keeps a flood of refusals out of the log.
+	orgRequestsLog rate.Sometimes
 	// audit is nil when nothing is recorded.
 	audit             Audit
 	trustForwardedFor bool
@@ -150,6 +157,8 @@ func New(deps *Deps) *Server {
 		closing:     make(chan struct{}),
 
 		unauthenticated: deps.Unauthenticated,
+		orgRequests:     deps.OrgRequests,
+		orgRequestsLog:  rate.Sometimes{First: 1, Interval: time.Minute},
 		console:         deps.Console,
 
 		audit:             deps.Audit,
@@ -318,6 +327,13 @@ func (s *Server) authed(rt *route) http.Handler {
 			s.writeErr(w, r, err)
 			return
 		}
+		release, err := s.orgRequest(claims.Org)
+		if err != nil {
+			closeUnread(w, r)
+			s.writeErr(w, r, err)
+			return
+		}
+		defer release()
 		r.Body = http.MaxBytesReader(w, r.Body, rt.bodyLimit())
 		// The database shows this request only its organization's rows, and
 		// the changes it makes are recorded as the caller's.
@@ -424,6 +440,21 @@ func toAPIError(err error) *apiError {
 }
 
 // rateLimited is a 429 that says when to retry, in whole seconds.
+// orgRequest counts a request of org in progress (OrgRequests) and
+// returns what ends it, or the 429 of an organization at its share of
+// this process's connections.
+func (s *Server) orgRequest(org string) (release func(), err error) {
+	release, ok := s.orgRequests.Acquire(org)
+	if !ok {
+		s.orgRequestsLog.Do(func() {
+			s.logger.Warn("an organization's request refused at http.max_org_requests (logged once a minute at most)",
+				"organization_id", org, "max_org_requests", s.orgRequests.Max())
+		})
+		return nil, rateLimited(fmt.Sprintf("this organization has %d requests in progress on this server (event streams and waiting calls included), its share of the server's connections: retry when one has ended", s.orgRequests.Max()), 0)
+	}
+	return release, nil
+}
+
 func rateLimited(msg string, retryAfter time.Duration) *apiError {
 	secs := int(retryAfter.Seconds()) + 1
 	return &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: msg,

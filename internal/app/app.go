@@ -482,6 +482,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		MCP: mcpfront.New(&mcpfront.Deps{Outbox: svc, Catalog: reader, Changes: feeds, Config: cfg.MCP,
 			Metrics: metrics, Logger: logger, Wait: cfg.Outbox.WithDefaults().SyncWait, Approvals: approvalSvc}),
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
+		OrgRequests:     httpserver.NewOrgLimiter(&cfg.HTTP),
 		Revocations:     revocations,
 		Audit:           trail, TrustForwardedFor: cfg.HTTP.TrustForwardedFor,
 		Console: console, Previews: previewstore.NewReader(tenantPool),

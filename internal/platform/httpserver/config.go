@@ -25,6 +25,10 @@ type Config struct {
 	// from the process's open-file limit: half of it (the rest is for the
 	// database pools, provider calls and plugins), at most 10000.
 	MaxConns int
+	// MaxOrgRequests caps the requests one organization has in progress in
+	// this process (OrgLimiter); beyond it, 429. 0 derives three quarters
+	// of MaxConns, so that other organizations always find connections.
+	MaxOrgRequests int
 	// UnauthenticatedRate is how many requests per second one client
 	// address may send without a valid bearer token (public routes, missing
 	// or invalid tokens); beyond it, 429. 0 turns the cap off. Default 10.
@@ -59,6 +63,9 @@ func (c Config) WithDefaults() Config {
 	if out.MaxConns == 0 {
 		out.MaxConns = derivedMaxConns()
 	}
+	if out.MaxOrgRequests == 0 {
+		out.MaxOrgRequests = max(1, out.MaxConns*3/4)
+	}
 	out.UnauthenticatedBurst = cmp.Or(c.UnauthenticatedBurst, 50)
 	return out
 }
@@ -70,6 +77,8 @@ func (c *Config) Validate() error {
 		return errors.New("http timeouts must be positive durations such as 10s or 2m")
 	case c.MaxConns < 0:
 		return errors.New("http.max_conns must be 0 (derived from the open-file limit) or positive")
+	case c.MaxOrgRequests < 0:
+		return errors.New("http.max_org_requests must be 0 (three quarters of http.max_conns) or positive")
 	case c.UnauthenticatedRate < 0 || c.UnauthenticatedBurst < 0:
 		return errors.New("http.unauthenticated_rate and http.unauthenticated_burst must not be negative")
 	}
