@@ -323,7 +323,7 @@ func TestServer_MaxConnsQueuesWhenAllAreBusy(t *testing.T) {
 
 func TestConfig_Validate(t *testing.T) {
 	t.Parallel()
-	for _, cfg := range []Config{{ReadTimeout: -1}, {MaxConns: -1}, {UnauthenticatedRate: -1}} {
+	for _, cfg := range []Config{{ReadTimeout: -1}, {MaxConns: -1}, {MaxOrgRequests: -1}, {UnauthenticatedRate: -1}} {
 		_, err := New(http.NotFoundHandler(), &cfg, nil)
 		require.Error(t, err, "%+v", cfg)
 	}
