@@ -35,10 +35,8 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, forbidden("/mcp takes a sandbox token (an agent's session) or a service token (an automation), not a "+string(claims.Kind)+" token"))
 		return
 	}
-	release, err := s.orgRequest(claims.Org)
-	if err != nil {
-		closeUnread(w, r)
-		s.writeErr(w, r, err)
+	release, ok := s.admitOrg(w, r, claims.Org)
+	if !ok {
 		return
 	}
 	defer release()

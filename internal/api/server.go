@@ -327,10 +327,8 @@ func (s *Server) authed(rt *route) http.Handler {
 			s.writeErr(w, r, err)
 			return
 		}
-		release, err := s.orgRequest(claims.Org)
-		if err != nil {
-			closeUnread(w, r)
-			s.writeErr(w, r, err)
+		release, ok := s.admitOrg(w, r, claims.Org)
+		if !ok {
 			return
 		}
 		defer release()
@@ -440,19 +438,20 @@ func toAPIError(err error) *apiError {
 }
 
 // rateLimited is a 429 that says when to retry, in whole seconds.
-// orgRequest counts a request of org in progress (OrgRequests) and
-// returns what ends it, or the 429 of an organization at its share of
-// this process's connections.
-func (s *Server) orgRequest(org string) (release func(), err error) {
-	release, ok := s.orgRequests.Acquire(org)
+// admitOrg counts r, a request of org, in progress (OrgRequests) and
+// returns what ends it; at the organization's share of this process's
+// connections it answers 429 itself and returns false.
+func (s *Server) admitOrg(w http.ResponseWriter, r *http.Request, org string) (release func(), ok bool) {
+	release, ok = s.orgRequests.Acquire(org)
 	if !ok {
 		s.orgRequestsLog.Do(func() {
 			s.logger.Warn("an organization's request refused at http.max_org_requests (logged once a minute at most)",
 				"organization_id", org, "max_org_requests", s.orgRequests.Max())
 		})
-		return nil, rateLimited(fmt.Sprintf("this organization has %d requests in progress on this server (event streams and waiting calls included), its share of the server's connections: retry when one has ended", s.orgRequests.Max()), 0)
+		closeUnread(w, r)
+		s.writeErr(w, r, rateLimited(fmt.Sprintf("this organization has %d requests in progress on this server (event streams and waiting calls included), its share of the server's connections: retry when one has ended", s.orgRequests.Max()), 0))
 	}
-	return release, nil
+	return release, ok
 }
 
 func rateLimited(msg string, retryAfter time.Duration) *apiError {
