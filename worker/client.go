@@ -70,6 +70,12 @@ type Config struct {
 	// a job refused by its rate bucket comes back, so it must stay well
 	// under burst/rate of the buckets. Default 100ms.
 	PollInterval time.Duration
+	// FetchCooldown is how long a queue's jobs gather after one fetch
+	// before the next: the longest a notified job waits for River's
+	// producer on a busy queue, and what lets one fetch (and the begins and
+	// completions after it) serve several jobs. Default 25ms, or
+	// PollInterval if shorter; at most PollInterval.
+	FetchCooldown time.Duration
 	// PauseRecheck is how long a job of a paused organization is held
 	// before its worker looks at the pause again. Resuming brings the
 	// held jobs forward at once; this bounds only a job whose hold began
@@ -98,6 +104,7 @@ func (c *Config) WithDefaults() *Config {
 		MaxProviderWaits: cmp.Or(c.MaxProviderWaits, 20),
 		SweepInterval:    cmp.Or(c.SweepInterval, time.Minute),
 		PollInterval:     cmp.Or(c.PollInterval, 100*time.Millisecond),
+		FetchCooldown:    c.FetchCooldown,
 		PauseRecheck:     cmp.Or(c.PauseRecheck, time.Minute),
 
 		CompletedJobRetention: cmp.Or(c.CompletedJobRetention, 24*time.Hour),
@@ -106,6 +113,9 @@ func (c *Config) WithDefaults() *Config {
 	}
 	if cfg.RescueAfter == 0 {
 		cfg.RescueAfter = cfg.JobTimeout() + rescueMargin
+	}
+	if cfg.FetchCooldown == 0 {
+		cfg.FetchCooldown = min(cfg.PollInterval, fetchCooldown)
 	}
 	return cfg
 }
@@ -119,8 +129,8 @@ func reindexed() []string {
 	})
 }
 
-// fetchCooldown bounds how long a released job waits for River's producer.
-// It also sets how many jobs each fetch finds: at 500 envelopes/s offered,
+// fetchCooldown is FetchCooldown's default. It sets how many jobs each fetch
+// finds: at 500 envelopes/s offered,
 // 10 ms fetched them about one at a time, and each job's begin, token and
 // completion then went alone (3.2 transactions per action); 25 ms lets a
 // few gather, so those statements serve several jobs each (2.0), for
@@ -137,6 +147,8 @@ func (c *Config) validate() error {
 		return errors.New("worker.max_workers must be at least 1")
 	case c.PollInterval < time.Millisecond:
 		return errors.New("worker.poll_interval must be at least 1ms")
+	case c.FetchCooldown < time.Millisecond || c.FetchCooldown > c.PollInterval:
+		return errors.New("worker.fetch_cooldown must be at least 1ms and at most worker.poll_interval")
 	case c.PauseRecheck < time.Second:
 		return errors.New("worker.pause_recheck must be at least 1s")
 	case c.MaxAttempts < 1:
@@ -321,10 +333,14 @@ func riverConfig(deps *Deps, config *Config, work bool) (*river.Config, error) {
 		JobTimeout:           cfg.JobTimeout(),
 		RescueStuckJobsAfter: cfg.RescueAfter,
 		FetchPollInterval:    cfg.PollInterval,
-		// How soon after a fetch a notification (an insert, an approval) may
-		// fetch again: short, so an approved job starts within a few
-		// milliseconds, long enough for jobs to gather (see fetchCooldown).
-		FetchCooldown:       min(cfg.PollInterval, fetchCooldown),
+		// The client's cooldown is also how often River sends a queue's
+		// insert notification: a job inserted within it of the last one
+		// sent had none, and once the producer's cooldown had run out it
+		// waited for the next poll (a sequential agent's call now and
+		// then, up to PollInterval late). So the client's is River's
+		// least, a notification for each inserting transaction, and each
+		// queue has cfg.FetchCooldown (withCooldown).
+		FetchCooldown:       river.FetchCooldownMin,
 		ReindexerIndexNames: reindexed(),
 
 		CompletedJobRetentionPeriod: cfg.CompletedJobRetention,
@@ -348,6 +364,16 @@ func riverConfig(deps *Deps, config *Config, work bool) (*river.Config, error) {
 			maps.Copy(rc.Queues, js.Queues())
 			rc.PeriodicJobs = append(rc.PeriodicJobs, js.PeriodicJobs()...)
 		}
+		withCooldown(rc.Queues, cfg.FetchCooldown)
 	}
 	return rc, nil
+}
+
+// withCooldown gives each queue without a fetch cooldown of its own
+// cooldown: how long after one fetch a notified job waits for the next.
+func withCooldown(queues map[string]river.QueueConfig, cooldown time.Duration) {
+	for name, q := range queues {
+		q.FetchCooldown = cmp.Or(q.FetchCooldown, cooldown)
+		queues[name] = q
+	}
 }

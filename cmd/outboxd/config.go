@@ -117,6 +117,7 @@ var defaults = func() map[string]any {
 		"worker.max_provider_waits":          w.MaxProviderWaits,
 		"worker.sweep_interval":              w.SweepInterval,
 		"worker.poll_interval":               w.PollInterval,
+		"worker.fetch_cooldown":              time.Duration(0), // 25ms, or poll_interval if shorter
 		"worker.pause_recheck":               w.PauseRecheck,
 		"retention.invocations":              keep.Invocations,
 		"retention.webhook_deliveries":       keep.WebhookDeliveries,
@@ -303,6 +304,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			MaxProviderWaits: v.GetInt("worker.max_provider_waits"),
 			SweepInterval:    v.GetDuration("worker.sweep_interval"),
 			PollInterval:     v.GetDuration("worker.poll_interval"),
+			FetchCooldown:    v.GetDuration("worker.fetch_cooldown"),
 			PauseRecheck:     v.GetDuration("worker.pause_recheck"),
 
 			CompletedJobRetention: keepFor(v, "retention.jobs_completed"),

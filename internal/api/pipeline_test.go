@@ -378,3 +378,25 @@ func TestApprove_WakesTheWorker(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	b.WaitStatus(id, "completed", 15*time.Second)
 }
+
+// TestInvoke_BackToBackIsNotLeftForThePoll checks that a call made just
+// after another is fetched when the queue's cooldown ends, not at River's
+// next poll (a minute here). River notifies a queue's inserts at most once
+// per its client's cooldown: with that the queue's, the second call's job
+// went unannounced while the first call's fetch had already run.
+func TestInvoke_BackToBackIsNotLeftForThePoll(t *testing.T) {
+	t.Parallel()
+	cooldown := time.Second
+	b := apptest.Start(t, &apptest.Options{Worker: worker.Config{PollInterval: time.Minute, FetchCooldown: cooldown}})
+	b.StoreSlackToken("xoxb-back-to-back")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	// The producer's first fetch, at its start, begins a cooldown; once it
+	// has passed, the first call's notification fetches at once.
+	time.Sleep(2 * cooldown)
+	for range 2 {
+		r := b.Invoke("send_message", message) // waits for its result, up to sync_wait (30s)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		require.Equal(t, "completed", r.Body["invocation"].(map[string]any)["status"])
+	}
+	require.Len(t, b.Slack.Requests(), 2)
+}
