@@ -209,18 +209,22 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	if !f.skipInvoke {
-		r, err := b.measure(ctx, "invoke (REST)", "invoke", f.N, func() error { return b.postInvokes(ctx, "invoke", f.N) })
+		calls := make(callTimes, f.N)
+		r, err := b.measure(ctx, "invoke (REST)", "invoke", f.N, func() error { return b.postInvokes(ctx, "invoke", calls) })
 		if r != nil {
 			r.note = "each invoke waits for its result, one agent session per client (single only posts the envelope)"
+			r.calls = calls
 		}
 		if err := add(r, err); err != nil {
 			return fmt.Errorf("invoke: %w", err)
 		}
 	}
 	if !f.skipMCP {
-		r, err := b.measure(ctx, "mcp tools/call", "mcp", f.N, func() error { return b.postMCP(ctx, "mcp", f.N) })
+		calls := make(callTimes, f.N)
+		r, err := b.measure(ctx, "mcp tools/call", "mcp", f.N, func() error { return b.postMCP(ctx, "mcp", calls) })
 		if r != nil {
 			r.note = "each call waits for its result, as an MCP client does and as invoke does"
+			r.calls = calls
 		}
 		if err := add(r, err); err != nil {
 			return fmt.Errorf("mcp: %w", err)
@@ -275,6 +279,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	printBenchTable(b.out, results)
+	printStages(b.out, results)
 	return nil
 }
 
@@ -319,6 +324,10 @@ type phaseResult struct {
 	// latencies are the phase's enqueue→completed times in seconds,
 	// sorted; for the approval phase, approve→provider call.
 	latencies []float64
+	// calls, for a phase whose clients wait for each result, are when
+	// each was sent and answered, and stages where that time went.
+	calls     callTimes
+	stages    *stages
 	xacts     int64
 	peakRSSkB int64
 	// cpu is the CPU time this process (outboxd, the bench's clients and
@@ -543,6 +552,11 @@ func (b *runner) readLatencies(ctx context.Context, results []*phaseResult) erro
 		r.latencies, err = pgx.CollectRows(rows, pgx.RowTo[float64])
 		if err != nil {
 			return err
+		}
+		if r.calls != nil {
+			if r.stages, err = readStages(ctx, conn, r.prefix, r.calls); err != nil {
+				return err
+			}
 		}
 		slices.Sort(r.latencies)
 	}

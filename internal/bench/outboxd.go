@@ -269,12 +269,14 @@ func shareActions(clients, n int, work func(k int, take func() (int, bool)) erro
 // /v1/sessions/{id}/actions/invoke) from the configured number of
 // concurrent clients, each in its own session, with idempotency keys
 // <prefix>-i. Each invoke waits for its result, as an MCP call does.
-func (b *runner) postInvokes(ctx context.Context, prefix string, n int) error {
-	return shareActions(len(b.sessions), n, func(k int, take func() (int, bool)) error {
+func (b *runner) postInvokes(ctx context.Context, prefix string, calls callTimes) error {
+	return shareActions(len(b.sessions), len(calls), func(k int, take func() (int, bool)) error {
 		session := b.sessions[k]
 		for i, ok := take(); ok; i, ok = take() {
+			calls.of(i).sent = time.Now()
 			res, err := session.Invoke(ctx, client.InvokeRequest{Integration: "slack", Action: "send_message",
 				Params: map[string]string{"channel": "C1", "text": fmt.Sprintf("bench message %d", i)}}, fmt.Sprintf("%s-%d", prefix, i))
+			calls.of(i).answered = time.Now()
 			if err == nil && res.Status != http.StatusOK {
 				err = fmt.Errorf("answered %d with the invocation %s", res.Status, res.Invocation.Status)
 			}
@@ -291,8 +293,8 @@ func (b *runner) postInvokes(ctx context.Context, prefix string, n int) error {
 // with a session), each with the service token, so each call is an
 // envelope whose external id is the call's idempotency key (<prefix>-i).
 // Each call waits for its result.
-func (b *runner) postMCP(ctx context.Context, prefix string, n int) error {
-	return shareActions(b.cfg.Concurrency, n, func(_ int, take func() (int, bool)) error {
+func (b *runner) postMCP(ctx context.Context, prefix string, calls callTimes) error {
+	return shareActions(b.cfg.Concurrency, len(calls), func(_ int, take func() (int, bool)) error {
 		client, err := connectMCP(ctx, b.service.HTTP, b.service.BaseURL+"/mcp", b.service.Token)
 		if err != nil {
 			return fmt.Errorf("connecting to /mcp: %w", err)
@@ -300,9 +302,11 @@ func (b *runner) postMCP(ctx context.Context, prefix string, n int) error {
 		defer client.close(context.WithoutCancel(ctx))
 		for i, ok := take(); ok; i, ok = take() {
 			args := map[string]string{"channel": "C1", "text": fmt.Sprintf("bench message %d", i)}
+			calls.of(i).sent = time.Now()
 			if err := client.callTool(ctx, "slack.send_message", args, fmt.Sprintf("%s-%d", prefix, i)); err != nil {
 				return fmt.Errorf("tools/call: %w", err)
 			}
+			calls.of(i).answered = time.Now()
 		}
 		return nil
 	})

@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// callTimes are when each waited call of a phase was sent and when its
+// answer came back.
+type callTimes []callTime
+
+type callTime struct{ sent, answered time.Time }
+
+// of is action i's (numbered from 1, as shareActions does).
+func (c callTimes) of(i int) *callTime { return &c[i-1] }
+
+// stageNames are where a waited call's time goes, in order: until its
+// transaction began (the request, the front door, the group commit's
+// wait), until a worker began it (the commit, River's fetch, the begin),
+// until it was completed (the provider call and the completion), and
+// until its answer was read (the notification, the waiter's read, the
+// response).
+var stageNames = [...]string{"request→created", "created→started", "started→completed", "completed→answer", "request→answer"}
+
+// stages are a phase's calls' times in each of stageNames, in
+// milliseconds, each sorted.
+type stages [len(stageNames)][]float64
+
+// readStages splits each completed call of the phase's into its stages,
+// the invocation's created_at, started_at and completed_at between the
+// bench's sending and reading (one clock: the server's and this
+// process's, the same machine's for the embedded server).
+func readStages(ctx context.Context, conn *pgx.Conn, prefix string, calls callTimes) (*stages, error) {
+	rows, err := conn.Query(ctx, `SELECT coalesce(external_id, idempotency_key), created_at, started_at, completed_at FROM action_invocations
+		WHERE organization_id = $1 AND coalesce(external_id, idempotency_key) LIKE $2 AND status = 'completed'`, benchOrg, prefix+"-%")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var st stages
+	ms := func(from, to time.Time) float64 { return float64(to.Sub(from).Microseconds()) / 1000 }
+	for rows.Next() {
+		var key string
+		var created, started, completed time.Time
+		if err := rows.Scan(&key, &created, &started, &completed); err != nil {
+			return nil, err
+		}
+		i, err := strconv.Atoi(strings.TrimPrefix(key, prefix+"-"))
+		if err != nil || i < 1 || i > len(calls) || calls.of(i).answered.IsZero() {
+			continue
+		}
+		c := calls.of(i)
+		for k, v := range []float64{ms(c.sent, created), ms(created, started), ms(started, completed), ms(completed, c.answered), ms(c.sent, c.answered)} {
+			st[k] = append(st[k], v)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for k := range st {
+		slices.Sort(st[k])
+	}
+	return &st, nil
+}
+
+// printStages shows, for each phase whose clients waited for their
+// results, the mean, p50 and p90 of each stage of a call.
+func printStages(w io.Writer, results []*phaseResult) {
+	header := false
+	for _, r := range results {
+		if r.stages == nil || len(r.stages[0]) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(w, "\nwhere a waited call's time goes, mean / p50 / p90 in ms (this process's clock and the server's):\n%-28s", "phase")
+			for _, name := range stageNames {
+				fmt.Fprintf(w, " %19s", name)
+			}
+			fmt.Fprintln(w)
+			header = true
+		}
+		fmt.Fprintf(w, "%-28s", r.name)
+		for _, xs := range r.stages {
+			var sum float64
+			for _, x := range xs {
+				sum += x
+			}
+			fmt.Fprintf(w, " %19s", fmt.Sprintf("%.1f / %.1f / %.1f", sum/float64(len(xs)), percentile(xs, 0.5), percentile(xs, 0.9)))
+		}
+		fmt.Fprintln(w)
+	}
+}
