@@ -582,9 +582,9 @@ func TestBench_RunsEveryPhase(t *testing.T) {
 	// call that failed would have failed the whole run).
 	require.Regexp(t, `River \+ provider call\s+40\s+—\s+\d+\s+\d\.\d+\s`, out)
 	// The calls that waited for their results, stage by stage.
-	require.Contains(t, out, "request→created     created→started   started→completed    completed→answer      request→answer")
+	require.Contains(t, out, "request→created     created→fetched     fetched→started   started→completed    completed→answer      request→answer")
 	for _, phase := range []string{`invoke \(REST\)`, `mcp tools/call`} {
-		require.Regexp(t, `(?m)^`+phase+`(\s+-?\d+\.\d / -?\d+\.\d / -?\d+\.\d){5}\n`, out)
+		require.Regexp(t, `(?m)^`+phase+`(\s+-?\d+\.\d / -?\d+\.\d / -?\d+\.\d){6}\n`, out)
 	}
 }
 

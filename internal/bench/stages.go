@@ -23,23 +23,25 @@ func (c callTimes) of(i int) *callTime { return &c[i-1] }
 
 // stageNames are where a waited call's time goes, in order: until its
 // transaction began (the request, the front door, the group commit's
-// wait), until a worker began it (the commit, River's fetch, the begin),
-// until it was completed (the provider call and the completion), and
-// until its answer was read (the notification, the waiter's read, the
-// response).
-var stageNames = [...]string{"request→created", "created→started", "started→completed", "completed→answer", "request→answer"}
+// wait), until River fetched its job (the commit, the fetch cooldown),
+// until a worker began it (the begin group), until it was completed (the
+// provider call and the completion), and until its answer was read (the
+// notification, the waiter's read, the response).
+var stageNames = [...]string{"request→created", "created→fetched", "fetched→started", "started→completed", "completed→answer", "request→answer"}
 
 // stages are a phase's calls' times in each of stageNames, in
 // milliseconds, each sorted.
 type stages [len(stageNames)][]float64
 
 // readStages splits each completed call of the phase's into its stages,
-// the invocation's created_at, started_at and completed_at between the
+// the invocation's created_at, its job's attempted_at and the
+// invocation's started_at and completed_at between the
 // bench's sending and reading (one clock: the server's and this
 // process's, the same machine's for the embedded server).
 func readStages(ctx context.Context, conn *pgx.Conn, prefix string, calls callTimes) (*stages, error) {
-	rows, err := conn.Query(ctx, `SELECT coalesce(external_id, idempotency_key), created_at, started_at, completed_at FROM action_invocations
-		WHERE organization_id = $1 AND coalesce(external_id, idempotency_key) LIKE $2 AND status = 'completed'`, benchOrg, prefix+"-%")
+	rows, err := conn.Query(ctx, `SELECT coalesce(i.external_id, i.idempotency_key), i.created_at, j.attempted_at, i.started_at, i.completed_at
+		FROM action_invocations i JOIN river_job j ON j.id = i.job_id
+		WHERE i.organization_id = $1 AND coalesce(i.external_id, i.idempotency_key) LIKE $2 AND i.status = 'completed'`, benchOrg, prefix+"-%")
 	if err != nil {
 		return nil, err
 	}
@@ -48,8 +50,8 @@ func readStages(ctx context.Context, conn *pgx.Conn, prefix string, calls callTi
 	ms := func(from, to time.Time) float64 { return float64(to.Sub(from).Microseconds()) / 1000 }
 	for rows.Next() {
 		var key string
-		var created, started, completed time.Time
-		if err := rows.Scan(&key, &created, &started, &completed); err != nil {
+		var created, fetched, started, completed time.Time
+		if err := rows.Scan(&key, &created, &fetched, &started, &completed); err != nil {
 			return nil, err
 		}
 		i, err := strconv.Atoi(strings.TrimPrefix(key, prefix+"-"))
@@ -57,7 +59,7 @@ func readStages(ctx context.Context, conn *pgx.Conn, prefix string, calls callTi
 			continue
 		}
 		c := calls.of(i)
-		for k, v := range []float64{ms(c.sent, created), ms(created, started), ms(started, completed), ms(completed, c.answered), ms(c.sent, c.answered)} {
+		for k, v := range []float64{ms(c.sent, created), ms(created, fetched), ms(fetched, started), ms(started, completed), ms(completed, c.answered), ms(c.sent, c.answered)} {
 			st[k] = append(st[k], v)
 		}
 	}
