@@ -292,24 +292,17 @@ func callerOf(req mcp.Request) (*outboxauth.Claims, error) {
 }
 
 // middleware serves tools/list and tools/call from the caller's catalog,
-// resources/list and resources/read from its guides, and passes every
-// other method to the SDK.
+// resources/list and resources/read from its guides (serve), and passes
+// every other method to the SDK.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		// The SDK serves each request on a goroutine of its own and does
 		// not recover a panic there, so one would end the process: answer
 		// it as an internal error instead, as the REST API does.
-		// An error of outboxd's own (a database down) is logged and
-		// answered as an internal error, its text kept from the client.
 		defer func() {
 			if v := recover(); v != nil {
 				s.logger.ErrorContext(ctx, "mcp: panic serving a request", "method", method, "panic", v, "stack", string(debug.Stack()))
-				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
-			}
-			var rpcErr *jsonrpc.Error
-			if err != nil && served[method] && !errors.As(err, &rpcErr) && ctx.Err() == nil {
-				s.logger.ErrorContext(ctx, "mcp: serving a request", "method", method, "error", err)
-				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+				res, err = nil, internalError()
 			}
 		}()
 		// A session's requests (not its notifications, which the SDK
@@ -319,24 +312,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			defer s.sessions.begin(ss)()
 		}
 		switch method {
-		case "resources/list":
-			c, err := callerOf(req)
-			if err != nil {
-				return nil, err
-			}
-			return s.listGuides(ctx, c)
-		case "resources/read":
-			c, err := callerOf(req)
-			if err != nil {
-				return nil, err
-			}
-			return s.readGuide(ctx, c, req.GetParams().(*mcp.ReadResourceParams))
-		case "tools/list":
-			c, err := callerOf(req)
-			if err != nil {
-				return nil, err
-			}
-			return s.listTools(ctx, c, req.(*mcp.ListToolsRequest))
+		case "resources/list", "resources/read", "tools/list", "tools/call":
+			res, err := s.serve(ctx, method, req)
+			return res, s.own(ctx, method, err)
 		case "initialize":
 			if ss == nil || ss.ID() == "" {
 				return next(ctx, method, req)
@@ -347,36 +325,61 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "subscriptions/listen":
 			c, err := callerOf(req)
 			if err != nil {
-				return nil, err
+				return nil, s.own(ctx, method, err)
 			}
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && s.watchers != nil {
 				// The client lists with other requests; what it saw is the
 				// list as of now.
 				tools, err := s.listed(ctx, c)
 				if err != nil {
-					return nil, err
+					return nil, s.own(ctx, method, err)
 				}
 				defer s.watchers.track(ss, c, true, digestOf(tools))()
 			}
-			return next(ctx, method, req)
-		case "tools/call":
-			c, err := callerOf(req)
-			if err != nil {
-				return nil, err
-			}
-			call := req.(*mcp.CallToolRequest)
-			res, err := s.callTool(ctx, c, call.Params, s.progress(call))
-			if err != nil {
-				s.metrics.MCPCalls.WithLabelValues("invalid").Inc()
-			}
-			return res, err
 		}
 		return next(ctx, method, req)
 	}
 }
 
-// served are the methods the front door answers itself (middleware).
-var served = map[string]bool{"resources/list": true, "resources/read": true, "tools/list": true, "tools/call": true}
+// serve answers a method the front door serves itself.
+func (s *Server) serve(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+	c, err := callerOf(req)
+	if err != nil {
+		return nil, err
+	}
+	switch method {
+	case "resources/list":
+		return s.listGuides(ctx, c)
+	case "resources/read":
+		return s.readGuide(ctx, c, req.GetParams().(*mcp.ReadResourceParams))
+	case "tools/list":
+		return s.listTools(ctx, c, req.(*mcp.ListToolsRequest))
+	default: // tools/call
+		call := req.(*mcp.CallToolRequest)
+		res, err := s.callTool(ctx, c, call.Params, s.progress(call))
+		if err != nil {
+			s.metrics.MCPCalls.WithLabelValues("invalid").Inc()
+		}
+		return res, err
+	}
+}
+
+// internalError is what the client hears of an error of outboxd's own.
+func internalError() error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+}
+
+// own returns err as the client may hear it: a JSON-RPC error as it is,
+// any other (an error of outboxd's own: a database down) logged and
+// answered as an internal error, its text kept from the client.
+func (s *Server) own(ctx context.Context, method string, err error) error {
+	var rpcErr *jsonrpc.Error
+	if err == nil || errors.As(err, &rpcErr) || ctx.Err() != nil {
+		return err
+	}
+	s.logger.ErrorContext(ctx, "mcp: serving a request", "method", method, "error", err)
+	return internalError()
+}
 
 // initialize starts a session that outlives its request, within its
 // organization's limit; its client hears of tool list changes once it

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -141,4 +142,41 @@ func TestMiddleware_OwnErrorIsAnInternalError(t *testing.T) {
 	require.ErrorAs(t, err, &rpcErr)
 	require.Equal(t, int64(jsonrpc.CodeInternalError), rpcErr.Code)
 	require.Equal(t, "internal error", rpcErr.Message)
+}
+
+// brokenCatalog fails every listing as a database that went away would.
+type brokenCatalog struct{ fakeCatalog }
+
+func (brokenCatalog) Available(context.Context, *catalog.Caller) (*catalog.Listing, error) {
+	return nil, errors.New(`listing: ERROR: relation "connectors" does not exist`)
+}
+
+// noChanges is a catalog that never changes.
+type noChanges struct{}
+
+func (noChanges) SubscribeCatalog(context.Context, string) (<-chan struct{}, func()) {
+	return make(chan struct{}), func() {}
+}
+
+// Listing fails on a subscriptions/listen request (2026-07-28) as on
+// tools/list: an internal error, the database's text kept back.
+func TestMiddleware_ListenErrorIsAnInternalError(t *testing.T) {
+	front := mcpfront.New(&mcpfront.Deps{Outbox: noOutbox{}, Catalog: brokenCatalog{}, Changes: noChanges{}})
+	defer front.Close()
+	for method, body := range map[string]string{
+		"subscriptions/listen": `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true}}}`,
+		"tools/list":           `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+		r.Header.Set("Mcp-Method", method)
+		r.Header.Set("Authorization", "Bearer verified-upstream")
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		w := httptest.NewRecorder()
+		front.ServeMCP(w, r, &auth.Claims{Org: "org", Kind: auth.KindSandbox, SessionID: "s"})
+		require.Contains(t, w.Body.String(), `"code":-32603`, body)
+		require.Contains(t, w.Body.String(), `"internal error"`, body)
+		require.NotContains(t, w.Body.String(), "relation", body)
+	}
 }
