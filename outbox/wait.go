@@ -111,7 +111,8 @@ func (s *Service) reader(org string) *batch.Group[uuid.UUID, invocation.Invocati
 		return g.(*batch.Group[uuid.UUID, invocation.Invocation])
 	}
 	g, _ := s.reads.LoadOrStore(org, &batch.Group[uuid.UUID, invocation.Invocation]{
-		Max: 1000,
+		Max:           1000,
+		LeaveOnCancel: true, // a caller that stops waiting needs no read
 		Run: func(ctx context.Context, ids []uuid.UUID) []batch.Result[invocation.Invocation] {
 			out := make([]batch.Result[invocation.Invocation], len(ids))
 			found, err := s.store.ByIDs(dbutil.WithOrg(ctx, org), s.deps.Pool, ids)

@@ -13,6 +13,7 @@ package batch
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -34,6 +35,11 @@ type Group[T, R any] struct {
 	// more, a call that finds fewer running starts another at once, and
 	// each batch that ends hands what queued meanwhile to the next.
 	Parallel int
+	// LeaveOnCancel lets a queued call whose context ends leave the queue
+	// and return the context's error: for reads, whose callers stop
+	// waiting. A write's caller stays (its item may be written whether
+	// it waits or not), as every call does once its batch has begun.
+	LeaveOnCancel bool
 
 	mu      sync.Mutex
 	queue   []*call[T, R]
@@ -58,10 +64,41 @@ func (g *Group[T, R]) Do(ctx context.Context, item T) (R, error) {
 	}
 	g.queue = append(g.queue, c)
 	g.mu.Unlock()
-	if batch := <-c.lead; batch != nil {
+	var cancelled <-chan struct{}
+	if g.LeaveOnCancel {
+		cancelled = ctx.Done()
+	}
+	select {
+	case batch := <-c.lead:
+		return g.follow(ctx, c, batch)
+	case <-cancelled:
+		if g.leave(c) {
+			var zero R
+			return zero, ctx.Err()
+		}
+		return g.follow(ctx, c, <-c.lead) // in a batch already
+	}
+}
+
+// follow runs batch, which c leads, or returns c's result once batch is
+// nil (another call led it).
+func (g *Group[T, R]) follow(ctx context.Context, c *call[T, R], batch []*call[T, R]) (R, error) {
+	if batch != nil {
 		return g.run(ctx, c, batch)
 	}
 	return c.res.Value, c.res.Err
+}
+
+// leave takes c out of the queue, unless a batch has taken it.
+func (g *Group[T, R]) leave(c *call[T, R]) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	i := slices.Index(g.queue, c)
+	if i < 0 {
+		return false
+	}
+	g.queue = slices.Delete(g.queue, i, i+1)
+	return true
 }
 
 // run runs batch, led by c, then hands the calls queued meanwhile to the

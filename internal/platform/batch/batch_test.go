@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -175,6 +176,64 @@ func TestGroup_LeaderCancelled(t *testing.T) {
 	cancel()
 	_, err := g.Do(ctx, 1)
 	require.False(t, errors.Is(err, context.Canceled))
+}
+
+// TestGroup_LeaveOnCancel: with LeaveOnCancel, a queued call whose context
+// ends returns at once and its item is left out of the next batch;
+// without it, the call waits for its batch and gets its result.
+func TestGroup_LeaveOnCancel(t *testing.T) {
+	for _, leave := range []bool{true, false} {
+		t.Run(fmt.Sprint("leave=", leave), func(t *testing.T) {
+			release := make(chan struct{})
+			var mu sync.Mutex
+			var batches [][]int
+			g := &batch.Group[int, int]{LeaveOnCancel: leave, Run: func(ctx context.Context, items []int) []batch.Result[int] {
+				mu.Lock()
+				batches = append(batches, slices.Clone(items))
+				mu.Unlock()
+				if items[0] == 1 {
+					<-release
+				}
+				out := make([]batch.Result[int], len(items))
+				for i, it := range items {
+					out[i].Value = it * 10
+				}
+				return out
+			}}
+			first := make(chan int)
+			go func() { v, _ := g.Do(context.Background(), 1); first <- v }()
+			require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(batches) == 1 }, timeout, tick)
+
+			ctx, cancel := context.WithCancel(context.Background())
+			cancelled := make(chan batch.Result[int])
+			go func() { v, err := g.Do(ctx, 2); cancelled <- batch.Result[int]{Value: v, Err: err} }()
+			require.Eventually(t, func() bool { return g.Queued() == 1 }, timeout, tick)
+			stays := make(chan int)
+			go func() { v, _ := g.Do(context.Background(), 3); stays <- v }()
+			require.Eventually(t, func() bool { return g.Queued() == 2 }, timeout, tick)
+			cancel()
+			if leave {
+				select {
+				case r := <-cancelled: // before the batch ahead of it ends
+					require.ErrorIs(t, r.Err, context.Canceled)
+				case <-time.After(timeout):
+					t.Fatal("the cancelled call still waits for the batch ahead of it")
+				}
+				require.Equal(t, 1, g.Queued())
+			}
+			close(release)
+			require.Equal(t, 10, <-first)
+			require.Equal(t, 30, <-stays)
+			if leave {
+				require.Equal(t, [][]int{{1}, {3}}, batches)
+			} else {
+				r := <-cancelled
+				require.NoError(t, r.Err)
+				require.Equal(t, 20, r.Value)
+				require.Equal(t, [][]int{{1}, {2, 3}}, batches)
+			}
+		})
+	}
 }
 
 // TestIsolated: a batch that fails as a whole is done again item by item,
