@@ -129,12 +129,12 @@ func reindexed() []string {
 	})
 }
 
-// fetchCooldown is FetchCooldown's default. It sets how many jobs each fetch
-// finds: at 500 envelopes/s offered,
-// 10 ms fetched them about one at a time, and each job's begin, token and
-// completion then went alone (3.2 transactions per action); 25 ms lets a
-// few gather, so those statements serve several jobs each (2.0), for
-// about 10 ms more from enqueue to completion.
+// fetchCooldown is FetchCooldown's default. It sets how many jobs each
+// fetch finds: at 500 envelopes/s offered, 10 ms fetched them about one at
+// a time, and each job's begin, token and completion then went alone (3.2
+// transactions per action); 25 ms lets a few gather, so those statements
+// serve several jobs each (2.0), for about 10 ms more from enqueue to
+// completion.
 const fetchCooldown = 25 * time.Millisecond
 
 // rescueMargin is how much longer than the job timeout a job must run
