@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,7 +62,7 @@ var defaults = func() map[string]any {
 		"http.idle_timeout":                  httpd.IdleTimeout,
 		"http.max_conns":                     0, // derived from the open-file limit
 		"http.max_org_requests":              0, // three quarters of http.max_conns
-		"http.unauthenticated_rate":          httpserver.DefaultUnauthenticatedRate,
+		"http.unauthenticated_rate":          float64(httpserver.DefaultUnauthenticatedRate),
 		"http.unauthenticated_burst":         httpd.UnauthenticatedBurst,
 		"http.trust_forwarded_for":           false,
 		"auth.jwt_secret":                    "",
@@ -216,7 +217,48 @@ func loadConfig(cmd *cobra.Command) (*viper.Viper, error) {
 			bindErr = v.BindPFlag(key[0], f)
 		}
 	})
-	return v, bindErr
+	if bindErr != nil {
+		return nil, bindErr
+	}
+	return v, checkTypes(v)
+}
+
+// checkTypes refuses a value that is not of its key's type: viper reads
+// one as its type's zero, which for most keys is the default and for some
+// a setting of its own ("30d" for retention.invocations, not a Go
+// duration, would keep invocations forever).
+func checkTypes(v *viper.Viper) error {
+	var problems []string
+	for key, def := range defaults {
+		if !v.IsSet(key) {
+			continue
+		}
+		var err error
+		want := ""
+		switch def.(type) {
+		case time.Duration:
+			_, err = cast.ToDurationE(v.Get(key))
+			want = "a duration such as 500ms, 30s, 5m or 720h"
+		case int:
+			_, err = cast.ToIntE(v.Get(key))
+			want = "a whole number"
+		case float64:
+			_, err = cast.ToFloat64E(v.Get(key))
+			want = "a number"
+		case bool:
+			_, err = cast.ToBoolE(v.Get(key))
+			want = "true or false"
+		}
+		if err != nil {
+			env := "OUTBOXD_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+			problems = append(problems, fmt.Sprintf("%s (%s) is %q, not %s", key, env, fmt.Sprint(v.Get(key)), want))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	slices.Sort(problems)
+	return fmt.Errorf("configuration: %s", strings.Join(problems, "; "))
 }
 
 // bindFlag marks flag name as setting viper key.

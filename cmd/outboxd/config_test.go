@@ -213,3 +213,33 @@ func TestConfig_SecretsKeys(t *testing.T) {
 	_, err = appConfig(v)
 	require.ErrorContains(t, err, `secrets.keys[0]: unknown field "secret" (use id and key)`)
 }
+
+// TestConfig_WrongTypeIsRefused: a value that is not of its key's type, in
+// the file or the environment, is refused with the key and what it must
+// be, instead of read as the default (or, for a retention, as "forever").
+func TestConfig_WrongTypeIsRefused(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "outboxd.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("worker:\n  poll_interval: 1 hour\n  max_workers: lots\nhttp:\n  trust_forwarded_for: maybe\n  unauthenticated_rate: fast\n"), 0o600))
+	t.Setenv("OUTBOXD_RETENTION_INVOCATIONS", "30d")
+	cmd := newServeCommand()
+	cmd.Flags().String("config", file, "")
+	_, err := loadConfig(cmd)
+	require.EqualError(t, err, `configuration: `+
+		`http.trust_forwarded_for (OUTBOXD_HTTP_TRUST_FORWARDED_FOR) is "maybe", not true or false; `+
+		`http.unauthenticated_rate (OUTBOXD_HTTP_UNAUTHENTICATED_RATE) is "fast", not a number; `+
+		`retention.invocations (OUTBOXD_RETENTION_INVOCATIONS) is "30d", not a duration such as 500ms, 30s, 5m or 720h; `+
+		`worker.max_workers (OUTBOXD_WORKER_MAX_WORKERS) is "lots", not a whole number; `+
+		`worker.poll_interval (OUTBOXD_WORKER_POLL_INTERVAL) is "1 hour", not a duration such as 500ms, 30s, 5m or 720h`)
+
+	// Values of the right type, as YAML and the environment spell them.
+	require.NoError(t, os.WriteFile(file, []byte("worker:\n  poll_interval: 250ms\n  max_workers: 40\nhttp:\n  trust_forwarded_for: true\n  unauthenticated_rate: 2.5\n"), 0o600))
+	t.Setenv("OUTBOXD_RETENTION_INVOCATIONS", "720h")
+	t.Setenv("OUTBOXD_HTTP_MAX_CONNS", "500")
+	v, err := loadConfig(cmd)
+	require.NoError(t, err)
+	cfg, err := appConfig(v)
+	require.NoError(t, err)
+	require.Equal(t, 250*time.Millisecond, cfg.Worker.PollInterval)
+	require.Equal(t, 720*time.Hour, cfg.Retention.Invocations)
+	require.Equal(t, 500, cfg.HTTP.MaxConns)
+}
