@@ -478,10 +478,21 @@ func retryBySource(v *viper.Viper) (map[string]invocation.Retry, error) {
 			continue
 		}
 		for _, key := range sub.AllKeys() {
+			var err error
 			switch key {
-			case "max_attempts", "base_delay", "max_delay":
+			case "max_attempts":
+				if _, err = cast.ToIntE(sub.Get(key)); err != nil {
+					err = fmt.Errorf("retry.%s.%s is %q, not a whole number", source, key, fmt.Sprint(sub.Get(key)))
+				}
+			case "base_delay", "max_delay":
+				if _, err = cast.ToDurationE(sub.Get(key)); err != nil {
+					err = fmt.Errorf("retry.%s.%s is %q, not a duration such as 500ms, 30s or 5m", source, key, fmt.Sprint(sub.Get(key)))
+				}
 			default:
-				return nil, fmt.Errorf("retry.%s: unknown key %q (use max_attempts, base_delay, max_delay)", source, key)
+				err = fmt.Errorf("retry.%s: unknown key %q (use max_attempts, base_delay, max_delay)", source, key)
+			}
+			if err != nil {
+				return nil, err
 			}
 		}
 		r := invocation.Retry{MaxAttempts: sub.GetInt("max_attempts"), BaseDelay: sub.GetDuration("base_delay"), MaxDelay: sub.GetDuration("max_delay")}

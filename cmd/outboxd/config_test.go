@@ -242,4 +242,16 @@ func TestConfig_WrongTypeIsRefused(t *testing.T) {
 	require.Equal(t, 250*time.Millisecond, cfg.Worker.PollInterval)
 	require.Equal(t, 720*time.Hour, cfg.Retention.Invocations)
 	require.Equal(t, 500, cfg.HTTP.MaxConns)
+
+	// A source's retry section, whose keys are its own.
+	for body, want := range map[string]string{
+		"retry:\n  slack:\n    max_attempts: many\n": `retry.slack.max_attempts is "many", not a whole number`,
+		"retry:\n  slack:\n    base_delay: 2 s\n":    `retry.slack.base_delay is "2 s", not a duration such as 500ms, 30s or 5m`,
+	} {
+		require.NoError(t, os.WriteFile(file, []byte(body), 0o600))
+		v, err := loadConfig(cmd)
+		require.NoError(t, err)
+		_, err = appConfig(v)
+		require.EqualError(t, err, want)
+	}
 }
