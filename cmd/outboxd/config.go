@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cast"
 	"github.com/spf13/cobra"
@@ -293,7 +294,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			IdP: auth.IdPConfig{
 				Issuer:             v.GetString("auth.idp.issuer"),
 				JWKSURL:            v.GetString("auth.idp.jwks_url"),
-				Audience:           v.GetStringSlice("auth.idp.audience"),
+				Audience:           stringList(v, "auth.idp.audience", isComma),
 				RefreshInterval:    v.GetDuration("auth.idp.refresh_interval"),
 				UnknownKIDInterval: v.GetDuration("auth.idp.unknown_kid_interval"),
 				Timeout:            v.GetDuration("auth.idp.timeout"),
@@ -318,7 +319,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			ClientID:     v.GetString("console.oidc.client_id"),
 			ClientSecret: v.GetString("console.oidc.client_secret"),
 			RedirectURL:  v.GetString("console.oidc.redirect_url"),
-			Scopes:       v.GetStringSlice("console.oidc.scopes"),
+			Scopes:       stringList(v, "console.oidc.scopes", isCommaOrSpace),
 		},
 		SecretsKey:           v.GetString("secrets.key"),
 		Providers:            providerConfigs(v),
@@ -389,7 +390,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		Plugins: plugin.Config{
 			Dir:                v.GetString("plugins.dir"),
 			AllowCodeExecution: v.GetBool("plugins.allow_code_execution"),
-			CommandAllowlist:   v.GetStringSlice("plugins.command_allowlist"),
+			CommandAllowlist:   stringList(v, "plugins.command_allowlist", isComma),
 			Timeout:            v.GetDuration("plugins.timeout"),
 			MaxOutputBytes:     v.GetInt("plugins.max_output_bytes"),
 			AllowUnsandboxed:   v.GetBool("plugins.allow_unsandboxed"),
@@ -503,6 +504,30 @@ func retryBySource(v *viper.Viper) (map[string]invocation.Retry, error) {
 	}
 	return out, nil
 }
+
+// stringList reads a list key: the file's YAML list, or an OUTBOXD_*
+// variable's entries, split where split says. Viper would split the
+// variable at spaces, and a command of plugins.command_allowlist has
+// them: "python3 -m checker" became three entries, "python3" alone then
+// allowing every python3 command.
+func stringList(v *viper.Viper, key string, split func(rune) bool) []string {
+	s, ok := v.Get(key).(string)
+	if !ok {
+		return v.GetStringSlice(key)
+	}
+	var out []string
+	for _, e := range strings.FieldsFunc(s, split) {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// isComma separates a variable's entries that may hold spaces (commands,
+// audiences); isCommaOrSpace those that cannot (OAuth scopes).
+func isComma(r rune) bool        { return r == ',' }
+func isCommaOrSpace(r rune) bool { return r == ',' || unicode.IsSpace(r) }
 
 // secretKeys reads secrets.keys: a list of {id, key} in a file, or
 // "id:key,id:key" in OUTBOXD_SECRETS_KEYS (base64 has neither ':' nor

@@ -255,3 +255,32 @@ func TestConfig_WrongTypeIsRefused(t *testing.T) {
 		require.EqualError(t, err, want)
 	}
 }
+
+// TestConfig_ListsFromTheEnvironment: a list in an OUTBOXD_* variable is
+// comma-separated, so a command with spaces stays one command of the
+// allowlist (split at spaces, "python3 -m checker" allowed every python3
+// command); scopes, which have no spaces, may be split at either.
+func TestConfig_ListsFromTheEnvironment(t *testing.T) {
+	t.Setenv("OUTBOXD_PLUGINS_COMMAND_ALLOWLIST", "python3 -m checker, node check.js,")
+	t.Setenv("OUTBOXD_AUTH_IDP_AUDIENCE", "api://outboxd,https://outboxd.example.com")
+	t.Setenv("OUTBOXD_CONSOLE_OIDC_SCOPES", "openid profile,email")
+	v, err := loadConfig(newServeCommand())
+	require.NoError(t, err)
+	cfg, err := appConfig(v)
+	require.NoError(t, err)
+	require.Equal(t, []string{"python3 -m checker", "node check.js"}, cfg.Plugins.CommandAllowlist)
+	require.Equal(t, []string{"api://outboxd", "https://outboxd.example.com"}, cfg.Auth.IdP.Audience)
+	require.Equal(t, []string{"openid", "profile", "email"}, cfg.Console.Scopes)
+
+	// The file's lists as they are.
+	file := filepath.Join(t.TempDir(), "outboxd.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("plugins:\n  command_allowlist: [\"python3 -m checker\", \"sh -c\"]\n"), 0o600))
+	t.Setenv("OUTBOXD_PLUGINS_COMMAND_ALLOWLIST", "")
+	cmd := newServeCommand()
+	cmd.Flags().String("config", file, "")
+	v, err = loadConfig(cmd)
+	require.NoError(t, err)
+	cfg, err = appConfig(v)
+	require.NoError(t, err)
+	require.Equal(t, []string{"python3 -m checker", "sh -c"}, cfg.Plugins.CommandAllowlist)
+}
