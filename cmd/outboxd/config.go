@@ -596,6 +596,13 @@ func bucketConfigs(v *viper.Viper) ([]flow.BucketConfig, error) {
 // requiredApprovals reads approval.required: {"R4": 2, ...}, the distinct
 // approvers each tier needs (a tier not named needs one).
 func requiredApprovals(v *viper.Viper) (map[policy.Tier]int, error) {
+	// In OUTBOXD_APPROVAL_REQUIRED the map is JSON; viper reads anything
+	// else as an empty map, which would drop the requirement silently.
+	if s, ok := v.Get("approval.required").(string); ok && strings.TrimSpace(s) != "" {
+		if _, err := cast.ToStringMapE(s); err != nil {
+			return nil, fmt.Errorf(`approval.required: OUTBOXD_APPROVAL_REQUIRED must be a JSON object such as {"r2": 2, "r3": 2}`)
+		}
+	}
 	out := map[policy.Tier]int{}
 	for key, raw := range v.GetStringMap("approval.required") {
 		tier, ok := policy.ParseTier(key)

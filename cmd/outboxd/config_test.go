@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
+	"github.com/outboxd/outboxd/policy"
 )
 
 // TestConfig_EveryKeyReachesTheConfig changes each key in turn and checks
@@ -283,4 +284,22 @@ func TestConfig_ListsFromTheEnvironment(t *testing.T) {
 	cfg, err = appConfig(v)
 	require.NoError(t, err)
 	require.Equal(t, []string{"python3 -m checker", "sh -c"}, cfg.Plugins.CommandAllowlist)
+}
+
+// TestConfig_RequiredApprovalsFromTheEnvironment: OUTBOXD_APPROVAL_REQUIRED
+// is a JSON object; anything else is refused (viper read it as an empty
+// map, which dropped even the default two approvals of R4).
+func TestConfig_RequiredApprovalsFromTheEnvironment(t *testing.T) {
+	t.Setenv("OUTBOXD_APPROVAL_REQUIRED", "r2:2")
+	v, err := loadConfig(newServeCommand())
+	require.NoError(t, err)
+	_, err = appConfig(v)
+	require.EqualError(t, err, `approval.required: OUTBOXD_APPROVAL_REQUIRED must be a JSON object such as {"r2": 2, "r3": 2}`)
+
+	t.Setenv("OUTBOXD_APPROVAL_REQUIRED", `{"r2": 2, "R4": 3}`)
+	v, err = loadConfig(newServeCommand())
+	require.NoError(t, err)
+	cfg, err := appConfig(v)
+	require.NoError(t, err)
+	require.Equal(t, map[policy.Tier]int{policy.TierR2: 2, policy.TierR4: 3}, cfg.Approvals.Required)
 }
