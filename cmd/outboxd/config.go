@@ -472,31 +472,38 @@ func newLogger(v *viper.Viper, w io.Writer) (*slog.Logger, error) {
 //	retry:
 //	  slack: {max_attempts: 8, base_delay: 2s, max_delay: 10m}
 func retryBySource(v *viper.Viper) (map[string]invocation.Retry, error) {
+	if err := mapFromEnv(v, "retry", `{"slack": {"max_attempts": 3}}`); err != nil {
+		return nil, err
+	}
 	out := map[string]invocation.Retry{}
-	for source := range v.GetStringMap("retry") {
-		sub := v.Sub("retry." + source)
-		if sub == nil {
-			continue
+	// The sections as read, from the file or OUTBOXD_RETRY's JSON alike
+	// (viper's Sub sees the file's only).
+	for source, raw := range v.GetStringMap("retry") {
+		section, err := cast.ToStringMapE(raw)
+		if err != nil {
+			return nil, fmt.Errorf("retry.%s must be a section of max_attempts, base_delay, max_delay", source)
 		}
-		for _, key := range sub.AllKeys() {
-			var err error
-			switch key {
+		var r invocation.Retry
+		for key, value := range section {
+			switch key = strings.ToLower(key); key {
 			case "max_attempts":
-				if _, err = cast.ToIntE(sub.Get(key)); err != nil {
-					err = fmt.Errorf("retry.%s.%s is %q, not a whole number", source, key, fmt.Sprint(sub.Get(key)))
+				if r.MaxAttempts, err = cast.ToIntE(value); err != nil {
+					return nil, fmt.Errorf("retry.%s.%s is %q, not a whole number", source, key, fmt.Sprint(value))
 				}
 			case "base_delay", "max_delay":
-				if _, err = cast.ToDurationE(sub.Get(key)); err != nil {
-					err = fmt.Errorf("retry.%s.%s is %q, not a duration such as 500ms, 30s or 5m", source, key, fmt.Sprint(sub.Get(key)))
+				d, err := cast.ToDurationE(value)
+				if err != nil {
+					return nil, fmt.Errorf("retry.%s.%s is %q, not a duration such as 500ms, 30s or 5m", source, key, fmt.Sprint(value))
+				}
+				if key == "base_delay" {
+					r.BaseDelay = d
+				} else {
+					r.MaxDelay = d
 				}
 			default:
-				err = fmt.Errorf("retry.%s: unknown key %q (use max_attempts, base_delay, max_delay)", source, key)
-			}
-			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("retry.%s: unknown key %q (use max_attempts, base_delay, max_delay)", source, key)
 			}
 		}
-		r := invocation.Retry{MaxAttempts: sub.GetInt("max_attempts"), BaseDelay: sub.GetDuration("base_delay"), MaxDelay: sub.GetDuration("max_delay")}
 		if r.MaxAttempts < 0 || r.BaseDelay < 0 || r.MaxDelay < 0 || (r.MaxDelay > 0 && r.MaxDelay < r.BaseDelay) {
 			return nil, fmt.Errorf("retry.%s: attempts and delays must be positive, max_delay ≥ base_delay", source)
 		}
@@ -593,15 +600,27 @@ func bucketConfigs(v *viper.Viper) ([]flow.BucketConfig, error) {
 	return out, nil
 }
 
+// mapFromEnv refuses a map key's OUTBOXD_* variable unless it is a JSON
+// object (like example): viper reads anything else as an empty map, which
+// would drop the file's and the defaults' entries silently (approval.required's
+// two approvals of R4).
+func mapFromEnv(v *viper.Viper, key, example string) error {
+	s, ok := v.Get(key).(string)
+	if !ok || strings.TrimSpace(s) == "" {
+		return nil
+	}
+	if _, err := cast.ToStringMapE(s); err != nil {
+		env := "OUTBOXD_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+		return fmt.Errorf("%s: %s must be a JSON object such as %s", key, env, example)
+	}
+	return nil
+}
+
 // requiredApprovals reads approval.required: {"R4": 2, ...}, the distinct
 // approvers each tier needs (a tier not named needs one).
 func requiredApprovals(v *viper.Viper) (map[policy.Tier]int, error) {
-	// In OUTBOXD_APPROVAL_REQUIRED the map is JSON; viper reads anything
-	// else as an empty map, which would drop the requirement silently.
-	if s, ok := v.Get("approval.required").(string); ok && strings.TrimSpace(s) != "" {
-		if _, err := cast.ToStringMapE(s); err != nil {
-			return nil, fmt.Errorf(`approval.required: OUTBOXD_APPROVAL_REQUIRED must be a JSON object such as {"r2": 2, "r3": 2}`)
-		}
+	if err := mapFromEnv(v, "approval.required", `{"r2": 2, "r3": 2}`); err != nil {
+		return nil, err
 	}
 	out := map[policy.Tier]int{}
 	for key, raw := range v.GetStringMap("approval.required") {

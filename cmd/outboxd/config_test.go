@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -255,6 +256,12 @@ func TestConfig_WrongTypeIsRefused(t *testing.T) {
 		_, err = appConfig(v)
 		require.EqualError(t, err, want)
 	}
+	require.NoError(t, os.WriteFile(file, []byte("retry:\n  linear:\n    max_attempts: 8\n    base_delay: 2s\n    max_delay: 10m\n"), 0o600))
+	v, err = loadConfig(cmd)
+	require.NoError(t, err)
+	cfg, err = appConfig(v)
+	require.NoError(t, err)
+	require.Equal(t, map[string]invocation.Retry{"linear": {MaxAttempts: 8, BaseDelay: 2 * time.Second, MaxDelay: 10 * time.Minute}}, cfg.Outbox.RetryBySource)
 }
 
 // TestConfig_ListsFromTheEnvironment: a list in an OUTBOXD_* variable is
@@ -302,4 +309,17 @@ func TestConfig_RequiredApprovalsFromTheEnvironment(t *testing.T) {
 	cfg, err := appConfig(v)
 	require.NoError(t, err)
 	require.Equal(t, map[policy.Tier]int{policy.TierR2: 2, policy.TierR4: 3}, cfg.Approvals.Required)
+
+	// A source's retries, the other map, likewise.
+	t.Setenv("OUTBOXD_RETRY", "slack:3")
+	v, err = loadConfig(newServeCommand())
+	require.NoError(t, err)
+	_, err = appConfig(v)
+	require.EqualError(t, err, `retry: OUTBOXD_RETRY must be a JSON object such as {"slack": {"max_attempts": 3}}`)
+	t.Setenv("OUTBOXD_RETRY", `{"slack": {"max_attempts": 3, "base_delay": "2s"}}`)
+	v, err = loadConfig(newServeCommand())
+	require.NoError(t, err)
+	cfg, err = appConfig(v)
+	require.NoError(t, err)
+	require.Equal(t, invocation.Retry{MaxAttempts: 3, BaseDelay: 2 * time.Second}, cfg.Outbox.RetryBySource["slack"])
 }
