@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -590,7 +591,17 @@ func bucketConfigs(v *viper.Viper) ([]flow.BucketConfig, error) {
 		MaxConcurrency int           `mapstructure:"max_concurrency"`
 		Scope          string        `mapstructure:"scope"`
 	}
-	if err := v.UnmarshalKey("buckets", &raw); err != nil {
+	from := v
+	if s, ok := v.Get("buckets").(string); ok {
+		// OUTBOXD_BUCKETS: a JSON list, decoded as the file's is.
+		var list []any
+		if err := json.Unmarshal([]byte(s), &list); err != nil {
+			return nil, errors.New(`buckets: OUTBOXD_BUCKETS must be a JSON list such as [{"name": "slack.minute", "rate": 50, "interval": "1m", "burst": 50}]`)
+		}
+		from = viper.New()
+		from.Set("buckets", list)
+	}
+	if err := from.UnmarshalKey("buckets", &raw); err != nil {
 		return nil, fmt.Errorf("buckets: %w", err)
 	}
 	out := make([]flow.BucketConfig, len(raw))

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/policy"
@@ -293,10 +294,11 @@ func TestConfig_ListsFromTheEnvironment(t *testing.T) {
 	require.Equal(t, []string{"python3 -m checker", "sh -c"}, cfg.Plugins.CommandAllowlist)
 }
 
-// TestConfig_RequiredApprovalsFromTheEnvironment: OUTBOXD_APPROVAL_REQUIRED
-// is a JSON object; anything else is refused (viper read it as an empty
-// map, which dropped even the default two approvals of R4).
-func TestConfig_RequiredApprovalsFromTheEnvironment(t *testing.T) {
+// TestConfig_MapsFromTheEnvironment: OUTBOXD_APPROVAL_REQUIRED and
+// OUTBOXD_RETRY are JSON objects, OUTBOXD_BUCKETS a JSON list; anything
+// else is refused (viper read a map as empty, which dropped even the
+// default two approvals of R4).
+func TestConfig_MapsFromTheEnvironment(t *testing.T) {
 	t.Setenv("OUTBOXD_APPROVAL_REQUIRED", "r2:2")
 	v, err := loadConfig(newServeCommand())
 	require.NoError(t, err)
@@ -322,4 +324,17 @@ func TestConfig_RequiredApprovalsFromTheEnvironment(t *testing.T) {
 	cfg, err = appConfig(v)
 	require.NoError(t, err)
 	require.Equal(t, invocation.Retry{MaxAttempts: 3, BaseDelay: 2 * time.Second}, cfg.Outbox.RetryBySource["slack"])
+
+	// The buckets, a list of maps: a JSON list.
+	t.Setenv("OUTBOXD_BUCKETS", "slack.minute")
+	v, err = loadConfig(newServeCommand())
+	require.NoError(t, err)
+	_, err = appConfig(v)
+	require.ErrorContains(t, err, "OUTBOXD_BUCKETS must be a JSON list")
+	t.Setenv("OUTBOXD_BUCKETS", `[{"name": "slack.minute", "rate": 5, "interval": "1m", "burst": 5}]`)
+	v, err = loadConfig(newServeCommand())
+	require.NoError(t, err)
+	cfg, err = appConfig(v)
+	require.NoError(t, err)
+	require.Contains(t, cfg.Buckets, flow.BucketConfig{Name: "slack.minute", Rate: 5, Interval: time.Minute, Burst: 5})
 }
