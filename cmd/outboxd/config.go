@@ -252,8 +252,7 @@ func checkTypes(v *viper.Viper) error {
 			want = "true or false"
 		}
 		if err != nil {
-			env := "OUTBOXD_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
-			problems = append(problems, fmt.Sprintf("%s (%s) is %q, not %s", key, env, fmt.Sprint(v.Get(key)), want))
+			problems = append(problems, fmt.Sprintf("%s (%s) is %q, not %s", key, envOf(key), fmt.Sprint(v.Get(key)), want))
 		}
 	}
 	if len(problems) == 0 {
@@ -261,6 +260,11 @@ func checkTypes(v *viper.Viper) error {
 	}
 	slices.Sort(problems)
 	return fmt.Errorf("configuration: %s", strings.Join(problems, "; "))
+}
+
+// envOf is key's variable (a.b_c ↔ OUTBOXD_A_B_C).
+func envOf(key string) string {
+	return "OUTBOXD_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
 // bindFlag marks flag name as setting viper key.
@@ -621,8 +625,7 @@ func mapFromEnv(v *viper.Viper, key, example string) error {
 		return nil
 	}
 	if _, err := cast.ToStringMapE(s); err != nil {
-		env := "OUTBOXD_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
-		return fmt.Errorf("%s: %s must be a JSON object such as %s", key, env, example)
+		return fmt.Errorf("%s: %s must be a JSON object such as %s", key, envOf(key), example)
 	}
 	return nil
 }
