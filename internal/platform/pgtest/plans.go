@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // KeptPlan is what a connection keeps of a sqlc statement it prepared.
@@ -19,9 +18,17 @@ type KeptPlan struct {
 	Explain string
 }
 
+// Querier is a connection or a transaction on one.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // Kept reads, on conn, the prepared statement of the sqlc query name and
-// explains it with args, a parenthesized list of SQL literals.
-func Kept(t testing.TB, conn *pgxpool.Conn, name, args string) KeptPlan {
+// explains it with args, a parenthesized list of SQL literals. Explain it
+// in a transaction with the planner settings it runs in (a dbutil.Keyed
+// one's), or the plan shown may be one made for args.
+func Kept(t testing.TB, conn Querier, name, args string) KeptPlan {
 	t.Helper()
 	ctx := context.Background()
 	var stmt string
