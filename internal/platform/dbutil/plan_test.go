@@ -20,9 +20,9 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // and the plan it keeps still reaches the organization's invocations by
 // index once there are thousands of them. In ordinary transactions the
 // first five runs are planned each (custom plans), and the test fails; so
-// it does when a lookup compares with nullif(key, ”), which no index
-// serves: on such statistics the plan then filters every invocation of the
-// organization.
+// it does when a lookup compares with nullif of the key and the empty
+// string, which no index serves: on such statistics the plan then filters
+// every invocation of the organization.
 func TestKeyed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
