@@ -120,8 +120,9 @@ func (s *Service) write(ctx context.Context, ps []*prepared) ([]*invocation.Invo
 // earlier or concurrent one holds is nil in the answer.
 //
 // Groups of other API processes lock the same rows, so the locks are taken
-// in one order: every session's rate row first, then each request's grant
-// and pending cap, sessions in the order of their ids. Two groups can then
+// in one order: every session's rate row first (in the order of the
+// sessions' ids, by one statement), then each request's grant and pending
+// cap, sessions in the order of their ids. Two groups can then
 // only deadlock on two grants used in opposite orders; Postgres breaks
 // that, and the group is done again one request at a time.
 func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*invocation.Invocation, error) {
@@ -148,12 +149,14 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*inv
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ps[a].r.sessionID, ps[b].r.sessionID) })
-	for _, i := range order {
-		if r := ps[i].r; !found[i].Repeat && r.origin != originEnvelope {
-			if err := s.hitInvokeRate(ctx, tx, r.org, r.sessionID); err != nil {
-				return nil, err
-			}
+	var invokes []string // the session of each new invoke
+	for i, p := range ps {
+		if !found[i].Repeat && p.r.origin != originEnvelope {
+			invokes = append(invokes, p.r.sessionID)
 		}
+	}
+	if err := s.hitInvokeRate(ctx, tx, ps[0].r.org, invokes); err != nil {
+		return nil, err
 	}
 	for _, i := range order {
 		f := found[i]
@@ -402,18 +405,24 @@ func (s *Service) checkPendingCap(ctx context.Context, tx pgx.Tx, org, sessionID
 	return nil
 }
 
-// hitInvokeRate counts one invoke in the session's current minute window,
-// in a table every API process shares. A refused invoke rolls its count
-// back with its transaction.
-func (s *Service) hitInvokeRate(ctx context.Context, tx pgx.Tx, org, sessionID string) error {
+// hitInvokeRate counts, in one statement, an invoke for each of
+// sessionIDs in its session's current minute window, in a table every API
+// process shares. A session over its rate fails the group, which rolls its
+// counts back with its transaction and is then done one request at a time.
+func (s *Service) hitInvokeRate(ctx context.Context, tx pgx.Tx, org string, sessionIDs []string) error {
+	if len(sessionIDs) == 0 {
+		return nil
+	}
 	now := time.Now()
 	window := now.Truncate(time.Minute)
-	n, err := s.queries.InvokeRateHit(ctx, tx, org, sessionID, window)
+	counts, err := s.queries.InvokeRateHit(ctx, tx, org, sessionIDs, window)
 	if err != nil {
 		return fmt.Errorf("counting invoke rate: %w", err)
 	}
-	if n > s.cfg.InvokesPerMinute {
-		return &errs.RateLimitError{Limit: s.cfg.InvokesPerMinute, RetryAfter: window.Add(time.Minute).Sub(now)}
+	for _, n := range counts {
+		if n > s.cfg.InvokesPerMinute {
+			return &errs.RateLimitError{Limit: s.cfg.InvokesPerMinute, RetryAfter: window.Add(time.Minute).Sub(now)}
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -337,12 +338,15 @@ func TestInvoke_RateLimit(t *testing.T) {
 // arrive together share a transaction, and the limit still lets exactly
 // its number through: the group that goes over is done again one invoke
 // at a time, and only those over the limit are refused, their counts
-// rolled back.
+// rolled back. Another session's invokes, arriving in the same moments
+// and counted by the same statements, are all let through.
 func TestInvoke_RateLimitUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	b := apptest.Start(t, &apptest.Options{Outbox: outbox.Config{InvokesPerMinute: 5, PendingPerSession: 50}})
-	const n = 12
+	const n, other = 12, 5
 	statuses := make([]int, n)
+	otherStatuses := make([]int, other)
+	otherToken := b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: "session-other"})
 	// The limit counts per minute: a round that straddles two minutes
 	// proves nothing, so it is run again in the next one.
 	for round := 0; ; round++ {
@@ -351,6 +355,14 @@ func TestInvoke_RateLimitUnderConcurrency(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				statuses[i] = b.Invoke("send_message", map[string]any{"channel": "C1", "text": fmt.Sprint("round ", round, " msg ", i)}).Status
+			})
+		}
+		for i := range other {
+			wg.Go(func() {
+				otherStatuses[i] = b.Do("POST", "/v1/sessions/session-other/actions/invoke", otherToken, map[string]any{
+					"integration": "slack", "action": "send_message",
+					"params": map[string]any{"channel": "C1", "text": fmt.Sprint("round ", round, " other ", i)},
+				}).Status
 			})
 		}
 		wg.Wait()
@@ -364,6 +376,7 @@ func TestInvoke_RateLimitUnderConcurrency(t *testing.T) {
 		counts[s]++
 	}
 	require.Equal(t, map[int]int{http.StatusAccepted: 5, http.StatusTooManyRequests: n - 5}, counts)
+	require.Equal(t, slices.Repeat([]int{http.StatusAccepted}, other), otherStatuses)
 }
 
 // TestApprove_WakesTheWorker checks an approval starts the job at once,

@@ -68,11 +68,19 @@ func (s *Store) Lookup(ctx context.Context, tx pgx.Tx, org string, reqs []Reques
 	return out, nil
 }
 
-// InvokeRateHit counts one invoke of the session in the window that starts
-// at windowStart and returns the window's count. It rolls back with tx.
-func (s *Store) InvokeRateHit(ctx context.Context, tx pgx.Tx, org, sessionID string, windowStart time.Time) (int, error) {
-	n, err := s.q.InvokeRateHit(ctx, tx, dbsqlc.InvokeRateHitParams{OrganizationID: org, SessionID: sessionID, WindowStart: windowStart})
-	return int(n), err
+// InvokeRateHit counts one invoke for each of sessionIDs (a session listed
+// twice made two) in the window that starts at windowStart, and returns
+// each session's count in the window. It rolls back with tx.
+func (s *Store) InvokeRateHit(ctx context.Context, tx pgx.Tx, org string, sessionIDs []string, windowStart time.Time) (map[string]int, error) {
+	rows, err := s.q.InvokeRateHit(ctx, tx, dbsqlc.InvokeRateHitParams{OrganizationID: org, SessionIds: sessionIDs, WindowStart: windowStart})
+	if err != nil {
+		return nil, err
+	}
+	counts := make(map[string]int, len(rows))
+	for _, r := range rows {
+		counts[r.SessionID] = int(r.Count)
+	}
+	return counts, nil
 }
 
 // InvokeRateDeleteBefore drops the invoke rate windows that started

@@ -21,12 +21,19 @@ SELECT DISTINCT integration FROM credentials
 WHERE organization_id = @organization_id AND (user_id = '' OR user_id = @user_id::text)
 ORDER BY integration;
 
--- name: InvokeRateHit :one
+-- name: InvokeRateHit :many
+-- Counts one invoke for each element of @session_ids (a session listed
+-- twice made two) in the window that starts at @window_start, and answers
+-- each session's count in it. The rows are taken in the order of the
+-- session ids, so that two of these never deadlock.
 INSERT INTO invoke_rate_windows (organization_id, session_id, window_start, count)
-VALUES (@organization_id, @session_id, @window_start, 1)
+SELECT @organization_id, s.session_id, @window_start, count(*)
+FROM unnest(@session_ids::text[]) AS s (session_id)
+GROUP BY s.session_id
+ORDER BY s.session_id
 ON CONFLICT (organization_id, session_id, window_start)
-DO UPDATE SET count = invoke_rate_windows.count + 1
-RETURNING count;
+DO UPDATE SET count = invoke_rate_windows.count + excluded.count
+RETURNING session_id, count;
 
 -- name: InvokeRateDeleteBefore :exec
 DELETE FROM invoke_rate_windows WHERE window_start < @before;
