@@ -18,6 +18,11 @@ import (
 // session, as the transport says. While every session has a request in
 // flight, a new one is refused. One organization's sessions never close
 // another's.
+//
+// A request is in flight from when its POST reaches the front door (enter)
+// until it is answered, so a session closed for room has none, and every
+// request that arrives while it closes is answered 404 at the door: the
+// SDK, given one, would open a stream the closing session never answers.
 type sessionLimit struct {
 	max int
 	// closedLog and refusedLog keep a flood of sessions out of the log.
@@ -27,17 +32,22 @@ type sessionLimit struct {
 	// orgs holds each organization's sessions, most recently used first.
 	orgs map[string]*list.List
 	all  map[*mcp.ServerSession]*list.Element
+	byID map[string]*list.Element
+	// closing are the ids of the sessions closed for room, until close
+	// has closed them.
+	closing map[string]bool
 }
 
 // limited is one session of an organization.
 type limited struct {
 	session  *mcp.ServerSession
-	org      string
+	id, org  string
 	inFlight int
 }
 
 func newSessionLimit(max int) *sessionLimit {
 	return &sessionLimit{max: max, orgs: map[string]*list.List{}, all: map[*mcp.ServerSession]*list.Element{},
+		byID: map[string]*list.Element{}, closing: map[string]bool{},
 		closedLog: rate.Sometimes{First: 1, Interval: time.Minute}, refusedLog: rate.Sometimes{First: 1, Interval: time.Minute}}
 }
 
@@ -51,9 +61,9 @@ func (l *sessionLimit) room(org string) bool {
 }
 
 // admit adds ss, an initialized session of org, and returns the session
-// to close to make room for it, if any; added is false when ss was
-// admitted before. Two sessions admitted at once
-// past room's check may leave org over the limit by the one whose
+// to close to make room for it, if any, which is closing from then on;
+// added is false when ss was admitted before. Two sessions admitted at
+// once past room's check may leave org over the limit by the one whose
 // requests are all in flight, until its next admission.
 func (l *sessionLimit) admit(org string, ss *mcp.ServerSession) (evict *mcp.ServerSession, added bool) {
 	l.mu.Lock()
@@ -61,18 +71,20 @@ func (l *sessionLimit) admit(org string, ss *mcp.ServerSession) (evict *mcp.Serv
 	if _, ok := l.all[ss]; ok {
 		return nil, false // initialized again
 	}
+	if sessions := l.orgs[org]; sessions != nil && sessions.Len() >= l.max {
+		if e := idlest(sessions); e != nil {
+			evict = e.Value.(*limited).session
+			l.closing[evict.ID()] = true
+			l.forget(e) // which drops the list it empties
+		}
+	}
 	sessions := l.orgs[org]
 	if sessions == nil {
 		sessions = list.New()
 		l.orgs[org] = sessions
 	}
-	if sessions.Len() >= l.max {
-		if e := idlest(sessions); e != nil {
-			evict = e.Value.(*limited).session
-			l.forget(e)
-		}
-	}
-	l.all[ss] = sessions.PushFront(&limited{session: ss, org: org})
+	e := sessions.PushFront(&limited{session: ss, id: ss.ID(), org: org})
+	l.all[ss], l.byID[ss.ID()] = e, e
 	return evict, true
 }
 
@@ -87,15 +99,20 @@ func idlest(sessions *list.List) *list.Element {
 	return nil
 }
 
-// begin notes that a request of ss started, and returns what notes its
-// end. A session not admitted (a 2026-07-28 request's, or one being
-// initialized) is not counted.
-func (l *sessionLimit) begin(ss *mcp.ServerSession) (end func()) {
+// enter notes that a request of org for session id arrived, and returns
+// what notes its end; gone is true, and end nil, when the session is
+// closing. A session not admitted (one being initialized, or unknown: the
+// SDK answers it) or another organization's (the SDK refuses the request)
+// is not counted.
+func (l *sessionLimit) enter(org, id string) (end func(), gone bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e, ok := l.all[ss]
-	if !ok {
-		return func() {}
+	if l.closing[id] {
+		return nil, true
+	}
+	e, ok := l.byID[id]
+	if !ok || e.Value.(*limited).org != org {
+		return func() {}, false
 	}
 	s := e.Value.(*limited)
 	s.inFlight++
@@ -104,7 +121,7 @@ func (l *sessionLimit) begin(ss *mcp.ServerSession) (end func()) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		s.inFlight--
-	}
+	}, false
 }
 
 // remove forgets ss, which closed.
@@ -116,9 +133,20 @@ func (l *sessionLimit) remove(ss *mcp.ServerSession) {
 	}
 }
 
+// close closes ss, which admit chose to close, and then forgets it was
+// closing: once Close returns the SDK no longer knows the session and
+// answers 404 itself (the session's Wait may return before that).
+func (l *sessionLimit) close(ss *mcp.ServerSession) {
+	_ = ss.Close()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.closing, ss.ID())
+}
+
 func (l *sessionLimit) forget(e *list.Element) {
 	s := e.Value.(*limited)
 	delete(l.all, s.session)
+	delete(l.byID, s.id)
 	sessions := l.orgs[s.org]
 	sessions.Remove(e)
 	if sessions.Len() == 0 {

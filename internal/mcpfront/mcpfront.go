@@ -223,8 +223,23 @@ const instructions = `outboxd runs actions on external services (Slack, Linear, 
 // Authorization header) the HTTP layer verified.
 func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, c *outboxauth.Claims) {
 	jw := &jsonErrors{ResponseWriter: w}
+	defer jw.finish()
+	// A session's POSTs count as its use while they are answered (not
+	// its GET stream, which lasts); a session closed for room answers
+	// none.
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+		end, gone := s.sessions.enter(c.Org, id)
+		if gone {
+			http.Error(jw, "session not found", http.StatusNotFound)
+			return
+		}
+		if r.Method == http.MethodPost {
+			defer end()
+		} else {
+			end()
+		}
+	}
 	s.handler.ServeHTTP(jw, r.WithContext(context.WithValue(r.Context(), claimsCtxKey{}, c)))
-	jw.finish()
 }
 
 // jsonErrors turns the SDK's plain-text refusals (a body that is not JSON,
@@ -305,12 +320,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				res, err = nil, internalError()
 			}
 		}()
-		// A session's requests (not its notifications, which the SDK
-		// handles after answering them) count as its use.
 		ss, _ := req.GetSession().(*mcp.ServerSession)
-		if ss != nil && !strings.HasPrefix(method, "notifications/") {
-			defer s.sessions.begin(ss)()
-		}
 		switch method {
 		case "resources/list", "resources/read", "tools/list", "tools/call":
 			res, err := s.serve(ctx, method, req)
@@ -413,7 +423,7 @@ func (s *Server) initialize(ctx context.Context, ss *mcp.ServerSession, method s
 			s.logger.InfoContext(ctx, "mcp: the session idle longest closed at the organization's limit (logged once a minute at most; outboxd_mcp_sessions_limited_total counts each)",
 				"organization_id", c.Org, "max_sessions", s.sessions.max)
 		})
-		go func() { _ = evict.Close() }()
+		go s.sessions.close(evict)
 	}
 	untrack := func() {}
 	if s.watchers != nil {
