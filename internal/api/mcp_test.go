@@ -472,6 +472,8 @@ func TestMCP_BadInput(t *testing.T) {
 		"ArgsNotObject":  {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":[1]}}`, "2025-11-25", http.StatusOK, `"code":-32602,"message":"invalid params for slack.send_message (arguments: params must be a JSON object)"`},
 		"NUL":            {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":{"channel":"C1\u0000","text":"x"}}}`, "2025-11-25", http.StatusOK, `"code":-32602`},
 		"KeyNUL":         {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":{"channel":"C1","text":"x"},"_meta":{"idempotency_key":"k\u0000"}}}`, "2025-11-25", http.StatusOK, `"code":-32602,"message":"_meta.idempotency_key (or Idempotency-Key) contains a NUL character"`},
+		"ProgressObject": {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":{"channel":"C1","text":"x"},"_meta":{"progressToken":{"a":1}}}}`, "2025-11-25", http.StatusOK, `"code":-32602,"message":"_meta.progressToken must be a string or a number"`},
+		"ProgressBool":   {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"outboxd_wait","arguments":{"invocation_id":"x"},"_meta":{"progressToken":true}}}`, "2025-11-25", http.StatusOK, `"code":-32602,"message":"_meta.progressToken must be a string or a number"`},
 		"KeyControl":     {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slack.send_message","arguments":{"channel":"C1","text":"x"},"_meta":{"idempotency_key":"k\n"}}}`, "2025-11-25", http.StatusOK, `"code":-32602,"message":"_meta.idempotency_key (or Idempotency-Key) contains a control character"`},
 	} {
 		session := rawSession(t, b)

@@ -33,6 +33,13 @@ const idempotencyMeta = "idempotency_key"
 // invocation at all (an unknown tool, arguments that fail the schema) is
 // a JSON-RPC error naming what is wrong.
 func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.CallToolParamsRaw, report progressFunc) (*mcp.CallToolResult, error) {
+	// The token is sent back with each progress notification: only what
+	// the protocol allows is.
+	switch report.token.(type) {
+	case nil, string, float64:
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "_meta.progressToken must be a string or a number"}
+	}
 	if p.Name == waitTool.Name {
 		return s.waitAgain(ctx, c, p.Arguments, report)
 	}
