@@ -120,11 +120,11 @@ func (s *Service) write(ctx context.Context, ps []*prepared) ([]*invocation.Invo
 // earlier or concurrent one holds is nil in the answer.
 //
 // Groups of other API processes lock the same rows, so the locks are taken
-// in one order: every session's rate row first (in the order of the
-// sessions' ids, by one statement), then each request's grant and pending
-// cap, sessions in the order of their ids. Two groups can then
-// only deadlock on two grants used in opposite orders; Postgres breaks
-// that, and the group is done again one request at a time.
+// in one order: every session's rate row first (one statement takes them
+// in the order of the sessions' ids), then each request's grant and
+// pending cap, sessions in the order of their ids. Two groups can then only
+// deadlock on two grants used in opposite orders; Postgres breaks that,
+// and the group is done again one request at a time.
 func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*invocation.Invocation, error) {
 	look := make([]outboxstore.Request, len(ps))
 	for i, p := range ps {
