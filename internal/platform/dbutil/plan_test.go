@@ -76,3 +76,61 @@ func TestKeyed(t *testing.T) {
 	require.Contains(t, kept.Explain, "action_invocations_org_external_id")
 	require.NotContains(t, kept.Explain, "Seq Scan")
 }
+
+// TestKeyed_PendingCap: the pending cap's count, run in Keyed transactions
+// as the enqueue runs it, planned on an empty table's statistics, keeps a
+// plan that reads the session's pending invocations by index once
+// thousands of other sessions' and organizations' are pending: not the
+// index of every pending invocation, which such statistics made look as
+// cheap.
+func TestKeyed_PendingCap(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin := pgtest.Pool(t)
+	cfg := admin.Config().Copy()
+	cfg.MaxConns = 1
+	tenants, err := dbutil.TenantPool(ctx, cfg)
+	require.NoError(t, err)
+	defer tenants.Close()
+
+	const org = "org-pending"
+	octx := dbutil.WithOrg(ctx, org)
+	count := func() int64 {
+		t.Helper()
+		var n int64
+		require.NoError(t, dbutil.WithTx(octx, dbutil.Keyed{Pool: tenants}, func(ctx context.Context, tx pgx.Tx) error {
+			var err error
+			session := "session-1"
+			n, err = dbsqlc.New().InvocationCountPending(ctx, tx, dbsqlc.InvocationCountPendingParams{OrganizationID: org, SessionID: &session})
+			return err
+		}))
+		return n
+	}
+	_, err = admin.Exec(ctx, "ANALYZE action_invocations")
+	require.NoError(t, err)
+	require.Zero(t, count()) // planned on an empty table
+	_, err = admin.Exec(ctx, `
+		INSERT INTO action_invocations (organization_id, requested_by, origin, integration, action, risk_level,
+			mode, mode_source, params, params_hash, status, session_id)
+		SELECT CASE WHEN n % 10 = 0 THEN $1 ELSE 'org-other' END, 'agent', 'invoke', 'slack', 'send_message', 'write',
+			'require_approval', 'default', '{}', 'h', CASE WHEN n % 3 = 0 THEN 'completed' ELSE 'pending' END,
+			'session-' || n % 7
+		FROM generate_series(1, 5000) AS n`, org)
+	require.NoError(t, err)
+	var want int64
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM action_invocations
+		WHERE organization_id = $1 AND session_id = 'session-1' AND status = 'pending'`, org).Scan(&want))
+	require.NotZero(t, want)
+	for range 6 {
+		require.Equal(t, want, count())
+	}
+
+	tx, err := dbutil.Keyed{Pool: tenants}.Begin(octx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	kept := pgtest.Kept(t, tx, "InvocationCountPending", `('`+org+`', 'session-1')`)
+	require.Zero(t, kept.Custom)
+	require.Equal(t, int64(7), kept.Generic)
+	require.Contains(t, kept.Explain, "action_invocations_session_pending")
+	require.Contains(t, kept.Explain, "Index Cond: ((organization_id = $1) AND (session_id = $2))")
+}

@@ -1,0 +1,1 @@
+DROP INDEX action_invocations_session_pending;
