@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
@@ -14,6 +15,24 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// emptyTenants returns a test database whose action_invocations is empty
+// and analyzed so (the statistics a plan made now is made on), and a
+// tenant pool of one connection on it, so that every run of a statement is
+// on the connection that prepared it.
+func emptyTenants(t *testing.T) (admin, tenants *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	admin = pgtest.Pool(t)
+	_, err := admin.Exec(ctx, "ANALYZE action_invocations")
+	require.NoError(t, err)
+	cfg := admin.Config().Copy()
+	cfg.MaxConns = 1
+	tenants, err = dbutil.TenantPool(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(tenants.Close)
+	return admin, tenants
+}
 
 // TestKeyed: the enqueue's lookup, run in Keyed transactions on a tenant
 // connection, is planned once, on an empty table whose statistics say so,
@@ -26,12 +45,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 func TestKeyed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	admin := pgtest.Pool(t)
-	cfg := admin.Config().Copy()
-	cfg.MaxConns = 1 // one connection, so every run is on the statement checked
-	tenants, err := dbutil.TenantPool(ctx, cfg)
-	require.NoError(t, err)
-	defer tenants.Close()
+	admin, tenants := emptyTenants(t)
 
 	const org = "org-keyed"
 	octx := dbutil.WithOrg(ctx, org)
@@ -51,10 +65,8 @@ func TestKeyed(t *testing.T) {
 			return err
 		}))
 	}
-	_, err = admin.Exec(ctx, "ANALYZE action_invocations")
-	require.NoError(t, err)
 	lookup() // planned on an empty table
-	_, err = admin.Exec(ctx, `
+	_, err := admin.Exec(ctx, `
 		INSERT INTO action_invocations (organization_id, requested_by, origin, integration, action, risk_level,
 			mode, mode_source, params, params_hash, status, session_id, idempotency_key, external_id)
 		SELECT $1, 'agent', 'invoke', 'slack', 'send_message', 'write', 'allow', 'default', '{}', 'h', 'completed',
@@ -86,12 +98,7 @@ func TestKeyed(t *testing.T) {
 func TestKeyed_PendingCap(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	admin := pgtest.Pool(t)
-	cfg := admin.Config().Copy()
-	cfg.MaxConns = 1
-	tenants, err := dbutil.TenantPool(ctx, cfg)
-	require.NoError(t, err)
-	defer tenants.Close()
+	admin, tenants := emptyTenants(t)
 
 	const org = "org-pending"
 	octx := dbutil.WithOrg(ctx, org)
@@ -106,10 +113,8 @@ func TestKeyed_PendingCap(t *testing.T) {
 		}))
 		return n
 	}
-	_, err = admin.Exec(ctx, "ANALYZE action_invocations")
-	require.NoError(t, err)
 	require.Zero(t, count()) // planned on an empty table
-	_, err = admin.Exec(ctx, `
+	_, err := admin.Exec(ctx, `
 		INSERT INTO action_invocations (organization_id, requested_by, origin, integration, action, risk_level,
 			mode, mode_source, params, params_hash, status, session_id)
 		SELECT CASE WHEN n % 10 = 0 THEN $1 ELSE 'org-other' END, 'agent', 'invoke', 'slack', 'send_message', 'write',
