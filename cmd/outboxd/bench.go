@@ -52,8 +52,10 @@ the pool's connections closed so their counts are flushed) and the peak RSS
 of this process during the phase (which also runs the HTTP clients and the
 loopback Slack). For the phases whose clients wait for each result (invoke,
 mcp), a second table splits a call's time at its invocation's created_at,
-its job's fetch and the invocation's started_at and completed_at. The database is a new one on DATABASE_URL's
-server when set, otherwise an embedded Postgres in a temporary directory.`,
+its job's fetch and the invocation's started_at and completed_at; a last
+line compares the mcp phase with single's actions/s and the REST invoke's
+p50. The database is a new one on DATABASE_URL's server when set,
+otherwise an embedded Postgres in a temporary directory.`,
 		Args: cobra.NoArgs,
 		RunE: runBench,
 	}

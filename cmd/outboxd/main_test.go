@@ -586,6 +586,8 @@ func TestBench_RunsEveryPhase(t *testing.T) {
 	for _, phase := range []string{`invoke \(REST\)`, `mcp tools/call`} {
 		require.Regexp(t, `(?m)^`+phase+`(\s+-?\d+\.\d / -?\d+\.\d / -?\d+\.\d){6}\n`, out)
 	}
+	// The MCP phase against single's rate and the REST invoke's p50.
+	require.Regexp(t, `(?m)^mcp tools/call: \d+ % of single's actions/s, \d+ % of the REST invoke's; p50 [+-]\d+\.\d ms against the REST invoke's$`, out)
 }
 
 func TestBench_Skip(t *testing.T) {

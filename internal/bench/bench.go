@@ -280,6 +280,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	printBenchTable(b.out, results)
 	printStages(b.out, results)
+	printComparison(b.out, results)
 	return nil
 }
 

@@ -56,6 +56,26 @@ func printBenchTable(w io.Writer, results []*phaseResult) {
 	}
 }
 
+// printComparison compares the MCP phase with single (actions/s) and
+// with the REST invoke (p50), the measures of the MCP front door's
+// targets, when the three phases ran.
+func printComparison(w io.Writer, results []*phaseResult) {
+	byName := map[string]*phaseResult{}
+	for _, r := range results {
+		if r.actions > 0 && r.total > 0 && len(r.latencies) > 0 {
+			byName[r.name] = r
+		}
+	}
+	single, invoke, mcp := byName["single"], byName["invoke (REST)"], byName["mcp tools/call"]
+	if single == nil || invoke == nil || mcp == nil {
+		return
+	}
+	rate := func(r *phaseResult) float64 { return float64(r.actions) / r.total.Seconds() }
+	p50 := func(r *phaseResult) time.Duration { return seconds(percentile(r.latencies, 0.50)) }
+	fmt.Fprintf(w, "\nmcp tools/call: %.0f %% of single's actions/s, %.0f %% of the REST invoke's; p50 %+.1f ms against the REST invoke's\n",
+		100*rate(mcp)/rate(single), 100*rate(mcp)/rate(invoke), float64(p50(mcp)-p50(invoke))/float64(time.Millisecond))
+}
+
 func percentile(sorted []float64, p float64) float64 {
 	if len(sorted) == 0 {
 		return 0
