@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -415,4 +417,39 @@ func connectorResult(inv invocation.Invocation) (*mcp.CallToolResult, bool) {
 		return nil, false
 	}
 	return &res, true
+}
+
+// progressFunc reports a waiting call's progress to its client, when the
+// client asked for it with a progress token.
+type progressFunc struct {
+	session *mcp.ServerSession
+	token   any
+	header  http.Header
+	logger  *slog.Logger
+}
+
+// progress returns the progress reporter of a tools/call request.
+func (s *Server) progress(req *mcp.CallToolRequest) progressFunc {
+	p := progressFunc{session: req.Session, logger: s.logger}
+	if req.Params != nil {
+		p.token = req.Params.GetProgressToken()
+	}
+	if req.Extra != nil {
+		p.header = req.Extra.Header
+	}
+	return p
+}
+
+// wanted reports whether the client asked for progress notifications.
+func (p progressFunc) wanted() bool { return p.token != nil && p.session != nil }
+
+// send sends step's progress notification; without a token it does
+// nothing. A client gone is the wait's own business: it ends with ctx.
+func (p progressFunc) send(ctx context.Context, step int, message string) {
+	if !p.wanted() {
+		return
+	}
+	if err := p.session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: float64(step), Message: message}); err != nil {
+		p.logger.Debug("mcp progress", "error", err)
+	}
 }

@@ -3,12 +3,17 @@
 // tools, and each tools/call goes through the same outbox as the REST
 // invoke (policy modes, drift guard, the sources claim, the invoke rate
 // limit, approvals, exactly-once execution by the workers). It is built on
-// the official Go SDK's server (Streamable HTTP, stateless), and like the
-// REST API it only writes: the outbox records the invocation and its job,
-// and waits for the worker like a REST invoke does.
+// the official Go SDK's server (Streamable HTTP: a session for a
+// 2025-11-25 client, none for a 2026-07-28 one), and like the REST API it
+// only writes: the outbox records the invocation and its job, and waits
+// for the worker like a REST invoke does.
 //
 // The HTTP layer (internal/api) authenticates the request and hands the
-// caller's claims to ServeMCP.
+// caller's claims to ServeMCP. This file has the server and the methods it
+// serves itself; tools.go the catalog as tools, call.go tools/call and
+// its wait, guides.go the guides as resources, edits.go what a call says
+// of a human's edits, sessions.go the tool list's change notifications,
+// and limit.go the sessions an organization may keep open.
 package mcpfront
 
 import (
@@ -20,7 +25,6 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -35,7 +39,6 @@ import (
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
 	"github.com/outboxd/outboxd/outbox"
-	"github.com/outboxd/outboxd/policy"
 )
 
 // Outbox records and runs invocations: the outbox service.
@@ -441,54 +444,6 @@ func (s *Server) initialize(ctx context.Context, ss *mcp.ServerSession, method s
 // organization's session limit (in the range JSON-RPC leaves to servers).
 const codeSessionLimit = -32000
 
-// tool is one action of the caller's catalog as an MCP tool.
-type tool struct {
-	name   string
-	action catalog.AvailableAction
-	source string // the source's display name
-}
-
-// tools lists the caller's catalog as tools, in the catalog's order, with
-// deny-mode actions kept (callers of listTools leave them out; a call of
-// one is answered with the denial).
-func (s *Server) tools(ctx context.Context, c *outboxauth.Claims) ([]tool, error) {
-	listing, err := s.catalog.Available(ctx, caller(c))
-	if err != nil {
-		return nil, err
-	}
-	names := make(map[string]string, len(listing.Sources))
-	for _, st := range listing.Sources {
-		names[st.Source] = cmp.Or(st.Name, st.Source)
-	}
-	out := make([]tool, 0, len(listing.Actions))
-	for _, a := range listing.Actions {
-		out = append(out, tool{name: ToolName(a.Source, a.Action), action: a, source: names[a.Source]})
-	}
-	return out, nil
-}
-
-// ToolName is the MCP tool name of a source's action: "<source>.<action>"
-// with every character MCP does not allow in a name (anything but
-// letters, digits, "_", "-" and ".") replaced by "_", so the connector
-// "connector:3f…" gives "connector_3f….<tool>". Calls map a name back
-// through the caller's catalog, never by parsing it.
-func ToolName(source, action string) string {
-	clean := func(s string) string {
-		return strings.Map(func(r rune) rune {
-			switch {
-			case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
-				return r
-			}
-			return '_'
-		}, s)
-	}
-	name := clean(source) + "." + clean(action)
-	if len(name) > 128 {
-		name = name[:128]
-	}
-	return name
-}
-
 // sending passes every message to the SDK, and notes the sessions whose
 // subscriptions/listen agreed to hear of tool list changes; it keeps the
 // SDK's sending handler, through which the watchers notify.
@@ -503,122 +458,5 @@ func (s *Server) sending(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		return next(ctx, method, req)
-	}
-}
-
-// listTools is tools/list: the caller's catalog without its deny-mode
-// actions, a page at a time (the cursor is the next page's offset). A
-// session's client that lists is told when its list changes.
-func (s *Server) listTools(ctx context.Context, c *outboxauth.Claims, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
-	start := 0
-	if p := req.Params; p != nil && p.Cursor != "" {
-		n, err := strconv.Atoi(p.Cursor)
-		if err != nil || n < 0 {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "cursor: not a cursor this server gave"}
-		}
-		start = n
-	}
-	all, err := s.listed(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	if s.watchers != nil && req.Session != nil && req.Session.ID() != "" {
-		s.watchers.saw(req.Session, c, digestOf(all))
-	}
-	// A cursor past the end (the list shrank) gives an empty last page;
-	// end is counted from start, which cannot overflow.
-	start = min(start, len(all))
-	end := start + min(s.pageSize, len(all)-start)
-	out := &mcp.ListToolsResult{Tools: all[start:end]}
-	if end < len(all) {
-		out.NextCursor = strconv.Itoa(end)
-	}
-	return out, nil
-}
-
-// listed is the caller's whole tool list: its catalog without deny-mode
-// and disabled actions, then outboxd_wait.
-func (s *Server) listed(ctx context.Context, c *outboxauth.Claims) ([]*mcp.Tool, error) {
-	tools, err := s.tools(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	all := []*mcp.Tool{}
-	seen := map[string]bool{}
-	for _, t := range tools {
-		if t.action.Mode == policy.ModeDeny || t.action.Disabled || seen[t.name] {
-			continue
-		}
-		seen[t.name] = true
-		all = append(all, describe(t))
-	}
-	return append(all, waitTool), nil
-}
-
-// describe renders a catalog action as an MCP tool.
-func describe(t tool) *mcp.Tool {
-	a := t.action
-	var how string
-	switch a.Mode {
-	case policy.ModeRequireApproval:
-		how = "A human must approve each call before it runs; the call waits for the decision."
-	default:
-		how = "Runs at once."
-	}
-	title := t.source + ": " + a.Action
-	annotations := &mcp.ToolAnnotations{
-		Title:          title,
-		ReadOnlyHint:   a.RiskTier == policy.TierR0 || a.RiskTier == policy.TierR1,
-		IdempotentHint: a.Delivery == "exactly_once",
-	}
-	if a.RiskTier == policy.TierR3 || a.RiskTier == policy.TierR4 {
-		destructive := true
-		annotations.DestructiveHint = &destructive
-	}
-	tool := &mcp.Tool{
-		Name:        t.name,
-		Title:       title,
-		Description: strings.TrimSpace(fmt.Sprintf("%s\n\nRisk tier %s (%s). %s", strings.TrimSpace(a.Description), a.RiskTier, a.RiskLevel, how)),
-		InputSchema: a.Params,
-		Annotations: annotations,
-	}
-	if len(a.Output) > 0 {
-		tool.OutputSchema = a.Output
-	}
-	return tool
-}
-
-// progressFunc reports a waiting call's progress to its client, when the
-// client asked for it with a progress token.
-type progressFunc struct {
-	session *mcp.ServerSession
-	token   any
-	header  http.Header
-	logger  *slog.Logger
-}
-
-// progress returns the progress reporter of a tools/call request.
-func (s *Server) progress(req *mcp.CallToolRequest) progressFunc {
-	p := progressFunc{session: req.Session, logger: s.logger}
-	if req.Params != nil {
-		p.token = req.Params.GetProgressToken()
-	}
-	if req.Extra != nil {
-		p.header = req.Extra.Header
-	}
-	return p
-}
-
-// wanted reports whether the client asked for progress notifications.
-func (p progressFunc) wanted() bool { return p.token != nil && p.session != nil }
-
-// send sends step's progress notification; without a token it does
-// nothing. A client gone is the wait's own business: it ends with ctx.
-func (p progressFunc) send(ctx context.Context, step int, message string) {
-	if !p.wanted() {
-		return
-	}
-	if err := p.session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: float64(step), Message: message}); err != nil {
-		p.logger.Debug("mcp progress", "error", err)
 	}
 }
