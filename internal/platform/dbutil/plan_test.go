@@ -34,6 +34,20 @@ func emptyTenants(t *testing.T) (admin, tenants *pgxpool.Pool) {
 	return admin, tenants
 }
 
+// keptInKeyed is the plan the tenant connection keeps for the sqlc query
+// name, explained with args in a Keyed transaction (as the statement's
+// own transactions see it), after seven runs, all with its generic plan.
+func keptInKeyed(t *testing.T, octx context.Context, tenants *pgxpool.Pool, name, args string) pgtest.KeptPlan {
+	t.Helper()
+	tx, err := dbutil.Keyed{Pool: tenants}.Begin(octx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	kept := pgtest.Kept(t, tx, name, args)
+	require.Zero(t, kept.Custom, name)
+	require.Equal(t, int64(7), kept.Generic, name)
+	return kept
+}
+
 // TestKeyed: the enqueue's lookup, run in Keyed transactions on a tenant
 // connection, is planned once, on an empty table whose statistics say so,
 // and the plan it keeps still reaches the organization's invocations by
@@ -78,12 +92,7 @@ func TestKeyed(t *testing.T) {
 	}
 
 	// The plan kept, as the lookups' transactions see it.
-	tx, err := dbutil.Keyed{Pool: tenants}.Begin(octx)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(ctx) }()
-	kept := pgtest.Kept(t, tx, "SubmitLookup", `('`+org+`', '{key-1,""}', '{session-1,""}', '{"",ext-1}', '{"",""}', '{slack,slack}', '{send_message,send_message}')`)
-	require.Zero(t, kept.Custom)
-	require.Equal(t, int64(7), kept.Generic)
+	kept := keptInKeyed(t, octx, tenants, "SubmitLookup", `('`+org+`', '{key-1,""}', '{session-1,""}', '{"",ext-1}', '{"",""}', '{slack,slack}', '{send_message,send_message}')`)
 	require.Contains(t, kept.Explain, "action_invocations_session_idempotency_key")
 	require.Contains(t, kept.Explain, "action_invocations_org_external_id")
 	require.NotContains(t, kept.Explain, "Seq Scan")
@@ -130,12 +139,7 @@ func TestKeyed_PendingCap(t *testing.T) {
 		require.Equal(t, want, count())
 	}
 
-	tx, err := dbutil.Keyed{Pool: tenants}.Begin(octx)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(ctx) }()
-	kept := pgtest.Kept(t, tx, "InvocationCountPending", `('`+org+`', 'session-1')`)
-	require.Zero(t, kept.Custom)
-	require.Equal(t, int64(7), kept.Generic)
+	kept := keptInKeyed(t, octx, tenants, "InvocationCountPending", `('`+org+`', 'session-1')`)
 	require.Contains(t, kept.Explain, "action_invocations_session_pending")
 	require.Contains(t, kept.Explain, "Index Cond: ((organization_id = $1) AND (session_id = $2))")
 }
