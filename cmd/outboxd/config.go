@@ -108,7 +108,7 @@ var defaults = func() map[string]any {
 		"sync_wait":                          ob.SyncWait,
 		"mcp.stateless":                      false,
 		"mcp.session_timeout":                front.SessionTimeout,
-		"mcp.max_sessions":                   front.MaxSessions,
+		"mcp.max_sessions":                   0, // half of http.max_org_requests, at most 1000
 		"mcp.recheck_interval":               front.Recheck,
 		"worker.max_workers":                 w.MaxWorkers,
 		"worker.max_attempts":                w.MaxAttempts,
@@ -404,8 +404,8 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 	if cfg.Plugins.Timeout <= 0 || cfg.Plugins.MaxOutputBytes <= 0 {
 		return nil, errors.New("plugins.timeout and plugins.max_output_bytes must be positive")
 	}
-	if cfg.MCP.MaxSessions <= 0 {
-		return nil, errors.New("mcp.max_sessions must be a positive number of sessions")
+	if cfg.MCP.MaxSessions < 0 {
+		return nil, errors.New("mcp.max_sessions must be 0 (half of http.max_org_requests, at most 1000) or a positive number of sessions")
 	}
 	keys, err := secretKeys(v)
 	if err != nil {

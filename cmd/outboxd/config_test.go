@@ -338,3 +338,28 @@ func TestConfig_MapsFromTheEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, cfg.Buckets, flow.BucketConfig{Name: "slack.minute", Rate: 5, Interval: time.Minute, Burst: 5})
 }
+
+// TestConfig_MCPMaxSessions: 0 (the default) leaves the session limit to
+// be derived from http.max_org_requests at start; a negative one is
+// refused, saying what 0 means.
+func TestConfig_MCPMaxSessions(t *testing.T) {
+	t.Parallel()
+	load := func(sessions any) *viper.Viper {
+		v := viper.New()
+		for k, d := range defaults {
+			v.SetDefault(k, d)
+		}
+		if sessions != nil {
+			v.Set("mcp.max_sessions", sessions)
+		}
+		return v
+	}
+	cfg, err := appConfig(load(nil))
+	require.NoError(t, err)
+	require.Zero(t, cfg.MCP.MaxSessions)
+	_, err = appConfig(load(-1))
+	require.EqualError(t, err, "mcp.max_sessions must be 0 (half of http.max_org_requests, at most 1000) or a positive number of sessions")
+	cfg, err = appConfig(load(20))
+	require.NoError(t, err)
+	require.Equal(t, 20, cfg.MCP.MaxSessions)
+}

@@ -479,7 +479,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 			Retention: cfg.Retention.Keep(), Logger: logger}),
 		SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams,
 		Webhooks: webhooks, Slack: slackApprovals, SlackClicks: slackApprovals.Clicks(svc), Approvers: approvalSvc,
-		MCP: mcpfront.New(&mcpfront.Deps{Outbox: svc, Catalog: reader, Changes: feeds, Config: cfg.MCP,
+		MCP: mcpfront.New(&mcpfront.Deps{Outbox: svc, Catalog: reader, Changes: feeds, Config: mcpConfig(cfg, logger),
 			Metrics: metrics, Logger: logger, Wait: cfg.Outbox.WithDefaults().SyncWait, Approvals: approvalSvc}),
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
 		OrgRequests:     httpserver.NewOrgLimiter(&cfg.HTTP),
@@ -728,6 +728,23 @@ func mergeBuckets(defaults, overrides []flow.BucketConfig) []flow.BucketConfig {
 		if !replaced {
 			out = append(out, o)
 		}
+	}
+	return out
+}
+
+// mcpConfig is the front door's configuration, its session limit derived
+// from the organization's share of requests when unset. A limit set above
+// that share is kept, and said at start: the sessions past it that keep a
+// stream open leave their organization's next requests refused with 429.
+func mcpConfig(cfg *Config, logger *slog.Logger) mcpfront.Config {
+	out := cfg.MCP
+	maxOrg := cfg.HTTP.WithDefaults().MaxOrgRequests
+	switch {
+	case out.MaxSessions == 0:
+		out.MaxSessions = mcpfront.DefaultMaxSessions(maxOrg)
+	case out.MaxSessions >= maxOrg && !out.Stateless:
+		logger.Warn("mcp.max_sessions is not below http.max_org_requests: an organization's sessions that keep a stream open can take all its requests in progress, and its next requests get 429",
+			"max_sessions", out.MaxSessions, "max_org_requests", maxOrg)
 	}
 	return out
 }

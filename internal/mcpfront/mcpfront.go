@@ -72,15 +72,25 @@ type Config struct {
 	// long (default 30m); its client starts a new one.
 	SessionTimeout time.Duration
 	// MaxSessions is how many sessions one organization may keep open in
-	// this process (default 1000): a new one past it closes the
-	// organization's session idle longest, or is refused while each has
-	// a request in flight (sessionLimit).
+	// this process (default 1000; the daemon derives it with
+	// DefaultMaxSessions): a new one past it closes the organization's
+	// session idle longest, or is refused while each has a request in
+	// flight (sessionLimit).
 	MaxSessions int
 	// Recheck is how often the tool lists of connected clients are read
 	// again with no change announced (default 1m), to notice what no table
 	// records: a connector's server changing its tools.
 	Recheck time.Duration
 }
+
+// DefaultMaxSessions is MaxSessions derived from the requests one
+// organization may have in progress in the process (http.max_org_requests):
+// half of them, at most 1000. A 2025-11-25 client keeps a GET stream open
+// in its session, which counts as one of those requests for as long as it
+// lasts; past that share the organization's next requests, its calls
+// included, would be refused with 429. Half leaves the other half for
+// calls, and a session past the limit closes one idle instead.
+func DefaultMaxSessions(maxOrgRequests int) int { return min(1000, max(1, maxOrgRequests/2)) }
 
 // WithDefaults returns c with its zero fields at their defaults.
 func (c Config) WithDefaults() Config {
