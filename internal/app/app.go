@@ -733,9 +733,10 @@ func mergeBuckets(defaults, overrides []flow.BucketConfig) []flow.BucketConfig {
 }
 
 // mcpConfig is the front door's configuration, its session limit derived
-// from the organization's share of requests when unset. A limit set above
-// that share is kept, and said at start: the sessions past it that keep a
-// stream open leave their organization's next requests refused with 429.
+// from the organization's share of requests when unset. A limit set at or
+// above that share is kept, and said at start: sessions that keep a stream
+// open could then take the whole share, and leave their organization's
+// next requests refused with 429.
 func mcpConfig(cfg *Config, logger *slog.Logger) mcpfront.Config {
 	out := cfg.MCP
 	maxOrg := cfg.HTTP.WithDefaults().MaxOrgRequests
