@@ -545,21 +545,24 @@ func (b *runner) readLatencies(ctx context.Context, results []*phaseResult) erro
 		if r.prefix == "" || r.actions == 0 {
 			continue
 		}
-		rows, err := conn.Query(ctx, `SELECT extract(epoch FROM completed_at - created_at)::float8 FROM action_invocations
-			WHERE organization_id = $1 AND coalesce(external_id, idempotency_key) LIKE $2 AND status = 'completed'`, benchOrg, r.prefix+"-%")
+		rows, err := conn.Query(ctx, `SELECT coalesce(i.external_id, i.idempotency_key), i.created_at, j.attempted_at, i.started_at, i.completed_at
+			FROM action_invocations i LEFT JOIN river_job j ON j.id = i.job_id
+			WHERE i.organization_id = $1 AND coalesce(i.external_id, i.idempotency_key) LIKE $2 AND i.status = 'completed'`, benchOrg, r.prefix+"-%")
 		if err != nil {
 			return err
 		}
-		r.latencies, err = pgx.CollectRows(rows, pgx.RowTo[float64])
+		done, err := pgx.CollectRows(rows, pgx.RowToStructByPos[completion])
 		if err != nil {
 			return err
 		}
-		if r.calls != nil {
-			if r.stages, err = readStages(ctx, conn, r.prefix, r.calls); err != nil {
-				return err
-			}
+		r.latencies = make([]float64, len(done))
+		for i, d := range done {
+			r.latencies[i] = d.Completed.Sub(d.Created).Seconds()
 		}
 		slices.Sort(r.latencies)
+		if r.calls != nil {
+			r.stages = stagesOf(done, r.prefix, r.calls)
+		}
 	}
 	return nil
 }

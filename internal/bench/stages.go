@@ -1,15 +1,12 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // callTimes are when each waited call of a phase was sent and when its
@@ -33,43 +30,37 @@ var stageNames = [...]string{"request→created", "created→fetched", "fetched�
 // milliseconds, each sorted.
 type stages [len(stageNames)][]float64
 
-// readStages splits each completed call of the phase's into its stages,
-// the invocation's created_at, its job's attempted_at and the
-// invocation's started_at and completed_at between the
-// bench's sending and reading (one clock: the server's and this
-// process's, the same machine's for the embedded server).
-func readStages(ctx context.Context, conn *pgx.Conn, prefix string, calls callTimes) (*stages, error) {
-	rows, err := conn.Query(ctx, `SELECT coalesce(i.external_id, i.idempotency_key), i.created_at, j.attempted_at, i.started_at, i.completed_at
-		FROM action_invocations i JOIN river_job j ON j.id = i.job_id
-		WHERE i.organization_id = $1 AND coalesce(i.external_id, i.idempotency_key) LIKE $2 AND i.status = 'completed'`, benchOrg, prefix+"-%")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
+// completion is one completed invocation of a phase: its key, its
+// created_at, its job's attempted_at (the fetch; nil once River has
+// deleted the job) and its started_at and completed_at.
+type completion struct {
+	Key              string
+	Created          time.Time
+	Fetched, Started *time.Time
+	Completed        time.Time
+}
+
+// stagesOf splits each completed call of the phase into its stages,
+// between the bench's sending and reading (one clock: the server's and
+// this process's, the same machine's for the embedded server).
+func stagesOf(done []completion, prefix string, calls callTimes) *stages {
 	var st stages
 	ms := func(from, to time.Time) float64 { return float64(to.Sub(from).Microseconds()) / 1000 }
-	for rows.Next() {
-		var key string
-		var created, fetched, started, completed time.Time
-		if err := rows.Scan(&key, &created, &fetched, &started, &completed); err != nil {
-			return nil, err
-		}
-		i, err := strconv.Atoi(strings.TrimPrefix(key, prefix+"-"))
-		if err != nil || i < 1 || i > len(calls) || calls.of(i).answered.IsZero() {
+	for _, d := range done {
+		i, err := strconv.Atoi(strings.TrimPrefix(d.Key, prefix+"-"))
+		if err != nil || i < 1 || i > len(calls) || calls.of(i).answered.IsZero() || d.Fetched == nil || d.Started == nil {
 			continue
 		}
 		c := calls.of(i)
-		for k, v := range []float64{ms(c.sent, created), ms(created, fetched), ms(fetched, started), ms(started, completed), ms(completed, c.answered), ms(c.sent, c.answered)} {
+		for k, v := range []float64{ms(c.sent, d.Created), ms(d.Created, *d.Fetched), ms(*d.Fetched, *d.Started),
+			ms(*d.Started, d.Completed), ms(d.Completed, c.answered), ms(c.sent, c.answered)} {
 			st[k] = append(st[k], v)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	for k := range st {
 		slices.Sort(st[k])
 	}
-	return &st, nil
+	return &st
 }
 
 // printStages shows, for each phase whose clients waited for their
