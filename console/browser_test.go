@@ -23,6 +23,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/console"
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
@@ -311,8 +312,9 @@ func TestBrowser(t *testing.T) {
 		// Every open console drops it at once: the member's too.
 		member.run("member's inbox follows", chromedp.WaitNotPresent(card, chromedp.ByQuery))
 		b.WaitStatus(pendingID, invocation.StatusCompleted, 10*time.Second)
+		// Where an MCP call that waits for a human sends them.
 		owner.run("invocation page",
-			chromedp.Navigate(br.base+"/console/#/invocations/"+pendingID),
+			chromedp.Navigate(console.InvocationURL(br.base, pendingID)),
 			chromedp.WaitVisible(`.timeline .ev-completed`, chromedp.ByQuery))
 		steps := owner.text(`.timeline`)
 		for _, step := range []string{"created", "approved", "started", "completed"} {

@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -26,6 +27,13 @@ var dist embed.FS
 
 // Prefix is where the console is served.
 const Prefix = "/console/"
+
+// InvocationURL is the address of an invocation's page in the console of
+// the outboxd at origin ("https://outboxd.example.com"): where a human
+// approves or denies it.
+func InvocationURL(origin, id string) string {
+	return origin + Prefix + "#/invocations/" + url.PathEscape(id)
+}
 
 // securityHeaders go on every console answer.
 var securityHeaders = map[string]string{

@@ -25,7 +25,7 @@ const wellKnownResource = "/.well-known/oauth-protected-resource"
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	claims, err := s.bearerClaims(r)
 	if err != nil {
-		w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer resource_metadata=%q", baseURL(r)+wellKnownResource))
+		w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer resource_metadata=%q", s.origin(r)+wellKnownResource))
 		closeUnread(w, r)
 		s.writeErr(w, r, err)
 		return
@@ -57,7 +57,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	// A call that needs approval waits for the decision, and a session's
 	// stream or a subscriptions/listen request stays open: each write has
 	// the write timeout from its start.
-	s.mcp.ServeMCP(httpserver.WriteOverTime(w, r), r.WithContext(ctx), claims)
+	s.mcp.ServeMCP(httpserver.WriteOverTime(w, r), r.WithContext(ctx), claims, s.origin(r))
 }
 
 // protectedResource is the MCP front door's protected resource metadata
@@ -66,19 +66,16 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 // authorization server is named.
 func (s *Server) protectedResource(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, &oauthex.ProtectedResourceMetadata{
-		Resource:               baseURL(r) + "/mcp",
+		Resource:               s.origin(r) + "/mcp",
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           "outboxd",
 	})
 }
 
-// baseURL is the scheme and host the request reached.
-func baseURL(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
+// origin is the scheme and host the client reached: behind a proxy
+// trusted with http.trust_forwarded_for, the ones the proxy was sent to.
+func (s *Server) origin(r *http.Request) string {
+	return httpserver.Origin(r, s.trustForwardedFor)
 }
 
 // isBatch reports whether r's body is a JSON array, a JSON-RPC batch

@@ -17,6 +17,7 @@ import (
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/mcpfront"
+	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/outbox"
 )
 
@@ -293,6 +294,47 @@ func TestMCP_CallWaitsForApproval(t *testing.T) {
 	require.Contains(t, string(b.Do("GET", "/metrics", "", nil).Raw), "outboxd_mcp_wait_seconds_count 1")
 }
 
+// forwarded is what a proxy in front of outboxd adds to each request.
+type forwarded struct{ next http.RoundTripper }
+
+func (f forwarded) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Forwarded-Proto", "https")
+	r.Header.Set("X-Forwarded-Host", "outboxd.example.com")
+	return f.next.RoundTrip(r)
+}
+
+// Behind a proxy trusted with http.trust_forwarded_for, what a client is
+// told to come back to is the address it reached, not outboxd's own.
+func TestMCP_BehindATrustedProxy(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Outbox: outbox.Config{SyncWait: 200 * time.Millisecond},
+		HTTP: &httpserver.Config{ReadTimeout: time.Minute, WriteTimeout: time.Minute, TrustForwardedFor: true}})
+	const origin = "https://outboxd.example.com"
+
+	proxied := []string{"X-Forwarded-Proto", "https", "X-Forwarded-Host", "outboxd.example.com"}
+	r := b.Do("POST", "/mcp", "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, proxied...)
+	require.Equal(t, http.StatusUnauthorized, r.Status)
+	require.Equal(t, `Bearer resource_metadata="`+origin+`/.well-known/oauth-protected-resource"`, r.Header.Get("WWW-Authenticate"))
+	require.Equal(t, origin+"/mcp", b.Do("GET", "/.well-known/oauth-protected-resource", "", nil, proxied...).Body["resource"])
+
+	b.StoreSlackToken("xoxb-mcp-proxy")
+	for _, version := range protocolVersions {
+		client := mcp.NewClient(&mcp.Implementation{Name: "outboxd-test", Version: "1"}, nil)
+		session, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
+			Endpoint:   b.URL + "/mcp",
+			HTTPClient: &http.Client{Transport: bearer{b.Sandbox(), forwarded{http.DefaultTransport}}},
+		}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		require.NoError(t, err)
+		res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "slack.send_message", Arguments: message})
+		require.NoError(t, err)
+		pending := res.StructuredContent.(map[string]any)
+		require.Equal(t, "pending", pending["status"], version)
+		require.Equal(t, origin+"/console/#/invocations/"+pending["invocation_id"].(string), pending["console_url"], version)
+		require.NoError(t, session.Close())
+	}
+}
+
 func TestMCP_PendingPastTheWaitThenWaitAgain(t *testing.T) {
 	t.Parallel()
 	b := apptest.Start(t, &apptest.Options{Outbox: outbox.Config{SyncWait: 300 * time.Millisecond}})
@@ -307,6 +349,7 @@ func TestMCP_PendingPastTheWaitThenWaitAgain(t *testing.T) {
 	require.Equal(t, "pending", pending["status"])
 	require.NotEmpty(t, pending["expires_at"])
 	id := pending["invocation_id"].(string)
+	require.Equal(t, b.URL+"/console/#/invocations/"+id, pending["console_url"], "where a human decides")
 
 	tools, err := session.ListTools(ctx, &mcp.ListToolsParams{})
 	require.NoError(t, err)
@@ -316,6 +359,7 @@ func TestMCP_PendingPastTheWaitThenWaitAgain(t *testing.T) {
 	res, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "outboxd_wait", Arguments: map[string]any{"invocation_id": id}})
 	require.NoError(t, err)
 	require.Equal(t, "pending", res.StructuredContent.(map[string]any)["status"])
+	require.Equal(t, pending["console_url"], res.StructuredContent.(map[string]any)["console_url"])
 	require.Empty(t, b.Slack.Requests())
 
 	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"}).Status)

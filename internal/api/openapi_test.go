@@ -219,5 +219,5 @@ func TestOpenAPI_ContractCatchesMismatches(t *testing.T) {
 // noMCP stands in for the MCP front door, so that its routes are served.
 type noMCP struct{}
 
-func (noMCP) ServeMCP(http.ResponseWriter, *http.Request, *auth.Claims) {}
-func (noMCP) Close()                                                    {}
+func (noMCP) ServeMCP(http.ResponseWriter, *http.Request, *auth.Claims, string) {}
+func (noMCP) Close()                                                            {}

@@ -50,9 +50,11 @@ type Catalog interface {
 	Guide(ctx context.Context, c *catalog.Caller, integration string) (string, error)
 }
 
-// MCP serves the MCP front door (internal/mcpfront) to a verified caller.
+// MCP serves the MCP front door (internal/mcpfront) to a verified caller,
+// whose client reached outboxd at origin (its results link to the
+// console there).
 type MCP interface {
-	ServeMCP(w http.ResponseWriter, r *http.Request, c *auth.Claims)
+	ServeMCP(w http.ResponseWriter, r *http.Request, c *auth.Claims, origin string)
 	// Close ends the front door's sessions, whose streams would hold a
 	// graceful shutdown up.
 	Close()

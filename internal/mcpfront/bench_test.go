@@ -53,7 +53,7 @@ func BenchmarkToolsCall(b *testing.B) {
 			r.Header.Set("Mcp-Session-Id", session)
 		}
 		w := httptest.NewRecorder()
-		front.ServeMCP(w, r, claims)
+		front.ServeMCP(w, r, claims, "http://"+r.Host)
 		return w
 	}
 	const args = `"name":"demo.a0","arguments":{"channel":"C1","text":"bench message"}`

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outboxd/outboxd/console"
 	mcpsource "github.com/outboxd/outboxd/executors/mcp"
 
 	"github.com/google/uuid"
@@ -34,16 +35,16 @@ const idempotencyMeta = "idempotency_key"
 // a limit) is a result with isError; a request that cannot be an
 // invocation at all (an unknown tool, arguments that fail the schema) is
 // a JSON-RPC error naming what is wrong.
-func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.CallToolParamsRaw, report progressFunc) (*mcp.CallToolResult, error) {
+func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.CallToolParamsRaw, cr callRequest) (*mcp.CallToolResult, error) {
 	// The token is sent back with each progress notification: only what
 	// the protocol allows is.
-	switch report.token.(type) {
+	switch cr.token.(type) {
 	case nil, string, float64:
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "_meta.progressToken must be a string or a number"}
 	}
 	if p.Name == waitTool.Name {
-		return s.waitAgain(ctx, c, p.Arguments, report)
+		return s.waitAgain(ctx, c, p.Arguments, cr)
 	}
 	args := p.Arguments
 	if len(args) == 0 || string(args) == "null" {
@@ -53,7 +54,7 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 	if field, problem := jsontext.Problem(args); problem != "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "arguments." + field + ": " + problem}
 	}
-	key, err := idempotencyKey(p.Meta, report.header.Get("Idempotency-Key"))
+	key, err := idempotencyKey(p.Meta, cr.header.Get("Idempotency-Key"))
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +85,7 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 		// A human decides, or the worker has not finished (an envelope is
 		// not waited for by the outbox): wait as long as an allow-mode
 		// invoke may.
-		latest, err := s.await(ctx, watch.Wait, inv, report)
+		latest, err := s.await(ctx, watch.Wait, inv, cr)
 		if ctx.Err() != nil {
 			// The client cancelled: the wait may have ended with the
 			// cancellation's own error, before its read.
@@ -96,7 +97,7 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 		}
 		inv = latest
 	}
-	return s.outcome(inv), nil
+	return s.outcome(inv, cr.origin), nil
 }
 
 // withdraw cancels the invocation of a call its client cancelled while it
@@ -180,15 +181,15 @@ const progressEvery = 5 * time.Second
 // the client what it waits for when it asked for progress: at once, then
 // every progressEvery.
 func (s *Server) await(ctx context.Context, wait func(context.Context, invocation.Invocation, time.Duration) (invocation.Invocation, error),
-	inv invocation.Invocation, report progressFunc) (invocation.Invocation, error) {
+	inv invocation.Invocation, cr callRequest) (invocation.Invocation, error) {
 	start := time.Now()
 	defer func() { s.metrics.MCPWait.Observe(time.Since(start).Seconds()) }()
 	deadline := start.Add(s.wait)
 	for step := 0; ; step++ {
-		if report.wanted() {
+		if cr.wantsProgress() {
 			// What it waits for costs a read for a pending call: only
 			// for a client that asked.
-			report.send(ctx, step, s.waitingFor(ctx, inv))
+			cr.progress(ctx, step, s.waitingFor(ctx, inv))
 		}
 		slice := min(time.Until(deadline), progressEvery)
 		if slice <= 0 {
@@ -235,7 +236,7 @@ var waitTool = &mcp.Tool{
 }
 
 // waitAgain is outboxd_wait: it waits on one of the session's invocations.
-func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.RawMessage, report progressFunc) (*mcp.CallToolResult, error) {
+func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.RawMessage, cr callRequest) (*mcp.CallToolResult, error) {
 	var args struct {
 		InvocationID string `json:"invocation_id"`
 	}
@@ -253,11 +254,11 @@ func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.R
 		return s.refusal(err)
 	}
 	if !inv.Status.Terminal() {
-		if inv, err = s.await(ctx, s.outbox.Wait, inv, report); err != nil {
+		if inv, err = s.await(ctx, s.outbox.Wait, inv, cr); err != nil {
 			return nil, err
 		}
 	}
-	return s.outcome(inv), nil
+	return s.outcome(inv, cr.origin), nil
 }
 
 // idempotencyKey reads the call's idempotency key from its _meta, or else
@@ -315,13 +316,15 @@ func (s *Server) refusal(err error) (*mcp.CallToolResult, error) {
 }
 
 // outcome is the tool result of an invocation where it stands, counted
-// by that status, saying so when an approver edited its params.
-func (s *Server) outcome(inv invocation.Invocation) *mcp.CallToolResult {
-	return withEdits(inv, s.plainOutcome(inv))
+// by that status, saying so when an approver edited its params; one still
+// pending links to its page in the console at origin, where a human
+// decides.
+func (s *Server) outcome(inv invocation.Invocation, origin string) *mcp.CallToolResult {
+	return withEdits(inv, s.plainOutcome(inv, origin))
 }
 
 // plainOutcome is outcome without the edits.
-func (s *Server) plainOutcome(inv invocation.Invocation) *mcp.CallToolResult {
+func (s *Server) plainOutcome(inv invocation.Invocation, origin string) *mcp.CallToolResult {
 	label := string(inv.Status)
 	switch inv.Status {
 	case invocation.StatusSkipped:
@@ -361,7 +364,8 @@ func (s *Server) plainOutcome(inv invocation.Invocation) *mcp.CallToolResult {
 	waiting := map[string]any{"status": string(inv.Status), "invocation_id": inv.ID.String()}
 	if inv.Status == invocation.StatusPending && inv.ExpiresAt != nil {
 		waiting["expires_at"] = inv.ExpiresAt.UTC().Format(time.RFC3339)
-		waiting["message"] = "a human must approve this call; it is still pending"
+		waiting["console_url"] = console.InvocationURL(origin, inv.ID.String())
+		waiting["message"] = "a human must approve this call in the console (console_url) or Slack; it is still pending"
 	} else {
 		waiting["message"] = "the call is queued and has not finished yet"
 	}
@@ -419,37 +423,41 @@ func connectorResult(inv invocation.Invocation) (*mcp.CallToolResult, bool) {
 	return &res, true
 }
 
-// progressFunc reports a waiting call's progress to its client, when the
-// client asked for it with a progress token.
-type progressFunc struct {
+// callRequest is what a tools/call keeps of its request: the session and
+// progress token its progress notifications go to, when the client asked
+// for them; the HTTP header (Idempotency-Key); and the origin its client
+// reached, where the console's pages are.
+type callRequest struct {
 	session *mcp.ServerSession
 	token   any
 	header  http.Header
+	origin  string
 	logger  *slog.Logger
 }
 
-// progress returns the progress reporter of a tools/call request.
-func (s *Server) progress(req *mcp.CallToolRequest) progressFunc {
-	p := progressFunc{session: req.Session, logger: s.logger}
+// callRequestOf returns what a tools/call keeps of req.
+func (s *Server) callRequestOf(req *mcp.CallToolRequest) callRequest {
+	cr := callRequest{session: req.Session, origin: originOf(req), logger: s.logger}
 	if req.Params != nil {
-		p.token = req.Params.GetProgressToken()
+		cr.token = req.Params.GetProgressToken()
 	}
 	if req.Extra != nil {
-		p.header = req.Extra.Header
+		cr.header = req.Extra.Header
 	}
-	return p
+	return cr
 }
 
-// wanted reports whether the client asked for progress notifications.
-func (p progressFunc) wanted() bool { return p.token != nil && p.session != nil }
+// wantsProgress reports whether the client asked for progress
+// notifications.
+func (cr callRequest) wantsProgress() bool { return cr.token != nil && cr.session != nil }
 
-// send sends step's progress notification; without a token it does
-// nothing. A client gone is the wait's own business: it ends with ctx.
-func (p progressFunc) send(ctx context.Context, step int, message string) {
-	if !p.wanted() {
+// progress sends step's progress notification, when the client asked for
+// them. A client gone is the wait's own business: it ends with ctx.
+func (cr callRequest) progress(ctx context.Context, step int, message string) {
+	if !cr.wantsProgress() {
 		return
 	}
-	if err := p.session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: float64(step), Message: message}); err != nil {
-		p.logger.Debug("mcp progress", "error", err)
+	if err := cr.session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: cr.token, Progress: float64(step), Message: message}); err != nil {
+		cr.logger.Debug("mcp progress", "error", err)
 	}
 }

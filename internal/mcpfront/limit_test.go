@@ -47,7 +47,7 @@ func (f rawFront) post(c *auth.Claims, session, body string) *httptest.ResponseR
 		r.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	}
 	w := httptest.NewRecorder()
-	f.front.ServeMCP(w, r, c)
+	f.front.ServeMCP(w, r, c, "http://"+r.Host)
 	return w
 }
 

@@ -196,11 +196,12 @@ func New(deps *Deps) *Server {
 	// The SDK hands a request's token information to the handlers; the
 	// claims were verified by the HTTP layer, so this only moves them.
 	s.handler = auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
-		c, ok := claimsFrom(r.Context())
+		v, ok := r.Context().Value(verifiedKey{}).(verified)
 		if !ok {
 			return nil, fmt.Errorf("%w: no verified claims", auth.ErrInvalidToken)
 		}
-		info := &auth.TokenInfo{UserID: c.Org + "/" + c.Subject, Extra: map[string]any{claimsKey: c}}
+		c := v.claims
+		info := &auth.TokenInfo{UserID: c.Org + "/" + c.Subject, Extra: map[string]any{claimsKey: c, originKey: v.origin}}
 		if c.ExpiresAt != nil {
 			info.Expiration = c.ExpiresAt.Time
 		} else {
@@ -233,8 +234,9 @@ const instructions = `outboxd runs actions on external services (Slack, Linear, 
 	`idempotency key in the request's _meta ("idempotency_key").`
 
 // ServeMCP serves /mcp to c, whose token (still in the request's
-// Authorization header) the HTTP layer verified.
-func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, c *outboxauth.Claims) {
+// Authorization header) the HTTP layer verified, and whose client reached
+// outboxd at origin ("https://outboxd.example.com").
+func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, c *outboxauth.Claims, origin string) {
 	jw := &jsonErrors{ResponseWriter: w}
 	defer jw.finish()
 	// A session's POSTs count as its use while they are answered (not
@@ -252,7 +254,7 @@ func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, c *outboxauth.
 			end()
 		}
 	}
-	s.handler.ServeHTTP(jw, r.WithContext(context.WithValue(r.Context(), claimsCtxKey{}, c)))
+	s.handler.ServeHTTP(jw, r.WithContext(context.WithValue(r.Context(), verifiedKey{}, verified{claims: c, origin: origin})))
 }
 
 // jsonErrors turns the SDK's plain-text refusals (a body that is not JSON,
@@ -299,15 +301,21 @@ func (j *jsonErrors) finish() {
 		"error": map[string]any{"code": code, "message": message}})
 }
 
-type claimsCtxKey struct{}
-
-// claimsKey is where the claims travel in the SDK's token information.
-const claimsKey = "outboxd_claims"
-
-func claimsFrom(ctx context.Context) (*outboxauth.Claims, bool) {
-	c, ok := ctx.Value(claimsCtxKey{}).(*outboxauth.Claims)
-	return c, ok
+// verified is what ServeMCP hands the SDK's token check: the caller's
+// claims and the origin its client reached.
+type verified struct {
+	claims *outboxauth.Claims
+	origin string
 }
+
+type verifiedKey struct{}
+
+// claimsKey and originKey are where the claims and the origin travel in
+// the SDK's token information, from request to handler.
+const (
+	claimsKey = "outboxd_claims"
+	originKey = "outboxd_origin"
+)
 
 // callerOf returns the claims the request's token information carries.
 func callerOf(req mcp.Request) (*outboxauth.Claims, error) {
@@ -317,6 +325,15 @@ func callerOf(req mcp.Request) (*outboxauth.Claims, error) {
 		}
 	}
 	return nil, fmt.Errorf("the request carries no verified token")
+}
+
+// originOf returns the origin the request's client reached.
+func originOf(req mcp.Request) string {
+	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+		origin, _ := extra.TokenInfo.Extra[originKey].(string)
+		return origin
+	}
+	return ""
 }
 
 // middleware serves tools/list and tools/call from the caller's catalog,
@@ -379,7 +396,7 @@ func (s *Server) serve(ctx context.Context, method string, req mcp.Request) (mcp
 		return s.listTools(ctx, c, req.(*mcp.ListToolsRequest))
 	default: // tools/call
 		call := req.(*mcp.CallToolRequest)
-		res, err := s.callTool(ctx, c, call.Params, s.progress(call))
+		res, err := s.callTool(ctx, c, call.Params, s.callRequestOf(call))
 		if err != nil {
 			s.metrics.MCPCalls.WithLabelValues("invalid").Inc()
 		}

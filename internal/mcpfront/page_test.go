@@ -105,7 +105,7 @@ func connect(t *testing.T, deps *mcpfront.Deps) *mcp.ClientSession {
 	t.Helper()
 	front := mcpfront.New(deps)
 	claims := &auth.Claims{Org: "org", Kind: auth.KindSandbox, SessionID: "s"}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { front.ServeMCP(w, r, claims) }))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { front.ServeMCP(w, r, claims, "http://"+r.Host) }))
 	t.Cleanup(srv.Close)
 	// The HTTP layer verified the token; the request still carries it.
 	session, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
@@ -174,7 +174,7 @@ func TestMiddleware_ListenErrorIsAnInternalError(t *testing.T) {
 		r.Header.Set("Accept", "application/json, text/event-stream")
 		r.Header.Set("Mcp-Protocol-Version", "2026-07-28")
 		w := httptest.NewRecorder()
-		front.ServeMCP(w, r, &auth.Claims{Org: "org", Kind: auth.KindSandbox, SessionID: "s"})
+		front.ServeMCP(w, r, &auth.Claims{Org: "org", Kind: auth.KindSandbox, SessionID: "s"}, "http://"+r.Host)
 		require.Contains(t, w.Body.String(), `"code":-32603`, body)
 		require.Contains(t, w.Body.String(), `"internal error"`, body)
 		require.NotContains(t, w.Body.String(), "relation", body)

@@ -39,7 +39,9 @@ type Config struct {
 	// TrustForwardedFor takes a client's address from the last entry of
 	// X-Forwarded-For instead of the connection's peer. Turn on only when
 	// every request reaches outboxd through a proxy that appends it;
-	// otherwise a client picks its own address. Default off.
+	// otherwise a client picks its own address. Default off. On, the
+	// origin clients reached comes from the proxy's X-Forwarded-Proto and
+	// X-Forwarded-Host too (Origin).
 	TrustForwardedFor bool
 }
 

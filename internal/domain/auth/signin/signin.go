@@ -22,6 +22,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 )
 
@@ -401,19 +402,7 @@ func (s *SignIn) redirectURL(r *http.Request) string {
 	if s.cfg.RedirectURL != "" {
 		return s.cfg.RedirectURL
 	}
-	scheme, host := "http", r.Host
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if s.cfg.TrustForwarded {
-		if p := firstValue(r.Header.Get("X-Forwarded-Proto")); p == "https" || p == "http" {
-			scheme = p
-		}
-		if h := firstValue(r.Header.Get("X-Forwarded-Host")); h != "" {
-			host = h
-		}
-	}
-	return scheme + "://" + host + CallbackPath
+	return httpserver.Origin(r, s.cfg.TrustForwarded) + CallbackPath
 }
 
 // cookie is an HttpOnly, SameSite=Lax cookie for the whole origin, Secure
@@ -456,11 +445,6 @@ func landing(redirect string) string {
 
 // random is 128 random bits as text.
 func random() string { return rand.Text() }
-
-func firstValue(h string) string {
-	first, _, _ := strings.Cut(h, ",")
-	return strings.TrimSpace(first)
-}
 
 // printable shortens a value the provider put in a URL and keeps only its
 // printable characters, for a message.
