@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
@@ -19,7 +20,9 @@ func newOrgCommand() *cobra.Command {
 		Short: "Remove everything an organization has; without --yes, only count it",
 		Long: "Removes every row of the organization: invocations and their events, River jobs, webhooks and\n" +
 			"deliveries, Slack settings and messages, credentials, connectors, databases, action modes, quiet\n" +
-			"hours, do-not-contact entries, its pause, and its rate buckets, in batches of short transactions.\n" +
+			"hours, do-not-contact entries, token revocations, its pause, and its rate buckets, in batches of short\n" +
+			"transactions; then it revokes every token of the organization issued until then, so that none of\n" +
+			"them (a token revoked before included) writes into it again.\n" +
 			"Without --yes it is a dry run: it prints how many rows each table holds and changes nothing.\n" +
 			"Stop the organization's callers first; purging again removes what they wrote meanwhile.",
 		Args: cobra.ExactArgs(1),
@@ -34,8 +37,9 @@ func newOrgCommand() *cobra.Command {
 					return err
 				}
 				verb := "would delete"
+				var cutoff time.Time
 				if yes {
-					if counts, err = purger.Purge(cmd.Context(), org); err != nil {
+					if counts, cutoff, err = purger.Purge(cmd.Context(), org); err != nil {
 						return err
 					}
 					verb = "deleted"
@@ -48,7 +52,9 @@ func newOrgCommand() *cobra.Command {
 					total += c.Rows
 				}
 				fmt.Fprintf(w, "%s %d row(s) of organization %q\n", verb, total, org)
-				if !yes {
+				if yes {
+					fmt.Fprintf(w, "every token of organization %q issued before %s is refused from now on\n", org, cutoff.UTC().Format(time.RFC3339))
+				} else {
 					fmt.Fprintln(w, "dry run: nothing changed; run again with --yes to delete")
 				}
 				return w.Flush()

@@ -49,6 +49,7 @@ SELECT id, $1, 1, 'created', 'completed' FROM inv`, org)
 	code, out = run(t, env, "org", "purge", "acme", "--yes", "--batch", "2")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, `deleted 6 row(s) of organization "acme"`)
+	require.Regexp(t, `every token of organization "acme" issued before \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ is refused from now on`, out)
 	require.Zero(t, rows("acme"))
 	require.EqualValues(t, 6, rows("other"))
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -61,13 +62,22 @@ func (p *Purger) Count(ctx context.Context, org string) ([]PurgeCount, error) {
 	return out, nil
 }
 
+// PurgedBy is who a purge's revocation names as its author.
+const PurgedBy = "operator (outboxd org purge)"
+
 // Purge deletes every row of org, table by table in PurgeTables' order,
 // in batches of short transactions, and returns how many rows it deleted
 // from each table. Rows the organization writes meanwhile may be left:
 // pause it and stop its callers first. Purging again finishes the job.
-func (p *Purger) Purge(ctx context.Context, org string) ([]PurgeCount, error) {
+//
+// Its token revocations go with the rest, so the purge ends by revoking
+// every token of org issued before the second after its deletions
+// (returned): a token revoked before, or one of a caller not stopped,
+// does not come back to write into the organization. Tokens issued later
+// work, for an organization that starts again.
+func (p *Purger) Purge(ctx context.Context, org string) ([]PurgeCount, time.Time, error) {
 	if org == "" {
-		return nil, errors.New("an organization id is required")
+		return nil, time.Time{}, errors.New("an organization id is required")
 	}
 	var out []PurgeCount
 	for _, t := range p.store.PurgeTables() {
@@ -77,7 +87,7 @@ func (p *Purger) Purge(ctx context.Context, org string) ([]PurgeCount, error) {
 				return t.Delete(ctx, tx, org, p.batch)
 			})
 			if err != nil {
-				return out, fmt.Errorf("purging %s: %w", t.Name, err)
+				return out, time.Time{}, fmt.Errorf("purging %s: %w", t.Name, err)
 			}
 			total += n
 			if n < int64(p.batch) {
@@ -86,5 +96,10 @@ func (p *Purger) Purge(ctx context.Context, org string) ([]PurgeCount, error) {
 		}
 		out = append(out, PurgeCount{Table: t.Name, Rows: total})
 	}
-	return out, nil
+	// As a revocation's cut-off: tokens carry whole seconds.
+	cutoff := time.Now().Truncate(time.Second).Add(time.Second)
+	if err := p.store.RevokeTokens(ctx, p.pool, org, cutoff, PurgedBy); err != nil {
+		return out, time.Time{}, fmt.Errorf("revoking the organization's tokens: %w", err)
+	}
+	return out, cutoff, nil
 }

@@ -4,12 +4,16 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/retention"
+	"github.com/outboxd/outboxd/internal/domain/revocation"
 )
 
 // orgTables lists the tables with an organization_id column, as the
@@ -150,22 +154,55 @@ func TestPurger(t *testing.T) {
 	}
 	require.Equal(t, before, rowsOf(ctx, t, b.pool, "org-a"), "the dry run changed something")
 
-	deleted, err := purger.Purge(ctx, "org-a")
+	// populate revoked session "s" of each organization.
+	revocations, err := revocation.New(&revocation.Deps{Pool: b.pool, Owner: b.pool}, &revocation.Config{})
+	require.NoError(t, err)
+	issued := jwt.NewNumericDate(time.Now().Add(-time.Hour))
+	revoked := &auth.Claims{Org: "org-a", Kind: auth.KindSandbox, SessionID: "s", RegisteredClaims: jwt.RegisteredClaims{IssuedAt: issued}}
+	require.NoError(t, revocations.Refresh(ctx))
+	require.True(t, revocations.Revoked(revoked))
+
+	deleted, cutoff, err := purger.Purge(ctx, "org-a")
 	require.NoError(t, err)
 	for _, c := range deleted {
 		require.Equal(t, before[c.Table], c.Rows, c.Table)
 	}
 	after := rowsOf(ctx, t, b.pool, "org-a")
 	for table, n := range after {
+		if table == "token_revocations" {
+			require.EqualValues(t, 1, n, "the purge's own revocation")
+			continue
+		}
 		require.Zero(t, n, "org-a still has rows in %s", table)
 	}
 	require.Equal(t, others, rowsOf(ctx, t, b.pool, "org-b"), "the purge touched another organization")
 	require.Equal(t, global, count(ctx, t, b.pool, `SELECT count(*) FROM flow_buckets WHERE scope_key = ''`))
 
-	// Purging again finds nothing.
-	deleted, err = purger.Purge(ctx, "org-a")
+	// The session revoked before stays refused, as does every other token
+	// of org-a issued until the purge; a token issued after works, and
+	// org-b's unrevoked tokens are untouched.
+	require.NoError(t, revocations.Refresh(ctx))
+	require.True(t, revocations.Revoked(revoked), "a token revoked before the purge works again")
+	require.True(t, revocations.Revoked(&auth.Claims{Org: "org-a", Kind: auth.KindService, AutomationID: "a", RegisteredClaims: jwt.RegisteredClaims{IssuedAt: issued}}))
+	require.False(t, revocations.Revoked(&auth.Claims{Org: "org-a", Kind: auth.KindSandbox, SessionID: "s", RegisteredClaims: jwt.RegisteredClaims{IssuedAt: jwt.NewNumericDate(cutoff)}}))
+	require.False(t, revocations.Revoked(&auth.Claims{Org: "org-b", Kind: auth.KindSandbox, SessionID: "t", RegisteredClaims: jwt.RegisteredClaims{IssuedAt: issued}}))
+	listed, err := revocations.List(ctx, "org-a")
 	require.NoError(t, err)
-	require.True(t, slices.IndexFunc(deleted, func(c retention.PurgeCount) bool { return c.Rows != 0 }) < 0)
+	require.Len(t, listed, 1)
+	require.Equal(t, retention.PurgedBy, listed[0].RevokedBy)
+
+	// Purging again finds nothing but that revocation, which it renews.
+	deleted, _, err = purger.Purge(ctx, "org-a")
+	require.NoError(t, err)
+	for _, c := range deleted {
+		if c.Table == "token_revocations" {
+			require.EqualValues(t, 1, c.Rows)
+			continue
+		}
+		require.Zero(t, c.Rows, c.Table)
+	}
+	require.NoError(t, revocations.Refresh(ctx))
+	require.True(t, revocations.Revoked(revoked))
 
 	_, err = purger.Count(ctx, "")
 	require.Error(t, err)
