@@ -275,11 +275,13 @@ outboxd is ready at %[1]s (org %[2]q; tokens valid 30 days)
 
   curl -s -X PUT %[1]s/v1/credentials/slack -H "Authorization: Bearer $OWNER" -d '{"token":"xoxb-..."}'
 
-2. Then invoke (Slack's send_message posts for real):
+2. Then invoke (Slack's send_message posts for real, to a channel ID of
+   yours: with an ID a retry after a lost answer finds the message it
+   posted instead of posting again):
 
   curl -s -X POST %[1]s/v1/sessions/dev-session/actions/invoke \
     -H "Authorization: Bearer $SANDBOX" -H 'Content-Type: application/json' \
-    -d '{"integration":"slack","action":"send_message","params":{"channel":"#general","text":"hello from outboxd"}}'
+    -d '{"integration":"slack","action":"send_message","params":{"channel":"C0123456789","text":"hello from outboxd"}}'
 %[2]s`, base, approve)
 	}
 	fmt.Fprintf(out, `
