@@ -65,8 +65,16 @@ func (w *PreviewWorker) Work(ctx context.Context, job *river.Job[invocation.Prev
 	if retry != nil && job.Attempt < job.MaxAttempts {
 		return retry
 	}
-	if err := w.previews.Put(ctx, w.deps.db(), inv.OrganizationID, inv.ID, rec); err != nil {
+	stored, err := w.previews.Put(ctx, w.deps.db(), inv.OrganizationID, inv.ID, inv.IntentDigest, rec)
+	if err != nil {
 		return err
+	}
+	if !stored {
+		// Its params were edited or it was asked again while this
+		// rendered: the job queued then renders what will run.
+		w.logger.InfoContext(ctx, "preview dropped: the intent changed while it rendered", "invocation_id", inv.ID,
+			"organization_id", inv.OrganizationID)
+		return nil
 	}
 	w.logger.InfoContext(ctx, "preview recorded", "invocation_id", inv.ID, "organization_id", inv.OrganizationID,
 		"source_id", inv.Integration, "action_id", inv.Action, "status", rec.Status)

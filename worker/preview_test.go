@@ -7,10 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/approvers"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/preview"
+	"github.com/outboxd/outboxd/internal/domain/preview/previewstore"
+	"github.com/outboxd/outboxd/policy"
 )
 
 // previewJobs returns the states and attempts of an invocation's preview
@@ -106,4 +114,90 @@ func TestPreview_PassingFailureIsTriedAFewTimesThenRecorded(t *testing.T) {
 	}
 	require.Equal(t, invocation.PreviewAttempts, calls, "one look-up per attempt, no more")
 	require.Equal(t, string(invocation.StatusPending), b.Invocation(id)["status"], "a failed preview decides nothing")
+}
+
+// previewText is the text of a rendered preview, "" for none.
+func previewText(b *apptest.Bundle, id string) string {
+	pv, _ := b.Invocation(id)["preview"].(map[string]any)
+	body, _ := pv["preview"].(map[string]any)
+	text, _ := body["text"].(string)
+	return text
+}
+
+// TestPreview_EditLeavingPendingRendersAgain: an approver's edit that
+// leaves the invocation pending (a second approver to come) drops its
+// preview and renders the edited params; a rendering of the old intent
+// that lands after the edit is not stored.
+func TestPreview_EditLeavingPendingRendersAgain(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Approvals: approvers.Config{Required: map[policy.Tier]int{policy.TierR2: 2}}})
+	b.StoreSlackToken("xoxb-preview-edit")
+	r := b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "the old text"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	id := r.Body["invocation_id"].(string)
+	old := r.Body["invocation"].(map[string]any)["intent"].(map[string]any)["digest"].(string)
+	waitPreview(t, b, id)
+	require.Equal(t, "the old text", previewText(b, id))
+
+	carol := b.Token(auth.Claims{Kind: auth.KindUser, Role: auth.RoleAdmin, RegisteredClaims: jwt.RegisteredClaims{Subject: "carol"}})
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", carol,
+		map[string]any{"mode": "once", "params": map[string]any{"channel": "C0123456789", "text": "the new text"}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	inv := b.Invocation(id)
+	require.Equal(t, "pending", inv["status"], "one approval of two")
+	require.NotEqual(t, "the old text", previewText(b, id), "the old params' preview is not shown as current")
+	require.Eventually(t, func() bool { return previewText(b, id) == "the new text" }, 20*time.Second, 50*time.Millisecond,
+		"the preview renders the edited params")
+	require.Eventually(t, func() bool {
+		states, _ := previewJobs(t, b, id)
+		return len(states) == 2 && states[0] == "completed" && states[1] == "completed"
+	}, 10*time.Second, 50*time.Millisecond, "a preview job at the creation, another at the edit")
+
+	// A job that rendered the old intent and stores after the edit.
+	stored, err := previewstore.New().Put(context.Background(), b.Pool, apptest.Org, uuid.MustParse(id), old,
+		&preview.Record{Status: preview.StatusRendered, Preview: &executors.Preview{Kind: "message", Text: "the old text"}})
+	require.NoError(t, err)
+	require.False(t, stored, "a rendering of an intent changed since is dropped")
+	require.Equal(t, "the new text", previewText(b, id))
+}
+
+// TestPreview_AskedAgainRendersAgain: an invocation asked again because
+// its intent changed (the credential replaced after the approval) gets a
+// new preview, rendered with what will run now.
+func TestPreview_AskedAgainRendersAgain(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-preview-first")
+	r := b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "asked again"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	id := r.Body["invocation_id"].(string)
+	first := waitPreview(t, b, id)["rendered_at"]
+
+	// The organization's queue holds the approved job while the
+	// credential is replaced.
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/pause", b.Admin(), nil).Status)
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]string{"mode": "once"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, b.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job j JOIN action_invocations i ON i.job_id = j.id
+			WHERE i.id = $1 AND j.state = 'scheduled' AND j.metadata ? 'org_paused_at'`, id).Scan(&n))
+		return n == 1
+	}, 15*time.Second, 20*time.Millisecond)
+	b.StoreToken("slack", "xoxb-preview-second", "")
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/resume", b.Admin(), nil).Status)
+
+	require.Eventually(t, func() bool {
+		inv := b.Invocation(id)
+		pv, _ := inv["preview"].(map[string]any)
+		return inv["status"] == "pending" && pv != nil && pv["rendered_at"] != first
+	}, 20*time.Second, 50*time.Millisecond, "pending again, with a new preview")
+	require.Equal(t, "asked again", previewText(b, id))
+	states, _ := previewJobs(t, b, id)
+	require.Len(t, states, 2, "a preview job at the creation, another at the re-ask")
+	rendered := false
+	for _, c := range b.Slack.AllRequests() {
+		rendered = rendered || (c.Path == "/conversations.info" && c.Authorization == "Bearer xoxb-preview-second")
+	}
+	require.True(t, rendered, "the new preview is rendered with the credential now stored")
 }

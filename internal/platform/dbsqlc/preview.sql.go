@@ -11,6 +11,18 @@ import (
 	"github.com/google/uuid"
 )
 
+const previewDelete = `-- name: PreviewDelete :exec
+DELETE FROM invocation_previews WHERE invocation_id = $1
+`
+
+// Drops an invocation's preview when its params or intent change (an
+// edit, a re-ask), in that transaction, with the new preview job: until it
+// renders, there is no preview, never the old one.
+func (q *Queries) PreviewDelete(ctx context.Context, db DBTX, invocationID uuid.UUID) error {
+	_, err := db.Exec(ctx, previewDelete, invocationID)
+	return err
+}
+
 const previewGet = `-- name: PreviewGet :one
 SELECT invocation_id, organization_id, status, preview, note, rendered_at FROM invocation_previews WHERE organization_id = $1 AND invocation_id = $2
 `
@@ -34,32 +46,41 @@ func (q *Queries) PreviewGet(ctx context.Context, db DBTX, arg PreviewGetParams)
 	return i, err
 }
 
-const previewUpsert = `-- name: PreviewUpsert :exec
+const previewUpsert = `-- name: PreviewUpsert :execrows
 
 INSERT INTO invocation_previews (invocation_id, organization_id, status, preview, note, rendered_at)
-VALUES ($1, $2, $3, $4, $5, now())
+SELECT i.id, $1, $2, $3, $4, now()
+FROM action_invocations AS i
+WHERE i.id = $5 AND i.intent_digest IS NOT DISTINCT FROM $6::text
 ON CONFLICT (invocation_id) DO UPDATE
 SET status = excluded.status, preview = excluded.preview, note = excluded.note, rendered_at = excluded.rendered_at
 `
 
 type PreviewUpsertParams struct {
-	InvocationID   uuid.UUID
 	OrganizationID string
 	Status         string
 	Preview        []byte
 	Note           string
+	InvocationID   uuid.UUID
+	IntentDigest   *string
 }
 
 // Invocation previews (migration 035, internal/domain/preview).
 // Records the rendering of an invocation's preview, replacing an earlier
-// one (a job that ran again).
-func (q *Queries) PreviewUpsert(ctx context.Context, db DBTX, arg PreviewUpsertParams) error {
-	_, err := db.Exec(ctx, previewUpsert,
-		arg.InvocationID,
+// one (a job that ran again), while the invocation's intent is still the
+// one rendered (intent_digest): a rendering of params or an intent changed
+// since (an edit, a re-ask) is dropped, its new job renders them.
+func (q *Queries) PreviewUpsert(ctx context.Context, db DBTX, arg PreviewUpsertParams) (int64, error) {
+	result, err := db.Exec(ctx, previewUpsert,
 		arg.OrganizationID,
 		arg.Status,
 		arg.Preview,
 		arg.Note,
+		arg.InvocationID,
+		arg.IntentDigest,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

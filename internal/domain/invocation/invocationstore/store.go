@@ -334,9 +334,7 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.Crea
 			}})
 			// Its preview renders while it waits (package preview).
 			refs[i].preview = len(jobs)
-			jobs = append(jobs, river.InsertManyParams{Args: invocation.PreviewArgs{InvocationID: p.ID, OrganizationID: p.OrganizationID}, InsertOpts: &river.InsertOpts{
-				Metadata: tracing.JobMetadata(p.TraceContext),
-			}})
+			jobs = append(jobs, previewJob(p.ID, p.OrganizationID, p.TraceContext))
 		}
 	}
 	var jobIDs []int64

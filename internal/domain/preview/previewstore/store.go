@@ -25,22 +25,28 @@ type Store struct {
 // New returns a Store.
 func New() *Store { return &Store{q: dbsqlc.New()} }
 
-// Put records the preview of an invocation, replacing an earlier one.
-func (s *Store) Put(ctx context.Context, db dbutil.DB, org string, invocationID uuid.UUID, rec *preview.Record) error {
+// Put records the preview of an invocation rendered for its intent digest
+// (empty: none), replacing an earlier one. stored is false when the
+// invocation's intent is another one by now (its params edited, asked
+// again): the rendering is dropped, the job queued then renders anew.
+func (s *Store) Put(ctx context.Context, db dbutil.DB, org string, invocationID uuid.UUID, digest string, rec *preview.Record) (stored bool, err error) {
 	var body []byte
 	if rec.Preview != nil {
-		var err error
 		if body, err = json.Marshal(rec.Preview); err != nil {
-			return fmt.Errorf("encoding the preview: %w", err)
+			return false, fmt.Errorf("encoding the preview: %w", err)
 		}
 	}
-	err := s.q.PreviewUpsert(ctx, db, dbsqlc.PreviewUpsertParams{
-		InvocationID: invocationID, OrganizationID: org, Status: string(rec.Status), Preview: body, Note: rec.Note,
+	var d *string
+	if digest != "" {
+		d = &digest
+	}
+	n, err := s.q.PreviewUpsert(ctx, db, dbsqlc.PreviewUpsertParams{
+		InvocationID: invocationID, OrganizationID: org, Status: string(rec.Status), Preview: body, Note: rec.Note, IntentDigest: d,
 	})
 	if err != nil {
-		return fmt.Errorf("storing the preview: %w", err)
+		return false, fmt.Errorf("storing the preview: %w", err)
 	}
-	return nil
+	return n > 0, nil
 }
 
 // Get returns the preview of an invocation of org; ok is false while
