@@ -94,7 +94,7 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 		return err
 	}
 	if n > 0 {
-		w.logger.Info("expiry sweep expired invocations", "count", n)
+		w.logger.InfoContext(ctx, "expiry sweep expired invocations", "count", n)
 	}
 	if err := outboxstore.New().InvokeRateDeleteBefore(ctx, w.deps.db(), time.Now().Add(-10*time.Minute)); err != nil {
 		return fmt.Errorf("dropping old invoke-rate windows: %w", err)

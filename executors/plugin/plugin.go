@@ -259,7 +259,7 @@ func (s *Source) Execute(ctx context.Context, actionID string, params json.RawMe
 		}
 	}
 	if s.run.unsandboxed {
-		s.cfg.Logger.Warn("running a plugin WITHOUT A SANDBOX (plugins.allow_unsandboxed)", "action_id", actionID, "reason", s.unavailable.Error())
+		s.cfg.Logger.WarnContext(ctx, "running a plugin WITHOUT A SANDBOX (plugins.allow_unsandboxed)", "action_id", actionID, "reason", s.unavailable.Error())
 	}
 	c, err := s.run.newCall(a, ec.IdempotencyKey)
 	if err != nil {

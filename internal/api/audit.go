@@ -34,7 +34,7 @@ func (s *Server) record(r *http.Request, c *audit.Change) {
 	}
 	c.Org = claims.Org
 	if err := s.audit.Record(context.WithoutCancel(r.Context()), c); err != nil {
-		s.logger.Error("recording an audit entry", "organization_id", c.Org, "action", c.Action, "target_id", c.TargetID, "error", err)
+		s.logger.ErrorContext(r.Context(), "recording an audit entry", "organization_id", c.Org, "action", c.Action, "target_id", c.TargetID, "error", err)
 	}
 }
 
@@ -128,7 +128,7 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request, c *auth.Cla
 	})
 	switch {
 	case err != nil && started:
-		s.logger.Error("exporting the audit trail", "organization_id", c.Org, "error", err)
+		s.logger.ErrorContext(r.Context(), "exporting the audit trail", "organization_id", c.Org, "error", err)
 		panic(http.ErrAbortHandler)
 	case err != nil:
 		return err

@@ -112,7 +112,7 @@ func (s *Server) grantCreated(r *http.Request, c *auth.Claims, inv invocation.In
 	g, ok, err := s.grants.ByInvocation(r.Context(), c.Org, inv.ID)
 	if err != nil || !ok {
 		if err != nil {
-			s.logger.Error("reading a created grant", "organization_id", c.Org, "invocation_id", inv.ID, "error", err)
+			s.logger.ErrorContext(r.Context(), "reading a created grant", "organization_id", c.Org, "invocation_id", inv.ID, "error", err)
 		}
 		return nil
 	}

@@ -552,7 +552,7 @@ func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request, c *auth.Cl
 		if item.Err != nil {
 			ae := toAPIError(item.Err)
 			if ae == nil {
-				s.logger.Error("batch item failed", "item", i, "error", item.Err)
+				s.logger.ErrorContext(r.Context(), "batch item failed", "item", i, "error", item.Err)
 				ae = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
 			}
 			out[i] = map[string]any{"error": errorBody(ae)}

@@ -107,7 +107,7 @@ func (s *Server) signInFinish(w http.ResponseWriter, r *http.Request) {
 	location, cookies, err := s.console.Finish(r)
 	var se *signin.Error
 	if errors.As(err, &se) {
-		s.logger.Warn("console sign-in refused", "code", se.Code, "error", se.Message)
+		s.logger.WarnContext(r.Context(), "console sign-in refused", "code", se.Code, "error", se.Message)
 		writeError(w, &apiError{status: signInStatus[se.Kind], code: se.Code, message: se.Message})
 		return
 	}

@@ -171,7 +171,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 			return nil
 		}
 		if err != nil {
-			s.logger.Warn("event stream: reading events", "organization_id", c.Org, "error", err)
+			s.logger.WarnContext(ctx, "event stream: reading events", "organization_id", c.Org, "error", err)
 			return nil
 		}
 		var b strings.Builder
@@ -184,7 +184,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 		}
 		if b.Len() > 0 {
 			if !write(b.String()) {
-				s.logger.Info("event stream: client too slow or gone; disconnected", "organization_id", c.Org)
+				s.logger.InfoContext(ctx, "event stream: client too slow or gone; disconnected", "organization_id", c.Org)
 				return nil
 			}
 			p.After = items[len(items)-1].Cursor

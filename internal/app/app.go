@@ -584,7 +584,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 	} else {
 		// The revocations are loaded before the first request is taken.
 		if err := a.revocations.Refresh(ctx); err != nil {
-			a.logger.Warn("token revocations: first load failed; retried every auth.revocation_refresh", "error", err)
+			a.logger.WarnContext(ctx, "token revocations: first load failed; retried every auth.revocation_refresh", "error", err)
 		}
 		go func() {
 			defer close(listenerDone)
@@ -611,7 +611,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 	srv.RegisterOnShutdown(a.api.CloseStreams)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	a.logger.Info("outboxd serving", "role", a.role, "addr", ln.Addr().String(), "max_conns", srv.Config().MaxConns)
+	a.logger.InfoContext(ctx, "outboxd serving", "role", a.role, "addr", ln.Addr().String(), "max_conns", srv.Config().MaxConns)
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
@@ -624,15 +624,15 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 	}
 
 	timeout := cmp.Or(a.cfg.ShutdownTimeout, DefaultShutdownTimeout)
-	a.logger.Info("shutting down", "timeout", timeout)
+	a.logger.InfoContext(ctx, "shutting down", "timeout", timeout)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		a.logger.Warn("http shutdown", "error", err)
+		a.logger.WarnContext(ctx, "http shutdown", "error", err)
 	}
 	if a.role != RoleAPI {
 		if err := a.River.Stop(shutdownCtx); err != nil {
-			a.logger.Warn("running jobs did not finish in time; cancelling them", "error", err)
+			a.logger.WarnContext(ctx, "running jobs did not finish in time; cancelling them", "error", err)
 			hardCtx, hardCancel := context.WithTimeout(context.Background(), 10*time.Second)
 			_ = a.River.StopAndCancel(hardCtx)
 			hardCancel()
@@ -640,7 +640,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 	}
 	stopRun()
 	<-listenerDone
-	a.logger.Info("outboxd stopped")
+	a.logger.InfoContext(ctx, "outboxd stopped")
 	return runErr
 }
 

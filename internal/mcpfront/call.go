@@ -89,7 +89,7 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 		if ctx.Err() != nil {
 			// The client cancelled: the wait may have ended with the
 			// cancellation's own error, before its read.
-			s.withdraw(c, latest)
+			s.withdraw(ctx, c, latest)
 			return nil, ctx.Err()
 		}
 		if err != nil {
@@ -103,14 +103,15 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 // withdraw cancels the invocation of a call its client cancelled while it
 // waited, if it has not started; one already running or ended is left
 // to finish, as a REST cancel would.
-func (s *Server) withdraw(c *outboxauth.Claims, inv invocation.Invocation) {
+func (s *Server) withdraw(ctx context.Context, c *outboxauth.Claims, inv invocation.Invocation) {
 	if inv.Status != invocation.StatusPending && inv.Status != invocation.StatusApproved {
 		return
 	}
-	ctx, cancel := context.WithTimeout(dbutil.WithOrg(context.Background(), c.Org), 10*time.Second)
+	// The call's own context has ended: its values (the trace) are kept.
+	ctx, cancel := context.WithTimeout(dbutil.WithOrg(context.WithoutCancel(ctx), c.Org), 10*time.Second)
 	defer cancel()
 	if _, err := s.outbox.Cancel(ctx, c.Org, inv.ID.String(), c.Subject); err != nil && !errors.Is(err, errs.Conflict) {
-		s.logger.Warn("mcp: withdrawing a cancelled call", "invocation_id", inv.ID, "error", err)
+		s.logger.WarnContext(ctx, "mcp: withdrawing a cancelled call", "invocation_id", inv.ID, "error", err)
 	}
 }
 
@@ -458,6 +459,6 @@ func (cr callRequest) progress(ctx context.Context, step int, message string) {
 		return
 	}
 	if err := cr.session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: cr.token, Progress: float64(step), Message: message}); err != nil {
-		cr.logger.Debug("mcp progress", "error", err)
+		cr.logger.DebugContext(ctx, "mcp progress", "error", err)
 	}
 }

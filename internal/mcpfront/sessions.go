@@ -183,7 +183,7 @@ func (ws *watchers) recheckOrg(ctx context.Context, org string) {
 		if !ok {
 			tools, err := ws.s.listed(ctx, w.claims)
 			if err != nil {
-				ws.s.logger.Warn("mcp: re-reading a client's tool list", "organization_id", org, "error", err)
+				ws.s.logger.WarnContext(ctx, "mcp: re-reading a client's tool list", "organization_id", org, "error", err)
 				continue
 			}
 			digest = digestOf(tools)
@@ -214,7 +214,7 @@ func (ws *watchers) notify(ctx context.Context, w *watched) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := ws.s.send(ctx, "notifications/tools/list_changed", &mcp.ServerRequest[*mcp.ToolListChangedParams]{Session: w.session, Params: params}); err != nil {
-		ws.s.logger.Debug("mcp: telling a client its tool list changed", "organization_id", w.claims.Org, "error", err)
+		ws.s.logger.DebugContext(ctx, "mcp: telling a client its tool list changed", "organization_id", w.claims.Org, "error", err)
 		return
 	}
 	ws.s.metrics.MCPListChanged.Inc()

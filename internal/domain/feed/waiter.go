@@ -121,7 +121,7 @@ func (w *waiter) listen(ctx context.Context, org string) (done func()) {
 	case <-ctx.Done():
 		return done
 	case <-time.After(listenerLockTimeout):
-		w.logger.Warn("the notification listener is not up yet; subscribers poll until it is")
+		w.logger.WarnContext(ctx, "the notification listener is not up yet; subscribers poll until it is")
 	}
 	if !first {
 		select {
@@ -136,7 +136,7 @@ func (w *waiter) listen(ctx context.Context, org string) (done func()) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listenerLockTimeout+5*time.Second)
 	defer cancel()
 	if err := w.listeners.Register(ctx, org, listenerTTL, listenerLockTimeout); err != nil {
-		w.logger.Warn("registering for an organization's events; its subscribers poll until the next renewal",
+		w.logger.WarnContext(ctx, "registering for an organization's events; its subscribers poll until the next renewal",
 			"organization_id", org, "error", err)
 	}
 	return done
@@ -341,7 +341,7 @@ func (w *waiter) run(ctx context.Context) {
 			if hungUp {
 				continue // idle, and wanted again since
 			}
-			w.logger.Warn("notification listener lost its connection; reconnecting", "error", err)
+			w.logger.WarnContext(ctx, "notification listener lost its connection; reconnecting", "error", err)
 			w.wakeAll()
 			select {
 			case <-ctx.Done():

@@ -317,9 +317,9 @@ func (s *Service) Run(ctx context.Context) (*Report, error) {
 	}
 	err := errors.Join(errs...)
 	if err != nil {
-		s.logger.Error("retention run failed", append(attrs, "error", err)...)
+		s.logger.ErrorContext(ctx, "retention run failed", append(attrs, "error", err)...)
 	} else {
-		s.logger.Info("retention run", attrs...)
+		s.logger.InfoContext(ctx, "retention run", attrs...)
 	}
 	return rep, err
 }

@@ -189,7 +189,7 @@ func (s *Service) Revoke(ctx context.Context, org string, p *Params) (Revocation
 		return Revocation{}, fmt.Errorf("storing the revocation: %w", err)
 	}
 	if err := s.Refresh(context.WithoutCancel(ctx)); err != nil {
-		s.cfg.Logger.Warn("token revocations: loading after a revocation", "organization_id", org, "error", err)
+		s.cfg.Logger.WarnContext(ctx, "token revocations: loading after a revocation", "organization_id", org, "error", err)
 	}
 	return stored, nil
 }
@@ -288,9 +288,9 @@ func (s *Service) Run(ctx context.Context) {
 			s.refresh(ctx)
 		case <-cleanup.C:
 			if n, err := s.owner.DeleteExpired(ctx); err != nil && ctx.Err() == nil {
-				s.cfg.Logger.Warn("token revocations: dropping expired ones", "error", err)
+				s.cfg.Logger.WarnContext(ctx, "token revocations: dropping expired ones", "error", err)
 			} else if n > 0 {
-				s.cfg.Logger.Debug("token revocations: dropped expired ones", "count", n)
+				s.cfg.Logger.DebugContext(ctx, "token revocations: dropped expired ones", "count", n)
 			}
 		}
 	}
@@ -306,10 +306,10 @@ func (s *Service) refresh(ctx context.Context) {
 	switch {
 	case err != nil && !s.failing:
 		s.failing = true
-		s.cfg.Logger.Warn("token revocations: refresh failed; the revocations loaded last keep applying", "error", err)
+		s.cfg.Logger.WarnContext(ctx, "token revocations: refresh failed; the revocations loaded last keep applying", "error", err)
 	case err == nil && s.failing:
 		s.failing = false
-		s.cfg.Logger.Info("token revocations: refreshed again")
+		s.cfg.Logger.InfoContext(ctx, "token revocations: refreshed again")
 	}
 }
 

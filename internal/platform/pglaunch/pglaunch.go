@@ -211,7 +211,7 @@ func Start(ctx context.Context, cfg *Config) (*Server, error) {
 		})
 		if err == nil {
 			s.fallback = fallback
-			logger.Info("postgres started",
+			logger.InfoContext(ctx, "postgres started",
 				"data_dir", dataDir, "socket_dir", s.socketDir, "port", port, "tcp", cfg.TCP, "bin_dir", binDir,
 				"initialized", initialized, "duration_ms", time.Since(begin).Milliseconds())
 			return s, nil
@@ -219,7 +219,7 @@ func Start(ctx context.Context, cfg *Config) (*Server, error) {
 		if cfg.Port != 0 || !cfg.TCP || attempt == portAttempts || !errors.Is(err, errPortInUse) {
 			return nil, err
 		}
-		logger.Debug("port taken before postgres could bind it; retrying", "port", port, "attempt", attempt)
+		logger.DebugContext(ctx, "port taken before postgres could bind it; retrying", "port", port, "attempt", attempt)
 	}
 }
 
@@ -343,11 +343,11 @@ func (s *Server) stop(ctx context.Context, timeout time.Duration) error {
 		reason = fmt.Errorf("stopping postgres: %w", ctx.Err())
 	}
 	if reason != nil {
-		s.logger.Warn("forcing postgres to stop", "port", s.port, "reason", reason)
+		s.logger.WarnContext(ctx, "forcing postgres to stop", "port", s.port, "reason", reason)
 		s.forceExit()
 		return reason
 	}
-	s.logger.Info("postgres stopped", "port", s.port, "duration_ms", time.Since(begin).Milliseconds())
+	s.logger.InfoContext(ctx, "postgres stopped", "port", s.port, "duration_ms", time.Since(begin).Milliseconds())
 	if s.waitErr != nil {
 		return fmt.Errorf("postgres shut down with %v; log %s ends:\n%s", s.waitErr, s.logPath, s.logTail())
 	}

@@ -121,7 +121,7 @@ func (c *Clicks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	msg, err := c.decide(ctx, v, in.User.ID, in.Actions[0].ActionID)
 	s.count("click", err)
 	if err != nil {
-		s.logger.Error("slack click", "organization_id", v.Org, "invocation_id", v.ID, "error", err)
+		s.logger.ErrorContext(ctx, "slack click", "organization_id", v.Org, "invocation_id", v.ID, "error", err)
 		msg = "Something went wrong; try again or decide in outboxd."
 	}
 	if msg != "" {
@@ -187,7 +187,7 @@ func (s *Service) respond(ctx context.Context, responseURL, text string) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		s.logger.Warn("slack response_url", "error", err)
+		s.logger.WarnContext(ctx, "slack response_url", "error", err)
 		return
 	}
 	resp.Body.Close()
