@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -54,11 +55,15 @@ func newTokenCommand() *cobra.Command {
 			if claims.Subject == "" {
 				claims.Subject = defaultSubject(claims)
 			}
+			claims.ID = rand.Text()
 			token, err := auth.Mint(secret, claims, ttl)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), token)
+			// Beside the token, not in it: TOKEN=$(outboxd token ...) works.
+			fmt.Fprintf(cmd.ErrOrStderr(), "jti %s; revoke this token alone with: outboxd tokens revoke --org %s --jti %s --expires-at %s\n",
+				claims.ID, claims.Org, claims.ID, time.Now().Add(ttl).UTC().Format(time.RFC3339))
 			return nil
 		},
 	}

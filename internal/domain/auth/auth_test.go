@@ -28,6 +28,13 @@ func TestVerifier(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "s", c.SessionID)
 		require.False(t, c.CanAdminister())
+		// A jti of its own, by which it alone can be revoked.
+		again, err := Mint(secret, sandbox, time.Hour)
+		require.NoError(t, err)
+		other, err := v.Verify(again)
+		require.NoError(t, err)
+		require.NotEmpty(t, c.ID)
+		require.NotEqual(t, c.ID, other.ID)
 	})
 	t.Run("Expired", func(t *testing.T) {
 		t.Parallel()
