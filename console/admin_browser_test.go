@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/golang-jwt/jwt/v5"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/executors/database/databasetest"
 	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 )
 
 // adminPages drives the administration pages (issue 28) with the suite's
@@ -98,6 +100,64 @@ func adminPages(t *testing.T, br *browser, owner, member *tab, mcp *toolServer) 
 			chromedp.WaitNotPresent(`[data-credential="slack/u-9"]`, chromedp.ByQuery))
 		require.Equal(t, 1, owner.count(`[data-credential="slack"]`), "the organization's is left")
 		require.Len(t, b.Do("GET", "/v1/credentials", b.Owner(), nil).Body["credentials"], 1)
+	})
+
+	t.Run("FirstCredentialOfAFreshOrganization", func(t *testing.T) {
+		// An organization with no credential at all: the catalog lists none
+		// of the providers, yet the console offers each to set modes for
+		// and to store the first credential of.
+		const org = "org-fresh"
+		fresh := br.tab()
+		defer fresh.close()
+		token := b.Token(auth.Claims{Org: org, Kind: auth.KindUser, Role: auth.RoleOwner, RegisteredClaims: jwt.RegisteredClaims{Subject: "owner-fresh"}})
+		sandbox := b.Token(auth.Claims{Org: org, Kind: auth.KindSandbox, SessionID: apptest.Session})
+		require.Empty(t, b.Do("GET", "/v1/actions/available", token, nil).Body["actions"], "nothing in the catalog yet")
+		fresh.signIn(token)
+
+		// Modes first: the actions of a provider with no credential are
+		// listed, marked, and their modes are set before it is stored.
+		row := `[data-action="sentry:update_issue"]`
+		fresh.run("modes", chromedp.Navigate(br.base+"/console/#/modes"), chromedp.WaitVisible(row, chromedp.ByQuery))
+		require.Equal(t, 1, fresh.count(row+` [data-no-credential]`), "marked as having no credential")
+		require.Equal(t, 1, fresh.count(`[data-action="github:create_issue"]`))
+		fresh.shot("20b-modes-no-credential")
+		fresh.run("set deny", fill(`#mode-sentry_update_issue`, "deny"), chromedp.WaitVisible(row+`.changed`, chromedp.ByQuery),
+			chromedp.Click(`//button[normalize-space()="Save changes"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`//*[contains(@class,"alert-ok") and contains(., "Saved 1 change")]`, chromedp.BySearch))
+		require.Equal(t, "deny", b.Do("GET", "/v1/action-modes", token, nil).Body["sentry:update_issue"])
+
+		fresh.run("credentials", chromedp.Navigate(br.base+"/console/#/credentials"), chromedp.WaitVisible(`#cred-h`, chromedp.ByQuery),
+			chromedp.WaitVisible(`//*[contains(., "No credentials stored.")]`, chromedp.BySearch))
+		var options []string
+		fresh.eval("providers offered", `[...document.querySelectorAll("#cred-integration option")].map(o => o.value)`, &options)
+		require.Equal(t, []string{"github", "linear", "sentry", "slack"}, options, "every provider, though none has a credential")
+		require.Contains(t, fresh.text(`#cred-integration`), "Sentry (sentry)")
+		fresh.shot("21b-first-credential")
+		fresh.run("store the first", fill(`#cred-integration`, "sentry"), fill(`#cred-token`, "sntrys_first_from_the_console"),
+			chromedp.Click(`//button[normalize-space()="Store credential"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`//*[contains(@class,"alert-ok") and contains(., "Stored the sentry credential")]`, chromedp.BySearch),
+			chromedp.WaitVisible(`[data-credential="sentry"]`, chromedp.ByQuery))
+		require.NotContains(t, fresh.text(`main`), "sntrys_first_from_the_console", "a token is never shown back")
+		creds := b.Do("GET", "/v1/credentials", token, nil).Body["credentials"].([]any)
+		require.Len(t, creds, 1)
+		require.Equal(t, "sentry", creds[0].(map[string]any)["integration"])
+		require.Len(t, b.Do("GET", "/v1/credentials", b.Owner(), nil).Body["credentials"], 1, "the suite's organization keeps its one (slack)")
+
+		// The agent's catalog has the provider now, with the mode set before.
+		r := b.Do("GET", "/v1/sessions/"+apptest.Session+"/actions/available", sandbox, nil)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		var found bool
+		for _, a := range r.Body["actions"].([]any) {
+			if a := a.(map[string]any); a["source"] == "sentry" && a["action"] == "update_issue" {
+				found = true
+				require.Equal(t, "deny", a["mode"])
+				require.Nil(t, a["disabled"])
+			}
+		}
+		require.True(t, found, "sentry.update_issue is in the agent's catalog: %s", r.Raw)
+		fresh.run("modes again", chromedp.Navigate(br.base+"/console/#/modes"), chromedp.WaitVisible(row, chromedp.ByQuery))
+		require.Zero(t, fresh.count(row+` [data-no-credential]`), "no longer marked")
+		require.Equal(t, 1, fresh.count(`[data-action="github:create_issue"] [data-no-credential]`))
 	})
 
 	t.Run("WebhookCreatedRotatedAndDelivered", func(t *testing.T) {

@@ -18,6 +18,9 @@ export type Credential = {
   note?: string;
 };
 
+/** CredentialProvider is a provider a credential may be stored for, whether or not one is. */
+export type CredentialProvider = { integration: string; name?: string };
+
 export type ConnectorInput = {
   name?: string;
   url?: string;
@@ -85,7 +88,7 @@ export const admin = {
   putModes: (automation: string | undefined, modes: Modes, ifMatch: string | null, etag: (e: string | null) => void) =>
     request<Modes>("PUT", modesPath(automation), modes, { ifMatch, etag }),
 
-  credentials: () => request<{ credentials: Credential[] }>("GET", "/v1/credentials"),
+  credentials: () => request<{ credentials: Credential[]; providers: CredentialProvider[] }>("GET", "/v1/credentials"),
   putCredential: (integration: string, body: { token: string; token_kind?: string; user_id?: string }) =>
     request<{ credential: Credential }>("PUT", "/v1/credentials/" + enc(integration), body),
   deleteCredential: (integration: string, userID?: string) =>

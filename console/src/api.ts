@@ -95,7 +95,12 @@ export type CatalogAction = {
   mode_source: string;
   params: JSONSchema;
   drifted?: boolean;
+  /** disabled: listed, but not invocable now (a disabled plugin; with include=unavailable, a provider with no credential stored). */
+  disabled?: boolean;
 };
+
+/** CatalogSource is a source of the catalog: ok, or why its actions are missing or disabled (no_credential, disabled, unreachable). */
+export type CatalogSource = { source: string; name?: string; status: string; error?: string };
 
 export type Envelope = {
   action_id: string;
@@ -305,7 +310,9 @@ export const api = {
   approve: (id: string, mode: "once" | "always") => request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/approve", { mode }),
   approveEdited: (id: string, params: Record<string, unknown>) => request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/approve", { mode: "once", params }),
   deny: (id: string, reason: string) => request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/deny", { reason }),
-  catalog: () => request<{ actions: CatalogAction[] }>("GET", "/v1/actions/available"),
+  catalog: () => request<{ actions: CatalogAction[]; sources: CatalogSource[] }>("GET", "/v1/actions/available"),
+  /** settableCatalog is the catalog with the actions of the providers with no credential stored (admins and owners): every action a mode may be set for. */
+  settableCatalog: () => request<{ actions: CatalogAction[]; sources: CatalogSource[] }>("GET", "/v1/actions/available?include=unavailable"),
 
   getEnvelope: (id: string) => request<Envelope>("GET", "/v1/envelopes/" + enc(id)),
   cancelEnvelope: (id: string) => request<Envelope>("DELETE", "/v1/envelopes/" + enc(id)),

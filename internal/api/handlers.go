@@ -97,8 +97,23 @@ func caller(c *auth.Claims) *catalog.Caller {
 	return &catalog.Caller{OrganizationID: c.Org, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources}
 }
 
+// available serves the catalog a caller may use. With
+// ?include=unavailable (admins and owners: the console's Modes page) it
+// also lists the actions of the providers with no credential stored,
+// disabled, their source's status no_credential.
 func (s *Server) available(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	cat, err := s.catalog.Available(r.Context(), caller(c))
+	list := s.catalog.Available
+	switch r.URL.Query().Get("include") {
+	case "":
+	case "unavailable":
+		if !c.CanAdminister() {
+			return forbidden("include=unavailable is for admins and owners")
+		}
+		list = s.catalog.All
+	default:
+		return invalidField("include", "include must be unavailable")
+	}
+	cat, err := list(r.Context(), caller(c))
 	if err != nil {
 		return err
 	}
@@ -400,8 +415,20 @@ func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request, c *auth
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"credentials": viewEach(infos, func(i credential.Info) credentialView { return credentialView(i) })})
+	writeJSON(w, http.StatusOK, map[string]any{
+		"credentials": viewEach(infos, func(i credential.Info) credentialView { return credentialView(i) }),
+		"providers": viewEach(s.catalog.CredentialProviders(), func(p catalog.CredentialProvider) credentialProviderView {
+			return credentialProviderView(p)
+		}),
+	})
 	return nil
+}
+
+// credentialProviderView is a provider a credential may be stored for,
+// whether or not one is; it converts from catalog.CredentialProvider.
+type credentialProviderView struct {
+	Integration string `json:"integration"`
+	Name        string `json:"name,omitempty"`
 }
 
 // credentialView is what the API shows of a stored credential, never its

@@ -44,10 +44,14 @@ type Outbox interface {
 }
 
 // Catalog says what a caller may use: the available actions with their
-// modes, and an integration's guide (internal/domain/catalog's Reader).
+// modes, and an integration's guide (internal/domain/catalog's Reader);
+// for admins, also the actions of the providers with no credential stored
+// (All) and the providers a credential may be stored for.
 type Catalog interface {
 	Available(ctx context.Context, c *catalog.Caller) (*catalog.Listing, error)
+	All(ctx context.Context, c *catalog.Caller) (*catalog.Listing, error)
 	Guide(ctx context.Context, c *catalog.Caller, integration string) (string, error)
+	CredentialProviders() []catalog.CredentialProvider
 }
 
 // MCP serves the MCP front door (internal/mcpfront) to a verified caller,

@@ -2,14 +2,15 @@
 // user. Tokens are write-only: the page shows only that one is stored,
 // when and by whom.
 import { useEffect, useState } from "preact/hooks";
-import { api } from "../api";
-import { admin, type Credential } from "../admin";
+import { admin, type Credential, type CredentialProvider } from "../admin";
 import { Card, DataTable, Empty, ErrorAlert, Flash, Loading, PageHead, fmtTime } from "../ui";
 import { ChoiceField, ConfirmButton, SecretField, TextField, apiFailure, useForm, type FieldErrors } from "../forms";
 
 export function CredentialsPage() {
   const [list, setList] = useState<Credential[] | null>(null);
-  const [sources, setSources] = useState<string[]>([]);
+  // Every provider that takes a credential, stored or not: the catalog
+  // lists a provider only once it has one, so it cannot offer the first.
+  const [providers, setProviders] = useState<CredentialProvider[]>([]);
   const [error, setError] = useState("");
   const [flash, setFlash] = useState("");
   const [integration, setIntegration] = useState("");
@@ -21,19 +22,19 @@ export function CredentialsPage() {
   const load = () =>
     admin
       .credentials()
-      .then((r) => setList(r.credentials))
+      .then((r) => {
+        setList(r.credentials);
+        setProviders(r.providers);
+        setIntegration((cur) => cur || r.providers[0]?.integration || "");
+      })
       .catch((e) => setError(apiFailure(e).message));
   useEffect(() => {
     load();
-    api
-      .catalog()
-      .then((c) => {
-        const s = [...new Set(c.actions.map((a) => a.source).filter((x) => !x.includes(":") && x !== "plugin"))].sort();
-        setSources(s);
-        setIntegration((cur) => cur || s[0] || "");
-      })
-      .catch(() => {});
   }, []);
+  const providerName = (id: string) => {
+    const p = providers.find((x) => x.integration === id);
+    return p?.name ? `${p.name} (${id})` : id;
+  };
 
   const exists = list?.some((c) => c.integration === integration && (c.user_id ?? "") === userID.trim());
   const store = async (e: Event) => {
@@ -117,7 +118,15 @@ export function CredentialsPage() {
         <form class="admin-form" onSubmit={store} noValidate>
           <ErrorAlert error={form.error} />
           <div class="row">
-            <ChoiceField id="cred-integration" label="Provider" value={integration} options={sources} onValue={setIntegration} error={form.fields.integration} />
+            <ChoiceField
+              id="cred-integration"
+              label="Provider"
+              value={integration}
+              options={[...new Set([...providers.map((p) => p.integration), ...list.map((c) => c.integration)])]}
+              optionLabel={providerName}
+              onValue={setIntegration}
+              error={form.fields.integration}
+            />
             <TextField id="cred-user" label="User (optional)" value={userID} onValue={setUserID} error={form.fields.user_id} help="The user_id claim it is for; empty for the organization." />
             <ChoiceField id="cred-kind" label="Token kind" value={kind} options={["api_key", "oauth"]} onValue={setKind} error={form.fields.token_kind} />
           </div>

@@ -13,7 +13,7 @@ import { FieldError, ReadOnlyNote, apiFailure, type FieldErrors } from "../forms
 const modes = ["allow", "require_approval", "deny"];
 const INHERIT = "";
 
-type Action = CatalogAction & { risk_tier?: string };
+type Action = CatalogAction & { risk_tier?: string; no_credential?: boolean };
 
 /** inferred is the mode an action's tier gives when nothing overrides it (policy.Tier.DefaultMode). */
 function inferred(a: Action): string {
@@ -44,8 +44,12 @@ export function ModesPage({ session, automation }: { session: Session; automatio
   const [loaded, setLoaded] = useState<string | null>(null);
 
   const load = async () => {
-    const [cat, org] = await Promise.all([api.catalog(), admin.getModes(undefined, automation ? () => {} : setEtag)]);
-    setCatalog(cat.actions as Action[]);
+    // An admin sets modes for the actions of the providers with no
+    // credential stored too (listed disabled, source no_credential), so
+    // that they are in place before the first credential is.
+    const [cat, org] = await Promise.all([canEdit ? api.settableCatalog() : api.catalog(), admin.getModes(undefined, automation ? () => {} : setEtag)]);
+    const noCredential = new Set(cat.sources.filter((s) => s.status === "no_credential").map((s) => s.source));
+    setCatalog((cat.actions as Action[]).map((a) => ({ ...a, no_credential: noCredential.has(a.source) })));
     setOrgModes(org);
     setCurrent(automation ? await admin.getModes(automation, setEtag) : org);
     setEdits({});
@@ -120,6 +124,7 @@ export function ModesPage({ session, automation }: { session: Session; automatio
       <p class="muted">
         An automation's override wins over the organization's, which wins over the default the action's risk tier infers (R0 and R1 allow, the rest require
         approval). R3 and R4 actions never run unattended, whatever allows them. A drifted connector tool reviewed as allow runs as require_approval.
+        {canEdit ? " Actions marked no credential belong to a provider whose credential is not stored yet: their modes apply once it is." : ""}
       </p>
       {canEdit ? null : <ReadOnlyNote />}
       <Flash message={flash} />
@@ -151,6 +156,14 @@ export function ModesPage({ session, automation }: { session: Session; automatio
             <tr key={key} data-action={key} class={key in edits ? "changed" : ""}>
               <th scope="row">
                 <code>{key}</code>
+                {a.no_credential ? (
+                  <>
+                    {" "}
+                    <a class="badge" href="#/credentials" data-no-credential title={`No ${a.source} credential is stored yet: the action cannot run until one is.`}>
+                      no credential
+                    </a>
+                  </>
+                ) : null}
                 <div class="muted small desc" title={a.description}>
                   {a.description}
                 </div>

@@ -91,6 +91,27 @@ func (c *Catalog) Prefixes() []string {
 	return out
 }
 
+// CredentialProvider is a provider whose calls take a credential an
+// organization stores (PUT /v1/credentials/{integration}).
+type CredentialProvider struct {
+	Integration string
+	// Name is the display name; empty when the id is the name.
+	Name string
+}
+
+// CredentialProviders lists the providers whose calls take a credential,
+// in id order, whether or not an organization has stored one: what an
+// admin may store a credential for.
+func (c *Catalog) CredentialProviders() []CredentialProvider {
+	out := []CredentialProvider{}
+	for _, id := range c.static.IDs() {
+		if s := c.sources[id]; s.NeedsCredential {
+			out = append(out, CredentialProvider{Integration: id, Name: s.Name})
+		}
+	}
+	return out
+}
+
 // Static returns the provider sources.
 func (c *Catalog) Static() *executors.Registry { return c.static }
 

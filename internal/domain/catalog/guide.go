@@ -15,7 +15,7 @@ import (
 // Guide renders the markdown guide of one integration for a caller: every
 // action with its description, resolved mode, params and an example.
 func (r *Reader) Guide(ctx context.Context, c *Caller, integration string) (string, error) {
-	srcs, err := r.sources(ctx, c)
+	srcs, err := r.sources(ctx, c, false)
 	if err != nil {
 		return "", err
 	}

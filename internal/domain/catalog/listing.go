@@ -53,6 +53,11 @@ func NewReader(c *Catalog, credentials CredentialLister, modes ModeReader, logge
 	return &Reader{catalog: c, credentials: credentials, modes: modes, logger: cmp.Or(logger, slog.New(slog.DiscardHandler))}
 }
 
+// CredentialProviders lists the providers whose calls take a credential
+// an organization stores, whether or not one is stored
+// (Catalog.CredentialProviders).
+func (r *Reader) CredentialProviders() []CredentialProvider { return r.catalog.CredentialProviders() }
+
 // AvailableAction is one entry of a session's action catalog. RiskTier is
 // the action's risk tier (R0–R4) and RiskLevel its risk word (read, write,
 // danger).
@@ -107,13 +112,17 @@ type catalogSource struct {
 	src  *Source
 	defs []executors.Definition
 	err  error
+	// noCredential marks a provider listed although no credential is
+	// stored for it (All only): its actions cannot be invoked yet.
+	noCredential bool
 }
 
 // sources lists what a caller may use: registered sources allowed by the
 // sources claim and, for a provider whose calls need a credential, when
 // the token source can tell (the credential store), with a credential for
-// the org or the caller's user.
-func (r *Reader) sources(ctx context.Context, c *Caller) ([]catalogSource, error) {
+// the org or the caller's user. With unconfigured, the providers without
+// a credential are listed too, marked noCredential.
+func (r *Reader) sources(ctx context.Context, c *Caller, unconfigured bool) ([]catalogSource, error) {
 	var configured map[string]bool
 	if r.credentials != nil {
 		ids, err := r.credentials.Integrations(ctx, c.OrganizationID, c.UserID)
@@ -132,10 +141,14 @@ func (r *Reader) sources(ctx context.Context, c *Caller) ([]catalogSource, error
 	var out []catalogSource
 	for _, src := range all {
 		id := src.ID()
-		if !c.Sources.Allows(id) || (!src.OrgRegistered && src.NeedsCredential && configured != nil && !configured[id]) {
+		if !c.Sources.Allows(id) {
 			continue
 		}
-		entry := catalogSource{id: id, src: src}
+		missing := !src.OrgRegistered && src.NeedsCredential && configured != nil && !configured[id]
+		if missing && !unconfigured {
+			continue
+		}
+		entry := catalogSource{id: id, src: src, noCredential: missing}
 		entry.defs, entry.err = src.ListActions(ctx, executors.ExecContext{OrganizationID: c.OrganizationID})
 		if entry.err != nil {
 			r.logger.WarnContext(ctx, "listing actions failed", "source_id", id, "error", entry.err)
@@ -145,12 +158,28 @@ func (r *Reader) sources(ctx context.Context, c *Caller) ([]catalogSource, error
 	return out, nil
 }
 
+// NoCredential is the status of a source listed by All that takes a
+// credential and has none stored.
+const NoCredential = "no_credential"
+
 // Available lists the actions a caller may use, with the mode each resolves
 // to for it now, and the state of every source: an unreachable connector is
 // listed with its error and no actions, and the other sources are
 // unaffected.
 func (r *Reader) Available(ctx context.Context, c *Caller) (*Listing, error) {
-	srcs, err := r.sources(ctx, c)
+	return r.listing(ctx, c, false)
+}
+
+// All lists what Available does and, besides, the actions of the providers
+// whose calls need a credential and that have none stored yet: every
+// action an admin may set a mode for. Those actions are Disabled and their
+// source's status is NoCredential. Agents are served Available.
+func (r *Reader) All(ctx context.Context, c *Caller) (*Listing, error) {
+	return r.listing(ctx, c, true)
+}
+
+func (r *Reader) listing(ctx context.Context, c *Caller, unconfigured bool) (*Listing, error) {
+	srcs, err := r.sources(ctx, c, unconfigured)
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +195,8 @@ func (r *Reader) Available(ctx context.Context, c *Caller) (*Listing, error) {
 			status.Status, status.Error = "unreachable", src.err.Error()
 		case src.src.Disabled != "":
 			status.Status, status.Error = "disabled", src.src.Disabled
+		case src.noCredential:
+			status.Status, status.Error = NoCredential, "no credential is stored for "+src.id+" (PUT /v1/credentials/"+src.id+")"
 		}
 		out.Sources = append(out.Sources, status)
 		for _, d := range src.defs {
@@ -178,7 +209,7 @@ func (r *Reader) Available(ctx context.Context, c *Caller) (*Listing, error) {
 			out.Actions = append(out.Actions, AvailableAction{
 				Source: src.id, Action: d.ID, Description: d.Description, RiskTier: tier, RiskLevel: tier.Risk(),
 				Mode: res.Mode, ModeSource: res.Source, Params: d.Params, Output: d.Output, Delivery: d.Delivery.OrDefault(), Hash: hash, Drifted: drifted,
-				Disabled: src.src.Disabled != "",
+				Disabled: src.src.Disabled != "" || src.noCredential,
 			})
 		}
 	}
