@@ -517,10 +517,16 @@ func TestDLQ_CommandsReplayThroughTheCLI(t *testing.T) {
 	require.Contains(t, out, `"status":"retried"`)
 	inv := b.WaitStatus(id, invocation.StatusCompleted, 10*time.Second)
 	require.Equal(t, "oncall", inv["replayed_by"])
+	// Recorded in the organization's audit trail as the API records it,
+	// by the operator.
+	entry := operatorEntry(t, b, "dead_letter.retry")
+	require.Equal(t, "oncall", entry["actor"].(map[string]any)["subject"])
+	require.Equal(t, []any{id}, entry["after"].(map[string]any)["ids"])
 
 	code, out = run(t, env, "dlq", "discard", "--org", apptest.Org, id)
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "conflict")
+	require.Len(t, entriesOf(t, b, "dead_letter.discard"), 0, "nothing discarded, nothing recorded")
 
 	code, out = run(t, env, "queue", "list")
 	require.Equal(t, 0, code, out)
@@ -633,4 +639,26 @@ func TestBench_Skip(t *testing.T) {
 	code, out = run(t, env, "bench", "--profile-phase", "river", "--cpuprofile", dir+"/x.prof")
 	require.NotEqual(t, 0, code)
 	require.Contains(t, out, `--profile-phase: unknown phase "river"`)
+}
+
+// entriesOf lists the entries of action in the bundle's organization's
+// audit trail.
+func entriesOf(t *testing.T, b *apptest.Bundle, action string) []map[string]any {
+	t.Helper()
+	r := b.Do("GET", "/v1/audit?action="+action, b.Owner(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	var out []map[string]any
+	for _, e := range r.Body["entries"].([]any) {
+		out = append(out, e.(map[string]any))
+	}
+	return out
+}
+
+// operatorEntry is the one entry of action, made by the operator.
+func operatorEntry(t *testing.T, b *apptest.Bundle, action string) map[string]any {
+	t.Helper()
+	entries := entriesOf(t, b, action)
+	require.Len(t, entries, 1)
+	require.Equal(t, "operator", entries[0]["actor"].(map[string]any)["kind"])
+	return entries[0]
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/domain/admin"
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 )
 
@@ -22,14 +24,35 @@ import (
 // It needs no secrets: operations read and write jobs, never credentials or
 // tokens.
 func withService(cmd *cobra.Command, fn func(svc *admin.Service) error) error {
+	return withServiceAndTrail(cmd, func(svc *admin.Service, _ *audit.Service) error { return fn(svc) })
+}
+
+// withServiceAndTrail is withService with the audit trail, for a command
+// that changes an organization.
+func withServiceAndTrail(cmd *cobra.Command, fn func(svc *admin.Service, trail *audit.Service) error) error {
 	return withOwnerPool(cmd, func(cfg *app.Config, pool *pgxpool.Pool) error {
 		svc, closeOps, err := app.NewOps(cfg, pool, nil)
 		if err != nil {
 			return err
 		}
 		defer closeOps()
-		return fn(svc)
+		return fn(svc, audit.New(pool))
 	})
+}
+
+// record appends the operator's change to its organization's audit
+// trail, as the API does for a change made through it; the change is
+// made already, so a failure says so.
+func record(cmd *cobra.Command, trail *audit.Service, c *audit.Change) error {
+	actor := operatorActor()
+	if by, _ := cmd.Flags().GetString("by"); by != "" {
+		actor.Subject = by
+	}
+	c.Actor = &actor
+	if err := trail.Record(context.WithoutCancel(cmd.Context()), c); err != nil {
+		return fmt.Errorf("%s is done, but recording it in the audit trail failed: %w", c.Action, err)
+	}
+	return nil
 }
 
 func operator(cmd *cobra.Command) string {
@@ -84,10 +107,10 @@ func newDLQCommand() *cobra.Command {
 			Args:  cobra.MinimumNArgs(1),
 			RunE: func(cmd *cobra.Command, ids []string) error {
 				org, _ := cmd.Flags().GetString("org")
-				return withService(cmd, func(svc *admin.Service) error {
-					op := svc.DiscardDeadLetters
+				return withServiceAndTrail(cmd, func(svc *admin.Service, trail *audit.Service) error {
+					op, action := svc.DiscardDeadLetters, "dead_letter.discard"
 					if retry {
-						op = svc.RetryDeadLetters
+						op, action = svc.RetryDeadLetters, "dead_letter.retry"
 					}
 					results, err := op(cmd.Context(), org, operator(cmd), ids)
 					if err != nil {
@@ -95,12 +118,25 @@ func newDLQCommand() *cobra.Command {
 					}
 					enc := json.NewEncoder(cmd.OutOrStdout())
 					failed := 0
-					for _, r := range results {
-						if err := enc.Encode(batchLine(r)); err != nil {
+					var done []string
+					lines := make([]batchLine, len(results))
+					for i, r := range results {
+						lines[i] = batchLine(r)
+						if err := enc.Encode(lines[i]); err != nil {
 							return err
 						}
 						if r.Error != "" {
 							failed++
+						}
+						if r.Status == "retried" || r.Status == "discarded" {
+							done = append(done, r.ID)
+						}
+					}
+					// As the API records the same operation.
+					if len(done) > 0 {
+						if err := record(cmd, trail, &audit.Change{Org: org, Action: action, TargetType: "dead_letters",
+							After: map[string]any{"ids": done, "results": lines}}); err != nil {
+							return err
 						}
 					}
 					if failed > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/outboxd/outboxd/internal/app"
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/revocation"
 )
@@ -19,14 +21,14 @@ import (
 // (or the running `outboxd dev` one), through the owner's pool: the
 // operator acts for any organization. The API processes learn of a
 // revocation within auth.revocation_refresh.
-func withRevocations(cmd *cobra.Command, fn func(svc *revocation.Service) error) error {
+func withRevocations(cmd *cobra.Command, fn func(svc *revocation.Service, trail *audit.Service) error) error {
 	return withOwnerPool(cmd, func(cfg *app.Config, pool *pgxpool.Pool) error {
 		svc, err := revocation.New(&revocation.Deps{Pool: pool, Owner: pool},
 			&revocation.Config{MaxLifetime: cfg.Auth.MaxLifetime, Leeway: cfg.Auth.Leeway})
 		if err != nil {
 			return err
 		}
-		return fn(svc)
+		return fn(svc, audit.New(pool))
 	})
 }
 
@@ -62,7 +64,7 @@ process; tokens minted later for the same session or automation work.`,
 				}
 				*dst = &t
 			}
-			return withRevocations(cmd, func(svc *revocation.Service) error {
+			return withRevocations(cmd, func(svc *revocation.Service, trail *audit.Service) error {
 				r, err := svc.Revoke(cmd.Context(), get("org"), p)
 				var ve *errs.ValidationError
 				if errors.As(err, &ve) {
@@ -72,7 +74,12 @@ process; tokens minted later for the same session or automation work.`,
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "revoked (revocation %d): %s\n", r.ID, describe(&r))
-				return nil
+				// As the API records a revocation (its fields as it shows them).
+				return record(cmd, trail, &audit.Change{Org: r.Org, Action: "tokens.revoke", TargetType: "revocation",
+					TargetID: strconv.FormatInt(r.ID, 10), After: map[string]any{
+						"id": r.ID, "jti": nilIfEmpty(r.JTI), "session_id": nilIfEmpty(r.SessionID), "automation_id": nilIfEmpty(r.AutomationID),
+						"issued_before": r.IssuedBefore.UTC(), "revoked_by": r.RevokedBy, "revoked_at": r.RevokedAt.UTC(), "expires_at": r.ExpiresAt,
+					}})
 			})
 		},
 	}
@@ -89,7 +96,7 @@ process; tokens minted later for the same session or automation work.`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			org, _ := cmd.Flags().GetString("org")
-			return withRevocations(cmd, func(svc *revocation.Service) error {
+			return withRevocations(cmd, func(svc *revocation.Service, _ *audit.Service) error {
 				revs, err := svc.List(cmd.Context(), org)
 				if err != nil {
 					return err
@@ -130,3 +137,11 @@ func describe(r *revocation.Revocation) string {
 // command's flags.
 var flagNames = strings.NewReplacer("session_id", "--session", "automation_id", "--automation",
 	"issued_before", "--issued-before", "expires_at", "--expires-at", "jti", "--jti").Replace
+
+// nilIfEmpty is nil for "", as the API shows an absent selector.
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

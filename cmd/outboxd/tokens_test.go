@@ -32,6 +32,9 @@ func TestTokens_OperatorRevokes(t *testing.T) {
 	code, out := run(t, env, "tokens", "revoke", "--org", apptest.Org, "--session", apptest.Session, "--by", "ops")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "session "+apptest.Session+", tokens issued before")
+	entry := operatorEntry(t, b, "tokens.revoke")
+	require.Equal(t, "ops", entry["actor"].(map[string]any)["subject"])
+	require.Equal(t, apptest.Session, entry["after"].(map[string]any)["session_id"])
 
 	deadline := time.Now().Add(15 * time.Second)
 	for probe(apptest.Session, revoked).Status == http.StatusOK {
