@@ -279,10 +279,34 @@ func requestMessage(inv *invocation.Invocation, progress *approvers.Progress, re
 		text += " — " + line
 		blocks = append(blocks, map[string]any{"type": "section", "text": mrkdwn("*" + line + "*")})
 	}
+	always := button("Approve & always allow", "approve_always", "")
+	always["confirm"] = alwaysConfirm(inv)
 	blocks = append(blocks, map[string]any{"type": "actions", "block_id": "outboxd_approval", "elements": []any{
-		button("Approve", "approve", "primary"), button("Approve & always allow", "approve_always", ""), button("Deny", "deny", "danger"),
+		button("Approve", "approve", "primary"), always, button("Deny", "deny", "danger"),
 	}})
 	return text, blocks
+}
+
+// alwaysConfirm is the dialog Slack shows before "Approve & always
+// allow" acts: it says plainly that the approval lasts.
+func alwaysConfirm(inv *invocation.Invocation) map[string]any {
+	scope := "this organization's"
+	if inv.AutomationID != nil && *inv.AutomationID != "" {
+		scope = "automation " + *inv.AutomationID + "'s"
+	}
+	text := fmt.Sprintf("This approves this request *and every later* `%s.%s` of %s, from now on, without asking anyone "+
+		"(an allow mode; an R3 or R4 action still needs a human each time). Undo it in the console's Modes page.",
+		inv.Integration, inv.Action, scope)
+	if r := []rune(text); len(r) > 300 { // Slack's limit
+		text = string(r[:299]) + "…"
+	}
+	return map[string]any{
+		"title":   plain("Always allow this action?"),
+		"text":    mrkdwn(text),
+		"confirm": plain("Always allow"),
+		"deny":    plain("Cancel"),
+		"style":   "danger",
+	}
 }
 
 // progressLine says who approved so far and how many approvals the

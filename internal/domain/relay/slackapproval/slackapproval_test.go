@@ -98,6 +98,12 @@ func TestSlack_ClickApprovesAndUpdatesTheMessage(t *testing.T) {
 		if els, ok := blk.(map[string]any)["elements"].([]any); ok {
 			require.Len(t, els, 3)
 			value = els[0].(map[string]any)["value"].(string)
+			// "Always" asks first, saying plainly that it lasts.
+			always := els[1].(map[string]any)
+			require.Equal(t, "approve_always", always["action_id"])
+			confirm := always["confirm"].(map[string]any)
+			require.Contains(t, confirm["text"].(map[string]any)["text"], "*and every later* `slack.send_message`")
+			require.LessOrEqual(t, len([]rune(confirm["text"].(map[string]any)["text"].(string))), 300, "Slack's limit")
 		}
 	}
 	require.NotEmpty(t, value)
