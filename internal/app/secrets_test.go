@@ -6,6 +6,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/auth/signin"
+	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 )
 
@@ -22,4 +25,11 @@ func TestOwnSecrets_EveryKeyOfTheRing(t *testing.T) {
 
 	cfg = &Config{JWTSecret: "jwt-secret-0123456789", SecretsKey: k1}
 	require.ElementsMatch(t, []string{"jwt-secret-0123456789", k1, "db-password"}, ownSecrets(cfg, pool))
+
+	// Every other secret of outboxd's own configuration.
+	cfg = &Config{JWTSecret: "jwt-secret-0123456789", SecretsKey: k1, Auth: auth.Config{PreviousSecret: "jwt-previous-0123456789"},
+		Slack: slackapproval.Config{SigningSecret: "slack-signing"}, Console: signin.Config{ClientSecret: "oidc-client-secret"},
+		BrokerURL: "https://broker:broker-password@broker.example/"}
+	require.ElementsMatch(t, []string{"jwt-secret-0123456789", "jwt-previous-0123456789", k1, "slack-signing", "oidc-client-secret",
+		"db-password", "broker-password"}, ownSecrets(cfg, pool))
 }
