@@ -162,20 +162,27 @@ func Redact(p *executors.Preview, secrets []string) *executors.Preview {
 	if json.Unmarshal(policy.Redact(raw, secrets...), &out) != nil {
 		return &executors.Preview{Kind: p.Kind, Title: "[unrenderable]"}
 	}
-	for i, f := range out.Fields {
-		// A field named like a secret ("api_key") is one, as a key of
-		// a result would be.
-		doc, _ := json.Marshal(map[string]string{f.Name: f.Value})
+	// A field named like a secret ("api_key") is one, as a key of a
+	// result would be: its values are redacted, an update's before and
+	// after too.
+	named := func(name, value string) string {
+		doc, _ := json.Marshal(map[string]string{name: value})
 		var v map[string]string
-		if json.Unmarshal(policy.Redact(doc, secrets...), &v) == nil {
-			out.Fields[i].Value = v[f.Name]
+		if json.Unmarshal(policy.Redact(doc, secrets...), &v) != nil {
+			return "[unrenderable]"
 		}
-		out.Fields[i].Value = cut(out.Fields[i].Value)
+		return cut(v[name])
+	}
+	for i, f := range out.Fields {
+		out.Fields[i].Value = named(f.Name, f.Value)
 		out.Fields[i].Description = cut(f.Description)
 	}
 	out.Title, out.Text = cut(out.Title), cut(out.Text)
 	for i, c := range out.Changes {
-		out.Changes[i].Before, out.Changes[i].After = cut(c.Before), cut(c.After)
+		out.Changes[i].Before, out.Changes[i].After = named(c.Field, c.Before), named(c.Field, c.After)
+	}
+	for i, n := range out.Notes {
+		out.Notes[i] = cut(n)
 	}
 	return &out
 }

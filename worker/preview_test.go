@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/preview"
 	"github.com/outboxd/outboxd/internal/domain/preview/previewstore"
 	"github.com/outboxd/outboxd/policy"
+	"github.com/outboxd/outboxd/worker"
 )
 
 // previewJobs returns the states and attempts of an invocation's preview
@@ -200,4 +202,27 @@ func TestPreview_AskedAgainRendersAgain(t *testing.T) {
 		rendered = rendered || (c.Path == "/conversations.info" && c.Authorization == "Bearer xoxb-preview-second")
 	}
 	require.True(t, rendered, "the new preview is rendered with the credential now stored")
+}
+
+// TestRedact_ChangesAndNotes: an update's before and after of a field
+// named like a secret are redacted as its value would be, and every text,
+// a note included, is cut to the bound.
+func TestRedact_ChangesAndNotes(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("n", 10_000)
+	out := worker.Redact(&executors.Preview{
+		Kind:    "update",
+		Title:   "update issue",
+		Fields:  []executors.PreviewField{{Name: "api_key", Value: "field-secret"}, {Name: "title", Value: "kept"}},
+		Changes: []executors.PreviewChange{{Field: "password", Before: "old-secret", After: "new-secret"}, {Field: "status", Before: "open", After: "closed"}},
+		Notes:   []string{long, "mentions own-secret"},
+	}, []string{"own-secret"})
+	raw, err := json.Marshal(out)
+	require.NoError(t, err)
+	for _, secret := range []string{"field-secret", "old-secret", "new-secret", "own-secret"} {
+		require.NotContains(t, string(raw), secret)
+	}
+	require.Equal(t, "kept", out.Fields[1].Value)
+	require.Equal(t, executors.PreviewChange{Field: "status", Before: "open", After: "closed"}, out.Changes[1])
+	require.Less(t, len(out.Notes[0]), 4100)
 }
