@@ -294,3 +294,30 @@ func TestIntent_SlackAsksAgain(t *testing.T) {
 	require.Contains(t, second, "Asked again: credential replaced")
 	require.Contains(t, second, again["intent"].(map[string]any)["short"].(string))
 }
+
+// TestIntent_EditThenApproveAnEnvelope: an automation reads on its
+// envelope that an approver edited its args, both versions and the diff,
+// as an agent reads it on its invocation.
+func TestIntent_EditThenApproveAnEnvelope(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-envelope-edit")
+	env := postEnvelope(t, b, envelope("ext-edit", nil), http.StatusCreated)
+	id := env["action_id"].(string)
+	require.Equal(t, "required", env["approval"])
+	require.Equal(t, false, env["edited"])
+	require.Nil(t, env["args_original"])
+
+	edited := map[string]any{"channel": "C0123456789", "text": "envelope ext-edit (checked by ops)"}
+	r := b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]any{"mode": "once", "params": edited})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+
+	done := waitEnvelope(t, b, id, "sent", 15*time.Second)
+	require.Equal(t, true, done["edited"])
+	require.Equal(t, "envelope ext-edit", done["args_original"].(map[string]any)["text"])
+	require.Equal(t, "envelope ext-edit (checked by ops)", done["args"].(map[string]any)["text"])
+	edits := done["edits"].([]any)
+	require.Len(t, edits, 1)
+	require.Equal(t, []any{map[string]any{"path": "/text", "from": "envelope ext-edit", "to": "envelope ext-edit (checked by ops)"}},
+		edits[0].(map[string]any)["diff"])
+}

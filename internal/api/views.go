@@ -173,13 +173,18 @@ func nilIfEmpty(s string) *string {
 
 // envelopeView is the Universal Action Envelope shape of an invocation.
 type envelopeView struct {
-	ActionID       uuid.UUID           `json:"action_id"`
-	ExternalID     string              `json:"external_id"`
-	TenantID       string              `json:"tenant_id"`
-	AutomationID   *string             `json:"automation_id"`
-	Type           string              `json:"type"`
-	Tool           envelopeToolView    `json:"tool"`
-	Args           json.RawMessage     `json:"args"`
+	ActionID     uuid.UUID        `json:"action_id"`
+	ExternalID   string           `json:"external_id"`
+	TenantID     string           `json:"tenant_id"`
+	AutomationID *string          `json:"automation_id"`
+	Type         string           `json:"type"`
+	Tool         envelopeToolView `json:"tool"`
+	Args         json.RawMessage  `json:"args"`
+	// Edited says an approver changed the args before approving, as an
+	// invocation's view says it of its params.
+	Edited         bool                `json:"edited"`
+	ArgsOriginal   json.RawMessage     `json:"args_original,omitempty"`
+	Edits          json.RawMessage     `json:"edits,omitempty"`
 	Risk           *string             `json:"risk"`
 	Approval       string              `json:"approval"`
 	Constraints    envelopeConstraints `json:"constraints"`
@@ -249,6 +254,9 @@ func viewEnvelope(inv invocation.Invocation) envelopeView {
 		Type:           "mcp.exec",
 		Tool:           envelopeToolView{Name: inv.Integration + "." + inv.Action, Source: inv.Integration, Action: inv.Action},
 		Args:           inv.Params,
+		Edited:         len(inv.ParamsOriginal) > 0,
+		ArgsOriginal:   inv.ParamsOriginal,
+		Edits:          inv.Edits,
 		Risk:           inv.RiskHint,
 		Approval:       envelopeApproval(inv),
 		Constraints:    envelopeConstraints{RateBucket: inv.RateBucket, MustRunBefore: inv.MustRunBefore},
