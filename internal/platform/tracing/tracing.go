@@ -32,7 +32,9 @@ const (
 // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
 type Config struct {
 	// Enabled turns tracing on. Default false: no exporter, a no-op
-	// provider. OTEL_SDK_DISABLED=true turns it off again.
+	// provider. OTEL_TRACES_EXPORTER=otlp turns it on as well, and
+	// OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true off again; the
+	// only exporter is OTLP, so any other OTEL_TRACES_EXPORTER is refused.
 	Enabled bool
 	// Endpoint is the OTLP collector's base URL, as
 	// OTEL_EXPORTER_OTLP_ENDPOINT: http://collector:4318 for http/protobuf
@@ -69,10 +71,27 @@ func (c *Config) WithDefaults() *Config {
 	if out.ServiceName == "" {
 		out.ServiceName = "outboxd"
 	}
+	switch os.Getenv("OTEL_TRACES_EXPORTER") {
+	case "otlp":
+		out.Enabled = true
+	case "none":
+		out.Enabled = false
+	}
 	if disabled, _ := strconv.ParseBool(os.Getenv("OTEL_SDK_DISABLED")); disabled {
 		out.Enabled = false
 	}
 	return &out
+}
+
+// checkExporter refuses an OTEL_TRACES_EXPORTER other than the one
+// exporter outboxd has, rather than export nothing without a word.
+func checkExporter() error {
+	switch v := os.Getenv("OTEL_TRACES_EXPORTER"); v {
+	case "", "otlp", "none":
+		return nil
+	default:
+		return fmt.Errorf("OTEL_TRACES_EXPORTER=%s: outboxd exports traces with OTLP only (otlp, or none to turn tracing off)", v)
+	}
 }
 
 func (c *Config) validate() error {
@@ -99,6 +118,9 @@ type Shutdown func(context.Context) error
 // New returns the process's tracer provider and its shutdown. With tracing
 // off it is a no-op provider (On reports false) and shutdown does nothing.
 func New(ctx context.Context, config *Config) (trace.TracerProvider, Shutdown, error) {
+	if err := checkExporter(); err != nil {
+		return nil, nil, err
+	}
 	cfg := config.WithDefaults()
 	if !cfg.Enabled {
 		return noop.NewTracerProvider(), func(context.Context) error { return nil }, nil

@@ -230,3 +230,24 @@ func TestLogHandler(t *testing.T) {
 	require.Contains(t, lines[0], `"span_id":"`+sc.SpanID().String()+`"`)
 	require.NotContains(t, lines[1], "trace_id")
 }
+
+// TestNew_TracesExporterVariable: OTEL_TRACES_EXPORTER=otlp turns tracing
+// on as tracing.enabled does, none turns it off, and an exporter outboxd
+// does not have is refused. Not parallel: it sets the environment.
+func TestNew_TracesExporterVariable(t *testing.T) { //nolint:paralleltest
+	receiver := tracingtest.NewReceiver(t)
+	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
+	tp, shutdown, err := tracing.New(context.Background(), &tracing.Config{Endpoint: receiver.URL})
+	require.NoError(t, err)
+	require.True(t, tracing.On(tp))
+	require.NoError(t, shutdown(context.Background()))
+
+	t.Setenv("OTEL_TRACES_EXPORTER", "none")
+	tp, _, err = tracing.New(context.Background(), &tracing.Config{Enabled: true, Endpoint: receiver.URL})
+	require.NoError(t, err)
+	require.False(t, tracing.On(tp))
+
+	t.Setenv("OTEL_TRACES_EXPORTER", "zipkin")
+	_, _, err = tracing.New(context.Background(), &tracing.Config{Enabled: true, Endpoint: receiver.URL})
+	require.ErrorContains(t, err, "OTEL_TRACES_EXPORTER=zipkin")
+}
