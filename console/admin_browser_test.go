@@ -245,6 +245,21 @@ func adminPages(t *testing.T, br *browser, owner, member *tab, mcp *toolServer) 
 		require.NotEmpty(t, id)
 		require.Contains(t, string(b.Do("GET", "/v1/connectors/"+id+"/tools", b.Owner(), nil).Raw), `"reviewed_mode":"allow"`)
 
+		// The risk policy: a tier the API refuses is caught by the form;
+		// one it takes is stored, and reclassifies the tool.
+		owner.run("bad tier", fill(`#con-edit-risk-tools`, "lookup = severe"), chromedp.Click(`//button[normalize-space()="Save connector"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`#con-edit-risk-tools-err`, chromedp.ByQuery))
+		require.Contains(t, owner.text(`#con-edit-risk-tools-err`), "severe")
+		owner.run("risk policy", fill(`#con-edit-risk-tools`, "lookup = R3"), fill(`#con-edit-risk-default`, "R2"),
+			chromedp.Click(`//button[normalize-space()="Save connector"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`//*[contains(@class,"alert-ok") and contains(., "Saved secured")]`, chromedp.BySearch))
+		got := b.Do("GET", "/v1/connectors/"+id, b.Owner(), nil)
+		require.Equal(t, map[string]any{"default": "R2", "tools": map[string]any{"lookup": "R3"}}, got.Body["connector"].(map[string]any)["risk_policy"], string(got.Raw))
+		owner.run("the form shows it again", chromedp.Navigate(br.base+"/console/#/connectors/"+id), chromedp.WaitVisible(`#con-edit-risk-tools`, chromedp.ByQuery))
+		var tools string
+		owner.eval("risk tools", `document.querySelector("#con-edit-risk-tools").value`, &tools)
+		require.Equal(t, "lookup = R3", tools)
+
 		// A wrong secret: validation reports it; the right one again fixes it.
 		owner.run("wrong secret", fill(`#con-edit-secret`, "wrong"), chromedp.Click(`//button[normalize-space()="Save connector"]`, chromedp.BySearch),
 			chromedp.WaitVisible(`//*[contains(@class,"alert-ok") and contains(., "Saved secured")]`, chromedp.BySearch),
@@ -337,6 +352,37 @@ func adminPages(t *testing.T, br *browser, owner, member *tab, mcp *toolServer) 
 		require.Contains(t, adm.text(`[data-approver="0"]`), "U0APPROVER")
 		require.Zero(t, adm.count(`#ap-slack-0`), "no approver inputs for an admin")
 		require.Equal(t, 1, adm.count(`#slack-channel`))
+	})
+
+	t.Run("StaleSettingsRefused", func(t *testing.T) {
+		// Another admin changes the quiet hours after the owner's page read
+		// them: the owner's save is refused (412), says so, and shows theirs.
+		defer b.Do("PUT", "/v1/quiet-hours", b.Owner(), map[string]any{"windows": []any{}})
+		owner.run("operations", chromedp.Navigate(br.base+"/console/#/operations"),
+			chromedp.WaitVisible(`//button[normalize-space()="Save quiet hours"]`, chromedp.BySearch))
+		r := b.Do("PUT", "/v1/quiet-hours", b.Admin(), map[string]any{"windows": []map[string]string{{"bucket": "slack.minute", "time_zone": "UTC", "start": "01:00", "end": "01:30"}}})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		owner.run("stale save", chromedp.Click(`//button[normalize-space()="Add window"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`#qh-z-0`, chromedp.ByQuery), fill(`#qh-z-0`, "UTC"),
+			chromedp.Click(`//button[normalize-space()="Save quiet hours"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`//*[contains(@class,"alert-error") and contains(., "changed the quiet hours meanwhile")]`, chromedp.BySearch))
+		var start string
+		owner.eval("theirs shown", `document.querySelector("#qh-s-0").value`, &start)
+		require.Equal(t, "01:00", start)
+		require.Zero(t, owner.count(`#qh-s-1`), "the owner's window is gone with the reload")
+		owner.shot("28b-quiet-hours-stale")
+		windows := b.Do("GET", "/v1/quiet-hours", b.Owner(), nil).Body["windows"].([]any)
+		require.Len(t, windows, 1, "the other admin's change stands")
+		require.Equal(t, "slack.minute", windows[0].(map[string]any)["bucket"])
+
+		// The Slack channel likewise.
+		owner.run("slack", chromedp.Navigate(br.base+"/console/#/slack"), chromedp.WaitVisible(`#slack-channel`, chromedp.ByQuery))
+		r = b.Do("PUT", "/v1/notifications/slack", b.Admin(), map[string]any{"channel": "C0THEIRS"})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		defer b.Do("PUT", "/v1/notifications/slack", b.Owner(), map[string]any{"channel": nil})
+		owner.run("stale channel", fill(`#slack-channel`, "C0MINE"), chromedp.Click(`//button[normalize-space()="Save channel"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`//*[contains(@class,"alert-error") and contains(., "changed the Slack settings meanwhile")]`, chromedp.BySearch))
+		require.Equal(t, "C0THEIRS", b.Do("GET", "/v1/notifications/slack", b.Owner(), nil).Body["channel"])
 	})
 
 	t.Run("MemberReadsButCannotChange", func(t *testing.T) {

@@ -16,10 +16,13 @@ import (
 	"github.com/outboxd/outboxd/policy"
 )
 
-// TestApproversBrowser: a request that needs two approvers shows on its
-// inbox card who approved so far ("Approved by carol, 1 of 2"), keeps
-// waiting after the first approval in the console, and leaves the inbox
-// when the second, distinct approver approves it.
+// TestApproversBrowser: a request that needs two approvers of the ops
+// group shows on its inbox card who approved so far ("Approved by carol, 1
+// of 2"), keeps waiting after the first approval in the console (an edit,
+// then approve: the card shows the edited params and the approval), shows
+// the same on its invocation page, where an admin outside the group gets
+// no decision buttons, and leaves the inbox when the second, distinct
+// approver approves it.
 func TestApproversBrowser(t *testing.T) {
 	b := apptest.Start(t, &apptest.Options{Approvals: approvers.Config{Required: map[policy.Tier]int{policy.TierR2: 2}}})
 	br := newBrowser(t, b)
@@ -27,6 +30,8 @@ func TestApproversBrowser(t *testing.T) {
 	userToken := func(subject string) string {
 		return b.Token(auth.Claims{Kind: auth.KindUser, Role: auth.RoleAdmin, RegisteredClaims: jwt.RegisteredClaims{Subject: subject}})
 	}
+	p := b.Do("PUT", "/v1/approvers/policy", b.Owner(), map[string]any{"groups": []map[string]any{{"name": "ops", "members": []string{"carol", "dave"}}}})
+	require.Equal(t, http.StatusOK, p.Status, string(p.Raw))
 
 	r := b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "two keys"})
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
@@ -39,10 +44,31 @@ func TestApproversBrowser(t *testing.T) {
 	carol.signIn(userToken("carol"))
 	carol.run("the card", previewShown(card))
 	require.Contains(t, carol.text(card+" .approvals"), "Needs 2 approvals")
-	carol.run("carol approves", chromedp.Click(approve, chromedp.ByQuery),
-		chromedp.WaitVisible(fmt.Sprintf(`//li[@data-invocation=%q]//p[contains(., "Approved by carol, 1 of 2")]`, id), chromedp.BySearch))
+	require.Contains(t, carol.text(card+" .approvals"), "approver group ops")
+	// Carol edits, then approves: one approval of two, the card shows the
+	// edited params and her approval.
+	carol.run("carol edits and approves", chromedp.Click(card+` button[aria-label^="Edit, then approve"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(card+` .edit-approve textarea`, chromedp.ByQuery),
+		fill(card+` .edit-approve textarea`, `{"channel": "C0123456789", "text": "two keys, edited"}`),
+		chromedp.Click(card+` button[aria-label^="Approve edited"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(fmt.Sprintf(`//li[@data-invocation=%q]//p[contains(., "Approved by carol, 1 of 2")]`, id), chromedp.BySearch),
+		chromedp.WaitNotPresent(card+` .edit-approve`, chromedp.ByQuery))
+	require.Contains(t, carol.text(card), "two keys, edited", "the card shows the edited params")
 	carol.shot("40-approvers-1-of-2")
-	require.Equal(t, "pending", b.Invocation(id)["status"], "one approval of two runs nothing")
+	inv := b.Invocation(id)
+	require.Equal(t, "pending", inv["status"], "one approval of two runs nothing")
+	require.Equal(t, "two keys, edited", inv["params"].(map[string]any)["text"])
+
+	// An admin outside the group reads the progress on the invocation
+	// page, and is offered no decision the API would refuse.
+	erin := br.tab()
+	erin.signIn(userToken("erin"))
+	erin.run("erin's invocation page", chromedp.Navigate(br.base+"/console/#/invocations/"+id),
+		chromedp.WaitVisible(`//p[contains(@class,"approvals") and contains(., "Approved by carol, 1 of 2")]`, chromedp.BySearch))
+	require.Contains(t, erin.text(`main .approvals`), "for the group's members to decide")
+	require.Zero(t, erin.count(`main .decision button`), "no decision buttons outside the approver group")
+	erin.shot("41-approvers-outside-the-group")
+	erin.close()
 
 	dave := br.tab()
 	defer dave.close()
@@ -50,7 +76,12 @@ func TestApproversBrowser(t *testing.T) {
 	dave.run("dave's card", chromedp.WaitVisible(card+" .approvals", chromedp.ByQuery), previewShown(card))
 	require.Contains(t, dave.text(card+" .approvals"), "Approved by carol, 1 of 2")
 	dave.run("dave approves", chromedp.Click(approve, chromedp.ByQuery), chromedp.WaitNotPresent(card, chromedp.ByQuery))
-	inv := b.WaitStatus(id, "completed", 15*time.Second)
+	inv = b.WaitStatus(id, "completed", 15*time.Second)
 	require.Equal(t, "dave", inv["approved_by"])
+	var sent bool
+	for _, req := range b.Slack.Requests() {
+		sent = sent || req.Body["text"] == "two keys, edited"
+	}
+	require.True(t, sent, "the provider receives the edited params")
 	carol.run("gone from carol's inbox too", chromedp.WaitNotPresent(card, chromedp.ByQuery))
 }

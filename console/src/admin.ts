@@ -21,15 +21,19 @@ export type Credential = {
 /** CredentialProvider is a provider a credential may be stored for, whether or not one is. */
 export type CredentialProvider = { integration: string; name?: string };
 
+/** RiskPolicy sets the tiers of a connector's tools (R0–R4, or read, write, danger): a default and per tool. */
+export type RiskPolicy = { default?: string; tools?: Record<string, string> };
+
 export type ConnectorInput = {
   name?: string;
   url?: string;
   transport?: string;
   enabled?: boolean;
   auth?: { type: string; header_name?: string; secret?: string };
+  risk_policy?: RiskPolicy;
 };
 
-export type ConnectorFull = Connector & { auth: { type: string; header_name?: string }; created_by?: string; created_at?: string; updated_at?: string };
+export type ConnectorFull = Connector & { auth: { type: string; header_name?: string }; risk_policy?: RiskPolicy; created_by?: string; created_at?: string; updated_at?: string };
 
 export type Webhook = {
   id: string;
@@ -113,7 +117,10 @@ export const admin = {
   deleteDatabase: (id: string) => request<unknown>("DELETE", "/v1/databases/" + enc(id)),
   testDatabase: (id: string) => request<DatabaseTest>("POST", "/v1/databases/" + enc(id) + "/test"),
 
-  slack: () => request<SlackSettings>("GET", "/v1/notifications/slack"),
-  putSlackChannel: (channel: string | null) => request<SlackSettings>("PUT", "/v1/notifications/slack", { channel }),
-  putSlackApprovers: (approvers: Record<string, SlackApprover>) => request<SlackSettings>("PUT", "/v1/approvers/slack", approvers),
+  // One ETag covers the channel and the approvers; each PUT sends it as If-Match.
+  slack: (etag: (e: string | null) => void) => request<SlackSettings>("GET", "/v1/notifications/slack", undefined, { etag }),
+  putSlackChannel: (channel: string | null, ifMatch: string | null, etag: (e: string | null) => void) =>
+    request<SlackSettings>("PUT", "/v1/notifications/slack", { channel }, { ifMatch, etag }),
+  putSlackApprovers: (approvers: Record<string, SlackApprover>, ifMatch: string | null, etag: (e: string | null) => void) =>
+    request<SlackSettings>("PUT", "/v1/approvers/slack", approvers, { ifMatch, etag }),
 };

@@ -255,7 +255,7 @@ function headers(extra?: Record<string, string>): Record<string, string> {
   return h;
 }
 
-/** RequestOptions: an If-Match to send, and a callback that gets the answer's ETag (null without one). */
+/** RequestOptions: an If-Match to send, and a callback that gets a 2xx answer's ETag (null without one). */
 export type RequestOptions = { ifMatch?: string | null; etag?: (etag: string | null) => void };
 
 export async function request<T>(method: string, path: string, body?: unknown, opts?: RequestOptions): Promise<T> {
@@ -264,7 +264,8 @@ export async function request<T>(method: string, path: string, body?: unknown, o
   const init: RequestInit = { method, headers: headers(extra) };
   if (body !== undefined) init.body = JSON.stringify(body);
   const res = await fetch(path, init);
-  opts?.etag?.(res.headers.get("ETag"));
+  // An error answer carries no ETag: the version read stays the one to send.
+  if (res.ok) opts?.etag?.(res.headers.get("ETag"));
   const text = await res.text();
   let data: any = null;
   if (text) {
@@ -325,10 +326,14 @@ export const api = {
   queue: () => request<OrgQueue>("GET", "/v1/queues"),
   pause: () => request<OrgQueue>("POST", "/v1/queues/pause"),
   resume: () => request<OrgQueue>("POST", "/v1/queues/resume"),
-  getQuietHours: () => request<{ windows: QuietWindow[] }>("GET", "/v1/quiet-hours"),
-  putQuietHours: (windows: QuietWindow[]) => request<{ windows: QuietWindow[] }>("PUT", "/v1/quiet-hours", { windows }),
-  getDoNotContact: () => request<{ patterns: string[] }>("GET", "/v1/do-not-contact"),
-  putDoNotContact: (patterns: string[]) => request<{ patterns: string[] }>("PUT", "/v1/do-not-contact", { patterns }),
+  // Replaced whole: each PUT sends If-Match the ETag its page read, so a
+  // change made meanwhile is a 412 (ui.tsx's isStale) rather than lost.
+  getQuietHours: (etag: (e: string | null) => void) => request<{ windows: QuietWindow[] }>("GET", "/v1/quiet-hours", undefined, { etag }),
+  putQuietHours: (windows: QuietWindow[], ifMatch: string | null, etag: (e: string | null) => void) =>
+    request<{ windows: QuietWindow[] }>("PUT", "/v1/quiet-hours", { windows }, { ifMatch, etag }),
+  getDoNotContact: (etag: (e: string | null) => void) => request<{ patterns: string[] }>("GET", "/v1/do-not-contact", undefined, { etag }),
+  putDoNotContact: (patterns: string[], ifMatch: string | null, etag: (e: string | null) => void) =>
+    request<{ patterns: string[] }>("PUT", "/v1/do-not-contact", { patterns }, { ifMatch, etag }),
 
   connectors: () => request<{ connectors: Connector[] }>("GET", "/v1/connectors"),
   connector: (id: string) => request<{ connector: Connector }>("GET", "/v1/connectors/" + enc(id)),

@@ -29,6 +29,16 @@ export function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+/** isStale: a 412, a replacement sent If-Match a version someone changed since. */
+export function isStale(e: unknown): boolean {
+  return e instanceof ApiError && e.status === 412;
+}
+
+/** staleText says so, after the page read the setting again. */
+export function staleText(what: string): string {
+  return `Someone changed ${what} meanwhile: the page was reloaded with theirs. Make your changes again.`;
+}
+
 /** useNow ticks every second, for countdowns. */
 export function useNow(): number {
   const [now, setNow] = useState(Date.now());

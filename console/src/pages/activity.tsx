@@ -26,6 +26,7 @@ import {
   fmtTime,
   useStream,
 } from "../ui";
+import { ApprovalProgress, mayDecide } from "./approvals";
 import { Decision, useCatalog } from "./inbox";
 import { Edits, IntentFacts } from "./intent";
 
@@ -200,7 +201,8 @@ export function InvocationPage({ id, session }: { id: string; session: Session }
           </dl>
           {inv.error ? <Alert kind="error">Error: {inv.error}</Alert> : null}
           {inv.denied_reason ? <Alert kind="info">Denied: {inv.denied_reason}</Alert> : null}
-          {inv.status === "pending" && session.canDecide ? (
+          {inv.status === "pending" ? <ApprovalProgress inv={inv} canDecide={session.canDecide} /> : null}
+          {inv.status === "pending" && mayDecide(inv, session.canDecide) ? (
             <Decision
               inv={inv}
               onDecided={(msg) => {

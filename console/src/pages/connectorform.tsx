@@ -1,12 +1,42 @@
 // The connector form: add or edit an MCP connector, with its secret
-// write-only (entered, never shown back), checked as the API checks it.
+// write-only (entered, never shown back), checked as the API checks it,
+// and its risk policy: a default tier and tiers per tool, "tool = tier"
+// one a line (the API's risk_policy {default, tools}, replaced whole).
 import { useState } from "preact/hooks";
 import type { Connector } from "../api";
-import { admin, type ConnectorFull, type ConnectorInput } from "../admin";
+import { admin, type ConnectorFull, type ConnectorInput, type RiskPolicy } from "../admin";
 import { ErrorAlert } from "../ui";
-import { ChoiceField, SecretField, TextField, useForm, type FieldErrors } from "../forms";
+import { ChoiceField, FieldError, SecretField, TextField, useForm, type FieldErrors } from "../forms";
 
 const authTypes = ["none", "bearer", "custom_header"];
+
+/** The tiers and risk words the API takes (policy.ParseTier), case-insensitive. */
+const tierWords = ["R0", "R1", "R2", "R3", "R4", "read", "write", "danger", "low", "medium", "high"];
+const isTier = (t: string) => tierWords.some((w) => w.toLowerCase() === t.toLowerCase());
+
+/** toolLines shows a policy's per-tool tiers as "tool = tier" lines. */
+function toolLines(p?: RiskPolicy): string {
+  return Object.entries(p?.tools ?? {})
+    .map(([tool, tier]) => `${tool} = ${tier}`)
+    .join("\n");
+}
+
+/** parseTools reads "tool = tier" lines; errors name the first bad line. */
+function parseTools(text: string): { tools: Record<string, string>; error?: string } {
+  const tools: Record<string, string> = {};
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].trim();
+    if (!line) continue;
+    const m = /^(.+?)\s*[=:]\s*(\S+)$/.exec(line);
+    if (!m) return { tools, error: `line ${i + 1}: write "tool = tier"` };
+    const [, tool, tier] = m;
+    if (!isTier(tier)) return { tools, error: `risk_policy for tool "${tool.trim()}": "${tier}" is not one of R0, R1, R2, R3, R4, read, write, danger` };
+    if (tool.trim() in tools) return { tools, error: `line ${i + 1}: ${tool.trim()} is listed twice` };
+    tools[tool.trim()] = tier;
+  }
+  return { tools };
+}
 
 function checkConnector(name: string, url: string, authType: string, header: string, secret: string, secretStored: boolean): FieldErrors {
   const errs: FieldErrors = {};
@@ -39,16 +69,24 @@ export function ConnectorForm({ conn, done }: { conn?: Connector; done: (c: Conn
   const [header, setHeader] = useState(full?.auth.header_name ?? "");
   const [secret, setSecret] = useState("");
   const [enabled, setEnabled] = useState(conn?.enabled ?? true);
+  const [riskDefault, setRiskDefault] = useState(full?.risk_policy?.default ?? "");
+  const [riskTools, setRiskTools] = useState(toolLines(full?.risk_policy));
   const form = useForm();
   // A secret is stored when the connector has one and its auth type keeps it.
   const secretStored = !!conn && conn.auth.type !== "none";
   const submit = async (e: Event) => {
     e.preventDefault();
-    if (form.clientErrors(checkConnector(name, url, authType, header, secret, secretStored))) return;
+    const errs = checkConnector(name, url, authType, header, secret, secretStored);
+    const parsed = parseTools(riskTools);
+    if (parsed.error) errs.risk_policy = parsed.error;
+    if (form.clientErrors(errs)) return;
     const auth: ConnectorInput["auth"] = { type: authType };
     if (authType === "custom_header") auth.header_name = header.trim();
     if (authType !== "none" && secret) auth.secret = secret;
-    const body: ConnectorInput = { name: name.trim(), url: url.trim(), enabled, auth };
+    const risk_policy: RiskPolicy = {};
+    if (riskDefault) risk_policy.default = riskDefault;
+    if (Object.keys(parsed.tools).length) risk_policy.tools = parsed.tools;
+    const body: ConnectorInput = { name: name.trim(), url: url.trim(), enabled, auth, risk_policy };
     if (!conn) body.transport = "remote_http";
     await form.submit(async () => {
       const r = conn ? await admin.updateConnector(conn.id, body) : await admin.createConnector(body);
@@ -82,6 +120,35 @@ export function ConnectorForm({ conn, done }: { conn?: Connector; done: (c: Conn
           help={secretStored ? "Leave empty to keep the stored one." : undefined}
         />
       ) : null}
+      <fieldset class="risk-policy">
+        <legend>Risk policy</legend>
+        <ChoiceField
+          id={p + "-risk-default"}
+          label="Default tier (tools with no tier below and no telling annotation)"
+          value={riskDefault}
+          options={["", "R0", "R1", "R2", "R3", "R4", ...(riskDefault && !["R0", "R1", "R2", "R3", "R4"].includes(riskDefault) ? [riskDefault] : [])]}
+          optionLabel={(o) => o || "none (write, R2)"}
+          onValue={setRiskDefault}
+        />
+        <div class={"field" + (form.fields.risk_policy ? " invalid" : "")}>
+          <label for={p + "-risk-tools"}>Tiers per tool, one a line: tool = tier</label>
+          <textarea
+            id={p + "-risk-tools"}
+            rows={3}
+            spellcheck={false}
+            value={riskTools}
+            placeholder="delete_repo = R4"
+            aria-invalid={form.fields.risk_policy ? true : undefined}
+            aria-describedby={p + "-risk-tools-help" + (form.fields.risk_policy ? " " + p + "-risk-tools-err" : "")}
+            onInput={(e) => setRiskTools(e.currentTarget.value)}
+          />
+          <small id={p + "-risk-tools-help"} class="help">
+            R0 to R4, or read (R1), write (R2), danger (R3). They win over the server's annotations; R1 tools infer allow, R3 and R4 never run without a
+            human.
+          </small>
+          <FieldError id={p + "-risk-tools"} message={form.fields.risk_policy} />
+        </div>
+      </fieldset>
       <div class="field">
         <label>
           <input type="checkbox" id={p + "-enabled"} checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled

@@ -27,7 +27,7 @@ export function IntentFacts({ inv }: { inv: Invocation }) {
 }
 
 /** EditApprove is the "Edit, then approve" form of a pending invocation. */
-export function EditApprove({ inv, onDecided, onClose }: { inv: Invocation; onDecided: (msg: string) => void; onClose: () => void }) {
+export function EditApprove({ inv, onDecided, onClose }: { inv: Invocation; onDecided: (msg: string, next?: Invocation) => void; onClose: () => void }) {
   const [text, setText] = useState(JSON.stringify(inv.params ?? {}, null, 2));
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState("");
@@ -48,7 +48,14 @@ export function EditApprove({ inv, onDecided, onClose }: { inv: Invocation; onDe
     try {
       const r = await api.approveEdited(inv.id, params as Record<string, unknown>);
       const short = r.invocation.intent?.short;
-      onDecided(`${inv.integration}.${inv.action} edited and approved` + (short ? ` (intent ${short}).` : "."));
+      // An approval short of the count leaves it pending: the caller shows
+      // the edited params and the approvals so far, and the form closes.
+      const pending = r.invocation.status === "pending";
+      onDecided(
+        `${inv.integration}.${inv.action} edited and approved` + (short ? ` (intent ${short})` : "") + (pending ? "; it waits for more approvals." : "."),
+        r.invocation,
+      );
+      if (pending) onClose();
     } catch (e) {
       setError(errorText(e));
     } finally {

@@ -7,7 +7,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type Invocation, type OrgQueue, type QuietWindow, type RateBucket, type RetentionStats, type Stats } from "../api";
 import type { Session } from "../main";
-import { Alert, Card, DataTable, Empty, ErrorAlert, Flash, InputField, PageHead, SelectField, errorText, fmtDuration, fmtTime } from "../ui";
+import { Alert, Card, DataTable, Empty, ErrorAlert, Flash, InputField, PageHead, SelectField, errorText, fmtDuration, fmtTime, isStale, staleText } from "../ui";
 
 const states = ["pending", "queued", "retrying", "running"];
 
@@ -312,13 +312,12 @@ function Buckets({ buckets }: { buckets: RateBucket[] }) {
 
 function QuietHours({ buckets }: { buckets: RateBucket[] }) {
   const [rows, setRows] = useState<QuietWindow[] | null>(null);
+  const [etag, setEtag] = useState<string | null>(null);
   const [error, setError] = useState("");
   const [flash, setFlash] = useState("");
+  const load = () => api.getQuietHours(setEtag).then((r) => setRows(r.windows));
   useEffect(() => {
-    api
-      .getQuietHours()
-      .then((r) => setRows(r.windows))
-      .catch((e) => setError(errorText(e)));
+    load().catch((e) => setError(errorText(e)));
   }, []);
   const update = (i: number, k: keyof QuietWindow, v: string) => setRows(rows!.map((r, j) => (j === i ? { ...r, [k]: v } : r)));
   return (
@@ -333,11 +332,15 @@ function QuietHours({ buckets }: { buckets: RateBucket[] }) {
             setError("");
             setFlash("");
             try {
-              const r = await api.putQuietHours(rows);
+              // If-Match the version read: another admin's save meanwhile is a 412, not overwritten.
+              const r = await api.putQuietHours(rows, etag, setEtag);
               setRows(r.windows);
               setFlash("Quiet hours saved.");
             } catch (err) {
-              setError(errorText(err));
+              if (isStale(err)) {
+                await load().catch(() => {});
+                setError(staleText("the quiet hours"));
+              } else setError(errorText(err));
             }
           }}
         >
@@ -376,13 +379,12 @@ function QuietHours({ buckets }: { buckets: RateBucket[] }) {
 
 function DoNotContact() {
   const [text, setText] = useState<string | null>(null);
+  const [etag, setEtag] = useState<string | null>(null);
   const [error, setError] = useState("");
   const [flash, setFlash] = useState("");
+  const load = () => api.getDoNotContact(setEtag).then((r) => setText(r.patterns.join("\n")));
   useEffect(() => {
-    api
-      .getDoNotContact()
-      .then((r) => setText(r.patterns.join("\n")))
-      .catch((e) => setError(errorText(e)));
+    load().catch((e) => setError(errorText(e)));
   }, []);
   return (
     <Card id="dnc-h" title="Do not contact">
@@ -396,11 +398,14 @@ function DoNotContact() {
             setFlash("");
             try {
               const patterns = text.split("\n").map((s) => s.trim()).filter(Boolean);
-              const r = await api.putDoNotContact(patterns);
+              const r = await api.putDoNotContact(patterns, etag, setEtag);
               setText(r.patterns.join("\n"));
               setFlash("Do-not-contact list saved.");
             } catch (err) {
-              setError(errorText(err));
+              if (isStale(err)) {
+                await load().catch(() => {});
+                setError(staleText("the do-not-contact list"));
+              } else setError(errorText(err));
             }
           }}
         >

@@ -1,15 +1,18 @@
 // Slack approvals: the organization's channel (admin/owner) and the Slack
-// users who may decide from Slack (owner only, as the API says).
+// users who may decide from Slack (owner only, as the API says). Both are
+// saved with If-Match the ETag read with the page (one covers both): a
+// change someone made meanwhile is a 412, and the page reloads theirs.
 import { useEffect, useState } from "preact/hooks";
 import { admin, type SlackApprover, type SlackSettings } from "../admin";
 import type { Session } from "../main";
-import { Card, DataTable, ErrorAlert, Flash, Loading, Title } from "../ui";
+import { Card, DataTable, ErrorAlert, Flash, Loading, Title, isStale, staleText } from "../ui";
 import { ChoiceField, ConfirmButton, FieldError, TextField, apiFailure, useForm } from "../forms";
 
 type Row = { slack: string; user_id: string; role: string };
 
 export function SlackPage({ session }: { session: Session }) {
   const [settings, setSettings] = useState<SlackSettings | null>(null);
+  const [etag, setEtag] = useState<string | null>(null);
   const [error, setError] = useState("");
   const [flash, setFlash] = useState("");
   const [channel, setChannel] = useState("");
@@ -23,13 +26,23 @@ export function SlackPage({ session }: { session: Session }) {
   };
   useEffect(() => {
     admin
-      .slack()
+      .slack(setEtag)
       .then(show)
       .catch((e) => setError(apiFailure(e).message));
   }, []);
+  /** save runs a PUT; on a 412 it reads the settings again and says why. */
+  const save = async (put: () => Promise<SlackSettings>) => {
+    try {
+      show(await put());
+    } catch (e) {
+      if (!isStale(e)) throw e;
+      await admin.slack(setEtag).then(show).catch(() => {});
+      throw new Error(staleText("the Slack settings"));
+    }
+  };
   const saveChannel = async (value: string | null) => {
     setFlash("");
-    if (await channelForm.submit(async () => show(await admin.putSlackChannel(value)))) setFlash(value ? "Channel set to " + value + "." : "Channel reset to the configured one.");
+    if (await channelForm.submit(() => save(() => admin.putSlackChannel(value, etag, setEtag)))) setFlash(value ? "Channel set to " + value + "." : "Channel reset to the configured one.");
   };
   const saveApprovers = async (e: Event) => {
     e.preventDefault();
@@ -45,7 +58,7 @@ export function SlackPage({ session }: { session: Session }) {
     if (approversForm.clientErrors(errs)) return;
     const body: Record<string, SlackApprover> = {};
     for (const r of rows) body[r.slack.trim()] = { user_id: r.user_id.trim(), role: r.role };
-    if (await approversForm.submit(async () => show(await admin.putSlackApprovers(body)))) setFlash("Saved " + rows.length + " approver(s).");
+    if (await approversForm.submit(() => save(() => admin.putSlackApprovers(body, etag, setEtag)))) setFlash("Saved " + rows.length + " approver(s).");
   };
   if (!settings && error) return <ErrorAlert error={error} />;
   if (!settings) return <Loading />;
