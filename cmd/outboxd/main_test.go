@@ -526,7 +526,7 @@ func TestDLQ_CommandsReplayThroughTheCLI(t *testing.T) {
 	code, out = run(t, env, "dlq", "discard", "--org", apptest.Org, id)
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "conflict")
-	require.Len(t, entriesOf(t, b, "dead_letter.discard"), 0, "nothing discarded, nothing recorded")
+	require.Empty(t, b.AuditEntries("action=dead_letter.discard"), "nothing discarded, nothing recorded")
 
 	code, out = run(t, env, "queue", "list")
 	require.Equal(t, 0, code, out)
@@ -641,23 +641,10 @@ func TestBench_Skip(t *testing.T) {
 	require.Contains(t, out, `--profile-phase: unknown phase "river"`)
 }
 
-// entriesOf lists the entries of action in the bundle's organization's
-// audit trail.
-func entriesOf(t *testing.T, b *apptest.Bundle, action string) []map[string]any {
-	t.Helper()
-	r := b.Do("GET", "/v1/audit?action="+action, b.Owner(), nil)
-	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
-	var out []map[string]any
-	for _, e := range r.Body["entries"].([]any) {
-		out = append(out, e.(map[string]any))
-	}
-	return out
-}
-
 // operatorEntry is the one entry of action, made by the operator.
 func operatorEntry(t *testing.T, b *apptest.Bundle, action string) map[string]any {
 	t.Helper()
-	entries := entriesOf(t, b, action)
+	entries := b.AuditEntries("action=" + action)
 	require.Len(t, entries, 1)
 	require.Equal(t, "operator", entries[0]["actor"].(map[string]any)["kind"])
 	return entries[0]

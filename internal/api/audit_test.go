@@ -22,19 +22,6 @@ import (
 	"github.com/outboxd/outboxd/worker"
 )
 
-// auditEntries lists every entry of the default org, newest first, through
-// the API.
-func auditEntries(t *testing.T, b *apptest.Bundle, query string) []map[string]any {
-	t.Helper()
-	r := b.Do("GET", "/v1/audit?limit=500&"+query, b.Admin(), nil)
-	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
-	var out []map[string]any
-	for _, e := range r.Body["entries"].([]any) {
-		out = append(out, e.(map[string]any))
-	}
-	return out
-}
-
 // exportAudit downloads the default org's export.
 func exportAudit(t *testing.T, b *apptest.Bundle) []byte {
 	t.Helper()
@@ -129,7 +116,7 @@ func TestAudit_EveryChangeIsRecorded(t *testing.T) {
 	// A refused change records nothing.
 	do("PUT", "/v1/do-not-contact", b.Admin(), map[string]any{"patterns": []string{"[unclosed"}}, http.StatusBadRequest)
 
-	entries := auditEntries(t, b, "")
+	entries := b.AuditEntries("")
 	byAction := map[string][]map[string]any{}
 	for _, e := range entries {
 		byAction[e["action"].(string)] = append(byAction[e["action"].(string)], e)
@@ -246,7 +233,7 @@ func TestAudit_PagesFiltersAndExport(t *testing.T) {
 		r := b.Do("PUT", "/v1/do-not-contact", alice, map[string]any{"patterns": []string{fmt.Sprintf("#room-%d", i)}}, "X-Forwarded-For", "203.0.113.9")
 		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	}
-	for _, e := range auditEntries(t, b, "") {
+	for _, e := range b.AuditEntries("") {
 		require.Equal(t, "127.0.0.1", e["actor"].(map[string]any)["client_addr"])
 	}
 	var middle time.Time
@@ -280,16 +267,16 @@ func TestAudit_PagesFiltersAndExport(t *testing.T) {
 		}
 		return out
 	}
-	require.Equal(t, []float64{7, 6}, actions(auditEntries(t, b, "actor=bob")))
-	require.Equal(t, []float64{5, 4, 3, 2, 1}, actions(auditEntries(t, b, "action=do_not_contact")))
-	require.Equal(t, []float64{5, 4, 3, 2, 1}, actions(auditEntries(t, b, "action=do_not_contact.replace")))
-	require.Empty(t, auditEntries(t, b, "action=do_not"))
-	require.Equal(t, []float64{7, 6}, actions(auditEntries(t, b, "target_type=action_modes&target_id=automation/nightly")))
-	require.Empty(t, auditEntries(t, b, "target_type=action_modes&target_id=org"))
+	require.Equal(t, []float64{7, 6}, actions(b.AuditEntries("actor=bob")))
+	require.Equal(t, []float64{5, 4, 3, 2, 1}, actions(b.AuditEntries("action=do_not_contact")))
+	require.Equal(t, []float64{5, 4, 3, 2, 1}, actions(b.AuditEntries("action=do_not_contact.replace")))
+	require.Empty(t, b.AuditEntries("action=do_not"))
+	require.Equal(t, []float64{7, 6}, actions(b.AuditEntries("target_type=action_modes&target_id=automation/nightly")))
+	require.Empty(t, b.AuditEntries("target_type=action_modes&target_id=org"))
 	at := middle.Format(time.RFC3339Nano)
-	require.Equal(t, []float64{7, 6, 5, 4, 3}, actions(auditEntries(t, b, "since="+at)))
-	require.Equal(t, []float64{2, 1}, actions(auditEntries(t, b, "until="+at)))
-	require.Equal(t, []float64{5, 4, 3}, actions(auditEntries(t, b, "actor=alice&since="+at)))
+	require.Equal(t, []float64{7, 6, 5, 4, 3}, actions(b.AuditEntries("since="+at)))
+	require.Equal(t, []float64{2, 1}, actions(b.AuditEntries("until="+at)))
+	require.Equal(t, []float64{5, 4, 3}, actions(b.AuditEntries("actor=alice&since="+at)))
 	requireAPIError(t, b.Do("GET", "/v1/audit?since=yesterday", b.Owner(), nil), http.StatusBadRequest, "invalid_request")
 	requireAPIError(t, b.Do("GET", "/v1/audit?cursor=x", b.Owner(), nil), http.StatusBadRequest, "invalid_request")
 	requireAPIError(t, b.Do("GET", "/v1/audit?limit=501", b.Owner(), nil), http.StatusBadRequest, "invalid_request")
@@ -401,7 +388,7 @@ func TestSettings_IfMatch(t *testing.T) {
 			require.Equal(t, http.StatusOK, first.Status, string(first.Raw))
 			fresh := first.Header.Get("ETag")
 			require.NotEqual(t, stale, fresh)
-			entries := len(auditEntries(t, b, ""))
+			entries := len(b.AuditEntries(""))
 
 			lost := b.Do("PUT", tc.path, b.Owner(), tc.two, "If-Match", stale)
 			e := requireAPIError(t, lost, http.StatusPreconditionFailed, "precondition_failed")
@@ -409,13 +396,13 @@ func TestSettings_IfMatch(t *testing.T) {
 			now := b.Do("GET", tc.path, b.Owner(), nil)
 			require.Equal(t, string(first.Raw), string(now.Raw), "nothing changed")
 			require.Equal(t, fresh, now.Header.Get("ETag"))
-			require.Len(t, auditEntries(t, b, ""), entries, "a refused change records nothing")
+			require.Len(t, b.AuditEntries(""), entries, "a refused change records nothing")
 
 			won := b.Do("PUT", tc.path, b.Owner(), tc.two, "If-Match", `W/`+fresh+`, "other"`)
 			require.Equal(t, http.StatusOK, won.Status, string(won.Raw))
 			require.NotEqual(t, fresh, won.Header.Get("ETag"))
 			require.Equal(t, http.StatusOK, b.Do("PUT", tc.path, b.Owner(), tc.first).Status, "without If-Match")
-			require.Len(t, auditEntries(t, b, ""), entries+2)
+			require.Len(t, b.AuditEntries(""), entries+2)
 		})
 	}
 }
@@ -441,14 +428,14 @@ func TestAudit_ADecisionIsNeverCommittedWithoutItsEntry(t *testing.T) {
 	r = b.Do("POST", "/v1/invocations/"+id+"/deny", b.Admin(), map[string]any{"reason": "not now"})
 	require.Equal(t, http.StatusInternalServerError, r.Status, string(r.Raw))
 	require.Equal(t, "pending", b.Invocation(id)["status"], "no entry, no denial")
-	require.Empty(t, auditEntries(t, b, "action=invocation.deny"))
+	require.Empty(t, b.AuditEntries("action=invocation.deny"))
 
 	_, err = b.Pool.Exec(ctx, `DROP TRIGGER refuse_audit ON audit_entries`)
 	require.NoError(t, err)
 	r = b.Do("POST", "/v1/invocations/"+id+"/deny", b.Admin(), map[string]any{"reason": "not now"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Equal(t, "denied", b.Invocation(id)["status"])
-	entries := auditEntries(t, b, "action=invocation.deny")
+	entries := b.AuditEntries("action=invocation.deny")
 	require.Len(t, entries, 1)
 	require.Equal(t, id, entries[0]["target_id"])
 }

@@ -315,7 +315,7 @@ func TestGrants_DriftRevokes(t *testing.T) {
 	listed := listGrant(t, b, g["id"].(string))
 	require.Equal(t, "drift", listed["revoke_reason"])
 	require.Equal(t, float64(4), listed["remaining"])
-	revokes := auditEntries(t, b, "action=grant.revoke")
+	revokes := b.AuditEntries("action=grant.revoke")
 	require.Len(t, revokes, 1)
 	require.Equal(t, g["id"], revokes[0]["target_id"])
 	require.Equal(t, map[string]any{"subject": "outboxd", "kind": "internal"}, revokes[0]["actor"])
@@ -323,7 +323,7 @@ func TestGrants_DriftRevokes(t *testing.T) {
 
 	r = invokeTool(b, source, "create_note", map[string]any{"title": "drifted again", "folder": "inbox"})
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
-	require.Len(t, auditEntries(t, b, "action=grant.revoke"), 1, "a grant is revoked and recorded once")
+	require.Len(t, b.AuditEntries("action=grant.revoke"), 1, "a grant is revoked and recorded once")
 }
 
 // TestGrants_ApprovalAsksConnectorFirst: an approval that grants needs the
@@ -420,7 +420,7 @@ func requireChangeRevokes(t *testing.T, b *apptest.Bundle, path, source string, 
 	listed := listGrant(t, b, g["id"].(string))
 	require.Equal(t, false, listed["active"])
 	require.Equal(t, "credential", listed["revoke_reason"])
-	revokes := auditEntries(t, b, "action=grant.revoke")
+	revokes := b.AuditEntries("action=grant.revoke")
 	require.Len(t, revokes, 1)
 	require.Equal(t, g["id"], revokes[0]["target_id"])
 	r = call()

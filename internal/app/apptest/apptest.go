@@ -362,6 +362,19 @@ func (b *Bundle) StoreToken(integration, token, kind string) {
 	require.Equal(b.T, http.StatusOK, r.Status, string(r.Raw))
 }
 
+// AuditEntries lists the organization's audit trail through the API,
+// newest first (at most 500), filtered by query ("action=tokens.revoke").
+func (b *Bundle) AuditEntries(query string) []map[string]any {
+	b.T.Helper()
+	r := b.Do("GET", "/v1/audit?limit=500&"+query, b.Admin(), nil)
+	require.Equal(b.T, http.StatusOK, r.Status, string(r.Raw))
+	var out []map[string]any
+	for _, e := range r.Body["entries"].([]any) {
+		out = append(out, e.(map[string]any))
+	}
+	return out
+}
+
 // Invocation reads an invocation as the owner.
 func (b *Bundle) Invocation(id string) map[string]any {
 	b.T.Helper()
