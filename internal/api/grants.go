@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 )
@@ -24,23 +26,27 @@ type Grants interface {
 
 // grantView is the API shape of a grant.
 type grantView struct {
-	ID             uuid.UUID                  `json:"id"`
-	Scope          string                     `json:"scope"`
-	ScopeID        string                     `json:"scope_id"`
-	Integration    string                     `json:"integration"`
-	Action         string                     `json:"action"`
-	Fixed          map[string]json.RawMessage `json:"fixed"`
-	Granted        int                        `json:"granted"`
-	Remaining      int                        `json:"remaining"`
-	ExpiresAt      time.Time                  `json:"expires_at"`
-	Active         bool                       `json:"active"`
-	DefinitionHash string                     `json:"definition_hash"`
-	CreatedBy      string                     `json:"created_by"`
-	CreatedFrom    uuid.UUID                  `json:"created_from"`
-	CreatedAt      time.Time                  `json:"created_at"`
-	RevokedAt      *time.Time                 `json:"revoked_at"`
-	RevokedBy      string                     `json:"revoked_by,omitempty"`
-	RevokeReason   string                     `json:"revoke_reason,omitempty"`
+	ID          uuid.UUID                  `json:"id"`
+	Scope       string                     `json:"scope"`
+	ScopeID     string                     `json:"scope_id"`
+	Integration string                     `json:"integration"`
+	Action      string                     `json:"action"`
+	Fixed       map[string]json.RawMessage `json:"fixed"`
+	Granted     int                        `json:"granted"`
+	Remaining   int                        `json:"remaining"`
+	ExpiresAt   time.Time                  `json:"expires_at"`
+	Active      bool                       `json:"active"`
+	// Drifted says the action's definition changed since the grant was
+	// made (or a reviewed connector tool drifted): it lets nothing
+	// through, and is revoked at the action's next invocation.
+	Drifted        bool       `json:"drifted"`
+	DefinitionHash string     `json:"definition_hash"`
+	CreatedBy      string     `json:"created_by"`
+	CreatedFrom    uuid.UUID  `json:"created_from"`
+	CreatedAt      time.Time  `json:"created_at"`
+	RevokedAt      *time.Time `json:"revoked_at"`
+	RevokedBy      string     `json:"revoked_by,omitempty"`
+	RevokeReason   string     `json:"revoke_reason,omitempty"`
 }
 
 func viewGrant(g grant.Grant) grantView {
@@ -78,10 +84,43 @@ func (s *Server) listGrants(w http.ResponseWriter, r *http.Request, c *auth.Clai
 		return err
 	}
 	views := viewEach(gs, viewGrant)
+	if err := s.markDrifted(r.Context(), c, views); err != nil {
+		return err
+	}
+	if active {
+		views = slices.DeleteFunc(views, func(v grantView) bool { return v.Drifted })
+	}
 	if views == nil {
 		views = []grantView{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"grants": views})
+	return nil
+}
+
+// markDrifted marks the active grants whose action's definition is not
+// the one they were made for, as the catalog lists it now: the outbox
+// revokes them at the action's next invocation (grant.Keeper.Use), and
+// until then they are shown for what they are, not active. An action the
+// catalog does not list now (an unreachable connector) is left as it is.
+func (s *Server) markDrifted(ctx context.Context, c *auth.Claims, views []grantView) error {
+	if !slices.ContainsFunc(views, func(v grantView) bool { return v.Active }) {
+		return nil
+	}
+	listing, err := s.catalog.All(ctx, &catalog.Caller{OrganizationID: c.Org})
+	if err != nil {
+		return err
+	}
+	type key struct{ source, action string }
+	current := map[key]catalog.AvailableAction{}
+	for _, a := range listing.Actions {
+		current[key{a.Source, a.Action}] = a
+	}
+	for i := range views {
+		v := &views[i]
+		if a, ok := current[key{v.Integration, v.Action}]; ok && v.Active && (a.Drifted || a.Hash != v.DefinitionHash) {
+			v.Drifted, v.Active = true, false
+		}
+	}
 	return nil
 }
 

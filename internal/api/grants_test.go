@@ -307,12 +307,22 @@ func TestGrants_DriftRevokes(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Equal(t, g["id"], r.Body["invocation"].(map[string]any)["grant_id"])
 
+	require.Equal(t, false, listGrant(t, b, g["id"].(string))["drifted"])
 	srv.addTool("create_note", "Create a note.",
 		`{"type":"object","properties":{"title":{"type":"string"},"folder":{"type":"string"}},"required":["title","folder"]}`, nil)
 	time.Sleep(2 * time.Millisecond)
+	// Listed as drifted, not active, before any invocation revokes it.
+	listed := listGrant(t, b, g["id"].(string))
+	require.Equal(t, true, listed["drifted"])
+	require.Equal(t, false, listed["active"])
+	require.Nil(t, listed["revoked_at"])
+	active := b.Do("GET", "/v1/grants?active=true", b.Admin(), nil)
+	require.Equal(t, http.StatusOK, active.Status, string(active.Raw))
+	require.Empty(t, active.Body["grants"])
+
 	r = invokeTool(b, source, "create_note", map[string]any{"title": "drifted", "folder": "inbox"})
 	require.Equal(t, http.StatusAccepted, r.Status, "a drifted tool waits for a human: %s", r.Raw)
-	listed := listGrant(t, b, g["id"].(string))
+	listed = listGrant(t, b, g["id"].(string))
 	require.Equal(t, "drift", listed["revoke_reason"])
 	require.Equal(t, float64(4), listed["remaining"])
 	revokes := b.AuditEntries("action=grant.revoke")
