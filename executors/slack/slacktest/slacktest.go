@@ -8,6 +8,8 @@
 // method whose scope a token lacks answers missing_scope with needed and
 // provided. Faults can be injected after a post is stored (a stalled or
 // dropped answer, a 5xx), as when Slack acts but its answer is lost.
+// chat.update rewrites a stored message; views.open opens a modal for a
+// trigger_id (once each, in Slack's format) and answers with the view.
 package slacktest
 
 import (
@@ -93,12 +95,22 @@ type Server struct {
 	afterPost func(Message) Fault
 	pageSize  int
 	lastTS    time.Time
+	views     []View
+	triggers  map[string]bool // trigger_ids exchanged already
+}
+
+// View is a modal views.open opened.
+type View struct {
+	ID        string
+	TriggerID string
+	// View is the view as given, decoded.
+	View map[string]any
 }
 
 // New starts a server, closed when t ends. Every token is accepted with
 // every scope until SetScopes says otherwise.
 func New(t testing.TB) *Server {
-	s := &Server{messages: map[string][]*Message{}, names: map[string]string{}, users: map[string]string{}, scopes: map[string][]string{}}
+	s := &Server{messages: map[string][]*Message{}, names: map[string]string{}, users: map[string]string{}, scopes: map[string][]string{}, triggers: map[string]bool{}}
 	s.srv = providertest.New(t, http.HandlerFunc(s.serve))
 	return s
 }
@@ -168,6 +180,13 @@ func (s *Server) Messages() []Message {
 	return out
 }
 
+// Views returns the modals views.open opened, in order.
+func (s *Server) Views() []View {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.views)
+}
+
 // Requests returns what the server saw, in order.
 func (s *Server) Requests() []Request { return s.srv.Requests() }
 
@@ -198,6 +217,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch method {
 	case "chat.postMessage":
 		s.postMessage(w, r, token, body)
+	case "chat.update":
+		s.update(w, r, token, body)
+	case "views.open":
+		s.openView(w, r, body)
 	case "conversations.history":
 		s.history(w, r, token, body, false)
 	case "conversations.replies":
@@ -517,4 +540,148 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request, method, token stri
 		}
 	}
 	WriteError(w, "channel_not_found")
+}
+
+// update answers chat.update (JSON, scope chat:write): the stored message
+// at channel and ts gets the new text.
+func (s *Server) update(w http.ResponseWriter, r *http.Request, token string, body []byte) {
+	var in struct {
+		Channel string          `json:"channel"`
+		TS      string          `json:"ts"`
+		Text    string          `json:"text"`
+		Blocks  json.RawMessage `json:"blocks"`
+	}
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") || json.Unmarshal(body, &in) != nil {
+		WriteError(w, "invalid_json")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.authorize(w, token, "chat:write") {
+		return
+	}
+	if _, ok := s.messages[in.Channel]; !ok {
+		WriteError(w, "channel_not_found")
+		return
+	}
+	m := s.find(in.Channel, in.TS)
+	switch {
+	case m == nil:
+		WriteError(w, "message_not_found")
+		return
+	case in.Text == "" && len(in.Blocks) == 0:
+		WriteError(w, "no_text")
+		return
+	}
+	m.Text = in.Text
+	providertest.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS, "text": m.Text, "message": render(m, false)})
+}
+
+// triggerID is the format of a trigger_id ("12345.98765.abcd2358fdea").
+var triggerID = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9a-f]+$`)
+
+// openView answers views.open (JSON, or a form whose view is a JSON
+// string; no scope needed) as Slack does: a trigger_id is exchanged once
+// (invalid_trigger_id, exchanged_trigger_id), the view must be a modal
+// within Slack's limits (invalid_arguments), and the answer is the view
+// with its id, state and hash.
+func (s *Server) openView(w http.ResponseWriter, r *http.Request, body []byte) {
+	var in struct {
+		TriggerID string          `json:"trigger_id"`
+		View      json.RawMessage `json:"view"`
+	}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		if json.Unmarshal(body, &in) != nil {
+			WriteError(w, "invalid_json")
+			return
+		}
+		// A JSON string holding the view is taken too.
+		var str string
+		if json.Unmarshal(in.View, &str) == nil {
+			in.View = json.RawMessage(str)
+		}
+	} else {
+		form, _ := url.ParseQuery(string(body))
+		in.TriggerID, in.View = form.Get("trigger_id"), json.RawMessage(form.Get("view"))
+	}
+	var view map[string]any
+	if json.Unmarshal(in.View, &view) != nil || view == nil {
+		WriteError(w, "invalid_arguments")
+		return
+	}
+	if !triggerID.MatchString(in.TriggerID) {
+		WriteError(w, "invalid_trigger_id")
+		return
+	}
+	if msg := checkModal(view); msg != "" {
+		providertest.WriteJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "invalid_arguments",
+			"response_metadata": map[string]any{"messages": []string{msg}}})
+		return
+	}
+	s.mu.Lock()
+	if s.triggers[in.TriggerID] {
+		s.mu.Unlock()
+		WriteError(w, "exchanged_trigger_id")
+		return
+	}
+	s.triggers[in.TriggerID] = true
+	id := fmt.Sprintf("V%09d", len(s.views)+1)
+	s.views = append(s.views, View{ID: id, TriggerID: in.TriggerID, View: view})
+	s.mu.Unlock()
+
+	out := maps.Clone(view)
+	out["id"], out["team_id"], out["app_id"], out["bot_id"] = id, "T0TEAM0001", AppID, BotID
+	out["state"] = map[string]any{"values": map[string]any{}}
+	out["hash"] = fmt.Sprintf("%d.%s", time.Now().Unix(), strings.ToLower(id))
+	out["root_view_id"], out["previous_view_id"] = id, nil
+	out["clear_on_close"], out["notify_on_close"] = view["clear_on_close"] == true, view["notify_on_close"] == true
+	for _, k := range []string{"private_metadata", "callback_id", "external_id"} {
+		if _, ok := out[k]; !ok {
+			out[k] = ""
+		}
+	}
+	providertest.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "view": out})
+}
+
+// checkModal returns what is wrong with a modal view by Slack's limits,
+// "" when nothing.
+func checkModal(view map[string]any) string {
+	text := func(key string) (string, bool) {
+		o, ok := view[key].(map[string]any)
+		if !ok {
+			return "", false
+		}
+		t, _ := o["text"].(string)
+		return t, o["type"] == "plain_text"
+	}
+	blocks, _ := view["blocks"].([]any)
+	hasInput := false
+	for _, b := range blocks {
+		if blk, _ := b.(map[string]any); blk["type"] == "input" {
+			hasInput = true
+		}
+	}
+	meta, _ := view["private_metadata"].(string)
+	callback, _ := view["callback_id"].(string)
+	title, titleOK := text("title")
+	switch {
+	case view["type"] != "modal":
+		return "[ERROR] must be a modal [json-pointer:/view/type]"
+	case !titleOK || title == "" || len([]rune(title)) > 24:
+		return "[ERROR] must be plain_text of 1 to 24 characters [json-pointer:/view/title]"
+	case blocks == nil || len(blocks) > 100:
+		return "[ERROR] must have 1 to 100 blocks [json-pointer:/view/blocks]"
+	case hasInput && view["submit"] == nil:
+		return "[ERROR] submit is required with an input block [json-pointer:/view/submit]"
+	case len([]rune(meta)) > 3000:
+		return "[ERROR] must be at most 3000 characters [json-pointer:/view/private_metadata]"
+	case len([]rune(callback)) > 255:
+		return "[ERROR] must be at most 255 characters [json-pointer:/view/callback_id]"
+	}
+	for _, key := range []string{"submit", "close"} {
+		if t, ok := text(key); view[key] != nil && (!ok || len([]rune(t)) > 24) {
+			return "[ERROR] must be plain_text of at most 24 characters [json-pointer:/view/" + key + "]"
+		}
+	}
+	return ""
 }

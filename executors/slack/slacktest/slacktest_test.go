@@ -128,3 +128,41 @@ func TestServer_Scopes(t *testing.T) {
 	require.Equal(t, "chat:write", call(t, s, "chat.postMessage", "reader", nil, `{"channel":"C1","text":"hi"}`)["needed"])
 	require.Len(t, s.Messages(), 1)
 }
+
+func TestViewsOpen(t *testing.T) {
+	t.Parallel()
+	s := slacktest.New(t)
+	view := `{"type":"modal","callback_id":"cb","private_metadata":"{\"o\":\"org\"}","title":{"type":"plain_text","text":"Deny request"},` +
+		`"submit":{"type":"plain_text","text":"Deny"},"blocks":[{"type":"input","block_id":"b","label":{"type":"plain_text","text":"Why"},"element":{"type":"plain_text_input","action_id":"a"}}]}`
+	open := func(trigger, view string) map[string]any {
+		return call(t, s, "views.open", "xoxb-1", nil, `{"trigger_id":"`+trigger+`","view":`+view+`}`)
+	}
+	got := open("12345.98765.abcd2358fdea", view)
+	require.Equal(t, true, got["ok"], got)
+	v := got["view"].(map[string]any)
+	require.Equal(t, "modal", v["type"])
+	require.Equal(t, "cb", v["callback_id"])
+	require.Equal(t, `{"o":"org"}`, v["private_metadata"])
+	require.NotEmpty(t, v["id"])
+	require.Equal(t, map[string]any{"values": map[string]any{}}, v["state"])
+	require.Len(t, s.Views(), 1)
+	require.Equal(t, "12345.98765.abcd2358fdea", s.Views()[0].TriggerID)
+
+	require.Equal(t, "exchanged_trigger_id", open("12345.98765.abcd2358fdea", view)["error"], "a trigger opens one view")
+	require.Equal(t, "invalid_trigger_id", open("nope", view)["error"])
+	noSubmit := strings.Replace(view, `"submit":{"type":"plain_text","text":"Deny"},`, "", 1)
+	require.Equal(t, "invalid_arguments", open("12345.98765.abcd", noSubmit)["error"], "an input needs a submit button")
+	require.Equal(t, "not_authed", call(t, s, "views.open", "", nil, `{"trigger_id":"1.2.a","view":`+view+`}`)["error"])
+	require.Len(t, s.Views(), 1)
+}
+
+func TestChatUpdate(t *testing.T) {
+	t.Parallel()
+	s := slacktest.New(t)
+	ts := s.Seed(slacktest.Message{Channel: "C0123", Text: "before"})
+	got := call(t, s, "chat.update", "xoxb-1", nil, `{"channel":"C0123","ts":"`+ts+`","text":"after"}`)
+	require.Equal(t, true, got["ok"], got)
+	require.Equal(t, "after", s.Messages()[0].Text)
+	require.Equal(t, "message_not_found", call(t, s, "chat.update", "xoxb-1", nil, `{"channel":"C0123","ts":"1.000001","text":"x"}`)["error"])
+	require.Equal(t, "channel_not_found", call(t, s, "chat.update", "xoxb-1", nil, `{"channel":"C0999","ts":"`+ts+`","text":"x"}`)["error"])
+}

@@ -56,7 +56,8 @@ func Sign(secret string, ts int64, body []byte) string {
 	return "v0=" + hex.EncodeToString(mac.Sum(nil))
 }
 
-// interaction is the part of Slack's block_actions payload outboxd reads.
+// interaction is the part of Slack's block_actions and view_submission
+// payloads outboxd reads.
 type interaction struct {
 	Type string `json:"type"`
 	User struct {
@@ -67,6 +68,18 @@ type interaction struct {
 		Value    string `json:"value"`
 	} `json:"actions"`
 	ResponseURL string `json:"response_url"`
+	// TriggerID lets a click open a modal (views.open), within 3 s.
+	TriggerID string `json:"trigger_id"`
+	// View is the submitted modal (view_submission).
+	View struct {
+		CallbackID      string `json:"callback_id"`
+		PrivateMetadata string `json:"private_metadata"`
+		State           struct {
+			Values map[string]map[string]struct {
+				Value *string `json:"value"`
+			} `json:"values"`
+		} `json:"state"`
+	} `json:"view"`
 }
 
 // Clicks takes Slack's clicks on approval messages (POST
@@ -83,8 +96,9 @@ func (s *Service) Clicks(decider Decider) *Clicks {
 }
 
 // ServeHTTP is POST /v1/slack/interactions: a verified click of a mapped
-// admin or owner approves or denies through the same transition as the
-// API; anything else changes nothing. Refusals go back to the clicking
+// admin or owner approves through the same transition as the API, or, for
+// Deny, opens the form asking why, whose verified submission denies;
+// anything else changes nothing. Refusals go back to the clicking
 // user only (an ephemeral message on response_url); the message itself is
 // updated by the relay once the decision is committed.
 func (c *Clicks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -108,8 +122,12 @@ func (c *Clicks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = json.Unmarshal([]byte(form.Get("payload")), &in)
 	}
+	if err == nil && in.Type == "view_submission" {
+		c.submitted(w, r, &in)
+		return
+	}
 	if err != nil || in.Type != "block_actions" || len(in.Actions) != 1 {
-		writeError(w, http.StatusBadRequest, "invalid_request", "expected a block_actions payload with one action")
+		writeError(w, http.StatusBadRequest, "invalid_request", "expected a block_actions payload with one action, or a view_submission of the deny form")
 		return
 	}
 	var v buttonValue
@@ -118,7 +136,13 @@ func (c *Clicks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := dbutil.WithOrg(r.Context(), v.Org)
-	msg, err := c.decide(ctx, v, in.User.ID, in.Actions[0].ActionID)
+	var msg string
+	if in.Actions[0].ActionID == "deny" {
+		// Deny asks why first, in a modal; the submission denies.
+		msg, err = c.denyForm(ctx, v, in.User.ID, in.TriggerID)
+	} else {
+		msg, err = c.decide(ctx, v, in.User.ID, in.Actions[0].ActionID, "")
+	}
 	s.count("click", err)
 	if err != nil {
 		s.logger.ErrorContext(ctx, "slack click", "organization_id", v.Org, "invocation_id", v.ID, "error", err)
@@ -130,16 +154,31 @@ func (c *Clicks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// decide runs the click and returns what to tell the user alone ("" when
-// the updated message says it).
-func (c *Clicks) decide(ctx context.Context, v buttonValue, slackUser, action string) (string, error) {
+// notApprover is the refusal of a Slack user who is not mapped to an
+// outboxd admin or owner.
+const notApprover = "You are not an outboxd approver for this organization; nothing was changed."
+
+// approver is who slackUser decides as in v's organization; false when
+// nobody (not mapped, or mapped to a role that does not approve).
+func (c *Clicks) approver(ctx context.Context, v buttonValue, slackUser string) (Approver, bool, error) {
 	st, err := c.s.Get(ctx, v.Org)
+	if err != nil {
+		return Approver{}, false, err
+	}
+	approver, ok := st.Approvers[slackUser]
+	return approver, ok && (approver.Role == "admin" || approver.Role == "owner"), nil
+}
+
+// decide runs the click (or, with action deny, the deny form's submission
+// with its reason) and returns what to tell the user alone ("" when the
+// updated message says it).
+func (c *Clicks) decide(ctx context.Context, v buttonValue, slackUser, action, reason string) (string, error) {
+	approver, ok, err := c.approver(ctx, v, slackUser)
 	if err != nil {
 		return "", err
 	}
-	approver, ok := st.Approvers[slackUser]
-	if !ok || (approver.Role != "admin" && approver.Role != "owner") {
-		return "You are not an outboxd approver for this organization; nothing was changed.", nil
+	if !ok {
+		return notApprover, nil
 	}
 	// The audit trail names the outboxd user the Slack user maps to.
 	ctx = audit.WithActor(ctx, audit.Actor{Subject: approver.UserID, Kind: "slack", Role: approver.Role, ClientAddr: "slack:" + slackUser})
@@ -147,7 +186,7 @@ func (c *Clicks) decide(ctx context.Context, v buttonValue, slackUser, action st
 	case "approve", "approve_always":
 		_, err = c.decider.Approve(ctx, &outbox.ApproveParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Role: approver.Role, Always: action == "approve_always"})
 	case "deny":
-		_, err = c.decider.Deny(ctx, &outbox.DenyParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Role: approver.Role, Reason: "denied in Slack"})
+		_, err = c.decider.Deny(ctx, &outbox.DenyParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Role: approver.Role, Reason: cmpOr(reason, DefaultDenyReason)})
 	default:
 		return "Unknown action; nothing was changed.", nil
 	}
@@ -167,7 +206,7 @@ func (c *Clicks) decide(ctx context.Context, v buttonValue, slackUser, action st
 		if gerr != nil {
 			return "", gerr
 		}
-		return fmt.Sprintf("Already %s by %s.", inv.Status, deref(inv.ApprovedBy, "someone else")), nil
+		return decidedAlready(&inv), nil
 	case errors.Is(err, errs.NotFound):
 		return "This invocation no longer exists.", nil
 	}
