@@ -1,5 +1,9 @@
 // Inbox: the organization's pending invocations, newest first, kept live
 // by the event stream, with the decision buttons for admins and owners.
+// For whoever may decide, what they may decide comes first and is what
+// the inbox counts ("Waiting for you"); the requests of other approver
+// groups follow, collapsed ("Other approvers' requests"), each naming the
+// group that decides it.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, type CatalogAction, type Invocation } from "../api";
 import type { Session } from "../main";
@@ -55,13 +59,17 @@ export function Inbox({ session }: { session: Session }) {
     }
     const inv = m.data.invocation;
     if (m.event === "action_approval_request" && inv.status === "pending") {
-      setItems((cur) => (cur && !cur.some((i) => i.id === inv.id) ? [inv, ...cur] : cur));
       // The event's invocation lacks what a read adds for the caller (the
-      // approvals so far and needed, whether they may decide).
+      // approvals so far and needed, its approver group, whether they may
+      // decide), which says whose inbox it lands in: it is added once read
+      // (as the event has it if the read fails; the API checks a decision
+      // again anyway).
+      const add = (next: Invocation) =>
+        setItems((cur) => (cur === null ? cur : cur.some((i) => i.id === next.id) ? cur.map((i) => (i.id === next.id ? next : i)) : [next, ...cur]));
       api
         .getInvocation(inv.id)
-        .then((r) => r.invocation.status === "pending" && setItems((cur) => cur && cur.map((i) => (i.id === inv.id ? r.invocation : i))))
-        .catch(() => {});
+        .then((r) => r.invocation.status === "pending" && add(r.invocation))
+        .catch(() => add(inv));
     } else {
       setItems((cur) => cur && cur.filter((i) => i.id !== m.data.invocation_id));
       if (m.event === "action_approval_result") {
@@ -71,29 +79,54 @@ export function Inbox({ session }: { session: Session }) {
     }
   }, []);
 
+  const card = (inv: Invocation) => (
+    <li key={inv.id} class="card pending-card" data-invocation={inv.id}>
+      <PendingCard inv={inv} now={now} schema={catalog.get(inv.integration + "." + inv.action)} session={session}
+        onDecided={(msg, next) => {
+          setFlash(msg);
+          // An approval short of the count: the card shows it.
+          if (next?.status === "pending") setItems((cur) => cur && cur.map((i) => (i.id === next.id ? next : i)));
+        }}
+      />
+    </li>
+  );
+  // Members decide nothing: they read one list. Whoever may decide reads
+  // theirs first, and the rest apart.
+  const split = session.canDecide;
+  const mine = items?.filter((i) => !split || mayDecide(i, true)) ?? [];
+  const others = split ? items?.filter((i) => !mayDecide(i, true)) ?? [] : [];
+  const count = items === null ? "" : split ? `${mine.length} waiting for you` + (others.length ? ` · ${others.length} for other approvers` : "") : `${items.length} waiting for a decision`;
+
   return (
     <section aria-labelledby="inbox-h">
       <PageHead id="inbox-h" title="Inbox">
-        <span class="muted">{items ? `${items.length} waiting for a decision` : ""}</span>
+        <span class="muted inbox-count">{count}</span>
       </PageHead>
       {!session.canDecide ? <Alert kind="info">You can read the inbox; approving and denying are for admins and owners.</Alert> : null}
       <Flash message={flash} class="sr-flash" />
       <ErrorAlert error={error} />
       {items === null ? <Loading /> : null}
       {items && items.length === 0 ? <Empty>Nothing is waiting for approval.</Empty> : null}
-      <ul class="cards" aria-label="Pending invocations">
-        {items?.map((inv) => (
-          <li key={inv.id} class="card pending-card" data-invocation={inv.id}>
-            <PendingCard inv={inv} now={now} schema={catalog.get(inv.integration + "." + inv.action)} session={session}
-              onDecided={(msg, next) => {
-                setFlash(msg);
-                // An approval short of the count: the card shows it.
-                if (next?.status === "pending") setItems((cur) => cur && cur.map((i) => (i.id === next.id ? next : i)));
-              }}
-            />
-          </li>
-        ))}
+      {split && items && items.length > 0 ? (
+        <>
+          <h2 id="inbox-mine-h" class="inbox-part">Waiting for you ({mine.length})</h2>
+          {mine.length === 0 ? <Empty>Nothing is waiting for you; the requests below are for other approvers to decide.</Empty> : null}
+        </>
+      ) : null}
+      <ul class="cards inbox-mine" aria-label={split ? "Waiting for you" : "Pending invocations"}>
+        {mine.map(card)}
       </ul>
+      {others.length > 0 ? (
+        <details class="inbox-others">
+          <summary>
+            <h2 class="inbox-part">Other approvers' requests ({others.length})</h2>
+          </summary>
+          <p class="muted">Requests an approver group you are not in decides; you can read them here.</p>
+          <ul class="cards" aria-label="Other approvers' requests">
+            {others.map(card)}
+          </ul>
+        </details>
+      ) : null}
     </section>
   );
 }
@@ -128,6 +161,9 @@ function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation
       <Preview inv={inv} />
       <IntentFacts inv={inv} />
       <ParamsForm params={inv.params} schema={schema?.params} />
+      {session.canDecide && !mayDecide(inv, true) ? (
+        <p class="decided-by">Decided by {inv.approver_group ? <>approver group <strong>{inv.approver_group}</strong></> : "the organization's admins and owners"}</p>
+      ) : null}
       <ApprovalProgress inv={inv} canDecide={session.canDecide} />
       {mayDecide(inv, session.canDecide) ? <Decision inv={inv} onDecided={onDecided} /> : null}
     </article>
