@@ -33,6 +33,17 @@ type Contract struct {
 	events map[string]*base.Schema
 	// errorSchema is the error shape, for answers of unknown routes.
 	errorSchema *base.Schema
+	// schemaMu serializes validateSchema: libopenapi renders a schema for
+	// each validation and writes to the shared model as it does, so two
+	// parallel tests validating through the same $ref race (-race).
+	schemaMu sync.Mutex
+}
+
+// validateSchema validates data against one schema of the document.
+func (c *Contract) validateSchema(s *base.Schema, data []byte) (bool, []*valerrors.ValidationError) {
+	c.schemaMu.Lock()
+	defer c.schemaMu.Unlock()
+	return c.schemas.ValidateSchemaBytes(s, data)
 }
 
 // DefaultContract is the contract of the API this binary serves
@@ -129,7 +140,7 @@ func (c *Contract) Check(req *http.Request, reqBody []byte, resp *http.Response,
 			if head {
 				return nil
 			}
-			if ok, errs := c.schemas.ValidateSchemaBytes(c.errorSchema, respBody); !ok {
+			if ok, errs := c.validateSchema(c.errorSchema, respBody); !ok {
 				return fmt.Errorf("the %d answer of an unknown route is not an API error: %s", resp.StatusCode, joinErrors(errs))
 			}
 			return nil
@@ -167,7 +178,7 @@ func (c *Contract) CheckEvent(id, event string, data []byte) error {
 	if !eventID.MatchString(id) {
 		return fmt.Errorf("event %s has id %q, not an event id", event, id)
 	}
-	if ok, errs := c.schemas.ValidateSchemaBytes(schema, data); !ok {
+	if ok, errs := c.validateSchema(schema, data); !ok {
 		return fmt.Errorf("event %s: data does not match the document: %s", event, joinErrors(errs))
 	}
 	return nil
