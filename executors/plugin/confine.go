@@ -6,13 +6,16 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/outboxd/outboxd/executors/plugin/sandbox"
 	"github.com/outboxd/outboxd/internal/platform/netguard"
 )
 
@@ -35,6 +38,9 @@ func (h hostPort) String() string { return net.JoinHostPort(h.Host, strconv.Itoa
 // lets through (unless private networks are allowed) or a name other
 // than localhost. Names are checked again, resolved, before each run.
 func parseNetwork(entries []string, allowPrivate bool) ([]hostPort, error) {
+	if len(entries) > sandbox.MaxDestinations {
+		return nil, fmt.Errorf("permissions.network: %d entries, at most %d", len(entries), sandbox.MaxDestinations)
+	}
 	var out []hostPort
 	for _, e := range entries {
 		host, port, err := net.SplitHostPort(e)
@@ -61,10 +67,9 @@ func parseNetwork(entries []string, allowPrivate bool) ([]hostPort, error) {
 }
 
 // checkNetwork resolves the declared hosts and refuses the run when one
-// resolves to an address the private-network guard refuses. The sandbox
-// allows the declared ports, not hosts, so this keeps a declaration from
-// naming an internal service; it cannot keep the plugin from connecting
-// to another host on a declared port.
+// resolves to an address the private-network guard refuses: the plugin
+// is told before it runs, rather than finding its connections reset
+// (egressDialer refuses them again as they are made).
 func checkNetwork(ctx context.Context, resolver *net.Resolver, hosts []hostPort) error {
 	for _, h := range hosts {
 		addrs, err := resolver.LookupNetIP(ctx, "ip", h.Host)
@@ -78,6 +83,26 @@ func checkNetwork(ctx context.Context, resolver *net.Resolver, hosts []hostPort)
 		}
 	}
 	return nil
+}
+
+// egressDialer dials the declared destinations a sandboxed plugin
+// connects to (the sandbox relays its connections through it): within
+// 10 seconds, with the private-network guard unless private networks are
+// allowed, so a name that resolves inside by the time of the connection
+// is refused then. A refusal is logged; the plugin sees its connection
+// reset.
+func egressDialer(resolver *net.Resolver, allowPrivate bool, logger *slog.Logger) func(context.Context, string, string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: 10 * time.Second, Resolver: resolver}
+	if !allowPrivate {
+		d.Control = netguard.Control
+	}
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, address)
+		if err != nil {
+			logger.WarnContext(ctx, "a plugin's connection to a declared destination failed", "destination", address, "error", err)
+		}
+		return c, err
+	}
 }
 
 // executables returns path and what the kernel must also execute to run

@@ -79,9 +79,9 @@ type Config struct {
 	// AllowPrivateNetworks lets permissions.network name private,
 	// loopback and internal hosts (connectors.allow_private_networks).
 	AllowPrivateNetworks bool
-	// Resolver resolves the hosts of permissions.network before each
-	// run, to refuse one that now points inside. Default
-	// net.DefaultResolver.
+	// Resolver resolves the hosts of permissions.network: before each
+	// run, to refuse one that now points inside, and for each connection
+	// a sandboxed plugin makes to one. Default net.DefaultResolver.
 	Resolver *net.Resolver
 	// Logger gets the warnings about the sandbox. Default: discarded.
 	Logger *slog.Logger
@@ -175,6 +175,7 @@ func Load(cfg *Config, taken Reserved) (*Source, error) {
 	}
 	s.cfg.Dir = dir
 	s.cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	s.run.dial = egressDialer(cfg.Resolver, cfg.AllowPrivateNetworks, s.cfg.Logger)
 	if cfg.AllowCodeExecution {
 		// Checked only when plugins may run: the probe starts a process.
 		probe := cfg.Sandbox

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,6 +71,9 @@ type runner struct {
 	// unsandboxed runs them as plain child processes
 	// (plugins.allow_unsandboxed where the sandbox is unavailable).
 	unsandboxed bool
+	// dial connects a sandboxed plugin to a destination it declared
+	// (egressDialer).
+	dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // call is one attempt of an action: the processes it runs share a fresh
@@ -126,15 +130,16 @@ func (r *runner) command(ctx context.Context, c *call, argv []string) (*exec.Cmd
 	a := c.action
 	spec := &sandbox.Spec{
 		Argv: argv, Env: env, Workspace: c.work, Writable: a.writable, Root: c.root,
-		Read: []string{a.dir}, Exec: a.exec, Network: len(a.network) > 0,
+		Read: []string{a.dir}, Exec: a.exec,
 	}
 	for _, h := range a.network {
-		spec.ConnectPorts = append(spec.ConnectPorts, h.Port)
+		spec.Network = append(spec.Network, sandbox.Destination(h))
 	}
 	sc, err := sandbox.Command(ctx, spec)
 	if err != nil {
 		return nil, nil, err
 	}
+	sc.Dial = r.dial
 	// The program is PID 1 of its PID namespace: killing it kills
 	// everything it started.
 	sc.Cancel = func() error { return sc.Process.Kill() }

@@ -59,6 +59,12 @@ process.stdin.on('end', async () => {
   r.runAllowed = run(input.allowed);
   r.postgres = await connect({host: '127.0.0.1', port: input.postgres});
   r.declared = await connect({host: '127.0.0.1', port: input.declared});
+  r.otherHost = await connect({host: '127.0.0.2', port: input.declared});
+  r.udp = await new Promise(done => {
+    const u = require('dgram').createSocket('udp4');
+    u.on('error', e => { u.close(); done(e.code || String(e)); });
+    u.send('leak', input.udp, '127.0.0.1', e => { u.close(); done(e ? e.code || String(e) : 'sent'); });
+  });
   r.unixSocket = await connect({path: input.socket});
   r.env = Object.keys(process.env).sort().join(' ');
   process.stdout.write(JSON.stringify(r));
@@ -118,6 +124,11 @@ func TestSandbox_EscapesFailDeclaredPermissionsWork(t *testing.T) {
 
 	postgres := listen(t, "tcp", "127.0.0.1:0") // stands in for Postgres: never declared
 	declared := listen(t, "tcp", "127.0.0.1:0")
+	// Another host on the declared port: the declaration names a host.
+	otherHost := listen(t, "tcp", "127.0.0.2:"+strconv.Itoa(port(declared)))
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer udp.Close()
 	socket := filepath.Join(etc, "pg.sock")
 	unixLn := listen(t, "unix", socket)
 	require.NoError(t, os.Chmod(socket, 0o777))
@@ -134,7 +145,7 @@ func TestSandbox_EscapesFailDeclaredPermissionsWork(t *testing.T) {
 	require.NoError(t, err)
 	params, err := json.Marshal(map[string]any{
 		"config": config, "parent": os.Getpid(), "outside": outside, "allowed": allowed,
-		"postgres": port(postgres), "declared": port(declared), "socket": socket,
+		"postgres": port(postgres), "declared": port(declared), "socket": socket, "udp": udp.LocalAddr().(*net.UDPAddr).Port,
 	})
 	require.NoError(t, err)
 	res, e := execute(t, s, "escape", string(params))
@@ -143,7 +154,7 @@ func TestSandbox_EscapesFailDeclaredPermissionsWork(t *testing.T) {
 	require.NoError(t, json.Unmarshal(res.Data, &r), string(res.Data))
 	t.Logf("from inside: %s", res.Data)
 
-	for _, k := range []string{"config", "parentEnviron", "parentCmdline", "selfEnviron", "passwd", "writeOutside", "writeTmp", "writeOwnDir", "chmodOwnDir", "runCat", "postgres", "unixSocket"} {
+	for _, k := range []string{"config", "parentEnviron", "parentCmdline", "selfEnviron", "passwd", "writeOutside", "writeTmp", "writeOwnDir", "chmodOwnDir", "runCat", "postgres", "otherHost", "unixSocket"} {
 		require.NotContains(t, r[k], "ok", "%s must fail from inside the sandbox", k)
 		require.NotEmpty(t, r[k], k)
 	}
@@ -151,6 +162,10 @@ func TestSandbox_EscapesFailDeclaredPermissionsWork(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(outside, "escaped.txt"))
 	require.Zero(t, postgres.accepted.Load(), "no connection reached the undeclared port")
 	require.Zero(t, unixLn.accepted.Load(), "no connection reached the UNIX socket")
+	require.Zero(t, otherHost.accepted.Load(), "no connection reached another host on the declared port")
+	require.NoError(t, udp.SetReadDeadline(time.Now().Add(100*time.Millisecond)))
+	_, _, err = udp.ReadFrom(make([]byte, 16))
+	require.Error(t, err, "no datagram left the sandbox (%s)", r["udp"])
 
 	require.Equal(t, "ok", r["writeWorkspace"])
 	require.Equal(t, "ok:escaped", r["readWorkspace"])

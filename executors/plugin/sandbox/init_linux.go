@@ -57,7 +57,11 @@ var rlimits = map[int]uint64{
 func enter(spec *Spec) error {
 	os.Clearenv()
 	asNobody := isMapped(nobody) // read before /proc is gone
-	if err := buildRoot(spec); err != nil {
+	hosts, err := openEgress(spec.Network)
+	if err != nil {
+		return err
+	}
+	if err := buildRoot(spec, hosts); err != nil {
 		return err
 	}
 	for res, limit := range rlimits {
@@ -92,15 +96,16 @@ func enter(spec *Spec) error {
 	if len(spec.Argv) == 0 {
 		return nil // a probe
 	}
-	err := syscall.Exec(spec.Argv[0], spec.Argv, spec.Env)
+	err = syscall.Exec(spec.Argv[0], spec.Argv, spec.Env)
 	return fmt.Errorf("exec %s: %w", spec.Argv[0], err)
 }
 
 // buildRoot makes a new root file system holding only the paths the
-// program may use, bound from the host at the same places, and pivots
-// into it: whatever else exists on the host (sockets, /proc, /tmp, the
-// config file) is not there at all.
-func buildRoot(spec *Spec) error {
+// program may use, bound from the host at the same places, and hosts as
+// its /etc/hosts (none when nil), and pivots into it: whatever else
+// exists on the host (sockets, /proc, /tmp, the config file, the host's
+// name resolution) is not there at all.
+func buildRoot(spec *Spec, hosts []byte) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
@@ -108,7 +113,7 @@ func buildRoot(spec *Spec) error {
 	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
 		return fmt.Errorf("mounting the new root: %w", err)
 	}
-	paths := append(systemPathsFor(spec.Network), devices...)
+	paths := append(append([]string(nil), systemPaths...), devices...)
 	paths = append(paths, spec.Read...)
 	paths = append(paths, spec.Exec...)
 	var bound []string
@@ -119,6 +124,15 @@ func buildRoot(spec *Spec) error {
 	}
 	if err := bindInto(root, spec.Workspace, spec.Writable, &bound); err != nil {
 		return err
+	}
+	if hosts != nil {
+		etc := filepath.Join(root, "etc")
+		if err := os.MkdirAll(etc, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(etc, "hosts"), hosts, 0o644); err != nil {
+			return fmt.Errorf("writing /etc/hosts: %w", err)
+		}
 	}
 	// A /proc of the new PID namespace: it shows only the sandbox's own
 	// processes, and Landlock lets the program read none of it (the
@@ -278,13 +292,15 @@ const (
 		llsyscall.AccessFSTruncate | llsyscall.AccessFSIoctlDev
 )
 
-// restrict applies Landlock: reading the system paths, the Read paths and
-// the workspace; writing only in a Writable workspace (never executing
-// there); executing only the Exec files; TCP connect only to
-// ConnectPorts, bind nowhere; no abstract UNIX socket or signal outside
-// the sandbox. It refuses when the kernel offers less than MinABI.
+// restrict applies Landlock: reading the system paths, /etc/hosts, the
+// Read paths and the workspace; writing only in a Writable workspace
+// (never executing there); executing only the Exec files; TCP connect
+// only to the ports of Network, bind nowhere; no abstract UNIX socket or
+// signal outside the sandbox. It refuses when the kernel offers less
+// than MinABI.
 func restrict(spec *Spec) error {
-	read := append(systemPathsFor(spec.Network), spec.Read...)
+	read := append(append([]string(nil), systemPaths...), "/etc/hosts")
+	read = append(read, spec.Read...)
 	var rules []landlock.Rule
 	grant := func(rights landlock.AccessFSSet, paths ...string) {
 		for _, p := range paths {
@@ -307,10 +323,8 @@ func restrict(spec *Spec) error {
 		work |= writeRights
 	}
 	grant(work, spec.Workspace)
-	for _, port := range spec.ConnectPorts {
-		if spec.Network {
-			rules = append(rules, landlock.ConnectTCP(port))
-		}
+	for _, d := range spec.Network {
+		rules = append(rules, landlock.ConnectTCP(d.Port))
 	}
 	cfg := landlock.V6 // not best effort: refuse on an older kernel
 	if err := cfg.Restrict(rules...); err != nil {

@@ -3,7 +3,8 @@ package sandbox
 // systemPaths are the system's runtime paths every sandboxed program may
 // read: programs, shared libraries, and the few /etc files the dynamic
 // loader, node and TLS need. Not /etc/passwd, /proc, /tmp or anything of
-// outboxd's.
+// outboxd's. A sandbox with network gets its own /etc/hosts besides
+// (openEgress), never the host's name resolution files.
 var systemPaths = []string{
 	"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin",
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
@@ -11,20 +12,6 @@ var systemPaths = []string{
 	"/etc/nsswitch.conf", "/etc/localtime", "/etc/alternatives",
 }
 
-// networkPaths are the name resolution files a program with network gets
-// besides.
-var networkPaths = []string{"/etc/hosts", "/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf"}
-
 // devices are the device files every sandboxed program gets: the first
 // read-write, the others read-only.
 var devices = []string{"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"}
-
-// systemPathsFor returns the system paths a program may read, with the name
-// resolution files when it has network.
-func systemPathsFor(network bool) []string {
-	out := append([]string(nil), systemPaths...)
-	if network {
-		out = append(out, networkPaths...)
-	}
-	return out
-}

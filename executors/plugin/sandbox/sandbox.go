@@ -1,8 +1,9 @@
 // Package sandbox runs a program in a sandbox the Linux kernel enforces:
 // outboxd starts itself again (/proc/self/exe) as a small init in fresh
-// user, PID, mount, IPC, UTS and (unless network is granted) network
-// namespaces. The init builds a root file system holding only the paths
-// the Spec names, drops to an unprivileged user and every capability,
+// user, PID, mount, IPC, UTS and network namespaces. The init builds a
+// root file system holding only the paths the Spec names, opens the
+// listeners of the destinations it may reach (relayed by outboxd, see
+// Spec.Network), drops to an unprivileged user and every capability,
 // sets rlimits and no_new_privs, restricts itself with Landlock (files,
 // TCP ports, abstract sockets and signals) and a seccomp filter (no
 // Multipath TCP, which Landlock does not see), closes every descriptor
@@ -45,13 +46,27 @@ type Spec struct {
 	// execute; each must also be readable (under Read or the system
 	// paths), or is made so.
 	Exec []string
-	// Network keeps the host's network namespace; without it the program
-	// gets an empty one (no interfaces but a down loopback).
-	Network bool
-	// ConnectPorts are the TCP ports it may connect to when Network is
-	// set. It may never bind a TCP port.
-	ConnectPorts []uint16
+	// Network are the only places the program may connect to. It always
+	// gets a network namespace of its own, with no interface but
+	// loopback: with Network, loopback is up and holds a listener for
+	// each entry, at the entry's address (a name is given a loopback
+	// address of its own in the sandbox's /etc/hosts), and the Cmd
+	// relays what connects there to the entry itself, dialed from
+	// outside by Cmd.Dial. Landlock lets it connect to the entries'
+	// ports only, and bind none.
+	Network []Destination
 }
+
+// Destination is one host:port a sandboxed program may connect to: a name
+// or an IP address.
+type Destination struct {
+	Host string
+	Port uint16
+}
+
+// MaxDestinations is how many destinations a Spec may have: the
+// listeners go to outboxd in one message.
+const MaxDestinations = 64
 
 // ErrUnavailable is the cause of every error saying this system cannot
 // enforce the sandbox.

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"net"
 	"os/exec"
 	"runtime"
 )
@@ -12,7 +13,10 @@ import (
 func WorkspaceOwner() (uid, gid int) { return -1, -1 }
 
 // Cmd is one sandboxed process; there is none on this system.
-type Cmd struct{ *exec.Cmd }
+type Cmd struct {
+	*exec.Cmd
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+}
 
 // Command fails: the sandbox needs Linux.
 func Command(context.Context, *Spec) (*Cmd, error) { return nil, Available() }

@@ -1,14 +1,20 @@
 package sandbox_test
 
 import (
+	"bufio"
 	"context"
 	"debug/elf"
 	"errors"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -94,4 +100,97 @@ func TestCommand_Rlimits(t *testing.T) {
 	out, err := run(t, s)
 	require.NoError(t, err)
 	require.Equal(t, "1024 1024 0\n", out)
+}
+
+// echoLines accepts connections and answers each line with itself.
+func echoLines(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				line, err := bufio.NewReader(c).ReadString('\n')
+				if err == nil {
+					_, _ = c.Write([]byte(line))
+				}
+			}()
+		}
+	}()
+	return ln
+}
+
+// With Network, the program reaches its destinations (by name, by an
+// address of any kind) through the Cmd's Dial, and nothing else: not
+// another address or port, not another name, not UDP.
+func TestCommand_NetworkReachesOnlyItsDestinations(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	require.NoError(t, err)
+	bash, err = filepath.EvalSymlinks(bash)
+	require.NoError(t, err)
+	echo := echoLines(t)
+	// What the test's own network would answer on the ports the program
+	// tries without them being its destinations.
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer udp.Close()
+
+	dests := []sandbox.Destination{{Host: "api.example.com", Port: 443}, {Host: "93.184.215.14", Port: 8443}, {Host: "127.0.0.1", Port: 9000}}
+	ipv6 := false
+	if _, err := os.Stat("/proc/net/if_inet6"); err == nil {
+		ipv6 = true
+		dests = append(dests, sandbox.Destination{Host: "2001:db8::7", Port: 443})
+	}
+	script := `try() { if exec 3<>"/dev/tcp/$1/$2"; then echo "ping $1" >&3; read -r -t 5 line <&3; echo "$1:$2 $line"; exec 3<&-; else echo "$1:$2 refused"; fi; }
+try api.example.com 443; try API.Example.COM 443; try api.example.com. 443; try 93.184.215.14 8443; try 127.0.0.1 9000
+try 93.184.215.14 9000; try 127.0.0.2 9000; try 127.0.0.1 443; try other.example.com 443; try 10.0.0.1 443
+echo leak > /dev/udp/127.0.0.1/` + strconv.Itoa(udp.LocalAddr().(*net.UDPAddr).Port) + ` || true
+if [ -n "$IPV6" ]; then try 2001:db8::7 443; try 2001:db8::8 443; fi`
+	s := spec(t, bash, "-c", script)
+	s.Exec = []string{bash, loader(t, bash)}
+	s.Network = dests
+	if ipv6 {
+		s.Env = []string{"IPV6=1"}
+	}
+	cmd, err := sandbox.Command(context.Background(), s)
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var dialed []string
+	cmd.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+		mu.Lock()
+		dialed = append(dialed, address)
+		mu.Unlock()
+		var d net.Dialer
+		return d.DialContext(ctx, network, echo.Addr().String())
+	}
+	var out strings.Builder
+	cmd.Stdout = &out
+	require.NoError(t, cmd.Start())
+	require.NoError(t, cmd.Wait(), out.String())
+
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{
+		"api.example.com:443 ping api.example.com", "API.Example.COM:443 ping API.Example.COM", "api.example.com.:443 ping api.example.com.",
+		"93.184.215.14:8443 ping 93.184.215.14", "127.0.0.1:9000 ping 127.0.0.1",
+		"93.184.215.14:9000 refused", "127.0.0.2:9000 refused", "127.0.0.1:443 refused",
+		"other.example.com:443 refused", "10.0.0.1:443 refused",
+	}
+	wantDialed := []string{"api.example.com:443", "api.example.com:443", "api.example.com:443", "93.184.215.14:8443", "127.0.0.1:9000"}
+	if ipv6 {
+		want = append(want, "2001:db8::7:443 ping 2001:db8::7", "2001:db8::8:443 refused")
+		wantDialed = append(wantDialed, "[2001:db8::7]:443")
+	}
+	require.Equal(t, want, lines)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, wantDialed, dialed, "each connection is dialed as the destination it reached")
+	require.NoError(t, udp.SetReadDeadline(time.Now().Add(100*time.Millisecond)))
+	_, _, err = udp.ReadFrom(make([]byte, 16))
+	require.Error(t, err, "no datagram leaves the sandbox")
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 // envSpec carries the Spec (JSON) to the init; it is the init's only
@@ -43,7 +45,20 @@ func WorkspaceOwner() (uid, gid int) {
 // Cmd is one sandboxed process.
 type Cmd struct {
 	*exec.Cmd
+	// Dial dials the destinations of Spec.Network for the program, each
+	// time it connects to one: the caller's place to check the address
+	// and bound the time. Nil dials with net.Dialer and a 10 s timeout.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+
+	ctx  context.Context
+	spec *Spec
 	errR *os.File
+	// egress receives the init's listeners (Spec.Network only); relay
+	// serves them from Start to Wait.
+	egress *os.File
+	relay  *relay
+	// failed is why Start stopped the init: Wait reports it.
+	failed error
 }
 
 // Command returns the command that runs spec's program in the sandbox.
@@ -59,11 +74,11 @@ func Command(ctx context.Context, spec *Spec) (*Cmd, error) {
 	cmd.Args = []string{"outboxd-sandbox"}
 	cmd.Env = []string{envSpec + "=" + string(raw)}
 	cmd.Dir = "/"
-	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
-		syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP)
-	if !spec.Network {
-		flags |= syscall.CLONE_NEWNET
+	if len(spec.Network) > MaxDestinations {
+		return nil, fmt.Errorf("sandbox: %d network destinations, at most %d", len(spec.Network), MaxDestinations)
 	}
+	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+		syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP | syscall.CLONE_NEWNET)
 	attr := &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL}
 	uid, gid := os.Geteuid(), os.Getegid()
 	if uid == 0 {
@@ -82,27 +97,64 @@ func Command(ctx context.Context, spec *Spec) (*Cmd, error) {
 		return nil, err
 	}
 	cmd.ExtraFiles = []*os.File{w}
-	return &Cmd{Cmd: cmd, errR: r}, nil
+	c := &Cmd{Cmd: cmd, ctx: ctx, spec: spec, errR: r}
+	if len(spec.Network) > 0 {
+		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			r.Close()
+			w.Close()
+			return nil, err
+		}
+		c.egress = os.NewFile(uintptr(pair[0]), "sandbox-egress")
+		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(uintptr(pair[1]), "sandbox-egress-init"))
+	}
+	return c, nil
 }
 
-// Start starts the init.
+// Start starts the init and, with Spec.Network, the relay of its
+// listeners.
 func (c *Cmd) Start() error {
 	err := c.Cmd.Start()
-	// The child holds the write end now (or never will).
-	c.ExtraFiles[0].Close()
+	// The child holds its ends now (or never will).
+	for _, f := range c.ExtraFiles {
+		f.Close()
+	}
 	if err != nil {
 		c.errR.Close()
+		if c.egress != nil {
+			c.egress.Close()
+		}
 		return err
+	}
+	if c.egress != nil {
+		lns, err := receiveListeners(c.egress, len(c.spec.Network))
+		c.egress.Close()
+		switch {
+		case err != nil:
+			// The program must not run without its way out: stop the
+			// init, and let Wait say why.
+			c.failed = err
+			_ = c.Process.Kill()
+		case lns != nil:
+			c.relay = startRelay(c.ctx, lns, c.spec.Network, c.Dial)
+		}
 	}
 	return nil
 }
 
-// Wait waits for the program. A setup or exec failure the init reported
-// is returned as a *SetupError, whatever the exit status.
+// Wait waits for the program, then ends its relayed connections. A setup
+// or exec failure the init reported is returned as a *SetupError,
+// whatever the exit status.
 func (c *Cmd) Wait() error {
 	defer c.errR.Close()
 	msg, _ := io.ReadAll(io.LimitReader(c.errR, 4096))
 	err := c.Cmd.Wait()
+	if c.relay != nil {
+		c.relay.close()
+	}
+	if c.failed != nil && len(msg) == 0 {
+		return &SetupError{Msg: "receiving the network listeners: " + c.failed.Error()}
+	}
 	if len(msg) > 0 {
 		se := &SetupError{Msg: string(bytes.TrimSpace(msg))}
 		if n, rest, ok := strings.Cut(se.Msg, " "); ok {
@@ -141,8 +193,8 @@ var probe struct {
 // Available says whether this system can enforce the sandbox: nil, or
 // an error wrapping ErrUnavailable saying what is missing. It checks the
 // Landlock ABI, then starts one probe init that sets everything up
-// (namespaces, mounts, credentials, Landlock, seccomp) without running a
-// program. The answer is computed once.
+// (namespaces, loopback and a listener, mounts, credentials, Landlock,
+// seccomp) without running a program. The answer is computed once.
 func Available() error {
 	probe.once.Do(func() { probe.err = check() })
 	return probe.err
@@ -161,7 +213,10 @@ func check() error {
 		return fmt.Errorf("sandbox probe: %w", err)
 	}
 	defer os.RemoveAll(base)
-	spec := &Spec{Workspace: filepath.Join(base, "work"), Root: filepath.Join(base, "root")}
+	// With a destination, so the probe also brings loopback up and
+	// hands a listener over as a plugin with network needs.
+	spec := &Spec{Workspace: filepath.Join(base, "work"), Root: filepath.Join(base, "root"),
+		Network: []Destination{{Host: "127.0.0.1", Port: 443}}}
 	uid, gid := WorkspaceOwner()
 	if err := errors.Join(os.Mkdir(spec.Workspace, 0o700), os.Mkdir(spec.Root, 0o700), os.Lchown(spec.Workspace, uid, gid)); err != nil {
 		return fmt.Errorf("sandbox probe: %w", err)
