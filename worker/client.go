@@ -20,6 +20,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/flow"
+	"github.com/outboxd/outboxd/internal/domain/grant/grantstore"
 	"github.com/outboxd/outboxd/internal/domain/intent"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
@@ -281,7 +282,7 @@ func (d *Deps) groupDB() dbutil.DB {
 func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
 	w := &ExecuteWorker{
 		deps: deps, cfg: config.WithDefaults(), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		store: invocationstore.New(nil), tracer: tracing.NewTracer(deps.Tracer, tracerName),
+		store: invocationstore.New(nil), grants: grantstore.New(), tracer: tracing.NewTracer(deps.Tracer, tracerName),
 	}
 	w.starter.Max, w.completer.Max = maxGroup, maxGroup
 	w.starter.Parallel, w.completer.Parallel = groupsAtOnce, groupsAtOnce

@@ -19,6 +19,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/grant/grantstore"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/batch"
@@ -35,6 +36,8 @@ type ExecuteWorker struct {
 	cfg    *Config
 	logger *slog.Logger
 	store  *invocationstore.Store
+	// grants reads the grant that let an invocation through (grantRevoked).
+	grants *grantstore.Store
 	// starter and completer group the first and the last statement of the
 	// jobs beginning (finishing) at the same moment: one statement for the
 	// group's starts, one for its completions.
@@ -170,8 +173,12 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		}
 	}
 
-	// What a human approved must be what runs: otherwise they are asked
-	// again and nothing is called.
+	// What a human approved must be what runs, and a grant revoked lets
+	// nothing more through: otherwise a human is asked and nothing is
+	// called.
+	if asked, err := w.grantRevoked(ctx, inv, rc, source, tok, log); err != nil || asked {
+		return err
+	}
 	if asked, err := w.intentChanged(ctx, inv, rc, source, tok, log); err != nil || asked {
 		return err
 	}

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/policy"
 )
 
 // defaultWindow is the approval window of a request asked again when the
@@ -39,13 +41,82 @@ func (w *ExecuteWorker) intentChanged(ctx context.Context, inv invocation.Invoca
 	if err := json.Unmarshal(inv.Intent, &approved); err != nil {
 		return false, fmt.Errorf("reading the approved intent: %w", err)
 	}
+	now, ok, err := w.intentNow(ctx, inv, source, tok, inv.Mode, approved.Key)
+	if err != nil || !ok {
+		return false, err
+	}
+	digest := now.Digest()
+	if digest == inv.ApprovedDigest {
+		return false, nil
+	}
+	changes := intent.Changes(&approved, &now)
+	reason := fmt.Sprintf("%s since the approval of intent %s; intent now %s: approve again",
+		strings.Join(changes, ", "), intent.Prefix(inv.ApprovedDigest), intent.Prefix(digest))
+	if err := w.askAgain(ctx, inv, rc, &now, changes, "", reason); err != nil {
+		return false, err
+	}
+	log.WarnContext(ctx, "the approved intent changed before the call; asking for approval again",
+		"changes", changes, "approved_digest", intent.Prefix(inv.ApprovedDigest), "intent_digest", intent.Prefix(digest))
+	return true, nil
+}
+
+// grantRevoked returns to a human an invocation a grant let through
+// (package grant) when the grant was revoked before its call: by an
+// admin, or by outboxd with the action's definition or the source's
+// credential. The invocation then waits for an approval, as it would have
+// without the grant (require_approval), with a new approval window, and
+// it reports true: the call must not happen. A grant that ran out of uses
+// or time after letting it through still holds for it.
+func (w *ExecuteWorker) grantRevoked(ctx context.Context, inv invocation.Invocation, rc invocation.RunContext,
+	source *catalog.Source, tok credential.Token, log *slog.Logger,
+) (bool, error) {
+	if inv.GrantID == nil || inv.ApprovedBy != nil {
+		return false, nil // no grant, or a human approved it since
+	}
+	g, found, err := w.grants.Get(dbutil.WithOrg(ctx, inv.OrganizationID), w.deps.db(), inv.OrganizationID, *inv.GrantID)
+	if err != nil {
+		return false, fmt.Errorf("reading the grant that let the invocation through: %w", err)
+	}
+	if found && g.RevokedAt == nil {
+		return false, nil
+	}
+	mode := string(policy.ModeRequireApproval)
+	var now *intent.Components
+	if w.deps.Intents != nil {
+		c, ok, err := w.intentNow(ctx, inv, source, tok, mode, "")
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			now = &c
+		}
+	}
+	reason := "the grant that let it through was deleted before the call: approve it"
+	if found {
+		reason = fmt.Sprintf("grant %s, which let it through, was revoked (%s, by %s) before the call: approve it",
+			g.ID, g.RevokeReason, g.RevokedBy)
+	}
+	if err := w.askAgain(ctx, inv, rc, now, []string{intent.ChangeGrant}, mode, reason); err != nil {
+		return false, err
+	}
+	log.WarnContext(ctx, "the grant that let the invocation through was revoked before the call; asking for approval",
+		"grant_id", *inv.GrantID, "revoke_reason", g.RevokeReason)
+	return true, nil
+}
+
+// intentNow computes inv's intent as it would run now, with mode and the
+// key of the intent it is compared with ("" for the primary); false when
+// its params cannot be read (the call fails on them next).
+func (w *ExecuteWorker) intentNow(ctx context.Context, inv invocation.Invocation, source *catalog.Source,
+	tok credential.Token, mode, key string,
+) (intent.Components, bool, error) {
 	params, perr := w.exactParams(inv)
 	if perr != nil {
-		return false, nil // the call fails on them next
+		return intent.Components{}, false, nil
 	}
 	defs, err := source.ListActions(ctx, executors.ExecContext{OrganizationID: inv.OrganizationID})
 	if err != nil {
-		return false, fmt.Errorf("listing the actions of %s: %w", inv.Integration, err)
+		return intent.Components{}, false, fmt.Errorf("listing the actions of %s: %w", inv.Integration, err)
 	}
 	// A tool removed since is redefined as nothing: its definition hash
 	// is that of no schema.
@@ -56,40 +127,40 @@ func (w *ExecuteWorker) intentChanged(ctx context.Context, inv invocation.Invoca
 			break
 		}
 	}
-	now, err := w.deps.Intents.Components(ctx, &intent.Input{
+	c, err := w.deps.Intents.Components(ctx, &intent.Input{
 		Org: inv.OrganizationID, UserID: deref(inv.UserID), Action: catalog.Action{Source: source, Definition: def},
-		Params: params, Mode: inv.Mode, Key: approved.Key, Token: &tok,
+		Params: params, Mode: mode, Key: key, Token: &tok,
 	})
-	if err != nil {
-		return false, err
-	}
-	digest := now.Digest()
-	if digest == inv.ApprovedDigest {
-		return false, nil
-	}
-	changes := intent.Changes(&approved, &now)
-	raw, err := json.Marshal(&now)
-	if err != nil {
-		return false, err
+	return c, err == nil, err
+}
+
+// askAgain returns inv to pending before its call, with the intent now
+// (nil: none) and what changed, under mode ("" keeps it), for a new
+// approval window as long as its first one (defaultWindow when it had
+// none).
+func (w *ExecuteWorker) askAgain(ctx context.Context, inv invocation.Invocation, rc invocation.RunContext,
+	now *intent.Components, changes []string, mode, reason string,
+) error {
+	p := &invocationstore.IntentChangedParams{Changes: changes, StartedBefore: rc.StartedBefore, Reason: reason, Mode: mode}
+	if now != nil {
+		raw, err := json.Marshal(now)
+		if err != nil {
+			return err
+		}
+		p.IntentDigest, p.Intent = now.Digest(), raw
 	}
 	window := defaultWindow
 	if inv.ExpiresAt != nil && inv.ExpiresAt.After(inv.CreatedAt) {
 		window = inv.ExpiresAt.Sub(inv.CreatedAt)
 	}
-	reason := fmt.Sprintf("%s since the approval of intent %s; intent now %s: approve again",
-		strings.Join(changes, ", "), intent.Prefix(inv.ApprovedDigest), intent.Prefix(digest))
-	err = dbutil.WithTx(ctx, w.deps.db(), func(ctx context.Context, tx pgx.Tx) error {
-		_, err := w.store.IntentChanged(ctx, tx, inv, &invocationstore.IntentChangedParams{
-			ExpiresAt: w.deps.now().Add(window), IntentDigest: digest, Intent: raw, Changes: changes,
-			StartedBefore: rc.StartedBefore, Reason: reason,
-		})
+	p.ExpiresAt = w.deps.now().Add(window)
+	err := dbutil.WithTx(ctx, w.deps.db(), func(ctx context.Context, tx pgx.Tx) error {
+		_, err := w.store.IntentChanged(ctx, tx, inv, p)
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("asking for approval again: %w", err)
+		return fmt.Errorf("asking for approval again: %w", err)
 	}
-	w.deps.Metrics.InvocationStatus(inv.Mode, string(invocation.StatusPending))
-	log.WarnContext(ctx, "the approved intent changed before the call; asking for approval again",
-		"changes", changes, "approved_digest", intent.Prefix(inv.ApprovedDigest), "intent_digest", intent.Prefix(digest))
-	return true, nil
+	w.deps.Metrics.InvocationStatus(cmp.Or(mode, inv.Mode), string(invocation.StatusPending))
+	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/outboxd/outboxd/executors/database/databasetest"
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/worker"
 )
 
 // grantBundle runs outboxd with a Slack token and send_message waiting for
@@ -436,4 +438,51 @@ func requireChangeRevokes(t *testing.T, b *apptest.Bundle, path, source string, 
 	r = call()
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
 	require.Equal(t, "pending", r.Body["invocation"].(map[string]any)["status"])
+}
+
+// TestGrants_RevokedBeforeTheCallAsksAHuman: an invocation a grant let
+// through but not yet called when the grant is revoked is not called: it
+// waits for a human (require_approval, "grant revoked", a new approval
+// request), and runs once one approves it.
+func TestGrants_RevokedBeforeTheCallAsksAHuman(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{
+		Outbox: outbox.Config{SyncWait: 200 * time.Millisecond},
+		Worker: worker.Config{PauseRecheck: time.Second},
+	})
+	b.StoreSlackToken("xoxb-org")
+	b.SetModes(map[string]string{"slack:send_message": "require_approval"})
+	first := pendingInvoke(t, b, "C0123456789", "first")
+	g := approveWithGrant(t, b, first, map[string]any{"count": 5, "minutes": 60})
+	b.WaitStatus(first, invocation.StatusCompleted, 10*time.Second)
+	posts := len(b.Slack.Posts())
+
+	// Let through by the grant while the queue is paused: approved, not
+	// called.
+	r := b.Do("POST", "/v1/queues/pause", b.Admin(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	r = b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "held"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	id := r.Body["invocation_id"].(string)
+	require.Equal(t, "approved", b.Invocation(id)["status"])
+	require.Equal(t, g["id"], b.Invocation(id)["grant_id"])
+
+	r = b.Do("DELETE", "/v1/grants/"+g["id"].(string), b.Admin(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	r = b.Do("POST", "/v1/queues/resume", b.Admin(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+
+	b.WaitStatus(id, invocation.StatusPending, 10*time.Second)
+	again := b.Invocation(id)
+	require.Equal(t, "require_approval", again["mode"])
+	require.NotNil(t, again["expires_at"])
+	require.Equal(t, []any{"grant revoked"}, again["intent"].(map[string]any)["changes"])
+	changed := lastEvent(t, b, id, "intent_changed")
+	require.Contains(t, changed["reason"], "revoked (manual")
+	require.Len(t, b.Slack.Posts(), posts, "nothing was sent after the revocation")
+
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]string{"mode": "once"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	b.WaitStatus(id, invocation.StatusCompleted, 10*time.Second)
+	require.Len(t, b.Slack.Posts(), posts+1, "sent once a human approved it")
 }

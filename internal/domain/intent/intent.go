@@ -88,6 +88,9 @@ const (
 	ChangeCredential = "credential replaced"
 	ChangeMode       = "mode changed"
 	ChangeKey        = "secrets key removed"
+	// ChangeGrant is the revocation of the grant that let an invocation
+	// through, before its call (the worker's).
+	ChangeGrant = "grant revoked"
 )
 
 // Changes lists what differs from approved to now, in a fixed order; empty

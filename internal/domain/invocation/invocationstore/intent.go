@@ -85,6 +85,8 @@ type IntentChangedParams struct {
 	StartedBefore bool
 	// Reason is the timeline entry's text.
 	Reason string
+	// Mode is the invocation's mode from now on; "" keeps it.
+	Mode string
 }
 
 // IntentChanged returns an approved (or executing, not yet called)
@@ -109,8 +111,8 @@ func (s *Store) IntentChanged(ctx context.Context, tx pgx.Tx, inv invocation.Inv
 		return inv, fmt.Errorf("inserting the jobs of a new approval request: %w", err)
 	}
 	r, err := s.q.InvocationIntentChanged(ctx, tx, dbsqlc.InvocationIntentChangedParams{
-		ID: inv.ID, ExpiresAt: &p.ExpiresAt, JobID: &res[0].Job.ID, IntentDigest: &p.IntentDigest, Intent: p.Intent,
-		Changes: p.Changes, StartedBefore: p.StartedBefore, Reason: nilIfEmpty(p.Reason),
+		ID: inv.ID, ExpiresAt: &p.ExpiresAt, JobID: &res[0].Job.ID, IntentDigest: nilIfEmpty(p.IntentDigest), Intent: p.Intent,
+		Changes: p.Changes, StartedBefore: p.StartedBefore, Reason: nilIfEmpty(p.Reason), Mode: nilIfEmpty(p.Mode),
 	})
 	again, err := transitioned(r, err, inv.ID, "asking again")
 	if err != nil {

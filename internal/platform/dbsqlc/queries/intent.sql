@@ -33,7 +33,7 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'pending', approved_by = NULL, approved_at = NULL, approved_digest = NULL, approval_trace = NULL,
         expires_at = @expires_at, job_id = @job_id, intent_digest = @intent_digest, intent = @intent,
-        intent_changes = @changes::text[],
+        intent_changes = @changes::text[], mode = coalesce(sqlc.narg(mode), i.mode),
         started_at = CASE WHEN @started_before::bool THEN i.started_at END,
         updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
