@@ -7,6 +7,8 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/auth/signin"
+	"github.com/outboxd/outboxd/internal/domain/revocation"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
 
 // ConsoleSignIn signs people in to the console with the identity provider
@@ -138,16 +140,32 @@ func (s *Server) signInSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, body)
 }
 
-// signOut clears the session cookie and says where the browser ends its
-// session at the provider too. With a valid session it takes the CSRF
-// token, so another site cannot sign a person out.
+// signOut clears the session cookie, ends the session for good (a
+// revocation of its id until it expires, so a copy of the cookie is
+// refused too) and says where the browser ends its session at the
+// provider. With a valid session it takes the CSRF token, so another site
+// cannot sign a person out.
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
-	if sess, err := s.console.Session(r); err == nil && !sess.CheckCSRF(r.Header.Get(signin.CSRFHeader)) {
+	sess, err := s.console.Session(r)
+	if err == nil && !sess.CheckCSRF(r.Header.Get(signin.CSRFHeader)) {
 		writeError(w, csrfRefused())
 		return
 	}
 	clear, endSession := s.console.SignOut(r)
 	http.SetCookie(w, clear)
+	if err == nil && s.revocations != nil && sess.Claims.ID != "" {
+		c := sess.Claims
+		// A public route: the caller's organization is the session's.
+		ctx := dbutil.WithOrg(r.Context(), c.Org)
+		_, err := s.revocations.Revoke(ctx, c.Org, &revocation.Params{JTI: c.ID, TokenExpiresAt: &c.ExpiresAt.Time, By: c.Subject})
+		if err != nil {
+			s.logger.ErrorContext(ctx, "signing out: revoking the console session", "organization_id", c.Org, "error", err)
+			writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "sign_out_incomplete",
+				message: "the cookie is cleared, but the server could not revoke the session: a copy of its cookie stays valid until " +
+					c.ExpiresAt.UTC().Format(time.RFC3339) + " unless an owner revokes its tokens (POST /v1/revocations)"})
+			return
+		}
+	}
 	body := map[string]any{}
 	if endSession != "" {
 		body["end_session_url"] = endSession

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -122,6 +123,17 @@ func (sb *signInBundle) signIn(t *testing.T, br *browser, user string) (*http.Re
 	})
 	require.NoError(t, err)
 	return resp, readAll(t, resp)
+}
+
+// withCookie GETs u with only a console session cookie of value.
+func withCookie(t *testing.T, u, value string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", u, nil)
+	require.NoError(t, err)
+	req.AddCookie(&http.Cookie{Name: signin.SessionCookie, Value: value})
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	return resp.StatusCode, readAll(t, resp)
 }
 
 func readAll(t *testing.T, resp *http.Response) string {
@@ -284,6 +296,17 @@ func TestConsoleSignIn_Flow(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, status, body, "the cookie is cleared")
 		status, _ = br.call(t, "GET", sb.URL+"/v1/invocations")
 		require.Equal(t, http.StatusUnauthorized, status)
+		// A copy of the cookie taken before signing out is refused too:
+		// the session's id is revoked until it would have expired.
+		status, copied := withCookie(t, sb.URL+"/v1/invocations", session.Value)
+		require.Equal(t, http.StatusUnauthorized, status, copied)
+		require.Contains(t, copied, "token_revoked")
+		revs := sb.Do("GET", "/v1/revocations", sb.Owner(), nil)
+		require.Len(t, revs.Body["revocations"], 1, string(revs.Raw))
+		rev := revs.Body["revocations"].([]any)[0].(map[string]any)
+		require.Equal(t, signintest.Admin, rev["revoked_by"])
+		require.NotEmpty(t, rev["jti"])
+		require.NotNil(t, rev["expires_at"], "dropped once the session would have expired")
 
 		// The provider takes the sign-out and sends the browser back.
 		resp, err := br.Get(end.String())
@@ -292,30 +315,50 @@ func TestConsoleSignIn_Flow(t *testing.T) {
 		require.Equal(t, sb.URL+"/console/", resp.Request.URL.String())
 	})
 
-	t.Run("RevocationEndsACopiedSession", func(t *testing.T) {
-		// A copy of the cookie taken before signing out stays valid until
-		// it expires, unless its token is revoked.
-		copied := func() int {
-			req, err := http.NewRequest("GET", sb.URL+"/v1/invocations", nil)
-			require.NoError(t, err)
-			req.AddCookie(&http.Cookie{Name: signin.SessionCookie, Value: session.Value})
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			readAll(t, resp)
-			return resp.StatusCode
-		}
-		require.Equal(t, http.StatusOK, copied())
+	t.Run("RevocationEndsASession", func(t *testing.T) {
+		// Another sign-in, ended by a revocation of every token issued
+		// before a time.
+		other := newBrowser(t)
+		resp, page := sb.signIn(t, other, signintest.Admin)
+		require.Equal(t, http.StatusOK, resp.StatusCode, page)
+		status, body := other.call(t, "GET", sb.URL+"/v1/invocations")
+		require.Equal(t, http.StatusOK, status, body)
 		cutoff := time.Now().Add(time.Second).UTC().Truncate(time.Second)
 		time.Sleep(time.Until(cutoff))
 		r := sb.Do("POST", "/v1/revocations", sb.Owner(), map[string]string{"issued_before": cutoff.Format(time.RFC3339)})
 		require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
-		require.Equal(t, http.StatusUnauthorized, copied(), "the revoked session is refused")
+		status, body = other.call(t, "GET", sb.URL+"/v1/invocations")
+		require.Equal(t, http.StatusUnauthorized, status, body, "the revoked session is refused")
 	})
 
 	logs := sb.logs.String()
 	require.NotContains(t, logs, signintest.ClientSecret)
 	require.NotContains(t, logs, session.Value)
 	require.NotContains(t, logs, "eyJ", "no JWT in the logs")
+}
+
+// TestConsoleSignIn_SignOutThatCannotRevokeSaysSo: when the session
+// cannot be revoked, signing out still clears the cookie and says the
+// session was not ended, rather than claiming it was.
+func TestConsoleSignIn_SignOutThatCannotRevokeSaysSo(t *testing.T) {
+	t.Parallel()
+	sb := startSignIn(t)
+	br := newBrowser(t)
+	resp, page := sb.signIn(t, br, signintest.Admin)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	status, me := br.call(t, "GET", sb.URL+"/auth/session")
+	require.Equal(t, http.StatusOK, status, me)
+	_, err := sb.Pool.Exec(context.Background(), `CREATE FUNCTION refuse_revocation() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'no revocations today'; END $$;
+		CREATE TRIGGER refuse_revocation BEFORE INSERT ON token_revocations FOR EACH ROW EXECUTE FUNCTION refuse_revocation()`)
+	require.NoError(t, err)
+	sb.Contract = nil
+
+	status, body := br.call(t, "POST", sb.URL+"/auth/logout", signin.CSRFHeader, me["csrf_token"].(string))
+	require.Equal(t, http.StatusServiceUnavailable, status, body)
+	require.Equal(t, "sign_out_incomplete", signInErrorCode(body))
+	status, _ = br.call(t, "GET", sb.URL+"/auth/session")
+	require.Equal(t, http.StatusUnauthorized, status, "the cookie is cleared all the same")
 }
 
 // TestConsoleSignIn_Refusals: callbacks that do not continue a sign-in of

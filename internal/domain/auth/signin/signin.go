@@ -337,6 +337,11 @@ func (s *SignIn) Finish(r *http.Request) (string, []*http.Cookie, error) {
 		expires = now.Add(limit)
 	}
 	claims.ExpiresAt = jwt.NewNumericDate(expires)
+	if claims.ID == "" {
+		// Signing out revokes the session by its id (the ID token's jti
+		// when it has one): every session needs one.
+		claims.ID = "console-" + random()
+	}
 	value, err := s.seal(session{Claims: claims, CSRF: random()}, sessionAD)
 	if err != nil {
 		return "", nil, err
