@@ -145,6 +145,7 @@ var defaults = func() map[string]any {
 		"plugins.command_allowlist":          []any{},
 		"plugins.timeout":                    plugin.DefaultTimeout,
 		"plugins.max_output_bytes":           plugin.DefaultMaxOutputBytes,
+		"plugins.max_memory_bytes":           plugin.DefaultMaxMemoryBytes,
 		"plugins.allow_unsandboxed":          false,
 		"tracing.enabled":                    false,
 		"tracing.endpoint":                   "",  // OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else localhost
@@ -398,11 +399,12 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			CommandAllowlist:   stringList(v, "plugins.command_allowlist", isComma),
 			Timeout:            v.GetDuration("plugins.timeout"),
 			MaxOutputBytes:     v.GetInt("plugins.max_output_bytes"),
+			MaxMemoryBytes:     v.GetInt64("plugins.max_memory_bytes"),
 			AllowUnsandboxed:   v.GetBool("plugins.allow_unsandboxed"),
 		},
 	}
-	if cfg.Plugins.Timeout <= 0 || cfg.Plugins.MaxOutputBytes <= 0 {
-		return nil, errors.New("plugins.timeout and plugins.max_output_bytes must be positive")
+	if cfg.Plugins.Timeout <= 0 || cfg.Plugins.MaxOutputBytes <= 0 || cfg.Plugins.MaxMemoryBytes <= 0 {
+		return nil, errors.New("plugins.timeout, plugins.max_output_bytes and plugins.max_memory_bytes must be positive")
 	}
 	if cfg.MCP.MaxSessions < 0 {
 		return nil, errors.New("mcp.max_sessions must be 0 (half of http.max_org_requests, at most 1000) or a positive number of sessions")

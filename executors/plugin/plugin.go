@@ -54,6 +54,8 @@ const (
 	DefaultTimeout = 10 * time.Second
 	// DefaultMaxOutputBytes is Config.MaxOutputBytes's default, 1 MiB.
 	DefaultMaxOutputBytes = 1 << 20
+	// DefaultMaxMemoryBytes is Config.MaxMemoryBytes's default, 1 GiB.
+	DefaultMaxMemoryBytes = 1 << 30
 )
 
 // Config is the plugins.* configuration.
@@ -72,6 +74,9 @@ type Config struct {
 	// MaxOutputBytes caps what a child process may write to stdout.
 	// Default 1 MiB.
 	MaxOutputBytes int
+	// MaxMemoryBytes caps the data memory (heap and private writable
+	// mappings, RLIMIT_DATA) of each sandboxed process. Default 1 GiB.
+	MaxMemoryBytes int64
 	// AllowUnsandboxed runs plugins without the sandbox where the kernel
 	// cannot enforce it, with a warning at start and on every run.
 	// Default false: plugins are disabled there, with the reason.
@@ -170,6 +175,7 @@ func Load(cfg *Config, taken Reserved) (*Source, error) {
 		run: runner{
 			timeout:   cmp.Or(cfg.Timeout, DefaultTimeout),
 			maxOutput: cmp.Or(cfg.MaxOutputBytes, DefaultMaxOutputBytes),
+			maxMemory: uint64(cmp.Or(cfg.MaxMemoryBytes, DefaultMaxMemoryBytes)),
 		},
 		verify: l.validator,
 	}

@@ -68,6 +68,8 @@ const startAttempts = 5
 type runner struct {
 	timeout   time.Duration
 	maxOutput int
+	// maxMemory is each sandboxed process's data memory (Spec.MaxMemory).
+	maxMemory uint64
 	// unsandboxed runs them as plain child processes
 	// (plugins.allow_unsandboxed where the sandbox is unavailable).
 	unsandboxed bool
@@ -130,7 +132,7 @@ func (r *runner) command(ctx context.Context, c *call, argv []string) (*exec.Cmd
 	a := c.action
 	spec := &sandbox.Spec{
 		Argv: argv, Env: env, Workspace: c.work, Writable: a.writable, Root: c.root,
-		Read: []string{a.dir}, Exec: a.exec,
+		Read: []string{a.dir}, Exec: a.exec, MaxMemory: r.maxMemory,
 	}
 	for _, h := range a.network {
 		spec.Network = append(spec.Network, sandbox.Destination(h))

@@ -510,3 +510,26 @@ func fakeDNS(t *testing.T, lookup func(name string) (netip.Addr, bool)) *net.Res
 		return d.DialContext(ctx, "udp", conn.LocalAddr().String())
 	}}
 }
+
+// Each plugin process gets at most plugins.max_memory_bytes of data
+// memory: an allocation within it works, one past it fails in the plugin.
+func TestSandbox_MemoryIsCapped(t *testing.T) {
+	requireNode(t)
+	s := mustLoad(t, plugin.Config{MaxMemoryBytes: 256 << 20}, map[string]pkg{"alloc": {
+		manifest: map[string]any{"riskTier": "R1"},
+		files: map[string]string{"execute.js": `let s = '';
+process.stdin.on('data', d => s += d);
+process.stdin.on('end', () => {
+  const {input} = JSON.parse(s);
+  const b = Buffer.alloc(input.mib << 20, 1);
+  process.stdout.write(JSON.stringify({allocated: b.length >> 20}));
+});`},
+	}})
+	res, e := execute(t, s, "alloc", `{"mib": 64}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `{"allocated": 64}`, string(res.Data))
+
+	_, e = execute(t, s, "alloc", `{"mib": 512}`)
+	require.NotNil(t, e, "512 MiB is past the cap")
+	require.Contains(t, e.Message, "exited with status")
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -64,7 +65,11 @@ func enter(spec *Spec) error {
 	if err := buildRoot(spec, hosts); err != nil {
 		return err
 	}
-	for res, limit := range rlimits {
+	limits := maps.Clone(rlimits)
+	if spec.MaxMemory > 0 {
+		limits[unix.RLIMIT_DATA] = spec.MaxMemory
+	}
+	for res, limit := range limits {
 		var cur syscall.Rlimit
 		if err := syscall.Getrlimit(res, &cur); err != nil {
 			return fmt.Errorf("getrlimit %d: %w", res, err)

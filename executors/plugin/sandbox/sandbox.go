@@ -55,6 +55,10 @@ type Spec struct {
 	// outside by Cmd.Dial. Landlock lets it connect to the entries'
 	// ports only, and bind none.
 	Network []Destination
+	// MaxMemory caps the data memory of the program and of each process
+	// it starts (RLIMIT_DATA: heap and private writable mappings, what an
+	// allocator takes); an allocation past it fails. 0: no cap.
+	MaxMemory uint64
 }
 
 // Destination is one host:port a sandboxed program may connect to: a name

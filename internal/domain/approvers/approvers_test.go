@@ -307,7 +307,7 @@ func TestApprovers_GroupsRouteToTheirChannelAndInbox(t *testing.T) {
 	require.Eventually(t, func() bool {
 		update, _ = updateSaying(b, "Approved by carol, 1 of 2")
 		return update.Body != nil
-	}, 10*time.Second, 20*time.Millisecond)
+	}, 20*time.Second, 20*time.Millisecond)
 	raw, _ := json.Marshal(update.Body["blocks"])
 	require.Contains(t, string(raw), `"actions"`)
 	require.Equal(t, "pending", b.Invocation(id)["status"])
