@@ -29,6 +29,26 @@ import (
 // listeners; the init has it only when Spec.Network is not empty.
 const egressFD = 4
 
+// distinct returns dests without repeats: names compared as the
+// sandbox's /etc/hosts does (case and a final dot aside), addresses as
+// addresses, so that each gets one listener.
+func distinct(dests []Destination) []Destination {
+	out := make([]Destination, 0, len(dests))
+	seen := map[string]bool{}
+	for _, d := range dests {
+		key := strings.ToLower(strings.TrimSuffix(d.Host, "."))
+		if a, err := netip.ParseAddr(d.Host); err == nil {
+			key = a.Unmap().String()
+		}
+		key = net.JoinHostPort(key, strconv.Itoa(int(d.Port)))
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // localAddrs returns the address at which each destination listens in
 // the sandbox, and the /etc/hosts that names them: an address is its
 // own, localhost is 127.0.0.1, and each other name gets a loopback

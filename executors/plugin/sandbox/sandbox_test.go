@@ -141,7 +141,8 @@ func TestCommand_NetworkReachesOnlyItsDestinations(t *testing.T) {
 	require.NoError(t, err)
 	defer udp.Close()
 
-	dests := []sandbox.Destination{{Host: "api.example.com", Port: 443}, {Host: "93.184.215.14", Port: 8443}, {Host: "127.0.0.1", Port: 9000}}
+	dests := []sandbox.Destination{{Host: "api.example.com", Port: 443}, {Host: "93.184.215.14", Port: 8443}, {Host: "127.0.0.1", Port: 9000},
+		{Host: "API.Example.com.", Port: 443}, {Host: "::ffff:93.184.215.14", Port: 8443}} // the same again: one listener each
 	ipv6 := false
 	if _, err := os.Stat("/proc/net/if_inet6"); err == nil {
 		ipv6 = true

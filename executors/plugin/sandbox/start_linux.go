@@ -66,6 +66,9 @@ type Cmd struct {
 // Wait; Wait returns a *SetupError when the sandbox could not be set up
 // or the program not executed.
 func Command(ctx context.Context, spec *Spec) (*Cmd, error) {
+	own := *spec
+	own.Network = distinct(spec.Network)
+	spec = &own
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
