@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxd/outboxd/internal/domain/audit"
-	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
@@ -32,7 +31,7 @@ func (s *Service) useGrant(ctx context.Context, tx pgx.Tx, p *prepared, create *
 	id, revoked, err := s.grants.Use(ctx, tx, &grant.Request{
 		Org: create.OrganizationID, SourceID: create.Integration, ActionID: create.Action,
 		SessionID: create.SessionID, AutomationID: create.AutomationID, Params: create.Params,
-		DefinitionHash: hash, Drifted: reviewDrifted(p.action, hash),
+		DefinitionHash: hash, Drifted: p.action.ReviewDrifted(hash),
 	})
 	if err != nil {
 		return err
@@ -71,16 +70,6 @@ func (s *Service) auditDriftRevoked(ctx context.Context, tx pgx.Tx, org string, 
 	return nil
 }
 
-// reviewDrifted reports whether a reviewed connector tool's definition
-// changed since its review (the catalog's drift signal).
-func reviewDrifted(a catalog.Action, hash string) bool {
-	if !a.Source.OrgRegistered {
-		return false
-	}
-	review, ok := a.Review()
-	return ok && review.Hash != hash
-}
-
 // createGrant stores the grant an approver asked for with the approval of
 // inv, in the approval's transaction.
 func (s *Service) createGrant(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation, spec *grant.Spec, by string, resolve actionOf) error {
@@ -95,7 +84,7 @@ func (s *Service) createGrant(ctx context.Context, tx pgx.Tx, inv *invocation.In
 	if err != nil {
 		return fmt.Errorf("hashing the definition of %s.%s: %w", inv.Integration, inv.Action, err)
 	}
-	if reviewDrifted(action, hash) {
+	if action.ReviewDrifted(hash) {
 		return errs.Errorf(errs.Conflict, "%s.%s changed since its review: review the tool before granting more of it", inv.Integration, inv.Action)
 	}
 	_, err = s.grants.Create(ctx, tx, inv, spec, hash, by)

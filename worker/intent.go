@@ -61,12 +61,16 @@ func (w *ExecuteWorker) intentChanged(ctx context.Context, inv invocation.Invoca
 }
 
 // grantRevoked returns to a human an invocation a grant let through
-// (package grant) when the grant was revoked before its call: by an
-// admin, or by outboxd with the action's definition or the source's
-// credential. The invocation then waits for an approval, as it would have
-// without the grant (require_approval), with a new approval window, and
-// it reports true: the call must not happen. A grant that ran out of uses
-// or time after letting it through still holds for it.
+// (package grant) when the grant no longer holds for it before its call:
+// revoked (by an admin, or by outboxd with the action's definition or the
+// source's credential), or made for another definition of the action than
+// the one that would run (a tool redefined, or a reviewed connector tool
+// drifted, since the invocation was let through; the grant itself is
+// revoked at the action's next invocation). The invocation then waits
+// for an approval, as it would have without the grant (require_approval),
+// with a new approval window, and it reports true: the call must not
+// happen. A grant that ran out of uses or time after letting it through
+// still holds for it.
 func (w *ExecuteWorker) grantRevoked(ctx context.Context, inv invocation.Invocation, rc invocation.RunContext,
 	source *catalog.Source, tok credential.Token, log *slog.Logger,
 ) (bool, error) {
@@ -77,8 +81,22 @@ func (w *ExecuteWorker) grantRevoked(ctx context.Context, inv invocation.Invocat
 	if err != nil {
 		return false, fmt.Errorf("reading the grant that let the invocation through: %w", err)
 	}
-	if found && g.RevokedAt == nil {
-		return false, nil
+	change := intent.ChangeGrant
+	reason := "the grant that let it through was deleted before the call: approve it"
+	switch {
+	case found && g.RevokedAt != nil:
+		reason = fmt.Sprintf("grant %s, which let it through, was revoked (%s, by %s) before the call: approve it",
+			g.ID, g.RevokeReason, g.RevokedBy)
+	case found:
+		def, err := w.definition(ctx, inv, source)
+		if err != nil {
+			return false, err
+		}
+		if !grantDrifted(g.DefinitionHash, catalog.Action{Source: source, Definition: def}) {
+			return false, nil
+		}
+		change = intent.ChangeDefinition
+		reason = fmt.Sprintf("the tool was redefined since grant %s let it through: approve it", g.ID)
 	}
 	mode := string(policy.ModeRequireApproval)
 	var now *intent.Components
@@ -91,17 +109,21 @@ func (w *ExecuteWorker) grantRevoked(ctx context.Context, inv invocation.Invocat
 			now = &c
 		}
 	}
-	reason := "the grant that let it through was deleted before the call: approve it"
-	if found {
-		reason = fmt.Sprintf("grant %s, which let it through, was revoked (%s, by %s) before the call: approve it",
-			g.ID, g.RevokeReason, g.RevokedBy)
-	}
-	if err := w.askAgain(ctx, inv, rc, now, []string{intent.ChangeGrant}, mode, reason); err != nil {
+	if err := w.askAgain(ctx, inv, rc, now, []string{change}, mode, reason); err != nil {
 		return false, err
 	}
-	log.WarnContext(ctx, "the grant that let the invocation through was revoked before the call; asking for approval",
-		"grant_id", *inv.GrantID, "revoke_reason", g.RevokeReason)
+	log.WarnContext(ctx, "the grant that let the invocation through no longer holds for it; asking for approval",
+		"grant_id", *inv.GrantID, "change", change, "revoke_reason", g.RevokeReason)
 	return true, nil
+}
+
+// grantDrifted reports whether a grant made with definition hash made no
+// longer covers action a: its definition hashes otherwise, or it is a
+// reviewed connector tool whose definition changed since its review (the
+// outbox's test when it uses a grant).
+func grantDrifted(made string, a catalog.Action) bool {
+	hash, err := policy.DefinitionHash(a.Definition.Params)
+	return err != nil || hash != made || a.ReviewDrifted(hash)
 }
 
 // intentNow computes inv's intent as it would run now, with mode and the
@@ -114,24 +136,30 @@ func (w *ExecuteWorker) intentNow(ctx context.Context, inv invocation.Invocation
 	if perr != nil {
 		return intent.Components{}, false, nil
 	}
-	defs, err := source.ListActions(ctx, executors.ExecContext{OrganizationID: inv.OrganizationID})
+	def, err := w.definition(ctx, inv, source)
 	if err != nil {
-		return intent.Components{}, false, fmt.Errorf("listing the actions of %s: %w", inv.Integration, err)
-	}
-	// A tool removed since is redefined as nothing: its definition hash
-	// is that of no schema.
-	def := executors.Definition{ID: inv.Action, Params: json.RawMessage(`{"removed":true}`)}
-	for _, d := range defs {
-		if d.ID == inv.Action {
-			def = d
-			break
-		}
+		return intent.Components{}, false, err
 	}
 	c, err := w.deps.Intents.Components(ctx, &intent.Input{
 		Org: inv.OrganizationID, UserID: deref(inv.UserID), Action: catalog.Action{Source: source, Definition: def},
 		Params: params, Mode: mode, Key: key, Token: &tok,
 	})
 	return c, err == nil, err
+}
+
+// definition returns the definition inv's action has now; a tool removed
+// since is redefined as nothing: its definition hash is that of no schema.
+func (w *ExecuteWorker) definition(ctx context.Context, inv invocation.Invocation, source *catalog.Source) (executors.Definition, error) {
+	defs, err := source.ListActions(ctx, executors.ExecContext{OrganizationID: inv.OrganizationID})
+	if err != nil {
+		return executors.Definition{}, fmt.Errorf("listing the actions of %s: %w", inv.Integration, err)
+	}
+	for _, d := range defs {
+		if d.ID == inv.Action {
+			return d, nil
+		}
+	}
+	return executors.Definition{ID: inv.Action, Params: json.RawMessage(`{"removed":true}`)}, nil
 }
 
 // askAgain returns inv to pending before its call, with the intent now

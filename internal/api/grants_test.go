@@ -486,3 +486,43 @@ func TestGrants_RevokedBeforeTheCallAsksAHuman(t *testing.T) {
 	b.WaitStatus(id, invocation.StatusCompleted, 10*time.Second)
 	require.Len(t, b.Slack.Posts(), posts+1, "sent once a human approved it")
 }
+
+// TestGrants_ToolRedefinedBeforeTheCallAsksAHuman: a connector tool
+// redefined after its grant let an invocation through, before the call,
+// sends that invocation to a human ("tool redefined") instead of calling
+// the new tool under the old grant.
+func TestGrants_ToolRedefinedBeforeTheCallAsksAHuman(t *testing.T) {
+	t.Parallel()
+	srv := newMCPServer(t)
+	b := apptest.Start(t, &apptest.Options{
+		ConnectorCacheTTL: time.Millisecond,
+		Outbox:            outbox.Config{SyncWait: 200 * time.Millisecond},
+		Worker:            worker.Config{PauseRecheck: time.Second},
+	})
+	_, source := createConnector(t, b, srv, nil)
+	r := invokeTool(b, source, "create_note", map[string]any{"title": "first"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	first := r.Body["invocation_id"].(string)
+	g := approveWithGrant(t, b, first, map[string]any{"count": 5, "minutes": 10})
+	b.WaitStatus(first, invocation.StatusCompleted, 10*time.Second)
+	calls := len(srv.toolCalls())
+
+	r = b.Do("POST", "/v1/queues/pause", b.Admin(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	r = invokeTool(b, source, "create_note", map[string]any{"title": "held"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	id := r.Body["invocation_id"].(string)
+	require.Equal(t, g["id"], b.Invocation(id)["grant_id"])
+	srv.addTool("create_note", "Create a note.",
+		`{"type":"object","properties":{"title":{"type":"string"},"folder":{"type":"string"}},"required":["title"]}`, nil)
+	time.Sleep(2 * time.Millisecond) // past the connector cache
+	r = b.Do("POST", "/v1/queues/resume", b.Admin(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+
+	b.WaitStatus(id, invocation.StatusPending, 10*time.Second)
+	again := b.Invocation(id)
+	require.Equal(t, "require_approval", again["mode"])
+	require.Equal(t, []any{"tool redefined"}, again["intent"].(map[string]any)["changes"])
+	require.Contains(t, lastEvent(t, b, id, "intent_changed")["reason"], "redefined since grant "+g["id"].(string))
+	require.Len(t, srv.toolCalls(), calls, "the redefined tool was not called")
+}

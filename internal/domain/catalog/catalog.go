@@ -201,6 +201,17 @@ func (a Action) Review() (Review, bool) {
 	return r, ok
 }
 
+// ReviewDrifted reports whether the action is a reviewed tool of an
+// org-registered source whose definition, hashed to hash, changed since
+// its review.
+func (a Action) ReviewDrifted(hash string) bool {
+	if !a.Source.OrgRegistered {
+		return false
+	}
+	review, ok := a.Review()
+	return ok && review.Hash != hash
+}
+
 // Resolve runs the mode cascade for the action, from its tier. For an
 // action of an org-registered source (a connector tool), the mode an admin
 // confirmed in review stands in for the org default (an explicit org
