@@ -36,7 +36,7 @@ type ExecuteWorker struct {
 	cfg    *Config
 	logger *slog.Logger
 	store  *invocationstore.Store
-	// grants reads the grant that let an invocation through (grantRevoked).
+	// grants reads the grant that let an invocation through (grantLapsed).
 	grants *grantstore.Store
 	// starter and completer group the first and the last statement of the
 	// jobs beginning (finishing) at the same moment: one statement for the
@@ -176,7 +176,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	// What a human approved must be what runs, and a grant revoked lets
 	// nothing more through: otherwise a human is asked and nothing is
 	// called.
-	if asked, err := w.grantRevoked(ctx, inv, rc, source, tok, log); err != nil || asked {
+	if asked, err := w.grantLapsed(ctx, inv, rc, source, tok, log); err != nil || asked {
 		return err
 	}
 	if asked, err := w.intentChanged(ctx, inv, rc, source, tok, log); err != nil || asked {

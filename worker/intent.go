@@ -60,7 +60,7 @@ func (w *ExecuteWorker) intentChanged(ctx context.Context, inv invocation.Invoca
 	return true, nil
 }
 
-// grantRevoked returns to a human an invocation a grant let through
+// grantLapsed returns to a human an invocation a grant let through
 // (package grant) when the grant no longer holds for it before its call:
 // revoked (by an admin, or by outboxd with the action's definition or the
 // source's credential), or made for another definition of the action than
@@ -71,7 +71,7 @@ func (w *ExecuteWorker) intentChanged(ctx context.Context, inv invocation.Invoca
 // with a new approval window, and it reports true: the call must not
 // happen. A grant that ran out of uses or time after letting it through
 // still holds for it.
-func (w *ExecuteWorker) grantRevoked(ctx context.Context, inv invocation.Invocation, rc invocation.RunContext,
+func (w *ExecuteWorker) grantLapsed(ctx context.Context, inv invocation.Invocation, rc invocation.RunContext,
 	source *catalog.Source, tok credential.Token, log *slog.Logger,
 ) (bool, error) {
 	if inv.GrantID == nil || inv.ApprovedBy != nil {
