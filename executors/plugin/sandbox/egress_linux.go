@@ -52,10 +52,17 @@ func distinct(dests []Destination) []Destination {
 // localAddrs returns the address at which each destination listens in
 // the sandbox, and the /etc/hosts that names them: an address is its
 // own, localhost is 127.0.0.1, and each other name gets a loopback
-// address of its own, 127.1.0.1 onwards.
+// address of its own, 127.1.0.1 onwards (past any a destination names).
 func localAddrs(dests []Destination) ([]netip.Addr, []byte) {
 	hosts := []string{"127.0.0.1\tlocalhost"}
 	names := map[string]netip.Addr{"localhost": netip.AddrFrom4([4]byte{127, 0, 0, 1})}
+	taken := map[netip.Addr]bool{}
+	for _, d := range dests {
+		if a, err := netip.ParseAddr(d.Host); err == nil {
+			taken[a.Unmap()] = true
+		}
+	}
+	next := netip.AddrFrom4([4]byte{127, 1, 0, 0})
 	out := make([]netip.Addr, len(dests))
 	for i, d := range dests {
 		if a, err := netip.ParseAddr(d.Host); err == nil {
@@ -65,8 +72,9 @@ func localAddrs(dests []Destination) ([]netip.Addr, []byte) {
 		name := strings.ToLower(strings.TrimSuffix(d.Host, "."))
 		a, ok := names[name]
 		if !ok {
-			n := len(names)
-			a = netip.AddrFrom4([4]byte{127, 1, byte(n >> 8), byte(n)})
+			for next = next.Next(); taken[next]; next = next.Next() {
+			}
+			a = next
 			names[name] = a
 			// Also as a fully qualified name, which the C library's
 			// lookup in the hosts file does not strip.
