@@ -260,13 +260,8 @@ func TestConsoleSignIn_Flow(t *testing.T) {
 
 	t.Run("ForgedCookieRefused", func(t *testing.T) {
 		for _, value := range []string{"forged", session.Value[:len(session.Value)-4] + "AAAA"} {
-			req, err := http.NewRequest("GET", sb.URL+"/v1/invocations", nil)
-			require.NoError(t, err)
-			req.AddCookie(&http.Cookie{Name: signin.SessionCookie, Value: value})
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			body := readAll(t, resp)
-			require.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
+			status, body := withCookie(t, sb.URL+"/v1/invocations", value)
+			require.Equal(t, http.StatusUnauthorized, status, body)
 			require.Contains(t, body, "invalid console session")
 		}
 	})
