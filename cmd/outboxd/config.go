@@ -146,6 +146,8 @@ var defaults = func() map[string]any {
 		"plugins.timeout":                    plugin.DefaultTimeout,
 		"plugins.max_output_bytes":           plugin.DefaultMaxOutputBytes,
 		"plugins.max_memory_bytes":           plugin.DefaultMaxMemoryBytes,
+		"plugins.max_workspace_bytes":        plugin.DefaultMaxWorkspaceBytes,
+		"plugins.max_workspace_files":        plugin.DefaultMaxWorkspaceFiles,
 		"plugins.allow_unsandboxed":          false,
 		"tracing.enabled":                    false,
 		"tracing.endpoint":                   "",  // OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else localhost
@@ -400,11 +402,13 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			Timeout:            v.GetDuration("plugins.timeout"),
 			MaxOutputBytes:     v.GetInt("plugins.max_output_bytes"),
 			MaxMemoryBytes:     v.GetInt64("plugins.max_memory_bytes"),
+			MaxWorkspaceBytes:  v.GetInt64("plugins.max_workspace_bytes"),
+			MaxWorkspaceFiles:  v.GetInt("plugins.max_workspace_files"),
 			AllowUnsandboxed:   v.GetBool("plugins.allow_unsandboxed"),
 		},
 	}
-	if cfg.Plugins.Timeout <= 0 || cfg.Plugins.MaxOutputBytes <= 0 || cfg.Plugins.MaxMemoryBytes <= 0 {
-		return nil, errors.New("plugins.timeout, plugins.max_output_bytes and plugins.max_memory_bytes must be positive")
+	if p := cfg.Plugins; p.Timeout <= 0 || p.MaxOutputBytes <= 0 || p.MaxMemoryBytes <= 0 || p.MaxWorkspaceBytes <= 0 || p.MaxWorkspaceFiles <= 0 {
+		return nil, errors.New("plugins.timeout, plugins.max_output_bytes, plugins.max_memory_bytes, plugins.max_workspace_bytes and plugins.max_workspace_files must be positive")
 	}
 	if cfg.MCP.MaxSessions < 0 {
 		return nil, errors.New("mcp.max_sessions must be 0 (half of http.max_org_requests, at most 1000) or a positive number of sessions")

@@ -56,6 +56,11 @@ const (
 	DefaultMaxOutputBytes = 1 << 20
 	// DefaultMaxMemoryBytes is Config.MaxMemoryBytes's default, 1 GiB.
 	DefaultMaxMemoryBytes = 1 << 30
+	// DefaultMaxWorkspaceBytes is Config.MaxWorkspaceBytes's default,
+	// 512 MiB.
+	DefaultMaxWorkspaceBytes = 512 << 20
+	// DefaultMaxWorkspaceFiles is Config.MaxWorkspaceFiles's default.
+	DefaultMaxWorkspaceFiles = 50000
 )
 
 // Config is the plugins.* configuration.
@@ -77,6 +82,12 @@ type Config struct {
 	// MaxMemoryBytes caps the data memory (heap and private writable
 	// mappings, RLIMIT_DATA) of each sandboxed process. Default 1 GiB.
 	MaxMemoryBytes int64
+	// MaxWorkspaceBytes and MaxWorkspaceFiles cap what the processes of
+	// one call may leave in its working directory, together: the bytes
+	// its files take on disk and its entries. A run past either is
+	// stopped and the call fails. Defaults 512 MiB and 50,000.
+	MaxWorkspaceBytes int64
+	MaxWorkspaceFiles int
 	// AllowUnsandboxed runs plugins without the sandbox where the kernel
 	// cannot enforce it, with a warning at start and on every run.
 	// Default false: plugins are disabled there, with the reason.
@@ -176,6 +187,10 @@ func Load(cfg *Config, taken Reserved) (*Source, error) {
 			timeout:   cmp.Or(cfg.Timeout, DefaultTimeout),
 			maxOutput: cmp.Or(cfg.MaxOutputBytes, DefaultMaxOutputBytes),
 			maxMemory: uint64(cmp.Or(cfg.MaxMemoryBytes, DefaultMaxMemoryBytes)),
+			maxWorkspace: workspaceUse{
+				bytes:   cmp.Or(cfg.MaxWorkspaceBytes, DefaultMaxWorkspaceBytes),
+				entries: cmp.Or(cfg.MaxWorkspaceFiles, DefaultMaxWorkspaceFiles),
+			},
 		},
 		verify: l.validator,
 	}
@@ -272,7 +287,11 @@ func (s *Source) Execute(ctx context.Context, actionID string, params json.RawMe
 	if err != nil {
 		return executors.Result{}, &executors.Error{Code: "plugin_workdir", Message: err.Error(), Retryable: true}
 	}
-	defer c.close()
+	defer func() {
+		if err := c.close(); err != nil {
+			s.cfg.Logger.WarnContext(ctx, "a plugin call's working directory could not be removed", "action_id", actionID, "error", err)
+		}
+	}()
 
 	input := orNull(params)
 	stdout, err := s.run.run(ctx, c, a.execute, mustJSON(map[string]any{"input": input}))
@@ -429,6 +448,8 @@ func failure(step string, err error) *executors.Error {
 		e.Code, e.Retryable = "plugin_interrupted", true
 	case failTooLarge:
 		e.Code = "plugin_output_too_large"
+	case failWorkspace:
+		e.Code = "plugin_workspace_full"
 	case failStart:
 		e.Code = "plugin_not_runnable"
 	case failExit:

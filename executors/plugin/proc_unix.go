@@ -4,6 +4,7 @@ package plugin
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -25,4 +26,12 @@ func killGroup(p *os.Process) error {
 		return os.ErrProcessDone
 	}
 	return err
+}
+
+// allocated is what a file takes on disk: its allocated blocks.
+func allocated(info fs.FileInfo) int64 {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return int64(st.Blocks) * 512
+	}
+	return info.Size()
 }

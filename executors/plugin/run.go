@@ -30,6 +30,7 @@ const (
 	failTimeout   = "timeout"   // ran past plugins.timeout and was killed
 	failTooLarge  = "too_large" // wrote more than plugins.max_output_bytes and was killed
 	failCancelled = "cancelled" // the caller gave up (shutdown, call deadline) and it was killed
+	failWorkspace = "workspace" // filled the call's working directory past its limits
 )
 
 // runError is a child process run that did not exit with status 0.
@@ -52,6 +53,8 @@ func (e *runError) Error() string {
 		return "wrote more output than plugins.max_output_bytes and was killed"
 	case failCancelled:
 		return "interrupted (outboxd stopped waiting) and was killed"
+	case failWorkspace:
+		return e.Err.Error() + "; it was stopped"
 	}
 	return fmt.Sprintf("could not be started: %v", e.Err)
 }
@@ -70,6 +73,9 @@ type runner struct {
 	maxOutput int
 	// maxMemory is each sandboxed process's data memory (Spec.MaxMemory).
 	maxMemory uint64
+	// maxWorkspace is what a call's working directory may hold, all its
+	// processes together.
+	maxWorkspace workspaceUse
 	// unsandboxed runs them as plain child processes
 	// (plugins.allow_unsandboxed where the sandbox is unavailable).
 	unsandboxed bool
@@ -102,14 +108,18 @@ func (r *runner) newCall(a *action, key string) (*call, error) {
 		err = os.Lchown(c.work, uid, gid)
 	}
 	if err != nil {
-		c.close()
+		_ = c.close()
 		return nil, err
 	}
 	return c, nil
 }
 
 // close removes the attempt's directories.
-func (c *call) close() { _ = os.RemoveAll(c.base) }
+func (c *call) close() error { return removeWorkspace(c.base) }
+
+// writes says whether c's processes may write in its working directory:
+// a workspace action's, or any action's without the sandbox.
+func (r *runner) writes(c *call) bool { return c.action.writable || r.unsandboxed }
 
 // process is a started child process: a plain one or a sandboxed one.
 type process interface {
@@ -153,8 +163,10 @@ func (r *runner) command(ctx context.Context, c *call, argv []string) (*exec.Cmd
 // environment (childEnv) and the sandbox (or, unsandboxed, a process
 // group of its own), and is killed with everything it started when it
 // runs past the timeout, writes more than the output cap, or ctx ends;
-// nothing it started outlives it either way. Its standard error is
-// discarded: it may echo params outboxd keeps redacted.
+// nothing it started outlives it either way; also when, with the other
+// runs of c, it fills c's working directory past the runner's limits
+// (measured while it runs, and once more when it ends). Its standard
+// error is discarded: it may echo params outboxd keeps redacted.
 func (r *runner) run(ctx context.Context, c *call, argv []string, stdin []byte) ([]byte, error) {
 	if len(argv) == 0 {
 		return nil, &runError{Kind: failStart, Err: errors.New("nothing to run")}
@@ -165,6 +177,9 @@ func (r *runner) run(ctx context.Context, c *call, argv []string, stdin []byte) 
 	defer abort(nil)
 
 	out := &cappedBuffer{max: r.maxOutput, overflow: func() { abort(errTooLarge) }}
+	if r.writes(c) {
+		go watchWorkspace(runCtx, c.work, r.maxWorkspace, abort)
+	}
 	var cmd *exec.Cmd
 	var err error
 	for attempt := 1; ; attempt++ {
@@ -197,9 +212,18 @@ func (r *runner) run(ctx context.Context, c *call, argv []string, stdin []byte) 
 		return nil, &runError{Kind: failStart, Err: err}
 	}
 	stdout := out.Bytes()
-	switch {
-	case errors.Is(context.Cause(runCtx), errTooLarge):
+	if r.writes(c) && context.Cause(runCtx) == nil {
+		// What it wrote since the last measure.
+		if err := checkWorkspace(c.work, r.maxWorkspace); err != nil {
+			abort(err)
+		}
+	}
+	var full *workspaceError
+	switch cause := context.Cause(runCtx); {
+	case errors.Is(cause, errTooLarge):
 		return nil, &runError{Kind: failTooLarge, Stdout: stdout}
+	case errors.As(cause, &full):
+		return nil, &runError{Kind: failWorkspace, Stdout: stdout, Err: cause}
 	case ctx.Err() != nil:
 		return nil, &runError{Kind: failCancelled, Stdout: stdout, Err: ctx.Err()}
 	case stepCtx.Err() != nil:

@@ -533,3 +533,84 @@ process.stdin.on('end', () => {
 	require.NotNil(t, e, "512 MiB is past the cap")
 	require.Contains(t, e.Message, "exited with status")
 }
+
+// What one call's processes leave in its working directory is capped in
+// bytes, execute's and verify's together: a call within the cap works,
+// one past it fails with plugin_workspace_full and is not retried.
+func TestSandbox_WorkspaceBytesAreCapped(t *testing.T) {
+	requireNode(t)
+	const writeMiB = `const fs = require('fs');
+let s = '';
+process.stdin.on('data', d => s += d);
+process.stdin.on('end', () => {
+  const {input} = JSON.parse(s);
+  for (let i = 0; i < input.mib; i++) fs.writeFileSync(process.argv[1].replace(/.*\//, '') + i, Buffer.alloc(1 << 20, 1));
+  process.stdout.write(JSON.stringify({wrote: input.mib}));
+});`
+	s := mustLoad(t, plugin.Config{MaxWorkspaceBytes: 8 << 20}, map[string]pkg{
+		"fill": {
+			manifest: map[string]any{"riskTier": "R1", "permissions": map[string]any{"filesystem": "workspace"}},
+			files:    map[string]string{"execute.js": writeMiB},
+		},
+		"fill_twice": {
+			manifest: map[string]any{"riskTier": "R1", "permissions": map[string]any{"filesystem": "workspace"}},
+			files:    map[string]string{"execute.js": writeMiB, "verify.js": writeMiB},
+		},
+	})
+	res, e := execute(t, s, "fill", `{"mib": 4}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `{"wrote": 4}`, string(res.Data))
+
+	_, e = execute(t, s, "fill", `{"mib": 64}`)
+	require.NotNil(t, e, "64 MiB is past the cap")
+	require.Equal(t, "plugin_workspace_full", e.Code)
+	require.Contains(t, e.Message, "plugins.max_workspace_bytes")
+	require.False(t, e.Retryable)
+
+	// 6 MiB each is within the cap alone, not together.
+	_, e = execute(t, s, "fill_twice", `{"mib": 6}`)
+	require.NotNil(t, e)
+	require.Equal(t, "verification_failed", e.Code)
+	require.Contains(t, e.Message, "verify")
+	require.Contains(t, e.Steps.Verification.Checks[0].Detail, "plugins.max_workspace_bytes")
+}
+
+// Empty files take no blocks, so entries are capped too.
+func TestSandbox_WorkspaceEntriesAreCapped(t *testing.T) {
+	s := mustLoad(t, plugin.Config{MaxWorkspaceFiles: 100}, map[string]pkg{"touch": {
+		manifest: map[string]any{"riskTier": "R1", "permissions": map[string]any{"filesystem": "workspace"}},
+		files: map[string]string{"execute": sh(`read -r line
+case "$line" in *1000*) n=1000;; *) n=50;; esac
+i=0; while [ $i -lt $n ]; do : > f$i; i=$((i+1)); done
+echo "{\"files\": $n}"`)},
+	}})
+	res, e := execute(t, s, "touch", `{"n": 50}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `{"files": 50}`, string(res.Data))
+
+	_, e = execute(t, s, "touch", `{"n": 1000}`)
+	require.NotNil(t, e)
+	require.Equal(t, "plugin_workspace_full", e.Code)
+	require.Contains(t, e.Message, "plugins.max_workspace_files")
+}
+
+// A call's working directory is removed after it even when the plugin
+// took away its own permissions on what it left there (which stopped the
+// removal for a user other than root, and left it on disk for good).
+func TestSandbox_WorkspaceIsRemovedWhateverItsPermissions(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	s := mustLoad(t, plugin.Config{CommandAllowlist: []string{"mkdir", "chmod"}}, map[string]pkg{"lock": {
+		manifest: map[string]any{"riskTier": "R1", "permissions": map[string]any{
+			"filesystem": "workspace", "commands": []string{"mkdir", "chmod"},
+		}},
+		files: map[string]string{"execute": sh(`cat >/dev/null
+mkdir -p locked/deep && : > locked/deep/file && chmod 000 locked/deep && chmod 500 locked && echo '"locked"'`)},
+	}})
+	res, e := execute(t, s, "lock", `{}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `"locked"`, string(res.Data))
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, left, "the call's directories are removed")
+}

@@ -1,0 +1,151 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// workspaceUse is what a call's working directory holds: the bytes its
+// files take on disk (allocated blocks, so a sparse file counts only what
+// it holds) and its entries (files, directories, links).
+type workspaceUse struct {
+	bytes   int64
+	entries int
+}
+
+// past returns the limit u passes, or "" when it passes none.
+func (u workspaceUse) past(max workspaceUse) string {
+	switch {
+	case u.bytes > max.bytes:
+		return fmt.Sprintf("more than plugins.max_workspace_bytes (%d bytes)", max.bytes)
+	case u.entries > max.entries:
+		return fmt.Sprintf("more than plugins.max_workspace_files (%d entries)", max.entries)
+	}
+	return ""
+}
+
+// workspaceError stops a run whose call's working directory holds more
+// than its limits, or could not be measured.
+type workspaceError struct{ msg string }
+
+func (e *workspaceError) Error() string { return e.msg }
+
+// workspacePoll is the least time between two measures of a running
+// call's working directory. A measure that takes longer waits four times
+// its own time before the next, so that measuring costs a fifth of a core
+// at most.
+const workspacePoll = 100 * time.Millisecond
+
+// watchWorkspace measures dir while ctx lasts and calls full, once, when
+// it holds more than max or cannot be measured.
+func watchWorkspace(ctx context.Context, dir string, limit workspaceUse, full func(error)) {
+	wait := workspacePoll
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		began := time.Now()
+		if err := checkWorkspace(dir, limit); err != nil {
+			full(err)
+			return
+		}
+		wait = max(workspacePoll, 4*time.Since(began))
+	}
+}
+
+// checkWorkspace returns a *workspaceError when dir holds more than max
+// or cannot be measured.
+func checkWorkspace(dir string, max workspaceUse) error {
+	u, err := measure(dir, max)
+	if limit := u.past(max); limit != "" {
+		return &workspaceError{msg: "its workspace holds " + limit}
+	}
+	if err != nil {
+		return &workspaceError{msg: "its workspace could not be measured: " + err.Error()}
+	}
+	return nil
+}
+
+// measure adds up what dir holds, beneath it, and stops as soon as that
+// passes max. The plugin's processes may be writing meanwhile: what they
+// remove while it reads is not counted. A directory they made unreadable
+// is given back to its owner first (outboxd's user, which may chmod it,
+// or nobody under root, which reads it anyway), so nothing hides from
+// the count.
+func measure(dir string, max workspaceUse) (workspaceUse, error) {
+	var u workspaceUse
+	dirs := []string{dir}
+	for len(dirs) > 0 {
+		d := dirs[len(dirs)-1]
+		dirs = dirs[:len(dirs)-1]
+		f, err := openDir(d)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return u, err
+		}
+		for {
+			entries, err := f.ReadDir(256)
+			for _, e := range entries {
+				info, err := e.Info()
+				if err != nil {
+					continue // removed since it was listed
+				}
+				u.entries++
+				u.bytes += allocated(info)
+				if e.IsDir() {
+					dirs = append(dirs, filepath.Join(d, e.Name()))
+				}
+			}
+			if u.past(max) != "" {
+				f.Close()
+				return u, nil
+			}
+			if err == io.EOF || (err == nil && len(entries) == 0) {
+				break
+			}
+			if err != nil {
+				f.Close()
+				return u, err
+			}
+		}
+		f.Close()
+	}
+	return u, nil
+}
+
+// openDir opens a directory to list it, making it its owner's again
+// (rwx) when the plugin took the permission away.
+func openDir(d string) (*os.File, error) {
+	f, err := os.Open(d)
+	if errors.Is(err, fs.ErrPermission) && os.Chmod(d, 0o700) == nil {
+		f, err = os.Open(d)
+	}
+	return f, err
+}
+
+// removeWorkspace removes base and everything beneath it. A directory the
+// plugin left without its owner's write or search permission stops
+// os.RemoveAll for a user other than root; those get them back, and the
+// removal is tried again.
+func removeWorkspace(base string) error {
+	if os.RemoveAll(base) == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(base, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(path, 0o700) // before WalkDir reads it
+		}
+		return nil
+	})
+	return os.RemoveAll(base)
+}
