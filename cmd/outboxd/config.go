@@ -58,6 +58,7 @@ var defaults = func() map[string]any {
 		"database.url":                       "",
 		"database.max_conns":                 0, // sized from the role
 		"http.addr":                          app.DefaultHTTPAddr,
+		"metrics.token":                      "",
 		"http.read_header_timeout":           httpd.ReadHeaderTimeout,
 		"http.read_timeout":                  httpd.ReadTimeout,
 		"http.write_timeout":                 httpd.WriteTimeout,
@@ -294,7 +295,8 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			UnauthenticatedBurst: v.GetInt("http.unauthenticated_burst"),
 			TrustForwardedFor:    v.GetBool("http.trust_forwarded_for"),
 		},
-		JWTSecret: v.GetString("auth.jwt_secret"),
+		JWTSecret:    v.GetString("auth.jwt_secret"),
+		MetricsToken: v.GetString("metrics.token"),
 		Auth: auth.Config{
 			PreviousSecret: v.GetString("auth.jwt_secret_previous"),
 			Leeway:         v.GetDuration("auth.leeway"),
@@ -409,6 +411,9 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 	}
 	if p := cfg.Plugins; p.Timeout <= 0 || p.MaxOutputBytes <= 0 || p.MaxMemoryBytes <= 0 || p.MaxWorkspaceBytes <= 0 || p.MaxWorkspaceFiles <= 0 {
 		return nil, errors.New("plugins.timeout, plugins.max_output_bytes, plugins.max_memory_bytes, plugins.max_workspace_bytes and plugins.max_workspace_files must be positive")
+	}
+	if t := cfg.MetricsToken; t != "" && len(t) < 16 {
+		return nil, errors.New("metrics.token must be at least 16 characters (or empty: /metrics open)")
 	}
 	if cfg.MCP.MaxSessions < 0 {
 		return nil, errors.New("mcp.max_sessions must be 0 (half of http.max_org_requests, at most 1000) or a positive number of sessions")

@@ -57,8 +57,11 @@ func TestConfig_EveryKeyReachesTheConfig(t *testing.T) {
 			changed = !d
 		case string:
 			changed = d + "x"
-			if key == "auth.jwt_secret_previous_until" {
+			switch key {
+			case "auth.jwt_secret_previous_until":
 				changed = "2030-01-31T12:00:00Z"
+			case "metrics.token":
+				changed = "a-token-of-16-characters-or-more"
 			}
 		case []any:
 			changed = []any{map[string]any{"name": "x", "rate": 1, "burst": 1}}

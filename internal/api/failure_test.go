@@ -68,6 +68,22 @@ func TestInvoke_MissingCredentialFails(t *testing.T) {
 	require.Len(t, b.Slack.Requests(), 1)
 }
 
+// With metrics.token set, /metrics answers only a request bearing it: not
+// an anonymous one, not another token, not even a valid outboxd token.
+func TestOps_MetricsToken(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{MetricsToken: "scrape-secret"})
+	for name, token := range map[string]string{"none": "", "wrong": "scrape-secreT", "owner": b.Owner()} {
+		r := b.Do("GET", "/metrics", token, nil)
+		requireAPIError(t, r, http.StatusUnauthorized, "unauthorized")
+		require.Equal(t, `Bearer realm="metrics"`, r.Header.Get("WWW-Authenticate"), name)
+		require.NotContains(t, string(r.Raw), "outboxd_", name)
+	}
+	r := b.Do("GET", "/metrics", "scrape-secret", nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Contains(t, string(r.Raw), "outboxd_queue_jobs")
+}
+
 func TestOps_HealthReadyMetrics(t *testing.T) {
 	t.Parallel()
 	b := apptest.Start(t, nil)

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,7 +46,9 @@ type Deps struct {
 	Verifier *auth.Verifier
 	Pool     *pgxpool.Pool
 	Gatherer prometheus.Gatherer
-	Logger   *slog.Logger
+	// MetricsToken, when set, is the bearer token /metrics asks for.
+	MetricsToken string
+	Logger       *slog.Logger
 	// Streams tunes the event streams.
 	Streams StreamConfig
 	// SyncWait is how long an allow-mode invoke may wait for its worker
@@ -93,20 +96,21 @@ type Deps struct {
 
 // Server routes requests to the outbox service.
 type Server struct {
-	previews Previews
-	svc      Outbox
-	catalog  Catalog
-	settings Settings
-	admin    Admin
-	feeds    Feeds
-	verifier *auth.Verifier
-	pool     *pgxpool.Pool
-	gatherer prometheus.Gatherer
-	logger   *slog.Logger
-	streams  StreamConfig
-	syncWait time.Duration
-	webhooks Webhooks
-	slack    Slack
+	previews     Previews
+	svc          Outbox
+	catalog      Catalog
+	settings     Settings
+	admin        Admin
+	feeds        Feeds
+	verifier     *auth.Verifier
+	pool         *pgxpool.Pool
+	gatherer     prometheus.Gatherer
+	metricsToken string
+	logger       *slog.Logger
+	streams      StreamConfig
+	syncWait     time.Duration
+	webhooks     Webhooks
+	slack        Slack
 	// slackClicks is nil when Slack's clicks are not served.
 	slackClicks http.Handler
 	// approvers is nil when approval policies are not served.
@@ -137,24 +141,25 @@ type Server struct {
 // New returns a Server.
 func New(deps *Deps) *Server {
 	return &Server{
-		previews:    deps.Previews,
-		svc:         deps.Service,
-		catalog:     deps.Catalog,
-		settings:    deps.Settings,
-		admin:       deps.Admin,
-		feeds:       deps.Feeds,
-		verifier:    deps.Verifier,
-		pool:        deps.Pool,
-		gatherer:    deps.Gatherer,
-		logger:      cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		streams:     deps.Streams.WithDefaults(),
-		syncWait:    deps.SyncWait,
-		webhooks:    deps.Webhooks,
-		slack:       deps.Slack,
-		approvers:   deps.Approvers,
-		slackClicks: deps.SlackClicks,
-		mcp:         deps.MCP,
-		closing:     make(chan struct{}),
+		previews:     deps.Previews,
+		svc:          deps.Service,
+		catalog:      deps.Catalog,
+		settings:     deps.Settings,
+		admin:        deps.Admin,
+		feeds:        deps.Feeds,
+		verifier:     deps.Verifier,
+		pool:         deps.Pool,
+		gatherer:     deps.Gatherer,
+		metricsToken: deps.MetricsToken,
+		logger:       cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
+		streams:      deps.Streams.WithDefaults(),
+		syncWait:     deps.SyncWait,
+		webhooks:     deps.Webhooks,
+		slack:        deps.Slack,
+		approvers:    deps.Approvers,
+		slackClicks:  deps.SlackClicks,
+		mcp:          deps.MCP,
+		closing:      make(chan struct{}),
 
 		unauthenticated: deps.Unauthenticated,
 		orgRequests:     deps.OrgRequests,
@@ -245,7 +250,27 @@ func closeUnread(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// publicRoute is a route that takes no bearer token.
+// metrics serves the Prometheus exposition: to anyone, or, with
+// metrics.token set, to a request bearing that token.
+func (s *Server) metrics() http.Handler {
+	h := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})
+	if s.metricsToken == "" {
+		return h
+	}
+	want := []byte(s.metricsToken)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), want) != 1 {
+			writeError(w, &apiError{status: http.StatusUnauthorized, code: "unauthorized",
+				message: "/metrics needs the bearer token set as metrics.token",
+				header:  http.Header{"Www-Authenticate": {`Bearer realm="metrics"`}}})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// publicRoute is a route that takes no bearer token (of outboxd's).
 type publicRoute struct {
 	method, pattern string
 	handler         http.Handler
@@ -256,7 +281,7 @@ func (s *Server) publicRoutes() []publicRoute {
 	out := []publicRoute{
 		{"GET", "/healthz", http.HandlerFunc(s.healthz)},
 		{"GET", "/readyz", http.HandlerFunc(s.readyz)},
-		{"GET", "/metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})},
+		{"GET", "/metrics", s.metrics()},
 		{"GET", "/openapi.json", http.HandlerFunc(s.openapi)},
 		// The web console: static files, no token (its API calls carry one).
 		{"GET", "/console/", console.Handler()},

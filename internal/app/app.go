@@ -94,6 +94,9 @@ type Config struct {
 	// and minted with (empty: only an identity provider's tokens are
 	// accepted, see Auth).
 	JWTSecret string
+	// MetricsToken is metrics.token: when set, /metrics answers only a
+	// request bearing it (Authorization: Bearer).
+	MetricsToken string
 	// Auth configures token verification (auth.*): a previous HS256
 	// secret, leeway, maximum lifetime and the identity provider. Its
 	// Secret follows JWTSecret and its Logger the process's.
@@ -477,7 +480,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		Service: svc, Catalog: reader, Settings: settingsSvc, Feeds: feeds, Connectors: orgConnectors, Databases: orgDatabases,
 		Admin: admin.New(&admin.Deps{Pool: tenantPool, Owner: pool, River: client, Flow: limiter,
 			Retention: cfg.Retention.Keep(), Logger: logger}),
-		SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, Logger: logger, Streams: cfg.Streams,
+		SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, MetricsToken: cfg.MetricsToken, Logger: logger, Streams: cfg.Streams,
 		Webhooks: webhooks, Slack: slackApprovals, SlackClicks: slackApprovals.Clicks(svc), Approvers: approvalSvc,
 		MCP: mcpfront.New(&mcpfront.Deps{Outbox: svc, Catalog: reader, Changes: feeds, Config: mcpConfig(cfg, logger),
 			Metrics: metrics, Logger: logger, Wait: cfg.Outbox.WithDefaults().SyncWait, Approvals: approvalSvc}),

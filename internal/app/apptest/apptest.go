@@ -107,6 +107,8 @@ type Options struct {
 	// Console configures console sign-in (its ClientID turns it on); its
 	// Issuer follows Auth.IdP.Issuer.
 	Console signin.Config
+	// MetricsToken is metrics.token; default none (/metrics is open).
+	MetricsToken string
 }
 
 // Bundle is a running outboxd under test.
@@ -170,6 +172,7 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		Revocations:          opts.Revocations,
 		Tracing:              opts.Tracing,
 		Console:              opts.Console,
+		MetricsToken:         opts.MetricsToken,
 	}
 	if cfg.Revocations.RefreshInterval == 0 {
 		cfg.Revocations.RefreshInterval = 100 * time.Millisecond
