@@ -14,11 +14,11 @@ import (
 
 // apiValues are the collaborators of the HTTP layer that are values, not
 // services: what it verifies tokens with, pings for readiness, gathers
-// metrics from, counts requests with and logs to, and a handler it mounts
-// as is (Slack's clicks, which Slack signs).
+// metrics from, counts requests with and logs to, a handler it mounts
+// as is (Slack's clicks, which Slack signs), and settings.
 var apiValues = []string{
 	"*auth.Verifier", "*pgxpool.Pool", "prometheus.Gatherer", "*slog.Logger",
-	"StreamConfig", "time.Duration", "*httpserver.AddrLimiter", "*httpserver.OrgLimiter", "rate.Sometimes", "http.Handler", "bool",
+	"StreamConfig", "time.Duration", "*httpserver.AddrLimiter", "*httpserver.OrgLimiter", "rate.Sometimes", "http.Handler", "bool", "string",
 }
 
 // TestAPI_ReachesServicesThroughInterfaces checks that the HTTP layer
