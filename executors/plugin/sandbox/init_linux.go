@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -65,21 +67,9 @@ func enter(spec *Spec) error {
 	if err := buildRoot(spec, hosts); err != nil {
 		return err
 	}
-	limits := maps.Clone(rlimits)
-	if spec.MaxMemory > 0 {
-		limits[unix.RLIMIT_DATA] = spec.MaxMemory
-	}
-	for res, limit := range limits {
-		var cur syscall.Rlimit
-		if err := syscall.Getrlimit(res, &cur); err != nil {
-			return fmt.Errorf("getrlimit %d: %w", res, err)
-		}
-		// Only ever lower a limit: raising one needs a privilege. The
-		// syscall package's Setrlimit, so that its Exec does not put
-		// back the file limit Go found at start.
-		lim := syscall.Rlimit{Cur: min(limit, cur.Max), Max: min(limit, cur.Max)}
-		if err := syscall.Setrlimit(res, &lim); err != nil {
-			return fmt.Errorf("setrlimit %d: %w", res, err)
+	for res, limit := range rlimits {
+		if err := lower(res, limit); err != nil {
+			return err
 		}
 	}
 	if err := dropPrivileges(asNobody); err != nil {
@@ -101,8 +91,65 @@ func enter(spec *Spec) error {
 	if len(spec.Argv) == 0 {
 		return nil // a probe
 	}
-	err = syscall.Exec(spec.Argv[0], spec.Argv, spec.Env)
-	return fmt.Errorf("exec %s: %w", spec.Argv[0], err)
+	return execCapped(spec)
+}
+
+// lower sets resource res's limits to limit, or leaves them where they
+// are lower: raising one needs a privilege.
+func lower(res int, limit uint64) error {
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(res, &cur); err != nil {
+		return fmt.Errorf("getrlimit %d: %w", res, err)
+	}
+	lim := unix.Rlimit{Cur: min(limit, cur.Max), Max: min(limit, cur.Max)}
+	if err := unix.Setrlimit(res, &lim); err != nil {
+		return fmt.Errorf("setrlimit %d: %w", res, err)
+	}
+	return nil
+}
+
+// execCapped execs spec's program with its data memory capped
+// (RLIMIT_DATA). The cap comes last, just before the exec: it counts this
+// init's own writable mappings too, which its Go runtime may add to until
+// the exec (a race-detector build's are far past any cap, and a fatal
+// "out of memory" then ended the init with status 2), while the program
+// starts with a fresh address space. Nothing between the cap and the exec
+// allocates: the arguments and the failure message's buffer are made
+// first, the collector is off, and the exec is a raw system call (it
+// also does not put back the file limit Go found at start, as
+// syscall.Exec would).
+func execCapped(spec *Spec) error {
+	path, err := syscall.BytePtrFromString(spec.Argv[0])
+	if err != nil {
+		return fmt.Errorf("exec %q: %w", spec.Argv[0], err)
+	}
+	argv, err := syscall.SlicePtrFromStrings(spec.Argv)
+	if err != nil {
+		return fmt.Errorf("exec %q: %w", spec.Argv[0], err)
+	}
+	envv, err := syscall.SlicePtrFromStrings(spec.Env)
+	if err != nil {
+		return fmt.Errorf("exec %q: environment: %w", spec.Argv[0], err)
+	}
+	msg := make([]byte, 0, 128+len(spec.Argv[0]))
+	debug.SetGCPercent(-1)
+	if spec.MaxMemory > 0 {
+		if err := lower(unix.RLIMIT_DATA, spec.MaxMemory); err != nil {
+			return err
+		}
+	}
+	_, _, errno := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)),
+		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+	// The exec failed: report it as the init's other failures are ("errno
+	// message"), within the buffer made before the cap.
+	msg = strconv.AppendInt(msg, int64(errno), 10)
+	msg = append(msg, " exec "...)
+	msg = append(msg, spec.Argv[0]...)
+	msg = append(msg, ": "...)
+	msg = append(msg, errno.Error()...)
+	_, _ = unix.Write(errFD, msg)
+	unix.Exit(127)
+	return nil
 }
 
 // buildRoot makes a new root file system holding only the paths the

@@ -62,6 +62,15 @@ func TestCommand_ExecOnlyWhatIsListed(t *testing.T) {
 	require.ErrorIs(t, err, syscall.EACCES)
 	require.Contains(t, se.Msg, "exec /bin/sh")
 
+	// The same under a data cap, which the init sets just before the exec:
+	// the refusal still arrives (a race-detector build is far past the cap).
+	s = spec(t, "/bin/sh", "-c", "echo hello")
+	s.MaxMemory = 64 << 20
+	_, err = run(t, s)
+	require.ErrorAs(t, err, &se)
+	require.ErrorIs(t, err, syscall.EACCES)
+	require.Equal(t, "exec /bin/sh: permission denied", se.Msg)
+
 	// The shell, and the dynamic loader the kernel executes for it.
 	s = spec(t, "/bin/sh", "-c", "echo hello; exit 3")
 	s.Exec = []string{"/bin/sh", loader(t, sh)}
