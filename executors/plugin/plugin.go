@@ -60,7 +60,7 @@ const (
 	// 512 MiB.
 	DefaultMaxWorkspaceBytes = 512 << 20
 	// DefaultMaxWorkspaceFiles is Config.MaxWorkspaceFiles's default.
-	DefaultMaxWorkspaceFiles = 50000
+	DefaultMaxWorkspaceFiles = 10000
 )
 
 // Config is the plugins.* configuration.
@@ -85,7 +85,7 @@ type Config struct {
 	// MaxWorkspaceBytes and MaxWorkspaceFiles cap what the processes of
 	// one call may leave in its working directory, together: the bytes
 	// its files take on disk and its entries. A run past either is
-	// stopped and the call fails. Defaults 512 MiB and 50,000.
+	// stopped and the call fails. Defaults 512 MiB and 10,000.
 	MaxWorkspaceBytes int64
 	MaxWorkspaceFiles int
 	// AllowUnsandboxed runs plugins without the sandbox where the kernel
