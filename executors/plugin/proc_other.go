@@ -4,7 +4,6 @@ package plugin
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 )
@@ -24,6 +23,3 @@ func killGroup(p *os.Process) error {
 	}
 	return p.Kill()
 }
-
-// allocated is what a file takes on disk: its size here.
-func allocated(info fs.FileInfo) int64 { return info.Size() }

@@ -4,7 +4,6 @@ package plugin
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"syscall"
 )
@@ -26,12 +25,4 @@ func killGroup(p *os.Process) error {
 		return os.ErrProcessDone
 	}
 	return err
-}
-
-// allocated is what a file takes on disk: its allocated blocks.
-func allocated(info fs.FileInfo) int64 {
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		return int64(st.Blocks) * 512
-	}
-	return info.Size()
 }

@@ -2,9 +2,7 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -72,65 +70,6 @@ func checkWorkspace(dir string, max workspaceUse) error {
 		return &workspaceError{msg: "its workspace could not be measured: " + err.Error()}
 	}
 	return nil
-}
-
-// measure adds up what dir holds, beneath it, and stops as soon as that
-// passes max. The plugin's processes may be writing meanwhile: what they
-// remove while it reads is not counted. A directory they made unreadable
-// is given back to its owner first (outboxd's user, which may chmod it,
-// or nobody under root, which reads it anyway), so nothing hides from
-// the count.
-func measure(dir string, max workspaceUse) (workspaceUse, error) {
-	var u workspaceUse
-	dirs := []string{dir}
-	for len(dirs) > 0 {
-		d := dirs[len(dirs)-1]
-		dirs = dirs[:len(dirs)-1]
-		f, err := openDir(d)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return u, err
-		}
-		for {
-			entries, err := f.ReadDir(256)
-			for _, e := range entries {
-				info, err := e.Info()
-				if err != nil {
-					continue // removed since it was listed
-				}
-				u.entries++
-				u.bytes += allocated(info)
-				if e.IsDir() {
-					dirs = append(dirs, filepath.Join(d, e.Name()))
-				}
-			}
-			if u.past(max) != "" {
-				f.Close()
-				return u, nil
-			}
-			if err == io.EOF || (err == nil && len(entries) == 0) {
-				break
-			}
-			if err != nil {
-				f.Close()
-				return u, err
-			}
-		}
-		f.Close()
-	}
-	return u, nil
-}
-
-// openDir opens a directory to list it, making it its owner's again
-// (rwx) when the plugin took the permission away.
-func openDir(d string) (*os.File, error) {
-	f, err := os.Open(d)
-	if errors.Is(err, fs.ErrPermission) && os.Chmod(d, 0o700) == nil {
-		f, err = os.Open(d)
-	}
-	return f, err
 }
 
 // removeWorkspace removes base and everything beneath it. A directory the
