@@ -3,7 +3,6 @@ package plugin
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -33,74 +32,81 @@ func measure(dir string, max workspaceUse) (workspaceUse, error) {
 		dev, ino uint64
 	}
 	dirs := []listed{{dir, uint64(st.Dev), uint64(st.Ino)}}
+	buf := make([]byte, 32<<10)
+	var names []string
 	for len(dirs) > 0 {
 		d := dirs[len(dirs)-1]
 		dirs = dirs[:len(dirs)-1]
-		f, err := openListed(d.path, d.dev, d.ino)
+		fd, err := openListed(d.path, d.dev, d.ino)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed since it was listed
 		}
 		if err != nil {
 			return u, err
 		}
-		for {
-			entries, err := f.ReadDir(256)
-			for _, e := range entries {
-				switch err := unix.Fstatat(int(f.Fd()), e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); {
-				case errors.Is(err, unix.ENOENT):
-					continue // removed since it was listed
-				case err != nil:
-					f.Close()
-					return u, &fs.PathError{Op: "stat", Path: filepath.Join(d.path, e.Name()), Err: err}
+		err = func() error {
+			defer unix.Close(fd)
+			for u.past(max) == "" {
+				n, err := unix.Getdents(fd, buf)
+				if errors.Is(err, unix.EINTR) {
+					continue
 				}
-				u.entries++
-				u.bytes += st.Blocks * 512
-				if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-					dirs = append(dirs, listed{filepath.Join(d.path, e.Name()), uint64(st.Dev), uint64(st.Ino)})
+				if err != nil {
+					return &fs.PathError{Op: "getdents", Path: d.path, Err: err}
+				}
+				if n <= 0 {
+					return nil
+				}
+				_, _, names = unix.ParseDirent(buf[:n], -1, names[:0])
+				for _, name := range names {
+					switch err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
+					case errors.Is(err, unix.ENOENT):
+						continue // removed since it was listed
+					case err != nil:
+						return &fs.PathError{Op: "stat", Path: filepath.Join(d.path, name), Err: err}
+					}
+					u.entries++
+					u.bytes += st.Blocks * 512
+					if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+						dirs = append(dirs, listed{filepath.Join(d.path, name), uint64(st.Dev), uint64(st.Ino)})
+					}
 				}
 			}
-			if u.past(max) != "" || err == io.EOF || (err == nil && len(entries) == 0) {
-				break
-			}
-			if err != nil {
-				f.Close()
-				return u, err
-			}
-		}
-		f.Close()
-		if u.past(max) != "" {
-			return u, nil
+			return nil
+		}()
+		if err != nil || u.past(max) != "" {
+			return u, err
 		}
 	}
 	return u, nil
 }
 
-// openListed opens for listing the directory at path that a listing
-// showed as device dev, inode ino: not when path now ends in a symbolic
-// link or names another file. Without read or search permission on it
+// openListed opens for listing, and returns the descriptor of, the
+// directory at path that a listing showed as device dev, inode ino: not
+// when path now ends in a symbolic link or names another file. Without read or search permission on it
 // (the plugin's user, not root), it gets them back first, through the
 // descriptor, so that nothing put at path meanwhile is changed.
-func openListed(path string, dev, ino uint64) (*os.File, error) {
+func openListed(path string, dev, ino uint64) (int, error) {
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
+		return -1, &fs.PathError{Op: "fstat", Path: path, Err: err}
 	}
 	if uint64(st.Dev) != dev || uint64(st.Ino) != ino {
-		return nil, fmt.Errorf("%s was replaced while it was measured", path)
+		return -1, fmt.Errorf("%s was replaced while it was measured", path)
 	}
 	if st.Mode&0o500 != 0o500 && os.Geteuid() != 0 {
 		if err := unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), st.Mode&0o7777|0o500); err != nil {
-			return nil, &fs.PathError{Op: "chmod", Path: path, Err: err}
+			return -1, &fs.PathError{Op: "chmod", Path: path, Err: err}
 		}
 	}
 	rfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	return os.NewFile(uintptr(rfd), path), nil
+	return rfd, nil
 }

@@ -59,11 +59,11 @@ func TestOpenListed_RefusesWhatReplacedTheListedDirectory(t *testing.T) {
 		return uint64(st.Dev), uint64(st.Ino)
 	}
 	dev, ino := listed()
-	f, err := openListed(path, dev, ino)
+	fd, err := openListed(path, dev, ino)
 	if err != nil {
 		t.Fatalf("the listed directory: %v", err)
 	}
-	f.Close()
+	syscall.Close(fd)
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +80,8 @@ func TestOpenListed_RefusesWhatReplacedTheListedDirectory(t *testing.T) {
 		if err := errors.Join(replace(), os.Remove(path), os.Rename(other, path)); err != nil {
 			t.Fatal(err)
 		}
-		if f, err := openListed(path, dev, ino); err == nil || errors.Is(err, fs.ErrNotExist) {
-			f.Close()
+		if fd, err := openListed(path, dev, ino); err == nil || errors.Is(err, fs.ErrNotExist) {
+			syscall.Close(fd)
 			t.Errorf("%s in the listed directory's place: %v, want a refusal", name, err)
 		}
 		if err := os.Remove(path); err != nil {
