@@ -14,6 +14,7 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
+	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/intent"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
@@ -92,7 +93,7 @@ func (w *ExecuteWorker) grantLapsed(ctx context.Context, inv invocation.Invocati
 		if err != nil {
 			return false, err
 		}
-		if !grantDrifted(g.DefinitionHash, catalog.Action{Source: source, Definition: def}) {
+		if grantCovers(g.DefinitionHash, catalog.Action{Source: source, Definition: def}) {
 			return false, nil
 		}
 		change = intent.ChangeDefinition
@@ -117,13 +118,12 @@ func (w *ExecuteWorker) grantLapsed(ctx context.Context, inv invocation.Invocati
 	return true, nil
 }
 
-// grantDrifted reports whether a grant made with definition hash made no
-// longer covers action a: its definition hashes otherwise, or it is a
-// reviewed connector tool whose definition changed since its review (the
-// outbox's test when it uses a grant).
-func grantDrifted(made string, a catalog.Action) bool {
+// grantCovers reports whether a grant made for the definition hashed to
+// made still covers action a as it would run now (grant.Covers); a
+// definition that cannot be hashed is covered by none.
+func grantCovers(made string, a catalog.Action) bool {
 	hash, err := policy.DefinitionHash(a.Definition.Params)
-	return err != nil || hash != made || a.ReviewDrifted(hash)
+	return err == nil && grant.Covers(made, hash, a.ReviewDrifted(hash))
 }
 
 // intentNow computes inv's intent as it would run now, with mode and the

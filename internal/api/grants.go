@@ -117,7 +117,7 @@ func (s *Server) markDrifted(ctx context.Context, c *auth.Claims, views []grantV
 	}
 	for i := range views {
 		v := &views[i]
-		if a, ok := current[key{v.Integration, v.Action}]; ok && v.Active && (a.Drifted || a.Hash != v.DefinitionHash) {
+		if a, ok := current[key{v.Integration, v.Action}]; ok && v.Active && !grant.Covers(v.DefinitionHash, a.Hash, a.Drifted) {
 			v.Drifted, v.Active = true, false
 		}
 	}

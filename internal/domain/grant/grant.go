@@ -185,6 +185,16 @@ type Request struct {
 	Drifted bool
 }
 
+// Covers reports whether a grant made for the definition hashed to made
+// still covers its action, whose definition hashes to now, drifted when
+// the action is a reviewed connector tool changed since its review. This
+// is the one test of a grant's drift: the outbox's when it uses a grant
+// (Keeper.Use), the worker's before a call a grant let through, and the
+// API's when it lists grants.
+func Covers(made, now string, drifted bool) bool {
+	return !drifted && made == now
+}
+
 // Use takes one use of a live grant that lets r through, in db (the
 // transaction that records the invocation), and returns its id; nil when
 // no grant does. Grants of the action made with another definition hash
@@ -207,7 +217,7 @@ func (k *Keeper) Use(ctx context.Context, db dbutil.DB, r *Request) (id *uuid.UU
 	}
 	drifted := false
 	for _, c := range cands {
-		if c.DefinitionHash != r.DefinitionHash {
+		if !Covers(c.DefinitionHash, r.DefinitionHash, r.Drifted) {
 			if !drifted {
 				if revoked, err = k.store.RevokeAction(ctx, db, r.Org, r.SourceID, r.ActionID, r.DefinitionHash, System, ReasonDrift); err != nil {
 					return nil, nil, fmt.Errorf("revoking drifted grants: %w", err)

@@ -142,3 +142,13 @@ func TestKeeper_BadSpecs(t *testing.T) {
 	require.Equal(t, a, g.ScopeID)
 	require.WithinDuration(t, time.Now().Add(time.Minute), g.ExpiresAt, 10*time.Second)
 }
+
+// TestCovers pins the one test of a grant's drift: only the definition it
+// was made for, and never a reviewed connector tool that drifted since
+// its review, even when the hash it was made for is the one it has now.
+func TestCovers(t *testing.T) {
+	require.True(t, grant.Covers("h1", "h1", false))
+	require.False(t, grant.Covers("h1", "h2", false), "redefined")
+	require.False(t, grant.Covers("h1", "h1", true), "drifted since its review")
+	require.False(t, grant.Covers("h1", "h2", true))
+}
