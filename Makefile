@@ -21,18 +21,33 @@ test: check-cgo tools-note browser-note mcp-ts-note vet check-generated
 	@$(MAKE) --no-print-directory browser-note
 	@$(MAKE) --no-print-directory mcp-ts-note
 
-# The MCP front door's test with a client nobody here wrote
-# (internal/api/mcp_ts_test.go) runs the official TypeScript SDK, which
-# this installs from package-lock.json into tools/mcp-ts (.ci/run does);
-# without node or the SDK the test is skipped, and this says so loudly.
+# Two tests run programs nobody here wrote, from npm: the MCP front door's
+# with the official TypeScript SDK as its client
+# (internal/api/mcp_ts_test.go), and the MCP connectors' against the
+# official reference server, server-everything
+# (internal/api/connectors_everything_test.go). This installs both from
+# package-lock.json into tools/mcp-ts (.ci/run does); without node or a
+# package its test is skipped, and mcp-ts-note says so loudly.
+MCP_TS_MODULES = tools/mcp-ts/node_modules/@modelcontextprotocol
 mcp-ts:
 	cd tools/mcp-ts && npm ci --no-audit --no-fund
 mcp-ts-note:
-	@if command -v node >/dev/null 2>&1 && [ -f tools/mcp-ts/node_modules/@modelcontextprotocol/sdk/package.json ]; then \
-		echo "make test: the MCP front door is tested with the official TypeScript SDK too"; \
-	else \
-		echo "*** make test: NO NODE OR TYPESCRIPT MCP SDK: the TypeScript MCP client test DID NOT RUN (skipped)."; \
+	@if ! command -v node >/dev/null 2>&1; then \
+		echo "*** make test: NO NODE: the TypeScript MCP client test and the reference MCP server test DID NOT RUN (skipped)."; \
 		echo "*** Install node 18+ and run make mcp-ts (npm, from the npm registry)."; \
+	else \
+		if [ -f $(MCP_TS_MODULES)/sdk/package.json ]; then \
+			echo "make test: the MCP front door is tested with the official TypeScript SDK too"; \
+		else \
+			echo "*** make test: NO TYPESCRIPT MCP SDK: the TypeScript MCP client test DID NOT RUN (skipped)."; \
+			echo "*** Run make mcp-ts (npm, from the npm registry)."; \
+		fi; \
+		if [ -f $(MCP_TS_MODULES)/server-everything/package.json ]; then \
+			echo "make test: the MCP connectors are tested against the reference MCP server (server-everything) too"; \
+		else \
+			echo "*** make test: NO REFERENCE MCP SERVER: the reference MCP server test DID NOT RUN (skipped)."; \
+			echo "*** Run make mcp-ts (npm, from the npm registry)."; \
+		fi; \
 	fi
 
 # The console's browser suite (console/browser_test.go) needs a Chromium;
