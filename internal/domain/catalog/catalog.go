@@ -176,9 +176,10 @@ type Source struct {
 	// OrgRegistered marks a source the organization added itself (an MCP
 	// connector, a database). It is listed whether or not a credential is stored for
 	// it, and its actions' modes are an admin's to review: until reviewed,
-	// an action infers at most require_approval; once reviewed, the
-	// reviewed mode stands in for the org default and the drift guard
-	// applies.
+	// an action's mode follows its tier like any other's (a tool its server
+	// marks read-only runs, any other waits for a human; an admin denies or
+	// reclassifies what it should not); once reviewed, the reviewed mode
+	// stands in for the org default and the drift guard applies.
 	OrgRegistered bool
 	// Reviews are the admin reviews of its actions, by action id.
 	Reviews map[string]Review
