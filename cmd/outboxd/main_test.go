@@ -284,6 +284,26 @@ func TestToken_MintsVerifiableTokens(t *testing.T) {
 	require.Regexp(t, `--data-dir string\s+the outboxd dev directory`, out, "no backquoted word taken for the flag's type")
 }
 
+func TestToken_SourcesTakeSpacesAfterCommas(t *testing.T) {
+	t.Parallel()
+	secret := "token-command-secret-0123456"
+	v, err := auth.NewVerifier(secret)
+	require.NoError(t, err)
+	for sources, want := range map[string][]string{
+		"slack, linear":  {"slack", "linear"},
+		" slack ,github": {"slack", "github"},
+		"slack,":         {"slack"},
+	} {
+		code, out := run(t, []string{"OUTBOXD_AUTH_JWT_SECRET=" + secret}, "token", "--org", "o1", "--kind", "service", "--sources", sources)
+		require.Equal(t, 0, code, out)
+		token, _, _ := strings.Cut(out, "\n")
+		claims, err := v.Verify(token)
+		require.NoError(t, err)
+		require.Equal(t, want, claims.Sources.IDs(), "--sources %q", sources)
+		require.True(t, claims.MaySource(want[0]), "--sources %q", sources)
+	}
+}
+
 func TestDev_RunsOnEmbeddedPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts its own Postgres cluster")

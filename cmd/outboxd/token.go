@@ -40,9 +40,14 @@ func newTokenCommand() *cobra.Command {
 				RegisteredClaims: jwt.RegisteredClaims{Subject: get("sub")},
 			}
 			if cmd.Flags().Changed("sources") {
+				// "slack, linear" names slack and linear: a source id with
+				// a space would name no source, and the token would
+				// silently be refused the one the operator meant.
 				var ids []string
-				if s := get("sources"); s != "" {
-					ids = strings.Split(s, ",")
+				for id := range strings.SplitSeq(get("sources"), ",") {
+					if id = strings.TrimSpace(id); id != "" {
+						ids = append(ids, id)
+					}
 				}
 				claims.Sources = auth.OnlySources(ids...)
 			}
