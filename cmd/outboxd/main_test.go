@@ -304,6 +304,16 @@ func TestToken_SourcesTakeSpacesAfterCommas(t *testing.T) {
 	}
 }
 
+func TestToken_RefusesALifetimeThatIsNotPositive(t *testing.T) {
+	t.Parallel()
+	for _, ttl := range []string{"0", "-1h"} {
+		code, out := run(t, []string{"OUTBOXD_AUTH_JWT_SECRET=token-command-secret-0123456"}, "token", "--org", "o1", "--kind", "service", "--ttl", ttl)
+		require.Equal(t, 1, code, out)
+		require.Contains(t, out, "lifetime must be positive")
+		require.NotContains(t, out, "eyJ", "no token printed")
+	}
+}
+
 func TestDev_RunsOnEmbeddedPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts its own Postgres cluster")

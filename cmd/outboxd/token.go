@@ -54,6 +54,9 @@ func newTokenCommand() *cobra.Command {
 			if err := checkTokenFlags(claims); err != nil {
 				return err
 			}
+			if ttl <= 0 {
+				return fmt.Errorf("--ttl %s: a token's lifetime must be positive (a token minted with it has already expired)", ttl)
+			}
 			if limit := v.GetDuration("auth.max_lifetime"); limit > 0 && ttl > limit {
 				return fmt.Errorf("--ttl %s is longer than auth.max_lifetime (%s): outboxd would refuse the token", ttl, limit)
 			}
