@@ -231,6 +231,19 @@ func TestMigrate_ConcurrentRunsTakeTurns(t *testing.T) {
 	require.Equal(t, 1, applied, "exactly one process applies the migration")
 }
 
+func TestMigrate_DownRefusesStepsWithAll(t *testing.T) {
+	t.Parallel()
+	env := baseEnv(pgtest.URL(t), "http://127.0.0.1:1")
+	code, out := run(t, env, "migrate", "down", "--steps", "2", "--all")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "[all steps] were all set")
+	require.NotContains(t, out, "reverted")
+
+	code, out = run(t, env, "migrate", "status")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "up to date", "nothing was reverted")
+}
+
 func TestToken_MintsVerifiableTokens(t *testing.T) {
 	t.Parallel()
 	secret := "token-command-secret-0123456"

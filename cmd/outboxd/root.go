@@ -236,6 +236,9 @@ func newMigrateCommand() *cobra.Command {
 	}
 	down.Flags().Int("steps", 1, "how many outboxd migrations to revert")
 	down.Flags().Bool("all", false, "revert every outboxd migration and River's too (drops all data)")
+	// --steps 2 --all would revert everything: refuse the pair rather
+	// than let the flag that drops all data win.
+	down.MarkFlagsMutuallyExclusive("steps", "all")
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Show applied and pending migrations",
