@@ -569,6 +569,7 @@ func TestDLQ_CommandsReplayThroughTheCLI(t *testing.T) {
 	code, out = run(t, env, "dlq", "discard", "--org", apptest.Org, id)
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "conflict")
+	require.Contains(t, out, "1 of 1 could not be discarded")
 	require.Empty(t, b.AuditEntries("action=dead_letter.discard"), "nothing discarded, nothing recorded")
 
 	code, out = run(t, env, "queue", "list")

@@ -108,9 +108,9 @@ func newDLQCommand() *cobra.Command {
 			RunE: func(cmd *cobra.Command, ids []string) error {
 				org, _ := cmd.Flags().GetString("org")
 				return withServiceAndTrail(cmd, func(svc *admin.Service, trail *audit.Service) error {
-					op, action := svc.DiscardDeadLetters, "dead_letter.discard"
+					op, action, past := svc.DiscardDeadLetters, "dead_letter.discard", "discarded"
 					if retry {
-						op, action = svc.RetryDeadLetters, "dead_letter.retry"
+						op, action, past = svc.RetryDeadLetters, "dead_letter.retry", "retried"
 					}
 					results, err := op(cmd.Context(), org, operator(cmd), ids)
 					if err != nil {
@@ -140,7 +140,7 @@ func newDLQCommand() *cobra.Command {
 						}
 					}
 					if failed > 0 {
-						return &exitError{code: 1, err: fmt.Errorf("%d of %d could not be %s", failed, len(results), use+"d")}
+						return &exitError{code: 1, err: fmt.Errorf("%d of %d could not be %s", failed, len(results), past)}
 					}
 					return nil
 				})
