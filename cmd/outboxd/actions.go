@@ -82,10 +82,29 @@ func exit(err error) error {
 	if !errors.As(err, &apiErr) {
 		return usageError("%v", err)
 	}
+	msg := apiErr.Error() + fieldErrors(apiErr.Details)
 	if apiErr.Status >= 400 && apiErr.Status < 500 {
-		return &exitError{code: exitUsage, err: errors.New(apiErr.Error())}
+		return &exitError{code: exitUsage, err: errors.New(msg)}
 	}
-	return &exitError{code: exitFailed, err: errors.New(apiErr.Error())}
+	return &exitError{code: exitFailed, err: errors.New(msg)}
+}
+
+// fieldErrors lists the field errors of a 400's details ("fields": params
+// that fail the action's schema), one per line, so that the agent learns
+// which param to fix; "" without any.
+func fieldErrors(details map[string]any) string {
+	fields, _ := details["fields"].([]any)
+	var b strings.Builder
+	for _, f := range fields {
+		m, _ := f.(map[string]any)
+		field, _ := m["field"].(string)
+		message, _ := m["message"].(string)
+		if field == "" {
+			field = "params"
+		}
+		fmt.Fprintf(&b, "\n  %s: %s", field, message)
+	}
+	return b.String()
 }
 
 func newActionsCommand() *cobra.Command {

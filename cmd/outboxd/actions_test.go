@@ -112,6 +112,14 @@ func TestActions_Run(t *testing.T) {
 		require.Contains(t, stdout, "slack.send_message")
 	})
 
+	t.Run("InvalidParamsNameTheField", func(t *testing.T) {
+		code, stdout, stderr := agentRun(t, env, nil, "run", "slack", "send_message", "--params", `{"channel":"C0123456789","text":7}`)
+		require.Equal(t, 4, code, stderr)
+		require.Empty(t, stdout)
+		require.Contains(t, stderr, "invalid params for slack.send_message")
+		require.Regexp(t, `\n  text: .*string`, stderr, "the param to fix, and what it must be")
+	})
+
 	t.Run("UsageAndAuthExit4", func(t *testing.T) {
 		for _, c := range []struct {
 			env  []string
