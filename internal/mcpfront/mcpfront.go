@@ -171,6 +171,14 @@ func New(deps *Deps) *Server {
 			Stateless:      stateless,
 			SessionTimeout: cfg.SessionTimeout,
 			Logger:         s.logger,
+			// The SDK's DNS rebinding guard refuses a request that reached
+			// a loopback address under another host name: every request
+			// behind a reverse proxy on the same machine that keeps the
+			// client's Host (outboxd listens on 127.0.0.1 by default).
+			// It protects servers anyone on the machine may call; every
+			// request here carries a bearer token the HTTP layer verified,
+			// which a rebound page cannot send, as on the REST routes.
+			DisableLocalhostProtection: true,
 			// A client that cancels a call (2026-07-28: by ending its
 			// request; 2025-11-25: with notifications/cancelled in its
 			// session) ends its wait, and withdraws the invocation
