@@ -1,6 +1,7 @@
 package mcpfront
 
 import (
+	"cmp"
 	"context"
 	"strings"
 
@@ -25,13 +26,16 @@ func (s *Server) listGuides(ctx context.Context, c *outboxauth.Claims) (*mcp.Lis
 	if err != nil {
 		return nil, err
 	}
-	out := &mcp.ListResourcesResult{Resources: []*mcp.Resource{{
+	out := &mcp.ListResourcesResult{Cacheable: perCaller, Resources: []*mcp.Resource{{
 		URI: bootstrapURI, Name: "guide", Title: "How to act through outboxd", MIMEType: "text/markdown",
 	}}}
 	for _, src := range listing.Sources {
+		// A source without a display name (the demo's) goes by its id,
+		// as its tools' titles do.
+		name := cmp.Or(src.Name, src.Source)
 		out.Resources = append(out.Resources, &mcp.Resource{
-			URI: guidePrefix + src.Source, Name: src.Source, Title: "Guide: " + src.Name, MIMEType: "text/markdown",
-			Description: "Every action of " + src.Name + " with its mode for you, its params and an example.",
+			URI: guidePrefix + src.Source, Name: src.Source, Title: "Guide: " + name, MIMEType: "text/markdown",
+			Description: "Every action of " + name + " with its mode for you, its params and an example.",
 		})
 	}
 	return out, nil
@@ -52,8 +56,15 @@ func (s *Server) readGuide(ctx context.Context, c *outboxauth.Claims, p *mcp.Rea
 	default:
 		return nil, mcp.ResourceNotFoundError(p.URI)
 	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: p.URI, MIMEType: "text/markdown", Text: text}}}, nil
+	return &mcp.ReadResourceResult{Cacheable: perCaller, Contents: []*mcp.ResourceContents{{URI: p.URI, MIMEType: "text/markdown", Text: text}}}, nil
 }
+
+// perCaller is how long, and by whom, a client may keep a list or a guide
+// (2026-07-28's ttlMs and cacheScope, which the SDK's own handlers fill in
+// but these bypass): read again each time, as the caller's catalog
+// changes, and never served to another caller, whose token may see other
+// sources and modes. An empty cacheScope is not a value the protocol has.
+var perCaller = mcp.Cacheable{TTLMs: 0, CacheScope: "private"}
 
 // caller is the catalog's view of the token.
 func caller(c *outboxauth.Claims) *catalog.Caller {

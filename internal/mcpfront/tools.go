@@ -86,7 +86,7 @@ func (s *Server) listTools(ctx context.Context, c *outboxauth.Claims, req *mcp.L
 	// end is counted from start, which cannot overflow.
 	start = min(start, len(all))
 	end := start + min(s.pageSize, len(all)-start)
-	out := &mcp.ListToolsResult{Tools: all[start:end]}
+	out := &mcp.ListToolsResult{Tools: all[start:end], Cacheable: perCaller}
 	if end < len(all) {
 		out.NextCursor = strconv.Itoa(end)
 	}
