@@ -274,7 +274,7 @@ func idempotencyKey(meta mcp.Meta, header string) (string, error) {
 	}
 	key, ok := raw.(string)
 	if !ok || key == "" || len(key) > 255 {
-		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "_meta." + idempotencyMeta + " (or Idempotency-Key) must be a string of 1 to 255 characters"}
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "_meta." + idempotencyMeta + " (or Idempotency-Key) must be a string of 1 to 255 bytes"}
 	}
 	// Refused as over REST: it is stored and indexed.
 	if problem := jsontext.IdentifierProblem(key); problem != "" {
