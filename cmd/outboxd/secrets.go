@@ -153,7 +153,8 @@ func report(out io.Writer, box *secretbox.Box, counts []sealedstore.Count) error
 			"Values stored while a process sealed with another key land here: once every process has %q first in secrets.keys, run `outboxd secrets rotate` again.\n",
 			remaining, strings.Join(where, ", "), strings.Join(keys, ", "), box.Primary())
 	case len(others) > 0:
-		fmt.Fprintf(out, "0 sealed values remain on other keys: every stored secret is sealed with %q; the old keys (%s) can be removed from secrets.keys.\n",
+		fmt.Fprintf(out, "0 sealed values remain on other keys: every stored secret is sealed with %q, the first key; the other keys (%s) seal nothing "+
+			"and can be removed from secrets.keys, unless you are rotating to one of them: list it first on every process, then run `outboxd secrets rotate`.\n",
 			box.Primary(), strings.Join(others, ", "))
 	default:
 		fmt.Fprintf(out, "0 sealed values remain on other keys: every stored secret is sealed with %q.\n", box.Primary())

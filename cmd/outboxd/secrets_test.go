@@ -187,7 +187,7 @@ func TestSecrets_RotateWhileServing(t *testing.T) {
 	for _, c := range sealedstore.Columns {
 		require.Regexp(t, regexp.QuoteMeta(c.Name)+`: \d+ sealed, [1-9]\d* re-sealed`, out, "every column is rotated")
 	}
-	require.Contains(t, out, `0 sealed values remain on other keys: every stored secret is sealed with "2026-11"; the old keys (default) can be removed from secrets.keys.`)
+	require.Contains(t, out, `0 sealed values remain on other keys: every stored secret is sealed with "2026-11", the first key; the other keys (default) seal nothing and can be removed from secrets.keys`)
 	require.NotContains(t, out, oldKey)
 	require.NotContains(t, out, newKey)
 	require.Contains(t, out, `recorded "secrets.rotate" in the audit trail of 1 organizations`)
