@@ -697,6 +697,67 @@ func TestMCP_ShutdownEndsOpenStreams(t *testing.T) {
 	}
 }
 
+// A shutdown does not wait out a call waiting for a human, nor lose its
+// answer: each call answers at once with its invocation still pending
+// (which another process then waits on with outboxd_wait), in a session
+// or without one, and the invocation is not withdrawn.
+func TestMCP_ShutdownAnswersWaitingCalls(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{ShutdownTimeout: 10 * time.Minute, Outbox: outbox.Config{SyncWait: 10 * time.Minute}})
+	b.StoreSlackToken("xoxb-mcp-shutdown")
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	answers := map[string]chan answer{}
+	for _, version := range protocolVersions {
+		session := mcpSessionAt(t, b, b.Sandbox(), version, nil)
+		done := make(chan answer, 1)
+		answers[version] = done
+		go func() {
+			res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "slack.send_message", Arguments: message})
+			done <- answer{res, err}
+		}()
+	}
+	var pending []any
+	require.Eventually(t, func() bool {
+		pending, _ = b.Do("GET", "/v1/invocations?status=pending", b.Owner(), nil).Body["invocations"].([]any)
+		return len(pending) == len(protocolVersions)
+	}, 15*time.Second, 20*time.Millisecond)
+
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		b.Stop()
+	}()
+	ids := map[string]bool{}
+	for version, done := range answers {
+		select {
+		case a := <-done:
+			require.NoError(t, a.err, version)
+			require.False(t, a.res.IsError, callText(t, a.res))
+			got := a.res.StructuredContent.(map[string]any)
+			require.Equal(t, "pending", got["status"], version)
+			ids[got["invocation_id"].(string)] = true
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: the waiting call was not answered at shutdown", version)
+		}
+	}
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("the shutdown waits for the waiting calls")
+	}
+	for _, inv := range pending {
+		id := inv.(map[string]any)["id"].(string)
+		require.True(t, ids[id], "the answers name the pending invocations")
+		var status string
+		require.NoError(t, b.Pool.QueryRow(context.Background(), "SELECT status FROM action_invocations WHERE id = $1", id).Scan(&status))
+		require.Equal(t, "pending", status, "not withdrawn")
+	}
+	require.Empty(t, b.Slack.Requests())
+}
+
 // A connector's tools are tools too: their name maps back to the
 // connector through the caller's catalog, and the call reaches the
 // connector's MCP server.

@@ -186,7 +186,14 @@ func (s *Server) await(ctx context.Context, wait func(context.Context, invocatio
 	start := time.Now()
 	defer func() { s.metrics.MCPWait.Observe(time.Since(start).Seconds()) }()
 	deadline := start.Add(s.wait)
+	// A shutdown ends the wait as its deadline would (Close).
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.draining, cancel)()
 	for step := 0; ; step++ {
+		if s.draining.Err() != nil {
+			return inv, nil
+		}
 		if cr.wantsProgress() {
 			// What it waits for costs a read for a pending call: only
 			// for a client that asked.
@@ -196,8 +203,11 @@ func (s *Server) await(ctx context.Context, wait func(context.Context, invocatio
 		if slice <= 0 {
 			return inv, nil
 		}
-		next, err := wait(ctx, inv, slice)
+		next, err := wait(waitCtx, inv, slice)
 		if err != nil {
+			if ctx.Err() == nil && s.draining.Err() != nil {
+				return inv, nil
+			}
 			return inv, err
 		}
 		inv = next

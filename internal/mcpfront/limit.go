@@ -36,6 +36,10 @@ type sessionLimit struct {
 	// closing are the ids of the sessions closed for room, until close
 	// has closed them.
 	closing map[string]bool
+	// inFlight counts the requests in flight of every session; answered
+	// is signalled each time one is answered (settle).
+	inFlight int
+	answered *sync.Cond
 }
 
 // limited is one session of an organization.
@@ -46,9 +50,28 @@ type limited struct {
 }
 
 func newSessionLimit(max int) *sessionLimit {
-	return &sessionLimit{max: max, orgs: map[string]*list.List{}, all: map[*mcp.ServerSession]*list.Element{},
+	l := &sessionLimit{max: max, orgs: map[string]*list.List{}, all: map[*mcp.ServerSession]*list.Element{},
 		byID: map[string]*list.Element{}, closing: map[string]bool{},
 		closedLog: rate.Sometimes{First: 1, Interval: time.Minute}, refusedLog: rate.Sometimes{First: 1, Interval: time.Minute}}
+	l.answered = sync.NewCond(&l.mu)
+	return l
+}
+
+// settle waits until no session has a request in flight, or until d has
+// passed.
+func (l *sessionLimit) settle(d time.Duration) {
+	deadline := time.Now().Add(d)
+	wake := time.AfterFunc(d, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.answered.Broadcast()
+	})
+	defer wake.Stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.inFlight > 0 && time.Now().Before(deadline) {
+		l.answered.Wait()
+	}
 }
 
 // room reports whether org may open one more session: it is under the
@@ -116,11 +139,14 @@ func (l *sessionLimit) enter(org, id string) (end func(), gone bool) {
 	}
 	s := e.Value.(*limited)
 	s.inFlight++
+	l.inFlight++
 	l.orgs[s.org].MoveToFront(e)
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		s.inFlight--
+		l.inFlight--
+		l.answered.Broadcast()
 	}, false
 }
 

@@ -143,7 +143,15 @@ type Server struct {
 	// watchers is nil without Deps.Changes.
 	watchers *watchers
 	sessions *sessionLimit
+	// draining ends when the server shuts down (Close): waiting calls
+	// then answer where their invocation stands (await).
+	draining    context.Context
+	stopWaiting context.CancelFunc
 }
+
+// closeGrace bounds how long Close waits for the sessions' requests in
+// flight to be answered before it closes the sessions.
+const closeGrace = 5 * time.Second
 
 // New returns the front door.
 func New(deps *Deps) *Server {
@@ -152,6 +160,7 @@ func New(deps *Deps) *Server {
 	if s.metrics == nil {
 		s.metrics = telemetry.NewNop()
 	}
+	s.draining, s.stopWaiting = context.WithCancel(context.Background())
 	cfg := deps.Config.WithDefaults()
 	s.sessions = newSessionLimit(cfg.MaxSessions)
 	if deps.Changes != nil {
@@ -226,7 +235,14 @@ const sessionlessVersion = "2026-07-28"
 
 // Close ends the front door's sessions and stops watching catalogs; the
 // HTTP server's shutdown calls it so that no session's stream holds it up.
+// Calls waiting for a human or a worker answer first, with where their
+// invocation stands (pending, with its id: the client waits again with
+// outboxd_wait, on any process), and their answers are written before
+// their sessions close: a shutdown neither holds them until the wait
+// ends nor loses them.
 func (s *Server) Close() {
+	s.stopWaiting()
+	s.sessions.settle(closeGrace)
 	if s.watchers != nil {
 		s.watchers.close()
 	}
