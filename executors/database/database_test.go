@@ -120,6 +120,48 @@ func TestQuery_WritesAreRefusedByTheReadOnlyTransaction(t *testing.T) {
 	require.Equal(t, `4`, string(res.Rows[0][0]))
 }
 
+// A session advisory lock or a prepared statement survives a rollback:
+// what an agent's statement leaves on its connection is undone before the
+// connection serves another call, so no lock outlives the call (blocking
+// the database's own users) and no statement reaches the next call.
+func TestQuery_SessionStateDoesNotOutliveTheCall(t *testing.T) {
+	tg := databasetest.NewTarget(t)
+	ctx := context.Background()
+	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop"})
+
+	_, e := query(t, src, tg.URL, `SELECT pg_advisory_lock(4242)`)
+	require.Nil(t, e)
+	_, e = query(t, src, tg.URL, `PREPARE agent_stmt AS SELECT 1`)
+	require.Nil(t, e)
+
+	admin, err := pgx.Connect(ctx, tg.AdminURL)
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	var got bool
+	require.NoError(t, admin.QueryRow(ctx, `SELECT pg_try_advisory_lock(4242)`).Scan(&got))
+	require.True(t, got, "the agent's advisory lock was released with its call")
+
+	_, e = query(t, src, tg.URL, `EXECUTE agent_stmt`)
+	require.NotNil(t, e, "the prepared statement did not reach the next call")
+	require.Contains(t, e.Message, "does not exist")
+
+	// The connection still serves, its statement cache in step.
+	for range 3 {
+		_, e = exec(t, src, tg.URL, database.ActionListTables, map[string]any{})
+		require.Nil(t, e)
+		res, e := query(t, src, tg.URL, `SELECT count(*) FROM shop.items`)
+		require.Nil(t, e)
+		require.Equal(t, `3`, string(res.Rows[0][0]))
+		_, e = query(t, src, tg.URL, `INSERT INTO shop.items (name) VALUES ('x')`)
+		require.NotNil(t, e)
+		require.Equal(t, database.CodeReadOnly, e.Code)
+		// The reset keeps the connection's own read-only default.
+		res, e = query(t, src, tg.URL, `SHOW default_transaction_read_only`)
+		require.Nil(t, e)
+		require.Equal(t, `"on"`, string(res.Rows[0][0]))
+	}
+}
+
 func TestQuery_StatementTimeoutCancelsASlowQuery(t *testing.T) {
 	tg := databasetest.NewTarget(t)
 	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop", StatementTimeout: 300 * time.Millisecond})

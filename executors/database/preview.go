@@ -45,7 +45,7 @@ func (s *source) Preview(ctx context.Context, actionID string, params json.RawMe
 		return nil, s.classify(ctx, err, sc)
 	}
 	defer release()
-	out, err := s.inReadOnlyTx(ctx, pool, func(ctx context.Context, tx pgx.Tx) (any, error) {
+	out, err := s.inReadOnlyTx(ctx, pool, false, func(ctx context.Context, tx pgx.Tx) (any, error) {
 		return explain(ctx, tx, p.SQL, args)
 	})
 	if err != nil {

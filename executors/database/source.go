@@ -219,7 +219,7 @@ func (s *source) Execute(ctx context.Context, actionID string, params json.RawMe
 		return executors.Result{}, s.classify(ctx, err, sc)
 	}
 	defer release()
-	out, err := s.inReadOnlyTx(ctx, pool, run)
+	out, err := s.inReadOnlyTx(ctx, pool, actionID == ActionQuery, run)
 	if err != nil {
 		return executors.Result{}, s.classify(ctx, err, sc)
 	}
@@ -233,8 +233,10 @@ func (s *source) Execute(ctx context.Context, actionID string, params json.RawMe
 // inReadOnlyTx runs fn in a READ ONLY transaction, which it always rolls
 // back. Its first statement sets the local statement_timeout with a
 // SELECT, which also takes the transaction's first snapshot: from then on
-// Postgres refuses SET TRANSACTION READ WRITE.
-func (s *source) inReadOnlyTx(ctx context.Context, pool *pgxpool.Pool, fn func(ctx context.Context, tx pgx.Tx) (any, error)) (any, error) {
+// Postgres refuses SET TRANSACTION READ WRITE. With agentSQL (fn runs an
+// agent's statement), the connection's session is reset after the
+// rollback, before it goes back to the pool.
+func (s *source) inReadOnlyTx(ctx context.Context, pool *pgxpool.Pool, agentSQL bool, fn func(ctx context.Context, tx pgx.Tx) (any, error)) (any, error) {
 	// The server cancels a slow statement; this deadline only catches a
 	// server that does not answer at all.
 	ctx, cancel := context.WithTimeout(ctx, s.db.StatementTimeout+5*time.Second)
@@ -244,6 +246,9 @@ func (s *source) inReadOnlyTx(ctx context.Context, pool *pgxpool.Pool, fn func(c
 		return nil, err
 	}
 	defer conn.Release()
+	if agentSQL {
+		defer resetSession(ctx, conn) // after the rollback, before the release
+	}
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, err
@@ -253,6 +258,29 @@ func (s *source) inReadOnlyTx(ctx context.Context, pool *pgxpool.Pool, fn func(c
 		return nil, err
 	}
 	return fn(ctx, tx)
+}
+
+// resetSession undoes what an agent's statement may leave on its
+// connection beyond the rolled-back transaction, so that nothing reaches
+// the next call nor outlives the call: session advisory locks
+// (pg_advisory_lock holds its lock until the session ends or unlocks it,
+// rollback or not), prepared statements (PREPARE is not transactional),
+// and the rest DISCARD ALL ends; pgx's statement caches are emptied with
+// it. A connection that cannot be reset is closed, so the pool drops it.
+func resetSession(ctx context.Context, conn *pgxpool.Conn) {
+	c := conn.Conn()
+	if c.IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, err := c.PgConn().Exec(ctx, "DISCARD ALL").ReadAll()
+	if err == nil {
+		err = c.DeallocateAll(ctx)
+	}
+	if err != nil {
+		_ = c.Close(ctx)
+	}
 }
 
 // decodeParams decodes params strictly into v; the API validated them
