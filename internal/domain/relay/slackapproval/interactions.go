@@ -190,9 +190,15 @@ func (c *Clicks) decide(ctx context.Context, v buttonValue, slackUser, action, r
 	default:
 		return "Unknown action; nothing was changed.", nil
 	}
+	var invalid *errs.ValidationError
 	switch {
 	case err == nil:
 		return "", nil
+	case errors.As(err, &invalid):
+		// Refused as the API refuses it (400): say why, as the API does;
+		// Approve & always allow of an approval that does not release the
+		// invocation is one.
+		return "Not done: " + invalid.Message + ". Nothing was changed.", nil
 	case errors.Is(err, errs.NotApprover):
 		return "You are not in this request's approver group; nothing was changed.", nil
 	case errors.Is(err, errs.AlreadyApproved):

@@ -161,3 +161,38 @@ func TestSlack_DecidedElsewhereUpdatesTheMessage(t *testing.T) {
 	text := slackCalls(b, "/chat.update")[0].Body["text"].(string)
 	require.True(t, strings.Contains(text, "Denied by user-admin") && strings.Contains(text, "not today"), text)
 }
+
+// Approve & always allow by an approval that does not release the
+// invocation (more approvers must approve) is refused as the API refuses
+// it: the approver is told why, and nothing is recorded.
+func TestSlack_AlwaysShortOfTheCountSaysWhy(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Slack: slackapproval.Config{Channel: "C0APPROVALS", SigningSecret: secret}})
+	b.StoreSlackToken("xoxb-approvals")
+	r := b.Do("PUT", "/v1/approvers/slack", b.Owner(), map[string]any{
+		"U_ADMIN": map[string]string{"user_id": "alice", "role": "admin"},
+	})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	r = b.Do("PUT", "/v1/approvers/policy", b.Owner(), map[string]any{"required": map[string]int{"R2": 2}, "groups": []any{}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+
+	id := b.Invoke("send_message", message).Body["invocation_id"].(string)
+	require.Eventually(t, func() bool { return len(slackCalls(b, "/chat.postMessage")) == 1 }, 10*time.Second, 20*time.Millisecond)
+	var value string
+	for _, blk := range slackCalls(b, "/chat.postMessage")[0].Body["blocks"].([]any) {
+		if els, ok := blk.(map[string]any)["elements"].([]any); ok {
+			value = els[0].(map[string]any)["value"].(string)
+		}
+	}
+	c := &clicker{t: t, b: b, value: value, respond: b.Slack.Server.URL + "/response"}
+
+	require.Equal(t, http.StatusOK, c.click("U_ADMIN", "approve_always", secret, time.Now()).Status)
+	require.Eventually(t, func() bool { return len(slackCalls(b, "/response")) == 1 }, 5*time.Second, 20*time.Millisecond)
+	text := slackCalls(b, "/response")[0].Body["text"].(string)
+	require.NotContains(t, text, "Something went wrong")
+	require.Contains(t, text, "the last approver may always allow")
+	require.Contains(t, text, "Nothing was changed")
+	inv := b.Invocation(id)
+	require.Equal(t, "pending", inv["status"])
+	require.Empty(t, inv["approvals"], "nothing recorded")
+}
