@@ -3,6 +3,7 @@ package api_test
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,4 +187,25 @@ func TestOrgCatalog(t *testing.T) {
 		}
 	}
 	require.True(t, found, string(r.Raw))
+}
+
+// TestDeny_ReasonIsCountedInCharacters: a reason is at most 2000
+// characters, as the console's and Slack's fields count them, whatever
+// their bytes: 2000 euro signs (6000 bytes) deny, 2001 do not.
+func TestDeny_ReasonIsCountedInCharacters(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-deny-reason")
+	r := b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "ask first"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	id := r.Body["invocation_id"].(string)
+
+	r = b.Do("POST", "/v1/invocations/"+id+"/deny", b.Owner(), map[string]string{"reason": strings.Repeat("€", 2001)})
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Raw))
+	require.Equal(t, "pending", b.Invocation(id)["status"])
+	reason := strings.Repeat("€", 2000)
+	r = b.Do("POST", "/v1/invocations/"+id+"/deny", b.Owner(), map[string]string{"reason": reason})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, "denied", b.Invocation(id)["status"])
+	require.Equal(t, reason, b.Invocation(id)["error"])
 }

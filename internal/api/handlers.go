@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
@@ -358,7 +359,7 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, c *auth.Claims) er
 			return err
 		}
 	}
-	if len(body.Reason) > 2000 {
+	if utf8.RuneCountInString(body.Reason) > 2000 {
 		return badRequest("invalid_request", "reason must be at most 2000 characters")
 	}
 	inv, err := s.svc.Deny(r.Context(), &outbox.DenyParams{

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
@@ -120,9 +121,10 @@ func (c *Clicks) submitted(w http.ResponseWriter, r *http.Request, in *interacti
 	if field, ok := in.View.State.Values[reasonBlock][reasonAction]; ok && field.Value != nil {
 		reason = strings.TrimSpace(*field.Value)
 	}
-	if len(reason) > MaxDenyReason {
+	// Characters, as Slack's max_length counts them, not bytes.
+	if n := utf8.RuneCountInString(reason); n > MaxDenyReason {
 		writeViewAnswer(w, map[string]any{"response_action": "errors", "errors": map[string]string{
-			reasonBlock: fmt.Sprintf("At most %d characters, please (this one has %d).", MaxDenyReason, len(reason)),
+			reasonBlock: fmt.Sprintf("At most %d characters, please (this one has %d).", MaxDenyReason, n),
 		}})
 		return
 	}

@@ -136,7 +136,7 @@ func TestSlack_DenyAsksWhyInAModal(t *testing.T) {
 	requireStatus("pending")
 
 	// A reason longer than the API takes is Slack's field error.
-	r = c.submit(views[0], "U_ADMIN", strings.Repeat("x", 2001), secret)
+	r = c.submit(views[0], "U_ADMIN", strings.Repeat("€", 2001), secret)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Equal(t, "errors", r.Body["response_action"])
 	require.Contains(t, r.Body["errors"], "reason")
@@ -144,7 +144,9 @@ func TestSlack_DenyAsksWhyInAModal(t *testing.T) {
 
 	// The approver's submission denies, as alice, with the reason typed:
 	// the agent reads it.
-	const reason = "Not to #general on a Friday; post in #deploys instead."
+	// Counted in characters, as Slack's field counts them: 2000 of them
+	// take more bytes.
+	reason := "Not to #general on a Friday; post in #deploys instead. " + strings.Repeat("€", 2000-55)
 	r = c.submit(views[0], "U_ADMIN", reason, secret)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Empty(t, r.Raw, "an empty answer closes the modal")
