@@ -153,10 +153,23 @@ func (s *Service) policy(ctx context.Context, db dbutil.DB, org string) (Policy,
 	if err := json.Unmarshal(r.Groups, &p.Groups); err != nil {
 		return p, fmt.Errorf("decoding the approver groups: %w", err)
 	}
+	normalizePolicy(&p)
+	return p, nil
+}
+
+// normalizePolicy makes a policy's nil map and lists empty: a policy put
+// without "groups" (or "required") reads back as [] ({}), as its
+// documented shape says, not null.
+func normalizePolicy(p *Policy) {
+	if p.Required == nil {
+		p.Required = map[policy.Tier]int{}
+	}
+	if p.Groups == nil {
+		p.Groups = []Group{}
+	}
 	for i := range p.Groups {
 		normalize(&p.Groups[i])
 	}
-	return p, nil
 }
 
 // normalize makes a group's nil lists empty, so that a stored policy and
@@ -178,6 +191,7 @@ func (s *Service) Put(ctx context.Context, org, by string, p Policy, ifMatch str
 	if err := validate(&p); err != nil {
 		return Policy{}, err
 	}
+	normalizePolicy(&p)
 	required, _ := json.Marshal(p.Required)
 	groups, _ := json.Marshal(p.Groups)
 	var after Policy

@@ -335,3 +335,22 @@ func TestApprovers_GroupsRouteToTheirChannelAndInbox(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Equal(t, "denied", r.Body["invocation"].(map[string]any)["status"])
 }
+
+// TestApprovers_PolicyWithoutGroups: a policy put without "groups" (or
+// without "required") answers and reads back [] ({}), as the document's
+// shape says, never null; the contract check of every exchange holds.
+func TestApprovers_PolicyWithoutGroups(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	r := b.Do("PUT", "/v1/approvers/policy", b.Owner(), map[string]any{"required": map[string]any{"R2": 2}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, []any{}, r.Body["groups"])
+	r = b.Do("GET", "/v1/approvers/policy", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, []any{}, r.Body["groups"])
+	require.EqualValues(t, 2, r.Body["required"].(map[string]any)["R2"])
+
+	r = b.Do("PUT", "/v1/approvers/policy", b.Owner(), map[string]any{"groups": []any{}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, map[string]any{}, r.Body["required"])
+}
