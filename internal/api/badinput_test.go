@@ -447,6 +447,7 @@ func TestBadInput_Corpus(t *testing.T) {
 			{"UserIDNUL", `{"U0123":{"user_id":"b\u0000","role":"admin"}}`, "U0123.user_id"},
 			{"KeyInvalidUTF8", "{\"U\xff\":{\"user_id\":\"b\",\"role\":\"admin\"}}", ""},
 			{"NotObject", `{"U0123":"alice"}`, "U0123"},
+			{"UnknownField", `{"U0123":{"user_id":"bob","role":"admin","usr_id":"carol"}}`, "U0123"},
 			{"Array", `[]`, ""},
 		}},
 		{"PATCH", "/v1/connectors/" + conn, owner, []bodyCase{

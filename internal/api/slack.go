@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 
@@ -67,8 +68,12 @@ func (s *Server) putSlackApprovers(w http.ResponseWriter, r *http.Request, c *au
 	}
 	approvers := map[string]slackapproval.Approver{}
 	for id, raw := range body {
+		// Strict, as every body is: a misspelt field is refused, not
+		// dropped.
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
 		var a approverView
-		if err := json.Unmarshal(raw, &a); err != nil {
+		if err := dec.Decode(&a); err != nil {
 			return invalidField(id, "%s must be {\"user_id\", \"role\"}", id)
 		}
 		approvers[id] = slackapproval.Approver(a)
