@@ -218,7 +218,9 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 		if err != nil {
 			return fmt.Errorf("recording the endpoint's failure: %w", err)
 		}
-		if ep.Enabled && !after.Enabled {
+		// Disabled by this failure, not by an admin meanwhile (whose
+		// disabling leaves disabled_at unset).
+		if ep.Enabled && !after.Enabled && after.DisabledAt != nil {
 			s.logger.WarnContext(ctx, "webhook endpoint disabled after failing too long", "organization_id", ep.OrganizationID,
 				"webhook_id", ep.ID, "failing_since", after.FailingSince)
 		}

@@ -255,3 +255,39 @@ func contains(list []string, s string) bool {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// TestWebhook_DisabledByAnAdminMidDelivery: an endpoint an admin disables
+// while one of its deliveries is in flight is not reported as disabled by
+// outboxd for failing (no WARN, no disabled_at), though that delivery
+// then fails.
+func TestWebhook_DisabledByAnAdminMidDelivery(t *testing.T) {
+	t.Parallel()
+	var logs apptest.Logs
+	b := apptest.Start(t, &apptest.Options{Logs: &logs, Webhooks: webhook.Config{MaxAttempts: 1, DisableAfter: time.Millisecond}})
+	b.StoreSlackToken("xoxb-hooks")
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	rc := newReceiver(t, func(string, int) int {
+		arrived <- struct{}{}
+		<-release
+		return http.StatusBadGateway
+	})
+	id, secret := createWebhook(t, b, rc.server.URL, "action_approval_request")
+	rc.setSecret(secret)
+	require.Equal(t, http.StatusAccepted, b.Invoke("send_message", message).Status)
+	select {
+	case <-arrived:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no delivery")
+	}
+	r := b.Do("PATCH", "/v1/webhooks/"+id, b.Admin(), map[string]any{"enabled": false})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	close(release)
+	require.Eventually(t, func() bool {
+		ds := deliveries(t, b, id)
+		return len(ds) == 1 && ds[0]["status"] != "pending" && ds[0]["status"] != "retrying" && ds[0]["attempts"] == float64(1)
+	}, 15*time.Second, 20*time.Millisecond)
+	hook := b.Do("GET", "/v1/webhooks/"+id, b.Admin(), nil).Body["webhook"].(map[string]any)
+	require.Equal(t, false, hook["enabled"])
+	require.Nil(t, hook["disabled_at"], "the admin disabled it, not outboxd")
+	require.NotContains(t, logs.String(), "disabled after failing too long")
+}
