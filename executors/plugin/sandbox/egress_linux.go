@@ -215,6 +215,17 @@ func listenAt(a netip.Addr, port uint16) (int, error) {
 	if err != nil {
 		return -1, err
 	}
+	// An IPv6 address just added is tentative until the kernel's duplicate
+	// address detection, which loopback skips but still finishes in a work
+	// queue, has run: a bind in between fails with EADDRNOTAVAIL. Free
+	// binding takes the address as it is; it is valid long before the
+	// plugin, which the init has not started yet, connects.
+	if !a.Is4() {
+		if err := unix.SetsockoptInt(fd, unix.SOL_IPV6, unix.IPV6_FREEBIND, 1); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+	}
 	if err := errors.Join(unix.Bind(fd, sa), unix.Listen(fd, 128)); err != nil {
 		unix.Close(fd)
 		return -1, err
