@@ -68,19 +68,27 @@ func slackCalls(b *apptest.Bundle, path string) []apptest.SlackRequest {
 	return out
 }
 
-func TestSlack_ClickApprovesAndUpdatesTheMessage(t *testing.T) {
-	t.Parallel()
+// approvalsBundle runs outboxd with Slack approvals in C0APPROVALS and
+// alice (Slack's U_ADMIN) an approver.
+func approvalsBundle(t *testing.T) *apptest.Bundle {
+	t.Helper()
 	b := apptest.Start(t, &apptest.Options{Slack: slackapproval.Config{Channel: "C0APPROVALS", SigningSecret: secret}})
 	b.StoreSlackToken("xoxb-approvals")
 	r := b.Do("PUT", "/v1/approvers/slack", b.Owner(), map[string]any{
 		"U_ADMIN": map[string]string{"user_id": "alice", "role": "admin"},
 	})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	return b
+}
+
+func TestSlack_ClickApprovesAndUpdatesTheMessage(t *testing.T) {
+	t.Parallel()
+	b := approvalsBundle(t)
 	require.Equal(t, http.StatusBadRequest, b.Do("PUT", "/v1/approvers/slack", b.Owner(), map[string]any{
 		"U_MEMBER": map[string]string{"user_id": "bob", "role": "member"},
 	}).Status, "only admins and owners approve")
 
-	r = b.Invoke("send_message", message)
+	r := b.Invoke("send_message", message)
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
 	id := r.Body["invocation_id"].(string)
 
@@ -167,13 +175,8 @@ func TestSlack_DecidedElsewhereUpdatesTheMessage(t *testing.T) {
 // it: the approver is told why, and nothing is recorded.
 func TestSlack_AlwaysShortOfTheCountSaysWhy(t *testing.T) {
 	t.Parallel()
-	b := apptest.Start(t, &apptest.Options{Slack: slackapproval.Config{Channel: "C0APPROVALS", SigningSecret: secret}})
-	b.StoreSlackToken("xoxb-approvals")
-	r := b.Do("PUT", "/v1/approvers/slack", b.Owner(), map[string]any{
-		"U_ADMIN": map[string]string{"user_id": "alice", "role": "admin"},
-	})
-	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
-	r = b.Do("PUT", "/v1/approvers/policy", b.Owner(), map[string]any{"required": map[string]int{"R2": 2}, "groups": []any{}})
+	b := approvalsBundle(t)
+	r := b.Do("PUT", "/v1/approvers/policy", b.Owner(), map[string]any{"required": map[string]int{"R2": 2}, "groups": []any{}})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 
 	id := b.Invoke("send_message", message).Body["invocation_id"].(string)
