@@ -417,6 +417,11 @@ func mapClaims(raw jwt.MapClaims, names *ClaimNames, defaults *ClaimDefaults) (*
 	c.Subject = str(names.Subject)
 	c.Org = cmp.Or(str(names.Org), defaults.Org)
 	c.Kind = cmp.Or(Kind(str(names.Kind)), defaults.Kind)
+	if err != nil {
+		// Before roleClaim's error replaces it: a mistyped claim is
+		// refused, not filled in with a default.
+		return nil, err
+	}
 	role, err := roleClaim(raw, names.Role)
 	if err != nil {
 		return nil, err

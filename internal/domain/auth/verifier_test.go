@@ -447,3 +447,18 @@ func TestVerifier_Revocations(t *testing.T) {
 	_, err = v.Verify(alice)
 	require.NoError(t, err)
 }
+
+// TestVerifier_MistypedClaimNotDefaulted: a claim present with another
+// type than a string is refused, not replaced by auth.idp.defaults: a
+// token whose org is a list of organizations is not taken for the
+// default organization's.
+func TestVerifier_MistypedClaimNotDefaulted(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &auth.Config{IdP: auth.IdPConfig{
+		Defaults: auth.ClaimDefaults{Org: "acme", Kind: auth.KindUser, Role: auth.RoleMember},
+	}})
+	for name, v := range map[string]any{"org": []string{"acme", "globex"}, "kind": 1, "sub": true} {
+		_, err := b.v.Verify(b.idp.Sign(t, "RS256", idpClaims(b.idp, b.clock, jwt.MapClaims{name: v})))
+		require.ErrorContains(t, err, "claim "+name+" must be a string", name)
+	}
+}
