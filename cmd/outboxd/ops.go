@@ -185,11 +185,7 @@ func newQueueCommand() *cobra.Command {
 				for _, q := range queues {
 					for _, state := range slices.Sorted(maps.Keys(q.States)) {
 						st := q.States[state]
-						age := "-"
-						if st.AgeSeconds != nil {
-							age = (time.Duration(*st.AgeSeconds * float64(time.Second))).Round(time.Second).String()
-						}
-						fmt.Fprintf(w, "%s\t%v\t%s\t%d\t%s\n", q.Name, q.Paused, state, st.Count, age)
+						fmt.Fprintf(w, "%s\t%v\t%s\t%d\t%s\n", q.Name, q.Paused, state, st.Count, oldestAge(st.AgeSeconds))
 					}
 				}
 				return w.Flush()
@@ -218,4 +214,19 @@ func newQueueCommand() *cobra.Command {
 	}
 	cmd.AddCommand(list, op("pause", true), op("resume", false))
 	return cmd
+}
+
+// oldestAge is the OLDEST AGE column of `queue list`: how long the oldest
+// job of a state has waited, "-" when none. The first scheduled or
+// retryable job is usually still ahead, a negative age: it shows as when
+// it is due ("in 5m0s"), not as an age below zero.
+func oldestAge(seconds *float64) string {
+	if seconds == nil {
+		return "-"
+	}
+	d := time.Duration(*seconds * float64(time.Second)).Round(time.Second)
+	if d < 0 {
+		return "in " + (-d).String()
+	}
+	return d.String()
 }

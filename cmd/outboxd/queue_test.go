@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/pgtest"
 )
 
 // TestQueue_OperatorPausesEveryOrganization: River's shared queue is the
@@ -75,4 +77,31 @@ func TestQueue_OperatorPausesEveryOrganization(t *testing.T) {
 		}, 15*time.Second, 20*time.Millisecond)
 	}
 	require.Len(t, b.Slack.Requests(), 3)
+}
+
+// TestQueueList_ScheduledJobsShowWhenDue: the first scheduled (or
+// retryable) job of a queue is usually due later; `queue list` says when,
+// not an age below zero.
+func TestQueueList_ScheduledJobsShowWhenDue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := pgtest.URL(t)
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `
+		INSERT INTO river_queue (name, updated_at) VALUES ('actions', now());
+		INSERT INTO river_job (args, kind, max_attempts, queue, state, scheduled_at) VALUES
+			('{}', 'execute', 5, 'actions', 'available', now() - interval '90 seconds'),
+			('{}', 'execute', 5, 'actions', 'scheduled', now() + interval '1 hour'),
+			('{}', 'execute', 5, 'actions', 'retryable', now() + interval '10 minutes');`)
+	require.NoError(t, err)
+
+	code, out := run(t, []string{"DATABASE_URL=" + dbURL, "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY="}, "queue", "list")
+	require.Equal(t, 0, code, out)
+	require.Regexp(t, `actions\s+false\s+available\s+1\s+1m3\ds\n`, out)
+	require.Regexp(t, `actions\s+false\s+scheduled\s+1\s+in (59m5\ds|1h0m0s)\n`, out)
+	require.Regexp(t, `actions\s+false\s+retryable\s+1\s+in (9m5\ds|10m0s)\n`, out)
+	require.Regexp(t, `actions\s+false\s+completed\s+0\s+-\n`, out)
+	require.NotContains(t, out, " -5", "no negative age")
 }
