@@ -134,6 +134,9 @@ type Params struct {
 	By string
 }
 
+// maxExpiresYear bounds Params.TokenExpiresAt.
+const maxExpiresYear = 9999
+
 // selectors are the names of Params' selectors, as the API and the CLI
 // name them.
 var selectors = []string{"jti", "session_id", "automation_id", "issued_before"}
@@ -165,6 +168,11 @@ func (p *Params) validate(now time.Time) error {
 	}
 	if p.TokenExpiresAt != nil && p.JTI == "" {
 		return errs.Invalid("expires_at", "expires_at is the revoked token's exp: give it with jti only")
+	}
+	if p.TokenExpiresAt != nil && p.TokenExpiresAt.Year() >= maxExpiresYear {
+		// Its expiry, with the leeway, would be past what RFC 3339 (and
+		// so the API's answers and the audit trail) can write.
+		return errs.Invalid("expires_at", "expires_at must be before %d-01-01: leave it out for a token that expires later", maxExpiresYear)
 	}
 	return nil
 }
