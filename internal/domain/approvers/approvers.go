@@ -229,6 +229,10 @@ func validate(p *Policy) error {
 		if n < 1 || n > MaxRequired {
 			return errs.Invalid("required."+string(tier), "required.%s must be between 1 and %d", tier, MaxRequired)
 		}
+		if _, dup := req[tier]; dup {
+			// R4 and r4: which count holds would depend on map order.
+			return errs.Invalid("required."+string(tier), "required names %s twice (%q and another spelling)", tier, t)
+		}
 		req[tier] = n
 	}
 	p.Required = req

@@ -354,3 +354,16 @@ func TestApprovers_PolicyWithoutGroups(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Equal(t, map[string]any{}, r.Body["required"])
 }
+
+// TestApprovers_PolicyNamingATierTwice: a tier named twice in "required"
+// (R3 and r3) is refused, not stored with whichever count map order
+// happened to keep.
+func TestApprovers_PolicyNamingATierTwice(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	r := b.Do("PUT", "/v1/approvers/policy", b.Owner(), map[string]any{"required": map[string]any{"R3": 1, "r3": 3}})
+	requireError(t, r, http.StatusBadRequest, "invalid_request")
+	r = b.Do("GET", "/v1/approvers/policy", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, map[string]any{}, r.Body["required"])
+}
