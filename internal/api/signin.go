@@ -49,15 +49,24 @@ func (s *Server) callerClaims(r *http.Request) (*auth.Claims, error) {
 	case err != nil:
 		return nil, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: err.Error()}
 	}
-	if s.revocations != nil && s.revocations.Revoked(sess.Claims) {
-		// A session's claims are its ID token's: revoking the token (by
-		// jti, or every token issued before a time) ends the session.
-		return nil, &apiError{status: http.StatusUnauthorized, code: "token_revoked", message: "token revoked"}
+	if s.sessionRevoked(sess) {
+		return nil, revokedSession()
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && !sess.CheckCSRF(r.Header.Get(signin.CSRFHeader)) {
 		return nil, csrfRefused()
 	}
 	return sess.Claims, nil
+}
+
+// sessionRevoked reports whether a revocation ends sess. A session's
+// claims are its ID token's: revoking the token (by jti, or every token
+// issued before a time) ends the session.
+func (s *Server) sessionRevoked(sess *signin.Session) bool {
+	return s.revocations != nil && s.revocations.Revoked(sess.Claims)
+}
+
+func revokedSession() *apiError {
+	return &apiError{status: http.StatusUnauthorized, code: "token_revoked", message: "token revoked"}
 }
 
 func csrfRefused() *apiError {
@@ -130,6 +139,11 @@ func (s *Server) signInSession(w http.ResponseWriter, r *http.Request) {
 	sess, err := s.console.Session(r)
 	if err != nil {
 		writeError(w, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: err.Error()})
+		return
+	}
+	if s.sessionRevoked(sess) {
+		// Its CSRF token and who it was are no longer the browser's.
+		writeError(w, revokedSession())
 		return
 	}
 	c := sess.Claims
