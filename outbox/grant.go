@@ -42,6 +42,18 @@ func (s *Service) useGrant(ctx context.Context, tx pgx.Tx, p *prepared, create *
 	if id == nil {
 		return nil
 	}
+	if s.deps.Approvals != nil {
+		// A grant lets invocations through without anyone: never where
+		// one person's approval is not enough, as the approval policy may
+		// say since the grant was made. The use is given back.
+		n, err := s.deps.Approvals.Required(ctx, tx, create.OrganizationID, policy.TierOf(create.RiskLevel))
+		if err != nil {
+			return err
+		}
+		if n > 1 {
+			return s.grants.GiveBack(ctx, tx, create.OrganizationID, *id)
+		}
+	}
 	create.Status = invocation.StatusApproved
 	create.ExpiresAt = nil
 	create.Mode = string(policy.ModeAllow)

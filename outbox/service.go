@@ -22,10 +22,12 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/intent"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
 	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/outbox/outboxstore"
+	"github.com/outboxd/outboxd/policy"
 )
 
 // Config configures the write side.
@@ -114,6 +116,9 @@ type ApprovalGate interface {
 	Approve(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation, userID, role string) (done bool, required int, err error)
 	// MayDeny refuses a denial by someone who may not decide inv.
 	MayDeny(ctx context.Context, tx pgx.Tx, inv *invocation.Invocation, userID, role string) error
+	// Required returns how many distinct approvals an invocation of tier
+	// needs in org now.
+	Required(ctx context.Context, db dbutil.DB, org string, tier policy.Tier) (int, error)
 }
 
 // Waiter tells Wait when to read an invocation again.

@@ -526,3 +526,28 @@ func TestGrants_ToolRedefinedBeforeTheCallAsksAHuman(t *testing.T) {
 	require.Contains(t, lastEvent(t, b, id, "intent_changed")["reason"], "redefined since grant "+g["id"].(string))
 	require.Len(t, srv.toolCalls(), calls, "the redefined tool was not called")
 }
+
+// TestGrants_PolicyAskingMoreApproversStopsThem: a grant made while one
+// approval was enough lets nothing through once the approval policy asks
+// several approvers of the tier each time (as no grant can be made then),
+// and keeps its uses; with the policy back, it lets through again.
+func TestGrants_PolicyAskingMoreApproversStopsThem(t *testing.T) {
+	t.Parallel()
+	b := grantBundle(t)
+	first := pendingInvoke(t, b, "C0123456789", "first")
+	tier := b.Invocation(first)["risk_tier"].(string)
+	g := approveWithGrant(t, b, first, map[string]any{"count": 2, "minutes": 10, "fixed": []string{"channel"}})
+	grantID := g["id"].(string)
+
+	r := b.Do("PUT", "/v1/approvers/policy", b.Owner(), map[string]any{"required": map[string]any{tier: 2}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	second := pendingInvoke(t, b, "C0123456789", "second")
+	require.Nil(t, b.Invocation(second)["grant_id"], "two approvers are needed each time")
+	require.Equal(t, float64(2), listGrant(t, b, grantID)["remaining"], "the use was given back")
+
+	r = b.Do("PUT", "/v1/approvers/policy", b.Owner(), map[string]any{"required": map[string]any{}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	r = b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "third"})
+	require.Equal(t, http.StatusOK, r.Status, "the grant lets it through again: %s", r.Raw)
+	require.Equal(t, grantID, r.Body["invocation"].(map[string]any)["grant_id"])
+}

@@ -289,16 +289,31 @@ func parseTier(s string) (policy.Tier, bool) {
 // route returns the group that takes inv (nil: none) and the approvals it
 // needs.
 func (s *Service) route(p *Policy, inv *invocation.Invocation) Progress {
-	tier := policy.TierOf(inv.RiskLevel)
-	pr := Progress{Required: cmp.Or(p.Required[tier], s.cfg.Required[tier], 1)}
+	pr := Progress{Required: s.required(p, policy.TierOf(inv.RiskLevel))}
 	for i := range p.Groups {
 		g := &p.Groups[i]
-		if (len(g.Sources) == 0 || slices.Contains(g.Sources, inv.Integration)) && (len(g.Tiers) == 0 || slices.Contains(g.Tiers, tier)) {
+		if (len(g.Sources) == 0 || slices.Contains(g.Sources, inv.Integration)) && (len(g.Tiers) == 0 || slices.Contains(g.Tiers, policy.TierOf(inv.RiskLevel))) {
 			pr.Group = g
 			break
 		}
 	}
 	return pr
+}
+
+// required is how many distinct approvals p asks of tier.
+func (s *Service) required(p *Policy, tier policy.Tier) int {
+	return cmp.Or(p.Required[tier], s.cfg.Required[tier], 1)
+}
+
+// Required returns how many distinct approvals an invocation of tier needs
+// in org, read on db: a grant, which lets invocations through without
+// anyone, applies only where it is one.
+func (s *Service) Required(ctx context.Context, db dbutil.DB, org string, tier policy.Tier) (int, error) {
+	p, err := s.policy(ctx, db, org)
+	if err != nil {
+		return 0, err
+	}
+	return s.required(&p, tier), nil
 }
 
 // Progress returns where each invocation's approvals stand, by id, read
