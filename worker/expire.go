@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
@@ -69,7 +71,8 @@ func expire(ctx context.Context, tx pgx.Tx, store *invocationstore.Store, metric
 }
 
 // SweepArgs is the periodic safety net: it expires every pending invocation
-// past its expiry whose own expiry job did not run, and drops old invoke-rate
+// past its expiry whose own expiry job did not run, fails those River gave
+// up on without an outcome (failOrphans), and drops old invoke-rate
 // windows.
 type SweepArgs struct{}
 
@@ -102,8 +105,60 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 	return nil
 }
 
+// orphansQuery lists, up to $2, the invocations still approved or executing
+// whose current job River discarded: attempts that ended without the worker
+// recording an outcome. River's rescuer discards a job out of attempts
+// whose process died mid-attempt (a deploy, an OOM kill during the last
+// attempt), and River discards one whose last attempt returned before
+// retryOrFail (Postgres unreachable before the call) or panicked. Starting
+// from the discarded jobs reads River's (state, finalized_at) index, and
+// only dead letters are discarded.
+const orphansQuery = `SELECT a.id
+FROM river_job AS j
+JOIN action_invocations AS a ON a.id = (j.args->>'invocation_id')::uuid AND a.job_id = j.id
+WHERE j.state = 'discarded' AND j.finalized_at IS NOT NULL AND j.kind = $1
+  AND a.status IN ('approved', 'executing')
+LIMIT $2`
+
+// orphanError is the error recorded on an orphaned invocation.
+var orphanError = (&executors.Error{
+	Code: "attempts_exhausted",
+	Message: "the last attempt ended without recording an outcome (its worker was stopped or failed mid-attempt); " +
+		"the provider may have acted: check it before replaying",
+}).Error()
+
+// failOrphans fails (dead-letters) the invocations River gave up on without
+// an outcome (orphansQuery), so none stays approved or executing forever
+// out of reach of replay, and returns how many it failed.
+func failOrphans(ctx context.Context, db dbutil.DB, store *invocationstore.Store, metrics *telemetry.Metrics, logger *slog.Logger) (int, error) {
+	rows, err := db.Query(ctx, orphansQuery, invocation.ExecuteArgs{}.Kind(), sweepBatch)
+	if err != nil {
+		return 0, fmt.Errorf("listing orphaned invocations: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return 0, fmt.Errorf("listing orphaned invocations: %w", err)
+	}
+	n := 0
+	for _, id := range ids {
+		inv, err := store.Fail(ctx, db, id, orphanError, nil)
+		if errors.Is(err, errs.Conflict) {
+			continue // finished meanwhile
+		}
+		if err != nil {
+			return n, err
+		}
+		n++
+		metrics.InvocationStatus(inv.Mode, string(invocation.StatusFailed))
+		logger.WarnContext(ctx, "invocation failed: its job ran out of attempts without an outcome", "invocation_id", inv.ID,
+			"organization_id", inv.OrganizationID, "source_id", inv.Integration, "action_id", inv.Action, "status", invocation.StatusFailed)
+	}
+	return n, nil
+}
+
 // Sweep expires pending invocations past their expiry, in batches, and
-// returns how many it expired.
+// returns how many it expired; then it fails the invocations River gave up
+// on without an outcome (failOrphans).
 func Sweep(ctx context.Context, pool dbutil.Beginner, store *invocationstore.Store, metrics *telemetry.Metrics, logger *slog.Logger) (int, error) {
 	total := 0
 	for {
@@ -120,8 +175,15 @@ func Sweep(ctx context.Context, pool dbutil.Beginner, store *invocationstore.Sto
 			return len(invs), nil
 		})
 		total += n
-		if err != nil || n < sweepBatch {
+		if err != nil {
 			return total, err
 		}
+		if n < sweepBatch {
+			break
+		}
 	}
+	_, err := dbutil.WithTxV(ctx, pool, func(ctx context.Context, tx pgx.Tx) (int, error) {
+		return failOrphans(ctx, tx, store, metrics, logger)
+	})
+	return total, err
 }
