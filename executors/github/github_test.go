@@ -55,6 +55,18 @@ func key(t *testing.T) string {
 	return id.String()
 }
 
+// keyAt is an invocation id (a UUIDv7) made at at.
+func keyAt(t *testing.T, at time.Time) string {
+	t.Helper()
+	id, err := uuid.NewV7()
+	require.NoError(t, err)
+	ms := uint64(at.UnixMilli())
+	for i := range 6 {
+		id[i] = byte(ms >> (40 - 8*i))
+	}
+	return id.String()
+}
+
 func execContext(key string) executors.ExecContext {
 	return executors.ExecContext{Token: testToken, OrganizationID: "org_1", SessionID: "sess_1", IdempotencyKey: key}
 }
@@ -345,6 +357,31 @@ func TestCreateIssue(t *testing.T) {
 		require.Len(t, reqs, 20, "twenty pages, no create")
 		require.NotContains(t, reqs[0].Query, "since")
 		require.Len(t, b.gh.Issues("octo", "web"), 601)
+	})
+
+	t.Run("SearchStartsAtTheFirstAttempt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// Made three days ago, approved and first run a minute ago: the
+		// repository's issues of the days between cannot be the
+		// invocation's, and there are more of them than the look-up reads.
+		made := time.Now().Add(-72 * time.Hour)
+		for i := range 20*30 + 1 {
+			is := newIssue("Busy "+strconv.Itoa(i), "")
+			is.CreatedAt = made.Add(time.Hour + time.Duration(i)*time.Second).UTC().Truncate(time.Second)
+			is.UpdatedAt = is.CreatedAt
+			b.gh.SeedIssue("octo", "web", is)
+		}
+		ec := execContext(keyAt(t, made))
+		ec.Retry = true
+		ec.FirstStartedAt = time.Now().Add(-time.Minute)
+		res, err := b.execute(t, ec, github.ActionCreateIssue, `{"owner":"octo","repo":"web","title":"New"}`)
+		require.NoError(t, err)
+		require.False(t, res.Conflict)
+		reqs := b.gh.Requests()
+		require.Len(t, reqs, 2, "one page read, then the create")
+		require.Equal(t, ec.FirstStartedAt.Add(-10*time.Minute).UTC().Format(time.RFC3339), reqs[0].Query.Get("since"))
+		require.Equal(t, http.MethodPost, reqs[1].Method)
 	})
 
 	t.Run("UnsafeKeyIsHashed", func(t *testing.T) {

@@ -32,7 +32,7 @@ const (
 	// invocation is searched, so it ends long before this in practice.
 	maxSearchPages = 20
 
-	// clockSkew is how much earlier than the invocation id's time the
+	// clockSkew is how much earlier than the invocation's first attempt the
 	// look-up starts, in case GitHub's clock is behind outboxd's.
 	clockSkew = 10 * time.Minute
 )
@@ -67,15 +67,23 @@ func withMarker(body, mark string) string {
 }
 
 // since is the time before which nothing an invocation created can exist:
-// the time in its id (a UUIDv7) less clockSkew. Zero when the key is not a
-// UUIDv7, and the look-up then covers everything up to its bound.
-func since(key string) time.Time {
-	id, err := uuid.Parse(key)
-	if err != nil || id.Version() != 7 {
-		return time.Time{}
+// the start of its first attempt or, when unknown, the time in its id (a
+// UUIDv7), less clockSkew. The first attempt can start long after the
+// invocation was made (an approval, quiet hours, a pause), and what the
+// repository saw meanwhile would only fill the look-up's bound. Zero when
+// neither is known, and the look-up then covers everything up to its
+// bound.
+func since(ec executors.ExecContext) time.Time {
+	from := ec.FirstStartedAt
+	if from.IsZero() {
+		id, err := uuid.Parse(ec.IdempotencyKey)
+		if err != nil || id.Version() != 7 {
+			return time.Time{}
+		}
+		sec, nsec := id.Time().UnixTime()
+		from = time.Unix(sec, nsec)
 	}
-	sec, nsec := id.Time().UnixTime()
-	return time.Unix(sec, nsec).Add(-clockSkew).UTC()
+	return from.Add(-clockSkew).UTC()
 }
 
 // unverified is the failure of a look-up that reached its bound without an
@@ -102,7 +110,7 @@ type searchedItem struct {
 // The repository's issue list is used rather than GitHub's search, whose
 // index lags behind a create.
 func (s *client) findIssue(ctx context.Context, ec executors.ExecContext, repo *RepoRef, mark string) (json.RawMessage, error) {
-	from := since(ec.IdempotencyKey)
+	from := since(ec)
 	query := url.Values{
 		"state": {"all"}, "sort": {"created"}, "direction": {"desc"},
 		"per_page": {strconv.Itoa(searchPerPage)},
@@ -142,7 +150,7 @@ func (s *client) findIssue(ctx context.Context, ec executors.ExecContext, repo *
 // invocation's time. It returns the comment, or nil when there is none.
 func (s *client) findComment(ctx context.Context, ec executors.ExecContext, repo *RepoRef, number int, subject, mark string) (json.RawMessage, error) {
 	query := url.Values{"per_page": {strconv.Itoa(commentsPerPage)}}
-	if from := since(ec.IdempotencyKey); !from.IsZero() {
+	if from := since(ec); !from.IsZero() {
 		query.Set("since", from.Format(time.RFC3339))
 	}
 	for page := 1; page <= maxSearchPages; page++ {
