@@ -30,6 +30,11 @@ type StreamConfig struct {
 	// Poll is how often a stream reads the table without a notification, a
 	// safety net for a lost listener connection. Default 5s.
 	Poll time.Duration
+	// Leeway is how long after its token's exp a stream ends: the clock
+	// skew the verifier allows (auth.leeway), so that a client reconnecting
+	// then is refused rather than let in to a stream that ends at once.
+	// Default auth.DefaultLeeway.
+	Leeway time.Duration
 }
 
 // WithDefaults returns a copy with unset fields defaulted.
@@ -38,8 +43,12 @@ func (c StreamConfig) WithDefaults() StreamConfig {
 		Heartbeat:    cmp.Or(c.Heartbeat, 15*time.Second),
 		WriteTimeout: cmp.Or(c.WriteTimeout, 10*time.Second),
 		Poll:         cmp.Or(c.Poll, 5*time.Second),
+		Leeway:       cmp.Or(c.Leeway, auth.DefaultLeeway),
 	}
 }
+
+// errTokenExpired ends a stream whose token expired.
+var errTokenExpired = errors.New("token expired")
 
 // streamBatch is how many events a stream reads per query.
 const streamBatch = 100
@@ -136,11 +145,16 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 	}
 
 	// The stream ends once its token is revoked (at the next refresh of
-	// the revocations); a reconnect is then refused.
+	// the revocations) or expires; a reconnect is then refused.
 	ctx := r.Context()
 	if s.revocations != nil {
 		var stop func()
 		ctx, stop = s.revocations.Watch(ctx, c)
+		defer stop()
+	}
+	if c.ExpiresAt != nil {
+		var stop func()
+		ctx, stop = context.WithDeadlineCause(ctx, c.ExpiresAt.Add(s.streams.Leeway), errTokenExpired)
 		defer stop()
 	}
 	bell, hangUp := s.feeds.Subscribe(ctx, c.Org)
@@ -203,8 +217,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 			select {
 			case <-ctx.Done():
 				timer.Stop()
-				if errors.Is(context.Cause(ctx), revocation.ErrRevoked) {
+				switch cause := context.Cause(ctx); {
+				case errors.Is(cause, revocation.ErrRevoked):
 					write(": token revoked\n\n")
+				case errors.Is(cause, errTokenExpired):
+					write(": token expired\n\n")
 				}
 				return nil
 			case <-s.closing:

@@ -3,17 +3,20 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/api"
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 )
 
@@ -188,4 +191,24 @@ func streamSubscribers(t *testing.T, b *apptest.Bundle) float64 {
 		}
 	}
 	return -1
+}
+
+// TestStream_EndsWhenTheTokenExpires: a stream lasts no longer than its
+// token (and the leeway a reconnect would still be let in with); it ends
+// saying why, as a revoked token's does.
+func TestStream_EndsWhenTheTokenExpires(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Streams: api.StreamConfig{Leeway: time.Second}})
+	tok, err := auth.Mint(b.Secret, auth.Claims{Org: apptest.Org, Kind: auth.KindUser, Role: auth.RoleMember,
+		RegisteredClaims: jwt.RegisteredClaims{Subject: "member-short"}}, 2*time.Second)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp := b.Open(ctx, "/v1/events", tok)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err, "the stream outlived its token: %s", body)
+	require.Contains(t, string(body), ": token expired\n\n")
+	require.Eventually(t, func() bool { return streamSubscribers(t, b) == 0 }, 5*time.Second, 10*time.Millisecond)
 }
