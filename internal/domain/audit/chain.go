@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -185,6 +186,9 @@ func VerifyExport(r io.Reader) (*Verified, error) {
 		if !started && isAnchorLine(text) {
 			started = true
 			var al AnchorLine
+			if err := exactKeys(text, anchorLineFields); err != nil {
+				return v, &VerifyError{Line: line, Reason: fmt.Sprintf("not an audit anchor: %v", err)}
+			}
 			dec := json.NewDecoder(bytes.NewReader(text))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&al); err != nil || al.Anchor == nil {
@@ -198,6 +202,9 @@ func VerifyExport(r io.Reader) (*Verified, error) {
 			continue
 		}
 		started = true
+		if err := exactKeys(text, entryFields); err != nil {
+			return v, &VerifyError{Line: line, Reason: "not an audit entry: " + err.Error()}
+		}
 		var e Entry
 		dec := json.NewDecoder(bytes.NewReader(text))
 		dec.DisallowUnknownFields()
@@ -260,4 +267,76 @@ func isAnchorLine(text []byte) bool {
 	}
 	_, ok := probe["anchor"]
 	return ok
+}
+
+// fields are the keys an exported object may have, each with the fields of
+// the object under it (nil: any keys).
+type fields map[string]fields
+
+// jsonFields are the JSON names of v's fields, each taking any value.
+func jsonFields(v any) fields {
+	out := fields{}
+	t := reflect.TypeOf(v)
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out[name] = nil
+	}
+	return out
+}
+
+var (
+	entryFields      = jsonFields(Entry{})
+	anchorLineFields = fields{"anchor": jsonFields(Anchor{})}
+)
+
+func init() { entryFields["actor"] = jsonFields(Actor{}) }
+
+// exactKeys checks a line before encoding/json decodes it, which matches
+// keys case-insensitively and keeps the last of a repeated key, so that a
+// line cannot show a reader one value and verify another: no object in it
+// repeats a key, and the keys of the line's object (and of those nested
+// in known) are exactly known's.
+func exactKeys(text []byte, known fields) error {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	return walkKeys(dec, known)
+}
+
+func walkKeys(dec *json.Decoder, known fields) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch t {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			t, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, _ := t.(string)
+			if seen[key] {
+				return fmt.Errorf("key %q repeated", key)
+			}
+			seen[key] = true
+			nested, ok := known[key]
+			if known != nil && !ok {
+				return fmt.Errorf("unknown field %q", key)
+			}
+			if err := walkKeys(dec, nested); err != nil {
+				return err
+			}
+		}
+	case json.Delim('['):
+		for dec.More() {
+			if err := walkKeys(dec, nil); err != nil {
+				return err
+			}
+		}
+	default:
+		return nil
+	}
+	_, err = dec.Token() // the closing } or ]
+	return err
 }

@@ -89,6 +89,13 @@ func TestVerify(t *testing.T) {
 		"UnknownField":   {[]string{strings.Replace(lines[0], `{"organization_id"`, `{"extra":1,"organization_id"`, 1)}, 1, "not an audit entry"},
 		"WrongPrevHash":  {[]string{lines[0], strings.Replace(lines[1], `"prev_hash":"`, `"prev_hash":"0`, 1)}, 2, "prev_hash"},
 		"DuplicatedLine": {[]string{lines[0], lines[1], lines[1]}, 3, "seq 2 follows seq 2"},
+		// encoding/json takes keys case-insensitively and keeps the last of
+		// a repeated one: a line must not show a reader one state and verify
+		// another.
+		"ShadowedByCase": {[]string{lines[0], strings.Replace(strings.Replace(lines[1], `{"n":2}`, `{"n":20}`, 1), `"hash":`, `"AFTER":{"n":2},"hash":`, 1)}, 2, "not an audit entry"},
+		"RepeatedKey":    {[]string{lines[0], strings.Replace(strings.Replace(lines[1], `{"n":2}`, `{"n":20}`, 1), `"hash":`, `"after":{"n":2},"hash":`, 1)}, 2, "not an audit entry"},
+		"ActorShadowed":  {[]string{lines[0], strings.Replace(lines[1], `"subject":"alice"`, `"subject":"mallory","Subject":"alice"`, 1)}, 2, "not an audit entry"},
+		"RepeatedInside": {[]string{lines[0], strings.Replace(lines[1], `{"n":2}`, `{"n":20,"n":2}`, 1)}, 2, "not an audit entry"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
