@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,7 +40,8 @@ const (
 	CodeUnreachable = "unreachable"
 	// CodeNetworkError: the connection failed mid-request. Retried.
 	CodeNetworkError = "network_error"
-	// CodeRateLimited: the server answered 429. Retried.
+	// CodeRateLimited: the server answered 429. Retried after its
+	// Retry-After, or 30s without one.
 	CodeRateLimited = "rate_limited"
 	// CodeRPCError: the server refused the request with a JSON-RPC error,
 	// such as invalid arguments. Retried only for internal errors.
@@ -127,7 +129,7 @@ func classify(parent, ctx context.Context, err error, out outcome, s scrubber, w
 			Code:       CodeRateLimited,
 			Message:    s.scrub(fmt.Sprintf("%s: the MCP server rate-limited the request (HTTP 429)", what)),
 			Retryable:  true,
-			RetryAfter: out.retryAfter,
+			RetryAfter: cmp.Or(out.retryAfter, defaultRateLimitWait),
 		}
 
 	case out.status >= 500:

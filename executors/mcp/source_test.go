@@ -385,6 +385,26 @@ func TestSource_Execute(t *testing.T) {
 		require.Equal(t, 12*time.Second, execErr.RetryAfter)
 	})
 
+	t.Run("RateLimitedWithoutRetryAfter", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t, serverOptions{wrap: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.Contains(peekBody(r), `"tools/call"`) {
+					http.Error(w, "slow down", http.StatusTooManyRequests)
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+		}}, nil)
+
+		_, err := bundle.source.Execute(ctx, "create_issue", json.RawMessage(params), execContext())
+		execErr := requireExecError(t, err)
+		require.Equal(t, mcp.CodeRateLimited, execErr.Code)
+		require.True(t, execErr.Retryable)
+		require.Equal(t, 30*time.Second, execErr.RetryAfter, "a wait, as for the providers, not an attempt spent a second later")
+		require.Empty(t, bundle.tool.recorded())
+	})
+
 	t.Run("BearerAuth", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t, serverOptions{wrap: requireHeader("Authorization", "Bearer "+testSecret)}, nil)

@@ -33,6 +33,12 @@ const (
 	// an invocation for days.
 	maxRetryAfter = time.Hour
 
+	// defaultRateLimitWait is how long to wait after a 429 without a usable
+	// Retry-After, as for the providers: without it the retries, a second
+	// apart and doubling, would spend every attempt while the server is
+	// still limiting, and the connector's bucket would not be drained.
+	defaultRateLimitWait = 30 * time.Second
+
 	// sessionIDHeader is the streamable HTTP transport's session header.
 	sessionIDHeader = "Mcp-Session-Id"
 )
