@@ -1,6 +1,7 @@
 package database_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -487,4 +488,42 @@ func mustJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestOwnDatabaseIsRefused: a registered database that turns out to be
+// outboxd's own (the same cluster and database, whatever the URL) is
+// refused at connection, before any statement runs; another database of
+// the same cluster is not.
+func TestOwnDatabaseIsRefused(t *testing.T) {
+	ownTarget, other := databasetest.NewTarget(t), databasetest.NewTarget(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, ownTarget.URL)
+	require.NoError(t, err)
+	own, err := database.IdentityOf(ctx, conn)
+	conn.Close(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, own.System)
+
+	c := newClient(t, &database.Config{Own: own})
+	src := c.Source(database.Database{ID: uuid.New(), Name: "outboxd"})
+	// The same database under another host name.
+	alias, err := url.Parse(ownTarget.URL)
+	require.NoError(t, err)
+	host := map[string]string{"localhost": "127.0.0.1"}[alias.Hostname()]
+	alias.Host = cmp.Or(host, "localhost") + ":" + alias.Port()
+	for _, u := range []string{ownTarget.URL, alias.String()} {
+		_, e := exec(t, src, u, database.ActionListTables, map[string]any{})
+		require.NotNil(t, e, u)
+		require.Equal(t, database.CodeAddressNotAllowed, e.Code)
+		require.Contains(t, e.Message, "outboxd's own database")
+		require.False(t, e.Retryable)
+		res, e := query(t, src, u, `SELECT 1`)
+		require.Nil(t, res)
+		require.NotNil(t, e)
+		require.Equal(t, database.CodeAddressNotAllowed, e.Code)
+	}
+
+	res, e := query(t, c.Source(database.Database{ID: uuid.New(), Name: "shop"}), other.URL, `SELECT count(*) FROM shop.items`)
+	require.Nil(t, e)
+	require.Equal(t, 1, res.RowCount)
 }

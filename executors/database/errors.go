@@ -85,6 +85,9 @@ func (s *source) classify(ctx context.Context, err error, sc scrubber) error {
 		}
 		return &executors.Error{Code: CodeAddressNotAllowed, Message: msg, Cause: netguard.ErrNotAllowed}
 	}
+	if errors.Is(err, errOwnDatabase) {
+		return &executors.Error{Code: CodeAddressNotAllowed, Message: errOwnDatabase.Error(), Cause: errOwnDatabase}
+	}
 	if errors.Is(err, errClosed) {
 		return &executors.Error{Code: CodeUnavailable, Message: "outboxd is shutting down", Retryable: true, Cause: errClosed}
 	}

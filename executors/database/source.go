@@ -82,6 +82,9 @@ type Config struct {
 	// MaxResultBytes bounds a result document. Default
 	// policy.MaxStoredBytes, what is stored of any result.
 	MaxResultBytes int
+	// Own is outboxd's own database (IdentityOf its pool): a connection
+	// that reaches it is refused. Zero refuses nothing.
+	Own Identity
 }
 
 // Client runs the actions of every database of a process, holding their

@@ -125,8 +125,8 @@ func CheckURL(raw string, allowPrivate bool) (Target, error) {
 // poolConfig is the configuration of a database's pool: the URL checked
 // again, with its host, port, user, password and database as the URL says
 // and nothing taken from outboxd's environment (PGPASSWORD, a .pgpass
-// file), every connection read-only by default and dialed through the
-// guard unless allowPrivate.
+// file), every connection read-only by default, dialed through the guard
+// unless allowPrivate, and refused when it reaches outboxd's own database.
 func poolConfig(raw string, cfg *Config) (*pgxpool.Config, error) {
 	if _, err := CheckURL(raw, cfg.AllowPrivateNetworks); err != nil {
 		return nil, fmt.Errorf("%w: %w", errInvalidURL, err)
@@ -171,5 +171,8 @@ func poolConfig(raw string, cfg *Config) (*pgxpool.Config, error) {
 	pc.MaxConns = cfg.MaxConns
 	pc.MinConns = 0
 	pc.MaxConnIdleTime = cfg.IdleTimeout
+	if cfg.Own != (Identity{}) {
+		pc.AfterConnect = refuseOwn(cfg.Own)
+	}
 	return pc, nil
 }

@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/outboxd/outboxd/executors/database/databasetest"
 	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/platform/pgtest"
 )
 
 // TestDatabase_Test runs list_tables on a registered database on demand:
@@ -38,4 +41,25 @@ func TestDatabase_Test(t *testing.T) {
 
 	requireAPIError(t, b.Do("POST", "/v1/databases/"+uuid.NewString()+"/test", b.Owner(), nil), http.StatusNotFound, "not_found")
 	requireAPIError(t, b.Do("POST", "/v1/databases/"+id+"/test", b.Member(), nil), http.StatusForbidden, "forbidden")
+}
+
+// TestDatabase_OutboxdsOwnIsRefused: an organization that registers
+// outboxd's own database (a role of its server with a password, as an
+// operator's colleague might hand out) reaches none of it: every
+// connection is refused once it lands there.
+func TestDatabase_OutboxdsOwnIsRefused(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	ctx := context.Background()
+	role, password := "reader_"+strings.ReplaceAll(uuid.NewString()[:8], "-", ""), "pw-"+uuid.NewString()
+	_, err := b.Pool.Exec(ctx, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, role, password))
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = b.Pool.Exec(context.Background(), "DROP ROLE "+role) })
+
+	id, _ := createDatabase(t, b, map[string]any{"name": "outboxd", "url": pgtest.PasswordURL(b.DBURL, role, password)})
+	r := b.Do("POST", "/v1/databases/"+id+"/test", b.Admin(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, false, r.Body["reachable"], string(r.Raw))
+	require.Contains(t, r.Body["error"], "outboxd's own database")
+	require.NotContains(t, string(r.Raw), password)
 }

@@ -286,7 +286,15 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 
 	// The databases organizations register: one small pool per database,
 	// closed when idle and at shutdown.
-	databases := database.New(&database.Config{AllowPrivateNetworks: cfg.AllowPrivateNetworks})
+	// A registered database that is outboxd's own is refused at every
+	// connection, whatever URL leads there. A server that keeps its
+	// identity from outboxd's role (pg_control_system revoked) cannot be
+	// checked, and the log says so.
+	own, ownErr := database.IdentityOf(context.Background(), pool)
+	if ownErr != nil {
+		logger.Warn("cannot read this database's identity: registered databases are not checked against it", "err", ownErr)
+	}
+	databases := database.New(&database.Config{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Own: own})
 
 	// The API works through its own pool, as the tenant role: whatever it
 	// reads or writes is limited to the caller's organization by the

@@ -1,0 +1,49 @@
+package database
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// errOwnDatabase is returned for a connection that reached outboxd's own
+// database: it holds every organization's invocations, tokens' records
+// and sealed credentials, so no agent may read it, whatever the URL that
+// led there (another host name, a proxy, a standby of the same cluster).
+var errOwnDatabase = errors.New("the database URL leads to outboxd's own database, which agents may never read")
+
+// Identity names one database of one Postgres cluster: the cluster's
+// system identifier, which initdb chose (a physical standby shares it),
+// and the database's name.
+type Identity struct {
+	System   string
+	Database string
+}
+
+// queryRower is what IdentityOf reads with: a pool, a connection or a
+// transaction.
+type queryRower interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// IdentityOf reads the identity of the database q is connected to.
+// pg_control_system() is executable by every role unless a server revoked
+// it.
+func IdentityOf(ctx context.Context, q queryRower) (Identity, error) {
+	var id Identity
+	err := q.QueryRow(ctx, `SELECT system_identifier::text, current_database() FROM pg_control_system()`).Scan(&id.System, &id.Database)
+	return id, err
+}
+
+// refuseOwn is a pool's AfterConnect hook refusing a connection to own.
+// A server whose identity cannot be read (the function revoked) is not
+// outboxd's own, whose identity could be read at start.
+func refuseOwn(own Identity) func(context.Context, *pgx.Conn) error {
+	return func(ctx context.Context, conn *pgx.Conn) error {
+		if id, err := IdentityOf(ctx, conn); err == nil && id == own {
+			return errOwnDatabase
+		}
+		return nil
+	}
+}
