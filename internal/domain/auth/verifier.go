@@ -240,7 +240,10 @@ func New(ctx context.Context, cfg *Config) (*Verifier, error) {
 			v.previous = []byte(c.PreviousSecret)
 		}
 	}
-	common := []jwt.ParserOption{jwt.WithExpirationRequired(), jwt.WithLeeway(c.Leeway), jwt.WithTimeFunc(c.Now)}
+	// WithIssuedAt refuses a token issued in the future (beyond the
+	// leeway): revocations refuse tokens issued before a time that has
+	// come, so such a token could not be revoked.
+	common := []jwt.ParserOption{jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(c.Leeway), jwt.WithTimeFunc(c.Now)}
 	v.hsValidator = jwt.NewValidator(common...)
 	if c.IdP.Issuer != "" {
 		keys, err := idp.New(ctx, &idp.Config{

@@ -373,7 +373,7 @@ func TestVerifier_MaxLifetime(t *testing.T) {
 	for name, extra := range map[string]jwt.MapClaims{
 		"NoIat":     {"iat": nil, "exp": b.clock.at(2 * time.Hour).Unix()},
 		"LongAgo":   {"iat": b.clock.at(-2 * time.Hour).Unix(), "exp": b.clock.at(time.Minute).Unix()},
-		"FutureIat": {"iat": b.clock.at(90 * time.Minute).Unix(), "exp": b.clock.at(2 * time.Hour).Unix()},
+		"FutureIat": {"iat": b.clock.at(20 * time.Second).Unix(), "exp": b.clock.at(2 * time.Hour).Unix()},
 	} {
 		_, err := b.v.Verify(b.idp.Sign(t, "ES256", idpClaims(b.idp, b.clock, extra)))
 		require.ErrorIs(t, err, auth.ErrTokenTooLong, name)
@@ -461,4 +461,27 @@ func TestVerifier_MistypedClaimNotDefaulted(t *testing.T) {
 		_, err := b.v.Verify(b.idp.Sign(t, "RS256", idpClaims(b.idp, b.clock, jwt.MapClaims{name: v})))
 		require.ErrorContains(t, err, "claim "+name+" must be a string", name)
 	}
+}
+
+// TestVerifier_FutureIatRefused: a token issued in the future (beyond the
+// leeway) is refused. Accepted, it could not be revoked: every revocation
+// refuses the tokens issued before its cut-off, which cannot be in the
+// future, and its iat stays after them all while it is valid.
+func TestVerifier_FutureIatRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &auth.Config{Secret: hsSecret, MaxLifetime: time.Hour})
+	sign := func(iat time.Duration) string {
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
+			"org": "acme", "kind": "service", "sub": "svc", "jti": "j",
+			"iat": b.clock.at(iat).Unix(), "exp": b.clock.at(50 * time.Minute).Unix(),
+		}).SignedString([]byte(hsSecret))
+		require.NoError(t, err)
+		return tok
+	}
+	_, err := b.v.Verify(sign(30 * time.Minute))
+	require.ErrorIs(t, err, jwt.ErrTokenUsedBeforeIssued)
+	_, err = b.v.Verify(b.idp.Sign(t, "ES256", idpClaims(b.idp, b.clock, jwt.MapClaims{"iat": b.clock.at(30 * time.Minute).Unix()})))
+	require.ErrorIs(t, err, jwt.ErrTokenUsedBeforeIssued)
+	_, err = b.v.Verify(sign(10 * time.Second))
+	require.NoError(t, err, "within the leeway: clocks differ")
 }
