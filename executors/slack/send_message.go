@@ -266,6 +266,12 @@ func slackError(answer postMessageAnswer, header http.Header) *executors.Error {
 	}
 
 	e := &executors.Error{Code: code, Message: msg, Retryable: retryableSlackErrors[code]}
+	if code == "token_expired" {
+		// Slack's word for an expired token (token rotation) comes with HTTP
+		// 200. As unauthorized it has the worker fetch a fresh token and
+		// try once more, as a 401 does elsewhere, instead of failing.
+		e.Code, e.Message = executors.CodeUnauthorized, msg+" (token_expired)"
+	}
 	if code == "ratelimited" {
 		e.RetryAfter = httpsource.RetryAfter(header, defaultRetryAfter, maxRetryAfter)
 	}

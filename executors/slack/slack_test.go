@@ -360,6 +360,18 @@ func TestSource_Execute(t *testing.T) {
 		}
 	})
 
+	t.Run("ExpiredTokenIsUnauthorized", func(t *testing.T) {
+		t.Parallel()
+
+		// Unauthorized has the worker refresh the token and try once more.
+		bundle := setup(t, answer(http.StatusOK, `{"ok":false,"error":"token_expired"}`))
+		_, err := bundle.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(sendParams), execContext())
+		execErr := requireExecError(t, err)
+		require.Equal(t, executors.CodeUnauthorized, execErr.Code)
+		require.False(t, execErr.Retryable)
+		require.Contains(t, execErr.Message, "token_expired")
+	})
+
 	t.Run("SlackErrorRetryable", func(t *testing.T) {
 		t.Parallel()
 
