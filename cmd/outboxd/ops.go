@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os/user"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -87,11 +88,15 @@ func newDLQCommand() *cobra.Command {
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(w, "ID\tACTION\tATTEMPT\tDEAD SINCE\tERROR")
 				for _, inv := range invs {
+					// A provider's error may span lines or hold tabs: one
+					// row per dead letter.
 					errMsg := ""
 					if inv.Error != nil {
-						errMsg = *inv.Error
+						errMsg = strings.Join(strings.Fields(*inv.Error), " ")
 					}
-					fmt.Fprintf(w, "%s\t%s.%s\t%d\t%s\t%s\n", inv.ID, inv.Integration, inv.Action, inv.Attempt, inv.DeadLetteredAt.Format("2006-01-02 15:04:05"), errMsg)
+					// In UTC, as the API shows it, whatever the operator's
+					// time zone.
+					fmt.Fprintf(w, "%s\t%s.%s\t%d\t%s\t%s\n", inv.ID, inv.Integration, inv.Action, inv.Attempt, inv.DeadLetteredAt.UTC().Format(time.RFC3339), errMsg)
 				}
 				fmt.Fprintf(w, "%d dead letter(s)\n", total)
 				return w.Flush()

@@ -105,3 +105,27 @@ func TestQueueList_ScheduledJobsShowWhenDue(t *testing.T) {
 	require.Regexp(t, `actions\s+false\s+completed\s+0\s+-\n`, out)
 	require.NotContains(t, out, " -5", "no negative age")
 }
+
+// TestDLQList_OneRowPerDeadLetterInUTC: a provider's error that spans
+// lines stays on its dead letter's row, and the time is UTC, as the API
+// shows it, whatever the operator's time zone.
+func TestDLQList_OneRowPerDeadLetterInUTC(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := pgtest.URL(t)
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var id string
+	require.NoError(t, conn.QueryRow(ctx, `
+		INSERT INTO action_invocations (organization_id, requested_by, origin, integration, action, risk_level, mode, mode_source,
+		                                params, params_hash, status, error, dead_lettered_at, attempt)
+		VALUES ('org-1', 'someone', 'invoke', 'slack', 'send_message', 'write', 'allow', 'override',
+		        '{}', 'h', 'failed', E'slack: HTTP 503:\n<html>\tdown</html>', '2026-01-02 03:04:05+00', 3)
+		RETURNING id`).Scan(&id))
+
+	code, out := run(t, []string{"DATABASE_URL=" + dbURL, "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY=", "TZ=Asia/Tokyo"},
+		"dlq", "list", "--org", "org-1")
+	require.Equal(t, 0, code, out)
+	require.Regexp(t, id+`\s+slack\.send_message\s+3\s+2026-01-02T03:04:05Z\s+slack: HTTP 503: <html> down</html>\n1 dead letter\(s\)\n`, out)
+}
