@@ -116,6 +116,9 @@ func (c *Claims) validate() error {
 	claims := [][2]string{
 		{"org", c.Org}, {"sub", c.Subject}, {"kind", string(c.Kind)}, {"role", string(c.Role)},
 		{"session_id", c.SessionID}, {"automation_id", c.AutomationID}, {"user_id", c.UserID},
+		// A token is revoked by its jti (a console session's sign-out
+		// too), which token_revocations stores.
+		{"jti", c.ID},
 	}
 	for i, s := range c.Sources.ids {
 		claims = append(claims, [2]string{fmt.Sprintf("sources[%d]", i), s})

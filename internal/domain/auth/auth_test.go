@@ -221,6 +221,8 @@ func TestVerifier_UnstorableClaims(t *testing.T) {
 		{"user_id", "\x00u"}, {"user_id", long},
 		{"sources", []string{"slack", "lin\x00ear"}}, {"sources", []string{long}},
 		{"kind", "sandbox\x00"},
+		// Revoked by its jti, a token's jti is stored too.
+		{"jti", "j\x00"}, {"jti", long},
 	} {
 		t.Run(tc.claim, func(t *testing.T) {
 			t.Parallel()
