@@ -18,9 +18,10 @@ import (
 // grant covers it (internal/domain/grant): the grant's use and the
 // invocation, created approved with the grant's id, commit in tx together.
 // A request that asked for a human itself (approval=required, a risk hint
-// that tightened its mode) still gets one.
+// that tightened its mode) still gets one: approval=required also where
+// the mode already required approval, which its mode_source does not say.
 func (s *Service) useGrant(ctx context.Context, tx pgx.Tx, p *prepared, create *invocation.CreateParams) error {
-	if create.Status != invocation.StatusPending || create.ModeSource == string(policy.SourceRequest) {
+	if create.Status != invocation.StatusPending || create.ModeSource == string(policy.SourceRequest) || create.Approval == "required" {
 		return nil
 	}
 	hash, err := policy.DefinitionHash(p.action.Definition.Params)

@@ -551,3 +551,23 @@ func TestGrants_PolicyAskingMoreApproversStopsThem(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, "the grant lets it through again: %s", r.Raw)
 	require.Equal(t, grantID, r.Body["invocation"].(map[string]any)["grant_id"])
 }
+
+// TestGrants_ApprovalRequiredIsNeverGranted: an envelope that asks for a
+// human (approval "required") waits for one even when the action already
+// waits for approval and a grant covers it; the grant keeps its use and
+// lets the next envelope that does not ask through.
+func TestGrants_ApprovalRequiredIsNeverGranted(t *testing.T) {
+	t.Parallel()
+	b := grantBundle(t)
+	first := postEnvelope(t, b, envelope("grant-first", nil), http.StatusCreated)
+	g := approveWithGrant(t, b, first["action_id"].(string), map[string]any{"count": 1, "minutes": 10})
+	require.Equal(t, "automation", g["scope"])
+
+	asked := postEnvelope(t, b, envelope("grant-asked", map[string]any{"approval": "required"}), http.StatusCreated)
+	require.Equal(t, "pending", asked["invocation_status"], "it asked for a human")
+	require.Equal(t, "required", asked["approval"])
+	require.Equal(t, float64(1), listGrant(t, b, g["id"].(string))["remaining"])
+
+	next := postEnvelope(t, b, envelope("grant-next", nil), http.StatusCreated)
+	require.Equal(t, "grant", next["mode_source"], "the grant lets one that did not ask through")
+}
