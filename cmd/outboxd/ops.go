@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os/user"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/admin"
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/telemetry"
 )
 
 // withService runs fn with the administration the HTTP API uses for
@@ -190,7 +192,13 @@ func newQueueCommand() *cobra.Command {
 				for _, q := range queues {
 					for _, state := range slices.Sorted(maps.Keys(q.States)) {
 						st := q.States[state]
-						fmt.Fprintf(w, "%s\t%v\t%s\t%d\t%s\n", q.Name, q.Paused, state, st.Count, oldestAge(st.AgeSeconds))
+						// Counting stops at the cap: at it, there are at
+						// least that many.
+						count := strconv.FormatInt(st.Count, 10)
+						if st.Count >= telemetry.MaxQueueCount {
+							count += "+"
+						}
+						fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%s\n", q.Name, q.Paused, state, count, oldestAge(st.AgeSeconds))
 					}
 				}
 				return w.Flush()

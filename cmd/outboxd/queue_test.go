@@ -81,7 +81,7 @@ func TestQueue_OperatorPausesEveryOrganization(t *testing.T) {
 
 // TestQueueList_ScheduledJobsShowWhenDue: the first scheduled (or
 // retryable) job of a queue is usually due later; `queue list` says when,
-// not an age below zero.
+// not an age below zero. A count at the cap says it is at least that.
 func TestQueueList_ScheduledJobsShowWhenDue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -94,7 +94,9 @@ func TestQueueList_ScheduledJobsShowWhenDue(t *testing.T) {
 		INSERT INTO river_job (args, kind, max_attempts, queue, state, scheduled_at) VALUES
 			('{}', 'execute', 5, 'actions', 'available', now() - interval '90 seconds'),
 			('{}', 'execute', 5, 'actions', 'scheduled', now() + interval '1 hour'),
-			('{}', 'execute', 5, 'actions', 'retryable', now() + interval '10 minutes');`)
+			('{}', 'execute', 5, 'actions', 'retryable', now() + interval '10 minutes');
+		INSERT INTO river_job (args, kind, max_attempts, queue, state, finalized_at)
+		SELECT '{}', 'execute', 5, 'actions', 'completed', now() FROM generate_series(1, 10001);`)
 	require.NoError(t, err)
 
 	code, out := run(t, []string{"DATABASE_URL=" + dbURL, "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY="}, "queue", "list")
@@ -102,7 +104,8 @@ func TestQueueList_ScheduledJobsShowWhenDue(t *testing.T) {
 	require.Regexp(t, `actions\s+false\s+available\s+1\s+1m3\ds\n`, out)
 	require.Regexp(t, `actions\s+false\s+scheduled\s+1\s+in (59m5\ds|1h0m0s)\n`, out)
 	require.Regexp(t, `actions\s+false\s+retryable\s+1\s+in (9m5\ds|10m0s)\n`, out)
-	require.Regexp(t, `actions\s+false\s+completed\s+0\s+-\n`, out)
+	require.Regexp(t, `actions\s+false\s+completed\s+10000\+\s+-\n`, out, "counting stops at the cap, at least that many")
+	require.Regexp(t, `actions\s+false\s+cancelled\s+0\s+-\n`, out)
 	require.NotContains(t, out, " -5", "no negative age")
 }
 
