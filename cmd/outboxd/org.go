@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -18,10 +19,11 @@ func newOrgCommand() *cobra.Command {
 	purge := &cobra.Command{
 		Use:   "purge ORG",
 		Short: "Remove everything an organization has; without --yes, only count it",
-		Long: "Removes every row of the organization: invocations and their events, River jobs, webhooks and\n" +
-			"deliveries, Slack settings and messages, credentials, connectors, databases, action modes, quiet\n" +
-			"hours, do-not-contact entries, token revocations, its pause, and its rate buckets, in batches of short\n" +
-			"transactions; then it revokes every token of the organization issued until then, so that none of\n" +
+		// The tables from the list the purge goes by, so that the help
+		// names every one (its audit trail included).
+		Long: "Removes every row of the organization, in batches of short transactions, from the tables\n" +
+			strings.Join(retention.PurgeTables(), ", ") + ";\n" +
+			"then it revokes every token of the organization issued until then, so that none of\n" +
 			"them (a token revoked before included) writes into it again.\n" +
 			"Without --yes it is a dry run: it prints how many rows each table holds and changes nothing.\n" +
 			"Stop the organization's callers first; purging again removes what they wrote meanwhile.",

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/domain/retention"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
 )
 
@@ -55,4 +56,16 @@ SELECT id, $1, 1, 'created', 'completed' FROM inv`, org)
 
 	code, out = run(t, env, "org", "purge", "acme", "--yes", "--dry-run")
 	require.NotEqual(t, 0, code, out)
+}
+
+// TestOrgPurge_HelpNamesEveryTable: the help says what a purge deletes,
+// the audit trail included, as the purge goes by.
+func TestOrgPurge_HelpNamesEveryTable(t *testing.T) {
+	t.Parallel()
+	code, out := run(t, nil, "org", "purge", "--help")
+	require.Equal(t, 0, code, out)
+	for _, table := range retention.PurgeTables() {
+		require.Contains(t, out, table)
+	}
+	require.Contains(t, out, "audit_entries")
 }
