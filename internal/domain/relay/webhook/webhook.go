@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -157,14 +158,12 @@ func (s *Service) check(p *Params, create bool) ([]string, error) {
 	}
 	var events []string
 	for i, e := range p.Events {
-		known := false
-		for _, n := range invocation.Notices {
-			known = known || e == n
-		}
-		if !known {
+		if !slices.Contains(invocation.Notices, e) {
 			return nil, errs.Invalid(fmt.Sprintf("events[%d]", i), "events[%d]: unknown event %q (use action_approval_request, action_approval_result, action_completed)", i, e)
 		}
-		events = append(events, string(e))
+		if !slices.Contains(events, string(e)) { // an event named twice is subscribed once
+			events = append(events, string(e))
+		}
 	}
 	return events, nil
 }

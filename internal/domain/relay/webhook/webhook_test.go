@@ -291,3 +291,19 @@ func TestWebhook_DisabledByAnAdminMidDelivery(t *testing.T) {
 	require.Nil(t, hook["disabled_at"], "the admin disabled it, not outboxd")
 	require.NotContains(t, logs.String(), "disabled after failing too long")
 }
+
+// TestWebhook_EventNamedTwiceIsSubscribedOnce: events listing a kind twice
+// keeps it once, on create and on update alike.
+func TestWebhook_EventNamedTwiceIsSubscribedOnce(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	twice := []string{"action_completed", "action_approval_request", "action_completed"}
+	r := b.Do("POST", "/v1/webhooks", b.Admin(), map[string]any{"url": "https://hooks.example.com/a", "events": twice})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	ep := r.Body["webhook"].(map[string]any)
+	require.Equal(t, []any{"action_completed", "action_approval_request"}, ep["events"])
+
+	r = b.Do("PATCH", "/v1/webhooks/"+ep["id"].(string), b.Admin(), map[string]any{"events": []string{"action_approval_result", "action_approval_result"}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, []any{"action_approval_result"}, r.Body["webhook"].(map[string]any)["events"])
+}
