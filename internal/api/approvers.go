@@ -101,11 +101,15 @@ func (s *Server) putApprovalPolicy(w http.ResponseWriter, r *http.Request, c *au
 	if s.approvers == nil {
 		return errApproversNotServed
 	}
-	var body approvers.Policy
+	var body *approvers.Policy
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
-	p, err := s.approvers.Put(r.Context(), c.Org, c.Subject, body, r.Header.Get("If-Match"))
+	if body == nil {
+		// A JSON null would otherwise replace the policy with none.
+		return badRequest("invalid_json", `request body must be a JSON object {"required": {...}, "groups": [...]}`)
+	}
+	p, err := s.approvers.Put(r.Context(), c.Org, c.Subject, *body, r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}

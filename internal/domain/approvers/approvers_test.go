@@ -367,3 +367,17 @@ func TestApprovers_PolicyNamingATierTwice(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Equal(t, map[string]any{}, r.Body["required"])
 }
+
+// TestApprovers_PolicyPutNullChangesNothing: a JSON null body is refused,
+// not taken for an empty policy that would drop every group and count.
+func TestApprovers_PolicyPutNullChangesNothing(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	r := b.Do("PUT", "/v1/approvers/policy", b.Owner(), map[string]any{"required": map[string]any{"R2": 2}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	r = b.Do("PUT", "/v1/approvers/policy", b.Owner(), "null")
+	requireError(t, r, http.StatusBadRequest, "invalid_json")
+	r = b.Do("GET", "/v1/approvers/policy", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.EqualValues(t, 2, r.Body["required"].(map[string]any)["R2"])
+}
