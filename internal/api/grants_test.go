@@ -571,3 +571,29 @@ func TestGrants_ApprovalRequiredIsNeverGranted(t *testing.T) {
 	next := postEnvelope(t, b, envelope("grant-next", nil), http.StatusCreated)
 	require.Equal(t, "grant", next["mode_source"], "the grant lets one that did not ask through")
 }
+
+// TestGrants_AskedAgainInvocationMakesOneGrant: an invocation approved
+// with a grant and asked again before its call (its credential replaced,
+// which also revoked the grant) cannot make a second grant (one per
+// invocation): approving it again with a grant is 409 and changes nothing,
+// not a 500; approved without one, it runs.
+func TestGrants_AskedAgainInvocationMakesOneGrant(t *testing.T) {
+	t.Parallel()
+	b := grantBundle(t)
+	id := pendingInvoke(t, b, "C0123456789", "twice")
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/pause", b.Admin(), nil).Status)
+	first := approveWithGrant(t, b, id, map[string]any{"count": 1, "minutes": 10})
+	waitHeld(t, b, id)
+	b.StoreToken("slack", "xoxb-another", "")
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/resume", b.Admin(), nil).Status)
+	waitPendingAgain(t, b, id)
+
+	r := b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]any{"mode": "once", "grant": map[string]any{"count": 1, "minutes": 10}})
+	requireAPIError(t, r, http.StatusConflict, "conflict")
+	require.Equal(t, "pending", b.Invocation(id)["status"], "nothing was approved")
+	require.Equal(t, "credential", listGrant(t, b, first["id"].(string))["revoke_reason"])
+
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]any{"mode": "once"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	b.WaitStatus(id, invocation.StatusCompleted, 15*time.Second)
+}

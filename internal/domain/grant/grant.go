@@ -28,11 +28,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/internal/domain/errs"
@@ -144,7 +146,14 @@ func (k *Keeper) Create(ctx context.Context, db dbutil.DB, inv *invocation.Invoc
 		return Grant{}, err
 	}
 	g.Fixed = fixed
-	return k.store.Insert(ctx, db, &g)
+	created, err := k.store.Insert(ctx, db, &g)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "grants_created_from" {
+		// Asked again before its call, an invocation approved with a
+		// grant is approved anew; it made its one grant already.
+		return Grant{}, errs.Errorf(errs.Conflict, "an earlier approval of invocation %s made a grant already (one per invocation): approve it without a grant", inv.ID)
+	}
+	return created, err
 }
 
 // fixedValues takes the values of names from params (an invocation's
