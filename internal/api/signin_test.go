@@ -338,6 +338,30 @@ func TestConsoleSignIn_Flow(t *testing.T) {
 	require.NotContains(t, logs, "eyJ", "no JWT in the logs")
 }
 
+// TestConsoleSignIn_ProviderClockAhead: with the provider's clock ahead
+// of outboxd's, the ID token's iat is in outboxd's future; the session
+// counts as issued when outboxd made it, so a revocation made afterwards
+// ends it.
+func TestConsoleSignIn_ProviderClockAhead(t *testing.T) {
+	t.Parallel()
+	sb := startSignIn(t)
+	// outboxd's sign-in runs 10 minutes behind the provider (and behind
+	// the revocations' clock, on which the sign-in happened 10 minutes
+	// ago).
+	sb.skew.Store(int64(-10 * time.Minute))
+	br := newBrowser(t)
+	resp, page := sb.signIn(t, br, signintest.Admin)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	status, body := br.call(t, "GET", sb.URL+"/v1/invocations")
+	require.Equal(t, http.StatusOK, status, body)
+
+	cutoff := time.Now().Add(-5 * time.Minute).UTC().Format(time.RFC3339)
+	r := sb.Do("POST", "/v1/revocations", sb.Owner(), map[string]string{"issued_before": cutoff})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	status, body = br.call(t, "GET", sb.URL+"/v1/invocations")
+	require.Equal(t, http.StatusUnauthorized, status, body, "the session began before the cut-off")
+}
+
 // TestConsoleSignIn_SignOutThatCannotRevokeSaysSo: when the session
 // cannot be revoked, signing out still clears the cookie and says the
 // session was not ended, rather than claiming it was.

@@ -337,6 +337,13 @@ func (s *SignIn) Finish(r *http.Request) (string, []*http.Cookie, error) {
 		expires = now.Add(limit)
 	}
 	claims.ExpiresAt = jwt.NewNumericDate(expires)
+	if claims.IssuedAt == nil || claims.IssuedAt.After(now) {
+		// Revocations refuse the sessions issued before their cut-off:
+		// one issued "in the future" by a provider whose clock runs ahead
+		// would outlive every revocation, one without iat be refused by
+		// every revocation, later ones included. It is issued now.
+		claims.IssuedAt = jwt.NewNumericDate(now)
+	}
 	if claims.ID == "" {
 		// Signing out revokes the session by its id (the ID token's jti
 		// when it has one): every session needs one.
