@@ -114,3 +114,11 @@ func TestConfigs_DeadLettersRisingCountsEveryInvocation(t *testing.T) {
 	expr := opsExprs(t)["alert OutboxdDeadLettersRising"]
 	require.Equal(t, `sum(increase(outboxd_invocations_total{status="failed"}[15m])) > 10`, expr)
 }
+
+// TestConfigs_AlertWhenQueueGaugesVanish: a process that cannot read the
+// database reports no queue gauge at all, so the alerts on them stop
+// firing while its scrapes succeed; an alert fires on their absence.
+func TestConfigs_AlertWhenQueueGaugesVanish(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, `absent(max by (queue) (outboxd_queue_jobs{queue="actions"}))`, opsExprs(t)["alert OutboxdQueueMetricsMissing"])
+}
