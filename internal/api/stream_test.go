@@ -198,7 +198,7 @@ func streamSubscribers(t *testing.T, b *apptest.Bundle) float64 {
 // saying why, as a revoked token's does.
 func TestStream_EndsWhenTheTokenExpires(t *testing.T) {
 	t.Parallel()
-	b := apptest.Start(t, &apptest.Options{Streams: api.StreamConfig{Leeway: time.Second}})
+	b := apptest.Start(t, &apptest.Options{Auth: auth.Config{Leeway: time.Second}}) // auth.leeway reaches the streams
 	tok, err := auth.Mint(b.Secret, auth.Claims{Org: apptest.Org, Kind: auth.KindUser, Role: auth.RoleMember,
 		RegisteredClaims: jwt.RegisteredClaims{Subject: "member-short"}}, 2*time.Second)
 	require.NoError(t, err)
