@@ -29,7 +29,32 @@ func New() *Store { return &Store{q: dbsqlc.New()} }
 // (empty: none), replacing an earlier one. stored is false when the
 // invocation's intent is another one by now (its params edited, asked
 // again): the rendering is dropped, the job queued then renders anew.
+//
+// On a db that begins transactions (the workers'), the invocation's row is
+// locked first, so that a change of its intent under way (an edit, which
+// drops the old preview) commits before the intent is compared: unlocked,
+// the comparison read the intent before that change and stored the old
+// rendering after the change had dropped it.
 func (s *Store) Put(ctx context.Context, db dbutil.DB, org string, invocationID uuid.UUID, digest string, rec *preview.Record) (stored bool, err error) {
+	b, ok := db.(dbutil.Beginner)
+	if !ok {
+		return s.put(ctx, db, org, invocationID, digest, rec)
+	}
+	err = dbutil.WithTx(ctx, b, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := s.q.InvocationGetForUpdate(ctx, tx, dbsqlc.InvocationGetForUpdateParams{ID: invocationID, OrganizationID: org})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // gone: nothing to preview
+		}
+		if err != nil {
+			return fmt.Errorf("locking the invocation: %w", err)
+		}
+		stored, err = s.put(ctx, tx, org, invocationID, digest, rec)
+		return err
+	})
+	return stored, err
+}
+
+func (s *Store) put(ctx context.Context, db dbutil.DB, org string, invocationID uuid.UUID, digest string, rec *preview.Record) (stored bool, err error) {
 	var body []byte
 	if rec.Preview != nil {
 		if body, err = json.Marshal(rec.Preview); err != nil {
