@@ -111,6 +111,15 @@ func (s *Service) edit(ctx context.Context, tx pgx.Tx, inv invocation.Invocation
 	if err != nil || (same && len(diff) == 0) {
 		return inv, err
 	}
+	if !same {
+		// A secret replaced shows no change in the redacted params: the
+		// edit still names where it is.
+		hidden, err := intent.Hidden(exact, edited, inv.Params, stored)
+		if err != nil {
+			return inv, err
+		}
+		diff = append(diff, hidden...)
+	}
 	var sealed []byte
 	if redacted(edited, stored) {
 		sealed = s.deps.Box.Seal(edited, inv.ID[:])

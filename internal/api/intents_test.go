@@ -321,3 +321,29 @@ func TestIntent_EditThenApproveAnEnvelope(t *testing.T) {
 	require.Equal(t, []any{map[string]any{"path": "/text", "from": "envelope ext-edit", "to": "envelope ext-edit (checked by ops)"}},
 		edits[0].(map[string]any)["diff"])
 }
+
+// TestIntent_EditOfASecretNamesItsPath: an approver who replaces a value
+// the redacted params hide (a token in the text) changes what runs; the
+// edit's diff names that path, with the redacted values only, instead of
+// recording an edit of nothing.
+func TestIntent_EditOfASecretNamesItsPath(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-edit-secret")
+	const agentToken, approverToken = "xoxb-123456789012-123456789012-abcdefghijABCDEFGHIJabcd", "xoxb-210987654321-210987654321-zyxwvutsrqZYXWVUTSRQzyxw"
+	r := b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "use " + agentToken})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	id := r.Body["invocation_id"].(string)
+	require.Equal(t, "use [REDACTED]", b.Invocation(id)["params"].(map[string]any)["text"])
+
+	edited := map[string]any{"channel": "C0123456789", "text": "use " + approverToken}
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]any{"mode": "once", "params": edited})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.NotContains(t, string(r.Raw), approverToken)
+	edits := r.Body["invocation"].(map[string]any)["edits"].([]any)
+	require.Len(t, edits, 1)
+	require.Equal(t, []any{map[string]any{"path": "/text", "from": "use [REDACTED]", "to": "use [REDACTED]"}},
+		edits[0].(map[string]any)["diff"])
+	require.Contains(t, lastEvent(t, b, id, "edited")["reason"], "/text")
+	b.WaitStatus(id, "completed", 15*time.Second)
+}

@@ -79,6 +79,68 @@ func diff(path string, a, b any, out *[]Change) {
 	*out = append(*out, Change{Path: path, From: encode(a), To: encode(b)})
 }
 
+// Hidden lists the changes from before to after (exact params) that their
+// redacted forms, shownBefore and shownAfter, do not show (a secret
+// replaced by another): each at the path of the redacted value that hides
+// it, From and To being that redacted value, so that no secret, nor what a
+// redacted value holds, is named.
+func Hidden(before, after, shownBefore, shownAfter json.RawMessage) ([]Change, error) {
+	var docs [4]any
+	for i, doc := range []json.RawMessage{before, after, shownBefore, shownAfter} {
+		v, err := decode(doc)
+		if err != nil {
+			return nil, err
+		}
+		docs[i] = v
+	}
+	var out []Change
+	hidden("", docs[0], docs[1], docs[2], docs[3], &out)
+	return out, nil
+}
+
+func hidden(path string, b, a, sb, sa any, out *[]Change) {
+	if reflect.DeepEqual(b, a) {
+		return
+	}
+	bm, bok := b.(map[string]any)
+	am, aok := a.(map[string]any)
+	sbm, sbok := sb.(map[string]any)
+	sam, saok := sa.(map[string]any)
+	if bok && aok && sbok && saok {
+		for _, k := range keys(bm, am) {
+			bv, inb := bm[k]
+			av, ina := am[k]
+			sbv, insb := sbm[k]
+			sav, insa := sam[k]
+			if inb && ina && insb && insa {
+				hidden(path+"/"+escape(k), bv, av, sbv, sav, out)
+				continue
+			}
+			// A key added, removed or itself redacted: shown alike, the
+			// object is as far as the path may go; else the redacted
+			// params show it.
+			if reflect.DeepEqual(sb, sa) {
+				*out = append(*out, Change{Path: path, From: encode(sb), To: encode(sa)})
+				return
+			}
+		}
+		return
+	}
+	bs, bok := b.([]any)
+	as, aok := a.([]any)
+	sbs, sbok := sb.([]any)
+	sas, saok := sa.([]any)
+	if bok && aok && sbok && saok && len(bs) == len(as) && len(as) == len(sbs) && len(sbs) == len(sas) {
+		for i := range bs {
+			hidden(path+"/"+strconv.Itoa(i), bs[i], as[i], sbs[i], sas[i], out)
+		}
+		return
+	}
+	if reflect.DeepEqual(sb, sa) {
+		*out = append(*out, Change{Path: path, From: encode(sb), To: encode(sa)})
+	}
+}
+
 // KeepSealed returns the params an approver's edit means: edited, where
 // every value the approver left as they saw it (equal to the redacted
 // params at its path) is the exact value again, so that a secret the

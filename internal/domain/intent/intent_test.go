@@ -115,3 +115,20 @@ func TestComponents_KeyRotation(t *testing.T) {
 type stub struct{ executors.Source }
 
 func (stub) ID() string { return "acme" }
+
+// TestHidden_NamesWhereASecretChanged: a secret replaced by another shows
+// no change in the redacted params; Hidden names its path with the
+// redacted values only, and nothing the redacted params show already.
+func TestHidden_NamesWhereASecretChanged(t *testing.T) {
+	before := json.RawMessage(`{"channel":"C1","text":"key xoxb-1111","auth":{"user":"a","pass":"old"},"list":["x","sk-1"]}`)
+	after := json.RawMessage(`{"channel":"C2","text":"key xoxb-2222","auth":{"user":"a","pass":"new"},"list":["x","sk-2"]}`)
+	shownBefore := json.RawMessage(`{"channel":"C1","text":"key [REDACTED]","auth":"[REDACTED]","list":["x","[REDACTED]"]}`)
+	shownAfter := json.RawMessage(`{"channel":"C2","text":"key [REDACTED]","auth":"[REDACTED]","list":["x","[REDACTED]"]}`)
+	got, err := intent.Hidden(before, after, shownBefore, shownAfter)
+	require.NoError(t, err)
+	require.Equal(t, []intent.Change{
+		{Path: "/auth", From: json.RawMessage(`"[REDACTED]"`), To: json.RawMessage(`"[REDACTED]"`)},
+		{Path: "/list/1", From: json.RawMessage(`"[REDACTED]"`), To: json.RawMessage(`"[REDACTED]"`)},
+		{Path: "/text", From: json.RawMessage(`"key [REDACTED]"`), To: json.RawMessage(`"key [REDACTED]"`)},
+	}, got)
+}
