@@ -205,6 +205,11 @@ type Error struct {
 	Retryable bool
 	// RetryAfter, when positive, is how long the provider asked us to wait.
 	RetryAfter time.Duration
+	// OtherLimit says RetryAfter is the limit of another of the provider's
+	// methods than the action's own (a look-up, limited apart from the
+	// write): the call waits, but its rate bucket is not drained, so the
+	// source's other calls go on.
+	OtherLimit bool
 	// Cause is the underlying error, such as the caller's context error or
 	// ErrUnknownAction, reachable with errors.Is. It is not part of the
 	// error's text, which stays the classification's and so free of

@@ -344,7 +344,7 @@ func (w *ExecuteWorker) tokenFailure(ctx context.Context, job *river.Job[invocat
 func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, duration *int32, e *executors.Error, secrets []string, log *slog.Logger) error {
 	tracing.Fail(trace.SpanFromContext(ctx), e.Code)
 	msg := policy.RedactString(e.Error(), secrets...)
-	if e.RetryAfter > 0 {
+	if e.RetryAfter > 0 && !e.OtherLimit {
 		w.drain(ctx, inv, e.RetryAfter)
 	}
 	switch {

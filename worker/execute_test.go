@@ -196,6 +196,44 @@ func TestExecute_RetryPolicyPerSourceAndEnvelope(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, r.Status)
 }
 
+// TestExecute_LookupRateLimitKeepsTheBucket: a retry whose look-up for
+// the earlier attempt's message Slack rate-limits waits as asked, but
+// the limit is history's, not posting's: the organization's other posts
+// go on meanwhile.
+func TestExecute_LookupRateLimitKeepsTheBucket(t *testing.T) {
+	t.Parallel()
+	var failedFirst atomic.Bool
+	var lookups atomic.Int32
+	b := apptest.Start(t, &apptest.Options{
+		Outbox: outbox.Config{RetryBySource: map[string]invocation.Retry{"slack": {MaxAttempts: 5, BaseDelay: 50 * time.Millisecond}}},
+		SlackFunc: func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case strings.HasSuffix(r.URL.Path, "/conversations.history"):
+				lookups.Add(1)
+				w.Header().Set("Retry-After", "60")
+				w.WriteHeader(http.StatusTooManyRequests)
+			case failedFirst.CompareAndSwap(false, true):
+				w.WriteHeader(http.StatusServiceUnavailable) // the answer of a post that may have landed
+			default:
+				apptest.SlackOK(w, r)
+			}
+		},
+	})
+	allowSlack(b)
+	first := enqueue(t, b, "lookup-1")
+	require.Eventually(t, func() bool { return lookups.Load() > 0 }, 15*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		e, _ := b.Invocation(first)["error"].(string)
+		return strings.Contains(e, "conversations.history")
+	}, 10*time.Second, 10*time.Millisecond)
+
+	// Drained for the 60 s Slack asked, the bucket would hold this post.
+	second := enqueue(t, b, "lookup-2")
+	b.WaitStatus(second, invocation.StatusCompleted, 15*time.Second)
+	require.NotEqual(t, "completed", b.Invocation(first)["status"], "the first waits for history's limit")
+	require.Len(t, b.Slack.Posts(), 2, "the first's lost post and the second's")
+}
+
 func TestExecute_RateLimitDrainsTheBucket(t *testing.T) {
 	t.Parallel()
 	var limited atomic.Bool

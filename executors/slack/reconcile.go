@@ -107,6 +107,14 @@ func (s *client) findPosted(ctx context.Context, p *SendMessageParams, ec execut
 			unreconciled(ec, u)
 			return nil, nil
 		}
+		if errors.As(err, &slackErr) && slackErr.RetryAfter > 0 {
+			// History has its own limit (1 a minute for an app outside the
+			// Slack Marketplace): the post waits for it, the others do not.
+			limited := *slackErr
+			limited.OtherLimit = true
+			limited.Message = "Slack rate-limited " + method + ", the look-up for the message of an earlier attempt (HTTP 429)"
+			return nil, &limited
+		}
 		if err != nil {
 			return nil, err
 		}

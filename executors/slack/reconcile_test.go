@@ -317,3 +317,29 @@ func metadataKey(t *testing.T, m slacktest.Message) string {
 	require.NoError(t, json.Unmarshal(m.Metadata.EventPayload, &payload))
 	return payload.IdempotencyKey
 }
+
+// TestSource_ReconcileRateLimited: a look-up Slack rate-limits (history
+// allows an app outside the Marketplace one call a minute, 15 messages
+// each) waits as Slack asks without posting, and says the wait is the
+// look-up's own, so the posts of other invocations are not held back.
+func TestSource_ReconcileRateLimited(t *testing.T) {
+	t.Parallel()
+	b := setupReconcile(t)
+	key := uuid.Must(uuid.NewV7()).String()
+	first := b.firstAttempt(t, key, channelParams, slacktest.Unavailable)
+	for i := range 20 { // posted since: the look-up needs a second page
+		b.slack.Seed(slacktest.Message{Channel: "C0123456789", Text: fmt.Sprintf("chatter %d", i)})
+	}
+	b.slack.MaxPageSize(15)
+	b.slack.LimitHistory(1)
+
+	_, err := b.source.Execute(context.Background(), slack.ActionSendMessage, json.RawMessage(channelParams), b.execContext(key, first, true))
+	e := executors.Classify(err)
+	require.Equal(t, "ratelimited", e.Code, e.Error())
+	require.True(t, e.Retryable)
+	require.Equal(t, time.Minute, e.RetryAfter)
+	require.True(t, e.OtherLimit, "the look-up's limit is not the post's")
+	require.Contains(t, e.Message, "conversations.history")
+	require.Len(t, b.slack.Calls("conversations.history"), 2)
+	require.Len(t, b.slack.Calls("chat.postMessage"), 1, "not posted again while unverified")
+}

@@ -94,9 +94,12 @@ type Server struct {
 	scopes    map[string][]string   // token → scopes; a token not here has all
 	afterPost func(Message) Fault
 	pageSize  int
-	lastTS    time.Time
-	views     []View
-	triggers  map[string]bool // trigger_ids exchanged already
+	// historyCalls is how many history or replies calls are answered
+	// before the rest get a 429 (negative: all are).
+	historyCalls int
+	lastTS       time.Time
+	views        []View
+	triggers     map[string]bool // trigger_ids exchanged already
 }
 
 // View is a modal views.open opened.
@@ -110,7 +113,7 @@ type View struct {
 // New starts a server, closed when t ends. Every token is accepted with
 // every scope until SetScopes says otherwise.
 func New(t testing.TB) *Server {
-	s := &Server{messages: map[string][]*Message{}, names: map[string]string{}, users: map[string]string{}, scopes: map[string][]string{}, triggers: map[string]bool{}}
+	s := &Server{messages: map[string][]*Message{}, names: map[string]string{}, users: map[string]string{}, scopes: map[string][]string{}, triggers: map[string]bool{}, historyCalls: -1}
 	s.srv = providertest.New(t, http.HandlerFunc(s.serve))
 	return s
 }
@@ -157,6 +160,15 @@ func (s *Server) MaxPageSize(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pageSize = n
+}
+
+// LimitHistory answers the next n history or replies calls and every
+// later one with a 429 (Retry-After: 60), as Slack limits an app outside
+// its Marketplace to one a minute; a negative n lifts the limit.
+func (s *Server) LimitHistory(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.historyCalls = n
 }
 
 // Seed stores m as if it had been posted now, and returns its ts.
@@ -370,6 +382,17 @@ func render(m *Message, withMetadata bool) map[string]any {
 // history answers conversations.history or, with replies,
 // conversations.replies, whose arguments come in the query or a form body.
 func (s *Server) history(w http.ResponseWriter, r *http.Request, token string, body []byte, replies bool) {
+	s.mu.Lock()
+	limited := s.historyCalls == 0
+	if s.historyCalls > 0 {
+		s.historyCalls--
+	}
+	s.mu.Unlock()
+	if limited {
+		w.Header().Set("Retry-After", "60")
+		providertest.WriteJSON(w, http.StatusTooManyRequests, map[string]any{"ok": false, "error": "ratelimited"})
+		return
+	}
 	args := r.URL.Query()
 	if form, err := url.ParseQuery(string(body)); err == nil && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
 		for k, v := range form {
