@@ -396,17 +396,21 @@ func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invoca
 			tracing.AttrErrorCode.String(e.Code))
 	}
 	msg := policy.RedactString(e.Error(), secrets...)
+	changed := false
 	err := w.persist(ctx, func(ctx context.Context) error {
 		_, err := w.store.FailSteps(ctx, w.deps.db(), inv.ID, msg, duration, redactSteps(e.Steps, secrets))
 		if errors.Is(err, errs.Conflict) {
 			return nil
 		}
+		changed = err == nil
 		return err
 	})
 	if err != nil {
 		return "", err
 	}
-	w.deps.Metrics.InvocationStatus(inv.Mode, string(invocation.StatusFailed))
+	if changed { // not when a cancel won, or an earlier try recorded it
+		w.deps.Metrics.InvocationStatus(inv.Mode, string(invocation.StatusFailed))
+	}
 	return msg, nil
 }
 
