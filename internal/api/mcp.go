@@ -47,11 +47,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := dbutil.WithOrg(r.Context(), claims.Org)
-	if r.Method == http.MethodGet && s.revocations != nil {
-		// A session's stream ends once its token is revoked, as an event
-		// stream does; every request with the token is refused already.
+	if r.Method == http.MethodGet {
+		// A session's stream ends once its token is revoked or expires,
+		// as an event stream does; every later request with the token is
+		// refused.
 		var stop func()
-		ctx, stop = s.revocations.Watch(ctx, claims)
+		ctx, stop = s.untilTokenEnds(ctx, claims)
 		defer stop()
 	}
 	// A call that needs approval waits for the decision, and a session's

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -849,4 +850,29 @@ func TestMCP_RevokedTokensStreamEnds(t *testing.T) {
 		status, _, _ := postMCPAs(t, b, token, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`, "2025-11-25", session)
 		return status == http.StatusUnauthorized
 	}, 10*time.Second, 50*time.Millisecond, "the revoked token is still accepted")
+}
+
+// A 2025-11-25 session's stream lasts no longer than its token (and the
+// leeway a reconnect would still be let in with), as an event stream.
+func TestMCP_StreamEndsWhenTheTokenExpires(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Auth: auth.Config{Leeway: time.Second}})
+	session := rawSession(t, b)
+	short, err := auth.Mint(b.Secret, auth.Claims{Org: apptest.Org, Kind: auth.KindSandbox, SessionID: apptest.Session,
+		RegisteredClaims: jwt.RegisteredClaims{Subject: string(auth.KindSandbox) + "-" + apptest.Session}}, 2*time.Second)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", b.URL+"/mcp", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+short)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	_, err = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, err, "the stream outlived its token")
 }

@@ -50,6 +50,28 @@ func (c StreamConfig) WithDefaults() StreamConfig {
 // errTokenExpired ends a stream whose token expired.
 var errTokenExpired = errors.New("token expired")
 
+// untilTokenEnds returns a context that ends, besides with ctx, when c's
+// token is revoked (cause revocation.ErrRevoked) or expires, the leeway
+// after its exp (cause errTokenExpired): what a long-lived stream holds.
+func (s *Server) untilTokenEnds(ctx context.Context, c *auth.Claims) (context.Context, func()) {
+	stops := make([]func(), 0, 2)
+	if s.revocations != nil {
+		var stop func()
+		ctx, stop = s.revocations.Watch(ctx, c)
+		stops = append(stops, stop)
+	}
+	if c.ExpiresAt != nil {
+		var stop func()
+		ctx, stop = context.WithDeadlineCause(ctx, c.ExpiresAt.Add(s.streams.Leeway), errTokenExpired)
+		stops = append(stops, stop)
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
+}
+
 // streamBatch is how many events a stream reads per query.
 const streamBatch = 100
 
@@ -146,17 +168,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 
 	// The stream ends once its token is revoked (at the next refresh of
 	// the revocations) or expires; a reconnect is then refused.
-	ctx := r.Context()
-	if s.revocations != nil {
-		var stop func()
-		ctx, stop = s.revocations.Watch(ctx, c)
-		defer stop()
-	}
-	if c.ExpiresAt != nil {
-		var stop func()
-		ctx, stop = context.WithDeadlineCause(ctx, c.ExpiresAt.Add(s.streams.Leeway), errTokenExpired)
-		defer stop()
-	}
+	ctx, stop := s.untilTokenEnds(r.Context(), c)
+	defer stop()
 	bell, hangUp := s.feeds.Subscribe(ctx, c.Org)
 	defer hangUp()
 	rc := http.NewResponseController(w)
