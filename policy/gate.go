@@ -58,7 +58,14 @@ func (w QuietWindow) Wait(now time.Time) (time.Duration, error) {
 	default:
 		return 0, nil
 	}
-	return end.Sub(now), nil
+	if end.After(now) {
+		return end.Sub(now), nil
+	}
+	// now is in the second pass of an hour a DST change repeats, and
+	// time.Date put the end in the first: the window ends when the wall
+	// clock reaches End again, with no other change in between.
+	into := time.Duration(local.Second())*time.Second + time.Duration(local.Nanosecond())
+	return time.Duration(w.End-minute)*time.Minute - into, nil
 }
 
 // MatchRecipient reports the first do-not-contact pattern matching value.

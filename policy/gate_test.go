@@ -38,6 +38,21 @@ func TestQuietWindow_Wait(t *testing.T) {
 			require.Equal(t, tt.want, got)
 		})
 	}
+	// New York repeats 01:00–02:00 on 2026-11-01 (EDT, then EST): in the
+	// second pass the window still holds jobs until 01:30 EST.
+	newYork := QuietWindow{TimeZone: "America/New_York", Start: 22 * 60, End: 90}
+	for _, tt := range []struct {
+		now  time.Time
+		want time.Duration
+	}{
+		{time.Date(2026, 11, 1, 5, 10, 0, 0, time.UTC), 20 * time.Minute},                 // 01:10 EDT
+		{time.Date(2026, 11, 1, 6, 10, 30, 0, time.UTC), 19*time.Minute + 30*time.Second}, // 01:10:30 EST
+		{time.Date(2026, 11, 1, 6, 30, 0, 0, time.UTC), 0},                                // 01:30 EST
+	} {
+		got, err := newYork.Wait(tt.now)
+		require.NoError(t, err)
+		require.Equal(t, tt.want, got, tt.now.String())
+	}
 	_, err = QuietWindow{TimeZone: "Mars/Olympus"}.Wait(time.Now())
 	require.Error(t, err)
 }
