@@ -66,7 +66,8 @@ func (s *Service) PutQuietHours(ctx context.Context, org, by string, windows []Q
 	var rows []settingsstore.QuietWindow
 	for i, w := range windows {
 		field := fmt.Sprintf("%d", i)
-		if _, err := time.LoadLocation(w.TimeZone); err != nil || w.TimeZone == "" {
+		// "Local" is whatever zone each worker host runs in, not a zone.
+		if _, err := time.LoadLocation(w.TimeZone); err != nil || w.TimeZone == "" || w.TimeZone == "Local" {
 			fieldErrs = append(fieldErrs, executors.FieldError{Field: field + "/time_zone", Message: fmt.Sprintf("unknown time zone %q (use an IANA name such as Europe/Paris)", w.TimeZone)})
 		}
 		start, err1 := policy.ParseClock(w.Start)

@@ -53,6 +53,12 @@ func TestPutQuietHours_RefusesEachBadField(t *testing.T) {
 		{Bucket: "slack", TimeZone: "Europe/Paris", Start: "22:00", End: "07:00"},
 	}, "")
 	require.ElementsMatch(t, []string{"0/time_zone", "0/start", "1/end", "1/bucket", "3/bucket"}, fields(t, err))
+
+	// "Local" loads, as each worker host's own zone: not a zone to keep.
+	_, err = svc.PutQuietHours(context.Background(), "org-1", "alice", []settings.QuietHoursWindow{
+		{TimeZone: "Local", Start: "22:00", End: "07:00"},
+	}, "")
+	require.Equal(t, []string{"0/time_zone"}, fields(t, err))
 }
 
 func TestPutDoNotContact_RefusesBadPatterns(t *testing.T) {
