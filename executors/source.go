@@ -195,6 +195,14 @@ type Source interface {
 	Execute(ctx context.Context, actionID string, params json.RawMessage, ec ExecContext) (Result, error)
 }
 
+// Endpointed is a source whose server its organization chose (an MCP
+// connector's URL): the intent of its calls names the endpoint, so a call
+// approved for one server is not made to another.
+type Endpointed interface {
+	// Endpoint is where the source's calls go.
+	Endpoint() string
+}
+
 // Error is an execution failure classified by the source.
 type Error struct {
 	// Code is a short machine-readable reason, e.g. Slack's "channel_not_found".

@@ -46,6 +46,9 @@ func (w *ExecuteWorker) intentChanged(ctx context.Context, inv invocation.Invoca
 	if err != nil || !ok {
 		return false, err
 	}
+	if approved.Endpoint == "" {
+		now.Endpoint = "" // sealed before intents named the endpoint
+	}
 	digest := now.Digest()
 	if digest == inv.ApprovedDigest {
 		return false, nil

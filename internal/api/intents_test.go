@@ -259,6 +259,41 @@ func TestIntent_ToolRedefinedAfterApprovalAsksAgain(t *testing.T) {
 	require.Len(t, srv.toolCalls(), 1, "exactly one call after the second approval")
 }
 
+// TestIntent_ConnectorMovedAfterApprovalAsksAgain: a connector pointed at
+// another server between the approval and the call (with auth "none",
+// no credential changes) sends nothing to either server: the intent names
+// the server, and the invocation is asked again.
+func TestIntent_ConnectorMovedAfterApprovalAsksAgain(t *testing.T) {
+	t.Parallel()
+	first, second := newMCPServer(t), newMCPServer(t)
+	b := apptest.Start(t, nil)
+	conn, source := createConnector(t, b, first, nil)
+
+	r := invokeTool(b, source, "create_note", map[string]any{"title": "quarterly"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	id := r.Body["invocation_id"].(string)
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/pause", b.Admin(), nil).Status)
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]string{"mode": "once"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	waitHeld(t, b, id)
+	r = b.Do("PATCH", "/v1/connectors/"+conn, b.Owner(), map[string]any{"url": second.URL})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, http.StatusOK, b.Do("POST", "/v1/queues/resume", b.Admin(), nil).Status)
+
+	again := waitPendingAgain(t, b, id)
+	waitJobsSettled(t, b)
+	require.Empty(t, first.toolCalls())
+	require.Empty(t, second.toolCalls(), "no call to a server nobody approved")
+	require.Equal(t, []any{"server changed"}, again["intent"].(map[string]any)["changes"])
+	require.Contains(t, lastEvent(t, b, id, "intent_changed")["reason"], "server changed")
+
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]string{"mode": "once"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	b.WaitStatus(id, "completed", 15*time.Second)
+	require.Empty(t, first.toolCalls())
+	require.Len(t, second.toolCalls(), 1, "exactly one call, to the server approved")
+}
+
 // TestIntent_SlackAsksAgain: a request asked again is posted to the
 // approvals channel anew, saying what changed; both posts show the intent
 // digest's first characters.

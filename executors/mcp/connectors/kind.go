@@ -98,6 +98,11 @@ type source struct {
 	token    tokenFunc
 }
 
+// Endpoint is the connector's URL (executors.Endpointed): the intent of
+// a call names it, so a call approved for one server is not made to
+// another.
+func (s *source) Endpoint() string { return s.conn.URL }
+
 // entry returns the connector as the catalog hands it out.
 func (s *source) entry() *catalog.Source {
 	return &catalog.Source{Source: s, Name: s.row.Name, NeedsCredential: s.requiresCredential(), LocalCredential: true,

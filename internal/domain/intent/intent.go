@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
@@ -50,7 +51,11 @@ type Components struct {
 	// JSON (secret values included, never shown).
 	Params     string     `json:"params"`
 	Credential Credential `json:"credential"`
-	Mode       string     `json:"mode"`
+	// Endpoint is the keyed fingerprint of the server an organization
+	// chose for the source (executors.Endpointed: a connector's URL);
+	// empty for the others, whose digests it leaves as they were.
+	Endpoint string `json:"endpoint,omitempty"`
+	Mode     string `json:"mode"`
 }
 
 // Credential identifies the credential a call is made with.
@@ -86,6 +91,7 @@ const (
 	ChangeDefinition = "tool redefined"
 	ChangeParams     = "params edited"
 	ChangeCredential = "credential replaced"
+	ChangeEndpoint   = "server changed"
 	ChangeMode       = "mode changed"
 	ChangeKey        = "secrets key removed"
 	// ChangeGrant is the revocation of the grant that let an invocation
@@ -113,6 +119,9 @@ func Changes(approved, now *Components) []string {
 		}
 		if approved.Credential != now.Credential {
 			out = append(out, ChangeCredential)
+		}
+		if approved.Endpoint != now.Endpoint {
+			out = append(out, ChangeEndpoint)
 		}
 	}
 	if approved.Mode != now.Mode {
@@ -193,6 +202,9 @@ func (x *Intents) Components(ctx context.Context, in *Input) (Components, error)
 		c.Key = x.deps.MAC.MACKey()
 	}
 	c.Params = x.mac(c.Key, "intent.params", canonical)
+	if e, ok := src.Source.(executors.Endpointed); ok {
+		c.Endpoint = x.mac(c.Key, "intent.endpoint", []byte(e.Endpoint()))
+	}
 	c.Credential, err = x.credential(ctx, in, c.Key)
 	return c, err
 }

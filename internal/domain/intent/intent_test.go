@@ -132,3 +132,36 @@ func TestHidden_NamesWhereASecretChanged(t *testing.T) {
 		{Path: "/text", From: json.RawMessage(`"key [REDACTED]"`), To: json.RawMessage(`"key [REDACTED]"`)},
 	}, got)
 }
+
+type endpointed struct {
+	stub
+	url string
+}
+
+func (e endpointed) Endpoint() string { return e.url }
+
+// TestComponents_Endpoint: a source whose server its organization chose
+// names it (keyed, never the URL itself); another server is a change. A
+// source without one has no endpoint, so its digests are as they were.
+func TestComponents_Endpoint(t *testing.T) {
+	box, err := secretbox.New(secretbox.NewKey())
+	require.NoError(t, err)
+	x := intent.New(&intent.Deps{MAC: box})
+	def := executors.Definition{ID: "send", Params: json.RawMessage(`{}`)}
+	at := func(src executors.Source) intent.Components {
+		c, err := x.Components(context.Background(), &intent.Input{Org: "o", Action: catalog.Action{Source: &catalog.Source{Source: src}, Definition: def},
+			Params: json.RawMessage(`{}`), Mode: "require_approval"})
+		require.NoError(t, err)
+		return c
+	}
+	a, moved := at(endpointed{url: "https://mcp.example.com/a"}), at(endpointed{url: "https://mcp.example.com/b"})
+	require.NotEmpty(t, a.Endpoint)
+	raw, _ := json.Marshal(a)
+	require.NotContains(t, string(raw), "mcp.example.com")
+	require.Equal(t, []string{intent.ChangeEndpoint}, intent.Changes(&a, &moved))
+	require.Empty(t, intent.Changes(&a, new(at(endpointed{url: "https://mcp.example.com/a"}))))
+
+	plain := at(stub{})
+	raw, _ = json.Marshal(plain)
+	require.NotContains(t, string(raw), "endpoint")
+}
