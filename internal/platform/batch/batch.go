@@ -13,6 +13,7 @@ package batch
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 )
@@ -108,7 +109,7 @@ func (g *Group[T, R]) run(ctx context.Context, c *call[T, R], batch []*call[T, R
 	for i, b := range batch {
 		items[i] = b.item
 	}
-	results := g.Run(context.WithoutCancel(ctx), items)
+	results, panicked := g.runItems(context.WithoutCancel(ctx), items)
 
 	g.mu.Lock()
 	if n := len(g.queue); n > 0 {
@@ -128,7 +129,28 @@ func (g *Group[T, R]) run(ctx context.Context, c *call[T, R], batch []*call[T, R
 			b.lead <- nil
 		}
 	}
+	if panicked != nil {
+		panic(panicked)
+	}
 	return c.res.Value, c.res.Err
+}
+
+// runItems calls Run. A panic in it is every item's error, so that the
+// calls of the batch and those queued behind it are answered and the
+// group goes on (a recovered panic, as River's workers and the HTTP
+// server recover, left them waiting forever); it is returned for the
+// leading call to panic with again.
+func (g *Group[T, R]) runItems(ctx context.Context, items []T) (results []Result[R], panicked any) {
+	defer func() {
+		if panicked = recover(); panicked != nil {
+			err := fmt.Errorf("batch: panic: %v", panicked)
+			results = make([]Result[R], len(items))
+			for i := range results {
+				results[i].Err = err
+			}
+		}
+	}()
+	return g.Run(ctx, items), nil
 }
 
 // Queued is how many calls wait for a batch to start (for tests and

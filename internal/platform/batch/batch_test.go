@@ -263,3 +263,61 @@ func TestIsolated(t *testing.T) {
 	require.Equal(t, [][]int{{5, 6}}, calls, "a batch that succeeds runs once")
 	require.Equal(t, 60, out[1].Value)
 }
+
+// A panic in Run, which its leading call's caller may recover (River's
+// workers and the HTTP server do), is every item's error: the calls queued
+// behind the batch are run, and the group takes calls again.
+func TestGroup_PanicInRunDoesNotWedgeTheGroup(t *testing.T) {
+	release := make(chan struct{})
+	var runs sync.Mutex
+	n := 0
+	g := &batch.Group[int, int]{Run: func(ctx context.Context, items []int) []batch.Result[int] {
+		runs.Lock()
+		n++
+		first := n == 1
+		runs.Unlock()
+		if first {
+			<-release
+			panic("boom")
+		}
+		out := make([]batch.Result[int], len(items))
+		for i, it := range items {
+			out[i].Value = it * 2
+		}
+		return out
+	}}
+
+	leader := make(chan any, 1)
+	go func() {
+		defer func() { leader <- recover() }()
+		_, _ = g.Do(context.Background(), 1)
+	}()
+	require.Eventually(t, func() bool { runs.Lock(); defer runs.Unlock(); return n == 1 }, timeout, tick)
+	queued := make(chan batch.Result[int], 1)
+	go func() {
+		v, err := g.Do(context.Background(), 2)
+		queued <- batch.Result[int]{Value: v, Err: err}
+	}()
+	require.Eventually(t, func() bool { return g.Queued() == 1 }, timeout, tick)
+	close(release)
+
+	require.Equal(t, "boom", <-leader, "the leading call panics again")
+	select {
+	case r := <-queued:
+		require.NoError(t, r.Err)
+		require.Equal(t, 4, r.Value)
+	case <-time.After(timeout):
+		t.Fatal("the call queued behind a panicking batch never returned")
+	}
+	done := make(chan int, 1)
+	go func() {
+		v, _ := g.Do(context.Background(), 3)
+		done <- v
+	}()
+	select {
+	case v := <-done:
+		require.Equal(t, 6, v)
+	case <-time.After(timeout):
+		t.Fatal("the group took no call after a panic")
+	}
+}
