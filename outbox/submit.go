@@ -380,10 +380,22 @@ func (s *Service) existing(ctx context.Context, db invocationstore.DB, r *reques
 }
 
 // sameRequest is errs.IdempotencyMismatch when inv, which holds p's key, was
-// created by a request with other content or from another session.
+// created by a request with other content, from another session or, for
+// an external id (unique in the organization), by another automation
+// (without one, by another token subject): a repeat answers the invocation
+// only to whom may read it, as GET /v1/envelopes/{id} does.
 func sameRequest(inv invocation.Invocation, p *prepared) error {
 	if inv.ParamsHash != p.hash || deref(inv.SessionID) != p.r.sessionID {
 		return errs.IdempotencyMismatch
+	}
+	if p.r.externalID != "" {
+		other := deref(inv.AutomationID) != p.r.automationID
+		if p.r.automationID == "" {
+			other = other || inv.RequestedBy != p.r.requestedBy
+		}
+		if other {
+			return errs.IdempotencyMismatch
+		}
 	}
 	return nil
 }

@@ -365,6 +365,35 @@ func TestEnvelope_ServiceSeesItsOwn(t *testing.T) {
 	require.Equal(t, "cancelled", b.Invocation(id)["status"])
 }
 
+// An external id is unique in the organization, but a repeat from another
+// automation (or, without one, another token) must not answer the envelope
+// it holds: GET /v1/envelopes/{id} would not show it to that caller.
+func TestEnvelope_RepeatOfAnotherAutomationsExternalID(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	postEnvelope(t, b, envelope("theirs-1", map[string]any{"approval": "required"}), http.StatusCreated)
+	other := b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "automation-2"})
+	noAutomation := b.Token(auth.Claims{Kind: auth.KindService})
+	for _, tok := range []string{other, noAutomation} {
+		requireAPIError(t, b.Do("POST", "/v1/envelopes", tok, envelope("theirs-1", map[string]any{"approval": "required"})),
+			http.StatusUnprocessableEntity, "idempotency_mismatch")
+		r := b.Do("POST", "/v1/envelopes/batch", tok, map[string]any{"envelopes": []any{envelope("theirs-1", nil)}})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		item := r.Body["envelopes"].([]any)[0].(map[string]any)
+		require.Nil(t, item["action_id"], string(r.Raw))
+		require.Equal(t, "idempotency_mismatch", item["error"].(map[string]any)["code"])
+	}
+
+	// Without an automation claim, only the token subject that enqueued it.
+	postEnvelopeAs(t, b, noAutomation, envelope("mine-1", nil), http.StatusCreated)
+	postEnvelopeAs(t, b, noAutomation, envelope("mine-1", nil), http.StatusOK)
+	someoneElse := b.Token(auth.Claims{Kind: auth.KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: "another-service"}})
+	requireAPIError(t, b.Do("POST", "/v1/envelopes", someoneElse, envelope("mine-1", nil)), http.StatusUnprocessableEntity, "idempotency_mismatch")
+	// The owner still gets its own repeat.
+	postEnvelope(t, b, envelope("theirs-1", map[string]any{"approval": "required"}), http.StatusOK)
+	require.Equal(t, 2, countRows(t, b, `SELECT count(*) FROM action_invocations`))
+}
+
 // postEnvelopeAs enqueues env with token and requires status.
 func postEnvelopeAs(t *testing.T, b *apptest.Bundle, token string, env map[string]any, status int) map[string]any {
 	t.Helper()
