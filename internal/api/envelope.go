@@ -2,6 +2,9 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/outboxd/outboxd/outbox"
@@ -54,4 +57,44 @@ func (e *Envelope) envelope() outbox.Envelope {
 			Retry: (*outbox.EnvelopeRetry)(e.Constraints.Retry),
 		},
 	}
+}
+
+// decodeBatch reads a batch's body, {"envelopes": [...]}, decoding each
+// envelope on its own: one that cannot be decoded (a field of the wrong
+// type, text Postgres cannot store) has its error at its index in errs,
+// as a single envelope would get it, and never fails its neighbours.
+// Like single envelopes, unknown fields are ignored.
+func decodeBatch(r *http.Request) (envs []Envelope, errs []error, err error) {
+	body, err := readBody(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	var b struct {
+		Envelopes []json.RawMessage `json:"envelopes"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return nil, nil, badRequest("invalid_json", wrongType(typeErr))
+		}
+		return nil, nil, badRequest("invalid_json", "request body is not valid JSON: "+err.Error())
+	}
+	if len(b.Envelopes) == 0 || len(b.Envelopes) > outbox.MaxBatch {
+		return nil, nil, badRequest("invalid_request", fmt.Sprintf("envelopes must hold between 1 and %d envelopes", outbox.MaxBatch))
+	}
+	envs = make([]Envelope, len(b.Envelopes))
+	errs = make([]error, len(b.Envelopes))
+	for i, raw := range b.Envelopes {
+		if errs[i] = checkBodyText(raw); errs[i] != nil {
+			continue
+		}
+		var typeErr *json.UnmarshalTypeError
+		switch err := json.Unmarshal(raw, &envs[i]); {
+		case errors.As(err, &typeErr):
+			errs[i] = badRequest("invalid_json", wrongType(typeErr))
+		case err != nil:
+			errs[i] = badRequest("invalid_json", "envelope is not valid JSON: "+err.Error())
+		}
+	}
+	return envs, errs, nil
 }

@@ -499,6 +499,45 @@ func TestEnvelope_Batch(t *testing.T) {
 	})
 }
 
+// An item that cannot be decoded (a field of the wrong type, text Postgres
+// cannot store) is that item's error, not the batch's: its neighbours are
+// written.
+func TestEnvelope_BatchUndecodableItemIsItsOwnError(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	batch := `{"envelopes": [
+		{"external_id": 5, "tool": {"source": "slack", "action": "send_message"}, "args": {"channel": "C0123456789", "text": "a"}},
+		{"external_id": "undecodable-ok-1", "tool": {"source": "slack", "action": "send_message"}, "args": {"channel": "C0123456789", "text": "b"}},
+		{"external_id": "undecodable-2", "tool": {"source": "slack", "action": "send_message"}, "args": {"channel": "C0123456789", "text": "c"},
+		 "constraints": {"must_run_before": "tomorrow"}},
+		{"external_id": "undecodable-3", "tool": {"source": "slack", "action": "send_message"}, "args": {"channel": "C0123456789", "text": "d\u0000"}},
+		{"external_id": "undecodable-ok-2", "tool": {"source": "slack", "action": "send_message"}, "args": {"channel": "C0123456789", "text": "e"},
+		 "constraints": {"retry": {"max_attempts": 3}}}
+	]}`
+	r := b.Do("POST", "/v1/envelopes/batch", b.Service(), batch)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	items := r.Body["envelopes"].([]any)
+	require.Len(t, items, 5)
+	for i, want := range []string{"invalid_json", "", "invalid_json", "invalid_request", ""} {
+		item := items[i].(map[string]any)
+		if want == "" {
+			require.Equal(t, true, item["created"], "item %d: %v", i, item)
+			continue
+		}
+		require.Equal(t, want, item["error"].(map[string]any)["code"], "item %d: %v", i, item)
+	}
+	require.Equal(t, 2, countRows(t, b, `SELECT count(*) FROM action_invocations`))
+
+	// Only undecodable items: each answered, nothing written.
+	r = b.Do("POST", "/v1/envelopes/batch", b.Service(), `{"envelopes": [{"external_id": []}]}`)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, "invalid_json", r.Body["envelopes"].([]any)[0].(map[string]any)["error"].(map[string]any)["code"])
+	// The body itself must still be a batch.
+	requireAPIError(t, b.Do("POST", "/v1/envelopes/batch", b.Service(), `{"envelopes": {}}`), http.StatusBadRequest, "invalid_json")
+	requireAPIError(t, b.Do("POST", "/v1/envelopes/batch", b.Service(), `{"envelopes": []} x`), http.StatusBadRequest, "invalid_json")
+	require.Equal(t, 2, countRows(t, b, `SELECT count(*) FROM action_invocations`))
+}
+
 // Nobody approves their own request: the person an automation's token
 // acts for (its owner) cannot approve the automation's run; someone else
 // can.

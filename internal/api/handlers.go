@@ -557,23 +557,33 @@ func enqueuer(c *auth.Claims) *outbox.Enqueuer {
 // enqueueBatch answers each envelope of a batch in request order: its
 // envelope view with "created", or its own error.
 func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	var body struct {
-		Envelopes []Envelope `json:"envelopes"`
-	}
-	// Lenient like single envelopes: the seed's read-only fields are ignored.
-	if err := decode(r, &body, true); err != nil {
-		return err
-	}
-	if len(body.Envelopes) == 0 || len(body.Envelopes) > outbox.MaxBatch {
-		return badRequest("invalid_request", fmt.Sprintf("envelopes must hold between 1 and %d envelopes", outbox.MaxBatch))
-	}
-	envs := make([]outbox.Envelope, len(body.Envelopes))
-	for i := range body.Envelopes {
-		envs[i] = body.Envelopes[i].envelope()
-	}
-	items, err := s.svc.EnqueueBatch(r.Context(), enqueuer(c), envs)
+	bodies, decodeErrs, err := decodeBatch(r)
 	if err != nil {
 		return err
+	}
+	// The envelopes that decoded go to the outbox; the others are answered
+	// with their own error.
+	items := make([]outbox.BatchItem, len(bodies))
+	var (
+		envs  []outbox.Envelope
+		owner []int // item of each of envs
+	)
+	for i := range bodies {
+		if decodeErrs[i] != nil {
+			items[i].Err = decodeErrs[i]
+			continue
+		}
+		envs = append(envs, bodies[i].envelope())
+		owner = append(owner, i)
+	}
+	if len(envs) > 0 {
+		enqueued, err := s.svc.EnqueueBatch(r.Context(), enqueuer(c), envs)
+		if err != nil {
+			return err
+		}
+		for k, item := range enqueued {
+			items[owner[k]] = item
+		}
 	}
 	out := make([]any, len(items))
 	for i, item := range items {
