@@ -71,7 +71,8 @@ func (w QuietWindow) Wait(now time.Time) (time.Duration, error) {
 // MatchRecipient reports the first do-not-contact pattern matching value.
 // Patterns are shell globs (path.Match: *, ?, [...]), compared
 // case-insensitively; a leading "#" or "@" on either side is ignored so
-// "#general" matches "general".
+// "#general" matches "general". A recipient is not a path: * and ? match
+// a "/" too.
 func MatchRecipient(patterns []string, value string) (string, bool) {
 	v := normalizeRecipient(value)
 	for _, p := range patterns {
@@ -91,6 +92,9 @@ func ValidRecipientPattern(p string) bool {
 	return err == nil
 }
 
+// normalizeRecipient puts a pattern or a value in the form they are
+// matched in. "/" becomes NUL, which no stored value holds, so that
+// path.Match's * and ? match it.
 func normalizeRecipient(s string) string {
-	return strings.ToLower(strings.TrimLeft(strings.TrimSpace(s), "#@"))
+	return strings.ReplaceAll(strings.ToLower(strings.TrimLeft(strings.TrimSpace(s), "#@")), "/", "\x00")
 }

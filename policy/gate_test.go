@@ -84,6 +84,16 @@ func TestMatchRecipient(t *testing.T) {
 		_, ok := MatchRecipient(patterns, value)
 		require.False(t, ok, value)
 	}
+	// A recipient is not a path: a "/" in it does not stop * or ?.
+	for value, pattern := range map[string]string{
+		"team/secret/room": "*secret*", "acme/ops": "acme?ops", "a/b": "a/*", "x/y": "x[/]y",
+	} {
+		got, ok := MatchRecipient([]string{pattern}, value)
+		require.True(t, ok, value)
+		require.Equal(t, pattern, got)
+	}
+	_, ok := MatchRecipient([]string{"a/*"}, "ab")
+	require.False(t, ok)
 	require.True(t, ValidRecipientPattern("C0*"))
 	require.False(t, ValidRecipientPattern("[unclosed"))
 	require.False(t, ValidRecipientPattern("  "))
