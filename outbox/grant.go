@@ -31,7 +31,7 @@ func (s *Service) useGrant(ctx context.Context, tx pgx.Tx, p *prepared, create *
 	}
 	id, revoked, err := s.grants.Use(ctx, tx, &grant.Request{
 		Org: create.OrganizationID, SourceID: create.Integration, ActionID: create.Action,
-		SessionID: create.SessionID, AutomationID: create.AutomationID, Params: create.Params,
+		SessionID: create.SessionID, AutomationID: create.AutomationID, UserID: create.UserID, Params: create.Params,
 		DefinitionHash: hash, Drifted: p.action.ReviewDrifted(hash),
 	})
 	if err != nil {

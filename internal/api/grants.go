@@ -26,9 +26,12 @@ type Grants interface {
 
 // grantView is the API shape of a grant.
 type grantView struct {
-	ID          uuid.UUID                  `json:"id"`
-	Scope       string                     `json:"scope"`
-	ScopeID     string                     `json:"scope_id"`
+	ID      uuid.UUID `json:"id"`
+	Scope   string    `json:"scope"`
+	ScopeID string    `json:"scope_id"`
+	// UserID is the user whose invocations it lets through (null: those
+	// made for no user).
+	UserID      *string                    `json:"user_id"`
 	Integration string                     `json:"integration"`
 	Action      string                     `json:"action"`
 	Fixed       map[string]json.RawMessage `json:"fixed"`
@@ -51,7 +54,7 @@ type grantView struct {
 
 func viewGrant(g grant.Grant) grantView {
 	return grantView{
-		ID: g.ID, Scope: g.Scope, ScopeID: g.ScopeID, Integration: g.SourceID, Action: g.ActionID, Fixed: g.Fixed,
+		ID: g.ID, Scope: g.Scope, ScopeID: g.ScopeID, UserID: nilIfEmpty(g.UserID), Integration: g.SourceID, Action: g.ActionID, Fixed: g.Fixed,
 		Granted: g.Granted, Remaining: g.Remaining, ExpiresAt: g.ExpiresAt, Active: grant.Active(&g, time.Now()),
 		DefinitionHash: g.DefinitionHash, CreatedBy: g.CreatedBy, CreatedFrom: g.CreatedFrom, CreatedAt: g.CreatedAt,
 		RevokedAt: g.RevokedAt, RevokedBy: g.RevokedBy, RevokeReason: g.RevokeReason,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/outboxd/outboxd/executors/database/databasetest"
 	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/outbox"
 	"github.com/outboxd/outboxd/worker"
@@ -98,6 +99,7 @@ func TestGrants_CountAndConstraints(t *testing.T) {
 	grantID := g["id"].(string)
 	require.Equal(t, "session", g["scope"])
 	require.Equal(t, apptest.Session, g["scope_id"])
+	require.Nil(t, g["user_id"], "the invocation was made for no user")
 	require.Equal(t, map[string]any{"channel": "C0123456789"}, g["fixed"])
 	require.Equal(t, float64(2), g["remaining"])
 	require.Equal(t, first, g["created_from"])
@@ -596,4 +598,32 @@ func TestGrants_AskedAgainInvocationMakesOneGrant(t *testing.T) {
 	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]any{"mode": "once"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	b.WaitStatus(id, invocation.StatusCompleted, 15*time.Second)
+}
+
+// TestGrants_AreTheirUsers: a grant made on an invocation for one user
+// lets through that user's invocations in the session only: another
+// person acting in the same session (with their own credential) waits for
+// a human.
+func TestGrants_AreTheirUsers(t *testing.T) {
+	t.Parallel()
+	b := grantBundle(t)
+	invokeAs := func(user, text string) *apptest.Response {
+		tok := b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: apptest.Session, UserID: user})
+		return b.Do("POST", "/v1/sessions/"+apptest.Session+"/actions/invoke", tok,
+			map[string]any{"integration": "slack", "action": "send_message", "params": map[string]any{"channel": "C0123456789", "text": text}})
+	}
+	r := invokeAs("alice", "first")
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	g := approveWithGrant(t, b, r.Body["invocation_id"].(string), map[string]any{"count": 5, "minutes": 10})
+	require.Equal(t, "alice", g["user_id"])
+
+	r = invokeAs("bob", "not alice")
+	require.Equal(t, http.StatusAccepted, r.Status, "another user's invocation waits: %s", r.Raw)
+	require.Nil(t, r.Body["invocation"].(map[string]any)["grant_id"])
+	r = invokeAs("", "nobody's")
+	require.Equal(t, http.StatusAccepted, r.Status, "an invocation for no user waits: %s", r.Raw)
+
+	r = invokeAs("alice", "alice again")
+	require.Equal(t, http.StatusOK, r.Status, "the grant lets its user's through: %s", r.Raw)
+	require.Equal(t, g["id"], r.Body["invocation"].(map[string]any)["grant_id"])
 }

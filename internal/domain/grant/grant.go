@@ -133,6 +133,9 @@ func (k *Keeper) Create(ctx context.Context, db dbutil.DB, inv *invocation.Invoc
 		Granted: spec.Count, ExpiresAt: time.Now().Add(time.Duration(spec.Minutes) * time.Minute),
 		DefinitionHash: definitionHash, CreatedBy: by, CreatedFrom: inv.ID,
 	}
+	if inv.UserID != nil {
+		g.UserID = *inv.UserID // another person's invocations use their own credential
+	}
 	switch {
 	case inv.AutomationID != nil && *inv.AutomationID != "":
 		g.Scope, g.ScopeID = ScopeAutomation, *inv.AutomationID
@@ -185,6 +188,8 @@ func fixedValues(params json.RawMessage, names []string) (map[string]json.RawMes
 type Request struct {
 	Org, SourceID, ActionID string
 	SessionID, AutomationID string
+	// UserID is the user the invocation is made for ("" for none).
+	UserID string
 	// Params are the invocation's stored (redacted) params.
 	Params json.RawMessage
 	// DefinitionHash is the action's current definition hash.
@@ -220,7 +225,7 @@ func (k *Keeper) Use(ctx context.Context, db dbutil.DB, r *Request) (id *uuid.UU
 		}
 		return nil, revoked, nil
 	}
-	cands, err := k.store.Candidates(ctx, db, r.Org, r.SourceID, r.ActionID, r.SessionID, r.AutomationID, r.Params)
+	cands, err := k.store.Candidates(ctx, db, r.Org, r.SourceID, r.ActionID, r.SessionID, r.AutomationID, r.UserID, r.Params)
 	if err != nil {
 		return nil, nil, fmt.Errorf("looking up grants: %w", err)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 const grantByInvocation = `-- name: GrantByInvocation :one
-SELECT id, organization_id, scope, scope_id, source_id, action_id, fixed, granted, remaining, expires_at, definition_hash, created_by, created_from, created_at, revoked_at, revoked_by, revoke_reason FROM grants WHERE organization_id = $1 AND created_from = $2
+SELECT id, organization_id, scope, scope_id, source_id, action_id, fixed, granted, remaining, expires_at, definition_hash, created_by, created_from, created_at, revoked_at, revoked_by, revoke_reason, user_id FROM grants WHERE organization_id = $1 AND created_from = $2
 `
 
 type GrantByInvocationParams struct {
@@ -42,6 +42,7 @@ func (q *Queries) GrantByInvocation(ctx context.Context, db DBTX, arg GrantByInv
 		&i.RevokedAt,
 		&i.RevokedBy,
 		&i.RevokeReason,
+		&i.UserID,
 	)
 	return i, err
 }
@@ -51,9 +52,10 @@ SELECT id, definition_hash FROM grants
 WHERE organization_id = $1 AND source_id = $2 AND action_id = $3
   AND revoked_at IS NULL AND remaining > 0 AND expires_at > now()
   AND ((scope = 'session' AND scope_id = $4::text) OR (scope = 'automation' AND scope_id = $5::text))
+  AND user_id IS NOT DISTINCT FROM NULLIF($6::text, '')
   AND NOT EXISTS (
       SELECT 1 FROM jsonb_each(fixed) AS f
-      WHERE ($6::jsonb -> f.key) IS DISTINCT FROM f.value
+      WHERE ($7::jsonb -> f.key) IS DISTINCT FROM f.value
   )
 ORDER BY expires_at, id
 LIMIT 8
@@ -65,6 +67,7 @@ type GrantCandidatesParams struct {
 	ActionID       string
 	SessionID      string
 	AutomationID   string
+	UserID         string
 	Params         []byte
 }
 
@@ -74,8 +77,8 @@ type GrantCandidatesRow struct {
 }
 
 // The live grants that would let a request through: of its action, in its
-// session or automation, whose fixed values its (stored) params hold
-// exactly. Soonest to expire first.
+// session or automation, made for its user (or for none, as it is), whose
+// fixed values its (stored) params hold exactly. Soonest to expire first.
 func (q *Queries) GrantCandidates(ctx context.Context, db DBTX, arg GrantCandidatesParams) ([]GrantCandidatesRow, error) {
 	rows, err := db.Query(ctx, grantCandidates,
 		arg.OrganizationID,
@@ -83,6 +86,7 @@ func (q *Queries) GrantCandidates(ctx context.Context, db DBTX, arg GrantCandida
 		arg.ActionID,
 		arg.SessionID,
 		arg.AutomationID,
+		arg.UserID,
 		arg.Params,
 	)
 	if err != nil {
@@ -104,7 +108,7 @@ func (q *Queries) GrantCandidates(ctx context.Context, db DBTX, arg GrantCandida
 }
 
 const grantGet = `-- name: GrantGet :one
-SELECT id, organization_id, scope, scope_id, source_id, action_id, fixed, granted, remaining, expires_at, definition_hash, created_by, created_from, created_at, revoked_at, revoked_by, revoke_reason FROM grants WHERE id = $1 AND organization_id = $2
+SELECT id, organization_id, scope, scope_id, source_id, action_id, fixed, granted, remaining, expires_at, definition_hash, created_by, created_from, created_at, revoked_at, revoked_by, revoke_reason, user_id FROM grants WHERE id = $1 AND organization_id = $2
 `
 
 type GrantGetParams struct {
@@ -133,6 +137,7 @@ func (q *Queries) GrantGet(ctx context.Context, db DBTX, arg GrantGetParams) (Gr
 		&i.RevokedAt,
 		&i.RevokedBy,
 		&i.RevokeReason,
+		&i.UserID,
 	)
 	return i, err
 }
@@ -157,12 +162,12 @@ func (q *Queries) GrantGiveBack(ctx context.Context, db DBTX, arg GrantGiveBackP
 const grantInsert = `-- name: GrantInsert :one
 INSERT INTO grants (
     id, organization_id, scope, scope_id, source_id, action_id, fixed, granted, remaining,
-    expires_at, definition_hash, created_by, created_from
+    expires_at, definition_hash, created_by, created_from, user_id
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $8,
-    $9, $10, $11, $12
+    $9, $10, $11, $12, NULLIF($13::text, '')
 )
-RETURNING id, organization_id, scope, scope_id, source_id, action_id, fixed, granted, remaining, expires_at, definition_hash, created_by, created_from, created_at, revoked_at, revoked_by, revoke_reason
+RETURNING id, organization_id, scope, scope_id, source_id, action_id, fixed, granted, remaining, expires_at, definition_hash, created_by, created_from, created_at, revoked_at, revoked_by, revoke_reason, user_id
 `
 
 type GrantInsertParams struct {
@@ -178,6 +183,7 @@ type GrantInsertParams struct {
 	DefinitionHash string
 	CreatedBy      string
 	CreatedFrom    uuid.UUID
+	UserID         string
 }
 
 func (q *Queries) GrantInsert(ctx context.Context, db DBTX, arg GrantInsertParams) (Grant, error) {
@@ -194,6 +200,7 @@ func (q *Queries) GrantInsert(ctx context.Context, db DBTX, arg GrantInsertParam
 		arg.DefinitionHash,
 		arg.CreatedBy,
 		arg.CreatedFrom,
+		arg.UserID,
 	)
 	var i Grant
 	err := row.Scan(
@@ -214,12 +221,13 @@ func (q *Queries) GrantInsert(ctx context.Context, db DBTX, arg GrantInsertParam
 		&i.RevokedAt,
 		&i.RevokedBy,
 		&i.RevokeReason,
+		&i.UserID,
 	)
 	return i, err
 }
 
 const grantList = `-- name: GrantList :many
-SELECT id, organization_id, scope, scope_id, source_id, action_id, fixed, granted, remaining, expires_at, definition_hash, created_by, created_from, created_at, revoked_at, revoked_by, revoke_reason FROM grants
+SELECT id, organization_id, scope, scope_id, source_id, action_id, fixed, granted, remaining, expires_at, definition_hash, created_by, created_from, created_at, revoked_at, revoked_by, revoke_reason, user_id FROM grants
 WHERE organization_id = $1
   AND (NOT $2::boolean OR (revoked_at IS NULL AND remaining > 0 AND expires_at > now()))
 ORDER BY created_at DESC, id
@@ -260,6 +268,7 @@ func (q *Queries) GrantList(ctx context.Context, db DBTX, arg GrantListParams) (
 			&i.RevokedAt,
 			&i.RevokedBy,
 			&i.RevokeReason,
+			&i.UserID,
 		); err != nil {
 			return nil, err
 		}
@@ -274,7 +283,7 @@ func (q *Queries) GrantList(ctx context.Context, db DBTX, arg GrantListParams) (
 const grantRevoke = `-- name: GrantRevoke :one
 UPDATE grants SET revoked_at = now(), revoked_by = $1, revoke_reason = $2
 WHERE id = $3 AND organization_id = $4 AND revoked_at IS NULL
-RETURNING id, organization_id, scope, scope_id, source_id, action_id, fixed, granted, remaining, expires_at, definition_hash, created_by, created_from, created_at, revoked_at, revoked_by, revoke_reason
+RETURNING id, organization_id, scope, scope_id, source_id, action_id, fixed, granted, remaining, expires_at, definition_hash, created_by, created_from, created_at, revoked_at, revoked_by, revoke_reason, user_id
 `
 
 type GrantRevokeParams struct {
@@ -311,6 +320,7 @@ func (q *Queries) GrantRevoke(ctx context.Context, db DBTX, arg GrantRevokeParam
 		&i.RevokedAt,
 		&i.RevokedBy,
 		&i.RevokeReason,
+		&i.UserID,
 	)
 	return i, err
 }

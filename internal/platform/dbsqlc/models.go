@@ -167,6 +167,7 @@ type Grant struct {
 	RevokedAt      *time.Time
 	RevokedBy      *string
 	RevokeReason   *string
+	UserID         *string
 }
 
 type InvocationApproval struct {

@@ -32,7 +32,10 @@ type Grant struct {
 	DefinitionHash string
 	CreatedBy      string
 	CreatedFrom    uuid.UUID
-	CreatedAt      time.Time
+	// UserID is the user the approved invocation was made for ("" for
+	// none): the grant lets through only invocations made for the same.
+	UserID    string
+	CreatedAt time.Time
 	RevokedAt      *time.Time
 	RevokedBy      string
 	RevokeReason   string
@@ -64,7 +67,7 @@ func (s *Store) Insert(ctx context.Context, db dbutil.DB, g *Grant) (Grant, erro
 	row, err := s.q.GrantInsert(ctx, db, dbsqlc.GrantInsertParams{
 		ID: g.ID, OrganizationID: g.Org, Scope: g.Scope, ScopeID: g.ScopeID, SourceID: g.SourceID, ActionID: g.ActionID,
 		Fixed: fixed, Granted: int32(g.Granted), ExpiresAt: g.ExpiresAt, DefinitionHash: g.DefinitionHash,
-		CreatedBy: g.CreatedBy, CreatedFrom: g.CreatedFrom,
+		CreatedBy: g.CreatedBy, CreatedFrom: g.CreatedFrom, UserID: g.UserID,
 	})
 	if err != nil {
 		return Grant{}, err
@@ -73,11 +76,11 @@ func (s *Store) Insert(ctx context.Context, db dbutil.DB, g *Grant) (Grant, erro
 }
 
 // Candidates returns the live grants of org that match a request of
-// source's action in sessionID or automationID whose stored params are
-// params, soonest to expire first.
-func (s *Store) Candidates(ctx context.Context, db dbutil.DB, org, source, action, sessionID, automationID string, params []byte) ([]Candidate, error) {
+// source's action in sessionID or automationID, made for userID ("" for
+// none), whose stored params are params, soonest to expire first.
+func (s *Store) Candidates(ctx context.Context, db dbutil.DB, org, source, action, sessionID, automationID, userID string, params []byte) ([]Candidate, error) {
 	rows, err := s.q.GrantCandidates(ctx, db, dbsqlc.GrantCandidatesParams{
-		OrganizationID: org, SourceID: source, ActionID: action, SessionID: sessionID, AutomationID: automationID, Params: params,
+		OrganizationID: org, SourceID: source, ActionID: action, SessionID: sessionID, AutomationID: automationID, UserID: userID, Params: params,
 	})
 	if err != nil {
 		return nil, err
@@ -172,7 +175,7 @@ func fromRow(r *dbsqlc.Grant) Grant {
 		ID: r.ID, Org: r.OrganizationID, Scope: r.Scope, ScopeID: r.ScopeID, SourceID: r.SourceID, ActionID: r.ActionID,
 		Granted: int(r.Granted), Remaining: int(r.Remaining), ExpiresAt: r.ExpiresAt, DefinitionHash: r.DefinitionHash,
 		CreatedBy: r.CreatedBy, CreatedFrom: r.CreatedFrom, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt,
-		RevokedBy: deref(r.RevokedBy), RevokeReason: deref(r.RevokeReason),
+		RevokedBy: deref(r.RevokedBy), RevokeReason: deref(r.RevokeReason), UserID: deref(r.UserID),
 	}
 	_ = json.Unmarshal(r.Fixed, &g.Fixed)
 	g.Fixed = fixedOrEmpty(g.Fixed)

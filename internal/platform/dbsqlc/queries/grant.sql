@@ -1,21 +1,22 @@
 -- name: GrantInsert :one
 INSERT INTO grants (
     id, organization_id, scope, scope_id, source_id, action_id, fixed, granted, remaining,
-    expires_at, definition_hash, created_by, created_from
+    expires_at, definition_hash, created_by, created_from, user_id
 ) VALUES (
     @id, @organization_id, @scope, @scope_id, @source_id, @action_id, @fixed, @granted, @granted,
-    @expires_at, @definition_hash, @created_by, @created_from
+    @expires_at, @definition_hash, @created_by, @created_from, NULLIF(@user_id::text, '')
 )
 RETURNING *;
 
 -- name: GrantCandidates :many
 -- The live grants that would let a request through: of its action, in its
--- session or automation, whose fixed values its (stored) params hold
--- exactly. Soonest to expire first.
+-- session or automation, made for its user (or for none, as it is), whose
+-- fixed values its (stored) params hold exactly. Soonest to expire first.
 SELECT id, definition_hash FROM grants
 WHERE organization_id = @organization_id AND source_id = @source_id AND action_id = @action_id
   AND revoked_at IS NULL AND remaining > 0 AND expires_at > now()
   AND ((scope = 'session' AND scope_id = @session_id::text) OR (scope = 'automation' AND scope_id = @automation_id::text))
+  AND user_id IS NOT DISTINCT FROM NULLIF(@user_id::text, '')
   AND NOT EXISTS (
       SELECT 1 FROM jsonb_each(fixed) AS f
       WHERE (@params::jsonb -> f.key) IS DISTINCT FROM f.value

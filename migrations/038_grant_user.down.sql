@@ -1,0 +1,1 @@
+ALTER TABLE grants DROP COLUMN user_id;
