@@ -28,8 +28,9 @@ type BatchItem struct {
 // EnqueueBatch enqueues up to MaxBatch envelopes. Each is validated and
 // de-duplicated on its own, and a refused one never affects its
 // neighbours; the accepted ones are recorded as single envelopes are (see
-// record), all in one transaction, their jobs in one bulk insert. The
-// answer is in request order.
+// record), all in one transaction, their jobs in one bulk insert (when
+// that transaction fails, one transaction each, so that a failure is its
+// envelope's alone). The answer is in request order.
 func (s *Service) EnqueueBatch(ctx context.Context, by *Enqueuer, envs []Envelope) ([]BatchItem, error) {
 	if len(envs) == 0 || len(envs) > MaxBatch {
 		return nil, errs.Invalid("envelopes", "give between 1 and %d envelopes", MaxBatch)
@@ -72,10 +73,25 @@ func (s *Service) EnqueueBatch(ctx context.Context, by *Enqueuer, envs []Envelop
 
 	recorded, err := s.write(ctx, firsts)
 	if err != nil {
-		return nil, err
+		// One envelope's failure (a value Postgres refuses, a deadlock
+		// over a grant) failed the transaction: write them one at a time,
+		// as the group commit of single envelopes does (batch.Isolated),
+		// so that it is that envelope's error alone.
+		recorded = make([]*invocation.Invocation, len(firsts))
+		for k := range firsts {
+			one, err := s.write(ctx, firsts[k:k+1])
+			if err != nil {
+				items[owners[k]].Err = err
+				continue
+			}
+			recorded[k] = one[0]
+		}
 	}
 	var held []string // external ids an earlier or concurrent request holds
 	for k, inv := range recorded {
+		if items[owners[k]].Err != nil {
+			continue
+		}
 		if inv == nil {
 			held = append(held, firsts[k].r.externalID)
 			continue
@@ -89,7 +105,7 @@ func (s *Service) EnqueueBatch(ctx context.Context, by *Enqueuer, envs []Envelop
 			return nil, err
 		}
 		for k, inv := range recorded {
-			if inv != nil {
+			if inv != nil || items[owners[k]].Err != nil {
 				continue
 			}
 			p := firsts[k]

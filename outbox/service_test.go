@@ -172,6 +172,38 @@ func TestService_Enqueue(t *testing.T) {
 	})
 }
 
+// An envelope the batch's transaction fails on (here a deadline Postgres
+// cannot store, which JSON cannot carry) is that envelope's error alone:
+// the batch is written again one envelope at a time.
+func TestService_EnqueueBatchTransactionFailureIsOneItems(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	bad := slackEnvelope("batch-tx-bad")
+	tooLate := time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)
+	bad.Constraints.MustRunBefore = &tooLate
+	envs := []outbox.Envelope{slackEnvelope("batch-tx-1"), bad, slackEnvelope("batch-tx-2"), slackEnvelope("batch-tx-1")}
+	items, err := bundle.svc.EnqueueBatch(bundle.ctx, &enqueuer, envs)
+	require.NoError(t, err)
+	require.Len(t, items, 4)
+	require.NoError(t, items[0].Err)
+	require.True(t, items[0].Created)
+	require.Error(t, items[1].Err)
+	require.NoError(t, items[2].Err)
+	require.True(t, items[2].Created)
+	require.NoError(t, items[3].Err)
+	require.False(t, items[3].Created)
+	require.Equal(t, items[0].Invocation.ID, items[3].Invocation.ID)
+
+	// A repeat of the batch finds what it wrote.
+	items, err = bundle.svc.EnqueueBatch(bundle.ctx, &enqueuer, envs)
+	require.NoError(t, err)
+	require.False(t, items[0].Created)
+	require.NoError(t, items[0].Err)
+	require.Error(t, items[1].Err)
+	require.False(t, items[2].Created)
+	require.NoError(t, items[2].Err)
+}
+
 func TestService_Decisions(t *testing.T) {
 	t.Parallel()
 	bundle := setup(t)
