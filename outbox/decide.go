@@ -1,10 +1,12 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,6 +42,12 @@ type ApproveParams struct {
 	// Params, when set, replaces the invocation's params before approving
 	// (the approver's edit; see Service.edit).
 	Params json.RawMessage
+	// Digest, when set, is the intent digest (or a prefix of it, as shown)
+	// the approver reviewed: an invocation whose intent is another by the
+	// time the approval locks it (another approver's edit, a request asked
+	// again) is not approved, so an approval never binds what its approver
+	// did not see.
+	Digest string
 }
 
 // Approve clears a pending invocation to run. Releasing its parked job
@@ -57,6 +65,10 @@ func (s *Service) Approve(ctx context.Context, p *ApproveParams) (invocation.Inv
 	return s.decide(ctx, p.OrganizationID, p.InvocationID, "approved", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
 		if ownRequest(inv, p.UserID) {
 			return inv, errs.Errorf(errs.SelfApproval, "%s asked for this invocation and cannot approve it: another person must", p.UserID)
+		}
+		if p.Digest != "" && (inv.IntentDigest == "" || !strings.HasPrefix(inv.IntentDigest, p.Digest)) {
+			return inv, errs.Errorf(errs.Conflict, "the invocation's intent is %s, not the %s reviewed: it changed since (an edit, or asked again); review it again",
+				cmp.Or(intent.Prefix(inv.IntentDigest), "none"), p.Digest)
 		}
 		var err error
 		if p.Params != nil {

@@ -308,8 +308,12 @@ export const api = {
   listInvocations: (f: ListFilter) => request<{ invocations: Invocation[]; total: number }>("GET", "/v1/invocations" + q(f)),
   getInvocation: (id: string) => request<{ invocation: Invocation }>("GET", "/v1/invocations/" + enc(id)),
   invocationEvents: (id: string) => request<{ events: TimelineEvent[] }>("GET", "/v1/invocations/" + enc(id) + "/events"),
-  approve: (id: string, mode: "once" | "always") => request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/approve", { mode }),
-  approveEdited: (id: string, params: Record<string, unknown>) => request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/approve", { mode: "once", params }),
+  // digest is the intent the approver reviewed: another by now (someone
+  // else's edit, a request asked again) is refused (409), never approved.
+  approve: (id: string, mode: "once" | "always", digest?: string) =>
+    request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/approve", { mode, digest }),
+  approveEdited: (id: string, params: Record<string, unknown>, digest?: string) =>
+    request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/approve", { mode: "once", params, digest }),
   deny: (id: string, reason: string) => request<{ invocation: Invocation }>("POST", "/v1/invocations/" + enc(id) + "/deny", { reason }),
   catalog: () => request<{ actions: CatalogAction[]; sources: CatalogSource[] }>("GET", "/v1/actions/available"),
   /** settableCatalog is the catalog with the actions of the providers with no credential stored (admins and owners): every action a mode may be set for. */

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -297,6 +298,10 @@ func pageParams(r *http.Request) (invocation.Page, error) {
 	return p, nil
 }
 
+// intentDigestPrefix is an intent digest as shown: 12 (intent.short) to
+// 64 (intent.digest) lowercase hex characters.
+var intentDigestPrefix = regexp.MustCompile(`^[0-9a-f]{12,64}$`)
+
 type approveBody struct {
 	Mode string `json:"mode"`
 	// Grant also lets the next invocations like this one through
@@ -305,6 +310,9 @@ type approveBody struct {
 	// Params, when set, replace the invocation's params before the
 	// approval (an edit: the full params object).
 	Params json.RawMessage `json:"params"`
+	// Digest is the intent digest the approver reviewed (its first 12
+	// characters or more): another one by then is a 409.
+	Digest string `json:"digest"`
 }
 
 func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
@@ -320,6 +328,9 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 	if body.Mode != "once" && body.Mode != "always" {
 		return badRequest("invalid_request", `mode must be "once" or "always"`)
 	}
+	if body.Digest != "" && !intentDigestPrefix.MatchString(body.Digest) {
+		return errs.Invalid("digest", "digest must be the intent digest reviewed: 12 to 64 lowercase hex characters (intent.short or intent.digest)")
+	}
 	if body.Grant != nil {
 		if body.Mode == "always" {
 			return badRequest("invalid_request", `a grant goes with mode "once": "always" already allows every later invocation`)
@@ -330,7 +341,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 	}
 	inv, err := s.svc.Approve(r.Context(), &outbox.ApproveParams{
 		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Role: string(c.Role), Always: body.Mode == "always", Grant: body.Grant,
-		Params: editedParams(body.Params),
+		Params: editedParams(body.Params), Digest: body.Digest,
 	})
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -292,6 +293,49 @@ func TestIntent_ConnectorMovedAfterApprovalAsksAgain(t *testing.T) {
 	b.WaitStatus(id, "completed", 15*time.Second)
 	require.Empty(t, first.toolCalls())
 	require.Len(t, second.toolCalls(), 1, "exactly one call, to the server approved")
+}
+
+// TestIntent_ApprovalBindsWhatItsApproverSaw: with two approvers, one
+// approver's edit after the other loaded the invocation does not get the
+// other's approval: an approval naming the digest it reviewed is refused
+// (409, nothing recorded) once the intent is another, and accepted for the
+// intent as it is now.
+func TestIntent_ApprovalBindsWhatItsApproverSaw(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-two")
+	r := b.Invoke("send_message", message)
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	id := r.Body["invocation_id"].(string)
+	seen := r.Body["invocation"].(map[string]any)["intent"].(map[string]any)["short"].(string)
+	tier := r.Body["invocation"].(map[string]any)["risk_tier"].(string)
+	require.Equal(t, http.StatusOK, b.Do("PUT", "/v1/approvers/policy", b.Owner(), map[string]any{"required": map[string]any{tier: 2}}).Status)
+
+	// The owner edits and approves (one of two) while the admin looks at
+	// the agent's version.
+	edited := map[string]any{"channel": "C0123456789", "text": "deploy finished (edited)"}
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]any{"params": edited, "digest": seen})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	now := r.Body["invocation"].(map[string]any)["intent"].(map[string]any)["digest"].(string)
+	require.NotEqual(t, seen, now[:12])
+
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]any{"digest": seen})
+	requireAPIError(t, r, http.StatusConflict, "conflict")
+	require.Contains(t, string(r.Raw), "review it again")
+	inv := b.Invocation(id)
+	require.Equal(t, "pending", inv["status"], "nothing approved")
+	require.Len(t, inv["approvals"], 1)
+	require.Empty(t, b.Slack.Requests())
+
+	for _, bad := range []string{"ABCDEF012345", "abc", strings.Repeat("a", 65), "zzzzzzzzzzzz"} {
+		r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]any{"digest": bad})
+		requireAPIError(t, r, http.StatusBadRequest, "invalid_request")
+	}
+
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Admin(), map[string]any{"digest": now})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	b.WaitStatus(id, "completed", 15*time.Second)
+	require.Len(t, b.Slack.Requests(), 1)
 }
 
 // TestIntent_SlackAsksAgain: a request asked again is posted to the

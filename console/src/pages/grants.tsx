@@ -31,8 +31,8 @@ export type Grant = {
 export type GrantSpec = { count: number; minutes: number; fixed: string[] };
 
 export const grants = {
-  approveWithGrant: (id: string, grant: GrantSpec) =>
-    request<{ invocation: Invocation; grant?: Grant }>("POST", "/v1/invocations/" + enc(id) + "/approve", { mode: "once", grant }),
+  approveWithGrant: (id: string, grant: GrantSpec, digest?: string) =>
+    request<{ invocation: Invocation; grant?: Grant }>("POST", "/v1/invocations/" + enc(id) + "/approve", { mode: "once", grant, digest }),
   list: (active: boolean) => request<{ grants: Grant[] }>("GET", "/v1/grants" + (active ? "?active=true" : "")),
   revoke: (id: string) => request<{ grant: Grant }>("DELETE", "/v1/grants/" + enc(id)),
 };
@@ -72,7 +72,7 @@ export function GrantOption({ inv, onDecided }: { inv: Invocation; onDecided: (m
     setBusy(true);
     setError("");
     try {
-      const r = await grants.approveWithGrant(inv.id, { count: Number(count), minutes: Number(minutes), fixed });
+      const r = await grants.approveWithGrant(inv.id, { count: Number(count), minutes: Number(minutes), fixed }, inv.intent?.digest);
       const g = r.grant;
       onDecided(`${name} approved; the next ${g ? g.granted : count} like it in ${where} are allowed for ${minutes} minutes.`);
     } catch (err) {

@@ -218,7 +218,7 @@ export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg:
         <EditApprove inv={inv} onDecided={onDecided} onClose={() => setEditing(false)} />
       ) : (
         <div class="buttons">
-          <button class="primary" disabled={busy} aria-label={"Approve " + name} onClick={() => act(() => api.approve(inv.id, "once"), "approved")}>
+          <button class="primary" disabled={busy} aria-label={"Approve " + name} onClick={() => act(() => api.approve(inv.id, "once", inv.intent?.digest), "approved")}>
             Approve
           </button>
           <GrantOption inv={inv} onDecided={onDecided} />
@@ -226,7 +226,7 @@ export function Decision({ inv, onDecided }: { inv: Invocation; onDecided: (msg:
             disabled={busy}
             aria-label={"Approve and always allow " + name}
             title="Permanent: stores an allow mode for this action; every later invocation runs without asking until an admin changes the mode."
-            onClick={() => act(() => api.approve(inv.id, "always"), "approved, and always allowed from now on")}
+            onClick={() => act(() => api.approve(inv.id, "always", inv.intent?.digest), "approved, and always allowed from now on")}
           >
             Approve &amp; always allow (permanent)
           </button>

@@ -46,7 +46,7 @@ export function EditApprove({ inv, onDecided, onClose }: { inv: Invocation; onDe
     setBusy(true);
     setError("");
     try {
-      const r = await api.approveEdited(inv.id, params as Record<string, unknown>);
+      const r = await api.approveEdited(inv.id, params as Record<string, unknown>, inv.intent?.digest);
       const short = r.invocation.intent?.short;
       // An approval short of the count leaves it pending: the caller shows
       // the edited params and the approvals so far, and the form closes.
