@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -116,6 +117,21 @@ comes from it). Exit codes: 0 completed, 1 failed, 2 denied, 3 expired,
 4 usage or auth error.`,
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
+	// Without a RunE of its own, cobra answers an unknown subcommand
+	// (`outboxd actions describe`) with the help and exit 0, which an agent
+	// reads as success.
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.RunE = func(cmd *cobra.Command, a []string) error {
+		if len(a) == 0 {
+			return cmd.Help()
+		}
+		hint := "the commands are list, guide and run"
+		if s := cmd.SuggestionsFor(a[0]); len(s) > 0 {
+			hint = "did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageError("unknown command %q for %q: %s (%s --help)", a[0], cmd.CommandPath(), hint, cmd.CommandPath())
+	}
 	cmd.AddCommand(newActionsListCommand(), newActionsGuideCommand(), newActionsRunCommand())
 	return cmd
 }
@@ -123,7 +139,7 @@ comes from it). Exit codes: 0 completed, 1 failed, 2 denied, 3 expired,
 func args(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if len(a) != n {
-			return usageError("usage: outboxd %s", cmd.Use)
+			return usageError("usage: %s %s", cmd.Parent().CommandPath(), cmd.Use)
 		}
 		return nil
 	}
@@ -234,12 +250,19 @@ func (r *runner) run(ctx context.Context, integration, action string, params any
 	// between the answer and the subscription.
 	stream, err := r.api.Events(ctx, "")
 	if err != nil {
+		if ctx.Err() != nil {
+			return r.gaveUp(ctx, nil)
+		}
 		return exit(err)
 	}
 	defer func() { stream.Close() }()
 
 	answer, err := r.api.Invoke(ctx, client.InvokeRequest{Integration: integration, Action: action, Params: params}, r.idempotencyKey(integration, action, params))
 	if answer == nil {
+		if ctx.Err() != nil {
+			// The invoke may have been written before the answer was lost.
+			return r.gaveUp(ctx, nil)
+		}
 		return exit(err)
 	}
 	inv := answer.Invocation
@@ -249,7 +272,7 @@ func (r *runner) run(ctx context.Context, integration, action string, params any
 		return r.finish(&inv)
 	}
 	if inv.Status == "pending" {
-		fmt.Fprintf(r.log, "waiting for approval of %s.%s (invocation %s)\n", integration, action, inv.ID)
+		fmt.Fprintf(r.log, "waiting for approval of %s.%s (invocation %s)%s\n", integration, action, inv.ID, until(inv.ExpiresAt))
 	} else {
 		fmt.Fprintf(r.log, "running %s.%s (invocation %s)\n", integration, action, inv.ID)
 	}
@@ -263,14 +286,19 @@ func (r *runner) run(ctx context.Context, integration, action string, params any
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return &exitError{code: exitFailed, err: fmt.Errorf("gave up waiting for invocation %s: %w", inv.ID, ctx.Err())}
+				return r.gaveUp(ctx, &inv)
 			}
 			// The stream dropped: resume after the last event seen, and
 			// check the invocation in case it ended meanwhile.
 			stream.Close()
-			if stream, err = r.api.Events(ctx, stream.LastID()); err != nil {
+			resumed, err := r.api.Events(ctx, stream.LastID())
+			if err != nil {
+				if ctx.Err() != nil {
+					return r.gaveUp(ctx, &inv)
+				}
 				return exit(err)
 			}
+			stream = resumed
 			if cur, err := r.api.Invocation(ctx, inv.ID); err == nil && client.Final(cur.Status) {
 				return r.finish(cur)
 			}
@@ -292,11 +320,58 @@ func (r *runner) run(ctx context.Context, integration, action string, params any
 		case "action_completed":
 			cur, err := r.api.Invocation(ctx, inv.ID)
 			if err != nil {
+				if ctx.Err() != nil {
+					return r.gaveUp(ctx, &inv)
+				}
 				return exit(err)
 			}
 			return r.finish(cur)
 		}
 	}
+}
+
+// runAgain is how an agent resumes a wait it gave up.
+const runAgain = "Run the same command again to wait for it: the same session, action and params find the same invocation instead of asking twice."
+
+// gaveUp ends a run whose wait was cut short, by --timeout or an
+// interrupt, with exitFailed and where the invocation stands: a pending
+// one can still be approved and run, so the agent must not take it for
+// failed. inv is nil when the invoke had no answer yet (it may have been
+// written all the same). An invocation that ended meanwhile is finished
+// as usual.
+func (r *runner) gaveUp(ctx context.Context, inv *client.Invocation) error {
+	why := "interrupted"
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		why = "--timeout passed"
+	}
+	if inv == nil {
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s before outboxd answered: the action may have been invoked all the same, and may still run. %s", why, runAgain)}
+	}
+	lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	cur := inv
+	if got, err := r.api.Invocation(lookCtx, inv.ID); err == nil {
+		if client.Final(got.Status) {
+			return r.finish(got)
+		}
+		cur = got
+	}
+	state := "is still " + cur.Status
+	switch cur.Status {
+	case "pending":
+		state += ": a human can still approve it" + until(cur.ExpiresAt) + ", and then it runs"
+	case "approved", "executing":
+		state += " and will run to its end"
+	}
+	return &exitError{code: exitFailed, err: fmt.Errorf("%s: invocation %s %s. %s", why, cur.ID, state, runAgain)}
+}
+
+// until reads " until <t>" for an approval window's end, "" without one.
+func until(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return " until " + t.UTC().Format(time.RFC3339)
 }
 
 // finish prints a finished invocation's result and picks the exit.

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -12,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/client"
 )
 
 // agentRun runs `outboxd actions ...` as its own process with the agent's
@@ -133,9 +138,90 @@ func TestActions_Run(t *testing.T) {
 			{env, []string{"run", "slack", "send_message", "--bogus"}},
 			{env, []string{"run", "slack", "send_message", "--params", `{"channel":"C0123456789"}`}},
 			{env, []string{"guide", "nope"}},
+			{env, []string{"describe", "slack"}},
 		} {
 			code, _, stderr := agentRun(t, c.env, nil, c.args...)
 			require.Equal(t, 4, code, "%v: %s", c.args, stderr)
 		}
+		// A command it does not have is an error, not its help and exit 0;
+		// a wrong number of arguments shows the whole command.
+		code, stdout, stderr := agentRun(t, env, nil, "gide", "slack")
+		require.Equal(t, 4, code, stderr)
+		require.Empty(t, stdout)
+		require.Contains(t, stderr, `unknown command "gide" for "outboxd actions": did you mean guide?`)
+		_, _, stderr = agentRun(t, env, nil, "run", "slack")
+		require.Contains(t, stderr, "usage: outboxd actions run <integration> <action>")
 	})
+}
+
+// pendingAPI is an outboxd as the agent CLI sees it whose invocation
+// stays pending, or, with invokeHangs, whose invoke never answers.
+func pendingAPI(t *testing.T, invokeHangs bool) *client.Session {
+	t.Helper()
+	const inv = `{"id":"inv-1","status":"pending","expires_at":"2030-01-02T03:04:05Z"}`
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/sessions/s1/events", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	mux.HandleFunc("POST /v1/sessions/s1/actions/invoke", func(w http.ResponseWriter, r *http.Request) {
+		if invokeHangs {
+			// Read to the end, so that the server sees the client go.
+			_, _ = io.Copy(io.Discard, r.Body)
+			<-r.Context().Done()
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprintf(w, `{"invocation":%s,"invocation_id":"inv-1","status":"pending"}`, inv)
+	})
+	mux.HandleFunc("GET /v1/sessions/s1/actions/invocations/inv-1", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"invocation":%s}`, inv)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return client.New(srv.URL, "token").Session("s1")
+}
+
+// A run that stops waiting (--timeout, Ctrl-C) exits 1 but must not pass
+// for a failure: the invocation may still be approved and run, and the
+// same command waits for it again.
+func TestActions_RunGivesUpWithAdvice(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name        string
+		invokeHangs bool
+		want        []string
+	}{
+		{"WhilePending", false, []string{
+			"--timeout passed: invocation inv-1 is still pending: a human can still approve it until 2030-01-02T03:04:05Z, and then it runs.",
+			"Run the same command again to wait for it",
+		}},
+		{"BeforeTheInvokeAnswered", true, []string{
+			"--timeout passed before outboxd answered: the action may have been invoked all the same, and may still run.",
+			"Run the same command again to wait for it",
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr strings.Builder
+			r := &runner{agent: &agent{session: "s1", api: pendingAPI(t, c.invokeHangs)}, out: &stdout, log: &stderr}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			err := r.run(ctx, "demo", "send_message", map[string]any{"text": "hi"})
+			var ee *exitError
+			require.ErrorAs(t, err, &ee)
+			require.Equal(t, exitFailed, ee.code, "%v", err)
+			for _, w := range c.want {
+				require.Contains(t, err.Error(), w)
+			}
+			require.Empty(t, stdout.String())
+			if !c.invokeHangs {
+				require.Contains(t, stderr.String(), "waiting for approval of demo.send_message (invocation inv-1) until 2030-01-02T03:04:05Z")
+			}
+		})
+	}
 }
