@@ -295,16 +295,29 @@ or, in a client's JSON configuration:
   {"mcpServers": {"outboxd": {"type": "http", "url": "%[1]s/mcp",
     "headers": {"Authorization": "Bearer <the SANDBOX token>"}}}}
 `, base)
+	try := "list"
+	if demo {
+		try = `run demo echo --params '{"text":"hi"}'`
+	}
+	fmt.Fprintf(out, `
+From a shell, as an agent in a sandbox would, the agent CLI invokes and
+waits for the outcome:
+
+  OUTBOXD_URL=%[1]s OUTBOXD_TOKEN=$SANDBOX ./bin/outboxd actions %[2]s
+`, base, try)
 	fmt.Fprintf(out, `
 While dev runs, the other commands find its database: ./bin/outboxd queue list,
 ./bin/outboxd dlq list --org %[1]s, ./bin/outboxd token --org %[1]s --kind user --role owner.
 `, devOrg)
-	if pgURL != "" {
-		fmt.Fprintf(out, `The embedded Postgres has no TCP port; its Unix socket is out of other users' reach:
+	if pgURL == "" {
+		// DATABASE_URL's server is not dev's to stop.
+		fmt.Fprintln(out, "Ctrl-C stops outboxd.")
+		return
+	}
+	fmt.Fprintf(out, `The embedded Postgres has no TCP port; its Unix socket is out of other users' reach:
 
   psql '%s'
 `, pgURL)
-	}
 	fmt.Fprintln(out, "Ctrl-C stops outboxd and its Postgres.")
 }
 

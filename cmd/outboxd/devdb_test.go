@@ -67,7 +67,16 @@ func TestDevWelcome_NamesTheBinaryAndTheApprovalWindow(t *testing.T) {
 		require.NotRegexp(t, `(^|[^/])outboxd (queue|dlq|token) `, out.String(), "every command names ./bin/outboxd")
 		require.Contains(t, out.String(), "waits for approval, for 7 minutes (approval.interactive_ttl")
 		require.Contains(t, out.String(), `claude mcp add --transport http outboxd http://127.0.0.1:8080/mcp --header "Authorization: Bearer $SANDBOX"`)
+		require.Contains(t, out.String(), "OUTBOXD_URL=http://127.0.0.1:8080 OUTBOXD_TOKEN=$SANDBOX ./bin/outboxd actions ")
+		// With DATABASE_URL (no embedded URL) there is no Postgres of
+		// dev's to stop.
+		require.NotContains(t, out.String(), "its Postgres")
+		require.True(t, strings.HasSuffix(out.String(), "\nCtrl-C stops outboxd.\n"), out.String())
 	}
+	var out strings.Builder
+	printDevWelcome(&out, "127.0.0.1:8080", "0123456789abcdef0123", true, "postgres://postgres@/outboxd?host=/tmp/s", time.Minute)
+	require.Contains(t, out.String(), "psql 'postgres://postgres@/outboxd?host=/tmp/s'")
+	require.True(t, strings.HasSuffix(out.String(), "\nCtrl-C stops outboxd and its Postgres.\n"), out.String())
 	require.Equal(t, "24 hours", spelledDuration(24*time.Hour))
 	require.Equal(t, "1 minute", spelledDuration(time.Minute))
 	require.Equal(t, "1m30s", spelledDuration(90*time.Second))
