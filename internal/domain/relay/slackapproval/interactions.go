@@ -17,6 +17,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/outbox"
 )
@@ -184,7 +185,8 @@ func (c *Clicks) decide(ctx context.Context, v buttonValue, slackUser, action, r
 	ctx = audit.WithActor(ctx, audit.Actor{Subject: approver.UserID, Kind: "slack", Role: approver.Role, ClientAddr: "slack:" + slackUser})
 	switch action {
 	case "approve", "approve_always":
-		_, err = c.decider.Approve(ctx, &outbox.ApproveParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Role: approver.Role, Always: action == "approve_always"})
+		_, err = c.decider.Approve(ctx, &outbox.ApproveParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Role: approver.Role,
+			Always: action == "approve_always", Digest: v.Digest})
 	case "deny":
 		_, err = c.decider.Deny(ctx, &outbox.DenyParams{OrganizationID: v.Org, InvocationID: v.ID, UserID: approver.UserID, Role: approver.Role, Reason: cmpOr(reason, DefaultDenyReason)})
 	default:
@@ -211,6 +213,10 @@ func (c *Clicks) decide(ctx context.Context, v buttonValue, slackUser, action, r
 		inv, gerr := c.decider.Get(ctx, v.Org, v.ID)
 		if gerr != nil {
 			return "", gerr
+		}
+		if inv.Status == invocation.StatusPending {
+			// Still undecided: its intent is not the one this message shows.
+			return "Not done: this request changed since this message was posted (edited, or asked again): review it in outboxd. Nothing was changed.", nil
 		}
 		return decidedAlready(&inv), nil
 	case errors.Is(err, errs.NotFound):

@@ -262,10 +262,14 @@ func (s *Service) PeriodicJobs() []*river.PeriodicJob { return nil }
 type buttonValue struct {
 	Org string `json:"o"`
 	ID  string `json:"i"`
+	// Digest is the intent digest of the request the message shows: an
+	// approval is refused once the intent is another (an edit in the
+	// console, a request asked again), so it binds what the approver saw.
+	Digest string `json:"d,omitempty"`
 }
 
 func requestMessage(inv *invocation.Invocation, progress *approvers.Progress, rec *preview.Record) (string, []any) {
-	value, _ := json.Marshal(buttonValue{Org: inv.OrganizationID, ID: inv.ID.String()})
+	value, _ := json.Marshal(buttonValue{Org: inv.OrganizationID, ID: inv.ID.String(), Digest: inv.IntentDigest})
 	button := func(text, id, style string) map[string]any {
 		b := map[string]any{"type": "button", "text": plain(text), "action_id": id, "value": string(value)}
 		if style != "" {

@@ -199,3 +199,34 @@ func TestSlack_AlwaysShortOfTheCountSaysWhy(t *testing.T) {
 	require.Equal(t, "pending", inv["status"])
 	require.Empty(t, inv["approvals"], "nothing recorded")
 }
+
+// An approval click binds the request its message shows: after another
+// approver's edit in the console, the click approves nothing and says the
+// request changed.
+func TestSlack_ClickAfterAnEditApprovesNothing(t *testing.T) {
+	t.Parallel()
+	b := approvalsBundle(t)
+	r := b.Do("PUT", "/v1/approvers/policy", b.Owner(), map[string]any{"required": map[string]int{"R2": 2}, "groups": []any{}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+
+	id := b.Invoke("send_message", message).Body["invocation_id"].(string)
+	require.Eventually(t, func() bool { return len(slackCalls(b, "/chat.postMessage")) == 1 }, 10*time.Second, 20*time.Millisecond)
+	var value string
+	for _, blk := range slackCalls(b, "/chat.postMessage")[0].Body["blocks"].([]any) {
+		if els, ok := blk.(map[string]any)["elements"].([]any); ok {
+			value = els[0].(map[string]any)["value"].(string)
+		}
+	}
+	c := &clicker{t: t, b: b, value: value, respond: b.Slack.Server.URL + "/response"}
+
+	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]any{"params": map[string]any{"channel": "C0123456789", "text": "edited by the owner"}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Len(t, b.Invocation(id)["approvals"], 1)
+
+	require.Equal(t, http.StatusOK, c.click("U_ADMIN", "approve", secret, time.Now()).Status)
+	require.Eventually(t, func() bool { return len(slackCalls(b, "/response")) == 1 }, 5*time.Second, 20*time.Millisecond)
+	require.Contains(t, slackCalls(b, "/response")[0].Body["text"], "this request changed since this message was posted")
+	inv := b.Invocation(id)
+	require.Equal(t, "pending", inv["status"])
+	require.Len(t, inv["approvals"], 1, "alice's click approved nothing")
+}
