@@ -9,6 +9,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// Quiet hours name IANA zones: the zone database goes with the binary,
+	// so every API and worker host reads a window the same way, tzdata
+	// installed or not.
+	_ "time/tzdata"
 )
 
 func main() {
