@@ -221,11 +221,14 @@ func newActionsRunCommand() *cobra.Command {
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			r := &runner{agent: a, out: cmd.OutOrStdout(), log: cmd.ErrOrStderr()}
+			key, _ := cmd.Flags().GetString("idempotency-key")
+			r := &runner{agent: a, out: cmd.OutOrStdout(), log: cmd.ErrOrStderr(), key: key}
 			return r.run(ctx, argv[0], argv[1], params)
 		},
 	}
 	cmd.Flags().String("params", "{}", "the action's params as a JSON object")
+	cmd.Flags().String("idempotency-key", "", "the invoke's Idempotency-Key; by default one derived from the session, the action and the params, "+
+		"so that the same command finds the same invocation, however it ended: a key of your own asks anew after a denial, an expiry or a failure")
 	cmd.Flags().Duration("timeout", 0, "give up waiting after this long (default: wait until the approval window closes)")
 	return cmd
 }
@@ -234,12 +237,17 @@ func newActionsRunCommand() *cobra.Command {
 type runner struct {
 	*agent
 	out, log io.Writer
+	// key is the Idempotency-Key to send; "" derives it from the call.
+	key string
 }
 
 // idempotencyKey is derived from the call, so running the same command
 // again (after a lost answer, a killed shell) finds the same invocation
 // instead of asking twice.
 func (r *runner) idempotencyKey(integration, action string, params any) string {
+	if r.key != "" {
+		return r.key
+	}
 	canonical, _ := json.Marshal([]any{r.session, integration, action, params})
 	sum := sha256.Sum256(canonical)
 	return "cli-" + hex.EncodeToString(sum[:16])
@@ -313,9 +321,9 @@ func (r *runner) run(ctx context.Context, integration, action string, params any
 			case "approved":
 				fmt.Fprintf(r.log, "approved by %s; running\n", deref(n.DecidedBy, "someone"))
 			case "denied":
-				return &exitError{code: exitDenied, err: fmt.Errorf("denied by %s: %s", deref(n.DecidedBy, "a human"), deref(n.Reason, "no reason given"))}
+				return &exitError{code: exitDenied, err: fmt.Errorf("denied by %s: %s%s", deref(n.DecidedBy, "a human"), deref(n.Reason, "no reason given"), askAnew(inv.ID))}
 			case "expired":
-				return &exitError{code: exitExpired, err: errors.New("the approval window closed before anyone decided")}
+				return &exitError{code: exitExpired, err: fmt.Errorf("the approval window closed before anyone decided%s", askAnew(inv.ID))}
 			}
 		case "action_completed":
 			cur, err := r.api.Invocation(ctx, inv.ID)
@@ -331,7 +339,7 @@ func (r *runner) run(ctx context.Context, integration, action string, params any
 }
 
 // runAgain is how an agent resumes a wait it gave up.
-const runAgain = "Run the same command again to wait for it: the same session, action and params find the same invocation instead of asking twice."
+const runAgain = "Run the same command again to wait for it: it finds the same invocation instead of asking twice."
 
 // gaveUp ends a run whose wait was cut short, by --timeout or an
 // interrupt, with exitFailed and where the invocation stands: a pending
@@ -390,11 +398,18 @@ func (r *runner) finish(inv *client.Invocation) error {
 		_, err := r.out.Write(buf.Bytes())
 		return err
 	case "denied":
-		return &exitError{code: exitDenied, err: fmt.Errorf("denied (%s): %s", deref(inv.DeniedReason, "policy"), deref(inv.Error, "no reason given"))}
+		return &exitError{code: exitDenied, err: fmt.Errorf("denied (%s): %s%s", deref(inv.DeniedReason, "policy"), deref(inv.Error, "no reason given"), askAnew(inv.ID))}
 	case "expired":
-		return &exitError{code: exitExpired, err: errors.New("the approval window closed before anyone decided")}
+		return &exitError{code: exitExpired, err: fmt.Errorf("the approval window closed before anyone decided%s", askAnew(inv.ID))}
 	}
-	return &exitError{code: exitFailed, err: fmt.Errorf("%s: %s", inv.Status, deref(inv.Error, "no error recorded"))}
+	return &exitError{code: exitFailed, err: fmt.Errorf("%s: %s%s", inv.Status, deref(inv.Error, "no error recorded"), askAnew(inv.ID))}
+}
+
+// askAnew follows every outcome but completed: the same command answers
+// with the same invocation however it ended, so an agent that retries an
+// expired request unchanged would learn only that it expired, again.
+func askAnew(id string) string {
+	return fmt.Sprintf("\n(invocation %s: this same command answers with it again; to ask anew, add --idempotency-key with a new key of your own)", id)
 }
 
 func deref(s *string, def string) string {

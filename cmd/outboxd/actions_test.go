@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -224,4 +226,52 @@ func TestActions_RunGivesUpWithAdvice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Whatever way an invocation ended, the same command answers with it
+// again: the message says so, and --idempotency-key asks anew.
+func TestActions_RunAsksAnewWithAKeyOfItsOwn(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/sessions/s1/events", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	mux.HandleFunc("POST /v1/sessions/s1/actions/invoke", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusGone)
+		fmt.Fprint(w, `{"invocation":{"id":"inv-9","status":"expired"},"error":{"code":"expired","message":"the approval window closed"}}`)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	t.Setenv("OUTBOXD_URL", srv.URL)
+	t.Setenv("OUTBOXD_TOKEN", "x."+base64.RawURLEncoding.EncodeToString([]byte(`{"session_id":"s1"}`))+".y")
+
+	run := func(args ...string) error {
+		root := newRootCommand()
+		root.SetArgs(append([]string{"actions", "run", "demo", "send_message", "--params", `{"text":"hi"}`}, args...))
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		return root.ExecuteContext(t.Context())
+	}
+	err := run()
+	var ee *exitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, exitExpired, ee.code)
+	require.Contains(t, err.Error(), "the approval window closed before anyone decided\n(invocation inv-9: this same command answers with it again; to ask anew, add --idempotency-key")
+	require.ErrorAs(t, run("--idempotency-key", "mine"), &ee)
+	require.Equal(t, exitExpired, ee.code)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, keys, 2)
+	require.True(t, strings.HasPrefix(keys[0], "cli-"), "derived from the call: %s", keys[0])
+	require.Equal(t, "mine", keys[1])
 }
