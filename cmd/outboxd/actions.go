@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -47,6 +48,9 @@ func newAgent() (*agent, error) {
 	token := os.Getenv("OUTBOXD_TOKEN")
 	if strings.TrimRight(base, "/") == "" || token == "" {
 		return nil, usageError("set OUTBOXD_URL (the outboxd API) and OUTBOXD_TOKEN (a sandbox token)")
+	}
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageError("OUTBOXD_URL %q is not the API's address: give its http:// or https:// URL, such as http://127.0.0.1:8080", base)
 	}
 	session, err := tokenSession(token)
 	if err != nil {

@@ -275,3 +275,20 @@ func TestActions_RunAsksAnewWithAKeyOfItsOwn(t *testing.T) {
 	require.True(t, strings.HasPrefix(keys[0], "cli-"), "derived from the call: %s", keys[0])
 	require.Equal(t, "mine", keys[1])
 }
+
+// An OUTBOXD_URL without its scheme is named as such, not left to a URL
+// parser's complaint about a colon.
+func TestActions_URLWithoutScheme(t *testing.T) {
+	t.Setenv("OUTBOXD_TOKEN", "x."+base64.RawURLEncoding.EncodeToString([]byte(`{"session_id":"s1"}`))+".y")
+	for _, u := range []string{"127.0.0.1:8080", "localhost:8080", "ftp://h", "http://"} {
+		t.Setenv("OUTBOXD_URL", u)
+		_, err := newAgent()
+		var ee *exitError
+		require.ErrorAs(t, err, &ee, u)
+		require.Equal(t, exitUsage, ee.code)
+		require.ErrorContains(t, err, "give its http:// or https:// URL", u)
+	}
+	t.Setenv("OUTBOXD_URL", "http://127.0.0.1:8080/")
+	_, err := newAgent()
+	require.NoError(t, err)
+}
