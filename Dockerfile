@@ -14,8 +14,9 @@ COPY . .
 RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w" -o /out/outboxd ./cmd/outboxd
 
 # Run it as an unprivileged user (nonroot, uid 65532) on a minimal image
-# with CA certificates (providers are reached over TLS) and time zones
-# (quiet hours). It has no shell and no curl, hence no HEALTHCHECK: probe
+# with CA certificates (providers are reached over TLS; the zone database
+# of quiet hours is built into the binary). It has no shell and no curl,
+# hence no HEALTHCHECK: probe
 # GET /healthz (alive) and GET /readyz (database reachable and migrated)
 # from the orchestrator. Run `outboxd migrate up` (same image, command
 # `migrate up`) before `serve`.
