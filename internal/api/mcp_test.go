@@ -820,16 +820,8 @@ func TestMCP_RevokedTokensStreamEnds(t *testing.T) {
 	// not revoked, and a busy machine may take more than the second of
 	// the revocation's cut-off to send the next request.
 	token := b.Sandbox()
-	req, err := http.NewRequest("GET", b.URL+"/mcp", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", session)
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	resp := openSessionStream(t, context.Background(), b, token, session)
 	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
@@ -863,16 +855,24 @@ func TestMCP_StreamEndsWhenTheTokenExpires(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	resp := openSessionStream(t, ctx, b, short, session)
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, err, "the stream outlived its token")
+}
+
+// openSessionStream opens a 2025-11-25 session's stream (GET /mcp) with
+// token; it lasts as long as ctx, unless the server ends it.
+func openSessionStream(t *testing.T, ctx context.Context, b *apptest.Bundle, token, session string) *http.Response {
+	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, "GET", b.URL+"/mcp", nil)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+short)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Mcp-Session-Id", session)
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	_, err = io.Copy(io.Discard, resp.Body)
-	require.NoError(t, err, "the stream outlived its token")
+	return resp
 }

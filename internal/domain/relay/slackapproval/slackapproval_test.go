@@ -170,15 +170,14 @@ func TestSlack_DecidedElsewhereUpdatesTheMessage(t *testing.T) {
 	require.True(t, strings.Contains(text, "Denied by user-admin") && strings.Contains(text, "not today"), text)
 }
 
-// Approve & always allow by an approval that does not release the
-// invocation (more approvers must approve) is refused as the API refuses
-// it: the approver is told why, and nothing is recorded.
-func TestSlack_AlwaysShortOfTheCountSaysWhy(t *testing.T) {
-	t.Parallel()
+// twoApproversRequest runs approvalsBundle with R2 needing two approvers,
+// invokes send_message and returns the bundle, the invocation and a
+// clicker of its approval message's buttons.
+func twoApproversRequest(t *testing.T) (*apptest.Bundle, string, *clicker) {
+	t.Helper()
 	b := approvalsBundle(t)
 	r := b.Do("PUT", "/v1/approvers/policy", b.Owner(), map[string]any{"required": map[string]int{"R2": 2}, "groups": []any{}})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
-
 	id := b.Invoke("send_message", message).Body["invocation_id"].(string)
 	require.Eventually(t, func() bool { return len(slackCalls(b, "/chat.postMessage")) == 1 }, 10*time.Second, 20*time.Millisecond)
 	var value string
@@ -187,7 +186,15 @@ func TestSlack_AlwaysShortOfTheCountSaysWhy(t *testing.T) {
 			value = els[0].(map[string]any)["value"].(string)
 		}
 	}
-	c := &clicker{t: t, b: b, value: value, respond: b.Slack.Server.URL + "/response"}
+	return b, id, &clicker{t: t, b: b, value: value, respond: b.Slack.Server.URL + "/response"}
+}
+
+// Approve & always allow by an approval that does not release the
+// invocation (more approvers must approve) is refused as the API refuses
+// it: the approver is told why, and nothing is recorded.
+func TestSlack_AlwaysShortOfTheCountSaysWhy(t *testing.T) {
+	t.Parallel()
+	b, id, c := twoApproversRequest(t)
 
 	require.Equal(t, http.StatusOK, c.click("U_ADMIN", "approve_always", secret, time.Now()).Status)
 	require.Eventually(t, func() bool { return len(slackCalls(b, "/response")) == 1 }, 5*time.Second, 20*time.Millisecond)
@@ -205,21 +212,9 @@ func TestSlack_AlwaysShortOfTheCountSaysWhy(t *testing.T) {
 // request changed.
 func TestSlack_ClickAfterAnEditApprovesNothing(t *testing.T) {
 	t.Parallel()
-	b := approvalsBundle(t)
-	r := b.Do("PUT", "/v1/approvers/policy", b.Owner(), map[string]any{"required": map[string]int{"R2": 2}, "groups": []any{}})
-	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	b, id, c := twoApproversRequest(t)
 
-	id := b.Invoke("send_message", message).Body["invocation_id"].(string)
-	require.Eventually(t, func() bool { return len(slackCalls(b, "/chat.postMessage")) == 1 }, 10*time.Second, 20*time.Millisecond)
-	var value string
-	for _, blk := range slackCalls(b, "/chat.postMessage")[0].Body["blocks"].([]any) {
-		if els, ok := blk.(map[string]any)["elements"].([]any); ok {
-			value = els[0].(map[string]any)["value"].(string)
-		}
-	}
-	c := &clicker{t: t, b: b, value: value, respond: b.Slack.Server.URL + "/response"}
-
-	r = b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]any{"params": map[string]any{"channel": "C0123456789", "text": "edited by the owner"}})
+	r := b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]any{"params": map[string]any{"channel": "C0123456789", "text": "edited by the owner"}})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Len(t, b.Invocation(id)["approvals"], 1)
 
