@@ -693,3 +693,27 @@ func operatorEntry(t *testing.T, b *apptest.Bundle, action string) map[string]an
 	require.Equal(t, "operator", entries[0]["actor"].(map[string]any)["kind"])
 	return entries[0]
 }
+
+// TestRoot_UnknownSubcommandFails: a command that only groups others
+// refuses an unknown subcommand with an error (cobra would print the help
+// and succeed), suggesting the near one; alone it prints its help.
+func TestRoot_UnknownSubcommandFails(t *testing.T) {
+	exec := func(args ...string) (string, error) {
+		root := newRootCommand()
+		var out strings.Builder
+		root.SetArgs(args)
+		root.SetOut(&out)
+		root.SetErr(io.Discard)
+		return out.String(), root.ExecuteContext(t.Context())
+	}
+	for _, args := range [][]string{{"migrate", "upp"}, {"queue", "lst"}, {"secrets", "rotat"}, {"tokens", "bogus"}, {"audit", "bogus"}} {
+		_, err := exec(args...)
+		require.Error(t, err, "%v", args)
+		require.Contains(t, err.Error(), fmt.Sprintf("unknown command %q", args[1]))
+	}
+	_, err := exec("migrate", "upp")
+	require.ErrorContains(t, err, "did you mean up?")
+	out, err := exec("secrets")
+	require.NoError(t, err)
+	require.Contains(t, out, "Available Commands")
+}

@@ -29,7 +29,33 @@ func newRootCommand() *cobra.Command {
 	bindPersistentFlag(root, "database-url", "database.url")
 	bindPersistentFlag(root, "log-level", "log.level")
 	root.AddCommand(newServeCommand(), newActionsCommand(), newMigrateCommand(), newDevCommand(), newTokenCommand(), newBenchCommand(), newDLQCommand(), newQueueCommand(), newSecretsCommand(), newTokensCommand(), newAuditCommand(), newOrgCommand())
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command that only groups others
+// (`outboxd dlq`, `outboxd secrets`, ...) refuse an unknown subcommand
+// with an error, which cobra would answer with the help and exit 0, read
+// by a script as success. Alone, such a command still prints its help.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !cmd.HasParent() || !cmd.HasSubCommands() || cmd.Run != nil || cmd.RunE != nil {
+		return // the root refuses unknown commands by itself
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		hint := ""
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			hint = ": did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return fmt.Errorf("unknown command %q for %q%s (%s --help)", args[0], cmd.CommandPath(), hint, cmd.CommandPath())
+	}
 }
 
 // openPool connects to database.url with the pool size the URL gives
