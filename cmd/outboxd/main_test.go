@@ -704,9 +704,10 @@ func TestRoot_UnknownSubcommandFails(t *testing.T) {
 		root.SetArgs(args)
 		root.SetOut(&out)
 		root.SetErr(io.Discard)
-		return out.String(), root.ExecuteContext(t.Context())
+		err := root.ExecuteContext(t.Context())
+		return out.String(), err
 	}
-	for _, args := range [][]string{{"migrate", "upp"}, {"queue", "lst"}, {"secrets", "rotat"}, {"tokens", "bogus"}, {"audit", "bogus"}} {
+	for _, args := range [][]string{{"migrate", "upp"}, {"queue", "lst"}, {"secrets", "rotat"}, {"tokens", "bogus", "--org", "o"}, {"audit", "bogus"}} {
 		_, err := exec(args...)
 		require.Error(t, err, "%v", args)
 		require.Contains(t, err.Error(), fmt.Sprintf("unknown command %q", args[1]))
