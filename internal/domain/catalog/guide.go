@@ -224,7 +224,7 @@ OUTBOXD_URL (the outboxd API) and OUTBOXD_TOKEN (your sandbox token) must be
 set; your session comes from the token.
 
 1. List what you can use:
-   outboxd actions list            (one line per action: ACTION MODE TIER DESCRIPTION)
+   outboxd actions list            (one line per action: ACTION MODE TIER DELIVERY DESCRIPTION)
    outboxd actions list --json     (the full catalog, with each action's params schema)
 2. Read an integration's guide before using it:
    outboxd actions guide <integration>
@@ -238,7 +238,8 @@ set; your session comes from the token.
 Exit codes: 0 completed, 1 failed, 2 denied (by policy or by a human),
 3 expired (nobody decided in time), 4 usage or auth error (bad arguments,
 params that do not match the schema, a wrong or expired token). Do not
-retry after 2 or 3.
+retry after 2 or 3 unchanged: the same command answers with the same
+invocation; --idempotency-key <new key> asks anew when a human wants that.
 
 ## Over HTTP
 
