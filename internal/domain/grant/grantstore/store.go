@@ -34,11 +34,11 @@ type Grant struct {
 	CreatedFrom    uuid.UUID
 	// UserID is the user the approved invocation was made for ("" for
 	// none): the grant lets through only invocations made for the same.
-	UserID    string
-	CreatedAt time.Time
-	RevokedAt      *time.Time
-	RevokedBy      string
-	RevokeReason   string
+	UserID       string
+	CreatedAt    time.Time
+	RevokedAt    *time.Time
+	RevokedBy    string
+	RevokeReason string
 }
 
 // Candidate is a live grant that matches a request.
