@@ -876,3 +876,32 @@ func openSessionStream(t *testing.T, ctx context.Context, b *apptest.Bundle, tok
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	return resp
 }
+
+// A 2026-07-28 client's subscriptions/listen request, open as long as it
+// listens, ends when its token expires or is revoked, as a 2025-11-25
+// session's stream does.
+func TestMCP_ListenEndsWithItsToken(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Auth: auth.Config{Leeway: time.Second}})
+	listening := func() bool {
+		return strings.Contains(string(b.Do("GET", "/metrics", "", nil).Raw), "outboxd_mcp_sessions 1")
+	}
+	listen := func(token string) {
+		session := mcpSessionAt(t, b, token, "2026-07-28", &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
+		})
+		toolNames(t, session)
+		require.Eventually(t, listening, 10*time.Second, 20*time.Millisecond, "the client listens")
+	}
+
+	short, err := auth.Mint(b.Secret, auth.Claims{Org: apptest.Org, Kind: auth.KindSandbox, SessionID: "s-short",
+		RegisteredClaims: jwt.RegisteredClaims{Subject: "sandbox-short"}}, 3*time.Second)
+	require.NoError(t, err)
+	listen(short)
+	require.Eventually(t, func() bool { return !listening() }, 20*time.Second, 50*time.Millisecond, "the listen outlived its token")
+
+	listen(b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: "s-revoked"}))
+	r := b.Do("POST", "/v1/revocations", b.Owner(), map[string]string{"session_id": "s-revoked"})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	require.Eventually(t, func() bool { return !listening() }, 20*time.Second, 50*time.Millisecond, "the listen outlived its revocation")
+}

@@ -47,29 +47,15 @@ func (c StreamConfig) WithDefaults() StreamConfig {
 	}
 }
 
-// errTokenExpired ends a stream whose token expired.
-var errTokenExpired = errors.New("token expired")
-
 // untilTokenEnds returns a context that ends, besides with ctx, when c's
-// token is revoked (cause revocation.ErrRevoked) or expires, the leeway
-// after its exp (cause errTokenExpired): what a long-lived stream holds.
+// token is revoked or expires (revocation.Ends): what a long-lived stream
+// holds.
 func (s *Server) untilTokenEnds(ctx context.Context, c *auth.Claims) (context.Context, func()) {
-	stops := make([]func(), 0, 2)
+	var w revocation.Watcher
 	if s.revocations != nil {
-		var stop func()
-		ctx, stop = s.revocations.Watch(ctx, c)
-		stops = append(stops, stop)
+		w = s.revocations
 	}
-	if c.ExpiresAt != nil {
-		var stop func()
-		ctx, stop = context.WithDeadlineCause(ctx, c.ExpiresAt.Add(s.streams.Leeway), errTokenExpired)
-		stops = append(stops, stop)
-	}
-	return ctx, func() {
-		for _, stop := range stops {
-			stop()
-		}
-	}
+	return revocation.Ends(ctx, w, c, s.streams.Leeway)
 }
 
 // streamBatch is how many events a stream reads per query.
@@ -233,7 +219,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 				switch cause := context.Cause(ctx); {
 				case errors.Is(cause, revocation.ErrRevoked):
 					write(": token revoked\n\n")
-				case errors.Is(cause, errTokenExpired):
+				case errors.Is(cause, revocation.ErrExpired):
 					write(": token expired\n\n")
 				}
 				return nil

@@ -119,6 +119,10 @@ type Deps struct {
 	// Approvals, when set, lets a waiting call say how many more
 	// approvals it waits for (internal/domain/approvers).
 	Approvals Approvals
+	// TokenEnds, when set, bounds a subscriptions/listen request (2026-07-28,
+	// open as long as the client listens) by its token: revoked or expired,
+	// it ends (revocation.Ends), as a 2025-11-25 session's stream does.
+	TokenEnds func(ctx context.Context, c *outboxauth.Claims) (context.Context, func())
 }
 
 // Approvals reads where a pending invocation's approvals stand.
@@ -136,6 +140,7 @@ type Server struct {
 	pageSize int
 	// approvals is nil without Deps.Approvals.
 	approvals Approvals
+	tokenEnds func(context.Context, *outboxauth.Claims) (context.Context, func())
 	handler   http.Handler
 	// send sends a message to a session's client: the SDK's own sending
 	// handler, which takes the session from the request.
@@ -156,7 +161,7 @@ const closeGrace = 5 * time.Second
 // New returns the front door.
 func New(deps *Deps) *Server {
 	s := &Server{outbox: deps.Outbox, catalog: deps.Catalog, metrics: deps.Metrics, wait: deps.Wait, pageSize: cmp.Or(deps.PageSize, 100), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		approvals: deps.Approvals}
+		approvals: deps.Approvals, tokenEnds: deps.TokenEnds}
 	if s.metrics == nil {
 		s.metrics = telemetry.NewNop()
 	}
@@ -399,6 +404,11 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 					return nil, s.own(ctx, method, err)
 				}
 				defer s.watchers.track(ss, c, true, digestOf(tools))()
+			}
+			if s.tokenEnds != nil {
+				var stop func()
+				ctx, stop = s.tokenEnds(ctx, c)
+				defer stop()
 			}
 		}
 		return next(ctx, method, req)

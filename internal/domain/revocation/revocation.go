@@ -107,6 +107,38 @@ type watcher struct {
 // verifier's own refusal of a revoked token.
 var ErrRevoked = auth.ErrTokenRevoked
 
+// ErrExpired is the cause of a context Ends ended at its token's expiry.
+var ErrExpired = errors.New("token expired")
+
+// Watcher ends a context once its token is revoked (Service.Watch).
+type Watcher interface {
+	Watch(ctx context.Context, c *auth.Claims) (context.Context, context.CancelFunc)
+}
+
+// Ends returns a context that ends, besides with ctx, once c's token is
+// revoked (cause ErrRevoked; w nil watches none) or has expired, leeway
+// after its exp (cause ErrExpired): what a long-lived stream of the token
+// holds, so that it lasts no longer than a new request with it would be
+// let in.
+func Ends(ctx context.Context, w Watcher, c *auth.Claims, leeway time.Duration) (context.Context, func()) {
+	stops := make([]func(), 0, 2)
+	if w != nil {
+		var stop context.CancelFunc
+		ctx, stop = w.Watch(ctx, c)
+		stops = append(stops, stop)
+	}
+	if c.ExpiresAt != nil {
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadlineCause(ctx, c.ExpiresAt.Add(leeway), ErrExpired)
+		stops = append(stops, stop)
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
+}
+
 // New returns a Service. Nothing is loaded until Refresh or Run.
 func New(deps *Deps, cfg *Config) (*Service, error) {
 	c := cfg.WithDefaults()
