@@ -162,12 +162,7 @@ func pendingAPI(t *testing.T, invokeHangs bool) *client.Session {
 	t.Helper()
 	const inv = `{"id":"inv-1","status":"pending","expires_at":"2030-01-02T03:04:05Z"}`
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/sessions/s1/events", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	})
+	mux.HandleFunc("GET /v1/sessions/s1/events", quietEvents)
 	mux.HandleFunc("POST /v1/sessions/s1/actions/invoke", func(w http.ResponseWriter, r *http.Request) {
 		if invokeHangs {
 			// Read to the end, so that the server sees the client go.
@@ -236,12 +231,7 @@ func TestActions_RunAsksAnewWithAKeyOfItsOwn(t *testing.T) {
 		keys []string
 	)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/sessions/s1/events", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	})
+	mux.HandleFunc("GET /v1/sessions/s1/events", quietEvents)
 	mux.HandleFunc("POST /v1/sessions/s1/actions/invoke", func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		keys = append(keys, r.Header.Get("Idempotency-Key"))
@@ -291,4 +281,12 @@ func TestActions_URLWithoutScheme(t *testing.T) {
 	t.Setenv("OUTBOXD_URL", "http://127.0.0.1:8080/")
 	_, err := newAgent()
 	require.NoError(t, err)
+}
+
+// quietEvents is session s1's event stream on which nothing happens.
+func quietEvents(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	<-r.Context().Done()
 }

@@ -85,11 +85,8 @@ func TestQueue_OperatorPausesEveryOrganization(t *testing.T) {
 func TestQueueList_ScheduledJobsShowWhenDue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dbURL := pgtest.URL(t)
-	conn, err := pgx.Connect(ctx, dbURL)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `
+	dbURL, conn := testDB(t)
+	_, err := conn.Exec(ctx, `
 		INSERT INTO river_queue (name, updated_at) VALUES ('actions', now());
 		INSERT INTO river_job (args, kind, max_attempts, queue, state, scheduled_at) VALUES
 			('{}', 'execute', 5, 'actions', 'available', now() - interval '90 seconds'),
@@ -115,10 +112,7 @@ func TestQueueList_ScheduledJobsShowWhenDue(t *testing.T) {
 func TestDLQList_OneRowPerDeadLetterInUTC(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dbURL := pgtest.URL(t)
-	conn, err := pgx.Connect(ctx, dbURL)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
+	dbURL, conn := testDB(t)
 	var id string
 	require.NoError(t, conn.QueryRow(ctx, `
 		INSERT INTO action_invocations (organization_id, requested_by, origin, integration, action, risk_level, mode, mode_source,
@@ -131,4 +125,15 @@ func TestDLQList_OneRowPerDeadLetterInUTC(t *testing.T) {
 		"dlq", "list", "--org", "org-1")
 	require.Equal(t, 0, code, out)
 	require.Regexp(t, id+`\s+slack\.send_message\s+3\s+2026-01-02T03:04:05Z\s+slack: HTTP 503: <html> down</html>\n1 dead letter\(s\)\n`, out)
+}
+
+// testDB returns a migrated test database's URL and a connection to it,
+// closed when the test ends.
+func testDB(t *testing.T) (string, *pgx.Conn) {
+	t.Helper()
+	dbURL := pgtest.URL(t)
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return dbURL, conn
 }

@@ -365,45 +365,35 @@ func TestSource_Execute(t *testing.T) {
 		}
 	})
 
-	t.Run("RateLimited", func(t *testing.T) {
-		t.Parallel()
-		bundle := setup(t, serverOptions{wrap: func(next http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if strings.Contains(peekBody(r), `"tools/call"`) {
-					w.Header().Set("Retry-After", "12")
-					http.Error(w, "slow down", http.StatusTooManyRequests)
-					return
-				}
-				next.ServeHTTP(w, r)
-			})
-		}}, nil)
+	// A 429 waits as the server asks; without Retry-After, 30 s, as for
+	// the providers, not an attempt spent a second later.
+	for name, rateLimit := range map[string]struct {
+		retryAfter string
+		wait       time.Duration
+	}{"RateLimited": {"12", 12 * time.Second}, "RateLimitedWithoutRetryAfter": {"", 30 * time.Second}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			bundle := setup(t, serverOptions{wrap: func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if strings.Contains(peekBody(r), `"tools/call"`) {
+						if rateLimit.retryAfter != "" {
+							w.Header().Set("Retry-After", rateLimit.retryAfter)
+						}
+						http.Error(w, "slow down", http.StatusTooManyRequests)
+						return
+					}
+					next.ServeHTTP(w, r)
+				})
+			}}, nil)
 
-		_, err := bundle.source.Execute(ctx, "create_issue", json.RawMessage(params), execContext())
-		execErr := requireExecError(t, err)
-		require.Equal(t, mcp.CodeRateLimited, execErr.Code)
-		require.True(t, execErr.Retryable)
-		require.Equal(t, 12*time.Second, execErr.RetryAfter)
-	})
-
-	t.Run("RateLimitedWithoutRetryAfter", func(t *testing.T) {
-		t.Parallel()
-		bundle := setup(t, serverOptions{wrap: func(next http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if strings.Contains(peekBody(r), `"tools/call"`) {
-					http.Error(w, "slow down", http.StatusTooManyRequests)
-					return
-				}
-				next.ServeHTTP(w, r)
-			})
-		}}, nil)
-
-		_, err := bundle.source.Execute(ctx, "create_issue", json.RawMessage(params), execContext())
-		execErr := requireExecError(t, err)
-		require.Equal(t, mcp.CodeRateLimited, execErr.Code)
-		require.True(t, execErr.Retryable)
-		require.Equal(t, 30*time.Second, execErr.RetryAfter, "a wait, as for the providers, not an attempt spent a second later")
-		require.Empty(t, bundle.tool.recorded())
-	})
+			_, err := bundle.source.Execute(ctx, "create_issue", json.RawMessage(params), execContext())
+			execErr := requireExecError(t, err)
+			require.Equal(t, mcp.CodeRateLimited, execErr.Code)
+			require.True(t, execErr.Retryable)
+			require.Equal(t, rateLimit.wait, execErr.RetryAfter)
+			require.Empty(t, bundle.tool.recorded())
+		})
+	}
 
 	t.Run("BearerAuth", func(t *testing.T) {
 		t.Parallel()
