@@ -107,11 +107,20 @@ func egressDialer(resolver *net.Resolver, allowPrivate bool, logger *slog.Logger
 
 // executables returns path and what the kernel must also execute to run
 // it: the interpreter of a #! script (and, for "#!/usr/bin/env name", the
-// program name resolves to) and the dynamic loader of an ELF file.
+// program name resolves to) and the dynamic loader of an ELF file. The #!
+// line and the loader are the package's to write, and the sandbox binds
+// what they name and lets the plugin read it: only a regular file with an
+// execute permission bit, all the kernel would execute, is added (not a
+// directory, a socket, or a secret file behind a directory the plugin's
+// user may not enter).
 func executables(path string) []string {
 	out := []string{path}
 	for i := 0; i < len(out) && i < 8; i++ {
-		out = append(out, needs(out[i])...)
+		for _, p := range needs(out[i]) {
+			if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }

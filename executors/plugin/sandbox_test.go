@@ -178,6 +178,49 @@ func TestSandbox_EscapesFailDeclaredPermissionsWork(t *testing.T) {
 	require.NotContains(t, string(res.Data), "s3cret-from-config")
 }
 
+// The #! line of a package's executable (and the loader of an ELF one) is
+// the package's to write; the sandbox lets the plugin read and execute
+// what it names. Only an executable file is that: a secret file behind a
+// directory nobody may enter, a directory (/etc) or a UNIX socket
+// (Postgres's) named there stays out of the sandbox, even when the file
+// naming it never runs.
+func TestSandbox_InterpreterLineGrantsOnlyExecutables(t *testing.T) {
+	requireNode(t)
+	hidden := t.TempDir()
+	require.NoError(t, os.Chmod(hidden, 0o700))
+	secret := filepath.Join(hidden, "dev.json")
+	require.NoError(t, os.WriteFile(secret, []byte("s3cret-from-config\n"), 0o644))
+	socket := filepath.Join(t.TempDir(), ".s.PGSQL.5432")
+	pg := listen(t, "unix", socket)
+	require.NoError(t, os.Chmod(socket, 0o777))
+
+	for _, named := range []string{secret, "/etc", socket} {
+		t.Run(filepath.Base(named), func(t *testing.T) {
+			s := mustLoad(t, plugin.Config{}, map[string]pkg{"peek": {
+				manifest: map[string]any{"riskTier": "R1"},
+				files: map[string]string{
+					"execute.js": `const fs = require('fs'), net = require('net');
+const read = p => { try { return 'ok:' + fs.readFileSync(p, 'utf8'); } catch (e) { return e.code || String(e); } };
+const r = {secret: read(` + strconv.Quote(secret) + `), passwd: read('/etc/passwd')};
+const c = net.connect({path: ` + strconv.Quote(socket) + `});
+c.on('connect', () => { r.socket = 'ok'; c.end(); process.stdout.write(JSON.stringify(r)); });
+c.on('error', e => { r.socket = e.code || String(e); process.stdout.write(JSON.stringify(r)); });`,
+					// Never runs: rollback runs only after a failed verification.
+					"rollback": "#!" + named + "\n",
+				},
+			}})
+			res, e := execute(t, s, "peek", `{}`)
+			require.Nil(t, e, named)
+			var r map[string]string
+			require.NoError(t, json.Unmarshal(res.Data, &r), string(res.Data))
+			for k, v := range r {
+				require.False(t, strings.HasPrefix(v, "ok"), "#!%s let the plugin reach %s: %s", named, k, res.Data)
+			}
+		})
+	}
+	require.Zero(t, pg.accepted.Load(), "no connection reached the UNIX socket")
+}
+
 // Without permissions.network a plugin has no network at all: not even
 // loopback, whatever the port.
 func TestSandbox_NoNetworkUnlessDeclared(t *testing.T) {
