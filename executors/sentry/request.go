@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,16 +43,45 @@ var statuses = httpsource.Statuses{
 }
 
 // statusError classifies a non-2xx answer, quoting what Sentry said
-// without the token.
-func statusError(resp *http.Response, raw []byte, subject, token string) *executors.Error {
-	return statuses.Error(resp.StatusCode, resp.Header, subject, httpsource.Detail(errorDetail(raw), token))
+// without the token. Sentry's API answers a rate-limited call (429)
+// without Retry-After: it then waits until X-Sentry-Rate-Limit-Reset.
+func (s *client) statusError(resp *http.Response, raw []byte, subject, token string) *executors.Error {
+	e := statuses.Error(resp.StatusCode, resp.Header, subject, httpsource.Detail(errorDetail(raw), token))
+	if resp.StatusCode == http.StatusTooManyRequests && httpsource.RetryAfter(resp.Header, 0, maxRetryAfter) == 0 {
+		if wait, ok := s.untilReset(resp.Header); ok {
+			e.RetryAfter = wait
+		}
+	}
+	return e
+}
+
+// untilReset is how long until X-Sentry-Rate-Limit-Reset, when the call's
+// rate-limit window starts again (UTC epoch seconds, perhaps with a
+// fraction): whole seconds, one more than are left, so the call comes back
+// after the reset whatever a little clock difference; at least a second
+// and at most maxRetryAfter. ok is false when the header is missing or
+// unreadable.
+func (s *client) untilReset(h http.Header) (wait time.Duration, ok bool) {
+	reset, err := strconv.ParseFloat(strings.TrimSpace(h.Get("X-Sentry-Rate-Limit-Reset")), 64)
+	if err != nil || !(reset > 0) {
+		return 0, false
+	}
+	left := reset - float64(s.now().UnixNano())/float64(time.Second)
+	if left >= maxRetryAfter.Seconds() {
+		return maxRetryAfter, true
+	}
+	return max(time.Duration(math.Floor(left)+1)*time.Second, time.Second), true
 }
 
 // errorDetail extracts the explanation from a Sentry error body.
 // Sentry answers {"detail": "..."}, sometimes {"detail": {"message": ...}},
-// and for invalid fields {"field": ["message", ...]}. Anything else yields
-// "".
+// for invalid fields {"field": ["message", ...]}, and for a rate-limited
+// call a JSON string. Anything else yields "".
 func errorDetail(raw []byte) string {
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return text
+	}
 	var body map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &body); err != nil {
 		return ""

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/httpsource"
@@ -33,6 +34,10 @@ type Config struct {
 	// pooled transport and no overall timeout: deadlines come from the
 	// context passed to Execute.
 	HTTPClient *http.Client
+
+	// Now is the clock rate-limit resets are measured against. Defaults to
+	// time.Now.
+	Now func() time.Time
 }
 
 // WithDefaults returns a copy of c with unset fields filled in.
@@ -40,9 +45,14 @@ func (c *Config) WithDefaults() *Config {
 	if c == nil {
 		c = &Config{}
 	}
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
 	return &Config{
 		BaseURL:    strings.TrimRight(cmp.Or(c.BaseURL, DefaultBaseURL), "/"),
 		HTTPClient: cmp.Or(c.HTTPClient, httpsource.NewClient()),
+		Now:        now,
 	}
 }
 
@@ -66,6 +76,8 @@ func (c *Config) validate() error {
 type client struct {
 	// api sends the calls to Sentry's REST API.
 	api *httpsource.REST
+	// now is the clock rate-limit resets are measured against.
+	now func() time.Time
 }
 
 // connect checks cfg, filled with its defaults, and returns the client of
@@ -75,7 +87,8 @@ func connect(cfg *Config) (*client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &client{api: &httpsource.REST{
+	c := &client{now: cfg.Now}
+	c.api = &httpsource.REST{
 		Provider: "Sentry",
 		Source:   SourceID,
 		BaseURL:  cfg.BaseURL,
@@ -83,8 +96,11 @@ func connect(cfg *Config) (*client, error) {
 		TrailingSlash: true,
 		HTTP:          cfg.HTTPClient,
 		MaxBytes:      maxResponseBytes,
-		StatusError:   statusError,
-	}}, nil
+		// A method value: reading Sentry's rate-limit reset needs the
+		// client's clock.
+		StatusError: c.statusError,
+	}
+	return c, nil
 }
 
 // New returns the Sentry source (Provider's) on cfg. A nil cfg uses the

@@ -808,6 +808,50 @@ func TestSource_Execute(t *testing.T) {
 		}
 	})
 
+	t.Run("RateLimitedUntilReset", func(t *testing.T) {
+		t.Parallel()
+
+		// Sentry's API answers a rate-limited call with 429, a JSON string
+		// for a body and no Retry-After: X-Sentry-Rate-Limit-Reset (UTC
+		// epoch seconds) says when the window starts again.
+		now := time.Date(2025, 6, 2, 10, 0, 0, 500_000_000, time.UTC)
+		unix := func(d time.Duration) string { return strconv.FormatInt(now.Add(d).Unix(), 10) }
+		for reset, want := range map[string]time.Duration{
+			unix(59 * time.Second):       59 * time.Second,
+			unix(59*time.Second) + ".75": time.Minute,
+			unix(time.Second):            time.Second,
+			unix(-time.Minute):           time.Second,
+			unix(5 * time.Hour):          time.Hour,
+			"1e300":                      time.Hour,
+			"soon":                       30 * time.Second,
+			"NaN":                        30 * time.Second,
+			"-1":                         30 * time.Second,
+		} {
+			server := sentrytest.New(t)
+			server.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+				answer(http.StatusTooManyRequests, `"You are attempting to use this endpoint too frequently. Limit is 40 requests in 60 seconds"`,
+					"X-Sentry-Rate-Limit-Limit", "40", "X-Sentry-Rate-Limit-Remaining", "0", "X-Sentry-Rate-Limit-Reset", reset,
+					"X-Sentry-Rate-Limit-ConcurrentLimit", "25", "X-Sentry-Rate-Limit-ConcurrentRemaining", "24")(w, r)
+				return true
+			})
+			source, err := sentry.New(&sentry.Config{BaseURL: server.URL(), HTTPClient: server.Client(), Now: func() time.Time { return now }})
+			require.NoError(t, err)
+
+			_, err = source.Execute(ctx, sentry.ActionGetIssue, json.RawMessage(`{"issue_id":"1"}`), execContext())
+			execErr := requireExecError(t, err)
+			require.Equal(t, "ratelimited", execErr.Code, reset)
+			require.True(t, execErr.Retryable, reset)
+			require.Equal(t, want, execErr.RetryAfter, "X-Sentry-Rate-Limit-Reset %q", reset)
+			require.Contains(t, execErr.Message, "(Sentry said: You are attempting to use this endpoint too frequently.", reset)
+		}
+
+		// Retry-After, when Sentry sends one, wins.
+		bundle := setup(t, answer(http.StatusTooManyRequests, `{}`, "Retry-After", "4",
+			"X-Sentry-Rate-Limit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)))
+		_, err := execute(t, bundle, sentry.ActionGetIssue, `{"issue_id":"1"}`)
+		require.Equal(t, 4*time.Second, requireExecError(t, err).RetryAfter)
+	})
+
 	t.Run("ServerError", func(t *testing.T) {
 		t.Parallel()
 
