@@ -527,3 +527,40 @@ func TestOwnDatabaseIsRefused(t *testing.T) {
 	require.Nil(t, e)
 	require.Equal(t, 1, res.RowCount)
 }
+
+// TestOwnDatabaseIsRefused_WhateverTheRoleSets: the role of the URL may
+// set its own session defaults (ALTER ROLE ... SET, no privilege needed):
+// neither a search_path that finds its own pg_control_system() first nor
+// a statement_timeout that cancels the identity query lets a connection
+// to outboxd's own database through.
+func TestOwnDatabaseIsRefused_WhateverTheRoleSets(t *testing.T) {
+	ownTarget := databasetest.NewTarget(t)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, ownTarget.AdminURL)
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	own, err := database.IdentityOf(ctx, admin)
+	require.NoError(t, err)
+	u, err := url.Parse(ownTarget.URL)
+	require.NoError(t, err)
+	role := pgx.Identifier{u.User.Username()}.Sanitize()
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), `ALTER ROLE `+role+` RESET ALL`) })
+
+	for _, c := range []struct{ name, setup string }{
+		{"search_path", `CREATE FUNCTION public.pg_control_system(OUT pg_control_version integer, OUT catalog_version_no integer,
+				OUT system_identifier bigint, OUT pg_control_last_modified timestamptz)
+			LANGUAGE sql AS 'SELECT 1, 1, 42::bigint, now()';
+			CREATE FUNCTION public.current_database() RETURNS name LANGUAGE sql AS 'SELECT ''elsewhere''::name';
+			ALTER ROLE ` + role + ` SET search_path = public, pg_catalog`},
+		{"statement_timeout", `ALTER ROLE ` + role + ` RESET ALL; ALTER ROLE ` + role + ` SET statement_timeout = 1`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := admin.Exec(ctx, c.setup)
+			require.NoError(t, err)
+			src := newClient(t, &database.Config{Own: own}).Source(database.Database{ID: uuid.New(), Name: "outboxd"})
+			res, e := query(t, src, ownTarget.URL, `SELECT count(*) FROM pg_catalog.pg_class`)
+			require.Nil(t, res)
+			require.NotNil(t, e)
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // errOwnDatabase is returned for a connection that reached outboxd's own
@@ -29,21 +30,31 @@ type queryRower interface {
 
 // IdentityOf reads the identity of the database q is connected to.
 // pg_control_system() is executable by every role unless a server revoked
-// it.
+// it. Every name is pg_catalog's, so that a role's search_path cannot
+// lead to functions of its own.
 func IdentityOf(ctx context.Context, q queryRower) (Identity, error) {
 	var id Identity
-	err := q.QueryRow(ctx, `SELECT system_identifier::text, current_database() FROM pg_control_system()`).Scan(&id.System, &id.Database)
+	err := q.QueryRow(ctx, `SELECT system_identifier::pg_catalog.text, pg_catalog.current_database() FROM pg_catalog.pg_control_system()`).Scan(&id.System, &id.Database)
 	return id, err
 }
 
 // refuseOwn is a pool's AfterConnect hook refusing a connection to own.
-// A server whose identity cannot be read (the function revoked) is not
-// outboxd's own, whose identity could be read at start.
+// A server whose identity cannot be read because the function is revoked
+// or missing is not outboxd's own, whose identity could be read at start;
+// any other failure (a statement_timeout the role set for itself, say)
+// refuses the connection, as the role could cause it.
 func refuseOwn(own Identity) func(context.Context, *pgx.Conn) error {
 	return func(ctx context.Context, conn *pgx.Conn) error {
-		if id, err := IdentityOf(ctx, conn); err == nil && id == own {
+		id, err := IdentityOf(ctx, conn)
+		var pgErr *pgconn.PgError
+		switch {
+		case err == nil && id == own:
 			return errOwnDatabase
+		case err == nil:
+			return nil
+		case errors.As(err, &pgErr) && (pgErr.Code == "42501" || pgErr.Code == "42883"): // insufficient_privilege, undefined_function
+			return nil
 		}
-		return nil
+		return err
 	}
 }
