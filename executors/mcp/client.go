@@ -381,7 +381,7 @@ func (c *Client) Validate(ctx context.Context, conn *Connector, secret string) D
 	diag.ToolCount = len(tools)
 	for _, t := range tools {
 		if _, err := c.validator.Validate(t.InputSchema, json.RawMessage(`{}`)); err != nil {
-			diag.Errors = append(diag.Errors, scrubber(secret).scrub(fmt.Sprintf("tool %q: the input schema is unusable: %v", t.Name, err)))
+			diag.Errors = append(diag.Errors, newScrubber(conn, secret).scrub(fmt.Sprintf("tool %q: the input schema is unusable: %v", t.Name, err)))
 		}
 	}
 	return diag
@@ -392,7 +392,7 @@ func (c *Client) Validate(ctx context.Context, conn *Connector, secret string) D
 // (HTTP 404 to a request carrying its id) is retried once with a fresh
 // initialize. Failures come back classified and scrubbed of secret.
 func (c *Client) withSession(ctx context.Context, conn *Connector, secret string, timeout time.Duration, what string, fn func(context.Context, *mcpsdk.ClientSession) error) error {
-	s := scrubber(secret)
+	s := newScrubber(conn, secret)
 	if err := netguard.CheckURL(conn.URL, c.allowPrivate); err != nil {
 		return s.errorf(CodeURLNotAllowed, false, nil, "%s: %v", what, err)
 	}

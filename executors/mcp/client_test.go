@@ -348,6 +348,36 @@ func TestClient_ListTools(t *testing.T) {
 		require.True(t, execErr.Retryable)
 	})
 
+	// A key in the URL's query is the admin's secret, and an error is
+	// stored where the agent reads it: a server naming the request's URL
+	// in its error must not put the key there.
+	t.Run("KeyInTheURLScrubbed", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t, serverOptions{wrap: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				if rpcMethod(body) != "tools/list" {
+					next.ServeHTTP(w, r)
+					return
+				}
+				var req struct {
+					ID json.RawMessage `json:"id"`
+				}
+				require.NoError(t, json.Unmarshal(body, &req))
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":%q}}`, req.ID, "cannot list for "+r.URL.RequestURI())
+			})
+		}}, nil)
+		bundle.conn.URL += "?api_key=s3cr3t-k3y%2Bplus&v=1"
+
+		_, err := bundle.client.ListTools(ctx, bundle.conn, "")
+		execErr := requireExecError(t, err)
+		require.Equal(t, mcp.CodeRPCError, execErr.Code)
+		require.Contains(t, execErr.Message, "cannot list for /?[REDACTED]", "the server's text is kept")
+		require.NotContains(t, execErr.Message, "s3cr3t")
+	})
+
 	t.Run("ServerErrorNotCached", func(t *testing.T) {
 		t.Parallel()
 		var fail atomic.Bool

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -64,16 +65,50 @@ func newError(code, msg string, retryable bool, cause error) error {
 	return &executors.Error{Code: code, Message: msg, Retryable: retryable, Cause: cause}
 }
 
-// scrubber removes a connector secret from text bound for errors. The
+// scrubber removes a connector's secrets from text bound for errors. A
 // secret can reach error text through the server (an echoing error page, a
-// JSON-RPC message) or the HTTP stack, and an error is stored and logged.
-type scrubber string
+// JSON-RPC message) or the HTTP stack, which names the URL it failed on,
+// and an error is stored with the invocation and logged. The secrets are
+// the connector's credential and its URL's query (some servers take a key
+// there), which only admins may read; the agent sees the invocation's
+// error.
+type scrubber []string
 
 const redacted = "[REDACTED]"
 
+// newScrubber scrubs secret and the query of conn's URL: the whole query,
+// and each of its values as written and decoded (those of at least
+// minSecretLen bytes, as shorter ones are no secret and would blot out
+// ordinary text).
+func newScrubber(conn *Connector, secret string) scrubber {
+	var s scrubber
+	if secret != "" {
+		s = append(s, secret)
+	}
+	u, err := url.Parse(conn.URL)
+	if err != nil || u.RawQuery == "" {
+		return s
+	}
+	s = append(s, u.RawQuery)
+	for pair := range strings.SplitSeq(u.RawQuery, "&") {
+		_, value, _ := strings.Cut(pair, "=")
+		decoded, _ := url.QueryUnescape(value)
+		for _, v := range []string{value, decoded} {
+			if len(v) >= minSecretLen {
+				s = append(s, v)
+			}
+		}
+	}
+	return s
+}
+
+const minSecretLen = 4
+
 func (s scrubber) scrub(text string) string {
-	if s != "" {
-		text = strings.ReplaceAll(text, string(s), redacted)
+	for _, secret := range s {
+		if secret != "" {
+			text = strings.ReplaceAll(text, secret, redacted)
+		}
 	}
 	return truncate(text)
 }

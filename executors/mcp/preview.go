@@ -15,7 +15,7 @@ import (
 // the call is not made). An argument the schema does not describe is
 // shown with a note; a required one missing is noted too.
 func (s *source) Preview(ctx context.Context, actionID string, params json.RawMessage, ec executors.ExecContext) (*executors.Preview, error) {
-	sc := scrubber(ec.Token)
+	sc := newScrubber(s.conn, ec.Token)
 	tools, err := s.client.ListTools(ctx, s.conn, ec.Token)
 	if err != nil {
 		return nil, err

@@ -72,7 +72,7 @@ func (s *source) ListActions(ctx context.Context, ec executors.ExecContext) ([]e
 // without retry; transport failures, timeouts and 5xx answers are
 // retryable; see classify for the rest.
 func (s *source) Execute(ctx context.Context, actionID string, params json.RawMessage, ec executors.ExecContext) (executors.Result, error) {
-	sc := scrubber(ec.Token)
+	sc := newScrubber(s.conn, ec.Token)
 
 	tools, err := s.client.ListTools(ctx, s.conn, ec.Token)
 	if err != nil {

@@ -54,9 +54,9 @@ func TestLimitedBody(t *testing.T) {
 func TestScrubber(t *testing.T) {
 	t.Parallel()
 
-	s := scrubber("hunter2")
+	s := scrubber{"hunter2"}
 	require.Equal(t, "token [REDACTED] and [REDACTED]", s.scrub("token hunter2 and hunter2"))
-	require.Equal(t, "nothing to hide", scrubber("").scrub("nothing to hide"))
+	require.Equal(t, "nothing to hide", scrubber{}.scrub("nothing to hide"))
 
 	long := strings.Repeat("é", maxMessageLen)
 	got := s.scrub(long)
@@ -77,7 +77,7 @@ func TestClassify_RedirectRefused(t *testing.T) {
 		httptest.NewRequest(http.MethodPost, "http://169.254.169.254/", nil),
 		[]*http.Request{httptest.NewRequest(http.MethodPost, "https://mcp.example.com/mcp", nil)},
 	)}
-	err := classify(ctx, ctx, fmt.Errorf("sending %q: %w", "tools/call", redirectErr), outcome{status: http.StatusTemporaryRedirect}, "", "calling tool", time.Second)
+	err := classify(ctx, ctx, fmt.Errorf("sending %q: %w", "tools/call", redirectErr), outcome{status: http.StatusTemporaryRedirect}, nil, "calling tool", time.Second)
 
 	var execErr *executors.Error
 	require.ErrorAs(t, err, &execErr)
