@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -157,9 +158,10 @@ func jsonValue(oid uint32, v []byte) json.RawMessage {
 	case oidJSONB:
 		return append(json.RawMessage(nil), v...)
 	case oidJSON:
-		// json keeps the text as written, which may hold \u0000, which
-		// the stored (jsonb) result cannot: such a document stays text.
-		if json.Valid(v) && !bytes.Contains(v, []byte(`\u0000`)) {
+		// json keeps the text as written, which may hold \u0000 or a
+		// number beyond jsonb's numeric, which the stored (jsonb) result
+		// cannot: such a document stays text.
+		if json.Valid(v) && !bytes.Contains(v, []byte(`\u0000`)) && jsonbNumbers(v) {
 			var b bytes.Buffer
 			if json.Compact(&b, v) == nil {
 				return b.Bytes()
@@ -168,6 +170,40 @@ func jsonValue(oid uint32, v []byte) json.RawMessage {
 	}
 	s, _ := json.Marshal(string(v))
 	return s
+}
+
+// jsonbNumbers reports whether every number of the valid JSON document
+// doc is one jsonb stores: at most 131072 digits before the point and
+// 16383 after. It allows, to be safe, numbers of at most 1000 characters
+// with an exponent from -1000 to 1000.
+func jsonbNumbers(doc []byte) bool {
+	inString := false
+	for i := 0; i < len(doc); i++ {
+		c := doc[i]
+		switch {
+		case inString && c == '\\':
+			i++ // past the escaped character
+		case c == '"':
+			inString = !inString
+		case !inString && (c == '-' || c >= '0' && c <= '9'):
+			end := i
+			for end < len(doc) && strings.IndexByte("+-.0123456789eE", doc[end]) >= 0 {
+				end++
+			}
+			num := doc[i:end]
+			if len(num) > 1000 {
+				return false
+			}
+			if e := bytes.IndexAny(num, "eE"); e >= 0 {
+				exp, err := strconv.Atoi(string(num[e+1:]))
+				if err != nil || exp < -1000 || exp > 1000 {
+					return false
+				}
+			}
+			i = end - 1
+		}
+	}
+	return true
 }
 
 // typeName names a column type: its Postgres name when pgx knows it, else
