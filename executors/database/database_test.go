@@ -1,13 +1,17 @@
 package database_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,6 +197,92 @@ func TestQuery_StatementTimeoutCancelsASlowQuery(t *testing.T) {
 	res, e := query(t, src, tg.URL, `SELECT 1 AS one`)
 	require.Nil(t, e)
 	require.Equal(t, "1", string(res.Rows[0][0]))
+}
+
+// TestQuery_ServerThatStopsAnsweringReleasesTheCall: a server that stops
+// answering after the statement (a paused host, a proxy that stopped
+// forwarding) does not hold the call forever in its rollback; the
+// connection is given up and the call returns its result.
+func TestQuery_ServerThatStopsAnsweringReleasesTheCall(t *testing.T) {
+	tg := databasetest.NewTarget(t)
+	u, err := url.Parse(tg.URL)
+	require.NoError(t, err)
+	server := u.Host
+
+	// A proxy that forwards until the client sends ROLLBACK, then
+	// forwards nothing more and keeps every connection open.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var (
+		mu     sync.Mutex
+		conns  []net.Conn
+		frozen atomic.Bool
+	)
+	closeAll := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}
+	t.Cleanup(func() { _ = ln.Close(); closeAll() })
+	pipe := func(dst, src net.Conn, toServer bool) {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := src.Read(buf)
+			if err != nil {
+				return
+			}
+			if toServer && bytes.Contains(buf[:n], []byte("rollback\x00")) {
+				frozen.Store(true)
+			}
+			if frozen.Load() {
+				return
+			}
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", server)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, s)
+			mu.Unlock()
+			go pipe(s, c, true)
+			go pipe(c, s, false)
+		}
+	}()
+	u.Host = ln.Addr().String()
+
+	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop", StatementTimeout: time.Second})
+	done := make(chan *database.QueryResult, 1)
+	go func() {
+		res, err := src.Execute(context.Background(), database.ActionQuery, json.RawMessage(`{"sql":"SELECT 1 AS one"}`), executors.ExecContext{Token: u.String()})
+		var qr *database.QueryResult
+		if err == nil {
+			_ = json.Unmarshal(res.Data, &qr)
+		}
+		done <- qr
+	}()
+	select {
+	case res := <-done:
+		require.True(t, frozen.Load(), "the proxy saw the rollback")
+		require.NotNil(t, res)
+		require.Equal(t, "1", string(res.Rows[0][0]))
+	case <-time.After(30 * time.Second):
+		closeAll()
+		t.Fatal("the call still waited for the rollback's answer after 30 s")
+	}
 }
 
 func TestQuery_RowCap(t *testing.T) {

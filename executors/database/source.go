@@ -256,7 +256,13 @@ func (s *source) inReadOnlyTx(ctx context.Context, pool *pgxpool.Pool, agentSQL 
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	defer func() {
+		// Bounded like the reset: a server that stops answering must not
+		// hold the call; a failed rollback closes the connection.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tx.Rollback(ctx)
+	}()
 	if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true)`, fmt.Sprint(s.db.StatementTimeout.Milliseconds())); err != nil {
 		return nil, err
 	}
