@@ -484,6 +484,10 @@ func TestCheckURL(t *testing.T) {
 		"postgres://u:p@a.example.com,b.example.com/app":                            "one host",
 		"postgres://u:p@db.example.com:99999/app":                                   "port",
 		"host=db.example.com user=u dbname=app":                                     "postgres://",
+		"postgres://u%00options%00-c:p@db.example.com/app":                          "NUL",
+		"postgres://u:p%00@db.example.com/app":                                      "NUL",
+		"postgres://u:p@db.example.com/app%00":                                      "NUL",
+		"postgres://u:p@db.example.com/app?application_name=a%00options%00-c":       "NUL",
 	} {
 		_, err := database.CheckURL(raw, false)
 		switch {

@@ -69,6 +69,9 @@ func CheckURL(raw string, allowPrivate bool) (Target, error) {
 	if err != nil {
 		return Target{}, errors.New("the URL cannot be parsed: use postgres://user:password@host:5432/database")
 	}
+	if strings.Contains(raw, "%00") { // the driver refuses it at every connection
+		return Target{}, errors.New("the URL must not contain a NUL character (%00)")
+	}
 	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
 		return Target{}, errors.New("the URL must start with postgres:// or postgresql://")
 	}
