@@ -11,7 +11,10 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -183,6 +186,7 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 		return river.JobCancel(fmt.Errorf("the signing secret does not open with secrets.key: %w", err))
 	}
 	o := s.send(ctx, ep.URL, string(secret), "msg_"+d.ID.String(), []byte(d.Payload))
+	o.err = errorText(o.err)
 	if o.status == "retry" && job.Attempt >= job.MaxAttempts {
 		o.status = "dead"
 	}
@@ -281,6 +285,30 @@ func (s *Service) send(ctx context.Context, url, secret, msgID string, payload [
 		o.status, o.err = "refused", "HTTP "+resp.Status
 	}
 	return o
+}
+
+// maxErrorLen bounds the error an attempt records, in bytes.
+const maxErrorLen = 1000
+
+// errorText makes an attempt's error storable: the receiver chooses its
+// status text (up to the client's 10 MB of headers), and Postgres stores
+// no NUL or invalid UTF-8 in the delivery's last_error and attempt_log.
+// Control characters become U+FFFD and the text is cut at maxErrorLen.
+func errorText(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
+	if len(s) <= maxErrorLen {
+		return s
+	}
+	cut := maxErrorLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // AddWorkers registers the delivery worker.

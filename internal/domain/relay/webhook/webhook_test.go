@@ -307,3 +307,49 @@ func TestWebhook_EventNamedTwiceIsSubscribedOnce(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	require.Equal(t, []any{"action_approval_result"}, r.Body["webhook"].(map[string]any)["events"])
 }
+
+// TestWebhook_ReceiverStatusTextRecordedSafely: the status text of a
+// receiver's answer is its own to choose; one with a NUL, invalid UTF-8
+// and 100 kB of text is recorded, short and readable, as that attempt's
+// error, and its 400 stops the delivery at once. Recorded as it came,
+// Postgres refused it: the delivery stayed pending with no attempt, and
+// the 400 was retried.
+func TestWebhook_ReceiverStatusTextRecordedSafely(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Webhooks: webhook.Config{MaxAttempts: 3}})
+	b.StoreSlackToken("xoxb-hooks")
+	var mu sync.Mutex
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		requests++
+		mu.Unlock()
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		_, _ = buf.WriteString("HTTP/1.1 400 Bad\x00Request\xff" + strings.Repeat("x", 100<<10) + "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		_ = buf.Flush()
+	}))
+	t.Cleanup(srv.Close)
+	id, _ := createWebhook(t, b, srv.URL, "action_approval_request")
+	require.Equal(t, http.StatusAccepted, b.Invoke("send_message", message).Status)
+
+	require.Eventually(t, func() bool {
+		ds := deliveries(t, b, id)
+		return len(ds) == 1 && ds[0]["status"] == "dead"
+	}, 15*time.Second, 20*time.Millisecond)
+	d := deliveries(t, b, id)[0]
+	require.EqualValues(t, 1, d["attempts"], "a 400 is not retried")
+	require.EqualValues(t, 400, d["last_status_code"])
+	msg := d["last_error"].(string)
+	require.True(t, strings.HasPrefix(msg, "HTTP 400 Bad"), msg)
+	require.Less(t, len(msg), 1100)
+	require.Len(t, d["attempt_log"], 1)
+	mu.Lock()
+	require.Equal(t, 1, requests)
+	mu.Unlock()
+}
