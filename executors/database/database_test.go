@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -539,6 +540,33 @@ func TestErrorsNeverShowTheURL(t *testing.T) {
 	_, e = query(t, src, tg.URL, `SELECT $1::int`, tg.Password)
 	require.NotNil(t, e)
 	require.NotContains(t, e.Message, tg.Password)
+}
+
+// TestQuery_ErrorsOfASQLASCIIServerAreUTF8: a SQL_ASCII database sends
+// its bytes as they are, in errors too ("invalid input syntax for type
+// integer" quotes the value): the error is valid UTF-8, which the
+// invocation's error can store (it could not, and every attempt ran the
+// statement again).
+func TestQuery_ErrorsOfASQLASCIIServerAreUTF8(t *testing.T) {
+	tg := databasetest.NewTarget(t)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, tg.AdminURL)
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	name := "ascii_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	_, err = admin.Exec(ctx, `CREATE DATABASE `+name+` ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), `DROP DATABASE `+name+` WITH (FORCE)`) })
+	u, err := url.Parse(tg.URL)
+	require.NoError(t, err)
+	u.Path = "/" + name
+
+	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "legacy"})
+	_, e := query(t, src, u.String(), `SELECT convert_from('\xe9'::bytea, 'SQL_ASCII')::int`)
+	require.NotNil(t, e)
+	require.Equal(t, database.CodeQueryError, e.Code)
+	require.True(t, utf8.ValidString(e.Message), "%q", e.Message)
+	require.Contains(t, e.Message, "invalid input syntax for type integer")
 }
 
 func TestPools(t *testing.T) {

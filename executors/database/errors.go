@@ -39,7 +39,9 @@ const (
 	CodeUnavailable = "database_unavailable"
 )
 
-// scrubber removes a database URL and its password from error texts.
+// scrubber removes a database URL and its password from error texts, and
+// makes them valid UTF-8: a SQL_ASCII database sends its bytes as they
+// are, which an invocation's error could not store.
 type scrubber []string
 
 func newScrubber(rawURL string) scrubber {
@@ -62,7 +64,7 @@ func (sc scrubber) clean(s string) string {
 			s = strings.ReplaceAll(s, secret, "[redacted]")
 		}
 	}
-	return s
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // classify turns a failure into an *executors.Error whose text holds
