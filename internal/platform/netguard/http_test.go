@@ -59,6 +59,11 @@ func TestCheckURL(t *testing.T) {
 			"http://[::ffff:169.254.169.254]/",
 			"http://[64:ff9b::a00:1]/",
 			"http://[2002:a00:1::]/",
+			// The local-use NAT64 prefix (RFC 8215): a translator of the
+			// network's own reaches the IPv4 address it carries, where the
+			// operator chose to put it.
+			"http://[64:ff9b:1::a9fe:a9fe]/",
+			"http://[64:ff9b:1:7f00:1::]/",
 		} {
 			err := netguard.CheckURL(raw, false)
 			require.Error(t, err, raw)

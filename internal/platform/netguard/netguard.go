@@ -32,8 +32,9 @@ func (e *AddrError) Unwrap() error { return ErrNotAllowed }
 // blockedPrefixes are ranges refused on top of what netip classifies as
 // loopback, private, link-local, multicast or unspecified: shared address
 // space (used by some cloud metadata services), IETF protocol assignments,
-// benchmarking, reserved space and the deprecated IPv6 forms that tunnel or
-// embed IPv4.
+// benchmarking, reserved space, the deprecated IPv6 forms that tunnel or
+// embed IPv4, and the local-use NAT64 prefix (RFC 8215), whose translator
+// is the network's own and whose IPv4 address may sit anywhere in it.
 var blockedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),
 	netip.MustParsePrefix("100.64.0.0/10"),
@@ -41,6 +42,7 @@ var blockedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("198.18.0.0/15"),
 	netip.MustParsePrefix("240.0.0.0/4"),
 	netip.MustParsePrefix("::/96"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
 	netip.MustParsePrefix("2001::/32"),
 	netip.MustParsePrefix("fec0::/10"),
 }
