@@ -46,9 +46,12 @@ var stableIDNamespace = uuid.MustParse("60b254ad-e3f4-4e60-bf2d-751c204d81bb")
 // StableID returns the id create_issue and add_comment send to Linear for
 // the invocation with idempotencyKey. It is a name-based (SHA-1) UUID of the
 // action id and the key, so every retry of one invocation sends the same id
-// and Linear refuses to create the object twice.
+// and Linear refuses to create the object twice, marked as version 4:
+// Linear takes a client-chosen id only "in UUID v4 format".
 func StableID(actionID, idempotencyKey string) string {
-	return uuid.NewSHA1(stableIDNamespace, []byte(actionID+":"+idempotencyKey)).String()
+	id := uuid.NewSHA1(stableIDNamespace, []byte(actionID+":"+idempotencyKey))
+	id[6] = id[6]&0x0f | 0x40 // version 4; the variant stays RFC 4122's
+	return id.String()
 }
 
 // Config configures a Source.

@@ -160,7 +160,8 @@ func TestStableID(t *testing.T) {
 	id := linear.StableID(linear.ActionCreateIssue, idempotencyKey)
 	parsed, err := uuid.Parse(id)
 	require.NoError(t, err)
-	require.Equal(t, uuid.Version(5), parsed.Version())
+	require.Equal(t, uuid.Version(4), parsed.Version(), "Linear takes a client-chosen id in UUID v4 format")
+	require.Equal(t, uuid.RFC4122, parsed.Variant())
 
 	require.Equal(t, id, linear.StableID(linear.ActionCreateIssue, idempotencyKey), "stable across calls")
 	require.NotEqual(t, id, linear.StableID(linear.ActionCreateIssue, "another-invocation"))

@@ -4,7 +4,8 @@
 // Linear's shapes: data payloads with success flags, connections with
 // pageInfo, and errors arrays with extensions; a bad credential is HTTP 400
 // with an AUTHENTICATION_ERROR, as Linear answers it. Like Linear, it
-// refuses to create an issue or comment whose client-chosen id is taken.
+// refuses to create an issue or comment whose client-chosen id is taken or
+// is not a UUID v4.
 //
 // The workspace has the teams team-eng (ENG) and team-ops (OPS), the
 // workflow states state-todo, state-started and state-done, the users
@@ -410,8 +411,8 @@ func (f *Server) issueCreate(raw json.RawMessage) (any, bool) {
 
 	id := uuid.NewString()
 	if in.ID != nil {
-		if _, err := uuid.Parse(*in.ID); err != nil {
-			return Errors("INVALID_INPUT", "Argument Validation Error", "id must be a UUID."), false
+		if !uuidV4(*in.ID) {
+			return Errors("INVALID_INPUT", "Argument Validation Error", "id must be a UUID v4."), false
 		}
 		id = *in.ID
 		if _, taken := f.issues[id]; taken {
@@ -503,6 +504,9 @@ func (f *Server) commentCreate(raw json.RawMessage) (any, bool) {
 	in := vars.Input
 	id := uuid.NewString()
 	if in.ID != nil {
+		if !uuidV4(*in.ID) {
+			return Errors("INVALID_INPUT", "Argument Validation Error", "id must be a UUID v4."), false
+		}
 		id = *in.ID
 		if _, taken := f.comments[id]; taken {
 			return Errors("INVALID_INPUT", f.duplicateMessage, ""), false
@@ -529,6 +533,14 @@ func (f *Server) commentQuery(raw json.RawMessage) any {
 		return entityNotFound("Comment")
 	}
 	return Data("comment", f.commentJSON(c))
+}
+
+// uuidV4 reports whether id is a UUID of version 4, the only kind Linear
+// documents for the client-chosen id of a create ("The identifier in UUID
+// v4 format").
+func uuidV4(id string) bool {
+	u, err := uuid.Parse(id)
+	return err == nil && u.Version() == 4 && u.Variant() == uuid.RFC4122
 }
 
 func issueJSON(is *Issue) map[string]any {
