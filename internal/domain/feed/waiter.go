@@ -95,7 +95,8 @@ func newWaiter(pool *pgxpool.Pool, logger *slog.Logger) *waiter {
 // is for is gone. The first subscriber of an organization registers it;
 // the others wait for that. A registration that fails, or a connection
 // that is not up within listenerLockTimeout, is logged: subscribers also
-// poll, so they are late, not lost.
+// poll, so they are late, not lost. A first subscriber whose ctx ends
+// still registers, for the others.
 func (w *waiter) listen(ctx context.Context, org string) (done func()) {
 	w.mu.Lock()
 	if w.live == nil {
@@ -119,7 +120,10 @@ func (w *waiter) listen(ctx context.Context, org string) (done func()) {
 	select {
 	case <-live:
 	case <-ctx.Done():
-		return done
+		if !first {
+			return done
+		}
+		// The others wait for the first one's registration.
 	case <-time.After(listenerLockTimeout):
 		w.logger.WarnContext(ctx, "the notification listener is not up yet; subscribers poll until it is")
 	}

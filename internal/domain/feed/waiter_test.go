@@ -247,3 +247,55 @@ func TestWaiter_RegistrationWaitsForTransactionsThatCheckedWithoutIt(t *testing.
 	writeEvent(t, pool, "org-a")
 	require.Equal(t, "org-a", heard(t, conn, 5*time.Second))
 }
+
+// TestWaiter_FirstSubscriberGoneBeforeTheConnection: the first subscriber
+// of an organization, gone (its client hung up) while the listening
+// connection was not up yet, still registers the organization for the
+// subscribers after it. It used to return without registering and without
+// saying the registration had ended, so every later subscriber of the
+// organization in the process waited for it until its own request ended,
+// and no event of the organization was announced.
+func TestWaiter_FirstSubscriberGoneBeforeTheConnection(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	conn, err := pgx.ConnectConfig(context.Background(), pool.Config().ConnConfig.Copy())
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	_, err = conn.Exec(context.Background(), "LISTEN "+invocation.EventsChannel)
+	require.NoError(t, err)
+	w := newWaiter(pool, slog.New(slog.DiscardHandler))
+
+	// No connection yet (the waiter does not run): the first subscriber
+	// waits for one, and its client goes away meanwhile.
+	gone, hangUp := context.WithCancel(context.Background())
+	hangUp()
+	_, unsubscribe := w.subscribeOrg(gone, "org-a")
+	unsubscribe()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		w.run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-stopped
+	})
+
+	wait, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	subscribed := make(chan func(), 1)
+	go func() {
+		_, unsubscribe := w.subscribeOrg(wait, "org-a")
+		subscribed <- unsubscribe
+	}()
+	select {
+	case unsubscribe := <-subscribed:
+		defer unsubscribe()
+	case <-time.After(2*listenerLockTimeout + 5*time.Second):
+		t.Fatal("the next subscriber still waits for the registration of the one that left")
+	}
+	writeEvent(t, pool, "org-a")
+	require.Equal(t, "org-a", heard(t, conn, 5*time.Second), "the organization's events are not announced")
+}
