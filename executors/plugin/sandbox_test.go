@@ -657,3 +657,31 @@ mkdir -p locked/deep && : > locked/deep/file && chmod 000 locked/deep && chmod 5
 	require.NoError(t, err)
 	require.Empty(t, left, "the call's directories are removed")
 }
+
+// The same with the locked directory nested past the longest path the
+// system opens (PATH_MAX, 4096 bytes): giving permissions back by whole
+// paths could not reach it, and the workspace stayed on disk, as much
+// as the plugin had written, after every call. (Only a user other than
+// root is stopped by the permissions: run as root, this passes either
+// way.) The tree is made with short names and renamed, so that it is
+// locked before a measure can stop the plugin, which cannot measure it
+// either.
+func TestSandbox_WorkspaceIsRemovedHoweverDeep(t *testing.T) {
+	requireNode(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	s := mustLoad(t, plugin.Config{}, map[string]pkg{"deep": {
+		manifest: map[string]any{"riskTier": "R1", "permissions": map[string]any{"filesystem": "workspace"}},
+		files: map[string]string{"execute.js": `const fs = require('fs');
+const long = 'd'.repeat(200), depth = 30;
+fs.mkdirSync('a/'.repeat(depth), {recursive: true});
+fs.writeFileSync('a/'.repeat(depth) + 'file', 'x');
+fs.chmodSync('a/'.repeat(depth), 0);
+for (let i = 0; i < depth; i++) { fs.renameSync('a', long); process.chdir(long); }
+process.stdout.write('"locked"');`},
+	}})
+	_, _ = execute(t, s, "deep", `{}`) // its workspace cannot be measured either
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, left, "the call's directories are removed")
+}

@@ -3,9 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -74,17 +72,12 @@ func checkWorkspace(dir string, max workspaceUse) error {
 
 // removeWorkspace removes base and everything beneath it. A directory the
 // plugin left without its owner's write or search permission stops
-// os.RemoveAll for a user other than root; those get them back, and the
-// removal is tried again.
+// os.RemoveAll for a user other than root; those get them back (unlock),
+// and the removal is tried again.
 func removeWorkspace(base string) error {
 	if os.RemoveAll(base) == nil {
 		return nil
 	}
-	_ = filepath.WalkDir(base, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(path, 0o700) // before WalkDir reads it
-		}
-		return nil
-	})
+	unlock(base)
 	return os.RemoveAll(base)
 }

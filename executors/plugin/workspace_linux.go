@@ -110,3 +110,52 @@ func openListed(path string, dev, ino uint64) (int, error) {
 	}
 	return rfd, nil
 }
+
+// unlock gives every directory beneath dir, and dir, its owner's read,
+// write and search permission. Each is opened relative to its parent,
+// never by its whole path: a plugin may nest its directories past the
+// longest path the system opens (PATH_MAX), which left the deepest ones
+// locked and the workspace on disk for good. It runs once the plugin's
+// processes are gone, and follows no link.
+func unlock(dir string) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	unlockAt(fd)
+}
+
+// unlockAt unlocks the directory fd (O_PATH) and what is beneath it, and
+// closes fd.
+func unlockAt(fd int) {
+	defer unix.Close(fd)
+	_ = unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), 0o700)
+	rfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	var dirs []string
+	var st unix.Stat_t
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(rfd, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n <= 0 {
+			break
+		}
+		_, _, names := unix.ParseDirent(buf[:n], -1, nil)
+		for _, name := range names {
+			if unix.Fstatat(rfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				dirs = append(dirs, name)
+			}
+		}
+	}
+	unix.Close(rfd)
+	for _, name := range dirs {
+		if cfd, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+			unlockAt(cfd)
+		}
+	}
+}

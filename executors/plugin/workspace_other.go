@@ -55,3 +55,14 @@ func measure(dir string, max workspaceUse) (workspaceUse, error) {
 	}
 	return u, nil
 }
+
+// unlock gives every directory beneath dir, and dir, its owner's read,
+// write and search permission, by their paths.
+func unlock(dir string) {
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(path, 0o700) // before WalkDir reads it
+		}
+		return nil
+	})
+}
