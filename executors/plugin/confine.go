@@ -125,6 +125,9 @@ func executables(path string) []string {
 	return out
 }
 
+// pathMax is the longest path the kernel takes (PATH_MAX).
+const pathMax = 4096
+
 // needs returns what path needs executed to run: its #! interpreter or
 // its ELF loader.
 func needs(path string) []string {
@@ -162,7 +165,9 @@ func needs(path string) []string {
 	}
 	defer ef.Close()
 	for _, p := range ef.Progs {
-		if p.Type == elf.PT_INTERP {
+		// The kernel runs no loader named by more than PATH_MAX bytes; a
+		// larger size is neither read nor allocated.
+		if p.Type == elf.PT_INTERP && p.Filesz <= pathMax {
 			b := make([]byte, p.Filesz)
 			if _, err := p.ReadAt(b, 0); err == nil {
 				return []string{string(bytes.TrimRight(b, "\x00"))}

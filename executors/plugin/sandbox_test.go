@@ -3,6 +3,7 @@ package plugin_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -428,6 +429,33 @@ func TestLoad_ChecksPermissions(t *testing.T) {
 
 	_, err = load(t, plugin.Config{}, with(map[string]any{"filesystem": "everything"}))
 	require.ErrorContains(t, err, `permissions.filesystem "everything"`)
+}
+
+// The loader an ELF executable names (PT_INTERP) is read to let it into
+// the sandbox: a size past any the kernel runs (PATH_MAX) is not read,
+// where outboxd's start panicked allocating it (makeslice) or took that
+// much memory.
+func TestLoad_ELFLoaderSizeIsBounded(t *testing.T) {
+	t.Parallel()
+	elf := make([]byte, 64+56)
+	copy(elf, "\x7fELF\x02\x01\x01") // 64-bit, little-endian, version 1
+	le := binary.LittleEndian
+	le.PutUint16(elf[16:], 2)  // ET_EXEC
+	le.PutUint16(elf[18:], 62) // EM_X86_64
+	le.PutUint32(elf[20:], 1)  // EV_CURRENT
+	le.PutUint64(elf[32:], 64) // the program headers' offset
+	le.PutUint16(elf[52:], 64) // the header's size
+	le.PutUint16(elf[54:], 56) // a program header's size
+	le.PutUint16(elf[56:], 1)  // one program header
+	ph := elf[64:]
+	le.PutUint32(ph[0:], 3)      // PT_INTERP
+	le.PutUint64(ph[8:], 120)    // its offset
+	le.PutUint64(ph[32:], 1<<62) // its size in the file
+	_, err := load(t, plugin.Config{}, map[string]pkg{"elf": {
+		manifest: map[string]any{"riskTier": "R1"},
+		files:    map[string]string{"execute": string(elf)},
+	}})
+	require.NoError(t, err)
 }
 
 // When outboxd runs as root the sandbox runs plugins as nobody: a package
