@@ -306,11 +306,13 @@ function Fields({ value, schema, path }: { value: unknown; schema?: JSONSchema; 
   }
   const obj = value as Record<string, unknown>;
   const props = schema?.properties ?? {};
-  const names = [...Object.keys(props).filter((k) => k in obj), ...Object.keys(obj).filter((k) => !(k in props))];
+  // Own keys only: `in` is true of every object's members too, so a param
+  // named constructor or toString would be left out.
+  const names = [...Object.keys(props).filter((k) => Object.hasOwn(obj, k)), ...Object.keys(obj).filter((k) => !Object.hasOwn(props, k))];
   return (
     <>
       {names.map((k) => (
-        <Field key={k} name={k} value={obj[k]} schema={props[k]} required={schema?.required?.includes(k)} path={path + "-" + k} />
+        <Field key={k} name={k} value={obj[k]} schema={Object.hasOwn(props, k) ? props[k] : undefined} required={schema?.required?.includes(k)} path={path + "-" + k} />
       ))}
     </>
   );
