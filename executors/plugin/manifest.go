@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -63,9 +64,12 @@ type action struct {
 // it can never spell another source's id or a dispatch key.
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
+// maxManifestBytes is the most an action.json may hold, 1 MiB.
+const maxManifestBytes = 1 << 20
+
 // loadAction reads and checks the package in dir.
 func (l *loader) loadAction(dir string) (*action, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, "action.json"))
+	raw, err := readManifest(filepath.Join(dir, "action.json"))
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +178,29 @@ func (l *loader) loadAction(dir string) (*action, error) {
 		return nil, fmt.Errorf("%s requires rollback: the package must ship rollback (or rollback.js)", requirement(write, "rollback.required"))
 	}
 	return a, nil
+}
+
+// readManifest reads the action.json at path: a regular file (a named
+// pipe would hold the start until something writes to it, a device such
+// as /dev/zero never ends) of at most maxManifestBytes.
+func readManifest(path string) ([]byte, error) {
+	info, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return nil, err
+	case !info.Mode().IsRegular():
+		return nil, errors.New("action.json is not a regular file")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1))
+	if err == nil && len(raw) > maxManifestBytes {
+		err = fmt.Errorf("action.json holds more than %d bytes", maxManifestBytes)
+	}
+	return raw, err
 }
 
 // requirement names why a step is required.

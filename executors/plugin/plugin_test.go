@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,6 +92,40 @@ func execute(t *testing.T, s *plugin.Source, action, params string) (executors.R
 	var e *executors.Error
 	require.ErrorAs(t, err, &e)
 	return res, e
+}
+
+// An action.json that is not a regular file, or is larger than a
+// manifest can be, stops the start with an error naming it: a named pipe
+// held the start forever (waiting for a writer), and a device such as
+// /dev/zero (a link to it) or a huge file was read into memory whole.
+func TestLoad_ActionJSONMustBeASmallRegularFile(t *testing.T) {
+	t.Parallel()
+	for name, create := range map[string]func(path string) error{
+		"a named pipe": func(path string) error { return syscall.Mkfifo(path, 0o644) },
+		"too large": func(path string) error {
+			return os.WriteFile(path, []byte(`{"riskTier": "R1"`+strings.Repeat(" ", 2<<20)+`}`), 0o644)
+		},
+	} {
+		cfg := plugin.Config{Dir: writePackages(t, map[string]pkg{"odd": {files: map[string]string{"execute": sh(okExecute)}}})}
+		path := filepath.Join(cfg.Dir, "odd", "action.json")
+		require.NoError(t, os.Remove(path))
+		require.NoError(t, create(path), name)
+		done := make(chan error, 1)
+		go func() {
+			_, err := plugin.Load(&cfg, core)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			require.ErrorContains(t, err, "action.json", name)
+			require.ErrorContains(t, err, "odd", name)
+		case <-time.After(5 * time.Second):
+			if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close() // let the load go
+			}
+			t.Fatalf("%s: the load did not end", name)
+		}
+	}
 }
 
 // Rule 1: a plugin cannot take a core action's name or another source's
