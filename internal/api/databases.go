@@ -119,7 +119,11 @@ func (s *Server) deleteDatabase(w http.ResponseWriter, r *http.Request, c *auth.
 	if err := s.databases.Delete(r.Context(), c.Org, r.PathValue("id")); err != nil {
 		return err
 	}
-	s.record(r, &audit.Change{Action: "database.delete", TargetType: "database", TargetID: r.PathValue("id"), Before: before})
+	target := r.PathValue("id")
+	if before != nil { // its id, also when the path gave its source id
+		target = before.ID.String()
+	}
+	s.record(r, &audit.Change{Action: "database.delete", TargetType: "database", TargetID: target, Before: before})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

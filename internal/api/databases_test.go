@@ -206,3 +206,24 @@ func TestDatabase_PrivateNetworksRefused(t *testing.T) {
 	id := r.Body["invocation"].(map[string]any)["id"].(string)
 	require.Equal(t, string(invocation.StatusFailed), b.Invocation(id)["status"])
 }
+
+// TestDatabase_DeleteByItsSourceID: the path takes a database's id or its
+// source id (database:<id>); either way the audit trail records the
+// deletion under the database's id, as its creation and changes, so that
+// filtering by it finds the whole history.
+func TestDatabase_DeleteByItsSourceID(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	id, source := createDatabase(t, b, map[string]any{"name": "gone", "url": "postgres://u:pw-audit@db.example.com/app"})
+	r := b.Do("PATCH", "/v1/databases/"+source, b.Owner(), map[string]any{"max_rows": 7})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, http.StatusNoContent, b.Do("DELETE", "/v1/databases/"+source, b.Owner(), nil).Status)
+
+	r = b.Do("GET", "/v1/audit?target_type=database&target_id="+id, b.Owner(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	var actions []string
+	for _, e := range r.Body["entries"].([]any) {
+		actions = append(actions, e.(map[string]any)["action"].(string))
+	}
+	require.ElementsMatch(t, []string{"database.create", "database.update", "database.delete"}, actions)
+}
