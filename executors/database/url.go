@@ -128,14 +128,21 @@ func CheckURL(raw string, allowPrivate bool) (Target, error) {
 // poolConfig is the configuration of a database's pool: the URL checked
 // again, with its host, port, user, password and database as the URL says
 // and nothing taken from outboxd's environment (PGPASSWORD, a .pgpass
-// file), every connection read-only by default, dialed through the guard
-// unless allowPrivate, and refused when it reaches outboxd's own database.
+// file, a client certificate: PGSSLCERT, ~/.postgresql/postgresql.crt),
+// every connection read-only by default, dialed through the guard unless
+// allowPrivate, and refused when it reaches outboxd's own database.
 func poolConfig(raw string, cfg *Config) (*pgxpool.Config, error) {
 	if _, err := CheckURL(raw, cfg.AllowPrivateNetworks); err != nil {
 		return nil, fmt.Errorf("%w: %w", errInvalidURL, err)
 	}
 	u, _ := url.Parse(raw)
-	pc, err := pgxpool.ParseConfig(raw)
+	// The URL names no certificate (CheckURL refuses sslcert): one the
+	// driver would find is outboxd's own credential, never sent.
+	sep := "?"
+	if strings.Contains(raw, "?") {
+		sep = "&"
+	}
+	pc, err := pgxpool.ParseConfig(raw + sep + "sslcertmode=disable")
 	if err != nil {
 		return nil, fmt.Errorf("%w: it cannot be parsed", errInvalidURL)
 	}
