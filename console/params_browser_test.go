@@ -1,11 +1,14 @@
 package console_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
@@ -17,6 +20,12 @@ import (
 func TestBrowser_ParamsShownWhole(t *testing.T) {
 	mcp := newToolServer(t)
 	mcp.addDeploy(`{"type":"object","properties":{"service":{"type":"string"},"options":{"type":"object"}},"required":["service"]}`)
+	// Its description ends in Unicode tag characters, which show as
+	// nothing and spell "Ignore" for whoever reads the text.
+	mcp.sdk.AddTool(&mcpsdk.Tool{Name: "notes", Description: "Read the notes.\U000E0049\U000E0067\U000E006E\U000E006F\U000E0072\U000E0065", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+			return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "notes"}}}, nil
+		})
 	b := apptest.Start(t, nil)
 	br := newBrowser(t, b)
 	r := b.Do("POST", "/v1/connectors", b.Owner(), map[string]any{"name": "deployer", "url": mcp.URL, "transport": "remote_http"})
@@ -52,5 +61,32 @@ func TestBrowser_ParamsShownWhole(t *testing.T) {
 		require.Equal(t, 5, owner.count(card+` .params-form .field`), "one field per value, none made up")
 		r := b.Do("POST", "/v1/invocations/"+id+"/deny", b.Owner(), map[string]any{"reason": "test over"})
 		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	})
+
+	t.Run("InvisibleCharactersShown", func(t *testing.T) {
+		// A right-to-left override makes "web\u202edorp" read "webprod",
+		// and a zero-width space makes two names read alike: the card, its
+		// preview and the edit form show such characters by their codes.
+		id := invoke(map[string]any{"service": "web\u202edorp", "options": map[string]any{"region\u200b": "eu"}})
+		card := fmt.Sprintf(`[data-invocation=%q]`, id)
+		owner.run("card", chromedp.WaitVisible(card+` .params-form`, chromedp.ByQuery), chromedp.WaitVisible(card+` .preview-tool_args`, chromedp.ByQuery))
+		form := owner.text(card + ` .params-form`)
+		require.Contains(t, form, "web⟨U+202E⟩dorp")
+		require.Contains(t, form, "region⟨U+200B⟩")
+		require.Equal(t, 2, owner.count(card+` .params-form .hidden-badge`), "each field holding one is marked")
+		require.Contains(t, owner.text(card+` .preview`), "web⟨U+202E⟩dorp", "the preview too")
+		owner.run("edit", chromedp.Click(card+` button[aria-label^="Edit, then approve"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(card+` .edit-approve textarea`, chromedp.ByQuery))
+		var value string
+		owner.eval("the form's params", fmt.Sprintf(`document.querySelector(%q).value`, card+` .edit-approve textarea`), &value)
+		require.Contains(t, value, `web\u202edorp`, "the edit form writes it as an escape")
+		require.NotContains(t, value, "\u202e")
+		owner.shot("40-invisible-characters")
+		r := b.Do("POST", "/v1/invocations/"+id+"/deny", b.Owner(), map[string]any{"reason": "test over"})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+
+		row := `[data-tool="notes"]`
+		owner.run("tool review", chromedp.Navigate(br.base+"/console/#/connectors/"+conn["id"].(string)), chromedp.WaitVisible(row, chromedp.ByQuery))
+		require.Contains(t, owner.text(row), "Read the notes.⟨U+E0049⟩⟨U+E0067⟩", "the tool review shows a description's hidden text")
 	})
 }

@@ -5,6 +5,7 @@ import { Fragment } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import "./preview.css";
 import { api, type Invocation, type InvocationPreview } from "./api";
+import { Shown } from "./ui";
 
 /** PREVIEW_POLLS bounds how often a card asks whether its preview is ready. */
 const PREVIEW_POLLS = 20;
@@ -64,14 +65,18 @@ export function Preview({ inv }: { inv: Invocation }) {
   const p = rec.preview;
   return (
     <section class={"preview preview-" + p.kind} aria-label="Preview">
-      <h3 class="preview-title">{p.title}</h3>
+      <h3 class="preview-title">
+        <Shown text={p.title} />
+      </h3>
       {p.fields && p.fields.length > 0 ? (
         <dl class="facts preview-fields">
           {p.fields.map((f) => (
             <Fragment key={f.name}>
-              <dt title={f.description}>{f.name}</dt>
+              <dt title={f.description}>
+                <Shown text={f.name} />
+              </dt>
               <dd>
-                {f.value}
+                <Shown text={f.value} />
                 {f.description ? <div class="muted preview-desc">{f.description}</div> : null}
               </dd>
             </Fragment>
@@ -90,9 +95,11 @@ export function Preview({ inv }: { inv: Invocation }) {
           <tbody>
             {p.changes.map((c) => (
               <tr key={c.field}>
-                <th scope="row">{c.field}</th>
-                <td class="before">{c.before || <span class="muted">none</span>}</td>
-                <td class="after">{c.after || <span class="muted">none</span>}</td>
+                <th scope="row">
+                  <Shown text={c.field} />
+                </th>
+                <td class="before">{c.before ? <Shown text={c.before} /> : <span class="muted">none</span>}</td>
+                <td class="after">{c.after ? <Shown text={c.after} /> : <span class="muted">none</span>}</td>
               </tr>
             ))}
           </tbody>
@@ -106,11 +113,17 @@ export function Preview({ inv }: { inv: Invocation }) {
           {p.plan.relations && p.plan.relations.length > 0 ? ` (reads ${p.plan.relations.join(", ")})` : ""}
         </p>
       ) : null}
-      {p.text ? <pre class="preview-text">{p.text}</pre> : null}
+      {p.text ? (
+        <pre class="preview-text">
+          <Shown text={p.text} />
+        </pre>
+      ) : null}
       {p.notes && p.notes.length > 0 ? (
         <ul class="muted preview-notes">
           {p.notes.map((n) => (
-            <li key={n}>{n}</li>
+            <li key={n}>
+              <Shown text={n} />
+            </li>
           ))}
         </ul>
       ) : null}

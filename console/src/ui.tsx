@@ -282,6 +282,47 @@ export function AskerFacts({ inv }: { inv: Invocation }) {
   );
 }
 
+// HIDDEN matches a character that shows as nothing or reorders the text
+// around it (Unicode's format characters: bidi overrides and isolates,
+// zero-width spaces and joiners, the BOM, tags), but for the joiner inside
+// an emoji sequence. An agent's value could otherwise read as another.
+const HIDDEN = /(?!(?<=\p{Extended_Pictographic}[\u{FE0F}\u{1F3FB}-\u{1F3FF}]*)\u200D(?=\p{Extended_Pictographic}))\p{Cf}/u;
+
+/** hasHidden reports whether text holds a character HIDDEN matches. */
+export function hasHidden(text: string): boolean {
+  return HIDDEN.test(text);
+}
+
+/** escapeHidden writes each such character of JSON text as its \u escape: the same JSON, read as it is. */
+export function escapeHidden(json: string): string {
+  // By UTF-16 unit: a tag character is two escapes, as JSON writes it.
+  return json.replace(new RegExp(HIDDEN.source, "gu"), (c) =>
+    c
+      .split("")
+      .map((u) => "\\u" + u.charCodeAt(0).toString(16).padStart(4, "0"))
+      .join(""),
+  );
+}
+
+/** Shown is text with each such character shown as a mark naming it (⟨U+202E⟩) instead of acting. */
+export function Shown({ text }: { text: string }) {
+  if (!hasHidden(text)) return <>{text}</>;
+  const parts = text.split(new RegExp("(" + HIDDEN.source + ")", "u"));
+  return (
+    <>
+      {parts.map((p, i) =>
+        i % 2 ? (
+          <span key={i} class="hidden-char" title="An invisible character, shown by its code">
+            {"⟨U+" + p.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0") + "⟩"}
+          </span>
+        ) : (
+          p
+        ),
+      )}
+    </>
+  );
+}
+
 let fieldSeq = 0;
 
 /**
@@ -325,23 +366,27 @@ function Field({ name, value, schema, required, path }: { name: string; value: u
   if (typeof value === "object" && value !== null && !Array.isArray(value)) {
     return (
       <fieldset class="field-group">
-        <legend>{label}</legend>
+        <legend>
+          <Shown text={label} />
+        </legend>
         <Fields value={value} schema={schema} path={path} />
       </fieldset>
     );
   }
-  const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+  const text = (typeof value === "string" ? value : JSON.stringify(value, null, 2)) ?? "";
+  const hidden = hasHidden(label) || hasHidden(text);
   // An output, not a read-only input: it wraps, so a long value is read
   // whole at any width instead of clipped.
   return (
     <div class={"field" + (redacted ? " redacted" : "")}>
       <label for={path}>
-        {label}
+        <Shown text={label} />
         {required ? <span class="req" aria-hidden="true"> *</span> : null}
         {redacted ? <span class="badge redacted-badge">redacted</span> : null}
+        {hidden ? <span class="badge hidden-badge">invisible characters</span> : null}
       </label>
       <output id={path} class="value" aria-live="off" aria-describedby={help ? path + "-help" : undefined}>
-        {value === REDACTED ? "•••••• (redacted)" : text}
+        {value === REDACTED ? "•••••• (redacted)" : <Shown text={text} />}
       </output>
       {help ? (
         <small id={path + "-help"} class="help">

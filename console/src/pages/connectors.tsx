@@ -2,7 +2,7 @@
 // review (risk, reviewed mode, drift); confirming stores {mode, hash}.
 import { useEffect, useState } from "preact/hooks";
 import { api, type Connector, type ConnectorDiagnosis, type ToolReview } from "../api";
-import { Alert, Card, DataTable, Empty, ErrorAlert, Flash, Loading, PageHead, Risk, Select, Title, errorText } from "../ui";
+import { Alert, Card, DataTable, Empty, ErrorAlert, Flash, Loading, PageHead, Risk, Select, Shown, Title, errorText } from "../ui";
 import { admin } from "../admin";
 import { ConfirmButton } from "../forms";
 import { ConnectorForm } from "./connectorform";
@@ -144,13 +144,15 @@ export function ConnectorPage({ id }: { id: string }) {
         {tools.map((t) => (
           <tr key={t.name} data-tool={t.name} class={t.drifted ? "drifted" : ""}>
             <th scope="row">
-              {t.name}
+              <Shown text={t.name} />
               {t.drifted ? (
                 <span class="badge drift" title="The definition changed since it was reviewed">
                   drifted
                 </span>
               ) : null}
-              <div class="muted small">{t.description}</div>
+              <div class="muted small">
+                <Shown text={t.description} />
+              </div>
             </th>
             <td>
               <Risk risk={t.risk_level} />

@@ -11,7 +11,7 @@ import { GrantOption } from "./grants";
 import { ApprovalProgress, mayDecide } from "./approvals";
 import { Preview } from "../preview";
 import { EditApprove, IntentFacts } from "./intent";
-import { Alert, AskerFacts, Empty, ErrorAlert, Flash, Loading, PageHead, ParamsForm, Risk, errorText, fmtDuration, fmtTime, useNow, useStream } from "../ui";
+import { Alert, AskerFacts, Empty, ErrorAlert, Flash, Loading, PageHead, ParamsForm, Risk, Shown, errorText, fmtDuration, fmtTime, useNow, useStream } from "../ui";
 
 /** useCatalog loads the action schemas the params forms are laid out by. */
 export function useCatalog(): Map<string, CatalogAction> {
@@ -155,7 +155,9 @@ function PendingCard({ inv, now, schema, session, onDecided }: { inv: Invocation
       {schema?.description ? (
         <details class="about">
           <summary>About this action</summary>
-          <p class="muted">{schema.description}</p>
+          <p class="muted">
+            <Shown text={schema.description} />
+          </p>
         </details>
       ) : null}
       <Preview inv={inv} />

@@ -5,7 +5,7 @@
 // against the action's schema) and approves the edited request.
 import { useState } from "preact/hooks";
 import { api, type Invocation } from "../api";
-import { ErrorAlert, errorText } from "../ui";
+import { ErrorAlert, errorText, escapeHidden } from "../ui";
 
 /** IntentFacts shows the intent's digest and what changed since the last approval. */
 export function IntentFacts({ inv }: { inv: Invocation }) {
@@ -28,7 +28,8 @@ export function IntentFacts({ inv }: { inv: Invocation }) {
 
 /** EditApprove is the "Edit, then approve" form of a pending invocation. */
 export function EditApprove({ inv, onDecided, onClose }: { inv: Invocation; onDecided: (msg: string, next?: Invocation) => void; onClose: () => void }) {
-  const [text, setText] = useState(JSON.stringify(inv.params ?? {}, null, 2));
+  // Invisible characters are written as escapes, which read as what they are.
+  const [text, setText] = useState(escapeHidden(JSON.stringify(inv.params ?? {}, null, 2)));
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState("");
   const submit = async () => {
