@@ -182,6 +182,9 @@ func (c *Config) validate() error {
 	if _, err := c.Keyring(); err != nil {
 		return err
 	}
+	if err := c.Retention.Validate(); err != nil {
+		return err
+	}
 	if c.Console.ClientID != "" && c.Auth.IdP.Issuer == "" {
 		return errors.New("console.oidc.client_id needs auth.idp.issuer: the identity provider people sign in to the console with")
 	}

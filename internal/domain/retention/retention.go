@@ -84,6 +84,12 @@ func (c *Config) WithDefaults() *Config {
 	}
 }
 
+// Validate reports the first setting New would refuse. Every role checks
+// it at start, though only worker processes run retention: an API process
+// shows the settings (Keep), and a configuration its workers refuse should
+// not start half the deployment.
+func (c *Config) Validate() error { return c.WithDefaults().validate() }
+
 func (c *Config) validate() error {
 	switch {
 	case c.Invocations < 0 && c.Invocations != Forever:

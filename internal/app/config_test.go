@@ -1,0 +1,36 @@
+package app
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/domain/retention"
+	"github.com/outboxd/outboxd/internal/platform/secretbox"
+)
+
+// TestNew_EveryRoleRefusesAnInvalidRetention: retention.* is checked at
+// start in every role, not only where retention runs: an API process
+// (which shows the settings on the operations page) started with a
+// configuration its workers then refused.
+func TestNew_EveryRoleRefusesAnInvalidRetention(t *testing.T) {
+	t.Parallel()
+	// New refuses before it uses the pool, which never connects.
+	pool, err := pgxpool.New(t.Context(), "postgres://outboxd@127.0.0.1:1/outboxd")
+	require.NoError(t, err)
+	defer pool.Close()
+	for _, keep := range []retention.Config{
+		{AuditEntries: time.Hour},
+		{Invocations: -2 * time.Hour},
+		{Batch: 1_000_000},
+		{Interval: time.Millisecond},
+	} {
+		for _, role := range []Role{RoleAPI, RoleWorker, RoleAll} {
+			cfg := &Config{JWTSecret: "jwt-secret-0123456789", SecretsKey: secretbox.NewKey(), Retention: keep}
+			_, err := New(cfg, role, pool, nil)
+			require.ErrorContains(t, err, "retention.", "role %s, %+v", role, keep)
+		}
+	}
+}
