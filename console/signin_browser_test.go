@@ -176,6 +176,46 @@ func TestBrowser_SignInWithIdentityProvider(t *testing.T) {
 		user.shot("sso-04-expired")
 	})
 
+	// signInAgain signs in through /auth/login, whatever the tab's cookie.
+	signInAgain := func(tb *tab) {
+		tb.run("sign in again", chromedp.Navigate(br.base+"/auth/login"),
+			chromedp.WaitVisible(`#username`, chromedp.ByQuery),
+			fill(`#username`, provider.Username(signintest.Admin)), fill(`#password`, signintest.Password),
+			chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#inbox-h`, chromedp.ByQuery), chromedp.WaitVisible(`.live.on`, chromedp.ByQuery))
+	}
+
+	t.Run("SignOutAfterSigningInAgainInAnotherTab", func(t *testing.T) {
+		// Signing in again in another tab replaces the cookie, and with it
+		// the CSRF token this tab read: signing out here was refused (403),
+		// yet the tab showed sign-in as if it had worked, and a reload was
+		// signed in again.
+		signInAgain(user)
+		other := br.tab()
+		defer other.close()
+		signInAgain(other)
+		user.run("sign out", chromedp.Click(`//button[normalize-space()="Sign out"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`#sso`, chromedp.ByQuery))
+		require.NotContains(t, user.cookies(br.base), signin.SessionCookie, "the browser's session is over")
+		require.Equal(t, http.StatusUnauthorized, user.status("signed out", "/v1/invocations", `{}`))
+		user.run("reload", chromedp.Navigate(br.base+"/console/"), chromedp.WaitVisible(`#sso`, chromedp.ByQuery))
+	})
+
+	t.Run("SignOutThatFailsSaysSo", func(t *testing.T) {
+		signInAgain(user)
+		// As outboxd answers when it cannot store the revocation.
+		var ok bool
+		user.eval("sign-out answers 503", `(() => { const f = window.fetch; window.fetch = (u, i) => u === "/auth/logout"
+			? Promise.resolve(new Response(JSON.stringify({error: {code: "sign_out_incomplete", message: "the cookie is cleared, but the server could not revoke the session"}}),
+				{status: 503, headers: {"Content-Type": "application/json"}}))
+			: f(u, i); return true })()`, &ok)
+		user.run("sign out", chromedp.Click(`//button[normalize-space()="Sign out"]`, chromedp.BySearch),
+			chromedp.WaitVisible(`#sso`, chromedp.ByQuery))
+		notice := user.text(`main`)
+		require.Contains(t, notice, "Signing out did not complete")
+		require.Contains(t, notice, "could not revoke the session (503 sign_out_incomplete)")
+	})
+
 	out := logs.String()
 	require.NotContains(t, out, signintest.ClientSecret)
 	require.NotContains(t, out, "eyJ", "no JWT in the logs")

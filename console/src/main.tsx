@@ -185,7 +185,13 @@ function App() {
               if (session.cookie) {
                 // The identity provider ends its own session too, then
                 // sends the browser back to the console.
-                const end = await signOut().catch(() => null);
+                let end: string | null = null;
+                try {
+                  end = await signOut();
+                } catch (e) {
+                  // The session may not be over: sign-in says so.
+                  setNotice("Signing out did not complete: " + errorText(e));
+                }
                 signedInByCookie = false;
                 if (end) {
                   location.assign(end);

@@ -2,7 +2,7 @@
 // flow (/auth/login, /auth/callback) and keeps the session in an HttpOnly
 // cookie the console never sees. The console learns who is signed in, and
 // the CSRF token its changes carry, from GET /auth/session.
-import { csrf } from "./api";
+import { ApiError, csrf } from "./api";
 
 /** SignInConfig says whether outboxd offers signing in with the identity provider. */
 export type SignInConfig = { oidc: boolean; login_url?: string };
@@ -34,11 +34,22 @@ export async function cookieSession(): Promise<CookieSession | null> {
   }
 }
 
-/** signOut clears the session cookie and returns the identity provider's end-session URL, if it has one. */
+/**
+ * signOut clears the session cookie and returns the identity provider's
+ * end-session URL, if it has one. A refusal of the CSRF token (the browser
+ * signed in again since, in another tab: its cookie holds another token)
+ * reads the session again and signs that one out; an answer that is not a
+ * success is an ApiError, since the session may not be over.
+ */
 export async function signOut(): Promise<string | null> {
-  const res = await fetch("/auth/logout", { method: "POST", headers: { ...accept, "X-CSRF-Token": csrf.value } });
+  const logout = () => fetch("/auth/logout", { method: "POST", headers: { ...accept, "X-CSRF-Token": csrf.value } });
+  let res = await logout();
+  if (res.status === 403 && (await cookieSession())) res = await logout();
   csrf.value = "";
-  if (!res.ok) return null;
+  if (!res.ok) {
+    const e = (await res.json().catch(() => null))?.error ?? {};
+    throw new ApiError(res.status, e.code ?? "http_" + res.status, e.message ?? res.statusText);
+  }
   const body = (await res.json()) as { end_session_url?: string };
   return body.end_session_url ?? null;
 }
