@@ -320,7 +320,7 @@ func (s *Source) Execute(ctx context.Context, actionID string, params json.RawMe
 		_, err := s.run.run(ctx, c, a.rollback, mustJSON(state))
 		steps.Rollback.OK = err == nil
 		if err != nil {
-			msg += "; rollback " + err.Error()
+			msg += "; rollback " + storable(err.Error())
 		} else {
 			msg += "; rolled back"
 		}
@@ -400,16 +400,26 @@ func (s *Source) verification(ctx context.Context, c *call, input, output json.R
 	return summarize(checks)
 }
 
-// summarize makes the verification of checks: ok when every one is.
+// summarize makes the verification of checks: ok when every one is. Their
+// names and details may hold what the plugin said, made storable.
 func summarize(checks []executors.Check) executors.Verification {
 	v := executors.Verification{OK: true, Checks: checks}
 	if v.Checks == nil {
 		v.Checks = []executors.Check{}
 	}
-	for _, c := range checks {
+	for i, c := range checks {
 		v.OK = v.OK && c.OK
+		checks[i].Name, checks[i].Detail = storable(c.Name), storable(c.Detail)
 	}
 	return v
+}
+
+// storable returns s as text Postgres stores: each NUL and each byte that
+// is not UTF-8 becomes U+FFFD. What a plugin says (its error, its checks,
+// the names of the files it made, in a message) is stored; refused, its
+// outcome could not be recorded and each attempt ran the plugin again.
+func storable(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
 }
 
 func failedChecks(v executors.Verification) string {
@@ -461,6 +471,7 @@ func failure(step string, err error) *executors.Error {
 			e.Retryable = e.Retryable || pe.Error.Retryable
 		}
 	}
+	e.Code, e.Message = storable(e.Code), storable(e.Message)
 	return e
 }
 

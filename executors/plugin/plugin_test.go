@@ -336,6 +336,29 @@ func TestLoad_DeclaredCommandsPassTheAllowlist(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// What a plugin says is stored as text: a NUL or bytes that are not UTF-8
+// in its error or its checks, which Postgres refuses (the outcome could
+// not be recorded, and each attempt ran the plugin again), come back as
+// U+FFFD.
+func TestExecute_WhatThePluginSaysIsStorable(t *testing.T) {
+	t.Parallel()
+	s := mustLoad(t, plugin.Config{}, map[string]pkg{
+		"garbled_error": {manifest: map[string]any{"riskTier": "R1"}, files: map[string]string{
+			"execute": sh(`printf '{"error": {"code": "bad\\u0000code\377", "message": "bad\\u0000message\377"}}'; exit 3`)}},
+		"garbled_check": {manifest: map[string]any{"riskTier": "R1"}, files: map[string]string{
+			"execute": sh(okExecute),
+			"verify":  sh(`printf '{"ok": false, "checks": [{"name": "n\\u0000ame\377", "ok": false, "detail": "d\\u0000etail\377"}]}'`)}},
+	})
+	_, e := execute(t, s, "garbled_error", `{}`)
+	require.Equal(t, "bad\uFFFDcode\uFFFD", e.Code)
+	require.Equal(t, "bad\uFFFDmessage\uFFFD", e.Message)
+
+	_, e = execute(t, s, "garbled_check", `{}`)
+	require.Equal(t, "verification_failed", e.Code)
+	require.Equal(t, "verification failed: verify verify answered ok: false; n\uFFFDame\uFFFD d\uFFFDetail\uFFFD", e.Message)
+	require.Equal(t, executors.Check{Name: "n\uFFFDame\uFFFD", Detail: "d\uFFFDetail\uFFFD"}, e.Steps.Verification.Checks[1])
+}
+
 // Declared verification commands run after execute, in its working
 // directory, each a check.
 func TestExecute_VerificationCommandsAreChecks(t *testing.T) {

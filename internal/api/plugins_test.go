@@ -280,3 +280,56 @@ func requireProcessGone(t *testing.T, pid int) {
 		return len(fields) > 0 && fields[0] == "Z"
 	}, 3*time.Second, 20*time.Millisecond, "process %d is still running", pid)
 }
+
+// TestPlugins_TextPostgresRefusesIsStoredOnce: what a plugin says (its
+// error's code and message, its verify's checks) may hold a NUL or bytes
+// that are not UTF-8, which Postgres refuses in text: the outcome could
+// not be recorded, so every attempt ran the plugin again and the
+// invocation then failed as attempts_exhausted, saying nothing of what
+// happened. It is stored with U+FFFD in their place, once.
+func TestPlugins_TextPostgresRefusesIsStoredOnce(t *testing.T) {
+	t.Parallel()
+	state, dir := t.TempDir(), t.TempDir()
+	for name, files := range map[string]map[string]string{
+		"garbled_error": {"execute": `printf '{"error": {"code": "bad\\u0000code\377", "message": "bad\\u0000message\377"}}'
+exit 1`},
+		"garbled_check": {"execute": `echo '{}'`, "verify": `printf '{"ok": false, "checks": [{"name": "n\\u0000ame\377", "ok": false, "detail": "d\\u0000etail\377"}]}'`},
+		"garbled_pass":  {"execute": `echo '{}'`, "verify": `printf '{"ok": true, "checks": [{"name": "n\\u0000ame\377", "ok": true}]}'`},
+	} {
+		pdir := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(pdir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(pdir, "action.json"), mustJSON(t, map[string]any{"name": name, "riskTier": "R1"}), 0o644))
+		for file, body := range files {
+			if file == "execute" {
+				body = "echo x >> " + state + "/runs-$OUTBOXD_IDEMPOTENCY_KEY\n" + body
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(pdir, file), []byte("#!/bin/sh\ncat >/dev/null\n"+body+"\n"), 0o755))
+		}
+	}
+	b := apptest.Start(t, &apptest.Options{
+		Plugins: plugin.Config{
+			Dir: dir, AllowCodeExecution: true,
+			// The scripts count their runs in state, outside any workspace.
+			AllowUnsandboxed: true, Sandbox: func() error { return errors.New("this test watches the plugins from outside") },
+		},
+		Outbox: outbox.Config{RetryBySource: map[string]invocation.Retry{plugin.SourceID: {MaxAttempts: 2}}},
+	})
+
+	for action, want := range map[string]struct {
+		status invocation.Status
+		error  string
+	}{
+		"garbled_error": {invocation.StatusFailed, "bad\uFFFDcode\uFFFD: bad\uFFFDmessage\uFFFD"},
+		"garbled_check": {invocation.StatusFailed, "verification_failed: verification failed: verify verify answered ok: false; n\uFFFDame\uFFFD d\uFFFDetail\uFFFD"},
+		"garbled_pass":  {invocation.StatusCompleted, ""},
+	} {
+		r := invokePlugin(b, action, map[string]any{})
+		require.Contains(t, r.Body, "invocation", string(r.Raw))
+		id := r.Body["invocation"].(map[string]any)["id"].(string)
+		inv := b.WaitStatus(id, want.status, 20*time.Second)
+		if want.error != "" {
+			require.Equal(t, want.error, inv["error"], action)
+		}
+		require.Equal(t, 1, countLines(t, filepath.Join(state, "runs-"+id)), "%s ran once", action)
+	}
+}
