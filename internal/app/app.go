@@ -252,7 +252,9 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		}
 	}()
 	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
-	tracer, stopTracing, err := tracing.New(context.Background(), &cfg.Tracing)
+	tracingCfg := cfg.Tracing
+	tracingCfg.Logger = logger
+	tracer, stopTracing, err := tracing.New(context.Background(), &tracingCfg)
 	if err != nil {
 		return nil, err
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -53,6 +55,11 @@ type Config struct {
 	// ServiceName names the process in its spans. Default
 	// OTEL_SERVICE_NAME, else "outboxd".
 	ServiceName string
+	// Logger receives, at warn level, what the exporter could not do (a
+	// collector unreachable or refusing spans), in the process's log
+	// format. Nil leaves OpenTelemetry's default: a plain line on
+	// standard error through the log package, whatever log.format says.
+	Logger *slog.Logger
 }
 
 // WithDefaults returns a copy with unset fields defaulted from the
@@ -127,6 +134,13 @@ func New(ctx context.Context, config *Config) (trace.TracerProvider, Shutdown, e
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, nil, err
+	}
+	if logger := cfg.Logger; logger != nil {
+		// OpenTelemetry's handler of the errors it cannot return (a batch
+		// the collector did not take) is process-wide.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			logger.Warn("exporting traces failed", "error", err)
+		}))
 	}
 	exporter, err := newExporter(ctx, cfg)
 	if err != nil {

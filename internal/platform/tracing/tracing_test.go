@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -116,6 +117,35 @@ func TestNew_OffAllocatesNothing(t *testing.T) { //nolint:paralleltest
 		span.End()
 	})
 	require.Zero(t, allocs)
+}
+
+// TestNew_ExportFailuresGoToTheLogger is not parallel: it reads what the
+// log package writes. A batch the collector did not take was written by
+// OpenTelemetry's default handler as a plain line through the log
+// package ("2026/11/27 18:06:43 traces export: ..."), a line that is not
+// JSON among log.format json's and that no log.level silences; it is now
+// a warning of the process's logger.
+func TestNew_ExportFailuresGoToTheLogger(t *testing.T) { //nolint:paralleltest
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + ln.Addr().String() // nothing listens there
+	require.NoError(t, ln.Close())
+
+	var std bytes.Buffer
+	defer log.SetOutput(log.Writer())
+	log.SetOutput(&std)
+	var logs bytes.Buffer
+	tp, shutdown, err := tracing.New(context.Background(), &tracing.Config{
+		Enabled: true, Endpoint: closed, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
+	require.NoError(t, err)
+	_, span := tracing.NewTracer(tp, "test").Start(context.Background(), "x")
+	span.End()
+	_ = shutdown(context.Background()) // the last batch is exported, and refused
+
+	require.Empty(t, std.String(), "nothing goes through the log package")
+	require.Contains(t, logs.String(), `"level":"WARN","msg":"exporting traces failed"`)
+	require.Contains(t, logs.String(), "connection refused")
 }
 
 func TestNew_HTTP(t *testing.T) {
