@@ -211,7 +211,7 @@ func (s *Service) decide(ctx context.Context, org, id, decision string, fn func(
 			return inv, fmt.Errorf("%w: invocation is %s, not pending", errs.Conflict, inv.Status)
 		case inv.ExpiresAt != nil && !time.Now().Before(*inv.ExpiresAt):
 			expired = true
-			return s.store.Expire(ctx, tx, inv.ID)
+			return s.store.Expire(ctx, tx, inv)
 		}
 		decided, err := fn(ctx, tx, inv)
 		if err != nil {

@@ -57,7 +57,7 @@ func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[invocation.Expir
 // expire closes a pending invocation's approval window; one that left
 // pending meanwhile (approved, denied) is left as it is.
 func expire(ctx context.Context, tx pgx.Tx, store *invocationstore.Store, metrics *telemetry.Metrics, logger *slog.Logger, inv invocation.Invocation) error {
-	_, err := store.Expire(ctx, tx, inv.ID)
+	_, err := store.Expire(ctx, tx, inv)
 	if errors.Is(err, errs.Conflict) {
 		return nil
 	}

@@ -1041,11 +1041,11 @@ func (q *Queries) InvocationDiscard(ctx context.Context, db DBTX, arg Invocation
 
 const invocationExpire = `-- name: InvocationExpire :one
 WITH prev AS (
-    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
+    SELECT a.id, a.status, a.expires_at FROM action_invocations AS a WHERE a.id = $1 FOR UPDATE
 ), next AS (
     UPDATE action_invocations AS i
     SET status = 'expired', denied_reason = 'expired', completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
-    FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
+    FROM prev WHERE i.id = prev.id AND prev.status = 'pending' AND prev.expires_at IS NOT DISTINCT FROM $2::timestamptz
     RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
@@ -1053,6 +1053,11 @@ WITH prev AS (
 )
 SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id FROM next
 `
+
+type InvocationExpireParams struct {
+	ID        uuid.UUID
+	ExpiresAt *time.Time
+}
 
 type InvocationExpireRow struct {
 	ID             uuid.UUID
@@ -1113,8 +1118,10 @@ type InvocationExpireRow struct {
 	GrantID        *uuid.UUID
 }
 
-func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, id uuid.UUID) (InvocationExpireRow, error) {
-	row := db.QueryRow(ctx, invocationExpire, id)
+// Expires a pending invocation whose approval window is still the one its
+// caller read, not one an intent change opened since.
+func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, arg InvocationExpireParams) (InvocationExpireRow, error) {
+	row := db.QueryRow(ctx, invocationExpire, arg.ID, arg.ExpiresAt)
 	var i InvocationExpireRow
 	err := row.Scan(
 		&i.ID,

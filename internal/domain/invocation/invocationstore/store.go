@@ -467,11 +467,12 @@ func (s *Store) Deny(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor, denied
 	return s.cancelJob(ctx, tx)(transitioned(r, err, id, "denying"))
 }
 
-// Expire closes a pending invocation's approval window and cancels its
-// parked job.
-func (s *Store) Expire(ctx context.Context, tx pgx.Tx, id uuid.UUID) (invocation.Invocation, error) {
-	r, err := s.q.InvocationExpire(ctx, tx, id)
-	return s.cancelJob(ctx, tx)(transitioned(r, err, id, "expiring"))
+// Expire closes inv's approval window and cancels its parked job, if it is
+// still pending with the window it was read with: one an intent change
+// opened since (asking again) is not closed by a read of the old one.
+func (s *Store) Expire(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
+	r, err := s.q.InvocationExpire(ctx, tx, dbsqlc.InvocationExpireParams{ID: inv.ID, ExpiresAt: inv.ExpiresAt})
+	return s.cancelJob(ctx, tx)(transitioned(r, err, inv.ID, "expiring"))
 }
 
 // Cancel undoes an invocation that has not started (pending or approved)

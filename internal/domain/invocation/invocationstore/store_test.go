@@ -138,7 +138,7 @@ func TestStore_Timeline(t *testing.T) {
 	t.Run("Expired", func(t *testing.T) {
 		tx := b.begin(t)
 		inv := b.create(t, tx, invocation.StatusPending)
-		_, err := b.store.Expire(ctx, tx, inv.ID)
+		_, err := b.store.Expire(ctx, tx, inv)
 		require.NoError(t, err)
 		require.Equal(t, "cancelled", jobState(t, tx, *inv.JobID))
 		_, err = b.store.Approve(ctx, tx, inv.ID, "late")
@@ -146,6 +146,27 @@ func TestStore_Timeline(t *testing.T) {
 		requireTimeline(t, b, tx, inv.ID,
 			step{invocation.EventCreated, "", invocation.StatusPending},
 			step{invocation.EventExpired, invocation.StatusPending, invocation.StatusExpired})
+	})
+	// An expiry read before the invocation was asked again (a new approval
+	// window) does not close the new window.
+	t.Run("ExpiredOnlyInTheWindowItWasReadIn", func(t *testing.T) {
+		tx := b.begin(t)
+		read := b.create(t, tx, invocation.StatusPending)
+		require.NotNil(t, read.ExpiresAt)
+		parked := jobState(t, tx, *read.JobID)
+		_, err := tx.Exec(ctx, `UPDATE action_invocations SET expires_at = expires_at + interval '1 hour' WHERE id = $1`, read.ID)
+		require.NoError(t, err)
+
+		_, err = b.store.Expire(ctx, tx, read)
+		require.ErrorIs(t, err, errs.Conflict)
+		now, err := b.store.GetByID(ctx, tx, read.ID)
+		require.NoError(t, err)
+		require.Equal(t, invocation.StatusPending, now.Status)
+		require.Equal(t, parked, jobState(t, tx, *read.JobID), "the parked job stays")
+
+		expired, err := b.store.Expire(ctx, tx, now)
+		require.NoError(t, err)
+		require.Equal(t, invocation.StatusExpired, expired.Status)
 	})
 	t.Run("RetriedThenFailedThenReplayed", func(t *testing.T) {
 		tx := b.begin(t)
@@ -331,7 +352,7 @@ func TestStore_RacingTransitions(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 
-	race := func(t *testing.T, start invocation.Status, first, second func(tx pgx.Tx, id uuid.UUID) (invocation.Invocation, error)) (winners []invocation.Status, events int) {
+	race := func(t *testing.T, start invocation.Status, first, second func(tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error)) (winners []invocation.Status, events int) {
 		t.Helper()
 		var inv invocation.Invocation
 		require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error { inv = b.create(t, tx, start); return nil }))
@@ -340,13 +361,13 @@ func TestStore_RacingTransitions(t *testing.T) {
 			mu      sync.Mutex
 			barrier = make(chan struct{})
 		)
-		for _, fn := range []func(pgx.Tx, uuid.UUID) (invocation.Invocation, error){first, second} {
+		for _, fn := range []func(pgx.Tx, invocation.Invocation) (invocation.Invocation, error){first, second} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				<-barrier
 				err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-					got, err := fn(tx, inv.ID)
+					got, err := fn(tx, inv)
 					if err == nil {
 						mu.Lock()
 						winners = append(winners, got.Status)
@@ -366,14 +387,16 @@ func TestStore_RacingTransitions(t *testing.T) {
 		return winners, len(all) - 1
 	}
 
-	approve := func(tx pgx.Tx, id uuid.UUID) (invocation.Invocation, error) {
-		return b.store.Approve(ctx, tx, id, "alice")
+	approve := func(tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
+		return b.store.Approve(ctx, tx, inv.ID, "alice")
 	}
-	expire := func(tx pgx.Tx, id uuid.UUID) (invocation.Invocation, error) { return b.store.Expire(ctx, tx, id) }
-	cancel := func(tx pgx.Tx, id uuid.UUID) (invocation.Invocation, error) {
-		return b.store.Cancel(ctx, tx, id, "svc")
+	expire := func(tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) { return b.store.Expire(ctx, tx, inv) }
+	cancel := func(tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
+		return b.store.Cancel(ctx, tx, inv.ID, "svc")
 	}
-	start := func(tx pgx.Tx, id uuid.UUID) (invocation.Invocation, error) { return b.store.Start(ctx, tx, id, 1) }
+	start := func(tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
+		return b.store.Start(ctx, tx, inv.ID, 1)
+	}
 
 	for range 10 {
 		winners, events := race(t, invocation.StatusPending, approve, expire)

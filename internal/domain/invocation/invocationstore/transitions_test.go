@@ -53,7 +53,7 @@ func origins() []origin {
 			}}},
 		{name: "expired", status: invocation.StatusPending, steps: []stepFn{
 			func(ctx context.Context, b *testBundle, tx pgx.Tx, inv invocation.Invocation) error {
-				_, err := b.store.Expire(ctx, tx, inv.ID)
+				_, err := b.store.Expire(ctx, tx, inv)
 				return err
 			}}},
 		{name: "cancelled", status: invocation.StatusPending, steps: []stepFn{
@@ -87,7 +87,7 @@ func appliers() []applier {
 			return ignore(s.Deny(ctx, tx, inv.ID, "alice", "human", "no"))
 		}},
 		{"Expire", invocation.EventExpired, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
-			return ignore(s.Expire(ctx, tx, inv.ID))
+			return ignore(s.Expire(ctx, tx, inv))
 		}},
 		{"Cancel", invocation.EventCancelled, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return ignore(s.Cancel(ctx, tx, inv.ID, "alice"))

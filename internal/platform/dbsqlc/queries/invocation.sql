@@ -158,12 +158,14 @@ WITH prev AS (
 SELECT * FROM next;
 
 -- name: InvocationExpire :one
+-- Expires a pending invocation whose approval window is still the one its
+-- caller read, not one an intent change opened since.
 WITH prev AS (
-    SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
+    SELECT a.id, a.status, a.expires_at FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
 ), next AS (
     UPDATE action_invocations AS i
     SET status = 'expired', denied_reason = 'expired', completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
-    FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
+    FROM prev WHERE i.id = prev.id AND prev.status = 'pending' AND prev.expires_at IS NOT DISTINCT FROM sqlc.narg(expires_at)::timestamptz
     RETURNING i.*
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
