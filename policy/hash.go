@@ -11,7 +11,8 @@ import (
 // CanonicalJSON re-encodes doc compactly with object keys sorted by their
 // UTF-8 bytes (which is code point order), so that documents differing only
 // in key order or whitespace encode identically. Number literals are kept
-// exactly as written (1 and 1.0 differ), strings are re-escaped minimally,
+// exactly as written (1 and 1.0 differ; one jsonb cannot hold becomes a
+// string of its text, as in Redact), strings are re-escaped minimally,
 // and of duplicate keys the last wins, as with encoding/json.
 func CanonicalJSON(doc json.RawMessage) ([]byte, error) {
 	v, err := parseJSON(doc)

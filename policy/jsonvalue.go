@@ -3,6 +3,8 @@ package policy
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -191,9 +193,12 @@ func appendValue(dst []byte, v *value) []byte {
 			dst = appendValue(dst, &v.members[i].val)
 		}
 		return append(dst, '}')
-	default:
-		return append(dst, v.str...)
+	case kindNumber:
+		if !jsonbNumber(v.str) {
+			return appendString(dst, v.str)
+		}
 	}
+	return append(dst, v.str...)
 }
 
 // measure fills in size for v and every value below it and returns v.size.
@@ -219,10 +224,49 @@ func measure(v *value) int {
 			n += stringSize(v.members[i].key) + 1 + measure(&v.members[i].val)
 		}
 		v.size = n
+	case kindNumber:
+		v.size = len(v.str)
+		if !jsonbNumber(v.str) {
+			v.size = stringSize(v.str)
+		}
 	default:
 		v.size = len(v.str)
 	}
 	return v.size
+}
+
+// jsonbNumber reports whether Postgres's jsonb, where outboxd stores
+// documents, can hold the JSON number literal lit: at most 131072 digits
+// before the decimal point and 16383 after, once the exponent is applied
+// (a zero has none before it). Documents are written with such a number
+// as a string of its text instead (1e999999 becomes "1e999999"): a
+// provider's answer holding one could not be stored, and its job would
+// run the call again.
+func jsonbNumber(lit string) bool {
+	const maxBefore, maxAfter = 131072, 16383
+	if len(lit) < maxAfter && !strings.ContainsAny(lit, "eE") {
+		return true
+	}
+	mantissa, exp := lit, 0
+	if i := strings.IndexAny(lit, "eE"); i >= 0 {
+		e, err := strconv.Atoi(lit[i+1:])
+		if err != nil || e > 1<<30 || e < -(1<<30) {
+			return false
+		}
+		mantissa, exp = lit[:i], e
+	}
+	whole, frac, _ := strings.Cut(strings.TrimPrefix(mantissa, "-"), ".")
+	if len(frac)-exp > maxAfter {
+		return false
+	}
+	digits := whole + frac
+	significant := strings.TrimLeft(digits, "0")
+	if significant == "" {
+		return true
+	}
+	// The power of ten of the first significant digit.
+	power := len(whole) - 1 - (len(digits) - len(significant)) + exp
+	return power < maxBefore
 }
 
 const hexDigits = "0123456789abcdef"

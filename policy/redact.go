@@ -39,7 +39,9 @@ var jsonNull = json.RawMessage("null")
 //     key=value or "key": value fragment whose key names a secret by the
 //     same rule, keeping the text around them.
 //
-// Member order, duplicate keys and number literals are preserved; the output
+// Member order, duplicate keys and number literals are preserved (but for a
+// number jsonb cannot hold, kept as a string of its text, and a NUL in a
+// string, which becomes U+FFFD: the output is always storable); the output
 // is compact. Input that is not valid JSON yields the JSON string
 // "[unparseable]" and empty input yields null, so the result is always valid
 // JSON. Redact runs before Truncate so that no secret is cut in half and
@@ -409,12 +411,25 @@ func isBasicCredentials(s string) bool {
 //
 // Matches are found on the original text and overlapping matches merge into
 // one Redacted, so text outside a marker never contains a listed secret.
+// NUL and bytes that are not UTF-8, which Postgres refuses in text, become
+// U+FFFD.
 func RedactString(s string, secrets ...string) string {
 	sc := newScrubber(secrets)
-	return sc.scrub(s, func(spans []span) []span {
+	return storableText(sc.scrub(s, func(spans []span) []span {
 		spans = appendGroupSpans(spans, s, keyValuePattern, nil)
 		return appendGroupSpans(spans, s, authSchemePattern, nil)
-	})
+	}))
+}
+
+// storableText returns s with what Postgres refuses in text replaced by
+// U+FFFD: NUL, and bytes that are not UTF-8. A provider's error can hold
+// either, and an outcome Postgres refuses to store would have its job
+// make the call again.
+func storableText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // scrubber replaces secrets and token formats in strings.

@@ -307,6 +307,39 @@ func TestRedact_NULBecomesStorable(t *testing.T) {
 	require.Equal(t, string(out), string(Redact(out)), "idempotent")
 }
 
+// jsonb refuses a number with more than 131072 digits before the point or
+// 16383 after ("value overflows numeric format"); each storable case
+// below was stored, and each other one refused, by Postgres 15.
+func TestRedact_NumbersJSONBCannotHoldBecomeText(t *testing.T) {
+	t.Parallel()
+	storable := []string{"0", "-1.5E+3", "1e131071", "12e131070", "0.5e131072", "1e-16383", "0.5e-16382",
+		"1.5e-16382", "0e-16383", "0e131073", "-0.0e999999", strings.Repeat("9", 20000), "0." + strings.Repeat("1", 16383)}
+	refused := []string{"1e999999", "0e-99999", "1e131072", "12e131071", "1e-16384", "0.5e-16383", "0e-16384",
+		"-1e131072", "1e99999999999999999999", "0." + strings.Repeat("1", 16384), "1" + strings.Repeat("0", 131072)}
+	for _, n := range storable {
+		require.True(t, jsonbNumber(n), n)
+		doc := `{"n":[` + n + `]}`
+		require.Equal(t, doc, string(Redact(json.RawMessage(doc))), "kept as written")
+	}
+	for _, n := range refused {
+		require.False(t, jsonbNumber(n), n)
+		out := Redact(json.RawMessage(`{"n":[` + n + `]}`))
+		require.Equal(t, `{"n":["`+n+`"]}`, string(out), "kept as its text")
+		require.Equal(t, string(out), string(Redact(out)), "idempotent")
+		padded := Redact(json.RawMessage(`{"n":` + n + `,"pad":"` + strings.Repeat("x", 2*MinTruncateBytes) + `"}`))
+		cut := Truncate(padded, MinTruncateBytes)
+		require.True(t, json.Valid(cut), "measured as a string")
+		require.LessOrEqual(t, len(cut), MinTruncateBytes)
+	}
+}
+
+func TestRedactString_StorableText(t *testing.T) {
+	t.Parallel()
+	got := RedactString("no\x00such \xffissue token=hunter22", "hunter22")
+	require.Equal(t, "no\uFFFDsuch \uFFFDissue token=[REDACTED]", got)
+	require.Equal(t, got, RedactString(got), "idempotent")
+}
+
 func TestRedact_OAuthKeys(t *testing.T) {
 	t.Parallel()
 	out := Redact(json.RawMessage(`{"access_token":"a","Refresh_Token":"r","client_secret":"c","tokens_used":3}`))

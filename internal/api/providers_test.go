@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -408,6 +409,42 @@ func TestSentry_RateLimitedSnoozesThenCompletes(t *testing.T) {
 	_, attempt := jobAttempt(t, b, inv["id"].(string))
 	require.Equal(t, 1, attempt)
 	requireNoSecrets(t, b, token)
+}
+
+// A provider's answer is stored even when Postgres could not store it as
+// it came (a number beyond jsonb's numeric, a NUL, bytes that are not
+// UTF-8, in a result or an error): otherwise each attempt would make the
+// call again, and the invocation end attempts_exhausted.
+func TestSentry_AnswersPostgresCannotStoreAsTheyCame(t *testing.T) {
+	t.Parallel()
+	sentry := sentrytest.New(t)
+	sentry.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(r.URL.Path, "/projects/") {
+			_, _ = io.WriteString(w, `[{"id":"1","count":1e999999,"culprit":"a\u0000b","ratio":0e-99999,"fine":1.5E+3}]`)
+			return true
+		}
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, "{\"detail\":\"no \\u0000 such \xff issue\"}")
+		return true
+	})
+	b := apptest.Start(t, &apptest.Options{BaseURLs: map[string]string{"sentry": sentry.URL()}})
+	b.StoreToken("sentry", "sntrys_unstorable_5e6f7a8b9c", "")
+
+	_, result := completed(t, invokeAs(b, b.Sandbox(), "sentry", "list_issues",
+		map[string]any{"organization_slug": "acme", "project_slug": "web"}))
+	issue := result["issues"].([]any)[0].(map[string]any)
+	require.Equal(t, "1e999999", issue["count"], "a number jsonb cannot hold is kept as its text")
+	require.Equal(t, "0e-99999", issue["ratio"])
+	require.Equal(t, 1500.0, issue["fine"])
+	require.Equal(t, "a\uFFFDb", issue["culprit"])
+	require.Len(t, sentry.Requests(), 1, "called once")
+
+	r := invokeAs(b, b.Sandbox(), "sentry", "get_issue", map[string]any{"issue_id": "42"})
+	e := requireAPIError(t, r, http.StatusBadGateway, "action_failed")
+	require.Contains(t, e["message"], "such")
+	require.Len(t, sentry.Requests(), 2, "a final failure is not made again")
+	waitJobState(t, b, r.Body["invocation"].(map[string]any)["id"].(string), "cancelled")
 }
 
 func TestSentry_ServerErrorsExhaustAttempts(t *testing.T) {
