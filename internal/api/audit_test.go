@@ -62,7 +62,8 @@ func TestAudit_EveryChangeIsRecorded(t *testing.T) {
 		require.Equal(t, status, r.Status, "%s %s: %s", method, path, r.Raw)
 		return r
 	}
-	secrets := []string{"xoxb-audit-secret-1", "xoxb-audit-secret-2", "mcp-audit-secret-3", "mcp-audit-secret-4", "db-audit-secret-5", "db-audit-secret-6"}
+	secrets := []string{"xoxb-audit-secret-1", "xoxb-audit-secret-2", "mcp-audit-secret-3", "mcp-audit-secret-4", "db-audit-secret-5", "db-audit-secret-6",
+		"mcp-audit-url-key-7", "mcp-audit-url-key-8"}
 
 	do("PUT", "/v1/action-modes", b.Admin(), map[string]string{"slack:send_message": "deny"}, http.StatusOK)
 	do("PUT", "/v1/automations/automation-1/action-modes", b.Admin(), map[string]string{"slack:send_message": "allow"}, http.StatusOK)
@@ -70,10 +71,12 @@ func TestAudit_EveryChangeIsRecorded(t *testing.T) {
 	do("PUT", "/v1/credentials/slack", b.Owner(), map[string]string{"token": secrets[1]}, http.StatusOK)
 
 	srv := newMCPServer(t)
-	conn := do("POST", "/v1/connectors", b.Owner(), map[string]any{"name": "notes", "url": srv.URL, "transport": "remote_http",
+	// A key in a connector URL's query is a secret too.
+	conn := do("POST", "/v1/connectors", b.Owner(), map[string]any{"name": "notes", "url": srv.URL + "?key=" + secrets[6], "transport": "remote_http",
 		"auth": map[string]any{"type": "bearer", "secret": secrets[2]}}, http.StatusCreated).Body["connector"].(map[string]any)
 	connID := conn["id"].(string)
-	do("PATCH", "/v1/connectors/"+connID, b.Owner(), map[string]any{"auth": map[string]any{"type": "bearer", "secret": secrets[3]}}, http.StatusOK)
+	do("PATCH", "/v1/connectors/"+connID, b.Owner(), map[string]any{"url": srv.URL + "?key=" + secrets[7],
+		"auth": map[string]any{"type": "bearer", "secret": secrets[3]}}, http.StatusOK)
 	do("PUT", "/v1/connectors/"+connID+"/tools", b.Owner(), map[string]string{"create_note": "allow"}, http.StatusOK)
 	do("DELETE", "/v1/connectors/"+connID, b.Owner(), nil, http.StatusNoContent)
 
@@ -162,6 +165,8 @@ func TestAudit_EveryChangeIsRecorded(t *testing.T) {
 
 	require.Equal(t, connID, one("connector.create")["target_id"])
 	require.Equal(t, true, one("connector.update")["after"].(map[string]any)["secret_changed"])
+	require.Equal(t, true, one("connector.update")["after"].(map[string]any)["url_changed"])
+	require.Equal(t, srv.URL+"?key=[REDACTED]", one("connector.update")["before"].(map[string]any)["url"])
 	require.Equal(t, "bearer", one("connector.update")["before"].(map[string]any)["auth"].(map[string]any)["type"])
 	require.Equal(t, map[string]any{"create_note": "allow"}, one("connector.review_tools")["after"].(map[string]any)["reviewed"])
 	require.Contains(t, one("connector.review_tools")["after"].(map[string]any)["tool_risk_overrides"], "create_note")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -202,7 +204,7 @@ func (s *Server) connectorBefore(r *http.Request, c *auth.Claims) (*connectorVie
 	if err != nil {
 		return nil, err
 	}
-	v := viewConnector(conn)
+	v := auditedConnector(conn)
 	return &v, nil
 }
 
@@ -212,7 +214,28 @@ func connectorChange(conn connectors.View, in *connectors.Input) any {
 	return struct {
 		connectorView
 		SecretChanged bool `json:"secret_changed"`
-	}{viewConnector(conn), in.Auth != nil && in.Auth.Secret != nil}
+		URLChanged    bool `json:"url_changed"`
+	}{auditedConnector(conn), in.Auth != nil && in.Auth.Secret != nil, in.URL != nil}
+}
+
+// auditedConnector is a connector as the audit trail keeps it: the values
+// of its URL's query, where some servers take a key, are secrets like its
+// auth's, and an entry is kept for good and exported.
+func auditedConnector(conn connectors.View) connectorView {
+	v := viewConnector(conn)
+	u, err := url.Parse(v.URL)
+	if err != nil || u.RawQuery == "" {
+		return v
+	}
+	pairs := strings.Split(u.RawQuery, "&")
+	for i, pair := range pairs {
+		if name, _, found := strings.Cut(pair, "="); found {
+			pairs[i] = name + "=" + policy.Redacted
+		}
+	}
+	u.RawQuery = strings.Join(pairs, "&")
+	v.URL = u.String()
+	return v
 }
 
 func (s *Server) validateConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
