@@ -34,6 +34,8 @@ func TestList_SessionAndOrgInbox(t *testing.T) {
 	ids := func(r *apptest.Response) []string {
 		t.Helper()
 		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		require.Equal(t, "no-store", r.Header.Get("Cache-Control"), "an organization's data is kept by no cache")
+		require.Equal(t, "nosniff", r.Header.Get("X-Content-Type-Options"))
 		var out []string
 		for _, inv := range r.Body["invocations"].([]any) {
 			out = append(out, inv.(map[string]any)["id"].(string))

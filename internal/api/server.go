@@ -338,6 +338,10 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, c *auth.Claims) er
 // its handler.
 func (s *Server) authed(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Answers hold an organization's data: no cache keeps them (an
+		// event stream says no-cache itself), and none is sniffed.
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		claims, err := s.callerClaims(r)
 		if err != nil {
 			closeUnread(w, r)
