@@ -390,7 +390,9 @@ func TestStore_RacingTransitions(t *testing.T) {
 	approve := func(tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
 		return b.store.Approve(ctx, tx, inv.ID, "alice")
 	}
-	expire := func(tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) { return b.store.Expire(ctx, tx, inv) }
+	expire := func(tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
+		return b.store.Expire(ctx, tx, inv)
+	}
 	cancel := func(tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
 		return b.store.Cancel(ctx, tx, inv.ID, "svc")
 	}
