@@ -48,13 +48,7 @@ func heard(t *testing.T, conn *pgx.Conn, wait time.Duration) string {
 // own renewals come every 30 s).
 func setupWaiter(t *testing.T) (*pgxpool.Pool, *pgx.Conn, *waiter) {
 	t.Helper()
-	pool := pgtest.Pool(t)
-	conn, err := pgx.ConnectConfig(context.Background(), pool.Config().ConnConfig.Copy())
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	_, err = conn.Exec(context.Background(), "LISTEN "+invocation.EventsChannel)
-	require.NoError(t, err)
-	w := newWaiter(pool, slog.New(slog.DiscardHandler))
+	pool, conn, w := newListeningWaiter(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() {
@@ -66,6 +60,19 @@ func setupWaiter(t *testing.T) (*pgxpool.Pool, *pgx.Conn, *waiter) {
 		<-stopped
 	})
 	return pool, conn, w
+}
+
+// newListeningWaiter returns a fresh database's pool, a connection
+// LISTENing there, and a waiter on the pool that does not run yet.
+func newListeningWaiter(t *testing.T) (*pgxpool.Pool, *pgx.Conn, *waiter) {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	conn, err := pgx.ConnectConfig(context.Background(), pool.Config().ConnConfig.Copy())
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	_, err = conn.Exec(context.Background(), "LISTEN "+invocation.EventsChannel)
+	require.NoError(t, err)
+	return pool, conn, newWaiter(pool, slog.New(slog.DiscardHandler))
 }
 
 // waiterListens reports whether a backend other than conn's LISTENs on
@@ -257,13 +264,7 @@ func TestWaiter_RegistrationWaitsForTransactionsThatCheckedWithoutIt(t *testing.
 // and no event of the organization was announced.
 func TestWaiter_FirstSubscriberGoneBeforeTheConnection(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Pool(t)
-	conn, err := pgx.ConnectConfig(context.Background(), pool.Config().ConnConfig.Copy())
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	_, err = conn.Exec(context.Background(), "LISTEN "+invocation.EventsChannel)
-	require.NoError(t, err)
-	w := newWaiter(pool, slog.New(slog.DiscardHandler))
+	pool, conn, w := newListeningWaiter(t)
 
 	// No connection yet (the waiter does not run): the first subscriber
 	// waits for one, and its client goes away meanwhile.
