@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -56,6 +57,9 @@ func (c *BrokerConfig) WithDefaults() *BrokerConfig {
 func (c *BrokerConfig) validate() error {
 	if c.URL == "" {
 		return errors.New("tokens.broker_url is required when tokens.source is broker")
+	}
+	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("tokens.broker_url must be an http or https URL with a host")
 	}
 	if c.ServiceToken == nil {
 		return errors.New("credential: broker needs a service token minter")

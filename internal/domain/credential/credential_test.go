@@ -125,6 +125,19 @@ func TestBroker(t *testing.T) {
 	})
 }
 
+// A broker URL that is not http(s) is refused at start rather than failing
+// every token request later.
+func TestNewBroker_RefusesAURLItCannotCall(t *testing.T) {
+	t.Parallel()
+	mint := func(string) (string, error) { return "t", nil }
+	for _, raw := range []string{"ftp://broker.example", "broker.example/tokens", "http://", "https://%zz"} {
+		_, err := credential.NewBroker(&credential.BrokerConfig{URL: raw, ServiceToken: mint})
+		require.ErrorContains(t, err, "tokens.broker_url must be an http or https URL", raw)
+	}
+	_, err := credential.NewBroker(&credential.BrokerConfig{URL: "https://broker.example/tokens", ServiceToken: mint})
+	require.NoError(t, err)
+}
+
 func TestBroker_RefusalIsPermanent(t *testing.T) {
 	t.Parallel()
 	srv, broker := newBroker(t, func(_ int32, w http.ResponseWriter) { w.WriteHeader(http.StatusForbidden) })
