@@ -78,6 +78,12 @@ func NewTransport() *http.Transport {
 	}
 }
 
+// ErrRedirectRefused is wrapped by CheckRedirect's refusal of a redirect
+// that changes the method or comes after MaxRedirects: the same request
+// would be refused again, so it is no reason to retry. A redirect to a
+// refused address wraps ErrNotAllowed instead.
+var ErrRedirectRefused = errors.New("redirect refused")
+
 // CheckRedirect returns an http.Client CheckRedirect function that
 // re-applies CheckURL to every redirect target, refuses a redirect that
 // changes the method and bounds the chain at MaxRedirects. The dial guard
@@ -85,13 +91,13 @@ func NewTransport() *http.Transport {
 func CheckRedirect(allowPrivate bool) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if len(via) >= MaxRedirects {
-			return fmt.Errorf("stopped after %d redirects", MaxRedirects)
+			return fmt.Errorf("%w: stopped after %d redirects", ErrRedirectRefused, MaxRedirects)
 		}
 		// A 301, 302 or 303 turns a POST into a GET without its body, which
 		// an MCP endpoint would take for a request to open a stream, and
 		// which would deliver nothing to a webhook endpoint.
 		if req.Method != via[0].Method {
-			return fmt.Errorf("redirect refused: it changes %s to %s", via[0].Method, req.Method)
+			return fmt.Errorf("%w: it changes %s to %s", ErrRedirectRefused, via[0].Method, req.Method)
 		}
 		if err := CheckURL(req.URL.String(), allowPrivate); err != nil {
 			return fmt.Errorf("redirect refused: %w", err)

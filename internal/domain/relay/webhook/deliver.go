@@ -267,7 +267,7 @@ func (s *Service) send(ctx context.Context, url, secret, msgID string, payload [
 	resp, err := s.client.Do(req)
 	latency := time.Since(start)
 	if err != nil {
-		if errors.Is(err, netguard.ErrNotAllowed) {
+		if errors.Is(err, netguard.ErrNotAllowed) || errors.Is(err, netguard.ErrRedirectRefused) {
 			return outcome{status: "refused", err: err.Error(), latency: latency}
 		}
 		return outcome{status: "retry", err: err.Error(), latency: latency}

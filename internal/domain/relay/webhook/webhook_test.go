@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -314,6 +315,32 @@ func TestWebhook_EventNamedTwiceIsSubscribedOnce(t *testing.T) {
 // error, and its 400 stops the delivery at once. Recorded as it came,
 // Postgres refused it: the delivery stayed pending with no attempt, and
 // the 400 was retried.
+// A redirect the client refuses (one turning the POST into a GET, as an
+// http to https redirect with 301 does) would be refused on every attempt:
+// the delivery is dead at once, not retried for the whole schedule.
+func TestWebhook_RefusedRedirectIsNotRetried(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Webhooks: webhook.Config{MaxAttempts: 3}})
+	b.StoreSlackToken("xoxb-hooks")
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.Redirect(w, r, "/elsewhere", http.StatusMovedPermanently)
+	}))
+	t.Cleanup(srv.Close)
+	id, _ := createWebhook(t, b, srv.URL+"/hook", "action_approval_request")
+	require.Equal(t, http.StatusAccepted, b.Invoke("send_message", message).Status)
+
+	require.Eventually(t, func() bool {
+		ds := deliveries(t, b, id)
+		return len(ds) == 1 && ds[0]["status"] == "dead"
+	}, 15*time.Second, 20*time.Millisecond)
+	d := deliveries(t, b, id)[0]
+	require.EqualValues(t, 1, d["attempts"], "a refused redirect is not retried")
+	require.Contains(t, d["last_error"], "redirect refused: it changes POST to GET")
+	require.EqualValues(t, 1, requests.Load())
+}
+
 func TestWebhook_ReceiverStatusTextRecordedSafely(t *testing.T) {
 	t.Parallel()
 	b := apptest.Start(t, &apptest.Options{Webhooks: webhook.Config{MaxAttempts: 3}})
