@@ -49,6 +49,13 @@ func heard(t *testing.T, conn *pgx.Conn, wait time.Duration) string {
 func setupWaiter(t *testing.T) (*pgxpool.Pool, *pgx.Conn, *waiter) {
 	t.Helper()
 	pool, conn, w := newListeningWaiter(t)
+	startWaiter(t, w)
+	return pool, conn, w
+}
+
+// startWaiter runs w until the test ends.
+func startWaiter(t *testing.T, w *waiter) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() {
@@ -59,7 +66,6 @@ func setupWaiter(t *testing.T) (*pgxpool.Pool, *pgx.Conn, *waiter) {
 		cancel()
 		<-stopped
 	})
-	return pool, conn, w
 }
 
 // newListeningWaiter returns a fresh database's pool, a connection
@@ -273,16 +279,7 @@ func TestWaiter_FirstSubscriberGoneBeforeTheConnection(t *testing.T) {
 	_, unsubscribe := w.subscribeOrg(gone, "org-a")
 	unsubscribe()
 
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		w.run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-stopped
-	})
+	startWaiter(t, w)
 
 	wait, stop := context.WithTimeout(context.Background(), time.Minute)
 	defer stop()

@@ -109,6 +109,17 @@ func deliveries(t *testing.T, b *apptest.Bundle, id string) []map[string]any {
 	return out
 }
 
+// deadDelivery waits for the endpoint's one delivery to be dead and
+// returns it.
+func deadDelivery(t *testing.T, b *apptest.Bundle, id string) map[string]any {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		ds := deliveries(t, b, id)
+		return len(ds) == 1 && ds[0]["status"] == "dead"
+	}, 15*time.Second, 20*time.Millisecond)
+	return deliveries(t, b, id)[0]
+}
+
 // TestWebhook_SignedAndOnceDespiteA500: every event of an approved and
 // completed invocation reaches the receiver, signed, each once in effect
 // although every first attempt is answered 500; the secret is shown once.
@@ -186,11 +197,7 @@ func TestWebhook_FailingEndpointDeadAndDisabled(t *testing.T) {
 
 	require.Equal(t, http.StatusAccepted, b.Invoke("send_message", message).Status)
 
-	require.Eventually(t, func() bool {
-		ds := deliveries(t, b, failingID)
-		return len(ds) == 1 && ds[0]["status"] == "dead"
-	}, 15*time.Second, 20*time.Millisecond)
-	d := deliveries(t, b, failingID)[0]
+	d := deadDelivery(t, b, failingID)
 	require.EqualValues(t, 3, d["attempts"])
 	require.EqualValues(t, 502, d["last_status_code"])
 	require.Nil(t, d["next_attempt_at"])
@@ -200,11 +207,7 @@ func TestWebhook_FailingEndpointDeadAndDisabled(t *testing.T) {
 	require.NotNil(t, hook["disabled_at"])
 	require.Contains(t, hook["disabled_reason"], "failing since")
 
-	require.Eventually(t, func() bool {
-		ds := deliveries(t, b, goneID)
-		return len(ds) == 1 && ds[0]["status"] == "dead"
-	}, 15*time.Second, 20*time.Millisecond)
-	require.EqualValues(t, 1, deliveries(t, b, goneID)[0]["attempts"], "a 410 is not retried")
+	require.EqualValues(t, 1, deadDelivery(t, b, goneID)["attempts"], "a 410 is not retried")
 
 	// A disabled endpoint gets nothing more; enabling it again clears the
 	// disabling.
@@ -234,11 +237,7 @@ func TestWebhook_PrivateAddressRefused(t *testing.T) {
 	port := rc.server.URL[strings.LastIndex(rc.server.URL, ":"):]
 	id, _ := createWebhook(t, b, "http://localhost"+port+"/hook", "action_approval_request")
 	require.Equal(t, http.StatusAccepted, b.Invoke("send_message", message).Status)
-	require.Eventually(t, func() bool {
-		ds := deliveries(t, b, id)
-		return len(ds) == 1 && ds[0]["status"] == "dead"
-	}, 15*time.Second, 20*time.Millisecond)
-	d := deliveries(t, b, id)[0]
+	d := deadDelivery(t, b, id)
 	require.Contains(t, d["last_error"], "internal range")
 	require.EqualValues(t, 1, d["attempts"])
 	rc.mu.Lock()
@@ -331,11 +330,7 @@ func TestWebhook_RefusedRedirectIsNotRetried(t *testing.T) {
 	id, _ := createWebhook(t, b, srv.URL+"/hook", "action_approval_request")
 	require.Equal(t, http.StatusAccepted, b.Invoke("send_message", message).Status)
 
-	require.Eventually(t, func() bool {
-		ds := deliveries(t, b, id)
-		return len(ds) == 1 && ds[0]["status"] == "dead"
-	}, 15*time.Second, 20*time.Millisecond)
-	d := deliveries(t, b, id)[0]
+	d := deadDelivery(t, b, id)
 	require.EqualValues(t, 1, d["attempts"], "a refused redirect is not retried")
 	require.Contains(t, d["last_error"], "redirect refused: it changes POST to GET")
 	require.EqualValues(t, 1, requests.Load())
@@ -365,11 +360,7 @@ func TestWebhook_ReceiverStatusTextRecordedSafely(t *testing.T) {
 	id, _ := createWebhook(t, b, srv.URL, "action_approval_request")
 	require.Equal(t, http.StatusAccepted, b.Invoke("send_message", message).Status)
 
-	require.Eventually(t, func() bool {
-		ds := deliveries(t, b, id)
-		return len(ds) == 1 && ds[0]["status"] == "dead"
-	}, 15*time.Second, 20*time.Millisecond)
-	d := deliveries(t, b, id)[0]
+	d := deadDelivery(t, b, id)
 	require.EqualValues(t, 1, d["attempts"], "a 400 is not retried")
 	require.EqualValues(t, 400, d["last_status_code"])
 	msg := d["last_error"].(string)
