@@ -374,20 +374,60 @@ var statuses = httpsource.Statuses{
 	MaxWait:       maxRetryAfter,
 }
 
+// budget names the headers of one of Linear's rate-limit budgets: how much
+// of it is left and when it resets.
+type budget struct{ remaining, reset string }
+
+// budgets are Linear's rate-limit budgets: requests, query complexity and
+// the limit of one endpoint (sent only for the endpoints that have one).
+// Any of them can be the one a RATELIMITED answer ran out of.
+var budgets = []budget{
+	{"X-RateLimit-Requests-Remaining", "X-RateLimit-Requests-Reset"},
+	{"X-RateLimit-Complexity-Remaining", "X-RateLimit-Complexity-Reset"},
+	{"X-RateLimit-Endpoint-Requests-Remaining", "X-RateLimit-Endpoint-Requests-Reset"},
+}
+
 // rateLimitRetryAfter says how long to wait after Linear rate-limited a
-// call: Retry-After when present, else until the request window resets
-// (X-RateLimit-Requests-Reset, then X-RateLimit-Complexity-Reset), else
-// defaultRetryAfter.
+// call: Retry-After when present, else until the exhausted budgets reset,
+// else defaultRetryAfter. A budget whose Remaining header shows room for
+// the call (for complexity, at least the refused query's X-Complexity when
+// Linear says it) is not waited for: the requests window resetting in an
+// hour must not park a call refused for complexity that resets in seconds,
+// nor its early reset send the call again before the complexity is back.
+// A budget without a Remaining header may be the exhausted one; the wait
+// is the latest reset of those that may be.
 func rateLimitRetryAfter(header http.Header) time.Duration {
 	if d := httpsource.RetryAfter(header, 0, maxRetryAfter); d > 0 {
 		return d
 	}
-	for _, name := range []string{"X-RateLimit-Requests-Reset", "X-RateLimit-Complexity-Reset"} {
-		if d, ok := parseReset(header.Get(name), time.Now()); ok {
-			return d
+	now := time.Now()
+	var wait time.Duration
+	for _, b := range budgets {
+		d, ok := parseReset(header.Get(b.reset), now)
+		if ok && !hasRoom(header, b) {
+			wait = max(wait, d)
 		}
 	}
+	if wait > 0 {
+		return wait
+	}
 	return defaultRetryAfter
+}
+
+// hasRoom reports whether b's Remaining header shows room for the refused
+// call: at least one request, or, for complexity, at least the query's cost
+// (X-Complexity) when Linear gave it, and more than nothing otherwise.
+func hasRoom(header http.Header, b budget) bool {
+	remaining, err := strconv.ParseFloat(strings.TrimSpace(header.Get(b.remaining)), 64)
+	if err != nil {
+		return false
+	}
+	if b.remaining == "X-RateLimit-Complexity-Remaining" {
+		if cost, err := strconv.ParseFloat(strings.TrimSpace(header.Get("X-Complexity")), 64); err == nil && cost > 0 {
+			return remaining >= cost
+		}
+	}
+	return remaining > 0
 }
 
 // parseReset reads one of Linear's reset headers, a UTC epoch time in

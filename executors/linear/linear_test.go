@@ -1070,6 +1070,59 @@ func TestSource_Execute(t *testing.T) {
 		}
 	})
 
+	t.Run("RateLimitedByExhaustedBudget", func(t *testing.T) {
+		t.Parallel()
+
+		at := func(d time.Duration) string { return strconv.FormatInt(time.Now().Add(d).UnixMilli(), 10) }
+		refused := `{"errors":[{"message":"Rate limit exceeded","extensions":{"code":"RATELIMITED","statusCode":429}}],"data":null}`
+		for name, tc := range map[string]struct {
+			headers  []string
+			from, to time.Duration
+		}{
+			// The complexity budget is spent; the requests window, with room
+			// left, resets much later: wait for complexity only.
+			"complexity": {[]string{
+				"X-RateLimit-Requests-Remaining", "4900", "X-RateLimit-Requests-Reset", at(50 * time.Minute),
+				"X-RateLimit-Complexity-Remaining", "0", "X-RateLimit-Complexity-Reset", at(20 * time.Second),
+			}, 15 * time.Second, 20 * time.Second},
+			// The query costs more than the complexity left.
+			"complexity below the query's cost": {[]string{
+				"X-Complexity", "1200",
+				"X-RateLimit-Requests-Remaining", "4900", "X-RateLimit-Requests-Reset", at(50 * time.Minute),
+				"X-RateLimit-Complexity-Remaining", "800", "X-RateLimit-Complexity-Reset", at(20 * time.Second),
+			}, 15 * time.Second, 20 * time.Second},
+			// The requests budget is spent; complexity, with room, resets
+			// sooner: waiting for it would send the call back too early.
+			"requests": {[]string{
+				"X-RateLimit-Requests-Remaining", "0", "X-RateLimit-Requests-Reset", at(10 * time.Minute),
+				"X-RateLimit-Complexity-Remaining", "90000", "X-RateLimit-Complexity-Reset", at(5 * time.Second),
+			}, 9 * time.Minute, 10 * time.Minute},
+			"endpoint": {[]string{
+				"X-RateLimit-Requests-Remaining", "4900", "X-RateLimit-Requests-Reset", at(50 * time.Minute),
+				"X-RateLimit-Endpoint-Requests-Remaining", "0", "X-RateLimit-Endpoint-Requests-Reset", at(20 * time.Second),
+			}, 15 * time.Second, 20 * time.Second},
+			// Both spent: the later reset.
+			"both": {[]string{
+				"X-RateLimit-Requests-Remaining", "0", "X-RateLimit-Requests-Reset", at(20 * time.Second),
+				"X-RateLimit-Complexity-Remaining", "0", "X-RateLimit-Complexity-Reset", at(2 * time.Minute),
+			}, 115 * time.Second, 2 * time.Minute},
+			// Without Remaining headers either may be spent: the later reset.
+			"unknown": {[]string{
+				"X-RateLimit-Requests-Reset", at(2 * time.Minute), "X-RateLimit-Complexity-Reset", at(20 * time.Second),
+			}, 115 * time.Second, 2 * time.Minute},
+		} {
+			bundle := setup(t)
+			bundle.fake.AnswerWith(answer(http.StatusBadRequest, refused, tc.headers...))
+
+			_, err := bundle.source.Execute(ctx, linear.ActionListIssues, json.RawMessage(`{}`), execContext())
+			execErr := requireExecError(t, err)
+			require.Equal(t, "ratelimited", execErr.Code, name)
+			require.True(t, execErr.Retryable, name)
+			require.Greater(t, execErr.RetryAfter, tc.from, name)
+			require.LessOrEqual(t, execErr.RetryAfter, tc.to, name)
+		}
+	})
+
 	t.Run("HTTPServerError", func(t *testing.T) {
 		t.Parallel()
 
