@@ -82,7 +82,7 @@ func enter(spec *Spec) error {
 	if err := restrict(spec); err != nil {
 		return err
 	}
-	if err := denyMultipathTCP(); err != nil {
+	if err := filterSyscalls(); err != nil {
 		return err
 	}
 	if err := unix.Chdir(spec.Workspace); err != nil {

@@ -6,7 +6,8 @@
 // Spec.Network), drops to an unprivileged user and every capability,
 // sets rlimits and no_new_privs, restricts itself with Landlock (files,
 // TCP ports, abstract sockets and signals) and a seccomp filter (no
-// Multipath TCP, which Landlock does not see), closes every descriptor
+// Multipath TCP, which Landlock does not see, and no memory that the
+// data cap does not count), closes every descriptor
 // but 0-2 and execs the program. The program is PID 1 of its namespace:
 // when it exits, or is killed, everything it started dies with it.
 //
@@ -57,7 +58,8 @@ type Spec struct {
 	Network []Destination
 	// MaxMemory caps the data memory of the program and of each process
 	// it starts (RLIMIT_DATA: heap and private writable mappings, what an
-	// allocator takes); an allocation past it fails. 0: no cap.
+	// allocator takes); an allocation past it fails. 0: no cap. Memory
+	// it would not count is refused whatever MaxMemory is (filterSyscalls).
 	MaxMemory uint64
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,4 +204,47 @@ if [ -n "$IPV6" ]; then try 2001:db8::7 443; try 2001:db8::8 443; fi`
 	require.NoError(t, udp.SetReadDeadline(time.Now().Add(100*time.Millisecond)))
 	_, _, err = udp.ReadFrom(make([]byte, 16))
 	require.Error(t, err, "no datagram leaves the sandbox")
+}
+
+// memhog builds testdata/memhog, a program that holds memory in a way
+// its argument names, where the sandbox's user can run it.
+func memhog(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	bin := filepath.Join(dir, "memhog")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./testdata/memhog")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// A program's memory is capped however it holds it, not only as data
+// (RLIMIT_DATA): memory shared or in a file of its own was not counted,
+// and a program capped at 128 MiB held 512 MiB in a memory file or a
+// shared mapping, detached System V segments or semaphores (the Go
+// runtime of memhog takes about 45 MiB of the cap). Those are
+// refused (ENOMEM for a shared anonymous mapping, ENOSYS for the system
+// calls, as on a kernel built without them), while a shared mapping of a
+// file in its workspace, which the workspace's limits count, still works.
+func TestCommand_MemoryIsCappedHoweverHeld(t *testing.T) {
+	bin := memhog(t)
+	hold := func(mib int, way string) string {
+		s := spec(t, bin, strconv.Itoa(mib), way)
+		s.Exec = []string{bin}
+		s.MaxMemory = 128 << 20
+		out, err := run(t, s)
+		require.NoError(t, err, out)
+		return strings.TrimSpace(out)
+	}
+	require.Equal(t, "32 <nil>", hold(32, "private"), "within the cap")
+	require.Equal(t, "32 <nil>", hold(32, "file-mapped"), "a file of its workspace, mapped shared")
+	require.Regexp(t, `^[0-9]+ mmap: cannot allocate memory$`, hold(512, "private"), "past the cap")
+
+	require.Equal(t, "0 mmap: cannot allocate memory", hold(512, "shared"))
+	require.Equal(t, "0 memfd_create: function not implemented", hold(512, "memfd"))
+	require.Equal(t, "0 memfd_create: function not implemented", hold(512, "memfd-mapped"))
+	require.Equal(t, "0 shmget: function not implemented", hold(512, "sysv-shm"))
+	require.Equal(t, "0 semget: function not implemented", hold(512, "sysv-sem"))
 }

@@ -20,33 +20,66 @@ const x32Bit = 0x40000000
 // for another architecture is refused.
 var auditArch = map[string]uint32{"amd64": 0xc000003e, "arm64": 0xc00000b7}[runtime.GOARCH]
 
-// denyMultipathTCP installs a seccomp filter that refuses socket(2) with
-// IPPROTO_MPTCP (EPROTONOSUPPORT, so a program falls back to TCP) and
-// system calls of a foreign architecture or ABI (ENOSYS).
-func denyMultipathTCP() error {
+// unimplemented are the system calls that make memory RLIMIT_DATA does
+// not count (a memory file, System V shared memory, and the kernel
+// memory of System V semaphores and message queues): the program gets
+// ENOSYS, as from a kernel built without them, and programs fall back
+// (libffi to a file, for instance).
+var unimplemented = []uint32{unix.SYS_MEMFD_CREATE, unix.SYS_MEMFD_SECRET, unix.SYS_SHMGET, unix.SYS_SEMGET, unix.SYS_MSGGET}
+
+// filterSyscalls installs a seccomp filter that refuses:
+//   - system calls of a foreign architecture or ABI (ENOSYS);
+//   - socket(2) with IPPROTO_MPTCP (EPROTONOSUPPORT, so a program falls
+//     back to TCP);
+//   - a shared anonymous mmap(2) (ENOMEM, as past the memory cap): its
+//     memory is not data, so RLIMIT_DATA would not count it. A shared
+//     mapping of a file works: only the workspace is writable, and its
+//     limits count what it holds;
+//   - the unimplemented system calls (ENOSYS).
+func filterSyscalls() error {
 	if auditArch == 0 {
 		return fmt.Errorf("seccomp: no filter for %s", runtime.GOARCH)
 	}
 	const (
-		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		ret  = unix.BPF_RET | unix.BPF_K
-		errn = unix.SECCOMP_RET_ERRNO
+		ld     = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		and    = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
+		jeq    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge    = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		ret    = unix.BPF_RET | unix.BPF_K
+		errn   = unix.SECCOMP_RET_ERRNO
+		shared = unix.MAP_SHARED | unix.MAP_ANONYMOUS
+		// Offsets in struct seccomp_data; an argument's is its low half
+		// (both architectures are little-endian).
+		nr, arch, arg2, arg3 = 0, 4, 32, 40
 	)
 	filter := []unix.SockFilter{
-		{Code: ld, K: 4}, // arch
+		{Code: ld, K: arch},
 		{Code: jeq, Jt: 1, K: auditArch},
 		{Code: ret, K: errn | uint32(unix.ENOSYS)},
-		{Code: ld, K: 0}, // nr
+		{Code: ld, K: nr},
 		{Code: jge, Jt: 0, Jf: 1, K: x32Bit},
 		{Code: ret, K: errn | uint32(unix.ENOSYS)},
+		// socket(domain, type, IPPROTO_MPTCP)
 		{Code: jeq, Jt: 0, Jf: 3, K: unix.SYS_SOCKET},
-		{Code: ld, K: 32}, // args[2], the protocol (its low half)
+		{Code: ld, K: arg2},
 		{Code: jeq, Jt: 0, Jf: 1, K: ipprotoMPTCP},
 		{Code: ret, K: errn | uint32(unix.EPROTONOSUPPORT)},
-		{Code: ret, K: unix.SECCOMP_RET_ALLOW},
+		{Code: ld, K: nr},
+		// mmap(addr, length, prot, flags with MAP_SHARED and MAP_ANONYMOUS, ...);
+		// MAP_SHARED_VALIDATE has the MAP_SHARED bit too
+		{Code: jeq, Jt: 0, Jf: 4, K: unix.SYS_MMAP},
+		{Code: ld, K: arg3},
+		{Code: and, K: shared},
+		{Code: jeq, Jt: 0, Jf: 1, K: shared},
+		{Code: ret, K: errn | uint32(unix.ENOMEM)},
+		{Code: ld, K: nr},
 	}
+	for _, n := range unimplemented {
+		filter = append(filter,
+			unix.SockFilter{Code: jeq, Jt: 0, Jf: 1, K: n},
+			unix.SockFilter{Code: ret, K: errn | uint32(unix.ENOSYS)})
+	}
+	filter = append(filter, unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW})
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0); err != nil {
 		return fmt.Errorf("seccomp: %w", err)
