@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/outboxd/outboxd/executors"
@@ -86,6 +88,12 @@ func (s *source) query(ctx context.Context, tx pgx.Tx, sql string, args [][]byte
 		_, _ = rr.Close()
 	} else {
 		tag, err := rr.Close()
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "0A000" && tx.Conn().PgConn().TxStatus() == 'I' {
+			// feature_not_supported, and the transaction is over: the
+			// server refused PREPARE TRANSACTION (see inReadOnlyTx).
+			return nil, &executors.Error{Code: CodeQueryError, Message: "PREPARE TRANSACTION is not allowed: each call is one read-only transaction, rolled back when the call ends"}
+		}
 		if err != nil {
 			return nil, err
 		}

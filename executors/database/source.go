@@ -237,7 +237,8 @@ func (s *source) Execute(ctx context.Context, actionID string, params json.RawMe
 // back. Its first statement sets the local statement_timeout with a
 // SELECT, which also takes the transaction's first snapshot: from then on
 // Postgres refuses SET TRANSACTION READ WRITE. With agentSQL (fn runs an
-// agent's statement), the connection's session is reset after the
+// agent's statement), the transaction cannot be prepared (PREPARE
+// TRANSACTION), and the connection's session is reset after the
 // rollback, before it goes back to the pool.
 func (s *source) inReadOnlyTx(ctx context.Context, pool *pgxpool.Pool, agentSQL bool, fn func(ctx context.Context, tx pgx.Tx) (any, error)) (any, error) {
 	// The server cancels a slow statement; this deadline only catches a
@@ -263,7 +264,17 @@ func (s *source) inReadOnlyTx(ctx context.Context, pool *pgxpool.Pool, agentSQL 
 		defer cancel()
 		_ = tx.Rollback(ctx)
 	}()
-	if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true)`, fmt.Sprint(s.db.StatementTimeout.Milliseconds())); err != nil {
+	setup := fmt.Sprintf(`SELECT pg_catalog.set_config('statement_timeout', '%d', true)`, s.db.StatementTimeout.Milliseconds())
+	if agentSQL {
+		// Postgres refuses to PREPARE TRANSACTION a transaction that
+		// created a cursor WITH HOLD: the agent's statement cannot turn
+		// the transaction into a prepared one, which the rollback would
+		// not end and which would keep its locks and snapshot on the
+		// server until someone rolled it back by hand. The cursor goes
+		// with the rollback (or, after the agent's COMMIT, the reset).
+		setup += `; DECLARE outboxd_no_prepare CURSOR WITH HOLD FOR SELECT`
+	}
+	if _, err := tx.Conn().PgConn().Exec(ctx, setup).ReadAll(); err != nil {
 		return nil, err
 	}
 	return fn(ctx, tx)

@@ -6,6 +6,8 @@ package databasetest
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/platform/pglaunch"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
 )
 
@@ -35,8 +38,53 @@ type Target struct {
 // NewTarget creates a Target, dropped with its role when t ends.
 func NewTarget(t testing.TB) *Target {
 	t.Helper()
-	ctx := context.Background()
 	adminURL := pgtest.URL(t)
+	return newTarget(t, adminURL, func(role, password string) string {
+		return pgtest.PasswordURL(adminURL, role, password)
+	})
+}
+
+// NewServerTarget creates a Target on a Postgres server of the test's
+// own, started with settings (postgresql.conf parameters, such as
+// max_prepared_transactions, that only a restart applies), and removed
+// when t ends.
+func NewServerTarget(t testing.TB, settings map[string]string) *Target {
+	t.Helper()
+	ctx := context.Background()
+	dataDir := filepath.Join(t.TempDir(), "pg")
+	srv, err := pglaunch.Start(ctx, &pglaunch.Config{DataDir: dataDir, TCP: true, Fast: true})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = srv.Stop(context.Background())
+		_ = srv.RemoveData()
+	})
+	conn, err := pgx.Connect(ctx, srv.URL("postgres"))
+	require.NoError(t, err)
+	for name, value := range settings {
+		_, err = conn.Exec(ctx, fmt.Sprintf(`ALTER SYSTEM SET %s = %s`, pgx.Identifier{name}.Sanitize(), quoteLiteral(value)))
+		require.NoError(t, err, name)
+	}
+	require.NoError(t, conn.Close(ctx))
+	require.NoError(t, srv.Stop(ctx))
+	restarted, err := pglaunch.Start(ctx, &pglaunch.Config{DataDir: dataDir, Port: srv.Port(), TCP: true, Fast: true})
+	require.NoError(t, err)
+	srv = restarted
+	require.NoError(t, srv.CreateDatabase(ctx, "target"))
+	return newTarget(t, srv.URL("target"), func(role, password string) string {
+		return srv.TCPURL("target", url.UserPassword(role, password))
+	})
+}
+
+// quoteLiteral quotes s as a SQL string literal.
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// newTarget fills the database of adminURL (a superuser's) and creates
+// the writing role, whose URL passwordURL returns.
+func newTarget(t testing.TB, adminURL string, passwordURL func(role, password string) string) *Target {
+	t.Helper()
+	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, adminURL)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
@@ -71,7 +119,7 @@ func NewTarget(t testing.TB) *Target {
 			t.Errorf("dropping role: %v", err)
 		}
 	})
-	return &Target{AdminURL: adminURL, URL: pgtest.PasswordURL(adminURL, role, password), Password: password}
+	return &Target{AdminURL: adminURL, URL: passwordURL(role, password), Password: password}
 }
 
 // ItemCount counts shop.items as the superuser.
