@@ -49,11 +49,14 @@ func init() {
 }
 
 // Rlimits of the program: a sandboxed plugin is small and short-lived.
+// The stack's is the usual 8 MiB, soft and hard: RLIMIT_DATA does not
+// count the stack, and outboxd's hard limit is often unlimited.
 var rlimits = map[int]uint64{
 	unix.RLIMIT_CORE:   0,
 	unix.RLIMIT_NPROC:  256,
 	unix.RLIMIT_NOFILE: 1024,
 	unix.RLIMIT_FSIZE:  256 << 20,
+	unix.RLIMIT_STACK:  8 << 20,
 }
 
 // enter sets up the sandbox and execs spec's program.

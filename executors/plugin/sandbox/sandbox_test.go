@@ -100,16 +100,26 @@ func loader(t *testing.T, path string) string {
 	return ""
 }
 
-// The program runs with the sandbox's rlimits.
+// The program runs with the sandbox's rlimits. Its stack is bounded
+// whatever outboxd's hard limit (often unlimited, as here): a program
+// could raise its own limit to that and grow its stack, which
+// RLIMIT_DATA does not count, past plugins.max_memory_bytes.
 func TestCommand_Rlimits(t *testing.T) {
 	sh, err := filepath.EvalSymlinks("/bin/sh")
 	require.NoError(t, err)
-	// The two every sh knows by the same letters and units.
-	s := spec(t, "/bin/sh", "-c", "echo $(ulimit -n) $(ulimit -H -n) $(ulimit -c)")
+	var stack syscall.Rlimit
+	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_STACK, &stack))
+	unlimited := stack
+	unlimited.Max = ^uint64(0) // RLIM_INFINITY
+	if err := syscall.Setrlimit(syscall.RLIMIT_STACK, &unlimited); err == nil {
+		t.Cleanup(func() { require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_STACK, &stack)) })
+	}
+	// The three every sh knows by the same letters and units.
+	s := spec(t, "/bin/sh", "-c", "echo $(ulimit -n) $(ulimit -H -n) $(ulimit -c) $(ulimit -s) $(ulimit -H -s)")
 	s.Exec = []string{"/bin/sh", loader(t, sh)}
 	out, err := run(t, s)
 	require.NoError(t, err)
-	require.Equal(t, "1024 1024 0\n", out)
+	require.Equal(t, "1024 1024 0 8192 8192\n", out)
 }
 
 // echoLines accepts connections and answers each line with itself.
