@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/httpsource"
@@ -286,17 +287,18 @@ func optionalSegment(name, value string) segment {
 	return segment{name, value}
 }
 
-// checkSegments rejects path segments that are empty or that a server or
-// proxy would resolve as "." or "..": escaping leaves those unchanged, and
-// they would move the request to another endpoint.
+// checkSegments rejects path segments that are empty or made only of dots,
+// as the schemas' pattern does: a server or proxy resolves "." and ".."
+// (which escaping leaves unchanged) to another endpoint, and no Sentry id
+// or slug is only dots.
 func checkSegments(segments ...segment) error {
 	for _, s := range segments {
 		switch {
 		case s.name == "":
 		case s.value == "":
 			return fmt.Errorf("%s is required", s.name)
-		case s.value == "." || s.value == "..":
-			return fmt.Errorf("%s %q is not a valid id", s.name, s.value)
+		case strings.Trim(s.value, ".") == "":
+			return fmt.Errorf("%s %q is not a valid id or slug: it is only dots", s.name, s.value)
 		}
 	}
 	return nil

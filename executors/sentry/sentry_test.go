@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,7 +212,7 @@ func TestSource_ListActions(t *testing.T) {
 	}
 
 	// fieldsOf validates params against action's schema and returns the
-	// failing fields.
+	// failing fields, each once (an empty id fails minLength and pattern).
 	fieldsOf := func(t *testing.T, validator *executors.Validator, def executors.Definition, params string) []string {
 		t.Helper()
 		fieldErrs, err := validator.Validate(def.Params, json.RawMessage(params))
@@ -221,7 +222,7 @@ func TestSource_ListActions(t *testing.T) {
 			fields[i] = fe.Field
 			require.NotEmpty(t, fe.Message)
 		}
-		return fields
+		return slices.Compact(fields)
 	}
 
 	t.Run("Definitions", func(t *testing.T) {
@@ -333,23 +334,30 @@ func TestSource_ListActions(t *testing.T) {
 				`{"organization_slug":"acme","project_slug":"web","limit":5}`:         {"limit"},
 				`{"organization_slug":1,"project_slug":"web","cursor":null,"x":true}`: {"cursor", "organization_slug", "x"},
 				`["acme","web"]`: {""},
+				`{"organization_slug":".","project_slug":".."}`:     {"organization_slug", "project_slug"},
+				`{"organization_slug":"acme","project_slug":"..."}`: {"project_slug"},
 			},
 			sentry.ActionGetIssue: {
 				`{}`:                               {"issue_id"},
 				`{"issue_id":""}`:                  {"issue_id"},
 				`{"issue_id":4504123456}`:          {"issue_id"},
 				`{"issue_id":"1","project":"web"}`: {"project"},
-				`{"issue_id":"1","organization_slug":""}`: {"organization_slug"},
+				`{"issue_id":"1","organization_slug":""}`:  {"organization_slug"},
+				`{"issue_id":".."}`:                        {"issue_id"},
+				`{"issue_id":"1","organization_slug":"."}`: {"organization_slug"},
 			},
 			sentry.ActionListIssueEvents: {
 				`{}`:                           {"issue_id"},
 				`{"issue_id":"1","full":true}`: {"full"},
+				`{"issue_id":"."}`:             {"issue_id"},
 			},
 			sentry.ActionGetEvent: {
-				`{}`:                             {"event_id", "issue_id"},
-				`{"issue_id":"1"}`:               {"event_id"},
-				`{"event_id":"latest"}`:          {"issue_id"},
-				`{"issue_id":"1","event_id":""}`: {"event_id"},
+				`{}`:                               {"event_id", "issue_id"},
+				`{"issue_id":"1"}`:                 {"event_id"},
+				`{"event_id":"latest"}`:            {"issue_id"},
+				`{"issue_id":"1","event_id":""}`:   {"event_id"},
+				`{"issue_id":"1","event_id":".."}`: {"event_id"},
+				`{"issue_id":"..","event_id":"latest","organization_slug":".."}`: {"issue_id", "organization_slug"},
 			},
 			sentry.ActionUpdateIssue: {
 				`{}`:                                 {"assignedTo", "issue_id", "status"},
@@ -358,6 +366,7 @@ func TestSource_ListActions(t *testing.T) {
 				`{"issue_id":"1","status":"resolved","assignedTo":7}`: {"assignedTo"},
 				`{"status":"resolved"}`:                               {"issue_id"},
 				`{"issue_id":"1","status":"resolved","hasSeen":true}`: {"hasSeen"},
+				`{"issue_id":"..","status":"resolved"}`:               {"issue_id"},
 			},
 		} {
 			for params, wantFields := range cases {
@@ -716,7 +725,7 @@ func TestSource_Execute(t *testing.T) {
 		bundle := setup(t, answer(http.StatusOK, issueJSON))
 
 		for action, params := range map[string]string{
-			sentry.ActionGetIssue:        `{"issue_id":".."}`,
+			sentry.ActionGetIssue:        `{"issue_id":"..."}`,
 			sentry.ActionListIssueEvents: `{"issue_id":"1","organization_slug":"."}`,
 			sentry.ActionGetEvent:        `{"issue_id":"1","event_id":".."}`,
 			sentry.ActionUpdateIssue:     `{"issue_id":"..","status":"resolved"}`,
