@@ -122,6 +122,13 @@ func (p *CreateIssueParams) Check() error {
 	case p.Milestone != nil && *p.Milestone < 1:
 		return errors.New("milestone must be a milestone number, at least 1")
 	}
+	for _, a := range p.Assignees {
+		if strings.Trim(a, ".") == "" {
+			// The preview looks each assignee up by path: ".." would ask
+			// for the repository's list of assignees and find no refusal.
+			return fmt.Errorf("assignees: %q is not a valid login", a)
+		}
+	}
 	return nil
 }
 

@@ -197,6 +197,7 @@ func TestListActions(t *testing.T) {
 			`{"owner":"octo","repo":"web","title":""}`:                                                                       {"title"},
 			`{"owner":"octo","repo":"web","title":"x","milestone":0}`:                                                        {"milestone"},
 			`{"owner":"octo","repo":"web","title":"x","labels":["a","a"]}`:                                                   {"labels"},
+			`{"owner":"octo","repo":"web","title":"x","assignees":["ada",".."]}`:                                             {"assignees/1"},
 			`{"owner":"octo","repo":"web","title":"x","state":"closed"}`:                                                     {"state"},
 			`{"owner":"octo","repo":"web","title":"` + strings.Repeat("x", 257) + `"}`:                                       {"title"},
 		},

@@ -27,6 +27,13 @@ func TestPreviewCreateIssue(t *testing.T) {
 		require.Equal(t, []string{"bob cannot be assigned in octo/web: GitHub will refuse the issue"}, got.Notes)
 		require.Empty(t, b.gh.Issues("octo", "web"), "a preview creates nothing")
 	})
+	t.Run("an assignee made of dots is refused, not looked up as the list of assignees", func(t *testing.T) {
+		b := setup(t)
+		for _, a := range []string{".", ".."} {
+			_, err := preview(b, `{"owner":"octo","repo":"web","title":"x","assignees":["ada","`+a+`"]}`)
+			require.Equal(t, "invalid_params", requireExecError(t, err).Code, a)
+		}
+	})
 	t.Run("a repository the token cannot see fails", func(t *testing.T) {
 		b := setup(t)
 		_, err := preview(b, `{"owner":"octo","repo":"missing","title":"x"}`)
