@@ -170,12 +170,7 @@ func (s *client) do(ctx context.Context, ec executors.ExecContext, op operation,
 		}
 		return e
 	case resp.StatusCode == http.StatusTooManyRequests:
-		return &executors.Error{
-			Code:       "ratelimited",
-			Message:    "Linear rate-limited the call (HTTP 429)",
-			Retryable:  true,
-			RetryAfter: rateLimitRetryAfter(resp.Header),
-		}
+		return rateLimitError("Linear rate-limited the call (HTTP 429)", resp.Header)
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		if hasErrors {
 			e := graphQLFailure(answer.Errors, resp.Header)
@@ -289,12 +284,7 @@ func classifyGraphQLError(g graphQLError, header http.Header) (*executors.Error,
 			Message: "Linear refused access; the token lacks permission for this call: " + text,
 		}, rankForbidden
 	case "RATELIMITED":
-		return &executors.Error{
-			Code:       "ratelimited",
-			Message:    "Linear rate-limited the call: " + text,
-			Retryable:  true,
-			RetryAfter: rateLimitRetryAfter(header),
-		}, rankRateLimited
+		return rateLimitError("Linear rate-limited the call: "+text, header), rankRateLimited
 	}
 	if retryableGraphQLCodes[code] {
 		return &executors.Error{
@@ -378,40 +368,51 @@ var statuses = httpsource.Statuses{
 // of it is left and when it resets.
 type budget struct{ remaining, reset string }
 
-// budgets are Linear's rate-limit budgets: requests, query complexity and
-// the limit of one endpoint (sent only for the endpoints that have one).
-// Any of them can be the one a RATELIMITED answer ran out of.
-var budgets = []budget{
-	{"X-RateLimit-Requests-Remaining", "X-RateLimit-Requests-Reset"},
-	{"X-RateLimit-Complexity-Remaining", "X-RateLimit-Complexity-Reset"},
-	{"X-RateLimit-Endpoint-Requests-Remaining", "X-RateLimit-Endpoint-Requests-Reset"},
+// Linear's rate-limit budgets: requests, query complexity and the limit of
+// one endpoint (sent only for the endpoints that have one). Any of them can
+// be the one a RATELIMITED answer ran out of.
+var (
+	requestsBudget   = budget{"X-RateLimit-Requests-Remaining", "X-RateLimit-Requests-Reset"}
+	complexityBudget = budget{"X-RateLimit-Complexity-Remaining", "X-RateLimit-Complexity-Reset"}
+	endpointBudget   = budget{"X-RateLimit-Endpoint-Requests-Remaining", "X-RateLimit-Endpoint-Requests-Reset"}
+)
+
+// rateLimitError is the error of a call Linear rate-limited, retryable
+// after rateLimitWait's wait. When only the endpoint's own budget is spent
+// it is an OtherLimit: the call waits, and the organization's other Linear
+// calls, which that budget does not hold back, go on.
+func rateLimitError(msg string, header http.Header) *executors.Error {
+	wait, endpointOnly := rateLimitWait(header)
+	return &executors.Error{Code: "ratelimited", Message: msg, Retryable: true, RetryAfter: wait, OtherLimit: endpointOnly}
 }
 
-// rateLimitRetryAfter says how long to wait after Linear rate-limited a
-// call: Retry-After when present, else until the exhausted budgets reset,
-// else defaultRetryAfter. A budget whose Remaining header shows room for
-// the call (for complexity, at least the refused query's X-Complexity when
+// rateLimitWait says how long to wait after Linear rate-limited a call:
+// Retry-After when present, else until the exhausted budgets reset, else
+// defaultRetryAfter. A budget whose Remaining header shows room for the
+// call (for complexity, at least the refused query's X-Complexity when
 // Linear says it) is not waited for: the requests window resetting in an
 // hour must not park a call refused for complexity that resets in seconds,
 // nor its early reset send the call again before the complexity is back.
 // A budget without a Remaining header may be the exhausted one; the wait
-// is the latest reset of those that may be.
-func rateLimitRetryAfter(header http.Header) time.Duration {
+// is the latest reset of those that may be. endpointOnly is true when the
+// endpoint's budget is the only one waited for.
+func rateLimitWait(header http.Header) (wait time.Duration, endpointOnly bool) {
 	if d := httpsource.RetryAfter(header, 0, maxRetryAfter); d > 0 {
-		return d
+		return d, false
 	}
 	now := time.Now()
-	var wait time.Duration
-	for _, b := range budgets {
+	endpointOnly = true
+	for _, b := range []budget{requestsBudget, complexityBudget, endpointBudget} {
 		d, ok := parseReset(header.Get(b.reset), now)
 		if ok && !hasRoom(header, b) {
 			wait = max(wait, d)
+			endpointOnly = endpointOnly && b == endpointBudget
 		}
 	}
 	if wait > 0 {
-		return wait
+		return wait, endpointOnly
 	}
-	return defaultRetryAfter
+	return defaultRetryAfter, false
 }
 
 // hasRoom reports whether b's Remaining header shows room for the refused
@@ -422,7 +423,7 @@ func hasRoom(header http.Header, b budget) bool {
 	if err != nil {
 		return false
 	}
-	if b.remaining == "X-RateLimit-Complexity-Remaining" {
+	if b == complexityBudget {
 		if cost, err := strconv.ParseFloat(strings.TrimSpace(header.Get("X-Complexity")), 64); err == nil && cost > 0 {
 			return remaining >= cost
 		}

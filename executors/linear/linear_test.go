@@ -1078,38 +1078,45 @@ func TestSource_Execute(t *testing.T) {
 		for name, tc := range map[string]struct {
 			headers  []string
 			from, to time.Duration
+			// otherLimit: only the endpoint's budget is spent, so the
+			// organization's other Linear calls need not wait.
+			otherLimit bool
 		}{
 			// The complexity budget is spent; the requests window, with room
 			// left, resets much later: wait for complexity only.
 			"complexity": {[]string{
 				"X-RateLimit-Requests-Remaining", "4900", "X-RateLimit-Requests-Reset", at(50 * time.Minute),
 				"X-RateLimit-Complexity-Remaining", "0", "X-RateLimit-Complexity-Reset", at(20 * time.Second),
-			}, 15 * time.Second, 20 * time.Second},
+			}, 15 * time.Second, 20 * time.Second, false},
 			// The query costs more than the complexity left.
 			"complexity below the query's cost": {[]string{
 				"X-Complexity", "1200",
 				"X-RateLimit-Requests-Remaining", "4900", "X-RateLimit-Requests-Reset", at(50 * time.Minute),
 				"X-RateLimit-Complexity-Remaining", "800", "X-RateLimit-Complexity-Reset", at(20 * time.Second),
-			}, 15 * time.Second, 20 * time.Second},
+			}, 15 * time.Second, 20 * time.Second, false},
 			// The requests budget is spent; complexity, with room, resets
 			// sooner: waiting for it would send the call back too early.
 			"requests": {[]string{
 				"X-RateLimit-Requests-Remaining", "0", "X-RateLimit-Requests-Reset", at(10 * time.Minute),
 				"X-RateLimit-Complexity-Remaining", "90000", "X-RateLimit-Complexity-Reset", at(5 * time.Second),
-			}, 9 * time.Minute, 10 * time.Minute},
+			}, 9 * time.Minute, 10 * time.Minute, false},
 			"endpoint": {[]string{
 				"X-RateLimit-Requests-Remaining", "4900", "X-RateLimit-Requests-Reset", at(50 * time.Minute),
 				"X-RateLimit-Endpoint-Requests-Remaining", "0", "X-RateLimit-Endpoint-Requests-Reset", at(20 * time.Second),
-			}, 15 * time.Second, 20 * time.Second},
+			}, 15 * time.Second, 20 * time.Second, true},
+			"endpoint and requests": {[]string{
+				"X-RateLimit-Requests-Remaining", "0", "X-RateLimit-Requests-Reset", at(10 * time.Second),
+				"X-RateLimit-Endpoint-Requests-Remaining", "0", "X-RateLimit-Endpoint-Requests-Reset", at(20 * time.Second),
+			}, 15 * time.Second, 20 * time.Second, false},
 			// Both spent: the later reset.
 			"both": {[]string{
 				"X-RateLimit-Requests-Remaining", "0", "X-RateLimit-Requests-Reset", at(20 * time.Second),
 				"X-RateLimit-Complexity-Remaining", "0", "X-RateLimit-Complexity-Reset", at(2 * time.Minute),
-			}, 115 * time.Second, 2 * time.Minute},
+			}, 115 * time.Second, 2 * time.Minute, false},
 			// Without Remaining headers either may be spent: the later reset.
 			"unknown": {[]string{
 				"X-RateLimit-Requests-Reset", at(2 * time.Minute), "X-RateLimit-Complexity-Reset", at(20 * time.Second),
-			}, 115 * time.Second, 2 * time.Minute},
+			}, 115 * time.Second, 2 * time.Minute, false},
 		} {
 			bundle := setup(t)
 			bundle.fake.AnswerWith(answer(http.StatusBadRequest, refused, tc.headers...))
@@ -1120,6 +1127,7 @@ func TestSource_Execute(t *testing.T) {
 			require.True(t, execErr.Retryable, name)
 			require.Greater(t, execErr.RetryAfter, tc.from, name)
 			require.LessOrEqual(t, execErr.RetryAfter, tc.to, name)
+			require.Equal(t, tc.otherLimit, execErr.OtherLimit, name)
 		}
 	})
 
