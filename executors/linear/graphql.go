@@ -101,6 +101,9 @@ type graphQLResponse struct {
 type graphQLError struct {
 	Message    string          `json:"message"`
 	Extensions json.RawMessage `json:"extensions"`
+	// Path names the field the error is about, from the operation's root
+	// field down, e.g. ["issueCreate","issue","assignee"].
+	Path []json.RawMessage `json:"path"`
 }
 
 // graphQLExtensions is the part of Linear's error extensions that drives
@@ -199,7 +202,7 @@ func (s *client) do(ctx context.Context, ec executors.ExecContext, op operation,
 			Retryable: true,
 		}
 	}
-	if hasErrors {
+	if hasErrors && !(op.mutation && ranWithFieldErrors(answer)) {
 		return graphQLFailure(answer.Errors, resp.Header)
 	}
 	if isNull(answer.Data) {
@@ -223,6 +226,24 @@ func (s *client) do(ctx context.Context, ec executors.ExecContext, op operation,
 		}
 	}
 	return nil
+}
+
+// ranWithFieldErrors reports whether a mutation's answer carries data and
+// only errors about fields below the mutation (a path of two or more, such
+// as an assignee the token cannot read back): the mutation ran, and its
+// payload, which the action checks for success and an id, decides. Taken
+// as a failure, an issue Linear created would be recorded as failed, and
+// no retry would look for it.
+func ranWithFieldErrors(answer graphQLResponse) bool {
+	if isNull(answer.Data) {
+		return false
+	}
+	for _, g := range answer.Errors {
+		if len(g.Path) < 2 {
+			return false
+		}
+	}
+	return true
 }
 
 // authorization returns the Authorization header value for ec's token.

@@ -693,6 +693,29 @@ func TestSource_Execute(t *testing.T) {
 		require.True(t, execErr.Retryable, "the retry will find the issue")
 	})
 
+	t.Run("CreateIssueWithFieldErrors", func(t *testing.T) {
+		t.Parallel()
+		wantID := linear.StableID(linear.ActionCreateIssue, idempotencyKey)
+
+		// The issue was created; only a field of the answer could not be
+		// read back. It is the action's result, not a failure.
+		bundle := setup(t)
+		bundle.fake.AnswerWith(answer(http.StatusOK, `{"data":{"issueCreate":{"success":true,"issue":{"id":"`+wantID+`",`+
+			`"identifier":"ENG-7","assignee":null}}},"errors":[{"message":"Entity not found: User",`+
+			`"path":["issueCreate","issue","assignee"],"extensions":{"code":"INVALID_INPUT"}}]}`))
+		res, err := bundle.source.Execute(ctx, linear.ActionCreateIssue, json.RawMessage(`{"teamId":"team-eng","title":"t"}`), execContext())
+		require.NoError(t, err)
+		require.Equal(t, wantID, res.ProviderRef)
+		require.Contains(t, string(res.Data), "ENG-7")
+
+		// An error about the mutation itself is still its failure.
+		bundle = setup(t)
+		bundle.fake.AnswerWith(answer(http.StatusOK, `{"data":{"issueCreate":null},"errors":[{"message":"Rate limit exceeded",`+
+			`"path":["issueCreate"],"extensions":{"code":"RATELIMITED"}}]}`))
+		_, err = bundle.source.Execute(ctx, linear.ActionCreateIssue, json.RawMessage(`{"teamId":"team-eng","title":"t"}`), execContext())
+		require.Equal(t, "ratelimited", requireExecError(t, err).Code)
+	})
+
 	t.Run("CreateIssueWithoutSuccess", func(t *testing.T) {
 		t.Parallel()
 
