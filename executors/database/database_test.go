@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -330,6 +331,44 @@ func TestQuery_ByteCap(t *testing.T) {
 	require.LessOrEqual(t, len(data), 4096)
 	require.Contains(t, string(data), `"_truncated":true`)
 	require.Contains(t, string(data), `yyyy`)
+}
+
+// TestQuery_RowTooLargeIsNotRead: a row larger than MaxMessageBytes is
+// not read into memory to be cut to the result's 10 KiB afterwards: as
+// the first row it is a clear error, after others it ends the result
+// like the byte budget.
+func TestQuery_RowTooLargeIsNotRead(t *testing.T) {
+	tg := databasetest.NewTarget(t)
+	src := newClient(t, &database.Config{MaxConns: 1}).Source(database.Database{ID: uuid.New(), Name: "shop"})
+
+	// Just below the cap, the value is read and shortened.
+	data, e := exec(t, src, tg.URL, database.ActionQuery, map[string]any{"sql": `SELECT repeat('y', $1::int) AS big`, "params": []int{database.MaxMessageBytes - 100}})
+	require.Nil(t, e)
+	require.Contains(t, string(data), `"_truncated":true`)
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, e = query(t, src, tg.URL, `SELECT repeat('y', 50000000) AS huge`)
+	runtime.ReadMemStats(&after)
+	require.NotNil(t, e)
+	require.Equal(t, database.CodeResultTooLarge, e.Code, e.Message)
+	require.False(t, e.Retryable)
+	require.Contains(t, e.Message, "larger than 256 KiB")
+	require.Contains(t, e.Message, "50000006 bytes")
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "the 50 MB value was not read")
+
+	res, e := query(t, src, tg.URL, `SELECT n, CASE WHEN n = 3 THEN repeat('y', 50000000) ELSE 'small' END AS v FROM generate_series(1, 5) n`)
+	require.Nil(t, e)
+	require.True(t, res.Truncated)
+	require.Equal(t, database.TruncatedByBytes, res.TruncatedBy)
+	require.Equal(t, `[[1,"small"],[2,"small"]]`, mustJSON(t, res.Rows))
+	require.Empty(t, res.Command)
+
+	// The connection that met the row was dropped; the next call gets a
+	// new one.
+	res, e = query(t, src, tg.URL, `SELECT count(*) FROM shop.items`)
+	require.Nil(t, e)
+	require.Equal(t, `3`, string(res.Rows[0][0]))
 }
 
 func TestQuery_ValuesAndParams(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/platform/netguard"
@@ -31,6 +32,10 @@ const (
 	// table, permission, a bad parameter...). Running it again would not
 	// help.
 	CodeQueryError = "query_error"
+	// CodeResultTooLarge: the first row of the result (or another
+	// message of the server) is larger than MaxMessageBytes, so it was
+	// not read.
+	CodeResultTooLarge = "result_too_large"
 	// CodeConnectionRefused: the server refused the login (password, role,
 	// database name).
 	CodeConnectionRefused = "connection_refused"
@@ -78,6 +83,12 @@ func (s *source) classify(ctx context.Context, err error, sc scrubber) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return classifyPg(pgErr, s.db, sc)
+	}
+	var tooLarge *pgproto3.ExceededMaxBodyLenErr
+	if errors.As(err, &tooLarge) {
+		return &executors.Error{Code: CodeResultTooLarge, Cause: err,
+			Message: fmt.Sprintf("a row of the result is larger than %d KiB (it has %d bytes), the most outboxd reads of one row; a result keeps about %d KiB: "+
+				"select less of it, such as left(column, 1000) or one key of a document", MaxMessageBytes>>10, tooLarge.ActualBodyLen, s.client.cfg.MaxResultBytes/1024)}
 	}
 	if errors.Is(err, netguard.ErrNotAllowed) {
 		var addrErr *netguard.AddrError

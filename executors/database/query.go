@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/outboxd/outboxd/executors"
@@ -21,6 +22,14 @@ const (
 	TruncatedByRows  = "max_rows"
 	TruncatedByBytes = "max_bytes"
 )
+
+// MaxMessageBytes bounds what is read of one message of a database's
+// server, and so of one row: a result keeps MaxResultBytes (10 KiB) at
+// most, a first row up to this size is read and shortened to fit, and a
+// larger one is not read at all (result_too_large) rather than held in
+// memory whole. A larger row after the first ends the result as the
+// byte budget does.
+const MaxMessageBytes = 256 << 10
 
 // QueryResult is the result of query.
 type QueryResult struct {
@@ -88,6 +97,14 @@ func (s *source) query(ctx context.Context, tx pgx.Tx, sql string, args [][]byte
 		_, _ = rr.Close()
 	} else {
 		tag, err := rr.Close()
+		var tooLarge *pgproto3.ExceededMaxBodyLenErr
+		if errors.As(err, &tooLarge) && len(res.Rows) > 0 {
+			// A row too large to read would not have fit the budget:
+			// the result ends there, the connection already dropped.
+			res.Truncated, res.TruncatedBy = true, TruncatedByBytes
+			res.RowCount = len(res.Rows)
+			return res, nil
+		}
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "0A000" && tx.Conn().PgConn().TxStatus() == 'I' {
 			// feature_not_supported, and the transaction is over: the

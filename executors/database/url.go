@@ -3,6 +3,7 @@ package database
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/internal/platform/netguard"
@@ -129,8 +131,9 @@ func CheckURL(raw string, allowPrivate bool) (Target, error) {
 // again, with its host, port, user, password and database as the URL says
 // and nothing taken from outboxd's environment (PGPASSWORD, a .pgpass
 // file, a client certificate: PGSSLCERT, ~/.postgresql/postgresql.crt),
-// every connection read-only by default, dialed through the guard unless
-// allowPrivate, and refused when it reaches outboxd's own database.
+// every connection read-only by default, reading no message larger than
+// MaxMessageBytes, dialed through the guard unless allowPrivate, and
+// refused when it reaches outboxd's own database.
 func poolConfig(raw string, cfg *Config) (*pgxpool.Config, error) {
 	if _, err := CheckURL(raw, cfg.AllowPrivateNetworks); err != nil {
 		return nil, fmt.Errorf("%w: %w", errInvalidURL, err)
@@ -178,6 +181,11 @@ func poolConfig(raw string, cfg *Config) (*pgxpool.Config, error) {
 	}
 	cc.DialFunc = dialer.DialContext
 	cc.OnNotice, cc.OnNotification = nil, nil
+	cc.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
+		f := pgproto3.NewFrontend(r, w)
+		f.SetMaxBodyLen(MaxMessageBytes)
+		return f
+	}
 	pc.MaxConns = cfg.MaxConns
 	pc.MinConns = 0
 	pc.MaxConnIdleTime = cfg.IdleTimeout
