@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/outboxd/outboxd/internal/platform/tracing"
@@ -19,8 +20,11 @@ const IdempotencyKeyHeader = "X-Outboxd-Idempotency-Key"
 
 // CheckBaseURL checks raw, the configured BaseURL of the source with id
 // source, and returns it parsed so the caller can add checks of its own. It
-// must be an http or https URL with a host and without a query or fragment,
-// since request paths are appended to it. Error texts are prefixed with the
+// must be an http or https URL with a host, without a query or fragment,
+// not even an empty one ("…/api?" or "…/api#"), since request paths are
+// appended to it as text and would land in the query or the fragment, and
+// without credentials (user:password@), which the token in each request
+// replaces and which errors would show. Error texts are prefixed with the
 // source id, as in "slack: BaseURL ... has no host".
 func CheckBaseURL(source, raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
@@ -33,7 +37,10 @@ func CheckBaseURL(source, raw string) (*url.URL, error) {
 	if u.Host == "" {
 		return nil, fmt.Errorf("%s: BaseURL %q has no host", source, raw)
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
+	if u.User != nil {
+		return nil, fmt.Errorf("%s: BaseURL must not carry credentials", source)
+	}
+	if strings.ContainsAny(raw, "?#") {
 		return nil, fmt.Errorf("%s: BaseURL %q must not have a query or fragment", source, raw)
 	}
 	return u, nil

@@ -34,13 +34,16 @@ func TestCheckBaseURL(t *testing.T) {
 	}{
 		{name: "HTTPS", raw: "https://slack.com/api"},
 		{name: "HTTPLoopbackWithPort", raw: "http://127.0.0.1:8080"},
-		{name: "EmptyQueryMarkIsLeftToTheCaller", raw: "https://sentry.io/api/0?"},
 		{name: "Unparsable", raw: "http://[::1", wantErr: `slack: invalid BaseURL: parse "http://[::1": missing ']' in host`},
 		{name: "OtherScheme", raw: "ftp://slack.com/api", wantErr: `slack: BaseURL "ftp://slack.com/api" must use http or https`},
 		{name: "NoScheme", raw: "slack.com/api", wantErr: `slack: BaseURL "slack.com/api" must use http or https`},
 		{name: "NoHost", raw: "https:///api", wantErr: `slack: BaseURL "https:///api" has no host`},
 		{name: "Query", raw: "https://slack.com/api?x=1", wantErr: `slack: BaseURL "https://slack.com/api?x=1" must not have a query or fragment`},
 		{name: "Fragment", raw: "https://slack.com/api#x", wantErr: `slack: BaseURL "https://slack.com/api#x" must not have a query or fragment`},
+		// Appended paths would land in an empty query or fragment too.
+		{name: "EmptyQuery", raw: "https://slack.com/api?", wantErr: `slack: BaseURL "https://slack.com/api?" must not have a query or fragment`},
+		{name: "EmptyFragment", raw: "https://slack.com/api#", wantErr: `slack: BaseURL "https://slack.com/api#" must not have a query or fragment`},
+		{name: "Credentials", raw: "https://bot:hunter22@slack.com/api", wantErr: `slack: BaseURL must not carry credentials`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -6,7 +6,6 @@ package sentry
 
 import (
 	"cmp"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -57,17 +56,8 @@ func (c *Config) WithDefaults() *Config {
 }
 
 func (c *Config) validate() error {
-	u, err := httpsource.CheckBaseURL(SourceID, c.BaseURL)
-	if err != nil {
-		return err
-	}
-	if u.ForceQuery {
-		return fmt.Errorf("sentry: BaseURL %q must not have a query or fragment", c.BaseURL)
-	}
-	if u.User != nil {
-		return fmt.Errorf("sentry: BaseURL must not carry credentials")
-	}
-	return nil
+	_, err := httpsource.CheckBaseURL(SourceID, c.BaseURL)
+	return err
 }
 
 // client is what the Sentry actions run on: the checked configuration. It

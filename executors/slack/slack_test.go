@@ -123,10 +123,15 @@ func TestNew(t *testing.T) {
 			"ftp://slack.com/api",
 			"https://",
 			"https://slack.com/api?x=1",
+			// The method would land in the query or the fragment.
+			"https://slack.com/api?",
+			"https://slack.com/api#",
+			"https://bot:hunter22@slack.com/api",
 			"://bad",
 		} {
 			_, err := slack.New(&slack.Config{BaseURL: baseURL})
 			require.Error(t, err, baseURL)
+			require.NotContains(t, err.Error(), "hunter22")
 		}
 	})
 }
