@@ -1,13 +1,17 @@
 package database
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,53 +131,99 @@ func CheckURL(raw string, allowPrivate bool) (Target, error) {
 	return Target{Host: u.Host, Database: dbName}, nil
 }
 
+// driverSettings are the settings the driver (pgconn, pgx and pgxpool)
+// takes from outboxd's host when a connection string leaves them out:
+// the PG* environment variables (PGSSLMODE, PGSSLROOTCERT, PGOPTIONS,
+// PGTARGETSESSIONATTRS...), the service PGSERVICE names, ~/.pgpass and
+// the certificates of ~/.postgresql. poolConfig gives each one, so that
+// none of them changes how a registered database is reached. sslmode and
+// connect_timeout are the defaults a URL may override.
+var driverSettings = map[string]string{
+	"sslmode":         "prefer", // libpq's default
+	"connect_timeout": "10",
+	"passfile":        "",
+	// No certificate but the server's, checked against the system's roots
+	// when sslmode says so: the URL may name none, and one the driver
+	// finds on outboxd's host is outboxd's own credential.
+	"sslcertmode":          "disable",
+	"sslcert":              "",
+	"sslkey":               "",
+	"sslpassword":          "",
+	"sslrootcert":          "",
+	"sslsni":               "1",
+	"sslnegotiation":       "postgres",
+	"krbsrvname":           "",
+	"krbspn":               "",
+	"target_session_attrs": "any",
+	"min_protocol_version": "3.0",
+	"max_protocol_version": "3.0",
+	"channel_binding":      "prefer",
+	"require_auth":         "",
+	// pgx's and pgxpool's own, which only a service file could bring.
+	"default_query_exec_mode":       "cache_statement",
+	"statement_cache_capacity":      "512",
+	"description_cache_capacity":    "512",
+	"pool_min_conns":                "0",
+	"pool_min_idle_conns":           "0",
+	"pool_max_conn_lifetime":        "1h",
+	"pool_max_conn_lifetime_jitter": "0s",
+	"pool_health_check_period":      "1m",
+	"pool_ping_timeout":             "0s",
+}
+
 // poolConfig is the configuration of a database's pool: the URL checked
-// again, with its host, port, user, password and database as the URL says
-// and nothing taken from outboxd's environment (PGPASSWORD, a .pgpass
-// file, a client certificate: PGSSLCERT, ~/.postgresql/postgresql.crt),
-// every connection read-only by default, reading no message larger than
-// MaxMessageBytes, dialed through the guard unless allowPrivate, and
-// refused when it reaches outboxd's own database.
+// again, and the driver given its host, port, user, password, database,
+// sslmode and connect_timeout and every other setting explicitly, so that
+// nothing comes from outboxd's host (driverSettings); every connection
+// read-only by default, reading no message larger than MaxMessageBytes,
+// dialed through the guard unless allowPrivate, and refused when it
+// reaches outboxd's own database.
 func poolConfig(raw string, cfg *Config) (*pgxpool.Config, error) {
 	if _, err := CheckURL(raw, cfg.AllowPrivateNetworks); err != nil {
 		return nil, fmt.Errorf("%w: %w", errInvalidURL, err)
 	}
 	u, _ := url.Parse(raw)
-	// The URL names no certificate (CheckURL refuses sslcert): one the
-	// driver would find is outboxd's own credential, never sent.
-	sep := "?"
-	if strings.Contains(raw, "?") {
-		sep = "&"
+	query := u.Query()
+	settings := maps.Clone(driverSettings)
+	settings["host"] = u.Hostname()
+	settings["port"] = cmp.Or(u.Port(), "5432")
+	settings["user"] = u.User.Username()
+	settings["password"], _ = u.User.Password()
+	settings["dbname"] = strings.TrimPrefix(u.Path, "/")
+	for _, name := range []string{"sslmode", "connect_timeout"} {
+		if v := query.Get(name); v != "" {
+			settings[name] = v
+		}
 	}
-	pc, err := pgxpool.ParseConfig(raw + sep + "sslcertmode=disable")
+	settings["pool_max_conns"] = strconv.Itoa(int(cfg.MaxConns))
+	settings["pool_max_conn_idle_time"] = cfg.IdleTimeout.String()
+	// Every setting is a parameter of an empty URL, each value escaped
+	// whole (%20 for a space, as the driver reads URLs like libpq).
+	var conn strings.Builder
+	conn.WriteString("postgres://?")
+	for i, name := range slices.Sorted(maps.Keys(settings)) {
+		if i > 0 {
+			conn.WriteByte('&')
+		}
+		conn.WriteString(name + "=" + strings.ReplaceAll(url.QueryEscape(settings[name]), "+", "%20"))
+	}
+	pc, err := pgxpool.ParseConfig(conn.String())
 	if err != nil {
+		if _, ok := os.LookupEnv("PGSERVICE"); ok {
+			// The driver looks the service up whatever the connection
+			// string says, and fails when it is not found.
+			return nil, fmt.Errorf("%w: the Postgres driver cannot find the service that outboxd's environment names in PGSERVICE: unset it", errInvalidURL)
+		}
 		return nil, fmt.Errorf("%w: it cannot be parsed", errInvalidURL)
 	}
 	cc := pc.ConnConfig
-	cc.Host = u.Hostname()
-	cc.Port = 5432
-	if p := u.Port(); p != "" {
-		n, _ := strconv.Atoi(p)
-		cc.Port = uint16(n)
-	}
-	cc.User = u.User.Username()
-	cc.Password, _ = u.User.Password()
-	cc.Database = strings.TrimPrefix(u.Path, "/")
-	for _, fb := range cc.Fallbacks {
-		fb.Host, fb.Port = cc.Host, cc.Port
-	}
-	appName := u.Query().Get("application_name")
-	if appName == "" {
-		appName = "outboxd"
-	}
+	// The session's settings are outboxd's alone (not PGOPTIONS, PGTZ or
+	// a service's options).
 	cc.RuntimeParams = map[string]string{
-		"application_name": appName,
+		"application_name": cmp.Or(query.Get("application_name"), "outboxd"),
 		// The transaction each call opens is READ ONLY whatever this
 		// says; this covers anything that would run outside it.
 		"default_transaction_read_only": "on",
-	}
-	if u.Query().Get("connect_timeout") == "" {
-		cc.ConnectTimeout = 10 * time.Second
 	}
 	dialer := &net.Dialer{Timeout: cc.ConnectTimeout, KeepAlive: 30 * time.Second}
 	if !cfg.AllowPrivateNetworks {
@@ -186,9 +236,6 @@ func poolConfig(raw string, cfg *Config) (*pgxpool.Config, error) {
 		f.SetMaxBodyLen(MaxMessageBytes)
 		return f
 	}
-	pc.MaxConns = cfg.MaxConns
-	pc.MinConns = 0
-	pc.MaxConnIdleTime = cfg.IdleTimeout
 	if cfg.Own != (Identity{}) {
 		pc.AfterConnect = refuseOwn(cfg.Own)
 	}
