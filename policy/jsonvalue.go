@@ -235,6 +235,38 @@ func measure(v *value) int {
 	return v.size
 }
 
+// StorableAsWritten reports whether doc is valid JSON that Postgres's
+// jsonb, where outboxd stores documents, holds as written: every number
+// within jsonbNumber's bounds and no string or key with a NUL (\u0000).
+// Redact writes any other such number as a string and a NUL as U+FFFD; a
+// caller that must keep a document as it is can keep it as text instead.
+func StorableAsWritten(doc []byte) bool {
+	v, err := parseJSON(doc)
+	return err == nil && storableAsWritten(&v)
+}
+
+func storableAsWritten(v *value) bool {
+	switch v.kind {
+	case kindNumber:
+		return jsonbNumber(v.str)
+	case kindString:
+		return strings.IndexByte(v.str, 0) < 0
+	case kindArray:
+		for i := range v.elems {
+			if !storableAsWritten(&v.elems[i]) {
+				return false
+			}
+		}
+	case kindObject:
+		for i := range v.members {
+			if strings.IndexByte(v.members[i].key, 0) >= 0 || !storableAsWritten(&v.members[i].val) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // jsonbNumber reports whether Postgres's jsonb, where outboxd stores
 // documents, can hold the JSON number literal lit: at most 131072 digits
 // before the decimal point and 16383 after, once the exponent is applied

@@ -319,10 +319,12 @@ func TestRedact_NumbersJSONBCannotHoldBecomeText(t *testing.T) {
 	for _, n := range storable {
 		require.True(t, jsonbNumber(n), n)
 		doc := `{"n":[` + n + `]}`
+		require.True(t, StorableAsWritten([]byte(doc)), doc)
 		require.Equal(t, doc, string(Redact(json.RawMessage(doc))), "kept as written")
 	}
 	for _, n := range refused {
 		require.False(t, jsonbNumber(n), n)
+		require.False(t, StorableAsWritten([]byte(`{"a":1,"n":[2,`+n+`]}`)), n)
 		out := Redact(json.RawMessage(`{"n":[` + n + `]}`))
 		require.Equal(t, `{"n":["`+n+`"]}`, string(out), "kept as its text")
 		require.Equal(t, string(out), string(Redact(out)), "idempotent")
@@ -330,6 +332,19 @@ func TestRedact_NumbersJSONBCannotHoldBecomeText(t *testing.T) {
 		cut := Truncate(padded, MinTruncateBytes)
 		require.True(t, json.Valid(cut), "measured as a string")
 		require.LessOrEqual(t, len(cut), MinTruncateBytes)
+	}
+}
+
+// StorableAsWritten: what jsonb holds as written, which Redact keeps as
+// it is (but for secrets).
+func TestStorableAsWritten(t *testing.T) {
+	t.Parallel()
+	for _, doc := range []string{`{}`, `null`, ` [1, "a", {"b": [true, -1.5E+3]}] `, `"1e999999"`, `["\\u0000"]`, `{"k":"\u0001"}`} {
+		require.True(t, StorableAsWritten([]byte(doc)), doc)
+		require.JSONEq(t, doc, string(Redact(json.RawMessage(doc))), doc)
+	}
+	for _, doc := range []string{`["x\u0000y"]`, `{"k\u0000":1}`, `{"a":{"b":[0e-99999]}}`, `1e999999`, `{"a":`, ``, `[1,]`} {
+		require.False(t, StorableAsWritten([]byte(doc)), doc)
 	}
 }
 

@@ -413,17 +413,19 @@ func TestQuery_ValuesAndParams(t *testing.T) {
 // TestQuery_JSONNumbersJSONBCannotHold: json keeps its numbers as
 // written, and the stored result is jsonb, whose numbers have at most
 // 131072 digits before the point and 16383 after: a document with a
-// number beyond that comes back as text, so the result can be stored (it
-// could not, and every attempt ran the statement again).
+// number beyond that (or a \u0000) comes back as text, so the result can
+// be stored (it could not, and every attempt ran the statement again).
+// The bounds are policy's: a document within them comes back as JSON.
 func TestQuery_JSONNumbersJSONBCannotHold(t *testing.T) {
 	tg := databasetest.NewTarget(t)
 	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop"})
 	data, e := exec(t, src, tg.URL, database.ActionQuery, map[string]any{
-		"sql": `SELECT '[1e999999]'::json AS huge, '{"n": 0e-99999}'::json AS tiny, '{"n": -1.5E+3, "s": "1e999999"}'::json AS fine`})
+		"sql": `SELECT '[1e999999]'::json AS huge, '{"n": 0e-99999}'::json AS tiny, '{"n": -1.5E+3, "s": "1e999999"}'::json AS fine,
+		               '[1e5000, 1e-5000]'::json AS big, '{"k\u0000": 1}'::json AS nul, '["\\u0000"]'::json AS escaped`})
 	require.Nil(t, e)
 	var res database.QueryResult
 	require.NoError(t, json.Unmarshal(data, &res))
-	require.Equal(t, `["[1e999999]","{\"n\": 0e-99999}",{"n":-1.5E+3,"s":"1e999999"}]`, mustJSON(t, res.Rows[0]))
+	require.Equal(t, `["[1e999999]","{\"n\": 0e-99999}",{"n":-1.5E+3,"s":"1e999999"},[1e5000,1e-5000],"{\"k\\u0000\": 1}",["\\u0000"]]`, mustJSON(t, res.Rows[0]))
 
 	conn, err := pgx.Connect(context.Background(), tg.AdminURL)
 	require.NoError(t, err)

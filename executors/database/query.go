@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -15,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/policy"
 )
 
 // Why a result was cut short.
@@ -185,8 +185,8 @@ func jsonValue(oid uint32, v []byte) json.RawMessage {
 	case oidJSON:
 		// json keeps the text as written, which may hold \u0000 or a
 		// number beyond jsonb's numeric, which the stored (jsonb) result
-		// cannot: such a document stays text.
-		if json.Valid(v) && !bytes.Contains(v, []byte(`\u0000`)) && jsonbNumbers(v) {
+		// cannot: such a document stays text, whole.
+		if policy.StorableAsWritten(v) {
 			var b bytes.Buffer
 			if json.Compact(&b, v) == nil {
 				return b.Bytes()
@@ -195,40 +195,6 @@ func jsonValue(oid uint32, v []byte) json.RawMessage {
 	}
 	s, _ := json.Marshal(string(v))
 	return s
-}
-
-// jsonbNumbers reports whether every number of the valid JSON document
-// doc is one jsonb stores: at most 131072 digits before the point and
-// 16383 after. It allows, to be safe, numbers of at most 1000 characters
-// with an exponent from -1000 to 1000.
-func jsonbNumbers(doc []byte) bool {
-	inString := false
-	for i := 0; i < len(doc); i++ {
-		c := doc[i]
-		switch {
-		case inString && c == '\\':
-			i++ // past the escaped character
-		case c == '"':
-			inString = !inString
-		case !inString && (c == '-' || c >= '0' && c <= '9'):
-			end := i
-			for end < len(doc) && strings.IndexByte("+-.0123456789eE", doc[end]) >= 0 {
-				end++
-			}
-			num := doc[i:end]
-			if len(num) > 1000 {
-				return false
-			}
-			if e := bytes.IndexAny(num, "eE"); e >= 0 {
-				exp, err := strconv.Atoi(string(num[e+1:]))
-				if err != nil || exp < -1000 || exp > 1000 {
-					return false
-				}
-			}
-			i = end - 1
-		}
-	}
-	return true
 }
 
 // typeName names a column type: its Postgres name when pgx knows it, else
