@@ -157,7 +157,8 @@ func execCapped(spec *Spec) error {
 
 // buildRoot makes a new root file system holding only the paths the
 // program may use, bound from the host at the same places, and hosts as
-// its /etc/hosts (none when nil), and pivots into it: whatever else
+// its /etc/hosts (none when nil), and pivots into it, with the hidden
+// directories (hiddenPaths, Spec.Hide) empty: whatever else
 // exists on the host (sockets, /proc, /tmp, the config file, the host's
 // name resolution) is not there at all.
 func buildRoot(spec *Spec, hosts []byte) error {
@@ -199,6 +200,7 @@ func buildRoot(spec *Spec, hosts []byte) error {
 	if err := unix.Mount("proc", proc, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mounting /proc: %w", err)
 	}
+	hidden := hide(spec)
 	if err := unix.Chdir(root); err != nil {
 		return err
 	}
@@ -211,7 +213,42 @@ func buildRoot(spec *Spec, hosts []byte) error {
 	if err := unix.Chdir("/"); err != nil {
 		return err
 	}
+	// Paths are the new root's now: one that is not a directory there
+	// (it does not exist, or a link leads outside) hides nothing.
+	for _, p := range hidden {
+		if info, err := os.Stat(p); err != nil || !info.IsDir() {
+			continue
+		}
+		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0755"); err != nil {
+			return fmt.Errorf("hiding %s: %w", p, err)
+		}
+	}
 	return readOnly("/")
+}
+
+// hide returns the directories the program sees empty: hiddenPaths and
+// spec.Hide, but none that holds a path of the program's own (its
+// package, an executable, its workspace), which the administrator put
+// there.
+func hide(spec *Spec) []string {
+	resolve := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return p
+	}
+	own := append(append([]string{spec.Workspace}, spec.Read...), spec.Exec...)
+	var out []string
+next:
+	for _, h := range append(append([]string(nil), hiddenPaths...), spec.Hide...) {
+		for _, p := range own {
+			if p, h := resolve(p), resolve(h); p == h || strings.HasPrefix(p, h+"/") {
+				continue next
+			}
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // bindInto puts the host's path p at root+p, unless it is beneath a

@@ -12,6 +12,12 @@ var systemPaths = []string{
 	"/etc/nsswitch.conf", "/etc/localtime", "/etc/alternatives",
 }
 
+// hiddenPaths are directories beneath the system paths that hold secrets
+// rather than what programs need: private keys of TLS, and the
+// configuration of software installed under /usr/local (which may be
+// outboxd's own). A sandboxed program sees them empty.
+var hiddenPaths = []string{"/etc/ssl/private", "/etc/pki/tls/private", "/etc/pki/CA/private", "/usr/local/etc"}
+
 // devices are the device files every sandboxed program gets: the first
 // read-write, the others read-only.
 var devices = []string{"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"}

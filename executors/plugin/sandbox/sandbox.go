@@ -43,6 +43,9 @@ type Spec struct {
 	// Read are further files and directories the program may read: the
 	// plugin's own directory. System paths (systemPathsFor) are added.
 	Read []string
+	// Hide are directories beneath Read the program sees empty (the
+	// system's that hold secrets, hiddenPaths, are added).
+	Hide []string
 	// Exec are the only files the program (and what it starts) may
 	// execute; each must also be readable (under Read or the system
 	// paths), or is made so.

@@ -258,3 +258,35 @@ func TestCommand_MemoryIsCappedHoweverHeld(t *testing.T) {
 	require.Equal(t, "0 shmget: function not implemented", hold(512, "sysv-shm"))
 	require.Equal(t, "0 semget: function not implemented", hold(512, "sysv-sem"))
 }
+
+// Directories that hold secrets beneath the paths a program may read
+// (private keys in /etc/ssl, local configuration in /usr/local, or a
+// Spec's Hide) are empty in the sandbox: a key there that outboxd's user
+// may read, as it may when outboxd runs as that user, was readable.
+func TestCommand_HiddenDirectoriesAreEmpty(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	require.NoError(t, err)
+	bash, err = filepath.EvalSymlinks(bash)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "private"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "private", "key"), []byte("secret"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "public"), []byte("public"), 0o644))
+
+	s := spec(t, bash, "-c", `shopt -s nullglob; echo "$(< "$1/public")"; echo "key: $(< "$1/private/key")"
+for d in /etc/ssl/private /usr/local/etc; do f=("$d"/*); echo "$d: ${#f[@]}"; done`, "bash", dir)
+	s.Exec = []string{bash, loader(t, bash)}
+	s.Read = []string{dir}
+	s.Hide = []string{filepath.Join(dir, "private")}
+	out, err := run(t, s)
+	require.NoError(t, err)
+	require.Equal(t, "public\nkey: \n/etc/ssl/private: 0\n/usr/local/etc: 0\n", out)
+
+	// A directory holding the program's own paths is not hidden: the
+	// administrator put them there.
+	s.Hide = []string{dir}
+	out, err = run(t, s)
+	require.NoError(t, err)
+	require.Equal(t, "public\nkey: secret\n/etc/ssl/private: 0\n/usr/local/etc: 0\n", out)
+}
