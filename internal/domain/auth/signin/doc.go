@@ -18,8 +18,10 @@
 //   - The session is the ID token's claims mapped to outboxd's with the
 //     identity provider's claim mapping (auth.idp.claims.*,
 //     auth.idp.defaults.*; auth.Verifier.Identity), which must give a user
-//     with a role. It is stateless: a cookie (HttpOnly, SameSite=Lax,
-//     Secure when the redirect URL is https) holding the mapped claims, a
+//     with a role. It is stateless: a cookie (HttpOnly, SameSite=Lax; when
+//     the redirect URL is https, Secure and named __Host-outboxd_session, so
+//     that no other host, a sibling subdomain, can set or overwrite it, and
+//     only that name is read) holding the mapped claims, a
 //     CSRF token and the expiry, sealed with secrets.key (AES-256-GCM, so a
 //     forged or altered cookie is refused, and a key rotation keeps
 //     sessions working). It expires with the ID token, or sooner with

@@ -33,8 +33,18 @@ const (
 	// ConsolePath is where a signed-in browser lands, and where the
 	// provider sends it back after signing out.
 	ConsolePath = "/console/"
-	// SessionCookie is the name of the session cookie.
+	// SessionCookie is the name of the session cookie when outboxd is
+	// reached over http (a development address such as 127.0.0.1, where a
+	// cookie cannot be Secure).
 	SessionCookie = "outboxd_session"
+	// SecureSessionCookie is the session cookie's name when outboxd is
+	// reached over https. A browser takes a __Host- cookie only when it is
+	// Secure, for path / and without a Domain, so no other host (a sibling
+	// subdomain) can set or overwrite it. Over https only this name is
+	// read.
+	SecureSessionCookie = hostPrefix + SessionCookie
+	// hostPrefix is the cookie name prefix that binds a cookie to the host.
+	hostPrefix = "__Host-"
 	// CSRFHeader carries a session's CSRF token on mutating requests.
 	CSRFHeader = "X-CSRF-Token"
 	// flowCookie holds a sign-in in progress.
@@ -219,6 +229,10 @@ var ErrNoSession = errors.New("no console session")
 // forged, altered, sealed with a key no longer configured, or expired.
 var ErrInvalidSession = errors.New("invalid console session")
 
+// ErrSessionExpired is Session's error for a session cookie whose session
+// has expired (an ErrInvalidSession).
+var ErrSessionExpired = fmt.Errorf("%w: the session has expired", ErrInvalidSession)
+
 // Session is a signed-in person.
 type Session struct {
 	// Claims are the caller's, as the ID token's claims mapped; their exp
@@ -271,7 +285,7 @@ func (s *SignIn) Start(r *http.Request) (string, *http.Cookie, error) {
 func (s *SignIn) Finish(r *http.Request) (string, []*http.Cookie, error) {
 	now := s.cfg.Now()
 	var f flow
-	ck, err := r.Cookie(flowCookie)
+	ck, err := r.Cookie(cookieName(flowCookie, s.redirectURL(r)))
 	if err != nil {
 		return "", nil, &Error{Invalid, "sign_in_not_started", "no sign-in is in progress in this browser (its cookie is missing or expired): sign in again from the console"}
 	}
@@ -364,10 +378,10 @@ func (s *SignIn) Finish(r *http.Request) (string, []*http.Cookie, error) {
 }
 
 // Session returns the request's session: ErrNoSession without a session
-// cookie, ErrInvalidSession (wrapped, with the reason) for one that is not
-// valid or has expired.
+// cookie, ErrSessionExpired for one that has expired, ErrInvalidSession
+// (wrapped, with the reason) for one that is not valid.
 func (s *SignIn) Session(r *http.Request) (*Session, error) {
-	ck, err := r.Cookie(SessionCookie)
+	ck, err := r.Cookie(cookieName(SessionCookie, s.redirectURL(r)))
 	if err != nil || ck.Value == "" {
 		return nil, ErrNoSession
 	}
@@ -376,7 +390,7 @@ func (s *SignIn) Session(r *http.Request) (*Session, error) {
 		return nil, fmt.Errorf("%w: the cookie is not one outboxd sealed", ErrInvalidSession)
 	}
 	if !s.cfg.Now().Before(sess.Claims.ExpiresAt.Time) {
-		return nil, fmt.Errorf("%w: the session has expired", ErrInvalidSession)
+		return nil, ErrSessionExpired
 	}
 	return &Session{Claims: sess.Claims, CSRF: sess.CSRF}, nil
 }
@@ -417,12 +431,12 @@ func (s *SignIn) redirectURL(r *http.Request) string {
 	return httpserver.Origin(r, s.cfg.TrustForwarded) + CallbackPath
 }
 
-// cookie is an HttpOnly, SameSite=Lax cookie for the whole origin, Secure
-// when outboxd is reached over https.
+// cookie is an HttpOnly, SameSite=Lax cookie for the whole origin; when
+// outboxd is reached over https, Secure and named with the __Host- prefix.
 func (s *SignIn) cookie(name, value, redirect string, maxAge int) *http.Cookie {
 	c := &http.Cookie{
-		Name: name, Value: value, Path: "/", MaxAge: maxAge,
-		HttpOnly: true, Secure: strings.HasPrefix(redirect, "https://"), SameSite: http.SameSiteLaxMode,
+		Name: cookieName(name, redirect), Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, Secure: secure(redirect), SameSite: http.SameSiteLaxMode,
 	}
 	if maxAge > 0 {
 		c.Expires = s.cfg.Now().Add(time.Duration(maxAge) * time.Second)
@@ -448,6 +462,19 @@ func (s *SignIn) open(value string, additional []byte, v any) error {
 		return err
 	}
 	return json.Unmarshal(plain, v)
+}
+
+// secure reports whether outboxd is reached over https, as its redirect
+// URL says.
+func secure(redirect string) bool { return strings.HasPrefix(redirect, "https://") }
+
+// cookieName is the name of the cookie name when outboxd is reached at
+// redirect: with the __Host- prefix over https.
+func cookieName(name, redirect string) string {
+	if secure(redirect) {
+		return hostPrefix + name
+	}
+	return name
 }
 
 // landing is the console beside the callback path of redirect.

@@ -2,9 +2,13 @@ package signin_test
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,8 +26,11 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	provider := signintest.Start(t, nil)
-	verifier, err := auth.New(context.Background(), &auth.Config{IdP: auth.IdPConfig{Issuer: provider.Issuer, Audience: []string{"outboxd"}}})
+	provider := signintest.Start(t, map[string]map[string]any{signintest.Admin: {"tenant": "org-a", "role": "admin"}})
+	verifier, err := auth.New(context.Background(), &auth.Config{IdP: auth.IdPConfig{
+		Issuer: provider.Issuer, Audience: []string{"outboxd"},
+		Claims: auth.ClaimNames{Org: "tenant"}, Defaults: auth.ClaimDefaults{Kind: auth.KindUser},
+	}})
 	require.NoError(t, err)
 	t.Cleanup(verifier.Close)
 	box, err := secretbox.New(secretbox.NewKey())
@@ -134,4 +141,96 @@ func TestSignIn_Config(t *testing.T) {
 		_, err := signin.New(context.Background(), b.deps, &cfg)
 		require.Error(t, err, name)
 	}
+}
+
+var loginID = regexp.MustCompile(`name="id" value="([^"]+)"`)
+
+// signInAt goes through the provider's login page as the admin from the
+// authorization URL location, and returns the callback's URL on host the
+// provider sends the browser to (not followed).
+func (b *testBundle) signInAt(t *testing.T, location, host string) string {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	br := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if req.URL.Host == host {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	resp, err := br.Get(location)
+	require.NoError(t, err)
+	page, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	m := loginID.FindSubmatch(page)
+	require.NotNil(t, m, "the provider's login page: %s", page)
+	resp, err = br.PostForm(b.provider.URL+"/login/username", url.Values{
+		"id": {string(m[1])}, "username": {b.provider.Username(signintest.Admin)}, "password": {signintest.Password},
+	})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	return resp.Header.Get("Location")
+}
+
+// TestSignIn_HostPrefixOverHTTPS: over https the sign-in's and the
+// session's cookies are __Host- cookies (Secure, path /, no Domain), so a
+// sibling subdomain can neither plant nor overwrite them, and only that
+// name is read; over http they keep their plain names, and only those are
+// read.
+func TestSignIn_HostPrefixOverHTTPS(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const origin = "https://outboxd.example.com"
+	b.provider.AllowOrigin(origin)
+	s := b.signIn(t, signin.Config{RedirectURL: origin + signin.CallbackPath, Scopes: []string{"openid", signintest.Scope}})
+	location, flow, err := s.Start(httptest.NewRequest("GET", "http://internal:8080/auth/login", nil))
+	require.NoError(t, err)
+	require.Equal(t, "__Host-outboxd_signin", flow.Name)
+	require.True(t, flow.Secure)
+	require.Equal(t, "/", flow.Path)
+	require.Empty(t, flow.Domain)
+
+	callback := b.signInAt(t, location, "outboxd.example.com")
+	require.True(t, strings.HasPrefix(callback, origin+signin.CallbackPath+"?"), callback)
+	planted := httptest.NewRequest("GET", callback, nil)
+	planted.AddCookie(&http.Cookie{Name: "outboxd_signin", Value: flow.Value})
+	_, _, err = s.Finish(planted)
+	var se *signin.Error
+	require.ErrorAs(t, err, &se, "the plain name is not read over https")
+	require.Equal(t, "sign_in_not_started", se.Code)
+
+	req := httptest.NewRequest("GET", callback, nil)
+	req.AddCookie(flow)
+	_, cookies, err := s.Finish(req)
+	require.NoError(t, err)
+	session := cookies[0]
+	require.Equal(t, signin.SecureSessionCookie, session.Name)
+	require.Equal(t, "__Host-outboxd_session", session.Name)
+	require.True(t, session.Secure)
+	require.True(t, session.HttpOnly)
+	require.Equal(t, "/", session.Path)
+	require.Empty(t, session.Domain)
+	require.Equal(t, "__Host-outboxd_signin", cookies[1].Name, "the sign-in's cookie is cleared by its name")
+
+	read := func(s *signin.SignIn, name string) error {
+		req := httptest.NewRequest("GET", "http://internal:8080/v1/invocations", nil)
+		req.AddCookie(&http.Cookie{Name: name, Value: session.Value})
+		_, err := s.Session(req)
+		return err
+	}
+	require.NoError(t, read(s, signin.SecureSessionCookie))
+	require.ErrorIs(t, read(s, signin.SessionCookie), signin.ErrNoSession, "over https the weaker name is not read")
+	clear, _ := s.SignOut(httptest.NewRequest("POST", "http://internal:8080/auth/logout", nil))
+	require.Equal(t, signin.SecureSessionCookie, clear.Name)
+	require.True(t, clear.Secure)
+
+	// The same key, reached over http: the plain name only.
+	plain := b.signIn(t, signin.Config{})
+	require.NoError(t, read(plain, signin.SessionCookie))
+	require.ErrorIs(t, read(plain, signin.SecureSessionCookie), signin.ErrNoSession)
+	clear, _ = plain.SignOut(httptest.NewRequest("POST", "http://internal:8080/auth/logout", nil))
+	require.Equal(t, signin.SessionCookie, clear.Name)
+	require.False(t, clear.Secure)
 }
