@@ -48,6 +48,9 @@ func init() {
 	os.Exit(0)
 }
 
+// hostname is the sandbox's host name.
+const hostname = "sandbox"
+
 // Rlimits of the program: a sandboxed plugin is small and short-lived.
 // The stack's is the usual 8 MiB, soft and hard: RLIMIT_DATA does not
 // count the stack, and outboxd's hard limit is often unlimited.
@@ -69,6 +72,11 @@ func enter(spec *Spec) error {
 	}
 	if err := buildRoot(spec, hosts); err != nil {
 		return err
+	}
+	// The UTS namespace starts with the host's name: not the program's to
+	// know (or send).
+	if err := unix.Sethostname([]byte(hostname)); err != nil {
+		return fmt.Errorf("sethostname: %w", err)
 	}
 	for res, limit := range rlimits {
 		if err := lower(res, limit); err != nil {

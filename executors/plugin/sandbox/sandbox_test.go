@@ -290,3 +290,16 @@ for d in /etc/ssl/private /usr/local/etc; do f=("$d"/*); echo "$d: ${#f[@]}"; do
 	require.NoError(t, err)
 	require.Equal(t, "public\nkey: secret\n/etc/ssl/private: 0\n/usr/local/etc: 0\n", out)
 }
+
+// The program sees a host name of its own, not the host's.
+func TestCommand_HostName(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	require.NoError(t, err)
+	bash, err = filepath.EvalSymlinks(bash)
+	require.NoError(t, err)
+	s := spec(t, bash, "-c", "echo $HOSTNAME")
+	s.Exec = []string{bash, loader(t, bash)}
+	out, err := run(t, s)
+	require.NoError(t, err)
+	require.Equal(t, "sandbox\n", out)
+}
