@@ -408,10 +408,11 @@ func restrict(spec *Spec) error {
 			if err != nil {
 				continue // not there
 			}
+			own := rights
 			if !info.IsDir() {
-				rights &= fileRights
+				own &= fileRights
 			}
-			rules = append(rules, landlock.PathAccess(rights, p))
+			rules = append(rules, landlock.PathAccess(own, p))
 		}
 	}
 	grant(readRights, read...)

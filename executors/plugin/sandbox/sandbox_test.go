@@ -303,3 +303,26 @@ func TestCommand_HostName(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "sandbox\n", out)
 }
+
+// The program may list the directories it may read, its own package's
+// included: the right to list them was dropped for every path granted
+// after the first file of the list (/etc/ld.so.cache), so a program
+// could not list /etc/ssl/certs or its package, and Python, which lists
+// a directory to import from it, found no module of its package.
+func TestCommand_ReadDirectoriesCanBeListed(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	require.NoError(t, err)
+	bash, err = filepath.EvalSymlinks(bash)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	for _, name := range []string{"a.txt", "b.txt"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o644))
+	}
+	s := spec(t, bash, "-c", `shopt -s nullglob; f=("$1"/*); echo "${f[@]##*/}"`, "bash", dir)
+	s.Exec = []string{bash, loader(t, bash)}
+	s.Read = []string{dir}
+	out, err := run(t, s)
+	require.NoError(t, err)
+	require.Equal(t, "a.txt b.txt\n", out)
+}
