@@ -588,6 +588,22 @@ func TestErrorsNeverShowTheURL(t *testing.T) {
 // integer" quotes the value): the error is valid UTF-8, which the
 // invocation's error can store (it could not, and every attempt ran the
 // statement again).
+// TestQuery_ServerErrorTextIsBounded: the server's error can quote the
+// agent's value whole; the invocation's error, stored and logged, keeps
+// 2 KiB of it.
+func TestQuery_ServerErrorTextIsBounded(t *testing.T) {
+	tg := databasetest.NewTarget(t)
+	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop"})
+	_, e := query(t, src, tg.URL, `SELECT repeat('é', 100000)::int`)
+	require.NotNil(t, e)
+	require.Equal(t, database.CodeQueryError, e.Code)
+	require.False(t, e.Retryable)
+	require.True(t, utf8.ValidString(e.Message))
+	require.LessOrEqual(t, len(e.Message), 2100)
+	require.True(t, strings.HasPrefix(e.Message, `invalid input syntax for type integer: "éé`), e.Message[:60])
+	require.True(t, strings.HasSuffix(e.Message, `éé… (SQLSTATE 22P02)`), e.Message[len(e.Message)-60:])
+}
+
 func TestQuery_ErrorsOfASQLASCIIServerAreUTF8(t *testing.T) {
 	tg := databasetest.NewTarget(t)
 	ctx := context.Background()

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -124,6 +125,23 @@ func (s *source) classify(ctx context.Context, err error, sc scrubber) error {
 	return &executors.Error{Code: CodeUnavailable, Retryable: true, Message: sc.clean(err.Error())}
 }
 
+// maxServerText bounds what an error keeps of the server's text: it can
+// quote a value of the agent's statement whole (invalid input syntax for
+// type integer: "..."), and the invocation's error is stored and logged.
+const maxServerText = 2048
+
+// clip shortens s to at most n bytes, at a character boundary, with "…".
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	n -= len("…")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
 // classifyPg classifies an error the server sent.
 func classifyPg(pgErr *pgconn.PgError, db Database, sc scrubber) error {
 	text := pgErr.Message
@@ -133,7 +151,7 @@ func classifyPg(pgErr *pgconn.PgError, db Database, sc scrubber) error {
 	if pgErr.Hint != "" {
 		text += "; hint: " + pgErr.Hint
 	}
-	text = sc.clean(fmt.Sprintf("%s (SQLSTATE %s)", text, pgErr.Code))
+	text = fmt.Sprintf("%s (SQLSTATE %s)", clip(sc.clean(text), maxServerText), pgErr.Code)
 	class := pgErr.Code[:2]
 	switch {
 	case pgErr.Code == "25006": // read_only_sql_transaction
