@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -223,7 +222,8 @@ func memhog(t *testing.T) string {
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(dir, 0o755))
 	bin := filepath.Join(dir, "memhog")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./testdata/memhog")
+	// go test puts its own go first in PATH.
+	build := exec.Command("go", "build", "-o", bin, "./testdata/memhog")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
