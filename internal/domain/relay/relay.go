@@ -142,14 +142,22 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 }
 
 // once moves one batch of notices past the consumer's cursor, inserting
-// the jobs they make in the same transaction, and returns how many
-// notices it read.
+// the jobs they make in the same (repeatable read) transaction, and
+// returns how many notices it read.
 func (r *Relay) once(ctx context.Context, c *Consumer) (int, error) {
 	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 	if err != nil {
 		return 0, err
 	}
 	return dbutil.WithTxV(ctx, r.pool, func(ctx context.Context, tx pgx.Tx) (int, error) {
+		// The scope, the notices and what Jobs reads are read in one
+		// snapshot. Read one statement at a time, an organization whose
+		// scope (its first webhook endpoint) committed between the scope
+		// and the notices would have its notices of that moment read, out
+		// of scope, and passed over for good.
+		if _, err := tx.Exec(ctx, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
+			return 0, fmt.Errorf("%s relay: %w", c.Name, err)
+		}
 		after, err := r.cursors.Lock(ctx, tx, c.Name)
 		if err != nil {
 			return 0, err
