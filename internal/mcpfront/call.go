@@ -246,7 +246,8 @@ var waitTool = &mcp.Tool{
 	Annotations: &mcp.ToolAnnotations{Title: "Wait for a pending call", ReadOnlyHint: true, IdempotentHint: true},
 }
 
-// waitAgain is outboxd_wait: it waits on one of the session's invocations.
+// waitAgain is outboxd_wait: it waits on one of the session's invocations
+// (a service token's: one of its automation's envelopes).
 func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.RawMessage, cr callRequest) (*mcp.CallToolResult, error) {
 	var args struct {
 		InvocationID string `json:"invocation_id"`
@@ -258,6 +259,9 @@ func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.R
 	var err error
 	if c.Kind == outboxauth.KindService {
 		inv, err = s.outbox.GetEnvelope(ctx, c.Org, args.InvocationID)
+		if err == nil && !ownEnvelope(c, inv) {
+			err = fmt.Errorf("%w: envelope %s", errs.NotFound, args.InvocationID)
+		}
 	} else {
 		inv, err = s.outbox.GetInSession(ctx, c.Org, c.SessionID, args.InvocationID)
 	}
@@ -270,6 +274,16 @@ func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.R
 		}
 	}
 	return s.outcome(inv, cr.origin), nil
+}
+
+// ownEnvelope reports whether c, a service token, may read inv, an
+// envelope: one of its automation's (with no automation claim, one it
+// enqueued without an automation), as GET /v1/envelopes/{id} answers.
+func ownEnvelope(c *outboxauth.Claims, inv invocation.Invocation) bool {
+	if c.AutomationID == "" {
+		return inv.AutomationID == nil && inv.RequestedBy == c.Subject
+	}
+	return deref(inv.AutomationID) == c.AutomationID
 }
 
 // idempotencyKey reads the call's idempotency key from its _meta, or else
