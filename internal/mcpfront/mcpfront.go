@@ -223,7 +223,7 @@ func New(deps *Deps) *Server {
 			return nil, fmt.Errorf("%w: no verified claims", auth.ErrInvalidToken)
 		}
 		c := v.claims
-		info := &auth.TokenInfo{UserID: c.Org + "/" + c.Subject, Extra: map[string]any{claimsKey: c, originKey: v.origin}}
+		info := &auth.TokenInfo{UserID: sessionOwner(c), Extra: map[string]any{claimsKey: c, originKey: v.origin}}
 		if c.ExpiresAt != nil {
 			info.Expiration = c.ExpiresAt.Time
 		} else {
@@ -232,6 +232,16 @@ func New(deps *Deps) *Server {
 		return info, nil
 	}, nil)(streamable)
 	return s
+}
+
+// sessionOwner is who may use a 2025-11-25 session (the SDK answers
+// another's requests 403): a token of the same organization, kind,
+// subject, session, automation and user as the one that started it,
+// which its calls and its catalog depend on. Encoded as a JSON array,
+// no two differ only in where one ends ("a/b" and "c", "a" and "b/c").
+func sessionOwner(c *outboxauth.Claims) string {
+	b, _ := json.Marshal([]string{c.Org, string(c.Kind), c.Subject, c.SessionID, c.AutomationID, c.UserID})
+	return string(b)
 }
 
 // sessionlessVersion is the first protocol version without sessions
