@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/outboxd/outboxd/console"
@@ -85,11 +86,17 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 		// A human decides, or the worker has not finished (an envelope is
 		// not waited for by the outbox): wait as long as an allow-mode
 		// invoke may.
+		leave := s.waiting.enter(inv.ID)
+		defer leave()
 		latest, err := s.await(ctx, watch.Wait, inv, cr)
 		if ctx.Err() != nil {
 			// The client cancelled: the wait may have ended with the
-			// cancellation's own error, before its read.
-			s.withdraw(ctx, c, latest)
+			// cancellation's own error, before its read. Another call
+			// still waiting on the invocation (a retry with the same
+			// idempotency key) wants it: it is withdrawn by the last.
+			if leave() {
+				s.withdraw(ctx, c, latest)
+			}
 			return nil, ctx.Err()
 		}
 		if err != nil {
@@ -98,6 +105,40 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 		inv = latest
 	}
 	return s.outcome(inv, cr.origin), nil
+}
+
+// waiting counts the calls of this process waiting on each invocation,
+// so that a call whose client cancels withdraws its invocation only when
+// no other call (a retry with the same idempotency key, outboxd_wait)
+// still waits on it.
+type waiting struct {
+	mu    sync.Mutex
+	calls map[uuid.UUID]int
+}
+
+// enter notes a call waiting on id, and returns what notes its end: true
+// when it was the last call waiting on id, at its first use only.
+func (w *waiting) enter(id uuid.UUID) (leave func() (last bool)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.calls == nil {
+		w.calls = map[uuid.UUID]int{}
+	}
+	w.calls[id]++
+	left := false
+	return func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if left {
+			return false
+		}
+		left = true
+		if w.calls[id]--; w.calls[id] > 0 {
+			return false
+		}
+		delete(w.calls, id)
+		return true
+	}
 }
 
 // withdraw cancels the invocation of a call its client cancelled while it
@@ -269,6 +310,8 @@ func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.R
 		return s.refusal(err)
 	}
 	if !inv.Status.Terminal() {
+		leave := s.waiting.enter(inv.ID)
+		defer leave()
 		if inv, err = s.await(ctx, s.outbox.Wait, inv, cr); err != nil {
 			return nil, err
 		}

@@ -148,6 +148,7 @@ type Server struct {
 	// watchers is nil without Deps.Changes.
 	watchers *watchers
 	sessions *sessionLimit
+	waiting  waiting
 	// draining ends when the server shuts down (Close): waiting calls
 	// then answer where their invocation stands (await).
 	draining    context.Context
