@@ -69,6 +69,21 @@ func revokedSession() *apiError {
 	return &apiError{status: http.StatusUnauthorized, code: "token_revoked", message: "token revoked"}
 }
 
+// sessionEnded is GET /auth/session's answer to a request without a valid
+// session, whose code tells the console why (of this request's cookie
+// only): no_session, session_expired or session_invalid.
+func sessionEnded(err error) *apiError {
+	e := &apiError{status: http.StatusUnauthorized, code: "session_invalid", message: err.Error() +
+		" (altered, or sealed with a secrets.key no longer configured)"}
+	switch {
+	case errors.Is(err, signin.ErrNoSession):
+		e.code, e.message = "no_session", "no console session: sign in"
+	case errors.Is(err, signin.ErrSessionExpired):
+		e.code, e.message = "session_expired", err.Error()
+	}
+	return e
+}
+
 func csrfRefused() *apiError {
 	return &apiError{status: http.StatusForbidden, code: "csrf_token_invalid",
 		message: "a request signed in by the console's session cookie must carry the session's CSRF token in the " + signin.CSRFHeader + " header (GET /auth/session gives it)"}
@@ -138,12 +153,13 @@ func (s *Server) signInFinish(w http.ResponseWriter, r *http.Request) {
 func (s *Server) signInSession(w http.ResponseWriter, r *http.Request) {
 	sess, err := s.console.Session(r)
 	if err != nil {
-		writeError(w, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: err.Error()})
+		writeError(w, sessionEnded(err))
 		return
 	}
 	if s.sessionRevoked(sess) {
 		// Its CSRF token and who it was are no longer the browser's.
-		writeError(w, revokedSession())
+		writeError(w, &apiError{status: http.StatusUnauthorized, code: "session_revoked",
+			message: "the session was revoked: it was signed out, or an owner revoked its tokens"})
 		return
 	}
 	c := sess.Claims

@@ -263,6 +263,9 @@ func TestConsoleSignIn_Flow(t *testing.T) {
 			status, body := withCookie(t, sb.URL+"/v1/invocations", value)
 			require.Equal(t, http.StatusUnauthorized, status, body)
 			require.Contains(t, body, "invalid console session")
+			status, body = withCookie(t, sb.URL+"/auth/session", value)
+			require.Equal(t, http.StatusUnauthorized, status, body)
+			require.Contains(t, body, `"session_invalid"`, "the console can say why")
 		}
 	})
 
@@ -273,6 +276,9 @@ func TestConsoleSignIn_Flow(t *testing.T) {
 		status, body := br.call(t, "GET", sb.URL+"/v1/invocations")
 		require.Equal(t, http.StatusUnauthorized, status, body)
 		require.Contains(t, body["error"].(map[string]any)["message"], "expired")
+		status, body = br.call(t, "GET", sb.URL+"/auth/session")
+		require.Equal(t, http.StatusUnauthorized, status, body)
+		require.Equal(t, "session_expired", signInErrorCode(body), "the console can say why")
 	})
 
 	t.Run("SignOut", func(t *testing.T) {
@@ -289,6 +295,7 @@ func TestConsoleSignIn_Flow(t *testing.T) {
 
 		status, body = br.call(t, "GET", sb.URL+"/auth/session")
 		require.Equal(t, http.StatusUnauthorized, status, body, "the cookie is cleared")
+		require.Equal(t, "no_session", signInErrorCode(body))
 		status, _ = br.call(t, "GET", sb.URL+"/v1/invocations")
 		require.Equal(t, http.StatusUnauthorized, status)
 		// A copy of the cookie taken before signing out is refused too:
@@ -298,7 +305,7 @@ func TestConsoleSignIn_Flow(t *testing.T) {
 		require.Contains(t, copied, "token_revoked")
 		status, copied = withCookie(t, sb.URL+"/auth/session", session.Value)
 		require.Equal(t, http.StatusUnauthorized, status, copied, "nor does the copy get the session's CSRF token")
-		require.Contains(t, copied, "token_revoked")
+		require.Contains(t, copied, `"session_revoked"`)
 		revs := sb.Do("GET", "/v1/revocations", sb.Owner(), nil)
 		require.Len(t, revs.Body["revocations"], 1, string(revs.Raw))
 		rev := revs.Body["revocations"].([]any)[0].(map[string]any)
@@ -329,7 +336,7 @@ func TestConsoleSignIn_Flow(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, status, body, "the revoked session is refused")
 		status, body = other.call(t, "GET", sb.URL+"/auth/session")
 		require.Equal(t, http.StatusUnauthorized, status, body, "the console is not told it is signed in")
-		require.Equal(t, "token_revoked", signInErrorCode(body))
+		require.Equal(t, "session_revoked", signInErrorCode(body))
 	})
 
 	logs := sb.logs.String()
