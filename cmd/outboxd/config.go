@@ -162,12 +162,29 @@ var defaults = func() map[string]any {
 }()
 
 // keepFor reads a retention key: 0 keeps forever, which the typed configs
-// (River's too) spell -1, their 0 being the default.
+// (River's too) spell -1, their 0 being the default. A negative value is
+// refused by checkRetentions, as -1ns would read as that -1.
 func keepFor(v *viper.Viper, key string) time.Duration {
 	if d := v.GetDuration(key); d != 0 {
 		return d
 	}
 	return retention.Forever
+}
+
+// retentionKeys are the keys keepFor reads.
+var retentionKeys = []string{
+	"retention.invocations", "retention.webhook_deliveries", "retention.audit_entries",
+	"retention.jobs_completed", "retention.jobs_cancelled", "retention.jobs_discarded",
+}
+
+// checkRetentions refuses a negative retention: only 0 keeps forever.
+func checkRetentions(v *viper.Viper) error {
+	for _, key := range retentionKeys {
+		if d := v.GetDuration(key); d < 0 {
+			return fmt.Errorf("%s (%s) is %s: a retention must not be negative (0 keeps forever)", key, envOf(key), d)
+		}
+	}
+	return nil
 }
 
 // withProviderDefaults adds the keys of every provider in app.Providers to
@@ -282,6 +299,9 @@ func bindPersistentFlag(cmd *cobra.Command, name, key string) {
 }
 
 func appConfig(v *viper.Viper) (*app.Config, error) {
+	if err := checkRetentions(v); err != nil {
+		return nil, err
+	}
 	cfg := &app.Config{
 		HTTPAddr: v.GetString("http.addr"),
 		HTTP: httpserver.Config{

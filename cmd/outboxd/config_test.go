@@ -17,6 +17,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/retention"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -365,4 +366,30 @@ func TestConfig_MCPMaxSessions(t *testing.T) {
 	cfg, err = appConfig(load(20))
 	require.NoError(t, err)
 	require.Equal(t, 20, cfg.MCP.MaxSessions)
+}
+
+// TestConfig_NegativeRetentionIsRefused: a negative retention is refused
+// with its key, where -1ns used to read as "kept forever"; 0 still keeps
+// forever.
+func TestConfig_NegativeRetentionIsRefused(t *testing.T) {
+	t.Parallel()
+	load := func(key string, value any) *viper.Viper {
+		v := viper.New()
+		for k, d := range defaults {
+			v.SetDefault(k, d)
+		}
+		v.Set(key, value)
+		return v
+	}
+	for _, key := range retentionKeys {
+		for _, value := range []time.Duration{-1, -24 * time.Hour} {
+			_, err := appConfig(load(key, value.String()))
+			require.EqualError(t, err, key+" ("+envOf(key)+") is "+value.String()+": a retention must not be negative (0 keeps forever)")
+		}
+		_, err := appConfig(load(key, "0s"))
+		require.NoError(t, err, key)
+	}
+	cfg, err := appConfig(load("retention.invocations", "0s"))
+	require.NoError(t, err)
+	require.Equal(t, retention.Forever, cfg.Retention.Invocations)
 }
