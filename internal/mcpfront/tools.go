@@ -3,6 +3,8 @@ package mcpfront
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -35,10 +37,37 @@ func (s *Server) tools(ctx context.Context, c *outboxauth.Claims) ([]tool, error
 		names[st.Source] = cmp.Or(st.Name, st.Source)
 	}
 	out := make([]tool, 0, len(listing.Actions))
+	shared := map[string]int{}
 	for _, a := range listing.Actions {
-		out = append(out, tool{name: ToolName(a.Source, a.Action), action: a, source: names[a.Source]})
+		name := ToolName(a.Source, a.Action)
+		shared[name]++
+		out = append(out, tool{name: name, action: a, source: names[a.Source]})
+	}
+	// A name several tools were given ("get.item" and "get_item", two long
+	// names cut alike) is kept by the one whose action it spells as it is;
+	// each other takes a suffix of its own, so that every tool can be
+	// called, under a name that depends on the catalog and not its order.
+	for i := range out {
+		a := out[i].action
+		if shared[out[i].name] > 1 && !spellsAction(out[i].name, a.Action) {
+			out[i].name = uniqueName(out[i].name, a.Source, a.Action)
+		}
 	}
 	return out, nil
+}
+
+// spellsAction reports whether name ends with action as it is: ToolName
+// neither replaced a character of it nor cut it.
+func spellsAction(name, action string) bool {
+	return strings.HasSuffix(name, "."+action)
+}
+
+// uniqueName is name with a suffix made of a digest of source and action,
+// within MCP's 128 characters.
+func uniqueName(name, source, action string) string {
+	sum := sha256.Sum256([]byte(source + "\x00" + action))
+	suffix := "_" + hex.EncodeToString(sum[:4])
+	return name[:min(len(name), 128-len(suffix))] + suffix
 }
 
 // ToolName is the MCP tool name of a source's action: "<source>.<action>"
