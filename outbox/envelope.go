@@ -161,6 +161,17 @@ func (s *Service) envelopeRequest(by *Enqueuer, env *Envelope) (*request, error)
 	if err != nil {
 		return nil, err
 	}
+	mustRunBefore := env.Constraints.MustRunBefore
+	if mustRunBefore != nil {
+		// RFC 3339 allows years 0000–9999 in any offset, but Postgres has no
+		// year 0 and JSON no year 10000: out of that range in UTC, the
+		// deadline could not be stored, or once stored not answered.
+		utc := mustRunBefore.UTC()
+		if y := utc.Year(); y < 1 || y > 9999 {
+			return nil, errs.Invalid("constraints.must_run_before", "must_run_before must be between years 0001 and 9999 in UTC")
+		}
+		mustRunBefore = &utc
+	}
 	if env.AutomationID != "" && env.AutomationID != by.AutomationID {
 		return nil, fmt.Errorf("%w: the envelope names automation %q and the token carries %q", errs.AutomationNotAllowed, env.AutomationID, by.AutomationID)
 	}
@@ -179,7 +190,7 @@ func (s *Service) envelopeRequest(by *Enqueuer, env *Envelope) (*request, error)
 		riskHint:         env.Risk,
 		approvalRequired: approvalRequired,
 		rateBucket:       env.Constraints.RateBucket,
-		mustRunBefore:    env.Constraints.MustRunBefore,
+		mustRunBefore:    mustRunBefore,
 		retry:            retry,
 	}, nil
 }

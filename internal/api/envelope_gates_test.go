@@ -1,0 +1,36 @@
+package api_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/app/apptest"
+)
+
+// A must_run_before RFC 3339 can write but that is year 0 or 10000 in
+// UTC is refused with a 400 naming the field and stores nothing, alone or
+// in a batch; before, year 0 was a 500 and year 10000 was stored, its
+// answer empty, and the org's invocation list broken by it.
+func TestEnvelope_MustRunBeforeOutOfRange(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	for _, at := range []string{"0000-01-01T00:00:00Z", "0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"} {
+		r := b.Do("POST", "/v1/envelopes", b.Service(), envelope("mrb-"+at, map[string]any{"constraints": map[string]any{"must_run_before": at}}))
+		require.Equal(t, []string{"constraints.must_run_before"}, fieldNames(t, requireAPIError(t, r, http.StatusBadRequest, "invalid_request")), at)
+
+		r = b.Do("POST", "/v1/envelopes/batch", b.Service(), map[string]any{"envelopes": []any{
+			envelope("mrb-batch-"+at, map[string]any{"constraints": map[string]any{"must_run_before": at}}),
+		}})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		item := r.Body["envelopes"].([]any)[0].(map[string]any)
+		require.Equal(t, "invalid_request", item["error"].(map[string]any)["code"], at)
+	}
+	require.Zero(t, invocationTotal(t, b))
+
+	// The extremes that fit are kept, answered and listed, in UTC.
+	env := postEnvelope(t, b, envelope("mrb-last", map[string]any{"constraints": map[string]any{"must_run_before": "9999-12-31T23:59:59+14:00"}}), http.StatusCreated)
+	require.Equal(t, "9999-12-31T09:59:59Z", env["constraints"].(map[string]any)["must_run_before"])
+	require.Equal(t, 1, invocationTotal(t, b))
+}
