@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -419,6 +420,27 @@ func RedactString(s string, secrets ...string) string {
 		spans = appendGroupSpans(spans, s, keyValuePattern, nil)
 		return appendGroupSpans(spans, s, authSchemePattern, nil)
 	}))
+}
+
+// MaxErrorBytes bounds the text of a stored error, whatever its source: an
+// error can quote a whole document (each source also keeps its own shorter
+// bound), and it is stored, logged and sent with every event, webhook and
+// answer about its invocation.
+const MaxErrorBytes = 4096
+
+// ErrorText is RedactString of an error's text, cut to MaxErrorBytes on a
+// character boundary, saying how much was cut. The secrets are scrubbed
+// before the cut, so none is left half in it.
+func ErrorText(s string, secrets ...string) string {
+	s = RedactString(s, secrets...)
+	if len(s) <= MaxErrorBytes {
+		return s
+	}
+	cut := MaxErrorBytes - 48 // room for the note
+	for !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + " … (" + strconv.Itoa(len(s)-cut) + " more bytes cut)"
 }
 
 // storableText returns s with what Postgres refuses in text replaced by

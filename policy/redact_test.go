@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -673,4 +675,26 @@ func TestSecretValues(t *testing.T) {
 	for _, v := range SecretValues(doc) {
 		require.NotContains(t, string(redacted), v)
 	}
+}
+
+// TestErrorText: a stored error is scrubbed, then cut to MaxErrorBytes on
+// a character boundary, saying how much was cut.
+func TestErrorText(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "short [REDACTED]", ErrorText("short s3cr3t-0123456789abcdef", "s3cr3t-0123456789abcdef"))
+
+	long := strings.Repeat("é", MaxErrorBytes) + " secret s3cr3t-0123456789abcdef"
+	got := ErrorText(long, "s3cr3t-0123456789abcdef")
+	require.LessOrEqual(t, len(got), MaxErrorBytes)
+	require.True(t, utf8.ValidString(got))
+	require.Contains(t, got, "more bytes cut)")
+	require.NotContains(t, got, "s3cr3t")
+	kept, _, _ := strings.Cut(got, " … (")
+	require.Equal(t, long[:len(kept)], kept)
+	require.Contains(t, got, strconv.Itoa(len(RedactString(long, "s3cr3t-0123456789abcdef"))-len(kept))+" more bytes cut")
+
+	// A secret across the cut is scrubbed first, so no part of it is kept.
+	secret := strings.Repeat("k", 100)
+	across := strings.Repeat("a", MaxErrorBytes-60) + secret
+	require.NotContains(t, ErrorText(across, secret), "kkkkkkkkkk")
 }

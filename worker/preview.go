@@ -137,7 +137,7 @@ func (w *PreviewWorker) render(ctx context.Context, inv invocation.Invocation) (
 		return &preview.Record{Status: preview.StatusUnsupported, Note: "the action " + inv.Integration + "." + inv.Action + " renders no preview"}, nil
 	case err != nil:
 		e := executors.Classify(err)
-		rec := failed("the preview could not be rendered: " + policy.RedactString(e.Error(), secrets...))
+		rec := failed("the preview could not be rendered: " + policy.ErrorText(e.Error(), secrets...))
 		if e.Retryable {
 			return rec, errors.New(rec.Note)
 		}
