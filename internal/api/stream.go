@@ -30,11 +30,6 @@ type StreamConfig struct {
 	// Poll is how often a stream reads the table without a notification, a
 	// safety net for a lost listener connection. Default 5s.
 	Poll time.Duration
-	// Leeway is how long after its token's exp a stream ends: the clock
-	// skew the verifier allows (auth.leeway), so that a client reconnecting
-	// then is refused rather than let in to a stream that ends at once.
-	// Default auth.DefaultLeeway.
-	Leeway time.Duration
 }
 
 // WithDefaults returns a copy with unset fields defaulted.
@@ -43,19 +38,20 @@ func (c StreamConfig) WithDefaults() StreamConfig {
 		Heartbeat:    cmp.Or(c.Heartbeat, 15*time.Second),
 		WriteTimeout: cmp.Or(c.WriteTimeout, 10*time.Second),
 		Poll:         cmp.Or(c.Poll, 5*time.Second),
-		Leeway:       cmp.Or(c.Leeway, auth.DefaultLeeway),
 	}
 }
 
 // untilTokenEnds returns a context that ends, besides with ctx, when c's
-// token is revoked or expires (revocation.Ends): what a long-lived stream
+// token is revoked or expires (revocation.Ends), the verifier's leeway
+// after its exp, so that a client reconnecting then is refused rather
+// than let in to a stream that ends at once: what a long-lived stream
 // holds.
 func (s *Server) untilTokenEnds(ctx context.Context, c *auth.Claims) (context.Context, func()) {
 	var w revocation.Watcher
 	if s.revocations != nil {
 		w = s.revocations
 	}
-	return revocation.Ends(ctx, w, c, s.streams.Leeway)
+	return revocation.Ends(ctx, w, c, s.verifier.Leeway())
 }
 
 // streamBatch is how many events a stream reads per query.

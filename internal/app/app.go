@@ -491,16 +491,14 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	reader := catalog.NewReader(sources, stored, settingsSvc, logger)
 	// A stream ends at its token's exp plus the leeway the verifier
 	// allows, so a reconnect then is refused, or once the token is revoked.
-	streams := cfg.Streams
-	streams.Leeway = cmp.Or(streams.Leeway, cfg.Auth.Leeway, auth.DefaultLeeway)
 	tokenEnds := func(ctx context.Context, c *auth.Claims) (context.Context, func()) {
-		return revocation.Ends(ctx, revocations, c, streams.Leeway)
+		return revocation.Ends(ctx, revocations, c, verifier.Leeway())
 	}
 	server := api.New(&api.Deps{
 		Service: svc, Catalog: reader, Settings: settingsSvc, Feeds: feeds, Connectors: orgConnectors, Databases: orgDatabases,
 		Admin: admin.New(&admin.Deps{Pool: tenantPool, Owner: pool, River: client, Flow: limiter,
 			Retention: cfg.Retention.Keep(), Logger: logger}),
-		SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, MetricsToken: cfg.MetricsToken, Logger: logger, Streams: streams,
+		SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, MetricsToken: cfg.MetricsToken, Logger: logger, Streams: cfg.Streams,
 		Webhooks: webhooks, Slack: slackApprovals, SlackClicks: slackApprovals.Clicks(svc), Approvers: approvalSvc,
 		MCP: mcpfront.New(&mcpfront.Deps{Outbox: svc, Catalog: reader, Changes: feeds, Config: mcpConfig(cfg, logger),
 			Metrics: metrics, Logger: logger, Wait: cfg.Outbox.WithDefaults().SyncWait, Approvals: approvalSvc, TokenEnds: tokenEnds}),

@@ -261,6 +261,16 @@ func New(ctx context.Context, cfg *Config) (*Verifier, error) {
 	return v, nil
 }
 
+// Leeway is the clock skew Verify allows on exp (auth.leeway, defaulted
+// here alone): a token is let in until its exp plus Leeway, so a stream
+// of it ends then (revocation.Ends). A nil Verifier lets no token in: 0.
+func (v *Verifier) Leeway() time.Duration {
+	if v == nil {
+		return 0
+	}
+	return v.cfg.Leeway
+}
+
 // Close ends the refresh of the identity provider's keys.
 func (v *Verifier) Close() {
 	if v != nil && v.keys != nil {

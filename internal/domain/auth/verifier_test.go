@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -484,4 +485,27 @@ func TestVerifier_FutureIatRefused(t *testing.T) {
 	require.ErrorIs(t, err, jwt.ErrTokenUsedBeforeIssued)
 	_, err = b.v.Verify(sign(10 * time.Second))
 	require.NoError(t, err, "within the leeway: clocks differ")
+}
+
+// TestVerifier_Leeway: Leeway is the leeway Verify applies on exp, the
+// default's or auth.leeway, which event streams end by.
+func TestVerifier_Leeway(t *testing.T) {
+	t.Parallel()
+	for _, leeway := range []time.Duration{0, 5 * time.Second} {
+		clk := newClock()
+		v, err := auth.New(context.Background(), &auth.Config{Secret: hsSecret, Leeway: leeway, Now: clk.Now})
+		require.NoError(t, err)
+		require.Equal(t, cmp.Or(leeway, auth.DefaultLeeway), v.Leeway())
+		tok, err := auth.Mint(hsSecret, auth.Claims{Org: "o", Kind: auth.KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: "svc"}}, time.Hour)
+		require.NoError(t, err)
+		c, err := v.Verify(tok)
+		require.NoError(t, err)
+		clk.set(c.ExpiresAt.Add(v.Leeway() - time.Second))
+		_, err = v.Verify(tok)
+		require.NoError(t, err, "within the leeway after exp")
+		clk.set(c.ExpiresAt.Add(v.Leeway() + time.Second))
+		_, err = v.Verify(tok)
+		require.ErrorIs(t, err, jwt.ErrTokenExpired, "past the leeway after exp")
+	}
+	require.Zero(t, (*auth.Verifier)(nil).Leeway(), "a nil verifier lets no token in")
 }
