@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
@@ -286,4 +287,63 @@ func TestSecrets_UnreadableValuesExitOne(t *testing.T) {
 	code, out = run(t, []string{"DATABASE_URL=" + dbURL, "OUTBOXD_SECRETS_KEY=", "OUTBOXD_SECRETS_KEYS="}, "secrets", "status")
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "secrets.key is required")
+}
+
+// TestServe_WarnsOfSecretsNoKeyOpens: a key removed from secrets.keys
+// while values it sealed remain (the newest credential sealed with the
+// key kept, so the start is not refused) is said at start, per kind of
+// secret with how many and the key id, never a value or a key; with the
+// key listed nothing is said.
+func TestServe_WarnsOfSecretsNoKeyOpens(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := pgtest.URL(t)
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	oldKey, newKey := secretbox.NewKey(), secretbox.NewKey()
+	old, err := secretbox.NewRing([]secretbox.Key{{ID: "old", Secret: oldKey}})
+	require.NoError(t, err)
+	current, err := secretbox.NewRing([]secretbox.Key{{ID: "new", Secret: newKey}})
+	require.NoError(t, err)
+	for integration, box := range map[string]*secretbox.Box{"github": old, "linear": current} {
+		_, err = conn.Exec(ctx, `INSERT INTO credentials (organization_id, integration, user_id, sealed, token_kind, created_by, updated_at)
+VALUES ('o', $1, '', $2, '', 'x', now() - CASE WHEN $1 = 'github' THEN interval '1 day' ELSE interval '0' END)`,
+			integration, box.Seal([]byte("plain-"+integration), credentialstore.Additional("o", integration, "")))
+		require.NoError(t, err)
+	}
+	hook := uuid.New()
+	_, err = conn.Exec(ctx, `INSERT INTO webhooks (id, organization_id, url, events, secret_sealed) VALUES ($1, 'o', 'https://hooks.example/x', '{}', $2)`,
+		hook, old.Seal([]byte("plain-webhook"), hook[:]))
+	require.NoError(t, err)
+	for status, n := range map[string]int{"pending": 2, "completed": 1} {
+		for range n {
+			inv := uuid.New()
+			_, err = conn.Exec(ctx, `INSERT INTO action_invocations (id, organization_id, requested_by, origin, integration, action, risk_level,
+    mode, mode_source, params, params_hash, status, params_sealed)
+VALUES ($1, 'o', 'test', 'invoke', 'demo', 'act', 'low', 'allow', 'default', '{}', 'h', $2, $3)`, inv, status, old.Seal([]byte("plain-params"), inv[:]))
+			require.NoError(t, err)
+		}
+	}
+
+	serve := func(keys string) string {
+		env := append(baseEnv(dbURL, "http://127.0.0.1:1"), "OUTBOXD_SECRETS_KEY=", "OUTBOXD_SECRETS_KEYS="+keys)
+		addr := freeAddr(t)
+		p := outboxd(t, env, "serve", "--http-addr", addr)
+		waitReady(t, addr, p)
+		p.stop(t)
+		return p.output.String()
+	}
+	out := serve("new:" + newKey + ",old:" + oldKey)
+	require.NotContains(t, out, "do not open")
+
+	out = serve("new:" + newKey)
+	for column, n := range map[string]int{"credentials.sealed": 1, "webhooks.secret_sealed": 1, "action_invocations.params_sealed": 2} {
+		require.Regexp(t, `level=WARN msg="stored secrets do not open with any key of secrets.keys: every call that needs one fails. `+
+			`List the key they were sealed with in secrets.keys again .*column=`+regexp.QuoteMeta(column)+` holds=.* count=`+fmt.Sprint(n)+
+			` sealed_with="key id \\"old\\"" secrets_keys=\[new\]`, out)
+	}
+	for _, secret := range []string{oldKey, newKey, "plain-"} {
+		require.NotContains(t, out, secret)
+	}
 }

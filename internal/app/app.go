@@ -223,7 +223,9 @@ type App struct {
 	Sources   *catalog.Catalog
 	databases *database.Client
 	creds     *credentialstore.Store
-	api       *api.Server
+	// box seals and opens stored secrets (secrets.key or secrets.keys).
+	box *secretbox.Box
+	api *api.Server
 	// verifier checks every bearer token; Serve closes it. Nil in role
 	// worker.
 	verifier *auth.Verifier
@@ -523,7 +525,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	}
 	return &App{
 		cfg: cfg, role: role, pool: pool, tenantPool: tenantPool, groupPool: groupPool, logger: logger,
-		River: client, Service: svc, Settings: settingsSvc, feeds: feeds, Handler: handler, Registry: reg, Sources: sources, databases: databases, creds: creds, api: server,
+		River: client, Service: svc, Settings: settingsSvc, feeds: feeds, Handler: handler, Registry: reg, Sources: sources, databases: databases, creds: creds, box: box, api: server,
 		verifier: verifier, revocations: revocations,
 		httpServer: httpServer, stopTracing: stopTracing,
 	}, nil
@@ -569,7 +571,8 @@ func (a *App) Run(ctx context.Context, ready func(addr string)) error {
 }
 
 // Serve is Run on an existing listener. It refuses to start when the
-// stored credentials do not open with secrets.key (see CheckSecrets).
+// stored credentials do not open with secrets.key (see CheckSecrets), and
+// warns of other stored secrets that no key opens.
 func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string)) error {
 	// Last: the spans of the requests and jobs that ended above.
 	defer a.flushTraces()
@@ -584,6 +587,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 		ln.Close()
 		return fmt.Errorf("refusing to start: %w; start with the secrets.key they were sealed with", err)
 	}
+	// Older values may still be sealed with a key removed since.
+	warnUnreadableSecrets(ctx, a.pool, a.box, a.logger)
 	if a.cfg.DemoOrg != "" {
 		// Put writes through the tenant pool, as the demo organization.
 		_, err := a.creds.Put(dbutil.WithOrg(ctx, a.cfg.DemoOrg), credential.Request{Org: a.cfg.DemoOrg, Integration: demo.SourceID},
