@@ -32,8 +32,12 @@ func newOrgCommand() *cobra.Command {
 			org := args[0]
 			yes, _ := cmd.Flags().GetBool("yes")
 			batch, _ := cmd.Flags().GetInt("batch")
-			return withOwnerPool(cmd, func(_ *app.Config, pool *pgxpool.Pool) error {
-				purger := retention.NewPurger(pool, batch)
+			return withOwnerPool(cmd, func(cfg *app.Config, pool *pgxpool.Pool) error {
+				revocations, err := ownerRevocations(cfg, pool)
+				if err != nil {
+					return err
+				}
+				purger := retention.NewPurger(pool, batch, revocations)
 				counts, err := purger.Count(cmd.Context(), org)
 				if err != nil {
 					return err

@@ -23,13 +23,20 @@ import (
 // revocation within auth.revocation_refresh.
 func withRevocations(cmd *cobra.Command, fn func(svc *revocation.Service, trail *audit.Service) error) error {
 	return withOwnerPool(cmd, func(cfg *app.Config, pool *pgxpool.Pool) error {
-		svc, err := revocation.New(&revocation.Deps{Pool: pool, Owner: pool},
-			&revocation.Config{MaxLifetime: cfg.Auth.MaxLifetime, Leeway: cfg.Auth.Leeway})
+		svc, err := ownerRevocations(cfg, pool)
 		if err != nil {
 			return err
 		}
 		return fn(svc, audit.New(pool))
 	})
+}
+
+// ownerRevocations are the revocations of every organization on the
+// owner's pool, which expire after auth.max_lifetime and auth.leeway as
+// the API's do.
+func ownerRevocations(cfg *app.Config, pool *pgxpool.Pool) (*revocation.Service, error) {
+	return revocation.New(&revocation.Deps{Pool: pool, Owner: pool},
+		&revocation.Config{MaxLifetime: cfg.Auth.MaxLifetime, Leeway: cfg.Auth.Leeway})
 }
 
 func newTokensCommand() *cobra.Command {

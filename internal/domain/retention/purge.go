@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxd/outboxd/internal/domain/retention/retentionstore"
+	"github.com/outboxd/outboxd/internal/domain/revocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
 
@@ -21,18 +22,27 @@ type PurgeCount struct {
 
 // Purger removes everything an organization has, through the owner's pool.
 type Purger struct {
-	pool  DB
-	store *retentionstore.Store
-	batch int
+	pool    DB
+	store   *retentionstore.Store
+	batch   int
+	revoker Revoker
+}
+
+// Revoker stores the revocation a purge ends with (revocation.Service):
+// it expires as any revocation of every token issued before a time does,
+// auth.max_lifetime and auth.leeway after its cut-off (never without a
+// maximum lifetime), once every token it refuses has expired.
+type Revoker interface {
+	RevokeAll(ctx context.Context, org, by string) (revocation.Revocation, error)
 }
 
 // NewPurger returns a Purger deleting batch rows per transaction (0:
-// DefaultBatch).
-func NewPurger(pool DB, batch int) *Purger {
+// DefaultBatch) and revoking the organization's tokens with revoker.
+func NewPurger(pool DB, batch int, revoker Revoker) *Purger {
 	if batch <= 0 {
 		batch = DefaultBatch
 	}
-	return &Purger{pool: pool, store: retentionstore.New(), batch: batch}
+	return &Purger{pool: pool, store: retentionstore.New(), batch: batch, revoker: revoker}
 }
 
 // PurgeTables lists the tables an organization's rows are purged from, in
@@ -74,7 +84,8 @@ const PurgedBy = "operator (outboxd org purge)"
 // every token of org issued before the second after its deletions
 // (returned): a token revoked before, or one of a caller not stopped,
 // does not come back to write into the organization. Tokens issued later
-// work, for an organization that starts again.
+// work, for an organization that starts again. The revocation goes once
+// every token it refuses has expired (Revoker).
 func (p *Purger) Purge(ctx context.Context, org string) ([]PurgeCount, time.Time, error) {
 	if org == "" {
 		return nil, time.Time{}, errors.New("an organization id is required")
@@ -96,10 +107,9 @@ func (p *Purger) Purge(ctx context.Context, org string) ([]PurgeCount, time.Time
 		}
 		out = append(out, PurgeCount{Table: t.Name, Rows: total})
 	}
-	// As a revocation's cut-off: tokens carry whole seconds.
-	cutoff := time.Now().Truncate(time.Second).Add(time.Second)
-	if err := p.store.RevokeTokens(ctx, p.pool, org, cutoff, PurgedBy); err != nil {
+	r, err := p.revoker.RevokeAll(ctx, org, PurgedBy)
+	if err != nil {
 		return out, time.Time{}, fmt.Errorf("revoking the organization's tokens: %w", err)
 	}
-	return out, cutoff, nil
+	return out, r.IssuedBefore, nil
 }

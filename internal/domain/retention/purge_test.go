@@ -146,7 +146,9 @@ func TestPurger(t *testing.T) {
 	require.Equal(t, before, others)
 
 	// A dry run counts what a purge would delete and changes nothing.
-	purger := retention.NewPurger(b.pool, 7)
+	revocations, err := revocation.New(&revocation.Deps{Pool: b.pool, Owner: b.pool}, &revocation.Config{})
+	require.NoError(t, err)
+	purger := retention.NewPurger(b.pool, 7, revocations)
 	counts, err := purger.Count(ctx, "org-a")
 	require.NoError(t, err)
 	for _, c := range counts {
@@ -155,8 +157,6 @@ func TestPurger(t *testing.T) {
 	require.Equal(t, before, rowsOf(ctx, t, b.pool, "org-a"), "the dry run changed something")
 
 	// populate revoked session "s" of each organization.
-	revocations, err := revocation.New(&revocation.Deps{Pool: b.pool, Owner: b.pool}, &revocation.Config{})
-	require.NoError(t, err)
 	issued := jwt.NewNumericDate(time.Now().Add(-time.Hour))
 	revoked := &auth.Claims{Org: "org-a", Kind: auth.KindSandbox, SessionID: "s", RegisteredClaims: jwt.RegisteredClaims{IssuedAt: issued}}
 	require.NoError(t, revocations.Refresh(ctx))
@@ -190,6 +190,7 @@ func TestPurger(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, listed, 1)
 	require.Equal(t, retention.PurgedBy, listed[0].RevokedBy)
+	require.Nil(t, listed[0].ExpiresAt, "without auth.max_lifetime nothing bounds the tokens it refuses")
 
 	// Purging again finds nothing but that revocation, which it renews.
 	deleted, _, err = purger.Purge(ctx, "org-a")
@@ -206,4 +207,32 @@ func TestPurger(t *testing.T) {
 
 	_, err = purger.Count(ctx, "")
 	require.Error(t, err)
+}
+
+// TestPurge_RevocationExpires: with auth.max_lifetime the purge's
+// revocation expires as any revocation by issued_before does, once every
+// token it refuses has expired (max_lifetime plus leeway after its
+// cut-off), instead of staying for ever.
+func TestPurge_RevocationExpires(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	const maxLifetime, leeway = 2 * time.Hour, 10 * time.Second
+	revocations, err := revocation.New(&revocation.Deps{Pool: b.pool, Owner: b.pool}, &revocation.Config{MaxLifetime: maxLifetime, Leeway: leeway})
+	require.NoError(t, err)
+	_, cutoff, err := retention.NewPurger(b.pool, 0, revocations).Purge(ctx, "org-a")
+	require.NoError(t, err)
+	listed, err := revocations.List(ctx, "org-a")
+	require.NoError(t, err)
+	require.Len(t, listed, 1)
+	require.True(t, cutoff.Equal(listed[0].IssuedBefore), "%s, %s", cutoff, listed[0].IssuedBefore)
+	require.NotNil(t, listed[0].ExpiresAt)
+	require.True(t, cutoff.Add(maxLifetime+leeway).Equal(*listed[0].ExpiresAt), "%s", *listed[0].ExpiresAt)
+	// The last token it refuses, issued just before the cut-off for as
+	// long as the verifier accepts, is refused by the verifier itself
+	// from then on.
+	require.NoError(t, revocations.Refresh(ctx))
+	last := &auth.Claims{Org: "org-a", Kind: auth.KindService, AutomationID: "a", RegisteredClaims: jwt.RegisteredClaims{
+		IssuedAt: jwt.NewNumericDate(cutoff.Add(-time.Second)), ExpiresAt: jwt.NewNumericDate(cutoff.Add(maxLifetime - time.Second))}}
+	require.True(t, revocations.Revoked(last))
+	require.False(t, last.ExpiresAt.Add(leeway).After(*listed[0].ExpiresAt))
 }

@@ -221,15 +221,35 @@ func (s *Service) Revoke(ctx context.Context, org string, p *Params) (Revocation
 	if p.IssuedBefore != nil {
 		r.IssuedBefore = *p.IssuedBefore
 	} else {
-		r.IssuedBefore = now.Truncate(time.Second).Add(time.Second)
+		r.IssuedBefore = cutoff(now)
 	}
-	r.ExpiresAt = s.expiry(r.IssuedBefore, p.TokenExpiresAt)
+	return s.insert(ctx, r, p.TokenExpiresAt)
+}
+
+// RevokeAll revokes every token of org issued until now, by by: what
+// `outboxd org purge` leaves, as the revocations it deleted went with
+// the organization. Its cut-off is Revoke's for a selector (the next
+// whole second), its expiry any such revocation's.
+func (s *Service) RevokeAll(ctx context.Context, org, by string) (Revocation, error) {
+	return s.insert(ctx, &Revocation{Org: org, RevokedBy: by, IssuedBefore: cutoff(s.cfg.Now())}, nil)
+}
+
+// cutoff is the cut-off of a revocation made at now: tokens carry whole
+// seconds, so every token issued until now is issued before the next one.
+func cutoff(now time.Time) time.Time {
+	return now.Truncate(time.Second).Add(time.Second)
+}
+
+// insert stores r, expiring as expiry says, and loads the revocations
+// again.
+func (s *Service) insert(ctx context.Context, r *Revocation, tokenExp *time.Time) (Revocation, error) {
+	r.ExpiresAt = s.expiry(r.IssuedBefore, tokenExp)
 	stored, err := s.store.Insert(ctx, r)
 	if err != nil {
 		return Revocation{}, fmt.Errorf("storing the revocation: %w", err)
 	}
 	if err := s.Refresh(context.WithoutCancel(ctx)); err != nil {
-		s.cfg.Logger.WarnContext(ctx, "token revocations: loading after a revocation", "organization_id", org, "error", err)
+		s.cfg.Logger.WarnContext(ctx, "token revocations: loading after a revocation", "organization_id", r.Org, "error", err)
 	}
 	return stored, nil
 }

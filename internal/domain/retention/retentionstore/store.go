@@ -229,12 +229,6 @@ func (s *Store) PurgeTables() []PurgeTable {
 	}
 }
 
-// RevokeTokens stores a revocation of every token of org issued before
-// cutoff, by by.
-func (s *Store) RevokeTokens(ctx context.Context, db dbutil.DB, org string, cutoff time.Time, by string) error {
-	return s.q.PurgeRevokeTokens(ctx, db, dbsqlc.PurgeRevokeTokensParams{OrganizationID: org, IssuedBefore: cutoff, RevokedBy: by})
-}
-
 // PurgeCounts counts org's rows in each table of PurgeTables.
 func (s *Store) PurgeCounts(ctx context.Context, db dbutil.DB, org string) (map[string]int64, error) {
 	c, err := s.q.PurgeCounts(ctx, db, org)
