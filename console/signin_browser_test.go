@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/auth/signin"
 	"github.com/outboxd/outboxd/internal/domain/auth/signin/signintest"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
 )
 
 // logBuffer collects a process's logs.
@@ -87,6 +90,8 @@ func (tb *tab) signInWithProvider(provider *signintest.Provider, user string) {
 func TestBrowser_SignInWithIdentityProvider(t *testing.T) {
 	provider := signintest.Start(t, map[string]map[string]any{
 		signintest.Admin: {"tenant": apptest.Org, "groups": []string{"staff", "admin"}},
+		// Another person, of another organization.
+		signintest.Member: {"tenant": "other-org", "groups": []string{"admin"}},
 	})
 	var skew atomic.Int64
 	logs := &logBuffer{}
@@ -164,6 +169,7 @@ func TestBrowser_SignInWithIdentityProvider(t *testing.T) {
 			return network.SetCookie(signin.SessionCookie, "forged").WithURL(br.base).WithHTTPOnly(true).Do(ctx)
 		}), chromedp.Navigate(br.base+"/console/"), chromedp.WaitVisible(`#sso`, chromedp.ByQuery))
 		require.Equal(t, http.StatusUnauthorized, user.status("forged", "/v1/invocations", `{}`))
+		require.Contains(t, user.text(`main`), "Your session is no longer valid", "the sign-in page says why")
 	})
 
 	t.Run("ExpiredSessionBackToSignIn", func(t *testing.T) {
@@ -177,13 +183,14 @@ func TestBrowser_SignInWithIdentityProvider(t *testing.T) {
 	})
 
 	// signInAgain signs in through /auth/login, whatever the tab's cookie.
-	signInAgain := func(tb *tab) {
+	signInAs := func(tb *tab, who string) {
 		tb.run("sign in again", chromedp.Navigate(br.base+"/auth/login"),
 			chromedp.WaitVisible(`#username`, chromedp.ByQuery),
-			fill(`#username`, provider.Username(signintest.Admin)), fill(`#password`, signintest.Password),
+			fill(`#username`, provider.Username(who)), fill(`#password`, signintest.Password),
 			chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
 			chromedp.WaitVisible(`#inbox-h`, chromedp.ByQuery), chromedp.WaitVisible(`.live.on`, chromedp.ByQuery))
 	}
+	signInAgain := func(tb *tab) { signInAs(tb, signintest.Admin) }
 
 	t.Run("SignOutAfterSigningInAgainInAnotherTab", func(t *testing.T) {
 		// Signing in again in another tab replaces the cookie, and with it
@@ -214,6 +221,89 @@ func TestBrowser_SignInWithIdentityProvider(t *testing.T) {
 		notice := user.text(`main`)
 		require.Contains(t, notice, "Signing out did not complete")
 		require.Contains(t, notice, "could not revoke the session (503 sign_out_incomplete)")
+	})
+
+	t.Run("SignedOutInAnotherTabSaysSo", func(t *testing.T) {
+		signInAgain(user)
+		other := br.tab()
+		defer other.close()
+		other.run("sign out in another tab", chromedp.Navigate(br.base+"/console/"), chromedp.WaitVisible(`.live.on`, chromedp.ByQuery),
+			chromedp.Click(`//button[normalize-space()="Sign out"]`, chromedp.BySearch), chromedp.WaitVisible(`#sso`, chromedp.ByQuery))
+		user.run("reload", chromedp.Reload(), chromedp.WaitVisible(`#sso`, chromedp.ByQuery))
+		require.Contains(t, user.text(`main`), "You were signed out, in another tab or window")
+		user.shot("sso-05-signed-out-elsewhere")
+	})
+
+	// sessionOf signs user in with an HTTP client of its own (as another
+	// tab or window whose console has not loaded yet) and returns the
+	// value of its session cookie.
+	sessionOf := func(user string) string {
+		jar, err := cookiejar.New(nil)
+		require.NoError(t, err)
+		resp := provider.LogIn(t, &http.Client{Jar: jar}, br.base+"/auth/login", user)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		u, err := url.Parse(br.base)
+		require.NoError(t, err)
+		for _, c := range jar.Cookies(u) {
+			if c.Name == signin.SessionCookie {
+				return c.Value
+			}
+		}
+		t.Fatal("no session cookie")
+		return ""
+	}
+	// plant gives tb's browser the session cookie value, as a sign-in in
+	// another tab or window does (whose console may not have loaded).
+	plant := func(tb *tab, value string) {
+		tb.run("a sign-in elsewhere", chromedp.ActionFunc(func(ctx context.Context) error {
+			return network.SetCookie(signin.SessionCookie, value).WithURL(br.base).WithHTTPOnly(true).Do(ctx)
+		}))
+	}
+
+	t.Run("ApprovalAfterSigningInAgainElsewhere", func(t *testing.T) {
+		// The tab's CSRF token is the old session's: the approval is
+		// refused, the tab takes the new session's token (the same
+		// person), says so and does not approve by itself.
+		b.StoreSlackToken("xoxb-console-signin")
+		signInAgain(user)
+		r := b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "ship it"})
+		require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+		id := r.Body["invocation_id"].(string)
+		card := fmt.Sprintf(`[data-invocation=%q]`, id)
+		approve := card + ` button[aria-label^="Approve slack"]`
+		user.run("pending card", chromedp.WaitVisible(approve, chromedp.ByQuery))
+		plant(user, sessionOf(signintest.Admin))
+		user.run("approve in the old tab", chromedp.Click(approve, chromedp.ByQuery), chromedp.WaitVisible(card+` .alert-error`, chromedp.ByQuery))
+		require.Contains(t, user.text(card+` .alert-error`), "Nothing was done: repeat the action")
+		require.Equal(t, "pending", b.Invocation(id)["status"], "the refused approval is not sent again")
+		user.shot("sso-06-csrf-renewed")
+		user.run("approve again", chromedp.Click(approve, chromedp.ByQuery), chromedp.WaitNotPresent(card, chromedp.ByQuery))
+		b.WaitStatus(id, invocation.StatusCompleted, 10*time.Second)
+	})
+
+	t.Run("AnotherPersonSignedInElsewhere", func(t *testing.T) {
+		pause := `//button[normalize-space()="Pause this organization"]`
+		user.run("operations", chromedp.Navigate(br.base+"/console/#/operations"), chromedp.WaitVisible(pause, chromedp.BySearch))
+		plant(user, sessionOf(signintest.Member))
+		user.run("pause in the old tab", chromedp.Click(pause, chromedp.BySearch), chromedp.WaitVisible(`#notice`, chromedp.ByQuery))
+		require.Equal(t, "other-org · admin", user.text(`.identity`), "the tab shows who is signed in now")
+		notice := user.text(`#notice`)
+		require.Contains(t, notice, "Nothing was done")
+		require.Contains(t, notice, "signed in as "+signintest.Member+" (other-org, admin)")
+		require.False(t, paused(), "the first person's organization was not paused")
+		user.shot("sso-07-another-person")
+	})
+
+	t.Run("AnotherPersonSignsInInAnotherTab", func(t *testing.T) {
+		// The tab's pages would read with the other person's cookie under
+		// the first one's name: it follows at once.
+		signInAgain(user)
+		other := br.tab()
+		defer other.close()
+		signInAs(other, signintest.Member)
+		user.run("the first tab follows", chromedp.WaitVisible(`#notice`, chromedp.ByQuery))
+		require.Equal(t, "other-org · admin", user.text(`.identity`))
+		require.Contains(t, user.text(`#notice`), "signed in as "+signintest.Member+" (other-org, admin)")
 	})
 
 	out := logs.String()

@@ -247,6 +247,18 @@ export function setUnauthorizedHandler(fn: (message: string) => void) {
   onUnauthorized = fn;
 }
 
+let onCSRFRefused: () => Promise<string | null> = async () => null;
+
+/**
+ * setCSRFRefusedHandler is called when a change made with the session
+ * cookie is refused for its CSRF token (403 csrf_token_invalid), as after
+ * signing in again in another tab; what it returns, when not null,
+ * replaces the refusal's message. The change is never sent again.
+ */
+export function setCSRFRefusedHandler(fn: () => Promise<string | null>) {
+  onCSRFRefused = fn;
+}
+
 function headers(extra?: Record<string, string>): Record<string, string> {
   const h: Record<string, string> = { Accept: "application/json", ...extra };
   const t = token.get();
@@ -277,7 +289,9 @@ export async function request<T>(method: string, path: string, body?: unknown, o
   }
   if (!res.ok) {
     const e = data?.error ?? {};
-    const err = new ApiError(res.status, e.code ?? "http_" + res.status, e.message ?? res.statusText, e.details);
+    let message = e.message ?? res.statusText;
+    if (res.status === 403 && e.code === "csrf_token_invalid" && !token.get()) message = (await onCSRFRefused()) ?? message;
+    const err = new ApiError(res.status, e.code ?? "http_" + res.status, message, e.details);
     if (res.status === 401) onUnauthorized(err.message);
     throw err;
   }

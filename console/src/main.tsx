@@ -2,9 +2,9 @@
 // one live event stream every page listens to.
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api, csrf, readClaims, setUnauthorizedHandler, streamEvents, token, type Claims } from "./api";
+import { api, csrf, readClaims, setCSRFRefusedHandler, setUnauthorizedHandler, streamEvents, token, type Claims } from "./api";
 import { cookieSession, signInConfig, signOut, type CookieSession } from "./signin";
-import { bus, errorText } from "./ui";
+import { Alert, bus, errorText } from "./ui";
 import { SignIn } from "./pages/signin";
 import { Inbox } from "./pages/inbox";
 import { Activity, InvocationPage } from "./pages/activity";
@@ -35,6 +35,59 @@ function cookieSessionOf(s: CookieSession): Session {
 // signedInByCookie says which notice a refusal gets.
 let signedInByCookie = false;
 
+// shown is who the tab shows as signed in.
+let shown: Claims | null = null;
+
+// While the tab is signed in by the session cookie, signedInUntil holds the
+// session's expiry in the tab's session storage: when the cookie is gone
+// at the next load, the sign-in page can say whether the session expired
+// or was signed out elsewhere (outboxd sees no cookie either way).
+const signedInUntil = "outboxd.session-until";
+// carriedNotice holds a notice across a reload.
+const carriedNotice = "outboxd.notice";
+// signInSignal, in local storage, changes whenever a console reads a cookie
+// session: the browser's other tabs read theirs again, since the cookie
+// they share may now be another person's.
+const signInSignal = "outboxd.signed-in";
+
+/** endedNotice says why the session ended, from GET /auth/session's 401 code; "" when there was none to end. */
+function endedNotice(code: string): string {
+  const until = sessionStorage.getItem(signedInUntil);
+  switch (code) {
+    case "session_expired":
+      return "Your session expired. Sign in again.";
+    case "session_revoked":
+      return "Your session was ended: it was signed out, or an owner revoked it. Sign in again.";
+    case "session_invalid":
+      return "Your session is no longer valid (outboxd's secrets key changed, or its cookie was altered). Sign in again.";
+    case "no_session":
+      if (!until) return "";
+      return Date.now() >= Date.parse(until)
+        ? "Your session expired. Sign in again."
+        : "You were signed out, in another tab or window (or this browser deleted the session's cookie). Sign in again.";
+  }
+  return "";
+}
+
+function keepCookieSession(s: CookieSession) {
+  signedInByCookie = true;
+  sessionStorage.setItem(signedInUntil, s.expires_at);
+}
+
+/** samePerson: the session s is the person c the tab shows, with the same role. */
+function samePerson(c: Claims | null, s: CookieSession): boolean {
+  return !!c && s.sub === c.sub && s.org === c.org && s.role === c.role;
+}
+
+/** reloadAs reloads the tab as the person of s, saying who it showed before. */
+function reloadAs(c: Claims | null, s: CookieSession, what: string) {
+  sessionStorage.setItem(
+    carriedNotice,
+    `This tab was signed in as ${c?.sub} (${c?.org}, ${c?.role}); since then this browser signed in as ${s.sub} (${s.org}, ${s.role}) in another tab or window. ${what}This is now ${s.sub}'s console.`,
+  );
+  location.reload();
+}
+
 function useRoute(): string[] {
   const read = () => (location.hash.replace(/^#\/?/, "") || "inbox").split("/").map(decodeURIComponent);
   const [route, setRoute] = useState(read);
@@ -55,25 +108,70 @@ function App() {
   const [live, setLive] = useState(false);
   const route = useRoute();
 
+  shown = session?.claims ?? null;
+
   useEffect(() => {
-    setUnauthorizedHandler((message) => {
+    const signedOut = (notice: string) => {
       token.clear();
       csrf.value = "";
       setSession(null);
-      setNotice(
-        signedInByCookie
-          ? "You were signed out (" + message + "). Sign in again."
-          : "Your token was refused (" + message + "): it expired or is not valid. Paste a new one.",
-      );
+      setNotice(notice);
+    };
+    setUnauthorizedHandler((message) => {
+      if (!signedInByCookie) {
+        signedOut("Your token was refused (" + message + "): it expired or is not valid. Paste a new one.");
+        return;
+      }
+      // GET /auth/session says why.
+      void cookieSession().then((s) => signedOut(("ended" in s && endedNotice(s.ended)) || "You were signed out (" + message + "). Sign in again."));
     });
+    setCSRFRefusedHandler(async () => {
+      // The cookie holds another session than the one this tab read: the
+      // browser signed in again elsewhere. The refused change is not sent
+      // again: the person decides again with what the page shows.
+      const was = { claims: shown, csrf: csrf.value };
+      const s = await cookieSession();
+      if ("ended" in s) {
+        signedOut(endedNotice(s.ended) || "You were signed out. Sign in again.");
+        return "You were signed out: nothing was done.";
+      }
+      if (samePerson(was.claims, s)) {
+        keepCookieSession(s);
+        if (s.csrf_token === was.csrf) return null;
+        return "You signed in again in another tab or window, which renewed this session's security token. Nothing was done: repeat the action if you still want it.";
+      }
+      reloadAs(was.claims, s, "Nothing was done. ");
+      return "This browser is now signed in as someone else: nothing was done, the page reloads.";
+    });
+    // Another tab read a cookie session: this one's pages would now read
+    // (GET needs no CSRF token) with a cookie that may be another
+    // person's, under this one's name.
+    const onStorage = (e: StorageEvent) => {
+      if (e.key !== signInSignal || !signedInByCookie || token.get()) return;
+      const was = shown;
+      void cookieSession().then((s) => {
+        if ("ended" in s) return; // the next request says so
+        if (samePerson(was, s)) keepCookieSession(s);
+        else reloadAs(was, s, "");
+      });
+    };
+    addEventListener("storage", onStorage);
     void signInConfig().then((c) => setOidc(c.oidc));
+    const carried = sessionStorage.getItem(carriedNotice);
+    if (carried) {
+      sessionStorage.removeItem(carriedNotice);
+      setNotice(carried);
+    }
     if (token.get()) return;
     void cookieSession()
       .then((s) => {
-        if (s) {
-          signedInByCookie = true;
-          setSession(cookieSessionOf(s));
+        if ("ended" in s) {
+          setNotice((n) => n || endedNotice(s.ended));
+          return;
         }
+        keepCookieSession(s);
+        localStorage.setItem(signInSignal, String(Date.now()) + Math.random());
+        setSession(cookieSessionOf(s));
       })
       .finally(() => setChecking(false));
   }, []);
@@ -106,6 +204,7 @@ function App() {
           if (s.claims.kind !== "user") throw new Error(`This is a ${s.claims.kind} token; the console takes a user token (owner, admin or member).`);
           token.set(t);
           signedInByCookie = false;
+          sessionStorage.removeItem(signedInUntil);
           try {
             await api.listInvocations({ limit: 1 });
           } catch (e) {
@@ -186,6 +285,7 @@ function App() {
                 // The identity provider ends its own session too, then
                 // sends the browser back to the console.
                 let end: string | null = null;
+                sessionStorage.removeItem(signedInUntil);
                 try {
                   end = await signOut();
                 } catch (e) {
@@ -208,6 +308,14 @@ function App() {
         </div>
       </header>
       <main id="main" tabIndex={-1}>
+        {notice ? (
+          <Alert kind="info">
+            <span id="notice">{notice}</span>{" "}
+            <button class="link" onClick={() => setNotice("")}>
+              Dismiss
+            </button>
+          </Alert>
+        ) : null}
         {body}
       </main>
     </>

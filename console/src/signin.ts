@@ -21,16 +21,23 @@ export async function signInConfig(): Promise<SignInConfig> {
   }
 }
 
-/** cookieSession returns the session of the cookie, if any, and keeps its CSRF token for the API calls. */
-export async function cookieSession(): Promise<CookieSession | null> {
+/**
+ * SessionEnded is why there is no session: the code of GET /auth/session's
+ * 401 (no_session, session_expired, session_revoked, session_invalid), or
+ * "" when outboxd could not be asked.
+ */
+export type SessionEnded = { ended: string };
+
+/** cookieSession returns the session of the cookie, or why there is none, and keeps its CSRF token for the API calls. */
+export async function cookieSession(): Promise<CookieSession | SessionEnded> {
   try {
     const res = await fetch("/auth/session", { headers: accept, cache: "no-store" });
-    if (!res.ok) return null;
+    if (!res.ok) return { ended: (await res.json().catch(() => null))?.error?.code ?? "" };
     const s = (await res.json()) as CookieSession;
     csrf.value = s.csrf_token;
     return s;
   } catch {
-    return null;
+    return { ended: "" };
   }
 }
 
@@ -44,7 +51,7 @@ export async function cookieSession(): Promise<CookieSession | null> {
 export async function signOut(): Promise<string | null> {
   const logout = () => fetch("/auth/logout", { method: "POST", headers: { ...accept, "X-CSRF-Token": csrf.value } });
   let res = await logout();
-  if (res.status === 403 && (await cookieSession())) res = await logout();
+  if (res.status === 403 && "csrf_token" in (await cookieSession())) res = await logout();
   csrf.value = "";
   if (!res.ok) {
     const e = (await res.json().catch(() => null))?.error ?? {};

@@ -2,12 +2,10 @@ package signin_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -143,8 +141,6 @@ func TestSignIn_Config(t *testing.T) {
 	}
 }
 
-var loginID = regexp.MustCompile(`name="id" value="([^"]+)"`)
-
 // signInAt goes through the provider's login page as the admin from the
 // authorization URL location, and returns the callback's URL on host the
 // provider sends the browser to (not followed).
@@ -158,18 +154,7 @@ func (b *testBundle) signInAt(t *testing.T, location, host string) string {
 		}
 		return nil
 	}}
-	resp, err := br.Get(location)
-	require.NoError(t, err)
-	page, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	resp.Body.Close()
-	m := loginID.FindSubmatch(page)
-	require.NotNil(t, m, "the provider's login page: %s", page)
-	resp, err = br.PostForm(b.provider.URL+"/login/username", url.Values{
-		"id": {string(m[1])}, "username": {b.provider.Username(signintest.Admin)}, "password": {signintest.Password},
-	})
-	require.NoError(t, err)
-	resp.Body.Close()
+	resp := b.provider.LogIn(t, br, location, signintest.Admin)
 	require.Equal(t, http.StatusFound, resp.StatusCode)
 	return resp.Header.Get("Location")
 }

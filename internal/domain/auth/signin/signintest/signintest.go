@@ -7,7 +7,11 @@ package signintest
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -74,6 +78,33 @@ func (p *Provider) AllowOrigin(origin string) {
 	defer p.mu.Unlock()
 	p.redirects = append(p.redirects, origin+"/auth/callback")
 	p.logouts = append(p.logouts, origin+"/console/")
+}
+
+var loginID = regexp.MustCompile(`name="id" value="([^"]+)"`)
+
+// LogIn goes to location (an authorization URL, or outboxd's /auth/login)
+// with client, fills the provider's login form as the user with subject
+// id and returns the answer it ends on, as client's redirect policy
+// decides (its body read and closed).
+func (p *Provider) LogIn(t testing.TB, client *http.Client, location, id string) *http.Response {
+	t.Helper()
+	resp, err := client.Get(location)
+	if err != nil {
+		t.Fatalf("signintest: %v", err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := loginID.FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("signintest: no login form at %s: %s", location, page)
+	}
+	resp, err = client.PostForm(p.URL+"/login/username", url.Values{"id": {string(m[1])}, "username": {p.Username(id)}, "password": {Password}})
+	if err != nil {
+		t.Fatalf("signintest: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
 }
 
 // storage is the example storage with outboxd's client and claims.
