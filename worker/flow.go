@@ -51,13 +51,32 @@ func (w *ExecuteWorker) takeToken(ctx context.Context, ref *invocation.BucketRef
 }
 
 // drain empties the invocation's bucket for d after a provider 429, so the
-// other jobs of the bucket wait too.
+// other jobs of the bucket wait too. A global bucket is every
+// organization's: it is drained only for its own source's 429 (the
+// plugins' for "plugin"), never for the 429 of another source whose
+// envelope named it (constraints.rate_bucket), which would hold every
+// organization's calls for one organization's provider limit.
 func (w *ExecuteWorker) drain(ctx context.Context, inv invocation.Invocation, d time.Duration) {
 	bucket := deref(inv.RateBucket)
 	if w.deps.Flow == nil || bucket == "" {
 		return
 	}
+	if cfg, ok := w.deps.Flow.Bucket(bucket); ok && cfg.Scope == flow.ScopeGlobal && !w.ownBucket(ctx, inv, bucket) {
+		w.logger.InfoContext(ctx, "not draining a global rate bucket for another source's limit", "bucket", bucket,
+			"source_id", inv.Integration, "organization_id", inv.OrganizationID)
+		return
+	}
 	if err := w.deps.Flow.Drain(ctx, bucket, w.bucketScope(bucket, inv.OrganizationID, inv.Integration), d); err != nil && !errors.Is(err, flow.ErrUnknownBucket) {
 		w.logger.WarnContext(ctx, "draining rate bucket", "bucket", bucket, "error", err)
 	}
+}
+
+// ownBucket reports whether bucket is the one the invocation's source
+// takes by default.
+func (w *ExecuteWorker) ownBucket(ctx context.Context, inv invocation.Invocation, bucket string) bool {
+	if w.deps.Sources == nil {
+		return false
+	}
+	src, err := w.deps.Sources.Source(ctx, inv.OrganizationID, inv.Integration)
+	return err == nil && src.Bucket == bucket
 }
