@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -126,7 +127,7 @@ func (s *Service) envelopeRequest(by *Enqueuer, env *Envelope) (*request, error)
 	if env.ExternalID == "" {
 		return nil, errs.Invalid("external_id", "external_id is required")
 	}
-	if len(env.ExternalID) > 255 {
+	if utf8.RuneCountInString(env.ExternalID) > 255 {
 		return nil, errs.Invalid("external_id", "external_id must be at most 255 characters")
 	}
 	source, action := env.Tool.Source, env.Tool.Action

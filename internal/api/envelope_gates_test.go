@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,5 +33,20 @@ func TestEnvelope_MustRunBeforeOutOfRange(t *testing.T) {
 	// The extremes that fit are kept, answered and listed, in UTC.
 	env := postEnvelope(t, b, envelope("mrb-last", map[string]any{"constraints": map[string]any{"must_run_before": "9999-12-31T23:59:59+14:00"}}), http.StatusCreated)
 	require.Equal(t, "9999-12-31T09:59:59Z", env["constraints"].(map[string]any)["must_run_before"])
+	require.Equal(t, 1, invocationTotal(t, b))
+}
+
+// external_id is limited to 255 characters, as the contract and the
+// error say, not 255 bytes: 200 "é" (400 bytes) are taken, 256 are not.
+func TestEnvelope_ExternalIDLengthInCharacters(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	long := strings.Repeat("é", 200)
+	env := postEnvelope(t, b, envelope(long, nil), http.StatusCreated)
+	require.Equal(t, long, env["external_id"])
+	postEnvelope(t, b, envelope(long, nil), http.StatusOK)
+
+	r := b.Do("POST", "/v1/envelopes", b.Service(), envelope(strings.Repeat("é", 256), nil))
+	require.Equal(t, []string{"external_id"}, fieldNames(t, requireAPIError(t, r, http.StatusBadRequest, "invalid_request")))
 	require.Equal(t, 1, invocationTotal(t, b))
 }
