@@ -238,7 +238,7 @@ func (s *Server) await(ctx context.Context, wait func(context.Context, invocatio
 		if cr.wantsProgress() {
 			// What it waits for costs a read for a pending call: only
 			// for a client that asked.
-			cr.progress(ctx, step, s.waitingFor(ctx, inv))
+			cr.progress(step, s.waitingFor(ctx, inv))
 		}
 		slice := min(time.Until(deadline), progressEvery)
 		if slice <= 0 {
@@ -493,9 +493,11 @@ func connectorResult(inv invocation.Invocation) (*mcp.CallToolResult, bool) {
 
 // callRequest is what a tools/call keeps of its request: the session and
 // progress token its progress notifications go to, when the client asked
-// for them; the HTTP header (Idempotency-Key); and the origin its client
-// reached, where the console's pages are.
+// for them, and the request's context they are sent with (with which the
+// SDK relates them to the request); the HTTP header (Idempotency-Key); and
+// the origin its client reached, where the console's pages are.
 type callRequest struct {
+	ctx     context.Context
 	session *mcp.ServerSession
 	token   any
 	header  http.Header
@@ -503,9 +505,9 @@ type callRequest struct {
 	logger  *slog.Logger
 }
 
-// callRequestOf returns what a tools/call keeps of req.
-func (s *Server) callRequestOf(req *mcp.CallToolRequest) callRequest {
-	cr := callRequest{session: req.Session, origin: originOf(req), logger: s.logger}
+// callRequestOf returns what a tools/call keeps of req, served with ctx.
+func (s *Server) callRequestOf(ctx context.Context, req *mcp.CallToolRequest) callRequest {
+	cr := callRequest{ctx: ctx, session: req.Session, origin: originOf(req), logger: s.logger}
 	if req.Params != nil {
 		cr.token = req.Params.GetProgressToken()
 	}
@@ -520,12 +522,12 @@ func (s *Server) callRequestOf(req *mcp.CallToolRequest) callRequest {
 func (cr callRequest) wantsProgress() bool { return cr.token != nil && cr.session != nil }
 
 // progress sends step's progress notification, when the client asked for
-// them. A client gone is the wait's own business: it ends with ctx.
-func (cr callRequest) progress(ctx context.Context, step int, message string) {
+// them. A client gone is the wait's own business: it ends with the request.
+func (cr callRequest) progress(step int, message string) {
 	if !cr.wantsProgress() {
 		return
 	}
-	if err := cr.session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: cr.token, Progress: float64(step), Message: message}); err != nil {
-		cr.logger.DebugContext(ctx, "mcp progress", "error", err)
+	if err := cr.session.NotifyProgress(cr.ctx, &mcp.ProgressNotificationParams{ProgressToken: cr.token, Progress: float64(step), Message: message}); err != nil {
+		cr.logger.DebugContext(cr.ctx, "mcp progress", "error", err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -410,7 +411,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && s.watchers != nil {
 				// The client lists with other requests; what it saw is the
 				// list as of now.
-				tools, err := s.listed(ctx, c)
+				tools, err := s.listed(withoutSDK(ctx), c)
 				if err != nil {
 					return nil, s.own(ctx, method, err)
 				}
@@ -432,6 +433,8 @@ func (s *Server) serve(ctx context.Context, method string, req mcp.Request) (mcp
 	if err != nil {
 		return nil, err
 	}
+	// The request's own context goes only to what notifies its client.
+	ctx, reqCtx := withoutSDK(ctx), ctx
 	switch method {
 	case "resources/list":
 		return s.listGuides(ctx, c)
@@ -441,13 +444,34 @@ func (s *Server) serve(ctx context.Context, method string, req mcp.Request) (mcp
 		return s.listTools(ctx, c, req.(*mcp.ListToolsRequest))
 	default: // tools/call
 		call := req.(*mcp.CallToolRequest)
-		res, err := s.callTool(ctx, c, call.Params, s.callRequestOf(call))
+		res, err := s.callTool(ctx, c, call.Params, s.callRequestOf(reqCtx, call))
 		if err != nil {
 			s.metrics.MCPCalls.WithLabelValues("invalid").Inc()
 		}
 		return res, err
 	}
 }
+
+// withoutSDK is ctx without the values the SDK's server keeps in a
+// request's context (its protocol version, its id), for the work a request
+// asks of outboxd: the MCP client that lists and calls a connector's tools
+// is the same SDK's and reads them, so a 2026-07-28 request's version went
+// out with the initialize of a connector that speaks only 2025-11-25,
+// whose server refused it.
+func withoutSDK(ctx context.Context) context.Context { return sdkFree{ctx} }
+
+type sdkFree struct{ context.Context }
+
+func (c sdkFree) Value(key any) any {
+	if key != nil && reflect.TypeOf(key).PkgPath() == sdkPackage {
+		return nil
+	}
+	return c.Context.Value(key)
+}
+
+// sdkPackage is the import path of the SDK's mcp package, whose context
+// keys withoutSDK leaves out.
+var sdkPackage = reflect.TypeOf(mcp.Meta{}).PkgPath()
 
 // internalError is what the client hears of an error of outboxd's own.
 func internalError() error {
