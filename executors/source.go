@@ -218,6 +218,13 @@ type Error struct {
 	// write): the call waits, but its rate bucket is not drained, so the
 	// source's other calls go on.
 	OtherLimit bool
+	// NotDone says the provider refused the call in a way that, by its
+	// API, means it did nothing (a rate limit that refused the request),
+	// after any look-up for an earlier execution's work (ExecContext.Retry)
+	// had found none: no execution so far may have acted, so the next one
+	// is not a Retry and need not look again. A source sets it only when
+	// both hold.
+	NotDone bool
 	// Cause is the underlying error, such as the caller's context error or
 	// ErrUnknownAction, reachable with errors.Is. It is not part of the
 	// error's text, which stays the classification's and so free of

@@ -343,7 +343,7 @@ func (w *ExecuteWorker) tokenFailure(ctx context.Context, job *river.Job[invocat
 // asked us to wait, a retry while attempts remain, otherwise failed.
 func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[invocation.ExecuteArgs], inv invocation.Invocation, duration *int32, e *executors.Error, secrets []string, log *slog.Logger) error {
 	tracing.Fail(trace.SpanFromContext(ctx), e.Code)
-	msg := policy.RedactString(e.Error(), secrets...)
+	msg := policy.ErrorText(e.Error(), secrets...)
 	if e.RetryAfter > 0 && !e.OtherLimit {
 		w.drain(ctx, inv, e.RetryAfter)
 	}
@@ -351,7 +351,7 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[invocati
 	case !e.Retryable:
 		return w.fail(ctx, job, inv, duration, e, secrets)
 	case e.RetryAfter > 0 && int(inv.ProviderWaits) < w.cfg.MaxProviderWaits:
-		if _, err := w.store.Snooze(ctx, w.deps.db(), inv.ID, msg, duration); err != nil && !errors.Is(err, errs.Conflict) {
+		if _, err := w.store.Snooze(ctx, w.deps.db(), inv.ID, msg, duration, e.NotDone); err != nil && !errors.Is(err, errs.Conflict) {
 			return err
 		}
 		log.InfoContext(ctx, "provider asked to wait; snoozing and draining the bucket", "retry_after", e.RetryAfter, "error", msg)
@@ -364,7 +364,7 @@ func (w *ExecuteWorker) retryOrFail(ctx context.Context, job *river.Job[invocati
 		log.WarnContext(ctx, "invocation failed after its last attempt", "status", invocation.StatusFailed, "error", msg)
 		return errors.New(msg)
 	default:
-		if _, err := w.store.ScheduleRetry(ctx, w.deps.db(), inv.ID, msg, duration); err != nil && !errors.Is(err, errs.Conflict) {
+		if _, err := w.store.ScheduleRetry(ctx, w.deps.db(), inv.ID, msg, duration, e.NotDone); err != nil && !errors.Is(err, errs.Conflict) {
 			return err
 		}
 		log.InfoContext(ctx, "retryable failure; will retry", "error", msg)
@@ -395,7 +395,7 @@ func (w *ExecuteWorker) recordFailure(ctx context.Context, inv invocation.Invoca
 		span.SetAttributes(tracing.AttrInvocationID.String(inv.ID.String()), tracing.AttrStatus.String(string(invocation.StatusFailed)),
 			tracing.AttrErrorCode.String(e.Code))
 	}
-	msg := policy.RedactString(e.Error(), secrets...)
+	msg := policy.ErrorText(e.Error(), secrets...)
 	changed := false
 	err := w.persist(ctx, func(ctx context.Context) error {
 		_, err := w.store.FailSteps(ctx, w.deps.db(), inv.ID, msg, duration, redactSteps(e.Steps, secrets))

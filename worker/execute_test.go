@@ -234,6 +234,53 @@ func TestExecute_LookupRateLimitKeepsTheBucket(t *testing.T) {
 	require.Len(t, b.Slack.Posts(), 2, "the first's lost post and the second's")
 }
 
+// TestExecute_RateLimitedPostIsNotLookedFor: Slack does not process a
+// post it rate-limits, so the retry posts without first looking for it in
+// the channel's history, whose own limit (one call a minute for an app
+// outside the Slack Marketplace) would otherwise hold every rate-limited
+// post. A post whose answer was lost is looked for, once; a rate limit
+// after that look-up is not looked for again.
+func TestExecute_RateLimitedPostIsNotLookedFor(t *testing.T) {
+	t.Parallel()
+	var lookups atomic.Int32
+	answers := make(chan int, 4) // the statuses of the next posts; ok when empty
+	b := apptest.Start(t, &apptest.Options{
+		Outbox: outbox.Config{RetryBySource: map[string]invocation.Retry{"slack": {MaxAttempts: 5, BaseDelay: 50 * time.Millisecond}}},
+		SlackFunc: func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/conversations.history") {
+				if lookups.Add(1) > 1 { // a second look-up holds the post for a minute
+					w.Header().Set("Retry-After", "60")
+					w.WriteHeader(http.StatusTooManyRequests)
+					return
+				}
+				apptest.SlackOK(w, r)
+				return
+			}
+			select {
+			case status := <-answers:
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(status)
+			default:
+				apptest.SlackOK(w, r)
+			}
+		},
+	})
+	allowSlack(b)
+
+	answers <- http.StatusTooManyRequests
+	limited := enqueue(t, b, "not-done-1")
+	b.WaitStatus(limited, invocation.StatusCompleted, 15*time.Second)
+	require.Zero(t, lookups.Load(), "a post Slack refused is not looked for")
+	require.Len(t, b.Slack.Posts(), 2)
+
+	answers <- http.StatusServiceUnavailable // the answer of a post that may have landed
+	answers <- http.StatusTooManyRequests
+	lost := enqueue(t, b, "not-done-2")
+	b.WaitStatus(lost, invocation.StatusCompleted, 15*time.Second)
+	require.Equal(t, int32(1), lookups.Load(), "looked for once: before the post Slack then refused")
+	require.Len(t, b.Slack.Posts(), 5)
+}
+
 func TestExecute_RateLimitDrainsTheBucket(t *testing.T) {
 	t.Parallel()
 	var limited atomic.Bool

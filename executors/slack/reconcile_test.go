@@ -339,6 +339,7 @@ func TestSource_ReconcileRateLimited(t *testing.T) {
 	require.True(t, e.Retryable)
 	require.Equal(t, time.Minute, e.RetryAfter)
 	require.True(t, e.OtherLimit, "the look-up's limit is not the post's")
+	require.False(t, e.NotDone, "the look-up did not finish: an earlier post may exist")
 	require.Contains(t, e.Message, "conversations.history")
 	require.Len(t, b.slack.Calls("conversations.history"), 2)
 	require.Len(t, b.slack.Calls("chat.postMessage"), 1, "not posted again while unverified")

@@ -180,6 +180,15 @@ func (s *client) sendMessage(ctx context.Context, p *SendMessageParams, ec execu
 		req.Header.Set(httpsource.IdempotencyKeyHeader, ec.IdempotencyKey)
 	}
 	raw, answer, err := s.call(ctx, ec, req)
+	var limited *executors.Error
+	if errors.As(err, &limited) && limited.Code == "ratelimited" {
+		// Slack refuses a rate-limited request without processing it, and
+		// any earlier attempt's message was looked for above and not
+		// found: the next try posts without looking, so rate-limited posts
+		// do not queue behind the look-up's own limit (one a minute for an
+		// app outside the Slack Marketplace).
+		limited.NotDone = true
+	}
 	if err != nil {
 		return executors.Result{}, err
 	}

@@ -304,6 +304,7 @@ func TestSource_Execute(t *testing.T) {
 			require.Equal(t, "ratelimited", execErr.Code)
 			require.True(t, execErr.Retryable)
 			require.Equal(t, want, execErr.RetryAfter, "Retry-After %q", retryAfter)
+			require.True(t, execErr.NotDone, "Slack did not process a rate-limited post")
 		}
 	})
 
@@ -318,6 +319,7 @@ func TestSource_Execute(t *testing.T) {
 			require.Equal(t, "http_"+strconv.Itoa(status), execErr.Code)
 			require.True(t, execErr.Retryable)
 			require.Zero(t, execErr.RetryAfter)
+			require.False(t, execErr.NotDone, "a server error may come after the post landed")
 		}
 	})
 
@@ -401,6 +403,7 @@ func TestSource_Execute(t *testing.T) {
 			require.Equal(t, "ratelimited", execErr.Code)
 			require.True(t, execErr.Retryable)
 			require.Equal(t, want, execErr.RetryAfter)
+			require.True(t, execErr.NotDone, "Slack did not process a rate-limited post")
 		}
 	})
 

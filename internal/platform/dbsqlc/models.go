@@ -68,6 +68,7 @@ type ActionInvocation struct {
 	ParamsOriginal []byte
 	Edits          []byte
 	GrantID        *uuid.UUID
+	NothingDone    bool
 }
 
 type ActionMode struct {

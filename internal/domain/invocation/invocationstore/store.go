@@ -571,14 +571,18 @@ func (s *Store) Skip(ctx context.Context, db DB, id uuid.UUID, reason string) (i
 }
 
 // ScheduleRetry records a failed attempt that River will retry.
-func (s *Store) ScheduleRetry(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32) (invocation.Invocation, error) {
-	r, err := s.q.InvocationScheduleRetry(ctx, db, dbsqlc.InvocationScheduleRetryParams{ID: id, Error: &msg, DurationMs: durationMs})
+// nothingDone says the attempt's refusal did nothing and no earlier
+// attempt may have acted (executors.Error.NotDone): the next attempt is
+// then not a retry (ExecuteContext.StartedBefore is false).
+func (s *Store) ScheduleRetry(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32, nothingDone bool) (invocation.Invocation, error) {
+	r, err := s.q.InvocationScheduleRetry(ctx, db, dbsqlc.InvocationScheduleRetryParams{ID: id, Error: &msg, DurationMs: durationMs, NothingDone: nothingDone})
 	return transitioned(r, err, id, "recording retry")
 }
 
 // Snooze records a provider's request to wait; no attempt is spent.
-func (s *Store) Snooze(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32) (invocation.Invocation, error) {
-	r, err := s.q.InvocationSnooze(ctx, db, dbsqlc.InvocationSnoozeParams{ID: id, Error: &msg, DurationMs: durationMs})
+// nothingDone is as for ScheduleRetry.
+func (s *Store) Snooze(ctx context.Context, db DB, id uuid.UUID, msg string, durationMs *int32, nothingDone bool) (invocation.Invocation, error) {
+	r, err := s.q.InvocationSnooze(ctx, db, dbsqlc.InvocationSnoozeParams{ID: id, Error: &msg, DurationMs: durationMs, NothingDone: nothingDone})
 	return transitioned(r, err, id, "recording snooze")
 }
 

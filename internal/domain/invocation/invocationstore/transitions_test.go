@@ -114,10 +114,10 @@ func appliers() []applier {
 			return ignore(s.Skip(ctx, tx, inv.ID, "gate"))
 		}},
 		{"ScheduleRetry", invocation.EventRetryScheduled, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
-			return ignore(s.ScheduleRetry(ctx, tx, inv.ID, "try again", nil))
+			return ignore(s.ScheduleRetry(ctx, tx, inv.ID, "try again", nil, false))
 		}},
 		{"Snooze", invocation.EventSnoozed, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
-			return ignore(s.Snooze(ctx, tx, inv.ID, "wait", nil))
+			return ignore(s.Snooze(ctx, tx, inv.ID, "wait", nil, false))
 		}},
 		{"Replay", invocation.EventReplayed, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return ignore(s.Replay(ctx, tx, inv, "alice"))

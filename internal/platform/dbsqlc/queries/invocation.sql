@@ -192,7 +192,7 @@ WITH prev AS (
     SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
 ), next AS (
     UPDATE action_invocations AS i
-    SET status = 'executing', attempt = @attempt, started_at = coalesce(i.started_at, now()), updated_at = now(), event_seq = i.event_seq + 1
+    SET status = 'executing', attempt = @attempt, started_at = coalesce(i.started_at, now()), nothing_done = false, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
     RETURNING i.*
 ), event AS (
@@ -266,11 +266,12 @@ WITH prev AS (
 SELECT * FROM next;
 
 -- name: InvocationScheduleRetry :one
+-- nothing_done: the attempt's refusal did nothing (see migration 039).
 WITH prev AS (
     SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
 ), next AS (
     UPDATE action_invocations AS i
-    SET status = 'approved', error = @error, duration_ms = sqlc.narg(duration_ms), updated_at = now(), event_seq = i.event_seq + 1
+    SET status = 'approved', error = @error, duration_ms = sqlc.narg(duration_ms), nothing_done = @nothing_done::bool, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
     RETURNING i.*
 ), event AS (
@@ -281,11 +282,13 @@ SELECT * FROM next;
 
 -- name: InvocationSnooze :one
 -- A provider asked to wait (429 Retry-After); no attempt is spent.
+-- nothing_done: the refusal did nothing (see migration 039).
 WITH prev AS (
     SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
 ), next AS (
     UPDATE action_invocations AS i
-    SET status = 'approved', error = @error, duration_ms = sqlc.narg(duration_ms), provider_waits = i.provider_waits + 1, updated_at = now(), event_seq = i.event_seq + 1
+    SET status = 'approved', error = @error, duration_ms = sqlc.narg(duration_ms), provider_waits = i.provider_waits + 1,
+        nothing_done = @nothing_done::bool, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
     RETURNING i.*
 ), event AS (
@@ -367,7 +370,8 @@ WHERE organization_id = @organization_id AND external_id = ANY(@external_ids::te
 -- is not visible to the rest of the statement, and a transition committed
 -- while the lock was awaited is not in it either): locked_status is the
 -- status under the lock, started_before whether an earlier execution had
--- started (started_at under the lock, before this start), started whether
+-- started and may have acted (started_at under the lock, before this
+-- start, unless nothing_done says none did), started whether
 -- it started, and the *_new columns the fields a start sets, computed from
 -- the locked row as the update computes them (meaningless when not
 -- started). Rows are locked in id order, so
@@ -375,7 +379,7 @@ WHERE organization_id = @organization_id AND external_id = ANY(@external_ids::te
 -- with an index lookup each, none joins two intermediate results: a kept
 -- plan (dbutil.IndexPool) joins those in nested loops, pairwise.
 WITH prev AS (
-    SELECT a.id, a.status, a.started_at, a.organization_id, a.must_run_before, k.attempt,
+    SELECT a.id, a.status, a.started_at, a.nothing_done, a.organization_id, a.must_run_before, k.attempt,
         coalesce((SELECT array_agg(d.pattern ORDER BY d.pattern) FROM do_not_contact d
                   WHERE d.organization_id = a.organization_id), '{}')::text[] AS patterns,
         coalesce((SELECT jsonb_agg(jsonb_build_object('time_zone', q.time_zone, 'start', q.start_minute, 'end', q.end_minute))
@@ -396,7 +400,7 @@ WITH prev AS (
 ), next AS (
     UPDATE action_invocations AS i
     SET status = 'executing', attempt = go.attempt,
-        started_at = coalesce(i.started_at, now()), updated_at = now(), event_seq = i.event_seq + 1
+        started_at = coalesce(i.started_at, now()), nothing_done = false, updated_at = now(), event_seq = i.event_seq + 1
     FROM go
     WHERE i.id = go.id AND go.start
     RETURNING i.id, i.organization_id, i.status, i.attempt, i.event_seq, go.status AS from_status
@@ -406,7 +410,7 @@ WITH prev AS (
     FROM next
 )
 SELECT sqlc.embed(i), go.patterns, go.windows, go.paused_at, go.credential_version,
-    go.status AS locked_status, (go.started_at IS NOT NULL)::bool AS started_before,
+    go.status AS locked_status, (go.started_at IS NOT NULL AND NOT go.nothing_done)::bool AS started_before,
     go.start AS started,
     go.attempt::int AS attempt_new, coalesce(go.started_at, now())::timestamptz AS started_at_new,
     now()::timestamptz AS updated_at_new

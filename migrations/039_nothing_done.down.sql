@@ -1,0 +1,1 @@
+ALTER TABLE action_invocations DROP COLUMN nothing_done;
