@@ -471,6 +471,8 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		"mcp.session_timeout": cfg.MCP.SessionTimeout, "mcp.recheck_interval": cfg.MCP.Recheck,
 		"auth.leeway": cfg.Auth.Leeway, "auth.revocation_refresh": cfg.Revocations.RefreshInterval, "auth.idp.refresh_interval": cfg.Auth.IdP.RefreshInterval,
 		"auth.idp.unknown_kid_interval": cfg.Auth.IdP.UnknownKIDInterval, "auth.idp.timeout": cfg.Auth.IdP.Timeout,
+		"webhooks.timeout": cfg.Webhooks.Timeout, "webhooks.retry_base_delay": cfg.Webhooks.RetryBaseDelay,
+		"webhooks.retry_max_delay": cfg.Webhooks.RetryMaxDelay, "webhooks.disable_after": cfg.Webhooks.DisableAfter,
 	} {
 		if d <= 0 {
 			return nil, fmt.Errorf("%s must be a positive duration such as 30s or 5m", key)

@@ -393,3 +393,19 @@ func TestConfig_NegativeRetentionIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, retention.Forever, cfg.Retention.Invocations)
 }
+
+// TestConfig_WebhookDurationsMustBePositive: a negative webhooks.timeout
+// (or backoff, or disable_after) started the daemon, and then every
+// delivery failed at once; it is refused at start with its key.
+func TestConfig_WebhookDurationsMustBePositive(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{"webhooks.timeout", "webhooks.retry_base_delay", "webhooks.retry_max_delay", "webhooks.disable_after"} {
+		v := viper.New()
+		for k, d := range defaults {
+			v.SetDefault(k, d)
+		}
+		v.Set(key, "-1s")
+		_, err := appConfig(v)
+		require.EqualError(t, err, key+" must be a positive duration such as 30s or 5m")
+	}
+}
