@@ -117,12 +117,13 @@ func TestExecute_RateLimitedSnoozesWithoutBurningAttempts(t *testing.T) {
 
 	// Two 429s with a single allowed attempt: only snoozing can get it done.
 	inv := b.WaitStatus(id, invocation.StatusCompleted, 20*time.Second)
-	// The post, then (after each snooze) the look-up for it, then the post.
+	// The post, and after each snooze the post again: Slack processed
+	// neither rate-limited one, so there is nothing to look for.
 	paths := []string{}
 	for _, r := range b.Slack.Requests() {
 		paths = append(paths, r.Path)
 	}
-	require.Equal(t, []string{"/chat.postMessage", "/conversations.history", "/conversations.history", "/chat.postMessage"}, paths)
+	require.Equal(t, []string{"/chat.postMessage", "/chat.postMessage", "/chat.postMessage"}, paths)
 	require.Equal(t, float64(1), inv["attempt"])
 	_, attempt := jobRow(t, b, id)
 	require.Equal(t, 1, attempt)
