@@ -14,8 +14,13 @@ import (
 )
 
 // wellKnownResource is where the MCP front door's protected resource
-// metadata is served (RFC 9728).
-const wellKnownResource = "/.well-known/oauth-protected-resource"
+// metadata is served (RFC 9728): at the address RFC 9728 derives from the
+// resource, <base>/mcp, and at the root, where clients of the MCP
+// authorization spec look when there is no path.
+const (
+	wellKnownResource    = "/.well-known/oauth-protected-resource"
+	wellKnownMCPResource = wellKnownResource + "/mcp"
+)
 
 // serveMCP is /mcp, the MCP front door: the bearer token is checked here
 // as on every API route. A refusal names the resource metadata in
@@ -25,7 +30,11 @@ const wellKnownResource = "/.well-known/oauth-protected-resource"
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	claims, err := s.bearerClaims(r)
 	if err != nil {
-		w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer resource_metadata=%q", s.origin(r)+wellKnownResource))
+		challenge := fmt.Sprintf("Bearer resource_metadata=%q", s.origin(r)+wellKnownMCPResource)
+		if r.Header.Get("Authorization") != "" {
+			challenge += `, error="invalid_token"` // RFC 6750: a token was sent and refused
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
 		closeUnread(w, r)
 		s.writeErr(w, r, err)
 		return

@@ -95,16 +95,21 @@ func TestMCP_AuthenticatesAsTheSpecSays(t *testing.T) {
 	r := b.Do("POST", "/mcp", "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
 	require.Equal(t, http.StatusUnauthorized, r.Status, string(r.Raw))
 	require.Equal(t, "unauthorized", r.Body["error"].(map[string]any)["code"])
-	require.Equal(t, `Bearer resource_metadata="`+b.URL+`/.well-known/oauth-protected-resource"`, r.Header.Get("WWW-Authenticate"))
+	require.Equal(t, `Bearer resource_metadata="`+b.URL+`/.well-known/oauth-protected-resource/mcp"`, r.Header.Get("WWW-Authenticate"))
 
-	meta := b.Do("GET", "/.well-known/oauth-protected-resource", "", nil)
-	require.Equal(t, http.StatusOK, meta.Status)
-	require.Equal(t, b.URL+"/mcp", meta.Body["resource"])
-	require.Equal(t, []any{"header"}, meta.Body["bearer_methods_supported"])
+	// RFC 9728 puts the metadata of <base>/mcp at the well-known address
+	// with the resource's path; clients also look at the root.
+	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
+		meta := b.Do("GET", path, "", nil)
+		require.Equal(t, http.StatusOK, meta.Status, path)
+		require.Equal(t, b.URL+"/mcp", meta.Body["resource"], path)
+		require.Equal(t, []any{"header"}, meta.Body["bearer_methods_supported"], path)
+	}
 
 	bad := b.Do("POST", "/mcp", "not-a-token", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
 	require.Equal(t, http.StatusUnauthorized, bad.Status)
-	require.Contains(t, bad.Header.Get("WWW-Authenticate"), "resource_metadata=")
+	require.Equal(t, `Bearer resource_metadata="`+b.URL+`/.well-known/oauth-protected-resource/mcp", error="invalid_token"`, bad.Header.Get("WWW-Authenticate"),
+		"a token sent and refused is invalid_token (RFC 6750)")
 
 	for _, token := range []string{b.Owner(), b.Member()} {
 		r := b.Do("POST", "/mcp", token, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
@@ -316,8 +321,8 @@ func TestMCP_BehindATrustedProxy(t *testing.T) {
 	proxied := []string{"X-Forwarded-Proto", "https", "X-Forwarded-Host", "outboxd.example.com"}
 	r := b.Do("POST", "/mcp", "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, proxied...)
 	require.Equal(t, http.StatusUnauthorized, r.Status)
-	require.Equal(t, `Bearer resource_metadata="`+origin+`/.well-known/oauth-protected-resource"`, r.Header.Get("WWW-Authenticate"))
-	require.Equal(t, origin+"/mcp", b.Do("GET", "/.well-known/oauth-protected-resource", "", nil, proxied...).Body["resource"])
+	require.Equal(t, `Bearer resource_metadata="`+origin+`/.well-known/oauth-protected-resource/mcp"`, r.Header.Get("WWW-Authenticate"))
+	require.Equal(t, origin+"/mcp", b.Do("GET", "/.well-known/oauth-protected-resource/mcp", "", nil, proxied...).Body["resource"])
 
 	b.StoreSlackToken("xoxb-mcp-proxy")
 	for _, version := range protocolVersions {

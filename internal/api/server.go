@@ -294,7 +294,8 @@ func (s *Server) publicRoutes() []publicRoute {
 		for _, method := range []string{"POST", "GET", "DELETE"} {
 			out = append(out, publicRoute{method, "/mcp", http.HandlerFunc(s.serveMCP)})
 		}
-		out = append(out, publicRoute{"GET", wellKnownResource, http.HandlerFunc(s.protectedResource)})
+		out = append(out, publicRoute{"GET", wellKnownResource, http.HandlerFunc(s.protectedResource)},
+			publicRoute{"GET", wellKnownMCPResource, http.HandlerFunc(s.protectedResource)})
 	}
 	if s.slackClicks != nil {
 		// Slack signs its requests; there is no bearer token.
