@@ -7,7 +7,6 @@ package dbsqlc
 
 import (
 	"context"
-	"time"
 )
 
 const purgeActionInvocations = `-- name: PurgeActionInvocations :execrows
@@ -424,24 +423,6 @@ func (q *Queries) PurgeRetentionRuns(ctx context.Context, db DBTX, arg PurgeRete
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const purgeRevokeTokens = `-- name: PurgeRevokeTokens :exec
-INSERT INTO token_revocations (organization_id, issued_before, revoked_by)
-VALUES ($1::text, $2, $3::text)
-`
-
-type PurgeRevokeTokensParams struct {
-	OrganizationID string
-	IssuedBefore   time.Time
-	RevokedBy      string
-}
-
-// After a purge, every token of the organization issued before the cut-off
-// is refused: the revocations purged with it must not come back to life.
-func (q *Queries) PurgeRevokeTokens(ctx context.Context, db DBTX, arg PurgeRevokeTokensParams) error {
-	_, err := db.Exec(ctx, purgeRevokeTokens, arg.OrganizationID, arg.IssuedBefore, arg.RevokedBy)
-	return err
 }
 
 const purgeSlackMessages = `-- name: PurgeSlackMessages :execrows

@@ -102,9 +102,3 @@ DELETE FROM flow_buckets d WHERE d.ctid IN (SELECT c.ctid FROM flow_buckets c WH
 
 -- name: PurgeRetentionRuns :execrows
 DELETE FROM retention_runs d WHERE d.ctid IN (SELECT c.ctid FROM retention_runs c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
-
--- name: PurgeRevokeTokens :exec
--- After a purge, every token of the organization issued before the cut-off
--- is refused: the revocations purged with it must not come back to life.
-INSERT INTO token_revocations (organization_id, issued_before, revoked_by)
-VALUES (@organization_id::text, @issued_before, @revoked_by::text);
