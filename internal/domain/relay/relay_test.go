@@ -63,6 +63,38 @@ func noticeIDs(t *testing.T, pool *pgxpool.Pool, orgs ...string) []int64 {
 	return ids
 }
 
+// noteJobs is a test consumer's Jobs: a note for each notice.
+func noteJobs(name string, items []invocation.FeedItem) []river.InsertManyParams {
+	var jobs []river.InsertManyParams
+	for _, it := range items {
+		jobs = append(jobs, river.InsertManyParams{Args: noteArgs{Consumer: name, EventID: it.ID, Notice: string(it.Notice)}})
+	}
+	return jobs
+}
+
+// runRelay runs rl's relay jobs until the test ends and waits for each of
+// the consumers' cursors: they start at the horizon of their first run.
+func runRelay(t *testing.T, pool *pgxpool.Pool, rl *relay.Relay, consumers ...string) {
+	t.Helper()
+	ctx := context.Background()
+	workers := river.NewWorkers()
+	rl.AddWorkers(workers)
+	river.AddWorker(workers, noteWorker{})
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:       map[string]river.QueueConfig{"relay_test": {MaxWorkers: 2}},
+		PeriodicJobs: rl.PeriodicJobs(),
+		Workers:      workers,
+	})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, client.Stop(context.Background())) })
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM relay_cursors WHERE consumer = ANY($1)`, consumers).Scan(&n))
+		return n == len(consumers)
+	}, 15*time.Second, 20*time.Millisecond)
+}
+
 // createIn creates an invocation of org in tx; a pending one makes a
 // notice.
 func createIn(t *testing.T, store *invocationstore.Store, tx pgx.Tx, org string, status invocation.Status) {
@@ -97,15 +129,11 @@ func TestRelay_TwoConsumers(t *testing.T) {
 	var failures atomic.Int32
 	note := func(name string) func(context.Context, pgx.Tx, []invocation.FeedItem) ([]river.InsertManyParams, error) {
 		return func(_ context.Context, _ pgx.Tx, items []invocation.FeedItem) ([]river.InsertManyParams, error) {
-			var jobs []river.InsertManyParams
-			for _, it := range items {
-				jobs = append(jobs, river.InsertManyParams{Args: noteArgs{Consumer: name, EventID: it.ID, Notice: string(it.Notice)}})
-			}
 			if name == "b" && failing.Load() {
 				failures.Add(1)
 				return nil, errors.New("b is down")
 			}
-			return jobs, nil
+			return noteJobs(name, items), nil
 		}
 	}
 	rl := relay.New(pool)
@@ -115,25 +143,7 @@ func TestRelay_TwoConsumers(t *testing.T) {
 			return invocation.FeedScope{Orgs: []string{"org-1"}}, nil
 		}})
 	require.Panics(t, func() { rl.Add(relay.Consumer{Name: "a", Jobs: note("a")}) }, "names are unique")
-
-	workers := river.NewWorkers()
-	rl.AddWorkers(workers)
-	river.AddWorker(workers, noteWorker{})
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:       map[string]river.QueueConfig{"relay_test": {MaxWorkers: 2}},
-		PeriodicJobs: rl.PeriodicJobs(),
-		Workers:      workers,
-	})
-	require.NoError(t, err)
-	require.NoError(t, client.Start(ctx))
-	t.Cleanup(func() { require.NoError(t, client.Stop(context.Background())) })
-
-	// Both cursors start at the horizon of their consumer's first run.
-	require.Eventually(t, func() bool {
-		var n int
-		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM relay_cursors WHERE consumer IN ('a', 'b')`).Scan(&n))
-		return n == 2
-	}, 15*time.Second, 20*time.Millisecond)
+	runRelay(t, pool, rl, "a", "b")
 
 	create := func(org string, status invocation.Status) {
 		t.Helper()
@@ -218,28 +228,9 @@ func TestRelay_ScopeAndNoticesAreReadTogether(t *testing.T) {
 			return invocation.FeedScope{Orgs: orgs}, nil
 		},
 		Jobs: func(_ context.Context, _ pgx.Tx, items []invocation.FeedItem) ([]river.InsertManyParams, error) {
-			var jobs []river.InsertManyParams
-			for _, it := range items {
-				jobs = append(jobs, river.InsertManyParams{Args: noteArgs{Consumer: "late", EventID: it.ID, Notice: string(it.Notice)}})
-			}
-			return jobs, nil
+			return noteJobs("late", items), nil
 		}})
-	workers := river.NewWorkers()
-	rl.AddWorkers(workers)
-	river.AddWorker(workers, noteWorker{})
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:       map[string]river.QueueConfig{"relay_test": {MaxWorkers: 1}},
-		PeriodicJobs: rl.PeriodicJobs(),
-		Workers:      workers,
-	})
-	require.NoError(t, err)
-	require.NoError(t, client.Start(ctx))
-	t.Cleanup(func() { require.NoError(t, client.Stop(context.Background())) })
-	require.Eventually(t, func() bool {
-		var n int
-		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM relay_cursors WHERE consumer = 'late'`).Scan(&n))
-		return n == 1
-	}, 15*time.Second, 20*time.Millisecond)
+	runRelay(t, pool, rl, "late")
 
 	join, err := pool.Begin(ctx)
 	require.NoError(t, err)
