@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -18,14 +20,14 @@ import (
 // do-not-contact match skips the invocation (skip says why); quiet hours
 // make it wait. The settings come with the invocation (Store.BeginMany), which
 // starts the invocation itself when there are none.
-func (w *ExecuteWorker) gates(ctx context.Context, inv invocation.Invocation, rc invocation.RunContext, source executors.Source) (skip string, wait time.Duration, err error) {
+func (w *ExecuteWorker) gates(ctx context.Context, inv invocation.Invocation, rc invocation.RunContext, source *catalog.Source) (skip string, wait time.Duration, err error) {
 	if inv.MustRunBefore != nil && time.Now().After(*inv.MustRunBefore) {
 		return "must_run_before passed before the action could run", 0, nil
 	}
 	if skip, err = doNotContact(ctx, inv, source, rc.DoNotContact); skip != "" || err != nil {
 		return skip, 0, err
 	}
-	wait, err = quietHours(rc.QuietHours, time.Now())
+	wait, err = quietHours(rc.QuietHours, time.Now(), deref(inv.RateBucket), source.Bucket)
 	return "", wait, err
 }
 
@@ -62,9 +64,13 @@ func doNotContact(ctx context.Context, inv invocation.Invocation, source executo
 }
 
 // quietHours returns how long until every quiet window containing now has
-// ended (0 outside them).
-func quietHours(raw []byte, now time.Time) (time.Duration, error) {
+// ended (0 outside them): the windows of every bucket ("") and of the
+// buckets named, the invocation's and its source's own (an envelope may
+// name another bucket than its source's; its source's quiet hours still
+// hold it).
+func quietHours(raw []byte, now time.Time, buckets ...string) (time.Duration, error) {
 	var windows []struct {
+		Bucket   string `json:"bucket"`
 		TimeZone string `json:"time_zone"`
 		Start    int    `json:"start"`
 		End      int    `json:"end"`
@@ -74,6 +80,9 @@ func quietHours(raw []byte, now time.Time) (time.Duration, error) {
 	}
 	var wait time.Duration
 	for _, qw := range windows {
+		if qw.Bucket != "" && !slices.Contains(buckets, qw.Bucket) {
+			continue
+		}
 		d, err := policy.QuietWindow{TimeZone: qw.TimeZone, Start: qw.Start, End: qw.End}.Wait(now)
 		if err != nil {
 			return 0, err

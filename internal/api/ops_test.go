@@ -151,6 +151,41 @@ func TestGates_QuietHoursSnoozeWithoutSpendingAttempts(t *testing.T) {
 	b.WaitStatus(id, invocation.StatusCompleted, 15*time.Second)
 }
 
+// TestGates_QuietHoursOfTheSourceHoldAnEnvelopeNamingAnotherBucket: an
+// envelope may name another rate bucket than its source's
+// (constraints.rate_bucket), but the quiet hours of its source's own bucket
+// still hold it; a window of a bucket neither is its own holds nothing.
+func TestGates_QuietHoursOfTheSourceHoldAnEnvelopeNamingAnotherBucket(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-quiet-bucket")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	now := time.Now().UTC()
+	window := func(bucket string) map[string]any {
+		return map[string]any{"windows": []map[string]string{{"bucket": bucket, "time_zone": "UTC",
+			"start": now.Add(-time.Hour).Format("15:04"), "end": now.Add(time.Hour).Format("15:04")}}}
+	}
+	held := func(id string) bool {
+		var state string
+		require.NoError(t, b.Pool.QueryRow(context.Background(),
+			`SELECT j.state::text FROM river_job j JOIN action_invocations i ON i.job_id = j.id WHERE i.id = $1`, id).Scan(&state))
+		return state == "scheduled"
+	}
+
+	require.Equal(t, http.StatusOK, b.Do("PUT", "/v1/quiet-hours", b.Owner(), window("slack.minute")).Status)
+	elsewhere := sendEnvelope(t, b, "quiet-elsewhere", map[string]any{"constraints": map[string]any{"rate_bucket": "github.api"}})
+	require.Eventually(t, func() bool { return held(elsewhere) }, 10*time.Second, 50*time.Millisecond,
+		"Slack's quiet hours hold a Slack envelope that names github.api")
+	require.Equal(t, "approved", b.Invocation(elsewhere)["status"])
+
+	// A window of another bucket holds a Slack envelope of its own bucket
+	// no more than before.
+	require.Equal(t, http.StatusOK, b.Do("PUT", "/v1/quiet-hours", b.Owner(), window("database")).Status)
+	own := sendEnvelope(t, b, "quiet-own", nil)
+	b.WaitStatus(own, invocation.StatusCompleted, 15*time.Second)
+	require.Len(t, b.Slack.Posts(), 1)
+}
+
 func TestGates_MustRunBeforePassingWhileAwaitingApproval(t *testing.T) {
 	t.Parallel()
 	b := apptest.Start(t, nil)

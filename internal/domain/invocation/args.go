@@ -32,7 +32,8 @@ type RunContext struct {
 	// DoNotContact are the organization's recipient patterns.
 	DoNotContact []string
 	// QuietHours are the windows of the organization and of the
-	// invocation's bucket, as JSON [{"time_zone","start","end"}].
+	// invocation's bucket (an envelope's: every window), as JSON
+	// [{"bucket","time_zone","start","end"}].
 	QuietHours json.RawMessage
 	// CredentialVersion changes whenever a credential the invocation may
 	// use is stored; the zero time when there is none.

@@ -382,9 +382,15 @@ WITH prev AS (
     SELECT a.id, a.status, a.started_at, a.nothing_done, a.organization_id, a.must_run_before, k.attempt,
         coalesce((SELECT array_agg(d.pattern ORDER BY d.pattern) FROM do_not_contact d
                   WHERE d.organization_id = a.organization_id), '{}')::text[] AS patterns,
-        coalesce((SELECT jsonb_agg(jsonb_build_object('time_zone', q.time_zone, 'start', q.start_minute, 'end', q.end_minute))
+        -- An envelope (external_id) may name another bucket than its
+        -- source's (constraints.rate_bucket): it gets every window of the
+        -- organization, and the worker keeps those of its bucket and of
+        -- its source's own, so naming a bucket does not leave the quiet
+        -- hours of the source's.
+        coalesce((SELECT jsonb_agg(jsonb_build_object('bucket', q.bucket, 'time_zone', q.time_zone, 'start', q.start_minute, 'end', q.end_minute))
                   FROM quiet_hours q
-                  WHERE q.organization_id = a.organization_id AND (q.bucket = '' OR q.bucket = coalesce(a.rate_bucket, ''))), '[]')::jsonb AS windows,
+                  WHERE q.organization_id = a.organization_id
+                    AND (q.bucket = '' OR q.bucket = coalesce(a.rate_bucket, '') OR a.external_id IS NOT NULL)), '[]')::jsonb AS windows,
         coalesce((SELECT p.paused_at FROM org_pauses p WHERE p.organization_id = a.organization_id), 'epoch')::timestamptz AS paused_at,
         coalesce((SELECT max(c.updated_at) FROM credentials c
                   WHERE c.organization_id = a.organization_id AND c.integration = a.integration
