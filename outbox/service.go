@@ -141,6 +141,17 @@ type Service struct {
 	reads     sync.Map // organization → its waits' shared reads (see wait)
 	grants    *grant.Keeper
 	tracer    tracing.Tracer
+	// stopWaits is closed by StopWaiting: every wait answers then.
+	stopWaits chan struct{}
+	stopOnce  sync.Once
+}
+
+// StopWaiting ends every wait for a result, now and later, as a process
+// does when it shuts down: each answers with where its invocation stands
+// (its id, to poll), rather than holding the shutdown or being cut off by
+// it without an answer.
+func (s *Service) StopWaiting() {
+	s.stopOnce.Do(func() { close(s.stopWaits) })
 }
 
 // New returns a Service.
@@ -162,5 +173,6 @@ func New(deps *Deps, config *Config) (*Service, error) {
 		store:     invocationstore.New(deps.River),
 		grants:    grant.NewKeeper(),
 		tracer:    tracing.NewTracer(deps.Tracer, "github.com/outboxd/outboxd/outbox"),
+		stopWaits: make(chan struct{}),
 	}, nil
 }

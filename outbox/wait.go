@@ -96,6 +96,8 @@ func (s *Service) wait(ctx context.Context, inv invocation.Invocation, d time.Du
 			return inv, nil
 		case <-ctx.Done():
 			return inv, nil
+		case <-s.stopWaits:
+			return inv, nil
 		}
 	}
 }

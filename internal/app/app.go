@@ -635,6 +635,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, ready func(addr string
 
 	srv := a.httpServer
 	srv.RegisterOnShutdown(a.api.CloseStreams)
+	// Waiting invokes answer at once with where their invocations stand,
+	// as the MCP front door's waits do.
+	srv.RegisterOnShutdown(a.Service.StopWaiting)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	a.logger.InfoContext(ctx, "outboxd serving", "role", a.role, "addr", ln.Addr().String(), "max_conns", srv.Config().MaxConns)
