@@ -63,6 +63,16 @@ func noticeIDs(t *testing.T, pool *pgxpool.Pool, orgs ...string) []int64 {
 	return ids
 }
 
+// newStore returns a fresh database's pool and an invocation store that
+// inserts its jobs there.
+func newStore(t *testing.T) (*pgxpool.Pool, *invocationstore.Store) {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	inserter, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	return pool, invocationstore.New(inserter)
+}
+
 // noteJobs is a test consumer's Jobs: a note for each notice.
 func noteJobs(name string, items []invocation.FeedItem) []river.InsertManyParams {
 	var jobs []river.InsertManyParams
@@ -119,10 +129,7 @@ func createIn(t *testing.T, store *invocationstore.Store, tx pgx.Tx, org string,
 func TestRelay_TwoConsumers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	inserter, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
-	store := invocationstore.New(inserter)
+	pool, store := newStore(t)
 
 	var failing atomic.Bool
 	failing.Store(true)
@@ -195,11 +202,8 @@ func TestRelay_TwoConsumers(t *testing.T) {
 func TestRelay_ScopeAndNoticesAreReadTogether(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	inserter, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
-	store := invocationstore.New(inserter)
-	_, err = pool.Exec(ctx, `CREATE TABLE relay_test_scope (org text NOT NULL)`)
+	pool, store := newStore(t)
+	_, err := pool.Exec(ctx, `CREATE TABLE relay_test_scope (org text NOT NULL)`)
 	require.NoError(t, err)
 
 	// Two transactions that hold their ids from before the run starts: one
