@@ -15,7 +15,8 @@ var addCommentSchema string
 const addCommentDescription = "Add a comment to a Linear issue, given by its id (a UUID, as list_issues " +
 	"and get_issue return). Write `body` in Markdown. The comment is posted as the token's user or app, " +
 	"once even if the call is retried. On success the provider reference is the new comment's id and the " +
-	"result holds the comment with its url."
+	"result holds the comment with its url (only its id when Linear confirms the comment but the token " +
+	"cannot read it back)."
 
 // AddCommentParams are the params of add_comment. Their JSON names are
 // those of Linear's CommentCreateInput, so they are sent as they are.
@@ -97,13 +98,10 @@ func (s *client) addComment(ctx context.Context, p *AddCommentParams, ec executo
 		}
 		return executors.Result{}, err
 	}
-	if data.CommentCreate == nil || !data.CommentCreate.Success || isNull(data.CommentCreate.Comment) {
-		return executors.Result{}, &executors.Error{
-			Code:    "mutation_failed",
-			Message: "Linear answered AddComment without success",
-		}
+	if data.CommentCreate == nil {
+		data.CommentCreate = &commentPayload{}
 	}
-	return objectResult("AddComment", data.CommentCreate.Comment)
+	return s.mutationResult(ctx, ec, "AddComment", data.CommentCreate.Success, data.CommentCreate.Comment, input.ID, (*client).fetchComment)
 }
 
 // fetchComment reads one comment by id. A comment Linear does not know is a

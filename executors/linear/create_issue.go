@@ -16,7 +16,8 @@ const createIssueDescription = "Create a Linear issue in a team. Set `teamId` an
 	"the team's default state), a `priority` (0 none, 1 urgent, 2 high, 3 medium, 4 low), labels " +
 	"(`labelIds`) and a project (`projectId`). Ids are UUIDs, such as those list_issues and get_issue " +
 	"return. The issue is created once even if the call is retried. On success the provider reference is " +
-	"the new issue's id and the result holds the issue, with its identifier (such as ENG-123) and url."
+	"the new issue's id and the result holds the issue, with its identifier (such as ENG-123) and url " +
+	"(only its id when Linear confirms the create but the token cannot read the issue back)."
 
 // CreateIssueParams are the params of create_issue. Their JSON names are
 // those of Linear's IssueCreateInput, so they are sent as they are.
@@ -95,5 +96,8 @@ func (s *client) createIssue(ctx context.Context, p *CreateIssueParams, ec execu
 		}
 		return executors.Result{}, err
 	}
-	return mutationResult("CreateIssue", data.IssueCreate)
+	if data.IssueCreate == nil {
+		data.IssueCreate = &issuePayload{}
+	}
+	return s.mutationResult(ctx, ec, "CreateIssue", data.IssueCreate.Success, data.IssueCreate.Issue, input.ID, (*client).fetchIssue)
 }

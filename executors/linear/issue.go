@@ -55,17 +55,37 @@ func (s *client) fetchIssue(ctx context.Context, ec executors.ExecContext, id st
 	return objectResult("GetIssue", data.Issue)
 }
 
-// mutationResult turns a create or update payload into a Result. A payload
-// without success or without the object means Linear did not make the
-// change and said no more; retrying would not help.
-func mutationResult(opName string, payload *issuePayload) (executors.Result, error) {
-	if payload == nil || !payload.Success || isNull(payload.Issue) {
+// mutationResult turns a create or update payload (its success flag and
+// its object, raw) into a Result. A payload without success means Linear
+// did not make the change and said no more; retrying would not help.
+//
+// A payload with success and a null object (as when the token may make the
+// change but not read the object back) is Linear saying it acted: a failure
+// would have the agent try again and create a second object. The object is
+// read once by id, the id the create chose or the issue the update named;
+// when that read finds nothing, the result holds only that id.
+func (s *client) mutationResult(ctx context.Context, ec executors.ExecContext, opName string, success bool, obj json.RawMessage,
+	id string, read func(*client, context.Context, executors.ExecContext, string) (executors.Result, error),
+) (executors.Result, error) {
+	switch {
+	case !success:
 		return executors.Result{}, &executors.Error{
 			Code:    "mutation_failed",
 			Message: fmt.Sprintf("Linear answered %s without success", opName),
 		}
+	case !isNull(obj):
+		return objectResult(opName, obj)
+	case id == "":
+		return executors.Result{Data: json.RawMessage(`{"id":null}`)}, nil
 	}
-	return objectResult(opName, payload.Issue)
+	if res, err := read(s, ctx, ec, id); err == nil {
+		return res, nil
+	}
+	data, err := json.Marshal(objectRef{ID: id})
+	if err != nil {
+		return executors.Result{}, err
+	}
+	return executors.Result{Data: data, ProviderRef: id}, nil
 }
 
 // objectResult returns obj, an issue or a comment, as a Result whose

@@ -734,6 +734,51 @@ func TestSource_Execute(t *testing.T) {
 		}
 	})
 
+	t.Run("SucceededWithoutObject", func(t *testing.T) {
+		t.Parallel()
+		// Linear made the change and said so (success: true), but gave no
+		// object back: the action succeeded, and a retry finds the same
+		// object instead of making a second.
+		issueID := linear.StableID(linear.ActionCreateIssue, idempotencyKey)
+		commentID := linear.StableID(linear.ActionAddComment, idempotencyKey)
+		for _, reads := range []bool{false, true} {
+			bundle := setup(t)
+			bundle.fake.WithholdObjects(reads)
+
+			res, err := bundle.source.Execute(ctx, linear.ActionCreateIssue, json.RawMessage(`{"teamId":"team-eng","title":"t"}`), execContext())
+			require.NoError(t, err, "reads withheld: %v", reads)
+			require.Equal(t, issueID, res.ProviderRef)
+			require.False(t, res.Conflict)
+			if reads {
+				require.JSONEq(t, `{"id":"`+issueID+`"}`, string(res.Data))
+			} else {
+				require.Contains(t, string(res.Data), `"identifier":"ENG-1"`, "read back by its id")
+			}
+			if !reads {
+				again, err := bundle.source.Execute(ctx, linear.ActionCreateIssue, json.RawMessage(`{"teamId":"team-eng","title":"t"}`), execContext())
+				require.NoError(t, err)
+				require.True(t, again.Conflict)
+				require.Equal(t, issueID, again.ProviderRef)
+			}
+			require.Equal(t, 1, bundle.fake.IssueCount())
+
+			res, err = bundle.source.Execute(ctx, linear.ActionUpdateIssue, json.RawMessage(`{"issueId":"ENG-1","title":"u"}`), execContext())
+			require.NoError(t, err)
+			require.Equal(t, "u", bundle.fake.Issue(issueID).Title)
+			if reads {
+				require.Equal(t, "ENG-1", res.ProviderRef)
+			} else {
+				require.Equal(t, issueID, res.ProviderRef)
+			}
+
+			res, err = bundle.source.Execute(ctx, linear.ActionAddComment, json.RawMessage(`{"issueId":"`+issueID+`","body":"b"}`), execContext())
+			require.NoError(t, err)
+			require.Equal(t, commentID, res.ProviderRef)
+			_, ok := bundle.fake.Comment(commentID)
+			require.True(t, ok)
+		}
+	})
+
 	t.Run("CreateIssueUnknownTeam", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)

@@ -16,7 +16,8 @@ const updateIssueDescription = "Change fields of an existing Linear issue, given
 	"replaces the whole description, an empty string clears it), `assigneeId`, `stateId` (a workflow state " +
 	"of the issue's team) or `priority` (0 none, 1 urgent, 2 high, 3 medium, 4 low). Ids are UUIDs. Fields " +
 	"left out keep their values. On success the provider reference is the issue's id and the result holds " +
-	"the updated issue."
+	"the updated issue (only the issueId given when Linear confirms the update but the token cannot read " +
+	"the issue back)."
 
 // UpdateIssueParams are the params of update_issue. A nil field is left as
 // it is.
@@ -99,5 +100,8 @@ func (s *client) updateIssue(ctx context.Context, p *UpdateIssueParams, ec execu
 	if err := s.do(ctx, ec, op, &data); err != nil {
 		return executors.Result{}, err
 	}
-	return mutationResult("UpdateIssue", data.IssueUpdate)
+	if data.IssueUpdate == nil {
+		data.IssueUpdate = &issuePayload{}
+	}
+	return s.mutationResult(ctx, ec, "UpdateIssue", data.IssueUpdate.Success, data.IssueUpdate.Issue, p.IssueID, (*client).fetchIssue)
 }

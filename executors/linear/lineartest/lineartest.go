@@ -57,6 +57,11 @@ type Server struct {
 	// id is taken.
 	duplicateMessage string
 
+	// withhold makes mutations answer success with a null object, and
+	// withholdReads makes reads of issues and comments find nothing, as
+	// for a token that may write objects it cannot read back.
+	withhold, withholdReads bool
+
 	// override, when set, answers every request in place of the workspace.
 	override Handler
 }
@@ -162,6 +167,16 @@ func (f *Server) HangAfterNextMutation() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.hangNextMutation = true
+}
+
+// WithholdObjects makes mutations take effect and answer success with a
+// null object ({"success": true, "issue": null}), as Linear does when the
+// token may make the change but not read the object back; with reads, a
+// read of an issue or a comment then answers that there is none.
+func (f *Server) WithholdObjects(reads bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.withhold, f.withholdReads = true, reads
 }
 
 // SetDuplicateMessage is the message of the answer to a create whose id
@@ -384,7 +399,7 @@ func (f *Server) issueQuery(raw json.RawMessage) any {
 		return variableError(err)
 	}
 	is := f.findIssue(vars.ID)
-	if is == nil {
+	if is == nil || f.withholdReads {
 		return entityNotFound("Issue")
 	}
 	return Data("issue", issueJSON(is))
@@ -446,7 +461,7 @@ func (f *Server) issueCreate(raw json.RawMessage) (any, bool) {
 		is.ProjectID = *in.ProjectID
 	}
 	f.insertIssue(is)
-	return Data("issueCreate", map[string]any{"success": true, "issue": issueJSON(is)}), true
+	return f.payload("issueCreate", "issue", issueJSON(is)), true
 }
 
 func (f *Server) issueUpdate(raw json.RawMessage) (any, bool) {
@@ -487,7 +502,7 @@ func (f *Server) issueUpdate(raw json.RawMessage) (any, bool) {
 		is.Priority = *in.Priority
 	}
 	is.UpdatedAt = is.UpdatedAt.Add(time.Hour)
-	return Data("issueUpdate", map[string]any{"success": true, "issue": issueJSON(is)}), true
+	return f.payload("issueUpdate", "issue", issueJSON(is)), true
 }
 
 func (f *Server) commentCreate(raw json.RawMessage) (any, bool) {
@@ -518,7 +533,7 @@ func (f *Server) commentCreate(raw json.RawMessage) (any, bool) {
 	}
 	c := &Comment{ID: id, IssueID: is.ID, Body: in.Body, CreatedAt: fakeEpoch.Add(time.Duration(len(f.comments)) * time.Second)}
 	f.comments[id] = c
-	return Data("commentCreate", map[string]any{"success": true, "comment": f.commentJSON(c)}), true
+	return f.payload("commentCreate", "comment", f.commentJSON(c)), true
 }
 
 func (f *Server) commentQuery(raw json.RawMessage) any {
@@ -529,10 +544,19 @@ func (f *Server) commentQuery(raw json.RawMessage) any {
 		return variableError(err)
 	}
 	c, ok := f.comments[vars.ID]
-	if !ok {
+	if !ok || f.withholdReads {
 		return entityNotFound("Comment")
 	}
 	return Data("comment", f.commentJSON(c))
+}
+
+// payload is a mutation's successful answer: field's payload with obj as
+// its key, or null when the server withholds objects.
+func (f *Server) payload(field, key string, obj any) any {
+	if f.withhold {
+		obj = nil
+	}
+	return Data(field, map[string]any{"success": true, key: obj})
 }
 
 // uuidV4 reports whether id is a UUID of version 4, the only kind Linear
