@@ -24,24 +24,24 @@ const IdempotencyKeyHeader = "X-Outboxd-Idempotency-Key"
 // not even an empty one ("…/api?" or "…/api#"), since request paths are
 // appended to it as text and would land in the query or the fragment, and
 // without credentials (user:password@), which the token in each request
-// replaces and which errors would show. Error texts are prefixed with the
-// source id, as in "slack: BaseURL ... has no host".
+// replaces and which errors would show. Error texts name the setting,
+// providers.<source>.base_url, and what is wrong with it, never the value
+// nor a part of it: a refused URL may hold a password or a token (in its
+// user:password@, its query, or a password a missing host makes the port).
 func CheckBaseURL(source, raw string) (*url.URL, error) {
+	key := "providers." + source + ".base_url"
 	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%s: invalid BaseURL: %w", source, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%s: BaseURL %q must use http or https", source, raw)
-	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("%s: BaseURL %q has no host", source, raw)
-	}
-	if u.User != nil {
-		return nil, fmt.Errorf("%s: BaseURL must not carry credentials", source)
-	}
-	if strings.ContainsAny(raw, "?#") {
-		return nil, fmt.Errorf("%s: BaseURL %q must not have a query or fragment", source, raw)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s is not a valid URL", key)
+	case u.User != nil:
+		return nil, fmt.Errorf("%s must not carry credentials (user:password@)", key)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("%s must be an http or https URL", key)
+	case u.Host == "":
+		return nil, fmt.Errorf("%s has no host", key)
+	case strings.ContainsAny(raw, "?#"):
+		return nil, fmt.Errorf("%s must not have a query or fragment", key)
 	}
 	return u, nil
 }

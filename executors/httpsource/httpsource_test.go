@@ -34,16 +34,25 @@ func TestCheckBaseURL(t *testing.T) {
 	}{
 		{name: "HTTPS", raw: "https://slack.com/api"},
 		{name: "HTTPLoopbackWithPort", raw: "http://127.0.0.1:8080"},
-		{name: "Unparsable", raw: "http://[::1", wantErr: `slack: invalid BaseURL: parse "http://[::1": missing ']' in host`},
-		{name: "OtherScheme", raw: "ftp://slack.com/api", wantErr: `slack: BaseURL "ftp://slack.com/api" must use http or https`},
-		{name: "NoScheme", raw: "slack.com/api", wantErr: `slack: BaseURL "slack.com/api" must use http or https`},
-		{name: "NoHost", raw: "https:///api", wantErr: `slack: BaseURL "https:///api" has no host`},
-		{name: "Query", raw: "https://slack.com/api?x=1", wantErr: `slack: BaseURL "https://slack.com/api?x=1" must not have a query or fragment`},
-		{name: "Fragment", raw: "https://slack.com/api#x", wantErr: `slack: BaseURL "https://slack.com/api#x" must not have a query or fragment`},
+		{name: "Unparsable", raw: "http://[::1", wantErr: `providers.slack.base_url is not a valid URL`},
+		{name: "OtherScheme", raw: "ftp://slack.com/api", wantErr: `providers.slack.base_url must be an http or https URL`},
+		{name: "NoScheme", raw: "slack.com/api", wantErr: `providers.slack.base_url must be an http or https URL`},
+		{name: "NoHost", raw: "https:///api", wantErr: `providers.slack.base_url has no host`},
+		{name: "Query", raw: "https://slack.com/api?x=1", wantErr: `providers.slack.base_url must not have a query or fragment`},
+		{name: "Fragment", raw: "https://slack.com/api#x", wantErr: `providers.slack.base_url must not have a query or fragment`},
 		// Appended paths would land in an empty query or fragment too.
-		{name: "EmptyQuery", raw: "https://slack.com/api?", wantErr: `slack: BaseURL "https://slack.com/api?" must not have a query or fragment`},
-		{name: "EmptyFragment", raw: "https://slack.com/api#", wantErr: `slack: BaseURL "https://slack.com/api#" must not have a query or fragment`},
-		{name: "Credentials", raw: "https://bot:hunter22@slack.com/api", wantErr: `slack: BaseURL must not carry credentials`},
+		{name: "EmptyQuery", raw: "https://slack.com/api?", wantErr: `providers.slack.base_url must not have a query or fragment`},
+		{name: "EmptyFragment", raw: "https://slack.com/api#", wantErr: `providers.slack.base_url must not have a query or fragment`},
+		{name: "Credentials", raw: "https://bot:hunter22@slack.com/api", wantErr: `providers.slack.base_url must not carry credentials (user:password@)`},
+		// No error shows the URL, or a part of it: a secret in it stays
+		// out of the start's error, whatever else is wrong.
+		{name: "CredentialsUnparsable", raw: "https://bot:hunter22@[::1/api", wantErr: `providers.slack.base_url is not a valid URL`},
+		{name: "CredentialsOtherScheme", raw: "ftp://bot:hunter22@slack.com/api", wantErr: `providers.slack.base_url must not carry credentials (user:password@)`},
+		{name: "CredentialsNoHost", raw: "https://bot:hunter22@/api", wantErr: `providers.slack.base_url must not carry credentials (user:password@)`},
+		{name: "CredentialsWithoutHost", raw: "https://bot:hunter22", wantErr: `providers.slack.base_url is not a valid URL`},
+		{name: "CredentialsWithoutSlashes", raw: "bot:hunter22@slack.com/api", wantErr: `providers.slack.base_url must be an http or https URL`},
+		{name: "TokenInQuery", raw: "https://slack.com/api?token=hunter22", wantErr: `providers.slack.base_url must not have a query or fragment`},
+		{name: "TokenInQueryUnparsable", raw: "https://slack.com/a%zz?token=hunter22", wantErr: `providers.slack.base_url is not a valid URL`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -51,6 +60,7 @@ func TestCheckBaseURL(t *testing.T) {
 			u, err := httpsource.CheckBaseURL("slack", tt.raw)
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
+				require.NotContains(t, err.Error(), "hunter22")
 				require.Nil(t, u)
 				return
 			}
