@@ -287,10 +287,13 @@ func optionalSegment(name, value string) segment {
 	return segment{name, value}
 }
 
-// checkSegments rejects path segments that are empty or made only of dots,
-// as the schemas' pattern does: a server or proxy resolves "." and ".."
-// (which escaping leaves unchanged) to another endpoint, and no Sentry id
-// or slug is only dots.
+// checkSegments rejects path segments that are empty, made only of dots,
+// or holding a "/", a backslash or a "%", as the schemas' pattern does: a
+// server or proxy resolves "." and ".." (which escaping leaves unchanged)
+// to another endpoint, and Sentry's Django routes the path it decoded,
+// where an escaped "/" ("1%2Fevents") separates segments again, as a
+// backslash does for some proxies and a "%" decoded twice may. No Sentry
+// id or slug has any of them.
 func checkSegments(segments ...segment) error {
 	for _, s := range segments {
 		switch {
@@ -299,6 +302,8 @@ func checkSegments(segments ...segment) error {
 			return fmt.Errorf("%s is required", s.name)
 		case strings.Trim(s.value, ".") == "":
 			return fmt.Errorf("%s %q is not a valid id or slug: it is only dots", s.name, s.value)
+		case strings.ContainsAny(s.value, `/\%`):
+			return fmt.Errorf("%s %q is not a valid id or slug: it holds a /, a \\ or a %%", s.name, s.value)
 		}
 	}
 	return nil

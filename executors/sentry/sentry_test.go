@@ -334,8 +334,9 @@ func TestSource_ListActions(t *testing.T) {
 				`{"organization_slug":"acme","project_slug":"web","limit":5}`:         {"limit"},
 				`{"organization_slug":1,"project_slug":"web","cursor":null,"x":true}`: {"cursor", "organization_slug", "x"},
 				`["acme","web"]`: {""},
-				`{"organization_slug":".","project_slug":".."}`:     {"organization_slug", "project_slug"},
-				`{"organization_slug":"acme","project_slug":"..."}`: {"project_slug"},
+				`{"organization_slug":".","project_slug":".."}`:        {"organization_slug", "project_slug"},
+				`{"organization_slug":"acme","project_slug":"..."}`:    {"project_slug"},
+				`{"organization_slug":"acme/x","project_slug":"w%2F"}`: {"organization_slug", "project_slug"},
 			},
 			sentry.ActionGetIssue: {
 				`{}`:                               {"issue_id"},
@@ -352,21 +353,24 @@ func TestSource_ListActions(t *testing.T) {
 				`{"issue_id":"."}`:             {"issue_id"},
 			},
 			sentry.ActionGetEvent: {
-				`{}`:                               {"event_id", "issue_id"},
-				`{"issue_id":"1"}`:                 {"event_id"},
-				`{"event_id":"latest"}`:            {"issue_id"},
-				`{"issue_id":"1","event_id":""}`:   {"event_id"},
-				`{"issue_id":"1","event_id":".."}`: {"event_id"},
+				`{}`:                                        {"event_id", "issue_id"},
+				`{"issue_id":"1"}`:                          {"event_id"},
+				`{"event_id":"latest"}`:                     {"issue_id"},
+				`{"issue_id":"1","event_id":""}`:            {"event_id"},
+				`{"issue_id":"1","event_id":".."}`:          {"event_id"},
+				`{"issue_id":"1","event_id":"latest/../2"}`: {"event_id"},
 				`{"issue_id":"..","event_id":"latest","organization_slug":".."}`: {"issue_id", "organization_slug"},
 			},
 			sentry.ActionUpdateIssue: {
 				`{}`:                                 {"assignedTo", "issue_id", "status"},
 				`{"issue_id":"1"}`:                   {"assignedTo", "status"},
 				`{"issue_id":"1","status":"closed"}`: {"status"},
-				`{"issue_id":"1","status":"resolved","assignedTo":7}`: {"assignedTo"},
-				`{"status":"resolved"}`:                               {"issue_id"},
-				`{"issue_id":"1","status":"resolved","hasSeen":true}`: {"hasSeen"},
-				`{"issue_id":"..","status":"resolved"}`:               {"issue_id"},
+				`{"issue_id":"1","status":"resolved","assignedTo":7}`:                  {"assignedTo"},
+				`{"status":"resolved"}`:                                                {"issue_id"},
+				`{"issue_id":"1","status":"resolved","hasSeen":true}`:                  {"hasSeen"},
+				`{"issue_id":"..","status":"resolved"}`:                                {"issue_id"},
+				`{"issue_id":"1/..","status":"resolved"}`:                              {"issue_id"},
+				`{"issue_id":"1%2F..","status":"resolved","organization_slug":"a\\b"}`: {"issue_id", "organization_slug"},
 			},
 		} {
 			for params, wantFields := range cases {
@@ -660,16 +664,16 @@ func TestSource_Execute(t *testing.T) {
 		t.Parallel()
 
 		const (
-			org     = "acme/corp?x=1"
-			project = "web#frag/../admin"
-			issue   = "12/34?status=resolved"
-			event   = "ev/1?x"
+			org     = "acme corp?x=1"
+			project = "web#frag"
+			issue   = "12?status=resolved"
+			event   = "ev 1?x"
 		)
 		const (
-			escOrg     = "acme%2Fcorp%3Fx=1"
-			escProject = "web%23frag%2F..%2Fadmin"
-			escIssue   = "12%2F34%3Fstatus=resolved"
-			escEvent   = "ev%2F1%3Fx"
+			escOrg     = "acme%20corp%3Fx=1"
+			escProject = "web%23frag"
+			escIssue   = "12%3Fstatus=resolved"
+			escEvent   = "ev%201%3Fx"
 		)
 		params := func(fields map[string]string) string {
 			raw, err := json.Marshal(fields)
@@ -735,6 +739,32 @@ func TestSource_Execute(t *testing.T) {
 			execErr := requireExecError(t, err)
 			require.Equal(t, "invalid_params", execErr.Code, action)
 			require.False(t, execErr.Retryable, action)
+		}
+		require.Empty(t, bundle.recorded())
+	})
+
+	t.Run("SeparatorsRejected", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t, answer(http.StatusOK, issueJSON))
+
+		// Sentry's Django routes the path it decoded: "1%2Fevents" would
+		// reach the issue's events, and "1/../../projects/acme/web/issues"
+		// behind a proxy that resolves dots the bulk update of a project's
+		// issues.
+		for _, tc := range []struct{ action, params string }{
+			{sentry.ActionGetIssue, `{"issue_id":"1/events"}`},
+			{sentry.ActionGetIssue, `{"issue_id":"1%2Fevents"}`},
+			{sentry.ActionGetIssue, `{"issue_id":"1\\events"}`},
+			{sentry.ActionListIssueEvents, `{"issue_id":"1","organization_slug":"acme/x"}`},
+			{sentry.ActionGetEvent, `{"issue_id":"1","event_id":"latest/../../2"}`},
+			{sentry.ActionUpdateIssue, `{"issue_id":"1/../../projects/acme/web/issues","status":"resolved"}`},
+			{sentry.ActionUpdateIssue, `{"issue_id":"1%252F..","status":"resolved"}`},
+			{sentry.ActionListIssues, `{"organization_slug":"acme","project_slug":"web/..%2F"}`},
+		} {
+			_, err := execute(t, bundle, tc.action, tc.params)
+			execErr := requireExecError(t, err)
+			require.Equal(t, "invalid_params", execErr.Code, tc.params)
+			require.False(t, execErr.Retryable, tc.params)
 		}
 		require.Empty(t, bundle.recorded())
 	})
@@ -949,7 +979,7 @@ func TestSource_Execute(t *testing.T) {
 		// network error, raw or escaped.
 		bundle := setup(t, answer(http.StatusOK, issueJSON))
 		bundle.server.Close()
-		for _, issueID := range []string{testToken, testToken + "/x?y"} {
+		for _, issueID := range []string{testToken, testToken + " x?y"} {
 			raw, err := json.Marshal(map[string]string{"issue_id": issueID})
 			require.NoError(t, err)
 			_, err = execute(t, bundle, sentry.ActionGetIssue, string(raw))
