@@ -99,6 +99,9 @@ func (s *source) classify(ctx context.Context, err error, sc scrubber) error {
 		}
 		return &executors.Error{Code: CodeAddressNotAllowed, Message: msg, Cause: netguard.ErrNotAllowed}
 	}
+	if errors.Is(err, errCopy) {
+		return &executors.Error{Code: CodeQueryError, Message: errCopy.Error(), Cause: errCopy}
+	}
 	if errors.Is(err, errOwnDatabase) {
 		return &executors.Error{Code: CodeAddressNotAllowed, Message: errOwnDatabase.Error(), Cause: errOwnDatabase}
 	}
