@@ -226,15 +226,23 @@ func TestSource_Execute(t *testing.T) {
 
 	t.Run("ResponseTooLarge", func(t *testing.T) {
 		t.Parallel()
-		bundle := setup(t, serverOptions{}, nil)
-		bundle.tool.result = &mcpsdk.CallToolResult{
-			Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: strings.Repeat("x", 17<<20)}},
-		}
 
-		_, err := bundle.source.Execute(ctx, "create_issue", json.RawMessage(params), execContext())
-		execErr := requireExecError(t, err)
-		require.Equal(t, mcp.CodeResponseTooLarge, execErr.Code)
-		require.False(t, execErr.Retryable, "the tool ran; its answer would be as large again")
+		// The answer is written by hand, a chunk at a time: the SDK's server
+		// takes many seconds to encode 17 MiB under the race detector, and
+		// on a loaded machine more than the call's timeout, which then
+		// classified the call as a timeout.
+		for _, contentType := range []string{"application/json", "text/event-stream"} {
+			// A guard of minutes: reading 16 MiB under the race detector on
+			// a loaded machine is slow, and the default 30 s is not the
+			// subject here.
+			bundle := setup(t, serverOptions{wrap: answerRPC("tools/call", contentType, 17<<20)}, &mcp.Config{CallTimeout: 5 * time.Minute})
+
+			_, err := bundle.source.Execute(ctx, "create_issue", json.RawMessage(params), execContext())
+			execErr := requireExecError(t, err)
+			require.Equal(t, mcp.CodeResponseTooLarge, execErr.Code, contentType)
+			require.False(t, execErr.Retryable, "the tool ran; its answer would be as large again")
+			require.Equal(t, 1, bundle.server.count("tools/call"), contentType)
+		}
 	})
 
 	t.Run("UnknownTool", func(t *testing.T) {
@@ -619,6 +627,42 @@ func failRPC(method string, status int, body string) func(http.Handler) http.Han
 				return
 			}
 			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// answerRPC answers the requests of method in place of the server: a
+// result with a text of size bytes, written a chunk at a time as
+// contentType (application/json or text/event-stream), until the client
+// stops reading.
+func answerRPC(method, contentType string, size int) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body := peekBody(r)
+			if rpcMethod([]byte(body)) != method {
+				next.ServeHTTP(w, r)
+				return
+			}
+			var req struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.Unmarshal([]byte(body), &req)
+			head := `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"content":[{"type":"text","text":"`
+			tail := `"}]}}`
+			if contentType == "text/event-stream" {
+				head, tail = "event: message\ndata: "+head, tail+"\n\n"
+			}
+			w.Header().Set("Content-Type", contentType)
+			if _, err := io.WriteString(w, head); err != nil {
+				return
+			}
+			chunk := strings.Repeat("x", 64<<10)
+			for written := 0; written < size; written += len(chunk) {
+				if _, err := io.WriteString(w, chunk); err != nil {
+					return
+				}
+			}
+			_, _ = io.WriteString(w, tail)
 		})
 	}
 }
