@@ -217,13 +217,16 @@ if [ -n "$IPV6" ]; then try 2001:db8::7 443; try 2001:db8::8 443; fi`
 
 // memhog builds testdata/memhog, a program that holds memory in a way
 // its argument names, where the sandbox's user can run it.
-func memhog(t *testing.T) string {
+func memhog(t *testing.T) string { return testProgram(t, "memhog") }
+
+// testProgram builds testdata/name where the sandbox's user can run it.
+func testProgram(t *testing.T, name string) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(dir, 0o755))
-	bin := filepath.Join(dir, "memhog")
+	bin := filepath.Join(dir, name)
 	// go test puts its own go first in PATH.
-	build := exec.Command("go", "build", "-o", bin, "./testdata/memhog")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/"+name)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -325,4 +328,23 @@ func TestCommand_ReadDirectoriesCanBeListed(t *testing.T) {
 	out, err := run(t, s)
 	require.NoError(t, err)
 	require.Equal(t, "a.txt b.txt\n", out)
+}
+
+// probe runs testdata/probe in the sandbox with args and returns its
+// lines.
+func probe(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	s := spec(t, append([]string{bin}, args...)...)
+	s.Exec = []string{bin}
+	out, err := run(t, s)
+	require.NoError(t, err, out)
+	return strings.TrimSpace(out)
+}
+
+// io_uring is refused (ENOSYS, as from a kernel built without it): the
+// operations of its rings (opening files, making sockets, connecting)
+// are not system calls, so the seccomp filter never saw them.
+func TestCommand_IoUringIsRefused(t *testing.T) {
+	bin := testProgram(t, "probe")
+	require.Equal(t, "io_uring io_uring_setup: function not implemented", probe(t, bin, "io_uring"))
 }

@@ -20,12 +20,16 @@ const x32Bit = 0x40000000
 // for another architecture is refused.
 var auditArch = map[string]uint32{"amd64": 0xc000003e, "arm64": 0xc00000b7}[runtime.GOARCH]
 
-// unimplemented are the system calls that make memory RLIMIT_DATA does
-// not count (a memory file, System V shared memory, and the kernel
-// memory of System V semaphores and message queues): the program gets
-// ENOSYS, as from a kernel built without them, and programs fall back
-// (libffi to a file, for instance).
-var unimplemented = []uint32{unix.SYS_MEMFD_CREATE, unix.SYS_MEMFD_SECRET, unix.SYS_SHMGET, unix.SYS_SEMGET, unix.SYS_MSGGET}
+// unimplemented are the system calls the program gets ENOSYS from, as
+// from a kernel built without them, and programs fall back (libffi to a
+// file, an event loop from io_uring to epoll, for instance):
+//   - those that make memory RLIMIT_DATA does not count (a memory file,
+//     System V shared memory, and the kernel memory of System V
+//     semaphores and message queues);
+//   - io_uring's: the operations of its rings (open, socket, connect)
+//     are not system calls, so this filter would not see them.
+var unimplemented = []uint32{unix.SYS_MEMFD_CREATE, unix.SYS_MEMFD_SECRET, unix.SYS_SHMGET, unix.SYS_SEMGET, unix.SYS_MSGGET,
+	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER}
 
 // filterSyscalls installs a seccomp filter that refuses:
 //   - system calls of a foreign architecture or ABI (ENOSYS);
@@ -35,7 +39,8 @@ var unimplemented = []uint32{unix.SYS_MEMFD_CREATE, unix.SYS_MEMFD_SECRET, unix.
 //     memory is not data, so RLIMIT_DATA would not count it. A shared
 //     mapping of a file works: only the workspace is writable, and its
 //     limits count what it holds;
-//   - the unimplemented system calls (ENOSYS).
+//   - the unimplemented system calls (ENOSYS): memory it would not
+//     count, and io_uring.
 func filterSyscalls() error {
 	if auditArch == 0 {
 		return fmt.Errorf("seccomp: no filter for %s", runtime.GOARCH)

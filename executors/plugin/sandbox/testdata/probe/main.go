@@ -1,0 +1,75 @@
+// probe tries, from inside the sandbox, what its arguments name and
+// prints one line for each: "ok" (and what it found) or the error that
+// stopped it. It runs in the sandbox in the tests of what the kernel
+// refuses there.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// key is the name of the key "key-add" adds and "key-read" reads.
+const key = "outboxd-probe"
+
+var probes = map[string]func(arg string) (string, error){
+	// an io_uring instance: its operations (open, connect, ...) are not
+	// system calls the seccomp filter sees
+	"io_uring": func(string) (string, error) {
+		var params [120]byte // struct io_uring_params
+		fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&params[0])), 0)
+		if errno != 0 {
+			return "", fmt.Errorf("io_uring_setup: %w", errno)
+		}
+		unix.Close(int(fd))
+		return "", nil
+	},
+	// a key of arg in the session keyring
+	"key-add": func(arg string) (string, error) {
+		_, err := unix.AddKey("user", key, []byte(arg), unix.KEY_SPEC_SESSION_KEYRING)
+		if err != nil {
+			return "", fmt.Errorf("add_key: %w", err)
+		}
+		return "", nil
+	},
+	// the key key-add added
+	"key-read": func(string) (string, error) {
+		id, err := unix.KeyctlSearch(unix.KEY_SPEC_SESSION_KEYRING, "user", key, 0)
+		if err != nil {
+			return "", fmt.Errorf("keyctl search: %w", err)
+		}
+		buf := make([]byte, 256)
+		n, err := unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0)
+		if err != nil {
+			return "", fmt.Errorf("keyctl read: %w", err)
+		}
+		return string(buf[:min(n, len(buf))]), nil
+	},
+	// a user namespace of its own, in which it would have every
+	// capability
+	"userns": func(string) (string, error) {
+		if err := unix.Unshare(unix.CLONE_NEWUSER); err != nil {
+			return "", fmt.Errorf("unshare: %w", err)
+		}
+		return "", nil
+	},
+}
+
+func main() {
+	for _, a := range os.Args[1:] {
+		name, arg, _ := strings.Cut(a, "=")
+		out, err := probes[name](arg)
+		switch {
+		case err != nil:
+			fmt.Println(name, err)
+		case out != "":
+			fmt.Println(name, "ok", out)
+		default:
+			fmt.Println(name, "ok")
+		}
+	}
+}
