@@ -101,14 +101,20 @@ func checkExporter() error {
 	}
 }
 
+// checkSampleRatio refuses a ratio outside 0 to 1, NaN included (which
+// every comparison lets through, and which recorded every trace).
+func (c *Config) checkSampleRatio() error {
+	if !(c.SampleRatio >= 0 && c.SampleRatio <= 1) {
+		return fmt.Errorf("tracing.sample_ratio must be between 0 and 1 (0: every trace, or OTEL_TRACES_SAMPLER), not %v", c.SampleRatio)
+	}
+	return nil
+}
+
 func (c *Config) validate() error {
 	switch c.Protocol {
 	case ProtocolHTTP, ProtocolGRPC:
 	default:
 		return fmt.Errorf("tracing.protocol must be %s or %s, not %q", ProtocolHTTP, ProtocolGRPC, c.Protocol)
-	}
-	if c.SampleRatio < 0 || c.SampleRatio > 1 {
-		return fmt.Errorf("tracing.sample_ratio must be between 0 and 1, not %v", c.SampleRatio)
 	}
 	if c.Endpoint != "" {
 		u, err := url.Parse(c.Endpoint)
@@ -129,6 +135,11 @@ func New(ctx context.Context, config *Config) (trace.TracerProvider, Shutdown, e
 		return nil, nil, err
 	}
 	cfg := config.WithDefaults()
+	// Refused with tracing off as well: a bad ratio that starts the
+	// daemon today stops it the day tracing is turned on.
+	if err := cfg.checkSampleRatio(); err != nil {
+		return nil, nil, err
+	}
 	if !cfg.Enabled {
 		return noop.NewTracerProvider(), func(context.Context) error { return nil }, nil
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"fmt"
 	"log"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -235,6 +237,28 @@ func TestNew_Invalid(t *testing.T) {
 	} {
 		_, _, err := tracing.New(context.Background(), &cfg)
 		require.Error(t, err, "%+v", cfg)
+	}
+}
+
+// TestNew_SampleRatioRefusedWhateverTheSwitch: a sample ratio outside 0
+// to 1 was refused only with tracing on, so a configuration that started
+// for months stopped starting the day tracing was turned on; NaN passed
+// even then (and recorded every trace). Each is refused, on or off,
+// naming the key.
+func TestNew_SampleRatioRefusedWhateverTheSwitch(t *testing.T) {
+	t.Parallel()
+
+	for _, ratio := range []float64{2, -1, math.NaN(), math.Inf(1)} {
+		for _, on := range []bool{false, true} {
+			_, _, err := tracing.New(context.Background(), &tracing.Config{Enabled: on, SampleRatio: ratio})
+			require.EqualError(t, err, fmt.Sprintf("tracing.sample_ratio must be between 0 and 1 (0: every trace, or OTEL_TRACES_SAMPLER), not %v", ratio), "on: %v", on)
+		}
+	}
+	for _, ratio := range []float64{0, 0.25, 1} {
+		tp, shutdown, err := tracing.New(context.Background(), &tracing.Config{SampleRatio: ratio})
+		require.NoError(t, err, ratio)
+		require.False(t, tracing.On(tp))
+		require.NoError(t, shutdown(context.Background()))
 	}
 }
 
