@@ -33,6 +33,15 @@ const (
 	// cursors forever cannot keep a listing going until its deadline.
 	maxToolPages = 100
 
+	// maxTools bounds how many tools a connector may list, and
+	// maxToolBytes the size of their definitions all together (names,
+	// titles, descriptions and schemas): a list is kept in memory for its
+	// connector and copied on every read of it, and a server listing tools
+	// without end (maxToolPages pages of maxResponseBytes) would otherwise
+	// hold gigabytes of the process every organization's calls run in.
+	maxTools     = 1000
+	maxToolBytes = maxResponseBytes
+
 	// maxCacheEntries is the cache size past which expired entries are
 	// swept, so deleted connectors do not accumulate.
 	maxCacheEntries = 1024
@@ -265,10 +274,16 @@ func withTiers(tools []Tool, policy RiskPolicy) []Tool {
 	return out
 }
 
+// errToolListTooLarge is the failure of a tool list past maxTools or
+// maxToolBytes.
+var errToolListTooLarge = fmt.Errorf("the MCP server lists more than %d tools or more than %d bytes of tool definitions", maxTools, maxToolBytes)
+
 // fetchTools lists every page of tools. Of tools sharing a name, the first
-// is kept: a name is an action id and must be unambiguous.
+// is kept: a name is an action id and must be unambiguous. A list past
+// maxTools or maxToolBytes fails with errToolListTooLarge.
 func fetchTools(ctx context.Context, cs *mcpsdk.ClientSession) ([]Tool, error) {
 	var tools []Tool
+	size := 0
 	seen := make(map[string]bool)
 	params := &mcpsdk.ListToolsParams{}
 	for page := 0; ; page++ {
@@ -289,6 +304,10 @@ func fetchTools(ctx context.Context, cs *mcpsdk.ClientSession) ([]Tool, error) {
 			}
 			seen[t.Name] = true
 			tools = append(tools, tool)
+			size += tool.size()
+			if len(tools) > maxTools || size > maxToolBytes {
+				return nil, errToolListTooLarge
+			}
 		}
 		if res.NextCursor == "" {
 			return tools, nil

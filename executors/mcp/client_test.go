@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -323,6 +324,38 @@ func TestClient_ListTools(t *testing.T) {
 		retyped := list()
 		require.NotEqual(t, original.Hash, retyped.Hash, "a changed type is drift")
 		require.NotEqual(t, changed.Hash, retyped.Hash)
+	})
+
+	t.Run("ListBounded", func(t *testing.T) {
+		t.Parallel()
+
+		// A list is kept for its connector: a server listing tools without
+		// end, page after page, is refused rather than held in memory.
+		many := setup(t, serverOptions{pageSize: 250}, nil)
+		for i := range 1000 {
+			many.server.addTool(fmt.Sprintf("tool_%04d", i), "", objectSchema, nil, nil)
+		}
+		tools, err := many.client.ListTools(ctx, many.conn, "")
+		require.NoError(t, err)
+		require.Len(t, tools, 1000)
+		many.client.Invalidate(many.conn.ID)
+		many.server.addTool("tool_1000", "", objectSchema, nil, nil)
+
+		// A guard of minutes: 16 MiB through the SDK under the race
+		// detector is slow, and the list's timeout is not the subject here.
+		large := setup(t, serverOptions{pageSize: 2}, &mcp.Config{ListTimeout: 5 * time.Minute})
+		description := strings.Repeat("d", 1<<20)
+		for i := range 17 {
+			large.server.addTool(fmt.Sprintf("tool_%d", i), description, objectSchema, nil, nil)
+		}
+
+		for _, b := range []*testBundle{many, large} {
+			_, err := b.client.ListTools(ctx, b.conn, "")
+			execErr := requireExecError(t, err)
+			require.Equal(t, mcp.CodeResponseTooLarge, execErr.Code)
+			require.False(t, execErr.Retryable)
+		}
+		require.Equal(t, 8, large.server.count("tools/list"), "the pages past the limit are not asked for")
 	})
 
 	t.Run("LostSessionRetriedOnce", func(t *testing.T) {

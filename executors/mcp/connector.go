@@ -253,6 +253,15 @@ func (t Tool) clone() Tool {
 	return t
 }
 
+// size is roughly how many bytes t holds: its texts and schemas.
+func (t Tool) size() int {
+	n := len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema) + len(t.OutputSchema) + len(t.Hash)
+	if t.Annotations != nil {
+		n += len(t.Annotations.Title)
+	}
+	return n
+}
+
 // definition turns t into the action definition a connector source offers.
 func (t Tool) definition() executors.Definition {
 	desc := t.Description

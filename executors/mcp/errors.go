@@ -47,8 +47,9 @@ const (
 	// CodeRPCError: the server refused the request with a JSON-RPC error,
 	// such as invalid arguments. Retried only for internal errors.
 	CodeRPCError = "rpc_error"
-	// CodeResponseTooLarge: an answer exceeded the size limit. Not retried:
-	// a tool call may have run, and its answer would be as large again.
+	// CodeResponseTooLarge: an answer exceeded the size limit, or a tool
+	// list the limits on its tools (maxTools, maxToolBytes). Not retried: a
+	// tool call may have run, and its answer would be as large again.
 	CodeResponseTooLarge = "response_too_large"
 	// CodeProtocolError: the server broke the MCP protocol in some other
 	// way. Retried, as any unclassified failure.
@@ -143,6 +144,9 @@ func classify(parent, ctx context.Context, err error, out outcome, s scrubber, w
 	case errors.Is(err, netguard.ErrNotAllowed):
 		// A redirect to a literal internal address, refused before dialing.
 		return s.errorf(CodeURLNotAllowed, false, netguard.ErrNotAllowed, "%s: %v", what, err)
+
+	case errors.Is(err, errToolListTooLarge):
+		return s.errorf(CodeResponseTooLarge, false, nil, "%s: %v", what, err)
 
 	case parent.Err() != nil:
 		if errors.Is(parent.Err(), context.DeadlineExceeded) {
