@@ -128,9 +128,9 @@ func TestQuery_WritesAreRefusedByTheReadOnlyTransaction(t *testing.T) {
 }
 
 // A session advisory lock or a prepared statement survives a rollback:
-// what an agent's statement leaves on its connection is undone before the
-// connection serves another call, so no lock outlives the call (blocking
-// the database's own users) and no statement reaches the next call.
+// the connection an agent's statement ran on is closed after the call,
+// so no lock outlives its session (blocking the database's own users)
+// and no statement reaches the next call.
 func TestQuery_SessionStateDoesNotOutliveTheCall(t *testing.T) {
 	tg := databasetest.NewTarget(t)
 	ctx := context.Background()
@@ -144,15 +144,18 @@ func TestQuery_SessionStateDoesNotOutliveTheCall(t *testing.T) {
 	admin, err := pgx.Connect(ctx, tg.AdminURL)
 	require.NoError(t, err)
 	defer admin.Close(ctx)
-	var got bool
-	require.NoError(t, admin.QueryRow(ctx, `SELECT pg_try_advisory_lock(4242)`).Scan(&got))
-	require.True(t, got, "the agent's advisory lock was released with its call")
+	// The lock goes as the session's backend exits, after the call.
+	require.Eventually(t, func() bool {
+		var got bool
+		require.NoError(t, admin.QueryRow(ctx, `SELECT pg_try_advisory_lock(4242)`).Scan(&got))
+		return got
+	}, 30*time.Second, 20*time.Millisecond, "the agent's advisory lock was released with its session")
 
 	_, e = query(t, src, tg.URL, `EXECUTE agent_stmt`)
 	require.NotNil(t, e, "the prepared statement did not reach the next call")
 	require.Contains(t, e.Message, "does not exist")
 
-	// The connection still serves, its statement cache in step.
+	// Calls go on being served, queries and the others alike.
 	for range 3 {
 		_, e = exec(t, src, tg.URL, database.ActionListTables, map[string]any{})
 		require.Nil(t, e)
@@ -162,7 +165,7 @@ func TestQuery_SessionStateDoesNotOutliveTheCall(t *testing.T) {
 		_, e = query(t, src, tg.URL, `INSERT INTO shop.items (name) VALUES ('x')`)
 		require.NotNil(t, e)
 		require.Equal(t, database.CodeReadOnly, e.Code)
-		// The reset keeps the connection's own read-only default.
+		// A new connection is read-only by default too.
 		res, e = query(t, src, tg.URL, `SHOW default_transaction_read_only`)
 		require.Nil(t, e)
 		require.Equal(t, `"on"`, string(res.Rows[0][0]))

@@ -238,8 +238,8 @@ func (s *source) Execute(ctx context.Context, actionID string, params json.RawMe
 // SELECT, which also takes the transaction's first snapshot: from then on
 // Postgres refuses SET TRANSACTION READ WRITE. With agentSQL (fn runs an
 // agent's statement), the transaction cannot be prepared (PREPARE
-// TRANSACTION), and the connection's session is reset after the
-// rollback, before it goes back to the pool.
+// TRANSACTION), and the connection is closed after the rollback rather
+// than going back to the pool (endSession).
 func (s *source) inReadOnlyTx(ctx context.Context, pool *pgxpool.Pool, agentSQL bool, fn func(ctx context.Context, tx pgx.Tx) (any, error)) (any, error) {
 	// The server cancels a slow statement; this deadline only catches a
 	// server that does not answer at all.
@@ -251,14 +251,14 @@ func (s *source) inReadOnlyTx(ctx context.Context, pool *pgxpool.Pool, agentSQL 
 	}
 	defer conn.Release()
 	if agentSQL {
-		defer resetSession(ctx, conn) // after the rollback, before the release
+		defer endSession(ctx, conn) // after the rollback, before the release
 	}
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		// Bounded like the reset: a server that stops answering must not
+		// Bounded like endSession: a server that stops answering must not
 		// hold the call; a failed rollback closes the connection.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -271,7 +271,7 @@ func (s *source) inReadOnlyTx(ctx context.Context, pool *pgxpool.Pool, agentSQL 
 		// the transaction into a prepared one, which the rollback would
 		// not end and which would keep its locks and snapshot on the
 		// server until someone rolled it back by hand. The cursor goes
-		// with the rollback (or, after the agent's COMMIT, the reset).
+		// with the rollback (or, after the agent's COMMIT, the session).
 		setup += `; DECLARE outboxd_no_prepare CURSOR WITH HOLD FOR SELECT`
 	}
 	if _, err := tx.Conn().PgConn().Exec(ctx, setup).ReadAll(); err != nil {
@@ -280,27 +280,18 @@ func (s *source) inReadOnlyTx(ctx context.Context, pool *pgxpool.Pool, agentSQL 
 	return fn(ctx, tx)
 }
 
-// resetSession undoes what an agent's statement may leave on its
-// connection beyond the rolled-back transaction, so that nothing reaches
-// the next call nor outlives the call: session advisory locks
-// (pg_advisory_lock holds its lock until the session ends or unlocks it,
-// rollback or not), prepared statements (PREPARE is not transactional),
-// and the rest DISCARD ALL ends; pgx's statement caches are emptied with
-// it. A connection that cannot be reset is closed, so the pool drops it.
-func resetSession(ctx context.Context, conn *pgxpool.Conn) {
-	c := conn.Conn()
-	if c.IsClosed() {
-		return
-	}
+// endSession closes the connection an agent's statement ran on, so that
+// none of its session reaches the next call nor outlives the call. A
+// reset (DISCARD ALL) would end most of it (session advisory locks,
+// prepared statements, settings, LISTEN, temporary tables) but not all:
+// a library the statement loaded (LOAD, from a function too) keeps its
+// hooks, and the seed setseed gave makes the session's next random
+// numbers known in advance. The server ends the session's locks as its
+// backend exits; the pool opens a new connection for the next call.
+func endSession(ctx context.Context, conn *pgxpool.Conn) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_, err := c.PgConn().Exec(ctx, "DISCARD ALL").ReadAll()
-	if err == nil {
-		err = c.DeallocateAll(ctx)
-	}
-	if err != nil {
-		_ = c.Close(ctx)
-	}
+	_ = conn.Conn().Close(ctx)
 }
 
 // decodeParams decodes params strictly into v; the API validated them
