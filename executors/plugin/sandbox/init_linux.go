@@ -53,13 +53,17 @@ const hostname = "sandbox"
 
 // Rlimits of the program: a sandboxed plugin is small and short-lived.
 // The stack's is the usual 8 MiB, soft and hard: RLIMIT_DATA does not
-// count the stack, and outboxd's hard limit is often unlimited.
+// count the stack, and outboxd's hard limit is often unlimited. Locked
+// memory, which the host cannot page out, is 64 KiB (the kernel's
+// default before Linux 5.16): enough for the few pages a crypto library
+// locks for its keys.
 var rlimits = map[int]uint64{
-	unix.RLIMIT_CORE:   0,
-	unix.RLIMIT_NPROC:  256,
-	unix.RLIMIT_NOFILE: 1024,
-	unix.RLIMIT_FSIZE:  256 << 20,
-	unix.RLIMIT_STACK:  8 << 20,
+	unix.RLIMIT_CORE:    0,
+	unix.RLIMIT_NPROC:   256,
+	unix.RLIMIT_NOFILE:  1024,
+	unix.RLIMIT_FSIZE:   256 << 20,
+	unix.RLIMIT_STACK:   8 << 20,
+	unix.RLIMIT_MEMLOCK: 64 << 10,
 }
 
 // enter sets up the sandbox and execs spec's program.

@@ -102,7 +102,9 @@ func loader(t *testing.T, path string) string {
 // The program runs with the sandbox's rlimits. Its stack is bounded
 // whatever outboxd's hard limit (often unlimited, as here): a program
 // could raise its own limit to that and grow its stack, which
-// RLIMIT_DATA does not count, past plugins.max_memory_bytes.
+// RLIMIT_DATA does not count, past plugins.max_memory_bytes. So is the
+// memory it may lock, which the host cannot page out (8 MiB by default,
+// often unlimited for root).
 func TestCommand_Rlimits(t *testing.T) {
 	sh, err := filepath.EvalSymlinks("/bin/sh")
 	require.NoError(t, err)
@@ -113,12 +115,12 @@ func TestCommand_Rlimits(t *testing.T) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_STACK, &unlimited); err == nil {
 		t.Cleanup(func() { require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_STACK, &stack)) })
 	}
-	// The three every sh knows by the same letters and units.
-	s := spec(t, "/bin/sh", "-c", "echo $(ulimit -n) $(ulimit -H -n) $(ulimit -c) $(ulimit -s) $(ulimit -H -s)")
+	// Those every sh knows by the same letters and units.
+	s := spec(t, "/bin/sh", "-c", "echo $(ulimit -n) $(ulimit -H -n) $(ulimit -c) $(ulimit -s) $(ulimit -H -s) $(ulimit -l) $(ulimit -H -l)")
 	s.Exec = []string{"/bin/sh", loader(t, sh)}
 	out, err := run(t, s)
 	require.NoError(t, err)
-	require.Equal(t, "1024 1024 0 8192 8192\n", out)
+	require.Equal(t, "1024 1024 0 8192 8192 64 64\n", out)
 }
 
 // echoLines accepts connections and answers each line with itself.
