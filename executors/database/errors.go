@@ -81,6 +81,16 @@ func (s *source) classify(ctx context.Context, err error, sc scrubber) error {
 	if errors.As(err, &e) {
 		return e
 	}
+	var hold *holdCursorError
+	if errors.As(err, &hold) {
+		e := classifyPg(hold.err, s.db, sc)
+		if e.Code == CodeQueryError {
+			e.Message = fmt.Sprintf("database %q cannot run queries through outboxd: the server refused the cursor WITH HOLD that outboxd declares in each query's transaction, "+
+				"so that the agent's statement cannot turn it into a prepared transaction (PREPARE TRANSACTION); outboxd runs queries only on a server that has such cursors "+
+				"(list_tables and describe_table still work): %s", s.db.Name, e.Message)
+		}
+		return e
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return classifyPg(pgErr, s.db, sc)
@@ -128,6 +138,13 @@ func (s *source) classify(ctx context.Context, err error, sc scrubber) error {
 	return &executors.Error{Code: CodeUnavailable, Retryable: true, Message: sc.clean(err.Error())}
 }
 
+// holdCursorError is a server's refusal of the cursor WITH HOLD each
+// query's transaction declares (see inReadOnlyTx): a server that speaks
+// Postgres's protocol without having such cursors refuses every query.
+type holdCursorError struct{ err *pgconn.PgError }
+
+func (e *holdCursorError) Error() string { return e.err.Error() }
+
 // maxServerText bounds what an error keeps of the server's text: it can
 // quote a value of the agent's statement whole (invalid input syntax for
 // type integer: "..."), and the invocation's error is stored and logged.
@@ -146,7 +163,7 @@ func clip(s string, n int) string {
 }
 
 // classifyPg classifies an error the server sent.
-func classifyPg(pgErr *pgconn.PgError, db Database, sc scrubber) error {
+func classifyPg(pgErr *pgconn.PgError, db Database, sc scrubber) *executors.Error {
 	text := pgErr.Message
 	if pgErr.Detail != "" {
 		text += " (" + pgErr.Detail + ")"

@@ -6,12 +6,14 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxd/outboxd/executors"
@@ -274,7 +276,13 @@ func (s *source) inReadOnlyTx(ctx context.Context, pool *pgxpool.Pool, agentSQL 
 		// with the rollback (or, after the agent's COMMIT, the session).
 		setup += `; DECLARE outboxd_no_prepare CURSOR WITH HOLD FOR SELECT`
 	}
-	if _, err := tx.Conn().PgConn().Exec(ctx, setup).ReadAll(); err != nil {
+	results, err := tx.Conn().PgConn().Exec(ctx, setup).ReadAll()
+	var pgErr *pgconn.PgError
+	if agentSQL && len(results) == 1 && results[0].Err == nil && errors.As(err, &pgErr) {
+		// The SELECT went through, the server refused the cursor.
+		return nil, &holdCursorError{err: pgErr}
+	}
+	if err != nil {
 		return nil, err
 	}
 	return fn(ctx, tx)
