@@ -7,8 +7,9 @@
 // sets rlimits and no_new_privs, restricts itself with Landlock (files,
 // TCP ports, abstract sockets and signals) and a seccomp filter (no
 // Multipath TCP, which Landlock does not see, no io_uring, whose
-// operations the filter would not see, and no memory that the data cap
-// does not count), closes every descriptor
+// operations the filter would not see, no kernel keyrings, which are
+// not namespaced, and no memory that the data cap does not count),
+// closes every descriptor
 // but 0-2 and execs the program. The program is PID 1 of its namespace:
 // when it exits, or is killed, everything it started dies with it.
 //

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/outboxd/outboxd/executors/plugin/sandbox"
 )
@@ -349,4 +351,19 @@ func probe(t *testing.T, bin string, args ...string) string {
 func TestCommand_IoUringIsRefused(t *testing.T) {
 	bin := testProgram(t, "probe")
 	require.Equal(t, "io_uring io_uring_setup: function not implemented", probe(t, bin, "io_uring"))
+}
+
+// The kernel's keyrings are refused (ENOSYS): they are not namespaced,
+// and every sandbox inherited outboxd's session keyring (one systemd
+// gives each service), where one call's plugin could leave what it
+// read (another organization's parameters) for a later call to find,
+// without network or a writable file system. The test joins a session
+// keyring of its own, as systemd's services have.
+func TestCommand_KeyringsAreRefused(t *testing.T) {
+	bin := testProgram(t, "probe")
+	runtime.LockOSThread() // the keyring is this thread's; never unlocked, the thread ends with the test
+	_, err := unix.KeyctlJoinSessionKeyring("outboxd-test")
+	require.NoError(t, err)
+	require.Equal(t, "key-add add_key: function not implemented", probe(t, bin, "key-add=from-the-first-call"))
+	require.Equal(t, "key-read keyctl search: function not implemented", probe(t, bin, "key-read"))
 }

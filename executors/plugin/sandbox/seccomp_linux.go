@@ -27,9 +27,13 @@ var auditArch = map[string]uint32{"amd64": 0xc000003e, "arm64": 0xc00000b7}[runt
 //     System V shared memory, and the kernel memory of System V
 //     semaphores and message queues);
 //   - io_uring's: the operations of its rings (open, socket, connect)
-//     are not system calls, so this filter would not see them.
+//     are not system calls, so this filter would not see them;
+//   - the kernel keyrings': they are not namespaced, and the session
+//     keyring outboxd has (systemd gives each service one) is every
+//     sandbox's, where one call could leave what it read for another.
 var unimplemented = []uint32{unix.SYS_MEMFD_CREATE, unix.SYS_MEMFD_SECRET, unix.SYS_SHMGET, unix.SYS_SEMGET, unix.SYS_MSGGET,
-	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER}
+	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
+	unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY, unix.SYS_KEYCTL}
 
 // filterSyscalls installs a seccomp filter that refuses:
 //   - system calls of a foreign architecture or ABI (ENOSYS);
@@ -40,7 +44,7 @@ var unimplemented = []uint32{unix.SYS_MEMFD_CREATE, unix.SYS_MEMFD_SECRET, unix.
 //     mapping of a file works: only the workspace is writable, and its
 //     limits count what it holds;
 //   - the unimplemented system calls (ENOSYS): memory it would not
-//     count, and io_uring.
+//     count, io_uring and the keyrings.
 func filterSyscalls() error {
 	if auditArch == 0 {
 		return fmt.Errorf("seccomp: no filter for %s", runtime.GOARCH)
