@@ -11,6 +11,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/policy"
 )
 
 // SourcePrefix starts the source id of every connector: "connector:<uuid>".
@@ -119,7 +120,10 @@ func (s *source) Execute(ctx context.Context, actionID string, params json.RawMe
 		// again would not help.
 		return executors.Result{}, sc.errorf(CodeProtocolError, false, nil, "%s: encoding the result: %v", what, err)
 	}
-	return executors.Result{Data: data}, nil
+	// The result is stored for the agent to read: the secrets of the
+	// connector's URL, which only admins read, leave it as they leave
+	// errors (the worker redacts the credential it resolved, not these).
+	return executors.Result{Data: policy.Redact(data, sc...)}, nil
 }
 
 // toolArguments checks that params are one JSON object, as tool arguments

@@ -190,6 +190,26 @@ func TestSource_Execute(t *testing.T) {
 		require.NotContains(t, calls[0].Meta, mcp.MetaIdempotencyKey)
 	})
 
+	t.Run("ResultFreeOfURLSecrets", func(t *testing.T) {
+		t.Parallel()
+		// The key in the connector's URL, which only admins read, is kept
+		// out of the result the agent reads, as it is out of errors.
+		const key = "k3y-0123456789abcdef"
+		bundle := setup(t, serverOptions{}, nil)
+		bundle.source = bundle.client.Source(&mcp.Connector{
+			ID: bundle.conn.ID, URL: bundle.conn.URL + "/?key=" + key, Auth: bundle.conn.Auth,
+		})
+		bundle.tool.result = &mcpsdk.CallToolResult{
+			Content:           []mcpsdk.Content{&mcpsdk.TextContent{Text: "connected to /mcp?key=" + key}},
+			StructuredContent: map[string]any{"endpoint": "https://mcp.example.com/?key=" + url.QueryEscape(key)},
+		}
+
+		res, err := bundle.source.Execute(ctx, "create_issue", json.RawMessage(params), execContext())
+		require.NoError(t, err)
+		require.NotContains(t, string(res.Data), "0123456789abcdef")
+		require.Contains(t, string(res.Data), "connected to /mcp?[REDACTED]", "the rest of the text is kept")
+	})
+
 	t.Run("ToolError", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t, serverOptions{}, nil)
