@@ -77,6 +77,9 @@ func enter(spec *Spec) error {
 	if err := buildRoot(spec, hosts); err != nil {
 		return err
 	}
+	if err := noNamespaces(); err != nil {
+		return err
+	}
 	// The UTS namespace starts with the host's name: not the program's to
 	// know (or send).
 	if err := unix.Sethostname([]byte(hostname)); err != nil {
@@ -107,6 +110,26 @@ func enter(spec *Spec) error {
 		return nil // a probe
 	}
 	return execCapped(spec)
+}
+
+// namespaceKinds are the kinds of namespace the program may not make.
+var namespaceKinds = []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup", "time"}
+
+// noNamespaces sets this user namespace's limits of nested namespaces to
+// none: in a user namespace of its own the program would have every
+// capability, and with them the parts of the kernel the sandbox keeps
+// out of its reach (netfilter, for one); without one it may make no
+// other kind. A limit (/proc/sys/user) is this namespace's, and only a
+// process with CAP_SYS_RESOURCE in it, the init before it drops its
+// capabilities, may raise it again.
+func noNamespaces() error {
+	for _, kind := range namespaceKinds {
+		path := "/proc/sys/user/max_" + kind + "_namespaces"
+		if err := os.WriteFile(path, []byte("0\n"), 0); err != nil {
+			return fmt.Errorf("limiting nested namespaces: %w", err)
+		}
+	}
+	return nil
 }
 
 // lower sets resource res's limits to limit, or leaves them where they

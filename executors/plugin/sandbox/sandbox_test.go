@@ -367,3 +367,12 @@ func TestCommand_KeyringsAreRefused(t *testing.T) {
 	require.Equal(t, "key-add add_key: function not implemented", probe(t, bin, "key-add=from-the-first-call"))
 	require.Equal(t, "key-read keyctl search: function not implemented", probe(t, bin, "key-read"))
 }
+
+// The program may not make namespaces of its own: in a user namespace
+// of its own it had every capability, and with them the kernel's most
+// exposed parts (its netfilter, for one) that the sandbox keeps out of
+// its reach.
+func TestCommand_NoNestedNamespaces(t *testing.T) {
+	bin := testProgram(t, "probe")
+	require.Equal(t, "userns clone: no space left on device", probe(t, bin, "userns"))
+}

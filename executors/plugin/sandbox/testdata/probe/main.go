@@ -5,9 +5,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -51,9 +54,17 @@ var probes = map[string]func(arg string) (string, error){
 	},
 	// a user namespace of its own, in which it would have every
 	// capability
+	// (a process of its own there: this one has threads, which
+	// unshare(2) refuses)
 	"userns": func(string) (string, error) {
-		if err := unix.Unshare(unix.CLONE_NEWUSER); err != nil {
-			return "", fmt.Errorf("unshare: %w", err)
+		cmd := exec.Command(os.Args[0])
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWUSER}
+		if err := cmd.Run(); err != nil {
+			var errno syscall.Errno
+			if errors.As(err, &errno) {
+				return "", fmt.Errorf("clone: %w", errno)
+			}
+			return "", err
 		}
 		return "", nil
 	},
