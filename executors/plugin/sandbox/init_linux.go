@@ -147,7 +147,7 @@ func lower(res int, limit uint64) error {
 }
 
 // execCapped execs spec's program with its data memory capped
-// (RLIMIT_DATA). The cap comes last, just before the exec: it counts this
+// (RLIMIT_DATA), less what its /dev/shm may hold. The cap comes last, just before the exec: it counts this
 // init's own writable mappings too, which its Go runtime may add to until
 // the exec (a race-detector build's are far past any cap, and a fatal
 // "out of memory" then ended the init with status 2), while the program
@@ -171,8 +171,11 @@ func execCapped(spec *Spec) error {
 	}
 	msg := make([]byte, 0, 128+len(spec.Argv[0]))
 	debug.SetGCPercent(-1)
-	if spec.MaxMemory > 0 {
-		if err := lower(unix.RLIMIT_DATA, spec.MaxMemory); err != nil {
+	if data := spec.MaxMemory; data > 0 {
+		if hasShm(spec) {
+			data -= shmBytes
+		}
+		if err := lower(unix.RLIMIT_DATA, data); err != nil {
 			return err
 		}
 	}
@@ -189,6 +192,19 @@ func execCapped(spec *Spec) error {
 	unix.Exit(127)
 	return nil
 }
+
+// The program's /dev/shm, where Python's multiprocessing (POSIX
+// semaphores, shm_open) makes its locks: a tmpfs of the sandbox's own,
+// gone with it, of shmBytes (taken from the data cap, so that what it
+// holds is counted) and at most shmFiles files.
+const (
+	shmBytes = 1 << 20
+	shmFiles = 256
+)
+
+// hasShm says whether spec's program gets a /dev/shm: not under a data
+// cap too small to take its size from.
+func hasShm(spec *Spec) bool { return spec.MaxMemory == 0 || spec.MaxMemory >= 2*shmBytes }
 
 // buildRoot makes a new root file system holding only the paths the
 // program may use, bound from the host at the same places, and hosts as
@@ -223,6 +239,16 @@ func buildRoot(spec *Spec, hosts []byte) error {
 		}
 		if err := os.WriteFile(filepath.Join(etc, "hosts"), hosts, 0o644); err != nil {
 			return fmt.Errorf("writing /etc/hosts: %w", err)
+		}
+	}
+	if hasShm(spec) {
+		shm := filepath.Join(root, "dev", "shm")
+		if err := os.MkdirAll(shm, 0o755); err != nil {
+			return err
+		}
+		opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777", shmBytes, shmFiles)
+		if err := unix.Mount("tmpfs", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
+			return fmt.Errorf("mounting /dev/shm: %w", err)
 		}
 	}
 	// A /proc of the new PID namespace: it shows only the sandbox's own
@@ -420,8 +446,8 @@ const (
 )
 
 // restrict applies Landlock: reading the system paths, /etc/hosts, the
-// Read paths and the workspace; writing only in a Writable workspace
-// (never executing there); executing only the Exec files; TCP connect
+// Read paths and the workspace; writing only in /dev/shm and a Writable
+// workspace (never executing there); executing only the Exec files; TCP connect
 // only to the ports of Network, bind nowhere; no abstract UNIX socket or
 // signal outside the sandbox. It refuses when the kernel offers less
 // than MinABI.
@@ -446,6 +472,7 @@ func restrict(spec *Spec) error {
 	grant(llsyscall.AccessFSReadFile|llsyscall.AccessFSWriteFile|llsyscall.AccessFSTruncate, devices[0])
 	grant(llsyscall.AccessFSReadFile, devices[1:]...)
 	grant(llsyscall.AccessFSExecute|llsyscall.AccessFSReadFile, spec.Exec...)
+	grant(readRights|writeRights, "/dev/shm")
 	work := landlock.AccessFSSet(readRights)
 	if spec.Writable {
 		work |= writeRights

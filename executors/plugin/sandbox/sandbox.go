@@ -64,7 +64,9 @@ type Spec struct {
 	// MaxMemory caps the data memory of the program and of each process
 	// it starts (RLIMIT_DATA: heap and private writable mappings, what an
 	// allocator takes); an allocation past it fails. 0: no cap. Memory
-	// it would not count is refused whatever MaxMemory is (filterSyscalls).
+	// it would not count is refused whatever MaxMemory is (filterSyscalls),
+	// but for the program's /dev/shm, a tmpfs of 1 MiB (for Python's
+	// multiprocessing locks) whose size is taken from the cap.
 	MaxMemory uint64
 }
 

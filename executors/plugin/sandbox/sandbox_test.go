@@ -376,3 +376,30 @@ func TestCommand_NoNestedNamespaces(t *testing.T) {
 	bin := testProgram(t, "probe")
 	require.Equal(t, "userns clone: no space left on device", probe(t, bin, "userns"))
 }
+
+// A program has a /dev/shm of its own, which Python's multiprocessing
+// needs for its locks (POSIX semaphores): a small one, whose size is
+// taken from the data cap, so memory there is counted as the rest.
+func TestCommand_SharedMemoryDirectoryIsSmallAndCounted(t *testing.T) {
+	python, err := filepath.EvalSymlinks("/usr/bin/python3")
+	if err != nil {
+		t.Skip("SKIPPED LOUDLY: /usr/bin/python3 is not installed; the test runs Python's multiprocessing")
+	}
+	s := spec(t, python, "-c", `import errno, multiprocessing, resource, sys
+sys.stderr = sys.stdout
+lock = multiprocessing.Lock()
+with lock:
+    print("locked")
+try:
+    with open("/dev/shm/big", "wb") as f:
+        f.write(b"x" * (2 << 20))
+    print("wrote 2 MiB")
+except OSError as e:
+    print("full" if e.errno == errno.ENOSPC else e)
+print(resource.getrlimit(resource.RLIMIT_DATA)[0] >> 20)`)
+	s.Exec = []string{python, loader(t, python)}
+	s.MaxMemory = 256 << 20
+	out, err := run(t, s)
+	require.NoError(t, err, out)
+	require.Equal(t, "locked\nfull\n255\n", out)
+}
