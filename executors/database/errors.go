@@ -109,8 +109,10 @@ func (s *source) classify(ctx context.Context, err error, sc scrubber) error {
 		}
 		return &executors.Error{Code: CodeAddressNotAllowed, Message: msg, Cause: netguard.ErrNotAllowed}
 	}
-	if errors.Is(err, errCopy) {
-		return &executors.Error{Code: CodeQueryError, Message: errCopy.Error(), Cause: errCopy}
+	for _, refused := range []error{errCopy, errNotices} {
+		if errors.Is(err, refused) {
+			return &executors.Error{Code: CodeQueryError, Message: refused.Error(), Cause: refused}
+		}
 	}
 	if errors.Is(err, errOwnDatabase) {
 		return &executors.Error{Code: CodeAddressNotAllowed, Message: errOwnDatabase.Error(), Cause: errOwnDatabase}

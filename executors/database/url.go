@@ -175,9 +175,10 @@ var driverSettings = map[string]string{
 // again, and the driver given its host, port, user, password, database,
 // sslmode and connect_timeout and every other setting explicitly, so that
 // nothing comes from outboxd's host (driverSettings); every connection
-// read-only by default, reading no message larger than MaxMessageBytes
-// and no COPY (copyGuard), dialed through the guard unless allowPrivate,
-// and refused when it reaches outboxd's own database.
+// read-only by default, reading no message larger than MaxMessageBytes,
+// no COPY and no more than MaxNoticeBytes of one statement's notices
+// (messageGuard), dialed through the guard unless allowPrivate, and
+// refused when it reaches outboxd's own database.
 func poolConfig(raw string, cfg *Config) (*pgxpool.Config, error) {
 	if _, err := CheckURL(raw, cfg.AllowPrivateNetworks); err != nil {
 		return nil, fmt.Errorf("%w: %w", errInvalidURL, err)
@@ -232,7 +233,7 @@ func poolConfig(raw string, cfg *Config) (*pgxpool.Config, error) {
 	cc.DialFunc = dialer.DialContext
 	cc.OnNotice, cc.OnNotification = nil, nil
 	cc.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
-		f := pgproto3.NewFrontend(&copyGuard{r: r}, w)
+		f := pgproto3.NewFrontend(&messageGuard{r: r}, w)
 		f.SetMaxBodyLen(MaxMessageBytes)
 		return f
 	}

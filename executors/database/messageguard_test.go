@@ -52,3 +52,33 @@ func TestQuery_CopyToStdoutIsRefused(t *testing.T) {
 	require.NotNil(t, e)
 	require.Equal(t, database.CodeReadOnly, e.Code, e.Message)
 }
+
+// TestQuery_NoticeFloodIsStopped: the driver drops notices, so a
+// statement that raised them in a loop streamed them to outboxd until
+// its statement_timeout. Reading stops after MaxNoticeBytes of them; a
+// few notices do not matter.
+func TestQuery_NoticeFloodIsStopped(t *testing.T) {
+	tg := databasetest.NewTarget(t)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, tg.AdminURL)
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+
+	src := newClient(t, &database.Config{MaxConns: 1}).Source(database.Database{ID: uuid.New(), Name: "shop", StatementTimeout: time.Minute})
+	_, e := query(t, src, tg.URL, `DO $$ BEGIN LOOP RAISE NOTICE '%', repeat('n', 10000); END LOOP; END $$`)
+	require.NotNil(t, e)
+	require.Equal(t, database.CodeQueryError, e.Code, e.Message)
+	require.False(t, e.Retryable)
+	require.Contains(t, e.Message, "KiB of notices")
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'DO $$ BEGIN LOOP RAISE NOTICE%'`).Scan(&n))
+		return n == 0
+	}, 30*time.Second, 50*time.Millisecond, "the server's statement ended with the call")
+
+	// Notices of a size that makes sense pass.
+	for range 3 {
+		_, e = query(t, src, tg.URL, `DO $$ BEGIN FOR i IN 1..50 LOOP RAISE NOTICE '%', repeat('n', 10000); END LOOP; END $$`)
+		require.Nil(t, e)
+	}
+}

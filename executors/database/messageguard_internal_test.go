@@ -12,8 +12,9 @@ import (
 
 // The guard follows the messages' framing whatever the reads' sizes: a
 // value holding the bytes of a copy message's type passes, a copy
-// message does not.
-func TestCopyGuard(t *testing.T) {
+// message does not, nor more than MaxNoticeBytes of notices between two
+// ReadyForQuery.
+func TestMessageGuard(t *testing.T) {
 	var stream []byte
 	for _, msg := range []pgproto3.BackendMessage{
 		&pgproto3.ParseComplete{},
@@ -29,7 +30,7 @@ func TestCopyGuard(t *testing.T) {
 		require.NoError(t, err)
 	}
 	for _, r := range []func(io.Reader) io.Reader{func(r io.Reader) io.Reader { return r }, iotest.OneByteReader, iotest.HalfReader} {
-		got, err := io.ReadAll(&copyGuard{r: r(bytes.NewReader(stream))})
+		got, err := io.ReadAll(&messageGuard{r: r(bytes.NewReader(stream))})
 		require.NoError(t, err)
 		require.Equal(t, stream, got)
 	}
@@ -40,8 +41,28 @@ func TestCopyGuard(t *testing.T) {
 		copyStream, err = (&pgproto3.CopyData{Data: []byte("1\n")}).Encode(copyStream)
 		require.NoError(t, err)
 		for _, r := range []func(io.Reader) io.Reader{func(r io.Reader) io.Reader { return r }, iotest.OneByteReader} {
-			_, err := io.ReadAll(&copyGuard{r: r(bytes.NewReader(copyStream))})
+			_, err := io.ReadAll(&messageGuard{r: r(bytes.NewReader(copyStream))})
 			require.ErrorIs(t, err, errCopy, "%T", msg)
 		}
 	}
+
+	notice := &pgproto3.NoticeResponse{Severity: "NOTICE", Code: "00000", Message: string(bytes.Repeat([]byte("n"), 100<<10))}
+	var notices []byte
+	for range 2 {
+		for range 6 { // 600 KiB
+			var err error
+			notices, err = notice.Encode(notices)
+			require.NoError(t, err)
+		}
+		var err error
+		notices, err = (&pgproto3.ReadyForQuery{TxStatus: 'I'}).Encode(notices)
+		require.NoError(t, err)
+	}
+	got, err := io.ReadAll(&messageGuard{r: iotest.HalfReader(bytes.NewReader(notices))})
+	require.NoError(t, err, "600 KiB of notices for each of two statements")
+	require.Equal(t, notices, got)
+	one := bytes.ReplaceAll(notices, []byte("Z\x00\x00\x00\x05I"), nil)
+	require.Len(t, one, len(notices)-12)
+	_, err = io.ReadAll(&messageGuard{r: bytes.NewReader(one)})
+	require.ErrorIs(t, err, errNotices, "1.2 MiB of notices for one statement")
 }
