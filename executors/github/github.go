@@ -89,7 +89,8 @@ func connect(cfg *Config) (*client, error) {
 		Provider: "GitHub",
 		Source:   SourceID,
 		BaseURL:  cfg.BaseURL,
-		HTTP:     cfg.HTTPClient,
+		// A write answered with a redirect is not made a read.
+		HTTP: httpsource.KeepingMethod(cfg.HTTPClient),
 		Header: map[string]string{
 			"Accept":               "application/vnd.github+json",
 			"X-GitHub-Api-Version": apiVersion,

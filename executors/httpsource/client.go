@@ -46,6 +46,33 @@ func CheckBaseURL(source, raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// maxRedirects is how many redirects a client follows, as Go's default.
+const maxRedirects = 10
+
+// KeepingMethod returns a copy of c that does not follow a redirect that
+// would change the request's method: Go follows a 301, 302 or 303 answer
+// to a POST, PUT or PATCH with a GET, without the body, and the write
+// would then be reported done on the answer of a read (a Sentry
+// update_issue answered with the issue as it was). The redirect is then
+// the answer, which the source classifies as a refusal (Statuses.Error).
+// Other redirects are followed as c follows them.
+func KeepingMethod(c *http.Client) *http.Client {
+	out := *c
+	next := c.CheckRedirect
+	out.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		switch {
+		case req.Method != via[0].Method:
+			return http.ErrUseLastResponse
+		case next != nil:
+			return next(req, via)
+		case len(via) >= maxRedirects:
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		return nil
+	}
+	return &out
+}
+
 // NewClient returns a client whose transport mirrors
 // http.DefaultTransport's settings but is its own, so idle connections to a
 // provider are not shared with, or closed by, unrelated code using the
@@ -56,9 +83,11 @@ func CheckBaseURL(source, raw string) (*url.URL, error) {
 // shakes hands, again (HTTP/2 providers multiplex calls on a few). With
 // the default 16, most of 200 concurrent calls to one host re-dialled.
 // A call made inside a trace carries its traceparent (tracing.Transport).
+// It does not follow a redirect that would change a write into a read
+// (KeepingMethod).
 func NewClient() *http.Client {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Client{
+	return KeepingMethod(&http.Client{
 		Transport: tracing.Transport(&http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
 			DialContext:           dialer.DialContext,
@@ -69,5 +98,5 @@ func NewClient() *http.Client {
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: time.Second,
 		}),
-	}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -102,6 +103,64 @@ func TestNewClient(t *testing.T) {
 		body, err := httpsource.ReadBody(resp.Body, 1<<10)
 		require.NoError(t, err)
 		require.Equal(t, "ok", string(body))
+	})
+}
+
+func TestKeepingMethod(t *testing.T) {
+	t.Parallel()
+
+	// The server redirects /from with the status in the query to /to,
+	// which answers with the method and body it got.
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/from" {
+			status, _ := strconv.Atoi(r.URL.Query().Get("status"))
+			http.Redirect(w, r, "/to", status)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		_, _ = io.WriteString(w, r.Method+" "+string(body))
+	}))
+	t.Cleanup(server.Close)
+
+	for _, tt := range []struct {
+		method     string
+		status     int
+		wantStatus int
+		wantBody   string
+	}{
+		{http.MethodGet, http.StatusMovedPermanently, http.StatusOK, "GET "},
+		{http.MethodPut, http.StatusTemporaryRedirect, http.StatusOK, "PUT {}"},
+		{http.MethodPost, http.StatusPermanentRedirect, http.StatusOK, "POST {}"},
+		// Go would follow these with a GET without the body.
+		{http.MethodPut, http.StatusMovedPermanently, http.StatusMovedPermanently, ""},
+		{http.MethodPost, http.StatusFound, http.StatusFound, ""},
+		{http.MethodPatch, http.StatusSeeOther, http.StatusSeeOther, ""},
+	} {
+		for name, client := range map[string]*http.Client{
+			"NewClient":     httpsource.NewClient(),
+			"KeepingMethod": httpsource.KeepingMethod(server.Client()),
+		} {
+			req, err := http.NewRequest(tt.method, server.URL+"/from?status="+strconv.Itoa(tt.status), strings.NewReader("{}"))
+			require.NoError(t, err)
+			resp, err := client.Do(req)
+			require.NoError(t, err)
+			body, err := httpsource.ReadBody(resp.Body, 1<<10)
+			require.NoError(t, err)
+			httpsource.CloseBody(resp.Body, 1<<10)
+			require.Equal(t, tt.wantStatus, resp.StatusCode, "%s %s %d", name, tt.method, tt.status)
+			if tt.wantBody != "" {
+				require.Equal(t, tt.wantBody, string(body), "%s %s %d", name, tt.method, tt.status)
+			}
+			client.CloseIdleConnections()
+		}
+	}
+
+	t.Run("KeepsTheClientsOwnCheck", func(t *testing.T) {
+		t.Parallel()
+		base := *server.Client()
+		base.CheckRedirect = func(*http.Request, []*http.Request) error { return errors.New("no redirects here") }
+		_, err := httpsource.KeepingMethod(&base).Get(server.URL + "/from?status=302")
+		require.ErrorContains(t, err, "no redirects here")
 	})
 }
 

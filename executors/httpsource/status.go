@@ -68,8 +68,9 @@ type Statuses struct {
 
 // Error classifies a non-2xx answer with status and header to a call about
 // subject; detail (from Detail) is what the provider said, quoted after
-// the message. A hinted status is worded as its hint says. Otherwise a 429
-// is ratelimited, retryable after Retry-After (RateLimitWait without one);
+// the message. A hinted status is worded as its hint says. Otherwise a 3xx
+// (a redirect not followed) is http_<status>, not retryable; a 429 is
+// ratelimited, retryable after Retry-After (RateLimitWait without one);
 // a 5xx is http_<status>, retryable, after Retry-After when the answer
 // has one; any other status is http_<status>, not retryable.
 func (s *Statuses) Error(status int, header http.Header, subject, detail string) *executors.Error {
@@ -77,6 +78,13 @@ func (s *Statuses) Error(status int, header http.Header, subject, detail string)
 		return &executors.Error{Code: h.Code, Message: Said(s.Provider, strings.ReplaceAll(h.Message, "{subject}", subject), detail)}
 	}
 	switch {
+	case status >= 300 && status <= 399:
+		// A redirect a client did not follow (KeepingMethod): the call
+		// did not reach what it was meant for.
+		return &executors.Error{
+			Code:    fmt.Sprintf("http_%d", status),
+			Message: Said(s.Provider, fmt.Sprintf("%s answered the call about %s with a redirect (HTTP %d) that was not followed; check the provider's base_url", s.Provider, subject, status), detail),
+		}
 	case status == http.StatusTooManyRequests:
 		return &executors.Error{
 			Code:       "ratelimited",

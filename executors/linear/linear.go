@@ -97,7 +97,8 @@ func connect(cfg *Config) (*client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &client{baseURL: cfg.BaseURL, http: cfg.HTTPClient}, nil
+	// A mutation answered with a redirect is not made a GET.
+	return &client{baseURL: cfg.BaseURL, http: httpsource.KeepingMethod(cfg.HTTPClient)}, nil
 }
 
 // New returns the Linear source (Provider's) on cfg. A nil cfg uses the

@@ -1199,6 +1199,22 @@ func TestSource_Execute(t *testing.T) {
 		}
 	})
 
+	t.Run("MutationRedirected", func(t *testing.T) {
+		t.Parallel()
+		// Go's client follows a 302 to a POST with a GET without the
+		// mutation: the redirect is the answer instead.
+		bundle := setup(t)
+		bundle.fake.AnswerWith(func(w http.ResponseWriter, r *http.Request, _ lineartest.Call) {
+			http.Redirect(w, r, "/graphql", http.StatusFound)
+		})
+
+		_, err := bundle.source.Execute(ctx, linear.ActionCreateIssue, json.RawMessage(`{"teamId":"team-eng","title":"t"}`), execContext())
+		execErr := requireExecError(t, err)
+		require.Equal(t, "http_302", execErr.Code)
+		require.False(t, execErr.Retryable)
+		require.Len(t, bundle.fake.Calls(), 1)
+	})
+
 	t.Run("HTTPServerError", func(t *testing.T) {
 		t.Parallel()
 

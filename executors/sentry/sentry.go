@@ -84,8 +84,9 @@ func connect(cfg *Config) (*client, error) {
 		BaseURL:  cfg.BaseURL,
 		// Sentry's routes end with a slash.
 		TrailingSlash: true,
-		HTTP:          cfg.HTTPClient,
-		MaxBytes:      maxResponseBytes,
+		// A write answered with a redirect is not made a read.
+		HTTP:     httpsource.KeepingMethod(cfg.HTTPClient),
+		MaxBytes: maxResponseBytes,
 		// A method value: reading Sentry's rate-limit reset needs the
 		// client's clock.
 		StatusError: c.statusError,

@@ -743,6 +743,27 @@ func TestSource_Execute(t *testing.T) {
 		require.Empty(t, bundle.recorded())
 	})
 
+	t.Run("UpdateIssueRedirected", func(t *testing.T) {
+		t.Parallel()
+		// A base URL the server redirects (http to https, a renamed host)
+		// answers the PUT with a 301; Go's client would follow it with a
+		// GET, whose answer, the issue as it was, read as the update done.
+		bundle := setup(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPut {
+				http.Redirect(w, r, r.URL.Path, http.StatusMovedPermanently)
+				return
+			}
+			answer(http.StatusOK, issueJSON)(w, r)
+		})
+
+		_, err := execute(t, bundle, sentry.ActionUpdateIssue, `{"issue_id":"1","status":"resolved"}`)
+		execErr := requireExecError(t, err)
+		require.Equal(t, "http_301", execErr.Code)
+		require.False(t, execErr.Retryable)
+		require.Contains(t, execErr.Message, "redirect")
+		require.Equal(t, http.MethodPut, bundle.only(t).Method, "the redirect is not followed")
+	})
+
 	t.Run("SeparatorsRejected", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t, answer(http.StatusOK, issueJSON))
