@@ -2,6 +2,8 @@ package database
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -129,6 +131,10 @@ func (s *source) classify(ctx context.Context, err error, sc scrubber) error {
 	case ctx.Err() != nil: // shutting down: another attempt will run it
 		return &executors.Error{Code: CodeUnavailable, Message: "the call was cancelled", Retryable: true, Cause: ctx.Err()}
 	}
+	if reason, ok := tlsFailure(err); ok {
+		return &executors.Error{Code: CodeConnectionRefused, Cause: err,
+			Message: fmt.Sprintf("database %q: TLS failed: %s", s.db.Name, sc.clean(reason))}
+	}
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &connectErr) || isNetwork(err) || errors.Is(err, context.DeadlineExceeded) {
 		return &executors.Error{Code: CodeUnavailable, Retryable: true,
@@ -188,6 +194,36 @@ func classifyPg(pgErr *pgconn.PgError, db Database, sc scrubber) *executors.Erro
 		return &executors.Error{Code: CodeUnavailable, Retryable: true, Message: fmt.Sprintf("database %q: %s", db.Name, text)}
 	}
 	return &executors.Error{Code: CodeQueryError, Message: text}
+}
+
+// tlsFailure reports why TLS failed when it failed the same way at every
+// attempt: the server's certificate is not accepted (sslmode verify-ca
+// or verify-full: an authority the system does not trust, as managed
+// databases' own are, another host name, an expired certificate), or the
+// server does not take TLS that sslmode require and above ask for.
+func tlsFailure(err error) (string, bool) {
+	var (
+		verify    *tls.CertificateVerificationError
+		unknownCA x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		refused   error
+	)
+	switch {
+	case errors.As(err, &verify):
+		refused = verify.Err
+	case errors.As(err, &unknownCA):
+		refused = unknownCA
+	case errors.As(err, &hostname):
+		refused = hostname
+	case errors.As(err, &invalid):
+		refused = invalid
+	case strings.Contains(err.Error(), "server refused TLS connection"): // pgconn's text: it has no type
+		return "the server takes no TLS connection, and the URL's sslmode requires TLS", true
+	default:
+		return "", false
+	}
+	return "the server's certificate is not accepted: " + refused.Error(), true
 }
 
 func isNetwork(err error) bool {
