@@ -140,9 +140,11 @@ func (r *runner) command(ctx context.Context, c *call, argv []string) (*exec.Cmd
 		return cmd, cmd, nil
 	}
 	a := c.action
+	// A file deleted while it is open leaves the workspace's measure:
+	// none may be larger than the workspace may hold.
 	spec := &sandbox.Spec{
 		Argv: argv, Env: env, Workspace: c.work, Writable: a.writable, Root: c.root,
-		Read: []string{a.dir}, Exec: a.exec, MaxMemory: r.maxMemory,
+		Read: []string{a.dir}, Exec: a.exec, MaxMemory: r.maxMemory, MaxFileSize: uint64(r.maxWorkspace.bytes),
 	}
 	for _, h := range a.network {
 		spec.Network = append(spec.Network, sandbox.Destination(h))

@@ -646,6 +646,40 @@ process.stdin.on('end', () => {
 	require.Contains(t, e.Steps.Verification.Checks[0].Detail, "plugins.max_workspace_bytes")
 }
 
+// A file deleted while the plugin holds it open leaves the measure of its
+// workspace, so no file may be larger than the workspace's cap: it was
+// 256 MiB whatever the cap, and a plugin capped at 8 MiB kept 64 MiB
+// (256 MiB each file, times its open files) on disk until it ended.
+func TestSandbox_NoFileLargerThanTheWorkspace(t *testing.T) {
+	requireNode(t)
+	s := mustLoad(t, plugin.Config{MaxWorkspaceBytes: 8 << 20}, map[string]pkg{"hide": {
+		manifest: map[string]any{"riskTier": "R1", "permissions": map[string]any{"filesystem": "workspace"}},
+		files: map[string]string{"execute.js": `const fs = require('fs');
+let s = '';
+process.stdin.on('data', d => s += d);
+process.stdin.on('end', () => {
+  const {input} = JSON.parse(s);
+  const fd = fs.openSync('hidden', 'w');
+  fs.unlinkSync('hidden');
+  let wrote = 0;
+  try {
+    for (; wrote < input.mib; wrote++) fs.writeSync(fd, Buffer.alloc(1 << 20, 1));
+  } catch (e) {
+    process.stdout.write(JSON.stringify({wrote, error: e.code}));
+    return;
+  }
+  process.stdout.write(JSON.stringify({wrote}));
+});`},
+	}})
+	res, e := execute(t, s, "hide", `{"mib": 4}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `{"wrote": 4}`, string(res.Data))
+
+	res, e = execute(t, s, "hide", `{"mib": 64}`)
+	require.Nil(t, e)
+	require.JSONEq(t, `{"wrote": 8, "error": "EFBIG"}`, string(res.Data))
+}
+
 // Empty files take no blocks, so entries are capped too.
 func TestSandbox_WorkspaceEntriesAreCapped(t *testing.T) {
 	s := mustLoad(t, plugin.Config{MaxWorkspaceFiles: 100}, map[string]pkg{"touch": {

@@ -90,6 +90,11 @@ func enter(spec *Spec) error {
 			return err
 		}
 	}
+	if spec.MaxFileSize > 0 {
+		if err := lower(unix.RLIMIT_FSIZE, spec.MaxFileSize); err != nil {
+			return err
+		}
+	}
 	if err := dropPrivileges(asNobody); err != nil {
 		return err
 	}

@@ -68,6 +68,10 @@ type Spec struct {
 	// but for the program's /dev/shm, a tmpfs of 1 MiB (for Python's
 	// multiprocessing locks) whose size is taken from the cap.
 	MaxMemory uint64
+	// MaxFileSize caps the size of each file the program and what it
+	// starts write (RLIMIT_FSIZE): a write past it fails with EFBIG. 0,
+	// or more than 256 MiB: 256 MiB.
+	MaxFileSize uint64
 }
 
 // Destination is one host:port a sandboxed program may connect to: a name
