@@ -47,9 +47,11 @@ const (
 	// CodeRPCError: the server refused the request with a JSON-RPC error,
 	// such as invalid arguments. Retried only for internal errors.
 	CodeRPCError = "rpc_error"
-	// CodeResponseTooLarge: an answer exceeded the size limit, or a tool
-	// list the limits on its tools (maxTools, maxToolBytes). Not retried: a
-	// tool call may have run, and its answer would be as large again.
+	// CodeResponseTooLarge: an answer exceeded the size limit, a tool list
+	// the limits on its tools (maxTools, maxToolBytes), or the server's
+	// answers asked the client for more requests than an operation makes
+	// (maxAttemptRequests). Not retried: a tool call may have run, and its
+	// answer would be as large again.
 	CodeResponseTooLarge = "response_too_large"
 	// CodeProtocolError: the server broke the MCP protocol in some other
 	// way. Retried, as any unclassified failure.
@@ -159,6 +161,9 @@ func classify(parent, ctx context.Context, err error, out outcome, s scrubber, w
 
 	case out.tooLarge:
 		return s.errorf(CodeResponseTooLarge, false, nil, "%s: the MCP server's answer exceeds %d bytes", what, maxResponseBytes)
+
+	case out.flooded:
+		return s.errorf(CodeResponseTooLarge, false, nil, "%s: the MCP server's answers asked for more than %d requests", what, maxAttemptRequests)
 
 	case out.status == http.StatusUnauthorized || out.status == http.StatusForbidden:
 		return s.errorf(executors.CodeUnauthorized, false, nil, "%s: the MCP server rejected the credential (HTTP %d)", what, out.status)

@@ -265,6 +265,28 @@ func TestSource_Execute(t *testing.T) {
 		}
 	})
 
+	t.Run("ServerRequestsBounded", func(t *testing.T) {
+		t.Parallel()
+
+		// The SDK answers each ping the server sends with a request of its
+		// own: 2,000 pings in one answer (130 KB) were 2,000 requests from
+		// the worker.
+		for _, result := range []bool{true, false} {
+			bundle := setup(t, serverOptions{wrap: pingFlood("tools/call", 2000, result)}, nil)
+
+			res, err := bundle.source.Execute(ctx, "create_issue", json.RawMessage(params), execContext())
+			if result {
+				require.NoError(t, err, "the call was answered")
+				require.JSONEq(t, `{"content":[]}`, string(res.Data))
+			} else {
+				execErr := requireExecError(t, err)
+				require.Equal(t, mcp.CodeResponseTooLarge, execErr.Code)
+				require.False(t, execErr.Retryable)
+			}
+			require.Less(t, len(bundle.server.recorded()), 200, "result: %v", result)
+		}
+	})
+
 	t.Run("UnknownTool", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t, serverOptions{}, nil)
@@ -683,6 +705,34 @@ func answerRPC(method, contentType string, size int) func(http.Handler) http.Han
 				}
 			}
 			_, _ = io.WriteString(w, tail)
+		})
+	}
+}
+
+// pingFlood answers the requests of method in place of the server with
+// an event stream of n pings, then, when result is set, the request's
+// (empty) result.
+func pingFlood(method string, n int, result bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body := peekBody(r)
+			if rpcMethod([]byte(body)) != method {
+				next.ServeHTTP(w, r)
+				return
+			}
+			var req struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.Unmarshal([]byte(body), &req)
+			var b strings.Builder
+			for i := range n {
+				fmt.Fprintf(&b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"ping-%d\",\"method\":\"ping\"}\n\n", i)
+			}
+			if result {
+				fmt.Fprintf(&b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", req.ID)
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, b.String())
 		})
 	}
 }

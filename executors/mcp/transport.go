@@ -41,10 +41,22 @@ const (
 
 	// sessionIDHeader is the streamable HTTP transport's session header.
 	sessionIDHeader = "Mcp-Session-Id"
+
+	// maxAttemptRequests bounds the HTTP requests of one attempt: its own
+	// (initialize, the initialized notification, up to maxToolPages pages
+	// of tools/list, a cancellation, the DELETE) and the answers to what
+	// the server asks of the client (a ping, roots/list), each of which the
+	// SDK POSTs. A server asking without end, thousands of pings in one
+	// answer, would otherwise have the worker send a request for each.
+	maxAttemptRequests = maxToolPages + 20
 )
 
 // errResponseTooLarge is the read error of a body past maxResponseBytes.
 var errResponseTooLarge = fmt.Errorf("response body exceeds %d bytes", maxResponseBytes)
+
+// errTooManyRequests is the error of a request past maxAttemptRequests,
+// which is not sent.
+var errTooManyRequests = fmt.Errorf("more than %d requests in one operation", maxAttemptRequests)
 
 // attempt is the HTTP side of one connect-and-operate attempt against a
 // connector: it adds the auth header, bounds bodies, and records what the
@@ -63,6 +75,8 @@ type attempt struct {
 
 	mu          sync.Mutex
 	cleanupBy   time.Time
+	requests    int
+	flooded     bool
 	frozen      bool
 	status      int
 	retryAfter  time.Duration
@@ -87,6 +101,9 @@ type outcome struct {
 	sessionLost bool
 	// tooLarge is set when a response body exceeded maxResponseBytes.
 	tooLarge bool
+	// flooded is set when the attempt would have sent more than
+	// maxAttemptRequests requests.
+	flooded bool
 }
 
 // freeze stops recording and returns what was observed. Requests made after
@@ -103,11 +120,15 @@ func (a *attempt) freeze() outcome {
 		notAllowed:  a.notAllowed,
 		sessionLost: a.sessionLost,
 		tooLarge:    a.tooLarge,
+		flooded:     a.flooded,
 	}
 }
 
 // RoundTrip implements http.RoundTripper.
 func (a *attempt) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !a.count() {
+		return nil, errTooManyRequests
+	}
 	if a.header != "" && sameOrigin(req.URL, a.origin) {
 		req = req.Clone(req.Context())
 		req.Header.Set(a.header, a.secret)
@@ -128,6 +149,22 @@ func (a *attempt) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &limitedBody{rc: resp.Body, remaining: maxResponseBytes, onClose: cancel, onTooLarge: a.markTooLarge}
 	return resp, nil
+}
+
+// count counts a request and reports whether it may be sent: whether it
+// is within maxAttemptRequests. The first one past it marks the attempt
+// flooded, unless its operation already returned.
+func (a *attempt) count() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.requests++
+	if a.requests <= maxAttemptRequests {
+		return true
+	}
+	if !a.frozen {
+		a.flooded = true
+	}
+	return false
 }
 
 // cleanupDeadline returns the deadline shared by cleanup requests, set by
