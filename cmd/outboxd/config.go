@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -261,12 +263,22 @@ func checkTypes(v *viper.Viper) error {
 		switch def.(type) {
 		case time.Duration:
 			_, err = cast.ToDurationE(v.Get(key))
-			want = "a duration such as 500ms, 30s, 5m or 720h"
+			if err == nil && unitless(v.Get(key)) {
+				err = errWrongValue
+			}
+			want = "a duration such as 500ms, 30s, 5m or 720h (a number needs its unit)"
 		case int:
 			_, err = cast.ToIntE(v.Get(key))
+			if f, ok := v.Get(key).(float64); ok && (f != math.Trunc(f) || math.Abs(f) >= 1<<53) {
+				err = errWrongValue // 2.5 read as 2, 1e20 as a negative number
+			}
 			want = "a whole number"
 		case float64:
-			_, err = cast.ToFloat64E(v.Get(key))
+			var f float64
+			f, err = cast.ToFloat64E(v.Get(key))
+			if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+				err = errWrongValue
+			}
 			want = "a number"
 		case bool:
 			_, err = cast.ToBoolE(v.Get(key))
@@ -281,6 +293,26 @@ func checkTypes(v *viper.Viper) error {
 	}
 	slices.Sort(problems)
 	return fmt.Errorf("configuration: %s", strings.Join(problems, "; "))
+}
+
+// errWrongValue is a value cast reads, wrongly: checkTypes refuses it.
+var errWrongValue = errors.New("wrong value")
+
+// unitless reports a duration written as a number other than 0 (30, "30",
+// 1.5): cast reads it as nanoseconds, so "retention.invocations: 30"
+// meant for days kept finished invocations 30ns, and the next run
+// deleted them all. A time.Duration (a flag's) has its unit.
+func unitless(value any) bool {
+	switch x := value.(type) {
+	case time.Duration:
+		return false
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		return err == nil && f != 0
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		return cast.ToFloat64(x) != 0
+	}
+	return false
 }
 
 // envOf is key's variable (a.b_c ↔ OUTBOXD_A_B_C).
@@ -530,8 +562,8 @@ func retryBySource(v *viper.Viper) (map[string]invocation.Retry, error) {
 				}
 			case "base_delay", "max_delay":
 				d, err := cast.ToDurationE(value)
-				if err != nil {
-					return nil, fmt.Errorf("retry.%s.%s is %q, not a duration such as 500ms, 30s or 5m", source, key, fmt.Sprint(value))
+				if err != nil || unitless(value) {
+					return nil, fmt.Errorf("retry.%s.%s is %q, not a duration such as 500ms, 30s or 5m (a number needs its unit)", source, key, fmt.Sprint(value))
 				}
 				if key == "base_delay" {
 					r.BaseDelay = d
@@ -637,6 +669,15 @@ func bucketConfigs(v *viper.Viper) ([]flow.BucketConfig, error) {
 		}
 		from = viper.New()
 		from.Set("buckets", list)
+	}
+	// An interval of 60 would be 60ns: a bucket's rate a million times
+	// what was meant.
+	if list, ok := from.Get("buckets").([]any); ok {
+		for i, b := range list {
+			if m, ok := b.(map[string]any); ok && unitless(m["interval"]) {
+				return nil, fmt.Errorf("buckets[%d].interval is %v, not a duration such as 1s or 1m (a number needs its unit)", i, m["interval"])
+			}
+		}
 	}
 	if err := from.UnmarshalKey("buckets", &raw); err != nil {
 		return nil, fmt.Errorf("buckets: %w", err)

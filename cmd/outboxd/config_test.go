@@ -234,9 +234,9 @@ func TestConfig_WrongTypeIsRefused(t *testing.T) {
 	require.EqualError(t, err, `configuration: `+
 		`http.trust_forwarded_for (OUTBOXD_HTTP_TRUST_FORWARDED_FOR) is "maybe", not true or false; `+
 		`http.unauthenticated_rate (OUTBOXD_HTTP_UNAUTHENTICATED_RATE) is "fast", not a number; `+
-		`retention.invocations (OUTBOXD_RETENTION_INVOCATIONS) is "30d", not a duration such as 500ms, 30s, 5m or 720h; `+
+		`retention.invocations (OUTBOXD_RETENTION_INVOCATIONS) is "30d", not a duration such as 500ms, 30s, 5m or 720h (a number needs its unit); `+
 		`worker.max_workers (OUTBOXD_WORKER_MAX_WORKERS) is "lots", not a whole number; `+
-		`worker.poll_interval (OUTBOXD_WORKER_POLL_INTERVAL) is "1 hour", not a duration such as 500ms, 30s, 5m or 720h`)
+		`worker.poll_interval (OUTBOXD_WORKER_POLL_INTERVAL) is "1 hour", not a duration such as 500ms, 30s, 5m or 720h (a number needs its unit)`)
 
 	// Values of the right type, as YAML and the environment spell them.
 	require.NoError(t, os.WriteFile(file, []byte("worker:\n  poll_interval: 250ms\n  max_workers: 40\nhttp:\n  trust_forwarded_for: true\n  unauthenticated_rate: 2.5\n"), 0o600))
@@ -253,7 +253,7 @@ func TestConfig_WrongTypeIsRefused(t *testing.T) {
 	// A source's retry section, whose keys are its own.
 	for body, want := range map[string]string{
 		"retry:\n  slack:\n    max_attempts: many\n": `retry.slack.max_attempts is "many", not a whole number`,
-		"retry:\n  slack:\n    base_delay: 2 s\n":    `retry.slack.base_delay is "2 s", not a duration such as 500ms, 30s or 5m`,
+		"retry:\n  slack:\n    base_delay: 2 s\n":    `retry.slack.base_delay is "2 s", not a duration such as 500ms, 30s or 5m (a number needs its unit)`,
 	} {
 		require.NoError(t, os.WriteFile(file, []byte(body), 0o600))
 		v, err := loadConfig(cmd)
@@ -408,4 +408,62 @@ func TestConfig_WebhookDurationsMustBePositive(t *testing.T) {
 		_, err := appConfig(v)
 		require.EqualError(t, err, key+" must be a positive duration such as 30s or 5m")
 	}
+}
+
+// TestConfig_NumberWithoutUnitIsRefused: a duration written as a number
+// was read as nanoseconds, so "retention.invocations: 30" (meant as days)
+// kept finished invocations 30ns and the next retention run deleted every
+// one; "shutdown_timeout: 30" gave running jobs 30ns. A number needs its
+// unit (0 alone keeps meaning 0), in the file, the environment, a
+// source's retry section and a bucket's interval. A whole-number key
+// given 2.5 or 1e20 (read as 2, and as a negative number), and a number
+// key given NaN, are refused too.
+func TestConfig_NumberWithoutUnitIsRefused(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "outboxd.yaml")
+	cmd := newServeCommand()
+	cmd.Flags().String("config", file, "")
+	load := func(body string) (*viper.Viper, error) {
+		require.NoError(t, os.WriteFile(file, []byte(body), 0o600))
+		return loadConfig(cmd)
+	}
+	_, err := load("retention:\n  invocations: 30\nshutdown_timeout: 1.5\nworker:\n  max_workers: 2.5\nhttp:\n  max_conns: 1e20\n")
+	require.EqualError(t, err, `configuration: `+
+		`http.max_conns (OUTBOXD_HTTP_MAX_CONNS) is "1e+20", not a whole number; `+
+		`retention.invocations (OUTBOXD_RETENTION_INVOCATIONS) is "30", not a duration such as 500ms, 30s, 5m or 720h (a number needs its unit); `+
+		`shutdown_timeout (OUTBOXD_SHUTDOWN_TIMEOUT) is "1.5", not a duration such as 500ms, 30s, 5m or 720h (a number needs its unit); `+
+		`worker.max_workers (OUTBOXD_WORKER_MAX_WORKERS) is "2.5", not a whole number`)
+
+	t.Setenv("OUTBOXD_RETENTION_AUDIT_ENTRIES", "400")
+	t.Setenv("OUTBOXD_HTTP_UNAUTHENTICATED_RATE", "NaN")
+	_, err = load("")
+	require.EqualError(t, err, `configuration: `+
+		`http.unauthenticated_rate (OUTBOXD_HTTP_UNAUTHENTICATED_RATE) is "NaN", not a number; `+
+		`retention.audit_entries (OUTBOXD_RETENTION_AUDIT_ENTRIES) is "400", not a duration such as 500ms, 30s, 5m or 720h (a number needs its unit)`)
+
+	// 0 needs no unit (a retention's "keep forever"), and units read as before.
+	t.Setenv("OUTBOXD_RETENTION_AUDIT_ENTRIES", "0")
+	t.Setenv("OUTBOXD_HTTP_UNAUTHENTICATED_RATE", "2.5")
+	v, err := load("retention:\n  invocations: 720h\n  webhook_deliveries: 0\nworker:\n  max_workers: 40.0\n")
+	require.NoError(t, err)
+	cfg, err := appConfig(v)
+	require.NoError(t, err)
+	require.Equal(t, 720*time.Hour, cfg.Retention.Invocations)
+	require.Equal(t, retention.Forever, cfg.Retention.WebhookDeliveries)
+	require.Equal(t, retention.Forever, cfg.Retention.AuditEntries)
+	require.Equal(t, 40, cfg.Worker.MaxWorkers)
+
+	for body, want := range map[string]string{
+		"retry:\n  slack:\n    max_delay: 600\n":                                  `retry.slack.max_delay is "600", not a duration such as 500ms, 30s or 5m (a number needs its unit)`,
+		"buckets:\n  - {name: slack.minute, rate: 50, interval: 60, burst: 50}\n": `buckets[0].interval is 60, not a duration such as 1s or 1m (a number needs its unit)`,
+	} {
+		v, err := load(body)
+		require.NoError(t, err)
+		_, err = appConfig(v)
+		require.EqualError(t, err, want)
+	}
+	t.Setenv("OUTBOXD_BUCKETS", `[{"name": "slack.minute", "rate": 50, "interval": 60, "burst": 50}]`)
+	v, err = load("")
+	require.NoError(t, err)
+	_, err = appConfig(v)
+	require.EqualError(t, err, `buckets[0].interval is 60, not a duration such as 1s or 1m (a number needs its unit)`)
 }
