@@ -326,6 +326,25 @@ func TestClient_ListTools(t *testing.T) {
 		require.NotEqual(t, changed.Hash, retyped.Hash)
 	})
 
+	t.Run("EveryPageWithinTheRequestsOfAnOperation", func(t *testing.T) {
+		t.Parallel()
+		// The most pages a list may have, each a request, fit in what one
+		// operation may send besides its own requests.
+		bundle := setup(t, serverOptions{pageSize: 1}, nil)
+		for i := range 100 {
+			bundle.server.addTool(fmt.Sprintf("tool_%03d", i), "", objectSchema, nil, nil)
+		}
+		tools, err := bundle.client.ListTools(ctx, bundle.conn, "")
+		require.NoError(t, err)
+		require.Len(t, tools, 100)
+		require.Equal(t, 100, bundle.server.count("tools/list"))
+
+		bundle.client.Invalidate(bundle.conn.ID)
+		bundle.server.addTool("tool_100", "", objectSchema, nil, nil)
+		_, err = bundle.client.ListTools(ctx, bundle.conn, "")
+		require.Equal(t, mcp.CodeProtocolError, requireExecError(t, err).Code, "more than 100 pages")
+	})
+
 	t.Run("ListBounded", func(t *testing.T) {
 		t.Parallel()
 
