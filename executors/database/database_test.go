@@ -768,3 +768,45 @@ func TestOwnDatabaseIsRefused_WhateverTheRoleSets(t *testing.T) {
 		})
 	}
 }
+
+// TestListTables_CutWhereTheResultEnds: more tables than a result keeps
+// (about 10 KiB) were cut by the stored result's truncation, which left
+// the last table without its name and truncated false; the list now
+// ends with the last table it holds whole, and says it was cut.
+func TestListTables_CutWhereTheResultEnds(t *testing.T) {
+	tg := databasetest.NewTarget(t)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, tg.AdminURL)
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	_, err = admin.Exec(ctx, `
+		CREATE SCHEMA wide;
+		DO $$ BEGIN FOR i IN 1..200 LOOP
+			EXECUTE format('CREATE TABLE wide.%I (a int)', 'a_table_with_a_name_as_long_as_they_come_in_real_schemas_' || i);
+		END LOOP; END $$;
+		GRANT USAGE ON SCHEMA wide TO PUBLIC;
+		GRANT SELECT ON ALL TABLES IN SCHEMA wide TO PUBLIC`)
+	require.NoError(t, err)
+
+	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop", MaxRows: 1000})
+	data, e := exec(t, src, tg.URL, database.ActionListTables, map[string]any{"schema": "wide"})
+	require.Nil(t, e)
+	require.NotContains(t, string(data), `"_truncated"`, "the result fits as it is")
+	var res database.TablesResult
+	require.NoError(t, json.Unmarshal(data, &res))
+	require.True(t, res.Truncated)
+	require.NotEmpty(t, res.Tables)
+	require.Less(t, len(res.Tables), 200)
+	for _, tb := range res.Tables {
+		require.Equal(t, "wide", tb.Schema)
+		require.True(t, strings.HasPrefix(tb.Name, "a_table_with"), tb.Name)
+		require.Equal(t, "base table", tb.Type)
+	}
+
+	// Within max_rows and the size, the whole list.
+	data, e = exec(t, src, tg.URL, database.ActionListTables, map[string]any{"schema": "shop"})
+	require.Nil(t, e)
+	require.NoError(t, json.Unmarshal(data, &res))
+	require.False(t, res.Truncated)
+	require.Len(t, res.Tables, 2)
+}

@@ -215,12 +215,16 @@ type Table struct {
 
 // TablesResult is the result of list_tables.
 type TablesResult struct {
-	Tables    []Table `json:"tables"`
-	Truncated bool    `json:"truncated"`
+	Tables []Table `json:"tables"`
+	// Truncated: there were more than max_rows, or more than a result
+	// keeps (MaxResultBytes).
+	Truncated bool `json:"truncated"`
 }
 
 // listTables lists the tables and views the database's user has a
-// privilege on (information_schema shows only those), max_rows at most.
+// privilege on (information_schema shows only those), max_rows at most,
+// and as many as the result keeps whole: more would have the stored
+// result shortened, its last table cut, and truncated still false.
 func (s *source) listTables(ctx context.Context, tx pgx.Tx, schema *string) (*TablesResult, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT table_schema::text, table_name::text, lower(table_type::text)
@@ -243,6 +247,15 @@ func (s *source) listTables(ctx context.Context, tx pgx.Tx, schema *string) (*Ta
 	res := &TablesResult{Tables: tables}
 	if len(tables) > s.db.MaxRows {
 		res.Tables, res.Truncated = tables[:s.db.MaxRows], true
+	}
+	used := len(`{"tables":[],"truncated":false}`)
+	for i, t := range res.Tables {
+		b, _ := json.Marshal(t)
+		used += len(b) + 1
+		if used > s.client.cfg.MaxResultBytes {
+			res.Tables, res.Truncated = res.Tables[:i], true
+			break
+		}
 	}
 	return res, nil
 }
