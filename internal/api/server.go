@@ -17,6 +17,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -140,6 +141,9 @@ type Server struct {
 
 // New returns a Server.
 func New(deps *Deps) *Server {
+	if deps.Logger != nil {
+		encodeLog.Store(deps.Logger)
+	}
 	return &Server{
 		previews:     deps.Previews,
 		svc:          deps.Service,
@@ -517,10 +521,52 @@ func errorBody(e *apiError) map[string]any {
 	return body
 }
 
+// writeJSON answers status with v as JSON. v is encoded before anything
+// is written: one encoding/json refuses (a NaN, a channel, a MarshalJSON
+// that fails) is answered 500 with the API's error body, not status with
+// an empty body, and logged by its Go type and the kind of failure,
+// never its value.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		encodeLog.Load().Error("an answer could not be encoded as JSON: answered 500 instead",
+			"status", status, "type", fmt.Sprintf("%T", v), "error", encodeFailure(err))
+		buf.Reset()
+		_ = json.NewEncoder(&buf).Encode(map[string]any{"error": map[string]any{"code": "internal", "message": "internal error"}})
+		status = http.StatusInternalServerError
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// encodeLog is where writeJSON logs an answer it could not encode: the
+// logger of the last Server made (one a process), which writeJSON, called
+// without one, cannot be given.
+var encodeLog = func() *atomic.Pointer[slog.Logger] {
+	var p atomic.Pointer[slog.Logger]
+	p.Store(slog.New(slog.DiscardHandler))
+	return &p
+}()
+
+// encodeFailure says why encoding/json refused a value without quoting
+// it: an unsupported value's message is the value, a MarshalJSON's error
+// may hold anything.
+func encodeFailure(err error) string {
+	var (
+		typeErr    *json.UnsupportedTypeError
+		valueErr   *json.UnsupportedValueError
+		marshalErr *json.MarshalerError
+	)
+	switch {
+	case errors.As(err, &typeErr):
+		return "unsupported type " + typeErr.Type.String()
+	case errors.As(err, &valueErr):
+		return "unsupported value of type " + valueErr.Value.Type().String()
+	case errors.As(err, &marshalErr):
+		return "MarshalJSON or MarshalText of type " + marshalErr.Type.String() + " failed"
+	}
+	return fmt.Sprintf("%T", err)
 }
 
 // wrongType says which field of the body has a value of the wrong JSON
