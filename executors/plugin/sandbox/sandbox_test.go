@@ -353,6 +353,14 @@ func TestCommand_IoUringIsRefused(t *testing.T) {
 	require.Equal(t, "io_uring io_uring_setup: function not implemented", probe(t, bin, "io_uring"))
 }
 
+// userfaultfd is refused (ENOSYS): no plugin needs it, and with it a
+// program stops the kernel at a page fault of its choosing, what
+// exploits of the kernel's races use.
+func TestCommand_UserfaultfdIsRefused(t *testing.T) {
+	bin := testProgram(t, "probe")
+	require.Equal(t, "userfaultfd userfaultfd: function not implemented", probe(t, bin, "userfaultfd"))
+}
+
 // The kernel's keyrings are refused (ENOSYS): they are not namespaced,
 // and every sandbox inherited outboxd's session keyring (one systemd
 // gives each service), where one call's plugin could leave what it

@@ -30,10 +30,13 @@ var auditArch = map[string]uint32{"amd64": 0xc000003e, "arm64": 0xc00000b7}[runt
 //     are not system calls, so this filter would not see them;
 //   - the kernel keyrings': they are not namespaced, and the session
 //     keyring outboxd has (systemd gives each service one) is every
-//     sandbox's, where one call could leave what it read for another.
+//     sandbox's, where one call could leave what it read for another;
+//   - userfaultfd: no plugin needs it, and with it a program stops the
+//     kernel at a page fault of its choosing, what exploits of the
+//     kernel's races use.
 var unimplemented = []uint32{unix.SYS_MEMFD_CREATE, unix.SYS_MEMFD_SECRET, unix.SYS_SHMGET, unix.SYS_SEMGET, unix.SYS_MSGGET,
 	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
-	unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY, unix.SYS_KEYCTL}
+	unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY, unix.SYS_KEYCTL, unix.SYS_USERFAULTFD}
 
 // filterSyscalls installs a seccomp filter that refuses:
 //   - system calls of a foreign architecture or ABI (ENOSYS);
@@ -44,7 +47,7 @@ var unimplemented = []uint32{unix.SYS_MEMFD_CREATE, unix.SYS_MEMFD_SECRET, unix.
 //     mapping of a file works: only the workspace is writable, and its
 //     limits count what it holds;
 //   - the unimplemented system calls (ENOSYS): memory it would not
-//     count, io_uring and the keyrings.
+//     count, io_uring, the keyrings and userfaultfd.
 func filterSyscalls() error {
 	if auditArch == 0 {
 		return fmt.Errorf("seccomp: no filter for %s", runtime.GOARCH)

@@ -31,6 +31,17 @@ var probes = map[string]func(arg string) (string, error){
 		unix.Close(int(fd))
 		return "", nil
 	},
+	// a userfaultfd, with which a program stops the kernel at a page
+	// fault of its choosing (what exploits of the kernel's races need)
+	"userfaultfd": func(string) (string, error) {
+		const userModeOnly = 1 // UFFD_USER_MODE_ONLY, what any user may have
+		fd, _, errno := unix.Syscall(unix.SYS_USERFAULTFD, unix.O_CLOEXEC|userModeOnly, 0, 0)
+		if errno != 0 {
+			return "", fmt.Errorf("userfaultfd: %w", errno)
+		}
+		unix.Close(int(fd))
+		return "", nil
+	},
 	// a key of arg in the session keyring
 	"key-add": func(arg string) (string, error) {
 		_, err := unix.AddKey("user", key, []byte(arg), unix.KEY_SPEC_SESSION_KEYRING)
