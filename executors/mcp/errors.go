@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -72,24 +73,37 @@ func newError(code, msg string, retryable bool, cause error) error {
 // secret can reach error text through the server (an echoing error page, a
 // JSON-RPC message) or the HTTP stack, which names the URL it failed on,
 // and an error is stored with the invocation and logged. The secrets are
-// the connector's credential and its URL's query (some servers take a key
-// there), which only admins may read; the agent sees the invocation's
-// error.
+// the connector's credential and its URL's query and key-like path
+// segments (some servers take a key there), which only admins may read;
+// the agent sees the invocation's error and result, and with the key
+// could call the server itself.
 type scrubber []string
 
 const redacted = "[REDACTED]"
 
-// newScrubber scrubs secret and the query of conn's URL: the whole query,
-// and each of its values as written and decoded (those of at least
-// minSecretLen bytes, as shorter ones are no secret and would blot out
-// ordinary text).
+// newScrubber scrubs secret and, of conn's URL, the whole query, each of
+// its values as written and decoded (those of at least minSecretLen bytes,
+// as shorter ones are no secret and would blot out ordinary text), and
+// each path segment that looks like a key (keyLike), as written and
+// decoded.
 func newScrubber(conn *Connector, secret string) scrubber {
 	var s scrubber
 	if secret != "" {
 		s = append(s, secret)
 	}
 	u, err := url.Parse(conn.URL)
-	if err != nil || u.RawQuery == "" {
+	if err != nil {
+		return s
+	}
+	for seg := range strings.SplitSeq(u.EscapedPath(), "/") {
+		decoded, _ := url.PathUnescape(seg)
+		for _, v := range []string{seg, decoded} {
+			if keyLike(v) {
+				s = append(s, v)
+			}
+		}
+	}
+	if u.RawQuery == "" {
 		return s
 	}
 	s = append(s, u.RawQuery)
@@ -105,7 +119,20 @@ func newScrubber(conn *Connector, secret string) scrubber {
 	return s
 }
 
-const minSecretLen = 4
+const (
+	minSecretLen = 4
+	// minPathKeyLen is the length from which a path segment with both
+	// letters and digits is taken for a key (…/mcp/s/<key>/mcp, a UUID):
+	// shorter segments, or words, are the path's own ("mcp", "v1", "sse").
+	minPathKeyLen = 16
+)
+
+// keyLike reports whether a path segment looks like a key: at least
+// minPathKeyLen bytes with letters and digits.
+func keyLike(seg string) bool {
+	return len(seg) >= minPathKeyLen &&
+		strings.ContainsFunc(seg, unicode.IsLetter) && strings.ContainsFunc(seg, unicode.IsDigit)
+}
 
 func (s scrubber) scrub(text string) string {
 	for _, secret := range s {

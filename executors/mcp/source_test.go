@@ -396,6 +396,48 @@ func TestSource_Execute(t *testing.T) {
 		require.True(t, execErr.Retryable)
 	})
 
+	t.Run("KeyInURLPathKeptOut", func(t *testing.T) {
+		t.Parallel()
+		// Some servers take their key in the path (…/api/mcp/s/<key>/mcp):
+		// an agent reading it in an error or a result could call the server
+		// itself, around outboxd.
+		const key = "NjM0ZTk3YzQtOGE1Ni00Y2Ri"
+		bundle := setup(t, serverOptions{}, nil)
+		conn := &mcp.Connector{ID: bundle.conn.ID, URL: bundle.conn.URL + "/api/mcp/s/" + key + "/mcp", Auth: bundle.conn.Auth}
+		bundle.source = bundle.client.Source(conn)
+		bundle.tool.result = &mcpsdk.CallToolResult{
+			Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "served at " + conn.URL}},
+		}
+
+		res, err := bundle.source.Execute(ctx, "create_issue", json.RawMessage(params), execContext())
+		require.NoError(t, err)
+		require.NotContains(t, string(res.Data), key)
+		require.Contains(t, string(res.Data), "/api/mcp/s/[REDACTED]/mcp", "the rest of the path is kept")
+
+		// A server's error quoting the path it was called at.
+		bundle = setup(t, serverOptions{wrap: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body := peekBody(r)
+				if rpcMethod([]byte(body)) != "tools/call" {
+					next.ServeHTTP(w, r)
+					return
+				}
+				var req struct {
+					ID json.RawMessage `json:"id"`
+				}
+				_ = json.Unmarshal([]byte(body), &req)
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":%q}}`, req.ID, "no such tool at "+r.URL.Path)
+			})
+		}}, nil)
+		bundle.source = bundle.client.Source(&mcp.Connector{ID: bundle.conn.ID, URL: bundle.conn.URL + "/api/mcp/s/" + key + "/mcp", Auth: bundle.conn.Auth})
+		_, err = bundle.source.Execute(ctx, "create_issue", json.RawMessage(params), execContext())
+		execErr := requireExecError(t, err)
+		require.Equal(t, mcp.CodeRPCError, execErr.Code)
+		require.NotContains(t, execErr.Message, key)
+		require.Contains(t, execErr.Message, "no such tool at /api/mcp/s/[REDACTED]/mcp")
+	})
+
 	t.Run("ServerErrors", func(t *testing.T) {
 		t.Parallel()
 
