@@ -112,6 +112,28 @@ type ExecContext struct {
 	// credential without the scope to read what it created). The worker
 	// counts it and shows it on the credential's status.
 	Unreconciled func(Unreconciled)
+	// Resume carries a source's progress through a look-up it broke off
+	// (a provider's rate limit on a later page) to the next run of the
+	// same attempt, which goes on where it stopped rather than starting
+	// over and meeting the same limit again.
+	Resume Resume
+}
+
+// Resume is what a source saved of its progress in the run before, and
+// how it saves its own for the next. The worker keeps it in the job, for
+// the next run of the same attempt only: a run after a wait the provider
+// asked for (a snooze), in which nothing was done since it was saved.
+type Resume struct {
+	// Saved is what the run before saved; nil when it saved nothing, or
+	// belongs to an earlier attempt, or when the run before called the
+	// source again without saving (it may have acted since). The source
+	// checks that it is its own and matches its call before using it.
+	Saved json.RawMessage
+	// Save, when set, records progress for the next run, replacing what
+	// an earlier Save of this run gave. A source saves only progress that
+	// stays true if the run ends now: a look-up broken off before it
+	// acted.
+	Save func(json.RawMessage)
 }
 
 // Unreconciled is why a source could not look for an earlier attempt's

@@ -198,7 +198,8 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	// an idempotency key look for their earlier work before creating.
 	retry := rc.StartedBefore
 	var missed unreconciled
-	res, err := w.call(ctx, source, inv, params, tok, retry, missed.add)
+	resume := resumeFor(ctx, job)
+	res, err := w.call(ctx, source, inv, params, tok, retry, missed.add, resume)
 	if unauthorized(err) {
 		// The provider rejected the credential: refresh it once and retry.
 		log.InfoContext(ctx, "provider rejected the credential; refreshing the token and retrying once")
@@ -207,7 +208,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		if err != nil {
 			return w.tokenFailure(bg, job, inv, err, log)
 		}
-		res, err = w.call(ctx, source, inv, params, tok, retry, missed.add)
+		res, err = w.call(ctx, source, inv, params, tok, retry, missed.add, resume)
 		if unauthorized(err) {
 			err = &executors.Error{Code: executors.CodeUnauthorized, Message: "the provider rejected the credential again after a refresh: " + executors.Classify(err).Message}
 		}
@@ -297,7 +298,7 @@ func (w *ExecuteWorker) exactParams(inv invocation.Invocation) (json.RawMessage,
 }
 
 // call runs the action with the call deadline.
-func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv invocation.Invocation, params json.RawMessage, tok credential.Token, retry bool, missed func(executors.Unreconciled)) (res executors.Result, err error) {
+func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv invocation.Invocation, params json.RawMessage, tok credential.Token, retry bool, missed func(executors.Unreconciled), resume executors.Resume) (res executors.Result, err error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.CallTimeout)
 	defer cancel()
 	// The call's span: the parent of the provider's HTTP requests.
@@ -321,7 +322,44 @@ func (w *ExecuteWorker) call(ctx context.Context, source executors.Source, inv i
 		Retry:          retry,
 		FirstStartedAt: deref(inv.StartedAt),
 		Unreconciled:   missed,
+		Resume:         resume,
 	})
+}
+
+// metaResume is the River metadata key of what a source saved of its
+// progress (executors.Resume), with the attempt and the job's snooze count
+// of the run that saved it.
+const metaResume = "outboxd_resume"
+
+type savedResume struct {
+	Attempt int             `json:"attempt"`
+	Snoozes int64           `json:"snoozes"`
+	State   json.RawMessage `json:"state"`
+}
+
+// resumeFor is the executors.Resume of a run of job that calls its source:
+// what the run before saved, when it saved it in this attempt and the job
+// snoozed since (River counts a job's snoozes in its metadata), and the
+// saving of this run's. What was saved is spent: River merges the run's
+// metadata into the job when the run ends, and without a Save of this run
+// the next one gets nothing (this run may have acted).
+func resumeFor(ctx context.Context, job *river.Job[invocation.ExecuteArgs]) executors.Resume {
+	var meta map[string]json.RawMessage
+	var snoozes int64
+	_ = json.Unmarshal(job.Metadata, &meta)
+	_ = json.Unmarshal(meta["snoozes"], &snoozes)
+	r := executors.Resume{Save: func(state json.RawMessage) {
+		// Outside a River worker there is no job to keep it in.
+		_ = river.MetadataSet(ctx, metaResume, savedResume{Attempt: job.Attempt, Snoozes: snoozes, State: state})
+	}}
+	if saved, ok := meta[metaResume]; ok && string(saved) != "null" {
+		_ = river.MetadataSet(ctx, metaResume, nil)
+		var s savedResume
+		if json.Unmarshal(saved, &s) == nil && s.Attempt == job.Attempt && s.Snoozes < snoozes {
+			r.Saved = s.State
+		}
+	}
+	return r
 }
 
 // tokenFailure classifies a failure to resolve the credential.

@@ -89,13 +89,32 @@ func (s *client) findPosted(ctx context.Context, p *SendMessageParams, ec execut
 	if from := lookupStart(ec); !from.IsZero() {
 		query.Set("oldest", fmt.Sprintf("%d.%06d", from.Unix(), from.Nanosecond()/1000))
 	}
-	for range maxHistoryPages {
+	// A look-up Slack broke off on a later page (its limit of one history
+	// call a minute) goes on at that page in the run after the wait:
+	// starting over would read the first page again and meet the limit on
+	// the next one every time.
+	at := lookupProgress{Query: method + "?" + query.Encode()}
+	resumed := at.resume(ec)
+	brokenOff := func(err error) (*executors.Result, error) {
+		at.save(ec)
+		return nil, err
+	}
+	for at.Pages < maxHistoryPages {
+		query.Del("cursor")
+		if at.Cursor != "" {
+			query.Set("cursor", at.Cursor)
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.baseURL+"/"+method+"?"+query.Encode(), nil)
 		if err != nil {
 			return nil, fmt.Errorf("slack: building %s request: %w", method, err)
 		}
 		raw, answer, err := s.call(ctx, ec, req)
 		var slackErr *executors.Error
+		if resumed && errors.As(err, &slackErr) && slackErr.Code == "invalid_cursor" {
+			// Slack no longer takes the cursor of the run before: start over.
+			at, resumed = lookupProgress{Query: at.Query}, false
+			continue
+		}
 		if errors.As(err, &slackErr) && unreadableHistory[slackErr.Code] {
 			u := executors.Unreconciled{Reason: slackErr.Code}
 			if slackErr.Code == "missing_scope" {
@@ -113,18 +132,18 @@ func (s *client) findPosted(ctx context.Context, p *SendMessageParams, ec execut
 			limited := *slackErr
 			limited.OtherLimit = true
 			limited.Message = "Slack rate-limited " + method + ", the look-up for the message of an earlier attempt (HTTP 429)"
-			return nil, &limited
+			return brokenOff(&limited)
 		}
 		if err != nil {
-			return nil, err
+			return brokenOff(err)
 		}
 		var page historyAnswer
 		if err := json.Unmarshal(raw, &page); err != nil || page.Messages == nil {
-			return nil, &executors.Error{
+			return brokenOff(&executors.Error{
 				Code:      "invalid_response",
 				Message:   "Slack answered " + method + " without a list of messages",
 				Retryable: true,
-			}
+			})
 		}
 		for _, m := range page.Messages {
 			var msg postedMessage
@@ -139,12 +158,47 @@ func (s *client) findPosted(ctx context.Context, p *SendMessageParams, ec execut
 		if !page.HasMore || next == "" {
 			return nil, nil
 		}
-		query.Set("cursor", next)
+		at.Cursor, at.Pages = next, at.Pages+1
 	}
 	return nil, &executors.Error{
 		Code: "idempotency_unverified",
 		Message: fmt.Sprintf("could not tell whether an earlier attempt already posted the message: the look-up read %d "+
 			"pages of the channel's history without reaching the invocation's first attempt; check Slack before invoking again", maxHistoryPages),
+	}
+}
+
+// lookupProgress is how far a look-up got (ExecContext.Resume): its
+// query without the cursor, the cursor of the next page to read and how
+// many pages it read.
+type lookupProgress struct {
+	Query  string `json:"query"`
+	Cursor string `json:"cursor"`
+	Pages  int    `json:"pages"`
+}
+
+// resume takes up where the run before broke off the same look-up, and
+// reports whether it did. Progress of another query (another channel or
+// thread, another window) is not taken.
+func (at *lookupProgress) resume(ec executors.ExecContext) bool {
+	var saved lookupProgress
+	if len(ec.Resume.Saved) == 0 || json.Unmarshal(ec.Resume.Saved, &saved) != nil ||
+		saved.Query != at.Query || saved.Cursor == "" || saved.Pages < 1 || saved.Pages >= maxHistoryPages {
+		return false
+	}
+	*at = saved
+	return true
+}
+
+// save keeps the progress of a look-up broken off past its first page for
+// the next run. Nothing was posted since those pages were read: the post
+// comes only after a look-up that ended.
+func (at *lookupProgress) save(ec executors.ExecContext) {
+	if at.Cursor == "" || ec.Resume.Save == nil {
+		return
+	}
+	raw, err := json.Marshal(at)
+	if err == nil {
+		ec.Resume.Save(raw)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -343,4 +344,128 @@ func TestSource_ReconcileRateLimited(t *testing.T) {
 	require.Contains(t, e.Message, "conversations.history")
 	require.Len(t, b.slack.Calls("conversations.history"), 2)
 	require.Len(t, b.slack.Calls("chat.postMessage"), 1, "not posted again while unverified")
+}
+
+// TestSource_ReconcileResumesAfterTheLimit: a look-up Slack rate-limited
+// on its second page saves where it stopped, and the run after the wait
+// reads that page, not the first again (whose call would use the minute's
+// one and meet the limit on the second page every time).
+func TestSource_ReconcileResumesAfterTheLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	// brokenOff runs a look-up that reads the first page of 15 and is
+	// rate-limited on the second, and returns what it saved.
+	brokenOff := func(t *testing.T, b *reconcileBundle, key string, first time.Time, params string) json.RawMessage {
+		t.Helper()
+		b.slack.MaxPageSize(15)
+		b.slack.LimitHistory(1)
+		var saved json.RawMessage
+		ec := b.execContext(key, first, true)
+		ec.Resume.Save = func(raw json.RawMessage) { saved = raw }
+		_, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(params), ec)
+		require.Equal(t, "ratelimited", executors.Classify(err).Code, "%v", err)
+		require.NotEmpty(t, saved, "where the look-up stopped is saved")
+		b.slack.LimitHistory(1) // the next minute's call
+		return saved
+	}
+	chatter := func(b *slacktest.Server, n int) {
+		for i := range n {
+			b.Seed(slacktest.Message{Channel: "C0123456789", Text: fmt.Sprintf("chatter %d", i)})
+		}
+	}
+
+	t.Run("FoundOnThePageItStoppedAt", func(t *testing.T) {
+		t.Parallel()
+		b := setupReconcile(t)
+		key := uuid.Must(uuid.NewV7()).String()
+		first := b.firstAttempt(t, key, channelParams, slacktest.Stall)
+		chatter(b.slack, 20)
+		saved := brokenOff(t, b, key, first, channelParams)
+
+		ec := b.execContext(key, first, true)
+		ec.Resume.Saved = saved
+		res, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(channelParams), ec)
+		require.NoError(t, err)
+		messages := b.slack.Messages()
+		require.Len(t, messages, 21, "no second post")
+		requireFound(t, res, messages[0])
+		lookups := b.slack.Calls("conversations.history")
+		require.Len(t, lookups, 3, "page 1, page 2 limited, page 2")
+		require.Empty(t, lookups[0].Query.Get("cursor"))
+		require.NotEmpty(t, lookups[2].Query.Get("cursor"), "the first page is not read again")
+		require.Equal(t, lookups[1].Query.Get("cursor"), lookups[2].Query.Get("cursor"))
+		require.Equal(t, lookups[0].Query.Get("oldest"), lookups[2].Query.Get("oldest"))
+	})
+
+	t.Run("AbsentPostsOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setupReconcile(t)
+		key := uuid.Must(uuid.NewV7()).String()
+		first := time.Now()
+		chatter(b.slack, 20)
+		saved := brokenOff(t, b, key, first, channelParams)
+
+		ec := b.execContext(key, first, true)
+		ec.Resume.Saved = saved
+		res, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(channelParams), ec)
+		require.NoError(t, err)
+		require.False(t, res.Conflict)
+		require.Len(t, b.slack.Calls("conversations.history"), 3)
+		require.Len(t, b.slack.Calls("chat.postMessage"), 1)
+		messages := b.slack.Messages()
+		require.Len(t, messages, 21)
+		require.Equal(t, key, metadataKey(t, messages[20]))
+	})
+
+	t.Run("ExpiredCursorStartsOver", func(t *testing.T) {
+		t.Parallel()
+		b := setupReconcile(t)
+		b.slack.MaxPageSize(15)
+		key := uuid.Must(uuid.NewV7()).String()
+		first := b.firstAttempt(t, key, channelParams, slacktest.Stall)
+		chatter(b.slack, 20)
+
+		// A cursor Slack no longer takes (invalid_cursor) is not the
+		// invocation's failure: the look-up reads from the first page.
+		lookup := url.Values{
+			"channel": {"C0123456789"}, "limit": {"200"}, "include_all_metadata": {"true"},
+			"oldest": {fmt.Sprintf("%d.%06d", first.Add(-10*time.Minute).Unix(), first.Add(-10*time.Minute).Nanosecond()/1000)},
+		}
+		saved, err := json.Marshal(map[string]any{"query": "conversations.history?" + lookup.Encode(), "cursor": "bm9wZQ==", "pages": 1})
+		require.NoError(t, err)
+		ec := b.execContext(key, first, true)
+		ec.Resume.Saved = saved
+		res, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(channelParams), ec)
+		require.NoError(t, err)
+		requireFound(t, res, b.slack.Messages()[0])
+		lookups := b.slack.Calls("conversations.history")
+		require.Len(t, lookups, 3, "the saved cursor, then pages 1 and 2")
+		require.Equal(t, "bm9wZQ==", lookups[0].Query.Get("cursor"), "the saved progress was taken")
+		require.Empty(t, lookups[1].Query.Get("cursor"))
+	})
+
+	t.Run("AnotherLookUpsProgressIsNotTaken", func(t *testing.T) {
+		t.Parallel()
+		b := setupReconcile(t)
+		key := uuid.Must(uuid.NewV7()).String()
+		first := b.firstAttempt(t, key, channelParams, slacktest.Stall)
+		chatter(b.slack, 20)
+		other := `{"channel":"C0999999999","text":"deploy finished"}`
+		for i := range 20 {
+			b.slack.Seed(slacktest.Message{Channel: "C0999999999", Text: fmt.Sprint("other ", i)})
+		}
+		saved := brokenOff(t, b, key, first, other)
+
+		ec := b.execContext(key, first, true)
+		ec.Resume.Saved = saved
+		b.slack.LimitHistory(-1)
+		res, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(channelParams), ec)
+		require.NoError(t, err)
+		requireFound(t, res, b.slack.Messages()[0])
+		lookups := b.slack.Calls("conversations.history")
+		require.Len(t, lookups, 4)
+		require.Equal(t, "C0123456789", lookups[2].Query.Get("channel"))
+		require.Empty(t, lookups[2].Query.Get("cursor"), "another channel's cursor is not used")
+	})
 }
