@@ -6,13 +6,13 @@
 // Spec.Network), leaves the program no namespaces of its own to make,
 // drops to an unprivileged user and every capability, sets rlimits and
 // no_new_privs, restricts itself with Landlock (files, TCP ports,
-// abstract sockets and signals) and a seccomp filter (no Multipath TCP,
-// which Landlock does not see, no io_uring, whose operations the filter
-// would not see, no kernel keyrings, which are not namespaced, no
-// userfaultfd, and no memory that the data cap does not count), closes
-// every descriptor but 0-2 and execs the program. The program is PID 1
-// of its namespace: when it exits, or is killed, everything it started
-// dies with it.
+// abstract sockets and signals) and a seccomp filter (no socket but
+// UNIX, IP and netlink ones, no Multipath TCP, which Landlock does not
+// see, no io_uring, whose operations the filter would not see, no
+// kernel keyrings, which are not namespaced, no userfaultfd, and no
+// memory that the data cap does not count), closes every descriptor but
+// 0-2 and execs the program. The program is PID 1 of its namespace:
+// when it exits, or is killed, everything it started dies with it.
 //
 // The init is entered from this package's init function, so any binary
 // that imports the package (outboxd, a test binary) can start it.

@@ -353,6 +353,16 @@ func TestCommand_IoUringIsRefused(t *testing.T) {
 	require.Equal(t, "io_uring io_uring_setup: function not implemented", probe(t, bin, "io_uring"))
 }
 
+// A socket is of the families the sandbox's network namespace and
+// Landlock govern, or of UNIX or netlink, no other: a VM socket (vsock),
+// which no network namespace confines, could reach the services of the
+// hypervisor's host from a sandbox that declared no network, outside the
+// egress relay.
+func TestCommand_SocketFamiliesAreLimited(t *testing.T) {
+	bin := testProgram(t, "probe")
+	require.Equal(t, "vsock socket: address family not supported by protocol", probe(t, bin, "vsock"))
+}
+
 // userfaultfd is refused (ENOSYS): no plugin needs it, and with it a
 // program stops the kernel at a page fault of its choosing, what
 // exploits of the kernel's races use.

@@ -40,6 +40,10 @@ var unimplemented = []uint32{unix.SYS_MEMFD_CREATE, unix.SYS_MEMFD_SECRET, unix.
 
 // filterSyscalls installs a seccomp filter that refuses:
 //   - system calls of a foreign architecture or ABI (ENOSYS);
+//   - socket(2) of a family other than UNIX, IPv4, IPv6 and netlink
+//     (EAFNOSUPPORT): the network namespace and Landlock govern those,
+//     not others such as VM sockets (vsock), whose peer is the
+//     hypervisor's host whatever the namespace;
 //   - socket(2) with IPPROTO_MPTCP (EPROTONOSUPPORT, so a program falls
 //     back to TCP);
 //   - a shared anonymous mmap(2) (ENOMEM, as past the memory cap): its
@@ -62,7 +66,7 @@ func filterSyscalls() error {
 		shared = unix.MAP_SHARED | unix.MAP_ANONYMOUS
 		// Offsets in struct seccomp_data; an argument's is its low half
 		// (both architectures are little-endian).
-		nr, arch, arg2, arg3 = 0, 4, 32, 40
+		nr, arch, arg0, arg2, arg3 = 0, 4, 16, 32, 40
 	)
 	filter := []unix.SockFilter{
 		{Code: ld, K: arch},
@@ -71,8 +75,14 @@ func filterSyscalls() error {
 		{Code: ld, K: nr},
 		{Code: jge, Jt: 0, Jf: 1, K: x32Bit},
 		{Code: ret, K: errn | uint32(unix.ENOSYS)},
-		// socket(domain, type, IPPROTO_MPTCP)
-		{Code: jeq, Jt: 0, Jf: 3, K: unix.SYS_SOCKET},
+		// socket(domain of socketFamilies or not, type, IPPROTO_MPTCP)
+		{Code: jeq, Jt: 0, Jf: 9, K: unix.SYS_SOCKET},
+		{Code: ld, K: arg0},
+		{Code: jeq, Jt: 4, K: unix.AF_UNIX},
+		{Code: jeq, Jt: 3, K: unix.AF_INET},
+		{Code: jeq, Jt: 2, K: unix.AF_INET6},
+		{Code: jeq, Jt: 1, K: unix.AF_NETLINK},
+		{Code: ret, K: errn | uint32(unix.EAFNOSUPPORT)},
 		{Code: ld, K: arg2},
 		{Code: jeq, Jt: 0, Jf: 1, K: ipprotoMPTCP},
 		{Code: ret, K: errn | uint32(unix.EPROTONOSUPPORT)},

@@ -42,6 +42,16 @@ var probes = map[string]func(arg string) (string, error){
 		unix.Close(int(fd))
 		return "", nil
 	},
+	// a socket of VM sockets (vsock), whose peer is the hypervisor's host
+	// or another VM, whatever the network namespace
+	"vsock": func(string) (string, error) {
+		fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return "", fmt.Errorf("socket: %w", err)
+		}
+		unix.Close(fd)
+		return "", nil
+	},
 	// a key of arg in the session keyring
 	"key-add": func(arg string) (string, error) {
 		_, err := unix.AddKey("user", key, []byte(arg), unix.KEY_SPEC_SESSION_KEYRING)
