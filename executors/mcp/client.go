@@ -46,6 +46,13 @@ const (
 	// swept, so deleted connectors do not accumulate.
 	maxCacheEntries = 1024
 
+	// maxCacheBytes bounds the size (Tool.size) of every cached list
+	// together: lists are kept for every organization's connectors in one
+	// process, and an organization may add many connectors, each listing
+	// up to maxToolBytes. A list that finds no room, once expired lists are
+	// swept, is served without being kept.
+	maxCacheBytes = 256 << 20
+
 	clientName = "outboxd"
 )
 
@@ -128,6 +135,9 @@ type Client struct {
 
 	mu    sync.Mutex
 	cache map[uuid.UUID]cacheEntry
+	// cacheBytes is the size of the cached lists; maxCacheBytes bounds it
+	// (a field, so tests can lower it).
+	cacheBytes, maxCacheBytes int
 }
 
 // CheckConnector is the package's CheckConnector with this client's own
@@ -142,6 +152,7 @@ type cacheEntry struct {
 	key     string
 	tools   []Tool
 	expires time.Time
+	size    int
 }
 
 // New returns a Client. A nil cfg uses the defaults.
@@ -155,15 +166,16 @@ func New(cfg *Config) (*Client, error) {
 		return nil, err
 	}
 	return &Client{
-		listTimeout:  cfg.ListTimeout,
-		callTimeout:  cfg.CallTimeout,
-		cacheTTL:     cfg.CacheTTL,
-		allowPrivate: cfg.AllowPrivateNetworks,
-		observeList:  cfg.ObserveList,
-		transport:    transport,
-		impl:         &mcpsdk.Implementation{Name: clientName, Version: moduleVersion()},
-		validator:    executors.NewValidator(),
-		cache:        make(map[uuid.UUID]cacheEntry),
+		listTimeout:   cfg.ListTimeout,
+		callTimeout:   cfg.CallTimeout,
+		cacheTTL:      cfg.CacheTTL,
+		allowPrivate:  cfg.AllowPrivateNetworks,
+		observeList:   cfg.ObserveList,
+		transport:     transport,
+		impl:          &mcpsdk.Implementation{Name: clientName, Version: moduleVersion()},
+		validator:     executors.NewValidator(),
+		cache:         make(map[uuid.UUID]cacheEntry),
+		maxCacheBytes: maxCacheBytes,
 	}, nil
 }
 
@@ -236,7 +248,15 @@ func (c *Client) ListTools(ctx context.Context, conn *Connector, secret string) 
 func (c *Client) Invalidate(connectorID uuid.UUID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.cache, connectorID)
+	c.drop(connectorID)
+}
+
+// drop removes id's entry, if any. c.mu must be held.
+func (c *Client) drop(id uuid.UUID) {
+	if entry, ok := c.cache[id]; ok {
+		c.cacheBytes -= entry.size
+		delete(c.cache, id)
+	}
 }
 
 func (c *Client) cached(id uuid.UUID, key string) ([]Tool, bool) {
@@ -250,17 +270,26 @@ func (c *Client) cached(id uuid.UUID, key string) ([]Tool, bool) {
 }
 
 func (c *Client) store(id uuid.UUID, key string, tools []Tool) {
+	size := 0
+	for _, t := range tools {
+		size += t.size()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
-	if len(c.cache) >= maxCacheEntries {
+	c.drop(id)
+	if len(c.cache) >= maxCacheEntries || c.cacheBytes+size > c.maxCacheBytes {
 		for id, entry := range c.cache {
 			if !now.Before(entry.expires) {
-				delete(c.cache, id)
+				c.drop(id)
 			}
 		}
 	}
-	c.cache[id] = cacheEntry{key: key, tools: tools, expires: now.Add(c.cacheTTL)}
+	if c.cacheBytes+size > c.maxCacheBytes {
+		return
+	}
+	c.cache[id] = cacheEntry{key: key, tools: tools, expires: now.Add(c.cacheTTL), size: size}
+	c.cacheBytes += size
 }
 
 // withTiers returns copies of tools with tiers derived under policy.
