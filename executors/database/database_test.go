@@ -328,6 +328,25 @@ func TestQuery_ByteCap(t *testing.T) {
 	require.Less(t, res.RowCount, 40)
 	require.Len(t, res.Rows, res.RowCount)
 
+	// Documents and text with <, > and & (HTML in a jsonb column) are
+	// counted as they are stored, not as \u003c: the rows the budget
+	// took fit the result whole.
+	for _, sql := range []string{
+		`SELECT to_jsonb(repeat('<b>&', 50)) AS doc FROM generate_series(1, 100)`,
+		`SELECT to_json(repeat('<b>&', 50)) AS doc FROM generate_series(1, 100)`,
+		`SELECT repeat('<b>&', 50) AS text FROM generate_series(1, 100)`,
+	} {
+		data, e = exec(t, src, tg.URL, database.ActionQuery, map[string]any{"sql": sql})
+		require.Nil(t, e, sql)
+		require.LessOrEqual(t, len(data), 4096, sql)
+		require.NotContains(t, string(data), `"_truncated"`, sql)
+		require.NotContains(t, string(data), `\u003c`, sql)
+		require.NoError(t, json.Unmarshal(data, &res), sql)
+		require.Equal(t, database.TruncatedByBytes, res.TruncatedBy, sql)
+		require.Greater(t, res.RowCount, 10, sql)
+		require.Equal(t, `"`+strings.Repeat("<b>&", 50)+`"`, string(res.Rows[res.RowCount-1][0]), sql)
+	}
+
 	// One value larger than the whole budget is shortened structurally.
 	data, e = exec(t, src, tg.URL, database.ActionQuery, map[string]any{"sql": `SELECT repeat('y', 100000) AS huge`})
 	require.Nil(t, e)

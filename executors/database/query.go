@@ -69,7 +69,7 @@ func (s *source) query(ctx context.Context, tx pgx.Tx, sql string, args [][]byte
 	for i, f := range fields {
 		res.Columns[i] = Column{Name: f.Name, Type: typeName(f.DataTypeOID)}
 	}
-	header, _ := json.Marshal(res.Columns)
+	header, _ := marshal(res.Columns)
 	budget := s.client.cfg.MaxResultBytes - len(header) - 128
 	used := 0
 	for rr.NextRow() {
@@ -193,8 +193,23 @@ func jsonValue(oid uint32, v []byte) json.RawMessage {
 			}
 		}
 	}
-	s, _ := json.Marshal(string(v))
+	s, _ := marshal(string(v))
 	return s
+}
+
+// marshal is json.Marshal without its HTML escaping: <, > and & stay
+// as they are, as the stored result keeps them, rather than take six
+// bytes each (\u003c), so that the size a value is counted at against
+// the byte budget is the size it has in the result, whether it is text
+// or a document copied as the server sent it.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // typeName names a column type: its Postgres name when pgx knows it, else
@@ -250,7 +265,7 @@ func (s *source) listTables(ctx context.Context, tx pgx.Tx, schema *string) (*Ta
 	}
 	used := len(`{"tables":[],"truncated":false}`)
 	for i, t := range res.Tables {
-		b, _ := json.Marshal(t)
+		b, _ := marshal(t)
 		used += len(b) + 1
 		if used > s.client.cfg.MaxResultBytes {
 			res.Tables, res.Truncated = res.Tables[:i], true

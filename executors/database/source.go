@@ -228,7 +228,7 @@ func (s *source) Execute(ctx context.Context, actionID string, params json.RawMe
 	if err != nil {
 		return executors.Result{}, s.classify(ctx, err, sc)
 	}
-	data, err := json.Marshal(out)
+	data, err := marshal(out)
 	if err != nil {
 		return executors.Result{}, &executors.Error{Code: CodeQueryError, Message: "encoding the result: " + sc.clean(err.Error())}
 	}
