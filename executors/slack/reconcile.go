@@ -66,14 +66,15 @@ type postedMessage struct {
 // posted in p's channel (or thread), by the idempotency key in its
 // metadata, among the messages since the first attempt. It returns the
 // result a fresh post would have (the channel, the ts and the message),
-// as a conflict, or nil when there is none. When the look-up cannot be
-// made (a token without the history scope, a channel given by name, a
-// channel the app cannot read), it tells ec.Unreconciled and returns nil,
-// so the message is posted as it was before look-ups existed.
-func (s *client) findPosted(ctx context.Context, p *SendMessageParams, ec executors.ExecContext) (*executors.Result, error) {
+// as a conflict, or nil when there is none; looked says the look-up was
+// made. When it cannot be made (a token without the history scope, a
+// channel given by name, a channel the app cannot read), it tells
+// ec.Unreconciled and returns nil and false, so the message is posted as
+// it was before look-ups existed.
+func (s *client) findPosted(ctx context.Context, p *SendMessageParams, ec executors.ExecContext) (found *executors.Result, looked bool, err error) {
 	if !conversationID.MatchString(p.Channel) {
 		unreconciled(ec, executors.Unreconciled{Reason: "channel_name"})
-		return nil, nil
+		return nil, false, nil
 	}
 	method := "conversations.history"
 	query := url.Values{
@@ -95,9 +96,9 @@ func (s *client) findPosted(ctx context.Context, p *SendMessageParams, ec execut
 	// the next one every time.
 	at := lookupProgress{Query: method + "?" + query.Encode()}
 	resumed := at.resume(ec)
-	brokenOff := func(err error) (*executors.Result, error) {
+	brokenOff := func(err error) (*executors.Result, bool, error) {
 		at.save(ec)
-		return nil, err
+		return nil, false, err
 	}
 	for at.Pages < maxHistoryPages {
 		query.Del("cursor")
@@ -106,7 +107,7 @@ func (s *client) findPosted(ctx context.Context, p *SendMessageParams, ec execut
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.baseURL+"/"+method+"?"+query.Encode(), nil)
 		if err != nil {
-			return nil, fmt.Errorf("slack: building %s request: %w", method, err)
+			return nil, false, fmt.Errorf("slack: building %s request: %w", method, err)
 		}
 		raw, answer, err := s.call(ctx, ec, req)
 		var slackErr *executors.Error
@@ -124,7 +125,7 @@ func (s *client) findPosted(ctx context.Context, p *SendMessageParams, ec execut
 				}
 			}
 			unreconciled(ec, u)
-			return nil, nil
+			return nil, false, nil
 		}
 		if errors.As(err, &slackErr) && slackErr.RetryAfter > 0 {
 			// History has its own limit (1 a minute for an app outside the
@@ -151,16 +152,17 @@ func (s *client) findPosted(ctx context.Context, p *SendMessageParams, ec execut
 				continue
 			}
 			if msg.Metadata.EventType == metadataEventType && msg.Metadata.EventPayload.IdempotencyKey == ec.IdempotencyKey {
-				return foundResult(p.Channel, msg.TS, m)
+				found, err := foundResult(p.Channel, msg.TS, m)
+				return found, err == nil, err
 			}
 		}
 		next := page.ResponseMetadata.NextCursor
 		if !page.HasMore || next == "" {
-			return nil, nil
+			return nil, true, nil
 		}
 		at.Cursor, at.Pages = next, at.Pages+1
 	}
-	return nil, &executors.Error{
+	return nil, false, &executors.Error{
 		Code: "idempotency_unverified",
 		Message: fmt.Sprintf("could not tell whether an earlier attempt already posted the message: the look-up read %d "+
 			"pages of the channel's history without reaching the invocation's first attempt; check Slack before invoking again", maxHistoryPages),

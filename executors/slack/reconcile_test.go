@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -305,6 +306,46 @@ func TestSource_ReconcileUnavailable(t *testing.T) {
 		require.Equal(t, 3*time.Second, execErr.RetryAfter)
 		require.Len(t, bundle.recorded(), 1)
 	})
+}
+
+// TestSource_RateLimitedPostAfterNoLookUp: a retry's post Slack
+// rate-limits did nothing, but an earlier attempt's post may still exist
+// unless the look-up said there is none. When the look-up could not be
+// made (a token without the history scope, a channel the app cannot
+// read, a channel given by name), the refusal is not "nothing done": the
+// next execution looks again, so once the scope is granted it finds the
+// earlier post instead of posting a second one.
+func TestSource_RateLimitedPostAfterNoLookUp(t *testing.T) {
+	t.Parallel()
+
+	for name, tc := range map[string]struct {
+		params  string
+		history string
+		notDone bool
+	}{
+		"MissingScope":  {channelParams, `{"ok":false,"error":"missing_scope","needed":"channels:history"}`, false},
+		"NotInChannel":  {channelParams, `{"ok":false,"error":"not_in_channel"}`, false},
+		"ChannelName":   {`{"channel":"#general","text":"deploy finished"}`, "", false},
+		"LookedFoundNo": {channelParams, `{"ok":true,"messages":[],"has_more":false}`, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, "/conversations.history") {
+					answer(http.StatusOK, tc.history)(w, r)
+					return
+				}
+				answer(http.StatusTooManyRequests, `{"ok":false,"error":"ratelimited"}`, "Retry-After", "5")(w, r)
+			})
+			ec := execContext()
+			ec.Retry = true
+			_, err := b.source.Execute(context.Background(), slack.ActionSendMessage, json.RawMessage(tc.params), ec)
+			e := requireExecError(t, err)
+			require.Equal(t, "ratelimited", e.Code)
+			require.Equal(t, tc.notDone, e.NotDone)
+			require.Equal(t, "/chat.postMessage", b.recorded()[len(b.recorded())-1].Path, "posted")
+		})
+	}
 }
 
 // metadataKey is the idempotency key in a stored message's metadata.

@@ -155,11 +155,15 @@ func (s *client) sendMessage(ctx context.Context, p *SendMessageParams, ec execu
 			Message: "no Slack token is available; connect Slack first",
 		}
 	}
+	// Whether an earlier execution may have posted unseen: on a retry,
+	// until a look-up found no post of it.
+	unseen := ec.Retry
 	if ec.Retry && ec.IdempotencyKey != "" {
-		found, err := s.findPosted(ctx, p, ec)
+		found, looked, err := s.findPosted(ctx, p, ec)
 		if err != nil || found != nil {
 			return deref(found), err
 		}
+		unseen = !looked
 	}
 
 	post := postMessageBody{SendMessageParams: p}
@@ -181,12 +185,16 @@ func (s *client) sendMessage(ctx context.Context, p *SendMessageParams, ec execu
 	}
 	raw, answer, err := s.call(ctx, ec, req)
 	var limited *executors.Error
-	if errors.As(err, &limited) && limited.Code == "ratelimited" {
+	if errors.As(err, &limited) && limited.Code == "ratelimited" && !unseen {
 		// Slack refuses a rate-limited request without processing it, and
 		// any earlier attempt's message was looked for above and not
 		// found: the next try posts without looking, so rate-limited posts
 		// do not queue behind the look-up's own limit (one a minute for an
-		// app outside the Slack Marketplace).
+		// app outside the Slack Marketplace). When the look-up could not
+		// be made (a token without the history scope, a channel given by
+		// name), an earlier attempt may have posted: the next try looks
+		// again, and finds it once the look-up can be made (the scope
+		// granted meanwhile).
 		limited.NotDone = true
 	}
 	if err != nil {
