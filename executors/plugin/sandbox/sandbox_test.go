@@ -240,11 +240,13 @@ func testProgram(t *testing.T, name string) string {
 // A program's memory is capped however it holds it, not only as data
 // (RLIMIT_DATA): memory shared or in a file of its own was not counted,
 // and a program capped at 128 MiB held 512 MiB in a memory file or a
-// shared mapping, detached System V segments or semaphores (the Go
+// shared mapping, detached System V segments or semaphores, or a private
+// mapping that grows down, which the kernel counts as stack (the Go
 // runtime of memhog takes about 45 MiB of the cap). Those are
-// refused (ENOMEM for a shared anonymous mapping, ENOSYS for the system
-// calls, as on a kernel built without them), while a shared mapping of a
-// file in its workspace, which the workspace's limits count, still works.
+// refused (ENOMEM for a shared anonymous mapping or one that grows down,
+// ENOSYS for the system calls, as on a kernel built without them), while
+// a shared mapping of a file in its workspace, which the workspace's
+// limits count, still works.
 func TestCommand_MemoryIsCappedHoweverHeld(t *testing.T) {
 	bin := memhog(t)
 	hold := func(mib int, way string) string {
@@ -260,6 +262,7 @@ func TestCommand_MemoryIsCappedHoweverHeld(t *testing.T) {
 	require.Regexp(t, `^[0-9]+ mmap: cannot allocate memory$`, hold(512, "private"), "past the cap")
 
 	require.Equal(t, "0 mmap: cannot allocate memory", hold(512, "shared"))
+	require.Equal(t, "0 mmap: cannot allocate memory", hold(512, "growsdown"))
 	require.Equal(t, "0 memfd_create: function not implemented", hold(512, "memfd"))
 	require.Equal(t, "0 memfd_create: function not implemented", hold(512, "memfd-mapped"))
 	require.Equal(t, "0 shmget: function not implemented", hold(512, "sysv-shm"))

@@ -48,8 +48,11 @@ var unimplemented = []uint32{unix.SYS_MEMFD_CREATE, unix.SYS_MEMFD_SECRET, unix.
 //     back to TCP);
 //   - a shared anonymous mmap(2) (ENOMEM, as past the memory cap): its
 //     memory is not data, so RLIMIT_DATA would not count it. A shared
-//     mapping of a file works: only the workspace is writable, and its
-//     limits count what it holds;
+//     mapping of a file works: only the workspace and /dev/shm are
+//     writable, and their limits count what they hold;
+//   - an mmap(2) that grows down (MAP_GROWSDOWN, ENOMEM): the kernel
+//     counts it as stack, not data, and RLIMIT_STACK bounds only how far
+//     a stack grows, not the size it is mapped with;
 //   - the unimplemented system calls (ENOSYS): memory it would not
 //     count, io_uring, the keyrings and userfaultfd.
 func filterSyscalls() error {
@@ -61,6 +64,7 @@ func filterSyscalls() error {
 		and    = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
 		jeq    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
 		jge    = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		jset   = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
 		ret    = unix.BPF_RET | unix.BPF_K
 		errn   = unix.SECCOMP_RET_ERRNO
 		shared = unix.MAP_SHARED | unix.MAP_ANONYMOUS
@@ -87,10 +91,12 @@ func filterSyscalls() error {
 		{Code: jeq, Jt: 0, Jf: 1, K: ipprotoMPTCP},
 		{Code: ret, K: errn | uint32(unix.EPROTONOSUPPORT)},
 		{Code: ld, K: nr},
-		// mmap(addr, length, prot, flags with MAP_SHARED and MAP_ANONYMOUS, ...);
-		// MAP_SHARED_VALIDATE has the MAP_SHARED bit too
-		{Code: jeq, Jt: 0, Jf: 4, K: unix.SYS_MMAP},
+		// mmap(addr, length, prot, flags with MAP_GROWSDOWN, or with
+		// MAP_SHARED and MAP_ANONYMOUS, ...); MAP_SHARED_VALIDATE has the
+		// MAP_SHARED bit too
+		{Code: jeq, Jt: 0, Jf: 5, K: unix.SYS_MMAP},
 		{Code: ld, K: arg3},
+		{Code: jset, Jt: 2, K: unix.MAP_GROWSDOWN},
 		{Code: and, K: shared},
 		{Code: jeq, Jt: 0, Jf: 1, K: shared},
 		{Code: ret, K: errn | uint32(unix.ENOMEM)},

@@ -20,6 +20,9 @@ var ways = map[string]func() error{
 	"private": func() error { return mapAndFill(-1, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS) },
 	// a shared anonymous mapping (as Python's mmap.mmap(-1, n) makes)
 	"shared": func() error { return mapAndFill(-1, unix.MAP_SHARED|unix.MAP_ANONYMOUS) },
+	// a private mapping that grows down, as a stack does: the kernel
+	// counts it as stack, not data
+	"growsdown": func() error { return mapAndFill(-1, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_GROWSDOWN) },
 	// a memory file written to, never mapped
 	"memfd": func() error {
 		fd, err := unix.MemfdCreate("hog", 0)
