@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -479,7 +480,7 @@ func TestListTablesAndDescribeTable(t *testing.T) {
 		{"name": "name", "type": "text", "nullable": false, "default": null},
 		{"name": "note", "type": "text", "nullable": true, "default": "'none'::text"},
 		{"name": "price", "type": "numeric(10,2)", "nullable": true, "default": null}
-	], "primary_key": ["id"]}`, string(data))
+	], "primary_key": ["id"], "truncated": false}`, string(data))
 
 	data, e = exec(t, src, tg.URL, database.ActionDescribeTable, map[string]any{"table": "big"})
 	require.Nil(t, e)
@@ -788,11 +789,12 @@ func TestOwnDatabaseIsRefused_WhateverTheRoleSets(t *testing.T) {
 	}
 }
 
-// TestListTables_CutWhereTheResultEnds: more tables than a result keeps
-// (about 10 KiB) were cut by the stored result's truncation, which left
-// the last table without its name and truncated false; the list now
-// ends with the last table it holds whole, and says it was cut.
-func TestListTables_CutWhereTheResultEnds(t *testing.T) {
+// TestListTablesAndDescribeTable_CutWhereTheResultEnds: more tables
+// than a result keeps (about 10 KiB) were cut by the stored result's
+// truncation, which left the last table without its name and truncated
+// false; the list now ends with the last table it holds whole, and says
+// it was cut. So does a table's description with its columns.
+func TestListTablesAndDescribeTable_CutWhereTheResultEnds(t *testing.T) {
 	tg := databasetest.NewTarget(t)
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, tg.AdminURL)
@@ -820,6 +822,25 @@ func TestListTables_CutWhereTheResultEnds(t *testing.T) {
 		require.Equal(t, "wide", tb.Schema)
 		require.True(t, strings.HasPrefix(tb.Name, "a_table_with"), tb.Name)
 		require.Equal(t, "base table", tb.Type)
+	}
+
+	// A table of more columns than the result keeps: the first ones,
+	// whole, and truncated.
+	_, err = admin.Exec(ctx, `DO $$ BEGIN
+		EXECUTE 'CREATE TABLE wide.many (' || (SELECT string_agg(format('%I text DEFAULT %L', 'a_column_with_a_long_name_' || i, 'a default'), ', ') FROM generate_series(1, 300) i) || ')';
+	END $$; GRANT SELECT ON wide.many TO PUBLIC`)
+	require.NoError(t, err)
+	data, e = exec(t, src, tg.URL, database.ActionDescribeTable, map[string]any{"schema": "wide", "table": "many"})
+	require.Nil(t, e)
+	require.NotContains(t, string(data), `"_truncated"`, "the result fits as it is")
+	var d database.TableDescription
+	require.NoError(t, json.Unmarshal(data, &d))
+	require.True(t, d.Truncated)
+	require.NotEmpty(t, d.Columns)
+	require.Less(t, len(d.Columns), 300)
+	for i, c := range d.Columns {
+		require.Equal(t, fmt.Sprintf("a_column_with_a_long_name_%d", i+1), c.Name)
+		require.Equal(t, "text", c.Type)
 	}
 
 	// Within max_rows and the size, the whole list.

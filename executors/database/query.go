@@ -282,6 +282,9 @@ type TableDescription struct {
 	Kind       string        `json:"kind"`
 	Columns    []TableColumn `json:"columns"`
 	PrimaryKey []string      `json:"primary_key"`
+	// Truncated: the table has more columns than a result keeps
+	// (MaxResultBytes); Columns are the first ones.
+	Truncated bool `json:"truncated"`
 }
 
 // TableColumn is one column of a described table.
@@ -296,7 +299,8 @@ type TableColumn struct {
 var relKinds = map[string]string{"r": "table", "p": "partitioned table", "v": "view", "m": "materialized view", "f": "foreign table"}
 
 // describeTable describes a table or view: schema given, or the first of
-// the search path that has it.
+// the search path that has it; the columns a result keeps, and whether
+// there were more.
 func (s *source) describeTable(ctx context.Context, tx pgx.Tx, schema *string, table string) (*TableDescription, error) {
 	var (
 		oid  uint32
@@ -347,5 +351,23 @@ func (s *source) describeTable(ctx context.Context, tx pgx.Tx, schema *string, t
 			d.PrimaryKey = append(d.PrimaryKey, c.Name)
 		}
 	}
-	return &d, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// As many columns as the result keeps whole: more would have the
+	// stored result shortened, its last column cut.
+	columns := d.Columns
+	d.Columns = []TableColumn{}
+	empty, _ := marshal(d)
+	used := len(empty)
+	for i, c := range columns {
+		b, _ := marshal(c)
+		used += len(b) + 1
+		if used > s.client.cfg.MaxResultBytes {
+			columns, d.Truncated = columns[:i], true
+			break
+		}
+	}
+	d.Columns = columns
+	return &d, nil
 }
