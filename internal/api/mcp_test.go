@@ -558,19 +558,20 @@ func TestMCP_BadInput(t *testing.T) {
 }
 
 // A client that cancels a waiting call withdraws its invocation: with
-// 2025-11-25, by notifications/cancelled in its session; with 2026-07-28,
-// by ending the request.
+// 2025-11-25, by notifications/cancelled in its session, with an
+// idempotency key or without; with 2026-07-28, by ending the request of a
+// call without a key (TestMCP_KeyedCallOutlivesItsEndedRequest: with one).
 func TestMCP_CancelledCallWithdrawsItsInvocation(t *testing.T) {
 	t.Parallel()
-	for _, version := range protocolVersions {
-		t.Run(version, func(t *testing.T) {
+	for _, tc := range []struct{ version, key string }{{"2025-11-25", ""}, {"2025-11-25", "cancel-1"}, {"2026-07-28", ""}} {
+		t.Run(strings.TrimSuffix(tc.version+" "+tc.key, " "), func(t *testing.T) {
 			t.Parallel()
-			testCancel(t, version)
+			testCancel(t, tc.version, tc.key)
 		})
 	}
 }
 
-func testCancel(t *testing.T, version string) {
+func testCancel(t *testing.T, version, key string) {
 	b := apptest.Start(t, nil)
 	b.StoreSlackToken("xoxb-mcp-cancel")
 	session := mcpSessionAt(t, b, b.Sandbox(), version, nil)
@@ -578,7 +579,11 @@ func testCancel(t *testing.T, version string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "slack.send_message", Arguments: message})
+		p := &mcp.CallToolParams{Name: "slack.send_message", Arguments: message}
+		if key != "" {
+			p.Meta = mcp.Meta{"idempotency_key": key}
+		}
+		_, err := session.CallTool(ctx, p)
 		done <- err
 	}()
 	var id string

@@ -91,10 +91,8 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 		latest, err := s.await(ctx, watch.Wait, inv, cr)
 		if ctx.Err() != nil {
 			// The client cancelled: the wait may have ended with the
-			// cancellation's own error, before its read. Another call
-			// still waiting on the invocation (a retry with the same
-			// idempotency key) wants it: it is withdrawn by the last.
-			if leave() {
+			// cancellation's own error, before its read.
+			if leave() && withdraws(inv.ID == watch.ID, key, cr) {
 				s.withdraw(ctx, c, latest)
 			}
 			return nil, ctx.Err()
@@ -139,6 +137,24 @@ func (w *waiting) enter(id uuid.UUID) (leave func() (last bool)) {
 		delete(w.calls, id)
 		return true
 	}
+}
+
+// withdraws reports whether a call whose client cancelled it withdraws
+// its invocation, once no other call of this process waits on it (a
+// retry with the same idempotency key, outboxd_wait: waiting.enter):
+//
+//   - only the call that created the invocation (created) withdraws it: a
+//     retry with the same key, whose cancellation no other process hears
+//     of, leaves it to the first call, which may still wait on it in
+//     another process (its session's, or another session's with the same
+//     token);
+//   - a 2026-07-28 call with a key does not: the protocol's only
+//     cancellation over HTTP is the request ending, which a connection
+//     lost does too, and a client that sent a key said it retries, to get
+//     the result of the one execution. Its unkeyed call, whose result no
+//     retry could get, is withdrawn.
+func withdraws(created bool, key string, cr callRequest) bool {
+	return created && (key == "" || !cr.sessionless())
 }
 
 // withdraw cancels the invocation of a call its client cancelled while it
@@ -515,6 +531,13 @@ func (s *Server) callRequestOf(ctx context.Context, req *mcp.CallToolRequest) ca
 		cr.header = req.Extra.Header
 	}
 	return cr
+}
+
+// sessionless reports whether the call came with a protocol version
+// without sessions (2026-07-28), in which the request ending is its
+// cancellation.
+func (cr callRequest) sessionless() bool {
+	return cr.header.Get("Mcp-Protocol-Version") >= sessionlessVersion
 }
 
 // wantsProgress reports whether the client asked for progress

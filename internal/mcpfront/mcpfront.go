@@ -197,8 +197,8 @@ func New(deps *Deps) *Server {
 			DisableLocalhostProtection: true,
 			// A client that cancels a call (2026-07-28: by ending its
 			// request; 2025-11-25: with notifications/cancelled in its
-			// session) ends its wait, and withdraws the invocation
-			// (callTool).
+			// session) ends its wait, and may withdraw the invocation
+			// (withdraws).
 			PropagateRequestCancellation: true,
 		})
 	}
