@@ -18,9 +18,13 @@ import (
 )
 
 const (
-	// maxResponseBytes bounds how much of Linear's answer is read. The
-	// largest answer is a page of 50 issue summaries, far below this.
-	maxResponseBytes = 1 << 20
+	// maxResponseBytes bounds how much of Linear's answer is read. An
+	// issue comes back with its description, which is as long as the
+	// params that carried it (up to 4 MiB through the MCP front door), so
+	// an answer must have room for it: with less, a create of a long
+	// description failed on its own answer, and every retry on the issue
+	// it had made.
+	maxResponseBytes = 8 << 20
 
 	// defaultRetryAfter is used when Linear rate-limits without a usable
 	// Retry-After or reset header.

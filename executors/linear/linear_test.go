@@ -734,6 +734,24 @@ func TestSource_Execute(t *testing.T) {
 		}
 	})
 
+	t.Run("CreateIssueLongDescription", func(t *testing.T) {
+		t.Parallel()
+		// The answer holds the description: a long one is no failure, and
+		// a retry finds the issue as it is.
+		bundle := setup(t)
+		params, err := json.Marshal(map[string]string{"teamId": "team-eng", "title": "t", "description": strings.Repeat("log line\n", 130_000)})
+		require.NoError(t, err)
+
+		res, err := bundle.source.Execute(ctx, linear.ActionCreateIssue, params, execContext())
+		require.NoError(t, err)
+		require.False(t, res.Conflict)
+		again, err := bundle.source.Execute(ctx, linear.ActionCreateIssue, params, execContext())
+		require.NoError(t, err)
+		require.True(t, again.Conflict)
+		require.Equal(t, res.ProviderRef, again.ProviderRef)
+		require.Equal(t, 1, bundle.fake.IssueCount())
+	})
+
 	t.Run("SucceededWithoutObject", func(t *testing.T) {
 		t.Parallel()
 		// Linear made the change and said so (success: true), but gave no
@@ -1412,7 +1430,7 @@ func TestSource_Execute(t *testing.T) {
 			`{"data":{"issues":{"nodes":"x"}}}`,
 			`{"data":{"issues":{"nodes":[]}}`,
 			`{"errors":{"message":"not an array"}}`,
-			`{"data":{"issues":{"nodes":[],"pad":"` + strings.Repeat("a", 1<<20) + `"}}}`,
+			`{"data":{"issues":{"nodes":[],"pad":"` + strings.Repeat("a", 8<<20) + `"}}}`,
 		} {
 			bundle := setup(t)
 			bundle.fake.AnswerWith(answer(http.StatusOK, body))
