@@ -15,7 +15,10 @@
 // in this package's types apart from the pool it opened. Each database has
 // a small pool per process (Config.MaxConns), opened on first use and
 // closed after Config.IdleTimeout without calls, when the database is
-// dropped, and on Close. Unless Config.AllowPrivateNetworks is set, the
+// dropped, and on Close. A query's connection is closed after its call,
+// so that nothing of its session reaches another call; list_tables,
+// describe_table and previews, which run only outboxd's statements,
+// reuse theirs. Unless Config.AllowPrivateNetworks is set, the
 // pool dials through the private network guard (internal/platform/netguard), which
 // checks the address every connection actually reaches.
 //
