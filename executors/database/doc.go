@@ -16,9 +16,9 @@
 // a small pool per process (Config.MaxConns), opened on first use and
 // closed after Config.IdleTimeout without calls, when the database is
 // dropped, and on Close. A query's connection is closed after its call,
-// so that nothing of its session reaches another call; list_tables,
-// describe_table and previews, which run only outboxd's statements,
-// reuse theirs. Unless Config.AllowPrivateNetworks is set, the
+// so that nothing of its session reaches another call; list_tables and
+// describe_table, which run only outboxd's statements, and previews,
+// which only plan the agent's (EXPLAIN), reuse theirs. Unless Config.AllowPrivateNetworks is set, the
 // pool dials through the private network guard (internal/platform/netguard), which
 // checks the address every connection actually reaches.
 //
