@@ -74,7 +74,8 @@ func enter(spec *Spec) error {
 	if err != nil {
 		return err
 	}
-	if err := buildRoot(spec, hosts); err != nil {
+	shm := hasShm(spec) // read before the root changes
+	if err := buildRoot(spec, hosts, shm); err != nil {
 		return err
 	}
 	if err := noNamespaces(); err != nil {
@@ -102,7 +103,7 @@ func enter(spec *Spec) error {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("close_range: %w", err)
 	}
-	if err := restrict(spec); err != nil {
+	if err := restrict(spec, shm); err != nil {
 		return err
 	}
 	if err := filterSyscalls(); err != nil {
@@ -114,7 +115,7 @@ func enter(spec *Spec) error {
 	if len(spec.Argv) == 0 {
 		return nil // a probe
 	}
-	return execCapped(spec)
+	return execCapped(spec, shm)
 }
 
 // namespaceKinds are the kinds of namespace the program may not make.
@@ -161,7 +162,7 @@ func lower(res int, limit uint64) error {
 // first, the collector is off, and the exec is a raw system call (it
 // also does not put back the file limit Go found at start, as
 // syscall.Exec would).
-func execCapped(spec *Spec) error {
+func execCapped(spec *Spec, shm bool) error {
 	path, err := syscall.BytePtrFromString(spec.Argv[0])
 	if err != nil {
 		return fmt.Errorf("exec %q: %w", spec.Argv[0], err)
@@ -177,7 +178,7 @@ func execCapped(spec *Spec) error {
 	msg := make([]byte, 0, 128+len(spec.Argv[0]))
 	debug.SetGCPercent(-1)
 	if data := spec.MaxMemory; data > 0 {
-		if hasShm(spec) {
+		if shm {
 			data -= shmBytes
 		}
 		if err := lower(unix.RLIMIT_DATA, data); err != nil {
@@ -208,8 +209,20 @@ const (
 )
 
 // hasShm says whether spec's program gets a /dev/shm: not under a data
-// cap too small to take its size from.
-func hasShm(spec *Spec) bool { return spec.MaxMemory == 0 || spec.MaxMemory >= 2*shmBytes }
+// cap too small to take its size from, nor when a path of its own is
+// beneath the host's /dev/shm (TMPDIR=/dev/shm puts the workspace
+// there), which the tmpfs would hide, and would make writable.
+func hasShm(spec *Spec) bool {
+	if spec.MaxMemory > 0 && spec.MaxMemory < 2*shmBytes {
+		return false
+	}
+	for _, p := range append(append([]string{spec.Workspace}, spec.Read...), spec.Exec...) {
+		if p := resolve(p); p == "/dev/shm" || strings.HasPrefix(p, "/dev/shm/") {
+			return false
+		}
+	}
+	return true
+}
 
 // buildRoot makes a new root file system holding only the paths the
 // program may use, bound from the host at the same places, and hosts as
@@ -217,7 +230,7 @@ func hasShm(spec *Spec) bool { return spec.MaxMemory == 0 || spec.MaxMemory >= 2
 // directories (hiddenPaths, Spec.Hide) empty: whatever else
 // exists on the host (sockets, /proc, /tmp, the config file, the host's
 // name resolution) is not there at all.
-func buildRoot(spec *Spec, hosts []byte) error {
+func buildRoot(spec *Spec, hosts []byte, shm bool) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
@@ -246,13 +259,13 @@ func buildRoot(spec *Spec, hosts []byte) error {
 			return fmt.Errorf("writing /etc/hosts: %w", err)
 		}
 	}
-	if hasShm(spec) {
-		shm := filepath.Join(root, "dev", "shm")
-		if err := os.MkdirAll(shm, 0o755); err != nil {
+	if shm {
+		dir := filepath.Join(root, "dev", "shm")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 		opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777", shmBytes, shmFiles)
-		if err := unix.Mount("tmpfs", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
+		if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
 			return fmt.Errorf("mounting /dev/shm: %w", err)
 		}
 	}
@@ -297,12 +310,6 @@ func buildRoot(spec *Spec, hosts []byte) error {
 // package, an executable, its workspace), which the administrator put
 // there.
 func hide(spec *Spec) []string {
-	resolve := func(p string) string {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return r
-		}
-		return p
-	}
 	own := append(append([]string{spec.Workspace}, spec.Read...), spec.Exec...)
 	var out []string
 next:
@@ -315,6 +322,15 @@ next:
 		out = append(out, h)
 	}
 	return out
+}
+
+// resolve returns p with its symbolic links resolved, or p when it
+// cannot be.
+func resolve(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 // bindInto puts the host's path p at root+p, unless it is beneath a
@@ -456,7 +472,7 @@ const (
 // only to the ports of Network, bind nowhere; no abstract UNIX socket or
 // signal outside the sandbox. It refuses when the kernel offers less
 // than MinABI.
-func restrict(spec *Spec) error {
+func restrict(spec *Spec, shm bool) error {
 	read := append(append([]string(nil), systemPaths...), "/etc/hosts")
 	read = append(read, spec.Read...)
 	var rules []landlock.Rule
@@ -477,7 +493,9 @@ func restrict(spec *Spec) error {
 	grant(llsyscall.AccessFSReadFile|llsyscall.AccessFSWriteFile|llsyscall.AccessFSTruncate, devices[0])
 	grant(llsyscall.AccessFSReadFile, devices[1:]...)
 	grant(llsyscall.AccessFSExecute|llsyscall.AccessFSReadFile, spec.Exec...)
-	grant(readRights|writeRights, "/dev/shm")
+	if shm {
+		grant(readRights|writeRights, "/dev/shm")
+	}
 	work := landlock.AccessFSSet(readRights)
 	if spec.Writable {
 		work |= writeRights

@@ -348,6 +348,30 @@ func probe(t *testing.T, bin string, args ...string) string {
 	return strings.TrimSpace(out)
 }
 
+// A workspace beneath the host's /dev/shm (TMPDIR=/dev/shm) is left as
+// it is: the program's own /dev/shm would hide it (the run could not
+// even start there) and make it writable, so it gets none.
+func TestCommand_WorkspaceBeneathDevShm(t *testing.T) {
+	sh, err := filepath.EvalSymlinks("/bin/sh")
+	require.NoError(t, err)
+	if info, err := os.Stat("/dev/shm"); err != nil || !info.IsDir() {
+		t.Skip("SKIPPED LOUDLY: this host has no /dev/shm")
+	}
+	t.Setenv("TMPDIR", "/dev/shm")
+	s := spec(t, "/bin/sh", "-c", "echo written > f && read -r line < f && echo $line")
+	s.Exec = []string{"/bin/sh", loader(t, sh)}
+	out, err := run(t, s)
+	require.NoError(t, err)
+	require.Equal(t, "written\n", out)
+
+	s = spec(t, "/bin/sh", "-c", "echo written > f || echo refused")
+	s.Exec = []string{"/bin/sh", loader(t, sh)}
+	s.Writable = false
+	out, err = run(t, s)
+	require.NoError(t, err)
+	require.Equal(t, "refused\n", out)
+}
+
 // io_uring is refused (ENOSYS, as from a kernel built without it): the
 // operations of its rings (opening files, making sockets, connecting)
 // are not system calls, so the seccomp filter never saw them.
@@ -406,6 +430,9 @@ func TestCommand_SharedMemoryDirectoryIsSmallAndCounted(t *testing.T) {
 	if err != nil {
 		t.Skip("SKIPPED LOUDLY: /usr/bin/python3 is not installed; the test runs Python's multiprocessing")
 	}
+	if tmp := resolved(t, os.TempDir()); tmp == "/dev/shm" || strings.HasPrefix(tmp, "/dev/shm/") {
+		t.Skip("SKIPPED LOUDLY: TMPDIR is beneath /dev/shm, where a workspace gets no /dev/shm of its own")
+	}
 	s := spec(t, python, "-c", `import errno, multiprocessing, resource, sys
 sys.stderr = sys.stdout
 lock = multiprocessing.Lock()
@@ -423,4 +450,12 @@ print(resource.getrlimit(resource.RLIMIT_DATA)[0] >> 20)`)
 	out, err := run(t, s)
 	require.NoError(t, err, out)
 	require.Equal(t, "locked\nfull\n255\n", out)
+}
+
+// resolved returns path with its links resolved.
+func resolved(t *testing.T, path string) string {
+	t.Helper()
+	r, err := filepath.EvalSymlinks(path)
+	require.NoError(t, err)
+	return r
 }
