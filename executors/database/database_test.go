@@ -850,3 +850,40 @@ func TestListTablesAndDescribeTable_CutWhereTheResultEnds(t *testing.T) {
 	require.False(t, res.Truncated)
 	require.Len(t, res.Tables, 2)
 }
+
+// TestQuery_CancelledOnTheServerIsNotATimeout: a statement cancelled by
+// someone on the server (pg_cancel_backend: a person, or another session
+// of the same role) was said to have run past the statement_timeout.
+func TestQuery_CancelledOnTheServerIsNotATimeout(t *testing.T) {
+	tg := databasetest.NewTarget(t)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, tg.AdminURL)
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop", StatementTimeout: time.Minute})
+
+	done := make(chan *executors.Error, 1)
+	go func() {
+		_, err := src.Execute(ctx, database.ActionQuery, json.RawMessage(`{"sql":"SELECT pg_sleep(50) AS cancel_me"}`), executors.ExecContext{Token: tg.URL})
+		var e *executors.Error
+		errors.As(err, &e)
+		done <- e
+	}()
+	require.Eventually(t, func() bool {
+		var cancelled bool
+		err := admin.QueryRow(ctx, `SELECT coalesce(bool_or(pg_cancel_backend(pid)), false) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(50) AS cancel_me%'`).Scan(&cancelled)
+		require.NoError(t, err)
+		return cancelled
+	}, 30*time.Second, 20*time.Millisecond)
+	e := <-done
+	require.NotNil(t, e)
+	require.Equal(t, database.CodeQueryError, e.Code, e.Message)
+	require.False(t, e.Retryable)
+	require.Contains(t, e.Message, "cancelled on the server")
+	require.Contains(t, e.Message, "canceling statement due to user request")
+	require.NotContains(t, e.Message, "cancelled after the statement_timeout")
+
+	_, te := query(t, newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop", StatementTimeout: 200 * time.Millisecond}), tg.URL, `SELECT pg_sleep(10)`)
+	require.NotNil(t, te)
+	require.Equal(t, database.CodeStatementTimeout, te.Code, te.Message)
+}

@@ -83,6 +83,11 @@ func (s *source) classify(ctx context.Context, err error, sc scrubber) error {
 	if errors.As(err, &e) {
 		return e
 	}
+	var early *cancelledEarlyError
+	if errors.As(err, &early) {
+		return &executors.Error{Code: CodeQueryError, Message: "the statement was cancelled on the server before its statement_timeout (pg_cancel_backend, by a person or another session of the role): " +
+			serverText(early.err, sc)}
+	}
 	var hold *holdCursorError
 	if errors.As(err, &hold) {
 		e := classifyPg(hold.err, s.db, sc)
@@ -153,6 +158,12 @@ type holdCursorError struct{ err *pgconn.PgError }
 
 func (e *holdCursorError) Error() string { return e.err.Error() }
 
+// cancelledEarlyError is the server's query_canceled for a statement
+// that had not run for its statement_timeout yet: someone cancelled it.
+type cancelledEarlyError struct{ err *pgconn.PgError }
+
+func (e *cancelledEarlyError) Error() string { return e.err.Error() }
+
 // maxServerText bounds what an error keeps of the server's text: it can
 // quote a value of the agent's statement whole (invalid input syntax for
 // type integer: "..."), and the invocation's error is stored and logged.
@@ -170,8 +181,9 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// classifyPg classifies an error the server sent.
-func classifyPg(pgErr *pgconn.PgError, db Database, sc scrubber) *executors.Error {
+// serverText is what an error keeps of the server's: its message, detail
+// and hint, scrubbed and clipped, and its SQLSTATE.
+func serverText(pgErr *pgconn.PgError, sc scrubber) string {
 	text := pgErr.Message
 	if pgErr.Detail != "" {
 		text += " (" + pgErr.Detail + ")"
@@ -179,7 +191,12 @@ func classifyPg(pgErr *pgconn.PgError, db Database, sc scrubber) *executors.Erro
 	if pgErr.Hint != "" {
 		text += "; hint: " + pgErr.Hint
 	}
-	text = fmt.Sprintf("%s (SQLSTATE %s)", clip(sc.clean(text), maxServerText), pgErr.Code)
+	return fmt.Sprintf("%s (SQLSTATE %s)", clip(sc.clean(text), maxServerText), pgErr.Code)
+}
+
+// classifyPg classifies an error the server sent.
+func classifyPg(pgErr *pgconn.PgError, db Database, sc scrubber) *executors.Error {
+	text := serverText(pgErr, sc)
 	class := pgErr.Code[:2]
 	switch {
 	case pgErr.Code == "25006": // read_only_sql_transaction

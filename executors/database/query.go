@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -63,6 +64,7 @@ var typeNames = pgtype.NewMap()
 func (s *source) query(ctx context.Context, tx pgx.Tx, sql string, args [][]byte) (*QueryResult, error) {
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	start := time.Now()
 	rr := tx.Conn().PgConn().ExecParams(qctx, sql, args, nil, nil, nil)
 	fields := rr.FieldDescriptions()
 	res := &QueryResult{Columns: make([]Column, len(fields)), Rows: [][]json.RawMessage{}}
@@ -110,6 +112,11 @@ func (s *source) query(ctx context.Context, tx pgx.Tx, sql string, args [][]byte
 			// feature_not_supported, and the transaction is over: the
 			// server refused PREPARE TRANSACTION (see inReadOnlyTx).
 			return nil, &executors.Error{Code: CodeQueryError, Message: "PREPARE TRANSACTION is not allowed: each call is one read-only transaction, rolled back when the call ends"}
+		}
+		if errors.As(err, &pgErr) && pgErr.Code == "57014" && time.Since(start) < s.db.StatementTimeout {
+			// query_canceled before the timeout could have: the server
+			// says so in its own language, which lc_messages chooses.
+			return nil, &cancelledEarlyError{err: pgErr}
 		}
 		if err != nil {
 			return nil, err
