@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -107,6 +108,12 @@ func (s *source) Execute(ctx context.Context, actionID string, params json.RawMe
 		res, err = cs.CallTool(ctx, call)
 		return err
 	})
+	var e *executors.Error
+	if errors.As(err, &e) && e.Code == CodeResponseTooLarge {
+		// Not retried, and the agent reading it should not call again
+		// blindly either: the server answered, so the tool likely ran.
+		e.Message += "; the tool may have run: check its effect before calling it again"
+	}
 	if err != nil {
 		return executors.Result{}, err
 	}

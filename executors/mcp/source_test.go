@@ -261,6 +261,7 @@ func TestSource_Execute(t *testing.T) {
 			execErr := requireExecError(t, err)
 			require.Equal(t, mcp.CodeResponseTooLarge, execErr.Code, contentType)
 			require.False(t, execErr.Retryable, "the tool ran; its answer would be as large again")
+			require.Contains(t, execErr.Message, "the tool may have run", "the agent is told not to call again blindly")
 			require.Equal(t, 1, bundle.server.count("tools/call"), contentType)
 		}
 	})
