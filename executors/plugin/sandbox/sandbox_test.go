@@ -5,6 +5,7 @@ import (
 	"context"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -370,6 +371,64 @@ func TestCommand_WorkspaceBeneathDevShm(t *testing.T) {
 	out, err = run(t, s)
 	require.NoError(t, err)
 	require.Equal(t, "refused\n", out)
+}
+
+// A program ends when outboxd does, however outboxd ends: killed (by
+// the OOM killer, a deploy's SIGKILL), its sandboxes' programs get
+// SIGKILL from the kernel. A program could ask for no signal, and
+// outlive outboxd with no timeout and its workspace measured by none;
+// it is told yes, and still ends. The test's helper process stands in
+// for outboxd.
+func TestCommand_ProgramEndsWithOutboxd(t *testing.T) {
+	bin := testProgram(t, "probe")
+	helper := exec.Command(os.Args[0], "-test.run=^TestHelper_Orphan$", "-test.count=1")
+	helper.Env = append(os.Environ(), "OUTBOXD_TEST_ORPHAN="+bin)
+	out, err := helper.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, helper.Start())
+	t.Cleanup(func() { _ = helper.Process.Kill(); _ = helper.Wait() })
+	lines := bufio.NewScanner(out)
+	var pid int
+	for pid == 0 && lines.Scan() {
+		if n, ok := strings.CutPrefix(lines.Text(), "program "); ok {
+			pid, err = strconv.Atoi(n)
+			require.NoError(t, err)
+		}
+	}
+	require.NotZero(t, pid, "the helper started the program")
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	require.NoError(t, helper.Process.Kill())
+	_ = helper.Wait()
+	// A guard, not a timing: the kernel kills it as the helper exits.
+	for range 600 {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the program (pid %d) outlived the process that started it", pid)
+}
+
+// TestHelper_Orphan is TestCommand_ProgramEndsWithOutboxd's helper: it
+// starts the probe that asks for no signal and, once it asked, prints
+// its pid and waits to be killed.
+func TestHelper_Orphan(t *testing.T) {
+	bin := os.Getenv("OUTBOXD_TEST_ORPHAN")
+	if bin == "" {
+		t.Skip("the helper of TestCommand_ProgramEndsWithOutboxd")
+	}
+	s := spec(t, bin, "orphan")
+	s.Exec = []string{bin}
+	cmd, err := sandbox.Command(context.Background(), s)
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, line, "orphan")
+	fmt.Printf("program %d\n", cmd.Process.Pid)
+	select {}
 }
 
 // io_uring is refused (ENOSYS, as from a kernel built without it): the

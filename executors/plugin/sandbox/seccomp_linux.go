@@ -53,6 +53,13 @@ var unimplemented = []uint32{unix.SYS_MEMFD_CREATE, unix.SYS_MEMFD_SECRET, unix.
 //   - an mmap(2) that grows down (MAP_GROWSDOWN, ENOMEM): the kernel
 //     counts it as stack, not data, and RLIMIT_STACK bounds only how far
 //     a stack grows, not the size it is mapped with;
+//   - a parent-death signal other than SIGKILL (prctl PR_SET_PDEATHSIG):
+//     the call answers 0 and does nothing. The init set SIGKILL, so that
+//     the program (PID 1 of its namespace, and everything with it) ends
+//     when outboxd does, however outboxd ends; without it, it would
+//     outlive outboxd, with no timeout and no measure of its workspace.
+//     A process it starts that asks for another signal is not sent it
+//     when its parent dies, and ends with the sandbox at the latest;
 //   - the unimplemented system calls (ENOSYS): memory it would not
 //     count, io_uring, the keyrings and userfaultfd.
 func filterSyscalls() error {
@@ -70,7 +77,7 @@ func filterSyscalls() error {
 		shared = unix.MAP_SHARED | unix.MAP_ANONYMOUS
 		// Offsets in struct seccomp_data; an argument's is its low half
 		// (both architectures are little-endian).
-		nr, arch, arg0, arg2, arg3 = 0, 4, 16, 32, 40
+		nr, arch, arg0, arg1, arg2, arg3 = 0, 4, 16, 24, 32, 40
 	)
 	filter := []unix.SockFilter{
 		{Code: ld, K: arch},
@@ -100,6 +107,15 @@ func filterSyscalls() error {
 		{Code: and, K: shared},
 		{Code: jeq, Jt: 0, Jf: 1, K: shared},
 		{Code: ret, K: errn | uint32(unix.ENOMEM)},
+		{Code: ld, K: nr},
+		// prctl(PR_SET_PDEATHSIG, a signal other than SIGKILL): done
+		// without doing it
+		{Code: jeq, Jt: 0, Jf: 5, K: unix.SYS_PRCTL},
+		{Code: ld, K: arg0},
+		{Code: jeq, Jt: 0, Jf: 3, K: unix.PR_SET_PDEATHSIG},
+		{Code: ld, K: arg1},
+		{Code: jeq, Jt: 1, K: uint32(unix.SIGKILL)},
+		{Code: ret, K: errn | 0},
 		{Code: ld, K: nr},
 	}
 	for _, n := range unimplemented {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -72,6 +73,13 @@ var probes = map[string]func(arg string) (string, error){
 			return "", fmt.Errorf("keyctl read: %w", err)
 		}
 		return string(buf[:min(n, len(buf))]), nil
+	},
+	// no signal when its parent (outboxd) dies, then a wait for it
+	"orphan": func(string) (string, error) {
+		err := unix.Prctl(unix.PR_SET_PDEATHSIG, 0, 0, 0, 0)
+		fmt.Println("orphan", err)
+		time.Sleep(time.Hour)
+		return "", nil
 	},
 	// a user namespace of its own, in which it would have every
 	// capability
