@@ -156,9 +156,17 @@ func (s *client) findPosted(ctx context.Context, p *SendMessageParams, ec execut
 				return found, err == nil, err
 			}
 		}
-		next := page.ResponseMetadata.NextCursor
-		if !page.HasMore || next == "" {
+		if !page.HasMore {
 			return nil, true, nil
+		}
+		next := page.ResponseMetadata.NextCursor
+		if next == "" {
+			// More messages follow, unread: the post may be among them.
+			return brokenOff(&executors.Error{
+				Code:      "invalid_response",
+				Message:   "Slack answered " + method + " with more messages to read but no cursor to read them",
+				Retryable: true,
+			})
 		}
 		at.Cursor, at.Pages = next, at.Pages+1
 	}

@@ -284,6 +284,10 @@ func TestSource_ReconcileUnavailable(t *testing.T) {
 			`{"ok":true,"messages":{}}`:             "invalid_response",
 			`{"ok":false,"error":"invalid_auth"}`:   "invalid_auth",
 			`{"ok":false,"error":"internal_error"}`: "internal_error",
+			// More follow, but without a cursor the rest cannot be read:
+			// the post may be there.
+			`{"ok":true,"messages":[],"has_more":true}`:                                        "invalid_response",
+			`{"ok":true,"messages":[],"has_more":true,"response_metadata":{"next_cursor":""}}`: "invalid_response",
 		} {
 			bundle := setup(t, answer(http.StatusOK, body))
 			ec := execContext()
