@@ -463,6 +463,38 @@ func TestSource_ReconcileResumesAfterTheLimit(t *testing.T) {
 		require.Equal(t, key, metadataKey(t, messages[20]))
 	})
 
+	t.Run("ThreadRepliesPostOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setupReconcile(t)
+		parent := b.slack.Seed(slacktest.Message{Channel: "C0123456789", Text: "incident"})
+		for i := range 20 {
+			b.slack.Seed(slacktest.Message{Channel: "C0123456789", ThreadTS: parent, Text: fmt.Sprint("reply ", i)})
+		}
+		params := `{"channel":"C0123456789","text":"resolved","thread_ts":"` + parent + `"}`
+		key := uuid.Must(uuid.NewV7()).String()
+		first := time.Now().Add(-time.Minute)
+		b.slack.MaxPageSize(15)
+		b.slack.LimitHistory(1)
+		var saved json.RawMessage
+		ec := b.execContext(key, first, true)
+		ec.Resume.Save = func(raw json.RawMessage) { saved = raw }
+		_, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(params), ec)
+		require.Equal(t, "ratelimited", executors.Classify(err).Code, "%v", err)
+		require.NotEmpty(t, saved)
+
+		b.slack.LimitHistory(1)
+		ec = b.execContext(key, first, true)
+		ec.Resume.Saved = saved
+		res, err := b.source.Execute(ctx, slack.ActionSendMessage, json.RawMessage(params), ec)
+		require.NoError(t, err)
+		require.False(t, res.Conflict)
+		lookups := b.slack.Calls("conversations.replies")
+		require.Len(t, lookups, 3, "page 1 once, page 2 twice")
+		require.Equal(t, lookups[1].Query.Get("cursor"), lookups[2].Query.Get("cursor"))
+		require.Len(t, b.slack.Calls("chat.postMessage"), 1)
+		require.Empty(t, b.slack.Calls("conversations.history"))
+	})
+
 	t.Run("ExpiredCursorStartsOver", func(t *testing.T) {
 		t.Parallel()
 		b := setupReconcile(t)
