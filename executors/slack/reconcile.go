@@ -133,6 +133,9 @@ func (s *client) findPosted(ctx context.Context, p *SendMessageParams, ec execut
 			limited := *slackErr
 			limited.OtherLimit = true
 			limited.Message = "Slack rate-limited " + method + ", the look-up for the message of an earlier attempt (HTTP 429)"
+			if slackErr.Code != "ratelimited" { // a 5xx with Retry-After
+				limited.Message = slackErr.Message + " to " + method + ", the look-up for the message of an earlier attempt"
+			}
 			return brokenOff(&limited)
 		}
 		if err != nil {

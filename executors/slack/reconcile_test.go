@@ -308,6 +308,8 @@ func TestSource_ReconcileUnavailable(t *testing.T) {
 		require.Equal(t, "http_503", execErr.Code)
 		require.True(t, execErr.Retryable)
 		require.Equal(t, 3*time.Second, execErr.RetryAfter)
+		require.Equal(t, "Slack answered HTTP 503 to conversations.history, the look-up for the message of an earlier attempt", execErr.Message,
+			"a server error is not called a rate limit")
 		require.Len(t, bundle.recorded(), 1)
 	})
 }
