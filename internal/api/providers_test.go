@@ -350,9 +350,9 @@ func TestSentry_ThroughPipeline(t *testing.T) {
 
 	// Every path segment is escaped on its own.
 	_, result = completed(t, invokeAs(b, b.Sandbox(), "sentry", "get_issue",
-		map[string]any{"issue_id": issue, "organization_slug": "ac me/x?y"}))
+		map[string]any{"issue_id": issue, "organization_slug": "ac me?x#y"}))
 	require.Equal(t, issue, result["id"])
-	require.Equal(t, "/api/0/organizations/ac%20me%2Fx%3Fy/issues/"+issue+"/", sentry.Requests()[1].Path)
+	require.Equal(t, "/api/0/organizations/ac%20me%3Fx%23y/issues/"+issue+"/", sentry.Requests()[1].Path)
 
 	r := invokeAs(b, b.Sandbox(), "sentry", "update_issue", map[string]any{"issue_id": issue, "status": "resolved"})
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
