@@ -37,6 +37,7 @@ func (w *ExecuteWorker) takeToken(ctx context.Context, ref *invocation.BucketRef
 		return 0, nil, err
 	}
 	if grant.Wait > 0 {
+		w.deps.Metrics.BucketWaits.WithLabelValues(bucket).Inc()
 		// Spread the jobs that were refused together over a little time so
 		// they do not all come back at the same instant.
 		return grant.Wait + rand.N(grant.Wait/10+20*time.Millisecond), nil, nil
@@ -66,7 +67,11 @@ func (w *ExecuteWorker) drain(ctx context.Context, inv invocation.Invocation, d 
 			"source_id", inv.Integration, "organization_id", inv.OrganizationID)
 		return
 	}
-	if err := w.deps.Flow.Drain(ctx, bucket, w.bucketScope(bucket, inv.OrganizationID, inv.Integration), d); err != nil && !errors.Is(err, flow.ErrUnknownBucket) {
+	err := w.deps.Flow.Drain(ctx, bucket, w.bucketScope(bucket, inv.OrganizationID, inv.Integration), d)
+	switch {
+	case err == nil:
+		w.deps.Metrics.BucketDrains.WithLabelValues(bucket).Inc()
+	case !errors.Is(err, flow.ErrUnknownBucket):
 		w.logger.WarnContext(ctx, "draining rate bucket", "bucket", bucket, "error", err)
 	}
 }

@@ -17,18 +17,32 @@ import (
 )
 
 // gates are checked before every call: a passed must_run_before or a
-// do-not-contact match skips the invocation (skip says why); quiet hours
-// make it wait. The settings come with the invocation (Store.BeginMany), which
-// starts the invocation itself when there are none.
+// do-not-contact match ends the invocation without a call (skip says why;
+// see refused); quiet hours make it wait. The settings come with the
+// invocation (Store.BeginMany), which starts the invocation itself when
+// there are none.
 func (w *ExecuteWorker) gates(ctx context.Context, inv invocation.Invocation, rc invocation.RunContext, source *catalog.Source) (skip string, wait time.Duration, err error) {
 	if inv.MustRunBefore != nil && time.Now().After(*inv.MustRunBefore) {
-		return "must_run_before passed before the action could run", 0, nil
+		return w.refused(ctx, inv, rc, "must_run_before", "must_run_before passed before the action could run")
 	}
-	if skip, err = doNotContact(ctx, inv, source, rc.DoNotContact); skip != "" || err != nil {
-		return skip, 0, err
+	if skip, err = doNotContact(ctx, inv, source, rc.DoNotContact); err != nil {
+		return "", 0, err
+	}
+	if skip != "" {
+		return w.refused(ctx, inv, rc, "do_not_contact", skip)
 	}
 	wait, err = quietHours(rc.QuietHours, time.Now(), deref(inv.RateBucket), source.Bucket)
+	if wait > 0 {
+		w.deps.Metrics.QuietHoursHolds.Inc()
+	}
 	return "", wait, err
+}
+
+// refused counts a gate's refusal and returns reason, for which the
+// invocation is skipped.
+func (w *ExecuteWorker) refused(_ context.Context, _ invocation.Invocation, _ invocation.RunContext, gate, reason string) (skip string, wait time.Duration, err error) {
+	w.deps.Metrics.GateSkips.WithLabelValues(gate).Inc()
+	return reason, 0, nil
 }
 
 // doNotContact returns why an invocation must be skipped when one of its

@@ -40,6 +40,18 @@ type Metrics struct {
 	// PauseHolds counts execute jobs held (snoozed) because their
 	// organization is paused.
 	PauseHolds prometheus.Counter
+	// QuietHoursHolds counts execute jobs held (snoozed until the window
+	// ends, no attempt spent) by quiet hours.
+	QuietHoursHolds prometheus.Counter
+	// GateSkips counts invocations a gate ended without a call, by gate
+	// (must_run_before, do_not_contact).
+	GateSkips *prometheus.CounterVec
+	// BucketWaits counts execute jobs delayed (snoozed) because their rate
+	// bucket had no token or concurrency slot, by bucket.
+	BucketWaits *prometheus.CounterVec
+	// BucketDrains counts rate buckets drained for a provider's Retry-After,
+	// by bucket.
+	BucketDrains *prometheus.CounterVec
 	// Unreconciled counts retries that acted again without first looking
 	// for an earlier attempt's effect, because the look-up could not be
 	// made, by source and reason.
@@ -110,6 +122,22 @@ func New(reg prometheus.Registerer) *Metrics {
 		Name: "outboxd_org_pause_holds_total",
 		Help: "Execute jobs held (snoozed, no attempt spent) because their organization is paused.",
 	})
+	m.QuietHoursHolds = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "outboxd_quiet_hours_holds_total",
+		Help: "Execute jobs held (snoozed until the window ends, no attempt spent) by quiet hours.",
+	})
+	m.GateSkips = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "outboxd_gate_skips_total",
+		Help: "Invocations a gate ended without calling the provider, by gate (must_run_before, do_not_contact).",
+	}, []string{"gate"})
+	m.BucketWaits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "outboxd_rate_bucket_waits_total",
+		Help: "Execute jobs delayed (snoozed, no attempt spent) because their rate bucket had no token or concurrency slot, by bucket.",
+	}, []string{"bucket"})
+	m.BucketDrains = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "outboxd_rate_bucket_drains_total",
+		Help: "Rate buckets drained for a provider's Retry-After (a 429), by bucket.",
+	}, []string{"bucket"})
 	m.Unreconciled = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "outboxd_reconcile_unavailable_total",
 		Help: "Retries that acted again without looking for an earlier attempt's effect, the look-up being impossible, by source and reason (missing_scope, channel_name, not_in_channel...).",
@@ -136,7 +164,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help: "MCP sessions closed (closed: the organization's session idle longest, to make room) or refused (refused: none was idle) at mcp.max_sessions.",
 	}, []string{"outcome"})
 	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency, m.Drift, m.ConnectorList,
-		m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications, m.PauseHolds, m.Unreconciled,
+		m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications, m.PauseHolds, m.QuietHoursHolds, m.GateSkips,
+		m.BucketWaits, m.BucketDrains, m.Unreconciled,
 		m.MCPCalls, m.MCPWait, m.MCPSessions, m.MCPListChanged, m.MCPSessionsLimited)
 	return m
 }
