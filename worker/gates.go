@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -38,11 +39,30 @@ func (w *ExecuteWorker) gates(ctx context.Context, inv invocation.Invocation, rc
 	return "", wait, err
 }
 
-// refused counts a gate's refusal and returns reason, for which the
-// invocation is skipped.
-func (w *ExecuteWorker) refused(_ context.Context, _ invocation.Invocation, _ invocation.RunContext, gate, reason string) (skip string, wait time.Duration, err error) {
+// refused counts a gate's refusal and returns what the invocation
+// becomes: skipped for reason, which tells the automation nothing was
+// done, unless an earlier execution started and may have acted (a retry
+// after a lost answer, a rerun after a crash). That one is failed here, a
+// dead letter saying the provider may have acted, as an attempt that
+// ended without an outcome is, and err cancels its job.
+func (w *ExecuteWorker) refused(ctx context.Context, inv invocation.Invocation, rc invocation.RunContext, gate, reason string) (skip string, wait time.Duration, err error) {
 	w.deps.Metrics.GateSkips.WithLabelValues(gate).Inc()
-	return reason, 0, nil
+	if !rc.StartedBefore {
+		return reason, 0, nil
+	}
+	e := &executors.Error{
+		Code: "outcome_unknown",
+		Message: reason + "; an earlier attempt started without recording an outcome, so the provider " +
+			"may have acted: check it before replaying",
+	}
+	msg, err := w.recordFailure(context.WithoutCancel(ctx), inv, nil, e, nil)
+	if err != nil {
+		return "", 0, err
+	}
+	w.logger.WarnContext(ctx, "invocation failed: a gate refused it after an earlier attempt started", "invocation_id", inv.ID,
+		"organization_id", inv.OrganizationID, "source_id", inv.Integration, "action_id", inv.Action,
+		"status", invocation.StatusFailed, "gate", gate, "error", msg)
+	return "", 0, river.JobCancel(errors.New(msg))
 }
 
 // doNotContact returns why an invocation must be skipped when one of its
