@@ -47,13 +47,20 @@ func (w *waitingCalls) options() *mcp.ClientOptions {
 // it.
 func (w *waitingCalls) start(ctx context.Context, session *mcp.ClientSession, key, token string) chan callAnswer {
 	w.t.Helper()
+	p := &mcp.CallToolParams{Name: "slack.send_message", Arguments: message}
+	if key != "" {
+		p.Meta = mcp.Meta{"idempotency_key": key}
+	}
+	return w.startCall(ctx, session, p, token)
+}
+
+// startCall calls p's tool on session with ctx and returns once the
+// server waits on it.
+func (w *waitingCalls) startCall(ctx context.Context, session *mcp.ClientSession, p *mcp.CallToolParams, token string) chan callAnswer {
+	w.t.Helper()
 	done := make(chan callAnswer, 1)
+	p.SetProgressToken(token)
 	go func() {
-		p := &mcp.CallToolParams{Name: "slack.send_message", Arguments: message}
-		if key != "" {
-			p.Meta = mcp.Meta{"idempotency_key": key}
-		}
-		p.SetProgressToken(token)
 		res, err := session.CallTool(ctx, p)
 		done <- callAnswer{res, err}
 	}()
@@ -165,4 +172,30 @@ func TestMCP_RetrysCancelLeavesTheFirstCallInAnotherProcess(t *testing.T) {
 	require.False(t, a.res.IsError, callText(t, a.res))
 	require.Equal(t, true, a.res.StructuredContent.(map[string]any)["ok"])
 	require.Len(t, api1.Slack.Requests(), 1)
+}
+
+// A client that cancels its outboxd_wait is counted as cancelled, not as
+// the pending answer it never got; the invocation stays pending (a wait
+// never withdraws).
+func TestMCP_CancelledWaitIsCountedCancelled(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-mcp-wait-cancelled")
+	calls := newWaitingCalls(t)
+	session := mcpSessionAt(t, b, b.Sandbox(), "2026-07-28", calls.options())
+	// A keyed call whose request ended leaves its invocation pending.
+	ctx, drop := context.WithCancel(context.Background())
+	first := calls.start(ctx, session, "wait-cancelled", "call")
+	drop()
+	require.Error(t, answered(t, first).err)
+	require.Eventually(t, func() bool { return mcpCalls(t, b, "cancelled") == 1 }, 30*time.Second, 20*time.Millisecond)
+	id := onlyInvocation(t, b)["id"].(string)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := calls.startCall(ctx, session, &mcp.CallToolParams{Name: "outboxd_wait", Arguments: map[string]any{"invocation_id": id}}, "wait")
+	cancel()
+	require.Error(t, answered(t, wait).err)
+	require.Eventually(t, func() bool { return mcpCalls(t, b, "cancelled") == 2 }, 30*time.Second, 20*time.Millisecond)
+	require.Zero(t, mcpCalls(t, b, "pending"))
+	require.Equal(t, "pending", b.Invocation(id)["status"])
 }

@@ -69,7 +69,7 @@ func testCancelWhileRetryWaits(t *testing.T, version string) {
 	require.Error(t, (<-first).err)
 	// The first call's end is counted once the server has handled it.
 	require.Eventually(t, func() bool {
-		return strings.Contains(string(b.Do("GET", "/metrics", "", nil).Raw), `outboxd_mcp_calls_total{outcome="invalid"} 1`)
+		return strings.Contains(string(b.Do("GET", "/metrics", "", nil).Raw), `outboxd_mcp_calls_total{outcome="cancelled"} 1`)
 	}, 15*time.Second, 20*time.Millisecond)
 
 	invs := b.Do("GET", "/v1/invocations", b.Owner(), nil).Body["invocations"].([]any)

@@ -561,6 +561,7 @@ func TestMCP_BadInput(t *testing.T) {
 // 2025-11-25, by notifications/cancelled in its session, with an
 // idempotency key or without; with 2026-07-28, by ending the request of a
 // call without a key (TestMCP_KeyedCallOutlivesItsEndedRequest: with one).
+// The call is counted as cancelled.
 func TestMCP_CancelledCallWithdrawsItsInvocation(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ version, key string }{{"2025-11-25", ""}, {"2025-11-25", "cancel-1"}, {"2026-07-28", ""}} {
@@ -601,6 +602,8 @@ func testCancel(t *testing.T, version, key string) {
 	require.Equal(t, "cancelled", inv["status"])
 	require.Equal(t, http.StatusConflict, b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"}).Status)
 	require.Empty(t, b.Slack.Requests())
+	require.Eventually(t, func() bool { return mcpCalls(t, b, "cancelled") == 1 }, 15*time.Second, 20*time.Millisecond)
+	require.Zero(t, mcpCalls(t, b, "invalid"), "a cancelled call is not an invalid one")
 }
 
 // A client is told when its tool list changes (a mode override, a

@@ -331,6 +331,11 @@ func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.R
 		if inv, err = s.await(ctx, s.outbox.Wait, inv, cr); err != nil {
 			return nil, err
 		}
+		if ctx.Err() != nil {
+			// Its client cancelled it: the answer goes nowhere, and would
+			// be counted as the invocation's status.
+			return nil, ctx.Err()
+		}
 	}
 	return s.outcome(inv, cr.origin), nil
 }

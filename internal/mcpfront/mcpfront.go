@@ -445,7 +445,13 @@ func (s *Server) serve(ctx context.Context, method string, req mcp.Request) (mcp
 	default: // tools/call
 		call := req.(*mcp.CallToolRequest)
 		res, err := s.callTool(ctx, c, call.Params, s.callRequestOf(reqCtx, call))
-		if err != nil {
+		switch {
+		case err == nil:
+		case reqCtx.Err() != nil:
+			// Its client cancelled it (or went away): it is not a
+			// request that could not be served.
+			s.metrics.MCPCalls.WithLabelValues("cancelled").Inc()
+		default:
 			s.metrics.MCPCalls.WithLabelValues("invalid").Inc()
 		}
 		return res, err
