@@ -81,6 +81,12 @@ func enter(spec *Spec) error {
 	if err := noNamespaces(); err != nil {
 		return err
 	}
+	// Out of memory, the kernel kills a plugin's process before anything
+	// else (outboxd, its database); the program may not write to /proc
+	// to lower it again (Landlock).
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("1000\n"), 0); err != nil {
+		return fmt.Errorf("oom_score_adj: %w", err)
+	}
 	// The UTS namespace starts with the host's name: not the program's to
 	// know (or send).
 	if err := unix.Sethostname([]byte(hostname)); err != nil {

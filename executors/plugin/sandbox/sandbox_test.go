@@ -431,6 +431,35 @@ func TestHelper_Orphan(t *testing.T) {
 	select {}
 }
 
+// Out of memory, the kernel kills a plugin's processes first: a plugin
+// that starts many processes, each within its cap, could run the host
+// out of memory, and the kernel then killed whatever was largest,
+// outboxd or its database as likely as the plugin.
+func TestCommand_KilledFirstOutOfMemory(t *testing.T) {
+	bin := testProgram(t, "probe")
+	s := spec(t, bin, "oom-lower", "wait")
+	s.Exec = []string{bin}
+	cmd, err := sandbox.Command(context.Background(), s)
+	require.NoError(t, err)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := bufio.NewReader(stdout)
+	line, err := lines.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "oom-lower open /proc/self/oom_score_adj: permission denied\n", line, "it may not lower it")
+	line, err = lines.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "waiting\n", line)
+	adj, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/oom_score_adj")
+	require.NoError(t, stdin.Close())
+	require.NoError(t, cmd.Wait())
+	require.NoError(t, err)
+	require.Equal(t, "1000\n", string(adj))
+}
+
 // io_uring is refused (ENOSYS, as from a kernel built without it): the
 // operations of its rings (opening files, making sockets, connecting)
 // are not system calls, so the seccomp filter never saw them.

@@ -7,6 +7,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -80,6 +81,16 @@ var probes = map[string]func(arg string) (string, error){
 		fmt.Println("orphan", err)
 		time.Sleep(time.Hour)
 		return "", nil
+	},
+	// its own score for the OOM killer, lowered to 0
+	"oom-lower": func(string) (string, error) {
+		return "", os.WriteFile("/proc/self/oom_score_adj", []byte("0\n"), 0)
+	},
+	// nothing until its standard input ends
+	"wait": func(string) (string, error) {
+		fmt.Println("waiting")
+		_, err := io.Copy(io.Discard, os.Stdin)
+		return "", err
 	},
 	// a user namespace of its own, in which it would have every
 	// capability
