@@ -13,6 +13,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/jsontext"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -126,6 +127,12 @@ func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv invocation
 func (s *Service) envelopeRequest(by *Enqueuer, env *Envelope) (*request, error) {
 	if env.ExternalID == "" {
 		return nil, errs.Invalid("external_id", "external_id is required")
+	}
+	if strings.TrimSpace(env.ExternalID) == "" {
+		return nil, errs.Invalid("external_id", "external_id must not be blank")
+	}
+	if problem := jsontext.IdentifierProblem(env.ExternalID); problem != "" {
+		return nil, errs.Invalid("external_id", "external_id %s", problem)
 	}
 	if utf8.RuneCountInString(env.ExternalID) > 255 {
 		return nil, errs.Invalid("external_id", "external_id must be at most 255 characters")

@@ -50,3 +50,26 @@ func TestEnvelope_ExternalIDLengthInCharacters(t *testing.T) {
 	require.Equal(t, []string{"external_id"}, fieldNames(t, requireAPIError(t, r, http.StatusBadRequest, "invalid_request")))
 	require.Equal(t, 1, invocationTotal(t, b))
 }
+
+// An external_id of spaces (or any blank text) names no envelope, and one
+// with a control character is refused as an Idempotency-Key with one is:
+// a 400 naming the field, alone or in a batch, that stores nothing.
+// Before, both were taken.
+func TestEnvelope_BlankOrControlExternalID(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	for _, id := range []string{" ", "   ", "\t\n", "\u00a0", "digest\n2026-11-21", "a\x01b", "\x7f"} {
+		r := b.Do("POST", "/v1/envelopes", b.Service(), envelope(id, nil))
+		require.Equal(t, []string{"external_id"}, fieldNames(t, requireAPIError(t, r, http.StatusBadRequest, "invalid_request")), "%q", id)
+
+		r = b.Do("POST", "/v1/envelopes/batch", b.Service(), map[string]any{"envelopes": []any{envelope(id, nil)}})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		item := r.Body["envelopes"].([]any)[0].(map[string]any)
+		require.Equal(t, "invalid_request", item["error"].(map[string]any)["code"], "%q", id)
+	}
+	require.Zero(t, invocationTotal(t, b))
+
+	// Spaces around an id are part of it, as before.
+	postEnvelope(t, b, envelope(" padded ", nil), http.StatusCreated)
+	require.Equal(t, 1, invocationTotal(t, b))
+}
