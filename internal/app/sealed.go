@@ -1,12 +1,13 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
 	"github.com/outboxd/outboxd/internal/domain/sealed/sealedstore"
@@ -14,78 +15,88 @@ import (
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 )
 
-// sealedGroupsSQL groups the sealed values of every column of
-// sealedstore.Columns by the key id their header names (NULL: none, a
-// value from before keyrings), with how many and one of them, and what
-// it is sealed with, to open. The invocations' params are read where
-// they may be set (unfinished, or dead letters not discarded), through
-// the partial indexes of those rows, not the whole table.
-const sealedGroupsSQL = `
-WITH v AS (
-    SELECT 'credentials.sealed' AS col, sealed AS s, organization_id AS org, integration, user_id, NULL::uuid AS id FROM credentials
-    UNION ALL
-    SELECT 'webhooks.secret_sealed', secret_sealed, organization_id, '', '', id FROM webhooks
-    UNION ALL
-    SELECT 'action_invocations.params_sealed', params_sealed, organization_id, '', '', id FROM action_invocations
-    WHERE params_sealed IS NOT NULL
-      AND (status IN ('pending', 'approved', 'executing') OR (dead_lettered_at IS NOT NULL AND discarded_at IS NULL))
-), k AS (
-    SELECT v.*, CASE
-        WHEN length(s) < 2 THEN NULL
-        WHEN get_byte(s, 0) = 1 AND get_byte(s, 1) > 0 AND length(s) >= 2 + get_byte(s, 1)
-            THEN encode(substring(s FROM 3 FOR get_byte(s, 1)), 'escape')
-        END AS key_id
-    FROM v
-)
-SELECT DISTINCT ON (col, key_id) col, key_id, count(*) OVER (PARTITION BY col, key_id), s, org, integration, user_id, id
-FROM k ORDER BY col, key_id`
+// sealedValuesSQL reads the sealed values of every column of
+// sealedstore.Columns with what each is sealed with, to open. The
+// invocations' params are read where they may be set (unfinished, or
+// dead letters not discarded), through the partial indexes of those rows,
+// not the whole table.
+const sealedValuesSQL = `
+SELECT 'credentials.sealed', sealed, organization_id, integration, user_id, NULL::uuid FROM credentials
+UNION ALL
+SELECT 'webhooks.secret_sealed', secret_sealed, organization_id, '', '', id FROM webhooks
+UNION ALL
+SELECT 'action_invocations.params_sealed', params_sealed, organization_id, '', '', id FROM action_invocations
+WHERE params_sealed IS NOT NULL
+  AND (status IN ('pending', 'approved', 'executing') OR (dead_lettered_at IS NOT NULL AND discarded_at IS NULL))`
 
-// sealedGroup is one column's values that name the same key (KeyID nil:
-// none), how many, and one of them with what it is sealed with.
+// sealedGroup is the values of one column that name the same key (KeyID
+// nil: none) and that no key of the ring opens, and how many.
 type sealedGroup struct {
 	Column string
 	KeyID  *string
 	N      int64
-	sealed []byte
-	org    string
-	// integration and user are a credential's; id is a webhook's or an
-	// invocation's.
-	integration, user string
-	id                *uuid.UUID
-}
-
-// additional is the additional data g's value is sealed with: a
-// credential's row key, a webhook's or an invocation's id.
-func (g *sealedGroup) additional() []byte {
-	if g.id != nil {
-		return g.id[:]
-	}
-	return credentialstore.Additional(g.org, g.integration, g.user)
 }
 
 // unreadableSecrets returns the groups of stored sealed values that box
-// cannot open, judged by one value of each: in one query, however many
-// values there are, so that every start can afford it.
+// cannot open. Every value is opened, not one of each key id: values that
+// name the same id may be sealed with different keys (secrets.key
+// replaced rather than rotated, its id "default" alike before and after,
+// or a key id reused), and one that opens says nothing of the others. It
+// reads the values as one query streams them, holding none.
 func unreadableSecrets(ctx context.Context, db dbutil.DB, box *secretbox.Box) ([]sealedGroup, error) {
-	rows, err := db.Query(ctx, sealedGroupsSQL)
+	rows, err := db.Query(ctx, sealedValuesSQL)
 	if err != nil {
 		return nil, fmt.Errorf("reading the stored secrets' keys: %w", err)
 	}
-	groups, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (sealedGroup, error) {
-		var g sealedGroup
-		err := row.Scan(&g.Column, &g.KeyID, &g.N, &g.sealed, &g.org, &g.integration, &g.user, &g.id)
-		return g, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading the stored secrets' keys: %w", err)
-	}
-	var out []sealedGroup
-	for _, g := range groups {
-		if _, err := box.Open(g.sealed, g.additional()); err != nil {
-			out = append(out, g)
+	defer rows.Close()
+	var (
+		out   []sealedGroup
+		index = map[[2]string]int{}
+	)
+	for rows.Next() {
+		var (
+			column, org, integration, user string
+			sealed                         []byte
+			id                             *uuid.UUID
+		)
+		if err := rows.Scan(&column, &sealed, &org, &integration, &user, &id); err != nil {
+			return nil, fmt.Errorf("reading the stored secrets' keys: %w", err)
 		}
+		additional := credentialstore.Additional(org, integration, user)
+		if id != nil {
+			additional = id[:]
+		}
+		if _, err := box.Open(sealed, additional); err == nil {
+			continue
+		}
+		keyID, tagged := secretbox.SealedWith(sealed) // "" when untagged
+		key := [2]string{column, keyID}
+		i, ok := index[key]
+		if !ok {
+			i = len(out)
+			index[key] = i
+			out = append(out, sealedGroup{Column: column})
+			if tagged {
+				out[i].KeyID = &keyID
+			}
+		}
+		out[i].N++
 	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the stored secrets' keys: %w", err)
+	}
+	slices.SortFunc(out, func(a, b sealedGroup) int {
+		return cmp.Or(cmp.Compare(a.Column, b.Column), cmp.Compare(ptrOr(a.KeyID), ptrOr(b.KeyID)))
+	})
 	return out, nil
+}
+
+// ptrOr is *s, or "" for nil.
+func ptrOr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // warnUnreadableSecrets logs a warning for each kind of stored secret
@@ -111,7 +122,7 @@ func warnUnreadableSecrets(ctx context.Context, db dbutil.DB, box *secretbox.Box
 			}
 		}
 		logger.WarnContext(ctx, "stored secrets do not open with any key of secrets.keys: every call that needs one fails. "+
-			"List the key they were sealed with in secrets.keys again (then `outboxd secrets rotate` re-seals them), "+
+			"List the key they were sealed with in secrets.keys again (under any id; then `outboxd secrets rotate` re-seals them), "+
 			"or store those secrets again; `outboxd secrets status` counts them",
 			"column", g.Column, "holds", holds, "count", g.N, "sealed_with", sealedWith, "secrets_keys", box.IDs())
 	}
