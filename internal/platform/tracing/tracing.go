@@ -118,8 +118,13 @@ func (c *Config) validate() error {
 	}
 	if c.Endpoint != "" {
 		u, err := url.Parse(c.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("tracing.endpoint must be an http:// or https:// URL, not %q", c.Endpoint)
+		switch {
+		case err != nil:
+			// Not quoted: what does not parse may hold a password.
+			return errors.New("tracing.endpoint must be an http:// or https:// URL, and does not parse as a URL")
+		case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			// Quoted with its password, if any, as xxxxx.
+			return fmt.Errorf("tracing.endpoint must be an http:// or https:// URL, not %q", u.Redacted())
 		}
 	}
 	return nil

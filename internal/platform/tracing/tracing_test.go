@@ -262,6 +262,22 @@ func TestNew_SampleRatioRefusedWhateverTheSwitch(t *testing.T) {
 	}
 }
 
+// TestNew_InvalidEndpointKeepsItsPassword: a tracing.endpoint refused at
+// start was quoted whole in the error, the collector's password (or
+// token) in it too, into the start's output and whatever keeps it.
+func TestNew_InvalidEndpointKeepsItsPassword(t *testing.T) {
+	t.Parallel()
+
+	for endpoint, want := range map[string]string{
+		"grpc://otel:s3cret-token@collector:4317": `tracing.endpoint must be an http:// or https:// URL, not "grpc://otel:xxxxx@collector:4317"`,
+		"http://otel:s3cret-token%zz@collector":   "tracing.endpoint must be an http:// or https:// URL, and does not parse as a URL",
+	} {
+		_, _, err := tracing.New(context.Background(), &tracing.Config{Enabled: true, Endpoint: endpoint})
+		require.EqualError(t, err, want)
+		require.NotContains(t, err.Error(), "s3cret")
+	}
+}
+
 func TestLogHandler(t *testing.T) {
 	t.Parallel()
 
