@@ -329,7 +329,12 @@ func (s *Service) plan(p *prepared, orgMode, automationMode string) *invocation.
 		create.Status = invocation.StatusApproved
 	default:
 		create.Status = invocation.StatusPending
+		// An approval after must_run_before would only be skipped: the
+		// window closes at the deadline when that comes first.
 		expires := time.Now().Add(s.ttl(r.automationID))
+		if r.mustRunBefore != nil && r.mustRunBefore.Before(expires) {
+			expires = *r.mustRunBefore
+		}
 		create.ExpiresAt = &expires
 	}
 	if redacted(r.params, params) {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -49,6 +50,44 @@ func TestEnvelope_ExternalIDLengthInCharacters(t *testing.T) {
 	r := b.Do("POST", "/v1/envelopes", b.Service(), envelope(strings.Repeat("é", 256), nil))
 	require.Equal(t, []string{"external_id"}, fieldNames(t, requireAPIError(t, r, http.StatusBadRequest, "invalid_request")))
 	require.Equal(t, 1, invocationTotal(t, b))
+}
+
+// A pending envelope's approval window closes at its must_run_before when
+// that comes first: an approval after the deadline would only have the
+// envelope skipped. Before, the window stayed the full TTL and a late
+// approval was taken.
+func TestEnvelope_ApprovalWindowEndsAtTheDeadline(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	deadline := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	env := postEnvelope(t, b, envelope("window-deadline", map[string]any{
+		"approval": "required", "constraints": map[string]any{"must_run_before": deadline.Format(time.RFC3339)},
+	}), http.StatusCreated)
+	inv := b.Invocation(env["action_id"].(string))
+	require.Equal(t, "pending", inv["status"])
+	expires, err := time.Parse(time.RFC3339Nano, inv["expires_at"].(string))
+	require.NoError(t, err)
+	require.True(t, expires.Equal(deadline), "expires_at %s, must_run_before %s", expires, deadline)
+
+	// A deadline already passed when it was enqueued: the approval is
+	// refused as expired, and nothing runs.
+	env = postEnvelope(t, b, envelope("window-passed", map[string]any{
+		"approval": "required", "constraints": map[string]any{"must_run_before": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)},
+	}), http.StatusCreated)
+	id := env["action_id"].(string)
+	r := b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"})
+	requireAPIError(t, r, http.StatusGone, "expired")
+	require.Equal(t, "expired", b.Invocation(id)["status"])
+
+	// A deadline after the TTL leaves the window as it was.
+	far := time.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Second)
+	env = postEnvelope(t, b, envelope("window-far", map[string]any{
+		"approval": "required", "constraints": map[string]any{"must_run_before": far.Format(time.RFC3339)},
+	}), http.StatusCreated)
+	expires, err = time.Parse(time.RFC3339Nano, b.Invocation(env["action_id"].(string))["expires_at"].(string))
+	require.NoError(t, err)
+	require.True(t, expires.Before(far), "expires_at %s", expires)
+	require.Empty(t, b.Slack.Requests())
 }
 
 // An external_id of spaces (or any blank text) names no envelope, and one
