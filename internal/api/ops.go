@@ -62,12 +62,20 @@ func (s *Server) getDoNotContact(w http.ResponseWriter, r *http.Request, c *auth
 	return nil
 }
 
+// maxDoNotContact bounds an organization's do-not-contact patterns: every
+// job of the organization reads them all, and every job with a recipient
+// matches its recipient against each.
+const maxDoNotContact = 10000
+
 func (s *Server) putDoNotContact(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	var body struct {
 		Patterns []string `json:"patterns"`
 	}
 	if err := decode(r, &body, false); err != nil {
 		return err
+	}
+	if len(body.Patterns) > maxDoNotContact {
+		return invalidField("patterns", "patterns holds %d entries; at most %d are allowed", len(body.Patterns), maxDoNotContact)
 	}
 	patterns, err := s.settings.PutDoNotContact(r.Context(), c.Org, c.Subject, body.Patterns, r.Header.Get("If-Match"))
 	if err != nil {

@@ -114,6 +114,35 @@ func TestGates_DoNotContactSkips(t *testing.T) {
 	require.Len(t, b.Slack.Requests(), 1)
 }
 
+// The do-not-contact list is capped at 10,000 patterns, which every job
+// of the organization reads: a longer one is a 400 naming the field and
+// leaves the list as it was. Before, any number was stored (100,000 took
+// a PUT of seconds, then every job read and matched them all).
+func TestGates_DoNotContactIsCapped(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	patterns := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("C%07d", i)
+		}
+		return out
+	}
+	r := b.Do("PUT", "/v1/do-not-contact", b.Owner(), map[string]any{"patterns": []string{"#general"}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+
+	r = b.Do("PUT", "/v1/do-not-contact", b.Owner(), map[string]any{"patterns": patterns(10001)})
+	apiErr := requireAPIError(t, r, http.StatusBadRequest, "invalid_request")
+	require.Equal(t, []string{"patterns"}, fieldNames(t, apiErr))
+	require.Contains(t, apiErr["message"], "10000")
+	r = b.Do("GET", "/v1/do-not-contact", b.Owner(), nil)
+	require.Equal(t, []any{"#general"}, r.Body["patterns"], "unchanged")
+
+	r = b.Do("PUT", "/v1/do-not-contact", b.Owner(), map[string]any{"patterns": patterns(10000)})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw[:min(len(r.Raw), 300)]))
+	require.Len(t, r.Body["patterns"], 10000)
+}
+
 func TestGates_QuietHoursSnoozeWithoutSpendingAttempts(t *testing.T) {
 	t.Parallel()
 	b := apptest.Start(t, nil)
