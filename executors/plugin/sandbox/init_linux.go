@@ -51,13 +51,19 @@ func init() {
 // hostname is the sandbox's host name.
 const hostname = "sandbox"
 
+// niceness is the program's nice value: the CPU goes to outboxd's own
+// processes (nice 0) first.
+const niceness = 10
+
 // Rlimits of the program: a sandboxed plugin is small and short-lived.
 // The stack's is the usual 8 MiB, soft and hard: RLIMIT_DATA does not
 // count the stack, and outboxd's hard limit is often unlimited. Locked
 // memory, which the host cannot page out, is 64 KiB (the kernel's
 // default before Linux 5.16): enough for the few pages a crypto library
-// locks for its keys.
+// locks for its keys. RLIMIT_NICE 0 allows no nice value lower than the
+// one it has (niceness).
 var rlimits = map[int]uint64{
+	unix.RLIMIT_NICE:    0,
 	unix.RLIMIT_CORE:    0,
 	unix.RLIMIT_NPROC:   256,
 	unix.RLIMIT_NOFILE:  1024,
@@ -86,6 +92,12 @@ func enter(spec *Spec) error {
 	// to lower it again (Landlock).
 	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("1000\n"), 0); err != nil {
 		return fmt.Errorf("oom_score_adj: %w", err)
+	}
+	// Its processes yield the CPU to outboxd's and its database's (a
+	// plugin may start 256, each busy until its timeout); RLIMIT_NICE
+	// keeps them from taking a lower nice value back.
+	if err := unix.Setpriority(unix.PRIO_PROCESS, 0, niceness); err != nil {
+		return fmt.Errorf("setpriority: %w", err)
 	}
 	// The UTS namespace starts with the host's name: not the program's to
 	// know (or send).

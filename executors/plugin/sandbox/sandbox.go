@@ -4,8 +4,8 @@
 // root file system holding only the paths the Spec names, opens the
 // listeners of the destinations it may reach (relayed by outboxd, see
 // Spec.Network), leaves the program no namespaces of its own to make,
-// makes the program the OOM killer's first choice, drops to an
-// unprivileged user and every capability, sets rlimits and
+// makes the program the OOM killer's first choice and nice (10), drops
+// to an unprivileged user and every capability, sets rlimits and
 // no_new_privs, restricts itself with Landlock (files, TCP ports,
 // abstract sockets and signals) and a seccomp filter (no socket but
 // UNIX, IP and netlink ones, no Multipath TCP, which Landlock does not

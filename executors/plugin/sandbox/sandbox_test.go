@@ -460,6 +460,36 @@ func TestCommand_KilledFirstOutOfMemory(t *testing.T) {
 	require.Equal(t, "1000\n", string(adj))
 }
 
+// A plugin's processes have nice value 10, which they may not lower: the
+// CPU goes to outboxd and its database first, however many busy
+// processes a plugin starts.
+func TestCommand_YieldsTheCPU(t *testing.T) {
+	bin := testProgram(t, "probe")
+	s := spec(t, bin, "nice-lower", "wait")
+	s.Exec = []string{bin}
+	cmd, err := sandbox.Command(context.Background(), s)
+	require.NoError(t, err)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := bufio.NewReader(stdout)
+	line, err := lines.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "nice-lower permission denied\n", line, "it may not lower it")
+	line, err = lines.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "waiting\n", line)
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
+	require.NoError(t, stdin.Close())
+	require.NoError(t, cmd.Wait())
+	require.NoError(t, err)
+	// the fields after the command's name: state is the first, nice the 17th
+	_, fields, _ := strings.Cut(string(stat), ") ")
+	require.Equal(t, "10", strings.Fields(fields)[16])
+}
+
 // io_uring is refused (ENOSYS, as from a kernel built without it): the
 // operations of its rings (opening files, making sockets, connecting)
 // are not system calls, so the seccomp filter never saw them.
