@@ -171,9 +171,9 @@ func lower(res int, limit uint64) error {
 }
 
 // execCapped execs spec's program with its data memory capped
-// (RLIMIT_DATA), less what its /dev/shm may hold. The cap comes last, just before the exec: it counts this
-// init's own writable mappings too, which its Go runtime may add to until
-// the exec (a race-detector build's are far past any cap, and a fatal
+// (RLIMIT_DATA), less what its /dev/shm may hold. The cap comes last,
+// just before the exec: it counts this init's own writable mappings
+// too, which its Go runtime may add to until the exec (a race-detector build's are far past any cap, and a fatal
 // "out of memory" then ended the init with status 2), while the program
 // starts with a fresh address space. Nothing between the cap and the exec
 // allocates: the arguments and the failure message's buffer are made
@@ -486,9 +486,9 @@ const (
 
 // restrict applies Landlock: reading the system paths, /etc/hosts, the
 // Read paths and the workspace; writing only in /dev/shm and a Writable
-// workspace (never executing there); executing only the Exec files; TCP connect
-// only to the ports of Network, bind nowhere; no abstract UNIX socket or
-// signal outside the sandbox. It refuses when the kernel offers less
+// workspace (never executing there); executing only the Exec files; TCP
+// connect only to the ports of Network, bind nowhere; no abstract UNIX
+// socket or signal outside the sandbox. It refuses when the kernel offers less
 // than MinABI.
 func restrict(spec *Spec, shm bool) error {
 	read := append(append([]string(nil), systemPaths...), "/etc/hosts")
