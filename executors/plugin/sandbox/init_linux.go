@@ -173,13 +173,13 @@ func lower(res int, limit uint64) error {
 // execCapped execs spec's program with its data memory capped
 // (RLIMIT_DATA), less what its /dev/shm may hold. The cap comes last,
 // just before the exec: it counts this init's own writable mappings
-// too, which its Go runtime may add to until the exec (a race-detector build's are far past any cap, and a fatal
-// "out of memory" then ended the init with status 2), while the program
-// starts with a fresh address space. Nothing between the cap and the exec
-// allocates: the arguments and the failure message's buffer are made
-// first, the collector is off, and the exec is a raw system call (it
-// also does not put back the file limit Go found at start, as
-// syscall.Exec would).
+// too, which its Go runtime may add to until the exec (a race-detector
+// build's are far past any cap, and a fatal "out of memory" then ended
+// the init with status 2), while the program starts with a fresh
+// address space. Nothing between the cap and the exec allocates: the
+// arguments and the failure message's buffer are made first, the
+// collector is off, and the exec is a raw system call (it also does not
+// put back the file limit Go found at start, as syscall.Exec would).
 func execCapped(spec *Spec, shm bool) error {
 	path, err := syscall.BytePtrFromString(spec.Argv[0])
 	if err != nil {
