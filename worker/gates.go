@@ -19,9 +19,10 @@ import (
 
 // gates are checked before every call: a passed must_run_before or a
 // do-not-contact match ends the invocation without a call (skip says why;
-// see refused); quiet hours make it wait. The settings come with the
-// invocation (Store.BeginMany), which starts the invocation itself when
-// there are none.
+// see refused); quiet hours make it wait, no longer than until its
+// must_run_before. The settings come with the invocation
+// (Store.BeginMany), which starts the invocation itself when there are
+// none.
 func (w *ExecuteWorker) gates(ctx context.Context, inv invocation.Invocation, rc invocation.RunContext, source *catalog.Source) (skip string, wait time.Duration, err error) {
 	if inv.MustRunBefore != nil && time.Now().After(*inv.MustRunBefore) {
 		return w.refused(ctx, inv, rc, "must_run_before", "must_run_before passed before the action could run")
@@ -34,6 +35,11 @@ func (w *ExecuteWorker) gates(ctx context.Context, inv invocation.Invocation, rc
 	}
 	wait, err = quietHours(rc.QuietHours, time.Now(), deref(inv.RateBucket), source.Bucket)
 	if wait > 0 {
+		if inv.MustRunBefore != nil {
+			// Held past its deadline it could only be skipped: it comes
+			// back just after the deadline instead, and is skipped then.
+			wait = min(wait, time.Until(*inv.MustRunBefore)+time.Second)
+		}
 		w.deps.Metrics.QuietHoursHolds.Inc()
 	}
 	return "", wait, err

@@ -116,3 +116,31 @@ func TestExecuteWorker_GateMetrics(t *testing.T) {
 		require.Zero(t, counter(t, b.metrics.QuietHoursHolds))
 	})
 }
+
+// Quiet hours that end after an invocation's must_run_before hold it only
+// until the deadline, when it is skipped: the automation learns then that
+// it will not run. Before, it stayed approved until the window ended
+// (hours, for a night's window), to be skipped only then.
+func TestExecuteWorker_QuietHoursHoldNoLongerThanTheDeadline(t *testing.T) {
+	t.Parallel()
+	b := setupUnit(t)
+	now := time.Now().UTC()
+	minute := now.Hour()*60 + now.Minute()
+	_, err := b.tx.Exec(context.Background(), `INSERT INTO quiet_hours (organization_id, bucket, time_zone, start_minute, end_minute, updated_by)
+		VALUES ('org-1', '', 'UTC', $1, $2, 'ops')`, (minute+1440-60)%1440, (minute+120)%1440)
+	require.NoError(t, err)
+	deadline := now.Add(2 * time.Minute)
+	inv, job := b.approved(t, func(p *invocation.CreateParams) { p.MustRunBefore = &deadline })
+	res, got := b.work(t, job)
+	require.Equal(t, river.EventKindJobSnoozed, res.EventKind)
+	require.Equal(t, invocation.StatusApproved, got.Status)
+	require.False(t, res.Job.ScheduledAt.Before(deadline), "back at %s, deadline %s", res.Job.ScheduledAt, deadline)
+	require.True(t, res.Job.ScheduledAt.Before(deadline.Add(time.Minute)), "back at %s, not when the window ends", res.Job.ScheduledAt)
+
+	// Back after its deadline, it is skipped.
+	_, err = b.tx.Exec(context.Background(), `UPDATE action_invocations SET must_run_before = now() - interval '1 second' WHERE id = $1`, inv.ID)
+	require.NoError(t, err)
+	_, got = b.work(t, res.Job)
+	require.Equal(t, invocation.StatusSkipped, got.Status)
+	require.Empty(t, b.slack.Requests())
+}
