@@ -3,12 +3,15 @@ package mcpfront
 import (
 	"cmp"
 	"context"
+	"errors"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	outboxauth "github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/errs"
 )
 
 // The guides are read-only resources: the bootstrap guide, and the guide
@@ -49,8 +52,15 @@ func (s *Server) readGuide(ctx context.Context, c *outboxauth.Claims, p *mcp.Rea
 		text = catalog.BootstrapGuide
 	case ok && source != "":
 		guide, err := s.catalog.Guide(ctx, caller(c), source)
-		if err != nil {
+		switch {
+		case errors.Is(err, errs.NotFound):
 			return nil, mcp.ResourceNotFoundError(p.URI)
+		case errors.Is(err, errs.SourceUnavailable):
+			// Down for now (a connector's server unreachable), as the
+			// REST guide says (503): not a resource that does not exist.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		case err != nil:
+			return nil, err // logged, and answered as an internal error (own)
 		}
 		text = guide
 	default:
