@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -515,16 +516,18 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 
 // newLogger builds the process logger on w from log.level and log.format.
 // JSON logs write durations as strings such as "1.5s", as text logs do,
-// rather than as nanoseconds.
+// rather than as nanoseconds. It warns of the OUTBOXD_* variables that set
+// nothing (warnUnknownEnv).
 func newLogger(v *viper.Viper, w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(v.GetString("log.level"))); err != nil {
 		return nil, fmt.Errorf("log.level: %w", err)
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	var logger *slog.Logger
 	switch v.GetString("log.format") {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		logger = slog.New(slog.NewTextHandler(w, opts))
 	case "json":
 		opts.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
 			if a.Value.Kind() == slog.KindDuration {
@@ -532,9 +535,46 @@ func newLogger(v *viper.Viper, w io.Writer) (*slog.Logger, error) {
 			}
 			return a
 		}
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		logger = slog.New(slog.NewJSONHandler(w, opts))
+	default:
+		return nil, errors.New("log.format must be text or json")
 	}
-	return nil, errors.New("log.format must be text or json")
+	warnUnknownEnv(logger, os.Environ())
+	return logger, nil
+}
+
+// otherEnv are the OUTBOXD_* variables that are not configuration keys:
+// the sections read whole (retry), those of outboxd's clients and
+// plugins (`outboxd actions`, a plugin's sandbox), which may share the
+// environment, and the tests'.
+var otherEnv = map[string]bool{
+	"OUTBOXD_RETRY": true, "OUTBOXD_URL": true, "OUTBOXD_TOKEN": true,
+	"OUTBOXD_IDEMPOTENCY_KEY": true, "OUTBOXD_SANDBOX_SPEC": true,
+	"OUTBOXD_TEST_LOG": true, "OUTBOXD_TEST_MAIN": true,
+}
+
+// warnUnknownEnv warns of each OUTBOXD_* variable of environ that sets no
+// configuration key: a file's unknown key is refused, but a misspelt
+// variable (OUTBOXD_RETENTION_INVOCATION=720h, OUTBOXD_SECRET_KEY) was
+// ignored without a word, its setting left at the default. It names the
+// variable, never its value.
+func warnUnknownEnv(logger *slog.Logger, environ []string) {
+	known := map[string]bool{}
+	for key := range defaults {
+		known[envOf(key)] = true
+	}
+	var unknown []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "OUTBOXD_") && !known[name] && !otherEnv[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	slices.Sort(unknown)
+	for _, name := range unknown {
+		logger.Warn("an OUTBOXD_ variable sets no configuration key and is ignored: check its spelling (configs/outboxd.example.yaml lists the keys; a.b_c is OUTBOXD_A_B_C)",
+			"variable", name)
+	}
 }
 
 // retryBySource reads the optional per-source retry sections:

@@ -467,3 +467,30 @@ func TestConfig_NumberWithoutUnitIsRefused(t *testing.T) {
 	_, err = appConfig(v)
 	require.EqualError(t, err, `buckets[0].interval is 60, not a duration such as 1s or 1m (a number needs its unit)`)
 }
+
+// TestConfig_MisspeltVariableIsWarnedOf: a file's unknown key is refused,
+// but a misspelt OUTBOXD_* variable was ignored without a word, its
+// setting left at the default (a retention of 90 days for one meant to be
+// 30); each process that logs now warns of it by name, never its value.
+// The variables of keys, of whole sections and of outboxd's clients are
+// not warned of.
+func TestConfig_MisspeltVariableIsWarnedOf(t *testing.T) {
+	t.Setenv("OUTBOXD_RETENTION_INVOCATION", "720h")
+	t.Setenv("OUTBOXD_SECRET_KEY", "a-secret-value")
+	t.Setenv("OUTBOXD_WORKER_MAX_WORKERS", "3")
+	t.Setenv("OUTBOXD_PROVIDERS_SLACK_BASE_URL", "http://127.0.0.1:1")
+	t.Setenv("OUTBOXD_RETRY", `{"slack": {"max_attempts": 3}}`)
+	t.Setenv("OUTBOXD_URL", "http://127.0.0.1:1")
+	v, err := loadConfig(newServeCommand())
+	require.NoError(t, err)
+	var out strings.Builder
+	_, err = newLogger(v, &out)
+	require.NoError(t, err)
+	const warning = `level=WARN msg="an OUTBOXD_ variable sets no configuration key and is ignored: check its spelling (configs/outboxd.example.yaml lists the keys; a.b_c is OUTBOXD_A_B_C)" variable=`
+	require.Contains(t, out.String(), warning+"OUTBOXD_RETENTION_INVOCATION\n")
+	require.Contains(t, out.String(), warning+"OUTBOXD_SECRET_KEY\n")
+	for _, name := range []string{"OUTBOXD_WORKER_MAX_WORKERS", "OUTBOXD_PROVIDERS_SLACK_BASE_URL", "OUTBOXD_RETRY", "OUTBOXD_URL"} {
+		require.NotContains(t, out.String(), "variable="+name+"\n")
+	}
+	require.NotContains(t, out.String(), "a-secret-value")
+}
