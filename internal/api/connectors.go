@@ -1,10 +1,15 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +35,9 @@ type Connectors interface {
 	Delete(ctx context.Context, org, id string) error
 	Validate(ctx context.Context, org, id string) (mcp.Diagnostics, error)
 	Tools(ctx context.Context, org, id string) ([]connectors.ToolReview, error)
-	Review(ctx context.Context, org, id string, modes map[string]string) ([]connectors.ToolReview, error)
+	// Review stores each tool's mode with its definition hash; a review
+	// with a hash the tool no longer has is a *connectors.ChangedError.
+	Review(ctx context.Context, org, id string, reviews map[string]catalog.Review) ([]connectors.ToolReview, error)
 }
 
 // connectorView is the API shape of a connector: never its secret.
@@ -257,18 +264,19 @@ func (s *Server) connectorTools(w http.ResponseWriter, r *http.Request, c *auth.
 }
 
 func (s *Server) reviewConnectorTools(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	var modes map[string]string
-	if err := decode(r, &modes, false); err != nil {
+	reviews, err := decodeToolReviews(r)
+	if err != nil {
 		return err
-	}
-	if modes == nil {
-		return badRequest("invalid_json", `body must be an object {"<tool>": "<mode>"}`)
 	}
 	before, err := s.connectorBefore(r, c)
 	if err != nil {
 		return err
 	}
-	tools, err := s.connectors.Review(r.Context(), c.Org, r.PathValue("id"), modes)
+	tools, err := s.connectors.Review(r.Context(), c.Org, r.PathValue("id"), reviews)
+	var changed *connectors.ChangedError
+	if errors.As(err, &changed) {
+		return &apiError{status: http.StatusConflict, code: "tool_changed", message: err.Error(), details: map[string]any{"tools": changed.Tools}}
+	}
 	if err != nil {
 		return err
 	}
@@ -277,10 +285,63 @@ func (s *Server) reviewConnectorTools(w http.ResponseWriter, r *http.Request, c 
 		if err != nil {
 			return err
 		}
+		modes := make(map[string]string, len(reviews))
+		for name, rv := range reviews {
+			modes[name] = rv.Mode
+		}
 		s.record(r, &audit.Change{Action: "connector.review_tools", TargetType: "connector", TargetID: r.PathValue("id"),
 			Before: map[string]any{"tool_risk_overrides": before.ToolRiskOverrides},
 			After:  map[string]any{"tool_risk_overrides": viewConnector(after).ToolRiskOverrides, "reviewed": modes}})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tools": viewToolReviews(tools)})
 	return nil
+}
+
+// decodeToolReviews decodes a tool review: each tool's value is
+// {"mode": "<mode>", "hash": "<hash>"}, the hash being the one the admin
+// saw, or, as before hashes were sent, "<mode>" alone, which is for the
+// tool's current definition whatever it is.
+func decodeToolReviews(r *http.Request) (map[string]catalog.Review, error) {
+	const shape = `body must be an object {"<tool>": {"mode": "<mode>", "hash": "<hash>"}} or {"<tool>": "<mode>"}`
+	var raw map[string]json.RawMessage
+	if err := decode(r, &raw, false); err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, badRequest("invalid_json", shape)
+	}
+	reviews := make(map[string]catalog.Review, len(raw))
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		value := raw[name]
+		var mode string
+		if err := json.Unmarshal(value, &mode); err == nil {
+			reviews[name] = catalog.Review{Mode: mode}
+			continue
+		}
+		var rv struct {
+			Mode *string `json:"mode"`
+			Hash *string `json:"hash"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(value))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&rv); err != nil {
+			reason := strings.TrimPrefix(err.Error(), "json: ")
+			var typeErr *json.UnmarshalTypeError
+			if errors.As(err, &typeErr) {
+				reason = "not " + typeErr.Value
+				if typeErr.Field != "" {
+					reason = typeErr.Field + " must be a string, not " + typeErr.Value
+				}
+			}
+			return nil, badRequest("invalid_json", fmt.Sprintf(`the review of %s must be "<mode>" or {"mode": "<mode>", "hash": "<hash>"}: %s`, name, reason))
+		}
+		switch {
+		case rv.Mode == nil:
+			return nil, badRequest("invalid_json", "the review of "+name+" has no mode")
+		case rv.Hash == nil || *rv.Hash == "":
+			return nil, badRequest("invalid_json", "the review of "+name+" has no hash: give the hash of the definition reviewed, as GET /v1/connectors/{id}/tools lists it")
+		}
+		reviews[name] = catalog.Review{Mode: *rv.Mode, Hash: *rv.Hash}
+	}
+	return reviews, nil
 }

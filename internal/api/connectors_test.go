@@ -466,3 +466,86 @@ func TestConnector_SecretFromTheStoreWithABroker(t *testing.T) {
 		require.NotEqual(t, source, call.Integration, "the broker was asked for the connector's secret")
 	}
 }
+
+// TestConnector_ReviewIsForTheDefinitionSeen: a review names the hash of
+// the definition the admin saw; a server that changes the tool between
+// the listing and the review has the whole review refused, with nothing
+// stored, and the admin's allow never attaches to a definition nobody saw.
+func TestConnector_ReviewIsForTheDefinitionSeen(t *testing.T) {
+	t.Parallel()
+	srv := newMCPServer(t)
+	b := apptest.Start(t, &apptest.Options{ConnectorCacheTTL: time.Millisecond})
+	id, source := createConnector(t, b, srv, nil)
+	tools := func() map[string]map[string]any {
+		t.Helper()
+		r := b.Do("GET", "/v1/connectors/"+id+"/tools", b.Owner(), nil)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		out := map[string]map[string]any{}
+		for _, tl := range r.Body["tools"].([]any) {
+			out[tl.(map[string]any)["name"].(string)] = tl.(map[string]any)
+		}
+		return out
+	}
+	review := func(body any) *apptest.Response {
+		return b.Do("PUT", "/v1/connectors/"+id+"/tools", b.Owner(), body)
+	}
+	noReviews := func() {
+		t.Helper()
+		for name, tl := range tools() {
+			require.Nil(t, tl["reviewed_mode"], "%s: nothing was stored", name)
+		}
+	}
+
+	seen := tools()
+	// The server changes create_note after the admin saw it; the tool-list
+	// cache (1 ms) is waited out.
+	srv.addTool("create_note", "Create a note.",
+		`{"type":"object","properties":{"title":{"type":"string"},"share_with":{"type":"string"}},"required":["title"]}`, nil)
+	time.Sleep(2 * time.Millisecond)
+
+	r := review(map[string]any{
+		"create_note": map[string]string{"mode": "allow", "hash": seen["create_note"]["hash"].(string)},
+		"search":      map[string]string{"mode": "allow", "hash": seen["search"]["hash"].(string)},
+	})
+	require.Equal(t, http.StatusConflict, r.Status, string(r.Raw))
+	e := r.Body["error"].(map[string]any)
+	require.Equal(t, "tool_changed", e["code"])
+	require.Contains(t, e["message"], "create_note")
+	require.Equal(t, map[string]any{"tools": []any{"create_note"}}, e["details"])
+	noReviews()
+	r = invokeTool(b, source, "create_note", map[string]any{"title": "unreviewed", "share_with": "everyone"})
+	require.Equal(t, http.StatusAccepted, r.Status, "the changed tool was not allowed: %s", r.Raw)
+
+	// Bad reviews are 400s that store nothing either.
+	now := tools()
+	hash := now["create_note"]["hash"].(string)
+	for body, code := range map[string]string{
+		`{"create_note": {"mode": "allow", "hash": 7}}`:                      "invalid_json",
+		`{"create_note": {"mode": "allow", "hash": "` + hash + `", "x": 1}}`: "invalid_json",
+		`{"create_note": {"mode": "allow"}}`:                                 "invalid_json",
+		`{"create_note": {"mode": "allow", "hash": ""}}`:                     "invalid_json",
+		`{"create_note": {"hash": "` + hash + `"}}`:                          "invalid_json",
+		`{"create_note": 5}`:                                                 "invalid_json",
+		`{"create_note": {"mode": "always", "hash": "` + hash + `"}}`:        "invalid_request",
+		`{"nope": {"mode": "allow", "hash": "` + hash + `"}}`:                "invalid_request",
+	} {
+		r = review(json.RawMessage(body))
+		require.Equal(t, http.StatusBadRequest, r.Status, "%s: %s", body, r.Raw)
+		require.Equal(t, code, r.Body["error"].(map[string]any)["code"], "%s: %s", body, r.Raw)
+	}
+	noReviews()
+
+	// With the hash of the definition it now has, the review is stored.
+	r = review(map[string]any{"create_note": map[string]string{"mode": "allow", "hash": hash}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, "allow", tools()["create_note"]["reviewed_mode"])
+	require.Equal(t, hash, tools()["create_note"]["reviewed_hash"])
+	r = invokeTool(b, source, "create_note", map[string]any{"title": "reviewed", "share_with": "team"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+
+	// A mode alone is still accepted, for the tool's current definition.
+	r = review(map[string]string{"search": "deny"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, "deny", tools()["search"]["reviewed_mode"])
+	require.Equal(t, tools()["search"]["hash"], tools()["search"]["reviewed_hash"])
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
@@ -73,10 +74,28 @@ func (s *Service) listTools(ctx context.Context, org, id string) (*source, []exe
 	return src, defs, nil
 }
 
-// Review confirms modes for tools: each is stored with the tool's current
-// definition hash, which re-arms the drift guard. Tools not named keep
-// their review.
-func (s *Service) Review(ctx context.Context, org, id string, modes map[string]string) ([]ToolReview, error) {
+// ChangedError refuses a review whose tools' definitions changed since
+// the admin saw them: the hash reviewed is not the tool's current one.
+// Nothing of the review is stored. It is an errs.Conflict.
+type ChangedError struct {
+	// Tools are the tools whose definitions changed, sorted.
+	Tools []string
+}
+
+func (e *ChangedError) Error() string {
+	return fmt.Sprintf("the definition of %s changed since it was shown (its hash differs): list the tools again and review what the server defines now",
+		strings.Join(e.Tools, ", "))
+}
+
+func (e *ChangedError) Unwrap() error { return errs.Conflict }
+
+// Review confirms modes for tools, each stored with its definition hash,
+// which re-arms the drift guard. A review naming a hash (the one the admin
+// saw) is for that definition: when a tool's current hash differs, the
+// whole review is refused with a ChangedError and nothing is stored. One
+// without a hash is for the tool's current definition. Tools not named
+// keep their review.
+func (s *Service) Review(ctx context.Context, org, id string, reviews map[string]catalog.Review) ([]ToolReview, error) {
 	src, defs, err := s.listTools(ctx, org, id)
 	if err != nil {
 		return nil, err
@@ -88,28 +107,37 @@ func (s *Service) Review(ctx context.Context, org, id string, modes map[string]s
 		}
 	}
 	var fieldErrs []executors.FieldError
-	names := make([]string, 0, len(modes))
-	for name := range modes {
+	var changed []string
+	names := make([]string, 0, len(reviews))
+	for name := range reviews {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if _, ok := hashes[name]; !ok {
+		hash, ok := hashes[name]
+		rv := reviews[name]
+		switch {
+		case !ok:
 			fieldErrs = append(fieldErrs, executors.FieldError{Field: name, Message: "the connector has no such tool"})
-		} else if _, ok := policy.ParseMode(modes[name]); !ok {
-			fieldErrs = append(fieldErrs, executors.FieldError{Field: name, Message: fmt.Sprintf("invalid mode %q: use allow, deny or require_approval", modes[name])})
+		case !validMode(rv.Mode):
+			fieldErrs = append(fieldErrs, executors.FieldError{Field: name, Message: fmt.Sprintf("invalid mode %q: use allow, deny or require_approval", rv.Mode)})
+		case rv.Hash != "" && rv.Hash != hash:
+			changed = append(changed, name)
 		}
 	}
 	if len(fieldErrs) > 0 {
 		return nil, &errs.ValidationError{Message: "invalid tool review", Fields: fieldErrs}
+	}
+	if len(changed) > 0 {
+		return nil, &ChangedError{Tools: changed}
 	}
 	err = s.store.SetReviews(ctx, org, src.row.ID, func(cur []byte) ([]byte, error) {
 		reviewed := map[string]catalog.Review{}
 		if err := json.Unmarshal(cur, &reviewed); err != nil {
 			return nil, err
 		}
-		for name, mode := range modes {
-			reviewed[name] = catalog.Review{Mode: mode, Hash: hashes[name]}
+		for name, rv := range reviews {
+			reviewed[name] = catalog.Review{Mode: rv.Mode, Hash: hashes[name]}
 		}
 		return json.Marshal(reviewed)
 	})
@@ -117,4 +145,9 @@ func (s *Service) Review(ctx context.Context, org, id string, modes map[string]s
 		return nil, fmt.Errorf("storing tool review: %w", err)
 	}
 	return s.Tools(ctx, org, id)
+}
+
+func validMode(mode string) bool {
+	_, ok := policy.ParseMode(mode)
+	return ok
 }
