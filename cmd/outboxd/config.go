@@ -511,6 +511,21 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			return nil, fmt.Errorf("%s must be a positive duration such as 30s or 5m", key)
 		}
 	}
+	// 0 is the worker's default for these; below it, a retry without
+	// backoff, a sweep without pause, or a failed call's outcome dropped.
+	w := cfg.Worker
+	for key, d := range map[string]time.Duration{
+		"worker.retry_base_delay": w.RetryBaseDelay, "worker.retry_max_delay": w.RetryMaxDelay,
+		"worker.sweep_interval": w.SweepInterval, "worker.bookkeeping_retry": w.BookkeepingRetry,
+		"worker.poll_interval": w.PollInterval,
+	} {
+		if d < 0 {
+			return nil, fmt.Errorf("%s (%s) is %s: it must be a positive duration such as 30s or 5m", key, envOf(key), d)
+		}
+	}
+	if w.MaxProviderWaits < 0 {
+		return nil, fmt.Errorf("worker.max_provider_waits (%s) is %d: it must be a positive number of waits", envOf("worker.max_provider_waits"), w.MaxProviderWaits)
+	}
 	return cfg, nil
 }
 

@@ -494,3 +494,29 @@ func TestConfig_MisspeltVariableIsWarnedOf(t *testing.T) {
 	}
 	require.NotContains(t, out.String(), "a-secret-value")
 }
+
+// TestConfig_NegativeWorkerSettingsAreRefused: a negative
+// worker.retry_base_delay (retries without backoff), sweep_interval,
+// bookkeeping_retry or max_provider_waits started the daemon, and a
+// negative poll_interval was refused in the words of another setting
+// (flow.concurrency_retry); each is refused naming its key, and 0 is still
+// the default.
+func TestConfig_NegativeWorkerSettingsAreRefused(t *testing.T) {
+	t.Parallel()
+	load := func(key string, value any) *viper.Viper {
+		v := viper.New()
+		for k, d := range defaults {
+			v.SetDefault(k, d)
+		}
+		v.Set(key, value)
+		return v
+	}
+	for _, key := range []string{"worker.retry_base_delay", "worker.retry_max_delay", "worker.sweep_interval", "worker.bookkeeping_retry", "worker.poll_interval"} {
+		_, err := appConfig(load(key, "-1s"))
+		require.EqualError(t, err, key+" ("+envOf(key)+") is -1s: it must be a positive duration such as 30s or 5m")
+		_, err = appConfig(load(key, "0s"))
+		require.NoError(t, err, key)
+	}
+	_, err := appConfig(load("worker.max_provider_waits", -1))
+	require.EqualError(t, err, "worker.max_provider_waits (OUTBOXD_WORKER_MAX_PROVIDER_WAITS) is -1: it must be a positive number of waits")
+}
