@@ -401,6 +401,15 @@ func TestBrowser(t *testing.T) {
 		owner.shot("09-connectors")
 		owner.run("tool review", chromedp.Navigate(br.base+"/console/#/connectors/"+id), chromedp.WaitVisible(row+` .badge.drift`, chromedp.ByQuery))
 		owner.shot("10-connector-drift")
+		// The server changes deploy again after the page showed it: the
+		// confirmation, for the definition shown, is refused and the page
+		// shows the tools again; the next one is for what it shows now.
+		mcp.addDeploy(`{"type":"object","properties":{"service":{"type":"string"},"region":{"type":"string"}},"required":["service"]}`)
+		time.Sleep(2 * time.Millisecond) // past the tool list's cache
+		owner.run("confirm changed", chromedp.Click(row+` button[aria-label="Confirm deploy"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`//*[@role="alert" and contains(., "changed since it was shown")]`, chromedp.BySearch))
+		r = b.Do("GET", "/v1/connectors/"+id+"/tools", b.Owner(), nil)
+		require.Contains(t, string(r.Raw), `"drifted":true`, "nothing was stored: %s", r.Raw)
 		owner.run("confirm", chromedp.Click(row+` button[aria-label="Confirm deploy"]`, chromedp.ByQuery),
 			chromedp.WaitNotPresent(row+` .badge.drift`, chromedp.ByQuery))
 		r = b.Do("GET", "/v1/connectors/"+id+"/tools", b.Owner(), nil)

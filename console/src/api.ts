@@ -357,7 +357,7 @@ export const api = {
   connector: (id: string) => request<{ connector: Connector }>("GET", "/v1/connectors/" + enc(id)),
   validateConnector: (id: string) => request<ConnectorDiagnosis>("POST", "/v1/connectors/" + enc(id) + "/validate"),
   connectorTools: (id: string) => request<{ tools: ToolReview[] }>("GET", "/v1/connectors/" + enc(id) + "/tools"),
-  reviewTools: (id: string, modes: Record<string, string>) => request<{ tools: ToolReview[] }>("PUT", "/v1/connectors/" + enc(id) + "/tools", modes),
+  reviewTools: (id: string, reviews: Record<string, { mode: string; hash: string }>) => request<{ tools: ToolReview[] }>("PUT", "/v1/connectors/" + enc(id) + "/tools", reviews),
 
   audit: (f: AuditFilter) => request<{ entries: AuditEntry[]; next_cursor: string | null }>("GET", "/v1/audit" + q(f)),
   auditExport: async (): Promise<Blob> => {

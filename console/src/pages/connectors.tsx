@@ -1,7 +1,8 @@
 // Connectors: the organization's MCP connectors, validation, and the tool
-// review (risk, reviewed mode, drift); confirming stores {mode, hash}.
+// review (risk, reviewed mode, drift); confirming stores {mode, hash} for
+// the definition shown.
 import { useEffect, useState } from "preact/hooks";
-import { api, type Connector, type ConnectorDiagnosis, type ToolReview } from "../api";
+import { ApiError, api, type Connector, type ConnectorDiagnosis, type ToolReview } from "../api";
 import { Alert, Card, DataTable, Empty, ErrorAlert, Flash, Loading, PageHead, Risk, Select, Shown, Title, errorText } from "../ui";
 import { admin } from "../admin";
 import { ConfirmButton } from "../forms";
@@ -118,10 +119,21 @@ export function ConnectorPage({ id }: { id: string }) {
     setError("");
     setFlash("");
     try {
-      const r = await api.reviewTools(id, Object.fromEntries(names.map((n) => [n, choice[n]])));
+      // Each mode is for the definition shown (its hash): a tool the
+      // server changed since is refused (tool_changed) and nothing stored.
+      const shown = Object.fromEntries((tools ?? []).map((t) => [t.name, t.hash]));
+      const r = await api.reviewTools(id, Object.fromEntries(names.map((n) => [n, { mode: choice[n], hash: shown[n] }])));
       setTools(r.tools);
       setFlash(`Confirmed ${names.join(", ")}.`);
     } catch (e) {
+      if (e instanceof ApiError && e.code === "tool_changed") {
+        // Show what the server defines now, then why (the modes chosen
+        // stay): the next confirmation is for that.
+        await api
+          .connectorTools(id)
+          .then((t) => setTools(t.tools))
+          .catch(() => {});
+      }
       setError(errorText(e));
     }
   };
@@ -134,8 +146,9 @@ export function ConnectorPage({ id }: { id: string }) {
         {drifted ? <span class="badge drift">{drifted} drifted</span> : null}
       </PageHead>
       <p class="muted">
-        Confirming a mode stores it with the tool's current definition hash. A tool whose definition changed since has drifted: a reviewed allow runs as
-        require_approval until it is confirmed again.
+        Confirming a mode stores it with the hash of the tool's definition shown here; a tool the server changed since it was shown is refused and the
+        list shown again. A tool whose definition changed since its review has drifted: a reviewed allow runs as require_approval until it is confirmed
+        again.
       </p>
       <Flash message={flash} />
       <ErrorAlert error={error} />
