@@ -32,6 +32,10 @@ func newOrgCommand() *cobra.Command {
 			org := args[0]
 			yes, _ := cmd.Flags().GetBool("yes")
 			batch, _ := cmd.Flags().GetInt("batch")
+			if batch < 1 || batch > 100_000 {
+				// NewPurger would take it for the default without a word.
+				return fmt.Errorf("--batch %d: it must be between 1 and 100000 rows per delete", batch)
+			}
 			return withOwnerPool(cmd, func(cfg *app.Config, pool *pgxpool.Pool) error {
 				revocations, err := ownerRevocations(cfg, pool)
 				if err != nil {

@@ -69,3 +69,16 @@ func TestOrgPurge_HelpNamesEveryTable(t *testing.T) {
 	}
 	require.Contains(t, out, "audit_entries")
 }
+
+// TestOrgPurge_BatchOutOfRangeIsRefused: --batch 0 or -5 was taken for
+// the default 1000 without a word, and a batch of millions made one
+// transaction of a large organization's table; each is refused before
+// anything is counted or deleted.
+func TestOrgPurge_BatchOutOfRangeIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, batch := range []string{"0", "-5", "1000000"} {
+		code, out := run(t, []string{"DATABASE_URL=postgres://127.0.0.1:1/none"}, "org", "purge", "acme", "--yes", "--batch", batch)
+		require.Equal(t, 1, code, out)
+		require.Contains(t, out, "--batch "+batch+": it must be between 1 and 100000 rows per delete")
+	}
+}
