@@ -246,6 +246,13 @@ func sessionOwner(c *outboxauth.Claims) string {
 	return string(b)
 }
 
+// sessionless reports whether req came with a protocol version without
+// sessions (its Mcp-Protocol-Version header).
+func sessionless(req mcp.Request) bool {
+	extra := req.GetExtra()
+	return extra != nil && extra.Header.Get("Mcp-Protocol-Version") >= sessionlessVersion
+}
+
 // sessionlessVersion is the first protocol version without sessions
 // (SEP-2575); its requests carry it in the Mcp-Protocol-Version header.
 const sessionlessVersion = "2026-07-28"
@@ -404,6 +411,15 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			// stateless).
 			return s.initialize(ctx, ss, method, req, next)
 		case "subscriptions/listen":
+			if !sessionless(req) {
+				// A method of 2026-07-28 only: a 2025-11-25 client hears of
+				// changes on its session's stream. In a session, whose
+				// requests its POST ending does not cancel, the listen
+				// would be held until the session closed, one more for
+				// each such POST, and would count the session again.
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "subscriptions/listen is a method of protocol " + sessionlessVersion +
+					"; in a 2025-11-25 session, tool list changes come on its stream (GET /mcp)"}
+			}
 			c, err := callerOf(req)
 			if err != nil {
 				return nil, s.own(ctx, method, err)
