@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -66,7 +68,9 @@ type Config struct {
 	// its own transaction. Default 1000.
 	Batch int
 	// Budget bounds how long one run deletes: past it, each table gets
-	// one more batch at most and the next run goes on. Keep it under
+	// one more batch at most and the next run goes on, from the
+	// organization (or endpoint) after the one it ran out on, so that
+	// one organization's backlog does not hold the others'. Keep it under
 	// worker.rescue_after (30s by default), past which River takes a
 	// running job for orphaned and runs it again. Default 15s.
 	Budget time.Duration
@@ -135,6 +139,13 @@ type Service struct {
 	audit   *audit.Pruner
 	logger  *slog.Logger
 	metrics *Metrics
+
+	// resume is, by target, the scope a run whose budget ran out left
+	// off at: the next run starts there, so that one organization's
+	// backlog does not take every run's budget while the others' rows
+	// outlive their retention.
+	mu     sync.Mutex
+	resume map[string]string
 }
 
 // Metrics are retention's.
@@ -159,7 +170,7 @@ func New(deps *Deps, config *Config) (*Service, error) {
 	s := &Service{
 		deps: deps, cfg: cfg, store: retentionstore.New(), audit: audit.NewPruner(),
 		logger:  cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
-		metrics: &Metrics{}}
+		metrics: &Metrics{}, resume: map[string]string{}}
 	m := s.metrics
 	m.Deleted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "outboxd_retention_deleted_total",
@@ -356,10 +367,23 @@ func (s *Service) runTarget(ctx context.Context, t target, cutoff, deadline time
 	if err != nil {
 		return err
 	}
-	for _, scope := range scopes {
-		for {
+	// From where the last run left off, round the scopes.
+	s.mu.Lock()
+	resume := s.resume[t.name]
+	s.mu.Unlock()
+	if i := slices.IndexFunc(scopes, func(sc scope) bool { return sc.key == resume }); i > 0 {
+		scopes = slices.Concat(scopes[i:], scopes[:i])
+	}
+	for i, scope := range scopes {
+		for batches := 0; ; batches++ {
 			if rep.Batches[t.name] > 0 && !time.Now().Before(deadline) {
 				rep.Unfinished = append(rep.Unfinished, t.name)
+				// The next run starts after a scope that had a batch
+				// of this one, at a scope that had none.
+				next := scopes[(i+min(batches, 1))%len(scopes)]
+				s.mu.Lock()
+				s.resume[t.name] = next.key
+				s.mu.Unlock()
 				return nil
 			}
 			var n int64
@@ -384,6 +408,9 @@ func (s *Service) runTarget(ctx context.Context, t target, cutoff, deadline time
 			}
 		}
 	}
+	s.mu.Lock()
+	delete(s.resume, t.name)
+	s.mu.Unlock()
 	return nil
 }
 

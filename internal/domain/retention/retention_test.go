@@ -151,6 +151,42 @@ func TestService_Run_Budget(t *testing.T) {
 	require.EqualValues(t, 1500, count(ctx, t, b.pool, `SELECT count(*) FROM action_invocations`))
 }
 
+// TestService_Run_BudgetGoesRoundTheOrganizations: a run whose budget
+// ran out started the next from the first organization again, so one
+// organization's backlog took every run's budget while the others' rows
+// outlived their retention for as long; the next run goes on from the
+// organization after the one the budget ran out on.
+func TestService_Run_BudgetGoesRoundTheOrganizations(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	for _, org := range []string{"org-a", "org-b", "org-c"} {
+		insertInvocations(ctx, t, b.pool, org, "completed", true, 100*day, 3)
+	}
+	left := func(org string) int64 {
+		return count(ctx, t, b.pool, `SELECT count(*) FROM action_invocations WHERE organization_id = $1`, org)
+	}
+
+	// Each run's budget is spent by its first batch.
+	svc, err := retention.New(&retention.Deps{Pool: b.pool}, &retention.Config{Batch: 1, Budget: time.Nanosecond})
+	require.NoError(t, err)
+	for range 3 {
+		rep, err := svc.Run(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, rep.Deleted["action_invocations"])
+		require.Equal(t, []string{"invocations"}, rep.Unfinished)
+	}
+	for _, org := range []string{"org-a", "org-b", "org-c"} {
+		require.EqualValues(t, 2, left(org), "%s: one batch each in three runs", org)
+	}
+	for range 6 {
+		_, err := svc.Run(ctx)
+		require.NoError(t, err)
+	}
+	for _, org := range []string{"org-a", "org-b", "org-c"} {
+		require.Zero(t, left(org), org)
+	}
+}
+
 func TestService_Run_Forever(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
