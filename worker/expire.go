@@ -112,19 +112,31 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 // attempt), and River discards one whose last attempt returned before
 // retryOrFail (Postgres unreachable before the call) or panicked. Starting
 // from the discarded jobs reads River's (state, finalized_at) index, and
-// only dead letters are discarded.
-const orphansQuery = `SELECT a.id
+// only dead letters are discarded. acted says whether an execution had
+// started and may have acted (as InvocationBeginMany's started_before).
+const orphansQuery = `SELECT a.id, (a.started_at IS NOT NULL AND NOT a.nothing_done) AS acted
 FROM river_job AS j
 JOIN action_invocations AS a ON a.id = (j.args->>'invocation_id')::uuid AND a.job_id = j.id
 WHERE j.state = 'discarded' AND j.finalized_at IS NOT NULL AND j.kind = $1
   AND a.status IN ('approved', 'executing')
 LIMIT $2`
 
-// orphanError is the error recorded on an orphaned invocation.
+// orphanError is the error recorded on an orphaned invocation an
+// execution started.
 var orphanError = (&executors.Error{
 	Code: "attempts_exhausted",
 	Message: "the last attempt ended without recording an outcome (its worker was stopped or failed mid-attempt); " +
 		"the provider may have acted: check it before replaying",
+}).Error()
+
+// unstartedOrphanError is the error recorded on an orphaned invocation no
+// execution started (or whose only refusals did nothing): its attempts
+// ended before the call (the database unreachable, a source's action list
+// unavailable to the do-not-contact check).
+var unstartedOrphanError = (&executors.Error{
+	Code: "attempts_exhausted",
+	Message: "the job ran out of attempts without recording an outcome, before any attempt reached the provider: " +
+		"nothing was done, it can be replayed",
 }).Error()
 
 // failOrphans fails (dead-letters) the invocations River gave up on without
@@ -135,13 +147,21 @@ func failOrphans(ctx context.Context, db dbutil.DB, store *invocationstore.Store
 	if err != nil {
 		return 0, fmt.Errorf("listing orphaned invocations: %w", err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	type orphan struct {
+		ID    uuid.UUID
+		Acted bool
+	}
+	orphans, err := pgx.CollectRows(rows, pgx.RowToStructByPos[orphan])
 	if err != nil {
 		return 0, fmt.Errorf("listing orphaned invocations: %w", err)
 	}
 	n := 0
-	for _, id := range ids {
-		inv, err := store.Fail(ctx, db, id, orphanError, nil)
+	for _, o := range orphans {
+		msg := orphanError
+		if !o.Acted {
+			msg = unstartedOrphanError
+		}
+		inv, err := store.Fail(ctx, db, o.ID, msg, nil)
 		if errors.Is(err, errs.Conflict) {
 			continue // finished meanwhile
 		}

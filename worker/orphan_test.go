@@ -74,3 +74,42 @@ func TestSweep_FailsWhatRiverGaveUpOn(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []invocation.EventType{"created", "started", "failed"}, b.timeline(t, orphan.ID))
 }
+
+// An invocation whose job River gave up on before any attempt reached the
+// provider (each attempt failed before the call: the database unreachable,
+// a source's action list unavailable to the do-not-contact check) is
+// failed saying nothing was done, not that the provider may have acted,
+// which sent an operator to check a provider that was never called.
+func TestSweep_OrphanThatNeverStartedSaysNothingWasDone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupUnit(t)
+	never, job := b.approved(t, nil)
+	_, err := b.tx.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE id = $1`, job.ID)
+	require.NoError(t, err)
+	// One that started and ended in a retry, then ran out of attempts,
+	// may have acted.
+	started, job := b.approved(t, nil)
+	_, err = b.store.Start(ctx, b.tx, started.ID, 1)
+	require.NoError(t, err)
+	_, err = b.store.ScheduleRetry(ctx, b.tx, started.ID, "timeout: no answer", nil, false)
+	require.NoError(t, err)
+	_, err = b.tx.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE id = $1`, job.ID)
+	require.NoError(t, err)
+
+	_, err = worker.Sweep(ctx, b.tx, b.store, b.metrics, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+
+	got, err := b.store.Get(ctx, b.tx, "org-1", never.ID)
+	require.NoError(t, err)
+	require.Equal(t, invocation.StatusFailed, got.Status)
+	require.NotNil(t, got.DeadLetteredAt)
+	require.Contains(t, *got.Error, "nothing was done")
+	require.NotContains(t, *got.Error, "may have acted")
+
+	got, err = b.store.Get(ctx, b.tx, "org-1", started.ID)
+	require.NoError(t, err)
+	require.Equal(t, invocation.StatusFailed, got.Status)
+	require.Contains(t, *got.Error, "may have acted")
+	require.Empty(t, b.slack.Requests())
+}
