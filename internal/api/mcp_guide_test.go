@@ -37,5 +37,5 @@ func TestMCP_GuideOfAnUnreachableConnectorIsUnavailable(t *testing.T) {
 	// A source the caller does not have is still not found.
 	_, err = mcpSession(t, b, b.Sandbox()).ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "outboxd://guides/connector:00000000-0000-0000-0000-000000000000"})
 	require.True(t, errors.As(err, &rpcErr), "%v", err)
-	require.Equal(t, int64(mcp.CodeResourceNotFound), rpcErr.Code, rpcErr.Message)
+	require.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcErr.Code, rpcErr.Message)
 }

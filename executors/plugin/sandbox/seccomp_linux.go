@@ -115,7 +115,7 @@ func filterSyscalls() error {
 		{Code: jeq, Jt: 0, Jf: 3, K: unix.PR_SET_PDEATHSIG},
 		{Code: ld, K: arg1},
 		{Code: jeq, Jt: 1, K: uint32(unix.SIGKILL)},
-		{Code: ret, K: errn | 0},
+		{Code: ret, K: errn}, // errno 0: success
 		{Code: ld, K: nr},
 	}
 	for _, n := range unimplemented {
