@@ -436,8 +436,18 @@ func TestHelper_Orphan(t *testing.T) {
 // out of memory, and the kernel then killed whatever was largest,
 // outboxd or its database as likely as the plugin.
 func TestCommand_KilledFirstOutOfMemory(t *testing.T) {
+	adj := probeWhileWaiting(t, "oom-lower", "oom-lower open /proc/self/oom_score_adj: permission denied\n", "oom_score_adj")
+	require.Equal(t, "1000\n", string(adj))
+}
+
+// probeWhileWaiting runs the probe program with probe and then "wait" in
+// a sandbox, requires probe's line to be want (what the plugin got when it
+// tried), and returns the sandboxed process's /proc/<pid>/<file> read
+// from outside while it waits.
+func probeWhileWaiting(t *testing.T, probe, want, file string) []byte {
+	t.Helper()
 	bin := testProgram(t, "probe")
-	s := spec(t, bin, "oom-lower", "wait")
+	s := spec(t, bin, probe, "wait")
 	s.Exec = []string{bin}
 	cmd, err := sandbox.Command(context.Background(), s)
 	require.NoError(t, err)
@@ -449,42 +459,22 @@ func TestCommand_KilledFirstOutOfMemory(t *testing.T) {
 	lines := bufio.NewReader(stdout)
 	line, err := lines.ReadString('\n')
 	require.NoError(t, err)
-	require.Equal(t, "oom-lower open /proc/self/oom_score_adj: permission denied\n", line, "it may not lower it")
+	require.Equal(t, want, line, "it may not change it")
 	line, err = lines.ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "waiting\n", line)
-	adj, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/oom_score_adj")
+	content, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/" + file)
 	require.NoError(t, stdin.Close())
 	require.NoError(t, cmd.Wait())
 	require.NoError(t, err)
-	require.Equal(t, "1000\n", string(adj))
+	return content
 }
 
 // A plugin's processes have nice value 10, which they may not lower: the
 // CPU goes to outboxd and its database first, however many busy
 // processes a plugin starts.
 func TestCommand_YieldsTheCPU(t *testing.T) {
-	bin := testProgram(t, "probe")
-	s := spec(t, bin, "nice-lower", "wait")
-	s.Exec = []string{bin}
-	cmd, err := sandbox.Command(context.Background(), s)
-	require.NoError(t, err)
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	lines := bufio.NewReader(stdout)
-	line, err := lines.ReadString('\n')
-	require.NoError(t, err)
-	require.Equal(t, "nice-lower permission denied\n", line, "it may not lower it")
-	line, err = lines.ReadString('\n')
-	require.NoError(t, err)
-	require.Equal(t, "waiting\n", line)
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
-	require.NoError(t, stdin.Close())
-	require.NoError(t, cmd.Wait())
-	require.NoError(t, err)
+	stat := probeWhileWaiting(t, "nice-lower", "nice-lower permission denied\n", "stat")
 	// the fields after the command's name: state is the first, nice the 17th
 	_, fields, _ := strings.Cut(string(stat), ") ")
 	require.Equal(t, "10", strings.Fields(fields)[16])
