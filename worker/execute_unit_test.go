@@ -135,6 +135,17 @@ func (b *unitBundle) approved(t *testing.T, edit func(p *invocation.CreateParams
 	return inv, job
 }
 
+// quietHours gives org-1 a quiet-hours window for every job, from before
+// minutes ago to after minutes from now (wrapping midnight when it must).
+func (b *unitBundle) quietHours(t *testing.T, before, after int) {
+	t.Helper()
+	now := time.Now().UTC()
+	minute := now.Hour()*60 + now.Minute()
+	_, err := b.tx.Exec(context.Background(), `INSERT INTO quiet_hours (organization_id, bucket, time_zone, start_minute, end_minute, updated_by)
+		VALUES ('org-1', '', 'UTC', $1, $2, 'ops')`, (minute+1440-before)%1440, (minute+after)%1440)
+	require.NoError(t, err)
+}
+
 // work runs job and returns River's result (a job that failed is in it:
 // the worker's error is what River records) and the invocation after it.
 func (b *unitBundle) work(t *testing.T, job *rivertype.JobRow) (*rivertest.WorkResult, invocation.Invocation) {
@@ -200,13 +211,7 @@ func TestExecuteWorker_Gates(t *testing.T) {
 	t.Run("QuietHoursSnooze", func(t *testing.T) {
 		t.Parallel()
 		b := setupUnit(t)
-		// A window from an hour ago to an hour from now (wrapping midnight
-		// when it must).
-		now := time.Now().UTC()
-		minute := now.Hour()*60 + now.Minute()
-		_, err := b.tx.Exec(context.Background(), `INSERT INTO quiet_hours (organization_id, bucket, time_zone, start_minute, end_minute, updated_by)
-			VALUES ('org-1', '', 'UTC', $1, $2, 'ops')`, (minute+1440-60)%1440, (minute+60)%1440)
-		require.NoError(t, err)
+		b.quietHours(t, 60, 60)
 		_, job := b.approved(t, nil)
 		res, got := b.work(t, job)
 		require.Equal(t, river.EventKindJobSnoozed, res.EventKind)

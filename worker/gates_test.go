@@ -93,11 +93,7 @@ func TestExecuteWorker_GateMetrics(t *testing.T) {
 	t.Run("QuietHoursHold", func(t *testing.T) {
 		t.Parallel()
 		b := setupUnit(t)
-		now := time.Now().UTC()
-		minute := now.Hour()*60 + now.Minute()
-		_, err := b.tx.Exec(context.Background(), `INSERT INTO quiet_hours (organization_id, bucket, time_zone, start_minute, end_minute, updated_by)
-			VALUES ('org-1', '', 'UTC', $1, $2, 'ops')`, (minute+1440-60)%1440, (minute+60)%1440)
-		require.NoError(t, err)
+		b.quietHours(t, 60, 60)
 		_, job := b.approved(t, nil)
 		res, _ := b.work(t, job)
 		require.Equal(t, river.EventKindJobSnoozed, res.EventKind)
@@ -124,12 +120,8 @@ func TestExecuteWorker_GateMetrics(t *testing.T) {
 func TestExecuteWorker_QuietHoursHoldNoLongerThanTheDeadline(t *testing.T) {
 	t.Parallel()
 	b := setupUnit(t)
-	now := time.Now().UTC()
-	minute := now.Hour()*60 + now.Minute()
-	_, err := b.tx.Exec(context.Background(), `INSERT INTO quiet_hours (organization_id, bucket, time_zone, start_minute, end_minute, updated_by)
-		VALUES ('org-1', '', 'UTC', $1, $2, 'ops')`, (minute+1440-60)%1440, (minute+120)%1440)
-	require.NoError(t, err)
-	deadline := now.Add(2 * time.Minute)
+	b.quietHours(t, 60, 120)
+	deadline := time.Now().Add(2 * time.Minute)
 	inv, job := b.approved(t, func(p *invocation.CreateParams) { p.MustRunBefore = &deadline })
 	res, got := b.work(t, job)
 	require.Equal(t, river.EventKindJobSnoozed, res.EventKind)
@@ -138,7 +130,7 @@ func TestExecuteWorker_QuietHoursHoldNoLongerThanTheDeadline(t *testing.T) {
 	require.True(t, res.Job.ScheduledAt.Before(deadline.Add(time.Minute)), "back at %s, not when the window ends", res.Job.ScheduledAt)
 
 	// Back after its deadline, it is skipped.
-	_, err = b.tx.Exec(context.Background(), `UPDATE action_invocations SET must_run_before = now() - interval '1 second' WHERE id = $1`, inv.ID)
+	_, err := b.tx.Exec(context.Background(), `UPDATE action_invocations SET must_run_before = now() - interval '1 second' WHERE id = $1`, inv.ID)
 	require.NoError(t, err)
 	_, got = b.work(t, res.Job)
 	require.Equal(t, invocation.StatusSkipped, got.Status)
