@@ -84,7 +84,7 @@ const redacted = "[REDACTED]"
 // newScrubber scrubs secret and, of conn's URL, the whole query, each of
 // its values as written and decoded (those of at least minSecretLen bytes,
 // as shorter ones are no secret and would blot out ordinary text), and
-// each path segment that looks like a key (keyLike), as written and
+// each path segment that looks like a key (KeyLike), as written and
 // decoded.
 func newScrubber(conn *Connector, secret string) scrubber {
 	var s scrubber
@@ -98,7 +98,7 @@ func newScrubber(conn *Connector, secret string) scrubber {
 	for seg := range strings.SplitSeq(u.EscapedPath(), "/") {
 		decoded, _ := url.PathUnescape(seg)
 		for _, v := range []string{seg, decoded} {
-			if keyLike(v) {
+			if KeyLike(v) {
 				s = append(s, v)
 			}
 		}
@@ -127,9 +127,10 @@ const (
 	minPathKeyLen = 16
 )
 
-// keyLike reports whether a path segment looks like a key: at least
-// minPathKeyLen bytes with letters and digits.
-func keyLike(seg string) bool {
+// KeyLike reports whether a URL path segment looks like a key: at least
+// minPathKeyLen bytes with letters and digits. The audit trail redacts
+// such segments of a connector's URL too.
+func KeyLike(seg string) bool {
 	return len(seg) >= minPathKeyLen &&
 		strings.ContainsFunc(seg, unicode.IsLetter) && strings.ContainsFunc(seg, unicode.IsDigit)
 }

@@ -224,6 +224,43 @@ func TestAudit_EveryChangeIsRecorded(t *testing.T) {
 	require.ErrorContains(t, err, "permission denied")
 }
 
+// TestAudit_ConnectorURLPathKeyIsRedacted changes a connector whose server
+// takes its key in the URL's path (…/mcp/s/<key>/mcp) and finds the key in
+// no entry of the trail, read through the API, the export or the table:
+// the trail is kept for good and read more widely than the connector, and
+// with the key anyone could call the server. The path's other segments stay.
+func TestAudit_ConnectorURLPathKeyIsRedacted(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	srv := newMCPServer(t)
+	keys := []string{"0f3a9c2e7b1d4e8fa6c5", "9e8d7c6b5a4f3e2d1c0b", "qk2Lr8Vz5Tn1Wx7Yp4Hs"}
+
+	r := b.Do("POST", "/v1/connectors", b.Owner(), map[string]any{"name": "notes", "url": srv.URL + "/mcp/s/" + keys[0] + "/mcp", "transport": "remote_http"})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	connID := r.Body["connector"].(map[string]any)["id"].(string)
+	r = b.Do("PATCH", "/v1/connectors/"+connID, b.Owner(), map[string]any{"url": srv.URL + "/mcp/s/" + keys[1] + "/mcp?key=" + keys[2]})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, http.StatusNoContent, b.Do("DELETE", "/v1/connectors/"+connID, b.Owner(), nil).Status)
+
+	r = b.Do("GET", "/v1/audit", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	var update map[string]any
+	for _, e := range r.Body["entries"].([]any) {
+		if e := e.(map[string]any); e["action"] == "connector.update" {
+			update = e
+		}
+	}
+	require.NotNil(t, update, string(r.Raw))
+	require.Equal(t, srv.URL+"/mcp/s/[REDACTED]/mcp", update["before"].(map[string]any)["url"])
+	require.Equal(t, srv.URL+"/mcp/s/[REDACTED]/mcp?key=[REDACTED]", update["after"].(map[string]any)["url"])
+	stored, export := storedAudit(t, b), string(exportAudit(t, b))
+	for _, k := range keys {
+		require.NotContains(t, string(r.Raw), k)
+		require.NotContains(t, stored, k)
+		require.NotContains(t, export, k)
+	}
+}
+
 // TestAudit_PagesFiltersAndExport pages through the trail newest first
 // with the cursor, narrows it by actor, action, target and time, and
 // exports it: the export verifies, and fails once a line is altered,

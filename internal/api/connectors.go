@@ -226,21 +226,33 @@ func connectorChange(conn connectors.View, in *connectors.Input) any {
 }
 
 // auditedConnector is a connector as the audit trail keeps it: the values
-// of its URL's query, where some servers take a key, are secrets like its
+// of its URL's query and its key-like path segments (mcp.KeyLike), where
+// some servers take a key (…/mcp/s/<key>/mcp), are secrets like its
 // auth's, and an entry is kept for good and exported.
 func auditedConnector(conn connectors.View) connectorView {
 	v := viewConnector(conn)
 	u, err := url.Parse(v.URL)
-	if err != nil || u.RawQuery == "" {
+	if err != nil {
 		return v
 	}
-	pairs := strings.Split(u.RawQuery, "&")
-	for i, pair := range pairs {
-		if name, _, found := strings.Cut(pair, "="); found {
-			pairs[i] = name + "=" + policy.Redacted
+	segs := strings.Split(u.EscapedPath(), "/")
+	for i, seg := range segs {
+		decoded, _ := url.PathUnescape(seg)
+		if mcp.KeyLike(seg) || mcp.KeyLike(decoded) {
+			segs[i] = policy.Redacted
 		}
 	}
-	u.RawQuery = strings.Join(pairs, "&")
+	u.RawPath = strings.Join(segs, "/")
+	u.Path, _ = url.PathUnescape(u.RawPath)
+	if u.RawQuery != "" {
+		pairs := strings.Split(u.RawQuery, "&")
+		for i, pair := range pairs {
+			if name, _, found := strings.Cut(pair, "="); found {
+				pairs[i] = name + "=" + policy.Redacted
+			}
+		}
+		u.RawQuery = strings.Join(pairs, "&")
+	}
 	v.URL = u.String()
 	return v
 }
