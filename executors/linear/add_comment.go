@@ -94,7 +94,7 @@ func (s *client) addComment(ctx context.Context, p *AddCommentParams, ec executo
 	if err := s.do(ctx, ec, op, &data); err != nil {
 		if input.ID != "" && errorCode(err) == codeAlreadyExists {
 			res, lookupErr := s.fetchComment(ctx, ec, input.ID)
-			return conflictResult(res, lookupErr, err)
+			return conflictResult(res, lookupErr, err, ec, input.ID)
 		}
 		return executors.Result{}, err
 	}

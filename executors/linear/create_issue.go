@@ -92,7 +92,7 @@ func (s *client) createIssue(ctx context.Context, p *CreateIssueParams, ec execu
 	if err := s.do(ctx, ec, op, &data); err != nil {
 		if input.ID != "" && errorCode(err) == codeAlreadyExists {
 			res, lookupErr := s.fetchIssue(ctx, ec, input.ID)
-			return conflictResult(res, lookupErr, err)
+			return conflictResult(res, lookupErr, err, ec, input.ID)
 		}
 		return executors.Result{}, err
 	}

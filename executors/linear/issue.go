@@ -104,15 +104,26 @@ func objectResult(opName string, obj json.RawMessage) (executors.Result, error) 
 
 // conflictResult completes a create that Linear refused with createErr
 // because an object with the same stable id exists: a retry after an answer
-// that was lost. res and lookupErr are the outcome of reading that object.
-// Found, it is the result, marked as a conflict; not found, the refusal was
-// about something else and createErr stands.
-func conflictResult(res executors.Result, lookupErr, createErr error) (executors.Result, error) {
-	if lookupErr != nil {
-		if errorCode(lookupErr) == codeNotFound {
-			return executors.Result{}, createErr
-		}
+// that was lost. res and lookupErr are the outcome of reading that object
+// by id. Found, it is the result, marked as a conflict. Not found on a
+// retry (a token that may create what it cannot read back), Linear still
+// says the first attempt's object exists: the result, marked as a
+// conflict, holds only its id, as when a create answers with a null
+// object. Not found on a first attempt, whose id nothing before it took,
+// the refusal was about something else and createErr stands.
+func conflictResult(res executors.Result, lookupErr, createErr error, ec executors.ExecContext, id string) (executors.Result, error) {
+	switch {
+	case lookupErr == nil:
+	case errorCode(lookupErr) != codeNotFound:
 		return executors.Result{}, lookupErr
+	case !ec.Retry:
+		return executors.Result{}, createErr
+	default:
+		data, err := json.Marshal(objectRef{ID: id})
+		if err != nil {
+			return executors.Result{}, err
+		}
+		res = executors.Result{Data: data, ProviderRef: id}
 	}
 	res.Conflict = true
 	return res, nil

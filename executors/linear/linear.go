@@ -6,7 +6,8 @@
 // create_issue and add_comment are safe to retry: each sends a client-chosen
 // id derived from the invocation's idempotency key (see StableID), so a retry
 // after a lost answer meets Linear's "already exists" and is reported as the
-// existing object with Result.Conflict set.
+// existing object (its id alone when the token cannot read it back) with
+// Result.Conflict set.
 package linear
 
 import (

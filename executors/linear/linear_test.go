@@ -797,6 +797,55 @@ func TestSource_Execute(t *testing.T) {
 		}
 	})
 
+	t.Run("RetriedAfterLostAnswerUnreadable", func(t *testing.T) {
+		t.Parallel()
+		// The token may create what it cannot read back. Linear makes the
+		// issue (and the comment), its answer is lost, and the retry is
+		// refused as a duplicate of the first attempt's id while the read
+		// finds nothing: Linear says the object exists, so the retry
+		// completes as a conflict with the id alone, not a failure the
+		// agent would answer with a second object.
+		issueID := linear.StableID(linear.ActionCreateIssue, idempotencyKey)
+		commentID := linear.StableID(linear.ActionAddComment, idempotencyKey)
+		bundle := setup(t)
+		bundle.fake.WithholdObjects(true)
+		retry := execContext()
+		retry.Retry = true
+		for _, c := range []struct {
+			action, params, id string
+		}{
+			{linear.ActionCreateIssue, `{"teamId":"team-eng","title":"t"}`, issueID},
+			{linear.ActionAddComment, `{"issueId":"` + issueID + `","body":"b"}`, commentID},
+		} {
+			bundle.fake.HangAfterNextMutation()
+			attemptCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			_, err := bundle.source.Execute(attemptCtx, c.action, json.RawMessage(c.params), execContext())
+			cancel()
+			require.Equal(t, "timeout", requireExecError(t, err).Code, c.action)
+
+			res, err := bundle.source.Execute(ctx, c.action, json.RawMessage(c.params), retry)
+			require.NoError(t, err, c.action)
+			require.True(t, res.Conflict, c.action)
+			require.Equal(t, c.id, res.ProviderRef)
+			require.JSONEq(t, `{"id":"`+c.id+`"}`, string(res.Data))
+		}
+		require.Equal(t, 1, bundle.fake.IssueCount())
+		_, ok := bundle.fake.Comment(commentID)
+		require.True(t, ok)
+
+		// On a first attempt the id cannot be taken by this invocation:
+		// such a refusal with nothing to read stays the failure it is.
+		fresh := execContext()
+		fresh.IdempotencyKey = "another-invocation"
+		bundle.fake.AnswerWith(byOperation(map[string]lineartest.Handler{
+			"CreateIssue": answer(http.StatusOK, `{"errors":[{"message":"Entity already exists","extensions":{"code":"INVALID_INPUT"}}],"data":null}`),
+			"GetIssue": answer(http.StatusOK, `{"errors":[{"message":"Entity not found: Issue",`+
+				`"extensions":{"code":"INVALID_INPUT","userPresentableMessage":"Could not find referenced Issue."}}],"data":null}`),
+		}))
+		_, err := bundle.source.Execute(ctx, linear.ActionCreateIssue, json.RawMessage(`{"teamId":"team-eng","title":"t"}`), fresh)
+		require.Equal(t, "already_exists", requireExecError(t, err).Code)
+	})
+
 	t.Run("CreateIssueUnknownTeam", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
