@@ -61,15 +61,19 @@ const niceness = 10
 // memory, which the host cannot page out, is 64 KiB (the kernel's
 // default before Linux 5.16): enough for the few pages a crypto library
 // locks for its keys. RLIMIT_NICE 0 allows no nice value lower than the
-// one it has (niceness).
+// one it has (niceness). RLIMIT_MSGQUEUE 0 allows no POSIX message queue:
+// their bytes are counted for outboxd's user, against one budget every
+// sandbox shares, and a queue is made (and counted until the sandbox
+// ends) even when Landlock then refuses the program its descriptor.
 var rlimits = map[int]uint64{
-	unix.RLIMIT_NICE:    0,
-	unix.RLIMIT_CORE:    0,
-	unix.RLIMIT_NPROC:   256,
-	unix.RLIMIT_NOFILE:  1024,
-	unix.RLIMIT_FSIZE:   256 << 20,
-	unix.RLIMIT_STACK:   8 << 20,
-	unix.RLIMIT_MEMLOCK: 64 << 10,
+	unix.RLIMIT_NICE:     0,
+	unix.RLIMIT_CORE:     0,
+	unix.RLIMIT_MSGQUEUE: 0,
+	unix.RLIMIT_NPROC:    256,
+	unix.RLIMIT_NOFILE:   1024,
+	unix.RLIMIT_FSIZE:    256 << 20,
+	unix.RLIMIT_STACK:    8 << 20,
+	unix.RLIMIT_MEMLOCK:  64 << 10,
 }
 
 // enter sets up the sandbox and execs spec's program.

@@ -567,3 +567,14 @@ func resolved(t *testing.T, path string) string {
 	require.NoError(t, err)
 	return r
 }
+
+// A program may make no POSIX message queue (RLIMIT_MSGQUEUE 0): their
+// bytes count against one budget for outboxd's user, which every
+// sandbox shares, so one plugin's queues could take it all and deny
+// other organizations' plugins theirs. Landlock refused the program the
+// queue's descriptor, but only once the queue was made and counted, for
+// as long as the sandbox ran: the second try found it there.
+func TestCommand_MessageQueuesAreRefused(t *testing.T) {
+	bin := testProgram(t, "probe")
+	require.Equal(t, "mq mq_open: too many open files, then too many open files", probe(t, bin, "mq"))
+}

@@ -90,6 +90,27 @@ var probes = map[string]func(arg string) (string, error){
 	"nice-lower": func(string) (string, error) {
 		return "", unix.Setpriority(unix.PRIO_PROCESS, 0, 0)
 	},
+	// a POSIX message queue, whose bytes count against a limit per user
+	// (RLIMIT_MSGQUEUE) every sandbox of outboxd's user shares, made
+	// twice: the second answer says whether the first made it, though
+	// it was refused the queue's descriptor
+	"mq": func(string) (string, error) {
+		name, err := unix.BytePtrFromString("outboxd-probe")
+		if err != nil {
+			return "", err
+		}
+		var errs []error
+		for range 2 {
+			fd, _, errno := unix.Syscall6(unix.SYS_MQ_OPEN, uintptr(unsafe.Pointer(name)), unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600, 0, 0, 0)
+			if errno != 0 {
+				errs = append(errs, errno)
+				continue
+			}
+			unix.Close(int(fd))
+			errs = append(errs, errors.New("made"))
+		}
+		return "", fmt.Errorf("mq_open: %v, then %v", errs[0], errs[1])
+	},
 	// nothing until its standard input ends
 	"wait": func(string) (string, error) {
 		fmt.Println("waiting")
