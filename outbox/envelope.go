@@ -12,7 +12,9 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/jsontext"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -165,6 +167,9 @@ func (s *Service) envelopeRequest(by *Enqueuer, env *Envelope) (*request, error)
 	if b := env.Constraints.RateBucket; b != "" && !s.deps.Flow.Accepts(b) {
 		return nil, errs.Invalid("constraints.rate_bucket", "unknown rate bucket %q", b)
 	}
+	if err := s.sharedBucket(by.OrganizationID, source, env.Constraints.RateBucket); err != nil {
+		return nil, err
+	}
 	retry, err := env.Constraints.Retry.parse()
 	if err != nil {
 		return nil, err
@@ -201,6 +206,46 @@ func (s *Service) envelopeRequest(by *Enqueuer, env *Envelope) (*request, error)
 		mustRunBefore:    mustRunBefore,
 		retry:            retry,
 	}, nil
+}
+
+// sharedBucket refuses an envelope of org for source that names another
+// source's global rate bucket (such as plugin, shared by every
+// organization's plugin calls): its calls would take that bucket's tokens
+// and concurrency slots, and one organization could hold back every
+// organization's calls of that source. A global bucket no source takes
+// by default (an operator's) stays nameable, as do the source's own and
+// the buckets kept per organization or per source.
+func (s *Service) sharedBucket(org, source, bucket string) error {
+	if bucket == "" || s.deps.Flow == nil || s.deps.Sources == nil {
+		return nil
+	}
+	if cfg, ok := s.deps.Flow.Bucket(bucket); !ok || cfg.Scope != flow.ScopeGlobal {
+		return nil
+	}
+	// Only an envelope naming a global bucket gets here, which is rare:
+	// the sources' default buckets are looked up then, among the sources
+	// org sees. The request's context does not reach here (EnqueueBatch
+	// calls this too), so the look-up carries org itself.
+	sources, err := s.deps.Sources.List(dbutil.WithOrg(context.Background(), org), org)
+	if err != nil {
+		return fmt.Errorf("listing sources for constraints.rate_bucket: %w", err)
+	}
+	var owners []string
+	for _, src := range sources {
+		if src.Bucket != bucket {
+			continue
+		}
+		if src.ID() == source {
+			return nil
+		}
+		owners = append(owners, src.ID())
+	}
+	if len(owners) == 0 {
+		return nil
+	}
+	return errs.Invalid("constraints.rate_bucket",
+		"rate bucket %q is the bucket of %s, shared by every organization: an envelope of %s may not name it; name a bucket of your own organization or none",
+		bucket, strings.Join(owners, ", "), source)
 }
 
 // GetEnvelope returns an envelope's invocation by its action id.
