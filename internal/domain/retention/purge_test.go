@@ -236,3 +236,44 @@ func TestPurge_RevocationExpires(t *testing.T) {
 	require.True(t, revocations.Revoked(last))
 	require.False(t, last.ExpiresAt.Add(leeway).After(*listed[0].ExpiresAt))
 }
+
+// The purge deletes an organization's per-source bucket rows
+// ("<org>/<source>") with its per-organization ones, and no row of an
+// organization whose id starts with its id and a slash ("acme/x", whose
+// per-organization row "acme/x" looks like a source "x" of "acme").
+// Before, the per-source rows stayed behind.
+func TestPurge_FlowBucketsOfTheOrganizationOnly(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	keys := func(sql string, args ...any) []string {
+		rows, err := b.pool.Query(ctx, sql, args...)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return out
+	}
+	_, err := b.pool.Exec(ctx, `INSERT INTO flow_buckets (name, scope_key, tokens, refilled_at)
+		SELECT k.name, k.scope_key, 1, now() FROM (VALUES
+			('slack.minute', 'acme'), ('connector', 'acme/connector:1'), ('database', 'acme/database:2'),
+			('slack.minute', 'acme/x'), ('connector', 'acme/x/connector:3'),
+			('plugin', '')) AS k(name, scope_key)`)
+	require.NoError(t, err)
+	revocations, err := revocation.New(&revocation.Deps{Pool: b.pool, Owner: b.pool}, &revocation.Config{})
+	require.NoError(t, err)
+	purger := retention.NewPurger(b.pool, 1, revocations)
+
+	counts, err := purger.Count(ctx, "acme")
+	require.NoError(t, err)
+	deleted, _, err := purger.Purge(ctx, "acme")
+	require.NoError(t, err)
+	for _, c := range slices.Concat(counts, deleted) {
+		if c.Table == "flow_buckets" {
+			require.EqualValues(t, 3, c.Rows)
+		}
+	}
+	require.Equal(t, []string{"", "acme/x", "acme/x/connector:3"}, keys(`SELECT scope_key FROM flow_buckets ORDER BY scope_key`))
+
+	_, _, err = purger.Purge(ctx, "acme/x")
+	require.NoError(t, err)
+	require.Equal(t, []string{""}, keys(`SELECT scope_key FROM flow_buckets ORDER BY scope_key`))
+}

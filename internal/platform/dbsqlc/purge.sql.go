@@ -120,7 +120,11 @@ SELECT
     (SELECT count(*) FROM audit_entries WHERE organization_id = $1::text)::bigint AS audit_entries,
     (SELECT count(*) FROM audit_anchors WHERE organization_id = $1::text)::bigint AS audit_anchors,
     (SELECT count(*) FROM token_revocations WHERE organization_id = $1::text)::bigint AS token_revocations,
-    (SELECT count(*) FROM flow_buckets WHERE scope_key = $1::text)::bigint AS flow_buckets
+    (SELECT count(*) FROM flow_buckets c
+     WHERE c.scope_key = $1::text
+        OR (starts_with(c.scope_key, $1::text || '/')
+            AND strpos(substr(c.scope_key, length($1::text) + 2), '/') = 0
+            AND strpos(substr(c.scope_key, length($1::text) + 2), ':') > 0))::bigint AS flow_buckets
 `
 
 type PurgeCountsRow struct {
@@ -239,7 +243,13 @@ func (q *Queries) PurgeEventListeners(ctx context.Context, db DBTX, arg PurgeEve
 }
 
 const purgeFlowBuckets = `-- name: PurgeFlowBuckets :execrows
-DELETE FROM flow_buckets d WHERE d.ctid IN (SELECT c.ctid FROM flow_buckets c WHERE c.scope_key = $1::text LIMIT $2::int)
+DELETE FROM flow_buckets d WHERE d.ctid IN (
+    SELECT c.ctid FROM flow_buckets c
+    WHERE c.scope_key = $1::text
+       OR (starts_with(c.scope_key, $1::text || '/')
+           AND strpos(substr(c.scope_key, length($1::text) + 2), '/') = 0
+           AND strpos(substr(c.scope_key, length($1::text) + 2), ':') > 0)
+    LIMIT $2::int)
 `
 
 type PurgeFlowBucketsParams struct {
@@ -247,6 +257,12 @@ type PurgeFlowBucketsParams struct {
 	MaxRows        int32
 }
 
+// The organization's bucket rows: its org-scoped ones (scope key the
+// organization) and its source-scoped ones (the organization, '/', and a
+// source it registered, connector:<uuid> or database:<uuid>: source ids
+// have no '/'). Organization ids may hold a '/', so the rest after the
+// organization must be one source id: org "acme/x"'s rows ("acme/x",
+// "acme/x/connector:…") are not org "acme"'s. PurgeCounts counts alike.
 func (q *Queries) PurgeFlowBuckets(ctx context.Context, db DBTX, arg PurgeFlowBucketsParams) (int64, error) {
 	result, err := db.Exec(ctx, purgeFlowBuckets, arg.OrganizationID, arg.MaxRows)
 	if err != nil {

@@ -29,7 +29,11 @@ SELECT
     (SELECT count(*) FROM audit_entries WHERE organization_id = @organization_id::text)::bigint AS audit_entries,
     (SELECT count(*) FROM audit_anchors WHERE organization_id = @organization_id::text)::bigint AS audit_anchors,
     (SELECT count(*) FROM token_revocations WHERE organization_id = @organization_id::text)::bigint AS token_revocations,
-    (SELECT count(*) FROM flow_buckets WHERE scope_key = @organization_id::text)::bigint AS flow_buckets;
+    (SELECT count(*) FROM flow_buckets c
+     WHERE c.scope_key = @organization_id::text
+        OR (starts_with(c.scope_key, @organization_id::text || '/')
+            AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), '/') = 0
+            AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), ':') > 0))::bigint AS flow_buckets;
 
 -- name: PurgeActionInvocations :execrows
 DELETE FROM action_invocations d WHERE d.ctid IN (SELECT c.ctid FROM action_invocations c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
@@ -98,7 +102,19 @@ DELETE FROM quiet_hours d WHERE d.ctid IN (SELECT c.ctid FROM quiet_hours c WHER
 DELETE FROM slack_settings d WHERE d.ctid IN (SELECT c.ctid FROM slack_settings c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
 
 -- name: PurgeFlowBuckets :execrows
-DELETE FROM flow_buckets d WHERE d.ctid IN (SELECT c.ctid FROM flow_buckets c WHERE c.scope_key = @organization_id::text LIMIT @max_rows::int);
+-- The organization's bucket rows: its org-scoped ones (scope key the
+-- organization) and its source-scoped ones (the organization, '/', and a
+-- source it registered, connector:<uuid> or database:<uuid>: source ids
+-- have no '/'). Organization ids may hold a '/', so the rest after the
+-- organization must be one source id: org "acme/x"'s rows ("acme/x",
+-- "acme/x/connector:…") are not org "acme"'s. PurgeCounts counts alike.
+DELETE FROM flow_buckets d WHERE d.ctid IN (
+    SELECT c.ctid FROM flow_buckets c
+    WHERE c.scope_key = @organization_id::text
+       OR (starts_with(c.scope_key, @organization_id::text || '/')
+           AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), '/') = 0
+           AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), ':') > 0)
+    LIMIT @max_rows::int);
 
 -- name: PurgeRetentionRuns :execrows
 DELETE FROM retention_runs d WHERE d.ctid IN (SELECT c.ctid FROM retention_runs c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
