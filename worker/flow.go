@@ -51,6 +51,20 @@ func (w *ExecuteWorker) takeToken(ctx context.Context, ref *invocation.BucketRef
 	}, nil
 }
 
+// refund gives back the token the invocation's job took from its bucket
+// (takeToken) when no call is made. The job's concurrency slot is
+// released after it as after a call.
+func (w *ExecuteWorker) refund(ctx context.Context, inv invocation.Invocation) {
+	bucket := deref(inv.RateBucket)
+	if w.deps.Flow == nil || bucket == "" {
+		return
+	}
+	err := w.deps.Flow.Refund(context.WithoutCancel(ctx), bucket, w.bucketScope(bucket, inv.OrganizationID, inv.Integration))
+	if err != nil && !errors.Is(err, flow.ErrUnknownBucket) {
+		w.logger.WarnContext(ctx, "refunding rate bucket token", "bucket", bucket, "error", err)
+	}
+}
+
 // drain empties the invocation's bucket for d after a provider 429, so the
 // other jobs of the bucket wait too. A global bucket is every
 // organization's: it is drained only for its own source's 429 (the

@@ -1,6 +1,8 @@
 package worker_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -9,10 +11,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/pgtest"
+	"github.com/outboxd/outboxd/worker"
 )
 
 // metric reads a sample of /metrics, 0 when it is not there.
@@ -60,4 +70,60 @@ func TestExecute_BucketDrainsAndWaitsAreCounted(t *testing.T) {
 	b.WaitStatus(first, invocation.StatusCompleted, 15*time.Second)
 	require.GreaterOrEqual(t, metric(t, b, `outboxd_rate_bucket_waits_total{bucket="slack.minute"}`), 1.0)
 	require.Equal(t, 1.0, metric(t, b, `outboxd_rate_bucket_drains_total{bucket="slack.minute"}`))
+}
+
+// A job that took its bucket's token and was then skipped by a gate (or
+// held by quiet hours) made no call: the token goes back to the bucket and
+// the next job runs on it. Before, it was spent, and with a bucket of one
+// token an hour the next job waited the hour.
+func TestExecuteWorker_GateRefundsTheToken(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupUnit(t)
+	// The limiter's rows live in a database of their own: what it holds
+	// does not depend on the test's transaction.
+	pool := pgtest.Pool(t)
+	limiter, err := flow.New(pool, &flow.Config{Buckets: []flow.BucketConfig{
+		{Name: "test.one", Rate: 1, Interval: time.Hour, Burst: 1, MaxConcurrency: 1, Scope: flow.ScopeOrg},
+	}})
+	require.NoError(t, err)
+	src, err := slack.New(&slack.Config{BaseURL: b.slack.Server.URL})
+	require.NoError(t, err)
+	w := worker.NewExecuteWorker(&worker.Deps{
+		Pool: pool, DB: b.tx, Sources: registrySources{executors.NewRegistry(src)}, Tokens: b.creds, Box: b.box,
+		Metrics: b.metrics, Flow: limiter,
+	}, &worker.Config{RetryBaseDelay: time.Second})
+	runner := rivertest.NewWorker(t, riverpgxv5.New(pool), &river.Config{}, w)
+	to := func(channel string) func(p *invocation.CreateParams) {
+		return func(p *invocation.CreateParams) {
+			p.RateBucket = "test.one"
+			p.Params = json.RawMessage(`{"channel":"` + channel + `","text":"hi"}`)
+		}
+	}
+	_, err = b.tx.Exec(ctx, `INSERT INTO do_not_contact (organization_id, pattern, created_by) VALUES ('org-1', 'C0NOPE*', 'ops')`)
+	require.NoError(t, err)
+
+	skipped, job := b.approved(t, to("C0NOPE1"))
+	res, err := runner.WorkJob(ctx, t, b.tx, job)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	got, err := b.store.Get(ctx, b.tx, "org-1", skipped.ID)
+	require.NoError(t, err)
+	require.Equal(t, invocation.StatusSkipped, got.Status)
+
+	sent, job := b.approved(t, to("C0123456789"))
+	res, err = runner.WorkJob(ctx, t, b.tx, job)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, res.EventKind, "the job waited for a token the skipped job spent")
+	got, err = b.store.Get(ctx, b.tx, "org-1", sent.ID)
+	require.NoError(t, err)
+	require.Equal(t, invocation.StatusCompleted, got.Status)
+	require.Len(t, b.slack.Requests(), 1)
+
+	// The call spent the token: the next job waits, and leaves the token
+	// of the hour untouched.
+	_, job = b.approved(t, to("C0123456789"))
+	res, err = runner.WorkJob(ctx, t, b.tx, job)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, res.EventKind)
 }

@@ -22,8 +22,14 @@ import (
 // see refused); quiet hours make it wait, no longer than until its
 // must_run_before. The settings come with the invocation
 // (Store.BeginMany), which starts the invocation itself when there are
-// none.
+// none. The job took its bucket's token before the gates: a job they hold
+// or skip makes no call and gives the token back (refund).
 func (w *ExecuteWorker) gates(ctx context.Context, inv invocation.Invocation, rc invocation.RunContext, source *catalog.Source) (skip string, wait time.Duration, err error) {
+	defer func() {
+		if skip != "" || wait > 0 || err != nil {
+			w.refund(ctx, inv)
+		}
+	}()
 	if inv.MustRunBefore != nil && time.Now().After(*inv.MustRunBefore) {
 		return w.refused(ctx, inv, rc, "must_run_before", "must_run_before passed before the action could run")
 	}

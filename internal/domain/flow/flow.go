@@ -278,6 +278,24 @@ func (l *Limiter) Release(ctx context.Context, lease *Lease) error {
 	return nil
 }
 
+// Refund gives back a token taken from the bucket (Acquire with the same
+// bucketName and org) for a call that was not made, such as a job a gate
+// held or skipped after it took its token. The bucket never holds more
+// than Burst. A concurrency slot is freed by Release, as after a call.
+func (l *Limiter) Refund(ctx context.Context, bucketName, org string) error {
+	b, key, err := l.resolve(bucketName, org)
+	if err != nil {
+		return err
+	}
+	if err := l.store.Refund(ctx, b.Name, key, float64(b.Burst)); err != nil {
+		return fmt.Errorf("refunding flow bucket %q: %w", b.Name, err)
+	}
+	// This process's pre-check was charged for the token: forgetting it
+	// (always safe) lets the next Acquire ask Postgres, which has it back.
+	l.locals.forget(b.Name, key)
+	return nil
+}
+
 // Drain empties the bucket and blocks it until d from now, for example for
 // a provider's 429 with Retry-After. A block that already ends later is kept.
 // Every process's Acquire of the bucket then waits, and tokens refill during

@@ -505,6 +505,34 @@ func TestLimiter_LocalPreCheck(t *testing.T) {
 	})
 }
 
+// Refund gives a token taken for a call not made back, in Postgres and
+// to this process's pre-check (the next Acquire gets it at once), and
+// never raises the bucket above its burst.
+func TestLimiter_Refund(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &flow.Config{Buckets: []flow.BucketConfig{
+		{Name: "hourly", Rate: 1, Interval: time.Hour, Burst: 2, Scope: flow.ScopeOrg},
+	}})
+	p := b.process(t)
+	require.True(t, acquire(t, p, "hourly", "org-1", "").Granted())
+	require.True(t, acquire(t, p, "hourly", "org-1", "").Granted())
+	require.False(t, acquire(t, p, "hourly", "org-1", "").Granted())
+
+	require.NoError(t, p.Refund(ctx, "hourly", "org-1"))
+	require.True(t, acquire(t, p, "hourly", "org-1", "").Granted(), "the refunded token")
+	require.False(t, acquire(t, p, "hourly", "org-1", "").Granted())
+
+	// Refunds beyond what was taken stop at the burst.
+	for range 5 {
+		require.NoError(t, p.Refund(ctx, "hourly", "org-1"))
+	}
+	require.True(t, acquire(t, p, "hourly", "org-1", "").Granted())
+	require.True(t, acquire(t, p, "hourly", "org-1", "").Granted())
+	require.False(t, acquire(t, p, "hourly", "org-1", "").Granted())
+	require.ErrorIs(t, p.Refund(ctx, "nope", "org-1"), flow.ErrUnknownBucket)
+}
+
 func BenchmarkAcquire(b *testing.B) {
 	bundle := setup(b, &flow.Config{Buckets: []flow.BucketConfig{
 		{Name: "huge", Rate: 1_000_000_000, Burst: 1_000_000_000},

@@ -69,6 +69,14 @@ func (ls *locals) get(b *bucket, scopeKey string, init func(*local)) *local {
 	return loc
 }
 
+// forget drops the entry of a bucket and scope key; the next get starts a
+// new one, full and unblocked.
+func (ls *locals) forget(bucket, scopeKey string) {
+	ls.mu.Lock()
+	delete(ls.m, localKey{bucket, scopeKey})
+	ls.mu.Unlock()
+}
+
 // wait returns how long the shared bucket certainly has no token for, 0
 // when it may have one.
 func (loc *local) wait(now time.Time) time.Duration {

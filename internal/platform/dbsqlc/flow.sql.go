@@ -158,6 +158,28 @@ func (q *Queries) FlowDrain(ctx context.Context, db DBTX, arg FlowDrainParams) e
 	return err
 }
 
+const flowRefund = `-- name: FlowRefund :exec
+UPDATE flow_buckets
+SET tokens = least($1::float8, tokens + 1)
+WHERE name = $2 AND scope_key = $3
+`
+
+type FlowRefundParams struct {
+	Burst    float64
+	Name     string
+	ScopeKey string
+}
+
+// Gives back the token of a call that was not made (a gate held or
+// skipped the job after it took the token), up to burst. The stored level
+// refills from refilled_at as before, which comes to the same as adding
+// the token to the refilled level and capping that at burst. A row that
+// does not exist changes nothing.
+func (q *Queries) FlowRefund(ctx context.Context, db DBTX, arg FlowRefundParams) error {
+	_, err := db.Exec(ctx, flowRefund, arg.Burst, arg.Name, arg.ScopeKey)
+	return err
+}
+
 const flowRelease = `-- name: FlowRelease :exec
 UPDATE flow_buckets
 SET leases = leases - $1::text

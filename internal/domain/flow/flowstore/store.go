@@ -82,6 +82,11 @@ func (s *Store) Release(ctx context.Context, name, scopeKey, holder string) erro
 	})
 }
 
+// Refund gives back one token to the bucket row, up to burst.
+func (s *Store) Refund(ctx context.Context, name, scopeKey string, burst float64) error {
+	return s.queries.FlowRefund(ctx, s.pool, dbsqlc.FlowRefundParams{Name: name, ScopeKey: scopeKey, Burst: burst})
+}
+
 // Drain empties the bucket row and blocks it until seconds from now; a
 // block that ends later stays.
 func (s *Store) Drain(ctx context.Context, name, scopeKey string, seconds float64) error {

@@ -88,6 +88,16 @@ UPDATE flow_buckets
 SET leases = leases - @holder::text
 WHERE name = @name AND scope_key = @scope_key AND leases ? @holder::text;
 
+-- name: FlowRefund :exec
+-- Gives back the token of a call that was not made (a gate held or
+-- skipped the job after it took the token), up to burst. The stored level
+-- refills from refilled_at as before, which comes to the same as adding
+-- the token to the refilled level and capping that at burst. A row that
+-- does not exist changes nothing.
+UPDATE flow_buckets
+SET tokens = least(@burst::float8, tokens + 1)
+WHERE name = @name AND scope_key = @scope_key;
+
 -- name: FlowDrain :exec
 -- Empties the bucket and blocks it until now + seconds; a block that ends
 -- later stays.
