@@ -63,3 +63,24 @@ func TestDatabase_OutboxdsOwnIsRefused(t *testing.T) {
 	require.Contains(t, r.Body["error"], "outboxd's own database")
 	require.NotContains(t, string(r.Raw), password)
 }
+
+// TestDatabase_TestConnectsAnew: testing a database ran list_tables on a
+// connection the pool kept from an earlier call or test, so a password
+// changed on the server since was reported reachable; each test now
+// opens a new connection, as a query does.
+func TestDatabase_TestConnectsAnew(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	tg := databasetest.NewTarget(t)
+	role, roleURL := tg.NewRole(t, "")
+	id, _ := createDatabase(t, b, map[string]any{"name": "shop", "url": roleURL})
+	r := b.Do("POST", "/v1/databases/"+id+"/test", b.Admin(), nil)
+	require.Equal(t, true, r.Body["reachable"], string(r.Raw))
+
+	_, err := b.Pool.Exec(context.Background(), "ALTER ROLE "+role+" PASSWORD 'changed-on-the-server'")
+	require.NoError(t, err)
+	r = b.Do("POST", "/v1/databases/"+id+"/test", b.Admin(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, false, r.Body["reachable"], string(r.Raw))
+	require.Equal(t, "connection_refused", r.Body["code"], string(r.Raw))
+}

@@ -28,9 +28,9 @@ type TestResult struct {
 	Error      string
 }
 
-// Test runs list_tables on one of org's databases now, in the same
-// read-only transaction, guard and timeout as an agent's call, and saves
-// nothing.
+// Test runs list_tables on one of org's databases now, on a new
+// connection, in the same read-only transaction, guards and timeout as an
+// agent's call, and saves nothing.
 func (s *Service) Test(ctx context.Context, org, id string) (TestResult, error) {
 	uid, err := parseID(id)
 	if err != nil {
@@ -50,6 +50,9 @@ func (s *Service) Test(ctx context.Context, org, id string) (TestResult, error) 
 	if err != nil {
 		return TestResult{}, fmt.Errorf("reading the database's URL: %w", err)
 	}
+	// A new connection, as a query's: one the pool kept would hide what
+	// changed since it was opened (the role's privileges, its password).
+	s.dropPool(uid)
 	src := s.source(&row).Source
 	res, err := src.Execute(ctx, database.ActionListTables, json.RawMessage(`{}`), executors.ExecContext{Token: tok.Value, OrganizationID: org})
 	if err != nil {

@@ -33,6 +33,8 @@ type Target struct {
 	URL string
 	// Password is in URL.
 	Password string
+
+	passwordURL func(role, password string) string
 }
 
 // NewTarget creates a Target, dropped with its role when t ends.
@@ -119,7 +121,39 @@ func newTarget(t testing.TB, adminURL string, passwordURL func(role, password st
 			t.Errorf("dropping role: %v", err)
 		}
 	})
-	return &Target{AdminURL: adminURL, URL: passwordURL(role, password), Password: password}
+	return &Target{AdminURL: adminURL, URL: passwordURL(role, password), Password: password, passwordURL: passwordURL}
+}
+
+// NewRole creates a login role of the target's server with the given
+// attributes (such as "SUPERUSER", or "" for none), made a member of each
+// role of memberOf, and returns its name and URL; it is dropped when t
+// ends.
+func (tg *Target) NewRole(t testing.TB, attributes string, memberOf ...string) (role, roleURL string) {
+	t.Helper()
+	ctx := context.Background()
+	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	role, password := "role_"+suffix, "pw-"+suffix+"-secret"
+	conn, err := pgx.Connect(ctx, tg.AdminURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s' %s`, role, password, attributes))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, tg.AdminURL)
+		if err != nil {
+			t.Errorf("dropping role: %v", err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP ROLE `+role); err != nil {
+			t.Errorf("dropping role: %v", err)
+		}
+	})
+	for _, r := range memberOf {
+		_, err = conn.Exec(ctx, fmt.Sprintf(`GRANT %s TO %s`, pgx.Identifier{r}.Sanitize(), role))
+		require.NoError(t, err)
+	}
+	return role, tg.passwordURL(role, password)
 }
 
 // ItemCount counts shop.items as the superuser.
