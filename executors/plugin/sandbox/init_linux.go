@@ -65,15 +65,19 @@ const niceness = 10
 // their bytes are counted for outboxd's user, against one budget every
 // sandbox shares, and a queue is made (and counted until the sandbox
 // ends) even when Landlock then refuses the program its descriptor.
+// Pending signals (POSIX timers among them) are counted the same way,
+// against a budget outboxd shares too: 1024 leaves the program room for
+// its timers and the others theirs.
 var rlimits = map[int]uint64{
-	unix.RLIMIT_NICE:     0,
-	unix.RLIMIT_CORE:     0,
-	unix.RLIMIT_MSGQUEUE: 0,
-	unix.RLIMIT_NPROC:    256,
-	unix.RLIMIT_NOFILE:   1024,
-	unix.RLIMIT_FSIZE:    256 << 20,
-	unix.RLIMIT_STACK:    8 << 20,
-	unix.RLIMIT_MEMLOCK:  64 << 10,
+	unix.RLIMIT_NICE:       0,
+	unix.RLIMIT_CORE:       0,
+	unix.RLIMIT_MSGQUEUE:   0,
+	unix.RLIMIT_SIGPENDING: 1024,
+	unix.RLIMIT_NPROC:      256,
+	unix.RLIMIT_NOFILE:     1024,
+	unix.RLIMIT_FSIZE:      256 << 20,
+	unix.RLIMIT_STACK:      8 << 20,
+	unix.RLIMIT_MEMLOCK:    64 << 10,
 }
 
 // enter sets up the sandbox and execs spec's program.

@@ -578,3 +578,21 @@ func TestCommand_MessageQueuesAreRefused(t *testing.T) {
 	bin := testProgram(t, "probe")
 	require.Equal(t, "mq mq_open: too many open files, then too many open files", probe(t, bin, "mq"))
 }
+
+// A program may have at most 1024 signals pending (RLIMIT_SIGPENDING),
+// its POSIX timers among them: they count against one budget for
+// outboxd's user, which every sandbox and outboxd itself share, so one
+// plugin queueing signals to itself (about 96,000 here) took it all, and
+// every other sandbox's init then spun without ever starting its
+// program until that plugin ended.
+func TestCommand_PendingSignalsAreBounded(t *testing.T) {
+	bin := testProgram(t, "probe")
+	out := probe(t, bin, "sigqueue")
+	queued, err, ok := strings.Cut(strings.TrimPrefix(out, "sigqueue ok "), ", then ")
+	require.True(t, ok, out)
+	require.Equal(t, "resource temporarily unavailable", err)
+	n, convErr := strconv.Atoi(queued)
+	require.NoError(t, convErr, out)
+	require.LessOrEqual(t, n, 1024, "signals queued")
+	require.Greater(t, n, 1000, "signals queued") // the program's own, less any of the Go runtime's pending
+}

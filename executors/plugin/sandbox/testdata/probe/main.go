@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -110,6 +111,26 @@ var probes = map[string]func(arg string) (string, error){
 			errs = append(errs, errors.New("made"))
 		}
 		return "", fmt.Errorf("mq_open: %v, then %v", errs[0], errs[1])
+	},
+	// signals queued to itself (a real-time signal it blocks) until the
+	// kernel refuses one: each counts against a limit per user
+	// (RLIMIT_SIGPENDING), as POSIX timers do
+	"sigqueue": func(string) (string, error) {
+		runtime.LockOSThread() // the mask is this thread's; it ends with the probe
+		const sig = 36         // SIGRTMIN+2
+		var set unix.Sigset_t
+		set.Val[(sig-1)/64] |= 1 << ((sig - 1) % 64)
+		if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil); err != nil {
+			return "", fmt.Errorf("sigprocmask: %w", err)
+		}
+		info := unix.Siginfo{Signo: sig, Code: -1} // SI_QUEUE, as sigqueue(3) sends
+		pid, tid := unix.Getpid(), unix.Gettid()
+		for n := 0; ; n++ {
+			_, _, errno := unix.Syscall6(unix.SYS_RT_TGSIGQUEUEINFO, uintptr(pid), uintptr(tid), sig, uintptr(unsafe.Pointer(&info)), 0, 0)
+			if errno != 0 {
+				return fmt.Sprintf("%d, then %v", n, errno), nil
+			}
+		}
 	},
 	// nothing until its standard input ends
 	"wait": func(string) (string, error) {
