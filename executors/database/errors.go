@@ -42,6 +42,10 @@ const (
 	// CodeConnectionRefused: the server refused the login (password, role,
 	// database name).
 	CodeConnectionRefused = "connection_refused"
+	// CodePrivilegedRole: the URL's role is a superuser, can become one,
+	// or may run programs or read or write files on the server
+	// (PrivilegedRoleError).
+	CodePrivilegedRole = "privileged_role"
 	// CodeUnavailable: the server could not be reached or was busy; the
 	// call is retried.
 	CodeUnavailable = "database_unavailable"
@@ -97,6 +101,10 @@ func (s *source) classify(ctx context.Context, err error, sc scrubber) error {
 				"(list_tables and describe_table still work): %s", s.db.Name, e.Message)
 		}
 		return e
+	}
+	var privileged *PrivilegedRoleError
+	if errors.As(err, &privileged) {
+		return &executors.Error{Code: CodePrivilegedRole, Message: fmt.Sprintf("database %q: %s", s.db.Name, sc.clean(privileged.Error())), Cause: privileged}
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {

@@ -178,7 +178,8 @@ var driverSettings = map[string]string{
 // read-only by default, reading no message larger than MaxMessageBytes,
 // no COPY and no more than MaxNoticeBytes of one statement's notices
 // (messageGuard), dialed through the guard unless allowPrivate, and
-// refused when it reaches outboxd's own database.
+// refused when it reaches outboxd's own database or its role is
+// privileged (refusePrivileged).
 func poolConfig(raw string, cfg *Config) (*pgxpool.Config, error) {
 	if _, err := CheckURL(raw, cfg.AllowPrivateNetworks); err != nil {
 		return nil, fmt.Errorf("%w: %w", errInvalidURL, err)
@@ -237,8 +238,6 @@ func poolConfig(raw string, cfg *Config) (*pgxpool.Config, error) {
 		f.SetMaxBodyLen(MaxMessageBytes)
 		return f
 	}
-	if cfg.Own != (Identity{}) {
-		pc.AfterConnect = refuseOwn(cfg.Own)
-	}
+	pc.AfterConnect = checkConnection(cfg.Own)
 	return pc, nil
 }

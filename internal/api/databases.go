@@ -2,11 +2,14 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/database"
 	"github.com/outboxd/outboxd/executors/database/databases"
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
@@ -76,7 +79,7 @@ func (s *Server) createDatabase(w http.ResponseWriter, r *http.Request, c *auth.
 	}
 	db, err := s.databases.Create(r.Context(), c.Org, c.Subject, in)
 	if err != nil {
-		return err
+		return databaseError(err)
 	}
 	s.record(r, &audit.Change{Action: "database.create", TargetType: "database", TargetID: db.ID.String(), After: databaseChange(db, in)})
 	writeJSON(w, http.StatusCreated, map[string]any{"database": viewDatabase(db)})
@@ -103,7 +106,7 @@ func (s *Server) updateDatabase(w http.ResponseWriter, r *http.Request, c *auth.
 	}
 	db, revoked, err := s.databases.Update(r.Context(), c.Org, r.PathValue("id"), c.Subject, in)
 	if err != nil {
-		return err
+		return databaseError(err)
 	}
 	s.record(r, &audit.Change{Action: "database.update", TargetType: "database", TargetID: db.ID.String(), Before: before, After: databaseChange(db, in)})
 	s.recordRevokedGrants(r, revoked)
@@ -126,6 +129,17 @@ func (s *Server) deleteDatabase(w http.ResponseWriter, r *http.Request, c *auth.
 	s.record(r, &audit.Change{Action: "database.delete", TargetType: "database", TargetID: target, Before: before})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// databaseError answers a URL whose role is privileged with 400
+// privileged_role, naming the url field as a validation error does.
+func databaseError(err error) error {
+	var privileged *database.PrivilegedRoleError
+	if errors.As(err, &privileged) {
+		return &apiError{status: http.StatusBadRequest, code: database.CodePrivilegedRole, message: privileged.Error(),
+			details: map[string]any{"fields": []executors.FieldError{{Field: "url", Message: privileged.Error()}}}}
+	}
+	return err
 }
 
 // databaseBefore is the database of the path before a change, for the

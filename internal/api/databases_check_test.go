@@ -84,3 +84,40 @@ func TestDatabase_TestConnectsAnew(t *testing.T) {
 	require.Equal(t, false, r.Body["reachable"], string(r.Raw))
 	require.Equal(t, "connection_refused", r.Body["code"], string(r.Raw))
 }
+
+// TestDatabase_PrivilegedRoleIsRefused: a URL whose role is a superuser,
+// can become one (SET ROLE) or is a member of pg_execute_server_program
+// (whose queries run programs on the database server) is refused at
+// registration and at a change of URL, storing nothing; a role made a
+// superuser after registration is refused when the database is tested
+// (as at every call).
+func TestDatabase_PrivilegedRoleIsRefused(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	tg := databasetest.NewTarget(t)
+	boss, _ := tg.NewRole(t, "SUPERUSER")
+	_, superURL := tg.NewRole(t, "SUPERUSER")
+	_, programURL := tg.NewRole(t, "", "pg_execute_server_program")
+	_, climberURL := tg.NewRole(t, "", boss)
+
+	for _, u := range []string{superURL, programURL, climberURL} {
+		e := requireAPIError(t, b.Do("POST", "/v1/databases", b.Owner(), map[string]any{"name": "shop", "url": u}), http.StatusBadRequest, "privileged_role")
+		require.Contains(t, e["message"], "register a role with read grants only")
+		require.Equal(t, "url", e["details"].(map[string]any)["fields"].([]any)[0].(map[string]any)["field"])
+	}
+	require.Empty(t, b.Do("GET", "/v1/databases", b.Owner(), nil).Body["databases"])
+
+	role, roleURL := tg.NewRole(t, "")
+	id, _ := createDatabase(t, b, map[string]any{"name": "shop", "url": roleURL})
+	requireAPIError(t, b.Do("PATCH", "/v1/databases/"+id, b.Owner(), map[string]any{"url": programURL}), http.StatusBadRequest, "privileged_role")
+	r := b.Do("POST", "/v1/databases/"+id+"/test", b.Admin(), nil)
+	require.Equal(t, true, r.Body["reachable"], "the refused URL replaced the stored one: %s", r.Raw)
+
+	_, err := b.Pool.Exec(context.Background(), "ALTER ROLE "+role+" SUPERUSER")
+	require.NoError(t, err)
+	r = b.Do("POST", "/v1/databases/"+id+"/test", b.Admin(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, false, r.Body["reachable"], string(r.Raw))
+	require.Equal(t, "privileged_role", r.Body["code"], string(r.Raw))
+	require.Contains(t, r.Body["error"], "is a superuser")
+}

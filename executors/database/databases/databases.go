@@ -108,13 +108,18 @@ func (s *Service) apply(f *databasestore.Fields, in *Input) error {
 }
 
 // Create registers a database for org, with its URL sealed in the
-// credential store in the same transaction.
+// credential store in the same transaction. A URL whose role is
+// privileged is refused (*database.PrivilegedRoleError) when the database
+// can be reached now.
 func (s *Service) Create(ctx context.Context, org, by string, in *Input) (View, error) {
 	if in.URL == nil || strings.TrimSpace(*in.URL) == "" {
 		return View{}, errs.Invalid("url", "url is required: postgres://user:password@host:5432/database")
 	}
 	f := databasestore.Fields{StatementTimeoutMs: int32(database.DefaultStatementTimeout.Milliseconds()), MaxRows: database.DefaultMaxRows}
 	if err := s.apply(&f, in); err != nil {
+		return View{}, err
+	}
+	if err := s.client.CheckRole(ctx, strings.TrimSpace(*in.URL)); err != nil {
 		return View{}, err
 	}
 	row, err := s.store.Create(ctx, org, by, &f, strings.TrimSpace(*in.URL))
@@ -130,7 +135,7 @@ func (s *Service) Create(ctx context.Context, org, by string, in *Input) (View, 
 // Update patches a database; a new URL replaces the sealed one. A new URL
 // may name another server, database or role: the grants of its actions,
 // made for the old one, are revoked in the same transaction, and revoked
-// are their ids.
+// are their ids. A new URL is checked as Create checks it.
 func (s *Service) Update(ctx context.Context, org, id, by string, in *Input) (v View, revoked []uuid.UUID, err error) {
 	uid, err := parseID(id)
 	if err != nil {
@@ -138,6 +143,13 @@ func (s *Service) Update(ctx context.Context, org, id, by string, in *Input) (v 
 	}
 	if in.URL != nil && strings.TrimSpace(*in.URL) == "" {
 		return View{}, nil, errs.Invalid("url", "url must not be empty")
+	}
+	if in.URL != nil {
+		// Before the row is locked: connecting may take seconds. A URL
+		// apply refuses is not connected to.
+		if err := s.client.CheckRole(ctx, strings.TrimSpace(*in.URL)); err != nil {
+			return View{}, nil, err
+		}
 	}
 	var then func(ctx context.Context, tx pgx.Tx) error
 	if s.grants != nil && in.URL != nil {
