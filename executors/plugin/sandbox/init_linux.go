@@ -95,6 +95,9 @@ func enter(spec *Spec) error {
 	if err := noNamespaces(); err != nil {
 		return err
 	}
+	if err := limitWatches(); err != nil {
+		return err
+	}
 	// Out of memory, the kernel kills a plugin's process before anything
 	// else (outboxd, its database); the program may not write to /proc
 	// to lower it again (Landlock).
@@ -159,6 +162,24 @@ func noNamespaces() error {
 		path := "/proc/sys/user/max_" + kind + "_namespaces"
 		if err := os.WriteFile(path, []byte("0\n"), 0); err != nil {
 			return fmt.Errorf("limiting nested namespaces: %w", err)
+		}
+	}
+	return nil
+}
+
+// watchLimits are this user namespace's limits of inotify instances and
+// watches. The kernel counts those of a sandbox for outboxd's user too,
+// against limits (128 instances by default) every sandbox, outboxd and,
+// for outboxd as root, the host's other services share: without its
+// own, one plugin could take them all while it ran. Like the limits of
+// nested namespaces, only the init may raise them again.
+var watchLimits = map[string]int{"max_inotify_instances": 16, "max_inotify_watches": 8192}
+
+// limitWatches sets this user namespace's watchLimits.
+func limitWatches() error {
+	for name, limit := range watchLimits {
+		if err := os.WriteFile("/proc/sys/user/"+name, []byte(strconv.Itoa(limit)+"\n"), 0); err != nil {
+			return fmt.Errorf("limiting %s: %w", name, err)
 		}
 	}
 	return nil

@@ -596,3 +596,12 @@ func TestCommand_PendingSignalsAreBounded(t *testing.T) {
 	require.LessOrEqual(t, n, 1024, "signals queued")
 	require.Greater(t, n, 1000, "signals queued") // the program's own, less any of the Go runtime's pending
 }
+
+// A program may have 16 inotify instances and 8192 watches: both count
+// against limits for outboxd's user (128 instances by default), which
+// every sandbox, outboxd and, for outboxd as root, the host's other
+// services share, so one plugin could take them all while it ran.
+func TestCommand_InotifyIsBounded(t *testing.T) {
+	bin := testProgram(t, "probe")
+	require.Equal(t, "inotify ok 16 instances, then too many open files; 8192 watches, then no space left on device", probe(t, bin, "inotify"))
+}

@@ -132,6 +132,41 @@ var probes = map[string]func(arg string) (string, error){
 			}
 		}
 	},
+	// inotify instances until the kernel refuses one, then watches of
+	// files of the workspace in the first until it refuses one (or
+	// 10000): both count against limits per user
+	"inotify": func(string) (string, error) {
+		var fds []int
+		defer func() {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+		}()
+		var instances error
+		for instances == nil {
+			fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+			if err != nil {
+				instances = err
+				break
+			}
+			fds = append(fds, fd)
+		}
+		if len(fds) == 0 {
+			return "", fmt.Errorf("inotify_init1: %w", instances)
+		}
+		watches := 0
+		var err error
+		for ; watches < 10000; watches++ {
+			name := fmt.Sprintf("w%d", watches)
+			if err = os.WriteFile(name, nil, 0o600); err != nil {
+				break
+			}
+			if _, err = unix.InotifyAddWatch(fds[0], name, unix.IN_MODIFY); err != nil {
+				break
+			}
+		}
+		return fmt.Sprintf("%d instances, then %v; %d watches, then %v", len(fds), instances, watches, err), nil
+	},
 	// nothing until its standard input ends
 	"wait": func(string) (string, error) {
 		fmt.Println("waiting")
