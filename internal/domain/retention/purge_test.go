@@ -241,7 +241,8 @@ func TestPurge_RevocationExpires(t *testing.T) {
 // ("<org>/<source>") with its per-organization ones, and no row of an
 // organization whose id starts with its id and a slash ("acme/x", whose
 // per-organization row "acme/x" looks like a source "x" of "acme").
-// Before, the per-source rows stayed behind.
+// Before, the per-source rows stayed behind, as did the rows of its
+// webhook endpoints' bucket (keyed by endpoint).
 func TestPurge_FlowBucketsOfTheOrganizationOnly(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
@@ -258,6 +259,13 @@ func TestPurge_FlowBucketsOfTheOrganizationOnly(t *testing.T) {
 			('slack.minute', 'acme/x'), ('connector', 'acme/x/connector:3'),
 			('plugin', '')) AS k(name, scope_key)`)
 	require.NoError(t, err)
+	// The webhook bucket's rows are keyed by endpoint.
+	for org, id := range map[string]string{"acme": "00000000-0000-0000-0000-00000000000a", "acme/x": "00000000-0000-0000-0000-00000000000b"} {
+		_, err = b.pool.Exec(ctx, `INSERT INTO webhooks (id, organization_id, url, events, secret_sealed) VALUES ($1, $2, 'https://hook.example', '{}', '\x00')`, id, org)
+		require.NoError(t, err)
+		_, err = b.pool.Exec(ctx, `INSERT INTO flow_buckets (name, scope_key, tokens, refilled_at) VALUES ('webhook', $1, 1, now())`, id)
+		require.NoError(t, err)
+	}
 	revocations, err := revocation.New(&revocation.Deps{Pool: b.pool, Owner: b.pool}, &revocation.Config{})
 	require.NoError(t, err)
 	purger := retention.NewPurger(b.pool, 1, revocations)
@@ -268,10 +276,10 @@ func TestPurge_FlowBucketsOfTheOrganizationOnly(t *testing.T) {
 	require.NoError(t, err)
 	for _, c := range slices.Concat(counts, deleted) {
 		if c.Table == "flow_buckets" {
-			require.EqualValues(t, 3, c.Rows)
+			require.EqualValues(t, 4, c.Rows, "acme's three and its endpoint's")
 		}
 	}
-	require.Equal(t, []string{"", "acme/x", "acme/x/connector:3"}, keys(`SELECT scope_key FROM flow_buckets ORDER BY scope_key`))
+	require.Equal(t, []string{"", "00000000-0000-0000-0000-00000000000b", "acme/x", "acme/x/connector:3"}, keys(`SELECT scope_key FROM flow_buckets ORDER BY scope_key`))
 
 	_, _, err = purger.Purge(ctx, "acme/x")
 	require.NoError(t, err)

@@ -124,7 +124,8 @@ SELECT
      WHERE c.scope_key = $1::text
         OR (starts_with(c.scope_key, $1::text || '/')
             AND strpos(substr(c.scope_key, length($1::text) + 2), '/') = 0
-            AND strpos(substr(c.scope_key, length($1::text) + 2), ':') > 0))::bigint AS flow_buckets
+            AND strpos(substr(c.scope_key, length($1::text) + 2), ':') > 0)
+        OR c.scope_key IN (SELECT w.id::text FROM webhooks w WHERE w.organization_id = $1::text))::bigint AS flow_buckets
 `
 
 type PurgeCountsRow struct {
@@ -249,6 +250,7 @@ DELETE FROM flow_buckets d WHERE d.ctid IN (
        OR (starts_with(c.scope_key, $1::text || '/')
            AND strpos(substr(c.scope_key, length($1::text) + 2), '/') = 0
            AND strpos(substr(c.scope_key, length($1::text) + 2), ':') > 0)
+       OR c.scope_key IN (SELECT w.id::text FROM webhooks w WHERE w.organization_id = $1::text)
     LIMIT $2::int)
 `
 
@@ -262,7 +264,9 @@ type PurgeFlowBucketsParams struct {
 // source it registered, connector:<uuid> or database:<uuid>: source ids
 // have no '/'). Organization ids may hold a '/', so the rest after the
 // organization must be one source id: org "acme/x"'s rows ("acme/x",
-// "acme/x/connector:…") are not org "acme"'s. PurgeCounts counts alike.
+// "acme/x/connector:…") are not org "acme"'s. The webhook bucket's rows
+// are keyed by endpoint id: they go before the endpoints. PurgeCounts
+// counts alike.
 func (q *Queries) PurgeFlowBuckets(ctx context.Context, db DBTX, arg PurgeFlowBucketsParams) (int64, error) {
 	result, err := db.Exec(ctx, purgeFlowBuckets, arg.OrganizationID, arg.MaxRows)
 	if err != nil {

@@ -175,6 +175,11 @@ func (s *Store) PurgeTables() []PurgeTable {
 		{Name: "action_invocations", Delete: execRows(q.PurgeActionInvocations, func(org string, n int32) dbsqlc.PurgeActionInvocationsParams {
 			return dbsqlc.PurgeActionInvocationsParams{OrganizationID: org, MaxRows: n}
 		})},
+		// Before webhooks: the rows of the webhook bucket are keyed by
+		// endpoint.
+		{Name: "flow_buckets", Delete: execRows(q.PurgeFlowBuckets, func(org string, n int32) dbsqlc.PurgeFlowBucketsParams {
+			return dbsqlc.PurgeFlowBucketsParams{OrganizationID: org, MaxRows: n}
+		})},
 		{Name: "webhooks", Delete: execRows(q.PurgeWebhooks, func(org string, n int32) dbsqlc.PurgeWebhooksParams {
 			return dbsqlc.PurgeWebhooksParams{OrganizationID: org, MaxRows: n}
 		})},
@@ -210,9 +215,6 @@ func (s *Store) PurgeTables() []PurgeTable {
 		})},
 		{Name: "retention_runs", Delete: execRows(q.PurgeRetentionRuns, func(org string, n int32) dbsqlc.PurgeRetentionRunsParams {
 			return dbsqlc.PurgeRetentionRunsParams{OrganizationID: org, MaxRows: n}
-		})},
-		{Name: "flow_buckets", Delete: execRows(q.PurgeFlowBuckets, func(org string, n int32) dbsqlc.PurgeFlowBucketsParams {
-			return dbsqlc.PurgeFlowBucketsParams{OrganizationID: org, MaxRows: n}
 		})},
 		{Name: "audit_entries", Delete: execRows(q.PurgeAuditEntries, func(org string, n int32) dbsqlc.PurgeAuditEntriesParams {
 			return dbsqlc.PurgeAuditEntriesParams{OrganizationID: org, MaxRows: n}

@@ -33,7 +33,8 @@ SELECT
      WHERE c.scope_key = @organization_id::text
         OR (starts_with(c.scope_key, @organization_id::text || '/')
             AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), '/') = 0
-            AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), ':') > 0))::bigint AS flow_buckets;
+            AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), ':') > 0)
+        OR c.scope_key IN (SELECT w.id::text FROM webhooks w WHERE w.organization_id = @organization_id::text))::bigint AS flow_buckets;
 
 -- name: PurgeActionInvocations :execrows
 DELETE FROM action_invocations d WHERE d.ctid IN (SELECT c.ctid FROM action_invocations c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
@@ -107,13 +108,16 @@ DELETE FROM slack_settings d WHERE d.ctid IN (SELECT c.ctid FROM slack_settings 
 -- source it registered, connector:<uuid> or database:<uuid>: source ids
 -- have no '/'). Organization ids may hold a '/', so the rest after the
 -- organization must be one source id: org "acme/x"'s rows ("acme/x",
--- "acme/x/connector:…") are not org "acme"'s. PurgeCounts counts alike.
+-- "acme/x/connector:…") are not org "acme"'s. The webhook bucket's rows
+-- are keyed by endpoint id: they go before the endpoints. PurgeCounts
+-- counts alike.
 DELETE FROM flow_buckets d WHERE d.ctid IN (
     SELECT c.ctid FROM flow_buckets c
     WHERE c.scope_key = @organization_id::text
        OR (starts_with(c.scope_key, @organization_id::text || '/')
            AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), '/') = 0
            AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), ':') > 0)
+       OR c.scope_key IN (SELECT w.id::text FROM webhooks w WHERE w.organization_id = @organization_id::text)
     LIMIT @max_rows::int);
 
 -- name: PurgeRetentionRuns :execrows
