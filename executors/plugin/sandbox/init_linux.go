@@ -168,17 +168,32 @@ func noNamespaces() error {
 }
 
 // watchLimits are this user namespace's limits of inotify instances and
-// watches. The kernel counts those of a sandbox for outboxd's user too,
-// against limits (128 instances by default) every sandbox, outboxd and,
-// for outboxd as root, the host's other services share: without its
-// own, one plugin could take them all while it ran. Like the limits of
-// nested namespaces, only the init may raise them again.
-var watchLimits = map[string]int{"max_inotify_instances": 16, "max_inotify_watches": 8192}
+// watches and of fanotify groups and marks. The kernel counts those of a
+// sandbox for outboxd's user too, against limits (128 instances, 128
+// groups by default) every sandbox, outboxd and, for outboxd as root, the
+// host's other services share: without its own, one plugin could take
+// them all while it ran. Like the limits of nested namespaces, only the
+// init may raise them again.
+var watchLimits = map[string]int{
+	"max_inotify_instances": 16, "max_inotify_watches": 8192,
+	"max_fanotify_groups": 16, "max_fanotify_marks": 8192,
+}
 
-// limitWatches sets this user namespace's watchLimits.
+// limitWatches sets this user namespace's watchLimits; a limit the kernel
+// does not have is of a facility it was built without.
 func limitWatches() error {
 	for name, limit := range watchLimits {
-		if err := os.WriteFile("/proc/sys/user/"+name, []byte(strconv.Itoa(limit)+"\n"), 0); err != nil {
+		f, err := os.OpenFile("/proc/sys/user/"+name, os.O_WRONLY, 0)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			_, err = f.WriteString(strconv.Itoa(limit) + "\n")
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("limiting %s: %w", name, err)
 		}
 	}

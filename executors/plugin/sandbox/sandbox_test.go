@@ -605,3 +605,10 @@ func TestCommand_InotifyIsBounded(t *testing.T) {
 	bin := testProgram(t, "probe")
 	require.Equal(t, "inotify ok 16 instances, then too many open files; 8192 watches, then no space left on device", probe(t, bin, "inotify"))
 }
+
+// So may it have 16 fanotify groups and 8192 marks, which the kernel
+// counts for outboxd's user as it does inotify's (128 groups by default).
+func TestCommand_FanotifyIsBounded(t *testing.T) {
+	bin := testProgram(t, "probe")
+	require.Equal(t, "fanotify ok 16 groups, then too many open files; 8192 marks, then no space left on device", probe(t, bin, "fanotify"))
+}

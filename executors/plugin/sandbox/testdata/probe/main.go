@@ -167,6 +167,41 @@ var probes = map[string]func(arg string) (string, error){
 		}
 		return fmt.Sprintf("%d instances, then %v; %d watches, then %v", len(fds), instances, watches, err), nil
 	},
+	// fanotify groups until the kernel refuses one, then marks of files
+	// of the workspace in the first until it refuses one (or 10000):
+	// both count against limits per user
+	"fanotify": func(string) (string, error) {
+		var fds []int
+		defer func() {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+		}()
+		var groups error
+		for groups == nil {
+			fd, err := unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_REPORT_FID|unix.FAN_CLOEXEC, unix.O_RDONLY)
+			if err != nil {
+				groups = err
+				break
+			}
+			fds = append(fds, fd)
+		}
+		if len(fds) == 0 {
+			return "", fmt.Errorf("fanotify_init: %w", groups)
+		}
+		marks := 0
+		var err error
+		for ; marks < 10000; marks++ {
+			name := fmt.Sprintf("f%d", marks)
+			if err = os.WriteFile(name, nil, 0o600); err != nil {
+				break
+			}
+			if err = unix.FanotifyMark(fds[0], unix.FAN_MARK_ADD, unix.FAN_MODIFY, unix.AT_FDCWD, name); err != nil {
+				break
+			}
+		}
+		return fmt.Sprintf("%d groups, then %v; %d marks, then %v", len(fds), groups, marks, err), nil
+	},
 	// nothing until its standard input ends
 	"wait": func(string) (string, error) {
 		fmt.Println("waiting")
