@@ -85,6 +85,7 @@ func TestExecuteWorker_GateRefundsTheToken(t *testing.T) {
 	pool := pgtest.Pool(t)
 	limiter, err := flow.New(pool, &flow.Config{Buckets: []flow.BucketConfig{
 		{Name: "test.one", Rate: 1, Interval: time.Hour, Burst: 1, MaxConcurrency: 1, Scope: flow.ScopeOrg},
+		{Name: "test.two", Rate: 1, Interval: time.Hour, Burst: 1, Scope: flow.ScopeOrg},
 	}})
 	require.NoError(t, err)
 	src, err := slack.New(&slack.Config{BaseURL: b.slack.Server.URL})
@@ -94,9 +95,12 @@ func TestExecuteWorker_GateRefundsTheToken(t *testing.T) {
 		Metrics: b.metrics, Flow: limiter,
 	}, &worker.Config{RetryBaseDelay: time.Second})
 	runner := rivertest.NewWorker(t, riverpgxv5.New(pool), &river.Config{}, w)
-	to := func(channel string) func(p *invocation.CreateParams) {
+	to := func(channel string, bucket ...string) func(p *invocation.CreateParams) {
 		return func(p *invocation.CreateParams) {
 			p.RateBucket = "test.one"
+			if len(bucket) > 0 {
+				p.RateBucket = bucket[0]
+			}
 			p.Params = json.RawMessage(`{"channel":"` + channel + `","text":"hi"}`)
 		}
 	}
@@ -126,4 +130,17 @@ func TestExecuteWorker_GateRefundsTheToken(t *testing.T) {
 	res, err = runner.WorkJob(ctx, t, b.tx, job)
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobSnoozed, res.EventKind)
+
+	// A job quiet hours hold gives its token back too.
+	b.quietHours(t, 60, 60)
+	_, job = b.approved(t, to("C0123456789", "test.two"))
+	res, err = runner.WorkJob(ctx, t, b.tx, job)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, res.EventKind)
+	_, err = b.tx.Exec(ctx, `DELETE FROM quiet_hours`)
+	require.NoError(t, err)
+	_, job = b.approved(t, to("C0123456789", "test.two"))
+	res, err = runner.WorkJob(ctx, t, b.tx, job)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, res.EventKind, "the job waited for a token the held job spent")
 }
