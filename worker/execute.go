@@ -111,7 +111,8 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 		return err
 	}
 	if inv.Status != invocation.StatusApproved && inv.Status != invocation.StatusExecuting {
-		return nil // terminal, or never released: nothing to do
+		w.refund(bg, inv) // no call was made with the token
+		return nil        // terminal, or never released: nothing to do
 	}
 	log := w.logger.With("invocation_id", inv.ID, "organization_id", inv.OrganizationID,
 		"source_id", inv.Integration, "action_id", inv.Action, "attempt", job.Attempt)
@@ -136,6 +137,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	}
 
 	if !started && rc.PausedAt != nil {
+		w.refund(bg, inv)
 		return w.hold(ctx, inv.OrganizationID, *rc.PausedAt)
 	}
 	if !started {

@@ -86,6 +86,7 @@ func TestExecuteWorker_GateRefundsTheToken(t *testing.T) {
 	limiter, err := flow.New(pool, &flow.Config{Buckets: []flow.BucketConfig{
 		{Name: "test.one", Rate: 1, Interval: time.Hour, Burst: 1, MaxConcurrency: 1, Scope: flow.ScopeOrg},
 		{Name: "test.two", Rate: 1, Interval: time.Hour, Burst: 1, Scope: flow.ScopeOrg},
+		{Name: "test.three", Rate: 1, Interval: time.Hour, Burst: 1, Scope: flow.ScopeOrg},
 	}})
 	require.NoError(t, err)
 	src, err := slack.New(&slack.Config{BaseURL: b.slack.Server.URL})
@@ -143,4 +144,26 @@ func TestExecuteWorker_GateRefundsTheToken(t *testing.T) {
 	res, err = runner.WorkJob(ctx, t, b.tx, job)
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobCompleted, res.EventKind, "the job waited for a token the held job spent")
+
+	// So do a job its organization's pause holds and one whose invocation
+	// was cancelled before it ran.
+	_, err = b.tx.Exec(ctx, `INSERT INTO org_pauses (organization_id, paused_by) VALUES ('org-1', 'ops')`)
+	require.NoError(t, err)
+	_, job = b.approved(t, to("C0123456789", "test.three"))
+	res, err = runner.WorkJob(ctx, t, b.tx, job)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, res.EventKind)
+	_, err = b.tx.Exec(ctx, `DELETE FROM org_pauses`)
+	require.NoError(t, err)
+	cancelled, job := b.approved(t, to("C0123456789", "test.three"))
+	_, err = b.tx.Exec(ctx, `UPDATE action_invocations SET status = 'cancelled' WHERE id = $1`, cancelled.ID)
+	require.NoError(t, err)
+	res, err = runner.WorkJob(ctx, t, b.tx, job)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	_, job = b.approved(t, to("C0123456789", "test.three"))
+	res, err = runner.WorkJob(ctx, t, b.tx, job)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, res.EventKind, "the job waited for a token the paused or cancelled job spent")
+	require.Len(t, b.slack.Requests(), 3)
 }
