@@ -48,7 +48,7 @@ func (s *Service) EnqueueBatch(ctx context.Context, by *Enqueuer, envs []Envelop
 		resolve = s.memoResolve()
 	)
 	for i := range envs {
-		r, err := s.envelopeRequest(by, &envs[i])
+		r, err := s.envelopeRequest(ctx, by, &envs[i])
 		var p *prepared
 		if err == nil {
 			p, err = s.prepare(ctx, r, resolve)

@@ -114,7 +114,7 @@ type EnqueueParams struct {
 // Enqueue records an envelope's invocation and job. created is false when an
 // envelope with the same external id already existed; it is returned as is.
 func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv invocation.Invocation, created bool, err error) {
-	r, err := s.envelopeRequest(&p.Enqueuer, &p.Envelope)
+	r, err := s.envelopeRequest(ctx, &p.Enqueuer, &p.Envelope)
 	if err != nil {
 		return inv, false, err
 	}
@@ -126,7 +126,7 @@ func (s *Service) Enqueue(ctx context.Context, p *EnqueueParams) (inv invocation
 
 // envelopeRequest checks an envelope's own fields and turns it into a
 // pipeline request.
-func (s *Service) envelopeRequest(by *Enqueuer, env *Envelope) (*request, error) {
+func (s *Service) envelopeRequest(ctx context.Context, by *Enqueuer, env *Envelope) (*request, error) {
 	if env.ExternalID == "" {
 		return nil, errs.Invalid("external_id", "external_id is required")
 	}
@@ -167,7 +167,7 @@ func (s *Service) envelopeRequest(by *Enqueuer, env *Envelope) (*request, error)
 	if b := env.Constraints.RateBucket; b != "" && !s.deps.Flow.Accepts(b) {
 		return nil, errs.Invalid("constraints.rate_bucket", "unknown rate bucket %q", b)
 	}
-	if err := s.sharedBucket(by.OrganizationID, source, env.Constraints.RateBucket); err != nil {
+	if err := s.sharedBucket(ctx, by.OrganizationID, source, env.Constraints.RateBucket); err != nil {
 		return nil, err
 	}
 	retry, err := env.Constraints.Retry.parse()
@@ -215,7 +215,7 @@ func (s *Service) envelopeRequest(by *Enqueuer, env *Envelope) (*request, error)
 // organization's calls of that source. A global bucket no source takes
 // by default (an operator's) stays nameable, as do the source's own and
 // the buckets kept per organization or per source.
-func (s *Service) sharedBucket(org, source, bucket string) error {
+func (s *Service) sharedBucket(ctx context.Context, org, source, bucket string) error {
 	if bucket == "" || s.deps.Flow == nil || s.deps.Sources == nil {
 		return nil
 	}
@@ -224,9 +224,8 @@ func (s *Service) sharedBucket(org, source, bucket string) error {
 	}
 	// Only an envelope naming a global bucket gets here, which is rare:
 	// the sources' default buckets are looked up then, among the sources
-	// org sees. The request's context does not reach here (EnqueueBatch
-	// calls this too), so the look-up carries org itself.
-	sources, err := s.deps.Sources.List(dbutil.WithOrg(context.Background(), org), org)
+	// org sees.
+	sources, err := s.deps.Sources.List(dbutil.WithOrg(ctx, org), org)
 	if err != nil {
 		return fmt.Errorf("listing sources for constraints.rate_bucket: %w", err)
 	}
