@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -917,4 +918,40 @@ func TestMCP_ListenEndsWithItsToken(t *testing.T) {
 	r := b.Do("POST", "/v1/revocations", b.Owner(), map[string]string{"session_id": "s-revoked"})
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
 	require.Eventually(t, func() bool { return !listening() }, 20*time.Second, 50*time.Millisecond, "the listen outlived its revocation")
+}
+
+// An allow-mode call still running waits sync_wait in all, as a REST
+// invoke does: the invoke's own wait counts in it. Before, the front door
+// waited sync_wait again after it, so a stuck call answered after twice
+// sync_wait (60 s by default, the TypeScript SDK's whole request timeout).
+func TestMCP_AllowedCallStillRunningWaitsSyncWaitOnce(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	b := apptest.Start(t, &apptest.Options{Outbox: outbox.Config{SyncWait: 2 * time.Second},
+		SlackFunc: func(w http.ResponseWriter, r *http.Request) {
+			select { // the post hangs until the test ends
+			case <-release:
+			case <-r.Context().Done():
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}})
+	defer close(release)
+	b.StoreSlackToken("xoxb-mcp-stuck")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	session := mcpSession(t, b, b.Sandbox())
+
+	res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "slack.send_message", Arguments: message})
+	require.NoError(t, err)
+	require.False(t, res.IsError, callText(t, res))
+	require.Equal(t, "executing", res.StructuredContent.(map[string]any)["status"], "the call answers while the post still runs")
+	// The front door's own wait (outboxd_mcp_wait_seconds) is what was
+	// left of sync_wait after the invoke's: next to nothing, not 2 s more.
+	var waited float64
+	for _, line := range strings.Split(string(b.Do("GET", "/metrics", "", nil).Raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "outboxd_mcp_wait_seconds_sum "); ok {
+			waited, err = strconv.ParseFloat(v, 64)
+			require.NoError(t, err)
+		}
+	}
+	require.Less(t, waited, 1.0, "the front door waited sync_wait again after the invoke's")
 }

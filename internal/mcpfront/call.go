@@ -37,6 +37,9 @@ const idempotencyMeta = "idempotency_key"
 // invocation at all (an unknown tool, arguments that fail the schema) is
 // a JSON-RPC error naming what is wrong.
 func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.CallToolParamsRaw, cr callRequest) (*mcp.CallToolResult, error) {
+	// The call waits sync_wait in all: an allow-mode invoke's own wait
+	// (the outbox's, as over REST) counts in it.
+	deadline := time.Now().Add(s.wait)
 	// The token is sent back with each progress notification: only what
 	// the protocol allows is.
 	switch cr.token.(type) {
@@ -88,7 +91,7 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 		// invoke may.
 		leave := s.waiting.enter(inv.ID)
 		defer leave()
-		latest, err := s.await(ctx, watch.Wait, inv, cr)
+		latest, err := s.await(ctx, watch.Wait, inv, cr, deadline)
 		if ctx.Err() != nil {
 			// The client cancelled: the wait may have ended with the
 			// cancellation's own error, before its read.
@@ -234,15 +237,14 @@ func (s *Server) enqueue(ctx context.Context, c *outboxauth.Claims, watch *outbo
 // progressEvery is how often a waiting call says what it waits for.
 const progressEvery = 5 * time.Second
 
-// await waits up to s.wait for inv to end, in slices of wait (a Watch's
+// await waits until deadline for inv to end, in slices of wait (a Watch's
 // for a call's own invocation, Outbox.Wait for an earlier one), telling
 // the client what it waits for when it asked for progress: at once, then
 // every progressEvery.
 func (s *Server) await(ctx context.Context, wait func(context.Context, invocation.Invocation, time.Duration) (invocation.Invocation, error),
-	inv invocation.Invocation, cr callRequest) (invocation.Invocation, error) {
+	inv invocation.Invocation, cr callRequest, deadline time.Time) (invocation.Invocation, error) {
 	start := time.Now()
 	defer func() { s.metrics.MCPWait.Observe(time.Since(start).Seconds()) }()
-	deadline := start.Add(s.wait)
 	// A shutdown ends the wait as its deadline would (Close).
 	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -328,7 +330,7 @@ func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.R
 	if !inv.Status.Terminal() {
 		leave := s.waiting.enter(inv.ID)
 		defer leave()
-		if inv, err = s.await(ctx, s.outbox.Wait, inv, cr); err != nil {
+		if inv, err = s.await(ctx, s.outbox.Wait, inv, cr, time.Now().Add(s.wait)); err != nil {
 			return nil, err
 		}
 		if ctx.Err() != nil {
