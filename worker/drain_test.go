@@ -22,18 +22,7 @@ import (
 // drained by a 429 of its own source (TestExecute_RateLimitDrainsTheBucket).
 func TestExecute_RateLimitLeavesAnotherSourcesGlobalBucket(t *testing.T) {
 	t.Parallel()
-	var limited atomic.Bool
-	limited.Store(true)
-	b := apptest.Start(t, &apptest.Options{
-		SlackFunc: func(w http.ResponseWriter, r *http.Request) {
-			if limited.CompareAndSwap(true, false) {
-				w.Header().Set("Retry-After", "600")
-				w.WriteHeader(http.StatusTooManyRequests)
-				return
-			}
-			apptest.SlackOK(w, r)
-		},
-	})
+	b := apptest.Start(t, &apptest.Options{SlackFunc: limitedOnce("600")})
 	allowSlack(b)
 	r := b.Do("POST", "/v1/envelopes", b.Service(), map[string]any{
 		"external_id": "global-bucket",
@@ -61,5 +50,20 @@ func TestExecute_RateLimitLeavesAnotherSourcesGlobalBucket(t *testing.T) {
 		for _, st := range bucket["states"].([]any) {
 			require.Nil(t, st.(map[string]any)["blocked_until"], "another organization's plugins are held by this one's Slack limit")
 		}
+	}
+}
+
+// limitedOnce is a loopback Slack that answers its first request 429 with
+// Retry-After retryAfter (seconds), and every other one ok.
+func limitedOnce(retryAfter string) http.HandlerFunc {
+	var limited atomic.Bool
+	limited.Store(true)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if limited.CompareAndSwap(true, false) {
+			w.Header().Set("Retry-After", retryAfter)
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		apptest.SlackOK(w, r)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,18 +42,7 @@ func metric(t *testing.T, b *apptest.Bundle, sample string) float64 {
 // counted, by bucket: ops see a bucket holding jobs back.
 func TestExecute_BucketDrainsAndWaitsAreCounted(t *testing.T) {
 	t.Parallel()
-	var limited atomic.Bool
-	limited.Store(true)
-	b := apptest.Start(t, &apptest.Options{
-		SlackFunc: func(w http.ResponseWriter, r *http.Request) {
-			if limited.CompareAndSwap(true, false) {
-				w.Header().Set("Retry-After", "2")
-				w.WriteHeader(http.StatusTooManyRequests)
-				return
-			}
-			apptest.SlackOK(w, r)
-		},
-	})
+	b := apptest.Start(t, &apptest.Options{SlackFunc: limitedOnce("2")})
 	allowSlack(b)
 	first := enqueue(t, b, "count-drain-1")
 	// The drain is recorded before the invocation notes the 429.
