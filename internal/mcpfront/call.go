@@ -157,7 +157,7 @@ func (w *waiting) enter(id uuid.UUID) (leave func() (last bool)) {
 //     the result of the one execution. Its unkeyed call, whose result no
 //     retry could get, is withdrawn.
 func withdraws(created bool, key string, cr callRequest) bool {
-	return created && (key == "" || !cr.sessionless())
+	return created && (key == "" || !sessionless(cr.header))
 }
 
 // withdraw cancels the invocation of a call its client cancelled while it
@@ -538,13 +538,6 @@ func (s *Server) callRequestOf(ctx context.Context, req *mcp.CallToolRequest) ca
 		cr.header = req.Extra.Header
 	}
 	return cr
-}
-
-// sessionless reports whether the call came with a protocol version
-// without sessions (2026-07-28), in which the request ending is its
-// cancellation.
-func (cr callRequest) sessionless() bool {
-	return cr.header.Get("Mcp-Protocol-Version") >= sessionlessVersion
 }
 
 // wantsProgress reports whether the client asked for progress

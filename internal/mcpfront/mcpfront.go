@@ -210,7 +210,7 @@ func New(deps *Deps) *Server {
 	if !cfg.Stateless {
 		stateless, sessions := streamable, handler(false)
 		streamable = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Mcp-Protocol-Version") >= sessionlessVersion {
+			if sessionless(r.Header) {
 				stateless.ServeHTTP(w, r)
 				return
 			}
@@ -246,11 +246,10 @@ func sessionOwner(c *outboxauth.Claims) string {
 	return string(b)
 }
 
-// sessionless reports whether req came with a protocol version without
-// sessions (its Mcp-Protocol-Version header).
-func sessionless(req mcp.Request) bool {
-	extra := req.GetExtra()
-	return extra != nil && extra.Header.Get("Mcp-Protocol-Version") >= sessionlessVersion
+// sessionless reports whether a request's header names a protocol
+// version without sessions (Mcp-Protocol-Version).
+func sessionless(h http.Header) bool {
+	return h.Get("Mcp-Protocol-Version") >= sessionlessVersion
 }
 
 // sessionlessVersion is the first protocol version without sessions
@@ -411,7 +410,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			// stateless).
 			return s.initialize(ctx, ss, method, req, next)
 		case "subscriptions/listen":
-			if !sessionless(req) {
+			if extra := req.GetExtra(); extra == nil || !sessionless(extra.Header) {
 				// A method of 2026-07-28 only: a 2025-11-25 client hears of
 				// changes on its session's stream. In a session, whose
 				// requests its POST ending does not cancel, the listen
