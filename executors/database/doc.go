@@ -21,9 +21,10 @@
 // which only plan the agent's (EXPLAIN), reuse theirs. Unless Config.AllowPrivateNetworks is set, the
 // pool dials through the private network guard (internal/platform/netguard), which
 // checks the address every connection actually reaches. Every new
-// connection is refused when it reached outboxd's own database (own.go)
-// or its role may do more than read: a superuser, a role that can become
-// one, or a member of pg_execute_server_program, pg_write_server_files or
+// connection is refused when it reached outboxd's own database (own.go),
+// and every call's connection, new or pooled, when its role may do more
+// than read: a superuser, a role that can become one, or a member of
+// pg_execute_server_program, pg_write_server_files or
 // pg_read_server_files (privileged.go), whose queries would run programs
 // on the server or reach its files even in a read-only transaction.
 //

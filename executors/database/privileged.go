@@ -40,9 +40,9 @@ const privilegedRoles = `SELECT
 	pg_catalog.pg_has_role(session_user, 'pg_read_server_files', 'MEMBER')`
 
 // refusePrivileged refuses a connection whose role is privileged (see
-// PrivilegedRoleError). It runs on every new connection, so a role given
-// such a privilege after its database was registered is refused at the
-// next call. A failure of the check (a statement_timeout the role set
+// PrivilegedRoleError). It runs each time a call takes a connection
+// (checkRole), so a role given such a privilege after its database was
+// registered is refused at the next call. A failure of the check (a statement_timeout the role set
 // for itself, say) refuses the connection too.
 func refusePrivileged(ctx context.Context, conn *pgx.Conn) error {
 	if conn.PgConn().ParameterStatus("is_superuser") == "on" {
@@ -78,20 +78,28 @@ func refusePrivileged(ctx context.Context, conn *pgx.Conn) error {
 	return &PrivilegedRoleError{Found: strings.Join(found, " and ")}
 }
 
-// checkConnection is a pool's AfterConnect hook: a new connection is
-// refused when it reached own (unless own is zero) or its role is
-// privileged.
-func checkConnection(own Identity) func(context.Context, *pgx.Conn) error {
-	refuse := func(context.Context, *pgx.Conn) error { return nil }
-	if own != (Identity{}) {
-		refuse = refuseOwn(own)
+// refuseOwnDatabase is a pool's AfterConnect hook: a new connection is
+// refused when it reached own (unless own is zero). What a connection
+// reached does not change; what its role may do does, so the role is
+// checked at every acquire instead (checkRole).
+func refuseOwnDatabase(own Identity) func(context.Context, *pgx.Conn) error {
+	if own == (Identity{}) {
+		return nil
 	}
-	return func(ctx context.Context, conn *pgx.Conn) error {
-		if err := refuse(ctx, conn); err != nil {
-			return err
-		}
-		return refusePrivileged(ctx, conn)
+	return refuseOwn(own)
+}
+
+// checkRole is a pool's PrepareConn hook, run each time a call takes a
+// connection, new or pooled: a role given a privilege (ALTER ROLE ...
+// SUPERUSER, GRANT pg_execute_server_program) after the connection was
+// opened is refused at the next call, not when the connection happens to
+// be replaced. A refused connection, or one whose check failed, is
+// closed and fails the call rather than being retried on another.
+func checkRole(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	if err := refusePrivileged(ctx, conn); err != nil {
+		return false, err
 	}
+	return true, nil
 }
 
 // CheckRole connects to the database of rawURL once, as a call would,

@@ -2,13 +2,17 @@ package database_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/database"
 	"github.com/outboxd/outboxd/executors/database/databasetest"
 )
@@ -86,4 +90,61 @@ func TestPrivilegedRole_MadeSoAfterRegistration(t *testing.T) {
 	require.NotNil(t, e)
 	require.Equal(t, database.CodePrivilegedRole, e.Code, e.Message)
 	require.Contains(t, e.Message, "is a superuser")
+}
+
+// TestPrivilegedRole_MadeSoWhileItsConnectionsArePooled: list_tables,
+// describe_table and previews reuse pooled connections; a role made a
+// superuser, or given pg_execute_server_program, after those connections
+// were opened is refused at the next call of each kind, on the
+// connection it would reuse, and not retried.
+func TestPrivilegedRole_MadeSoWhileItsConnectionsArePooled(t *testing.T) {
+	for _, grant := range []struct{ name, sql, found string }{
+		{"superuser", `ALTER ROLE %s SUPERUSER`, "is a superuser"},
+		{"pg_execute_server_program", `GRANT pg_execute_server_program TO %s`, "is a member of pg_execute_server_program"},
+	} {
+		t.Run(grant.name, func(t *testing.T) {
+			tg := databasetest.NewTarget(t)
+			ctx := context.Background()
+			role, roleURL := tg.NewRole(t, "")
+			src := newClient(t, nil).Source(database.Database{ID: uuid.New(), Name: "shop"})
+			pv := src.(executors.Previewer)
+			run := func(action, params string) error {
+				_, err := src.Execute(ctx, action, json.RawMessage(params), executors.ExecContext{Token: roleURL})
+				return err
+			}
+			// In this order: query first, as its connection is closed
+			// after it, so that the others leave one in the pool, which
+			// each of them, and then query, would take again.
+			calls := []struct {
+				name string
+				call func() error
+			}{
+				{"query", func() error { return run(database.ActionQuery, `{"sql":"SELECT 1"}`) }},
+				{"list_tables", func() error { return run(database.ActionListTables, `{}`) }},
+				{"describe_table", func() error { return run(database.ActionDescribeTable, `{"table":"big"}`) }},
+				{"preview", func() error {
+					_, err := pv.Preview(ctx, database.ActionQuery, json.RawMessage(`{"sql":"SELECT 1"}`), executors.ExecContext{Token: roleURL})
+					return err
+				}},
+			}
+			for _, c := range calls {
+				require.NoError(t, c.call(), c.name)
+			}
+
+			admin, err := pgx.Connect(ctx, tg.AdminURL)
+			require.NoError(t, err)
+			defer admin.Close(ctx)
+			_, err = admin.Exec(ctx, fmt.Sprintf(grant.sql, role))
+			require.NoError(t, err)
+
+			// Every kind is tried, each refusal checked apart.
+			for _, c := range append(calls[1:], calls[0]) {
+				var e *executors.Error
+				err := c.call()
+				if !errors.As(err, &e) || e.Code != database.CodePrivilegedRole || e.Retryable || !strings.Contains(e.Message, grant.found) {
+					t.Errorf("%s: want privileged_role, not retried, naming %q; got %v", c.name, grant.found, err)
+				}
+			}
+		})
+	}
 }

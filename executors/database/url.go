@@ -178,8 +178,8 @@ var driverSettings = map[string]string{
 // read-only by default, reading no message larger than MaxMessageBytes,
 // no COPY and no more than MaxNoticeBytes of one statement's notices
 // (messageGuard), dialed through the guard unless allowPrivate, and
-// refused when it reaches outboxd's own database or its role is
-// privileged (refusePrivileged).
+// refused when it reaches outboxd's own database, and each time a call
+// takes it when its role is privileged (refusePrivileged).
 func poolConfig(raw string, cfg *Config) (*pgxpool.Config, error) {
 	if _, err := CheckURL(raw, cfg.AllowPrivateNetworks); err != nil {
 		return nil, fmt.Errorf("%w: %w", errInvalidURL, err)
@@ -238,6 +238,7 @@ func poolConfig(raw string, cfg *Config) (*pgxpool.Config, error) {
 		f.SetMaxBodyLen(MaxMessageBytes)
 		return f
 	}
-	pc.AfterConnect = checkConnection(cfg.Own)
+	pc.AfterConnect = refuseOwnDatabase(cfg.Own)
+	pc.PrepareConn = checkRole
 	return pc, nil
 }
