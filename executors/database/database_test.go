@@ -887,3 +887,19 @@ func TestQuery_CancelledOnTheServerIsNotATimeout(t *testing.T) {
 	require.NotNil(t, te)
 	require.Equal(t, database.CodeStatementTimeout, te.Code, te.Message)
 }
+
+// BenchmarkListTables measures a list_tables call on a pooled
+// connection, the check of its role included, to set that check's cost
+// against (BenchmarkRoleCheck).
+func BenchmarkListTables(b *testing.B) {
+	tg := databasetest.NewTarget(b)
+	c := database.New(&database.Config{AllowPrivateNetworks: true})
+	defer c.Close()
+	src := c.Source(database.Database{ID: uuid.New(), Name: "shop"})
+	params := json.RawMessage(`{"schema":"shop"}`)
+	for b.Loop() {
+		if _, err := src.Execute(context.Background(), database.ActionListTables, params, executors.ExecContext{Token: tg.URL}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -25,8 +25,12 @@
 // and every call's connection, new or pooled, when its role may do more
 // than read: a superuser, a role that can become one, or a member of
 // pg_execute_server_program, pg_write_server_files or
-// pg_read_server_files (privileged.go), whose queries would run programs
-// on the server or reach its files even in a read-only transaction.
+// pg_read_server_files, whose queries would run programs on the server
+// or reach its files even in a read-only transaction, or a role that can
+// open connections from the server: execute a function of dblink (whose
+// dblink_exec writes outside the read-only transaction), pg_background or
+// pgsql-http, use a foreign-data wrapper or server, or read a foreign
+// table (privileged.go).
 //
 // The registered databases themselves (their CRUD and their registration
 // with the catalog) are package databases; their rows are stored by

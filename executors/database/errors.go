@@ -106,6 +106,14 @@ func (s *source) classify(ctx context.Context, err error, sc scrubber) error {
 	if errors.As(err, &privileged) {
 		return &executors.Error{Code: CodePrivilegedRole, Message: fmt.Sprintf("database %q: %s", s.db.Name, sc.clean(privileged.Error())), Cause: privileged}
 	}
+	var check *roleCheckError
+	if errors.As(err, &check) {
+		e := s.classify(ctx, check.err, sc).(*executors.Error)
+		if !e.Retryable {
+			e.Message = fmt.Sprintf("database %q: outboxd could not check what the URL's role may do (see privileged_role), so it uses no connection of it: %s", s.db.Name, e.Message)
+		}
+		return e
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return classifyPg(pgErr, s.db, sc)

@@ -80,15 +80,20 @@ func serveWithoutHoldCursors(c net.Conn) {
 					return
 				}
 			}
-			fields := make([]pgproto3.FieldDescription, 5)
+			// Five booleans and a name, then four texts: what the role
+			// can execute, use and read that connects (none).
+			fields := make([]pgproto3.FieldDescription, 9)
 			for i := range fields {
 				fields[i] = pgproto3.FieldDescription{Name: []byte("?column?"), DataTypeOID: 16, DataTypeSize: 1, TypeModifier: -1}
+				if i >= 5 {
+					fields[i].DataTypeOID, fields[i].DataTypeSize = 25, -1 // text
+				}
 			}
 			fields[1].DataTypeOID, fields[1].DataTypeSize = 19, 64 // name
 			be.Send(&pgproto3.ParseComplete{})
 			be.Send(&pgproto3.BindComplete{})
 			be.Send(&pgproto3.RowDescription{Fields: fields})
-			be.Send(&pgproto3.DataRow{Values: [][]byte{[]byte("f"), nil, []byte("f"), []byte("f"), []byte("f")}})
+			be.Send(&pgproto3.DataRow{Values: [][]byte{[]byte("f"), nil, []byte("f"), []byte("f"), []byte("f"), nil, nil, nil, nil}})
 			be.Send(&pgproto3.CommandComplete{CommandTag: []byte("SELECT 1")})
 			be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
 			if be.Flush() != nil {
