@@ -261,6 +261,51 @@ func TestAudit_ConnectorURLPathKeyIsRedacted(t *testing.T) {
 	}
 }
 
+// TestAudit_WebhookURLSecretIsRedacted creates, changes and deletes
+// webhooks whose URLs hold their receiver's secret — a Slack incoming
+// webhook's last path segment (letters only, which no key-like rule would
+// catch), a token in the query, a key-like path segment — and finds none
+// in the trail, read through the API, the export or the table, while the
+// host and the path's plain segments stay. The webhook's own API still
+// shows admins the whole URL.
+func TestAudit_WebhookURLSecretIsRedacted(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	secrets := []string{"QwErTyUiOpAsDfGhJkLzXcVb", "tok-audit-webhook-query", "Zx81Kq0Lm2Nv4Bc6Xd9F"}
+	slackURL := "https://hooks.slack.com/services/T0AUDIT01/B0AUDIT02/" + secrets[0]
+
+	r := b.Do("POST", "/v1/webhooks", b.Owner(), map[string]any{"url": slackURL, "events": []string{"action_completed"}})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	hookID := r.Body["webhook"].(map[string]any)["id"].(string)
+	r = b.Do("GET", "/v1/webhooks/"+hookID, b.Owner(), nil)
+	require.Equal(t, slackURL, r.Body["webhook"].(map[string]any)["url"], string(r.Raw))
+	r = b.Do("PATCH", "/v1/webhooks/"+hookID, b.Owner(), map[string]any{"url": "https://hooks.example.com/in/" + secrets[2] + "?token=" + secrets[1]})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, http.StatusNoContent, b.Do("DELETE", "/v1/webhooks/"+hookID, b.Owner(), nil).Status)
+
+	r = b.Do("GET", "/v1/audit", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	urls := map[string][]any{}
+	for _, e := range r.Body["entries"].([]any) {
+		e := e.(map[string]any)
+		for _, side := range []string{"before", "after"} {
+			if state, ok := e[side].(map[string]any); ok {
+				urls[e["action"].(string)] = append(urls[e["action"].(string)], state["url"])
+			}
+		}
+	}
+	require.Equal(t, []any{"https://hooks.slack.com/services/[REDACTED]/[REDACTED]/[REDACTED]"}, urls["webhook.create"])
+	require.Equal(t, []any{"https://hooks.slack.com/services/[REDACTED]/[REDACTED]/[REDACTED]",
+		"https://hooks.example.com/in/[REDACTED]?token=[REDACTED]"}, urls["webhook.update"])
+	require.Equal(t, []any{"https://hooks.example.com/in/[REDACTED]?token=[REDACTED]"}, urls["webhook.delete"])
+	stored, export := storedAudit(t, b), string(exportAudit(t, b))
+	for _, k := range secrets {
+		require.NotContains(t, string(r.Raw), k)
+		require.NotContains(t, stored, k)
+		require.NotContains(t, export, k)
+	}
+}
+
 // TestAudit_PagesFiltersAndExport pages through the trail newest first
 // with the cursor, narrows it by actor, action, target and time, and
 // exports it: the export verifies, and fails once a line is altered,

@@ -225,20 +225,41 @@ func connectorChange(conn connectors.View, in *connectors.Input) any {
 	}{auditedConnector(conn), in.Auth != nil && in.Auth.Secret != nil, in.URL != nil}
 }
 
-// auditedConnector is a connector as the audit trail keeps it: the values
-// of its URL's query and its key-like path segments (mcp.KeyLike), where
-// some servers take a key (…/mcp/s/<key>/mcp), are secrets like its
-// auth's, and an entry is kept for good and exported.
+// auditedConnector is a connector as the audit trail keeps it, its URL
+// through auditURL.
 func auditedConnector(conn connectors.View) connectorView {
 	v := viewConnector(conn)
-	u, err := url.Parse(v.URL)
+	v.URL = auditURL(v.URL)
+	return v
+}
+
+// secretPathHosts take their whole secret in the path after its first
+// segment (hooks.slack.com/services/T…/B…/<secret>,
+// discord.com/api/webhooks/<id>/<token>), whatever it looks like.
+var secretPathHosts = []string{"hooks.slack.com", "discord.com", "discordapp.com", "webhook.office.com"}
+
+// auditURL is a URL as the audit trail keeps it, for good and exported:
+// the values of its query, its userinfo, and its key-like path segments
+// (mcp.KeyLike), where some servers take a key (…/mcp/s/<key>/mcp), and
+// its fragment are secrets like an auth's, as is every path segment after
+// the first on a host of secretPathHosts (or a subdomain of one). A URL
+// that does not parse is kept as Redacted.
+func auditURL(raw string) string {
+	u, err := url.Parse(raw)
 	if err != nil {
-		return v
+		return policy.Redacted
 	}
+	if u.User != nil {
+		u.User = url.User(policy.Redacted)
+	}
+	secretPath := slices.ContainsFunc(secretPathHosts, func(h string) bool {
+		host := strings.ToLower(u.Hostname())
+		return host == h || strings.HasSuffix(host, "."+h)
+	})
 	segs := strings.Split(u.EscapedPath(), "/")
 	for i, seg := range segs {
 		decoded, _ := url.PathUnescape(seg)
-		if mcp.KeyLike(seg) || mcp.KeyLike(decoded) {
+		if (secretPath && i > 1 && seg != "") || mcp.KeyLike(seg) || mcp.KeyLike(decoded) {
 			segs[i] = policy.Redacted
 		}
 	}
@@ -253,8 +274,10 @@ func auditedConnector(conn connectors.View) connectorView {
 		}
 		u.RawQuery = strings.Join(pairs, "&")
 	}
-	v.URL = u.String()
-	return v
+	if u.Fragment != "" {
+		u.Fragment, u.RawFragment = policy.Redacted, ""
+	}
+	return u.String()
 }
 
 func (s *Server) validateConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {

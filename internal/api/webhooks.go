@@ -71,7 +71,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err != nil {
 		return err
 	}
-	s.record(r, &audit.Change{Action: "webhook.create", TargetType: "webhook", TargetID: ep.ID.String(), After: viewWebhook(ep)})
+	s.record(r, &audit.Change{Action: "webhook.create", TargetType: "webhook", TargetID: ep.ID.String(), After: auditedWebhook(ep)})
 	writeJSON(w, http.StatusCreated, map[string]any{"webhook": viewWebhook(ep), "secret": secret})
 	return nil
 }
@@ -117,7 +117,11 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, c *auth.C
 	if before != nil && !before.Enabled && ep.Enabled {
 		action = "webhook.reenable"
 	}
-	s.record(r, &audit.Change{Action: action, TargetType: "webhook", TargetID: ep.ID.String(), Before: before, After: viewWebhook(ep)})
+	s.record(r, &audit.Change{Action: action, TargetType: "webhook", TargetID: ep.ID.String(), Before: before,
+		After: struct {
+			webhookView
+			URLChanged bool `json:"url_changed"`
+		}{auditedWebhook(ep), body.URL != nil}})
 	writeJSON(w, http.StatusOK, map[string]any{"webhook": viewWebhook(ep)})
 	return nil
 }
@@ -148,7 +152,7 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, c *
 		After: struct {
 			webhookView
 			SecretChanged bool `json:"secret_changed"`
-		}{viewWebhook(ep), true}})
+		}{auditedWebhook(ep), true}})
 	writeJSON(w, http.StatusOK, map[string]any{"webhook": viewWebhook(ep), "secret": secret})
 	return nil
 }
@@ -163,8 +167,18 @@ func (s *Server) webhookBefore(r *http.Request, c *auth.Claims) (*webhookView, e
 	if err != nil {
 		return nil, err
 	}
-	v := viewWebhook(ep)
+	v := auditedWebhook(ep)
 	return &v, nil
+}
+
+// auditedWebhook is a webhook as the audit trail keeps it: its URL through
+// auditURL, since many receivers (a Slack incoming webhook,
+// hooks.slack.com/services/T…/B…/<secret>) take their secret in it. The
+// webhook's own API shows admins the whole URL, which they may change.
+func auditedWebhook(e webhook.Endpoint) webhookView {
+	v := viewWebhook(e)
+	v.URL = auditURL(v.URL)
+	return v
 }
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
