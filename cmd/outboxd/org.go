@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,6 +27,7 @@ func newOrgCommand() *cobra.Command {
 			"then it revokes every token of the organization issued until then, so that none of\n" +
 			"them (a token revoked before included) writes into it again.\n" +
 			"Without --yes it is a dry run: it prints how many rows each table holds and changes nothing.\n" +
+			"With --yes nothing is counted first: each table's deleted rows are printed as it is done.\n" +
 			"Stop the organization's callers first; purging again removes what they wrote meanwhile.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -41,33 +43,13 @@ func newOrgCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				purger := retention.NewPurger(pool, batch, revocations)
-				counts, err := purger.Count(cmd.Context(), org)
-				if err != nil {
-					return err
+				// The defaults first: the configuration redefines them by name.
+				buckets := slices.Concat(app.DefaultBuckets(), cfg.Buckets)
+				purger := retention.NewPurger(pool, batch, revocations, buckets)
+				if !yes {
+					return dryRun(cmd, purger, org)
 				}
-				verb := "would delete"
-				var cutoff time.Time
-				if yes {
-					if counts, cutoff, err = purger.Purge(cmd.Context(), org); err != nil {
-						return err
-					}
-					verb = "deleted"
-				}
-				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "TABLE\tROWS")
-				var total int64
-				for _, c := range counts {
-					fmt.Fprintf(w, "%s\t%d\n", c.Table, c.Rows)
-					total += c.Rows
-				}
-				fmt.Fprintf(w, "%s %d row(s) of organization %q\n", verb, total, org)
-				if yes {
-					fmt.Fprintf(w, "every token of organization %q issued before %s is refused from now on\n", org, cutoff.UTC().Format(time.RFC3339))
-				} else {
-					fmt.Fprintln(w, "dry run: nothing changed; run again with --yes to delete")
-				}
-				return w.Flush()
+				return purgeOrg(cmd, purger, org)
 			})
 		},
 	}
@@ -77,4 +59,54 @@ func newOrgCommand() *cobra.Command {
 	purge.MarkFlagsMutuallyExclusive("yes", "dry-run")
 	cmd.AddCommand(purge)
 	return cmd
+}
+
+// dryRun prints how many rows of org each table holds.
+func dryRun(cmd *cobra.Command, purger *retention.Purger, org string) error {
+	counts, err := purger.Count(cmd.Context(), org)
+	if err != nil {
+		return err
+	}
+	out, row := cmd.OutOrStdout(), tableRow()
+	fmt.Fprint(out, row("TABLE", "ROWS"))
+	var total int64
+	for _, c := range counts {
+		fmt.Fprint(out, row(c.Table, strconv.FormatInt(c.Rows, 10)))
+		total += c.Rows
+	}
+	fmt.Fprintf(out, "would delete %d row(s) of organization %q\n", total, org)
+	fmt.Fprintln(out, "dry run: nothing changed; run again with --yes to delete")
+	return nil
+}
+
+// purgeOrg purges org. Nothing is counted first: each table's line comes
+// as the table is done, which for a large organization shows how the purge
+// goes, and where it stopped if it fails.
+func purgeOrg(cmd *cobra.Command, purger *retention.Purger, org string) error {
+	out, row := cmd.OutOrStdout(), tableRow()
+	fmt.Fprint(out, row("TABLE", "ROWS"))
+	var total int64
+	_, cutoff, err := purger.Purge(cmd.Context(), org, func(c retention.PurgeCount) {
+		fmt.Fprint(out, row(c.Table, strconv.FormatInt(c.Rows, 10)))
+		total += c.Rows
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "deleted %d row(s) of organization %q\n", total, org)
+	fmt.Fprintf(out, "every token of organization %q issued before %s is refused from now on\n", org, cutoff.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// tableRow returns a formatter of the purge's table lines, its first
+// column as wide as the longest table name, so that lines printed one at
+// a time line up.
+func tableRow() func(table, rows string) string {
+	width := len("TABLE")
+	for _, t := range retention.PurgeTables() {
+		width = max(width, len(t))
+	}
+	return func(table, rows string) string {
+		return fmt.Sprintf("%-*s  %s\n", width, table, rows)
+	}
 }

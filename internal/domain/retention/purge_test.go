@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/retention"
 	"github.com/outboxd/outboxd/internal/domain/revocation"
 )
@@ -148,7 +149,7 @@ func TestPurger(t *testing.T) {
 	// A dry run counts what a purge would delete and changes nothing.
 	revocations, err := revocation.New(&revocation.Deps{Pool: b.pool, Owner: b.pool}, &revocation.Config{})
 	require.NoError(t, err)
-	purger := retention.NewPurger(b.pool, 7, revocations)
+	purger := retention.NewPurger(b.pool, 7, revocations, nil)
 	counts, err := purger.Count(ctx, "org-a")
 	require.NoError(t, err)
 	for _, c := range counts {
@@ -162,7 +163,7 @@ func TestPurger(t *testing.T) {
 	require.NoError(t, revocations.Refresh(ctx))
 	require.True(t, revocations.Revoked(revoked))
 
-	deleted, cutoff, err := purger.Purge(ctx, "org-a")
+	deleted, cutoff, err := purger.Purge(ctx, "org-a", nil)
 	require.NoError(t, err)
 	for _, c := range deleted {
 		require.Equal(t, before[c.Table], c.Rows, c.Table)
@@ -193,7 +194,7 @@ func TestPurger(t *testing.T) {
 	require.Nil(t, listed[0].ExpiresAt, "without auth.max_lifetime nothing bounds the tokens it refuses")
 
 	// Purging again finds nothing but that revocation, which it renews.
-	deleted, _, err = purger.Purge(ctx, "org-a")
+	deleted, _, err = purger.Purge(ctx, "org-a", nil)
 	require.NoError(t, err)
 	for _, c := range deleted {
 		if c.Table == "token_revocations" {
@@ -219,7 +220,7 @@ func TestPurge_RevocationExpires(t *testing.T) {
 	const maxLifetime, leeway = 2 * time.Hour, 10 * time.Second
 	revocations, err := revocation.New(&revocation.Deps{Pool: b.pool, Owner: b.pool}, &revocation.Config{MaxLifetime: maxLifetime, Leeway: leeway})
 	require.NoError(t, err)
-	_, cutoff, err := retention.NewPurger(b.pool, 0, revocations).Purge(ctx, "org-a")
+	_, cutoff, err := retention.NewPurger(b.pool, 0, revocations, nil).Purge(ctx, "org-a", nil)
 	require.NoError(t, err)
 	listed, err := revocations.List(ctx, "org-a")
 	require.NoError(t, err)
@@ -268,11 +269,11 @@ func TestPurge_FlowBucketsOfTheOrganizationOnly(t *testing.T) {
 	}
 	revocations, err := revocation.New(&revocation.Deps{Pool: b.pool, Owner: b.pool}, &revocation.Config{})
 	require.NoError(t, err)
-	purger := retention.NewPurger(b.pool, 1, revocations)
+	purger := retention.NewPurger(b.pool, 1, revocations, defaultBuckets)
 
 	counts, err := purger.Count(ctx, "acme")
 	require.NoError(t, err)
-	deleted, _, err := purger.Purge(ctx, "acme")
+	deleted, _, err := purger.Purge(ctx, "acme", nil)
 	require.NoError(t, err)
 	for _, c := range slices.Concat(counts, deleted) {
 		if c.Table == "flow_buckets" {
@@ -281,7 +282,123 @@ func TestPurge_FlowBucketsOfTheOrganizationOnly(t *testing.T) {
 	}
 	require.Equal(t, []string{"", "00000000-0000-0000-0000-00000000000b", "acme/x", "acme/x/connector:3"}, keys(`SELECT scope_key FROM flow_buckets ORDER BY scope_key`))
 
-	_, _, err = purger.Purge(ctx, "acme/x")
+	_, _, err = purger.Purge(ctx, "acme/x", nil)
 	require.NoError(t, err)
 	require.Equal(t, []string{""}, keys(`SELECT scope_key FROM flow_buckets ORDER BY scope_key`))
+}
+
+// defaultBuckets are the scopes of outboxd's default buckets
+// (app.DefaultBuckets) that the tests' rows use.
+var defaultBuckets = []flow.BucketConfig{
+	{Name: "slack.minute", Scope: flow.ScopeOrg},
+	{Name: "linear.api", Scope: flow.ScopeOrg},
+	{Name: "connector", Scope: flow.ScopeSource},
+	{Name: "database", Scope: flow.ScopeSource},
+	{Name: "plugin", Scope: flow.ScopeGlobal},
+	{Name: "webhook", Scope: flow.ScopeSource},
+}
+
+// A provider's bucket the operator keeps per source (slack.minute, scope
+// source) has rows "<org>/slack": the purge deletes the organization's,
+// which it left before (their source has no ':'), and tells them from
+// another organization's by the bucket's scope. In a per-source bucket
+// "acme/x" is source "x" of "acme", in a per-organization one it is
+// organization "acme/x"'s row.
+func TestPurge_FlowBucketsByTheirScope(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	_, err := b.pool.Exec(ctx, `INSERT INTO flow_buckets (name, scope_key, tokens, refilled_at)
+		SELECT k.name, k.scope_key, 1, now() FROM (VALUES
+			('slack.minute', 'acme/slack'), ('slack.minute', 'acme/x'), ('linear.api', 'acme'),
+			('slack.minute', 'acme/x/slack'), ('linear.api', 'acme/x'),
+			('slack.minute', 'acmeslack/slack'), ('linear.api', 'acme/slack/linear')) AS k(name, scope_key)`)
+	require.NoError(t, err)
+	keys := func() (out []string) {
+		rows, err := b.pool.Query(ctx, `SELECT name || ' ' || scope_key FROM flow_buckets WHERE scope_key <> '' ORDER BY 1`)
+		require.NoError(t, err)
+		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return out
+	}
+	revocations, err := revocation.New(&revocation.Deps{Pool: b.pool, Owner: b.pool}, &revocation.Config{})
+	require.NoError(t, err)
+	// The configuration redefines slack.minute after the defaults.
+	buckets := append(slices.Clone(defaultBuckets), flow.BucketConfig{Name: "slack.minute", Scope: flow.ScopeSource})
+	purger := retention.NewPurger(b.pool, 2, revocations, buckets)
+
+	counts, err := purger.Count(ctx, "acme")
+	require.NoError(t, err)
+	deleted, _, err := purger.Purge(ctx, "acme", nil)
+	require.NoError(t, err)
+	for _, c := range slices.Concat(counts, deleted) {
+		if c.Table == "flow_buckets" {
+			require.EqualValues(t, 3, c.Rows, "acme's sources slack and x, and its linear.api row")
+		}
+	}
+	require.Equal(t, []string{"linear.api acme/slack/linear", "linear.api acme/x", "slack.minute acme/x/slack", "slack.minute acmeslack/slack"}, keys())
+
+	_, _, err = purger.Purge(ctx, "acme/x", nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"linear.api acme/slack/linear", "slack.minute acmeslack/slack"}, keys())
+}
+
+// The purge reads River's jobs a batch at a time in order of id: it
+// deletes every job of the organization wherever its id falls among
+// other organizations' jobs and jobs of no organization (a relay's),
+// whichever way the job names it, and none of theirs.
+func TestPurge_RiverJobsOfTheOrganizationOnly(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	for _, org := range []string{"org-a", "org-b"} {
+		insertInvocations(ctx, t, b.pool, org, "completed", true, 0, 20)
+		_, err := b.pool.Exec(ctx, `
+INSERT INTO webhooks (id, organization_id, url, events, secret_sealed) VALUES (gen_random_uuid(), $1, 'https://hook.example', '{}', '\x00');
+`, org)
+		require.NoError(t, err)
+		_, err = b.pool.Exec(ctx, `
+INSERT INTO webhook_deliveries (id, webhook_id, organization_id, event_id, event_type, payload)
+SELECT gen_random_uuid(), w.id, $1, nextval('invocation_events_id_seq'), 'completed', '{}'
+FROM webhooks w, generate_series(1, 20) WHERE w.organization_id = $1`, org)
+		require.NoError(t, err)
+	}
+	// Jobs of both organizations, of every kind, and of none, interleaved.
+	_, err := b.pool.Exec(ctx, `
+WITH inv AS (
+    SELECT organization_id AS org, id, row_number() OVER (PARTITION BY organization_id ORDER BY id) AS n FROM action_invocations
+), del AS (
+    SELECT organization_id AS org, id, row_number() OVER (PARTITION BY organization_id ORDER BY id) AS n FROM webhook_deliveries
+)
+INSERT INTO river_job (args, kind, max_attempts)
+SELECT args, kind, 5 FROM (
+    SELECT inv.n, 1 AS k, inv.org, jsonb_build_object('invocation_id', inv.id) AS args, 'slack_post_approval' AS kind FROM inv
+    UNION ALL SELECT inv.n, 2, inv.org, jsonb_build_object('invocation_id', inv.id, 'organization_id', inv.org), 'expire_invocation' FROM inv
+    UNION ALL SELECT inv.n, 3, inv.org, jsonb_build_object('invocation_id', inv.id, 'bucket', jsonb_build_object('name', 'slack.minute', 'org', inv.org)), 'execute_action' FROM inv
+    UNION ALL SELECT del.n, 4, del.org, jsonb_build_object('delivery_id', del.id), 'webhook_deliver' FROM del
+    UNION ALL SELECT n, 5, '', '{}', 'relay' FROM generate_series(1, 20) n
+) j ORDER BY n, k, org`)
+	require.NoError(t, err)
+	jobs := func(org string) int64 {
+		return count(ctx, t, b.pool, `SELECT count(*) FROM river_job WHERE args->>'organization_id' = $1 OR args->'bucket'->>'org' = $1
+            OR args->>'invocation_id' IN (SELECT id::text FROM action_invocations WHERE organization_id = $1)
+            OR args->>'delivery_id' IN (SELECT id::text FROM webhook_deliveries WHERE organization_id = $1)`, org)
+	}
+	require.EqualValues(t, 80, jobs("org-a"))
+	require.EqualValues(t, 80, jobs("org-b"))
+	total := count(ctx, t, b.pool, `SELECT count(*) FROM river_job`)
+	require.EqualValues(t, 180, total)
+
+	revocations, err := revocation.New(&revocation.Deps{Pool: b.pool, Owner: b.pool}, &revocation.Config{})
+	require.NoError(t, err)
+	purger := retention.NewPurger(b.pool, 3, revocations, nil)
+	counts, err := purger.Count(ctx, "org-a")
+	require.NoError(t, err)
+	require.Equal(t, retention.PurgeCount{Table: "river_job", Rows: 80}, counts[0])
+	var told []retention.PurgeCount
+	deleted, _, err := purger.Purge(ctx, "org-a", func(c retention.PurgeCount) { told = append(told, c) })
+	require.NoError(t, err)
+	require.Equal(t, retention.PurgeCount{Table: "river_job", Rows: 80}, deleted[0])
+	require.Equal(t, deleted, told, "each table is told as it is done")
+	require.Zero(t, jobs("org-a"))
+	require.EqualValues(t, 80, jobs("org-b"))
+	require.EqualValues(t, 100, count(ctx, t, b.pool, `SELECT count(*) FROM river_job`), "org-b's and the relay's")
 }

@@ -121,12 +121,17 @@ SELECT
     (SELECT count(*) FROM audit_anchors WHERE organization_id = $1::text)::bigint AS audit_anchors,
     (SELECT count(*) FROM token_revocations WHERE organization_id = $1::text)::bigint AS token_revocations,
     (SELECT count(*) FROM flow_buckets c
-     WHERE c.scope_key = $1::text
-        OR (starts_with(c.scope_key, $1::text || '/')
-            AND strpos(substr(c.scope_key, length($1::text) + 2), '/') = 0
-            AND strpos(substr(c.scope_key, length($1::text) + 2), ':') > 0)
+     WHERE (c.scope_key = $1::text AND NOT c.name = ANY($2::text[]))
+        OR (c.name = ANY($2::text[])
+            AND starts_with(c.scope_key, $1::text || '/')
+            AND strpos(substr(c.scope_key, length($1::text) + 2), '/') = 0)
         OR c.scope_key IN (SELECT w.id::text FROM webhooks w WHERE w.organization_id = $1::text))::bigint AS flow_buckets
 `
+
+type PurgeCountsParams struct {
+	OrganizationID string
+	SourceBuckets  []string
+}
 
 type PurgeCountsRow struct {
 	ActionInvocations   int64
@@ -160,8 +165,8 @@ type PurgeCountsRow struct {
 // River's jobs are River's schema, not sqlc's: the store writes those by hand.
 // Each delete takes at most @max_rows rows, so that a large organization is
 // removed in short transactions.
-func (q *Queries) PurgeCounts(ctx context.Context, db DBTX, organizationID string) (PurgeCountsRow, error) {
-	row := db.QueryRow(ctx, purgeCounts, organizationID)
+func (q *Queries) PurgeCounts(ctx context.Context, db DBTX, arg PurgeCountsParams) (PurgeCountsRow, error) {
+	row := db.QueryRow(ctx, purgeCounts, arg.OrganizationID, arg.SourceBuckets)
 	var i PurgeCountsRow
 	err := row.Scan(
 		&i.ActionInvocations,
@@ -246,29 +251,30 @@ func (q *Queries) PurgeEventListeners(ctx context.Context, db DBTX, arg PurgeEve
 const purgeFlowBuckets = `-- name: PurgeFlowBuckets :execrows
 DELETE FROM flow_buckets d WHERE d.ctid IN (
     SELECT c.ctid FROM flow_buckets c
-    WHERE c.scope_key = $1::text
-       OR (starts_with(c.scope_key, $1::text || '/')
-           AND strpos(substr(c.scope_key, length($1::text) + 2), '/') = 0
-           AND strpos(substr(c.scope_key, length($1::text) + 2), ':') > 0)
+    WHERE (c.scope_key = $1::text AND NOT c.name = ANY($2::text[]))
+       OR (c.name = ANY($2::text[])
+           AND starts_with(c.scope_key, $1::text || '/')
+           AND strpos(substr(c.scope_key, length($1::text) + 2), '/') = 0)
        OR c.scope_key IN (SELECT w.id::text FROM webhooks w WHERE w.organization_id = $1::text)
-    LIMIT $2::int)
+    LIMIT $3::int)
 `
 
 type PurgeFlowBucketsParams struct {
 	OrganizationID string
+	SourceBuckets  []string
 	MaxRows        int32
 }
 
-// The organization's bucket rows: its org-scoped ones (scope key the
-// organization) and its source-scoped ones (the organization, '/', and a
-// source it registered, connector:<uuid> or database:<uuid>: source ids
-// have no '/'). Organization ids may hold a '/', so the rest after the
-// organization must be one source id: org "acme/x"'s rows ("acme/x",
-// "acme/x/connector:…") are not org "acme"'s. The webhook bucket's rows
-// are keyed by endpoint id: they go before the endpoints. PurgeCounts
-// counts alike.
+// The organization's bucket rows. A scope key alone does not say whose a
+// row is: organization ids may hold a '/', so "acme/x" is organization
+// "acme/x"'s row of a per-organization bucket but source "x" of "acme"'s
+// in a per-source bucket. The bucket's scope does (@source_buckets: the
+// buckets configured per source, keyed "<org>/<source>", where source ids
+// have no '/'): in those, the organization, '/' and one source id; in the
+// others, the organization itself. The webhook bucket's rows are keyed by
+// endpoint id: they go before the endpoints. PurgeCounts counts alike.
 func (q *Queries) PurgeFlowBuckets(ctx context.Context, db DBTX, arg PurgeFlowBucketsParams) (int64, error) {
-	result, err := db.Exec(ctx, purgeFlowBuckets, arg.OrganizationID, arg.MaxRows)
+	result, err := db.Exec(ctx, purgeFlowBuckets, arg.OrganizationID, arg.SourceBuckets, arg.MaxRows)
 	if err != nil {
 		return 0, err
 	}

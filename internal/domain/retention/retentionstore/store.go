@@ -116,28 +116,68 @@ func (s *Store) DeleteWebhookDeliveries(ctx context.Context, db dbutil.DB, webho
 type PurgeTable struct {
 	// Name is the table's.
 	Name string
-	// Delete deletes up to limit of org's rows and returns how many.
-	Delete func(ctx context.Context, db dbutil.DB, org string, limit int) (int64, error)
+	// Delete deletes a batch of org's rows, at most limit, and returns how
+	// many, and whether the table may hold more of them (false: done).
+	Delete func(ctx context.Context, db dbutil.DB, org string, limit int) (deleted int64, more bool, err error)
 }
 
-// riverJobsCountSQL and riverJobsPurgeSQL find an organization's River jobs
-// as the tenant policy on river_job does (migration 021): by the
-// organization in their args, or by the invocation or webhook delivery they
-// name. River's table is not in sqlc's schema, hence the literals.
+// riverJobsOfOrg finds an organization's River jobs as the tenant policy
+// on river_job does (migration 021): by the organization in their args, or
+// by the invocation or webhook delivery they name. The invocation and the
+// delivery are looked up by primary key, once per job: a scalar subquery
+// is never made into a hash of every invocation of the organization (an
+// EXISTS or IN is), so a job costs the same however many invocations the
+// organization has. River's table is not in sqlc's schema, hence the
+// literals.
 const riverJobsOfOrg = `
 (j.args->'bucket'->>'org' = $1::text
  OR j.args->>'organization_id' = $1::text
- OR j.args->>'invocation_id' IN (SELECT i.id::text FROM action_invocations i WHERE i.organization_id = $1::text)
- OR j.args->>'delivery_id' IN (SELECT d.id::text FROM webhook_deliveries d WHERE d.organization_id = $1::text))`
+ OR (SELECT i.organization_id FROM action_invocations i WHERE i.id = (j.args->>'invocation_id')::uuid) = $1::text
+ OR (SELECT d.organization_id FROM webhook_deliveries d WHERE d.id = (j.args->>'delivery_id')::uuid) = $1::text)`
 
 const riverJobsCountSQL = `SELECT count(*) FROM river_job j WHERE ` + riverJobsOfOrg
 
-const riverJobsPurgeSQL = `DELETE FROM river_job WHERE id IN (SELECT j.id FROM river_job j WHERE ` + riverJobsOfOrg + ` LIMIT $2::int)`
+// riverJobsPurgeSQL deletes the organization's jobs among the next $3 jobs
+// after id $2, and returns how many it deleted and the last id it read
+// (0 when none was left). River's jobs cannot be found by what their args
+// name but by reading them (migration 018 dropped the index on args), so
+// the purge reads the table once, in order of id, a batch at a time:
+// finding the next batch among the jobs deleted before, or matching each
+// job against all of the organization's invocations, made each batch cost
+// as much as the whole organization.
+const riverJobsPurgeSQL = `
+WITH batch AS (
+    SELECT j.id, j.args FROM river_job j WHERE j.id > $2::bigint ORDER BY j.id LIMIT $3::int
+), doomed AS (
+    DELETE FROM river_job d USING batch j WHERE d.id = j.id AND ` + riverJobsOfOrg + `
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM doomed), coalesce((SELECT max(id) FROM batch), 0)`
 
-// execRows adapts a generated :execrows purge query.
-func execRows[P any](q func(context.Context, dbsqlc.DBTX, P) (int64, error), params func(org string, limit int32) P) func(context.Context, dbutil.DB, string, int) (int64, error) {
-	return func(ctx context.Context, db dbutil.DB, org string, limit int) (int64, error) {
-		return q(ctx, db, params(org, int32(limit)))
+// riverJobs returns river_job's PurgeTable. It reads the table once, in
+// order of id: its Delete keeps its place from one batch to the next, so
+// it serves one purge.
+func riverJobs() PurgeTable {
+	var after int64
+	return PurgeTable{Name: "river_job", Delete: func(ctx context.Context, db dbutil.DB, org string, limit int) (int64, bool, error) {
+		var deleted, last int64
+		if err := db.QueryRow(ctx, riverJobsPurgeSQL, org, after, limit).Scan(&deleted, &last); err != nil {
+			return 0, false, err
+		}
+		if last == 0 {
+			return deleted, false, nil
+		}
+		after = last
+		return deleted, true, nil
+	}}
+}
+
+// execRows adapts a generated :execrows purge query: the table may hold
+// more of the organization's rows while a batch comes back full.
+func execRows[P any](q func(context.Context, dbsqlc.DBTX, P) (int64, error), params func(org string, limit int32) P) func(context.Context, dbutil.DB, string, int) (int64, bool, error) {
+	return func(ctx context.Context, db dbutil.DB, org string, limit int) (int64, bool, error) {
+		n, err := q(ctx, db, params(org, int32(limit)))
+		return n, n >= int64(limit), err
 	}
 }
 
@@ -146,14 +186,16 @@ func execRows[P any](q func(context.Context, dbsqlc.DBTX, P) (int64, error), par
 // invocations and deliveries they name), then what refers to invocations
 // and webhooks (approvals cascade from their invocation, so they go first
 // to be counted; grants name the invocation they were made from), then
-// those, then the organization's settings, its pause last. A test checks every table with an organization_id column is here.
-func (s *Store) PurgeTables() []PurgeTable {
+// those, then the organization's settings, its pause last. A test checks
+// every table with an organization_id column is here. sourceBuckets are
+// the rate buckets configured per source (flow.ScopeSource), whose rows
+// are keyed "<org>/<source>" (PurgeFlowBuckets). The list serves one
+// purge (riverJobs).
+func (s *Store) PurgeTables(sourceBuckets []string) []PurgeTable {
 	q := s.q
+	sourceBuckets = nonNil(sourceBuckets)
 	return []PurgeTable{
-		{Name: "river_job", Delete: func(ctx context.Context, db dbutil.DB, org string, limit int) (int64, error) {
-			tag, err := db.Exec(ctx, riverJobsPurgeSQL, org, limit)
-			return tag.RowsAffected(), err
-		}},
+		riverJobs(),
 		{Name: "invocation_events", Delete: execRows(q.PurgeInvocationEvents, func(org string, n int32) dbsqlc.PurgeInvocationEventsParams {
 			return dbsqlc.PurgeInvocationEventsParams{OrganizationID: org, MaxRows: n}
 		})},
@@ -178,7 +220,7 @@ func (s *Store) PurgeTables() []PurgeTable {
 		// Before webhooks: the rows of the webhook bucket are keyed by
 		// endpoint.
 		{Name: "flow_buckets", Delete: execRows(q.PurgeFlowBuckets, func(org string, n int32) dbsqlc.PurgeFlowBucketsParams {
-			return dbsqlc.PurgeFlowBucketsParams{OrganizationID: org, MaxRows: n}
+			return dbsqlc.PurgeFlowBucketsParams{OrganizationID: org, SourceBuckets: sourceBuckets, MaxRows: n}
 		})},
 		{Name: "webhooks", Delete: execRows(q.PurgeWebhooks, func(org string, n int32) dbsqlc.PurgeWebhooksParams {
 			return dbsqlc.PurgeWebhooksParams{OrganizationID: org, MaxRows: n}
@@ -231,9 +273,10 @@ func (s *Store) PurgeTables() []PurgeTable {
 	}
 }
 
-// PurgeCounts counts org's rows in each table of PurgeTables.
-func (s *Store) PurgeCounts(ctx context.Context, db dbutil.DB, org string) (map[string]int64, error) {
-	c, err := s.q.PurgeCounts(ctx, db, org)
+// PurgeCounts counts org's rows in each table of PurgeTables, the rate
+// buckets in sourceBuckets being per source.
+func (s *Store) PurgeCounts(ctx context.Context, db dbutil.DB, org string, sourceBuckets []string) (map[string]int64, error) {
+	c, err := s.q.PurgeCounts(ctx, db, dbsqlc.PurgeCountsParams{OrganizationID: org, SourceBuckets: nonNil(sourceBuckets)})
 	if err != nil {
 		return nil, fmt.Errorf("counting the organization's rows: %w", err)
 	}
@@ -268,4 +311,13 @@ func (s *Store) PurgeCounts(ctx context.Context, db dbutil.DB, org string) (map[
 		"token_revocations":    c.TokenRevocations,
 		"flow_buckets":         c.FlowBuckets,
 	}, nil
+}
+
+// nonNil returns names, or an empty list for nil: a nil slice is sent as
+// NULL, and "name = ANY(NULL)" is NULL, never false.
+func nonNil(names []string) []string {
+	if names == nil {
+		return []string{}
+	}
+	return names
 }

@@ -30,10 +30,10 @@ SELECT
     (SELECT count(*) FROM audit_anchors WHERE organization_id = @organization_id::text)::bigint AS audit_anchors,
     (SELECT count(*) FROM token_revocations WHERE organization_id = @organization_id::text)::bigint AS token_revocations,
     (SELECT count(*) FROM flow_buckets c
-     WHERE c.scope_key = @organization_id::text
-        OR (starts_with(c.scope_key, @organization_id::text || '/')
-            AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), '/') = 0
-            AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), ':') > 0)
+     WHERE (c.scope_key = @organization_id::text AND NOT c.name = ANY(@source_buckets::text[]))
+        OR (c.name = ANY(@source_buckets::text[])
+            AND starts_with(c.scope_key, @organization_id::text || '/')
+            AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), '/') = 0)
         OR c.scope_key IN (SELECT w.id::text FROM webhooks w WHERE w.organization_id = @organization_id::text))::bigint AS flow_buckets;
 
 -- name: PurgeActionInvocations :execrows
@@ -103,20 +103,20 @@ DELETE FROM quiet_hours d WHERE d.ctid IN (SELECT c.ctid FROM quiet_hours c WHER
 DELETE FROM slack_settings d WHERE d.ctid IN (SELECT c.ctid FROM slack_settings c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
 
 -- name: PurgeFlowBuckets :execrows
--- The organization's bucket rows: its org-scoped ones (scope key the
--- organization) and its source-scoped ones (the organization, '/', and a
--- source it registered, connector:<uuid> or database:<uuid>: source ids
--- have no '/'). Organization ids may hold a '/', so the rest after the
--- organization must be one source id: org "acme/x"'s rows ("acme/x",
--- "acme/x/connector:…") are not org "acme"'s. The webhook bucket's rows
--- are keyed by endpoint id: they go before the endpoints. PurgeCounts
--- counts alike.
+-- The organization's bucket rows. A scope key alone does not say whose a
+-- row is: organization ids may hold a '/', so "acme/x" is organization
+-- "acme/x"'s row of a per-organization bucket but source "x" of "acme"'s
+-- in a per-source bucket. The bucket's scope does (@source_buckets: the
+-- buckets configured per source, keyed "<org>/<source>", where source ids
+-- have no '/'): in those, the organization, '/' and one source id; in the
+-- others, the organization itself. The webhook bucket's rows are keyed by
+-- endpoint id: they go before the endpoints. PurgeCounts counts alike.
 DELETE FROM flow_buckets d WHERE d.ctid IN (
     SELECT c.ctid FROM flow_buckets c
-    WHERE c.scope_key = @organization_id::text
-       OR (starts_with(c.scope_key, @organization_id::text || '/')
-           AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), '/') = 0
-           AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), ':') > 0)
+    WHERE (c.scope_key = @organization_id::text AND NOT c.name = ANY(@source_buckets::text[]))
+       OR (c.name = ANY(@source_buckets::text[])
+           AND starts_with(c.scope_key, @organization_id::text || '/')
+           AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), '/') = 0)
        OR c.scope_key IN (SELECT w.id::text FROM webhooks w WHERE w.organization_id = @organization_id::text)
     LIMIT @max_rows::int);
 
