@@ -2,6 +2,8 @@ package outbox_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/outbox"
+	"github.com/outboxd/outboxd/policy"
 )
 
 type testBundle struct {
@@ -75,6 +78,58 @@ func TestService_Enqueue(t *testing.T) {
 		changed := slackEnvelope("repeat")
 		changed.Args = json.RawMessage(`{"channel":"C0123456789","text":"other"}`)
 		_, _, err = bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: changed})
+		require.ErrorIs(t, err, errs.IdempotencyMismatch)
+	})
+	// A repeat of an external id that asks something else of the
+	// execution (an approval, a deadline, a bucket, a risk, a retry
+	// policy) is a reused key, not a retry: answering it with the first
+	// invocation would run without the approval it asked for. Before,
+	// only the tool and args were compared.
+	t.Run("RepeatAskingOtherTermsIsAMismatch", func(t *testing.T) {
+		first, created, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: slackEnvelope("terms")})
+		require.NoError(t, err)
+		require.True(t, created)
+		deadline := time.Now().Add(time.Hour)
+		for name, change := range map[string]func(*outbox.Envelope){
+			"approval":        func(e *outbox.Envelope) { e.Approval = "required" },
+			"risk":            func(e *outbox.Envelope) { e.Risk = "high" },
+			"must_run_before": func(e *outbox.Envelope) { e.Constraints.MustRunBefore = &deadline },
+			"rate_bucket":     func(e *outbox.Envelope) { e.Constraints.RateBucket = "slack.minute" },
+			"retry":           func(e *outbox.Envelope) { e.Constraints.Retry = &outbox.EnvelopeRetry{MaxAttempts: 2} },
+		} {
+			env := slackEnvelope("terms")
+			change(&env)
+			_, _, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: env})
+			require.ErrorIs(t, err, errs.IdempotencyMismatch, name)
+		}
+		// "auto" is the default approval: the same request.
+		env := slackEnvelope("terms")
+		env.Approval = "auto"
+		again, created, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: env})
+		require.NoError(t, err)
+		require.False(t, created)
+		require.Equal(t, first.ID, again.ID)
+	})
+	// An invocation stored by an earlier release holds a hash of the tool
+	// and args alone: its envelope, retried after the upgrade, still gets
+	// it back, and other args are still a mismatch.
+	t.Run("RepeatOfAnInvocationHashedTheOldWayMatches", func(t *testing.T) {
+		env := slackEnvelope("old-hash")
+		env.Approval = "required"
+		first, _, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: env})
+		require.NoError(t, err)
+		canonical, err := policy.CanonicalJSON(env.Args)
+		require.NoError(t, err)
+		old := sha256.Sum256(append([]byte("slack\x00send_message\x00"), canonical...))
+		_, err = bundle.app.Pool.Exec(bundle.ctx, `UPDATE action_invocations SET params_hash = $1 WHERE id = $2`, hex.EncodeToString(old[:]), first.ID)
+		require.NoError(t, err)
+
+		again, created, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: env})
+		require.NoError(t, err)
+		require.False(t, created)
+		require.Equal(t, first.ID, again.ID)
+		env.Args = json.RawMessage(`{"channel":"C0123456789","text":"other"}`)
+		_, _, err = bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: env})
 		require.ErrorIs(t, err, errs.IdempotencyMismatch)
 	})
 	t.Run("BodyCannotNameAnotherAutomation", func(t *testing.T) {

@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -390,7 +392,7 @@ func (s *Service) existing(ctx context.Context, db invocationstore.DB, r *reques
 // (without one, by another token subject): a repeat answers the invocation
 // only to whom may read it, as GET /v1/envelopes/{id} does.
 func sameRequest(inv invocation.Invocation, p *prepared) error {
-	if inv.ParamsHash != p.hash || deref(inv.SessionID) != p.r.sessionID {
+	if !sameContent(inv.ParamsHash, p) || deref(inv.SessionID) != p.r.sessionID {
 		return errs.IdempotencyMismatch
 	}
 	if p.r.externalID != "" {
@@ -451,17 +453,65 @@ func (s *Service) ttl(automationID string) time.Duration {
 	return s.cfg.InteractiveTTL
 }
 
+// hashVersion begins the hashes requestHash makes. A stored hash without
+// it was made by a release that hashed the tool and params alone
+// (legacyHash): a retry of such a request after an upgrade still matches.
+const hashVersion = "v2:"
+
 // requestHash identifies a request's content, to tell a retry of the same
-// request from a reused key.
+// request from a reused key: its tool and params, and what it asks of its
+// execution (risk, approval, rate bucket, deadline, retry policy), since a
+// repeat that asked for an approval the first did not must not be answered
+// with the first.
 func requestHash(r *request) (string, error) {
-	canonical, err := policy.CanonicalJSON(r.params)
+	h, err := contentHash(r)
 	if err != nil {
 		return "", err
+	}
+	terms, err := json.Marshal(struct {
+		Risk          string           `json:"risk"`
+		Approval      bool             `json:"approval"`
+		RateBucket    string           `json:"rate_bucket"`
+		MustRunBefore *time.Time       `json:"must_run_before"`
+		Retry         invocation.Retry `json:"retry"`
+	}{r.riskHint, r.approvalRequired, r.rateBucket, r.mustRunBefore, r.retry})
+	if err != nil {
+		return "", err
+	}
+	h.Write([]byte{0})
+	h.Write(terms)
+	return hashVersion + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// legacyHash is requestHash as releases before hashVersion made it.
+func legacyHash(r *request) (string, error) {
+	h, err := contentHash(r)
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// contentHash is a hash of a request's tool and canonical params.
+func contentHash(r *request) (hash.Hash, error) {
+	canonical, err := policy.CanonicalJSON(r.params)
+	if err != nil {
+		return nil, err
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00", r.source, r.action)
 	h.Write(canonical)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return h, nil
+}
+
+// sameContent reports whether stored, the hash of the invocation holding
+// p's key, is p's: in the form stored was made.
+func sameContent(stored string, p *prepared) bool {
+	if strings.HasPrefix(stored, hashVersion) {
+		return stored == p.hash
+	}
+	legacy, err := legacyHash(p.r)
+	return err == nil && stored == legacy
 }
 
 func deref(s *string) string {
