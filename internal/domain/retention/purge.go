@@ -102,9 +102,10 @@ const PurgedBy = "operator (outboxd org purge)"
 
 // Purge deletes every row of org, table by table in PurgeTables' order,
 // in batches of short transactions, and returns how many rows it deleted
-// from each table; done, if not nil, is told each table's as soon as the
-// table is done, for a purge that takes long to show how it goes. Rows the organization writes meanwhile may be left:
-// pause it and stop its callers first. Purging again finishes the job.
+// from each table; done, if not nil, is told each table's count as soon
+// as the table is done, so that a long purge shows how it goes. Rows the
+// organization writes meanwhile may be left: pause it and stop its callers
+// first. Purging again finishes the job.
 //
 // Its token revocations go with the rest, so the purge ends by revoking
 // every token of org issued before the second after its deletions

@@ -144,7 +144,9 @@ const riverJobsCountSQL = `SELECT count(*) FROM river_job j WHERE ` + riverJobsO
 // the purge reads the table once, in order of id, a batch at a time:
 // finding the next batch among the jobs deleted before, or matching each
 // job against all of the organization's invocations, made each batch cost
-// as much as the whole organization.
+// as much as the whole organization. A purge reads every organization's
+// jobs once, as many as River's job retention keeps, each batch costing
+// as much as the jobs it reads.
 const riverJobsPurgeSQL = `
 WITH batch AS (
     SELECT j.id, j.args FROM river_job j WHERE j.id > $2::bigint ORDER BY j.id LIMIT $3::int
