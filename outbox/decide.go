@@ -239,26 +239,77 @@ func (s *Service) decide(ctx context.Context, org, id, decision string, fn func(
 // Cancel undoes an invocation that has not started: pending or approved but
 // not yet executing. Anything else is errs.Conflict.
 func (s *Service) Cancel(ctx context.Context, org, id, by string) (invocation.Invocation, error) {
+	inv, _, err := s.cancel(ctx, org, id, by, false)
+	return inv, err
+}
+
+// Withdraw is Cancel for an MCP call whose client cancelled it, run by
+// the call that created the invocation: it leaves the invocation, and
+// withdrawn is false, while another call waits on it in any API process
+// (a retry with the same idempotency key, outboxd_wait: WaitOn), which
+// is to get the result of its one execution.
+func (s *Service) Withdraw(ctx context.Context, org, id, by string) (withdrawn bool, err error) {
+	_, withdrawn, err = s.cancel(ctx, org, id, by, true)
+	return withdrawn, err
+}
+
+// cancel cancels an invocation that has not started; unlessWaited, only
+// when no call waits on it (WaitOn), which cancelled then says.
+func (s *Service) cancel(ctx context.Context, org, id, by string, unlessWaited bool) (inv invocation.Invocation, cancelled bool, err error) {
 	uid, err := uuid.Parse(id)
 	if err != nil {
-		return invocation.Invocation{}, fmt.Errorf("%w: invocation %s", errs.NotFound, id)
+		return invocation.Invocation{}, false, fmt.Errorf("%w: invocation %s", errs.NotFound, id)
 	}
-	inv, err := dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
+	inv, err = dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
+		// The row's lock comes before the read of its waits: a WaitOn
+		// holds a share lock on it until it commits.
 		inv, err := s.store.Lock(ctx, tx, org, uid)
 		if err != nil {
 			return inv, err
 		}
-		cancelled, err := s.store.Cancel(ctx, tx, inv.ID, by)
-		if errors.Is(err, errs.Conflict) {
-			return inv, fmt.Errorf("%w: invocation is %s and can no longer be cancelled", errs.Conflict, inv.Status)
+		if unlessWaited {
+			waited, err := s.queries.Waited(ctx, tx, uid)
+			if err != nil || waited {
+				return inv, err
+			}
 		}
-		return cancelled, err
+		return s.cancelLocked(ctx, tx, inv, by)
 	})
-	if err != nil {
-		return inv, err
+	if err != nil || inv.Status != invocation.StatusCancelled {
+		return inv, false, err
 	}
 	s.deps.Metrics.InvocationStatus(inv.Mode, string(inv.Status))
-	return inv, nil
+	return inv, true, nil
+}
+
+// cancelLocked cancels inv, which tx locked.
+func (s *Service) cancelLocked(ctx context.Context, tx pgx.Tx, inv invocation.Invocation, by string) (invocation.Invocation, error) {
+	cancelled, err := s.store.Cancel(ctx, tx, inv.ID, by)
+	if errors.Is(err, errs.Conflict) {
+		return inv, fmt.Errorf("%w: invocation is %s and can no longer be cancelled", errs.Conflict, inv.Status)
+	}
+	return cancelled, err
+}
+
+// WaitOn records that a call waits on invocation id, which it did not
+// create (a retry with the same idempotency key, outboxd_wait), where
+// Withdraw in any API process sees it; done ends the record, when the
+// call ends. An invocation that has ended records nothing.
+func (s *Service) WaitOn(ctx context.Context, org string, id uuid.UUID) (done func(), err error) {
+	ctx = dbutil.WithOrg(ctx, org)
+	wait := uuid.New()
+	if ok, err := s.queries.WaitStart(ctx, s.deps.Pool, wait, id); err != nil || !ok {
+		return func() {}, err
+	}
+	return func() {
+		// The call's own context may have ended: its values (the
+		// trace) are kept.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := s.queries.WaitEnd(ctx, s.deps.Pool, wait); err != nil {
+			s.logger.WarnContext(ctx, "ending a wait on an invocation", "invocation_id", id, "error", err)
+		}
+	}, nil
 }
 
 // audited records a decision in the audit trail, in the decision's own

@@ -174,6 +174,47 @@ func TestMCP_RetrysCancelLeavesTheFirstCallInAnotherProcess(t *testing.T) {
 	require.Len(t, api1.Slack.Requests(), 1)
 }
 
+// With two API processes, the call that created the invocation, which its
+// client cancels in one (2025-11-25: notifications/cancelled), does not
+// withdraw it while another call waits on it in the other process (a retry
+// with the same idempotency key, outboxd_wait): that call gets the result
+// of the one execution.
+func TestMCP_CreatorsCancelLeavesWhatAnotherProcessWaitsOn(t *testing.T) {
+	t.Parallel()
+	for _, other := range []string{"retry", "wait"} {
+		t.Run(other, func(t *testing.T) {
+			t.Parallel()
+			api1 := apptest.Start(t, nil)
+			api1.StoreSlackToken("xoxb-mcp-creator-" + other)
+			api2 := apptest.Start(t, &apptest.Options{Role: app.RoleAPI, DatabaseURL: api1.DBURL, SecretsKey: api1.Config.SecretsKey})
+			calls := newWaitingCalls(t)
+			session1 := mcpSessionAt(t, api1, api1.Sandbox(), "2025-11-25", calls.options())
+			session2 := mcpSessionAt(t, api2, api2.Sandbox(), "2025-11-25", calls.options())
+
+			ctx, cancel := context.WithCancel(context.Background())
+			first := calls.start(ctx, session1, "creator-"+other, "first")
+			id := onlyInvocation(t, api1)["id"].(string)
+			var waits chan callAnswer
+			if other == "retry" {
+				waits = calls.start(context.Background(), session2, "creator-"+other, other)
+			} else {
+				waits = calls.startCall(context.Background(), session2, &mcp.CallToolParams{Name: "outboxd_wait", Arguments: map[string]any{"invocation_id": id}}, other)
+			}
+			cancel()
+			require.Error(t, answered(t, first).err)
+			waitCounted(t, api1, 1)
+			require.Equal(t, "pending", api1.Invocation(id)["status"], "the %s still waits on it", other)
+
+			require.Equal(t, http.StatusOK, api1.Do("POST", "/v1/invocations/"+id+"/approve", api1.Owner(), map[string]string{"mode": "once"}).Status)
+			a := answered(t, waits)
+			require.NoError(t, a.err)
+			require.False(t, a.res.IsError, callText(t, a.res))
+			require.Equal(t, true, a.res.StructuredContent.(map[string]any)["ok"])
+			require.Len(t, api1.Slack.Requests(), 1)
+		})
+	}
+}
+
 // A client that cancels its outboxd_wait is counted as cancelled, not as
 // the pending answer it never got; the invocation stays pending (a wait
 // never withdraws).

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/outboxd/outboxd/console"
@@ -89,13 +88,21 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 		// A human decides, or the worker has not finished (an envelope is
 		// not waited for by the outbox): wait as long as an allow-mode
 		// invoke may.
-		leave := s.waiting.enter(inv.ID)
-		defer leave()
+		created := inv.ID == watch.ID
+		if !created {
+			// A retry with the same key: its creator's cancellation, in
+			// any process, leaves what it waits for.
+			done, err := s.outbox.WaitOn(ctx, c.Org, inv.ID)
+			if err != nil {
+				return nil, err
+			}
+			defer done()
+		}
 		latest, err := s.await(ctx, watch.Wait, inv, cr, deadline)
 		if ctx.Err() != nil {
 			// The client cancelled: the wait may have ended with the
 			// cancellation's own error, before its read.
-			if leave() && withdraws(inv.ID == watch.ID, key, cr) {
+			if withdraws(created, key, cr) {
 				s.withdraw(ctx, c, latest)
 			}
 			return nil, ctx.Err()
@@ -108,49 +115,14 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 	return s.outcome(inv, cr.origin), nil
 }
 
-// waiting counts the calls of this process waiting on each invocation,
-// so that a call whose client cancels withdraws its invocation only when
-// no other call (a retry with the same idempotency key, outboxd_wait)
-// still waits on it.
-type waiting struct {
-	mu    sync.Mutex
-	calls map[uuid.UUID]int
-}
-
-// enter notes a call waiting on id, and returns what notes its end: true
-// when it was the last call waiting on id, at its first use only.
-func (w *waiting) enter(id uuid.UUID) (leave func() (last bool)) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.calls == nil {
-		w.calls = map[uuid.UUID]int{}
-	}
-	w.calls[id]++
-	left := false
-	return func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if left {
-			return false
-		}
-		left = true
-		if w.calls[id]--; w.calls[id] > 0 {
-			return false
-		}
-		delete(w.calls, id)
-		return true
-	}
-}
-
 // withdraws reports whether a call whose client cancelled it withdraws
-// its invocation, once no other call of this process waits on it (a
-// retry with the same idempotency key, outboxd_wait: waiting.enter):
+// its invocation, unless another call waits on it in any API process (a
+// retry with the same idempotency key, outboxd_wait: Withdraw):
 //
 //   - only the call that created the invocation (created) withdraws it: a
-//     retry with the same key, whose cancellation no other process hears
-//     of, leaves it to the first call, which may still wait on it in
-//     another process (its session's, or another session's with the same
-//     token);
+//     retry with the same key leaves it to the first call, which may
+//     still wait on it in another process (its session's, or another
+//     session's with the same token);
 //   - a 2026-07-28 call with a key does not: the protocol's only
 //     cancellation over HTTP is the request ending, which a connection
 //     lost does too, and a client that sent a key said it retries, to get
@@ -161,8 +133,8 @@ func withdraws(created bool, key string, cr callRequest) bool {
 }
 
 // withdraw cancels the invocation of a call its client cancelled while it
-// waited, if it has not started; one already running or ended is left
-// to finish, as a REST cancel would.
+// waited, if it has not started and no other call waits on it; one
+// already running or ended is left to finish, as a REST cancel would.
 func (s *Server) withdraw(ctx context.Context, c *outboxauth.Claims, inv invocation.Invocation) {
 	if inv.Status != invocation.StatusPending && inv.Status != invocation.StatusApproved {
 		return
@@ -170,7 +142,7 @@ func (s *Server) withdraw(ctx context.Context, c *outboxauth.Claims, inv invocat
 	// The call's own context has ended: its values (the trace) are kept.
 	ctx, cancel := context.WithTimeout(dbutil.WithOrg(context.WithoutCancel(ctx), c.Org), 10*time.Second)
 	defer cancel()
-	if _, err := s.outbox.Cancel(ctx, c.Org, inv.ID.String(), c.Subject); err != nil && !errors.Is(err, errs.Conflict) {
+	if _, err := s.outbox.Withdraw(ctx, c.Org, inv.ID.String(), c.Subject); err != nil && !errors.Is(err, errs.Conflict) {
 		s.logger.WarnContext(ctx, "mcp: withdrawing a cancelled call", "invocation_id", inv.ID, "error", err)
 	}
 }
@@ -328,8 +300,12 @@ func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.R
 		return s.refusal(err)
 	}
 	if !inv.Status.Terminal() {
-		leave := s.waiting.enter(inv.ID)
-		defer leave()
+		// Its invocation's creator, cancelled, leaves it while it waits.
+		done, err := s.outbox.WaitOn(ctx, c.Org, inv.ID)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
 		if inv, err = s.await(ctx, s.outbox.Wait, inv, cr, time.Now().Add(s.wait)); err != nil {
 			return nil, err
 		}

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -51,7 +52,12 @@ type Outbox interface {
 	GetInSession(ctx context.Context, org, sessionID, id string) (invocation.Invocation, error)
 	Enqueue(ctx context.Context, p *outbox.EnqueueParams) (inv invocation.Invocation, created bool, err error)
 	GetEnvelope(ctx context.Context, org string, id string) (invocation.Invocation, error)
-	Cancel(ctx context.Context, org, id, by string) (invocation.Invocation, error)
+	// Withdraw cancels the invocation of a call its client cancelled,
+	// unless another call waits on it (WaitOn) in any API process.
+	Withdraw(ctx context.Context, org, id, by string) (withdrawn bool, err error)
+	// WaitOn records a call waiting on an invocation it did not create,
+	// until done.
+	WaitOn(ctx context.Context, org string, id uuid.UUID) (done func(), err error)
 }
 
 // Catalog says what a caller may use: catalog.Reader.
@@ -149,7 +155,6 @@ type Server struct {
 	// watchers is nil without Deps.Changes.
 	watchers *watchers
 	sessions *sessionLimit
-	waiting  waiting
 	// draining ends when the server shuts down (Close): waiting calls
 	// then answer where their invocation stands (await).
 	draining    context.Context

@@ -203,6 +203,12 @@ type InvocationPreview struct {
 	RenderedAt     time.Time
 }
 
+type InvocationWait struct {
+	ID           uuid.UUID
+	InvocationID uuid.UUID
+	StartedAt    time.Time
+}
+
 type InvokeRateWindow struct {
 	OrganizationID string
 	SessionID      string
