@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,9 +42,7 @@ func newOrgCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				// The defaults first: the configuration redefines them by name.
-				buckets := slices.Concat(app.DefaultBuckets(), cfg.Buckets)
-				purger := retention.NewPurger(pool, batch, revocations, buckets)
+				purger := retention.NewPurger(pool, batch, revocations, cfg.RateBuckets())
 				if !yes {
 					return dryRun(cmd, purger, org)
 				}

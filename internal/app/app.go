@@ -362,7 +362,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	creds := credentialstore.New(tenantPool, pool, box)
 	sources := catalog.New(registry)
 	limiter, err := flow.New(pool, &flow.Config{
-		Buckets: mergeBuckets(DefaultBuckets(), cfg.Buckets),
+		Buckets: cfg.RateBuckets(),
 		// A lease outlives any job that holds it; a dead process's leases
 		// come back soon after its jobs would have timed out.
 		LeaseTTL: cfg.Worker.WithDefaults().JobTimeout() + 5*time.Second,
@@ -741,6 +741,14 @@ func addPlugins(cfg *plugin.Config, c *catalog.Catalog) error {
 		return err
 	}
 	return c.Add(&catalog.Source{Source: plugins, Name: "Plugins", Bucket: plugin.Bucket.Name, Disabled: plugins.Disabled()})
+}
+
+// RateBuckets returns the rate buckets in force: DefaultBuckets(), each
+// redefined by the configured bucket of its name, then the configured
+// buckets of other names. The workers limit by them and org purge tells
+// whose each bucket row is by their scopes.
+func (c *Config) RateBuckets() []flow.BucketConfig {
+	return mergeBuckets(DefaultBuckets(), c.Buckets)
 }
 
 // mergeBuckets returns defaults with every bucket of overrides replacing the

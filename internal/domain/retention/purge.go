@@ -43,9 +43,9 @@ type Revoker interface {
 
 // NewPurger returns a Purger deleting batch rows per transaction (0:
 // DefaultBatch) and revoking the organization's tokens with revoker.
-// buckets are the configured rate buckets, a later one of a name
-// redefining an earlier one (as configuration redefines the defaults):
-// their scopes tell whose each bucket row is.
+// buckets are the rate buckets in force (app's Config.RateBuckets), a
+// later one of a name redefining an earlier one: their scopes tell whose
+// each bucket row is.
 func NewPurger(pool DB, batch int, revoker Revoker, buckets []flow.BucketConfig) *Purger {
 	if batch <= 0 {
 		batch = DefaultBatch
