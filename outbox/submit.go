@@ -468,18 +468,14 @@ func requestHash(r *request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	terms, err := json.Marshal(struct {
-		Risk          string           `json:"risk"`
-		Approval      bool             `json:"approval"`
-		RateBucket    string           `json:"rate_bucket"`
-		MustRunBefore *time.Time       `json:"must_run_before"`
-		Retry         invocation.Retry `json:"retry"`
-	}{r.riskHint, r.approvalRequired, r.rateBucket, r.mustRunBefore, r.retry})
-	if err != nil {
-		return "", err
+	var deadline string
+	if r.mustRunBefore != nil {
+		deadline = r.mustRunBefore.UTC().Format(time.RFC3339Nano)
 	}
-	h.Write([]byte{0})
-	h.Write(terms)
+	// Each term is validated (a known risk and bucket, a time): none holds
+	// the separator.
+	fmt.Fprintf(h, "\x00risk=%s\x00approval=%t\x00rate_bucket=%s\x00must_run_before=%s\x00retry=%d,%d,%d",
+		r.riskHint, r.approvalRequired, r.rateBucket, deadline, r.retry.MaxAttempts, r.retry.BaseDelay, r.retry.MaxDelay)
 	return hashVersion + hex.EncodeToString(h.Sum(nil)), nil
 }
 
