@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/outboxd/outboxd/executors/database"
+	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/flow"
@@ -214,13 +216,22 @@ func (s *Service) envelopeRequest(ctx context.Context, by *Enqueuer, env *Envelo
 // and concurrency slots, and one organization could hold back every
 // organization's calls of that source. A global bucket no source takes
 // by default (an operator's) stays nameable, as do the source's own and
-// the buckets kept per organization or per source.
+// the buckets kept per organization or per source. A kind's bucket
+// (connector, database: kindBuckets), made global by an operator, is its
+// sources' even for an organization that has none.
 func (s *Service) sharedBucket(ctx context.Context, org, source, bucket string) error {
 	if bucket == "" || s.deps.Flow == nil || s.deps.Sources == nil {
 		return nil
 	}
 	if cfg, ok := s.deps.Flow.Bucket(bucket); !ok || cfg.Scope != flow.ScopeGlobal {
 		return nil
+	}
+	if prefix, ok := kindBuckets[bucket]; ok {
+		// Every source of the kind takes it, whether or not org has one.
+		if strings.HasPrefix(source, prefix) {
+			return nil
+		}
+		return othersBucket(bucket, "every "+prefix+"… source", source)
 	}
 	// Only an envelope naming a global bucket gets here, which is rare:
 	// the sources' default buckets are looked up then, among the sources
@@ -242,10 +253,21 @@ func (s *Service) sharedBucket(ctx context.Context, org, source, bucket string) 
 	if len(owners) == 0 {
 		return nil
 	}
+	return othersBucket(bucket, strings.Join(owners, ", "), source)
+}
+
+// othersBucket refuses an envelope of source naming owners' global bucket.
+func othersBucket(bucket, owners, source string) error {
 	return errs.Invalid("constraints.rate_bucket",
 		"rate bucket %q is the bucket of %s, shared by every organization: an envelope of %s may not name it; name a bucket of your own organization or none",
-		bucket, strings.Join(owners, ", "), source)
+		bucket, owners, source)
 }
+
+// kindBuckets are the default buckets of the kinds of sources an
+// organization registers (catalog.Kind), by the prefix of their ids,
+// which sharedBucket cannot find among the sources of an organization
+// that has none of that kind.
+var kindBuckets = map[string]string{mcp.Bucket.Name: mcp.SourcePrefix, database.Bucket.Name: database.SourcePrefix}
 
 // GetEnvelope returns an envelope's invocation by its action id.
 func (s *Service) GetEnvelope(ctx context.Context, org string, id string) (invocation.Invocation, error) {

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/executors/database"
+	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
@@ -93,4 +95,43 @@ func TestService_EnvelopeNamingAnotherSourcesGlobalBucket(t *testing.T) {
 		require.Equal(t, env.Constraints.RateBucket, *inv.RateBucket)
 	}
 	require.Equal(t, 3, stored())
+}
+
+// An operator may make the bucket of a kind of source organizations
+// register (connector, database) global: every organization's connector
+// calls then share it. An organization with no connector could still name
+// it from a Slack envelope, since its own sources showed no connector
+// taking it; it is refused as another source's, storing nothing.
+func TestService_EnvelopeNamingAKindsGlobalBucket(t *testing.T) {
+	t.Parallel()
+	ctx := dbutil.WithOrg(context.Background(), "org-1")
+	pool := pgtest.Pool(t)
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	registry, err := executors.Build([]executors.Provider{slack.Provider}, nil)
+	require.NoError(t, err)
+	global := func(b flow.BucketConfig) flow.BucketConfig {
+		b.Scope = flow.ScopeGlobal
+		return b
+	}
+	limiter, err := flow.New(pool, &flow.Config{Buckets: []flow.BucketConfig{slack.Provider.Bucket, global(mcp.Bucket), global(database.Bucket)}})
+	require.NoError(t, err)
+	box, err := secretbox.New(secretbox.NewKey())
+	require.NoError(t, err)
+	svc, err := outbox.New(&outbox.Deps{Pool: pool, River: client, Sources: catalog.New(registry), Box: box, Flow: limiter}, &outbox.Config{})
+	require.NoError(t, err)
+	by := outbox.Enqueuer{OrganizationID: "org-1", RequestedBy: "svc", AutomationID: "nightly"}
+
+	for _, bucket := range []string{mcp.Bucket.Name, database.Bucket.Name} {
+		env := slackEnvelope("kind-" + bucket)
+		env.Constraints.RateBucket = bucket
+		_, _, err := svc.Enqueue(ctx, &outbox.EnqueueParams{Enqueuer: by, Envelope: env})
+		var invalid *errs.ValidationError
+		require.ErrorAs(t, err, &invalid, bucket)
+		require.Equal(t, "constraints.rate_bucket", invalid.Fields[0].Field)
+		require.Contains(t, invalid.Message, "shared by every organization")
+	}
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM action_invocations`).Scan(&n))
+	require.Zero(t, n, "a refused envelope stores nothing")
 }
