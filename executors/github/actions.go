@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -123,13 +124,23 @@ func (p *CreateIssueParams) Check() error {
 		return errors.New("milestone must be a milestone number, at least 1")
 	}
 	for _, a := range p.Assignees {
-		if strings.Trim(a, ".") == "" {
+		if !validLogin(a) {
 			// The preview looks each assignee up by path: ".." would ask
-			// for the repository's list of assignees and find no refusal.
-			return fmt.Errorf("assignees: %q is not a valid login", a)
+			// for the repository's list of assignees, "x/y" for another
+			// endpoint, and find no refusal.
+			return fmt.Errorf("assignees: %q is not a valid login (letters, digits and single hyphens between them, at most 39)", a)
 		}
 	}
 	return nil
+}
+
+// loginPattern is a GitHub login: letters and digits, with single hyphens
+// between them (create_issue.schema.json's assignees say the same).
+var loginPattern = regexp.MustCompile(`^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$`)
+
+// validLogin reports whether login can be a GitHub login.
+func validLogin(login string) bool {
+	return len(login) <= 39 && loginPattern.MatchString(login)
 }
 
 // createIssueBody is what create_issue sends.

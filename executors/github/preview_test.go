@@ -27,9 +27,9 @@ func TestPreviewCreateIssue(t *testing.T) {
 		require.Equal(t, []string{"bob cannot be assigned in octo/web: GitHub will refuse the issue"}, got.Notes)
 		require.Empty(t, b.gh.Issues("octo", "web"), "a preview creates nothing")
 	})
-	t.Run("an assignee made of dots is refused, not looked up as the list of assignees", func(t *testing.T) {
+	t.Run("an assignee that is no login is refused, not looked up as another endpoint", func(t *testing.T) {
 		b := setup(t)
-		for _, a := range []string{".", ".."} {
+		for _, a := range []string{".", "..", "octo/x", "../../user", "a--b", "-a"} {
 			_, err := preview(b, `{"owner":"octo","repo":"web","title":"x","assignees":["ada","`+a+`"]}`)
 			require.Equal(t, "invalid_params", requireExecError(t, err).Code, a)
 		}
