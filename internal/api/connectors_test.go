@@ -549,3 +549,42 @@ func TestConnector_ReviewIsForTheDefinitionSeen(t *testing.T) {
 	require.Equal(t, "deny", tools()["search"]["reviewed_mode"])
 	require.Equal(t, tools()["search"]["hash"], tools()["search"]["reviewed_hash"])
 }
+
+// TestConnector_ModeAloneReviewsTheServersDefinitionNow: a review giving a
+// mode alone is for the tool's current definition, which is the server's
+// now, not the tool list cached (for five minutes) when the admin last
+// listed: the server changed the tool since, and the review stores the
+// new definition's hash. Before, it stored the cached one's, and the tool
+// showed drifted once the cache expired, though just reviewed.
+func TestConnector_ModeAloneReviewsTheServersDefinitionNow(t *testing.T) {
+	t.Parallel()
+	srv := newMCPServer(t)
+	b := apptest.Start(t, nil) // the default cache TTL: the listing below is cached
+	id, _ := createConnector(t, b, srv, nil)
+	hashOf := func(body map[string]any, name string) (hash, reviewed any) {
+		t.Helper()
+		for _, tl := range body["tools"].([]any) {
+			if tl := tl.(map[string]any); tl["name"] == name {
+				return tl["hash"], tl["reviewed_hash"]
+			}
+		}
+		t.Fatalf("no tool %s", name)
+		return nil, nil
+	}
+	r := b.Do("GET", "/v1/connectors/"+id+"/tools", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	seen, _ := hashOf(r.Body, "create_note")
+
+	srv.addTool("create_note", "Create a note.",
+		`{"type":"object","properties":{"title":{"type":"string"},"share_with":{"type":"string"}},"required":["title"]}`, nil)
+	r = b.Do("PUT", "/v1/connectors/"+id+"/tools", b.Owner(), map[string]string{"create_note": "allow"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	now, reviewed := hashOf(r.Body, "create_note")
+	require.NotEqual(t, seen, now, "the review listed the server's tools anew")
+	require.Equal(t, now, reviewed)
+	r = b.Do("GET", "/v1/connectors/"+id+"/tools", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	hash, reviewed := hashOf(r.Body, "create_note")
+	require.Equal(t, now, hash)
+	require.Equal(t, now, reviewed)
+}

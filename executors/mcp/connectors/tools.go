@@ -34,7 +34,7 @@ type ToolReview struct {
 // Tools lists a connector's tools with their current hash, the reviewed
 // mode and hash, and whether they drifted.
 func (s *Service) Tools(ctx context.Context, org, id string) ([]ToolReview, error) {
-	src, defs, err := s.listTools(ctx, org, id)
+	src, defs, err := s.listTools(ctx, org, id, false)
 	if err != nil {
 		return nil, err
 	}
@@ -60,12 +60,17 @@ func (s *Service) Tools(ctx context.Context, org, id string) ([]ToolReview, erro
 	return out, nil
 }
 
-// listTools resolves a connector of org and lists its server's tools; a
-// server that does not list them is errs.SourceUnavailable.
-func (s *Service) listTools(ctx context.Context, org, id string) (*source, []executors.Definition, error) {
+// listTools resolves a connector of org and lists its server's tools,
+// asking the server anew when fresh rather than from the cache (up to
+// mcp.DefaultCacheTTL old); a server that does not list them is
+// errs.SourceUnavailable.
+func (s *Service) listTools(ctx context.Context, org, id string, fresh bool) (*source, []executors.Definition, error) {
 	src, err := s.apiSource(ctx, org, id)
 	if err != nil {
 		return nil, nil, err
+	}
+	if fresh {
+		s.client.Invalidate(src.row.ID)
 	}
 	defs, err := src.ListActions(ctx, executors.ExecContext{OrganizationID: org})
 	if err != nil {
@@ -93,10 +98,12 @@ func (e *ChangedError) Unwrap() error { return errs.Conflict }
 // which re-arms the drift guard. A review naming a hash (the one the admin
 // saw) is for that definition: when a tool's current hash differs, the
 // whole review is refused with a ChangedError and nothing is stored. One
-// without a hash is for the tool's current definition. Tools not named
+// without a hash is for the tool's current definition: the server's tools
+// are listed anew, not taken from the cache, so that it is the definition
+// the server has now, and a hash is compared with that. Tools not named
 // keep their review.
 func (s *Service) Review(ctx context.Context, org, id string, reviews map[string]catalog.Review) ([]ToolReview, error) {
-	src, defs, err := s.listTools(ctx, org, id)
+	src, defs, err := s.listTools(ctx, org, id, true)
 	if err != nil {
 		return nil, err
 	}
