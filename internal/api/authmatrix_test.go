@@ -30,6 +30,7 @@ var wantAccess = map[string]string{
 	"GET /v1/sessions/{session_id}/actions/guide/{integration}":              "sandbox member admin owner",
 	"GET /v1/sessions/{session_id}/actions/invocations":                      "sandbox member admin owner",
 	"GET /v1/sessions/{session_id}/actions/invocations/{id}":                 "sandbox member admin owner",
+	"POST /v1/sessions/{session_id}/actions/invocations/{id}/cancel":         "sandbox",
 	"POST /v1/sessions/{session_id}/actions/invocations/{id}/approve":        "admin owner",
 	"POST /v1/sessions/{session_id}/actions/invocations/{id}/deny":           "admin owner",
 	"GET /v1/actions/available":                                              "member admin owner",

@@ -89,6 +89,7 @@ func (s *Server) routes() []route {
 		{"GET", session + "/invocations/{id}", sandbox | users, s.getInSession},
 		{"GET", session + "/invocations/{id}/events", sandbox | users, s.events},
 		{"GET", session + "/invocations/{id}/result-envelope", sandbox | users, s.resultEnvelope},
+		{"POST", session + "/invocations/{id}/cancel", sandbox, s.cancelInSession},
 		{"POST", session + "/invocations/{id}/approve", admins, s.approve},
 		{"POST", session + "/invocations/{id}/deny", admins, s.deny},
 		{"GET", "/v1/actions/bootstrap-guide", anybody, s.bootstrapGuide},
