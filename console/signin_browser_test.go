@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -80,6 +82,16 @@ func (tb *tab) signInWithProvider(provider *signintest.Provider, user string) {
 		chromedp.WaitVisible(`#inbox-h`, chromedp.ByQuery),
 		chromedp.WaitVisible(`.live.on`, chromedp.ByQuery),
 	)
+}
+
+// signInAs signs in as user through /auth/login, whatever the tab's cookie.
+func (tb *tab) signInAs(provider *signintest.Provider, user string) {
+	tb.br.t.Helper()
+	tb.run("sign in again", chromedp.Navigate(tb.br.base+"/auth/login"),
+		chromedp.WaitVisible(`#username`, chromedp.ByQuery),
+		fill(`#username`, provider.Username(user)), fill(`#password`, signintest.Password),
+		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#inbox-h`, chromedp.ByQuery), chromedp.WaitVisible(`.live.on`, chromedp.ByQuery))
 }
 
 // TestBrowser_SignInWithIdentityProvider signs in to the console through a
@@ -182,14 +194,7 @@ func TestBrowser_SignInWithIdentityProvider(t *testing.T) {
 		user.shot("sso-04-expired")
 	})
 
-	// signInAgain signs in through /auth/login, whatever the tab's cookie.
-	signInAs := func(tb *tab, who string) {
-		tb.run("sign in again", chromedp.Navigate(br.base+"/auth/login"),
-			chromedp.WaitVisible(`#username`, chromedp.ByQuery),
-			fill(`#username`, provider.Username(who)), fill(`#password`, signintest.Password),
-			chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
-			chromedp.WaitVisible(`#inbox-h`, chromedp.ByQuery), chromedp.WaitVisible(`.live.on`, chromedp.ByQuery))
-	}
+	signInAs := func(tb *tab, who string) { tb.signInAs(provider, who) }
 	signInAgain := func(tb *tab) { signInAs(tb, signintest.Admin) }
 
 	t.Run("SignOutAfterSigningInAgainInAnotherTab", func(t *testing.T) {
@@ -306,7 +311,123 @@ func TestBrowser_SignInWithIdentityProvider(t *testing.T) {
 		require.Contains(t, user.text(`#notice`), "signed in as "+signintest.Member+" (other-org, admin)")
 	})
 
+	t.Run("ReadAfterAnotherPersonSignedInElsewhere", func(t *testing.T) {
+		// Another person signed in in a window whose console did not load,
+		// so no tab said so: the tab's next read went out with their
+		// cookie and showed their organization under the first person's
+		// name. outboxd refuses it (the read names the tab's person) and
+		// the tab reloads as the person signed in now.
+		signInAgain(user)
+		plant(user, sessionOf(signintest.Member))
+		var ok bool
+		user.eval("open Activity", `(() => { location.hash = "#/activity"; return true })()`, &ok)
+		user.run("the read is refused", chromedp.WaitVisible(`#notice`, chromedp.ByQuery), chromedp.WaitVisible(`.live.on`, chromedp.ByQuery))
+		require.Equal(t, "other-org · admin", user.text(`.identity`), "the tab shows who is signed in now")
+		require.Contains(t, user.text(`#notice`), "This tab was signed in as "+signintest.Admin+" ("+apptest.Org+", admin)")
+		require.Contains(t, user.text(`#notice`), "signed in as "+signintest.Member+" (other-org, admin)")
+	})
+
 	out := logs.String()
 	require.NotContains(t, out, signintest.ClientSecret)
 	require.NotContains(t, out, "eyJ", "no JWT in the logs")
+}
+
+// TestBrowser_ApprovalInAnOlderTabAfterAnotherPersonSignsIn: two admins of
+// one organization share a browser. The first one's tab shows a pending
+// request; the second signs in in another tab, and the first tab, told
+// so, reloads as them. Until that reload has loaded, the first tab still
+// shows the first person and its buttons still work: an approval clicked
+// then went out with the second person's cookie and CSRF token (which the
+// tab had just read) and was done as them, unseen. outboxd refuses it
+// (the approval names the tab's person), and nothing is approved.
+func TestBrowser_ApprovalInAnOlderTabAfterAnotherPersonSignsIn(t *testing.T) {
+	admin := map[string]any{"tenant": apptest.Org, "groups": []string{"admin"}}
+	provider := signintest.Start(t, map[string]map[string]any{signintest.Admin: admin, signintest.Member: admin})
+	b := apptest.Start(t, &apptest.Options{
+		Auth: auth.Config{IdP: auth.IdPConfig{
+			Issuer: provider.Issuer, Audience: []string{"outboxd"},
+			Claims:   auth.ClaimNames{Org: "tenant", Role: "groups"},
+			Defaults: auth.ClaimDefaults{Kind: auth.KindUser},
+		}},
+		Console: signin.Config{
+			ClientID: signintest.ClientID, ClientSecret: signintest.ClientSecret,
+			Scopes: []string{"openid", "email", signintest.Scope},
+		},
+	})
+	br := newBrowser(t, b)
+	provider.AllowOrigin(br.base)
+	b.StoreSlackToken("xoxb-console-older-tab")
+
+	first := br.tab()
+	first.signInWithProvider(provider, signintest.Admin)
+	r := b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "ship it"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	id := r.Body["invocation_id"].(string)
+	card := fmt.Sprintf(`[data-invocation=%q]`, id)
+	approve := card + ` button[aria-label^="Approve slack"]`
+	first.run("pending card", chromedp.WaitVisible(approve, chromedp.ByQuery), previewShown(card))
+
+	// As a person would, the first tab's approval is clicked once its
+	// reload has begun (beforeunload) but not loaded: the page is still
+	// the first person's, and it still runs. Its page loads are held, so
+	// the reload waits; the approval's answer is watched on the network.
+	var clickWhenLeaving bool
+	first.eval("click approve when the page begins to reload", fmt.Sprintf(`(() => {
+		let clicked = false;
+		addEventListener("beforeunload", () => {
+			if (clicked || document.querySelector(".identity").title !== %q) return;
+			clicked = true;
+			setTimeout(() => document.querySelector(%q).click(), 0);
+		});
+		return true;
+	})()`, signintest.Admin, approve), &clickWhenLeaving)
+	held := make(chan fetch.RequestID, 8)
+	approval := make(chan int64, 1)
+	chromedp.ListenTarget(first.ctx, func(ev any) {
+		switch e := ev.(type) {
+		// Never blocking: listeners run on the tab's event loop.
+		case *fetch.EventRequestPaused:
+			select {
+			case held <- e.RequestID:
+			default:
+			}
+		case *network.EventResponseReceived:
+			if strings.HasSuffix(e.Response.URL, "/approve") {
+				select {
+				case approval <- e.Response.Status:
+				default:
+				}
+			}
+		}
+	})
+	first.run("hold page loads", network.Enable(),
+		fetch.Enable().WithPatterns([]*fetch.RequestPattern{{URLPattern: "*", ResourceType: network.ResourceTypeDocument}}))
+
+	second := br.tab()
+	defer second.close()
+	second.signInAs(provider, signintest.Member)
+	select {
+	case status := <-approval:
+		require.NotEqual(t, int64(http.StatusOK), status, "the approval went out as the second person")
+	case <-time.After(15 * time.Second):
+		t.Fatal("the first tab did not reload, or its approval was not sent")
+	}
+	inv := b.Invocation(id)
+	require.Equal(t, "pending", inv["status"], "nothing approved")
+	require.Nil(t, inv["approved_by"])
+
+	// Let the reload (or reloads) load: the tab is the second person's.
+	first.run("let page loads through", chromedp.ActionFunc(func(ctx context.Context) error {
+		var ids []fetch.RequestID
+		for len(held) > 0 {
+			ids = append(ids, <-held)
+		}
+		for _, rid := range ids {
+			// A reload replaced by the next one is no longer held.
+			_ = fetch.ContinueRequest(rid).Do(ctx)
+		}
+		return fetch.Disable().Do(ctx)
+	}), chromedp.WaitVisible(`#notice`, chromedp.ByQuery), chromedp.WaitVisible(`.live.on`, chromedp.ByQuery))
+	require.Contains(t, first.text(`#notice`), "since then this browser signed in as "+signintest.Member)
+	first.shot("sso-08-older-tab-approval")
 }

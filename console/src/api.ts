@@ -237,8 +237,15 @@ export const token = {
   clear: () => sessionStorage.removeItem(tokenKey),
 };
 
-/** The CSRF token of a session signed in with the identity provider (signin.ts); empty otherwise. */
-export const csrf = { value: "" };
+/**
+ * signedIn is the session signed in with the identity provider that this
+ * tab read (signin.ts's adopt): its CSRF token, and the person it signs in
+ * as X-Outboxd-Subject names them; empty otherwise. The cookie is the
+ * browser's, shared by its tabs, so every request names the person this
+ * tab shows: once the cookie is another person's, outboxd refuses it (401
+ * session_changed) rather than read or act as them under this one's name.
+ */
+export const signedIn = { csrf: "", subject: "" };
 
 let onUnauthorized: (message: string) => void = () => {};
 
@@ -259,12 +266,37 @@ export function setCSRFRefusedHandler(fn: () => Promise<string | null>) {
   onCSRFRefused = fn;
 }
 
+let onSessionChanged: () => Promise<string> = async () => "";
+
+/**
+ * setSessionChangedHandler is called when outboxd refuses a request for
+ * the person this tab shows since the session cookie is now another's
+ * (401 session_changed); what it returns replaces the refusal's message.
+ * The request is never sent again.
+ */
+export function setSessionChangedHandler(fn: () => Promise<string>) {
+  onSessionChanged = fn;
+}
+
 function headers(extra?: Record<string, string>): Record<string, string> {
   const h: Record<string, string> = { Accept: "application/json", ...extra };
   const t = token.get();
   if (t) h.Authorization = "Bearer " + t;
-  else if (csrf.value) h["X-CSRF-Token"] = csrf.value;
+  else if (signedIn.csrf) {
+    h["X-CSRF-Token"] = signedIn.csrf;
+    h["X-Outboxd-Subject"] = signedIn.subject;
+  }
   return h;
+}
+
+/** refusal is the ApiError of an answer outside 2xx with its body's error e, after telling the tab what a refused session means. */
+async function refusal(res: Response, e: { code?: string; message?: string; details?: unknown }): Promise<ApiError> {
+  let message = e.message ?? res.statusText;
+  if (res.status === 401 && e.code === "session_changed") return new ApiError(res.status, e.code, await onSessionChanged());
+  if (res.status === 403 && e.code === "csrf_token_invalid" && !token.get()) message = (await onCSRFRefused()) ?? message;
+  const err = new ApiError(res.status, e.code ?? "http_" + res.status, message, e.details);
+  if (res.status === 401) onUnauthorized(err.message);
+  return err;
 }
 
 /** RequestOptions: an If-Match to send, and a callback that gets a 2xx answer's ETag (null without one). */
@@ -287,14 +319,7 @@ export async function request<T>(method: string, path: string, body?: unknown, o
       data = null;
     }
   }
-  if (!res.ok) {
-    const e = data?.error ?? {};
-    let message = e.message ?? res.statusText;
-    if (res.status === 403 && e.code === "csrf_token_invalid" && !token.get()) message = (await onCSRFRefused()) ?? message;
-    const err = new ApiError(res.status, e.code ?? "http_" + res.status, message, e.details);
-    if (res.status === 401) onUnauthorized(err.message);
-    throw err;
-  }
+  if (!res.ok) throw await refusal(res, data?.error ?? {});
   return data as T;
 }
 
@@ -362,12 +387,7 @@ export const api = {
   audit: (f: AuditFilter) => request<{ entries: AuditEntry[]; next_cursor: string | null }>("GET", "/v1/audit" + q(f)),
   auditExport: async (): Promise<Blob> => {
     const res = await fetch("/v1/audit/export", { headers: headers({ Accept: "application/x-ndjson" }) });
-    if (!res.ok) {
-      const e = (await res.json().catch(() => null))?.error ?? {};
-      const err = new ApiError(res.status, e.code ?? "http_" + res.status, e.message ?? res.statusText, e.details);
-      if (res.status === 401) onUnauthorized(err.message);
-      throw err;
-    }
+    if (!res.ok) throw await refusal(res, (await res.json().catch(() => null))?.error ?? {});
     return res.blob();
   },
 };
@@ -407,7 +427,7 @@ export function streamEvents(onMessage: (m: StreamMessage) => void, onState: (li
           cache: "no-store",
         });
         if (res.status === 401) {
-          onUnauthorized("the token was refused");
+          await refusal(res, (await res.json().catch(() => null))?.error ?? { message: "the token was refused" });
           return;
         }
         if (!res.ok || !res.body) throw new Error("stream answered " + res.status);

@@ -2,8 +2,18 @@
 // one live event stream every page listens to.
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api, csrf, readClaims, setCSRFRefusedHandler, setUnauthorizedHandler, streamEvents, token, type Claims } from "./api";
-import { cookieSession, signInConfig, signOut, type CookieSession } from "./signin";
+import {
+  api,
+  readClaims,
+  setCSRFRefusedHandler,
+  setSessionChangedHandler,
+  setUnauthorizedHandler,
+  signedIn,
+  streamEvents,
+  token,
+  type Claims,
+} from "./api";
+import { adopt, cookieSession, signInConfig, signOut, type CookieSession } from "./signin";
 import { Alert, bus, errorText } from "./ui";
 import { SignIn } from "./pages/signin";
 import { Inbox } from "./pages/inbox";
@@ -69,7 +79,9 @@ function endedNotice(code: string): string {
   return "";
 }
 
+/** keepCookieSession makes s, the person the tab shows, the session its API calls are made in. */
 function keepCookieSession(s: CookieSession) {
+  adopt(s);
   signedInByCookie = true;
   sessionStorage.setItem(signedInUntil, s.expires_at);
 }
@@ -113,7 +125,8 @@ function App() {
   useEffect(() => {
     const signedOut = (notice: string) => {
       token.clear();
-      csrf.value = "";
+      signedIn.csrf = "";
+      signedIn.subject = "";
       setSession(null);
       setNotice(notice);
     };
@@ -129,7 +142,7 @@ function App() {
       // The cookie holds another session than the one this tab read: the
       // browser signed in again elsewhere. The refused change is not sent
       // again: the person decides again with what the page shows.
-      const was = { claims: shown, csrf: csrf.value };
+      const was = { claims: shown, csrf: signedIn.csrf };
       const s = await cookieSession();
       if ("ended" in s) {
         signedOut(endedNotice(s.ended) || "You were signed out. Sign in again.");
@@ -141,6 +154,25 @@ function App() {
         return "You signed in again in another tab or window, which renewed this session's security token. Nothing was done: repeat the action if you still want it.";
       }
       reloadAs(was.claims, s, "Nothing was done. ");
+      return "This browser is now signed in as someone else: nothing was done, the page reloads.";
+    });
+    setSessionChangedHandler(async () => {
+      // outboxd refused a request this tab made for the person it shows:
+      // the cookie is now someone else's, signed in elsewhere (in a tab or
+      // window whose console may not have loaded, so no other tab said
+      // so). The request is not sent again.
+      const was = shown;
+      const s = await cookieSession();
+      if ("ended" in s) {
+        signedOut(endedNotice(s.ended) || "You were signed out. Sign in again.");
+        return "You were signed out: nothing was done.";
+      }
+      if (samePerson(was, s)) {
+        // Signed in again as this person meanwhile.
+        keepCookieSession(s);
+        return "This browser signed in again in another tab or window. Nothing was done: repeat the action if you still want it.";
+      }
+      reloadAs(was, s, "Nothing was done. ");
       return "This browser is now signed in as someone else: nothing was done, the page reloads.";
     });
     // Another tab read a cookie session: this one's pages would now read

@@ -2,7 +2,7 @@
 // flow (/auth/login, /auth/callback) and keeps the session in an HttpOnly
 // cookie the console never sees. The console learns who is signed in, and
 // the CSRF token its changes carry, from GET /auth/session.
-import { ApiError, csrf } from "./api";
+import { ApiError, signedIn } from "./api";
 
 /** SignInConfig says whether outboxd offers signing in with the identity provider. */
 export type SignInConfig = { oidc: boolean; login_url?: string };
@@ -28,17 +28,25 @@ export async function signInConfig(): Promise<SignInConfig> {
  */
 export type SessionEnded = { ended: string };
 
-/** cookieSession returns the session of the cookie, or why there is none, and keeps its CSRF token for the API calls. */
+/**
+ * cookieSession returns the session of the cookie, or why there is none.
+ * The cookie may be another person's than the one the tab shows: the API
+ * calls take its CSRF token and person only once adopted.
+ */
 export async function cookieSession(): Promise<CookieSession | SessionEnded> {
   try {
     const res = await fetch("/auth/session", { headers: accept, cache: "no-store" });
     if (!res.ok) return { ended: (await res.json().catch(() => null))?.error?.code ?? "" };
-    const s = (await res.json()) as CookieSession;
-    csrf.value = s.csrf_token;
-    return s;
+    return (await res.json()) as CookieSession;
   } catch {
     return { ended: "" };
   }
+}
+
+/** adopt makes s the session the tab's API calls are made in: its CSRF token, and its person named in each. */
+export function adopt(s: CookieSession) {
+  signedIn.csrf = s.csrf_token;
+  signedIn.subject = encodeURIComponent(s.org) + "/" + encodeURIComponent(s.sub);
 }
 
 /**
@@ -49,10 +57,14 @@ export async function cookieSession(): Promise<CookieSession | SessionEnded> {
  * success is an ApiError, since the session may not be over.
  */
 export async function signOut(): Promise<string | null> {
-  const logout = () => fetch("/auth/logout", { method: "POST", headers: { ...accept, "X-CSRF-Token": csrf.value } });
-  let res = await logout();
-  if (res.status === 403 && "csrf_token" in (await cookieSession())) res = await logout();
-  csrf.value = "";
+  const logout = (token: string) => fetch("/auth/logout", { method: "POST", headers: { ...accept, "X-CSRF-Token": token } });
+  let res = await logout(signedIn.csrf);
+  if (res.status === 403) {
+    const s = await cookieSession();
+    if ("csrf_token" in s) res = await logout(s.csrf_token);
+  }
+  signedIn.csrf = "";
+  signedIn.subject = "";
   if (!res.ok) {
     const e = (await res.json().catch(() => null))?.error ?? {};
     throw new ApiError(res.status, e.code ?? "http_" + res.status, e.message ?? res.statusText);

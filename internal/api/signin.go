@@ -3,6 +3,8 @@ package api
 import (
 	"errors"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
@@ -37,7 +39,9 @@ func (s *Server) signInRoutes() []publicRoute {
 // callerClaims authenticates a request: by its bearer token when it has
 // an Authorization header, else by its console session cookie when it has
 // one. A request a session cookie authenticates that may change something
-// (any method but GET and HEAD) must carry the session's CSRF token.
+// (any method but GET and HEAD) must carry the session's CSRF token, and
+// one naming another person in SubjectHeader is refused whatever its
+// method.
 func (s *Server) callerClaims(r *http.Request) (*auth.Claims, error) {
 	if s.console == nil || r.Header.Get("Authorization") != "" {
 		return s.bearerClaims(r)
@@ -52,10 +56,46 @@ func (s *Server) callerClaims(r *http.Request) (*auth.Claims, error) {
 	if s.sessionRevoked(sess) {
 		return nil, revokedSession()
 	}
+	if !forSubject(r, sess.Claims) {
+		return nil, sessionChanged()
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && !sess.CheckCSRF(r.Header.Get(signin.CSRFHeader)) {
 		return nil, csrfRefused()
 	}
 	return sess.Claims, nil
+}
+
+// SubjectHeader names the person a console request is made for, as
+// "<org>/<sub>" with each part percent-encoded (encodeURIComponent): the
+// person GET /auth/session named when the console's tab read it. The
+// session cookie is the browser's, shared by its tabs: after another
+// person signed in elsewhere, a tab still showing the first one would
+// otherwise read and act with the new person's cookie under the first
+// one's name.
+const SubjectHeader = "X-Outboxd-Subject"
+
+// forSubject reports whether r is made for the person of c: it names them
+// in SubjectHeader, or names no one (a client that does not send it).
+func forSubject(r *http.Request, c *auth.Claims) bool {
+	v := r.Header.Get(SubjectHeader)
+	if v == "" {
+		return true
+	}
+	org, sub, ok := strings.Cut(v, "/")
+	if !ok {
+		return false
+	}
+	org, err := url.PathUnescape(org)
+	if err != nil {
+		return false
+	}
+	sub, err = url.PathUnescape(sub)
+	return err == nil && org == c.Org && sub == c.Subject
+}
+
+func sessionChanged() *apiError {
+	return &apiError{status: http.StatusUnauthorized, code: "session_changed",
+		message: "this request was made for another person than the one the console's session cookie now signs in (this browser signed in as someone else since the page read its session): nothing was done; reload the console"}
 }
 
 // sessionRevoked reports whether a revocation ends sess. A session's

@@ -54,12 +54,17 @@ type signInBundle struct {
 }
 
 func startSignIn(t *testing.T) *signInBundle {
-	provider := signintest.Start(t, map[string]map[string]any{
+	return startSignInWith(t, map[string]map[string]any{
 		// The role comes from a list of groups.
 		signintest.Admin: {"tenant": apptest.Org, "groups": []string{"staff", "admin"}},
 		// No role and no default role: not a console user.
 		signintest.Member: {"tenant": apptest.Org},
 	})
+}
+
+// startSignInWith is startSignIn with the provider's people's claims.
+func startSignInWith(t *testing.T, claims map[string]map[string]any) *signInBundle {
+	provider := signintest.Start(t, claims)
 	sb := &signInBundle{provider: provider, logs: &lockedBuffer{}, skew: &atomic.Int64{}}
 	sb.Bundle = apptest.Start(t, &apptest.Options{
 		Logs: sb.logs,
@@ -156,8 +161,21 @@ func cookieOf(resp *http.Response, name string) *http.Cookie {
 // call sends a request with br's cookies, and headers as name, value pairs.
 func (br *browser) call(t *testing.T, method, u string, headers ...string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(method, u, nil)
+	return br.send(t, method, u, "", headers...)
+}
+
+// send is call with a JSON body (none when empty).
+func (br *browser) send(t *testing.T, method, u, reqBody string, headers ...string) (int, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if reqBody != "" {
+		rd = strings.NewReader(reqBody)
+	}
+	req, err := http.NewRequest(method, u, rd)
 	require.NoError(t, err)
+	if reqBody != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -343,6 +361,67 @@ func TestConsoleSignIn_Flow(t *testing.T) {
 	require.NotContains(t, logs, signintest.ClientSecret)
 	require.NotContains(t, logs, session.Value)
 	require.NotContains(t, logs, "eyJ", "no JWT in the logs")
+}
+
+// TestConsoleSignIn_RequestForAnotherPerson: a console tab names the
+// person it read from GET /auth/session in X-Outboxd-Subject; once the
+// browser's shared cookie is another person's (signed in elsewhere), the
+// tab's reads and its approval are refused (401 session_changed) rather
+// than done as that other person, even with the new session's CSRF token.
+func TestConsoleSignIn_RequestForAnotherPerson(t *testing.T) {
+	t.Parallel()
+	// Two admins of one organization: either could approve.
+	admin := map[string]any{"tenant": apptest.Org, "groups": []string{"admin"}}
+	sb := startSignInWith(t, map[string]map[string]any{signintest.Admin: admin, signintest.Member: admin})
+	br := newBrowser(t)
+	subject := func(sub string) string { return url.PathEscape(apptest.Org) + "/" + url.PathEscape(sub) }
+	csrfOf := func() string {
+		status, me := br.call(t, "GET", sb.URL+"/auth/session")
+		require.Equal(t, http.StatusOK, status, me)
+		return me["csrf_token"].(string)
+	}
+
+	resp, page := sb.signIn(t, br, signintest.Admin)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	csrfA := csrfOf()
+	status, body := br.call(t, "GET", sb.URL+"/v1/invocations", api.SubjectHeader, subject(signintest.Admin))
+	require.Equal(t, http.StatusOK, status, body, "the request names the signed-in person")
+
+	sb.StoreSlackToken("xoxb-another-person")
+	r := sb.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "ship it"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	approve := sb.URL + "/v1/invocations/" + r.Body["invocation_id"].(string) + "/approve"
+
+	// Another person signs in with the same browser: the cookie is theirs.
+	resp, page = sb.signIn(t, br, signintest.Member)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	csrfB := csrfOf()
+
+	for name, headers := range map[string][]string{
+		"read":                     {},
+		"approve with its token":   {signin.CSRFHeader, csrfA},
+		"approve with the new one": {signin.CSRFHeader, csrfB},
+	} {
+		method, u, reqBody := "POST", approve, `{"mode":"once"}`
+		if name == "read" {
+			method, u, reqBody = "GET", sb.URL+"/v1/invocations", ""
+		}
+		for _, named := range []string{subject(signintest.Admin), "nonsense", "%zz/" + signintest.Member} {
+			status, body := br.send(t, method, u, reqBody, append([]string{api.SubjectHeader, named}, headers...)...)
+			require.Equal(t, http.StatusUnauthorized, status, "%s for %s: %v", name, named, body)
+			require.Equal(t, "session_changed", signInErrorCode(body), name)
+		}
+	}
+	require.Equal(t, "pending", sb.Invocation(r.Body["invocation_id"].(string))["status"], "no refused approval went through")
+	require.Nil(t, sb.Invocation(r.Body["invocation_id"].(string))["approved_by"])
+
+	status, body = br.call(t, "GET", sb.URL+"/v1/invocations", "Authorization", "Bearer "+sb.Admin(), api.SubjectHeader, subject(signintest.Admin)+"x")
+	require.Equal(t, http.StatusOK, status, body, "a bearer token is its own person: the header is not read")
+	status, body = br.call(t, "GET", sb.URL+"/v1/invocations")
+	require.Equal(t, http.StatusOK, status, body, "a request naming no one is the cookie's")
+	status, body = br.send(t, "POST", approve, `{"mode":"once"}`, signin.CSRFHeader, csrfB, api.SubjectHeader, subject(signintest.Member))
+	require.Equal(t, http.StatusOK, status, body, "the person the cookie signs in, named, approves")
+	require.Equal(t, signintest.Member, sb.Invocation(r.Body["invocation_id"].(string))["approved_by"])
 }
 
 // TestConsoleSignIn_ProviderClockAhead: with the provider's clock ahead
