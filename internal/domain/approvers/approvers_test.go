@@ -175,12 +175,21 @@ func count(values []any, v any) int {
 
 type clicker struct {
 	b     *apptest.Bundle
+	id    string
 	value string
 }
 
+// click clicks the invocation's approval message, where outboxd recorded
+// it (a click on another message decides nothing).
 func (c *clicker) click(slackUser, action string) {
+	var channel, msgTS string
+	require.Eventually(c.b.T, func() bool {
+		err := c.b.Pool.QueryRow(context.Background(), "SELECT channel, ts FROM slack_messages WHERE invocation_id = $1", c.id).Scan(&channel, &msgTS)
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond)
 	payload, _ := json.Marshal(map[string]any{
 		"type": "block_actions", "user": map[string]string{"id": slackUser},
+		"container":    map[string]any{"type": "message", "channel_id": channel, "message_ts": msgTS},
 		"actions":      []any{map[string]string{"action_id": action, "value": c.value}},
 		"response_url": c.b.Slack.Server.URL + "/response",
 	})
@@ -276,7 +285,7 @@ func TestApprovers_GroupsRouteToTheirChannelAndInbox(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, value)
-	c := &clicker{b: b, value: value}
+	c := &clicker{b: b, id: id, value: value}
 
 	// The inbox: open to the group's members, not to other admins.
 	canApprove := func(token string) any {

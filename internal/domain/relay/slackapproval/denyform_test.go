@@ -63,13 +63,13 @@ func requested(t *testing.T, b *apptest.Bundle, fake *slacktest.Server) (string,
 		}
 	}
 	require.Contains(t, value, id)
-	return id, &clicker{t: t, b: b, value: value, respond: b.Slack.Server.URL + "/response"}
+	return id, newClicker(t, b, id, value)
 }
 
 // clickWithTrigger sends a block_actions click carrying trigger.
 func (c *clicker) clickWithTrigger(user, action, trigger string) *apptest.Response {
 	payload, _ := json.Marshal(map[string]any{
-		"type": "block_actions", "user": map[string]string{"id": user}, "trigger_id": trigger,
+		"type": "block_actions", "user": map[string]string{"id": user}, "trigger_id": trigger, "container": c.container,
 		"actions":      []any{map[string]string{"action_id": action, "value": c.value}},
 		"response_url": c.respond,
 	})

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
@@ -68,6 +70,12 @@ type interaction struct {
 		ActionID string `json:"action_id"`
 		Value    string `json:"value"`
 	} `json:"actions"`
+	// Container is the message (or view) whose button was clicked.
+	Container struct {
+		Type      string `json:"type"`
+		ChannelID string `json:"channel_id"`
+		MessageTS string `json:"message_ts"`
+	} `json:"container"`
 	ResponseURL string `json:"response_url"`
 	// TriggerID lets a click open a modal (views.open), within 3 s.
 	TriggerID string `json:"trigger_id"`
@@ -138,10 +146,15 @@ func (c *Clicks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := dbutil.WithOrg(r.Context(), v.Org)
 	var msg string
-	if in.Actions[0].ActionID == "deny" {
+	posted, err := c.fromItsMessage(ctx, v, &in)
+	switch {
+	case err != nil:
+	case !posted:
+		msg = notItsMessage
+	case in.Actions[0].ActionID == "deny":
 		// Deny asks why first, in a modal; the submission denies.
 		msg, err = c.denyForm(ctx, v, in.User.ID, in.TriggerID)
-	} else {
+	default:
 		msg, err = c.decide(ctx, v, in.User.ID, in.Actions[0].ActionID, "")
 	}
 	s.count("click", err)
@@ -158,6 +171,29 @@ func (c *Clicks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // notApprover is the refusal of a Slack user who is not mapped to an
 // outboxd admin or owner.
 const notApprover = "You are not an outboxd approver for this organization; nothing was changed."
+
+// notItsMessage is the refusal of a click on a button outboxd did not
+// post for the invocation it names.
+const notItsMessage = "This button is not on the current approval message of that request; nothing was changed. Decide in the latest approval message, or in outboxd."
+
+// fromItsMessage reports whether the click came from the approval message
+// outboxd posted, and still keeps, for v's invocation. Slack signs every
+// click on any message of the app with the one signing secret, whoever
+// posted it with the app's token (another organization using the same app,
+// an integration sharing its token, a Home tab view), so the button's
+// value alone does not say which invocation the approver saw.
+func (c *Clicks) fromItsMessage(ctx context.Context, v buttonValue, in *interaction) (bool, error) {
+	id, err := uuid.Parse(v.ID)
+	if err != nil {
+		return false, nil
+	}
+	// On the API's pool as v.Org: another organization's message is none.
+	msg, ok, err := c.s.api.Message(ctx, id)
+	if err != nil || !ok {
+		return false, err
+	}
+	return in.Container.Type == "message" && in.Container.ChannelID == msg.Channel && in.Container.MessageTS == msg.TS, nil
+}
 
 // approver is who slackUser decides as in v's organization; false when
 // nobody (not mapped, or mapped to a role that does not approve).

@@ -1,6 +1,7 @@
 package slackapproval_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -38,13 +39,29 @@ type clicker struct {
 	b       *apptest.Bundle
 	value   string
 	respond string
+	// container is the message whose buttons are clicked, as Slack names
+	// it in block_actions.
+	container map[string]any
+}
+
+// newClicker is the clicker of the approval message posted for invocation
+// id, once outboxd has recorded where it is.
+func newClicker(t *testing.T, b *apptest.Bundle, id, value string) *clicker {
+	t.Helper()
+	var channel, ts string
+	require.Eventually(t, func() bool {
+		err := b.Pool.QueryRow(context.Background(), "SELECT channel, ts FROM slack_messages WHERE invocation_id = $1", id).Scan(&channel, &ts)
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond)
+	return &clicker{t: t, b: b, value: value, respond: b.Slack.Server.URL + "/response",
+		container: map[string]any{"type": "message", "channel_id": channel, "message_ts": ts, "is_ephemeral": false}}
 }
 
 // click sends Slack's block_actions payload for the approval message,
 // signed with secret at ts.
 func (c *clicker) click(user, action, signingSecret string, ts time.Time) *apptest.Response {
 	payload, _ := json.Marshal(map[string]any{
-		"type": "block_actions", "user": map[string]string{"id": user},
+		"type": "block_actions", "user": map[string]string{"id": user}, "container": c.container,
 		"actions":      []any{map[string]string{"action_id": action, "value": c.value}},
 		"response_url": c.respond,
 	})
@@ -115,7 +132,7 @@ func TestSlack_ClickApprovesAndUpdatesTheMessage(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, value)
-	c := &clicker{t: t, b: b, value: value, respond: b.Slack.Server.URL + "/response"}
+	c := newClicker(t, b, id, value)
 
 	// Forged, replayed and unmapped clicks change nothing.
 	requireStatus := func(want string) {
@@ -186,7 +203,7 @@ func twoApproversRequest(t *testing.T) (*apptest.Bundle, string, *clicker) {
 			value = els[0].(map[string]any)["value"].(string)
 		}
 	}
-	return b, id, &clicker{t: t, b: b, value: value, respond: b.Slack.Server.URL + "/response"}
+	return b, id, newClicker(t, b, id, value)
 }
 
 // Approve & always allow by an approval that does not release the
@@ -224,4 +241,34 @@ func TestSlack_ClickAfterAnEditApprovesNothing(t *testing.T) {
 	inv := b.Invocation(id)
 	require.Equal(t, "pending", inv["status"])
 	require.Len(t, inv["approvals"], 1, "alice's click approved nothing")
+}
+
+// Slack signs a click on any message of the app, whoever posted it with
+// the app's token: a button whose value names a pending invocation, on a
+// message outboxd did not post for it (a lookalike another organization or
+// integration posted with the same app, a Home tab view), decides nothing.
+func TestSlack_ClickOnAnotherMessageDecidesNothing(t *testing.T) {
+	t.Parallel()
+	b := approvalsBundle(t)
+	id := b.Invoke("send_message", message).Body["invocation_id"].(string)
+	// The value such a lookalike carries: the invocation, no intent digest.
+	forged, _ := json.Marshal(map[string]string{"o": apptest.Org, "i": id})
+	c := newClicker(t, b, id, string(forged))
+
+	lookalike := *c
+	lookalike.container = map[string]any{"type": "message", "channel_id": c.container["channel_id"], "message_ts": "1600000000.000100", "is_ephemeral": false}
+	homeTab := *c
+	homeTab.container = map[string]any{"type": "view", "view_id": "V0HOME"}
+	for i, from := range []*clicker{&lookalike, &homeTab} {
+		require.Equal(t, http.StatusOK, from.click("U_ADMIN", "approve_always", secret, time.Now()).Status)
+		require.Eventually(t, func() bool { return len(slackCalls(b, "/response")) == i+1 }, 5*time.Second, 20*time.Millisecond)
+		require.Contains(t, slackCalls(b, "/response")[i].Body["text"], "not on the current approval message")
+		inv := b.Invocation(id)
+		require.Equal(t, "pending", inv["status"])
+		require.Empty(t, inv["approvals"])
+	}
+
+	// The same click on outboxd's message approves.
+	require.Equal(t, http.StatusOK, c.click("U_ADMIN", "approve", secret, time.Now()).Status)
+	require.Equal(t, "alice", b.WaitStatus(id, "completed", 10*time.Second)["approved_by"])
 }
