@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -244,7 +245,7 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 // send makes one signed POST. A 2xx delivers; a 4xx other than 408 and
 // 429, and an address the guard refuses, will never succeed; anything
 // else (5xx, 408, 429, timeouts, network errors) is retried.
-func (s *Service) send(ctx context.Context, url, secret, msgID string, payload []byte) outcome {
+func (s *Service) send(ctx context.Context, target, secret, msgID string, payload []byte) outcome {
 	start := time.Now()
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
@@ -255,9 +256,9 @@ func (s *Service) send(ctx context.Context, url, secret, msgID string, payload [
 	if err != nil {
 		return outcome{status: "refused", err: "signing: " + err.Error()}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
 	if err != nil {
-		return outcome{status: "refused", err: err.Error()}
+		return outcome{status: "refused", err: requestError(err)}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "outboxd-webhooks")
@@ -268,9 +269,9 @@ func (s *Service) send(ctx context.Context, url, secret, msgID string, payload [
 	latency := time.Since(start)
 	if err != nil {
 		if errors.Is(err, netguard.ErrNotAllowed) || errors.Is(err, netguard.ErrRedirectRefused) {
-			return outcome{status: "refused", err: err.Error(), latency: latency}
+			return outcome{status: "refused", err: requestError(err), latency: latency}
 		}
-		return outcome{status: "retry", err: err.Error(), latency: latency}
+		return outcome{status: "retry", err: requestError(err), latency: latency}
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -285,6 +286,19 @@ func (s *Service) send(ctx context.Context, url, secret, msgID string, payload [
 		o.status, o.err = "refused", "HTTP "+resp.Status
 	}
 	return o
+}
+
+// requestError is the text of a request that could not be made or got no
+// answer, without the URL Go quotes whole (a *url.Error, the endpoint's or
+// a redirect target's): many receivers take their secret in it (a Slack incoming
+// webhook's path, a ?token=), and the text is recorded in the delivery,
+// in River's job and in its log.
+func requestError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Op + ": " + ue.Err.Error()
+	}
+	return err.Error()
 }
 
 // maxErrorLen bounds the error an attempt records, in bytes.

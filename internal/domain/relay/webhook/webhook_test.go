@@ -371,3 +371,35 @@ func TestWebhook_ReceiverStatusTextRecordedSafely(t *testing.T) {
 	require.Equal(t, 1, requests)
 	mu.Unlock()
 }
+
+// TestWebhook_FailureDoesNotQuoteTheURL: many receivers take their secret
+// in the URL (a Slack incoming webhook's path, a ?token=); a failed
+// attempt's error is recorded in the delivery, in River's job and in the
+// worker's log without it. Go's client quoted the whole URL
+// (`Post "http://…/hook/<secret>?token=<secret>": …`) in all three.
+func TestWebhook_FailureDoesNotQuoteTheURL(t *testing.T) {
+	t.Parallel()
+	var logs apptest.Logs
+	b := apptest.Start(t, &apptest.Options{Logs: &logs, DenyPrivateNetworks: true, Webhooks: webhook.Config{MaxAttempts: 1}})
+	b.StoreSlackToken("xoxb-hooks")
+	rc := newReceiver(t, func(string, int) int { return http.StatusOK })
+	port := rc.server.URL[strings.LastIndex(rc.server.URL, ":"):]
+	const pathSecret, querySecret = "B0PATHSECRET0xyz", "Q0QUERYSECRET0xyz"
+	id, _ := createWebhook(t, b, "http://localhost"+port+"/services/T0/"+pathSecret+"?token="+querySecret, "action_approval_request")
+	require.Equal(t, http.StatusAccepted, b.Invoke("send_message", message).Status)
+
+	d := deadDelivery(t, b, id)
+	require.Contains(t, d["last_error"], "internal range", "the cause is still told")
+	// River records the job's error once the attempt returned.
+	var jobErrors string
+	require.Eventually(t, func() bool {
+		require.NoError(t, b.Pool.QueryRow(t.Context(), `SELECT COALESCE(string_agg(errors::text, ' '), '') FROM river_job WHERE kind = 'webhook_deliver'`).Scan(&jobErrors))
+		return strings.Contains(jobErrors, "internal range")
+	}, 10*time.Second, 20*time.Millisecond)
+	raw, err := json.Marshal(d)
+	require.NoError(t, err)
+	for _, text := range []string{string(raw), jobErrors, logs.String()} {
+		require.NotContains(t, text, pathSecret)
+		require.NotContains(t, text, querySecret)
+	}
+}
