@@ -176,6 +176,14 @@ func TestVerifier_IdP(t *testing.T) {
 		_, err := b.v.Verify(idptest.SignWith(t, "RS256", kid, key, idpClaims(b.idp, b.clock, nil)))
 		require.ErrorIs(t, err, idp.ErrUnknownKey)
 	})
+	t.Run("WithoutKidNotByTheEncryptionKey", func(t *testing.T) {
+		t.Parallel()
+		// Without a kid every signing key is tried, but a key published
+		// for encryption still verifies nothing.
+		_, key := b.idp.EncryptionKey()
+		_, err := b.v.Verify(idptest.SignWith(t, "RS256", "", key, idpClaims(b.idp, b.clock, nil)))
+		require.ErrorIs(t, err, jwt.ErrTokenSignatureInvalid)
+	})
 	t.Run("UnknownKey", func(t *testing.T) {
 		t.Parallel()
 		other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

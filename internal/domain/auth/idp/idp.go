@@ -18,6 +18,7 @@ package idp
 import (
 	"cmp"
 	"context"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,16 +164,48 @@ func New(ctx context.Context, cfg *Config) (*KeySet, error) {
 func (k *KeySet) URL() string { return k.url }
 
 // Keyfunc is a jwt.Keyfunc returning the public key the token's kid names
-// (every key of the set for a token without a kid). Its one error is
-// ErrUnknownKey, which says nothing of the set or of the provider: the
+// (the signing keys of the set for its alg, for a token without a kid).
+// Its one error is ErrUnknownKey, which says nothing of the set or of the provider: the
 // library's own (a refresh refused by the rate limit, a failed fetch) are
 // the operator's business, logged when a fetch fails.
 func (k *KeySet) Keyfunc(t *jwt.Token) (any, error) {
+	if _, ok := t.Header[jwkset.HeaderKID]; !ok {
+		return k.signingKeys(t.Method.Alg())
+	}
 	key, err := k.keys.Keyfunc(t)
 	if err != nil {
 		return nil, ErrUnknownKey
 	}
 	return key, nil
+}
+
+// signingKeys are the keys of the set that may verify a token of alg
+// without a kid: those published for signatures (or for no stated use)
+// and for alg (or for no stated alg). keyfunc's own answer for such a
+// token is every key of the set, encryption keys included, which a
+// provider may use as a decryption oracle.
+func (k *KeySet) signingKeys(alg string) (any, error) {
+	// The set in memory: reading it fetches nothing.
+	jwks, err := k.keys.Storage().KeyReadAll(context.Background())
+	if err != nil {
+		return nil, ErrUnknownKey
+	}
+	var set jwt.VerificationKeySet
+	for _, j := range jwks {
+		meta := j.Marshal()
+		if (meta.USE != jwkset.UseSig && meta.USE != "") || (meta.ALG != "" && meta.ALG.String() != alg) {
+			continue
+		}
+		key := j.Key()
+		if pk, ok := key.(interface{ Public() crypto.PublicKey }); ok {
+			key = pk.Public()
+		}
+		set.Keys = append(set.Keys, key)
+	}
+	if len(set.Keys) == 0 {
+		return nil, ErrUnknownKey
+	}
+	return set, nil
 }
 
 // Close ends the background refresh.
