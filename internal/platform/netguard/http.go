@@ -50,12 +50,14 @@ func CheckURL(raw string, allowPrivate bool) error {
 // Guard returns a copy of tr that dials through a net.Dialer whose Control
 // refuses internal addresses, with proxies disabled: through a proxy, the
 // guard would only see the proxy's address and the proxy would resolve the
-// server's name itself.
+// server's name itself. tr's own TLS dialers are dropped, the deprecated
+// DialTLS too, since net/http prefers either to DialContext for https.
 func Guard(tr *http.Transport) *http.Transport {
 	tr = tr.Clone()
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: Control}
 	tr.DialContext = dialer.DialContext
 	tr.DialTLSContext = nil
+	tr.DialTLS = nil //lint:ignore SA1019 a caller's transport may still set it
 	tr.Proxy = nil
 	return tr
 }

@@ -1,9 +1,13 @@
 package netguard_test
 
 import (
+	"crypto/tls"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,4 +169,70 @@ func TestClient(t *testing.T) {
 	// A proxy would resolve names itself: the guarded transport uses none.
 	require.NotNil(t, netguard.NewTransport().Proxy)
 	require.Nil(t, netguard.Guard(netguard.NewTransport()).Proxy)
+}
+
+// TestGuard_OverridesTheTransportsTLSDialer: a transport handed to Guard
+// (an MCP client's configured HTTPClient) may carry a TLS dialer of its
+// own, the deprecated DialTLS included, which net/http prefers to
+// DialContext for https: the guard must not be bypassed through it.
+func TestGuard_OverridesTheTransportsTLSDialer(t *testing.T) {
+	t.Parallel()
+	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(server.Close)
+
+	base := server.Client().Transport.(*http.Transport).Clone()
+	tlsConfig := base.TLSClientConfig
+	//lint:ignore SA1019 the deprecated field is what is tested
+	base.DialTLS = func(network, addr string) (net.Conn, error) {
+		return tls.Dial(network, addr, tlsConfig)
+	}
+	resp, err := (&http.Client{Transport: base}).Get(server.URL)
+	require.NoError(t, err, "unguarded, the dialer reaches the server")
+	resp.Body.Close()
+
+	_, err = (&http.Client{Transport: netguard.Guard(base)}).Get(server.URL)
+	require.ErrorIs(t, err, netguard.ErrNotAllowed)
+}
+
+// TestClient_LoopbackSpellings: the ways of writing a loopback or
+// unspecified address that some parsers read as one (decimal, octal, hex,
+// short forms, IPv4-mapped IPv6, a name) reach nothing through the guarded
+// client, while the unguarded client shows which of them lead to the
+// server.
+func TestClient_LoopbackSpellings(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	server := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	ln, err := net.Listen("tcp", ":0") // every local address, IPv6 ones too where there are
+	require.NoError(t, err)
+	server.Listener = ln
+	server.Start()
+	t.Cleanup(server.Close)
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+
+	get := func(c *http.Client, host string) error {
+		resp, err := c.Get("http://" + net.JoinHostPort(host, port) + "/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	hosts := []string{"localhost", "127.0.0.1", "127.1", "2130706433", "0177.0.0.1", "0x7f.0.0.1", "0x7f000001",
+		"0.0.0.0", "0", "::1", "::", "::ffff:127.0.0.1", "0:0:0:0:0:ffff:7f00:1"}
+	guarded, open := netguard.Client(false, 5*time.Second), netguard.Client(true, 5*time.Second)
+	reached := 0
+	for _, host := range hosts {
+		require.Error(t, get(guarded, host), host)
+		if get(open, host) == nil {
+			reached++
+		}
+	}
+	t.Logf("the unguarded client reached the server through %d of %d spellings", reached, len(hosts))
+	require.Zero(t, hits.Load()-int32(reached), "only the unguarded client reached the server")
+	require.GreaterOrEqual(t, reached, 3, "localhost, 127.0.0.1 and 0.0.0.0 at least")
 }
