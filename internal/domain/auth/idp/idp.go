@@ -131,7 +131,7 @@ func New(ctx context.Context, cfg *Config) (*KeySet, error) {
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	noErrorOnFirstFetch := true
 	fetched, err := keyfunc.NewDefaultOverrideCtx(life, []string{jwksURL}, keyfunc.Override{
-		Client:                    c.Client,
+		Client:                    limited(c.Client),
 		HTTPTimeout:               c.Timeout,
 		NoErrorReturnFirstHTTPReq: &noErrorOnFirstFetch,
 		RefreshInterval:           c.RefreshInterval,
@@ -213,6 +213,58 @@ func (k *KeySet) Close() { k.cancel() }
 
 // maxDiscoveryBytes bounds the discovery document read.
 const maxDiscoveryBytes = 1 << 20
+
+// maxKeySetBytes bounds the JWK Set read: jwkset decodes the whole answer,
+// however long, into memory. A set of a few dozen keys with their
+// certificate chains takes a few tens of KiB.
+const maxKeySetBytes = 1 << 20
+
+// errKeySetTooLarge ends the read of a JWK Set longer than maxKeySetBytes.
+var errKeySetTooLarge = fmt.Errorf("the JWK Set is larger than %d bytes", maxKeySetBytes)
+
+// limited returns a copy of client whose answers are cut off, with
+// errKeySetTooLarge, after maxKeySetBytes.
+func limited(client *http.Client) *http.Client {
+	c := *client
+	base := client.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.Transport = limitedTransport{base: base}
+	return &c
+}
+
+type limitedTransport struct{ base http.RoundTripper }
+
+func (t limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err == nil {
+		resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxKeySetBytes}
+	}
+	return resp, err
+}
+
+// limitedBody reads at most left bytes of its body, then fails.
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errKeySetTooLarge
+	}
+	// One byte past the limit tells a body of exactly left bytes from a
+	// longer one.
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if b.left -= int64(n); b.left < 0 {
+		return n + int(b.left), errKeySetTooLarge
+	}
+	return n, err
+}
 
 // Discover reads issuer's OpenID Connect discovery document and returns
 // its jwks_uri. The document's issuer must be issuer (OpenID Connect

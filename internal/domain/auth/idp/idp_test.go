@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -94,4 +95,29 @@ func TestDiscover(t *testing.T) {
 	}
 	_, err = idp.Discover(context.Background(), srv.Client(), srv.URL+"/nobody")
 	require.ErrorContains(t, err, "404")
+}
+
+// TestNew_KeySetTooLarge: a JWK Set answer is read up to a bound, not
+// into memory however long it is.
+func TestNew_KeySetTooLarge(t *testing.T) {
+	t.Parallel()
+	var written atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/jwk-set+json")
+		_, _ = io.WriteString(w, `{"keys":[{"kty":"RSA","e":"AQAB","n":"`)
+		chunk := bytes.Repeat([]byte("A"), 64<<10)
+		for range 1024 { // 64 MiB, never closed
+			n, err := w.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	var logs syncBuffer
+	keys, err := idp.New(context.Background(), &idp.Config{Issuer: srv.URL, JWKSURL: srv.URL + "/keys", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	t.Cleanup(keys.Close)
+	require.Contains(t, logs.String(), "the JWK Set is larger than 1048576 bytes")
 }
