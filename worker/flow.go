@@ -18,14 +18,52 @@ func (w *ExecuteWorker) bucketScope(bucket, org, source string) string {
 	return cfg.ScopeKey(org, source)
 }
 
-// takeToken acquires the invocation's bucket. wait > 0 means no token (or
-// no concurrency slot) now: the job snoozes that long, holding no worker and
-// spending no attempt. release frees the concurrency slot after the call.
-func (w *ExecuteWorker) takeToken(ctx context.Context, ref *invocation.BucketRef, jobID int64) (wait time.Duration, release func(), err error) {
-	bucket := ref.Name
+// buckets are the buckets a call of org to source whose invocation names
+// bucket takes a token from: that one and, when an envelope named another
+// (constraints.rate_bucket), its source's own, so that naming a generous
+// bucket does not escape the provider's limit (slack.minute).
+func (w *ExecuteWorker) buckets(ctx context.Context, bucket, org, source string) []string {
 	if w.deps.Flow == nil || bucket == "" {
-		return 0, func() {}, nil
+		return nil
 	}
+	if w.deps.Sources == nil {
+		return []string{bucket}
+	}
+	src, err := w.deps.Sources.Source(ctx, org, source)
+	if err != nil || src.Bucket == "" || src.Bucket == bucket || !w.deps.Flow.Accepts(src.Bucket) {
+		return []string{bucket} // a source gone is the run's to report
+	}
+	return []string{bucket, src.Bucket}
+}
+
+// takeToken acquires the invocation's buckets. wait > 0 means no token (or
+// no concurrency slot) now in one of them: the job snoozes that long,
+// holding no worker and spending no attempt, and gives back what the
+// others gave. release frees the concurrency slots after the call.
+func (w *ExecuteWorker) takeToken(ctx context.Context, ref *invocation.BucketRef, jobID int64) (wait time.Duration, release func(), err error) {
+	var taken []string
+	var releases []func()
+	release = func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	for _, bucket := range w.buckets(ctx, ref.Name, ref.Org, ref.Source) {
+		snooze, rel, takeErr := w.takeOne(ctx, bucket, ref, jobID)
+		if takeErr != nil || snooze > 0 {
+			for _, b := range taken {
+				w.refundOne(ctx, b, ref.Org, ref.Source)
+			}
+			release()
+			return snooze, nil, takeErr
+		}
+		taken, releases = append(taken, bucket), append(releases, rel)
+	}
+	return 0, release, nil
+}
+
+// takeOne acquires one bucket for the job (takeToken).
+func (w *ExecuteWorker) takeOne(ctx context.Context, bucket string, ref *invocation.BucketRef, jobID int64) (wait time.Duration, release func(), err error) {
 	grant, err := w.deps.Flow.Acquire(ctx, bucket, w.bucketScope(bucket, ref.Org, ref.Source), "job:"+strconv.FormatInt(jobID, 10))
 	if errors.Is(err, flow.ErrUnknownBucket) {
 		// The bucket was removed from the configuration after this job was
@@ -51,42 +89,43 @@ func (w *ExecuteWorker) takeToken(ctx context.Context, ref *invocation.BucketRef
 	}, nil
 }
 
-// refund gives back the token the invocation's job took from its bucket
-// (takeToken) when no call is made. The job's concurrency slot is
+// refund gives back the tokens the invocation's job took from its buckets
+// (takeToken) when no call is made. The job's concurrency slots are
 // released after it as after a call.
 func (w *ExecuteWorker) refund(ctx context.Context, inv invocation.Invocation) {
-	bucket := deref(inv.RateBucket)
-	if w.deps.Flow == nil || bucket == "" {
-		return
+	for _, bucket := range w.buckets(ctx, deref(inv.RateBucket), inv.OrganizationID, inv.Integration) {
+		w.refundOne(ctx, bucket, inv.OrganizationID, inv.Integration)
 	}
-	err := w.deps.Flow.Refund(context.WithoutCancel(ctx), bucket, w.bucketScope(bucket, inv.OrganizationID, inv.Integration))
+}
+
+func (w *ExecuteWorker) refundOne(ctx context.Context, bucket, org, source string) {
+	err := w.deps.Flow.Refund(context.WithoutCancel(ctx), bucket, w.bucketScope(bucket, org, source))
 	if err != nil && !errors.Is(err, flow.ErrUnknownBucket) {
 		w.logger.WarnContext(ctx, "refunding rate bucket token", "bucket", bucket, "error", err)
 	}
 }
 
-// drain empties the invocation's bucket for d after a provider 429, so the
-// other jobs of the bucket wait too. A global bucket is every
-// organization's: it is drained only for its own source's 429 (the
-// plugins' for "plugin"), never for the 429 of another source whose
-// envelope named it (constraints.rate_bucket), which would hold every
-// organization's calls for one organization's provider limit.
+// drain empties the invocation's buckets (buckets: the named one and its
+// source's own) for d after a provider 429, so the other jobs of the
+// buckets wait too. A global bucket is every organization's: it is
+// drained only for its own source's 429 (the plugins' for "plugin"),
+// never for the 429 of another source whose envelope named it
+// (constraints.rate_bucket), which would hold every organization's calls
+// for one organization's provider limit.
 func (w *ExecuteWorker) drain(ctx context.Context, inv invocation.Invocation, d time.Duration) {
-	bucket := deref(inv.RateBucket)
-	if w.deps.Flow == nil || bucket == "" {
-		return
-	}
-	if cfg, ok := w.deps.Flow.Bucket(bucket); ok && cfg.Scope == flow.ScopeGlobal && !w.ownBucket(ctx, inv, bucket) {
-		w.logger.InfoContext(ctx, "not draining a global rate bucket for another source's limit", "bucket", bucket,
-			"source_id", inv.Integration, "organization_id", inv.OrganizationID)
-		return
-	}
-	err := w.deps.Flow.Drain(ctx, bucket, w.bucketScope(bucket, inv.OrganizationID, inv.Integration), d)
-	switch {
-	case err == nil:
-		w.deps.Metrics.BucketDrains.WithLabelValues(bucket).Inc()
-	case !errors.Is(err, flow.ErrUnknownBucket):
-		w.logger.WarnContext(ctx, "draining rate bucket", "bucket", bucket, "error", err)
+	for _, bucket := range w.buckets(ctx, deref(inv.RateBucket), inv.OrganizationID, inv.Integration) {
+		if cfg, ok := w.deps.Flow.Bucket(bucket); ok && cfg.Scope == flow.ScopeGlobal && !w.ownBucket(ctx, inv, bucket) {
+			w.logger.InfoContext(ctx, "not draining a global rate bucket for another source's limit", "bucket", bucket,
+				"source_id", inv.Integration, "organization_id", inv.OrganizationID)
+			continue
+		}
+		err := w.deps.Flow.Drain(ctx, bucket, w.bucketScope(bucket, inv.OrganizationID, inv.Integration), d)
+		switch {
+		case err == nil:
+			w.deps.Metrics.BucketDrains.WithLabelValues(bucket).Inc()
+		case !errors.Is(err, flow.ErrUnknownBucket):
+			w.logger.WarnContext(ctx, "draining rate bucket", "bucket", bucket, "error", err)
+		}
 	}
 }
 

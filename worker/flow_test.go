@@ -18,6 +18,7 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/slack"
 	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
@@ -154,4 +155,59 @@ func TestExecuteWorker_GateRefundsTheToken(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobCompleted, res.EventKind, "the job waited for a token the paused or cancelled job spent")
 	require.Len(t, b.slack.Requests(), 3)
+}
+
+// ownBucketSources is registrySources whose sources take bucket by
+// default, as Slack takes slack.minute.
+type ownBucketSources struct {
+	registrySources
+	bucket string
+}
+
+func (s ownBucketSources) Source(ctx context.Context, org, id string) (*catalog.Source, error) {
+	src, err := s.registrySources.Source(ctx, org, id)
+	if err == nil {
+		src.Bucket = s.bucket
+	}
+	return src, err
+}
+
+// An envelope naming a generous bucket (constraints.rate_bucket) is still
+// held by its source's own: its job takes a token from both, and waits
+// when the source's is empty. Before, the named bucket replaced the
+// source's, and an automation escaped its provider's limit by naming an
+// operator's bucket. A job that waits gives back the token the other
+// bucket gave.
+func TestExecuteWorker_NamedBucketKeepsTheSourcesOwn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupUnit(t)
+	pool := pgtest.Pool(t)
+	limiter, err := flow.New(pool, &flow.Config{Buckets: []flow.BucketConfig{
+		{Name: "test.provider", Rate: 1, Interval: time.Hour, Burst: 1, Scope: flow.ScopeOrg},
+		{Name: "test.generous", Rate: 1, Interval: time.Hour, Burst: 2, Scope: flow.ScopeOrg},
+	}})
+	require.NoError(t, err)
+	src, err := slack.New(&slack.Config{BaseURL: b.slack.Server.URL})
+	require.NoError(t, err)
+	w := worker.NewExecuteWorker(&worker.Deps{
+		Pool: pool, DB: b.tx, Sources: ownBucketSources{registrySources{executors.NewRegistry(src)}, "test.provider"},
+		Tokens: b.creds, Box: b.box, Metrics: b.metrics, Flow: limiter,
+	}, &worker.Config{RetryBaseDelay: time.Second})
+	runner := rivertest.NewWorker(t, riverpgxv5.New(pool), &river.Config{}, w)
+	named := func(p *invocation.CreateParams) { p.RateBucket = "test.generous" }
+
+	_, job := b.approved(t, named)
+	res, err := runner.WorkJob(ctx, t, b.tx, job)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	_, job = b.approved(t, named)
+	res, err = runner.WorkJob(ctx, t, b.tx, job)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, res.EventKind, "the source's bucket had no token left")
+	require.Len(t, b.slack.Requests(), 1)
+
+	var tokens float64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT tokens FROM flow_buckets WHERE name = 'test.generous'`).Scan(&tokens))
+	require.InDelta(t, 1, tokens, 0.01, "the waiting job gave back the named bucket's token")
 }
