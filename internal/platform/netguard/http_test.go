@@ -68,6 +68,10 @@ func TestCheckURL(t *testing.T) {
 			// operator chose to put it.
 			"http://[64:ff9b:1::a9fe:a9fe]/",
 			"http://[64:ff9b:1:7f00:1::]/",
+			// SIIT's IPv4-translated form (RFC 2765) of 127.0.0.1 and
+			// 169.254.169.254: not IPv4-mapped, so not unmapped.
+			"http://[::ffff:0:7f00:1]/",
+			"http://[::ffff:0:a9fe:a9fe]/",
 		} {
 			err := netguard.CheckURL(raw, false)
 			require.Error(t, err, raw)

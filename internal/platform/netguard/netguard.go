@@ -33,8 +33,10 @@ func (e *AddrError) Unwrap() error { return ErrNotAllowed }
 // loopback, private, link-local, multicast or unspecified: shared address
 // space (used by some cloud metadata services), IETF protocol assignments,
 // benchmarking, reserved space, the deprecated IPv6 forms that tunnel or
-// embed IPv4, and the local-use NAT64 prefix (RFC 8215), whose translator
-// is the network's own and whose IPv4 address may sit anywhere in it.
+// embed IPv4, and the IPv6 forms a translator of the network's own turns
+// into an IPv4 address: the local-use NAT64 prefix (RFC 8215), where the
+// IPv4 address may sit anywhere, and SIIT's IPv4-translated addresses
+// (::ffff:0:a.b.c.d, RFC 2765), which netip does not take as IPv4-mapped.
 var blockedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),
 	netip.MustParsePrefix("100.64.0.0/10"),
@@ -42,6 +44,7 @@ var blockedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("198.18.0.0/15"),
 	netip.MustParsePrefix("240.0.0.0/4"),
 	netip.MustParsePrefix("::/96"),
+	netip.MustParsePrefix("::ffff:0:0:0/96"),
 	netip.MustParsePrefix("64:ff9b:1::/48"),
 	netip.MustParsePrefix("2001::/32"),
 	netip.MustParsePrefix("fec0::/10"),
