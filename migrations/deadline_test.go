@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,9 +21,16 @@ func TestMigration040_DeadlinesPastYear9999(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 
-	reverted, err := migrations.Down(ctx, pool, 1, false)
+	// Down past 040 (and the migrations after it), then up again.
+	var since []int // 40 and every migration after it, newest first
+	for _, m := range migrations.All() {
+		if m.Version >= 40 {
+			since = append([]int{m.Version}, since...)
+		}
+	}
+	reverted, err := migrations.Down(ctx, pool, len(since), false)
 	require.NoError(t, err)
-	require.Equal(t, []int{40}, reverted)
+	require.Equal(t, since, reverted)
 	insert := func(deadline string) (id string) {
 		t.Helper()
 		require.NoError(t, pool.QueryRow(ctx, `
@@ -38,7 +46,8 @@ RETURNING id::text`, deadline).Scan(&id))
 
 	applied, err := migrations.Up(ctx, pool)
 	require.NoError(t, err)
-	require.Equal(t, []int{40}, applied)
+	slices.Reverse(since)
+	require.Equal(t, since, applied)
 	deadline := func(id string) time.Time {
 		t.Helper()
 		var d time.Time
