@@ -62,21 +62,27 @@ func Guard(tr *http.Transport) *http.Transport {
 	return tr
 }
 
+// maxResponseHeaderBytes bounds the headers of an answer from a server an
+// organization chose, which net/http would otherwise buffer up to 10 MB
+// of, per request and in every worker at once.
+const maxResponseHeaderBytes = 1 << 20
+
 // NewTransport returns a transport with http.DefaultTransport's settings,
 // not guarded, on a transport of its own, so idle connections to the
 // servers an organization chose are not shared with, or closed by,
-// unrelated code.
+// unrelated code. An answer's headers are bounded at 1 MiB.
 func NewTransport() *http.Transport {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
+		Proxy:                  http.ProxyFromEnvironment,
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    4,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 	}
 }
 

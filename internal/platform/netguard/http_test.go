@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -239,4 +240,28 @@ func TestClient_LoopbackSpellings(t *testing.T) {
 	t.Logf("the unguarded client reached the server through %d of %d spellings", reached, len(hosts))
 	require.Zero(t, hits.Load()-int32(reached), "only the unguarded client reached the server")
 	require.GreaterOrEqual(t, reached, 3, "localhost, 127.0.0.1 and 0.0.0.0 at least")
+}
+
+// TestClient_BoundsResponseHeaders: the servers an organization names
+// choose their answers' headers; net/http's default would buffer up to
+// 10 MB of them per request, in every worker at once.
+func TestClient_BoundsResponseHeaders(t *testing.T) {
+	t.Parallel()
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		size, _ := strconv.Atoi(r.URL.Query().Get("size"))
+		w.Header().Set("X-Filler", strings.Repeat("x", size))
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(server.Close)
+
+	c := netguard.Client(true, 5*time.Second)
+	get := func(size int) error {
+		resp, err := c.Get(server.URL + "?size=" + strconv.Itoa(size))
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	require.NoError(t, get(100<<10), "100 kB of headers are read")
+	require.ErrorContains(t, get(2<<20), "server response headers exceeded")
 }
