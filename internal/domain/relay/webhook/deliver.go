@@ -305,7 +305,7 @@ func requestError(err error) string {
 const maxErrorLen = 1000
 
 // errorText makes an attempt's error storable: the receiver chooses its
-// status text (up to the client's 10 MB of headers), and Postgres stores
+// status text (up to the client's 1 MiB of headers), and Postgres stores
 // no NUL or invalid UTF-8 in the delivery's last_error and attempt_log.
 // Control characters become U+FFFD and the text is cut at maxErrorLen.
 func errorText(s string) string {
