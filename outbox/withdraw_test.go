@@ -1,0 +1,58 @@
+package outbox_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/outbox"
+)
+
+// A withdrawal leaves an invocation while another call waits on it
+// (WaitOn, seen by every process through Postgres), and cancels it once
+// that wait has ended; a wait on an invocation that has ended records
+// nothing, and another organization's invocation is not found.
+func TestService_WithdrawLeavesWhatAnotherCallWaitsOn(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	env := slackEnvelope("withdraw-waited")
+	env.Approval = "required"
+	inv, _, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: env})
+	require.NoError(t, err)
+	require.Equal(t, invocation.StatusPending, inv.Status)
+	id := inv.ID.String()
+	status := func() invocation.Status {
+		got, err := bundle.svc.Get(bundle.ctx, apptest.Org, id)
+		require.NoError(t, err)
+		return got.Status
+	}
+	waits := func() (n int) {
+		require.NoError(t, bundle.app.Pool.QueryRow(bundle.ctx, `SELECT count(*) FROM invocation_waits WHERE invocation_id = $1`, inv.ID).Scan(&n))
+		return n
+	}
+
+	done, err := bundle.svc.WaitOn(bundle.ctx, apptest.Org, inv.ID)
+	require.NoError(t, err)
+	withdrawn, err := bundle.svc.Withdraw(bundle.ctx, apptest.Org, id, "creator")
+	require.NoError(t, err)
+	require.False(t, withdrawn, "another call waits on it")
+	require.Equal(t, invocation.StatusPending, status())
+
+	_, err = bundle.svc.Withdraw(bundle.ctx, "org-2", id, "creator")
+	require.ErrorIs(t, err, errs.NotFound)
+
+	done()
+	require.Zero(t, waits())
+	withdrawn, err = bundle.svc.Withdraw(bundle.ctx, apptest.Org, id, "creator")
+	require.NoError(t, err)
+	require.True(t, withdrawn)
+	require.Equal(t, invocation.StatusCancelled, status())
+
+	done, err = bundle.svc.WaitOn(bundle.ctx, apptest.Org, inv.ID)
+	require.NoError(t, err)
+	require.Zero(t, waits(), "an ended invocation records no wait")
+	done()
+}
