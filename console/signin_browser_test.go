@@ -239,6 +239,23 @@ func TestBrowser_SignInWithIdentityProvider(t *testing.T) {
 		user.shot("sso-05-signed-out-elsewhere")
 	})
 
+	t.Run("SignedOutTabFollowsASignInElsewhere", func(t *testing.T) {
+		// A tab that went back to sign-in when its session ended (its
+		// event stream was refused) took the next sign-in in another tab
+		// for a change of person, reloading with "This tab was signed in
+		// as undefined (undefined, undefined)".
+		signInAgain(user)
+		other := br.tab()
+		defer other.close()
+		other.run("sign out in another tab", chromedp.Navigate(br.base+"/console/"), chromedp.WaitVisible(`.live.on`, chromedp.ByQuery),
+			chromedp.Click(`//button[normalize-space()="Sign out"]`, chromedp.BySearch), chromedp.WaitVisible(`#sso`, chromedp.ByQuery))
+		user.run("the first tab is signed out", chromedp.WaitVisible(`#sso`, chromedp.ByQuery))
+		signInAgain(other)
+		user.run("the first tab follows", chromedp.WaitVisible(`#inbox-h`, chromedp.ByQuery), chromedp.WaitVisible(`.live.on`, chromedp.ByQuery))
+		require.NotContains(t, user.text(`main`), "undefined")
+		require.Equal(t, apptest.Org+" · admin", user.text(`.identity`))
+	})
+
 	// sessionOf signs user in with an HTTP client of its own (as another
 	// tab or window whose console has not loaded yet) and returns the
 	// value of its session cookie.

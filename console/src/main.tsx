@@ -183,7 +183,9 @@ function App() {
       const was = shown;
       void cookieSession().then((s) => {
         if ("ended" in s) return; // the next request says so
-        if (samePerson(was, s)) keepCookieSession(s);
+        // Signed out meanwhile: the sign-in page takes the new session.
+        if (!was) location.reload();
+        else if (samePerson(was, s)) keepCookieSession(s);
         else reloadAs(was, s, "");
       });
     };
