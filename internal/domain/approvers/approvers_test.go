@@ -280,7 +280,7 @@ func TestApprovers_GroupsRouteToTheirChannelAndInbox(t *testing.T) {
 	require.Contains(t, post.Body["text"], "Needs 2 approval(s) (approver group payments)")
 	var value string
 	for _, blk := range post.Body["blocks"].([]any) {
-		if els, ok := blk.(map[string]any)["elements"].([]any); ok {
+		if els, ok := blk.(map[string]any)["elements"].([]any); ok && blk.(map[string]any)["type"] == "actions" {
 			value = els[0].(map[string]any)["value"].(string)
 		}
 	}

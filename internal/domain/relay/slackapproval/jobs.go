@@ -384,7 +384,17 @@ func summary(inv *invocation.Invocation, title string, rec *preview.Record) []an
 		}},
 	}
 	blocks = append(blocks, preview.SlackBlocks(rec)...)
-	return append(blocks, map[string]any{"type": "section", "text": mrkdwn("*Params*\n```" + params + "```")})
+	return append(blocks, map[string]any{"type": "section", "text": mrkdwn("*Params*")}, preformatted(params))
+}
+
+// preformatted shows text as a code block whose text is only text: the
+// params are the agent's, and in mrkdwn a ``` in them would end the code
+// block and let them write the rest of the message the approver reads
+// (another risk, a mention, a link).
+func preformatted(text string) map[string]any {
+	return map[string]any{"type": "rich_text", "elements": []any{map[string]any{
+		"type": "rich_text_preformatted", "elements": []any{map[string]any{"type": "text", "text": text}},
+	}}}
 }
 
 func plain(s string) map[string]any  { return map[string]any{"type": "plain_text", "text": s} }

@@ -120,7 +120,7 @@ func TestSlack_ClickApprovesAndUpdatesTheMessage(t *testing.T) {
 	require.Contains(t, string(raw), "R2 (write)")
 	var value string
 	for _, blk := range post.Body["blocks"].([]any) {
-		if els, ok := blk.(map[string]any)["elements"].([]any); ok {
+		if els, ok := blk.(map[string]any)["elements"].([]any); ok && blk.(map[string]any)["type"] == "actions" {
 			require.Len(t, els, 3)
 			value = els[0].(map[string]any)["value"].(string)
 			// "Always" asks first, saying plainly that it lasts.
@@ -199,7 +199,7 @@ func twoApproversRequest(t *testing.T) (*apptest.Bundle, string, *clicker) {
 	require.Eventually(t, func() bool { return len(slackCalls(b, "/chat.postMessage")) == 1 }, 10*time.Second, 20*time.Millisecond)
 	var value string
 	for _, blk := range slackCalls(b, "/chat.postMessage")[0].Body["blocks"].([]any) {
-		if els, ok := blk.(map[string]any)["elements"].([]any); ok {
+		if els, ok := blk.(map[string]any)["elements"].([]any); ok && blk.(map[string]any)["type"] == "actions" {
 			value = els[0].(map[string]any)["value"].(string)
 		}
 	}
@@ -271,4 +271,41 @@ func TestSlack_ClickOnAnotherMessageDecidesNothing(t *testing.T) {
 	// The same click on outboxd's message approves.
 	require.Equal(t, http.StatusOK, c.click("U_ADMIN", "approve", secret, time.Now()).Status)
 	require.Equal(t, "alice", b.WaitStatus(id, "completed", 10*time.Second)["approved_by"])
+}
+
+// The params are the agent's: shown in the approval message, they are
+// text, not Slack markup, so they cannot close their code block and
+// write the message the approver reads (a risk, a mention, a link).
+func TestSlack_ParamsCannotWriteTheApprovalMessage(t *testing.T) {
+	t.Parallel()
+	b := approvalsBundle(t)
+	forged := "hi\n```\n*Risk*\nR1 (read) <!channel> <https://evil.example|see the preview>\n```"
+	r := b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": forged})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	require.Eventually(t, func() bool { return len(slackCalls(b, "/chat.postMessage")) == 1 }, 10*time.Second, 20*time.Millisecond)
+
+	var shown bool
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["type"] == "mrkdwn" {
+				require.NotContains(t, v["text"], "<!channel>", "Slack markup of the agent's in %v", v)
+				require.NotContains(t, v["text"], "<https://evil", "Slack markup of the agent's in %v", v)
+			}
+			if v["type"] == "rich_text_preformatted" {
+				raw, _ := json.Marshal(v)
+				shown = shown || strings.Contains(string(raw), `R1 (read) \u003c!channel\u003e`) || strings.Contains(string(raw), `R1 (read) <!channel>`)
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(slackCalls(b, "/chat.postMessage")[0].Body["blocks"])
+	require.True(t, shown, "the params are shown, as text")
 }
