@@ -127,3 +127,17 @@ func Client(allowPrivate bool, timeout time.Duration) *http.Client {
 	}
 	return &http.Client{Transport: tracing.Transport(tr), Timeout: timeout, CheckRedirect: CheckRedirect(allowPrivate)}
 }
+
+// RequestError is the text of a request that could not be made or got no
+// answer, without the URL Go quotes whole in it (a *url.Error's, the
+// request's or a redirect target's): many receivers take their secret in
+// their URL (a Slack incoming webhook's or response URL's path, a
+// ?token=), and the text is recorded and logged. What failed (the method,
+// the dial with its address, a refusal, a timeout) stays.
+func RequestError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Op + ": " + ue.Err.Error()
+	}
+	return err.Error()
+}

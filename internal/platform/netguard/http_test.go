@@ -265,3 +265,22 @@ func TestClient_BoundsResponseHeaders(t *testing.T) {
 	require.NoError(t, get(100<<10), "100 kB of headers are read")
 	require.ErrorContains(t, get(2<<20), "server response headers exceeded")
 }
+
+// TestRequestError_WithoutTheURL: a failed request's text keeps what
+// failed and drops the URL, whose path or query may be a secret.
+func TestRequestError_WithoutTheURL(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+
+	_, err = netguard.Client(true, 5*time.Second).Post("http://"+addr+"/services/T0/pathsecret?token=querysecret", "application/json", nil)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "querysecret", "Go's own text quotes the URL")
+	text := netguard.RequestError(err)
+	require.NotContains(t, text, "pathsecret")
+	require.NotContains(t, text, "querysecret")
+	require.Contains(t, text, "Post: dial tcp "+addr)
+	require.Equal(t, "plain", netguard.RequestError(errors.New("plain")))
+}

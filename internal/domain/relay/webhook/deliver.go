@@ -9,7 +9,6 @@ import (
 	"hash/fnv"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -258,7 +257,7 @@ func (s *Service) send(ctx context.Context, target, secret, msgID string, payloa
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
 	if err != nil {
-		return outcome{status: "refused", err: requestError(err)}
+		return outcome{status: "refused", err: netguard.RequestError(err)}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "outboxd-webhooks")
@@ -269,9 +268,9 @@ func (s *Service) send(ctx context.Context, target, secret, msgID string, payloa
 	latency := time.Since(start)
 	if err != nil {
 		if errors.Is(err, netguard.ErrNotAllowed) || errors.Is(err, netguard.ErrRedirectRefused) {
-			return outcome{status: "refused", err: requestError(err), latency: latency}
+			return outcome{status: "refused", err: netguard.RequestError(err), latency: latency}
 		}
-		return outcome{status: "retry", err: requestError(err), latency: latency}
+		return outcome{status: "retry", err: netguard.RequestError(err), latency: latency}
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -286,19 +285,6 @@ func (s *Service) send(ctx context.Context, target, secret, msgID string, payloa
 		o.status, o.err = "refused", "HTTP "+resp.Status
 	}
 	return o
-}
-
-// requestError is the text of a request that could not be made or got no
-// answer, without the URL Go quotes whole (a *url.Error, the endpoint's or
-// a redirect target's): many receivers take their secret in it (a Slack incoming
-// webhook's path, a ?token=), and the text is recorded in the delivery,
-// in River's job and in its log.
-func requestError(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Op + ": " + ue.Err.Error()
-	}
-	return err.Error()
 }
 
 // maxErrorLen bounds the error an attempt records, in bytes.
