@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
 	linearsrc "github.com/outboxd/outboxd/executors/linear"
@@ -262,12 +263,23 @@ func TestBroker_RefreshOnUnauthorized(t *testing.T) {
 			require.Equal(t, apptest.Org, c.OrganizationID)
 			require.Equal(t, "linear", c.Integration)
 			require.Equal(t, "u7", c.UserID)
-			verifier, err := auth.NewVerifier(b.Secret)
-			require.NoError(t, err)
-			claims, err := verifier.Verify(strings.TrimPrefix(c.Authorization, "Bearer "))
-			require.NoError(t, err, "the broker gets a service token outboxd signed")
+			// The broker reads the organization from a token outboxd
+			// signed, which outboxd's API refuses: a broker holds one for
+			// every organization, and may not act as any of them.
+			token := strings.TrimPrefix(c.Authorization, "Bearer ")
+			var claims auth.Claims
+			_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return []byte(b.Secret), nil },
+				jwt.WithValidMethods([]string{"HS256"}), jwt.WithAudience(auth.BrokerAudience))
+			require.NoError(t, err, "the broker gets a token outboxd signed for it")
 			require.Equal(t, auth.KindService, claims.Kind)
 			require.Equal(t, apptest.Org, claims.Org)
+			r := b.Do("POST", "/v1/envelopes", token, map[string]any{
+				"external_id": "from-the-broker",
+				"tool":        map[string]string{"source": "slack", "action": "send_message"},
+				"args":        map[string]string{"channel": "C1", "text": "hi"},
+			})
+			require.Equal(t, http.StatusUnauthorized, r.Status, string(r.Raw))
+			require.Contains(t, string(r.Raw), "token broker")
 		}
 
 		// The refreshed token is cached: the next call does not ask again.

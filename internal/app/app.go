@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -378,7 +377,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		broker, err := credential.NewBroker(&credential.BrokerConfig{
 			URL: cfg.BrokerURL,
 			ServiceToken: func(org string) (string, error) {
-				return auth.Mint(cfg.JWTSecret, auth.Claims{Org: org, Kind: auth.KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: "outboxd"}}, 5*time.Minute)
+				return auth.MintForBroker(cfg.JWTSecret, org, 5*time.Minute)
 			},
 		})
 		if err != nil {

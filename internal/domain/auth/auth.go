@@ -170,6 +170,20 @@ func checkClaim(name, value string) error {
 	return nil
 }
 
+// BrokerAudience is the aud of the tokens outboxd signs for its token
+// broker (MintForBroker). The broker reads the organization from them;
+// outboxd's API refuses them, so that the broker, which receives one for
+// every organization, cannot act as any of them.
+const BrokerAudience = "outboxd-token-broker"
+
+// MintForBroker signs the service token outboxd's requests to the token
+// broker carry for org: aud BrokerAudience, valid for ttl.
+func MintForBroker(secret, org string, ttl time.Duration) (string, error) {
+	return Mint(secret, Claims{Org: org, Kind: KindService, RegisteredClaims: jwt.RegisteredClaims{
+		Subject: "outboxd", Audience: jwt.ClaimStrings{BrokerAudience},
+	}}, ttl)
+}
+
 // Mint signs claims, setting iat and exp from ttl, and a random jti when
 // claims has none: with it, one token can be revoked alone.
 func Mint(secret string, claims Claims, ttl time.Duration) (string, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -341,6 +342,9 @@ func (v *Verifier) verify(token string, now time.Time) (*Claims, time.Time, erro
 	}
 	if err := claims.validate(); err != nil {
 		return nil, time.Time{}, err
+	}
+	if slices.Contains(claims.Audience, BrokerAudience) {
+		return nil, time.Time{}, fmt.Errorf("%w: the token was signed for the token broker, not for outboxd's API", jwt.ErrTokenInvalidClaims)
 	}
 	exp := claims.ExpiresAt.Time
 	if limit := v.cfg.MaxLifetime; limit > 0 {
