@@ -21,6 +21,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 	"github.com/outboxd/outboxd/outbox"
 )
 
@@ -274,7 +275,8 @@ func (s *Service) respond(ctx context.Context, responseURL, text string) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		s.logger.WarnContext(ctx, "slack response_url", "error", err)
+		// The error quotes the URL, a capability of the click's own.
+		s.logger.WarnContext(ctx, "slack response_url", "error", netguard.RequestError(err))
 		return
 	}
 	resp.Body.Close()

@@ -309,3 +309,21 @@ func TestSlack_ParamsCannotWriteTheApprovalMessage(t *testing.T) {
 	walk(slackCalls(b, "/chat.postMessage")[0].Body["blocks"])
 	require.True(t, shown, "the params are shown, as text")
 }
+
+// Slack's response_url is a capability (hooks.slack.com/actions/T…/…/<token>):
+// a reply that fails is logged without it.
+func TestSlack_FailedReplyDoesNotLogTheResponseURL(t *testing.T) {
+	t.Parallel()
+	var logs apptest.Logs
+	b := apptest.Start(t, &apptest.Options{Slack: slackapproval.Config{Channel: "C0APPROVALS", SigningSecret: secret}, Logs: &logs})
+	b.StoreSlackToken("xoxb-approvals")
+	id := b.Invoke("send_message", message).Body["invocation_id"].(string)
+	value, _ := json.Marshal(map[string]string{"o": apptest.Org, "i": id})
+	c := newClicker(t, b, id, string(value))
+	c.respond = "http://127.0.0.1:1/actions/T0/B0/RESPONSEURLTOKEN0xyz"
+
+	require.Equal(t, http.StatusOK, c.click("U_STRANGER", "approve", secret, time.Now()).Status)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "slack response_url") }, 10*time.Second, 20*time.Millisecond)
+	require.NotContains(t, logs.String(), "RESPONSEURLTOKEN0xyz")
+	require.Equal(t, "pending", b.Invocation(id)["status"])
+}
