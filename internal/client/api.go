@@ -187,6 +187,14 @@ func (s *Session) Invocation(ctx context.Context, id string) (*Invocation, error
 	return s.c.invocation(ctx, s.path("/actions/invocations/"+url.PathEscape(id)))
 }
 
+// Cancel undoes one of the session's invocations that has not started
+// (pending, or approved but not yet executing) and returns it cancelled.
+// Another session's or an unknown one is an *Error with Code "not_found"
+// (404); one that has started or ended, Code "conflict" (409).
+func (s *Session) Cancel(ctx context.Context, id string) (*Invocation, error) {
+	return s.c.decideAt(ctx, s.path("/actions/invocations/"+url.PathEscape(id)+"/cancel"), nil)
+}
+
 // Events opens the session's event stream after lastID (from now when
 // empty).
 func (s *Session) Events(ctx context.Context, lastID string) (*Stream, error) {
@@ -219,10 +227,16 @@ func (c *Client) Deny(ctx context.Context, id, reason string) (*Invocation, erro
 }
 
 func (c *Client) decide(ctx context.Context, id, verb string, in any) (*Invocation, error) {
+	return c.decideAt(ctx, "/v1/invocations/"+url.PathEscape(id)+verb, in)
+}
+
+// decideAt POSTs in to path, a transition of one invocation, and returns
+// the invocation of the answer.
+func (c *Client) decideAt(ctx context.Context, path string, in any) (*Invocation, error) {
 	var body struct {
 		Invocation Invocation `json:"invocation"`
 	}
-	if _, _, err := c.call(ctx, http.MethodPost, "/v1/invocations/"+url.PathEscape(id)+verb, in, &body, nil); err != nil {
+	if _, _, err := c.call(ctx, http.MethodPost, path, in, &body, nil); err != nil {
 		return nil, err
 	}
 	return &body.Invocation, nil

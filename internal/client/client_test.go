@@ -243,3 +243,28 @@ func TestStream_LongEvent(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ev.Data, len(payload))
 }
+
+func TestSession_CancelPostsToTheSessionsRoute(t *testing.T) {
+	c, req, body := server(t, func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"invocation":{"id":"i/3","status":"cancelled","integration":"slack","action":"send_message"}}`)
+	})
+	inv, err := c.Session("s/1").Cancel(context.Background(), "i/3")
+	require.NoError(t, err)
+	require.Equal(t, "cancelled", inv.Status)
+	require.Equal(t, "i/3", inv.ID)
+	require.Equal(t, http.MethodPost, req.Method)
+	require.Equal(t, "/v1/sessions/s%2F1/actions/invocations/i%2F3/cancel", req.URL.EscapedPath())
+	require.Empty(t, *body)
+
+	// One that has started or ended is a conflict, with the API's code.
+	c, _, _ = server(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusConflict)
+		_, _ = io.WriteString(w, `{"error":{"code":"conflict","message":"invocation is completed"}}`)
+	})
+	inv, err = c.Session("s").Cancel(context.Background(), "i-4")
+	require.Nil(t, inv)
+	var apiErr *client.Error
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusConflict, apiErr.Status)
+	require.Equal(t, "conflict", apiErr.Code)
+}
