@@ -2,12 +2,11 @@ package httpsource
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
+	"github.com/outboxd/outboxd/internal/platform/netguard"
 	"github.com/outboxd/outboxd/internal/platform/tracing"
 )
 
@@ -73,10 +72,10 @@ func KeepingMethod(c *http.Client) *http.Client {
 	return &out
 }
 
-// NewClient returns a client whose transport mirrors
-// http.DefaultTransport's settings but is its own, so idle connections to a
-// provider are not shared with, or closed by, unrelated code using the
-// default client. It has no overall timeout: deadlines come from the
+// NewClient returns a client on a transport of its own
+// (netguard.NewTransport: http.DefaultTransport's settings, an answer's
+// headers bounded at 1 MiB), so idle connections to a provider are not
+// shared with, or closed by, unrelated code using the default client. It has no overall timeout: deadlines come from the
 // context of each request. It keeps up to 256 idle connections to a
 // provider: over HTTP/1.1 each call in flight holds one, and a call that
 // finds the idle pool full closes its connection, so the next dials, and
@@ -86,17 +85,7 @@ func KeepingMethod(c *http.Client) *http.Client {
 // It does not follow a redirect that would change a write into a read
 // (KeepingMethod).
 func NewClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	return KeepingMethod(&http.Client{
-		Transport: tracing.Transport(&http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           dialer.DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          1024,
-			MaxIdleConnsPerHost:   256,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: time.Second,
-		}),
-	})
+		transport := netguard.NewTransport()
+	transport.MaxIdleConns, transport.MaxIdleConnsPerHost = 1024, 256
+	return KeepingMethod(&http.Client{Transport: tracing.Transport(transport)})
 }

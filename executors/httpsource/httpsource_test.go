@@ -102,7 +102,26 @@ func TestNewClient(t *testing.T) {
 		defer httpsource.CloseBody(resp.Body, 1<<10)
 		body, err := httpsource.ReadBody(resp.Body, 1<<10)
 		require.NoError(t, err)
-		require.Equal(t, "ok", string(body))
+				require.Equal(t, "ok", string(body))
+	})
+
+	// A provider's answer is read within bounds, its headers too.
+	t.Run("BoundsHeaders", func(t *testing.T) {
+		t.Parallel()
+
+		server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("X-Filler", strings.Repeat("x", 2<<20))
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		t.Cleanup(server.Close)
+		client := httpsource.NewClient()
+		t.Cleanup(client.CloseIdleConnections)
+
+		resp, err := client.Get(server.URL)
+		if err == nil {
+			resp.Body.Close()
+		}
+		require.ErrorContains(t, err, "server response headers exceeded")
 	})
 }
 
