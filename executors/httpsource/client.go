@@ -85,7 +85,7 @@ func KeepingMethod(c *http.Client) *http.Client {
 // It does not follow a redirect that would change a write into a read
 // (KeepingMethod).
 func NewClient() *http.Client {
-		transport := netguard.NewTransport()
+	transport := netguard.NewTransport()
 	transport.MaxIdleConns, transport.MaxIdleConnsPerHost = 1024, 256
 	return KeepingMethod(&http.Client{Transport: tracing.Transport(transport)})
 }

@@ -102,7 +102,7 @@ func TestNewClient(t *testing.T) {
 		defer httpsource.CloseBody(resp.Body, 1<<10)
 		body, err := httpsource.ReadBody(resp.Body, 1<<10)
 		require.NoError(t, err)
-				require.Equal(t, "ok", string(body))
+		require.Equal(t, "ok", string(body))
 	})
 
 	// A provider's answer is read within bounds, its headers too.
