@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/outboxd/outboxd/internal/client"
@@ -115,7 +116,7 @@ func fieldErrors(details map[string]any) string {
 func newActionsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "actions",
-		Short: "Use outboxd from inside a sandbox: list, guide and run actions",
+		Short: "Use outboxd from inside a sandbox: list, guide, run and cancel actions",
 		Long: `Configured by OUTBOXD_URL and OUTBOXD_TOKEN (a sandbox token; the session
 comes from it). Exit codes: 0 completed, 1 failed, 2 denied, 3 expired,
 4 usage or auth error.`,
@@ -130,13 +131,13 @@ comes from it). Exit codes: 0 completed, 1 failed, 2 denied, 3 expired,
 		if len(a) == 0 {
 			return cmd.Help()
 		}
-		hint := "the commands are list, guide and run"
+		hint := "the commands are list, guide, run and cancel"
 		if s := cmd.SuggestionsFor(a[0]); len(s) > 0 {
 			hint = "did you mean " + strings.Join(s, " or ") + "?"
 		}
 		return usageError("unknown command %q for %q: %s (%s --help)", a[0], cmd.CommandPath(), hint, cmd.CommandPath())
 	}
-	cmd.AddCommand(newActionsListCommand(), newActionsGuideCommand(), newActionsRunCommand())
+	cmd.AddCommand(newActionsListCommand(), newActionsGuideCommand(), newActionsRunCommand(), newActionsCancelCommand())
 	return cmd
 }
 
@@ -235,6 +236,61 @@ func newActionsRunCommand() *cobra.Command {
 		"so that the same command finds the same invocation, however it ended: a key of your own asks anew after a denial, an expiry or a failure")
 	cmd.Flags().Duration("timeout", 0, "give up waiting after this long (default: wait until the approval window closes)")
 	return cmd
+}
+
+func newActionsCancelCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cancel <invocation_id> [--json]",
+		Short: "Withdraw an invocation of this session that has not started (pending, or approved but not yet running)",
+		Args:  args(1),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			// Checked here, so that a typo is named as such rather than
+			// answered by the API as an invocation it does not know.
+			id, err := uuid.Parse(argv[0])
+			if err != nil {
+				return usageError("%q is not an invocation id: give the UUID that `outboxd actions run` named (invocation <id>)", argv[0])
+			}
+			a, err := newAgent()
+			if err != nil {
+				return err
+			}
+			inv, err := a.api.Cancel(cmd.Context(), id.String())
+			if err != nil {
+				return cancelExit(id.String(), err)
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				out, err := json.MarshalIndent(inv, "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(append(out, '\n'))
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "INVOCATION\tACTION\tSTATUS")
+			fmt.Fprintf(tw, "%s\t%s.%s\t%s\n", inv.ID, inv.Integration, inv.Action, inv.Status)
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().Bool("json", false, "print the cancelled invocation as JSON")
+	return cmd
+}
+
+// cancelExit names why invocation id could not be cancelled. The CLI has
+// no exit code of its own for "not possible now": one that has started
+// or ended (409) exits as failed, one the session does not have (404)
+// as a usage error, like any other 4xx.
+func cancelExit(id string, err error) error {
+	var apiErr *client.Error
+	if errors.As(err, &apiErr) {
+		switch apiErr.Status {
+		case http.StatusConflict:
+			return &exitError{code: exitFailed, err: fmt.Errorf("invocation %s was not cancelled: it has started or ended, and only one that has not can be (%v)", id, apiErr)}
+		case http.StatusNotFound:
+			return &exitError{code: exitUsage, err: fmt.Errorf("this session has no invocation %s (%v)", id, apiErr)}
+		}
+	}
+	return exit(err)
 }
 
 // runner invokes one action and follows it to its end.
@@ -369,13 +425,21 @@ func (r *runner) gaveUp(ctx context.Context, inv *client.Invocation) error {
 		cur = got
 	}
 	state := "is still " + cur.Status
+	withdraw := ""
 	switch cur.Status {
 	case "pending":
 		state += ": a human can still approve it" + until(cur.ExpiresAt) + ", and then it runs"
+		withdraw = withdrawIt(cur.ID)
 	case "approved", "executing":
 		state += " and will run to its end"
 	}
-	return &exitError{code: exitFailed, err: fmt.Errorf("%s: invocation %s %s. %s", why, cur.ID, state, runAgain)}
+	return &exitError{code: exitFailed, err: fmt.Errorf("%s: invocation %s %s. %s%s", why, cur.ID, state, runAgain, withdraw)}
+}
+
+// withdrawIt is how an agent that no longer wants a pending invocation
+// takes it back; the command comes last, to be copied whole.
+func withdrawIt(id string) string {
+	return " If you no longer want it, withdraw it before it runs: outboxd actions cancel " + id
 }
 
 // until reads " until <t>" for an approval window's end, "" without one.

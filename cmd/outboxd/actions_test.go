@@ -12,13 +12,16 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/client"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 )
 
 // agentRun runs `outboxd actions ...` as its own process with the agent's
@@ -196,6 +199,7 @@ func TestActions_RunGivesUpWithAdvice(t *testing.T) {
 		{"WhilePending", false, []string{
 			"--timeout passed: invocation inv-1 is still pending: a human can still approve it until 2030-01-02T03:04:05Z, and then it runs.",
 			"Run the same command again to wait for it",
+			"If you no longer want it, withdraw it before it runs: outboxd actions cancel inv-1",
 		}},
 		{"BeforeTheInvokeAnswered", true, []string{
 			"--timeout passed before outboxd answered: the action may have been invoked all the same, and may still run.",
@@ -221,6 +225,78 @@ func TestActions_RunGivesUpWithAdvice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An agent withdraws an invocation of its session that has not run; one
+// that has run, another session's, an unknown one or a malformed id is
+// refused with the exit code of its kind and changes nothing.
+func TestActions_Cancel(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-cli-cancel")
+	env := []string{"OUTBOXD_URL=" + b.URL, "OUTBOXD_TOKEN=" + b.Sandbox()}
+	message := func(text string) map[string]any { return map[string]any{"channel": "C0123456789", "text": text} }
+
+	t.Run("PendingIsCancelled", func(t *testing.T) {
+		id := b.Invoke("send_message", message("withdraw me")).Body["invocation_id"].(string)
+		require.Equal(t, "pending", b.Invocation(id)["status"])
+		code, stdout, stderr := agentRun(t, env, nil, "cancel", id)
+		require.Equal(t, exitCompleted, code, stderr)
+		require.Regexp(t, `INVOCATION\s+ACTION\s+STATUS\n`+id+`\s+slack\.send_message\s+cancelled\n`, stdout)
+		require.Equal(t, "cancelled", b.Invocation(id)["status"])
+
+		id = b.Invoke("send_message", message("withdraw me too")).Body["invocation_id"].(string)
+		code, stdout, stderr = agentRun(t, env, nil, "cancel", id, "--json")
+		require.Equal(t, exitCompleted, code, stderr)
+		var inv client.Invocation
+		require.NoError(t, json.Unmarshal([]byte(stdout), &inv), stdout)
+		require.Equal(t, id, inv.ID)
+		require.Equal(t, "cancelled", inv.Status)
+		require.Equal(t, "cancelled", b.Invocation(id)["status"])
+	})
+
+	t.Run("NotFoundExits4", func(t *testing.T) {
+		otherSession := b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: "session-2"})
+		theirs := b.Do("POST", "/v1/sessions/session-2/actions/invoke", otherSession, map[string]any{
+			"integration": "slack", "action": "send_message", "params": message("not yours"),
+		}).Body["invocation_id"].(string)
+		for _, id := range []string{theirs, uuid.NewString()} {
+			code, stdout, stderr := agentRun(t, env, nil, "cancel", id)
+			require.Equal(t, exitUsage, code, stderr)
+			require.Empty(t, stdout)
+			require.Contains(t, stderr, "this session has no invocation "+id)
+		}
+		require.Equal(t, "pending", b.Invocation(theirs)["status"])
+	})
+
+	t.Run("MalformedIDSendsNothing", func(t *testing.T) {
+		var requests atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			requests.Add(1)
+			w.WriteHeader(http.StatusTeapot)
+		}))
+		t.Cleanup(srv.Close)
+		for _, id := range []string{"not-an-id", "inv-1", ""} {
+			code, stdout, stderr := agentRun(t, []string{"OUTBOXD_URL=" + srv.URL, "OUTBOXD_TOKEN=" + b.Sandbox()}, nil, "cancel", id)
+			require.Equal(t, exitUsage, code, stderr)
+			require.Empty(t, stdout)
+			require.Contains(t, stderr, fmt.Sprintf("%q is not an invocation id: give the UUID", id))
+		}
+		require.Zero(t, requests.Load())
+	})
+
+	// Last: it lets the session's actions run without approval.
+	t.Run("FinishedConflictsExits1", func(t *testing.T) {
+		b.SetModes(map[string]string{"slack:send_message": "allow"})
+		id := b.Invoke("send_message", message("too late")).Body["invocation"].(map[string]any)["id"].(string)
+		b.WaitStatus(id, "completed", 15*time.Second)
+		code, stdout, stderr := agentRun(t, env, nil, "cancel", id)
+		require.Equal(t, exitFailed, code, stderr)
+		require.Empty(t, stdout)
+		require.Contains(t, stderr, "invocation "+id+" was not cancelled: it has started or ended, and only one that has not can be (HTTP 409: ")
+		require.Contains(t, stderr, "completed", "the API's message says where it stands")
+		require.Equal(t, "completed", b.Invocation(id)["status"])
+	})
 }
 
 // Whatever way an invocation ended, the same command answers with it
