@@ -234,6 +234,10 @@ set; your session comes from the token.
    and then for the result; --timeout 10m gives up earlier. The result JSON
    is printed on stdout. Running the same command again never acts twice:
    it finds the same invocation and prints its outcome.
+4. Withdraw one of your invocations that has not run yet (pending, or
+   approved but not started):
+   outboxd actions cancel <invocation_id>
+   Exit 1 if it has already started or ended.
 
 Exit codes: 0 completed, 1 failed, 2 denied (by policy or by a human),
 3 expired (nobody decided in time), 4 usage or auth error (bad arguments,
@@ -261,6 +265,9 @@ What the answer means:
   invocation_id, or poll
   GET /v1/sessions/{session_id}/actions/invocations/{invocation_id}
   until its status is completed, denied or expired. Do not invoke again.
+  To withdraw it instead: POST
+  /v1/sessions/{session_id}/actions/invocations/{invocation_id}/cancel
+  (200 with it cancelled; 409 once it has started or ended).
 - 202 with status "approved": accepted and still running; wait the same way.
 - 403: policy denies this action. Do not retry it.
 - 400: your params do not match the schema; error.details.fields says which.
