@@ -19,6 +19,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/intent"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/waits/waitstore"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/outbox/outboxstore"
@@ -246,7 +247,7 @@ func (s *Service) Cancel(ctx context.Context, org, id, by string) (invocation.In
 // Withdraw is Cancel for an MCP call whose client cancelled it, run by
 // the call that created the invocation: it leaves the invocation, and
 // withdrawn is false, while another call waits on it in any API process
-// (a retry with the same idempotency key, outboxd_wait: WaitOn), which
+// (a retry with the same idempotency key, outboxd_wait: package waits), which
 // is to get the result of its one execution.
 func (s *Service) Withdraw(ctx context.Context, org, id, by string) (withdrawn bool, err error) {
 	_, withdrawn, err = s.cancel(ctx, org, id, by, true)
@@ -254,21 +255,21 @@ func (s *Service) Withdraw(ctx context.Context, org, id, by string) (withdrawn b
 }
 
 // cancel cancels an invocation that has not started; unlessWaited, only
-// when no call waits on it (WaitOn), which cancelled then says.
+// when no call waits on it (package waits), which cancelled then says.
 func (s *Service) cancel(ctx context.Context, org, id, by string, unlessWaited bool) (inv invocation.Invocation, cancelled bool, err error) {
 	uid, err := uuid.Parse(id)
 	if err != nil {
 		return invocation.Invocation{}, false, fmt.Errorf("%w: invocation %s", errs.NotFound, id)
 	}
 	inv, err = dbutil.WithTxV(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) (invocation.Invocation, error) {
-		// The row's lock comes before the read of its waits: a WaitOn
+		// The row's lock comes before the read of its waits: a wait's start
 		// holds a share lock on it until it commits.
 		inv, err := s.store.Lock(ctx, tx, org, uid)
 		if err != nil {
 			return inv, err
 		}
 		if unlessWaited {
-			waited, err := s.queries.Waited(ctx, tx, uid)
+			waited, err := waitstore.Waited(ctx, tx, uid)
 			if err != nil || waited {
 				return inv, err
 			}
@@ -289,27 +290,6 @@ func (s *Service) cancelLocked(ctx context.Context, tx pgx.Tx, inv invocation.In
 		return inv, fmt.Errorf("%w: invocation is %s and can no longer be cancelled", errs.Conflict, inv.Status)
 	}
 	return cancelled, err
-}
-
-// WaitOn records that a call waits on invocation id, which it did not
-// create (a retry with the same idempotency key, outboxd_wait), where
-// Withdraw in any API process sees it; done ends the record, when the
-// call ends. An invocation that has ended records nothing.
-func (s *Service) WaitOn(ctx context.Context, org string, id uuid.UUID) (done func(), err error) {
-	ctx = dbutil.WithOrg(ctx, org)
-	wait := uuid.New()
-	if ok, err := s.queries.WaitStart(ctx, s.deps.Pool, wait, id); err != nil || !ok {
-		return func() {}, err
-	}
-	return func() {
-		// The call's own context may have ended: its values (the
-		// trace) are kept.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := s.queries.WaitEnd(ctx, s.deps.Pool, wait); err != nil {
-			s.logger.WarnContext(ctx, "ending a wait on an invocation", "invocation_id", id, "error", err)
-		}
-	}, nil
 }
 
 // audited records a decision in the audit trail, in the decision's own

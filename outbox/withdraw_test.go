@@ -1,6 +1,7 @@
 package outbox_test
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -8,16 +9,18 @@ import (
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/waits"
 	"github.com/outboxd/outboxd/outbox"
 )
 
 // A withdrawal leaves an invocation while another call waits on it
-// (WaitOn, seen by every process through Postgres), and cancels it once
+// (package waits, seen by every process through Postgres), and cancels it once
 // that wait has ended; a wait on an invocation that has ended records
 // nothing, and another organization's invocation is not found.
 func TestService_WithdrawLeavesWhatAnotherCallWaitsOn(t *testing.T) {
 	t.Parallel()
 	bundle := setup(t)
+	registry := waits.New(bundle.app.Pool, slog.New(slog.DiscardHandler))
 	env := slackEnvelope("withdraw-waited")
 	env.Approval = "required"
 	inv, _, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: env})
@@ -29,12 +32,12 @@ func TestService_WithdrawLeavesWhatAnotherCallWaitsOn(t *testing.T) {
 		require.NoError(t, err)
 		return got.Status
 	}
-	waits := func() (n int) {
+	recorded := func() (n int) {
 		require.NoError(t, bundle.app.Pool.QueryRow(bundle.ctx, `SELECT count(*) FROM invocation_waits WHERE invocation_id = $1`, inv.ID).Scan(&n))
 		return n
 	}
 
-	done, err := bundle.svc.WaitOn(bundle.ctx, apptest.Org, inv.ID)
+	done, err := registry.Start(bundle.ctx, apptest.Org, inv.ID)
 	require.NoError(t, err)
 	withdrawn, err := bundle.svc.Withdraw(bundle.ctx, apptest.Org, id, "creator")
 	require.NoError(t, err)
@@ -45,14 +48,14 @@ func TestService_WithdrawLeavesWhatAnotherCallWaitsOn(t *testing.T) {
 	require.ErrorIs(t, err, errs.NotFound)
 
 	done()
-	require.Zero(t, waits())
+	require.Zero(t, recorded())
 	withdrawn, err = bundle.svc.Withdraw(bundle.ctx, apptest.Org, id, "creator")
 	require.NoError(t, err)
 	require.True(t, withdrawn)
 	require.Equal(t, invocation.StatusCancelled, status())
 
-	done, err = bundle.svc.WaitOn(bundle.ctx, apptest.Org, inv.ID)
+	done, err = registry.Start(bundle.ctx, apptest.Org, inv.ID)
 	require.NoError(t, err)
-	require.Zero(t, waits(), "an ended invocation records no wait")
+	require.Zero(t, recorded(), "an ended invocation records no wait")
 	done()
 }

@@ -47,6 +47,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/intent"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/waits"
 	"github.com/outboxd/outboxd/internal/domain/preview/previewstore"
 	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
@@ -501,7 +502,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 			Retention: cfg.Retention.Keep(), Logger: logger}),
 		SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, MetricsToken: cfg.MetricsToken, Logger: logger, Streams: cfg.Streams,
 		Webhooks: webhooks, Slack: slackApprovals, SlackClicks: slackApprovals.Clicks(svc), Approvers: approvalSvc,
-		MCP: mcpfront.New(&mcpfront.Deps{Outbox: svc, Catalog: reader, Changes: feeds, Config: mcpConfig(cfg, logger),
+		MCP: mcpfront.New(&mcpfront.Deps{Outbox: svc, Waits: waits.New(tenantPool, logger), Catalog: reader, Changes: feeds, Config: mcpConfig(cfg, logger),
 			Metrics: metrics, Logger: logger, Wait: cfg.Outbox.WithDefaults().SyncWait, Approvals: approvalSvc, TokenEnds: tokenEnds}),
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
 		OrgRequests:     httpserver.NewOrgLimiter(&cfg.HTTP),

@@ -92,7 +92,7 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 		if !created {
 			// A retry with the same key: its creator's cancellation, in
 			// any process, leaves what it waits for.
-			done, err := s.outbox.WaitOn(ctx, c.Org, inv.ID)
+			done, err := s.waits.Start(ctx, c.Org, inv.ID)
 			if err != nil {
 				return nil, err
 			}
@@ -117,7 +117,7 @@ func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.Call
 
 // withdraws reports whether a call whose client cancelled it withdraws
 // its invocation, unless another call waits on it in any API process (a
-// retry with the same idempotency key, outboxd_wait: Withdraw):
+// retry with the same idempotency key, outboxd_wait: Waits):
 //
 //   - only the call that created the invocation (created) withdraws it: a
 //     retry with the same key leaves it to the first call, which may
@@ -301,7 +301,7 @@ func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.R
 	}
 	if !inv.Status.Terminal() {
 		// Its invocation's creator, cancelled, leaves it while it waits.
-		done, err := s.outbox.WaitOn(ctx, c.Org, inv.ID)
+		done, err := s.waits.Start(ctx, c.Org, inv.ID)
 		if err != nil {
 			return nil, err
 		}

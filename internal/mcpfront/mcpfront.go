@@ -53,11 +53,14 @@ type Outbox interface {
 	Enqueue(ctx context.Context, p *outbox.EnqueueParams) (inv invocation.Invocation, created bool, err error)
 	GetEnvelope(ctx context.Context, org string, id string) (invocation.Invocation, error)
 	// Withdraw cancels the invocation of a call its client cancelled,
-	// unless another call waits on it (WaitOn) in any API process.
+	// unless another call waits on it (Waits) in any API process.
 	Withdraw(ctx context.Context, org, id, by string) (withdrawn bool, err error)
-	// WaitOn records a call waiting on an invocation it did not create,
-	// until done.
-	WaitOn(ctx context.Context, org string, id uuid.UUID) (done func(), err error)
+}
+
+// Waits records a call waiting on an invocation it did not create, until
+// done, where Withdraw in any API process sees it: waits.Registry.
+type Waits interface {
+	Start(ctx context.Context, org string, id uuid.UUID) (done func(), err error)
 }
 
 // Catalog says what a caller may use: catalog.Reader.
@@ -109,7 +112,10 @@ func (c Config) WithDefaults() Config {
 
 // Deps are the front door's collaborators.
 type Deps struct {
-	Outbox  Outbox
+	Outbox Outbox
+	// Waits records the calls that wait on an invocation they did not
+	// create (a retry with the same idempotency key, outboxd_wait).
+	Waits   Waits
 	Catalog Catalog
 	// Changes, when set, tells the front door when an organization's
 	// catalog changed, and it tells the connected clients whose tool list
@@ -139,7 +145,9 @@ type Approvals interface {
 
 // Server serves MCP on one handler.
 type Server struct {
-	outbox   Outbox
+	outbox Outbox
+	waits  Waits
+
 	catalog  Catalog
 	metrics  *telemetry.Metrics
 	logger   *slog.Logger
@@ -167,7 +175,7 @@ const closeGrace = 5 * time.Second
 
 // New returns the front door.
 func New(deps *Deps) *Server {
-	s := &Server{outbox: deps.Outbox, catalog: deps.Catalog, metrics: deps.Metrics, wait: deps.Wait, pageSize: cmp.Or(deps.PageSize, 100), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
+	s := &Server{outbox: deps.Outbox, waits: deps.Waits, catalog: deps.Catalog, metrics: deps.Metrics, wait: deps.Wait, pageSize: cmp.Or(deps.PageSize, 100), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
 		approvals: deps.Approvals, tokenEnds: deps.TokenEnds}
 	if s.metrics == nil {
 		s.metrics = telemetry.NewNop()
