@@ -22,7 +22,9 @@
 // alg none. Every token must carry exp; exp and nbf are checked with a
 // leeway, and a configured maximum lifetime refuses tokens valid for
 // longer. A revoked token (Config.Revocations, package revocation) is
-// refused, whether verified now or remembered from before. The Verifier is
+// refused, whether verified now or remembered from before; so is a
+// remembered token of the identity provider whose key the provider no
+// longer publishes (once outboxd has fetched its keys again). The Verifier is
 // the one check every route, event stream, the MCP front door and the
 // Slack settings go through.
 //

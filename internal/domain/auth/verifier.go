@@ -211,10 +211,19 @@ type Verifier struct {
 	known map[string]knownToken
 }
 
-// knownToken is a verified token's claims and until when they hold.
+// knownToken is a verified token's claims and until when they hold; for
+// a token of the identity provider, the kid and key that verified it,
+// which must still be published for the claims to hold.
 type knownToken struct {
 	claims *Claims
 	until  time.Time
+	kid    string
+	key    any
+}
+
+// holds reports whether k's claims still hold at now.
+func (v *Verifier) holds(k *knownToken, now time.Time) bool {
+	return now.Before(k.until) && (k.key == nil || v.keys.Publishes(k.kid, k.key))
 }
 
 // maxKnown bounds the tokens a Verifier remembers.
@@ -292,18 +301,22 @@ func (v *Verifier) Verify(token string) (*Claims, error) {
 	known, ok := v.known[token]
 	v.mu.Unlock()
 	claims := known.claims
-	if !ok || !now.Before(known.until) {
-		var until time.Time
+	if !ok || !v.holds(&known, now) {
 		var err error
-		if claims, until, err = v.verify(token, now); err != nil {
+		if known, err = v.verify(token, now); err != nil {
 			return nil, err
 		}
-		v.mu.Lock()
-		if len(v.known) >= maxKnown {
-			clear(v.known)
+		claims = known.claims
+		// A token of the identity provider without a kid is verified
+		// every time: which of the keys verified it is not known.
+		if known.key == nil || known.kid != "" {
+			v.mu.Lock()
+			if len(v.known) >= maxKnown {
+				clear(v.known)
+			}
+			v.known[token] = known
+			v.mu.Unlock()
 		}
-		v.known[token] = knownToken{claims: claims, until: until}
-		v.mu.Unlock()
 	}
 	// Checked on every call, a remembered token included: a revocation
 	// applies from the moment this process loads it.
@@ -314,11 +327,20 @@ func (v *Verifier) Verify(token string) (*Claims, error) {
 	return &c, nil
 }
 
-// verify checks token at now and returns its claims and until when they
-// hold.
-func (v *Verifier) verify(token string, now time.Time) (*Claims, time.Time, error) {
+// verify checks token at now and returns its claims, until when they
+// hold and, for a token of the identity provider, the kid and key that
+// verified it.
+func (v *Verifier) verify(token string, now time.Time) (knownToken, error) {
 	raw := jwt.MapClaims{}
-	t, err := v.parser.ParseWithClaims(token, raw, v.key)
+	var known knownToken
+	t, err := v.parser.ParseWithClaims(token, raw, func(t *jwt.Token) (any, error) {
+		key, err := v.key(t)
+		if t.Method != jwt.SigningMethodHS256 {
+			known.kid, _ = t.Header["kid"].(string)
+			known.key = key
+		}
+		return key, err
+	})
 	previous := false
 	if errors.Is(err, jwt.ErrTokenSignatureInvalid) && t != nil && t.Method == jwt.SigningMethodHS256 &&
 		v.previous != nil && now.Before(v.cfg.PreviousSecretUntil) {
@@ -327,24 +349,24 @@ func (v *Verifier) verify(token string, now time.Time) (*Claims, time.Time, erro
 		previous = true
 	}
 	if err != nil {
-		return nil, time.Time{}, err
+		return knownToken{}, err
 	}
 	validator, names, defaults := v.hsValidator, ClaimNames{}.WithDefaults(), ClaimDefaults{}
 	if t.Method != jwt.SigningMethodHS256 {
 		validator, names, defaults = v.idpValidator, v.cfg.IdP.Claims, v.cfg.IdP.Defaults
 	}
 	if err := validator.Validate(raw); err != nil {
-		return nil, time.Time{}, fmt.Errorf("%w: %w", jwt.ErrTokenInvalidClaims, err)
+		return knownToken{}, fmt.Errorf("%w: %w", jwt.ErrTokenInvalidClaims, err)
 	}
 	claims, err := mapClaims(raw, &names, &defaults)
 	if err != nil {
-		return nil, time.Time{}, err
+		return knownToken{}, err
 	}
 	if err := claims.validate(); err != nil {
-		return nil, time.Time{}, err
+		return knownToken{}, err
 	}
 	if slices.Contains(claims.Audience, BrokerAudience) {
-		return nil, time.Time{}, fmt.Errorf("%w: the token was signed for the token broker, not for outboxd's API", jwt.ErrTokenInvalidClaims)
+		return knownToken{}, fmt.Errorf("%w: the token was signed for the token broker, not for outboxd's API", jwt.ErrTokenInvalidClaims)
 	}
 	exp := claims.ExpiresAt.Time
 	if limit := v.cfg.MaxLifetime; limit > 0 {
@@ -353,7 +375,7 @@ func (v *Verifier) verify(token string, now time.Time) (*Claims, time.Time, erro
 			start = claims.IssuedAt.Time
 		}
 		if life := exp.Sub(start); life > limit {
-			return nil, time.Time{}, fmt.Errorf("%w: the token is valid for %s, longer than the %s outboxd accepts (auth.max_lifetime)",
+			return knownToken{}, fmt.Errorf("%w: the token is valid for %s, longer than the %s outboxd accepts (auth.max_lifetime)",
 				ErrTokenTooLong, life.Round(time.Second), limit)
 		}
 	}
@@ -361,7 +383,8 @@ func (v *Verifier) verify(token string, now time.Time) (*Claims, time.Time, erro
 	if previous {
 		until = minTime(until, v.cfg.PreviousSecretUntil)
 	}
-	return claims, until, nil
+	known.claims, known.until = claims, until
+	return known, nil
 }
 
 var errNoVerifier = errors.New("this process accepts no tokens")

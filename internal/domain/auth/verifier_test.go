@@ -237,7 +237,8 @@ func TestVerifier_KeyRotation(t *testing.T) {
 	require.EqualValues(t, 2, b.idp.KeyRequests(), "the first unknown kid fetched the keys once")
 
 	// The old keys are gone from the set: a new token signed with one is
-	// refused (one already verified stays remembered until it expires).
+	// refused, as is one verified before the rotation
+	// (TestVerifier_RemovedKeyEndsRememberedTokens).
 	_, err = b.v.Verify(signedByRetiredKey(t, b))
 	require.ErrorIs(t, err, idp.ErrUnknownKey)
 }

@@ -179,6 +179,27 @@ func (k *KeySet) Keyfunc(t *jwt.Token) (any, error) {
 	return key, nil
 }
 
+// Publishes reports whether the set in memory still holds key, for
+// signatures, under kid: whether a token it verified earlier would verify
+// now. It fetches nothing. A remembered token (auth.Verifier) is checked
+// with it, so that a key the provider removed stops its tokens at the
+// fetch that learns of the removal.
+func (k *KeySet) Publishes(kid string, key any) bool {
+	j, err := k.keys.Storage().KeyRead(context.Background(), kid)
+	if err != nil {
+		return false
+	}
+	if use := j.Marshal().USE; use != jwkset.UseSig && use != "" {
+		return false
+	}
+	published := j.Key()
+	if pk, ok := published.(interface{ Public() crypto.PublicKey }); ok {
+		published = pk.Public()
+	}
+	eq, ok := published.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && eq.Equal(key)
+}
+
 // signingKeys are the keys of the set that may verify a token of alg
 // without a kid: those published for signatures (or for no stated use)
 // and for alg (or for no stated alg). keyfunc's own answer for such a
