@@ -82,7 +82,8 @@ the first run (kept in --data-dir/dev.json), serves the API and the workers,
 and prints tokens to try it. Ctrl-C stops everything; data survives restarts.
 
 While it runs, --data-dir/running.json tells the other commands (dlq, queue,
-migrate, token) where its database is, so they need no DATABASE_URL.
+migrate, token, tokens, org) where its database is, so they need no
+DATABASE_URL.
 
 The demo provider (source "demo", --demo=false to leave it out) runs in the
 process and sends nothing anywhere: its messages are written to the console.
@@ -311,14 +312,15 @@ While dev runs, the other commands find its database: ./bin/outboxd queue list,
 `, devOrg)
 	if pgURL == "" {
 		// DATABASE_URL's server is not dev's to stop.
-		fmt.Fprintln(out, "Ctrl-C stops outboxd.")
+		fmt.Fprintln(out, "\nCtrl-C stops outboxd.")
 		return
 	}
-	fmt.Fprintf(out, `The embedded Postgres has no TCP port; its Unix socket is out of other users' reach:
+	fmt.Fprintf(out, `
+The embedded Postgres has no TCP port; its Unix socket is out of other users' reach:
 
   psql '%s'
 `, pgURL)
-	fmt.Fprintln(out, "Ctrl-C stops outboxd and its Postgres.")
+	fmt.Fprintln(out, "\nCtrl-C stops outboxd and its Postgres.")
 }
 
 // spelledDuration writes d in whole hours or minutes when it is one ("24
