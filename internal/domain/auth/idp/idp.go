@@ -82,6 +82,7 @@ func (c Config) WithDefaults() Config {
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: c.Timeout}
 	}
+	c.Client = Guarded(c.Client)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return c
 }
@@ -158,6 +159,65 @@ func New(ctx context.Context, cfg *Config) (*KeySet, error) {
 		return nil, fmt.Errorf("identity provider keys: %w", err)
 	}
 	return &KeySet{url: jwksURL, keys: keys, cancel: cancel}, nil
+}
+
+// ErrRedirectRefused is the error of a request to the identity provider
+// that answered a redirect Guarded does not follow.
+var ErrRedirectRefused = errors.New("redirect refused")
+
+// Guarded returns a copy of client that follows a redirect of a request to
+// the identity provider only to the same scheme and host, or from http to
+// https on the same host name: never from https to http, where anyone on
+// the path could answer with keys or a discovery document of their own,
+// nor to another host, which is not the provider's answer. The discovery
+// document and the JWK Set are what every token's signature is trusted
+// by; a provider that moved them is configured with their new address.
+func Guarded(client *http.Client) *http.Client {
+	c := *client
+	c.CheckRedirect = checkRedirect
+	return &c
+}
+
+// maxRedirects bounds a chain of redirects Guarded follows.
+const maxRedirects = 5
+
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	to := req.URL
+	switch {
+	case len(via) > maxRedirects:
+		return fmt.Errorf("%w: %s redirected more than %d times", ErrRedirectRefused, redact(first), maxRedirects)
+	case first.Scheme == "https" && to.Scheme != "https":
+		return fmt.Errorf("%w: %s redirected to %s, from https to http: outboxd reaches an https identity provider over https only",
+			ErrRedirectRefused, redact(first), redact(to))
+	case to.Hostname() != first.Hostname() || (to.Scheme == first.Scheme && to.Host != first.Host):
+		return fmt.Errorf("%w: %s redirected to %s, another host: configure the address the provider answers at",
+			ErrRedirectRefused, redact(first), redact(to))
+	}
+	return nil
+}
+
+// redact is u without its query and user information, for an error.
+func redact(u *url.URL) string {
+	c := *u
+	c.RawQuery, c.User, c.Fragment = "", nil, ""
+	return c.String()
+}
+
+// SecureFor refuses an address the identity provider's discovery document
+// names (what) when the issuer is https and the address is not: the
+// document's https answer would otherwise send outboxd, or a browser, to
+// a plain http address anyone on the path can answer.
+func SecureFor(issuer, what, address string) error {
+	i, err := url.Parse(issuer)
+	if err != nil || i.Scheme != "https" {
+		return nil
+	}
+	if u, err := url.Parse(address); err != nil || u.Scheme != "https" {
+		return fmt.Errorf("the discovery document of the https issuer %s names %s %q, which is not https: "+
+			"outboxd talks to an https identity provider over https only", issuer, what, address)
+	}
+	return nil
 }
 
 // URL is the JWK Set's address.
@@ -297,7 +357,7 @@ func Discover(ctx context.Context, client *http.Client, issuer string) (string, 
 		return "", fmt.Errorf("discovery of %s: %w", issuer, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
+	resp, err := Guarded(client).Do(req)
 	if err != nil {
 		return "", fmt.Errorf("discovery of %s: %w", issuer, err)
 	}
@@ -317,6 +377,9 @@ func Discover(ctx context.Context, client *http.Client, issuer string) (string, 
 	}
 	if p, err := url.Parse(doc.JWKSURI); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
 		return "", fmt.Errorf("discovery of %s: jwks_uri %q is not an http(s) URL", issuer, doc.JWKSURI)
+	}
+	if err := SecureFor(issuer, "jwks_uri", doc.JWKSURI); err != nil {
+		return "", fmt.Errorf("discovery of %s: %w (set auth.idp.jwks_url to the https address of its keys)", issuer, err)
 	}
 	return doc.JWKSURI, nil
 }

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/auth/idp"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 )
@@ -112,6 +113,9 @@ func (c Config) WithDefaults() Config {
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: c.Timeout}
 	}
+	// Discovery, the keys and the code exchange follow no redirect to
+	// another host or from https to http.
+	c.Client = idp.Guarded(c.Client)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.Now == nil {
 		c.Now = time.Now
@@ -183,11 +187,23 @@ func New(ctx context.Context, deps *Deps, cfg *Config) (*SignIn, error) {
 	}
 	var meta struct {
 		EndSession string `json:"end_session_endpoint"`
+		JWKSURI    string `json:"jwks_uri"`
 	}
 	if err := provider.Claims(&meta); err != nil {
 		return nil, fmt.Errorf("console sign-in: discovery of %s: %w", c.Issuer, err)
 	}
 	endpoint := provider.Endpoint()
+	for _, e := range [][2]string{
+		{"authorization_endpoint", endpoint.AuthURL}, {"token_endpoint", endpoint.TokenURL},
+		{"jwks_uri", meta.JWKSURI}, {"end_session_endpoint", meta.EndSession},
+	} {
+		if e[1] == "" {
+			continue
+		}
+		if err := idp.SecureFor(c.Issuer, e[0], e[1]); err != nil {
+			return nil, fmt.Errorf("console sign-in: %w", err)
+		}
+	}
 	if c.ClientSecret == "" {
 		// A public client names itself in the request body.
 		endpoint.AuthStyle = oauth2.AuthStyleInParams

@@ -7,6 +7,7 @@ package signintest
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -53,20 +54,65 @@ type Provider struct {
 // tokens of each user (by subject) when the Scope scope is asked for.
 func Start(t testing.TB, claims map[string]map[string]any) *Provider {
 	t.Helper()
+	return start(t, claims, false, nil)
+}
+
+// StartTLS runs a provider over https (its server's own certificate: make
+// requests with its Client()) until the test ends, its discovery document
+// changed by edit first when edit is not nil.
+func StartTLS(t testing.TB, claims map[string]map[string]any, edit func(doc map[string]any)) *Provider {
+	t.Helper()
+	return start(t, claims, true, edit)
+}
+
+func start(t testing.TB, claims map[string]map[string]any, tls bool, edit func(doc map[string]any)) *Provider {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
-	p := &Provider{Server: srv, Issuer: "http://" + srv.Listener.Addr().String(), claims: claims}
+	scheme := "http://"
+	if tls {
+		scheme = "https://"
+	}
+	p := &Provider{Server: srv, Issuer: scheme + srv.Listener.Addr().String(), claims: claims}
 	clients := map[string]*exstorage.Client{ClientID: exstorage.WebClient(ClientID, ClientSecret)}
 	st := &storage{Storage: exstorage.NewStorageWithClients(exstorage.NewUserStore(p.Issuer), clients), p: p}
-	srv.Config.Handler = exampleop.SetupServer(p.Issuer, st, nil, false)
-	srv.Start()
+	var h http.Handler = exampleop.SetupServer(p.Issuer, st, nil, false)
+	if edit != nil {
+		h = editDiscovery(h, edit)
+	}
+	srv.Config.Handler = h
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
 	return p
+}
+
+// editDiscovery serves h with its discovery document changed by edit.
+func editDiscovery(h http.Handler, edit func(doc map[string]any)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/.well-known/openid-configuration" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		doc := map[string]any{}
+		if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		edit(doc)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(doc)
+	})
 }
 
 // Username is the login name of the user with subject id.
 func (p *Provider) Username(id string) string {
 	if id == Admin {
-		return "test-user@" + strings.Split(strings.TrimPrefix(p.Issuer, "http://"), ":")[0]
+		return "test-user@" + strings.Split(p.Listener.Addr().String(), ":")[0]
 	}
 	return "test-user2"
 }
