@@ -437,6 +437,21 @@ func roleClaim(raw jwt.MapClaims, name string) (Role, error) {
 	}
 }
 
+// emailClaim is the OpenID Connect claim of a person's address.
+const emailClaim = "email"
+
+// emailVerified reports whether raw's email_verified claim is true (a
+// boolean, or the string "true" some providers issue).
+func emailVerified(raw jwt.MapClaims) bool {
+	switch v := raw["email_verified"].(type) {
+	case bool:
+		return v
+	case string:
+		return v == "true"
+	}
+	return false
+}
+
 // mapClaims reads outboxd's claims from raw by names, using defaults for
 // the missing ones. A claim present with another type than its own is
 // refused rather than ignored, as is a sources claim that is not a list.
@@ -455,6 +470,10 @@ func mapClaims(raw jwt.MapClaims, names *ClaimNames, defaults *ClaimDefaults) (*
 		return s
 	}
 	c.Subject = str(names.Subject)
+	if names.Subject == emailClaim && c.Subject != "" && err == nil && !emailVerified(raw) {
+		return nil, fmt.Errorf("the subject is read from claim %s (auth.idp.claims.subject), but the token's email_verified is not true: "+
+			"an address the identity provider has not verified names nobody", emailClaim)
+	}
 	c.Org = cmp.Or(str(names.Org), defaults.Org)
 	c.Kind = cmp.Or(Kind(str(names.Kind)), defaults.Kind)
 	if err != nil {

@@ -289,7 +289,7 @@ func TestVerifier_ClaimMapping(t *testing.T) {
 	}})
 	mapped := jwt.MapClaims{
 		"org": nil, "kind": nil, "role": nil, "sub": "opaque-id",
-		"email": "alice@example.com", "https://outboxd.example/org": "acme", "outboxd_role": "owner",
+		"email": "alice@example.com", "email_verified": true, "https://outboxd.example/org": "acme", "outboxd_role": "owner",
 		"uid": "u-1", "allowed_sources": []string{"linear"},
 	}
 	c, err := b.v.Verify(b.idp.Sign(t, "RS256", idpClaims(b.idp, b.clock, mapped)))
@@ -321,7 +321,7 @@ func TestVerifier_ClaimMapping(t *testing.T) {
 	mapped["outboxd_role"] = nil
 
 	// outboxd's own names are not read when others are configured.
-	_, err = b.v.Verify(b.idp.Sign(t, "RS256", idpClaims(b.idp, b.clock, jwt.MapClaims{"email": "bob@example.com"})))
+	_, err = b.v.Verify(b.idp.Sign(t, "RS256", idpClaims(b.idp, b.clock, jwt.MapClaims{"email": "bob@example.com", "email_verified": true})))
 	require.ErrorContains(t, err, "no org claim")
 
 	// A sources claim that is not a list restricts nothing: it is refused.
