@@ -185,6 +185,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 		}
 		var b strings.Builder
 		for i := range items {
+			// A token's sources claim limits what it sees as it limits
+			// what it may invoke: a session's stream does not show a
+			// narrowed token the invocations of other sources made in the
+			// session with another token.
+			if !c.MaySource(items[i].Invocation.Integration) {
+				continue
+			}
 			data, err := json.Marshal(Notice(&items[i]))
 			if err != nil {
 				return fmt.Errorf("encoding event: %w", err)
@@ -196,8 +203,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 				s.logger.InfoContext(ctx, "event stream: client too slow or gone; disconnected", "organization_id", c.Org)
 				return nil
 			}
-			p.After = items[len(items)-1].Cursor
 			heartbeat.Reset(cfg.Heartbeat)
+		}
+		if len(items) > 0 {
+			p.After = items[len(items)-1].Cursor
 		}
 		if len(items) == streamBatch {
 			continue
