@@ -188,9 +188,9 @@ type Input struct {
 
 // Components computes in's components.
 func (x *Intents) Components(ctx context.Context, in *Input) (Components, error) {
-	canonical, err := policy.CanonicalJSON(in.Params)
+	canonical, err := paramsJSON(in.Params)
 	if err != nil {
-		return Components{}, fmt.Errorf("canonicalizing params: %w", err)
+		return Components{}, err
 	}
 	def, err := policy.DefinitionHash(in.Action.Definition.Params)
 	if err != nil {
@@ -207,6 +207,18 @@ func (x *Intents) Components(ctx context.Context, in *Input) (Components, error)
 	}
 	c.Credential, err = x.credential(ctx, in, c.Key)
 	return c, err
+}
+
+// paramsJSON is the form of params their fingerprint is made of: their
+// canonical JSON, numbers as jsonb stores them (storedNumbers), so that
+// the params the agent sent and the same params read back from the
+// database are one intent.
+func paramsJSON(params json.RawMessage) ([]byte, error) {
+	canonical, err := policy.CanonicalJSON(params)
+	if err != nil {
+		return nil, fmt.Errorf("canonicalizing params: %w", err)
+	}
+	return storedNumbers(canonical), nil
 }
 
 // mac fingerprints data with key id, which the ring has.
@@ -226,9 +238,9 @@ func (x *Intents) Current(c *Components) bool {
 // WithParams returns c, which must be Current, with params as its exact
 // params.
 func (x *Intents) WithParams(c Components, params json.RawMessage) (Components, error) {
-	canonical, err := policy.CanonicalJSON(params)
+	canonical, err := paramsJSON(params)
 	if err != nil {
-		return c, fmt.Errorf("canonicalizing params: %w", err)
+		return c, err
 	}
 	c.Params = x.mac(c.Key, "intent.params", canonical)
 	return c, nil
