@@ -25,10 +25,14 @@ func (q *Queries) DeadLetterCount(ctx context.Context, db DBTX, organizationID s
 }
 
 const deadLetterList = `-- name: DeadLetterList :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM action_invocations
-WHERE organization_id = $1 AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
-ORDER BY dead_lettered_at DESC, id
-LIMIT $3 OFFSET $2
+SELECT a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry, a.steps, a.trace_context, a.approval_trace, a.intent_digest, a.intent, a.approved_digest, a.intent_changes, a.params_original, a.edits, a.grant_id, a.nothing_done FROM action_invocations a
+JOIN (
+    SELECT p.id, p.dead_lettered_at FROM action_invocations p
+    WHERE p.organization_id = $1 AND p.dead_lettered_at IS NOT NULL AND p.discarded_at IS NULL
+    ORDER BY p.dead_lettered_at DESC, p.id
+    LIMIT $3 OFFSET $2
+) AS page ON a.id = page.id
+ORDER BY page.dead_lettered_at DESC, page.id
 `
 
 type DeadLetterListParams struct {
@@ -37,6 +41,8 @@ type DeadLetterListParams struct {
 	Max            int32
 }
 
+// The page is chosen from action_invocations_dead_letters alone, then only
+// its rows are read (see InvocationListByOrg).
 func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterListParams) ([]ActionInvocation, error) {
 	rows, err := db.Query(ctx, deadLetterList, arg.OrganizationID, arg.Skip, arg.Max)
 	if err != nil {
@@ -725,6 +731,9 @@ type InvocationCountByOrgParams struct {
 	CreatedBefore  *time.Time
 }
 
+// How many InvocationListByOrg lists in all: a read of the organization's
+// entries of action_invocations_org_created (its filtered columns are in
+// the index, migration 043), not of its rows.
 func (q *Queries) InvocationCountByOrg(ctx context.Context, db DBTX, arg InvocationCountByOrgParams) (int64, error) {
 	row := db.QueryRow(ctx, invocationCountByOrg,
 		arg.OrganizationID,
@@ -2100,17 +2109,21 @@ func (q *Queries) InvocationListByIDs(ctx context.Context, db DBTX, ids []uuid.U
 }
 
 const invocationListByOrg = `-- name: InvocationListByOrg :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM action_invocations
-WHERE organization_id = $1
-  AND ($2::text IS NULL OR status = $2)
-  AND ($3::text IS NULL OR integration = $3)
-  AND ($4::text IS NULL OR origin = $4)
-  AND ($5::text IS NULL OR session_id = $5)
-  AND ($6::text IS NULL OR automation_id = $6)
-  AND ($7::timestamptz IS NULL OR created_at >= $7)
-  AND ($8::timestamptz IS NULL OR created_at < $8)
-ORDER BY created_at DESC, id
-LIMIT $10 OFFSET $9
+SELECT a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry, a.steps, a.trace_context, a.approval_trace, a.intent_digest, a.intent, a.approved_digest, a.intent_changes, a.params_original, a.edits, a.grant_id, a.nothing_done FROM action_invocations a
+JOIN (
+    SELECT p.id, p.created_at FROM action_invocations p
+    WHERE p.organization_id = $1
+      AND ($2::text IS NULL OR p.status = $2)
+      AND ($3::text IS NULL OR p.integration = $3)
+      AND ($4::text IS NULL OR p.origin = $4)
+      AND ($5::text IS NULL OR p.session_id = $5)
+      AND ($6::text IS NULL OR p.automation_id = $6)
+      AND ($7::timestamptz IS NULL OR p.created_at >= $7)
+      AND ($8::timestamptz IS NULL OR p.created_at < $8)
+    ORDER BY p.created_at DESC, p.id
+    LIMIT $10 OFFSET $9
+) AS page ON a.id = page.id
+ORDER BY page.created_at DESC, page.id
 `
 
 type InvocationListByOrgParams struct {
@@ -2129,6 +2142,10 @@ type InvocationListByOrgParams struct {
 // The organization's invocations, newest first, each filter applied when
 // given: status, source (integration), origin, session, automation and a
 // created_at range [created_after, created_before).
+// The page is chosen first, from the entries of
+// action_invocations_org_created alone (it carries the filtered columns,
+// migration 043), and only its rows are read: an offset deep in the list
+// skips index entries, not whole rows.
 func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg InvocationListByOrgParams) ([]ActionInvocation, error) {
 	rows, err := db.Query(ctx, invocationListByOrg,
 		arg.OrganizationID,

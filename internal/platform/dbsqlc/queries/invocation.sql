@@ -63,19 +63,30 @@ LIMIT @max OFFSET @skip;
 -- The organization's invocations, newest first, each filter applied when
 -- given: status, source (integration), origin, session, automation and a
 -- created_at range [created_after, created_before).
-SELECT * FROM action_invocations
-WHERE organization_id = @organization_id
-  AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
-  AND (sqlc.narg(integration)::text IS NULL OR integration = sqlc.narg(integration))
-  AND (sqlc.narg(origin)::text IS NULL OR origin = sqlc.narg(origin))
-  AND (sqlc.narg(session_id)::text IS NULL OR session_id = sqlc.narg(session_id))
-  AND (sqlc.narg(automation_id)::text IS NULL OR automation_id = sqlc.narg(automation_id))
-  AND (sqlc.narg(created_after)::timestamptz IS NULL OR created_at >= sqlc.narg(created_after))
-  AND (sqlc.narg(created_before)::timestamptz IS NULL OR created_at < sqlc.narg(created_before))
-ORDER BY created_at DESC, id
-LIMIT @max OFFSET @skip;
+-- The page is chosen first, from the entries of
+-- action_invocations_org_created alone (it carries the filtered columns,
+-- migration 043), and only its rows are read: an offset deep in the list
+-- skips index entries, not whole rows.
+SELECT a.* FROM action_invocations a
+JOIN (
+    SELECT p.id, p.created_at FROM action_invocations p
+    WHERE p.organization_id = @organization_id
+      AND (sqlc.narg(status)::text IS NULL OR p.status = sqlc.narg(status))
+      AND (sqlc.narg(integration)::text IS NULL OR p.integration = sqlc.narg(integration))
+      AND (sqlc.narg(origin)::text IS NULL OR p.origin = sqlc.narg(origin))
+      AND (sqlc.narg(session_id)::text IS NULL OR p.session_id = sqlc.narg(session_id))
+      AND (sqlc.narg(automation_id)::text IS NULL OR p.automation_id = sqlc.narg(automation_id))
+      AND (sqlc.narg(created_after)::timestamptz IS NULL OR p.created_at >= sqlc.narg(created_after))
+      AND (sqlc.narg(created_before)::timestamptz IS NULL OR p.created_at < sqlc.narg(created_before))
+    ORDER BY p.created_at DESC, p.id
+    LIMIT @max OFFSET @skip
+) AS page ON a.id = page.id
+ORDER BY page.created_at DESC, page.id;
 
 -- name: InvocationCountByOrg :one
+-- How many InvocationListByOrg lists in all: a read of the organization's
+-- entries of action_invocations_org_created (its filtered columns are in
+-- the index, migration 043), not of its rows.
 SELECT count(*) FROM action_invocations
 WHERE organization_id = @organization_id
   AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
@@ -339,10 +350,16 @@ WHERE invocation_id = @invocation_id AND organization_id = @organization_id
 ORDER BY seq;
 
 -- name: DeadLetterList :many
-SELECT * FROM action_invocations
-WHERE organization_id = @organization_id AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
-ORDER BY dead_lettered_at DESC, id
-LIMIT @max OFFSET @skip;
+-- The page is chosen from action_invocations_dead_letters alone, then only
+-- its rows are read (see InvocationListByOrg).
+SELECT a.* FROM action_invocations a
+JOIN (
+    SELECT p.id, p.dead_lettered_at FROM action_invocations p
+    WHERE p.organization_id = @organization_id AND p.dead_lettered_at IS NOT NULL AND p.discarded_at IS NULL
+    ORDER BY p.dead_lettered_at DESC, p.id
+    LIMIT @max OFFSET @skip
+) AS page ON a.id = page.id
+ORDER BY page.dead_lettered_at DESC, page.id;
 
 -- name: DeadLetterCount :one
 SELECT count(*) FROM action_invocations

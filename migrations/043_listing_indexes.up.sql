@@ -1,0 +1,20 @@
+-- The listings of the console and the API page through an organization's
+-- invocations newest first (GET /v1/invocations) and its dead letters
+-- (GET /v1/dead-letters) with an offset, and answer how many there are in
+-- all. Their indexes now hold what choosing a page and counting need: the
+-- order's tie-breaker (id), and for the invocations the columns the
+-- listing filters on (status, source, origin, automation). A page is then
+-- chosen from index entries alone and only its rows are read (the queries
+-- join the page's ids back), and a filtered count reads no rows: with
+-- 500,000 invocations in an organization, an offset of 450,000 read
+-- 450,000 rows (2.3 s), a count by status or origin every row (300 ms).
+-- The indexes replace the old ones: every write already made an entry in
+-- each (status changes are never HOT updates, migration 016), and still
+-- makes one.
+DROP INDEX action_invocations_org_created;
+CREATE INDEX action_invocations_org_created ON action_invocations (organization_id, created_at DESC, id)
+    INCLUDE (status, integration, origin, automation_id);
+
+DROP INDEX action_invocations_dead_letters;
+CREATE INDEX action_invocations_dead_letters ON action_invocations (organization_id, dead_lettered_at DESC, id)
+    WHERE dead_lettered_at IS NOT NULL AND discarded_at IS NULL;
