@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -10,6 +11,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/grant"
+	"github.com/outboxd/outboxd/internal/domain/intent"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -99,6 +101,12 @@ func (s *Service) createGrant(ctx context.Context, tx pgx.Tx, inv *invocation.In
 	}
 	if action.ReviewDrifted(hash) {
 		return errs.Errorf(errs.Conflict, "%s.%s changed since its review: review the tool before granting more of it", inv.Integration, inv.Action)
+	}
+	// The approver saw the definition the intent was sealed with: a grant
+	// for another one would let through what nobody reviewed.
+	var sealed intent.Components
+	if len(inv.Intent) > 0 && json.Unmarshal(inv.Intent, &sealed) == nil && sealed.Definition != "" && sealed.Definition != hash {
+		return errs.Errorf(errs.Conflict, "%s.%s was redefined since this invocation was asked for, and no grant is made for a definition its approver did not see: approve it without a grant (it is then asked again for the new definition, whose approval may make one)", inv.Integration, inv.Action)
 	}
 	_, err = s.grants.Create(ctx, tx, inv, spec, hash, by)
 	return err
