@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
@@ -51,4 +52,45 @@ func TestMigration043_ListingIndexes(t *testing.T) {
 	require.Equal(t, since, applied)
 	require.Equal(t, created, def("action_invocations_org_created"))
 	require.Equal(t, deadLetters, def("action_invocations_dead_letters"))
+}
+
+// TestMigration044_AuditListingIndexes: 044 adds the audit trail's
+// indexes by target and by actor; its down part drops them, and up again
+// adds them.
+func TestMigration044_AuditListingIndexes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	indexes := func() []string {
+		t.Helper()
+		rows, err := pool.Query(ctx, `SELECT indexdef FROM pg_indexes
+			WHERE tablename = 'audit_entries' AND indexname IN ('audit_entries_org_target', 'audit_entries_org_actor')
+			ORDER BY indexname`)
+		require.NoError(t, err)
+		defs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return defs
+	}
+	want := []string{
+		"CREATE INDEX audit_entries_org_actor ON public.audit_entries USING btree (organization_id, actor_subject, seq)",
+		"CREATE INDEX audit_entries_org_target ON public.audit_entries USING btree (organization_id, target_type, target_id, seq)",
+	}
+	require.Equal(t, want, indexes())
+
+	var since []int // 44 and every migration after it, newest first
+	for _, m := range migrations.All() {
+		if m.Version >= 44 {
+			since = append([]int{m.Version}, since...)
+		}
+	}
+	reverted, err := migrations.Down(ctx, pool, len(since), false)
+	require.NoError(t, err)
+	require.Equal(t, since, reverted)
+	require.Empty(t, indexes())
+
+	applied, err := migrations.Up(ctx, pool)
+	require.NoError(t, err)
+	slices.Reverse(since)
+	require.Equal(t, since, applied)
+	require.Equal(t, want, indexes())
 }
