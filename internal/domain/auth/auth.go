@@ -43,6 +43,12 @@ type Claims struct {
 	// Sources is the sources claim: absent, every source; present, only the
 	// sources it lists (none when the list is empty).
 	Sources SourceClaim `json:"sources,omitzero"`
+	// AcceptedUntil is when the verifier stops accepting the token: its
+	// exp plus the leeway, or the end of the previous secret's overlap
+	// when that is earlier and the token is signed with it. Verify sets
+	// it; it is no claim. Zero: not known (revocation.Ends then takes exp
+	// plus the leeway).
+	AcceptedUntil time.Time `json:"-"`
 	jwt.RegisteredClaims
 }
 

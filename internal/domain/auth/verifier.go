@@ -383,6 +383,7 @@ func (v *Verifier) verify(token string, now time.Time) (knownToken, error) {
 	if previous {
 		until = minTime(until, v.cfg.PreviousSecretUntil)
 	}
+	claims.AcceptedUntil = until
 	known.claims, known.until = claims, until
 	return known, nil
 }

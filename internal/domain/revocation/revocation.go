@@ -116,10 +116,11 @@ type Watcher interface {
 }
 
 // Ends returns a context that ends, besides with ctx, once c's token is
-// revoked (cause ErrRevoked; w nil watches none) or has expired, leeway
-// after its exp (cause ErrExpired): what a long-lived stream of the token
-// holds, so that it lasts no longer than a new request with it would be
-// let in.
+// revoked (cause ErrRevoked; w nil watches none) or has expired (cause
+// ErrExpired): when the verifier stops accepting it (c.AcceptedUntil: a
+// token of a previous HS256 secret at the end of its overlap), else leeway
+// after its exp. It is what a long-lived stream of the token holds, so
+// that it lasts no longer than a new request with it would be let in.
 func Ends(ctx context.Context, w Watcher, c *auth.Claims, leeway time.Duration) (context.Context, func()) {
 	stops := make([]func(), 0, 2)
 	if w != nil {
@@ -127,9 +128,13 @@ func Ends(ctx context.Context, w Watcher, c *auth.Claims, leeway time.Duration) 
 		ctx, stop = w.Watch(ctx, c)
 		stops = append(stops, stop)
 	}
-	if c.ExpiresAt != nil {
+	end := c.AcceptedUntil
+	if end.IsZero() && c.ExpiresAt != nil {
+		end = c.ExpiresAt.Add(leeway)
+	}
+	if !end.IsZero() {
 		var stop context.CancelFunc
-		ctx, stop = context.WithDeadlineCause(ctx, c.ExpiresAt.Add(leeway), ErrExpired)
+		ctx, stop = context.WithDeadlineCause(ctx, end, ErrExpired)
 		stops = append(stops, stop)
 	}
 	return ctx, func() {
