@@ -245,19 +245,26 @@ func (k *KeySet) Keyfunc(t *jwt.Token) (any, error) {
 // with it, so that a key the provider removed stops its tokens at the
 // fetch that learns of the removal.
 func (k *KeySet) Publishes(kid string, key any) bool {
-	j, err := k.keys.Storage().KeyRead(context.Background(), kid)
+	// KeyReadAll reads the set in memory; KeyRead would fetch it again
+	// for a kid it lacks.
+	jwks, err := k.keys.Storage().KeyReadAll(context.Background())
 	if err != nil {
 		return false
 	}
-	if use := j.Marshal().USE; use != jwkset.UseSig && use != "" {
-		return false
+	for _, j := range jwks {
+		meta := j.Marshal()
+		if meta.KID != kid || (meta.USE != jwkset.UseSig && meta.USE != "") {
+			continue
+		}
+		published := j.Key()
+		if pk, ok := published.(interface{ Public() crypto.PublicKey }); ok {
+			published = pk.Public()
+		}
+		if eq, ok := published.(interface{ Equal(crypto.PublicKey) bool }); ok && eq.Equal(key) {
+			return true
+		}
 	}
-	published := j.Key()
-	if pk, ok := published.(interface{ Public() crypto.PublicKey }); ok {
-		published = pk.Public()
-	}
-	eq, ok := published.(interface{ Equal(crypto.PublicKey) bool })
-	return ok && eq.Equal(key)
+	return false
 }
 
 // signingKeys are the keys of the set that may verify a token of alg

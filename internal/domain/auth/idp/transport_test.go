@@ -89,3 +89,29 @@ func TestDiscover_RedirectToHTTPRefused(t *testing.T) {
 	_, err := idp.Discover(context.Background(), srv.Client(), srv.URL)
 	require.ErrorContains(t, err, "redirect")
 }
+
+// TestKeySet_Publishes: a key the set holds under its kid is published;
+// another key under that kid, an unknown kid, an encryption key, and the
+// keys of a generation the provider rotated away (once fetched) are not.
+func TestKeySet_Publishes(t *testing.T) {
+	t.Parallel()
+	p := idptest.New(t)
+	keys, err := idp.New(context.Background(), &idp.Config{Issuer: p.Issuer})
+	require.NoError(t, err)
+	t.Cleanup(keys.Close)
+	for _, alg := range idptest.Algs {
+		require.True(t, keys.Publishes(alg+"-1", p.PublicKey(alg)), alg)
+		require.False(t, keys.Publishes(alg+"-2", p.PublicKey(alg)), alg)
+	}
+	require.False(t, keys.Publishes("RS256-1", p.PublicKey("ES256")))
+	encKID, enc := p.EncryptionKey()
+	require.False(t, keys.Publishes(encKID, enc.Public()))
+	require.EqualValues(t, 1, p.KeyRequests(), "Publishes reads the set in memory: an unknown kid fetches nothing")
+
+	old := p.PublicKey("ES256")
+	require.NoError(t, p.Rotate())
+	_, err = jwt.Parse(p.Sign(t, "ES256", claims()), keys.Keyfunc)
+	require.NoError(t, err)
+	require.False(t, keys.Publishes("ES256-1", old))
+	require.True(t, keys.Publishes("ES256-2", p.PublicKey("ES256")))
+}
