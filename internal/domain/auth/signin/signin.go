@@ -408,6 +408,9 @@ func (s *SignIn) Session(r *http.Request) (*Session, error) {
 	if !s.cfg.Now().Before(sess.Claims.ExpiresAt.Time) {
 		return nil, ErrSessionExpired
 	}
+	// Refused from its expiry on, without the verifier's leeway: a stream
+	// it opens ends then too (revocation.Ends).
+	sess.Claims.AcceptedUntil = sess.Claims.ExpiresAt.Time
 	return &Session{Claims: sess.Claims, CSRF: sess.CSRF}, nil
 }
 
