@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -134,6 +135,10 @@ func (s *Service) backoff(jobID int64, attempt int) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*frac))
 }
 
+// orgBusyWait is how long a delivery whose organization has all its
+// workers busy waits, at least (plus up to as much again of jitter).
+const orgBusyWait = time.Second
+
 // outcome is how one attempt went.
 type outcome struct {
 	status  string // delivered, retry, dead (retries spent), refused (4xx or a refused address)
@@ -169,6 +174,14 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 		}
 		return river.JobCancel(errors.New(msg))
 	}
+	// The organization's share of this process's workers: at it, the
+	// delivery waits its turn without holding a worker or spending an
+	// attempt.
+	release, ok := s.orgs.acquire(ep.OrganizationID)
+	if !ok {
+		return river.JobSnooze(orgBusyWait + time.Duration(rand.Int64N(int64(orgBusyWait))))
+	}
+	defer release()
 	if s.deps.Flow != nil {
 		grant, err := s.deps.Flow.Acquire(ctx, Bucket.Name, ep.ID.String(), "job:"+strconv.FormatInt(job.ID, 10))
 		if err != nil {

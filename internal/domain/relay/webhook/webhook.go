@@ -49,6 +49,10 @@ type Config struct {
 	// MaxWorkers is how many deliveries run at once per worker process.
 	// Default 20.
 	MaxWorkers int
+	// MaxOrgWorkers is how many of them one organization's deliveries may
+	// take; its others wait (snoozed, no attempt spent) until one ends.
+	// Default a quarter of MaxWorkers, at least 1.
+	MaxOrgWorkers int
 }
 
 // WithDefaults returns a copy with unset fields defaulted.
@@ -62,6 +66,7 @@ func (c *Config) WithDefaults() *Config {
 		DisableAfter:         cmp.Or(c.DisableAfter, 72*time.Hour),
 		RelayInterval:        cmp.Or(c.RelayInterval, time.Second),
 		MaxWorkers:           cmp.Or(c.MaxWorkers, 20),
+		MaxOrgWorkers:        cmp.Or(c.MaxOrgWorkers, max(1, cmp.Or(c.MaxWorkers, 20)/4)),
 	}
 }
 
@@ -73,6 +78,8 @@ func (c *Config) validate() error {
 		return errors.New("webhooks.retry_max_delay must not be below webhooks.retry_base_delay")
 	case c.MaxWorkers < 1:
 		return errors.New("webhooks.max_workers must be at least 1")
+	case c.MaxOrgWorkers < 1:
+		return errors.New("webhooks.max_org_workers must be at least 1")
 	}
 	return nil
 }
@@ -109,6 +116,8 @@ type Service struct {
 	work   *webhookstore.Store // the relay and the deliveries, on Owner
 	store  *invocationstore.Store
 	client *http.Client
+	// orgs bounds one organization's share of the delivery workers.
+	orgs *orgSlots
 }
 
 // New returns a Service.
@@ -123,6 +132,7 @@ func New(deps *Deps, config *Config) (*Service, error) {
 	return &Service{
 		deps: *deps, cfg: cfg, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
 		api: webhookstore.New(deps.Pool), work: webhookstore.New(deps.Owner), store: invocationstore.New(nil), client: netguard.Client(cfg.AllowPrivateNetworks, cfg.Timeout),
+		orgs: newOrgSlots(cfg.MaxOrgWorkers),
 	}, nil
 }
 
