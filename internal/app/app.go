@@ -311,6 +311,9 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	// River, readiness and metrics.
 	tenantConfig := pool.Config()
 	tenantConfig.MaxConns = min(tenantConfig.MaxConns, PoolSize(RoleAPI, 0, runtime.GOMAXPROCS(0)))
+	// One organization may hold at most three quarters of it, so that its
+	// requests waiting in the database never leave the others none.
+	dbutil.ShareByOrg(tenantConfig, dbutil.OrgShare(tenantConfig.MaxConns))
 	tenantPool, err := dbutil.TenantPool(context.Background(), tenantConfig)
 	if err != nil {
 		return nil, err
