@@ -49,7 +49,19 @@ type Claims struct {
 	// it; it is no claim. Zero: not known (revocation.Ends then takes exp
 	// plus the leeway).
 	AcceptedUntil time.Time `json:"-"`
+	// keyPublished reports, for a token of the identity provider, whether
+	// the key that verified it is still published; nil for other tokens.
+	keyPublished func() bool
 	jwt.RegisteredClaims
+}
+
+// KeyPublished reports whether the key that verified the token is still
+// one the identity provider publishes, by the keys outboxd fetched last:
+// false once the provider withdrew it, when the token is refused too. A
+// token the identity provider did not sign (HS256, a console session)
+// always has its key.
+func (c *Claims) KeyPublished() bool {
+	return c.keyPublished == nil || c.keyPublished()
 }
 
 // CanAdminister reports whether the holder may approve, deny and change

@@ -384,6 +384,9 @@ func (v *Verifier) verify(token string, now time.Time) (knownToken, error) {
 		until = minTime(until, v.cfg.PreviousSecretUntil)
 	}
 	claims.AcceptedUntil = until
+	if kid, key := known.kid, known.key; key != nil && kid != "" {
+		claims.keyPublished = func() bool { return v.keys.Publishes(kid, key) }
+	}
 	known.claims, known.until = claims, until
 	return known, nil
 }

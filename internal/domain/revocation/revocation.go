@@ -107,6 +107,12 @@ type watcher struct {
 // verifier's own refusal of a revoked token.
 var ErrRevoked = auth.ErrTokenRevoked
 
+// ErrKeyWithdrawn is the cause of a watched context's end (Watch) once
+// the identity provider no longer publishes the key that signed its token
+// (auth.Claims.KeyPublished): the token is refused from then on, as if
+// revoked.
+var ErrKeyWithdrawn = fmt.Errorf("%w: the identity provider no longer publishes its signing key", ErrRevoked)
+
 // ErrExpired is the cause of a context Ends ended at its token's expiry.
 var ErrExpired = errors.New("token expired")
 
@@ -297,6 +303,8 @@ func (s *Service) Watch(ctx context.Context, c *auth.Claims) (context.Context, c
 	s.mu.Unlock()
 	if s.Revoked(c) {
 		cancel(ErrRevoked)
+	} else if !c.KeyPublished() {
+		cancel(ErrKeyWithdrawn)
 	}
 	return wctx, func() {
 		s.mu.Lock()
@@ -368,6 +376,15 @@ func (s *Service) refresh(ctx context.Context) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The identity provider's keys are fetched apart from the
+	// revocations: a stream of a token whose key was withdrawn ends at
+	// the refresh after outboxd learnt of it.
+	for w := range s.watchers {
+		if !w.claims.KeyPublished() {
+			w.cancel(ErrKeyWithdrawn)
+			delete(s.watchers, w)
+		}
+	}
 	switch {
 	case err != nil && !s.failing:
 		s.failing = true
