@@ -29,5 +29,9 @@
 // version row every Config.RefreshInterval (auth.revocation_refresh); when
 // it changed, it loads the revocations again, and ends the event streams
 // (Service.Watch) of tokens revoked since. The process that stores a
-// revocation loads at once.
+// revocation loads at once. Each refresh also ends the event streams of
+// identity provider tokens whose signing key the provider no longer
+// publishes (auth.Claims.KeyPublished), and Ends ends a stream when the
+// verifier stops accepting its token (auth.Claims.AcceptedUntil: the end
+// of a previous HS256 secret's overlap, a console session's expiry).
 package revocation
