@@ -48,8 +48,8 @@ func setIntent(digest *string, raw *json.RawMessage, c *intent.Components) error
 // approval approves fingerprints the worker can make again. An intent
 // whose key is in the ring is left as it is.
 func (s *Service) rekey(ctx context.Context, tx pgx.Tx, inv invocation.Invocation, resolve actionOf) (invocation.Invocation, error) {
-	var c intent.Components
-	if s.deps.Intents == nil || len(inv.Intent) == 0 || json.Unmarshal(inv.Intent, &c) != nil || s.deps.Intents.Current(&c) {
+	var old intent.Components
+	if s.deps.Intents == nil || len(inv.Intent) == 0 || json.Unmarshal(inv.Intent, &old) != nil || s.deps.Intents.Current(&old) {
 		return inv, nil
 	}
 	exact, err := s.exactParams(inv)
@@ -60,16 +60,38 @@ func (s *Service) rekey(ctx context.Context, tx pgx.Tx, inv invocation.Invocatio
 	if err != nil {
 		return inv, err
 	}
-	c, err = s.deps.Intents.Components(dbutil.WithOrg(ctx, inv.OrganizationID), &intent.Input{
+	c, err := s.deps.Intents.Components(dbutil.WithOrg(ctx, inv.OrganizationID), &intent.Input{
 		Org: inv.OrganizationID, UserID: deref(inv.UserID), Action: action, Params: exact, Mode: inv.Mode, DB: tx,
 	})
 	if err != nil {
 		return inv, err
 	}
+	// Only the fingerprints are made again: the rest is what the approver
+	// saw, so that a tool redefined, or a credential or server that came
+	// or went, since the request is still found changed by the worker.
+	c = rekeyed(&old, &c)
 	if err := setIntent(&inv.IntentDigest, &inv.Intent, &c); err != nil {
 		return inv, err
 	}
 	return inv, s.store.Rekey(ctx, tx, inv.ID, inv.IntentDigest, inv.Intent)
+}
+
+// rekeyed is old made again with fresh's key and keyed fingerprints:
+// the exact params' (unchanged), the credential's and the endpoint's,
+// where old had them. A fingerprint made with a removed key cannot be
+// compared, so a credential replaced or a server moved while the key was
+// gone is not seen; what needs no key (the source, the action's
+// definition, the mode, how the credential is had) stays the one approved.
+func rekeyed(old, fresh *intent.Components) intent.Components {
+	c := *old
+	c.Key, c.Params = fresh.Key, fresh.Params
+	if old.Credential.Fingerprint != "" {
+		c.Credential.Fingerprint = fresh.Credential.Fingerprint
+	}
+	if old.Endpoint != "" {
+		c.Endpoint = fresh.Endpoint
+	}
+	return c
 }
 
 // edit applies an approver's params to a pending invocation, inside the
@@ -125,17 +147,23 @@ func (s *Service) edit(ctx context.Context, tx pgx.Tx, inv invocation.Invocation
 		sealed = s.deps.Box.Seal(edited, inv.ID[:])
 	}
 	var c intent.Components
-	if len(inv.Intent) == 0 || json.Unmarshal(inv.Intent, &c) != nil || s.deps.Intents == nil || !s.deps.Intents.Current(&c) {
+	sealedBefore := len(inv.Intent) > 0 && json.Unmarshal(inv.Intent, &c) == nil
+	if !sealedBefore || s.deps.Intents == nil || !s.deps.Intents.Current(&c) {
 		// An invocation created before intents (or whose intent's key
 		// left the ring): its intent from now on.
 		if s.deps.Intents == nil {
 			return inv, errs.Errorf(errs.Conflict, "editing params needs sealed intents")
 		}
-		c, err = s.deps.Intents.Components(dbutil.WithOrg(ctx, inv.OrganizationID), &intent.Input{
+		fresh, err := s.deps.Intents.Components(dbutil.WithOrg(ctx, inv.OrganizationID), &intent.Input{
 			Org: inv.OrganizationID, UserID: deref(inv.UserID), Action: action, Params: edited, Mode: inv.Mode, DB: tx,
 		})
 		if err != nil {
 			return inv, err
+		}
+		if old := c; sealedBefore {
+			c = rekeyed(&old, &fresh)
+		} else {
+			c = fresh
 		}
 	} else if c, err = s.deps.Intents.WithParams(c, edited); err != nil {
 		return inv, err

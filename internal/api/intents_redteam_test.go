@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -72,4 +73,43 @@ func TestGrants_MadeOnlyForTheDefinitionTheApproverSaw(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
 	require.Nil(t, r.Body["invocation"].(map[string]any)["grant_id"])
 	require.Empty(t, srv.toolCalls())
+}
+
+// TestIntent_RekeyKeepsWhatWasApproved: a pending invocation whose
+// secrets key left the ring has its intent made again when approved (or
+// edited, then approved); a tool redefined since the request must not
+// slip into that new intent (the approver saw the old one): the worker
+// still finds it redefined and asks again, and nothing is called.
+func TestIntent_RekeyKeepsWhatWasApproved(t *testing.T) {
+	t.Parallel()
+	srv := newMCPServer(t)
+	b := apptest.Start(t, &apptest.Options{ConnectorCacheTTL: time.Millisecond})
+	_, source := createConnector(t, b, srv, nil)
+	var ids, digests []string
+	for _, title := range []string{"first", "second"} {
+		r := invokeTool(b, source, "create_note", map[string]any{"title": title})
+		require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+		ids = append(ids, r.Body["invocation_id"].(string))
+		digests = append(digests, r.Body["invocation"].(map[string]any)["intent"].(map[string]any)["digest"].(string))
+	}
+
+	srv.addTool("create_note", "Create a note.",
+		`{"type":"object","properties":{"title":{"type":"string"},"share_with":{"type":"string"}},"required":["title"]}`, nil)
+	time.Sleep(2 * time.Millisecond) // past the connector cache
+	// The key the intents were sealed with is no longer in the ring.
+	_, err := b.Pool.Exec(context.Background(),
+		`UPDATE action_invocations SET intent = jsonb_set(intent, '{key}', '"removed-key"') WHERE id = ANY($1::uuid[])`, ids)
+	require.NoError(t, err)
+
+	r := b.Do("POST", "/v1/invocations/"+ids[0]+"/approve", b.Admin(), map[string]any{"mode": "once", "digest": digests[0][:12]})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	r = b.Do("POST", "/v1/invocations/"+ids[1]+"/approve", b.Admin(),
+		map[string]any{"mode": "once", "digest": digests[1][:12], "params": map[string]any{"title": "edited"}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	for _, id := range ids {
+		again := waitPendingAgain(t, b, id)
+		require.Equal(t, []any{"tool redefined"}, again["intent"].(map[string]any)["changes"])
+	}
+	waitJobsSettled(t, b)
+	require.Empty(t, srv.toolCalls(), "the redefined tool was not called")
 }
