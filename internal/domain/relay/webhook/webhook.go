@@ -49,6 +49,11 @@ type Config struct {
 	// MaxWorkers is how many deliveries run at once per worker process.
 	// Default 20.
 	MaxWorkers int
+	// MaxEndpoints is how many endpoints one organization may have. Each
+	// enabled one gets a delivery row, with the whole payload, for every
+	// event it wants, and the relay reads them all on every pass. Default
+	// 50.
+	MaxEndpoints int
 	// MaxOrgWorkers is how many of them one organization's deliveries may
 	// take; its others wait (snoozed, no attempt spent) until one ends.
 	// Default a quarter of MaxWorkers, at least 1.
@@ -66,6 +71,7 @@ func (c *Config) WithDefaults() *Config {
 		DisableAfter:         cmp.Or(c.DisableAfter, 72*time.Hour),
 		RelayInterval:        cmp.Or(c.RelayInterval, time.Second),
 		MaxWorkers:           cmp.Or(c.MaxWorkers, 20),
+		MaxEndpoints:         cmp.Or(c.MaxEndpoints, 50),
 		MaxOrgWorkers:        cmp.Or(c.MaxOrgWorkers, max(1, cmp.Or(c.MaxWorkers, 20)/4)),
 	}
 }
@@ -78,6 +84,8 @@ func (c *Config) validate() error {
 		return errors.New("webhooks.retry_max_delay must not be below webhooks.retry_base_delay")
 	case c.MaxWorkers < 1:
 		return errors.New("webhooks.max_workers must be at least 1")
+	case c.MaxEndpoints < 1:
+		return errors.New("webhooks.max_endpoints must be at least 1")
 	case c.MaxOrgWorkers < 1:
 		return errors.New("webhooks.max_org_workers must be at least 1")
 	}
@@ -199,7 +207,20 @@ func (s *Service) Create(ctx context.Context, org string, p *Params) (Endpoint, 
 	if err != nil {
 		return Endpoint{}, "", fmt.Errorf("creating webhook: %w", err)
 	}
-	return ep, secret, nil
+	// Counted after the insert, so that creates racing each other cannot
+	// pass the cap together: an endpoint is kept only if the count that
+	// includes it (and every endpoint created before) is within it.
+	all, err := s.api.List(ctx, org)
+	if err == nil && len(all) <= s.cfg.MaxEndpoints {
+		return ep, secret, nil
+	}
+	if _, derr := s.api.Delete(context.WithoutCancel(ctx), org, id); derr != nil {
+		return Endpoint{}, "", fmt.Errorf("removing a webhook over the cap: %w", derr)
+	}
+	if err != nil {
+		return Endpoint{}, "", fmt.Errorf("counting webhooks: %w", err)
+	}
+	return Endpoint{}, "", errs.Errorf(errs.Conflict, "this organization has %d webhooks, the most it may have (webhooks.max_endpoints): delete one first", s.cfg.MaxEndpoints)
 }
 
 // List returns the organization's endpoints, oldest first.
