@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,7 +21,7 @@ import (
 func TestService_WithdrawLeavesWhatAnotherCallWaitsOn(t *testing.T) {
 	t.Parallel()
 	bundle := setup(t)
-	registry := waits.New(bundle.app.Pool, slog.New(slog.DiscardHandler))
+	registry := waits.New(bundle.app.Pool, 30*time.Second, slog.New(slog.DiscardHandler))
 	env := slackEnvelope("withdraw-waited")
 	env.Approval = "required"
 	inv, _, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: env})
@@ -58,4 +59,39 @@ func TestService_WithdrawLeavesWhatAnotherCallWaitsOn(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, recorded(), "an ended invocation records no wait")
 	done()
+}
+
+// A wait whose process died without ending it (its record left behind)
+// keeps the invocation from being withdrawn only until the wait's bound
+// has passed: then the creator's cancellation withdraws it.
+func TestService_WithdrawIgnoresAWaitPastItsBound(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	registry := waits.New(bundle.app.Pool, 30*time.Second, slog.New(slog.DiscardHandler))
+	env := slackEnvelope("withdraw-stale-wait")
+	env.Approval = "required"
+	inv, _, err := bundle.svc.Enqueue(bundle.ctx, &outbox.EnqueueParams{Enqueuer: enqueuer, Envelope: env})
+	require.NoError(t, err)
+	id := inv.ID.String()
+
+	// The waiting process dies: its record is never ended.
+	_, err = registry.Start(bundle.ctx, apptest.Org, inv.ID)
+	require.NoError(t, err)
+	var bound float64
+	require.NoError(t, bundle.app.Pool.QueryRow(bundle.ctx, `SELECT extract(epoch FROM until - started_at) FROM invocation_waits WHERE invocation_id = $1`, inv.ID).Scan(&bound))
+	require.InDelta(t, 90, bound, 1, "the wait's sync_wait and a minute")
+
+	withdrawn, err := bundle.svc.Withdraw(bundle.ctx, apptest.Org, id, "creator")
+	require.NoError(t, err)
+	require.False(t, withdrawn, "within its bound, the wait counts")
+
+	// Its bound passes (the record's time moved back rather than the test waiting).
+	_, err = bundle.app.Pool.Exec(bundle.ctx, `UPDATE invocation_waits SET until = now() - interval '1 second' WHERE invocation_id = $1`, inv.ID)
+	require.NoError(t, err)
+	withdrawn, err = bundle.svc.Withdraw(bundle.ctx, apptest.Org, id, "creator")
+	require.NoError(t, err)
+	require.True(t, withdrawn, "a wait past its bound no longer counts")
+	got, err := bundle.svc.Get(bundle.ctx, apptest.Org, id)
+	require.NoError(t, err)
+	require.Equal(t, invocation.StatusCancelled, got.Status)
 }

@@ -505,7 +505,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 			Retention: cfg.Retention.Keep(), Logger: logger}),
 		SyncWait: cfg.Outbox.WithDefaults().SyncWait, Verifier: verifier, Pool: pool, Gatherer: reg, MetricsToken: cfg.MetricsToken, Logger: logger, Streams: cfg.Streams,
 		Webhooks: webhooks, Slack: slackApprovals, SlackClicks: slackApprovals.Clicks(svc), Approvers: approvalSvc,
-		MCP: mcpfront.New(&mcpfront.Deps{Outbox: svc, Waits: waits.New(tenantPool, logger), Catalog: reader, Changes: feeds, Config: mcpConfig(cfg, logger),
+		MCP: mcpfront.New(&mcpfront.Deps{Outbox: svc, Waits: waits.New(tenantPool, cfg.Outbox.WithDefaults().SyncWait, logger), Catalog: reader, Changes: feeds, Config: mcpConfig(cfg, logger),
 			Metrics: metrics, Logger: logger, Wait: cfg.Outbox.WithDefaults().SyncWait, Approvals: approvalSvc, TokenEnds: tokenEnds}),
 		Unauthenticated: httpserver.NewAddrLimiter(&cfg.HTTP),
 		OrgRequests:     httpserver.NewOrgLimiter(&cfg.HTTP),

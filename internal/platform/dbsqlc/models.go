@@ -207,6 +207,7 @@ type InvocationWait struct {
 	ID           uuid.UUID
 	InvocationID uuid.UUID
 	StartedAt    time.Time
+	Until        time.Time
 }
 
 type InvokeRateWindow struct {

@@ -21,14 +21,15 @@ func (q *Queries) InvocationWaitEnd(ctx context.Context, db DBTX, id uuid.UUID) 
 }
 
 const invocationWaitStart = `-- name: InvocationWaitStart :execrows
-INSERT INTO invocation_waits (id, invocation_id)
-SELECT $1, i.id FROM action_invocations AS i
-WHERE i.id = $2 AND i.status IN ('pending', 'approved', 'executing')
+INSERT INTO invocation_waits (id, invocation_id, until)
+SELECT $1, i.id, now() + make_interval(secs => $2::float8) FROM action_invocations AS i
+WHERE i.id = $3 AND i.status IN ('pending', 'approved', 'executing')
 FOR SHARE
 `
 
 type InvocationWaitStartParams struct {
 	ID           uuid.UUID
+	Bound        float64
 	InvocationID uuid.UUID
 }
 
@@ -36,9 +37,11 @@ type InvocationWaitStartParams struct {
 // lock on the invocation's row orders it with a withdrawal, which locks
 // the row for update before it reads the waits: either the withdrawal
 // sees this row, or this statement runs after it and, the invocation no
-// longer pending or approved, records nothing.
+// longer pending or approved, records nothing. The call waits at most
+// @bound: after that the row no longer counts, should its process have
+// died before deleting it.
 func (q *Queries) InvocationWaitStart(ctx context.Context, db DBTX, arg InvocationWaitStartParams) (int64, error) {
-	result, err := db.Exec(ctx, invocationWaitStart, arg.ID, arg.InvocationID)
+	result, err := db.Exec(ctx, invocationWaitStart, arg.ID, arg.Bound, arg.InvocationID)
 	if err != nil {
 		return 0, err
 	}
@@ -46,10 +49,13 @@ func (q *Queries) InvocationWaitStart(ctx context.Context, db DBTX, arg Invocati
 }
 
 const invocationWaited = `-- name: InvocationWaited :one
-SELECT EXISTS (SELECT 1 FROM invocation_waits WHERE invocation_id = $1)::boolean AS waited
+SELECT EXISTS (
+    SELECT 1 FROM invocation_waits WHERE invocation_id = $1 AND until > now()
+)::boolean AS waited
 `
 
-// Whether a call other than its creator waits on an invocation.
+// Whether a call other than its creator waits on an invocation (one
+// whose bound has not passed).
 func (q *Queries) InvocationWaited(ctx context.Context, db DBTX, invocationID uuid.UUID) (bool, error) {
 	row := db.QueryRow(ctx, invocationWaited, invocationID)
 	var waited bool

@@ -20,12 +20,16 @@ import (
 // Registry records waits through the API's tenant pool.
 type Registry struct {
 	pool   dbutil.DB
+	bound  time.Duration
 	logger *slog.Logger
 }
 
-// New returns a Registry on pool.
-func New(pool dbutil.DB, logger *slog.Logger) *Registry {
-	return &Registry{pool: pool, logger: logger}
+// New returns a Registry on pool for calls that wait at most wait (the
+// API's sync_wait). A record counts for that long and a minute more (the
+// answer, and ending the record): a process that dies while a call waits
+// keeps the invocation from being withdrawn no longer than that.
+func New(pool dbutil.DB, wait time.Duration, logger *slog.Logger) *Registry {
+	return &Registry{pool: pool, bound: wait + time.Minute, logger: logger}
 }
 
 // Start records that a call waits on org's invocation id, and returns
@@ -36,7 +40,7 @@ func New(pool dbutil.DB, logger *slog.Logger) *Registry {
 func (r *Registry) Start(ctx context.Context, org string, id uuid.UUID) (done func(), err error) {
 	ctx = dbutil.WithOrg(ctx, org)
 	wait := uuid.New()
-	if ok, err := waitstore.Start(ctx, r.pool, wait, id); err != nil || !ok {
+	if ok, err := waitstore.Start(ctx, r.pool, wait, id, r.bound); err != nil || !ok {
 		return func() {}, err
 	}
 	return func() {

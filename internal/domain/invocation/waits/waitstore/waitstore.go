@@ -6,6 +6,7 @@ package waitstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -18,9 +19,11 @@ var q = dbsqlc.New()
 // Start records wait, a call waiting on invocation id that it did not
 // create, if the invocation has not ended; ok is false when it has (and
 // nothing was recorded). It orders itself with a withdrawal of the
-// invocation by its row's lock (see Waited).
-func Start(ctx context.Context, db dbutil.DB, wait, id uuid.UUID) (ok bool, err error) {
-	n, err := q.InvocationWaitStart(ctx, db, dbsqlc.InvocationWaitStartParams{ID: wait, InvocationID: id})
+// invocation by its row's lock (see Waited). The call waits at most
+// bound: past that, by Postgres's clock, Waited no longer counts it,
+// should its process have died before End.
+func Start(ctx context.Context, db dbutil.DB, wait, id uuid.UUID, bound time.Duration) (ok bool, err error) {
+	n, err := q.InvocationWaitStart(ctx, db, dbsqlc.InvocationWaitStartParams{ID: wait, InvocationID: id, Bound: bound.Seconds()})
 	return n > 0, err
 }
 
@@ -30,7 +33,7 @@ func End(ctx context.Context, db dbutil.DB, wait uuid.UUID) error {
 }
 
 // Waited reports whether a call other than its creator waits on
-// invocation id. Run it in the transaction that locked the invocation's
+// invocation id (within the bound its Start gave). Run it in the transaction that locked the invocation's
 // row for update: a Start then either committed before (and is seen) or
 // runs after the transaction.
 func Waited(ctx context.Context, tx dbutil.DB, id uuid.UUID) (bool, error) {

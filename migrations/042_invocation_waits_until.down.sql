@@ -1,0 +1,1 @@
+ALTER TABLE invocation_waits DROP COLUMN until;
