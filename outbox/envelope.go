@@ -10,8 +10,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/outboxd/outboxd/executors/database"
-	"github.com/outboxd/outboxd/executors/mcp"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/flow"
@@ -217,8 +215,8 @@ func (s *Service) envelopeRequest(ctx context.Context, by *Enqueuer, env *Envelo
 // organization's calls of that source. A global bucket no source takes
 // by default (an operator's) stays nameable, as do the source's own and
 // the buckets kept per organization or per source. A kind's bucket
-// (connector, database: kindBuckets), made global by an operator, is its
-// sources' even for an organization that has none.
+// (connector, database: catalog.Kind's Bucket), made global by an
+// operator, is its sources' even for an organization that has none.
 func (s *Service) sharedBucket(ctx context.Context, org, source, bucket string) error {
 	if bucket == "" || s.deps.Flow == nil || s.deps.Sources == nil {
 		return nil
@@ -226,7 +224,7 @@ func (s *Service) sharedBucket(ctx context.Context, org, source, bucket string) 
 	if cfg, ok := s.deps.Flow.Bucket(bucket); !ok || cfg.Scope != flow.ScopeGlobal {
 		return nil
 	}
-	if prefix, ok := kindBuckets[bucket]; ok {
+	if prefix, ok := s.deps.Sources.KindOfBucket(bucket); ok {
 		// Every source of the kind takes it, whether or not org has one.
 		if strings.HasPrefix(source, prefix) {
 			return nil
@@ -262,12 +260,6 @@ func othersBucket(bucket, owners, source string) error {
 		"rate bucket %q is the bucket of %s, shared by every organization: an envelope of %s may not name it; name a bucket of your own organization or none",
 		bucket, owners, source)
 }
-
-// kindBuckets are the default buckets of the kinds of sources an
-// organization registers (catalog.Kind), by the prefix of their ids,
-// which sharedBucket cannot find among the sources of an organization
-// that has none of that kind.
-var kindBuckets = map[string]string{mcp.Bucket.Name: mcp.SourcePrefix, database.Bucket.Name: database.SourcePrefix}
 
 // GetEnvelope returns an envelope's invocation by its action id.
 func (s *Service) GetEnvelope(ctx context.Context, org string, id string) (invocation.Invocation, error) {

@@ -118,7 +118,11 @@ func TestService_EnvelopeNamingAKindsGlobalBucket(t *testing.T) {
 	require.NoError(t, err)
 	box, err := secretbox.New(secretbox.NewKey())
 	require.NoError(t, err)
-	svc, err := outbox.New(&outbox.Deps{Pool: pool, River: client, Sources: catalog.New(registry), Box: box, Flow: limiter}, &outbox.Config{})
+	sources := catalog.New(registry)
+	for _, k := range []emptyKind{{mcp.SourcePrefix, mcp.Bucket.Name}, {database.SourcePrefix, database.Bucket.Name}} {
+		require.NoError(t, sources.Register(k))
+	}
+	svc, err := outbox.New(&outbox.Deps{Pool: pool, River: client, Sources: sources, Box: box, Flow: limiter}, &outbox.Config{})
 	require.NoError(t, err)
 	by := outbox.Enqueuer{OrganizationID: "org-1", RequestedBy: "svc", AutomationID: "nightly"}
 
@@ -134,4 +138,17 @@ func TestService_EnvelopeNamingAKindsGlobalBucket(t *testing.T) {
 	var n int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM action_invocations`).Scan(&n))
 	require.Zero(t, n, "a refused envelope stores nothing")
+}
+
+// emptyKind is a kind of org-registered source (catalog.Kind) of which
+// no organization has any: only its prefix and bucket matter here.
+type emptyKind struct{ prefix, bucket string }
+
+func (k emptyKind) Prefix() string { return k.prefix }
+func (k emptyKind) Bucket() string { return k.bucket }
+func (emptyKind) List(context.Context, string) ([]*catalog.Source, error) {
+	return nil, nil
+}
+func (emptyKind) Source(context.Context, string, string) (*catalog.Source, error) {
+	return nil, errs.NotFound
 }

@@ -19,6 +19,7 @@ import (
 type prefixKind string
 
 func (k prefixKind) Prefix() string { return string(k) }
+func (prefixKind) Bucket() string   { return "" }
 func (prefixKind) List(context.Context, string) ([]*catalog.Source, error) {
 	return nil, nil
 }

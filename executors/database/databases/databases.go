@@ -239,6 +239,8 @@ type kind struct{ s *Service }
 
 func (kind) Prefix() string { return database.SourcePrefix }
 
+func (kind) Bucket() string { return database.Bucket.Name }
+
 // List returns org's databases, for the API (tenant pool).
 func (k kind) List(ctx context.Context, org string) ([]*catalog.Source, error) {
 	rows, err := k.s.store.List(ctx, org)

@@ -23,6 +23,8 @@ type kind struct{ s *Service }
 
 func (kind) Prefix() string { return mcp.SourcePrefix }
 
+func (kind) Bucket() string { return mcp.Bucket.Name }
+
 // List returns org's enabled connectors, for the API (tenant pool; the
 // API's secrets).
 func (k kind) List(ctx context.Context, org string) ([]*catalog.Source, error) {

@@ -26,6 +26,9 @@ type Kind interface {
 	// Prefix starts the id of every source of the kind, such as
 	// "connector:"; no other kind's prefix may start with it.
 	Prefix() string
+	// Bucket names the rate bucket every source of the kind takes by
+	// default, such as "connector".
+	Bucket() string
 	// List returns org's usable sources of the kind.
 	List(ctx context.Context, org string) ([]*Source, error)
 	// Source resolves the source id, which starts with Prefix, for org:
@@ -80,6 +83,18 @@ func (c *Catalog) Register(k Kind) error {
 	}
 	c.kinds = append(c.kinds, k)
 	return nil
+}
+
+// KindOfBucket returns the id prefix of the registered kind whose
+// sources take bucket by default, if one does: a bucket every source of
+// that kind takes, in every organization, whether or not it has one.
+func (c *Catalog) KindOfBucket(bucket string) (prefix string, ok bool) {
+	for _, k := range c.kinds {
+		if k.Bucket() == bucket {
+			return k.Prefix(), true
+		}
+	}
+	return "", false
 }
 
 // Prefixes returns the id prefixes of the registered kinds.

@@ -68,6 +68,8 @@ type kind struct{ prefix string }
 
 func (k kind) Prefix() string { return k.prefix }
 
+func (k kind) Bucket() string { return k.prefix + "bucket" }
+
 func (k kind) source(org string) *catalog.Source {
 	return &catalog.Source{Source: idSource(k.prefix + org), OrgRegistered: true}
 }
