@@ -129,7 +129,12 @@ func connectPool(cmd *cobra.Command, v *viper.Viper, configure func(*pgxpool.Con
 		url = devURL
 	}
 	if url == "" {
-		return nil, errors.New("database.url is not set: set DATABASE_URL (or OUTBOXD_DATABASE_URL), or run `outboxd dev` for an embedded database")
+		if cmd.Name() == "serve" {
+			return nil, errors.New("database.url is not set: set DATABASE_URL (or OUTBOXD_DATABASE_URL), or run `outboxd dev` for an embedded database")
+		}
+		// Such a command (secrets) reads no `outboxd dev` directory: it
+		// works on a server's database, with that server's settings.
+		return nil, fmt.Errorf("database.url is not set: set DATABASE_URL (or OUTBOXD_DATABASE_URL) to the database of the outboxd `outboxd %s` is for, with its other settings (such as secrets.keys)", strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "))
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {

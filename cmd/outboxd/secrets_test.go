@@ -347,3 +347,19 @@ VALUES ($1, 'o', 'test', 'invoke', 'demo', 'act', 'low', 'allow', 'default', '{}
 		require.NotContains(t, out, secret)
 	}
 }
+
+// Without database.url, `secrets` (which reads no `outboxd dev`
+// directory) says what to set, and does not send the reader to
+// `outboxd dev`, which it would not use; `serve` still does.
+func TestSecrets_WithoutDatabaseURLSaysWhatToSet(t *testing.T) {
+	t.Parallel()
+	env := []string{"DATABASE_URL=", "OUTBOXD_DATABASE_URL="}
+	code, out := run(t, env, "secrets", "status")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "database.url is not set: set DATABASE_URL (or OUTBOXD_DATABASE_URL) to the database of the outboxd `outboxd secrets status` is for")
+	require.NotContains(t, out, "run `outboxd dev`")
+
+	code, out = run(t, env, "serve", "--http-addr", "127.0.0.1:0")
+	require.NotEqual(t, 0, code, out)
+	require.Contains(t, out, "or run `outboxd dev` for an embedded database")
+}
