@@ -39,6 +39,10 @@ type Deps struct {
 	Listeners *pgxpool.Pool
 	Metrics   *telemetry.Metrics
 	Logger    *slog.Logger
+	// MaxOrgReads bounds the feed reads (Feed) one organization has
+	// running at once: its streams then hold at most that many of Pool's
+	// connections. Default a quarter of Pool's, at least 1.
+	MaxOrgReads int
 }
 
 // Service reads the feeds and rings their doorbells.
@@ -47,6 +51,7 @@ type Service struct {
 	metrics *telemetry.Metrics
 	store   *invocationstore.Store
 	waiter  *waiter
+	reads   *orgGate
 }
 
 // New returns a Service. Call Run to start the listener.
@@ -55,7 +60,15 @@ func New(deps *Deps) *Service {
 	if metrics == nil {
 		metrics = telemetry.NewNop()
 	}
+	maxReads := deps.MaxOrgReads
+	if maxReads <= 0 {
+		maxReads = 1
+		if deps.Pool != nil {
+			maxReads = max(1, int(deps.Pool.Config().MaxConns)/4)
+		}
+	}
 	return &Service{
+		reads:   newOrgGate(maxReads),
 		pool:    deps.Pool,
 		metrics: metrics,
 		store:   invocationstore.New(nil),
@@ -101,7 +114,13 @@ func (s *Service) SubscribeInvocation(ctx context.Context, org string, id uuid.U
 
 // Feed returns the notices after p.After, oldest first; held says that
 // later events exist but are not yet safe to deliver, so ask again soon.
+// It waits its turn among the organization's reads (Deps.MaxOrgReads).
 func (s *Service) Feed(ctx context.Context, p *Params) ([]invocation.FeedItem, bool, error) {
+	done, err := s.reads.enter(ctx, p.Org)
+	if err != nil {
+		return nil, false, err
+	}
+	defer done()
 	return s.store.Feed(ctx, s.pool, p)
 }
 
