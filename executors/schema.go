@@ -91,6 +91,10 @@ func (v *Validator) validate(schema, params json.RawMessage, object bool) ([]Fie
 	if _, ok := doc.(map[string]any); object && !ok {
 		return []FieldError{{Field: "", Message: "params must be a JSON object"}}, nil
 	}
+	if path, dup := duplicateKey(params); dup && object {
+		return []FieldError{{Field: fieldPath(path), Message: fmt.Sprintf("key '%s' appears twice in one object: give each key once", path[len(path)-1])}}, nil
+	}
+
 
 	err = sch.Validate(doc)
 	if err == nil {

@@ -68,6 +68,25 @@ func TestValidator_Validate(t *testing.T) {
 		require.Empty(t, validate(t, bundle, `{"channel":"C123","text":"hi","blocks":[{"type":"section","text":"x"}]}`))
 	})
 
+	t.Run("DuplicateKey", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+
+		// Named by where the second one is, nested ones included; keys
+		// repeated in different objects are fine.
+		for params, field := range map[string]string{
+			`{"channel":"C1","text":"a","channel":"C2"}`:                                              "channel",
+			`{"channel":"C1","text":"hi","blocks":[{"type":"s"},{"type":"s","text":"x","type":"t"}]}`: "blocks/1/type",
+			`{"channel":"C1","text":"hi","blocks":[{"type":"s","a/b":{"k":1,"k":2}}]}`:                "blocks/0/a~1b/k",
+		} {
+			fieldErrs := validate(t, bundle, params)
+			require.Len(t, fieldErrs, 1, params)
+			require.Equal(t, field, fieldErrs[0].Field, params)
+			require.Contains(t, fieldErrs[0].Message, "appears twice in one object")
+		}
+		require.Empty(t, validate(t, bundle, `{"channel":"C1","text":"hi","blocks":[{"type":"s","text":"x"},{"type":"s","text":"y"}]}`))
+	})
+
 	t.Run("MissingRequired", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -73,6 +74,14 @@ func TestInvoke_BadInputChangesNothing(t *testing.T) {
 			require.Equal(t, []string{"params.text"}, fieldNames(t, e))
 			require.Contains(t, e["message"], "surrogate")
 		}
+	})
+	t.Run("DuplicateKey", func(t *testing.T) {
+		// The validator and jsonb read the last "channel", a provider
+		// given the exact params may read the first.
+		e := requireAPIError(t, invoke(`{"integration":"slack","action":"send_message","params":{"channel":"C-evil","text":"hi","channel":"C1"}}`),
+			http.StatusBadRequest, "invalid_request")
+		require.Equal(t, []string{"channel"}, fieldNames(t, e))
+		require.Contains(t, fmt.Sprint(e), "appears twice")
 	})
 	t.Run("OversizeBody", func(t *testing.T) {
 		body := `{"integration":"slack","action":"send_message","params":{"channel":"C1","text":"` +
