@@ -95,7 +95,6 @@ func (v *Validator) validate(schema, params json.RawMessage, object bool) ([]Fie
 		return []FieldError{{Field: fieldPath(path), Message: fmt.Sprintf("key '%s' appears twice in one object: give each key once", path[len(path)-1])}}, nil
 	}
 
-
 	err = sch.Validate(doc)
 	if err == nil {
 		return nil, nil
