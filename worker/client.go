@@ -37,6 +37,10 @@ type Config struct {
 	// Jobs mostly wait on providers, and per-bucket max_concurrency is what
 	// protects a provider, so it is well above the CPU count. Default 1000.
 	MaxWorkers int
+	// MaxOrgWorkers is how many of them one organization's jobs may hold
+	// at once; its others wait, snoozed, spending no attempt and no token.
+	// Default three quarters of MaxWorkers, at least 1.
+	MaxOrgWorkers int
 	// MaxAttempts is how many times a failing execute job is tried before it
 	// is dead-lettered (discarded) and its invocation failed. Default 5.
 	MaxAttempts int
@@ -96,6 +100,7 @@ type Config struct {
 func (c *Config) WithDefaults() *Config {
 	cfg := &Config{
 		MaxWorkers:       cmp.Or(c.MaxWorkers, 1000),
+		MaxOrgWorkers:    c.MaxOrgWorkers,
 		MaxAttempts:      cmp.Or(c.MaxAttempts, 5),
 		RetryBaseDelay:   cmp.Or(c.RetryBaseDelay, time.Second),
 		RetryMaxDelay:    cmp.Or(c.RetryMaxDelay, 5*time.Minute),
@@ -111,6 +116,9 @@ func (c *Config) WithDefaults() *Config {
 		CompletedJobRetention: cmp.Or(c.CompletedJobRetention, 24*time.Hour),
 		CancelledJobRetention: cmp.Or(c.CancelledJobRetention, 24*time.Hour),
 		DiscardedJobRetention: cmp.Or(c.DiscardedJobRetention, 7*24*time.Hour),
+	}
+	if cfg.MaxOrgWorkers == 0 {
+		cfg.MaxOrgWorkers = max(1, cfg.MaxWorkers*3/4)
 	}
 	if cfg.RescueAfter == 0 {
 		cfg.RescueAfter = cfg.JobTimeout() + rescueMargin
@@ -146,6 +154,8 @@ func (c *Config) validate() error {
 	switch {
 	case c.MaxWorkers < 1:
 		return errors.New("worker.max_workers must be at least 1")
+	case c.MaxOrgWorkers < 1:
+		return errors.New("worker.max_org_workers must be 0 (three quarters of worker.max_workers) or a positive number")
 	case c.PollInterval < time.Millisecond:
 		return errors.New("worker.poll_interval must be at least 1ms")
 	case c.FetchCooldown < time.Millisecond || c.FetchCooldown > c.PollInterval:
@@ -284,6 +294,7 @@ func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
 		deps: deps, cfg: config.WithDefaults(), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
 		store: invocationstore.New(nil), grants: grantstore.New(), tracer: tracing.NewTracer(deps.Tracer, tracerName),
 	}
+	w.orgs = newOrgSlots(w.cfg.MaxOrgWorkers)
 	w.starter.Max, w.completer.Max = maxGroup, maxGroup
 	w.starter.Parallel, w.completer.Parallel = groupsAtOnce, groupsAtOnce
 	w.starter.Run = batch.Isolated(func(ctx context.Context, args []invocation.BeginArgs) ([]batch.Result[invocation.Begun], error) {

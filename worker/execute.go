@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -44,7 +45,13 @@ type ExecuteWorker struct {
 	starter   batch.Group[invocation.BeginArgs, invocation.Begun]
 	completer batch.Group[invocation.Completion, struct{}]
 	tracer    tracing.Tracer
+	// orgs holds each organization's share of the workers.
+	orgs *orgSlots
 }
+
+// orgBusyWait is how long a job whose organization has all its workers
+// busy waits, at least (plus up to as much again of jitter).
+const orgBusyWait = time.Second
 
 // tracerName names the spans of the workers.
 const tracerName = "github.com/outboxd/outboxd/worker"
@@ -93,6 +100,14 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 			return err
 		}
 	}
+	// The organization's share of this process's workers: at it, the job
+	// waits its turn without holding a worker, spending an attempt or
+	// taking a token.
+	orgRelease, ok := w.orgs.acquire(ref.Org)
+	if !ok {
+		return river.JobSnooze(orgBusyWait + rand.N(orgBusyWait))
+	}
+	defer orgRelease()
 	tokenWait, release, err := w.takeToken(ctx, ref, job.ID)
 	if err != nil {
 		return fmt.Errorf("acquiring rate bucket: %w", err)
