@@ -8,8 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/platform/pgtest"
 )
 
 // TestStream_HonoursTheSourcesClaim: a token whose sources claim is
@@ -80,4 +82,42 @@ func TestStream_OtherOrganizationsCursors(t *testing.T) {
 		got := s.Next(10 * time.Second)
 		require.Equal(t, "org-2", got.Data["invocation"].(map[string]any)["organization_id"])
 	}
+}
+
+// TestStream_ResumesAcrossAPostgresRestart: a stream open while Postgres
+// restarts ends or goes on; resumed from its last id it gets every event
+// written since, each once, those of the first minutes after the restart
+// included.
+func TestStream_ResumesAcrossAPostgresRestart(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.NewPrivate(t)
+	b := apptest.Start(t, &apptest.Options{DatabaseURL: pg.URL, Role: app.RoleAPI})
+	b.StoreSlackToken("xoxb-restart")
+	s := b.Stream("/v1/events", b.Member())
+	first := b.Invoke("send_message", message).Body["invocation_id"].(string)
+	ev := s.Next(10 * time.Second)
+	require.Equal(t, first, ev.Data["invocation_id"])
+
+	require.NoError(t, pg.Stop())
+	require.NoError(t, pg.Start())
+	var ids []string
+	require.Eventually(t, func() bool {
+		r := b.Invoke("send_message", message)
+		if r.Status != http.StatusAccepted {
+			return false
+		}
+		ids = append(ids, r.Body["invocation_id"].(string))
+		return true
+	}, 30*time.Second, 100*time.Millisecond)
+	r := b.Invoke("send_message", message)
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	ids = append(ids, r.Body["invocation_id"].(string))
+
+	s.Close()
+	resumed := b.Stream("/v1/events", b.Member(), "Last-Event-ID", ev.ID)
+	for _, id := range ids {
+		require.Equal(t, id, resumed.Next(10 * time.Second).Data["invocation_id"])
+	}
+	last := b.Invoke("send_message", message).Body["invocation_id"].(string)
+	require.Equal(t, last, resumed.Next(10 * time.Second).Data["invocation_id"], "nothing repeated")
 }
