@@ -3,13 +3,15 @@
 //
 // An organization's owner (POST /v1/revocations) or the operator
 // (`outboxd tokens revoke`) revokes one token by its jti, every token of a
-// session or of an automation, or every token of the organization issued
-// before a time. Each revocation has a cut-off, issued_before: it refuses
-// only tokens issued before it (iat earlier than the cut-off). For a
-// revocation by jti, session or automation the cut-off is the revocation's
-// time rounded up to the whole second, since iat is in seconds: a token
-// issued in the same second counts as issued before, and tokens minted
-// afterwards for the same session or automation work. A token without iat
+// session or of an automation, every token of one person (by subject: the
+// verified claims' subject, user tokens and console sessions alike), or
+// every token of the organization issued before a time. Each revocation
+// has a cut-off, issued_before: it refuses only tokens issued before it
+// (iat earlier than the cut-off). For a revocation by jti, session,
+// automation or subject the cut-off is the revocation's time rounded up to
+// the whole second, since iat is in seconds: a token issued in the same
+// second counts as issued before, and tokens minted afterwards for the
+// same session, automation or person work. A token without iat
 // counts as issued before every cut-off: while a revocation is kept, it
 // refuses every such token of its selector.
 //

@@ -12,8 +12,8 @@ import (
 
 // TestIndex_Revoked: each selector refuses its organization's matching
 // tokens issued before its cut-off and those without iat; tokens issued
-// after it, of other sessions or automations, or of another organization
-// are not refused.
+// after it, of other sessions, automations or people, or of another
+// organization are not refused.
 func TestIndex_Revoked(t *testing.T) {
 	t.Parallel()
 	cut := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
@@ -21,6 +21,7 @@ func TestIndex_Revoked(t *testing.T) {
 		{Org: "acme", JTI: "j1", IssuedBefore: cut},
 		{Org: "acme", SessionID: "s1", IssuedBefore: cut},
 		{Org: "acme", AutomationID: "a1", IssuedBefore: cut},
+		{Org: "acme", Subject: "alice", IssuedBefore: cut},
 		{Org: "globex", IssuedBefore: cut},
 	})
 	before, after := jwt.NewNumericDate(cut.Add(-time.Second)), jwt.NewNumericDate(cut)
@@ -34,6 +35,9 @@ func TestIndex_Revoked(t *testing.T) {
 	jti := func(c *auth.Claims) { c.ID = "j1" }
 	session := func(c *auth.Claims) { c.SessionID = "s1" }
 	automation := func(c *auth.Claims) { c.Kind, c.SessionID, c.AutomationID = auth.KindService, "", "a1" }
+	person := func(sub string) func(*auth.Claims) {
+		return func(c *auth.Claims) { c.Kind, c.Role, c.SessionID, c.Subject = auth.KindUser, auth.RoleMember, "", sub }
+	}
 	for name, tc := range map[string]struct {
 		claims  *auth.Claims
 		revoked bool
@@ -45,6 +49,11 @@ func TestIndex_Revoked(t *testing.T) {
 		"SessionAfter":      {token("acme", after, session), false},
 		"AutomationBefore":  {token("acme", before, automation), true},
 		"AutomationNoIat":   {token("acme", nil, automation), true},
+		"SubjectBefore":     {token("acme", before, person("alice")), true},
+		"SubjectAfter":      {token("acme", after, person("alice")), false},
+		"SubjectNoIat":      {token("acme", nil, person("alice")), true},
+		"OtherSubject":      {token("acme", before, person("bob")), false},
+		"SubjectOtherOrg":   {token("initech", before, person("alice")), false},
 		"OtherSession":      {token("acme", before, nil), false},
 		"OtherSessionNoIat": {token("acme", nil, nil), false},
 		"OrgWideBefore":     {token("globex", before, nil), true},

@@ -161,12 +161,17 @@ func New(deps *Deps, cfg *Config) (*Service, error) {
 	return s, nil
 }
 
-// Params say what to revoke: exactly one of JTI, SessionID, AutomationID
-// and IssuedBefore.
+// Params say what to revoke: exactly one of JTI, SessionID, AutomationID,
+// Subject and IssuedBefore.
 type Params struct {
 	JTI          string
 	SessionID    string
 	AutomationID string
+	// Subject revokes one person's tokens: every token of the organization
+	// whose verified claims carry it as their subject (auth.Claims.Subject:
+	// sub, or the claim auth.idp.claims.subject names), user tokens and
+	// console sessions alike.
+	Subject string
 	// IssuedBefore revokes every token of the organization issued before
 	// it; it must not be in the future.
 	IssuedBefore *time.Time
@@ -182,11 +187,11 @@ const maxExpiresYear = 9999
 
 // selectors are the names of Params' selectors, as the API and the CLI
 // name them.
-var selectors = []string{"jti", "session_id", "automation_id", "issued_before"}
+var selectors = []string{"jti", "session_id", "automation_id", "subject", "issued_before"}
 
 func (p *Params) validate(now time.Time) error {
 	var named []string
-	for i, set := range []bool{p.JTI != "", p.SessionID != "", p.AutomationID != "", p.IssuedBefore != nil} {
+	for i, set := range []bool{p.JTI != "", p.SessionID != "", p.AutomationID != "", p.Subject != "", p.IssuedBefore != nil} {
 		if set {
 			named = append(named, selectors[i])
 		}
@@ -195,15 +200,15 @@ func (p *Params) validate(now time.Time) error {
 	case len(named) == 0:
 		fields := make([]executors.FieldError, len(selectors))
 		for i, f := range selectors {
-			fields[i] = executors.FieldError{Field: f, Message: "name what to revoke: one of jti, session_id, automation_id or issued_before"}
+			fields[i] = executors.FieldError{Field: f, Message: "name what to revoke: one of jti, session_id, automation_id, subject or issued_before"}
 		}
 		return &errs.ValidationError{Message: fields[0].Message, Fields: fields}
 	case len(named) > 1:
-		return errs.Invalid(named[1], "name one of jti, session_id, automation_id or issued_before, not both %s and %s", named[0], named[1])
+		return errs.Invalid(named[1], "name one of jti, session_id, automation_id, subject or issued_before, not both %s and %s", named[0], named[1])
 	}
-	for _, f := range [][2]string{{"jti", p.JTI}, {"session_id", p.SessionID}, {"automation_id", p.AutomationID}} {
-		if len(f[1]) > 255 || !utf8.ValidString(f[1]) {
-			return errs.Invalid(f[0], "%s must be valid text of at most 255 bytes, as in a token's claim", f[0])
+	for _, f := range [][2]string{{"jti", p.JTI}, {"session_id", p.SessionID}, {"automation_id", p.AutomationID}, {"subject", p.Subject}} {
+		if !claimText(f[1]) {
+			return errs.Invalid(f[0], "%s must be valid text of at most 255 bytes without control characters, as in a token's claim", f[0])
 		}
 	}
 	if p.IssuedBefore != nil && p.IssuedBefore.After(now) {
@@ -220,6 +225,21 @@ func (p *Params) validate(now time.Time) error {
 	return nil
 }
 
+// claimText reports whether s could be a verified token's claim (the
+// verifier refuses the others): valid UTF-8 of at most 255 bytes without
+// control characters. Postgres' text cannot hold a NUL either.
+func claimText(s string) bool {
+	if len(s) > 255 || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // Revoke stores a revocation in org and loads the revocations again, so
 // that this process refuses the tokens at once; other processes do within
 // Config.RefreshInterval.
@@ -228,7 +248,7 @@ func (s *Service) Revoke(ctx context.Context, org string, p *Params) (Revocation
 	if err := p.validate(now); err != nil {
 		return Revocation{}, err
 	}
-	r := &Revocation{Org: org, JTI: p.JTI, SessionID: p.SessionID, AutomationID: p.AutomationID, RevokedBy: p.By}
+	r := &Revocation{Org: org, JTI: p.JTI, SessionID: p.SessionID, AutomationID: p.AutomationID, Subject: p.Subject, RevokedBy: p.By}
 	if p.IssuedBefore != nil {
 		r.IssuedBefore = *p.IssuedBefore
 	} else {
@@ -402,8 +422,8 @@ type index struct {
 }
 
 type cutoffs struct {
-	all                      time.Time
-	jti, session, automation map[string]time.Time
+	all                               time.Time
+	jti, session, automation, subject map[string]time.Time
 }
 
 func newIndex(all []Revocation) *index {
@@ -412,7 +432,7 @@ func newIndex(all []Revocation) *index {
 		r := &all[i]
 		c := idx.orgs[r.Org]
 		if c == nil {
-			c = &cutoffs{jti: map[string]time.Time{}, session: map[string]time.Time{}, automation: map[string]time.Time{}}
+			c = &cutoffs{jti: map[string]time.Time{}, session: map[string]time.Time{}, automation: map[string]time.Time{}, subject: map[string]time.Time{}}
 			idx.orgs[r.Org] = c
 		}
 		switch {
@@ -422,6 +442,8 @@ func newIndex(all []Revocation) *index {
 			c.session[r.SessionID] = later(c.session[r.SessionID], r.IssuedBefore)
 		case r.AutomationID != "":
 			c.automation[r.AutomationID] = later(c.automation[r.AutomationID], r.IssuedBefore)
+		case r.Subject != "":
+			c.subject[r.Subject] = later(c.subject[r.Subject], r.IssuedBefore)
 		default:
 			c.all = later(c.all, r.IssuedBefore)
 		}
@@ -446,6 +468,9 @@ func (idx *index) revoked(c *auth.Claims) bool {
 	}
 	if c.AutomationID != "" {
 		cut = later(cut, o.automation[c.AutomationID])
+	}
+	if c.Subject != "" {
+		cut = later(cut, o.subject[c.Subject])
 	}
 	if cut.IsZero() {
 		return false

@@ -303,6 +303,7 @@ type TokenRevocation struct {
 	RevokedBy      string
 	RevokedAt      time.Time
 	ExpiresAt      *time.Time
+	Subject        *string
 }
 
 type TokenRevocationVersion struct {

@@ -11,7 +11,7 @@ import (
 )
 
 const revocationAll = `-- name: RevocationAll :many
-SELECT id, organization_id, jti, session_id, automation_id, issued_before, revoked_by, revoked_at, expires_at FROM token_revocations WHERE expires_at IS NULL OR expires_at > now()
+SELECT id, organization_id, jti, session_id, automation_id, issued_before, revoked_by, revoked_at, expires_at, subject FROM token_revocations WHERE expires_at IS NULL OR expires_at > now()
 `
 
 // Every organization's revocations in effect.
@@ -34,6 +34,7 @@ func (q *Queries) RevocationAll(ctx context.Context, db DBTX) ([]TokenRevocation
 			&i.RevokedBy,
 			&i.RevokedAt,
 			&i.ExpiresAt,
+			&i.Subject,
 		); err != nil {
 			return nil, err
 		}
@@ -58,9 +59,9 @@ func (q *Queries) RevocationDeleteExpired(ctx context.Context, db DBTX) (int64, 
 }
 
 const revocationInsert = `-- name: RevocationInsert :one
-INSERT INTO token_revocations (organization_id, jti, session_id, automation_id, issued_before, revoked_by, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, organization_id, jti, session_id, automation_id, issued_before, revoked_by, revoked_at, expires_at
+INSERT INTO token_revocations (organization_id, jti, session_id, automation_id, subject, issued_before, revoked_by, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING id, organization_id, jti, session_id, automation_id, issued_before, revoked_by, revoked_at, expires_at, subject
 `
 
 type RevocationInsertParams struct {
@@ -68,6 +69,7 @@ type RevocationInsertParams struct {
 	Jti            *string
 	SessionID      *string
 	AutomationID   *string
+	Subject        *string
 	IssuedBefore   time.Time
 	RevokedBy      string
 	ExpiresAt      *time.Time
@@ -79,6 +81,7 @@ func (q *Queries) RevocationInsert(ctx context.Context, db DBTX, arg RevocationI
 		arg.Jti,
 		arg.SessionID,
 		arg.AutomationID,
+		arg.Subject,
 		arg.IssuedBefore,
 		arg.RevokedBy,
 		arg.ExpiresAt,
@@ -94,12 +97,13 @@ func (q *Queries) RevocationInsert(ctx context.Context, db DBTX, arg RevocationI
 		&i.RevokedBy,
 		&i.RevokedAt,
 		&i.ExpiresAt,
+		&i.Subject,
 	)
 	return i, err
 }
 
 const revocationList = `-- name: RevocationList :many
-SELECT id, organization_id, jti, session_id, automation_id, issued_before, revoked_by, revoked_at, expires_at FROM token_revocations
+SELECT id, organization_id, jti, session_id, automation_id, issued_before, revoked_by, revoked_at, expires_at, subject FROM token_revocations
 WHERE organization_id = $1 AND (expires_at IS NULL OR expires_at > now())
 ORDER BY id DESC
 LIMIT $2
@@ -130,6 +134,7 @@ func (q *Queries) RevocationList(ctx context.Context, db DBTX, arg RevocationLis
 			&i.RevokedBy,
 			&i.RevokedAt,
 			&i.ExpiresAt,
+			&i.Subject,
 		); err != nil {
 			return nil, err
 		}

@@ -17,14 +17,16 @@ import (
 )
 
 // Revocation is one revocation: an organization's tokens issued before
-// IssuedBefore that carry its JTI, SessionID or AutomationID, or with none
-// of these all of the organization's tokens issued before IssuedBefore.
+// IssuedBefore that carry its JTI, SessionID, AutomationID or Subject, or
+// with none of these all of the organization's tokens issued before
+// IssuedBefore.
 type Revocation struct {
 	ID           int64
 	Org          string
 	JTI          string
 	SessionID    string
 	AutomationID string
+	Subject      string
 	IssuedBefore time.Time
 	RevokedBy    string
 	RevokedAt    time.Time
@@ -52,7 +54,7 @@ func (s *Store) Insert(ctx context.Context, r *Revocation) (Revocation, error) {
 		}
 		row, err := s.queries.RevocationInsert(ctx, tx, dbsqlc.RevocationInsertParams{
 			OrganizationID: r.Org, Jti: nilIfEmpty(r.JTI), SessionID: nilIfEmpty(r.SessionID),
-			AutomationID: nilIfEmpty(r.AutomationID), IssuedBefore: r.IssuedBefore, RevokedBy: r.RevokedBy, ExpiresAt: r.ExpiresAt,
+			AutomationID: nilIfEmpty(r.AutomationID), Subject: nilIfEmpty(r.Subject), IssuedBefore: r.IssuedBefore, RevokedBy: r.RevokedBy, ExpiresAt: r.ExpiresAt,
 		})
 		return fromRow(&row), err
 	})
@@ -106,7 +108,7 @@ func fromRows(rows []dbsqlc.TokenRevocation) []Revocation {
 func fromRow(r *dbsqlc.TokenRevocation) Revocation {
 	return Revocation{
 		ID: r.ID, Org: r.OrganizationID, JTI: deref(r.Jti), SessionID: deref(r.SessionID), AutomationID: deref(r.AutomationID),
-		IssuedBefore: r.IssuedBefore, RevokedBy: r.RevokedBy, RevokedAt: r.RevokedAt, ExpiresAt: r.ExpiresAt,
+		Subject: deref(r.Subject), IssuedBefore: r.IssuedBefore, RevokedBy: r.RevokedBy, RevokedAt: r.RevokedAt, ExpiresAt: r.ExpiresAt,
 	}
 }
 

@@ -1,6 +1,6 @@
 -- name: RevocationInsert :one
-INSERT INTO token_revocations (organization_id, jti, session_id, automation_id, issued_before, revoked_by, expires_at)
-VALUES (@organization_id, sqlc.narg(jti), sqlc.narg(session_id), sqlc.narg(automation_id), @issued_before, @revoked_by, sqlc.narg(expires_at))
+INSERT INTO token_revocations (organization_id, jti, session_id, automation_id, subject, issued_before, revoked_by, expires_at)
+VALUES (@organization_id, sqlc.narg(jti), sqlc.narg(session_id), sqlc.narg(automation_id), sqlc.narg(subject), @issued_before, @revoked_by, sqlc.narg(expires_at))
 RETURNING *;
 
 -- name: RevocationDeleteExpired :execrows
