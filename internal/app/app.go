@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -187,6 +188,10 @@ func (c *Config) validate() error {
 	}
 	if c.Console.ClientID != "" && c.Auth.IdP.Issuer == "" {
 		return errors.New("console.oidc.client_id needs auth.idp.issuer: the identity provider people sign in to the console with")
+	}
+	if c.Console.ClientID != "" && slices.Contains(c.Auth.IdP.Audience, c.Console.ClientID) {
+		// The provider's ID tokens for the console carry that audience.
+		return fmt.Errorf("auth.idp.audience lists console.oidc.client_id (%q): the ID tokens the provider issues to the console would be accepted as API tokens; give API tokens an audience of their own", c.Console.ClientID)
 	}
 	return nil
 }

@@ -34,3 +34,21 @@ func TestNew_EveryRoleRefusesAnInvalidRetention(t *testing.T) {
 		}
 	}
 }
+
+// An identity provider's ID tokens for the console carry the console's
+// client id as their audience: with that id among auth.idp.audience they
+// would be accepted as API tokens, so no role starts.
+func TestNew_RefusesTheConsoleClientAsAnAPIAudience(t *testing.T) {
+	t.Parallel()
+	pool, err := pgxpool.New(t.Context(), "postgres://outboxd@127.0.0.1:1/outboxd")
+	require.NoError(t, err)
+	defer pool.Close()
+	for _, role := range []Role{RoleAPI, RoleWorker, RoleAll} {
+		cfg := &Config{JWTSecret: "jwt-secret-0123456789", SecretsKey: secretbox.NewKey()}
+		cfg.Auth.IdP.Issuer = "https://login.example.com"
+		cfg.Auth.IdP.Audience = []string{"outboxd", "outboxd-console"}
+		cfg.Console.ClientID = "outboxd-console"
+		_, err := New(cfg, role, pool, nil)
+		require.ErrorContains(t, err, "auth.idp.audience lists console.oidc.client_id", "role %s", role)
+	}
+}
