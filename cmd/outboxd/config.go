@@ -60,6 +60,7 @@ var defaults = func() map[string]any {
 	return withProviderDefaults(map[string]any{
 		"database.url":                       "",
 		"database.max_conns":                 0, // sized from the role
+		"database.max_org_conns":             0, // three quarters of the API's tenant pool
 		"http.addr":                          app.DefaultHTTPAddr,
 		"metrics.token":                      "",
 		"http.read_header_timeout":           httpd.ReadHeaderTimeout,
@@ -115,6 +116,7 @@ var defaults = func() map[string]any {
 		"mcp.max_sessions":                   0, // half of http.max_org_requests, at most 1000
 		"mcp.recheck_interval":               front.Recheck,
 		"worker.max_workers":                 w.MaxWorkers,
+		"worker.max_org_workers":             0, // three quarters of worker.max_workers
 		"worker.max_attempts":                w.MaxAttempts,
 		"worker.retry_base_delay":            w.RetryBaseDelay,
 		"worker.retry_max_delay":             w.RetryMaxDelay,
@@ -141,6 +143,8 @@ var defaults = func() map[string]any {
 		"webhooks.timeout":                   hooks.Timeout,
 		"webhooks.disable_after":             hooks.DisableAfter,
 		"webhooks.max_workers":               hooks.MaxWorkers,
+		"webhooks.max_org_workers":           0, // a quarter of webhooks.max_workers
+		"webhooks.max_endpoints":             hooks.MaxEndpoints,
 		"approval.required":                  map[string]any{"r4": 2}, // approvers.DefaultRequired
 		"notifications.slack.channel":        "",
 		"notifications.slack.signing_secret": "",
@@ -391,6 +395,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		ConnectorCacheTTL:    v.GetDuration("connectors.tools_cache_ttl"),
 		BrokerURL:            v.GetString("tokens.broker_url"),
 		ShutdownTimeout:      v.GetDuration("shutdown_timeout"),
+		MaxOrgConns:          v.GetInt("database.max_org_conns"),
 		Revocations:          revocation.Config{RefreshInterval: v.GetDuration("auth.revocation_refresh")},
 		Outbox: outbox.Config{
 			InteractiveTTL:    v.GetDuration("approval.interactive_ttl"),
@@ -401,6 +406,7 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		},
 		Worker: worker.Config{
 			MaxWorkers:       v.GetInt("worker.max_workers"),
+			MaxOrgWorkers:    v.GetInt("worker.max_org_workers"),
 			MaxAttempts:      v.GetInt("worker.max_attempts"),
 			RetryBaseDelay:   v.GetDuration("worker.retry_base_delay"),
 			RetryMaxDelay:    v.GetDuration("worker.retry_max_delay"),
@@ -432,6 +438,8 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			Timeout:        v.GetDuration("webhooks.timeout"),
 			DisableAfter:   v.GetDuration("webhooks.disable_after"),
 			MaxWorkers:     v.GetInt("webhooks.max_workers"),
+			MaxOrgWorkers:  v.GetInt("webhooks.max_org_workers"),
+			MaxEndpoints:   v.GetInt("webhooks.max_endpoints"),
 		},
 		MCP: mcpfront.Config{
 			Stateless:      v.GetBool("mcp.stateless"),

@@ -520,3 +520,22 @@ func TestConfig_NegativeWorkerSettingsAreRefused(t *testing.T) {
 	_, err := appConfig(load("worker.max_provider_waits", -1))
 	require.EqualError(t, err, "worker.max_provider_waits (OUTBOXD_WORKER_MAX_PROVIDER_WAITS) is -1: it must be a positive number of waits")
 }
+
+// TestConfig_OrganizationShares: the shares one organization may take of
+// the API's pool, the workers and the webhook deliveries, and its number
+// of webhook endpoints, are read from their keys (0 leaves each to its
+// default).
+func TestConfig_OrganizationShares(t *testing.T) {
+	t.Setenv("OUTBOXD_DATABASE_MAX_ORG_CONNS", "5")
+	t.Setenv("OUTBOXD_WORKER_MAX_ORG_WORKERS", "900")
+	t.Setenv("OUTBOXD_WEBHOOKS_MAX_ORG_WORKERS", "7")
+	t.Setenv("OUTBOXD_WEBHOOKS_MAX_ENDPOINTS", "12")
+	v, err := loadConfig(newServeCommand())
+	require.NoError(t, err)
+	cfg, err := appConfig(v)
+	require.NoError(t, err)
+	require.Equal(t, 5, cfg.MaxOrgConns)
+	require.Equal(t, 900, cfg.Worker.MaxOrgWorkers)
+	require.Equal(t, 7, cfg.Webhooks.MaxOrgWorkers)
+	require.Equal(t, 12, cfg.Webhooks.MaxEndpoints)
+}

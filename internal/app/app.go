@@ -124,6 +124,10 @@ type Config struct {
 	TokenSource     string
 	BrokerURL       string
 	ShutdownTimeout time.Duration
+	// MaxOrgConns is database.max_org_conns: how many connections of the
+	// API's tenant pool one organization's requests may hold at once
+	// (dbutil.ShareByOrg). Default three quarters of the pool.
+	MaxOrgConns int
 	// Plugins configures the plugin action packages (plugins.*).
 	Plugins plugin.Config
 	// DemoCredential is the demo source's credential, which `outboxd dev`
@@ -185,6 +189,9 @@ func (c *Config) validate() error {
 	}
 	if err := c.Retention.Validate(); err != nil {
 		return err
+	}
+	if c.MaxOrgConns < 0 {
+		return fmt.Errorf("database.max_org_conns must be 0 (three quarters of the API's pool) or a positive number, not %d", c.MaxOrgConns)
 	}
 	if c.Console.ClientID != "" && c.Auth.IdP.Issuer == "" {
 		return errors.New("console.oidc.client_id needs auth.idp.issuer: the identity provider people sign in to the console with")
@@ -318,7 +325,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	tenantConfig.MaxConns = min(tenantConfig.MaxConns, PoolSize(RoleAPI, 0, runtime.GOMAXPROCS(0)))
 	// One organization may hold at most three quarters of it, so that its
 	// requests waiting in the database never leave the others none.
-	dbutil.ShareByOrg(tenantConfig, dbutil.OrgShare(tenantConfig.MaxConns))
+	dbutil.ShareByOrg(tenantConfig, cmp.Or(cfg.MaxOrgConns, dbutil.OrgShare(tenantConfig.MaxConns)))
 	tenantPool, err := dbutil.TenantPool(context.Background(), tenantConfig)
 	if err != nil {
 		return nil, err

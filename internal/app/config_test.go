@@ -52,3 +52,16 @@ func TestNew_RefusesTheConsoleClientAsAnAPIAudience(t *testing.T) {
 		require.ErrorContains(t, err, "auth.idp.audience lists console.oidc.client_id", "role %s", role)
 	}
 }
+
+// A negative database.max_org_conns stops the start in every role.
+func TestNew_RefusesANegativeOrganizationShare(t *testing.T) {
+	t.Parallel()
+	pool, err := pgxpool.New(t.Context(), "postgres://outboxd@127.0.0.1:1/outboxd")
+	require.NoError(t, err)
+	defer pool.Close()
+	for _, role := range []Role{RoleAPI, RoleWorker, RoleAll} {
+		cfg := &Config{JWTSecret: "jwt-secret-0123456789", SecretsKey: secretbox.NewKey(), MaxOrgConns: -1}
+		_, err := New(cfg, role, pool, nil)
+		require.ErrorContains(t, err, "database.max_org_conns must be 0", "role %s", role)
+	}
+}
