@@ -47,16 +47,20 @@ func newTokensCommand() *cobra.Command {
 
 	revoke := &cobra.Command{
 		Use:   "revoke",
-		Short: "Revoke an organization's tokens: one by --jti, a --session's, an --automation's, or all --issued-before a time",
+		Short: "Revoke an organization's tokens: one by --jti, a --session's, an --automation's, a person's (--subject), or all --issued-before a time",
 		Long: `Revoke an organization's tokens. Name exactly one of --jti, --session,
---automation and --issued-before. A revocation refuses the tokens issued
+--automation, --subject and --issued-before. --subject revokes one
+person's tokens and console sessions (their verified subject: sub, or the
+claim auth.idp.claims.subject names), for offboarding someone without
+revoking the whole organization. A revocation refuses the tokens issued
 before it (iat; a token without iat counts as issued before), on every
 route, event stream and /mcp, within auth.revocation_refresh in every API
-process; tokens minted later for the same session or automation work.`,
+process; tokens minted later for the same session, automation or person
+work.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			get := func(name string) string { s, _ := cmd.Flags().GetString(name); return s }
-			p := &revocation.Params{JTI: get("jti"), SessionID: get("session"), AutomationID: get("automation"), By: operator(cmd)}
+			p := &revocation.Params{JTI: get("jti"), SessionID: get("session"), AutomationID: get("automation"), Subject: get("subject"), By: operator(cmd)}
 			for flag, dst := range map[string]**time.Time{"issued-before": &p.IssuedBefore, "expires-at": &p.TokenExpiresAt} {
 				s := get(flag)
 				if s == "" {
@@ -85,7 +89,7 @@ process; tokens minted later for the same session or automation work.`,
 				return record(cmd, trail, &audit.Change{Org: r.Org, Action: "tokens.revoke", TargetType: "revocation",
 					TargetID: strconv.FormatInt(r.ID, 10), After: map[string]any{
 						"id": r.ID, "jti": nilIfEmpty(r.JTI), "session_id": nilIfEmpty(r.SessionID), "automation_id": nilIfEmpty(r.AutomationID),
-						"issued_before": r.IssuedBefore.UTC(), "revoked_by": r.RevokedBy, "revoked_at": r.RevokedAt.UTC(), "expires_at": r.ExpiresAt,
+						"subject": nilIfEmpty(r.Subject), "issued_before": r.IssuedBefore.UTC(), "revoked_by": r.RevokedBy, "revoked_at": r.RevokedAt.UTC(), "expires_at": r.ExpiresAt,
 					}})
 			})
 		},
@@ -93,6 +97,7 @@ process; tokens minted later for the same session or automation work.`,
 	revoke.Flags().String("jti", "", "revoke the token with this jti")
 	revoke.Flags().String("session", "", "revoke every token of this session (session_id)")
 	revoke.Flags().String("automation", "", "revoke every token of this automation (automation_id)")
+	revoke.Flags().String("subject", "", "revoke every token and console session of this person (their verified subject)")
 	revoke.Flags().String("issued-before", "", "revoke every token of the organization issued before this time (RFC 3339, or now)")
 	revoke.Flags().String("expires-at", "", "with --jti: the token's exp (RFC 3339); the revocation is dropped after it")
 	revoke.Flags().String("by", "", "who to record as the operator (default cli:<user>)")
@@ -136,6 +141,8 @@ func describe(r *revocation.Revocation) string {
 		return fmt.Sprintf("session %s, tokens issued before %s", r.SessionID, before)
 	case r.AutomationID != "":
 		return fmt.Sprintf("automation %s, tokens issued before %s", r.AutomationID, before)
+	case r.Subject != "":
+		return fmt.Sprintf("subject %s, tokens issued before %s", r.Subject, before)
 	}
 	return "every token issued before " + before
 }
@@ -143,7 +150,7 @@ func describe(r *revocation.Revocation) string {
 // flagNames renames the API's field names in a validation message to the
 // command's flags.
 var flagNames = strings.NewReplacer("session_id", "--session", "automation_id", "--automation",
-	"issued_before", "--issued-before", "expires_at", "--expires-at", "jti", "--jti").Replace
+	"issued_before", "--issued-before", "expires_at", "--expires-at", "jti", "--jti", "subject", "--subject").Replace
 
 // nilIfEmpty is nil for "", as the API shows an absent selector.
 func nilIfEmpty(s string) *string {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"net/http"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app"
@@ -69,4 +72,77 @@ func TestTokens_OperatorRevokes(t *testing.T) {
 			require.Contains(t, out, "name what to revoke")
 		}
 	}
+}
+
+// TestTokens_OperatorRevokesASubject: `outboxd tokens revoke --subject`
+// revokes one person's tokens of an organization: the running API process
+// refuses their user and service tokens within its refresh and ends their
+// open event stream; another person's token, the same person's in another
+// organization and one issued at the cut-off keep working. Bad subjects
+// are refused naming --subject, and store nothing.
+func TestTokens_OperatorRevokesASubject(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Role: app.RoleAPI})
+	const probe = "/v1/actions/bootstrap-guide"
+	token := func(org, sub string, kind auth.Kind, role auth.Role) string {
+		return b.Token(auth.Claims{Org: org, Kind: kind, Role: role, RegisteredClaims: jwt.RegisteredClaims{Subject: sub}})
+	}
+	alice := token(apptest.Org, "alice", auth.KindUser, auth.RoleAdmin)
+	aliceService := token(apptest.Org, "alice", auth.KindService, "")
+	bob := token(apptest.Org, "bob", auth.KindUser, auth.RoleAdmin)
+	aliceElsewhere := token("org-2", "alice", auth.KindUser, auth.RoleAdmin)
+	for _, tok := range []string{alice, aliceService, bob, aliceElsewhere} {
+		require.Equal(t, http.StatusOK, b.Do("GET", probe, tok, nil).Status)
+	}
+	stream := b.Stream("/v1/events", alice)
+
+	env := []string{"DATABASE_URL=" + b.DBURL, "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY="}
+	for args, want := range map[string][]string{
+		"with another selector": {"--subject", "alice", "--jti", "j"},
+		"too long":              {"--subject", strings.Repeat("a", 256)},
+		"control character":     {"--subject", "ali\nce"},
+	} {
+		code, out := run(t, env, append([]string{"tokens", "revoke", "--org", apptest.Org}, want...)...)
+		require.NotEqual(t, 0, code, "%s: %s", args, out)
+		switch args {
+		case "with another selector":
+			require.Contains(t, out, "not both --jti and --subject")
+		default:
+			require.Contains(t, out, "--subject must be valid text of at most 255 bytes without control characters")
+		}
+	}
+	code, out := run(t, env, "tokens", "revocations", "--org", apptest.Org)
+	require.Equal(t, 0, code, out)
+	require.NotContains(t, out, "alice", "nothing was stored")
+
+	code, out = run(t, env, "tokens", "revoke", "--org", apptest.Org, "--subject", "alice", "--by", "ops")
+	require.Equal(t, 0, code, out)
+	m := regexp.MustCompile(`subject alice, tokens issued before (\S+)`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	cut, err := time.Parse(time.RFC3339, m[1])
+	require.NoError(t, err)
+	entry := operatorEntry(t, b, "tokens.revoke")
+	require.Equal(t, "alice", entry["after"].(map[string]any)["subject"])
+
+	deadline := time.Now().Add(15 * time.Second)
+	for b.Do("GET", probe, alice, nil).Status == http.StatusOK {
+		require.True(t, time.Now().Before(deadline), "the API process never refused the revoked person's token")
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, tok := range []string{alice, aliceService} {
+		r := b.Do("GET", probe, tok, nil)
+		require.Equal(t, http.StatusUnauthorized, r.Status, string(r.Raw))
+		require.Equal(t, "token_revoked", r.Body["error"].(map[string]any)["code"])
+	}
+	require.True(t, stream.Ended(15*time.Second), "the revoked person's event stream ends")
+	later, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"org": apptest.Org, "sub": "alice", "kind": "user", "role": "admin",
+		"iat": cut.Unix(), "exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(b.Secret))
+	require.NoError(t, err)
+	for _, tok := range []string{bob, aliceElsewhere, later} {
+		require.Equal(t, http.StatusOK, b.Do("GET", probe, tok, nil).Status)
+	}
+
+	code, out = run(t, env, "tokens", "revocations", "--org", apptest.Org)
+	require.Equal(t, 0, code, out)
+	require.Regexp(t, `(?m)^\d+\s+subject alice, tokens issued before \S+\s+\S+\s+ops\s+never$`, out)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/auth/signin"
+	"github.com/outboxd/outboxd/internal/domain/auth/signin/signintest"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
 
@@ -241,31 +244,156 @@ func TestRevocation_Refusals(t *testing.T) {
 	}
 	b.Contract = nil // some bodies below are outside the documented schema on purpose
 	for name, tc := range map[string]struct {
-		body  string
-		field string
+		body    string
+		field   string
+		message string // in the error's message, when set
 	}{
-		"None":             {`{}`, "jti"},
-		"Two":              {`{"jti": "a", "session_id": "s"}`, "session_id"},
-		"Unknown":          {`{"user_id": "u"}`, "user_id"},
-		"Empty":            {`{"jti": ""}`, "jti"},
-		"NotAString":       {`{"automation_id": 7}`, "automation_id"},
-		"BadTime":          {`{"issued_before": "yesterday"}`, "issued_before"},
-		"FutureTime":       {`{"issued_before": "2999-01-01T00:00:00Z"}`, "issued_before"},
-		"ExpiresWithoutID": {`{"session_id": "s", "expires_at": "2999-01-01T00:00:00Z"}`, "expires_at"},
+		"None":             {`{}`, "jti", ""},
+		"Two":              {`{"jti": "a", "session_id": "s"}`, "session_id", ""},
+		"Unknown":          {`{"user_id": "u"}`, "user_id", ""},
+		"Empty":            {`{"jti": ""}`, "jti", ""},
+		"NotAString":       {`{"automation_id": 7}`, "automation_id", ""},
+		"BadTime":          {`{"issued_before": "yesterday"}`, "issued_before", ""},
+		"FutureTime":       {`{"issued_before": "2999-01-01T00:00:00Z"}`, "issued_before", ""},
+		"ExpiresWithoutID": {`{"session_id": "s", "expires_at": "2999-01-01T00:00:00Z"}`, "expires_at", ""},
 		// Its expiry would be past year 9999: stored, it answered 201
 		// without a body, was left out of the audit trail and broke the
 		// listing for good.
-		"ExpiresTooLate": {`{"jti": "a", "expires_at": "9999-12-31T23:59:59Z"}`, "expires_at"},
+		"ExpiresTooLate": {`{"jti": "a", "expires_at": "9999-12-31T23:59:59Z"}`, "expires_at", ""},
+		"SubjectEmpty":   {`{"subject": ""}`, "subject", "subject must be a non-empty string"},
+		"SubjectAndJTI":  {`{"jti": "a", "subject": "alice"}`, "subject", "not both jti and subject"},
+		"SubjectAndTime": {`{"subject": "alice", "issued_before": "2020-01-01T00:00:00Z"}`, "issued_before", "not both subject and issued_before"},
+		"SubjectNUL":     {`{"subject": "ali\u0000ce"}`, "subject", "NUL"},
+		"SubjectControl": {`{"subject": "ali\nce"}`, "subject", "without control characters"},
+		"SubjectTooLong": {`{"subject": "` + strings.Repeat("é", 128) + `"}`, "subject", "at most 255 bytes"},
+		"JTIControl":     {`{"jti": "a\u001b"}`, "jti", "without control characters"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := b.Do("POST", "/v1/revocations", b.Owner(), tc.body)
 			e := requireAPIError(t, r, http.StatusBadRequest, "invalid_request")
 			fields := e["details"].(map[string]any)["fields"].([]any)
 			require.Equal(t, tc.field, fields[0].(map[string]any)["field"], string(r.Raw))
+			require.Contains(t, e["message"], tc.message)
 		})
 	}
 	list := b.Do("GET", "/v1/revocations", b.Owner(), nil)
 	require.Equal(t, http.StatusOK, list.Status, string(list.Raw))
 	require.Empty(t, list.Body["revocations"], "nothing was revoked")
 	require.Equal(t, http.StatusOK, b.Do("GET", sessionProbe(apptest.Session), b.Sandbox(), nil).Status)
+}
+
+// sessionCookie signs person in on sb with a new browser and returns the
+// console session cookie's value.
+func sessionCookie(t *testing.T, sb *signInBundle, person string) string {
+	t.Helper()
+	br := newBrowser(t)
+	resp, page := sb.signIn(t, br, person)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	u, err := url.Parse(sb.URL)
+	require.NoError(t, err)
+	for _, c := range br.Jar.Cookies(u) {
+		if c.Name == signin.SessionCookie {
+			return c.Value
+		}
+	}
+	t.Fatal("no console session cookie")
+	return ""
+}
+
+// TestRevocation_Subject revokes one person of an organization by their
+// subject through one API process: their user token, a service token
+// with their subject and their console session are refused (401
+// token_revoked) there at once and on the other process within its
+// refresh, where their token's open event stream ends. Another person's
+// token and session, the same person's token in another organization, and
+// their token and console session issued after the cut-off keep working.
+func TestRevocation_Subject(t *testing.T) {
+	t.Parallel()
+	// Person A (signintest.Admin) and person B (signintest.Member), both
+	// admins of the organization.
+	admin := map[string]any{"tenant": apptest.Org, "groups": []string{"admin"}}
+	sb := startSignInWith(t, map[string]map[string]any{signintest.Admin: admin, signintest.Member: admin})
+	api2 := apptest.Start(t, &apptest.Options{
+		Role: app.RoleAPI, DatabaseURL: sb.DBURL, SecretsKey: sb.Config.SecretsKey,
+		Auth: auth.Config{IdP: auth.IdPConfig{
+			Issuer: sb.provider.Issuer, Audience: []string{"outboxd"},
+			Claims:   auth.ClaimNames{Org: "tenant", Role: "groups"},
+			Defaults: auth.ClaimDefaults{Kind: auth.KindUser},
+		}},
+		Console: signin.Config{ClientID: signintest.ClientID, ClientSecret: signintest.ClientSecret, Scopes: []string{"openid", "email", signintest.Scope}},
+	})
+	a, b := signintest.Admin, signintest.Member
+	// A route every kind of token may call, and one for console sessions.
+	const probe, consoleProbe = "/v1/actions/bootstrap-guide", "/v1/invocations"
+	token := func(org, sub string, kind auth.Kind, role auth.Role) string {
+		return sb.Token(auth.Claims{Org: org, Kind: kind, Role: role, RegisteredClaims: jwt.RegisteredClaims{Subject: sub}})
+	}
+	userA := token(apptest.Org, a, auth.KindUser, auth.RoleMember)
+	serviceA := token(apptest.Org, a, auth.KindService, "")
+	consoleA := sessionCookie(t, sb, a)
+	userB := token(apptest.Org, b, auth.KindUser, auth.RoleMember)
+	consoleB := sessionCookie(t, sb, b)
+	elsewhereA := token("org-2", a, auth.KindUser, auth.RoleMember)
+	for _, api := range []*apptest.Bundle{sb.Bundle, api2} {
+		for _, tok := range []string{userA, serviceA, userB, elsewhereA} {
+			require.Equal(t, http.StatusOK, api.Do("GET", probe, tok, nil).Status)
+		}
+		for _, ck := range []string{consoleA, consoleB} {
+			status, body := withCookie(t, api.URL+consoleProbe, ck)
+			require.Equal(t, http.StatusOK, status, body)
+		}
+	}
+	stream := api2.Stream("/v1/events", userA)
+
+	r := sb.Do("POST", "/v1/revocations", sb.Owner(), map[string]string{"subject": a})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	require.Equal(t, a, r.Body["subject"])
+	require.Nil(t, r.Body["jti"])
+	require.Nil(t, r.Body["session_id"])
+	require.Nil(t, r.Body["expires_at"], "no auth.max_lifetime: kept")
+	cut, err := time.Parse(time.RFC3339, r.Body["issued_before"].(string))
+	require.NoError(t, err)
+
+	// The revoking process refuses at once, the other within its refresh.
+	for _, tok := range []string{userA, serviceA} {
+		requireAPIError(t, sb.Do("GET", probe, tok, nil), http.StatusUnauthorized, "token_revoked")
+	}
+	status, body := withCookie(t, sb.URL+consoleProbe, consoleA)
+	require.Equal(t, http.StatusUnauthorized, status, body)
+	require.Contains(t, body, "token_revoked")
+	require.True(t, stream.Ended(revocationWait), "the revoked person's event stream ends")
+	untilRefused(t, api2, probe, userA)
+	requireAPIError(t, api2.Do("GET", probe, serviceA, nil), http.StatusUnauthorized, "token_revoked")
+	status, body = withCookie(t, api2.URL+consoleProbe, consoleA)
+	require.Equal(t, http.StatusUnauthorized, status, body)
+	require.Contains(t, body, "token_revoked")
+
+	// Another person, and the same person elsewhere, keep working.
+	for _, api := range []*apptest.Bundle{sb.Bundle, api2} {
+		for _, tok := range []string{userB, elsewhereA} {
+			require.Equal(t, http.StatusOK, api.Do("GET", probe, tok, nil).Status)
+		}
+		status, body := withCookie(t, api.URL+consoleProbe, consoleB)
+		require.Equal(t, http.StatusOK, status, body)
+	}
+
+	// Issued at the cut-off or later: a token, and a new sign-in.
+	later := signed(t, sb.Bundle, jwt.MapClaims{"org": apptest.Org, "sub": a, "kind": "user", "role": "member",
+		"iat": cut.Unix(), "exp": time.Now().Add(time.Hour).Unix()})
+	time.Sleep(time.Until(cut))
+	consoleLater := sessionCookie(t, sb, a)
+	for _, api := range []*apptest.Bundle{sb.Bundle, api2} {
+		require.Equal(t, http.StatusOK, api.Do("GET", probe, later, nil).Status)
+		status, body := withCookie(t, api.URL+consoleProbe, consoleLater)
+		require.Equal(t, http.StatusOK, status, body)
+	}
+
+	list := api2.Do("GET", "/v1/revocations", sb.Owner(), nil)
+	require.Equal(t, http.StatusOK, list.Status, string(list.Raw))
+	require.Len(t, list.Body["revocations"], 1)
+	require.Equal(t, a, list.Body["revocations"].([]any)[0].(map[string]any)["subject"])
+	owner2 := sb.Token(auth.Claims{Org: "org-2", Kind: auth.KindUser, Role: auth.RoleOwner})
+	list = sb.Do("GET", "/v1/revocations", owner2, nil)
+	require.Equal(t, http.StatusOK, list.Status, string(list.Raw))
+	require.Empty(t, list.Body["revocations"])
 }

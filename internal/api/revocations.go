@@ -17,6 +17,7 @@ type revocationView struct {
 	JTI          *string `json:"jti"`
 	SessionID    *string `json:"session_id"`
 	AutomationID *string `json:"automation_id"`
+	Subject      *string `json:"subject"`
 	// IssuedBefore is the cut-off: tokens issued before it are refused.
 	IssuedBefore time.Time  `json:"issued_before"`
 	RevokedBy    string     `json:"revoked_by"`
@@ -26,7 +27,7 @@ type revocationView struct {
 
 func viewRevocation(r *revocation.Revocation) revocationView {
 	return revocationView{
-		ID: r.ID, JTI: nilIfEmpty(r.JTI), SessionID: nilIfEmpty(r.SessionID), AutomationID: nilIfEmpty(r.AutomationID),
+		ID: r.ID, JTI: nilIfEmpty(r.JTI), SessionID: nilIfEmpty(r.SessionID), AutomationID: nilIfEmpty(r.AutomationID), Subject: nilIfEmpty(r.Subject),
 		IssuedBefore: r.IssuedBefore.UTC(), RevokedBy: r.RevokedBy, RevokedAt: r.RevokedAt.UTC(), ExpiresAt: utcOrNil(r.ExpiresAt),
 	}
 }
@@ -40,10 +41,10 @@ func utcOrNil(t *time.Time) *time.Time {
 }
 
 // revokeFields are the fields POST /v1/revocations takes.
-var revokeFields = map[string]bool{"jti": true, "session_id": true, "automation_id": true, "issued_before": true, "expires_at": true}
+var revokeFields = map[string]bool{"jti": true, "session_id": true, "automation_id": true, "subject": true, "issued_before": true, "expires_at": true}
 
-// revoke takes one of {"jti"}, {"session_id"}, {"automation_id"} and
-// {"issued_before"} (RFC 3339), and with jti optionally the token's
+// revoke takes one of {"jti"}, {"session_id"}, {"automation_id"},
+// {"subject"} and {"issued_before"} (RFC 3339), and with jti optionally the token's
 // "expires_at", and revokes the organization's matching tokens.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	var body map[string]json.RawMessage
@@ -53,7 +54,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 	p := &revocation.Params{By: c.Subject}
 	for name, raw := range body {
 		if !revokeFields[name] {
-			return invalidField(name, "%s is not something to revoke by: name one of jti, session_id, automation_id or issued_before", name)
+			return invalidField(name, "%s is not something to revoke by: name one of jti, session_id, automation_id, subject or issued_before", name)
 		}
 		var v string
 		if err := json.Unmarshal(raw, &v); err != nil || v == "" {
@@ -66,6 +67,8 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 			p.SessionID = v
 		case "automation_id":
 			p.AutomationID = v
+		case "subject":
+			p.Subject = v
 		case "issued_before", "expires_at":
 			t, err := time.Parse(time.RFC3339, v)
 			if err != nil {
