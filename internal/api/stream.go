@@ -57,6 +57,9 @@ func (s *Server) untilTokenEnds(ctx context.Context, c *auth.Claims) (context.Co
 // streamBatch is how many events a stream reads per query.
 const streamBatch = 100
 
+// streamWriteBytes is about how much a stream encodes before it writes.
+const streamWriteBytes = 256 << 10
+
 // heldRetry is how soon a stream reads again when events exist that are
 // not yet safe to deliver (an older transaction is still open).
 const heldRetry = 100 * time.Millisecond
@@ -183,32 +186,51 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 			s.logger.WarnContext(ctx, "event stream: reading events", "organization_id", c.Org, "error", err)
 			return nil
 		}
+		// The page is written in pieces of about streamWriteBytes, each
+		// event's row let go once encoded: an event carries its
+		// invocation, params and result included, so a page of them
+		// encoded together could take hundreds of MiB per stream.
 		var b strings.Builder
+		send := func() bool {
+			if b.Len() == 0 {
+				return true
+			}
+			ok := write(b.String())
+			b.Reset()
+			if !ok {
+				s.logger.InfoContext(ctx, "event stream: client too slow or gone; disconnected", "organization_id", c.Org)
+				return false
+			}
+			heartbeat.Reset(cfg.Heartbeat)
+			return true
+		}
+		n := len(items)
+		if n > 0 {
+			p.After = items[n-1].Cursor
+		}
 		for i := range items {
+			it := items[i]
+			items[i] = invocation.FeedItem{}
 			// A token's sources claim limits what it sees as it limits
 			// what it may invoke: a session's stream does not show a
 			// narrowed token the invocations of other sources made in the
 			// session with another token.
-			if !c.MaySource(items[i].Invocation.Integration) {
+			if !c.MaySource(it.Invocation.Integration) {
 				continue
 			}
-			data, err := json.Marshal(Notice(&items[i]))
+			data, err := json.Marshal(Notice(&it))
 			if err != nil {
 				return fmt.Errorf("encoding event: %w", err)
 			}
-			fmt.Fprintf(&b, "id: %s\nevent: %s\ndata: %s\n\n", items[i].Cursor.Position(), items[i].Notice, data)
-		}
-		if b.Len() > 0 {
-			if !write(b.String()) {
-				s.logger.InfoContext(ctx, "event stream: client too slow or gone; disconnected", "organization_id", c.Org)
+			fmt.Fprintf(&b, "id: %s\nevent: %s\ndata: %s\n\n", it.Cursor.Position(), it.Notice, data)
+			if b.Len() >= streamWriteBytes && !send() {
 				return nil
 			}
-			heartbeat.Reset(cfg.Heartbeat)
 		}
-		if len(items) > 0 {
-			p.After = items[len(items)-1].Cursor
+		if !send() {
+			return nil
 		}
-		if len(items) == streamBatch {
+		if n == streamBatch {
 			continue
 		}
 		wait := cfg.Poll
