@@ -49,9 +49,15 @@ type ExecuteWorker struct {
 	orgs *orgSlots
 }
 
-// orgBusyWait is how long a job whose organization has all its workers
-// busy waits, at least (plus up to as much again of jitter).
-const orgBusyWait = time.Second
+// orgSlotWait is how long a job whose organization has all its workers
+// busy waits for one of them, holding its own worker; orgBusyWait how
+// long it is then snoozed, at least (plus up to as much again of jitter).
+// Another organization's job waits at most orgSlotWait for a worker an
+// over-share job holds.
+const (
+	orgSlotWait = 250 * time.Millisecond
+	orgBusyWait = time.Second
+)
 
 // tracerName names the spans of the workers.
 const tracerName = "github.com/outboxd/outboxd/worker"
@@ -103,7 +109,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	// The organization's share of this process's workers: at it, the job
 	// waits its turn without holding a worker, spending an attempt or
 	// taking a token.
-	orgRelease, ok := w.orgs.acquire(ref.Org)
+	orgRelease, ok := w.orgs.acquire(ctx, ref.Org, orgSlotWait)
 	if !ok {
 		return river.JobSnooze(orgBusyWait + rand.N(orgBusyWait))
 	}
