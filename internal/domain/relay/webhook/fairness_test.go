@@ -87,7 +87,7 @@ func TestWebhook_EndpointsPerOrganizationCapped(t *testing.T) {
 		id, _ := createWebhook(t, b, "https://hooks.example.com/"+strconv.Itoa(i), "action_completed")
 		ids = append(ids, id)
 	}
-	
+
 	r := b.Do("POST", "/v1/webhooks", b.Admin(), map[string]any{"url": "https://hooks.example.com/over", "events": []string{"action_completed"}})
 	require.Equal(t, http.StatusConflict, r.Status, string(r.Raw))
 	require.Contains(t, string(r.Raw), "webhooks.max_endpoints")
