@@ -26,6 +26,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/batch"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/internal/platform/keyed"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
 	"github.com/outboxd/outboxd/internal/platform/tracing"
@@ -294,7 +295,7 @@ func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
 		deps: deps, cfg: config.WithDefaults(), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
 		store: invocationstore.New(nil), grants: grantstore.New(), tracer: tracing.NewTracer(deps.Tracer, tracerName),
 	}
-	w.orgs = newOrgSlots(w.cfg.MaxOrgWorkers)
+	w.orgs = keyed.New(w.cfg.MaxOrgWorkers)
 	w.starter.Max, w.completer.Max = maxGroup, maxGroup
 	w.starter.Parallel, w.completer.Parallel = groupsAtOnce, groupsAtOnce
 	w.starter.Run = batch.Isolated(func(ctx context.Context, args []invocation.BeginArgs) ([]batch.Result[invocation.Begun], error) {

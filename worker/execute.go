@@ -25,6 +25,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/platform/batch"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
+	"github.com/outboxd/outboxd/internal/platform/keyed"
 	"github.com/outboxd/outboxd/internal/platform/tracing"
 	"github.com/outboxd/outboxd/policy"
 )
@@ -46,14 +47,20 @@ type ExecuteWorker struct {
 	completer batch.Group[invocation.Completion, struct{}]
 	tracer    tracing.Tracer
 	// orgs holds each organization's share of the workers.
-	orgs *orgSlots
+	orgs *keyed.Limiter
 }
 
 // orgSlotWait is how long a job whose organization has all its workers
-// busy waits for one of them, holding its own worker; orgBusyWait how
-// long it is then snoozed, at least (plus up to as much again of jitter).
-// Another organization's job waits at most orgSlotWait for a worker an
-// over-share job holds.
+// busy (Config.MaxOrgWorkers) waits for one of them, holding its own
+// worker, and orgBusyWait how long it is then snoozed, at least (plus up
+// to as much again of jitter). The wait is for the jobs of a backlog,
+// which River fetches a thousand at a time and which mostly end within
+// milliseconds: snoozed at once, they would go round the queue again and
+// again. A job that finds no worker in that time gives its own up, as
+// when the organization's calls hang: its connectors and databases (any
+// number, each with a bucket of its own) would otherwise hold every
+// worker for the call's whole deadline. Another organization's job waits
+// at most orgSlotWait for a worker such a job holds.
 const (
 	orgSlotWait = 250 * time.Millisecond
 	orgBusyWait = time.Second
@@ -109,7 +116,7 @@ func (w *ExecuteWorker) Work(ctx context.Context, job *river.Job[invocation.Exec
 	// The organization's share of this process's workers: at it, the job
 	// waits its turn without holding a worker, spending an attempt or
 	// taking a token.
-	orgRelease, ok := w.orgs.acquire(ctx, ref.Org, orgSlotWait)
+	orgRelease, ok := w.orgs.Try(ctx, ref.Org, orgSlotWait)
 	if !ok {
 		return river.JobSnooze(orgBusyWait + rand.N(orgBusyWait))
 	}

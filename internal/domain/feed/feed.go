@@ -18,6 +18,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
+	"github.com/outboxd/outboxd/internal/platform/keyed"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
 )
 
@@ -51,7 +52,12 @@ type Service struct {
 	metrics *telemetry.Metrics
 	store   *invocationstore.Store
 	waiter  *waiter
-	reads   *orgGate
+	// reads bounds the feed reads one organization has running at once,
+	// so that its event streams, however many (each reads when its
+	// doorbell rings, all at once, and every Poll), hold at most that
+	// many of the pool's connections and queue among themselves, not
+	// ahead of the other organizations' requests.
+	reads *keyed.Limiter
 }
 
 // New returns a Service. Call Run to start the listener.
@@ -68,7 +74,7 @@ func New(deps *Deps) *Service {
 		}
 	}
 	return &Service{
-		reads:   newOrgGate(maxReads),
+		reads:   keyed.New(maxReads),
 		pool:    deps.Pool,
 		metrics: metrics,
 		store:   invocationstore.New(nil),
@@ -116,7 +122,7 @@ func (s *Service) SubscribeInvocation(ctx context.Context, org string, id uuid.U
 // later events exist but are not yet safe to deliver, so ask again soon.
 // It waits its turn among the organization's reads (Deps.MaxOrgReads).
 func (s *Service) Feed(ctx context.Context, p *Params) ([]invocation.FeedItem, bool, error) {
-	done, err := s.reads.enter(ctx, p.Org)
+	done, err := s.reads.Wait(ctx, p.Org)
 	if err != nil {
 		return nil, false, err
 	}

@@ -2,10 +2,11 @@ package dbutil
 
 import (
 	"context"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outboxd/outboxd/internal/platform/keyed"
 )
 
 // OrgShare is the default of ShareByOrg's max for a pool of size
@@ -24,35 +25,21 @@ func OrgShare(size int32) int { return max(1, int(size)*3/4) }
 // An acquire with no organization is not counted. It sets
 // cfg.ConnConfig.Tracer, which must be unset.
 func ShareByOrg(cfg *pgxpool.Config, max int) {
-	cfg.ConnConfig.Tracer = &orgShare{max: max, orgs: map[string]*orgSlots{}}
+	cfg.ConnConfig.Tracer = &orgShare{orgs: keyed.New(max)}
 }
 
 // orgShare counts each organization's connections through the pool's
 // acquire and release hooks (pgxpool.AcquireTracer, ReleaseTracer).
 type orgShare struct {
-	max  int
-	mu   sync.Mutex
-	orgs map[string]*orgSlots
+	orgs *keyed.Limiter
 }
 
-// orgSlots is an organization's share: a token in slots for each
-// connection it holds, refs its holders and waiters, so that an
-// organization with neither is forgotten.
-type orgSlots struct {
-	slots chan struct{}
-	refs  int
-}
-
-// held is one connection counted against org, from its acquire to its
-// release.
-type held struct {
-	org   string
-	slots *orgSlots
-}
-
+// heldKey is the context key of an acquire's slot, from the start of the
+// acquire to its end.
 type heldKey struct{}
 
-// heldData is where a connection keeps the held it is counted as.
+// heldData is where a connection keeps the release of the slot it is
+// counted in, until it goes back to the pool.
 const heldData = "outboxd.org_share"
 
 var (
@@ -68,59 +55,33 @@ func (s *orgShare) TraceAcquireStart(ctx context.Context, _ *pgxpool.Pool, _ pgx
 	if org == "" {
 		return ctx
 	}
-	s.mu.Lock()
-	slots := s.orgs[org]
-	if slots == nil {
-		slots = &orgSlots{slots: make(chan struct{}, s.max)}
-		s.orgs[org] = slots
-	}
-	slots.refs++
-	s.mu.Unlock()
-	h := &held{org: org, slots: slots}
-	select {
-	case slots.slots <- struct{}{}:
-		return context.WithValue(ctx, heldKey{}, h)
-	case <-ctx.Done():
-		s.forget(h)
+	release, err := s.orgs.Wait(ctx, org)
+	if err != nil {
 		return ctx
 	}
+	return context.WithValue(ctx, heldKey{}, release)
 }
 
 // TraceAcquireEnd gives the slot back when the acquire failed, and
 // otherwise records it with the connection until its release.
 func (s *orgShare) TraceAcquireEnd(ctx context.Context, _ *pgxpool.Pool, data pgxpool.TraceAcquireEndData) {
-	h, _ := ctx.Value(heldKey{}).(*held)
-	if h == nil {
+	release, _ := ctx.Value(heldKey{}).(func())
+	if release == nil {
 		return
 	}
 	if data.Err != nil || data.Conn == nil {
-		s.release(h)
+		release()
 		return
 	}
-	data.Conn.PgConn().CustomData()[heldData] = h
+	data.Conn.PgConn().CustomData()[heldData] = release
 }
 
 // TraceRelease gives back the slot of a connection returned to the pool.
 func (s *orgShare) TraceRelease(_ *pgxpool.Pool, data pgxpool.TraceReleaseData) {
 	custom := data.Conn.PgConn().CustomData()
-	if h, ok := custom[heldData].(*held); ok {
+	if release, ok := custom[heldData].(func()); ok {
 		delete(custom, heldData)
-		s.release(h)
-	}
-}
-
-func (s *orgShare) release(h *held) {
-	<-h.slots.slots
-	s.forget(h)
-}
-
-// forget drops h's reference to its organization's slots.
-func (s *orgShare) forget(h *held) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h.slots.refs--
-	if h.slots.refs == 0 {
-		delete(s.orgs, h.org)
+		release()
 	}
 }
 

@@ -177,7 +177,7 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	// The organization's share of this process's workers: at it, the
 	// delivery waits its turn without holding a worker or spending an
 	// attempt.
-	release, ok := s.orgs.acquire(ep.OrganizationID)
+	release, ok := s.orgs.Try(ctx, ep.OrganizationID, 0)
 	if !ok {
 		return river.JobSnooze(orgBusyWait + time.Duration(rand.Int64N(int64(orgBusyWait))))
 	}

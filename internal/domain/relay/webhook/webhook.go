@@ -20,6 +20,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook/webhookstore"
+	"github.com/outboxd/outboxd/internal/platform/keyed"
 	"github.com/outboxd/outboxd/internal/platform/netguard"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
@@ -124,8 +125,12 @@ type Service struct {
 	work   *webhookstore.Store // the relay and the deliveries, on Owner
 	store  *invocationstore.Store
 	client *http.Client
-	// orgs bounds one organization's share of the delivery workers.
-	orgs *orgSlots
+	// orgs bounds one organization's share of the delivery workers: an
+	// organization whose endpoints hang (each attempt holding a worker for
+	// the whole webhooks.timeout, again on every retry) leaves the others
+	// to the rest. The per-endpoint bucket does not: an organization has
+	// as many endpoints as it likes.
+	orgs *keyed.Limiter
 }
 
 // New returns a Service.
@@ -140,7 +145,7 @@ func New(deps *Deps, config *Config) (*Service, error) {
 	return &Service{
 		deps: *deps, cfg: cfg, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
 		api: webhookstore.New(deps.Pool), work: webhookstore.New(deps.Owner), store: invocationstore.New(nil), client: netguard.Client(cfg.AllowPrivateNetworks, cfg.Timeout),
-		orgs: newOrgSlots(cfg.MaxOrgWorkers),
+		orgs: keyed.New(cfg.MaxOrgWorkers),
 	}, nil
 }
 
