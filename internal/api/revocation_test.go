@@ -313,15 +313,7 @@ func TestRevocation_Subject(t *testing.T) {
 	// admins of the organization.
 	admin := map[string]any{"tenant": apptest.Org, "groups": []string{"admin"}}
 	sb := startSignInWith(t, map[string]map[string]any{signintest.Admin: admin, signintest.Member: admin})
-	api2 := apptest.Start(t, &apptest.Options{
-		Role: app.RoleAPI, DatabaseURL: sb.DBURL, SecretsKey: sb.Config.SecretsKey,
-		Auth: auth.Config{IdP: auth.IdPConfig{
-			Issuer: sb.provider.Issuer, Audience: []string{"outboxd"},
-			Claims:   auth.ClaimNames{Org: "tenant", Role: "groups"},
-			Defaults: auth.ClaimDefaults{Kind: auth.KindUser},
-		}},
-		Console: signin.Config{ClientID: signintest.ClientID, ClientSecret: signintest.ClientSecret, Scopes: []string{"openid", "email", signintest.Scope}},
-	})
+	api2 := sb.secondProcess(t)
 	a, b := signintest.Admin, signintest.Member
 	// A route every kind of token may call, and one for console sessions.
 	const probe, consoleProbe = "/v1/actions/bootstrap-guide", "/v1/invocations"

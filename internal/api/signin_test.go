@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/api"
+	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/auth/signin"
@@ -81,6 +82,21 @@ func startSignInWith(t *testing.T, claims map[string]map[string]any) *signInBund
 	})
 	provider.AllowOrigin(sb.URL)
 	return sb
+}
+
+// secondProcess starts another API process on sb's database and
+// secrets.key, with the same identity provider and console sign-in: a
+// session cookie or token of one works on the other.
+func (sb *signInBundle) secondProcess(t *testing.T) *apptest.Bundle {
+	return apptest.Start(t, &apptest.Options{
+		Role: app.RoleAPI, DatabaseURL: sb.DBURL, SecretsKey: sb.Config.SecretsKey,
+		Auth: auth.Config{IdP: auth.IdPConfig{
+			Issuer: sb.provider.Issuer, Audience: []string{"outboxd"},
+			Claims:   auth.ClaimNames{Org: "tenant", Role: "groups"},
+			Defaults: auth.ClaimDefaults{Kind: auth.KindUser},
+		}},
+		Console: signin.Config{ClientID: signintest.ClientID, ClientSecret: signintest.ClientSecret, Scopes: []string{"openid", "email", signintest.Scope}},
+	})
 }
 
 // browser is a cookie-keeping HTTP client that records the answers it was

@@ -9,9 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outboxd/outboxd/internal/app"
-	"github.com/outboxd/outboxd/internal/app/apptest"
-	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/auth/signin"
 	"github.com/outboxd/outboxd/internal/domain/auth/signin/signintest"
 )
@@ -24,15 +21,7 @@ import (
 func TestConsoleSignIn_SignOutEndsTheSessionInEveryProcess(t *testing.T) {
 	t.Parallel()
 	sb := startSignIn(t)
-	api2 := apptest.Start(t, &apptest.Options{
-		Role: app.RoleAPI, DatabaseURL: sb.DBURL, SecretsKey: sb.Config.SecretsKey,
-		Auth: auth.Config{IdP: auth.IdPConfig{
-			Issuer: sb.provider.Issuer, Audience: []string{"outboxd"},
-			Claims:   auth.ClaimNames{Org: "tenant", Role: "groups"},
-			Defaults: auth.ClaimDefaults{Kind: auth.KindUser},
-		}},
-		Console: signin.Config{ClientID: signintest.ClientID, ClientSecret: signintest.ClientSecret, Scopes: []string{"openid", "email", signintest.Scope}},
-	})
+	api2 := sb.secondProcess(t)
 	br := newBrowser(t)
 	resp, page := sb.signIn(t, br, signintest.Admin)
 	require.Equal(t, http.StatusOK, resp.StatusCode, page)
