@@ -18,3 +18,18 @@ CREATE INDEX action_invocations_org_created ON action_invocations (organization_
 DROP INDEX action_invocations_dead_letters;
 CREATE INDEX action_invocations_dead_letters ON action_invocations (organization_id, dead_lettered_at DESC, id)
     WHERE dead_lettered_at IS NOT NULL AND discarded_at IS NULL;
+
+-- The enqueue's look-ups by key (a session's idempotency key, an
+-- organization's external id) are planned once per connection, and on a
+-- new database while the table is empty (dbutil.Keyed): every index that
+-- starts with organization_id then costs the same, and Postgres takes the
+-- one made last. Made again after the one above, the key indexes stay the
+-- ones chosen (dbutil's TestKeyed); otherwise a look-up kept a plan that
+-- reads all of the organization's entries of action_invocations_org_created.
+DROP INDEX action_invocations_session_idempotency_key;
+CREATE UNIQUE INDEX action_invocations_session_idempotency_key
+    ON action_invocations (organization_id, session_id, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+DROP INDEX action_invocations_org_external_id;
+CREATE UNIQUE INDEX action_invocations_org_external_id ON action_invocations (organization_id, external_id)
+    WHERE external_id IS NOT NULL;
