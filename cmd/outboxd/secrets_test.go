@@ -137,6 +137,10 @@ func TestSecrets_RotateWhileServing(t *testing.T) {
 	hooks.mu.Lock()
 	hooks.secret = r.Body["secret"].(string)
 	hooks.mu.Unlock()
+	// Rotated, its first secret still signing (the receiver keeps it):
+	// sealed with the old key too, in webhooks.previous_secret_sealed.
+	r = b.Do("POST", "/v1/webhooks/"+r.Body["webhook"].(map[string]any)["id"].(string)+"/rotate-secret", b.Owner(), map[string]any{"overlap": "168h"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 	// A pending invocation whose exact params wait sealed.
 	b.SetModes(map[string]string{"slack:send_message": "require_approval"})
 	r = b.Invoke("send_message", map[string]any{"channel": "C1", "text": "deploy with password=hunter2-sealed"})
@@ -157,7 +161,7 @@ func TestSecrets_RotateWhileServing(t *testing.T) {
 
 	code, out := run(t, withKeys("", during), "secrets", "status")
 	require.Equal(t, 0, code, out)
-	require.Regexp(t, `3 sealed values remain on other keys \(credentials.sealed 1, webhooks.secret_sealed 1, action_invocations.params_sealed 1; by key: "default" 3\)`, out)
+	require.Regexp(t, `4 sealed values remain on other keys \(credentials.sealed 1, webhooks.secret_sealed 1, webhooks.previous_secret_sealed 1, action_invocations.params_sealed 1; by key: "default" 4\)`, out)
 
 	// Rotate while invocations run; they all complete.
 	stop := make(chan struct{})
@@ -216,7 +220,7 @@ func TestSecrets_RotateWhileServing(t *testing.T) {
 	after := entry["after"].(map[string]any)
 	resealed := after["resealed"].(map[string]any)
 	require.EqualValues(t, 1, resealed["credentials"], "the Slack credential")
-	require.EqualValues(t, 1, resealed["webhooks"])
+	require.EqualValues(t, 2, resealed["webhooks"], "the webhook's secret and the one it replaced")
 	require.GreaterOrEqual(t, resealed["invocation_params"], float64(1))
 	require.Equal(t, "2026-11", after["key_id"])
 	require.Equal(t, true, after["complete"])
@@ -247,7 +251,7 @@ func TestSecrets_RotateWhileServing(t *testing.T) {
 	require.Eventually(t, func() bool {
 		verified, _ := hooks.counts()
 		return verified >= before+2
-	}, 20*time.Second, 20*time.Millisecond, "the webhook's secret signs deliveries")
+	}, 20*time.Second, 20*time.Millisecond, "the webhook's previous secret, re-sealed, still signs deliveries")
 	_, refused := hooks.counts()
 	require.Zero(t, refused)
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -72,7 +73,7 @@ type Webhooks interface {
 	List(ctx context.Context, org string) ([]webhook.Endpoint, error)
 	Update(ctx context.Context, org, id string, p *webhook.Params) (webhook.Endpoint, error)
 	Delete(ctx context.Context, org, id string) error
-	RotateSecret(ctx context.Context, org, id string) (webhook.Endpoint, string, error)
+	RotateSecret(ctx context.Context, org, id string, overlap time.Duration) (webhook.Endpoint, string, error)
 	Deliveries(ctx context.Context, org, id string, limit, offset int) ([]webhook.Delivery, error)
 }
 

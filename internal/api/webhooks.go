@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"time"
 
@@ -24,16 +26,28 @@ type webhookView struct {
 	FailingSince   *time.Time          `json:"failing_since"`
 	DisabledAt     *time.Time          `json:"disabled_at"`
 	DisabledReason *string             `json:"disabled_reason"`
-	CreatedAt      time.Time           `json:"created_at"`
-	UpdatedAt      time.Time           `json:"updated_at"`
+	// PreviousValidUntil is until when the secret the last rotation
+	// replaced still signs deliveries next to the current one; null when
+	// it does not (any more).
+	PreviousValidUntil *time.Time `json:"previous_valid_until"`
+	CreatedAt          time.Time  `json:"created_at"`
+	UpdatedAt          time.Time  `json:"updated_at"`
 }
 
 func viewWebhook(e webhook.Endpoint) webhookView {
 	return webhookView{
 		ID: e.ID, URL: e.URL, Events: e.Events, Description: e.Description, Enabled: e.Enabled,
 		FailingSince: e.FailingSince, DisabledAt: e.DisabledAt, DisabledReason: e.DisabledReason,
-		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+		PreviousValidUntil: previousValidUntil(e.PreviousValidUntil), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 	}
+}
+
+// previousValidUntil is until, or nil once it has passed.
+func previousValidUntil(until *time.Time) *time.Time {
+	if until == nil || !until.After(time.Now()) {
+		return nil
+	}
+	return until
 }
 
 type deliveryView struct {
@@ -140,11 +154,15 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, c *auth.C
 }
 
 func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	overlap, err := decodeOverlap(r)
+	if err != nil {
+		return err
+	}
 	before, err := s.webhookBefore(r, c)
 	if err != nil {
 		return err
 	}
-	ep, secret, err := s.webhooks.RotateSecret(r.Context(), c.Org, r.PathValue("id"))
+	ep, secret, err := s.webhooks.RotateSecret(r.Context(), c.Org, r.PathValue("id"), overlap)
 	if err != nil {
 		return err
 	}
@@ -153,8 +171,45 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, c *
 			webhookView
 			SecretChanged bool `json:"secret_changed"`
 		}{auditedWebhook(ep), true}})
-	writeJSON(w, http.StatusOK, map[string]any{"webhook": viewWebhook(ep), "secret": secret})
+	view := viewWebhook(ep)
+	writeJSON(w, http.StatusOK, map[string]any{"webhook": view, "secret": secret, "previous_valid_until": view.PreviousValidUntil})
 	return nil
+}
+
+// decodeOverlap reads rotate-secret's optional body, {"overlap": "24h"}:
+// how long the secret replaced keeps signing next to the new one (a Go
+// duration, 0s for not at all). No body, or no overlap, is
+// webhook.DefaultOverlap.
+func decodeOverlap(r *http.Request) (time.Duration, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return 0, err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return webhook.DefaultOverlap, nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var in struct {
+		Overlap any `json:"overlap"`
+	}
+	if err := decode(r, &in, false); err != nil {
+		return 0, err
+	}
+	if in.Overlap == nil {
+		return webhook.DefaultOverlap, nil
+	}
+	text, ok := in.Overlap.(string)
+	if !ok {
+		return 0, invalidField("overlap", `overlap must be a duration such as "24h", "90m" or "0s"`)
+	}
+	overlap, err := time.ParseDuration(text)
+	if err != nil {
+		return 0, invalidField("overlap", `overlap must be a duration such as "24h", "90m" or "0s", not %q`, text)
+	}
+	if overlap < 0 || overlap > webhook.MaxOverlap {
+		return 0, invalidField("overlap", "overlap must be between 0s and 168h, not %s", text)
+	}
+	return overlap, nil
 }
 
 // webhookBefore is the webhook of the path before a change, for the audit

@@ -25,6 +25,9 @@ SELECT 'credentials.sealed', sealed, organization_id, integration, user_id, NULL
 UNION ALL
 SELECT 'webhooks.secret_sealed', secret_sealed, organization_id, '', '', id FROM webhooks
 UNION ALL
+SELECT 'webhooks.previous_secret_sealed', previous_secret_sealed, organization_id, '', '', id FROM webhooks
+WHERE previous_secret_sealed IS NOT NULL
+UNION ALL
 SELECT 'action_invocations.params_sealed', params_sealed, organization_id, '', '', id FROM action_invocations
 WHERE params_sealed IS NOT NULL
   AND (status IN ('pending', 'approved', 'executing') OR (dead_lettered_at IS NOT NULL AND discarded_at IS NULL))`

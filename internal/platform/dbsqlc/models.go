@@ -312,18 +312,20 @@ type TokenRevocationVersion struct {
 }
 
 type Webhook struct {
-	ID             uuid.UUID
-	OrganizationID string
-	Url            string
-	Events         []string
-	Description    string
-	SecretSealed   []byte
-	Enabled        bool
-	FailingSince   *time.Time
-	DisabledAt     *time.Time
-	DisabledReason *string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	ID                   uuid.UUID
+	OrganizationID       string
+	Url                  string
+	Events               []string
+	Description          string
+	SecretSealed         []byte
+	Enabled              bool
+	FailingSince         *time.Time
+	DisabledAt           *time.Time
+	DisabledReason       *string
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	PreviousSecretSealed []byte
+	PreviousUntil        *time.Time
 }
 
 type WebhookDelivery struct {

@@ -185,6 +185,80 @@ func (q *Queries) DeliveryRecord(ctx context.Context, db DBTX, arg DeliveryRecor
 	return i, err
 }
 
+const sealedWebhooksPreviousFrom = `-- name: SealedWebhooksPreviousFrom :many
+SELECT id, organization_id, previous_secret_sealed::bytea AS previous_secret_sealed FROM webhooks
+WHERE id >= $1 AND previous_secret_sealed IS NOT NULL
+ORDER BY id
+LIMIT $2
+`
+
+type SealedWebhooksPreviousFromParams struct {
+	ID      uuid.UUID
+	MaxRows int32
+}
+
+type SealedWebhooksPreviousFromRow struct {
+	ID                   uuid.UUID
+	OrganizationID       string
+	PreviousSecretSealed []byte
+}
+
+// For `outboxd secrets rotate` (internal/domain/sealed/sealedstore, whose
+// other statements are in sealed.sql): the previous signing secrets.
+func (q *Queries) SealedWebhooksPreviousFrom(ctx context.Context, db DBTX, arg SealedWebhooksPreviousFromParams) ([]SealedWebhooksPreviousFromRow, error) {
+	rows, err := db.Query(ctx, sealedWebhooksPreviousFrom, arg.ID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SealedWebhooksPreviousFromRow
+	for rows.Next() {
+		var i SealedWebhooksPreviousFromRow
+		if err := rows.Scan(&i.ID, &i.OrganizationID, &i.PreviousSecretSealed); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const sealedWebhooksPreviousSwap = `-- name: SealedWebhooksPreviousSwap :many
+UPDATE webhooks w SET previous_secret_sealed = u.new_sealed
+FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bytea[]) AS old_sealed,
+        unnest($3::bytea[]) AS new_sealed) AS u
+WHERE w.id = u.id AND w.previous_secret_sealed = u.old_sealed
+RETURNING w.id
+`
+
+type SealedWebhooksPreviousSwapParams struct {
+	Ids       []uuid.UUID
+	OldSealed [][]byte
+	NewSealed [][]byte
+}
+
+func (q *Queries) SealedWebhooksPreviousSwap(ctx context.Context, db DBTX, arg SealedWebhooksPreviousSwapParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, sealedWebhooksPreviousSwap, arg.Ids, arg.OldSealed, arg.NewSealed)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const webhookDelete = `-- name: WebhookDelete :execrows
 DELETE FROM webhooks WHERE id = $1 AND organization_id = $2
 `
@@ -245,7 +319,7 @@ UPDATE webhooks SET
         THEN 'failing since ' || to_char(coalesce(failing_since, now()) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') ELSE disabled_reason END,
     updated_at = now()
 WHERE id = $3
-RETURNING id, organization_id, url, events, description, secret_sealed, enabled, failing_since, disabled_at, disabled_reason, created_at, updated_at
+RETURNING id, organization_id, url, events, description, secret_sealed, enabled, failing_since, disabled_at, disabled_reason, created_at, updated_at, previous_secret_sealed, previous_until
 `
 
 type WebhookFailedParams struct {
@@ -272,12 +346,14 @@ func (q *Queries) WebhookFailed(ctx context.Context, db DBTX, arg WebhookFailedP
 		&i.DisabledReason,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PreviousSecretSealed,
+		&i.PreviousUntil,
 	)
 	return i, err
 }
 
 const webhookGet = `-- name: WebhookGet :one
-SELECT id, organization_id, url, events, description, secret_sealed, enabled, failing_since, disabled_at, disabled_reason, created_at, updated_at FROM webhooks WHERE id = $1 AND organization_id = $2
+SELECT id, organization_id, url, events, description, secret_sealed, enabled, failing_since, disabled_at, disabled_reason, created_at, updated_at, previous_secret_sealed, previous_until FROM webhooks WHERE id = $1 AND organization_id = $2
 `
 
 type WebhookGetParams struct {
@@ -301,30 +377,44 @@ func (q *Queries) WebhookGet(ctx context.Context, db DBTX, arg WebhookGetParams)
 		&i.DisabledReason,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PreviousSecretSealed,
+		&i.PreviousUntil,
 	)
 	return i, err
 }
 
 const webhookGetByID = `-- name: WebhookGetByID :one
-SELECT id, organization_id, url, events, description, secret_sealed, enabled, failing_since, disabled_at, disabled_reason, created_at, updated_at FROM webhooks WHERE id = $1
+SELECT webhooks.id, webhooks.organization_id, webhooks.url, webhooks.events, webhooks.description, webhooks.secret_sealed, webhooks.enabled, webhooks.failing_since, webhooks.disabled_at, webhooks.disabled_reason, webhooks.created_at, webhooks.updated_at, webhooks.previous_secret_sealed, webhooks.previous_until,
+    (CASE WHEN previous_until > now() THEN previous_secret_sealed END)::bytea AS previous_signing_sealed
+FROM webhooks WHERE id = $1
 `
 
-func (q *Queries) WebhookGetByID(ctx context.Context, db DBTX, id uuid.UUID) (Webhook, error) {
+type WebhookGetByIDRow struct {
+	Webhook               Webhook
+	PreviousSigningSealed []byte
+}
+
+// The endpoint for its deliveries' jobs, with its previous secret while it
+// still signs (by Postgres's clock, which set previous_until).
+func (q *Queries) WebhookGetByID(ctx context.Context, db DBTX, id uuid.UUID) (WebhookGetByIDRow, error) {
 	row := db.QueryRow(ctx, webhookGetByID, id)
-	var i Webhook
+	var i WebhookGetByIDRow
 	err := row.Scan(
-		&i.ID,
-		&i.OrganizationID,
-		&i.Url,
-		&i.Events,
-		&i.Description,
-		&i.SecretSealed,
-		&i.Enabled,
-		&i.FailingSince,
-		&i.DisabledAt,
-		&i.DisabledReason,
-		&i.CreatedAt,
-		&i.UpdatedAt,
+		&i.Webhook.ID,
+		&i.Webhook.OrganizationID,
+		&i.Webhook.Url,
+		&i.Webhook.Events,
+		&i.Webhook.Description,
+		&i.Webhook.SecretSealed,
+		&i.Webhook.Enabled,
+		&i.Webhook.FailingSince,
+		&i.Webhook.DisabledAt,
+		&i.Webhook.DisabledReason,
+		&i.Webhook.CreatedAt,
+		&i.Webhook.UpdatedAt,
+		&i.Webhook.PreviousSecretSealed,
+		&i.Webhook.PreviousUntil,
+		&i.PreviousSigningSealed,
 	)
 	return i, err
 }
@@ -332,7 +422,7 @@ func (q *Queries) WebhookGetByID(ctx context.Context, db DBTX, id uuid.UUID) (We
 const webhookInsert = `-- name: WebhookInsert :one
 INSERT INTO webhooks (id, organization_id, url, events, description, secret_sealed)
 VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, organization_id, url, events, description, secret_sealed, enabled, failing_since, disabled_at, disabled_reason, created_at, updated_at
+RETURNING id, organization_id, url, events, description, secret_sealed, enabled, failing_since, disabled_at, disabled_reason, created_at, updated_at, previous_secret_sealed, previous_until
 `
 
 type WebhookInsertParams struct {
@@ -367,12 +457,14 @@ func (q *Queries) WebhookInsert(ctx context.Context, db DBTX, arg WebhookInsertP
 		&i.DisabledReason,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PreviousSecretSealed,
+		&i.PreviousUntil,
 	)
 	return i, err
 }
 
 const webhookList = `-- name: WebhookList :many
-SELECT id, organization_id, url, events, description, secret_sealed, enabled, failing_since, disabled_at, disabled_reason, created_at, updated_at FROM webhooks WHERE organization_id = $1 ORDER BY created_at, id
+SELECT id, organization_id, url, events, description, secret_sealed, enabled, failing_since, disabled_at, disabled_reason, created_at, updated_at, previous_secret_sealed, previous_until FROM webhooks WHERE organization_id = $1 ORDER BY created_at, id
 `
 
 func (q *Queries) WebhookList(ctx context.Context, db DBTX, organizationID string) ([]Webhook, error) {
@@ -397,6 +489,8 @@ func (q *Queries) WebhookList(ctx context.Context, db DBTX, organizationID strin
 			&i.DisabledReason,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.PreviousSecretSealed,
+			&i.PreviousUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -409,19 +503,31 @@ func (q *Queries) WebhookList(ctx context.Context, db DBTX, organizationID strin
 }
 
 const webhookSetSecret = `-- name: WebhookSetSecret :one
-UPDATE webhooks SET secret_sealed = $1, updated_at = now()
-WHERE id = $2 AND organization_id = $3
-RETURNING id, organization_id, url, events, description, secret_sealed, enabled, failing_since, disabled_at, disabled_reason, created_at, updated_at
+UPDATE webhooks SET
+    secret_sealed = $1,
+    previous_secret_sealed = CASE WHEN $2::float8 > 0 THEN secret_sealed END,
+    previous_until = CASE WHEN $2::float8 > 0 THEN now() + make_interval(secs => $2::float8) END,
+    updated_at = now()
+WHERE id = $3 AND organization_id = $4
+RETURNING id, organization_id, url, events, description, secret_sealed, enabled, failing_since, disabled_at, disabled_reason, created_at, updated_at, previous_secret_sealed, previous_until
 `
 
 type WebhookSetSecretParams struct {
 	SecretSealed   []byte
+	OverlapSeconds float64
 	ID             uuid.UUID
 	OrganizationID string
 }
 
+// The secret replaced keeps signing for overlap_seconds (none at 0),
+// sealed as it was; a secret replaced before it no longer signs.
 func (q *Queries) WebhookSetSecret(ctx context.Context, db DBTX, arg WebhookSetSecretParams) (Webhook, error) {
-	row := db.QueryRow(ctx, webhookSetSecret, arg.SecretSealed, arg.ID, arg.OrganizationID)
+	row := db.QueryRow(ctx, webhookSetSecret,
+		arg.SecretSealed,
+		arg.OverlapSeconds,
+		arg.ID,
+		arg.OrganizationID,
+	)
 	var i Webhook
 	err := row.Scan(
 		&i.ID,
@@ -436,6 +542,8 @@ func (q *Queries) WebhookSetSecret(ctx context.Context, db DBTX, arg WebhookSetS
 		&i.DisabledReason,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PreviousSecretSealed,
+		&i.PreviousUntil,
 	)
 	return i, err
 }
@@ -460,7 +568,7 @@ UPDATE webhooks SET
     failing_since = CASE WHEN $4::boolean THEN NULL ELSE failing_since END,
     updated_at = now()
 WHERE id = $5 AND organization_id = $6
-RETURNING id, organization_id, url, events, description, secret_sealed, enabled, failing_since, disabled_at, disabled_reason, created_at, updated_at
+RETURNING id, organization_id, url, events, description, secret_sealed, enabled, failing_since, disabled_at, disabled_reason, created_at, updated_at, previous_secret_sealed, previous_until
 `
 
 type WebhookUpdateParams struct {
@@ -496,6 +604,8 @@ func (q *Queries) WebhookUpdate(ctx context.Context, db DBTX, arg WebhookUpdateP
 		&i.DisabledReason,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PreviousSecretSealed,
+		&i.PreviousUntil,
 	)
 	return i, err
 }

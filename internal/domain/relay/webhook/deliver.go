@@ -198,7 +198,20 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	if err != nil {
 		return river.JobCancel(fmt.Errorf("the signing secret does not open with secrets.key: %w", err))
 	}
-	o := s.send(ctx, ep.URL, string(secret), "msg_"+d.ID.String(), []byte(d.Payload))
+	secrets := []string{string(secret)}
+	// After a rotation, the secret it replaced signs too until its overlap
+	// ends (Postgres's clock, webhookstore.Target).
+	if ep.PreviousSealed != nil {
+		// One that does not open leaves the current secret signing alone:
+		// the delivery is not lost for it.
+		if previous, err := s.deps.Box.Open(ep.PreviousSealed, ep.ID[:]); err != nil {
+			s.logger.WarnContext(ctx, "the previous webhook signing secret does not open with secrets.keys; signing with the current one only",
+				"organization_id", ep.OrganizationID, "webhook_id", ep.ID, "error", err)
+		} else {
+			secrets = append(secrets, string(previous))
+		}
+	}
+	o := s.send(ctx, ep.URL, secrets, "msg_"+d.ID.String(), []byte(d.Payload))
 	o.err = errorText(o.err)
 	if o.status == "retry" && job.Attempt >= job.MaxAttempts {
 		o.status = "dead"
@@ -254,20 +267,26 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	return nil
 }
 
-// send makes one signed POST. A 2xx delivers; a 4xx other than 408 and
-// 429, and an address the guard refuses, will never succeed; anything
-// else (5xx, 408, 429, timeouts, network errors) is retried.
-func (s *Service) send(ctx context.Context, target, secret, msgID string, payload []byte) outcome {
+// send makes one POST signed with each of secrets, the signatures
+// space-separated in webhook-signature as Standard Webhooks allows. A 2xx
+// delivers; a 4xx other than 408 and 429, and an address the guard
+// refuses, will never succeed; anything else (5xx, 408, 429, timeouts,
+// network errors) is retried.
+func (s *Service) send(ctx context.Context, target string, secrets []string, msgID string, payload []byte) outcome {
 	start := time.Now()
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		return outcome{status: "refused", err: "invalid signing secret"}
-	}
 	now := time.Now()
-	sig, err := wh.Sign(msgID, now, payload)
-	if err != nil {
-		return outcome{status: "refused", err: "signing: " + err.Error()}
+	sigs := make([]string, len(secrets))
+	for i, secret := range secrets {
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			return outcome{status: "refused", err: "invalid signing secret"}
+		}
+		sigs[i], err = wh.Sign(msgID, now, payload)
+		if err != nil {
+			return outcome{status: "refused", err: "signing: " + err.Error()}
+		}
 	}
+	sig := strings.Join(sigs, " ")
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
 	if err != nil {
 		return outcome{status: "refused", err: netguard.RequestError(err)}

@@ -281,15 +281,29 @@ func (s *Service) Delete(ctx context.Context, org, id string) error {
 	return nil
 }
 
+// DefaultOverlap is how long a rotated secret keeps signing by default,
+// and MaxOverlap the longest it may.
+const (
+	DefaultOverlap = 24 * time.Hour
+	MaxOverlap     = 7 * 24 * time.Hour
+)
+
 // RotateSecret replaces an endpoint's signing secret and returns the new
-// one. Attempts from now on are signed with it.
-func (s *Service) RotateSecret(ctx context.Context, org, id string) (Endpoint, string, error) {
+// one. Attempts from now on are signed with it and, for overlap (0 to
+// MaxOverlap; 0: not at all), with the secret it replaces too, so that a
+// receiver verifying with either accepts them; a secret replaced by an
+// earlier rotation stops signing. The endpoint's PreviousValidUntil says
+// until when.
+func (s *Service) RotateSecret(ctx context.Context, org, id string, overlap time.Duration) (Endpoint, string, error) {
+	if overlap < 0 || overlap > MaxOverlap {
+		return Endpoint{}, "", errs.Invalid("overlap", "overlap must be between 0s and %s, not %s", "168h", overlap)
+	}
 	uid, err := uuid.Parse(id)
 	if err != nil {
 		return Endpoint{}, "", errs.Errorf(errs.NotFound, "webhook not found: %s", id)
 	}
 	secret := newSecret()
-	ep, ok, err := s.api.SetSecret(ctx, org, uid, s.deps.Box.Seal([]byte(secret), uid[:]))
+	ep, ok, err := s.api.SetSecret(ctx, org, uid, s.deps.Box.Seal([]byte(secret), uid[:]), overlap)
 	ep, err = one(ep, ok, err, id)
 	return ep, secret, err
 }

@@ -133,6 +133,23 @@ var Columns = []Column{
 			}),
 	},
 	{
+		Name:  "webhooks.previous_secret_sealed",
+		Holds: "webhook signing secrets replaced by a rotation, while they still sign",
+		pass: pass(
+			func(ctx context.Context, db dbsqlc.DBTX, from uuid.UUID, n int32) ([]row[uuid.UUID], error) {
+				rows, err := q.SealedWebhooksPreviousFrom(ctx, db, dbsqlc.SealedWebhooksPreviousFromParams{ID: from, MaxRows: n})
+				out := make([]row[uuid.UUID], len(rows))
+				for i, r := range rows {
+					// Sealed like secret_sealed: bound to the endpoint's id.
+					out[i] = row[uuid.UUID]{key: r.ID, value: value{r.OrganizationID, KindWebhooks, r.PreviousSecretSealed, r.ID[:]}}
+				}
+				return out, err
+			},
+			func(ctx context.Context, db dbsqlc.DBTX, ids []uuid.UUID, old, sealed [][]byte) ([]uuid.UUID, error) {
+				return q.SealedWebhooksPreviousSwap(ctx, db, dbsqlc.SealedWebhooksPreviousSwapParams{Ids: ids, OldSealed: old, NewSealed: sealed})
+			}),
+	},
+	{
 		Name:  "action_invocations.params_sealed",
 		Holds: "the exact params of unfinished invocations whose shown params are redacted",
 		pass: pass(

@@ -1,6 +1,7 @@
 package sealedstore_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -30,7 +31,9 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // stored is one sealed value a test wrote: how to read it back from its
 // row, the additional data it is bound to, and what it must open to.
 type stored struct {
-	what       string
+	what string
+	// column is the column the value is in, when not its seed's.
+	column     string
 	read       func(t *testing.T) []byte
 	additional []byte
 	plain      string
@@ -79,6 +82,32 @@ var seeds = map[string]func(t *testing.T, pool *pgxpool.Pool, org string, n int,
 				require.NoError(t, pool.QueryRow(context.Background(), `SELECT secret_sealed FROM webhooks WHERE id = $1`, id).Scan(&b))
 				return b
 			}})
+		}
+		return out
+	},
+	"webhooks.previous_secret_sealed": func(t *testing.T, pool *pgxpool.Pool, org string, n int, seal sealer) []stored {
+		var out []stored
+		for i := range n {
+			id := uuid.Must(uuid.NewV7())
+			plain, current := fmt.Sprintf("whsec_previous_%s_%d", org, i), fmt.Sprintf("whsec_current_%s_%d", org, i)
+			// Sealed the way a rotation keeps the secret it replaces: as
+			// secret_sealed, bound to the endpoint's id. (The endpoints of
+			// the seed of webhooks.secret_sealed have none, which the
+			// rotation passes over.)
+			_, err := pool.Exec(context.Background(), `INSERT INTO webhooks (id, organization_id, url, events, secret_sealed, previous_secret_sealed, previous_until)
+				VALUES ($1, $2, 'https://example.com/hook', '{}', $3, $4, now() + interval '1 day')`,
+				id, org, seal([]byte(current), id[:]), seal([]byte(plain), id[:]))
+			require.NoError(t, err)
+			read := func(column string) func(t *testing.T) []byte {
+				return func(t *testing.T) []byte {
+					var b []byte
+					require.NoError(t, pool.QueryRow(context.Background(), `SELECT `+column+` FROM webhooks WHERE id = $1`, id).Scan(&b))
+					return b
+				}
+			}
+			out = append(out,
+				stored{what: "previous webhook secret", additional: id[:], plain: plain, read: read("previous_secret_sealed")},
+				stored{what: "webhook secret with a previous one", column: "webhooks.secret_sealed", additional: id[:], plain: current, read: read("secret_sealed")})
 		}
 		return out
 	},
@@ -175,14 +204,19 @@ func TestStore_Rotate(t *testing.T) {
 	after := ring(t, secretbox.Key{ID: "2026-11", Secret: newKey})
 
 	var all []stored
-	perColumn := map[string]int{}
+	perColumn, onNew := map[string]int{}, map[string]int{}
 	for name, seed := range seeds {
 		for _, org := range []string{"org-a", "org-b"} {
 			legacy := seed(t, pool, org, 4, sealLegacy(t, oldKey))
 			tagged := seed(t, pool, org, 3, before.Seal)
 			current := seed(t, pool, org, 1, during.Seal) // sealed by a process already on the new key
 			all = slices.Concat(all, legacy, tagged, current)
-			perColumn[name] += len(legacy) + len(tagged)
+			for _, s := range slices.Concat(legacy, tagged) {
+				perColumn[cmp.Or(s.column, name)]++
+			}
+			for _, s := range current {
+				onNew[cmp.Or(s.column, name)]++
+			}
 		}
 	}
 	// One stored through the credential store, read through it at the end.
@@ -213,7 +247,7 @@ func TestStore_Rotate(t *testing.T) {
 			unreadable = 1
 		}
 		require.Equal(t, unreadable, c.Unreadable, c.Column)
-		require.Equal(t, perColumn[c.Column]+2+unreadable, c.Rows, c.Column, "2 already on the new key")
+		require.Equal(t, perColumn[c.Column]+onNew[c.Column]+unreadable, c.Rows, c.Column, "and those already on the new key")
 	}
 	require.Greater(t, len(progress), 3*len(sealedstore.Columns), "progress after every batch of 3")
 	require.Equal(t, stranger.read(t), strangerBefore)
@@ -229,9 +263,9 @@ func TestStore_Rotate(t *testing.T) {
 		}
 		require.Equal(t, map[string]int{
 			sealedstore.KindCredentials: credentials, sealedstore.KindConnectors: 2, sealedstore.KindDatabases: 2,
-			sealedstore.KindWebhooks: 7, sealedstore.KindInvocationParams: 7,
+			sealedstore.KindWebhooks: 21, sealedstore.KindInvocationParams: 7, // webhooks: 7 secrets, 7 with a previous one, 7 previous
 		}, o.Resealed, org)
-		require.Equal(t, map[string]int{secretbox.DefaultKeyID: credentials + 18}, o.From, org)
+		require.Equal(t, map[string]int{secretbox.DefaultKeyID: credentials + 32}, o.From, org)
 		require.Zero(t, o.Unreadable+o.Changed, org)
 	}
 	require.Equal(t, 1, byOrg["org-c"].Unreadable)
@@ -254,9 +288,9 @@ func TestStore_Rotate(t *testing.T) {
 	require.Equal(t, operator, e.Actor)
 	require.Equal(t, "secrets_key", e.TargetType)
 	require.Equal(t, "2026-11", e.TargetID)
-	require.JSONEq(t, `{"key_ids":{"default":22}}`, string(e.Before))
-	require.JSONEq(t, `{"key_id":"2026-11","resealed":{"credentials":4,"connectors":2,"databases":2,"webhooks":7,"invocation_params":7},
-		"resealed_total":22,"changed_meanwhile":0,"unreadable":0,"remaining_on_other_keys":0,"complete":true}`, string(e.After))
+	require.JSONEq(t, `{"key_ids":{"default":36}}`, string(e.Before))
+	require.JSONEq(t, `{"key_id":"2026-11","resealed":{"credentials":4,"connectors":2,"databases":2,"webhooks":21,"invocation_params":7},
+		"resealed_total":36,"changed_meanwhile":0,"unreadable":0,"remaining_on_other_keys":0,"complete":true}`, string(e.After))
 	raw, err := json.Marshal(e)
 	require.NoError(t, err)
 	for _, key := range []string{oldKey, newKey} {

@@ -7,7 +7,11 @@ RETURNING *;
 SELECT * FROM webhooks WHERE id = @id AND organization_id = @organization_id;
 
 -- name: WebhookGetByID :one
-SELECT * FROM webhooks WHERE id = @id;
+-- The endpoint for its deliveries' jobs, with its previous secret while it
+-- still signs (by Postgres's clock, which set previous_until).
+SELECT sqlc.embed(webhooks),
+    (CASE WHEN previous_until > now() THEN previous_secret_sealed END)::bytea AS previous_signing_sealed
+FROM webhooks WHERE id = @id;
 
 -- name: WebhookList :many
 SELECT * FROM webhooks WHERE organization_id = @organization_id ORDER BY created_at, id;
@@ -27,9 +31,30 @@ WHERE id = @id AND organization_id = @organization_id
 RETURNING *;
 
 -- name: WebhookSetSecret :one
-UPDATE webhooks SET secret_sealed = @secret_sealed, updated_at = now()
+-- The secret replaced keeps signing for overlap_seconds (none at 0),
+-- sealed as it was; a secret replaced before it no longer signs.
+UPDATE webhooks SET
+    secret_sealed = @secret_sealed,
+    previous_secret_sealed = CASE WHEN @overlap_seconds::float8 > 0 THEN secret_sealed END,
+    previous_until = CASE WHEN @overlap_seconds::float8 > 0 THEN now() + make_interval(secs => @overlap_seconds::float8) END,
+    updated_at = now()
 WHERE id = @id AND organization_id = @organization_id
 RETURNING *;
+
+-- name: SealedWebhooksPreviousFrom :many
+-- For `outboxd secrets rotate` (internal/domain/sealed/sealedstore, whose
+-- other statements are in sealed.sql): the previous signing secrets.
+SELECT id, organization_id, previous_secret_sealed::bytea AS previous_secret_sealed FROM webhooks
+WHERE id >= @id AND previous_secret_sealed IS NOT NULL
+ORDER BY id
+LIMIT @max_rows;
+
+-- name: SealedWebhooksPreviousSwap :many
+UPDATE webhooks w SET previous_secret_sealed = u.new_sealed
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@old_sealed::bytea[]) AS old_sealed,
+        unnest(@new_sealed::bytea[]) AS new_sealed) AS u
+WHERE w.id = u.id AND w.previous_secret_sealed = u.old_sealed
+RETURNING w.id;
 
 -- name: WebhookDelete :execrows
 DELETE FROM webhooks WHERE id = @id AND organization_id = @organization_id;

@@ -43,15 +43,19 @@ type Endpoint struct {
 	// endpoint after a long failure.
 	DisabledAt     *time.Time
 	DisabledReason *string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// PreviousValidUntil is when the secret replaced by the last rotation
+	// stops signing deliveries next to the current one; nil when it never
+	// did (a rotation with no overlap, or none).
+	PreviousValidUntil *time.Time
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
 }
 
 func fromRow(r *dbsqlc.Webhook) Endpoint {
 	return Endpoint{
 		ID: r.ID, OrganizationID: r.OrganizationID, URL: r.Url, Events: notices(r.Events), Description: r.Description,
 		Enabled: r.Enabled, FailingSince: r.FailingSince, DisabledAt: r.DisabledAt, DisabledReason: r.DisabledReason,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		PreviousValidUntil: r.PreviousUntil, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }
 
@@ -131,9 +135,13 @@ func (s *Store) Delete(ctx context.Context, org string, id uuid.UUID) (bool, err
 }
 
 // SetSecret replaces the sealed signing secret of one endpoint of org, and
-// returns false when there is none.
-func (s *Store) SetSecret(ctx context.Context, org string, id uuid.UUID, secretSealed []byte) (Endpoint, bool, error) {
-	return found(s.q.WebhookSetSecret(ctx, s.pool, dbsqlc.WebhookSetSecretParams{ID: id, OrganizationID: org, SecretSealed: secretSealed}))
+// returns false when there is none. The secret replaced, sealed as it was,
+// keeps signing for overlap after Postgres's now (not at all when 0); one
+// replaced before it stops.
+func (s *Store) SetSecret(ctx context.Context, org string, id uuid.UUID, secretSealed []byte, overlap time.Duration) (Endpoint, bool, error) {
+	return found(s.q.WebhookSetSecret(ctx, s.pool, dbsqlc.WebhookSetSecretParams{
+		ID: id, OrganizationID: org, SecretSealed: secretSealed, OverlapSeconds: overlap.Seconds(),
+	}))
 }
 
 // Delivery is one notice to one endpoint and how its attempts went.
@@ -228,14 +236,17 @@ func (s *Store) Message(ctx context.Context, id uuid.UUID) (Message, bool, error
 type Target struct {
 	Endpoint
 	SecretSealed []byte
+	// PreviousSealed is the secret the last rotation replaced while it
+	// still signs (previous_until after Postgres's now), else nil.
+	PreviousSealed []byte
 }
 
 // Target returns the endpoint id of any organization, and false when there
 // is none.
 func (s *Store) Target(ctx context.Context, id uuid.UUID) (Target, bool, error) {
 	r, err := s.q.WebhookGetByID(ctx, s.pool, id)
-	ep, ok, err := found(r, err)
-	return Target{Endpoint: ep, SecretSealed: r.SecretSealed}, ok, err
+	ep, ok, err := found(r.Webhook, err)
+	return Target{Endpoint: ep, SecretSealed: r.Webhook.SecretSealed, PreviousSealed: r.PreviousSigningSealed}, ok, err
 }
 
 // Attempt is what a delivery's job records: Status is delivered,
