@@ -257,6 +257,79 @@ func (q *Queries) SealedWebhooksFrom(ctx context.Context, db DBTX, arg SealedWeb
 	return items, nil
 }
 
+const sealedWebhooksPreviousFrom = `-- name: SealedWebhooksPreviousFrom :many
+SELECT id, organization_id, previous_secret_sealed::bytea AS previous_secret_sealed FROM webhooks
+WHERE id >= $1 AND previous_secret_sealed IS NOT NULL
+ORDER BY id
+LIMIT $2
+`
+
+type SealedWebhooksPreviousFromParams struct {
+	ID      uuid.UUID
+	MaxRows int32
+}
+
+type SealedWebhooksPreviousFromRow struct {
+	ID                   uuid.UUID
+	OrganizationID       string
+	PreviousSecretSealed []byte
+}
+
+// The webhooks' previous signing secrets (a rotation's overlap).
+func (q *Queries) SealedWebhooksPreviousFrom(ctx context.Context, db DBTX, arg SealedWebhooksPreviousFromParams) ([]SealedWebhooksPreviousFromRow, error) {
+	rows, err := db.Query(ctx, sealedWebhooksPreviousFrom, arg.ID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SealedWebhooksPreviousFromRow
+	for rows.Next() {
+		var i SealedWebhooksPreviousFromRow
+		if err := rows.Scan(&i.ID, &i.OrganizationID, &i.PreviousSecretSealed); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const sealedWebhooksPreviousSwap = `-- name: SealedWebhooksPreviousSwap :many
+UPDATE webhooks w SET previous_secret_sealed = u.new_sealed
+FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bytea[]) AS old_sealed,
+        unnest($3::bytea[]) AS new_sealed) AS u
+WHERE w.id = u.id AND w.previous_secret_sealed = u.old_sealed
+RETURNING w.id
+`
+
+type SealedWebhooksPreviousSwapParams struct {
+	Ids       []uuid.UUID
+	OldSealed [][]byte
+	NewSealed [][]byte
+}
+
+func (q *Queries) SealedWebhooksPreviousSwap(ctx context.Context, db DBTX, arg SealedWebhooksPreviousSwapParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, sealedWebhooksPreviousSwap, arg.Ids, arg.OldSealed, arg.NewSealed)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const sealedWebhooksSwap = `-- name: SealedWebhooksSwap :many
 UPDATE webhooks w SET secret_sealed = u.new_sealed
 FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bytea[]) AS old_sealed,

@@ -33,6 +33,20 @@ FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@old_sealed::bytea[]) AS old_sea
 WHERE w.id = u.id AND w.secret_sealed = u.old_sealed
 RETURNING w.id;
 
+-- name: SealedWebhooksPreviousFrom :many
+-- The webhooks' previous signing secrets (a rotation's overlap).
+SELECT id, organization_id, previous_secret_sealed::bytea AS previous_secret_sealed FROM webhooks
+WHERE id >= @id AND previous_secret_sealed IS NOT NULL
+ORDER BY id
+LIMIT @max_rows;
+
+-- name: SealedWebhooksPreviousSwap :many
+UPDATE webhooks w SET previous_secret_sealed = u.new_sealed
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@old_sealed::bytea[]) AS old_sealed,
+        unnest(@new_sealed::bytea[]) AS new_sealed) AS u
+WHERE w.id = u.id AND w.previous_secret_sealed = u.old_sealed
+RETURNING w.id;
+
 -- name: SealedParamsFrom :many
 SELECT id, organization_id, params_sealed FROM action_invocations
 WHERE id >= @id AND params_sealed IS NOT NULL

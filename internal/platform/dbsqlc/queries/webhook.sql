@@ -41,21 +41,6 @@ UPDATE webhooks SET
 WHERE id = @id AND organization_id = @organization_id
 RETURNING *;
 
--- name: SealedWebhooksPreviousFrom :many
--- For `outboxd secrets rotate` (internal/domain/sealed/sealedstore, whose
--- other statements are in sealed.sql): the previous signing secrets.
-SELECT id, organization_id, previous_secret_sealed::bytea AS previous_secret_sealed FROM webhooks
-WHERE id >= @id AND previous_secret_sealed IS NOT NULL
-ORDER BY id
-LIMIT @max_rows;
-
--- name: SealedWebhooksPreviousSwap :many
-UPDATE webhooks w SET previous_secret_sealed = u.new_sealed
-FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@old_sealed::bytea[]) AS old_sealed,
-        unnest(@new_sealed::bytea[]) AS new_sealed) AS u
-WHERE w.id = u.id AND w.previous_secret_sealed = u.old_sealed
-RETURNING w.id;
-
 -- name: WebhookDelete :execrows
 DELETE FROM webhooks WHERE id = @id AND organization_id = @organization_id;
 
