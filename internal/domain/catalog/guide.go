@@ -258,7 +258,10 @@ invocation; --idempotency-key <new key> asks anew when a human wants that.
    Send an Idempotency-Key header when you may retry the same request.
 
 What the answer means:
-- 200: the action ran; "result" holds the provider's answer.
+- 200 with status "completed": the action ran; "result" holds the
+  provider's answer. 200 with status "skipped": a gate of the request
+  ended it before any call (nothing was sent; "result" is null and the
+  invocation's error says why).
 - 202 with status "pending": a human must approve. Wait on
   GET /v1/sessions/{session_id}/events (Server-Sent Events; open it before
   invoking) for action_approval_result and then action_completed of your
@@ -273,6 +276,9 @@ What the answer means:
 - 400: your params do not match the schema; error.details.fields says which.
 - 429: too many pending approvals or invokes; wait before trying again.
 - 502: the provider refused or failed; the invocation's error says why.
+- Repeating an Idempotency-Key answers for where its invocation stands
+  now: also 403 once a human denied it, 410 once its approval window
+  closed, 409 once it was cancelled.
 
 Once an invocation is decided, GET
 /v1/sessions/{session_id}/actions/invocations/{invocation_id}/result-envelope
