@@ -47,10 +47,25 @@ func TestPurgeTables_CoverTheSchema(t *testing.T) {
 	for _, table := range []string{"grants", "invocation_approvals", "approval_policies", "invocation_previews", "audit_anchors"} {
 		require.Contains(t, covered, table)
 	}
-	// Rows that cascade from an invocation go before it, or the purge
-	// would delete them uncounted.
-	for _, table := range []string{"invocation_events", "slack_messages", "invocation_previews", "invocation_approvals"} {
-		require.Less(t, slices.Index(covered, table), slices.Index(covered, "action_invocations"), table)
+	// Rows that cascade from a purged table's (an invocation's, an
+	// endpoint's) go before it, or the purge would delete them uncounted,
+	// and the dry run would not count them: a table without an
+	// organization_id column (invocation_waits) too.
+	rows, err := b.pool.Query(ctx, `
+SELECT c.conrelid::regclass::text, c.confrelid::regclass::text FROM pg_constraint c
+WHERE c.contype = 'f' AND c.confdeltype = 'c' AND c.connamespace = current_schema()::regnamespace
+ORDER BY 1, 2`)
+	require.NoError(t, err)
+	type cascade struct{ Table, From string }
+	cascades, err := pgx.CollectRows(rows, pgx.RowToStructByPos[cascade])
+	require.NoError(t, err)
+	require.NotEmpty(t, cascades)
+	for _, c := range cascades {
+		if !slices.Contains(covered, c.From) {
+			continue
+		}
+		require.Contains(t, covered, c.Table, "%s cascades from %s, which the purge deletes: purge and count it first", c.Table, c.From)
+		require.Less(t, slices.Index(covered, c.Table), slices.Index(covered, c.From), "%s cascades from %s", c.Table, c.From)
 	}
 }
 
@@ -105,6 +120,11 @@ SELECT 1`, org)
 		`INSERT INTO token_revocations (organization_id, session_id, issued_before, revoked_by) VALUES ($1, 's', now(), 'me')`,
 		`INSERT INTO audit_anchors (organization_id, pruned_through, prev_hash, pruned_before, pruned_at, pruned_total) VALUES ($1, 1, 'h', now(), now(), 1)`,
 		`INSERT INTO invocation_approvals (organization_id, invocation_id, approver) SELECT $1, id, 'me' FROM action_invocations WHERE organization_id = $1 AND status = 'pending'`,
+		// MCP calls waiting on a pending invocation (no organization_id:
+		// a wait is its invocation's), one of them long over.
+		`INSERT INTO invocation_waits (id, invocation_id, until)
+			SELECT gen_random_uuid(), id, now() + interval '1 minute' FROM action_invocations WHERE organization_id = $1 AND status = 'pending'
+			UNION ALL SELECT gen_random_uuid(), id, now() - interval '1 day' FROM action_invocations WHERE organization_id = $1 AND status = 'pending'`,
 		`INSERT INTO approval_policies (organization_id, required, updated_by) VALUES ($1, '{"R4": 2}', 'me')`,
 		`INSERT INTO grants (id, organization_id, scope, scope_id, source_id, action_id, granted, remaining, expires_at, definition_hash, created_by, created_from)
 			SELECT gen_random_uuid(), $1, 'session', 's', 'slack', 'send', 3, 2, now() + interval '1 hour', 'h', 'me', id
@@ -127,9 +147,20 @@ func rowsOf(ctx context.Context, t *testing.T, pool *pgxpool.Pool, org string) m
 		out[table] = count(ctx, t, pool, `SELECT count(*) FROM `+pgx.Identifier{table}.Sanitize()+` WHERE organization_id = $1`, org)
 	}
 	out["flow_buckets"] = count(ctx, t, pool, `SELECT count(*) FROM flow_buckets WHERE scope_key = $1`, org)
+	out["invocation_waits"] = count(ctx, t, pool, `SELECT count(*) FROM invocation_waits w
+        JOIN action_invocations i ON i.id = w.invocation_id WHERE i.organization_id = $1`, org)
 	out["river_job"] = count(ctx, t, pool, `SELECT count(*) FROM river_job WHERE args::text LIKE '%' || $1 || '%'
         OR args->>'invocation_id' IN (SELECT id::text FROM action_invocations WHERE organization_id = $1)
         OR args->>'delivery_id' IN (SELECT id::text FROM webhook_deliveries WHERE organization_id = $1)`, org)
+	return out
+}
+
+// tablesOf lists the tables of counts.
+func tablesOf(counts []retention.PurgeCount) []string {
+	out := make([]string, len(counts))
+	for i, c := range counts {
+		out[i] = c.Table
+	}
 	return out
 }
 
@@ -152,6 +183,10 @@ func TestPurger(t *testing.T) {
 	purger := retention.NewPurger(b.pool, 7, revocations, nil)
 	counts, err := purger.Count(ctx, "org-a")
 	require.NoError(t, err)
+	require.ElementsMatch(t, retention.PurgeTables(), tablesOf(counts), "the dry run counts every table the purge deletes from")
+	for table := range before {
+		require.Contains(t, tablesOf(counts), table, "the dry run does not count %s", table)
+	}
 	for _, c := range counts {
 		require.Equal(t, before[c.Table], c.Rows, c.Table)
 	}
@@ -165,6 +200,7 @@ func TestPurger(t *testing.T) {
 
 	deleted, cutoff, err := purger.Purge(ctx, "org-a", nil)
 	require.NoError(t, err)
+	require.Equal(t, counts, deleted, "the dry run's counts are what the purge deleted")
 	for _, c := range deleted {
 		require.Equal(t, before[c.Table], c.Rows, c.Table)
 	}

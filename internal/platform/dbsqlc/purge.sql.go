@@ -102,6 +102,8 @@ SELECT
     (SELECT count(*) FROM slack_messages WHERE organization_id = $1::text)::bigint AS slack_messages,
     (SELECT count(*) FROM invocation_previews WHERE organization_id = $1::text)::bigint AS invocation_previews,
     (SELECT count(*) FROM invocation_approvals WHERE organization_id = $1::text)::bigint AS invocation_approvals,
+    (SELECT count(*) FROM invocation_waits w JOIN action_invocations i ON i.id = w.invocation_id
+     WHERE i.organization_id = $1::text)::bigint AS invocation_waits,
     (SELECT count(*) FROM grants WHERE organization_id = $1::text)::bigint AS grants,
     (SELECT count(*) FROM webhook_deliveries WHERE organization_id = $1::text)::bigint AS webhook_deliveries,
     (SELECT count(*) FROM webhooks WHERE organization_id = $1::text)::bigint AS webhooks,
@@ -139,6 +141,7 @@ type PurgeCountsRow struct {
 	SlackMessages       int64
 	InvocationPreviews  int64
 	InvocationApprovals int64
+	InvocationWaits     int64
 	Grants              int64
 	WebhookDeliveries   int64
 	Webhooks            int64
@@ -174,6 +177,7 @@ func (q *Queries) PurgeCounts(ctx context.Context, db DBTX, arg PurgeCountsParam
 		&i.SlackMessages,
 		&i.InvocationPreviews,
 		&i.InvocationApprovals,
+		&i.InvocationWaits,
 		&i.Grants,
 		&i.WebhookDeliveries,
 		&i.Webhooks,
@@ -343,6 +347,28 @@ type PurgeInvocationPreviewsParams struct {
 
 func (q *Queries) PurgeInvocationPreviews(ctx context.Context, db DBTX, arg PurgeInvocationPreviewsParams) (int64, error) {
 	result, err := db.Exec(ctx, purgeInvocationPreviews, arg.OrganizationID, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const purgeInvocationWaits = `-- name: PurgeInvocationWaits :execrows
+DELETE FROM invocation_waits d WHERE d.ctid IN (
+    SELECT w.ctid FROM invocation_waits w JOIN action_invocations i ON i.id = w.invocation_id
+    WHERE i.organization_id = $1::text
+    LIMIT $2::int)
+`
+
+type PurgeInvocationWaitsParams struct {
+	OrganizationID string
+	MaxRows        int32
+}
+
+// A wait has no organization_id: it is its invocation's (migration 041),
+// and would go with it (ON DELETE CASCADE) uncounted, so it goes first.
+func (q *Queries) PurgeInvocationWaits(ctx context.Context, db DBTX, arg PurgeInvocationWaitsParams) (int64, error) {
+	result, err := db.Exec(ctx, purgeInvocationWaits, arg.OrganizationID, arg.MaxRows)
 	if err != nil {
 		return 0, err
 	}

@@ -186,8 +186,8 @@ func execRows[P any](q func(context.Context, dbsqlc.DBTX, P) (int64, error), par
 // PurgeTables lists, in the order they are purged, every table that holds
 // an organization's rows: River's jobs first (they are found through the
 // invocations and deliveries they name), then what refers to invocations
-// and webhooks (approvals cascade from their invocation, so they go first
-// to be counted; grants name the invocation they were made from), then
+// and webhooks (approvals and waits cascade from their invocation, so they
+// go first to be counted; grants name the invocation they were made from), then
 // those, then the organization's settings, its pause last. A test checks
 // every table with an organization_id column is here. sourceBuckets are
 // the rate buckets configured per source (flow.ScopeSource), whose rows
@@ -209,6 +209,9 @@ func (s *Store) PurgeTables(sourceBuckets []string) []PurgeTable {
 		})},
 		{Name: "invocation_approvals", Delete: execRows(q.PurgeInvocationApprovals, func(org string, n int32) dbsqlc.PurgeInvocationApprovalsParams {
 			return dbsqlc.PurgeInvocationApprovalsParams{OrganizationID: org, MaxRows: n}
+		})},
+		{Name: "invocation_waits", Delete: execRows(q.PurgeInvocationWaits, func(org string, n int32) dbsqlc.PurgeInvocationWaitsParams {
+			return dbsqlc.PurgeInvocationWaitsParams{OrganizationID: org, MaxRows: n}
 		})},
 		{Name: "grants", Delete: execRows(q.PurgeGrants, func(org string, n int32) dbsqlc.PurgeGrantsParams {
 			return dbsqlc.PurgeGrantsParams{OrganizationID: org, MaxRows: n}
@@ -293,6 +296,7 @@ func (s *Store) PurgeCounts(ctx context.Context, db dbutil.DB, org string, sourc
 		"slack_messages":       c.SlackMessages,
 		"invocation_previews":  c.InvocationPreviews,
 		"invocation_approvals": c.InvocationApprovals,
+		"invocation_waits":     c.InvocationWaits,
 		"grants":               c.Grants,
 		"webhook_deliveries":   c.WebhookDeliveries,
 		"webhooks":             c.Webhooks,

@@ -11,6 +11,8 @@ SELECT
     (SELECT count(*) FROM slack_messages WHERE organization_id = @organization_id::text)::bigint AS slack_messages,
     (SELECT count(*) FROM invocation_previews WHERE organization_id = @organization_id::text)::bigint AS invocation_previews,
     (SELECT count(*) FROM invocation_approvals WHERE organization_id = @organization_id::text)::bigint AS invocation_approvals,
+    (SELECT count(*) FROM invocation_waits w JOIN action_invocations i ON i.id = w.invocation_id
+     WHERE i.organization_id = @organization_id::text)::bigint AS invocation_waits,
     (SELECT count(*) FROM grants WHERE organization_id = @organization_id::text)::bigint AS grants,
     (SELECT count(*) FROM webhook_deliveries WHERE organization_id = @organization_id::text)::bigint AS webhook_deliveries,
     (SELECT count(*) FROM webhooks WHERE organization_id = @organization_id::text)::bigint AS webhooks,
@@ -50,6 +52,14 @@ DELETE FROM invocation_previews d WHERE d.ctid IN (SELECT c.ctid FROM invocation
 
 -- name: PurgeInvocationApprovals :execrows
 DELETE FROM invocation_approvals d WHERE d.ctid IN (SELECT c.ctid FROM invocation_approvals c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
+
+-- name: PurgeInvocationWaits :execrows
+-- A wait has no organization_id: it is its invocation's (migration 041),
+-- and would go with it (ON DELETE CASCADE) uncounted, so it goes first.
+DELETE FROM invocation_waits d WHERE d.ctid IN (
+    SELECT w.ctid FROM invocation_waits w JOIN action_invocations i ON i.id = w.invocation_id
+    WHERE i.organization_id = @organization_id::text
+    LIMIT @max_rows::int);
 
 -- name: PurgeGrants :execrows
 DELETE FROM grants d WHERE d.ctid IN (SELECT c.ctid FROM grants c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
