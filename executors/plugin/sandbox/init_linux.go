@@ -67,8 +67,12 @@ const niceness = 10
 // ends) even when Landlock then refuses the program its descriptor.
 // Pending signals (POSIX timers among them) are counted the same way,
 // against a budget outboxd shares too: 1024 leaves the program room for
-// its timers and the others theirs.
+// its timers and the others theirs. RLIMIT_RTPRIO 0 allows no real-time
+// scheduling (SCHED_FIFO, SCHED_RR), whose busy process would take a CPU
+// from every other one, outboxd's included: a limit outboxd was started
+// with (systemd's LimitRTPRIO, limits.conf) is not the plugin's.
 var rlimits = map[int]uint64{
+	unix.RLIMIT_RTPRIO:     0,
 	unix.RLIMIT_NICE:       0,
 	unix.RLIMIT_CORE:       0,
 	unix.RLIMIT_MSGQUEUE:   0,

@@ -107,7 +107,8 @@ func loader(t *testing.T, path string) string {
 // could raise its own limit to that and grow its stack, which
 // RLIMIT_DATA does not count, past plugins.max_memory_bytes. So is the
 // memory it may lock, which the host cannot page out (8 MiB by default,
-// often unlimited for root).
+// often unlimited for root). So is its real-time priority: with one, a
+// busy program would take a CPU from everyone, outboxd included.
 func TestCommand_Rlimits(t *testing.T) {
 	sh, err := filepath.EvalSymlinks("/bin/sh")
 	require.NoError(t, err)
@@ -118,12 +119,20 @@ func TestCommand_Rlimits(t *testing.T) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_STACK, &unlimited); err == nil {
 		t.Cleanup(func() { require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_STACK, &stack)) })
 	}
+	// An RLIMIT_RTPRIO outboxd was given. Root may raise its own, but not
+	// without CAP_SYS_RESOURCE (as in some containers): there the program
+	// inherits 0 and this checks only that it has no more.
+	var rtprio unix.Rlimit
+	require.NoError(t, unix.Getrlimit(unix.RLIMIT_RTPRIO, &rtprio))
+	if err := unix.Setrlimit(unix.RLIMIT_RTPRIO, &unix.Rlimit{Cur: 50, Max: 50}); err == nil {
+		t.Cleanup(func() { require.NoError(t, unix.Setrlimit(unix.RLIMIT_RTPRIO, &rtprio)) })
+	}
 	// Those every sh knows by the same letters and units.
-	s := spec(t, "/bin/sh", "-c", "echo $(ulimit -n) $(ulimit -H -n) $(ulimit -c) $(ulimit -s) $(ulimit -H -s) $(ulimit -l) $(ulimit -H -l)")
+	s := spec(t, "/bin/sh", "-c", "echo $(ulimit -n) $(ulimit -H -n) $(ulimit -c) $(ulimit -s) $(ulimit -H -s) $(ulimit -l) $(ulimit -H -l) $(ulimit -r) $(ulimit -H -r)")
 	s.Exec = []string{"/bin/sh", loader(t, sh)}
 	out, err := run(t, s)
 	require.NoError(t, err)
-	require.Equal(t, "1024 1024 0 8192 8192 64 64\n", out)
+	require.Equal(t, "1024 1024 0 8192 8192 64 64 0 0\n", out)
 }
 
 // echoLines accepts connections and answers each line with itself.
