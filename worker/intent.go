@@ -46,9 +46,10 @@ func (w *ExecuteWorker) intentChanged(ctx context.Context, inv invocation.Invoca
 	if err != nil || !ok {
 		return false, err
 	}
-	if approved.Endpoint == "" {
-		now.Endpoint = "" // sealed before intents named the endpoint
-	}
+	// An intent sealed before intents named the server (no endpoint) of a
+	// source that has one (a connector, whose URL may have been changed
+	// since) differs from the intent now: nobody approved a server, so the
+	// call waits for an approval that does, as for any other change.
 	digest := now.Digest()
 	if digest == inv.ApprovedDigest {
 		return false, nil
@@ -56,6 +57,10 @@ func (w *ExecuteWorker) intentChanged(ctx context.Context, inv invocation.Invoca
 	changes := intent.Changes(&approved, &now)
 	reason := fmt.Sprintf("%s since the approval of intent %s; intent now %s: approve again",
 		strings.Join(changes, ", "), intent.Prefix(inv.ApprovedDigest), intent.Prefix(digest))
+	if approved.Endpoint == "" && now.Endpoint != "" {
+		reason = fmt.Sprintf("%s: intent %s was approved without the server, which an approval names since; intent now %s: approve again",
+			strings.Join(changes, ", "), intent.Prefix(inv.ApprovedDigest), intent.Prefix(digest))
+	}
 	if err := w.askAgain(ctx, inv, rc, &now, changes, "", reason); err != nil {
 		return false, err
 	}
