@@ -51,7 +51,8 @@ func newTokensCommand() *cobra.Command {
 		Long: `Revoke an organization's tokens. Name exactly one of --jti, --session,
 --automation, --subject and --issued-before. --subject revokes one
 person's tokens and console sessions (their verified subject: sub, or the
-claim auth.idp.claims.subject names), for offboarding someone without
+claim auth.idp.claims.subject names) and the sandbox and service tokens
+acting for them (their user_id), for offboarding someone without
 revoking the whole organization. A revocation refuses the tokens issued
 before it (iat; a token without iat counts as issued before), on every
 route, event stream and /mcp, within auth.revocation_refresh in every API
@@ -97,7 +98,7 @@ work.`,
 	revoke.Flags().String("jti", "", "revoke the token with this jti")
 	revoke.Flags().String("session", "", "revoke every token of this session (session_id)")
 	revoke.Flags().String("automation", "", "revoke every token of this automation (automation_id)")
-	revoke.Flags().String("subject", "", "revoke every token and console session of this person (their verified subject)")
+	revoke.Flags().String("subject", "", "revoke every token and console session of this person (their verified subject), and every token acting for them (user_id)")
 	revoke.Flags().String("issued-before", "", "revoke every token of the organization issued before this time (RFC 3339, or now)")
 	revoke.Flags().String("expires-at", "", "with --jti: the token's exp (RFC 3339); the revocation is dropped after it")
 	revoke.Flags().String("by", "", "who to record as the operator (default cli:<user>)")

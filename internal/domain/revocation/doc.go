@@ -4,8 +4,9 @@
 // An organization's owner (POST /v1/revocations) or the operator
 // (`outboxd tokens revoke`) revokes one token by its jti, every token of a
 // session or of an automation, every token of one person (by subject: the
-// verified claims' subject, user tokens and console sessions alike), or
-// every token of the organization issued before a time. Each revocation
+// verified claims' subject, user tokens and console sessions alike, and
+// the sandbox and service tokens acting for them, whose user_id it is),
+// or every token of the organization issued before a time. Each revocation
 // has a cut-off, issued_before: it refuses only tokens issued before it
 // (iat earlier than the cut-off). For a revocation by jti, session,
 // automation or subject the cut-off is the revocation's time rounded up to

@@ -170,7 +170,9 @@ type Params struct {
 	// Subject revokes one person's tokens: every token of the organization
 	// whose verified claims carry it as their subject (auth.Claims.Subject:
 	// sub, or the claim auth.idp.claims.subject names), user tokens and
-	// console sessions alike.
+	// console sessions alike, and every token acting for them, whose
+	// user_id is it (auth.Claims.UserID: their agents' sandbox tokens,
+	// their automations' service tokens).
 	Subject string
 	// IssuedBefore revokes every token of the organization issued before
 	// it; it must not be in the future.
@@ -452,8 +454,8 @@ func newIndex(all []Revocation) *index {
 }
 
 // revoked reports whether a revocation refuses c: one of its organization
-// whose selector c matches, with c issued before its cut-off (or without
-// iat).
+// whose selector c matches (a subject's matches c's subject and its
+// user_id), with c issued before its cut-off (or without iat).
 func (idx *index) revoked(c *auth.Claims) bool {
 	o := idx.orgs[c.Org]
 	if o == nil {
@@ -471,6 +473,13 @@ func (idx *index) revoked(c *auth.Claims) bool {
 	}
 	if c.Subject != "" {
 		cut = later(cut, o.subject[c.Subject])
+	}
+	// A sandbox or service token acting for a person (user_id, which
+	// names them as a user token's subject does: an approver's subject is
+	// compared with it) is refused with that person's tokens, so that
+	// revoking someone also stops the agents acting in their name.
+	if c.UserID != "" {
+		cut = later(cut, o.subject[c.UserID])
 	}
 	if cut.IsZero() {
 		return false
