@@ -241,7 +241,7 @@ set; your session comes from the token.
 
 Exit codes: 0 completed, 1 failed, 2 denied (by policy or by a human),
 3 expired (nobody decided in time), 4 usage or auth error (bad arguments,
-params that do not match the schema, a wrong or expired token). Do not
+params that do not match the schema, a wrong, expired or revoked token). Do not
 retry after 2 or 3 unchanged: the same command answers with the same
 invocation; --idempotency-key <new key> asks anew when a human wants that.
 
@@ -272,6 +272,8 @@ What the answer means:
   /v1/sessions/{session_id}/actions/invocations/{invocation_id}/cancel
   (200 with it cancelled; 409 once it has started or ended).
 - 202 with status "approved": accepted and still running; wait the same way.
+- 401: the token is wrong, expired or revoked (token_revoked). Do not
+  retry with it.
 - 403: policy denies this action. Do not retry it.
 - 400: your params do not match the schema; error.details.fields says which.
 - 429: too many pending approvals or invokes; wait before trying again.
