@@ -21,6 +21,23 @@
 // retried job) refreshes its lease instead of taking a second slot; it still
 // takes a token, because it makes another call.
 //
+// # One organization's share
+//
+// A global bucket's slots are every organization's, and a lease is held for
+// the whole call: one organization whose calls hang until their timeout, or
+// that simply has many, would hold every slot and stop every other's calls.
+// So one organization holds at most Config.MaxOrgShare of a global bucket's
+// MaxConcurrency (three quarters by default, rounded down, at least one
+// slot), counted across processes: each lease records its organization in
+// the row (lease_orgs), and the statement that grants leases refuses a
+// holder whose organization holds its share. Such a holder takes nothing
+// and is told to wait as for a full bucket. Buckets kept per organization or
+// source are one organization's already and have no share. Tokens have none
+// either: a token is taken for an instant, not held, and a call refused one
+// holds nothing and comes back in turn, so an organization flooding a bucket
+// delays the others' calls (by about its backlog over the rate) but cannot
+// hold them off; a bucket kept per organization gives each its own rate.
+//
 // Drain answers a provider's 429: the bucket is emptied and blocked until
 // now+d, never shortening a block that ends later, so the jobs of every
 // process wait, not only the one that was refused.
@@ -33,7 +50,8 @@
 // updates the row in a data-modifying CTE only when it grants. The Acquires
 // of one bucket that a process makes while such a statement is under way
 // wait for it and then go together, in the next one (internal/platform/batch): it
-// grants to as many of them, in order, as there are tokens and slots, so a
+// grants to as many of them, in order, as there are tokens and slots (passing
+// over those whose organization holds its share), so a
 // busy bucket's row is locked once per batch rather than once per job, and
 // what a caller is granted is exactly what it would have been granted alone.
 // The first Acquire of a bucket and scope key in a database costs three

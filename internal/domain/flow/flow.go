@@ -48,6 +48,12 @@ type Config struct {
 	// is free, jittered by ±20% so that waiters do not return together.
 	// Default 1s.
 	ConcurrencyRetry time.Duration
+	// MaxOrgShare is the part of a global bucket's MaxConcurrency that one
+	// organization's leases may hold at once, rounded down and at least
+	// one slot, so that one organization whose calls hang (or are many)
+	// leaves slots to the others. More than 0, at most 1 (no share: one
+	// organization may take every slot). Default 0.75.
+	MaxOrgShare float64
 }
 
 // WithDefaults returns a copy with unset fields defaulted.
@@ -62,8 +68,13 @@ func (c *Config) WithDefaults() *Config {
 		Buckets:          buckets,
 		LeaseTTL:         cmp.Or(c.LeaseTTL, 2*time.Minute),
 		ConcurrencyRetry: cmp.Or(c.ConcurrencyRetry, time.Second),
+		MaxOrgShare:      cmp.Or(c.MaxOrgShare, DefaultMaxOrgShare),
 	}
 }
+
+// DefaultMaxOrgShare is Config.MaxOrgShare's default: three quarters, as
+// for one organization's share of the workers and of the database pool.
+const DefaultMaxOrgShare = 0.75
 
 func (c *Config) validate() error {
 	switch {
@@ -71,6 +82,8 @@ func (c *Config) validate() error {
 		return errors.New("flow.lease_ttl must be positive")
 	case c.ConcurrencyRetry <= 0:
 		return errors.New("flow.concurrency_retry must be positive")
+	case !(c.MaxOrgShare > 0 && c.MaxOrgShare <= 1):
+		return errors.New("flow.max_org_share must be more than 0 and at most 1")
 	}
 	seen := make(map[string]bool, len(c.Buckets))
 	for i, b := range c.Buckets {
@@ -113,6 +126,20 @@ type Limiter struct {
 type bucket struct {
 	BucketConfig
 	perSecond float64
+	// orgShare is how many of a global bucket's slots one organization
+	// may hold; 0 when the share does not limit anyone.
+	orgShare int
+}
+
+// orgShare is the slots of max that share (Config.MaxOrgShare) gives one
+// organization: rounded down, at least one; 0 when that is all of them.
+func orgShare(maxConcurrency int, share float64) int {
+	// The epsilon keeps a product such as 0.7*10 from rounding down to 6.
+	n := max(1, int(math.Floor(float64(maxConcurrency)*share+1e-9)))
+	if n >= maxConcurrency {
+		return 0
+	}
+	return n
 }
 
 // New returns a Limiter for the buckets in config.
@@ -126,7 +153,11 @@ func New(pool *pgxpool.Pool, config *Config) (*Limiter, error) {
 	}
 	buckets := make(map[string]*bucket, len(cfg.Buckets))
 	for _, b := range cfg.Buckets {
-		buckets[b.Name] = &bucket{BucketConfig: b, perSecond: float64(b.Rate) / b.Interval.Seconds()}
+		bk := &bucket{BucketConfig: b, perSecond: float64(b.Rate) / b.Interval.Seconds()}
+		if b.Scope == ScopeGlobal && b.MaxConcurrency > 0 {
+			bk.orgShare = orgShare(b.MaxConcurrency, cfg.MaxOrgShare)
+		}
+		buckets[b.Name] = bk
 	}
 	return &Limiter{
 		store:   flowstore.New(pool),
@@ -178,13 +209,16 @@ type Lease struct {
 
 // Acquire takes one token from the bucket, and one concurrency slot for
 // holder when the bucket has MaxConcurrency, atomically in Postgres. org
-// picks the bucket of an org-scoped bucket and is ignored for a global one.
+// picks the bucket of an org-scoped bucket (its scope key, see
+// BucketConfig.ScopeKey). For a global bucket it is the organization
+// making the call, which holds at most its share of the bucket's slots
+// (Config.MaxOrgShare); "" counts against the bucket only.
 // holder identifies the job (for example "job:<id>"); it is required for a
 // bucket with MaxConcurrency, and a holder that already holds a slot keeps
 // it instead of taking a second one.
 //
-// When no token or slot is free Acquire takes nothing and returns a Grant
-// with a positive Wait. Acquires of one bucket made at the same moment in
+// When no token or slot is free, or org holds its share of the slots,
+// Acquire takes nothing and returns a Grant with a positive Wait. Acquires of one bucket made at the same moment in
 // this process share one statement, one round trip; none is made when this
 // process already knows the bucket is empty (see the package
 // documentation).
@@ -200,7 +234,17 @@ func (l *Limiter) Acquire(ctx context.Context, bucketName, org, holder string) (
 	if wait := loc.wait(time.Now()); wait > 0 {
 		return Grant{Wait: wait}, nil
 	}
-	return loc.takes.Do(ctx, holder)
+	t := taker{holder: holder}
+	if b.orgShare > 0 {
+		t.org = org
+	}
+	return loc.takes.Do(ctx, t)
+}
+
+// taker is one Acquire of a batch: the holder and, in a global bucket with
+// an organization share, its organization.
+type taker struct {
+	holder, org string
 }
 
 // local returns the pre-check and the batch of Acquires of a bucket and
@@ -208,8 +252,8 @@ func (l *Limiter) Acquire(ctx context.Context, bucketName, org, holder string) (
 func (l *Limiter) local(b *bucket, key string) *local {
 	return l.locals.get(b, key, func(loc *local) {
 		loc.takes.Max = maxHolders
-		loc.takes.Run = func(ctx context.Context, holders []string) []batch.Result[Grant] {
-			return l.take(ctx, b, key, loc, holders)
+		loc.takes.Run = func(ctx context.Context, takers []taker) []batch.Result[Grant] {
+			return l.take(ctx, b, key, loc, takers)
 		}
 	})
 }
@@ -217,9 +261,20 @@ func (l *Limiter) local(b *bucket, key string) *local {
 // maxHolders caps the holders served by one statement.
 const maxHolders = 256
 
-// take asks Postgres for a token (and a slot) for each holder, in one
+// take asks Postgres for a token (and a slot) for each taker, in one
 // statement.
-func (l *Limiter) take(ctx context.Context, b *bucket, key string, loc *local, holders []string) []batch.Result[Grant] {
+func (l *Limiter) take(ctx context.Context, b *bucket, key string, loc *local, takers []taker) []batch.Result[Grant] {
+	holders := make([]string, len(takers))
+	var orgs []string
+	if b.orgShare > 0 {
+		orgs = make([]string, len(takers))
+	}
+	for i, t := range takers {
+		holders[i] = t.holder
+		if orgs != nil {
+			orgs[i] = t.org
+		}
+	}
 	// sent is taken before the statement starts, so it is no later than the
 	// database's now(): a wait measured from it ends no later than the real
 	// one, and a token charged at it charges the local limiter no later than
@@ -231,7 +286,9 @@ func (l *Limiter) take(ctx context.Context, b *bucket, key string, loc *local, h
 		Burst:           float64(b.Burst),
 		PerSecond:       b.perSecond,
 		Holders:         holders,
+		Orgs:            orgs,
 		MaxConcurrency:  int32(b.MaxConcurrency),
+		OrgShare:        int32(b.orgShare),
 		LeaseTTLSeconds: l.cfg.LeaseTTL.Seconds(),
 	})
 	out := make([]batch.Result[Grant], len(holders))
@@ -242,23 +299,32 @@ func (l *Limiter) take(ctx context.Context, b *bucket, key string, loc *local, h
 		}
 		return out
 	}
-	granted := row.Granted
+	granted := 0
+	for _, g := range row.Granted {
+		if g {
+			granted++
+		}
+	}
 	loc.took(sent, granted)
 	var tokenWait time.Duration
 	if granted < len(holders) && row.TokenWaitSeconds > 0 {
 		tokenWait = fromSeconds(row.TokenWaitSeconds)
 		loc.block(sent.Add(tokenWait))
 	}
+	refused := 0 // for want of a token or a slot, so far
 	for i, holder := range holders {
 		switch {
-		case i < granted:
+		case row.Granted[i]:
 			if b.MaxConcurrency > 0 {
 				out[i].Value.Lease = &Lease{Bucket: b.Name, ScopeKey: key, Holder: holder}
 			}
+		case row.OverShare[i]: // as for a full bucket: a slot may come free
+			out[i].Value.Wait = jitter(l.cfg.ConcurrencyRetry)
 		case tokenWait > 0:
 			// The refused come back one token's refill apart, in order,
 			// rather than all at the moment the next single token is free.
-			out[i].Value.Wait = tokenWait + time.Duration(float64(i-granted)/b.perSecond*float64(time.Second))
+			out[i].Value.Wait = tokenWait + time.Duration(float64(refused)/b.perSecond*float64(time.Second))
+			refused++
 		default: // a token is free, a slot is not
 			out[i].Value.Wait = jitter(l.cfg.ConcurrencyRetry)
 		}

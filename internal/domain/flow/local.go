@@ -39,7 +39,7 @@ type local struct {
 
 	// takes batches the Acquires of the bucket and scope key that are made
 	// at the same moment into one statement.
-	takes batch.Group[string, Grant]
+	takes batch.Group[taker, Grant]
 }
 
 // minSweep is the map size below which no sweep runs.

@@ -14,73 +14,97 @@ const flowAcquire = `-- name: FlowAcquire :one
 WITH async AS (
     SELECT set_config('synchronous_commit', 'off', true)
 ), cur AS (
-    SELECT b.tokens, b.refilled_at, b.blocked_until, b.leases
+    SELECT b.tokens, b.refilled_at, b.blocked_until, b.leases, b.lease_orgs
     FROM flow_buckets b
     WHERE b.name = $2 AND b.scope_key = $3
     FOR UPDATE
+), live AS (
+    SELECT l.key AS holder, l.value AS expires_at, cur.lease_orgs ->> l.key AS org,
+           l.key = ANY($4::text[]) AS asking
+    FROM cur, jsonb_each(cur.leases) AS l(key, value)
+    WHERE (l.value #>> '{}')::timestamptz > now()
 ), state AS (
     SELECT
-        least($4::float8,
+        least($5::float8,
               cur.tokens + greatest(0, extract(epoch FROM now() - cur.refilled_at))::float8 * $1::float8) AS available,
         greatest(cur.refilled_at, now()) AS refilled_at,
         greatest(0, coalesce(extract(epoch FROM cur.blocked_until - now()), 0))::float8 AS blocked_seconds,
-        live.leases,
-        live.others
-    FROM cur, LATERAL (
-        SELECT coalesce(jsonb_object_agg(l.key, l.value), '{}'::jsonb) AS leases,
-               (count(*) FILTER (WHERE l.key <> ALL($5::text[])))::int AS others
-        FROM jsonb_each(cur.leases) l
-        WHERE (l.value #>> '{}')::timestamptz > now()
-    ) live
+        (SELECT coalesce(jsonb_object_agg(live.holder, live.expires_at), '{}'::jsonb) FROM live) AS leases,
+        (SELECT coalesce(jsonb_object_agg(live.holder, live.org) FILTER (WHERE live.org IS NOT NULL), '{}'::jsonb) FROM live) AS lease_orgs,
+        (SELECT count(*) FROM live WHERE NOT live.asking)::int AS others
+    FROM cur
 ), decision AS (
-    SELECT state.available, state.refilled_at, state.blocked_seconds, state.leases, state.others,
+    -- room is how many of the holders within their share may be granted.
+    SELECT state.available, state.refilled_at, state.blocked_seconds, state.leases, state.lease_orgs, state.others,
            (CASE WHEN state.blocked_seconds > 0 THEN 0
-                ELSE greatest(0, least(cardinality($5::text[]),
-                                       floor(state.available)::int,
+                ELSE greatest(0, least(floor(state.available)::int,
                                        CASE WHEN $6::int > 0
                                             THEN $6::int - state.others
-                                            ELSE cardinality($5::text[]) END))
-            END)::int AS granted
+                                            ELSE cardinality($4::text[]) END))
+            END)::int AS room
     FROM state
+), asks AS (
+    SELECT h.n, h.holder, h.org,
+           ($7::int <= 0 OR h.org = ''
+            OR row_number() OVER (PARTITION BY h.org ORDER BY h.n)
+               + (SELECT count(*) FROM live WHERE NOT live.asking AND live.org = h.org) <= $7::int) AS within_share
+    FROM (SELECT u.n, u.holder, coalesce(($8::text[])[u.n], '') AS org
+          FROM unnest($4::text[]) WITH ORDINALITY AS u(holder, n)) h
+), outcome AS (
+    SELECT asks.n, asks.holder, asks.org, asks.within_share,
+           asks.within_share
+           AND count(*) FILTER (WHERE asks.within_share) OVER (ORDER BY asks.n) <= decision.room AS granted
+    FROM asks, decision
+), totals AS (
+    SELECT (count(*) FILTER (WHERE outcome.granted))::int AS granted,
+           array_agg(outcome.granted ORDER BY outcome.n)::bool[] AS granted_each,
+           array_agg(NOT outcome.within_share ORDER BY outcome.n)::bool[] AS over_share,
+           jsonb_object_agg(outcome.holder, now() + make_interval(secs => $9::float8))
+               FILTER (WHERE outcome.granted) AS new_leases,
+           coalesce(jsonb_object_agg(outcome.holder, outcome.org) FILTER (WHERE outcome.granted AND outcome.org <> ''), '{}'::jsonb) AS new_orgs,
+           array_agg(outcome.holder) FILTER (WHERE outcome.granted) AS granted_holders
+    FROM outcome
 ), take AS (
     UPDATE flow_buckets b
-    SET tokens = d.available - d.granted,
+    SET tokens = d.available - t.granted,
         refilled_at = d.refilled_at,
-        leases = CASE WHEN $6::int > 0
-                      THEN d.leases || (SELECT jsonb_object_agg(h.holder, now() + make_interval(secs => $7::float8))
-                                        FROM unnest($5::text[]) WITH ORDINALITY AS h(holder, n)
-                                        WHERE h.n <= d.granted)
-                      ELSE b.leases END
-    FROM decision d
-    WHERE b.name = $2 AND b.scope_key = $3 AND d.granted > 0
+        leases = CASE WHEN $6::int > 0 THEN d.leases || t.new_leases ELSE b.leases END,
+        lease_orgs = CASE WHEN $6::int > 0 THEN (d.lease_orgs - t.granted_holders) || t.new_orgs ELSE b.lease_orgs END
+    FROM decision d, totals t
+    WHERE b.name = $2 AND b.scope_key = $3 AND t.granted > 0
 )
-SELECT decision.granted::int AS granted,
+SELECT totals.granted_each::bool[] AS granted_each,
+       totals.over_share::bool[] AS over_share,
        greatest(0, decision.blocked_seconds,
-                (1 - (decision.available - decision.granted)) / $1::float8)::float8 AS token_wait_seconds
-FROM decision, async
+                (1 - (decision.available - totals.granted)) / $1::float8)::float8 AS token_wait_seconds
+FROM decision, totals, async
 `
 
 type FlowAcquireParams struct {
 	PerSecond       float64
 	Name            string
 	ScopeKey        string
-	Burst           float64
 	Holders         []string
+	Burst           float64
 	MaxConcurrency  int32
+	OrgShare        int32
+	Orgs            []string
 	LeaseTtlSeconds float64
 }
 
 type FlowAcquireRow struct {
-	Granted          int32
+	GrantedEach      []bool
+	OverShare        []bool
 	TokenWaitSeconds float64
 }
 
 // Takes one token for each of holders, in order, while tokens last, and
 // with a positive max_concurrency a lease for each while slots last;
-// granted is how many of holders (a prefix) got theirs. The holders
-// refused get nothing. No row means the bucket row does not exist yet
-// (FlowBucketCreate). A process asks for all the jobs that want the bucket
-// at the same moment in one statement, so the row is locked once for them.
+// granted_each says which of holders got theirs. The holders refused get
+// nothing. No row means the bucket row does not exist
+// yet (FlowBucketCreate). A process asks for all the jobs that want the
+// bucket at the same moment in one statement, so the row is locked once
+// for them.
 //
 // cur locks the row, serializing takers across processes. FOR UPDATE returns
 // the latest committed version of the row even after waiting for the lock,
@@ -92,6 +116,13 @@ type FlowAcquireRow struct {
 //
 // Leases of holders that are not asking count against max_concurrency; a
 // holder asking again (a retried job) replaces its own lease.
+//
+// With a positive org_share, orgs[i] is the organization of holders[i]
+// and one organization holds at most org_share leases: a holder whose
+// organization would go over it is refused (over_share) before tokens and
+// slots are counted, so it takes nothing and leaves its place to the next
+// holder. lease_orgs records the organization of each lease (none for
+// an empty one); entries go with their leases.
 //
 // token_wait_seconds is how long until the next token after the granted
 // ones is free (0 when one is): the later of the end of a drain and one
@@ -107,13 +138,15 @@ func (q *Queries) FlowAcquire(ctx context.Context, db DBTX, arg FlowAcquireParam
 		arg.PerSecond,
 		arg.Name,
 		arg.ScopeKey,
-		arg.Burst,
 		arg.Holders,
+		arg.Burst,
 		arg.MaxConcurrency,
+		arg.OrgShare,
+		arg.Orgs,
 		arg.LeaseTtlSeconds,
 	)
 	var i FlowAcquireRow
-	err := row.Scan(&i.Granted, &i.TokenWaitSeconds)
+	err := row.Scan(&i.GrantedEach, &i.OverShare, &i.TokenWaitSeconds)
 	return i, err
 }
 
@@ -182,7 +215,8 @@ func (q *Queries) FlowRefund(ctx context.Context, db DBTX, arg FlowRefundParams)
 
 const flowRelease = `-- name: FlowRelease :exec
 UPDATE flow_buckets
-SET leases = leases - $1::text
+SET leases = leases - $1::text,
+    lease_orgs = lease_orgs - $1::text
 WHERE name = $2 AND scope_key = $3 AND leases ? $1::text
 `
 

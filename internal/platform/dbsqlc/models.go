@@ -148,6 +148,7 @@ type FlowBucket struct {
 	RefilledAt   time.Time
 	BlockedUntil *time.Time
 	Leases       []byte
+	LeaseOrgs    []byte
 }
 
 type Grant struct {

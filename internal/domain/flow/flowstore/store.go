@@ -27,20 +27,27 @@ func New(pool *pgxpool.Pool) *Store {
 
 // Take is what Acquire asks of a bucket row: a token for each of Holders,
 // in order, while tokens last, and with a positive MaxConcurrency a lease
-// for each while slots last.
+// for each while slots last. With a positive OrgShare, Orgs[i] is the
+// organization of Holders[i] ("" none) and one organization holds at most
+// OrgShare leases: a holder that would take it over is refused first.
 type Take struct {
 	Name, ScopeKey  string
 	Burst           float64
 	PerSecond       float64
 	Holders         []string
+	Orgs            []string
 	MaxConcurrency  int32
+	OrgShare        int32
 	LeaseTTLSeconds float64
 }
 
 // Taken is the answer to a Take.
 type Taken struct {
-	// Granted is how many of the holders (a prefix) got theirs.
-	Granted int
+	// Granted[i] says whether Holders[i] got its token (and slot).
+	Granted []bool
+	// OverShare[i] says whether Holders[i] was refused because its
+	// organization holds its share of the slots.
+	OverShare []bool
 	// TokenWaitSeconds is how long until the next token, when the tokens
 	// ran out.
 	TokenWaitSeconds float64
@@ -56,7 +63,9 @@ func (s *Store) Acquire(ctx context.Context, t Take) (Taken, error) {
 		Burst:           t.Burst,
 		PerSecond:       t.PerSecond,
 		Holders:         t.Holders,
+		Orgs:            t.Orgs,
 		MaxConcurrency:  t.MaxConcurrency,
+		OrgShare:        t.OrgShare,
 		LeaseTtlSeconds: t.LeaseTTLSeconds,
 	}
 	row, err := s.queries.FlowAcquire(ctx, s.pool, params)
@@ -71,7 +80,7 @@ func (s *Store) Acquire(ctx context.Context, t Take) (Taken, error) {
 	if err != nil {
 		return Taken{}, err
 	}
-	return Taken{Granted: int(row.Granted), TokenWaitSeconds: row.TokenWaitSeconds}, nil
+	return Taken{Granted: row.GrantedEach, OverShare: row.OverShare, TokenWaitSeconds: row.TokenWaitSeconds}, nil
 }
 
 // Release frees holder's lease in the bucket row; a lease that expired or

@@ -8,10 +8,11 @@ ON CONFLICT (name, scope_key) DO NOTHING;
 -- name: FlowAcquire :one
 -- Takes one token for each of holders, in order, while tokens last, and
 -- with a positive max_concurrency a lease for each while slots last;
--- granted is how many of holders (a prefix) got theirs. The holders
--- refused get nothing. No row means the bucket row does not exist yet
--- (FlowBucketCreate). A process asks for all the jobs that want the bucket
--- at the same moment in one statement, so the row is locked once for them.
+-- granted_each says which of holders got theirs. The holders refused get
+-- nothing. No row means the bucket row does not exist
+-- yet (FlowBucketCreate). A process asks for all the jobs that want the
+-- bucket at the same moment in one statement, so the row is locked once
+-- for them.
 --
 -- cur locks the row, serializing takers across processes. FOR UPDATE returns
 -- the latest committed version of the row even after waiting for the lock,
@@ -23,6 +24,13 @@ ON CONFLICT (name, scope_key) DO NOTHING;
 --
 -- Leases of holders that are not asking count against max_concurrency; a
 -- holder asking again (a retried job) replaces its own lease.
+--
+-- With a positive org_share, orgs[i] is the organization of holders[i]
+-- and one organization holds at most org_share leases: a holder whose
+-- organization would go over it is refused (over_share) before tokens and
+-- slots are counted, so it takes nothing and leaves its place to the next
+-- holder. lease_orgs records the organization of each lease (none for
+-- an empty one); entries go with their leases.
 --
 -- token_wait_seconds is how long until the next token after the granted
 -- ones is free (0 when one is): the later of the end of a drain and one
@@ -36,56 +44,77 @@ ON CONFLICT (name, scope_key) DO NOTHING;
 WITH async AS (
     SELECT set_config('synchronous_commit', 'off', true)
 ), cur AS (
-    SELECT b.tokens, b.refilled_at, b.blocked_until, b.leases
+    SELECT b.tokens, b.refilled_at, b.blocked_until, b.leases, b.lease_orgs
     FROM flow_buckets b
     WHERE b.name = @name AND b.scope_key = @scope_key
     FOR UPDATE
+), live AS (
+    SELECT l.key AS holder, l.value AS expires_at, cur.lease_orgs ->> l.key AS org,
+           l.key = ANY(@holders::text[]) AS asking
+    FROM cur, jsonb_each(cur.leases) AS l(key, value)
+    WHERE (l.value #>> '{}')::timestamptz > now()
 ), state AS (
     SELECT
         least(@burst::float8,
               cur.tokens + greatest(0, extract(epoch FROM now() - cur.refilled_at))::float8 * @per_second::float8) AS available,
         greatest(cur.refilled_at, now()) AS refilled_at,
         greatest(0, coalesce(extract(epoch FROM cur.blocked_until - now()), 0))::float8 AS blocked_seconds,
-        live.leases,
-        live.others
-    FROM cur, LATERAL (
-        SELECT coalesce(jsonb_object_agg(l.key, l.value), '{}'::jsonb) AS leases,
-               (count(*) FILTER (WHERE l.key <> ALL(@holders::text[])))::int AS others
-        FROM jsonb_each(cur.leases) l
-        WHERE (l.value #>> '{}')::timestamptz > now()
-    ) live
+        (SELECT coalesce(jsonb_object_agg(live.holder, live.expires_at), '{}'::jsonb) FROM live) AS leases,
+        (SELECT coalesce(jsonb_object_agg(live.holder, live.org) FILTER (WHERE live.org IS NOT NULL), '{}'::jsonb) FROM live) AS lease_orgs,
+        (SELECT count(*) FROM live WHERE NOT live.asking)::int AS others
+    FROM cur
 ), decision AS (
+    -- room is how many of the holders within their share may be granted.
     SELECT state.*,
            (CASE WHEN state.blocked_seconds > 0 THEN 0
-                ELSE greatest(0, least(cardinality(@holders::text[]),
-                                       floor(state.available)::int,
+                ELSE greatest(0, least(floor(state.available)::int,
                                        CASE WHEN @max_concurrency::int > 0
                                             THEN sqlc.arg(max_concurrency)::int - state.others
                                             ELSE cardinality(@holders::text[]) END))
-            END)::int AS granted
+            END)::int AS room
     FROM state
+), asks AS (
+    SELECT h.n, h.holder, h.org,
+           (sqlc.arg(org_share)::int <= 0 OR h.org = ''
+            OR row_number() OVER (PARTITION BY h.org ORDER BY h.n)
+               + (SELECT count(*) FROM live WHERE NOT live.asking AND live.org = h.org) <= sqlc.arg(org_share)::int) AS within_share
+    FROM (SELECT u.n, u.holder, coalesce((@orgs::text[])[u.n], '') AS org
+          FROM unnest(@holders::text[]) WITH ORDINALITY AS u(holder, n)) h
+), outcome AS (
+    SELECT asks.*,
+           asks.within_share
+           AND count(*) FILTER (WHERE asks.within_share) OVER (ORDER BY asks.n) <= decision.room AS granted
+    FROM asks, decision
+), totals AS (
+    SELECT (count(*) FILTER (WHERE outcome.granted))::int AS granted,
+           array_agg(outcome.granted ORDER BY outcome.n)::bool[] AS granted_each,
+           array_agg(NOT outcome.within_share ORDER BY outcome.n)::bool[] AS over_share,
+           jsonb_object_agg(outcome.holder, now() + make_interval(secs => @lease_ttl_seconds::float8))
+               FILTER (WHERE outcome.granted) AS new_leases,
+           coalesce(jsonb_object_agg(outcome.holder, outcome.org) FILTER (WHERE outcome.granted AND outcome.org <> ''), '{}'::jsonb) AS new_orgs,
+           array_agg(outcome.holder) FILTER (WHERE outcome.granted) AS granted_holders
+    FROM outcome
 ), take AS (
     UPDATE flow_buckets b
-    SET tokens = d.available - d.granted,
+    SET tokens = d.available - t.granted,
         refilled_at = d.refilled_at,
-        leases = CASE WHEN @max_concurrency::int > 0
-                      THEN d.leases || (SELECT jsonb_object_agg(h.holder, now() + make_interval(secs => @lease_ttl_seconds::float8))
-                                        FROM unnest(@holders::text[]) WITH ORDINALITY AS h(holder, n)
-                                        WHERE h.n <= d.granted)
-                      ELSE b.leases END
-    FROM decision d
-    WHERE b.name = @name AND b.scope_key = @scope_key AND d.granted > 0
+        leases = CASE WHEN @max_concurrency::int > 0 THEN d.leases || t.new_leases ELSE b.leases END,
+        lease_orgs = CASE WHEN @max_concurrency::int > 0 THEN (d.lease_orgs - t.granted_holders) || t.new_orgs ELSE b.lease_orgs END
+    FROM decision d, totals t
+    WHERE b.name = @name AND b.scope_key = @scope_key AND t.granted > 0
 )
-SELECT decision.granted::int AS granted,
+SELECT totals.granted_each::bool[] AS granted_each,
+       totals.over_share::bool[] AS over_share,
        greatest(0, decision.blocked_seconds,
-                (1 - (decision.available - decision.granted)) / @per_second::float8)::float8 AS token_wait_seconds
-FROM decision, async;
+                (1 - (decision.available - totals.granted)) / @per_second::float8)::float8 AS token_wait_seconds
+FROM decision, totals, async;
 
 -- name: FlowRelease :exec
 -- Frees holder's lease. Releasing a lease that expired or was released
 -- already changes nothing.
 UPDATE flow_buckets
-SET leases = leases - @holder::text
+SET leases = leases - @holder::text,
+    lease_orgs = lease_orgs - @holder::text
 WHERE name = @name AND scope_key = @scope_key AND leases ? @holder::text;
 
 -- name: FlowRefund :exec

@@ -1,0 +1,2 @@
+-- Leases are counted against the bucket only again.
+ALTER TABLE flow_buckets DROP COLUMN lease_orgs;
