@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -64,7 +65,10 @@ func (w *ExecuteWorker) takeToken(ctx context.Context, ref *invocation.BucketRef
 
 // takeOne acquires one bucket for the job (takeToken).
 func (w *ExecuteWorker) takeOne(ctx context.Context, bucket string, ref *invocation.BucketRef, jobID int64) (wait time.Duration, release func(), err error) {
-	grant, err := w.deps.Flow.Acquire(ctx, bucket, w.bucketScope(bucket, ref.Org, ref.Source), "job:"+strconv.FormatInt(jobID, 10))
+	// A global bucket's scope key is "": the limiter takes the job's
+	// organization instead, to hold it to its share of the bucket's slots.
+	key := cmp.Or(w.bucketScope(bucket, ref.Org, ref.Source), ref.Org)
+	grant, err := w.deps.Flow.Acquire(ctx, bucket, key, "job:"+strconv.FormatInt(jobID, 10))
 	if errors.Is(err, flow.ErrUnknownBucket) {
 		// The bucket was removed from the configuration after this job was
 		// enqueued: run unthrottled rather than never.
