@@ -460,6 +460,10 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: ve.Message, details: map[string]any{"fields": ve.Fields}}
 	case errors.As(err, &rle):
 		return rateLimited(err.Error(), rle.RetryAfter)
+	case errors.Is(err, dbutil.ErrOrgBusy):
+		return databaseBusy()
+	case dbutil.TimedOut(err):
+		return databaseTimeout()
 	case dbutil.Unavailable(err):
 		return databaseUnavailable()
 	case isUnstorableValue(err):

@@ -128,6 +128,22 @@ type Config struct {
 	// API's tenant pool one organization's requests may hold at once
 	// (dbutil.ShareByOrg). Default three quarters of the pool.
 	MaxOrgConns int
+	// OrgConnWait is database.org_conn_wait: how long an API request
+	// waits for a connection of its organization's share before it is
+	// answered 503 with a Retry-After. Default dbutil.DefaultOrgWait.
+	OrgConnWait time.Duration
+	// StatementTimeout is database.statement_timeout: how long one
+	// statement of the API's tenant pool may run, lock waits included
+	// (dbutil.BoundStatements); one cut is answered 503 with a
+	// Retry-After. Default dbutil.DefaultStatementTimeout. The owner's
+	// pool (workers, River, LISTEN, migrations, retention) is not bounded.
+	StatementTimeout time.Duration
+	// MaxConnectors is connectors.max_per_org: how many MCP connectors one
+	// organization may have. Default connectors.DefaultMaxPerOrg.
+	MaxConnectors int
+	// MaxDatabases is databases.max_per_org: how many databases one
+	// organization may register. Default orgdatabases.DefaultMaxPerOrg.
+	MaxDatabases int
 	// Plugins configures the plugin action packages (plugins.*).
 	Plugins plugin.Config
 	// DemoCredential is the demo source's credential, which `outboxd dev`
@@ -192,6 +208,16 @@ func (c *Config) validate() error {
 	}
 	if c.MaxOrgConns < 0 {
 		return fmt.Errorf("database.max_org_conns must be 0 (three quarters of the API's pool) or a positive number, not %d", c.MaxOrgConns)
+	}
+	switch {
+	case c.OrgConnWait < 0:
+		return fmt.Errorf("database.org_conn_wait must be 0 (%s) or a positive duration, not %s", dbutil.DefaultOrgWait, c.OrgConnWait)
+	case c.StatementTimeout < 0:
+		return fmt.Errorf("database.statement_timeout must be 0 (%s) or a positive duration, not %s", dbutil.DefaultStatementTimeout, c.StatementTimeout)
+	case c.MaxConnectors < 0:
+		return fmt.Errorf("connectors.max_per_org must be 0 (%d) or a positive number, not %d", connectors.DefaultMaxPerOrg, c.MaxConnectors)
+	case c.MaxDatabases < 0:
+		return fmt.Errorf("databases.max_per_org must be 0 (%d) or a positive number, not %d", orgdatabases.DefaultMaxPerOrg, c.MaxDatabases)
 	}
 	if c.Console.ClientID != "" && c.Auth.IdP.Issuer == "" {
 		return errors.New("console.oidc.client_id needs auth.idp.issuer: the identity provider people sign in to the console with")
@@ -324,8 +350,11 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	tenantConfig := pool.Config()
 	tenantConfig.MaxConns = min(tenantConfig.MaxConns, PoolSize(RoleAPI, 0, runtime.GOMAXPROCS(0)))
 	// One organization may hold at most three quarters of it, so that its
-	// requests waiting in the database never leave the others none.
-	dbutil.ShareByOrg(tenantConfig, cmp.Or(cfg.MaxOrgConns, dbutil.OrgShare(tenantConfig.MaxConns)))
+	// requests waiting in the database never leave the others none; a
+	// request waits for its share at most database.org_conn_wait, and a
+	// statement runs at most database.statement_timeout.
+	dbutil.ShareByOrg(tenantConfig, cmp.Or(cfg.MaxOrgConns, dbutil.OrgShare(tenantConfig.MaxConns)), cfg.OrgConnWait)
+	dbutil.BoundStatements(tenantConfig, cfg.StatementTimeout)
 	tenantPool, err := dbutil.TenantPool(context.Background(), tenantConfig)
 	if err != nil {
 		return nil, err
@@ -480,9 +509,9 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	// The org-registered source kinds, in the order the catalog lists
 	// them: each store writes through the tenant pool and looks sources up
 	// for the workers through pool.
-	orgDatabases := orgdatabases.New(databasestore.New(tenantPool, pool, creds), databases, creds, grants)
+	orgDatabases := orgdatabases.New(databasestore.New(tenantPool, pool, creds), databases, creds, grants, cfg.MaxDatabases)
 	orgConnectors := connectors.New(&connectors.Deps{
-		Store: mcpstore.New(tenantPool, pool, creds), Client: mcpClient, Secrets: creds,
+		Store: mcpstore.New(tenantPool, pool, creds), Client: mcpClient, Secrets: creds, MaxPerOrg: cfg.MaxConnectors,
 		Modes: func(ctx context.Context, org string) (map[string]policy.Mode, error) {
 			return settingsSvc.GetModes(ctx, org, "")
 		},

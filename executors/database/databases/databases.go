@@ -5,6 +5,7 @@
 package databases
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -26,13 +27,21 @@ type Service struct {
 	client *database.Client
 	urls   URLReader
 	grants orgsource.GrantRevoker
+	max    int
 }
+
+// DefaultMaxPerOrg is New's default of how many databases one
+// organization may register.
+const DefaultMaxPerOrg = 50
 
 // New returns a Service storing databases in store and running them with
 // client; urls reads a database's URL when it is tested, and grants
 // revokes the grants of a database given another URL (nil revokes none).
-func New(store *databasestore.Store, client *database.Client, urls URLReader, grants orgsource.GrantRevoker) *Service {
-	return &Service{store: store, client: client, urls: urls, grants: grants}
+// One organization may register at most maxPerOrg databases
+// (databases.max_per_org; 0: DefaultMaxPerOrg): each gets a connection
+// pool of its own in every worker that calls it, and a rate bucket.
+func New(store *databasestore.Store, client *database.Client, urls URLReader, grants orgsource.GrantRevoker, maxPerOrg int) *Service {
+	return &Service{store: store, client: client, urls: urls, grants: grants, max: cmp.Or(maxPerOrg, DefaultMaxPerOrg)}
 }
 
 // Input creates or patches a registered database; nil fields are unchanged
@@ -110,7 +119,8 @@ func (s *Service) apply(f *databasestore.Fields, in *Input) error {
 // Create registers a database for org, with its URL sealed in the
 // credential store in the same transaction. A URL whose role is
 // privileged is refused (*database.PrivilegedRoleError) when the database
-// can be reached now.
+// can be reached now. One past the organization's cap is errs.Conflict
+// and is not kept.
 func (s *Service) Create(ctx context.Context, org, by string, in *Input) (View, error) {
 	if in.URL == nil || strings.TrimSpace(*in.URL) == "" {
 		return View{}, errs.Invalid("url", "url is required: postgres://user:password@host:5432/database")
@@ -128,6 +138,17 @@ func (s *Service) Create(ctx context.Context, org, by string, in *Input) (View, 
 	}
 	if err != nil {
 		return View{}, fmt.Errorf("creating database: %w", err)
+	}
+	err = orgsource.KeepWithinCap(ctx, s.max, "databases", "databases.max_per_org",
+		func(ctx context.Context) (int, error) {
+			rows, err := s.store.List(ctx, org)
+			return len(rows), err
+		},
+		func(ctx context.Context) error {
+			return s.store.Delete(ctx, org, row.ID, orgsource.NotFound("database", row.ID.String()))
+		})
+	if err != nil {
+		return View{}, err
 	}
 	return view(&row), nil
 }

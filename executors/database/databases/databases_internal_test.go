@@ -18,7 +18,7 @@ func TestCredentialOnlyOutboxdHolds(t *testing.T) {
 
 	client := database.New(&database.Config{})
 	t.Cleanup(client.Close)
-	s := New(nil, client, nil, nil)
+	s := New(nil, client, nil, nil, 0)
 	db := s.source(&databasestore.Row{ID: uuid.New(), Name: "warehouse", MaxRows: 10, StatementTimeoutMs: 1000})
 	require.True(t, db.NeedsCredential)
 	require.True(t, db.LocalCredential)

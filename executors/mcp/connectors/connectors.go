@@ -5,6 +5,7 @@
 package connectors
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,7 +48,15 @@ type Deps struct {
 	// Grants revokes the grants of a connector given another server or
 	// secret, in that change's transaction; nil revokes none.
 	Grants orgsource.GrantRevoker
+	// MaxPerOrg is how many connectors one organization may have
+	// (connectors.max_per_org); default DefaultMaxPerOrg. Each enabled one
+	// is listed (its server called) for the organization's catalog, and
+	// gets a rate bucket of its own.
+	MaxPerOrg int
 }
+
+// DefaultMaxPerOrg is Deps.MaxPerOrg's default.
+const DefaultMaxPerOrg = 50
 
 // Service manages an organization's MCP connectors.
 type Service struct {
@@ -56,11 +65,13 @@ type Service struct {
 	secrets SecretStore
 	modes   func(ctx context.Context, org string) (map[string]policy.Mode, error)
 	grants  orgsource.GrantRevoker
+	max     int
 }
 
 // New returns a Service.
 func New(deps *Deps) *Service {
-	return &Service{store: deps.Store, client: deps.Client, secrets: deps.Secrets, modes: deps.Modes, grants: deps.Grants}
+	return &Service{store: deps.Store, client: deps.Client, secrets: deps.Secrets, modes: deps.Modes, grants: deps.Grants,
+		max: cmp.Or(deps.MaxPerOrg, DefaultMaxPerOrg)}
 }
 
 // Input creates or patches a connector; nil fields are unchanged on patch.
@@ -182,7 +193,8 @@ func (s *Service) check(f *fields, in *Input) error {
 }
 
 // Create adds an MCP connector for org, with its secret sealed in the
-// credential store in the same transaction.
+// credential store in the same transaction. One past the organization's
+// MaxPerOrg is errs.Conflict and is not kept.
 func (s *Service) Create(ctx context.Context, org, by string, in *Input) (View, error) {
 	f := fields{authType: string(mcp.AuthNone), enabled: true}
 	f.apply(in)
@@ -202,6 +214,17 @@ func (s *Service) Create(ctx context.Context, org, by string, in *Input) (View, 
 	}
 	if err != nil {
 		return View{}, fmt.Errorf("creating connector: %w", err)
+	}
+	err = orgsource.KeepWithinCap(ctx, s.max, "connectors", "connectors.max_per_org",
+		func(ctx context.Context) (int, error) {
+			rows, err := s.store.List(ctx, org)
+			return len(rows), err
+		},
+		func(ctx context.Context) error {
+			return s.store.Delete(ctx, org, row.ID, orgsource.NotFound("connector", row.ID.String()))
+		})
+	if err != nil {
+		return View{}, err
 	}
 	return view(&row), nil
 }

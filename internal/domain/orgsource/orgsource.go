@@ -68,3 +68,26 @@ func IsConflict(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
+
+// KeepWithinCap keeps a source of an organization just created (and
+// committed) only if the organization has at most max of its kind with
+// it: count says how many it has now; remove deletes the new one, with a
+// context that is not cancelled. Over the cap it returns errs.Conflict,
+// naming noun ("connectors") and key (the configuration key of max).
+// Counted after the insert, creates racing each other cannot pass the cap
+// together: each counts the others committed before it, so that at most
+// max are kept (fewer, when racing creates both count each other).
+func KeepWithinCap(ctx context.Context, max int, noun, key string,
+	count func(ctx context.Context) (int, error), remove func(ctx context.Context) error) error {
+	n, err := count(ctx)
+	if err == nil && n <= max {
+		return nil
+	}
+	if rerr := remove(context.WithoutCancel(ctx)); rerr != nil {
+		return fmt.Errorf("removing one of %s over the cap: %w", noun, rerr)
+	}
+	if err != nil {
+		return fmt.Errorf("counting %s: %w", noun, err)
+	}
+	return fmt.Errorf("%w: this organization has %d %s, the most it may have (%s): delete one first", errs.Conflict, max, noun, key)
+}

@@ -2,6 +2,9 @@ package dbutil
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,25 +17,54 @@ import (
 // are always left to the other organizations.
 func OrgShare(size int32) int { return max(1, int(size)*3/4) }
 
+// DefaultOrgWait is ShareByOrg's default wait: how long an acquire waits
+// for a connection of its organization's share.
+const DefaultOrgWait = 10 * time.Second
+
+// ErrOrgBusy is the error of an acquire that waited ShareByOrg's whole
+// wait for a connection of its organization's share: the organization's
+// other work held them all. It is also a context.DeadlineExceeded.
+var ErrOrgBusy = errors.New("every connection of this organization's share of the pool stayed in use")
+
 // ShareByOrg makes a pool opened from cfg (a TenantPool) give one
 // organization at most max of its connections at once: an acquire by a
 // context of an organization (WithOrg) holding max waits, until one of
-// them is released or its context ends, before it asks the pool. Without
-// it, an organization whose requests wait inside the database (a lock, a
-// slow listing, a burst of changes that take turns on its audit chain)
-// holds one connection each, and with enough of them every connection,
-// so that every other organization's requests wait for the pool as long.
+// them is released, its context ends or wait (0: DefaultOrgWait) has
+// passed, before it asks the pool; after wait it fails with ErrOrgBusy.
+// Without it, an organization whose requests wait inside the database (a
+// lock, a slow listing, a burst of changes that take turns on its audit
+// chain) holds one connection each, and with enough of them every
+// connection, so that every other organization's requests wait for the
+// pool as long. Without the wait, its requests past its share waited as
+// long as their own contexts, which an HTTP request's is not bounded by.
 // An acquire with no organization is not counted. It sets
 // cfg.ConnConfig.Tracer, which must be unset.
-func ShareByOrg(cfg *pgxpool.Config, max int) {
-	cfg.ConnConfig.Tracer = &orgShare{orgs: keyed.New(max)}
+func ShareByOrg(cfg *pgxpool.Config, max int, wait time.Duration) {
+	if wait <= 0 {
+		wait = DefaultOrgWait
+	}
+	cfg.ConnConfig.Tracer = &orgShare{orgs: keyed.New(max), wait: wait}
 }
 
 // orgShare counts each organization's connections through the pool's
 // acquire and release hooks (pgxpool.AcquireTracer, ReleaseTracer).
 type orgShare struct {
 	orgs *keyed.Limiter
+	wait time.Duration
 }
+
+// busy is the context an acquire that waited out its organization's share
+// goes on with: ended, so that the pool fails the acquire at once with
+// its Err, which says why.
+type busy struct{ context.Context }
+
+var (
+	ended   = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+	busyErr = fmt.Errorf("%w (%w)", ErrOrgBusy, context.DeadlineExceeded)
+)
+
+func (busy) Done() <-chan struct{} { return ended }
+func (busy) Err() error            { return busyErr }
 
 // heldKey is the context key of an acquire's slot, from the start of the
 // acquire to its end.
@@ -49,17 +81,21 @@ var (
 )
 
 // TraceAcquireStart waits for a slot of ctx's organization. When ctx ends
-// first it returns ctx, whose error the acquire then fails with.
+// first it returns ctx, whose error the acquire then fails with; when the
+// wait ends first, a context whose error is ErrOrgBusy.
 func (s *orgShare) TraceAcquireStart(ctx context.Context, _ *pgxpool.Pool, _ pgxpool.TraceAcquireStartData) context.Context {
 	org := OrgFrom(ctx)
 	if org == "" {
 		return ctx
 	}
-	release, err := s.orgs.Wait(ctx, org)
-	if err != nil {
+	release, ok := s.orgs.Try(ctx, org, s.wait)
+	switch {
+	case ok:
+		return context.WithValue(ctx, heldKey{}, release)
+	case ctx.Err() != nil:
 		return ctx
 	}
-	return context.WithValue(ctx, heldKey{}, release)
+	return busy{ctx}
 }
 
 // TraceAcquireEnd gives the slot back when the acquire failed, and

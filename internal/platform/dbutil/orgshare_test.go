@@ -20,7 +20,7 @@ func TestShareByOrg(t *testing.T) {
 	ctx := context.Background()
 	cfg := pgtest.Pool(t).Config().Copy()
 	cfg.MaxConns = 4
-	dbutil.ShareByOrg(cfg, dbutil.OrgShare(cfg.MaxConns))
+	dbutil.ShareByOrg(cfg, dbutil.OrgShare(cfg.MaxConns), 0)
 	require.Equal(t, 3, dbutil.OrgShare(cfg.MaxConns))
 	pool, err := dbutil.TenantPool(ctx, cfg)
 	require.NoError(t, err)
