@@ -28,7 +28,8 @@ type webhookView struct {
 	DisabledReason *string             `json:"disabled_reason"`
 	// PreviousValidUntil is until when the secret the last rotation
 	// replaced still signs deliveries next to the current one; null when
-	// it does not (any more).
+	// it does not (any more), by Postgres's clock, as the deliveries
+	// decide (webhookstore).
 	PreviousValidUntil *time.Time `json:"previous_valid_until"`
 	CreatedAt          time.Time  `json:"created_at"`
 	UpdatedAt          time.Time  `json:"updated_at"`
@@ -38,16 +39,8 @@ func viewWebhook(e webhook.Endpoint) webhookView {
 	return webhookView{
 		ID: e.ID, URL: e.URL, Events: e.Events, Description: e.Description, Enabled: e.Enabled,
 		FailingSince: e.FailingSince, DisabledAt: e.DisabledAt, DisabledReason: e.DisabledReason,
-		PreviousValidUntil: previousValidUntil(e.PreviousValidUntil), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+		PreviousValidUntil: e.PreviousValidUntil, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 	}
-}
-
-// previousValidUntil is until, or nil once it has passed.
-func previousValidUntil(until *time.Time) *time.Time {
-	if until == nil || !until.After(time.Now()) {
-		return nil
-	}
-	return until
 }
 
 type deliveryView struct {

@@ -1,7 +1,9 @@
 // Package retention deletes what outboxd no longer needs to keep: finished
 // invocations with their events, finished webhook deliveries, and the
 // oldest entries of each organization's audit trail, once they are older
-// than their configured retention. A periodic River job in the
+// than their configured retention; and, whatever the retention, the
+// webhook signing secrets rotations replaced, once their overlap has
+// ended (they sign nothing any more). A periodic River job in the
 // worker role runs it, in small batches, each its own short transaction,
 // through the owner's pool (every organization). River deletes its own
 // finished jobs (worker.Config's job retention settings). It also purges
@@ -290,6 +292,9 @@ type Report struct {
 	// Unfinished lists the targets the run's budget ran out on before
 	// their last batch came back short: the next run goes on with them.
 	Unfinished []string
+	// ClearedSecrets counts the webhooks whose previous signing secret
+	// the run forgot, its overlap over.
+	ClearedSecrets int64
 }
 
 // Run deletes, for each target, the rows past its retention, a batch per
@@ -307,6 +312,12 @@ func (s *Service) Run(ctx context.Context) (*Report, error) {
 	}
 	deadline := time.Now().Add(s.cfg.Budget)
 	var errs []error
+	// A secret no longer valid is not kept, whatever the retention.
+	if n, err := s.store.ClearPreviousSecrets(ctx, s.deps.Pool); err != nil {
+		errs = append(errs, err)
+	} else {
+		rep.ClearedSecrets = n
+	}
 	for _, t := range s.targets() {
 		if t.keep <= 0 {
 			continue
@@ -331,6 +342,9 @@ func (s *Service) Run(ctx context.Context) (*Report, error) {
 	}
 	if len(rep.Unfinished) > 0 {
 		attrs = append(attrs, "unfinished", rep.Unfinished)
+	}
+	if rep.ClearedSecrets > 0 {
+		attrs = append(attrs, "webhook_previous_secrets_cleared", rep.ClearedSecrets)
 	}
 	err := errors.Join(errs...)
 	if err != nil {

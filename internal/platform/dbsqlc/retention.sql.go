@@ -12,6 +12,24 @@ import (
 	"github.com/google/uuid"
 )
 
+const retentionClearPreviousSecrets = `-- name: RetentionClearPreviousSecrets :execrows
+UPDATE webhooks SET previous_secret_sealed = NULL, previous_until = NULL
+WHERE previous_until <= now()
+`
+
+// Forgets the webhook signing secrets rotations replaced whose overlap has
+// ended (by Postgres's clock, as the deliveries decide): they sign nothing
+// any more, and a secret no longer valid is not kept. A rotation racing
+// this keeps the previous secret it sets (its previous_until is checked
+// again on the row it wrote).
+func (q *Queries) RetentionClearPreviousSecrets(ctx context.Context, db DBTX) (int64, error) {
+	result, err := db.Exec(ctx, retentionClearPreviousSecrets)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const retentionDeleteInvocations = `-- name: RetentionDeleteInvocations :one
 WITH doomed AS (
     DELETE FROM action_invocations i

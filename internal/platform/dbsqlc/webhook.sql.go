@@ -279,7 +279,8 @@ func (q *Queries) WebhookFailed(ctx context.Context, db DBTX, arg WebhookFailedP
 }
 
 const webhookGet = `-- name: WebhookGet :one
-SELECT id, organization_id, url, events, description, secret_sealed, enabled, failing_since, disabled_at, disabled_reason, created_at, updated_at, previous_secret_sealed, previous_until FROM webhooks WHERE id = $1 AND organization_id = $2
+SELECT webhooks.id, webhooks.organization_id, webhooks.url, webhooks.events, webhooks.description, webhooks.secret_sealed, webhooks.enabled, webhooks.failing_since, webhooks.disabled_at, webhooks.disabled_reason, webhooks.created_at, webhooks.updated_at, webhooks.previous_secret_sealed, webhooks.previous_until, coalesce(previous_until > now(), false)::boolean AS previous_signs
+FROM webhooks WHERE id = $1 AND organization_id = $2
 `
 
 type WebhookGetParams struct {
@@ -287,24 +288,32 @@ type WebhookGetParams struct {
 	OrganizationID string
 }
 
-func (q *Queries) WebhookGet(ctx context.Context, db DBTX, arg WebhookGetParams) (Webhook, error) {
+type WebhookGetRow struct {
+	Webhook       Webhook
+	PreviousSigns bool
+}
+
+// previous_signs: whether the secret the last rotation replaced still
+// signs, by Postgres's clock, as the deliveries decide (WebhookGetByID).
+func (q *Queries) WebhookGet(ctx context.Context, db DBTX, arg WebhookGetParams) (WebhookGetRow, error) {
 	row := db.QueryRow(ctx, webhookGet, arg.ID, arg.OrganizationID)
-	var i Webhook
+	var i WebhookGetRow
 	err := row.Scan(
-		&i.ID,
-		&i.OrganizationID,
-		&i.Url,
-		&i.Events,
-		&i.Description,
-		&i.SecretSealed,
-		&i.Enabled,
-		&i.FailingSince,
-		&i.DisabledAt,
-		&i.DisabledReason,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.PreviousSecretSealed,
-		&i.PreviousUntil,
+		&i.Webhook.ID,
+		&i.Webhook.OrganizationID,
+		&i.Webhook.Url,
+		&i.Webhook.Events,
+		&i.Webhook.Description,
+		&i.Webhook.SecretSealed,
+		&i.Webhook.Enabled,
+		&i.Webhook.FailingSince,
+		&i.Webhook.DisabledAt,
+		&i.Webhook.DisabledReason,
+		&i.Webhook.CreatedAt,
+		&i.Webhook.UpdatedAt,
+		&i.Webhook.PreviousSecretSealed,
+		&i.Webhook.PreviousUntil,
+		&i.PreviousSigns,
 	)
 	return i, err
 }
@@ -390,33 +399,41 @@ func (q *Queries) WebhookInsert(ctx context.Context, db DBTX, arg WebhookInsertP
 }
 
 const webhookList = `-- name: WebhookList :many
-SELECT id, organization_id, url, events, description, secret_sealed, enabled, failing_since, disabled_at, disabled_reason, created_at, updated_at, previous_secret_sealed, previous_until FROM webhooks WHERE organization_id = $1 ORDER BY created_at, id
+SELECT webhooks.id, webhooks.organization_id, webhooks.url, webhooks.events, webhooks.description, webhooks.secret_sealed, webhooks.enabled, webhooks.failing_since, webhooks.disabled_at, webhooks.disabled_reason, webhooks.created_at, webhooks.updated_at, webhooks.previous_secret_sealed, webhooks.previous_until, coalesce(previous_until > now(), false)::boolean AS previous_signs
+FROM webhooks WHERE organization_id = $1 ORDER BY created_at, id
 `
 
-func (q *Queries) WebhookList(ctx context.Context, db DBTX, organizationID string) ([]Webhook, error) {
+type WebhookListRow struct {
+	Webhook       Webhook
+	PreviousSigns bool
+}
+
+// previous_signs as in WebhookGet.
+func (q *Queries) WebhookList(ctx context.Context, db DBTX, organizationID string) ([]WebhookListRow, error) {
 	rows, err := db.Query(ctx, webhookList, organizationID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Webhook
+	var items []WebhookListRow
 	for rows.Next() {
-		var i Webhook
+		var i WebhookListRow
 		if err := rows.Scan(
-			&i.ID,
-			&i.OrganizationID,
-			&i.Url,
-			&i.Events,
-			&i.Description,
-			&i.SecretSealed,
-			&i.Enabled,
-			&i.FailingSince,
-			&i.DisabledAt,
-			&i.DisabledReason,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.PreviousSecretSealed,
-			&i.PreviousUntil,
+			&i.Webhook.ID,
+			&i.Webhook.OrganizationID,
+			&i.Webhook.Url,
+			&i.Webhook.Events,
+			&i.Webhook.Description,
+			&i.Webhook.SecretSealed,
+			&i.Webhook.Enabled,
+			&i.Webhook.FailingSince,
+			&i.Webhook.DisabledAt,
+			&i.Webhook.DisabledReason,
+			&i.Webhook.CreatedAt,
+			&i.Webhook.UpdatedAt,
+			&i.Webhook.PreviousSecretSealed,
+			&i.Webhook.PreviousUntil,
+			&i.PreviousSigns,
 		); err != nil {
 			return nil, err
 		}
@@ -485,6 +502,8 @@ func (q *Queries) WebhookSucceeded(ctx context.Context, db DBTX, id uuid.UUID) e
 
 const webhookUpdate = `-- name: WebhookUpdate :one
 UPDATE webhooks SET
+    previous_secret_sealed = CASE WHEN previous_until > now() THEN previous_secret_sealed END,
+    previous_until = CASE WHEN previous_until > now() THEN previous_until END,
     url = coalesce($1, url),
     events = coalesce($2::text[], events),
     description = coalesce($3, description),
@@ -506,7 +525,8 @@ type WebhookUpdateParams struct {
 	OrganizationID string
 }
 
-// Enabling an endpoint clears its disabling and its failure streak.
+// Enabling an endpoint clears its disabling and its failure streak. A
+// previous secret whose overlap has ended (Postgres's clock) is forgotten.
 func (q *Queries) WebhookUpdate(ctx context.Context, db DBTX, arg WebhookUpdateParams) (Webhook, error) {
 	row := db.QueryRow(ctx, webhookUpdate,
 		arg.Url,

@@ -112,6 +112,17 @@ func (s *Store) DeleteWebhookDeliveries(ctx context.Context, db dbutil.DB, webho
 	return n, nil
 }
 
+// ClearPreviousSecrets forgets every webhook signing secret a rotation
+// replaced whose overlap has ended (by Postgres's clock), and returns how
+// many it forgot.
+func (s *Store) ClearPreviousSecrets(ctx context.Context, db dbutil.DB) (int64, error) {
+	n, err := s.q.RetentionClearPreviousSecrets(ctx, db)
+	if err != nil {
+		return 0, fmt.Errorf("clearing the webhooks' expired previous secrets: %w", err)
+	}
+	return n, nil
+}
+
 // PurgeTable is one table an organization's rows are purged from.
 type PurgeTable struct {
 	// Name is the table's.

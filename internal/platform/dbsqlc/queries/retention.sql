@@ -60,6 +60,15 @@ WHERE d.id IN (
     LIMIT @max_rows
     FOR UPDATE SKIP LOCKED);
 
+-- name: RetentionClearPreviousSecrets :execrows
+-- Forgets the webhook signing secrets rotations replaced whose overlap has
+-- ended (by Postgres's clock, as the deliveries decide): they sign nothing
+-- any more, and a secret no longer valid is not kept. A rotation racing
+-- this keeps the previous secret it sets (its previous_until is checked
+-- again on the row it wrote).
+UPDATE webhooks SET previous_secret_sealed = NULL, previous_until = NULL
+WHERE previous_until <= now();
+
 -- name: RetentionRecord :exec
 -- Adds what a run deleted of each organization in each table (parallel
 -- arrays) to retention_runs.

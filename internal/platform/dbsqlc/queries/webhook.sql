@@ -4,7 +4,10 @@ VALUES (@id, @organization_id, @url, @events, @description, @secret_sealed)
 RETURNING *;
 
 -- name: WebhookGet :one
-SELECT * FROM webhooks WHERE id = @id AND organization_id = @organization_id;
+-- previous_signs: whether the secret the last rotation replaced still
+-- signs, by Postgres's clock, as the deliveries decide (WebhookGetByID).
+SELECT sqlc.embed(webhooks), coalesce(previous_until > now(), false)::boolean AS previous_signs
+FROM webhooks WHERE id = @id AND organization_id = @organization_id;
 
 -- name: WebhookGetByID :one
 -- The endpoint for its deliveries' jobs, with its previous secret while it
@@ -14,11 +17,16 @@ SELECT sqlc.embed(webhooks),
 FROM webhooks WHERE id = @id;
 
 -- name: WebhookList :many
-SELECT * FROM webhooks WHERE organization_id = @organization_id ORDER BY created_at, id;
+-- previous_signs as in WebhookGet.
+SELECT sqlc.embed(webhooks), coalesce(previous_until > now(), false)::boolean AS previous_signs
+FROM webhooks WHERE organization_id = @organization_id ORDER BY created_at, id;
 
 -- name: WebhookUpdate :one
--- Enabling an endpoint clears its disabling and its failure streak.
+-- Enabling an endpoint clears its disabling and its failure streak. A
+-- previous secret whose overlap has ended (Postgres's clock) is forgotten.
 UPDATE webhooks SET
+    previous_secret_sealed = CASE WHEN previous_until > now() THEN previous_secret_sealed END,
+    previous_until = CASE WHEN previous_until > now() THEN previous_until END,
     url = coalesce(sqlc.narg(url), url),
     events = coalesce(sqlc.narg(events)::text[], events),
     description = coalesce(sqlc.narg(description), description),

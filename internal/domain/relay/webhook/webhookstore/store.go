@@ -44,8 +44,9 @@ type Endpoint struct {
 	DisabledAt     *time.Time
 	DisabledReason *string
 	// PreviousValidUntil is when the secret replaced by the last rotation
-	// stops signing deliveries next to the current one; nil when it never
-	// did (a rotation with no overlap, or none).
+	// stops signing deliveries next to the current one; nil when it does
+	// not, by Postgres's clock, as the deliveries decide (a rotation with
+	// no overlap, or none, or an overlap that has ended).
 	PreviousValidUntil *time.Time
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
@@ -67,8 +68,19 @@ func notices(events []string) []invocation.Notice {
 	return out
 }
 
+// signing returns ep with PreviousValidUntil only while the previous
+// secret still signs (previousSigns, which Postgres decided).
+func signing(ep Endpoint, previousSigns bool) Endpoint {
+	if !previousSigns {
+		ep.PreviousValidUntil = nil
+	}
+	return ep
+}
+
 // found converts a row and its error: false, with no error, when there is
-// no row.
+// no row. The rows of WebhookUpdate and WebhookSetSecret have Postgres's
+// word on the previous secret in previous_until: the first forgets one
+// whose overlap has ended, the second sets it anew.
 func found(r dbsqlc.Webhook, err error) (Endpoint, bool, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Endpoint{}, false, nil
@@ -108,14 +120,16 @@ func (s *Store) List(ctx context.Context, org string) ([]Endpoint, error) {
 	}
 	out := make([]Endpoint, len(rows))
 	for i := range rows {
-		out[i] = fromRow(&rows[i])
+		out[i] = signing(fromRow(&rows[i].Webhook), rows[i].PreviousSigns)
 	}
 	return out, nil
 }
 
 // Get returns one endpoint of org, and false when there is none.
 func (s *Store) Get(ctx context.Context, org string, id uuid.UUID) (Endpoint, bool, error) {
-	return found(s.q.WebhookGet(ctx, s.pool, dbsqlc.WebhookGetParams{ID: id, OrganizationID: org}))
+	r, err := s.q.WebhookGet(ctx, s.pool, dbsqlc.WebhookGetParams{ID: id, OrganizationID: org})
+	ep, ok, err := found(r.Webhook, err)
+	return signing(ep, r.PreviousSigns), ok, err
 }
 
 // Update changes the fields f sets of one endpoint of org (enabling it
@@ -246,7 +260,7 @@ type Target struct {
 func (s *Store) Target(ctx context.Context, id uuid.UUID) (Target, bool, error) {
 	r, err := s.q.WebhookGetByID(ctx, s.pool, id)
 	ep, ok, err := found(r.Webhook, err)
-	return Target{Endpoint: ep, SecretSealed: r.Webhook.SecretSealed, PreviousSealed: r.PreviousSigningSealed}, ok, err
+	return Target{Endpoint: signing(ep, r.PreviousSigningSealed != nil), SecretSealed: r.Webhook.SecretSealed, PreviousSealed: r.PreviousSigningSealed}, ok, err
 }
 
 // Attempt is what a delivery's job records: Status is delivered,
