@@ -136,7 +136,7 @@ func (s *Service) resolveOf(ctx context.Context) actionOf {
 // action never change). An invocation that cannot be read now is
 // resolved when asked, and its decision says what is wrong.
 func (s *Service) preresolve(ctx context.Context, org, id string) actionOf {
-	inv, err := s.Get(ctx, org, id)
+	inv, err := s.Get(ctx, org, id, anySource)
 	if err != nil {
 		return s.resolveOf(ctx)
 	}

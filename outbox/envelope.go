@@ -261,14 +261,15 @@ func othersBucket(bucket, owners, source string) error {
 		bucket, owners, source)
 }
 
-// GetEnvelope returns an envelope's invocation by its action id.
-func (s *Service) GetEnvelope(ctx context.Context, org string, id string) (invocation.Invocation, error) {
-	inv, err := s.Get(ctx, org, id)
+// GetEnvelope returns an envelope's invocation by its action id, of a
+// source sources allows; any other invocation is not found (NotFound).
+func (s *Service) GetEnvelope(ctx context.Context, org string, id string, sources auth.SourceClaim) (invocation.Invocation, error) {
+	inv, err := s.Get(ctx, org, id, sources)
 	if err != nil {
 		return inv, err
 	}
 	if inv.Origin != originEnvelope {
-		return inv, fmt.Errorf("%w: envelope %s", errs.NotFound, id)
+		return invocation.Invocation{}, NotFound(id)
 	}
 	return inv, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
@@ -286,7 +287,7 @@ func TestService_Decisions(t *testing.T) {
 			_, err = bundle.svc.Approve(bundle.ctx, &outbox.ApproveParams{OrganizationID: apptest.Org, InvocationID: inv.ID.String(), UserID: "alice"})
 			require.ErrorIs(t, err, errs.Expired)
 		}
-		events, err := bundle.svc.Events(bundle.ctx, apptest.Org, inv.ID.String())
+		events, err := bundle.svc.Events(bundle.ctx, apptest.Org, inv.ID.String(), auth.SourceClaim{})
 		require.NoError(t, err)
 		require.Len(t, events, 2)
 		require.Equal(t, invocation.EventExpired, events[1].Type)
@@ -298,7 +299,7 @@ func TestService_Decisions(t *testing.T) {
 		require.ErrorIs(t, err, errs.NotFound)
 		// Even a caller that passed the wrong organization to the service
 		// gets nothing from the database of another one.
-		_, err = bundle.svc.Get(other, apptest.Org, inv.ID.String())
+		_, err = bundle.svc.Get(other, apptest.Org, inv.ID.String(), auth.SourceClaim{})
 		require.ErrorIs(t, err, errs.NotFound)
 	})
 }

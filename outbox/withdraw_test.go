@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/waits"
@@ -29,7 +30,7 @@ func TestService_WithdrawLeavesWhatAnotherCallWaitsOn(t *testing.T) {
 	require.Equal(t, invocation.StatusPending, inv.Status)
 	id := inv.ID.String()
 	status := func() invocation.Status {
-		got, err := bundle.svc.Get(bundle.ctx, apptest.Org, id)
+		got, err := bundle.svc.Get(bundle.ctx, apptest.Org, id, auth.SourceClaim{})
 		require.NoError(t, err)
 		return got.Status
 	}
@@ -91,7 +92,7 @@ func TestService_WithdrawIgnoresAWaitPastItsBound(t *testing.T) {
 	withdrawn, err = bundle.svc.Withdraw(bundle.ctx, apptest.Org, id, "creator")
 	require.NoError(t, err)
 	require.True(t, withdrawn, "a wait past its bound no longer counts")
-	got, err := bundle.svc.Get(bundle.ctx, apptest.Org, id)
+	got, err := bundle.svc.Get(bundle.ctx, apptest.Org, id, auth.SourceClaim{})
 	require.NoError(t, err)
 	require.Equal(t, invocation.StatusCancelled, got.Status)
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"net/http"
 	"regexp"
@@ -143,13 +142,16 @@ func writeMarkdown(w http.ResponseWriter, md string) {
 	_, _ = w.Write([]byte(md))
 }
 
+// listSession lists a session's invocations, newest first: those of the
+// sources the token's sources claim allows (as its event stream shows
+// them), filtered in the query so that a page is full.
 func (s *Server) listSession(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	sessionID := r.PathValue("session_id")
 	page, err := pageParams(r)
 	if err != nil {
 		return err
 	}
-	invs, err := s.svc.ListSession(r.Context(), c.Org, sessionID, page)
+	invs, err := s.svc.ListSession(r.Context(), c.Org, sessionID, c.Sources, page)
 	if err != nil {
 		return err
 	}
@@ -157,9 +159,11 @@ func (s *Server) listSession(w http.ResponseWriter, r *http.Request, c *auth.Cla
 	return nil
 }
 
+// getInSession answers one invocation of the session; one of a source the
+// token's sources claim does not allow is not found, as an unknown id is.
 func (s *Server) getInSession(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	sessionID := r.PathValue("session_id")
-	inv, err := s.svc.GetInSession(r.Context(), c.Org, sessionID, r.PathValue("id"))
+	inv, err := s.svc.GetInSession(r.Context(), c.Org, sessionID, r.PathValue("id"), c.Sources)
 	if err != nil {
 		return err
 	}
@@ -167,15 +171,17 @@ func (s *Server) getInSession(w http.ResponseWriter, r *http.Request, c *auth.Cl
 	return nil
 }
 
+// getInvocation answers one invocation: a sandbox's of its own session; of
+// a source the token's sources claim allows.
 func (s *Server) getInvocation(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	var (
 		inv invocation.Invocation
 		err error
 	)
 	if c.Kind == auth.KindSandbox {
-		inv, err = s.svc.GetInSession(r.Context(), c.Org, c.SessionID, r.PathValue("id"))
+		inv, err = s.svc.GetInSession(r.Context(), c.Org, c.SessionID, r.PathValue("id"), c.Sources)
 	} else {
-		inv, err = s.svc.Get(r.Context(), c.Org, r.PathValue("id"))
+		inv, err = s.svc.Get(r.Context(), c.Org, r.PathValue("id"), c.Sources)
 	}
 	if err != nil {
 		return err
@@ -191,12 +197,14 @@ func (s *Server) getInvocation(w http.ResponseWriter, r *http.Request, c *auth.C
 // listOrg lists the organization's invocations, newest first, filtered by
 // status, source, origin (invoke or envelope), session_id, automation_id
 // and a created_at range
-// (created_after inclusive, created_before exclusive, RFC 3339).
+// (created_after inclusive, created_before exclusive, RFC 3339); only
+// those of the sources the token's sources claim allows, total included.
 func (s *Server) listOrg(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	q := r.URL.Query()
 	f := invocation.ListFilter{
 		Status: invocation.Status(q.Get("status")), Integration: q.Get("source"),
 		Origin: q.Get("origin"), SessionID: q.Get("session_id"), AutomationID: q.Get("automation_id"),
+		Sources: c.Sources,
 	}
 	if f.Origin != "" && f.Origin != "invoke" && f.Origin != "envelope" && f.Origin != "mcp" {
 		return invalidField("origin", `origin must be "invoke", "envelope" or "mcp"`)
@@ -232,7 +240,8 @@ func (s *Server) listOrg(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 }
 
 // events answers an invocation's timeline. A sandbox sees the invocations
-// of its own session only.
+// of its own session only; a token those of the sources its sources claim
+// allows.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	sessionID := r.PathValue("session_id")
 	if c.Kind == auth.KindSandbox {
@@ -240,11 +249,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 	}
 	id := r.PathValue("id")
 	if sessionID != "" {
-		if _, err := s.svc.GetInSession(r.Context(), c.Org, sessionID, id); err != nil {
+		if _, err := s.svc.GetInSession(r.Context(), c.Org, sessionID, id, c.Sources); err != nil {
 			return err
 		}
 	}
-	events, err := s.svc.Events(r.Context(), c.Org, id)
+	events, err := s.svc.Events(r.Context(), c.Org, id, c.Sources)
 	if err != nil {
 		return err
 	}
@@ -253,8 +262,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 }
 
 // resultEnvelope answers an invocation's result in the Action API
-// contract's shape. A sandbox sees the invocations of its own session only;
-// an invocation still cleared to run or running has no result yet (409).
+// contract's shape. A sandbox sees the invocations of its own session only,
+// a token those of the sources its sources claim allows; an invocation
+// still cleared to run or running has no result yet (409).
 func (s *Server) resultEnvelope(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	sessionID := r.PathValue("session_id")
 	if c.Kind == auth.KindSandbox {
@@ -265,9 +275,9 @@ func (s *Server) resultEnvelope(w http.ResponseWriter, r *http.Request, c *auth.
 		err error
 	)
 	if sessionID != "" {
-		inv, err = s.svc.GetInSession(r.Context(), c.Org, sessionID, r.PathValue("id"))
+		inv, err = s.svc.GetInSession(r.Context(), c.Org, sessionID, r.PathValue("id"), c.Sources)
 	} else {
-		inv, err = s.svc.Get(r.Context(), c.Org, r.PathValue("id"))
+		inv, err = s.svc.Get(r.Context(), c.Org, r.PathValue("id"), c.Sources)
 	}
 	if err != nil {
 		return err
@@ -384,13 +394,15 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, c *auth.Claims) er
 }
 
 // checkSessionPath makes the session-scoped approve/deny routes refuse an
-// invocation of another session.
+// invocation of another session. Like /v1/invocations/{id}/approve, it
+// does not narrow a decision by the token's sources claim (the zero
+// claim: any source).
 func (s *Server) checkSessionPath(r *http.Request, c *auth.Claims) error {
 	sessionID := r.PathValue("session_id")
 	if sessionID == "" {
 		return nil
 	}
-	_, err := s.svc.GetInSession(r.Context(), c.Org, sessionID, r.PathValue("id"))
+	_, err := s.svc.GetInSession(r.Context(), c.Org, sessionID, r.PathValue("id"), auth.SourceClaim{})
 	return err
 }
 
@@ -642,10 +654,12 @@ func (s *Server) cancelEnvelope(w http.ResponseWriter, r *http.Request, c *auth.
 
 // envelopeFor loads the path's envelope as the caller may see it: a service
 // token sees only its own automation's envelopes (with no automation claim,
-// the ones it enqueued without an automation); anything else is not found.
+// the ones it enqueued without an automation), and any token only those of
+// the sources its sources claim allows; anything else is not found, as an
+// unknown id is.
 func (s *Server) envelopeFor(r *http.Request, c *auth.Claims) (invocation.Invocation, error) {
 	id := r.PathValue("id")
-	inv, err := s.svc.GetEnvelope(r.Context(), c.Org, id)
+	inv, err := s.svc.GetEnvelope(r.Context(), c.Org, id, c.Sources)
 	if err != nil || c.Kind != auth.KindService {
 		return inv, err
 	}
@@ -654,7 +668,7 @@ func (s *Server) envelopeFor(r *http.Request, c *auth.Claims) (invocation.Invoca
 		own = inv.AutomationID == nil && inv.RequestedBy == c.Subject
 	}
 	if !own {
-		return invocation.Invocation{}, fmt.Errorf("%w: envelope %s", errs.NotFound, id)
+		return invocation.Invocation{}, outbox.NotFound(id)
 	}
 	return inv, nil
 }

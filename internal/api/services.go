@@ -36,11 +36,13 @@ type Outbox interface {
 	Approve(ctx context.Context, p *outbox.ApproveParams) (invocation.Invocation, error)
 	Deny(ctx context.Context, p *outbox.DenyParams) (invocation.Invocation, error)
 	Cancel(ctx context.Context, org, id, by string) (invocation.Invocation, error)
-	Get(ctx context.Context, org, id string) (invocation.Invocation, error)
-	GetInSession(ctx context.Context, org, sessionID, id string) (invocation.Invocation, error)
-	GetEnvelope(ctx context.Context, org string, id string) (invocation.Invocation, error)
-	Events(ctx context.Context, org, id string) ([]invocation.Event, error)
-	ListSession(ctx context.Context, org, sessionID string, page invocation.Page) ([]invocation.Invocation, error)
+	// The reads take the token's sources claim: an invocation of another
+	// source is not found, and the listings leave it out.
+	Get(ctx context.Context, org, id string, sources auth.SourceClaim) (invocation.Invocation, error)
+	GetInSession(ctx context.Context, org, sessionID, id string, sources auth.SourceClaim) (invocation.Invocation, error)
+	GetEnvelope(ctx context.Context, org string, id string, sources auth.SourceClaim) (invocation.Invocation, error)
+	Events(ctx context.Context, org, id string, sources auth.SourceClaim) ([]invocation.Event, error)
+	ListSession(ctx context.Context, org, sessionID string, sources auth.SourceClaim, page invocation.Page) ([]invocation.Invocation, error)
 	ListOrg(ctx context.Context, org string, f invocation.ListFilter, page invocation.Page) ([]invocation.Invocation, int64, error)
 }
 

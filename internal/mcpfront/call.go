@@ -278,7 +278,9 @@ var waitTool = &mcp.Tool{
 }
 
 // waitAgain is outboxd_wait: it waits on one of the session's invocations
-// (a service token's: one of its automation's envelopes).
+// (a service token's: one of its automation's envelopes) of a source the
+// token's sources claim allows. Any other is not found, with the error of
+// an unknown id.
 func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.RawMessage, cr callRequest) (*mcp.CallToolResult, error) {
 	var args struct {
 		InvocationID string `json:"invocation_id"`
@@ -289,12 +291,12 @@ func (s *Server) waitAgain(ctx context.Context, c *outboxauth.Claims, raw json.R
 	var inv invocation.Invocation
 	var err error
 	if c.Kind == outboxauth.KindService {
-		inv, err = s.outbox.GetEnvelope(ctx, c.Org, args.InvocationID)
+		inv, err = s.outbox.GetEnvelope(ctx, c.Org, args.InvocationID, c.Sources)
 		if err == nil && !ownEnvelope(c, inv) {
-			err = fmt.Errorf("%w: envelope %s", errs.NotFound, args.InvocationID)
+			err = outbox.NotFound(args.InvocationID)
 		}
 	} else {
-		inv, err = s.outbox.GetInSession(ctx, c.Org, c.SessionID, args.InvocationID)
+		inv, err = s.outbox.GetInSession(ctx, c.Org, c.SessionID, args.InvocationID, c.Sources)
 	}
 	if err != nil {
 		return s.refusal(err)

@@ -49,9 +49,11 @@ type Outbox interface {
 	Wait(ctx context.Context, inv invocation.Invocation, d time.Duration) (invocation.Invocation, error)
 	// Watch subscribes to the end of an invocation before it is created.
 	Watch(ctx context.Context, org string) *outbox.Watch
-	GetInSession(ctx context.Context, org, sessionID, id string) (invocation.Invocation, error)
+	// GetInSession and GetEnvelope take the token's sources claim: an
+	// invocation of another source is not found.
+	GetInSession(ctx context.Context, org, sessionID, id string, sources outboxauth.SourceClaim) (invocation.Invocation, error)
 	Enqueue(ctx context.Context, p *outbox.EnqueueParams) (inv invocation.Invocation, created bool, err error)
-	GetEnvelope(ctx context.Context, org string, id string) (invocation.Invocation, error)
+	GetEnvelope(ctx context.Context, org string, id string, sources outboxauth.SourceClaim) (invocation.Invocation, error)
 	// Withdraw cancels the invocation of a call its client cancelled,
 	// unless another call waits on it (Waits) in any API process.
 	Withdraw(ctx context.Context, org, id, by string) (withdrawn bool, err error)

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 )
 
 // The channel events are announced on, and the arguments and answers of
@@ -77,6 +78,10 @@ type ListFilter struct {
 	AutomationID string
 	// CreatedAfter and CreatedBefore bound created_at: [after, before).
 	CreatedAfter, CreatedBefore *time.Time
+	// Sources is the reader's sources claim: absent, any source; present,
+	// only the invocations of the sources it lists (none when empty), as
+	// the reader's event streams show them.
+	Sources auth.SourceClaim
 }
 
 // CreateParams is a new invocation. Status is pending (its job is parked

@@ -713,17 +713,19 @@ SELECT count(*) FROM action_invocations
 WHERE organization_id = $1
   AND ($2::text IS NULL OR status = $2)
   AND ($3::text IS NULL OR integration = $3)
-  AND ($4::text IS NULL OR origin = $4)
-  AND ($5::text IS NULL OR session_id = $5)
-  AND ($6::text IS NULL OR automation_id = $6)
-  AND ($7::timestamptz IS NULL OR created_at >= $7)
-  AND ($8::timestamptz IS NULL OR created_at < $8)
+  AND ($4::text[] IS NULL OR integration = ANY($4::text[]))
+  AND ($5::text IS NULL OR origin = $5)
+  AND ($6::text IS NULL OR session_id = $6)
+  AND ($7::text IS NULL OR automation_id = $7)
+  AND ($8::timestamptz IS NULL OR created_at >= $8)
+  AND ($9::timestamptz IS NULL OR created_at < $9)
 `
 
 type InvocationCountByOrgParams struct {
 	OrganizationID string
 	Status         *string
 	Integration    *string
+	Sources        []string
 	Origin         *string
 	SessionID      *string
 	AutomationID   *string
@@ -739,6 +741,7 @@ func (q *Queries) InvocationCountByOrg(ctx context.Context, db DBTX, arg Invocat
 		arg.OrganizationID,
 		arg.Status,
 		arg.Integration,
+		arg.Sources,
 		arg.Origin,
 		arg.SessionID,
 		arg.AutomationID,
@@ -2115,13 +2118,14 @@ JOIN (
     WHERE p.organization_id = $1
       AND ($2::text IS NULL OR p.status = $2)
       AND ($3::text IS NULL OR p.integration = $3)
-      AND ($4::text IS NULL OR p.origin = $4)
-      AND ($5::text IS NULL OR p.session_id = $5)
-      AND ($6::text IS NULL OR p.automation_id = $6)
-      AND ($7::timestamptz IS NULL OR p.created_at >= $7)
-      AND ($8::timestamptz IS NULL OR p.created_at < $8)
+      AND ($4::text[] IS NULL OR p.integration = ANY($4::text[]))
+      AND ($5::text IS NULL OR p.origin = $5)
+      AND ($6::text IS NULL OR p.session_id = $6)
+      AND ($7::text IS NULL OR p.automation_id = $7)
+      AND ($8::timestamptz IS NULL OR p.created_at >= $8)
+      AND ($9::timestamptz IS NULL OR p.created_at < $9)
     ORDER BY p.created_at DESC, p.id
-    LIMIT $10 OFFSET $9
+    LIMIT $11 OFFSET $10
 ) AS page ON a.id = page.id
 ORDER BY page.created_at DESC, page.id
 `
@@ -2130,6 +2134,7 @@ type InvocationListByOrgParams struct {
 	OrganizationID string
 	Status         *string
 	Integration    *string
+	Sources        []string
 	Origin         *string
 	SessionID      *string
 	AutomationID   *string
@@ -2140,8 +2145,9 @@ type InvocationListByOrgParams struct {
 }
 
 // The organization's invocations, newest first, each filter applied when
-// given: status, source (integration), origin, session, automation and a
-// created_at range [created_after, created_before).
+// given: status, source (integration), origin, session, automation, a
+// created_at range [created_after, created_before) and the reader's
+// sources claim (sources: the source ids it lists; NULL: any source).
 // The page is chosen first, from the entries of
 // action_invocations_org_created alone (it carries the filtered columns,
 // migration 043), and only its rows are read: an offset deep in the list
@@ -2151,6 +2157,7 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 		arg.OrganizationID,
 		arg.Status,
 		arg.Integration,
+		arg.Sources,
 		arg.Origin,
 		arg.SessionID,
 		arg.AutomationID,
@@ -2238,21 +2245,26 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 const invocationListBySession = `-- name: InvocationListBySession :many
 SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM action_invocations
 WHERE organization_id = $1 AND session_id = $2
+  AND ($3::text[] IS NULL OR integration = ANY($3::text[]))
 ORDER BY created_at DESC, id
-LIMIT $4 OFFSET $3
+LIMIT $5 OFFSET $4
 `
 
 type InvocationListBySessionParams struct {
 	OrganizationID string
 	SessionID      *string
+	Sources        []string
 	Skip           int32
 	Max            int32
 }
 
+// A session's invocations, newest first; with @sources (a token's sources
+// claim; NULL: any source), only those of the sources it lists.
 func (q *Queries) InvocationListBySession(ctx context.Context, db DBTX, arg InvocationListBySessionParams) ([]ActionInvocation, error) {
 	rows, err := db.Query(ctx, invocationListBySession,
 		arg.OrganizationID,
 		arg.SessionID,
+		arg.Sources,
 		arg.Skip,
 		arg.Max,
 	)

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 )
 
@@ -87,6 +88,10 @@ func TestStore_ListOrgReadsItsPageOnly(t *testing.T) {
 		{"origin", invocation.ListFilter{Origin: "envelope"}, "origin = 'envelope'", 9000},
 		{"source", invocation.ListFilter{Integration: "github"}, "integration = 'github'", 4000},
 		{"automation", invocation.ListFilter{AutomationID: "auto-3"}, "automation_id = 'auto-3'", 1000},
+		// A token's sources claim, read from the index as the source is.
+		{"sources claim", invocation.ListFilter{Sources: auth.OnlySources("github")}, "integration = 'github'", 4000},
+		{"sources claim and status", invocation.ListFilter{Sources: auth.OnlySources("slack", "linear"), Status: invocation.StatusFailed},
+			"integration IN ('slack', 'linear') AND status = 'failed'", 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var want []string

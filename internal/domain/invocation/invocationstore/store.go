@@ -29,6 +29,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/batch"
@@ -228,11 +229,21 @@ func window(p invocation.Page) (limit, offset int32) {
 	return int32(min(l, 100)), int32(min(max(p.Offset, 0), math.MaxInt32))
 }
 
-// ListSession returns a session's invocations, newest first.
-func (s *Store) ListSession(ctx context.Context, db DB, org, sessionID string, page invocation.Page) ([]invocation.Invocation, error) {
+// sourceIDs is a sources claim as the listings take it: nil (any source)
+// when absent; when present, its ids, an empty list allowing none.
+func sourceIDs(c auth.SourceClaim) []string {
+	if !c.Present() {
+		return nil
+	}
+	return append([]string{}, c.IDs()...)
+}
+
+// ListSession returns a session's invocations of the sources the claim
+// allows, newest first.
+func (s *Store) ListSession(ctx context.Context, db DB, org, sessionID string, sources auth.SourceClaim, page invocation.Page) ([]invocation.Invocation, error) {
 	limit, offset := window(page)
 	rows, err := s.q.InvocationListBySession(ctx, db, dbsqlc.InvocationListBySessionParams{
-		OrganizationID: org, SessionID: &sessionID, Max: limit, Skip: offset,
+		OrganizationID: org, SessionID: &sessionID, Sources: sourceIDs(sources), Max: limit, Skip: offset,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("listing invocations: %w", err)
@@ -251,16 +262,16 @@ func (s *Store) ListOrg(ctx context.Context, db DB, org string, f invocation.Lis
 	}
 	limit, offset := window(page)
 	rows, err := s.q.InvocationListByOrg(ctx, db, dbsqlc.InvocationListByOrgParams{
-		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), Origin: opt(f.Origin), SessionID: opt(f.SessionID),
-		AutomationID: opt(f.AutomationID), CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore,
+		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), Sources: sourceIDs(f.Sources), Origin: opt(f.Origin),
+		SessionID: opt(f.SessionID), AutomationID: opt(f.AutomationID), CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore,
 		Max: limit, Skip: offset,
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("listing invocations: %w", err)
 	}
 	total, err := s.q.InvocationCountByOrg(ctx, db, dbsqlc.InvocationCountByOrgParams{
-		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), Origin: opt(f.Origin), SessionID: opt(f.SessionID),
-		AutomationID: opt(f.AutomationID), CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore,
+		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), Sources: sourceIDs(f.Sources), Origin: opt(f.Origin),
+		SessionID: opt(f.SessionID), AutomationID: opt(f.AutomationID), CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore,
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("counting invocations: %w", err)

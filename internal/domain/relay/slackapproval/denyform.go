@@ -48,7 +48,7 @@ func (c *Clicks) denyForm(ctx context.Context, v buttonValue, slackUser, trigger
 		}
 		return notApprover, nil
 	}
-	inv, err := c.decider.Get(ctx, v.Org, v.ID)
+	inv, err := c.decider.Get(ctx, v.Org, v.ID, everySource)
 	switch {
 	case errors.Is(err, errs.NotFound):
 		return "This invocation no longer exists.", nil

@@ -247,7 +247,7 @@ func (c *Clicks) decide(ctx context.Context, v buttonValue, slackUser, action, r
 	case errors.Is(err, errs.Expired):
 		return "Too late: the approval window closed.", nil
 	case errors.Is(err, errs.Conflict):
-		inv, gerr := c.decider.Get(ctx, v.Org, v.ID)
+		inv, gerr := c.decider.Get(ctx, v.Org, v.ID, everySource)
 		if gerr != nil {
 			return "", gerr
 		}

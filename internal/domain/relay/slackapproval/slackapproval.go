@@ -15,6 +15,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/approvers"
 	"github.com/outboxd/outboxd/internal/domain/audit"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
@@ -56,8 +57,12 @@ type TokenSource interface {
 type Decider interface {
 	Approve(ctx context.Context, p *outbox.ApproveParams) (invocation.Invocation, error)
 	Deny(ctx context.Context, p *outbox.DenyParams) (invocation.Invocation, error)
-	Get(ctx context.Context, org, id string) (invocation.Invocation, error)
+	Get(ctx context.Context, org, id string, sources auth.SourceClaim) (invocation.Invocation, error)
 }
+
+// everySource is the sources claim of a click's reads: a click is no
+// token's, and its approver may read any source's invocation.
+var everySource auth.SourceClaim
 
 // Deps are the service's collaborators.
 type Deps struct {

@@ -54,15 +54,19 @@ SELECT count(*) FROM action_invocations
 WHERE organization_id = @organization_id AND session_id = @session_id AND status = 'pending';
 
 -- name: InvocationListBySession :many
+-- A session's invocations, newest first; with @sources (a token's sources
+-- claim; NULL: any source), only those of the sources it lists.
 SELECT * FROM action_invocations
 WHERE organization_id = @organization_id AND session_id = @session_id
+  AND (sqlc.narg(sources)::text[] IS NULL OR integration = ANY(sqlc.narg(sources)::text[]))
 ORDER BY created_at DESC, id
 LIMIT @max OFFSET @skip;
 
 -- name: InvocationListByOrg :many
 -- The organization's invocations, newest first, each filter applied when
--- given: status, source (integration), origin, session, automation and a
--- created_at range [created_after, created_before).
+-- given: status, source (integration), origin, session, automation, a
+-- created_at range [created_after, created_before) and the reader's
+-- sources claim (sources: the source ids it lists; NULL: any source).
 -- The page is chosen first, from the entries of
 -- action_invocations_org_created alone (it carries the filtered columns,
 -- migration 043), and only its rows are read: an offset deep in the list
@@ -73,6 +77,7 @@ JOIN (
     WHERE p.organization_id = @organization_id
       AND (sqlc.narg(status)::text IS NULL OR p.status = sqlc.narg(status))
       AND (sqlc.narg(integration)::text IS NULL OR p.integration = sqlc.narg(integration))
+      AND (sqlc.narg(sources)::text[] IS NULL OR p.integration = ANY(sqlc.narg(sources)::text[]))
       AND (sqlc.narg(origin)::text IS NULL OR p.origin = sqlc.narg(origin))
       AND (sqlc.narg(session_id)::text IS NULL OR p.session_id = sqlc.narg(session_id))
       AND (sqlc.narg(automation_id)::text IS NULL OR p.automation_id = sqlc.narg(automation_id))
@@ -91,6 +96,7 @@ SELECT count(*) FROM action_invocations
 WHERE organization_id = @organization_id
   AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
   AND (sqlc.narg(integration)::text IS NULL OR integration = sqlc.narg(integration))
+  AND (sqlc.narg(sources)::text[] IS NULL OR integration = ANY(sqlc.narg(sources)::text[]))
   AND (sqlc.narg(origin)::text IS NULL OR origin = sqlc.narg(origin))
   AND (sqlc.narg(session_id)::text IS NULL OR session_id = sqlc.narg(session_id))
   AND (sqlc.narg(automation_id)::text IS NULL OR automation_id = sqlc.narg(automation_id))
