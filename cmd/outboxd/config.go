@@ -104,6 +104,7 @@ var defaults = func() map[string]any {
 		"tokens.source":                      app.DefaultTokenSource,
 		"connectors.allow_private_networks":  false,
 		"buckets":                            []any{},
+		"bucket_max_org_share":               0.0, // flow.DefaultMaxOrgShare, three quarters
 		"connectors.tools_cache_ttl":         mcp.DefaultCacheTTL,
 		"tokens.broker_url":                  "",
 		"approval.interactive_ttl":           ob.InteractiveTTL,
@@ -499,6 +500,9 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		return nil, err
 	}
 	cfg.Buckets = buckets
+	if cfg.BucketMaxOrgShare = v.GetFloat64("bucket_max_org_share"); cfg.BucketMaxOrgShare < 0 || cfg.BucketMaxOrgShare > 1 {
+		return nil, fmt.Errorf("bucket_max_org_share must be between 0 and 1 (0: the default, %v), not %v", flow.DefaultMaxOrgShare, cfg.BucketMaxOrgShare)
+	}
 	retries, err := retryBySource(v)
 	if err != nil {
 		return nil, err

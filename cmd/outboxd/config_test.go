@@ -523,13 +523,14 @@ func TestConfig_NegativeWorkerSettingsAreRefused(t *testing.T) {
 
 // TestConfig_OrganizationShares: the shares one organization may take of
 // the API's pool, the workers and the webhook deliveries, and its number
-// of webhook endpoints, are read from their keys (0 leaves each to its
-// default).
+// of webhook endpoints and of a global bucket's slots, are read from
+// their keys (0 leaves each to its default).
 func TestConfig_OrganizationShares(t *testing.T) {
 	t.Setenv("OUTBOXD_DATABASE_MAX_ORG_CONNS", "5")
 	t.Setenv("OUTBOXD_WORKER_MAX_ORG_WORKERS", "900")
 	t.Setenv("OUTBOXD_WEBHOOKS_MAX_ORG_WORKERS", "7")
 	t.Setenv("OUTBOXD_WEBHOOKS_MAX_ENDPOINTS", "12")
+	t.Setenv("OUTBOXD_BUCKET_MAX_ORG_SHARE", "0.5")
 	v, err := loadConfig(newServeCommand())
 	require.NoError(t, err)
 	cfg, err := appConfig(v)
@@ -538,4 +539,12 @@ func TestConfig_OrganizationShares(t *testing.T) {
 	require.Equal(t, 900, cfg.Worker.MaxOrgWorkers)
 	require.Equal(t, 7, cfg.Webhooks.MaxOrgWorkers)
 	require.Equal(t, 12, cfg.Webhooks.MaxEndpoints)
+	require.Equal(t, 0.5, cfg.BucketMaxOrgShare)
+	for _, share := range []string{"-0.1", "1.5"} {
+		t.Setenv("OUTBOXD_BUCKET_MAX_ORG_SHARE", share)
+		v, err := loadConfig(newServeCommand())
+		require.NoError(t, err)
+		_, err = appConfig(v)
+		require.ErrorContains(t, err, "bucket_max_org_share must be between 0 and 1", share)
+	}
 }

@@ -116,6 +116,9 @@ type Config struct {
 	AllowPrivateNetworks bool
 	// Buckets add to or redefine DefaultBuckets() by name.
 	Buckets []flow.BucketConfig
+	// BucketMaxOrgShare is the part of a global bucket's concurrency slots
+	// one organization may hold (flow.Config.MaxOrgShare). Default 0.75.
+	BucketMaxOrgShare float64
 	// ConnectorCacheTTL is how long a connector's tool list is cached.
 	// Default 5m.
 	ConnectorCacheTTL time.Duration
@@ -413,6 +416,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 		// A job refused a concurrency slot comes back about when a call
 		// could have finished.
 		ConcurrencyRetry: cmp.Or(cfg.Worker.PollInterval, 100*time.Millisecond),
+		MaxOrgShare:      cfg.BucketMaxOrgShare,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("buckets: %w", err)
