@@ -20,7 +20,9 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/outboxd/outboxd/executors"
+	orgdatabases "github.com/outboxd/outboxd/executors/database/databases"
 	"github.com/outboxd/outboxd/executors/mcp"
+	"github.com/outboxd/outboxd/executors/mcp/connectors"
 	"github.com/outboxd/outboxd/executors/plugin"
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/domain/approvers"
@@ -34,6 +36,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/retention"
 	"github.com/outboxd/outboxd/internal/domain/revocation"
 	"github.com/outboxd/outboxd/internal/mcpfront"
+	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/httpserver"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/tracing"
@@ -61,6 +64,8 @@ var defaults = func() map[string]any {
 		"database.url":                       "",
 		"database.max_conns":                 0, // sized from the role
 		"database.max_org_conns":             0, // three quarters of the API's tenant pool
+		"database.org_conn_wait":             dbutil.DefaultOrgWait,
+		"database.statement_timeout":         dbutil.DefaultStatementTimeout,
 		"http.addr":                          app.DefaultHTTPAddr,
 		"metrics.token":                      "",
 		"http.read_header_timeout":           httpd.ReadHeaderTimeout,
@@ -106,6 +111,8 @@ var defaults = func() map[string]any {
 		"buckets":                            []any{},
 		"bucket_max_org_share":               0.0, // flow.DefaultMaxOrgShare, three quarters
 		"connectors.tools_cache_ttl":         mcp.DefaultCacheTTL,
+		"connectors.max_per_org":             connectors.DefaultMaxPerOrg,
+		"databases.max_per_org":              orgdatabases.DefaultMaxPerOrg,
 		"tokens.broker_url":                  "",
 		"approval.interactive_ttl":           ob.InteractiveTTL,
 		"approval.unattended_ttl":            ob.UnattendedTTL,
@@ -397,6 +404,10 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 		BrokerURL:            v.GetString("tokens.broker_url"),
 		ShutdownTimeout:      v.GetDuration("shutdown_timeout"),
 		MaxOrgConns:          v.GetInt("database.max_org_conns"),
+		OrgConnWait:          v.GetDuration("database.org_conn_wait"),
+		StatementTimeout:     v.GetDuration("database.statement_timeout"),
+		MaxConnectors:        v.GetInt("connectors.max_per_org"),
+		MaxDatabases:         v.GetInt("databases.max_per_org"),
 		Revocations:          revocation.Config{RefreshInterval: v.GetDuration("auth.revocation_refresh")},
 		Outbox: outbox.Config{
 			InteractiveTTL:    v.GetDuration("approval.interactive_ttl"),
