@@ -523,14 +523,20 @@ func TestConfig_NegativeWorkerSettingsAreRefused(t *testing.T) {
 
 // TestConfig_OrganizationShares: the shares one organization may take of
 // the API's pool, the workers and the webhook deliveries, and its number
-// of webhook endpoints and of a global bucket's slots, are read from
-// their keys (0 leaves each to its default).
+// of webhook endpoints and of a global bucket's slots, how long it waits
+// for its share of the pool and a statement may run, and its numbers of
+// connectors and databases, are read from their keys (0 leaves each to
+// its default).
 func TestConfig_OrganizationShares(t *testing.T) {
 	t.Setenv("OUTBOXD_DATABASE_MAX_ORG_CONNS", "5")
 	t.Setenv("OUTBOXD_WORKER_MAX_ORG_WORKERS", "900")
 	t.Setenv("OUTBOXD_WEBHOOKS_MAX_ORG_WORKERS", "7")
 	t.Setenv("OUTBOXD_WEBHOOKS_MAX_ENDPOINTS", "12")
 	t.Setenv("OUTBOXD_BUCKET_MAX_ORG_SHARE", "0.5")
+	t.Setenv("OUTBOXD_DATABASE_ORG_CONN_WAIT", "3s")
+	t.Setenv("OUTBOXD_DATABASE_STATEMENT_TIMEOUT", "45s")
+	t.Setenv("OUTBOXD_CONNECTORS_MAX_PER_ORG", "9")
+	t.Setenv("OUTBOXD_DATABASES_MAX_PER_ORG", "4")
 	v, err := loadConfig(newServeCommand())
 	require.NoError(t, err)
 	cfg, err := appConfig(v)
@@ -540,6 +546,10 @@ func TestConfig_OrganizationShares(t *testing.T) {
 	require.Equal(t, 7, cfg.Webhooks.MaxOrgWorkers)
 	require.Equal(t, 12, cfg.Webhooks.MaxEndpoints)
 	require.Equal(t, 0.5, cfg.BucketMaxOrgShare)
+	require.Equal(t, 3*time.Second, cfg.OrgConnWait)
+	require.Equal(t, 45*time.Second, cfg.StatementTimeout)
+	require.Equal(t, 9, cfg.MaxConnectors)
+	require.Equal(t, 4, cfg.MaxDatabases)
 	for _, share := range []string{"-0.1", "1.5"} {
 		t.Setenv("OUTBOXD_BUCKET_MAX_ORG_SHARE", share)
 		v, err := loadConfig(newServeCommand())
