@@ -259,7 +259,7 @@ func (q *Queries) SealedWebhooksFrom(ctx context.Context, db DBTX, arg SealedWeb
 
 const sealedWebhooksPreviousFrom = `-- name: SealedWebhooksPreviousFrom :many
 SELECT id, organization_id, previous_secret_sealed::bytea AS previous_secret_sealed FROM webhooks
-WHERE id >= $1 AND previous_secret_sealed IS NOT NULL
+WHERE id >= $1 AND previous_secret_sealed IS NOT NULL AND previous_until > now()
 ORDER BY id
 LIMIT $2
 `
@@ -275,7 +275,9 @@ type SealedWebhooksPreviousFromRow struct {
 	PreviousSecretSealed []byte
 }
 
-// The webhooks' previous signing secrets (a rotation's overlap).
+// The webhooks' previous signing secrets (a rotation's overlap) that still
+// sign: one whose overlap has ended is deleted by the next retention run,
+// and is neither re-sealed nor counted unreadable meanwhile.
 func (q *Queries) SealedWebhooksPreviousFrom(ctx context.Context, db DBTX, arg SealedWebhooksPreviousFromParams) ([]SealedWebhooksPreviousFromRow, error) {
 	rows, err := db.Query(ctx, sealedWebhooksPreviousFrom, arg.ID, arg.MaxRows)
 	if err != nil {

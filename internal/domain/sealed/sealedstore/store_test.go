@@ -387,3 +387,31 @@ func TestStore_RotateLeavesWhatTheDaemonWritesMeanwhile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "b-2", tok.Value)
 }
+
+// TestStore_EndedPreviousWebhookSecret: a webhook's previous signing
+// secret whose overlap has ended signs nothing and is deleted by the next
+// retention run: the rotation neither re-seals it nor counts it
+// unreadable when its key has left the ring.
+func TestStore_EndedPreviousWebhookSecret(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	key := secretbox.NewKey()
+	box := ring(t, secretbox.Key{ID: "2026-11", Secret: key})
+	lost := ring(t, secretbox.Key{ID: "lost", Secret: secretbox.NewKey()})
+	id := uuid.Must(uuid.NewV7())
+	_, err := pool.Exec(ctx, `INSERT INTO webhooks (id, organization_id, url, events, secret_sealed, previous_secret_sealed, previous_until)
+		VALUES ($1, 'org-a', 'https://example.com/hook', '{}', $2, $3, now() - interval '1 minute')`,
+		id, box.Seal([]byte("whsec_current"), id[:]), lost.Seal([]byte("whsec_previous"), id[:]))
+	require.NoError(t, err)
+
+	store := sealedstore.New(pool, box)
+	status, err := store.Status(ctx, 0)
+	require.NoError(t, err)
+	counts, err := store.Rotate(ctx, 0, nil)
+	require.NoError(t, err)
+	for _, c := range slices.Concat(status, counts) {
+		require.Zero(t, c.Unreadable, c.Column)
+		require.Zero(t, c.Resealed, c.Column)
+	}
+}

@@ -34,9 +34,11 @@ WHERE w.id = u.id AND w.secret_sealed = u.old_sealed
 RETURNING w.id;
 
 -- name: SealedWebhooksPreviousFrom :many
--- The webhooks' previous signing secrets (a rotation's overlap).
+-- The webhooks' previous signing secrets (a rotation's overlap) that still
+-- sign: one whose overlap has ended is deleted by the next retention run,
+-- and is neither re-sealed nor counted unreadable meanwhile.
 SELECT id, organization_id, previous_secret_sealed::bytea AS previous_secret_sealed FROM webhooks
-WHERE id >= @id AND previous_secret_sealed IS NOT NULL
+WHERE id >= @id AND previous_secret_sealed IS NOT NULL AND previous_until > now()
 ORDER BY id
 LIMIT @max_rows;
 
