@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app"
@@ -27,11 +28,14 @@ import (
 // Retry-After, never the statement. Before, both waited as long as the
 // lock was held: a statement through the API's pool had no timeout, and
 // a wait for the organization's share ended only with the request. The
-// owner's pool (workers, River, LISTEN) is not bounded.
+// owner's pool (workers, River, LISTEN) is not bounded. An MCP request
+// waiting for the share gets a JSON-RPC error with the same code and
+// when to retry, not a bare "internal error".
 func TestAPIPool_StuckRequestsAreAnswered(t *testing.T) {
 	t.Parallel()
 	b := apptest.Start(t, nil)
 	ctx := context.Background()
+	agent := mcpSession(t, b, b.Sandbox())
 	// The API's tenant pool and the organization's share of it (app.New).
 	tenantConns := min(b.Pool.Config().MaxConns, app.PoolSize(app.RoleAPI, 0, runtime.GOMAXPROCS(0)))
 	share := dbutil.OrgShare(tenantConns)
@@ -54,6 +58,18 @@ func TestAPIPool_StuckRequestsAreAnswered(t *testing.T) {
 	reqCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
+	// Once the share's changes all wait for the chain, an MCP request of
+	// the organization waits for a connection of its share, and gives up.
+	var mcpErr error
+	wg.Go(func() {
+		require.Eventually(t, func() bool {
+			var waiting int
+			require.NoError(t, b.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND pid <> pg_backend_pid()`).Scan(&waiting))
+			return waiting >= share
+		}, time.Minute, 50*time.Millisecond)
+		_, mcpErr = agent.ListTools(reqCtx, nil)
+	})
 	for range share + 2 {
 		wg.Go(func() {
 			resp, raw, err := b.Client(b.Owner()).Do(reqCtx, "PUT", "/v1/action-modes", []byte(`{"slack:send_message":"allow"}`),
@@ -83,6 +99,12 @@ func TestAPIPool_StuckRequestsAreAnswered(t *testing.T) {
 	require.Positive(t, codes["database_timeout"], "no statement was cut at database.statement_timeout: %v", codes)
 	require.Positive(t, codes["database_busy"], "no request gave up waiting for its organization's share: %v", codes)
 	require.Equal(t, share+2, codes["database_timeout"]+codes["database_busy"], "%v", codes)
+	var rpcErr *jsonrpc.Error
+	require.ErrorAs(t, mcpErr, &rpcErr)
+	require.Equal(t, int64(jsonrpc.CodeInternalError), rpcErr.Code)
+	require.Contains(t, rpcErr.Message, "database_busy: ")
+	require.Contains(t, rpcErr.Message, "retry in 1 s")
+	require.JSONEq(t, `{"code":"database_busy","retry_after_seconds":1}`, string(rpcErr.Data))
 
 	// Once the chain is free, org-1's connections and share are back.
 	require.NoError(t, lock.Rollback(ctx))

@@ -514,16 +514,47 @@ func internalError() error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 }
 
-// own returns err as the client may hear it: a JSON-RPC error as it is,
-// any other (an error of outboxd's own: a database down) logged and
-// answered as an internal error, its text kept from the client.
+// own returns err as the client may hear it: a JSON-RPC error as it is;
+// the database down, cut at its statement timeout or its organization's
+// share of the connections taken, logged and answered with a code and
+// when to retry, as the REST API's 503s are; any other error of
+// outboxd's own logged and answered as an internal error, its text kept
+// from the client.
 func (s *Server) own(ctx context.Context, method string, err error) error {
 	var rpcErr *jsonrpc.Error
 	if err == nil || errors.As(err, &rpcErr) || ctx.Err() != nil {
 		return err
 	}
+	if retry := retryable(err); retry != nil {
+		s.logger.WarnContext(ctx, "mcp: the database could not serve a request", "method", method, "error", err)
+		return retry
+	}
 	s.logger.ErrorContext(ctx, "mcp: serving a request", "method", method, "error", err)
 	return internalError()
+}
+
+// retryable is the answer to a database error that passes: its code and
+// the seconds to wait before retrying, in the message and as data
+// ({"code", "retry_after_seconds"}); nil for any other error. Nothing was
+// stored: a retried call with its idempotency key is safe.
+func retryable(err error) *jsonrpc.Error {
+	var (
+		code string
+		secs int
+	)
+	switch {
+	case errors.Is(err, dbutil.ErrOrgBusy):
+		code, secs = "database_busy", 1 // one of its organization's requests ends soon
+	case dbutil.TimedOut(err):
+		code, secs = "database_timeout", 5
+	case dbutil.Unavailable(err):
+		code, secs = "database_unavailable", 5 // a restart or failover takes seconds
+	default:
+		return nil
+	}
+	data, _ := json.Marshal(map[string]any{"code": code, "retry_after_seconds": secs})
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Data: data,
+		Message: fmt.Sprintf("%s: the database cannot serve this request now; retry in %d s", code, secs)}
 }
 
 // initialize starts a session that outlives its request, within its
