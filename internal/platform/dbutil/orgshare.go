@@ -60,11 +60,11 @@ type busy struct{ context.Context }
 
 var (
 	ended   = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-	busyErr = fmt.Errorf("%w (%w)", ErrOrgBusy, context.DeadlineExceeded)
+	errBusy = fmt.Errorf("%w (%w)", ErrOrgBusy, context.DeadlineExceeded)
 )
 
 func (busy) Done() <-chan struct{} { return ended }
-func (busy) Err() error            { return busyErr }
+func (busy) Err() error            { return errBusy }
 
 // heldKey is the context key of an acquire's slot, from the start of the
 // acquire to its end.
