@@ -14,19 +14,29 @@ import (
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/domain/revocation"
+	"github.com/outboxd/outboxd/internal/platform/telemetry"
+	"github.com/outboxd/outboxd/worker"
 )
 
 // withRevocations runs fn with the revocations of the configured database
 // (or the running `outboxd dev` one), through the owner's pool: the
 // operator acts for any organization. The API processes learn of a
-// revocation within auth.revocation_refresh.
+// revocation within auth.revocation_refresh. A revocation withdraws the
+// invocations the revoked tokens asked for that have not started, and
+// deschedules their jobs with an insert-only River client.
 func withRevocations(cmd *cobra.Command, fn func(svc *revocation.Service, trail *audit.Service) error) error {
 	return withOwnerPool(cmd, func(cfg *app.Config, pool *pgxpool.Pool) error {
 		svc, err := ownerRevocations(cfg, pool)
 		if err != nil {
 			return err
 		}
+		client, err := worker.NewClient(&worker.Deps{Pool: pool, Metrics: telemetry.NewNop()}, &cfg.Worker, false)
+		if err != nil {
+			return err
+		}
+		svc.SetInvocations(invocationstore.New(client))
 		return fn(svc, audit.New(pool))
 	})
 }
@@ -86,11 +96,13 @@ work.`,
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "revoked (revocation %d): %s\n", r.ID, describe(&r))
+				fmt.Fprintf(cmd.OutOrStdout(), "withdrew %d invocation(s) they asked for that had not started\n", r.Withdrawn)
 				// As the API records a revocation (its fields as it shows them).
 				return record(cmd, trail, &audit.Change{Org: r.Org, Action: "tokens.revoke", TargetType: "revocation",
 					TargetID: strconv.FormatInt(r.ID, 10), After: map[string]any{
 						"id": r.ID, "jti": nilIfEmpty(r.JTI), "session_id": nilIfEmpty(r.SessionID), "automation_id": nilIfEmpty(r.AutomationID),
 						"subject": nilIfEmpty(r.Subject), "issued_before": r.IssuedBefore.UTC(), "revoked_by": r.RevokedBy, "revoked_at": r.RevokedAt.UTC(), "expires_at": r.ExpiresAt,
+						"withdrawn": r.Withdrawn,
 					}})
 			})
 		},

@@ -45,7 +45,9 @@ var revokeFields = map[string]bool{"jti": true, "session_id": true, "automation_
 
 // revoke takes one of {"jti"}, {"session_id"}, {"automation_id"},
 // {"subject"} and {"issued_before"} (RFC 3339), and with jti optionally the token's
-// "expires_at", and revokes the organization's matching tokens.
+// "expires_at", and revokes the organization's matching tokens; in the same
+// transaction it withdraws the invocations they asked for that have not
+// started, and answers how many ("withdrawn").
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	var body map[string]json.RawMessage
 	if err := decode(r, &body, false); err != nil {
@@ -85,9 +87,18 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 	if err != nil {
 		return err
 	}
-	s.record(r, &audit.Change{Action: "tokens.revoke", TargetType: "revocation", TargetID: strconv.FormatInt(rev.ID, 10), After: viewRevocation(&rev)})
-	writeJSON(w, http.StatusCreated, viewRevocation(&rev))
+	view := revokedView{viewRevocation(&rev), rev.Withdrawn}
+	s.record(r, &audit.Change{Action: "tokens.revoke", TargetType: "revocation", TargetID: strconv.FormatInt(rev.ID, 10), After: view})
+	writeJSON(w, http.StatusCreated, view)
 	return nil
+}
+
+// revokedView is a new revocation as POST /v1/revocations answers it and
+// the audit trail records it: with how many invocations of the revoked
+// tokens it withdrew (revocation.Service.SetInvocations).
+type revokedView struct {
+	revocationView
+	Withdrawn int `json:"withdrawn"`
 }
 
 // listRevocations lists the organization's revocations in effect, newest

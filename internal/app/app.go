@@ -48,6 +48,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/intent"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/domain/invocation/waits"
 	"github.com/outboxd/outboxd/internal/domain/preview/previewstore"
 	"github.com/outboxd/outboxd/internal/domain/relay"
@@ -496,6 +497,9 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	if err != nil {
 		return nil, err
 	}
+	// A revocation withdraws the invocations the revoked tokens asked for
+	// that have not started, and deschedules their jobs with the client.
+	revocations.SetInvocations(invocationstore.New(client))
 	// The event feeds read through the tenant pool and LISTEN through the
 	// owner's, for every organization with subscribers.
 	feeds := feed.New(&feed.Deps{Pool: tenantPool, Listeners: pool, Metrics: metrics, Logger: logger})

@@ -27,6 +27,15 @@
 // whose exp lies more than max_lifetime after it becomes usable later and
 // is no longer refused. Issue tokens with iat (outboxd's own do).
 //
+// A revocation also withdraws, in the transaction that stores it, what the
+// tokens it refuses asked for and has not started (Service.SetInvocations):
+// their pending invocations, which a human who does not know could still
+// approve, and their approved ones not yet started are cancelled, with
+// their jobs, the cancelled event naming the revocation and the revoker as
+// actor. An invocation records its token's session_id, automation_id,
+// user_id and subject, not its iat or jti: those created before the
+// cut-off are matched, none for a revocation by jti.
+//
 // Every API process keeps all organizations' revocations in memory
 // (Service.Revoked is a map look-up on every request) and polls one
 // version row every Config.RefreshInterval (auth.revocation_refresh); when

@@ -95,6 +95,10 @@ type Service struct {
 	mu       sync.Mutex
 	watchers map[*watcher]struct{}
 	failing  bool
+
+	// invocations withdraws what revoked tokens asked for (SetInvocations);
+	// nil: nothing is withdrawn.
+	invocations Invocations
 }
 
 // watcher is an open stream's token, ended when it is revoked.
@@ -277,7 +281,7 @@ func cutoff(now time.Time) time.Time {
 // again.
 func (s *Service) insert(ctx context.Context, r *Revocation, tokenExp *time.Time) (Revocation, error) {
 	r.ExpiresAt = s.expiry(r.IssuedBefore, tokenExp)
-	stored, err := s.store.Insert(ctx, r)
+	stored, err := s.store.Insert(ctx, r, s.withdraw)
 	if err != nil {
 		return Revocation{}, fmt.Errorf("storing the revocation: %w", err)
 	}

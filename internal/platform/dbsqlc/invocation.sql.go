@@ -502,14 +502,15 @@ WITH prev AS (
     RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
-    SELECT next.id, next.organization_id, next.event_seq, 'cancelled', prev.status, next.status, $2, NULL FROM next, prev
+    SELECT next.id, next.organization_id, next.event_seq, 'cancelled', prev.status, next.status, $2, $3 FROM next, prev
 )
 SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM next
 `
 
 type InvocationCancelParams struct {
-	ID    uuid.UUID
-	Actor *string
+	ID     uuid.UUID
+	Actor  *string
+	Reason *string
 }
 
 type InvocationCancelRow struct {
@@ -572,8 +573,10 @@ type InvocationCancelRow struct {
 	NothingDone    bool
 }
 
+// reason, when given, says why on the cancelled event (a revocation's
+// withdrawal); a caller's own cancel has none.
 func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, arg InvocationCancelParams) (InvocationCancelRow, error) {
-	row := db.QueryRow(ctx, invocationCancel, arg.ID, arg.Actor)
+	row := db.QueryRow(ctx, invocationCancel, arg.ID, arg.Actor, arg.Reason)
 	var i InvocationCancelRow
 	err := row.Scan(
 		&i.ID,

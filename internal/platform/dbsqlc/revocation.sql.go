@@ -8,6 +8,8 @@ package dbsqlc
 import (
 	"context"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 const revocationAll = `-- name: RevocationAll :many
@@ -139,6 +141,62 @@ func (q *Queries) RevocationList(ctx context.Context, db DBTX, arg RevocationLis
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const revocationRequested = `-- name: RevocationRequested :many
+SELECT a.id FROM action_invocations AS a
+WHERE a.organization_id = $1
+  AND (a.status = 'pending' OR (a.status = 'approved' AND a.started_at IS NULL))
+  AND a.created_at < $2
+  AND CASE
+      WHEN $3::text IS NOT NULL THEN a.session_id = $3::text
+      WHEN $4::text IS NOT NULL THEN a.automation_id = $4::text
+      WHEN $5::text IS NOT NULL THEN a.requested_by = $5::text OR a.user_id = $5::text
+      ELSE true
+  END
+ORDER BY a.id
+FOR UPDATE
+`
+
+type RevocationRequestedParams struct {
+	OrganizationID string
+	IssuedBefore   time.Time
+	SessionID      *string
+	AutomationID   *string
+	Subject        *string
+}
+
+// The invocations of an organization that tokens a revocation refuses
+// asked for and that have not started (pending, or approved and never
+// started), locked in id order. They record the token's session_id,
+// automation_id, user_id and subject (requested_by), not its iat or jti:
+// an invocation created before the cut-off was asked for by a token issued
+// before it, so only those are matched. With no selector, every one of the
+// organization's created before the cut-off.
+func (q *Queries) RevocationRequested(ctx context.Context, db DBTX, arg RevocationRequestedParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, revocationRequested,
+		arg.OrganizationID,
+		arg.IssuedBefore,
+		arg.SessionID,
+		arg.AutomationID,
+		arg.Subject,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -32,6 +33,9 @@ type Revocation struct {
 	RevokedAt    time.Time
 	// ExpiresAt is when the revocation is dropped; nil: it is kept.
 	ExpiresAt *time.Time
+	// Withdrawn is how many invocations the revocation withdrew when it
+	// was stored (Insert's then counts them); 0 when read back.
+	Withdrawn int
 }
 
 // Store reads and writes revocations.
@@ -46,8 +50,10 @@ func New(pool *pgxpool.Pool) *Store {
 }
 
 // Insert stores r (its ID and RevokedAt are set by the database) and, in
-// the same transaction, drops the revocations that have expired.
-func (s *Store) Insert(ctx context.Context, r *Revocation) (Revocation, error) {
+// the same transaction, drops the revocations that have expired and then
+// runs then (nil: nothing) with the stored revocation: the revocation is
+// committed with what then does, or not at all.
+func (s *Store) Insert(ctx context.Context, r *Revocation, then func(ctx context.Context, tx pgx.Tx, stored *Revocation) error) (Revocation, error) {
 	return dbutil.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (Revocation, error) {
 		if _, err := s.queries.RevocationDeleteExpired(ctx, tx); err != nil {
 			return Revocation{}, err
@@ -56,7 +62,28 @@ func (s *Store) Insert(ctx context.Context, r *Revocation) (Revocation, error) {
 			OrganizationID: r.Org, Jti: nilIfEmpty(r.JTI), SessionID: nilIfEmpty(r.SessionID),
 			AutomationID: nilIfEmpty(r.AutomationID), Subject: nilIfEmpty(r.Subject), IssuedBefore: r.IssuedBefore, RevokedBy: r.RevokedBy, ExpiresAt: r.ExpiresAt,
 		})
-		return fromRow(&row), err
+		stored := fromRow(&row)
+		if err != nil || then == nil {
+			return stored, err
+		}
+		return stored, then(ctx, tx, &stored)
+	})
+}
+
+// Requested returns, locked in id order until tx ends, the invocations of
+// r's organization that tokens r refuses asked for and that have not
+// started: pending, or approved and never started. An invocation records
+// its token's session_id, automation_id, user_id and subject
+// (requested_by), not its iat or jti, so only those created before r's
+// cut-off are matched (their token was issued before it), and a
+// revocation by jti matches none.
+func (s *Store) Requested(ctx context.Context, tx pgx.Tx, r *Revocation) ([]uuid.UUID, error) {
+	if r.JTI != "" {
+		return nil, nil
+	}
+	return s.queries.RevocationRequested(ctx, tx, dbsqlc.RevocationRequestedParams{
+		OrganizationID: r.Org, IssuedBefore: r.IssuedBefore,
+		SessionID: nilIfEmpty(r.SessionID), AutomationID: nilIfEmpty(r.AutomationID), Subject: nilIfEmpty(r.Subject),
 	})
 }
 

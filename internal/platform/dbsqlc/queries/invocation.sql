@@ -191,6 +191,8 @@ WITH prev AS (
 SELECT * FROM next;
 
 -- name: InvocationCancel :one
+-- reason, when given, says why on the cancelled event (a revocation's
+-- withdrawal); a caller's own cancel has none.
 WITH prev AS (
     SELECT a.id, a.status FROM action_invocations AS a WHERE a.id = @id FOR UPDATE
 ), next AS (
@@ -200,7 +202,7 @@ WITH prev AS (
     RETURNING i.*
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
-    SELECT next.id, next.organization_id, next.event_seq, 'cancelled', prev.status, next.status, sqlc.narg(actor), NULL FROM next, prev
+    SELECT next.id, next.organization_id, next.event_seq, 'cancelled', prev.status, next.status, sqlc.narg(actor), sqlc.narg(reason) FROM next, prev
 )
 SELECT * FROM next;
 

@@ -19,3 +19,24 @@ SELECT version FROM token_revocation_version;
 -- name: RevocationAll :many
 -- Every organization's revocations in effect.
 SELECT * FROM token_revocations WHERE expires_at IS NULL OR expires_at > now();
+
+-- name: RevocationRequested :many
+-- The invocations of an organization that tokens a revocation refuses
+-- asked for and that have not started (pending, or approved and never
+-- started), locked in id order. They record the token's session_id,
+-- automation_id, user_id and subject (requested_by), not its iat or jti:
+-- an invocation created before the cut-off was asked for by a token issued
+-- before it, so only those are matched. With no selector, every one of the
+-- organization's created before the cut-off.
+SELECT a.id FROM action_invocations AS a
+WHERE a.organization_id = @organization_id
+  AND (a.status = 'pending' OR (a.status = 'approved' AND a.started_at IS NULL))
+  AND a.created_at < @issued_before
+  AND CASE
+      WHEN sqlc.narg(session_id)::text IS NOT NULL THEN a.session_id = sqlc.narg(session_id)::text
+      WHEN sqlc.narg(automation_id)::text IS NOT NULL THEN a.automation_id = sqlc.narg(automation_id)::text
+      WHEN sqlc.narg(subject)::text IS NOT NULL THEN a.requested_by = sqlc.narg(subject)::text OR a.user_id = sqlc.narg(subject)::text
+      ELSE true
+  END
+ORDER BY a.id
+FOR UPDATE;
