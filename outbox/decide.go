@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outboxd/outboxd/internal/domain/audit"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/grant"
@@ -49,6 +50,10 @@ type ApproveParams struct {
 	// again) is not approved, so an approval never binds what its approver
 	// did not see.
 	Digest string
+	// Sources is the approver's token's sources claim: an invocation of a
+	// source it does not allow is not found (NotFound), as for a read,
+	// and nothing is changed. The zero claim (a Slack click) allows any.
+	Sources auth.SourceClaim
 }
 
 // Approve clears a pending invocation to run. Releasing its parked job
@@ -59,11 +64,11 @@ func (s *Service) Approve(ctx context.Context, p *ApproveParams) (invocation.Inv
 		// An edit and a grant need the action's definition, which a
 		// connector may have to be asked for: ask before the transaction
 		// that locks the invocation, not while holding it.
-		action = s.preresolve(ctx, p.OrganizationID, p.InvocationID)
+		action = s.preresolve(ctx, p.OrganizationID, p.InvocationID, p.Sources)
 	} else {
 		action = s.resolveOf(ctx)
 	}
-	return s.decide(ctx, p.OrganizationID, p.InvocationID, "approved", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
+	return s.decide(ctx, p.OrganizationID, p.InvocationID, p.Sources, "approved", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
 		if ownRequest(inv, p.UserID) {
 			return inv, errs.Errorf(errs.SelfApproval, "%s asked for this invocation and cannot approve it: another person must", p.UserID)
 		}
@@ -134,9 +139,10 @@ func (s *Service) resolveOf(ctx context.Context) actionOf {
 // preresolve resolves the action of invocation id now, outside any
 // transaction, and returns it when asked (an invocation's source and
 // action never change). An invocation that cannot be read now is
-// resolved when asked, and its decision says what is wrong.
-func (s *Service) preresolve(ctx context.Context, org, id string) actionOf {
-	inv, err := s.Get(ctx, org, id, anySource)
+// resolved when asked, and its decision says what is wrong; so is one of
+// a source sources does not allow, whose decision is refused before that.
+func (s *Service) preresolve(ctx context.Context, org, id string, sources auth.SourceClaim) actionOf {
+	inv, err := s.Get(ctx, org, id, sources)
 	if err != nil {
 		return s.resolveOf(ctx)
 	}
@@ -165,12 +171,14 @@ type DenyParams struct {
 	UserID         string
 	Role           string
 	Reason         string
+	// Sources is the denier's token's sources claim, as ApproveParams'.
+	Sources auth.SourceClaim
 }
 
 // Deny rejects a pending invocation and cancels its parked job. The reason
 // is stored as the invocation's error, redacted like every error string.
 func (s *Service) Deny(ctx context.Context, p *DenyParams) (invocation.Invocation, error) {
-	return s.decide(ctx, p.OrganizationID, p.InvocationID, "denied", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
+	return s.decide(ctx, p.OrganizationID, p.InvocationID, p.Sources, "denied", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
 		if s.deps.Approvals != nil {
 			if err := s.deps.Approvals.MayDeny(ctx, tx, &inv, p.UserID, p.Role); err != nil {
 				return inv, err
@@ -180,13 +188,17 @@ func (s *Service) Deny(ctx context.Context, p *DenyParams) (invocation.Invocatio
 	})
 }
 
-// decide runs a human decision on a locked, pending, unexpired invocation.
-// An invocation found past its expiry is expired (and that is committed)
-// before errs.Expired is returned; one already expired is errs.Expired too.
-func (s *Service) decide(ctx context.Context, org, id, decision string, fn func(context.Context, pgx.Tx, invocation.Invocation) (invocation.Invocation, error)) (invocation.Invocation, error) {
+// decide runs a human decision on a locked, pending, unexpired invocation
+// of a source sources allows; one of another source is not found, with
+// the very error of an unknown id, and is left as it is (not even
+// expired). An invocation found past its expiry is expired (and that is
+// committed) before errs.Expired is returned; one already expired is
+// errs.Expired too.
+func (s *Service) decide(ctx context.Context, org, id string, sources auth.SourceClaim, decision string,
+	fn func(context.Context, pgx.Tx, invocation.Invocation) (invocation.Invocation, error)) (invocation.Invocation, error) {
 	uid, err := uuid.Parse(id)
 	if err != nil {
-		return invocation.Invocation{}, fmt.Errorf("%w: invocation %s", errs.NotFound, id)
+		return invocation.Invocation{}, NotFound(id)
 	}
 	// A decision comes in a request of its own, often long after the
 	// invocation's: its span links to the invocation's trace, whose
@@ -198,6 +210,9 @@ func (s *Service) decide(ctx context.Context, org, id, decision string, fn func(
 		inv, err := s.store.Lock(ctx, tx, org, uid)
 		if err != nil {
 			return inv, err
+		}
+		if !sources.Allows(inv.Integration) {
+			return invocation.Invocation{}, NotFound(id)
 		}
 		if span.IsRecording() {
 			span.AddLink(trace.Link{SpanContext: tracing.Parse(inv.TraceContext)})

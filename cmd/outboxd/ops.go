@@ -18,6 +18,7 @@ import (
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/domain/admin"
 	"github.com/outboxd/outboxd/internal/domain/audit"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
 )
@@ -83,7 +84,7 @@ func newDLQCommand() *cobra.Command {
 			org, _ := cmd.Flags().GetString("org")
 			limit, _ := cmd.Flags().GetInt("limit")
 			return withService(cmd, func(svc *admin.Service) error {
-				invs, total, err := svc.ListDeadLetters(cmd.Context(), org, invocation.Page{Limit: limit})
+				invs, total, err := svc.ListDeadLetters(cmd.Context(), org, auth.SourceClaim{}, invocation.Page{Limit: limit}) // every source
 				if err != nil {
 					return err
 				}
@@ -119,7 +120,8 @@ func newDLQCommand() *cobra.Command {
 					if retry {
 						op, action, past = svc.RetryDeadLetters, "dead_letter.retry", "retried"
 					}
-					results, err := op(cmd.Context(), org, operator(cmd), ids)
+					// The operator's own command: every source.
+					results, err := op(cmd.Context(), org, operator(cmd), ids, auth.SourceClaim{})
 					if err != nil {
 						return err
 					}

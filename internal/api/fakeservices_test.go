@@ -39,7 +39,7 @@ type fakeAdmin struct {
 	retried []string
 }
 
-func (f *fakeAdmin) RetryDeadLetters(_ context.Context, _, _ string, ids []string) ([]admin.BatchResult, error) {
+func (f *fakeAdmin) RetryDeadLetters(_ context.Context, _, _ string, ids []string, _ auth.SourceClaim) ([]admin.BatchResult, error) {
 	f.retried = append(f.retried, ids...)
 	return []admin.BatchResult{{ID: ids[0], Status: "not_found", Error: "no such invocation"}}, nil
 }

@@ -17,10 +17,12 @@ import (
 )
 
 // Grants lists and revokes an organization's grants
-// (internal/domain/grant); the outbox creates and uses them.
+// (internal/domain/grant); the outbox creates and uses them. Both take the
+// token's sources claim: a grant of another source is not listed, and is
+// not found as an unknown id is.
 type Grants interface {
-	List(ctx context.Context, org string, active bool) ([]grant.Grant, error)
-	Revoke(ctx context.Context, org, id, by string) (grant.Grant, error)
+	List(ctx context.Context, org string, sources auth.SourceClaim, active bool) ([]grant.Grant, error)
+	Revoke(ctx context.Context, org, id, by string, sources auth.SourceClaim) (grant.Grant, error)
 	ByInvocation(ctx context.Context, org string, id uuid.UUID) (grant.Grant, bool, error)
 }
 
@@ -68,8 +70,9 @@ func (s *Server) grantsServed() error {
 	return nil
 }
 
-// listGrants answers the organization's grants, newest first;
-// ?active=true only those that may still let an invocation through.
+// listGrants answers the organization's grants of the sources the token's
+// sources claim allows, newest first; ?active=true only those that may
+// still let an invocation through.
 func (s *Server) listGrants(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	if err := s.grantsServed(); err != nil {
 		return err
@@ -82,7 +85,7 @@ func (s *Server) listGrants(w http.ResponseWriter, r *http.Request, c *auth.Clai
 	default:
 		return invalidField("active", "active must be true or false")
 	}
-	gs, err := s.grants.List(r.Context(), c.Org, active)
+	gs, err := s.grants.List(r.Context(), c.Org, c.Sources, active)
 	if err != nil {
 		return err
 	}
@@ -128,12 +131,13 @@ func (s *Server) markDrifted(ctx context.Context, c *auth.Claims, views []grantV
 }
 
 // revokeGrant revokes a grant: the invocations it would have let through
-// wait for a human again.
+// wait for a human again. A grant of a source the token's sources claim
+// does not allow is not found, as an unknown id is.
 func (s *Server) revokeGrant(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	if err := s.grantsServed(); err != nil {
 		return err
 	}
-	g, err := s.grants.Revoke(r.Context(), c.Org, r.PathValue("id"), c.Subject)
+	g, err := s.grants.Revoke(r.Context(), c.Org, r.PathValue("id"), c.Subject, c.Sources)
 	if err != nil {
 		return err
 	}

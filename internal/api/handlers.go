@@ -351,7 +351,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 	}
 	inv, err := s.svc.Approve(r.Context(), &outbox.ApproveParams{
 		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Role: string(c.Role), Always: body.Mode == "always", Grant: body.Grant,
-		Params: editedParams(body.Params), Digest: body.Digest,
+		Params: editedParams(body.Params), Digest: body.Digest, Sources: c.Sources,
 	})
 	if err != nil {
 		return err
@@ -384,7 +384,7 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, c *auth.Claims) er
 		return badRequest("invalid_request", "reason must be at most 2000 characters")
 	}
 	inv, err := s.svc.Deny(r.Context(), &outbox.DenyParams{
-		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Role: string(c.Role), Reason: body.Reason,
+		OrganizationID: c.Org, InvocationID: r.PathValue("id"), UserID: c.Subject, Role: string(c.Role), Reason: body.Reason, Sources: c.Sources,
 	})
 	if err != nil {
 		return err
@@ -394,15 +394,15 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, c *auth.Claims) er
 }
 
 // checkSessionPath makes the session-scoped approve/deny routes refuse an
-// invocation of another session. Like /v1/invocations/{id}/approve, it
-// does not narrow a decision by the token's sources claim (the zero
-// claim: any source).
+// invocation of another session, or of a source the token's sources claim
+// does not allow (which the decision itself refuses on every route), as
+// an unknown id.
 func (s *Server) checkSessionPath(r *http.Request, c *auth.Claims) error {
 	sessionID := r.PathValue("session_id")
 	if sessionID == "" {
 		return nil
 	}
-	_, err := s.svc.GetInSession(r.Context(), c.Org, sessionID, r.PathValue("id"), auth.SourceClaim{})
+	_, err := s.svc.GetInSession(r.Context(), c.Org, sessionID, r.PathValue("id"), c.Sources)
 	return err
 }
 

@@ -86,12 +86,15 @@ func (s *Server) putDoNotContact(w http.ResponseWriter, r *http.Request, c *auth
 	return nil
 }
 
+// listDeadLetters lists the organization's dead letters of the sources the
+// token's sources claim allows, filtered in the query so that a page is
+// full and the total counts what the token sees.
 func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	page, err := pageParams(r)
 	if err != nil {
 		return err
 	}
-	invs, total, err := s.admin.ListDeadLetters(r.Context(), c.Org, page)
+	invs, total, err := s.admin.ListDeadLetters(r.Context(), c.Org, c.Sources, page)
 	if err != nil {
 		return err
 	}
@@ -103,6 +106,9 @@ type idsBody struct {
 	IDs []string `json:"ids"`
 }
 
+// deadLetterOp retries or discards dead letters by id; one of a source the
+// token's sources claim does not allow is not_found, as an unknown id is,
+// and is left as it is.
 func (s *Server) deadLetterOp(retry bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 		var body idsBody
@@ -115,7 +121,7 @@ func (s *Server) deadLetterOp(retry bool) handlerFunc {
 		if retry {
 			op = s.admin.RetryDeadLetters
 		}
-		results, err := op(r.Context(), c.Org, c.Subject, body.IDs)
+		results, err := op(r.Context(), c.Org, c.Subject, body.IDs, c.Sources)
 		if err != nil {
 			return err
 		}

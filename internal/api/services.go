@@ -143,9 +143,11 @@ type Audit interface {
 // (internal/domain/admin): dead letters, its queue and pause, stats and
 // rate buckets. River's queues are the operator's and not served.
 type Admin interface {
-	ListDeadLetters(ctx context.Context, org string, page invocation.Page) ([]invocation.Invocation, int64, error)
-	RetryDeadLetters(ctx context.Context, org, by string, ids []string) ([]adm.BatchResult, error)
-	DiscardDeadLetters(ctx context.Context, org, by string, ids []string) ([]adm.BatchResult, error)
+	// The dead letters take the token's sources claim: one of another
+	// source is not listed, and is not_found as an unknown id is.
+	ListDeadLetters(ctx context.Context, org string, sources auth.SourceClaim, page invocation.Page) ([]invocation.Invocation, int64, error)
+	RetryDeadLetters(ctx context.Context, org, by string, ids []string, sources auth.SourceClaim) ([]adm.BatchResult, error)
+	DiscardDeadLetters(ctx context.Context, org, by string, ids []string, sources auth.SourceClaim) ([]adm.BatchResult, error)
 	Queue(ctx context.Context, org string) (*adm.OrgQueue, error)
 	Pause(ctx context.Context, org, by string) (*adm.OrgQueue, error)
 	Resume(ctx context.Context, org, by string) (*adm.OrgQueue, error)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
@@ -17,10 +18,12 @@ import (
 )
 
 // ListDeadLetters returns the organization's failed invocations that were
-// neither replayed nor discarded, newest first, with the total.
-func (s *Service) ListDeadLetters(ctx context.Context, org string, page invocation.Page) ([]invocation.Invocation, int64, error) {
+// neither replayed nor discarded, of the sources sources allows (a
+// token's sources claim; the zero claim: any), newest first, with the
+// total.
+func (s *Service) ListDeadLetters(ctx context.Context, org string, sources auth.SourceClaim, page invocation.Page) ([]invocation.Invocation, int64, error) {
 	ctx = dbutil.WithOrg(ctx, org)
-	return s.store.ListDeadLetters(ctx, s.deps.Pool, org, page)
+	return s.store.ListDeadLetters(ctx, s.deps.Pool, org, sources, page)
 }
 
 // BatchResult is the outcome of one id in a batch operation.
@@ -33,17 +36,20 @@ type BatchResult struct {
 // RetryDeadLetters replays dead letters: each goes back to approved with a
 // fresh execute job (a full set of attempts, its own retry policy) for the
 // same invocation id, and so the same idempotency key. The dead job stays
-// in River's history. Who and when is recorded.
-func (s *Service) RetryDeadLetters(ctx context.Context, org, by string, ids []string) ([]BatchResult, error) {
-	return s.deadLetterBatch(ctx, org, ids, "retried", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) error {
+// in River's history. Who and when is recorded. A dead letter of a source
+// sources does not allow is not_found, as an unknown id is, and is left.
+func (s *Service) RetryDeadLetters(ctx context.Context, org, by string, ids []string, sources auth.SourceClaim) ([]BatchResult, error) {
+	return s.deadLetterBatch(ctx, org, ids, sources, "retried", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) error {
 		_, err := s.store.Replay(ctx, tx, inv, by)
 		return err
 	})
 }
 
 // DiscardDeadLetters drops dead letters from the list; they stay failed.
-func (s *Service) DiscardDeadLetters(ctx context.Context, org, by string, ids []string) ([]BatchResult, error) {
-	return s.deadLetterBatch(ctx, org, ids, "discarded", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) error {
+// Those of a source sources does not allow are not_found, as for
+// RetryDeadLetters.
+func (s *Service) DiscardDeadLetters(ctx context.Context, org, by string, ids []string, sources auth.SourceClaim) ([]BatchResult, error) {
+	return s.deadLetterBatch(ctx, org, ids, sources, "discarded", func(ctx context.Context, tx pgx.Tx, inv invocation.Invocation) error {
 		_, err := s.store.Discard(ctx, tx, inv.ID, by)
 		return err
 	})
@@ -52,7 +58,8 @@ func (s *Service) DiscardDeadLetters(ctx context.Context, org, by string, ids []
 // maxBatch bounds one batch request.
 const maxBatch = 500
 
-func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string, done string, fn func(context.Context, pgx.Tx, invocation.Invocation) error) ([]BatchResult, error) {
+func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string, sources auth.SourceClaim, done string,
+	fn func(context.Context, pgx.Tx, invocation.Invocation) error) ([]BatchResult, error) {
 	if len(ids) == 0 || len(ids) > maxBatch {
 		return nil, errs.Invalid("ids", "give between 1 and %d ids", maxBatch)
 	}
@@ -67,6 +74,9 @@ func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string,
 			inv, err := s.store.Lock(ctx, tx, org, uid)
 			if err != nil {
 				return err
+			}
+			if !sources.Allows(inv.Integration) {
+				return errs.NotFound
 			}
 			if inv.Status != invocation.StatusFailed || inv.DeadLetteredAt == nil || inv.DiscardedAt != nil {
 				return fmt.Errorf("%w: invocation is %s and not a dead letter", errs.Conflict, inv.Status)

@@ -37,6 +37,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/grant/grantstore"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
@@ -270,21 +271,30 @@ func NewService(pool *pgxpool.Pool) *Service {
 	return &Service{pool: pool, store: grantstore.New()}
 }
 
-// List returns org's grants, newest first; only the live ones with
-// active.
-func (s *Service) List(ctx context.Context, org string, active bool) ([]Grant, error) {
-	return s.store.List(dbutil.WithOrg(ctx, org), s.pool, org, active, listLimit)
+// A token's sources claim narrows the grants it lists and revokes as it
+// narrows the invocations it reads: a grant lets the invocations of its
+// source through, so one of a source the claim does not allow is not
+// listed, and is not found as an unknown id is.
+
+// List returns org's grants of the sources sources allows, newest first;
+// only the live ones with active.
+func (s *Service) List(ctx context.Context, org string, sources auth.SourceClaim, active bool) ([]Grant, error) {
+	var ids []string // nil: any source
+	if sources.Present() {
+		ids = append([]string{}, sources.IDs()...)
+	}
+	return s.store.List(dbutil.WithOrg(ctx, org), s.pool, org, ids, active, listLimit)
 }
 
-// Get returns one of org's grants.
-func (s *Service) Get(ctx context.Context, org, id string) (Grant, error) {
+// Get returns one of org's grants of a source sources allows.
+func (s *Service) Get(ctx context.Context, org, id string, sources auth.SourceClaim) (Grant, error) {
 	uid, err := uuid.Parse(id)
 	if err != nil {
 		return Grant{}, fmt.Errorf("%w: grant %s", errs.NotFound, id)
 	}
 	g, ok, err := s.store.Get(dbutil.WithOrg(ctx, org), s.pool, org, uid)
-	if err == nil && !ok {
-		err = fmt.Errorf("%w: grant %s", errs.NotFound, id)
+	if err == nil && (!ok || !sources.Allows(g.SourceID)) {
+		return Grant{}, fmt.Errorf("%w: grant %s", errs.NotFound, id)
 	}
 	return g, err
 }
@@ -295,10 +305,11 @@ func (s *Service) ByInvocation(ctx context.Context, org string, id uuid.UUID) (G
 	return s.store.ByInvocation(dbutil.WithOrg(ctx, org), s.pool, org, id)
 }
 
-// Revoke revokes one of org's grants by a person. An unknown grant is
-// errs.NotFound; one already revoked is errs.Conflict.
-func (s *Service) Revoke(ctx context.Context, org, id, by string) (Grant, error) {
-	before, err := s.Get(ctx, org, id)
+// Revoke revokes one of org's grants of a source sources allows by a
+// person. An unknown grant, or one of another source, is errs.NotFound;
+// one already revoked is errs.Conflict.
+func (s *Service) Revoke(ctx context.Context, org, id, by string, sources auth.SourceClaim) (Grant, error) {
+	before, err := s.Get(ctx, org, id, sources)
 	if err != nil {
 		return before, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
@@ -98,7 +99,7 @@ func TestKeeper_Constraints(t *testing.T) {
 	drifted.DefinitionHash = "h2"
 	require.False(t, use(drifted))
 	require.False(t, use(request(`{"channel":"C1","opts":{"a":[1,2]}}`)), "the drift revoked it")
-	gs, err := grant.NewService(pool).List(ctx, "org-1", false)
+	gs, err := grant.NewService(pool).List(ctx, "org-1", auth.SourceClaim{}, false)
 	require.NoError(t, err)
 	require.Len(t, gs, 1)
 	require.Equal(t, grant.ReasonDrift, gs[0].RevokeReason)
@@ -128,7 +129,7 @@ func TestKeeper_BadSpecs(t *testing.T) {
 		var invalid *errs.ValidationError
 		require.True(t, errors.As(err, &invalid), "%s: %v", name, err)
 	}
-	gs, err := grant.NewService(pool).List(ctx, "org-1", false)
+	gs, err := grant.NewService(pool).List(ctx, "org-1", auth.SourceClaim{}, false)
 	require.NoError(t, err)
 	require.Empty(t, gs)
 

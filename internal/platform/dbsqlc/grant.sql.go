@@ -230,19 +230,28 @@ const grantList = `-- name: GrantList :many
 SELECT id, organization_id, scope, scope_id, source_id, action_id, fixed, granted, remaining, expires_at, definition_hash, created_by, created_from, created_at, revoked_at, revoked_by, revoke_reason, user_id FROM grants
 WHERE organization_id = $1
   AND (NOT $2::boolean OR (revoked_at IS NULL AND remaining > 0 AND expires_at > now()))
+  AND ($3::text[] IS NULL OR source_id = ANY($3::text[]))
 ORDER BY created_at DESC, id
-LIMIT $3
+LIMIT $4
 `
 
 type GrantListParams struct {
 	OrganizationID string
 	Active         bool
+	Sources        []string
 	MaxRows        int32
 }
 
-// An organization's grants, newest first; only the live ones with @active.
+// An organization's grants, newest first; only the live ones with @active;
+// with @sources (a token's sources claim; NULL: any source), only those of
+// the sources it lists.
 func (q *Queries) GrantList(ctx context.Context, db DBTX, arg GrantListParams) ([]Grant, error) {
-	rows, err := db.Query(ctx, grantList, arg.OrganizationID, arg.Active, arg.MaxRows)
+	rows, err := db.Query(ctx, grantList,
+		arg.OrganizationID,
+		arg.Active,
+		arg.Sources,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -15,10 +15,16 @@ import (
 const deadLetterCount = `-- name: DeadLetterCount :one
 SELECT count(*) FROM action_invocations
 WHERE organization_id = $1 AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
+  AND ($2::text[] IS NULL OR integration = ANY($2::text[]))
 `
 
-func (q *Queries) DeadLetterCount(ctx context.Context, db DBTX, organizationID string) (int64, error) {
-	row := db.QueryRow(ctx, deadLetterCount, organizationID)
+type DeadLetterCountParams struct {
+	OrganizationID string
+	Sources        []string
+}
+
+func (q *Queries) DeadLetterCount(ctx context.Context, db DBTX, arg DeadLetterCountParams) (int64, error) {
+	row := db.QueryRow(ctx, deadLetterCount, arg.OrganizationID, arg.Sources)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
@@ -29,22 +35,31 @@ SELECT a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a
 JOIN (
     SELECT p.id, p.dead_lettered_at FROM action_invocations p
     WHERE p.organization_id = $1 AND p.dead_lettered_at IS NOT NULL AND p.discarded_at IS NULL
+      AND ($2::text[] IS NULL OR p.integration = ANY($2::text[]))
     ORDER BY p.dead_lettered_at DESC, p.id
-    LIMIT $3 OFFSET $2
+    LIMIT $4 OFFSET $3
 ) AS page ON a.id = page.id
 ORDER BY page.dead_lettered_at DESC, page.id
 `
 
 type DeadLetterListParams struct {
 	OrganizationID string
+	Sources        []string
 	Skip           int32
 	Max            int32
 }
 
 // The page is chosen from action_invocations_dead_letters alone, then only
-// its rows are read (see InvocationListByOrg).
+// its rows are read (see InvocationListByOrg). With @sources (a token's
+// sources claim; NULL: any source), only the dead letters of the sources
+// it lists.
 func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterListParams) ([]ActionInvocation, error) {
-	rows, err := db.Query(ctx, deadLetterList, arg.OrganizationID, arg.Skip, arg.Max)
+	rows, err := db.Query(ctx, deadLetterList,
+		arg.OrganizationID,
+		arg.Sources,
+		arg.Skip,
+		arg.Max,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -147,9 +147,10 @@ func (s *Store) ByInvocation(ctx context.Context, db dbutil.DB, org string, id u
 }
 
 // List returns org's grants, newest first, at most limit; only the live
-// ones with active.
-func (s *Store) List(ctx context.Context, db dbutil.DB, org string, active bool, limit int) ([]Grant, error) {
-	rows, err := s.q.GrantList(ctx, db, dbsqlc.GrantListParams{OrganizationID: org, Active: active, MaxRows: int32(limit)})
+// ones with active; with sources not nil, only those of the source ids it
+// holds (none when empty).
+func (s *Store) List(ctx context.Context, db dbutil.DB, org string, sources []string, active bool, limit int) ([]Grant, error) {
+	rows, err := s.q.GrantList(ctx, db, dbsqlc.GrantListParams{OrganizationID: org, Active: active, Sources: sources, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, err
 	}

@@ -144,7 +144,7 @@ func TestStore_ListDeadLettersReadsItsPageOnly(t *testing.T) {
 	tx := b.begin(t)
 	serial(t, tx)
 	before := heapRowsRead(t, tx)
-	invs, total, err := b.store.ListDeadLetters(ctx, tx, "org-1", invocation.Page{Limit: 50, Offset: 1900})
+	invs, total, err := b.store.ListDeadLetters(ctx, tx, "org-1", auth.SourceClaim{}, invocation.Page{Limit: 50, Offset: 1900})
 	require.NoError(t, err)
 	read := heapRowsRead(t, tx) - before
 	got := make([]string, len(invs))

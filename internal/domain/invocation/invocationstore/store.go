@@ -280,14 +280,16 @@ func (s *Store) ListOrg(ctx context.Context, db DB, org string, f invocation.Lis
 }
 
 // ListDeadLetters returns the organization's failed, undiscarded
-// invocations, newest first, and how many there are.
-func (s *Store) ListDeadLetters(ctx context.Context, db DB, org string, page invocation.Page) ([]invocation.Invocation, int64, error) {
+// invocations of the sources the claim allows, newest first, and how many
+// there are.
+func (s *Store) ListDeadLetters(ctx context.Context, db DB, org string, sources auth.SourceClaim, page invocation.Page) ([]invocation.Invocation, int64, error) {
 	limit, offset := window(page)
-	rows, err := s.q.DeadLetterList(ctx, db, dbsqlc.DeadLetterListParams{OrganizationID: org, Max: limit, Skip: offset})
+	ids := sourceIDs(sources)
+	rows, err := s.q.DeadLetterList(ctx, db, dbsqlc.DeadLetterListParams{OrganizationID: org, Sources: ids, Max: limit, Skip: offset})
 	if err != nil {
 		return nil, 0, fmt.Errorf("listing dead letters: %w", err)
 	}
-	total, err := s.q.DeadLetterCount(ctx, db, org)
+	total, err := s.q.DeadLetterCount(ctx, db, dbsqlc.DeadLetterCountParams{OrganizationID: org, Sources: ids})
 	if err != nil {
 		return nil, 0, fmt.Errorf("counting dead letters: %w", err)
 	}

@@ -60,10 +60,13 @@ SELECT * FROM grants WHERE id = @id AND organization_id = @organization_id;
 SELECT * FROM grants WHERE organization_id = @organization_id AND created_from = @created_from;
 
 -- name: GrantList :many
--- An organization's grants, newest first; only the live ones with @active.
+-- An organization's grants, newest first; only the live ones with @active;
+-- with @sources (a token's sources claim; NULL: any source), only those of
+-- the sources it lists.
 SELECT * FROM grants
 WHERE organization_id = @organization_id
   AND (NOT @active::boolean OR (revoked_at IS NULL AND remaining > 0 AND expires_at > now()))
+  AND (sqlc.narg(sources)::text[] IS NULL OR source_id = ANY(sqlc.narg(sources)::text[]))
 ORDER BY created_at DESC, id
 LIMIT @max_rows;
 

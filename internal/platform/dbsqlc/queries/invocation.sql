@@ -359,11 +359,14 @@ ORDER BY seq;
 
 -- name: DeadLetterList :many
 -- The page is chosen from action_invocations_dead_letters alone, then only
--- its rows are read (see InvocationListByOrg).
+-- its rows are read (see InvocationListByOrg). With @sources (a token's
+-- sources claim; NULL: any source), only the dead letters of the sources
+-- it lists.
 SELECT a.* FROM action_invocations a
 JOIN (
     SELECT p.id, p.dead_lettered_at FROM action_invocations p
     WHERE p.organization_id = @organization_id AND p.dead_lettered_at IS NOT NULL AND p.discarded_at IS NULL
+      AND (sqlc.narg(sources)::text[] IS NULL OR p.integration = ANY(sqlc.narg(sources)::text[]))
     ORDER BY p.dead_lettered_at DESC, p.id
     LIMIT @max OFFSET @skip
 ) AS page ON a.id = page.id
@@ -371,7 +374,8 @@ ORDER BY page.dead_lettered_at DESC, page.id;
 
 -- name: DeadLetterCount :one
 SELECT count(*) FROM action_invocations
-WHERE organization_id = @organization_id AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL;
+WHERE organization_id = @organization_id AND dead_lettered_at IS NOT NULL AND discarded_at IS NULL
+  AND (sqlc.narg(sources)::text[] IS NULL OR integration = ANY(sqlc.narg(sources)::text[]));
 
 -- name: InvocationListByExternalIDs :many
 SELECT * FROM action_invocations
