@@ -281,15 +281,18 @@ func (s *Store) ListOrg(ctx context.Context, db DB, org string, f invocation.Lis
 
 // ListDeadLetters returns the organization's failed, undiscarded
 // invocations of the sources the claim allows, newest first, and how many
-// there are.
+// there are. Both statements are planned for their claim on every run
+// (dbutil.CustomPlans): action_invocations_dead_letters does not hold the
+// source, so a plan made for any claim reads every dead letter up to the
+// page from the table, where one without a claim reads the index alone.
 func (s *Store) ListDeadLetters(ctx context.Context, db DB, org string, sources auth.SourceClaim, page invocation.Page) ([]invocation.Invocation, int64, error) {
 	limit, offset := window(page)
-	ids := sourceIDs(sources)
-	rows, err := s.q.DeadLetterList(ctx, db, dbsqlc.DeadLetterListParams{OrganizationID: org, Sources: ids, Max: limit, Skip: offset})
+	ids, planned := sourceIDs(sources), dbutil.CustomPlans{DBTX: db}
+	rows, err := s.q.DeadLetterList(ctx, planned, dbsqlc.DeadLetterListParams{OrganizationID: org, Sources: ids, Max: limit, Skip: offset})
 	if err != nil {
 		return nil, 0, fmt.Errorf("listing dead letters: %w", err)
 	}
-	total, err := s.q.DeadLetterCount(ctx, db, dbsqlc.DeadLetterCountParams{OrganizationID: org, Sources: ids})
+	total, err := s.q.DeadLetterCount(ctx, planned, dbsqlc.DeadLetterCountParams{OrganizationID: org, Sources: ids})
 	if err != nil {
 		return nil, 0, fmt.Errorf("counting dead letters: %w", err)
 	}
