@@ -142,11 +142,15 @@ func (s *Server) listConnectors(w http.ResponseWriter, r *http.Request, c *auth.
 	if err != nil {
 		return err
 	}
+	list = inClaim(c, list, func(v connectors.View) string { return v.SourceID })
 	writeJSON(w, http.StatusOK, map[string]any{"connectors": viewEach(list, viewConnector)})
 	return nil
 }
 
 func (s *Server) createConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := unnarrowed(c, "a new connector is a source outside the token's sources claim"); err != nil {
+		return err
+	}
 	in, err := decodeConnectorInput(r)
 	if err != nil {
 		return err
@@ -165,6 +169,9 @@ func (s *Server) getConnector(w http.ResponseWriter, r *http.Request, c *auth.Cl
 	if err != nil {
 		return err
 	}
+	if err := sourceAllowed(c, conn.SourceID); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"connector": viewConnector(conn)})
 	return nil
 }
@@ -172,6 +179,9 @@ func (s *Server) getConnector(w http.ResponseWriter, r *http.Request, c *auth.Cl
 func (s *Server) updateConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	in, err := decodeConnectorInput(r)
 	if err != nil {
+		return err
+	}
+	if err := s.connectorInClaim(r, c); err != nil {
 		return err
 	}
 	before, err := s.connectorBefore(r, c)
@@ -189,6 +199,9 @@ func (s *Server) updateConnector(w http.ResponseWriter, r *http.Request, c *auth
 }
 
 func (s *Server) deleteConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := s.connectorInClaim(r, c); err != nil {
+		return err
+	}
 	before, err := s.connectorBefore(r, c)
 	if err != nil {
 		return err
@@ -199,6 +212,20 @@ func (s *Server) deleteConnector(w http.ResponseWriter, r *http.Request, c *auth
 	s.record(r, &audit.Change{Action: "connector.delete", TargetType: "connector", TargetID: r.PathValue("id"), Before: before})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// connectorInClaim is nil when c's sources claim allows the path's
+// connector (or c carries none), else its 403 source_not_allowed; an
+// unknown connector is not found.
+func (s *Server) connectorInClaim(r *http.Request, c *auth.Claims) error {
+	if !c.Sources.Present() {
+		return nil
+	}
+	conn, err := s.connectors.Get(r.Context(), c.Org, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return sourceAllowed(c, conn.SourceID)
 }
 
 // connectorBefore is the connector of the path before a change, for the
@@ -281,6 +308,9 @@ func auditURL(raw string) string {
 }
 
 func (s *Server) validateConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := s.connectorInClaim(r, c); err != nil {
+		return err
+	}
 	diag, err := s.connectors.Validate(r.Context(), c.Org, r.PathValue("id"))
 	if err != nil {
 		return err
@@ -290,6 +320,9 @@ func (s *Server) validateConnector(w http.ResponseWriter, r *http.Request, c *au
 }
 
 func (s *Server) connectorTools(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := s.connectorInClaim(r, c); err != nil {
+		return err
+	}
 	tools, err := s.connectors.Tools(r.Context(), c.Org, r.PathValue("id"))
 	if err != nil {
 		return err
@@ -301,6 +334,9 @@ func (s *Server) connectorTools(w http.ResponseWriter, r *http.Request, c *auth.
 func (s *Server) reviewConnectorTools(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	reviews, err := decodeToolReviews(r)
 	if err != nil {
+		return err
+	}
+	if err := s.connectorInClaim(r, c); err != nil {
 		return err
 	}
 	before, err := s.connectorBefore(r, c)

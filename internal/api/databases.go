@@ -68,11 +68,15 @@ func (s *Server) listDatabases(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err != nil {
 		return err
 	}
+	list = inClaim(c, list, func(v databases.View) string { return v.SourceID })
 	writeJSON(w, http.StatusOK, map[string]any{"databases": viewEach(list, viewDatabase)})
 	return nil
 }
 
 func (s *Server) createDatabase(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := unnarrowed(c, "a new database is a source outside the token's sources claim"); err != nil {
+		return err
+	}
 	in, err := decodeDatabaseInput(r)
 	if err != nil {
 		return err
@@ -91,6 +95,9 @@ func (s *Server) getDatabase(w http.ResponseWriter, r *http.Request, c *auth.Cla
 	if err != nil {
 		return err
 	}
+	if err := sourceAllowed(c, db.SourceID); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"database": viewDatabase(db)})
 	return nil
 }
@@ -98,6 +105,9 @@ func (s *Server) getDatabase(w http.ResponseWriter, r *http.Request, c *auth.Cla
 func (s *Server) updateDatabase(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	in, err := decodeDatabaseInput(r)
 	if err != nil {
+		return err
+	}
+	if err := s.databaseInClaim(r, c); err != nil {
 		return err
 	}
 	before, err := s.databaseBefore(r, c)
@@ -115,6 +125,9 @@ func (s *Server) updateDatabase(w http.ResponseWriter, r *http.Request, c *auth.
 }
 
 func (s *Server) deleteDatabase(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := s.databaseInClaim(r, c); err != nil {
+		return err
+	}
 	before, err := s.databaseBefore(r, c)
 	if err != nil {
 		return err
@@ -140,6 +153,20 @@ func databaseError(err error) error {
 			details: map[string]any{"fields": []executors.FieldError{{Field: "url", Message: privileged.Error()}}}}
 	}
 	return err
+}
+
+// databaseInClaim is nil when c's sources claim allows the path's
+// database (or c carries none), else its 403 source_not_allowed; an
+// unknown database is not found.
+func (s *Server) databaseInClaim(r *http.Request, c *auth.Claims) error {
+	if !c.Sources.Present() {
+		return nil
+	}
+	db, err := s.databases.Get(r.Context(), c.Org, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return sourceAllowed(c, db.SourceID)
 }
 
 // databaseBefore is the database of the path before a change, for the
@@ -175,6 +202,9 @@ type databaseTestView struct {
 }
 
 func (s *Server) testDatabase(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := s.databaseInClaim(r, c); err != nil {
+		return err
+	}
 	res, err := s.databases.Test(r.Context(), c.Org, r.PathValue("id"))
 	if err != nil {
 		return err

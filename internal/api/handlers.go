@@ -412,10 +412,15 @@ func (s *Server) getModes(w http.ResponseWriter, r *http.Request, c *auth.Claims
 		return err
 	}
 	setETag(w, settings.ETag(modes))
-	writeJSON(w, http.StatusOK, modes)
+	writeJSON(w, http.StatusOK, modesInClaim(c, modes))
 	return nil
 }
 
+// putModes replaces the overrides of the org or of one automation. A
+// token with a sources claim names only its sources' actions (else 403
+// source_not_allowed, nothing changed) and replaces only their overrides:
+// the others are kept as they are. The ETag, here and on GET, is of every
+// override, so that If-Match guards the whole replacement.
 func (s *Server) putModes(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	var body map[string]string
 	if err := decode(r, &body, false); err != nil {
@@ -425,12 +430,19 @@ func (s *Server) putModes(w http.ResponseWriter, r *http.Request, c *auth.Claims
 		// A JSON null would otherwise replace every override with none.
 		return badRequest("invalid_json", `request body must be a JSON object of "<source>:<action>": mode`)
 	}
-	modes, err := s.settings.PutModes(r.Context(), c.Org, r.PathValue("automation_id"), c.Subject, body, r.Header.Get("If-Match"))
+	for key := range body {
+		if src, ok := modeSource(key); ok {
+			if err := sourceAllowed(c, src); err != nil {
+				return err
+			}
+		}
+	}
+	modes, err := s.replaceModes(r, c, body)
 	if err != nil {
 		return err
 	}
 	setETag(w, settings.ETag(modes))
-	writeJSON(w, http.StatusOK, modes)
+	writeJSON(w, http.StatusOK, modesInClaim(c, modes))
 	return nil
 }
 
@@ -439,9 +451,11 @@ func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request, c *auth
 	if err != nil {
 		return err
 	}
+	infos = inClaim(c, infos, func(i credential.Info) string { return i.Integration })
+	providers := inClaim(c, s.catalog.CredentialProviders(), func(p catalog.CredentialProvider) string { return p.Integration })
 	writeJSON(w, http.StatusOK, map[string]any{
 		"credentials": viewEach(infos, func(i credential.Info) credentialView { return credentialView(i) }),
-		"providers": viewEach(s.catalog.CredentialProviders(), func(p catalog.CredentialProvider) credentialProviderView {
+		"providers": viewEach(providers, func(p catalog.CredentialProvider) credentialProviderView {
 			return credentialProviderView(p)
 		}),
 	})
@@ -480,6 +494,9 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.C
 		return err
 	}
 	integration := r.PathValue("integration")
+	if err := sourceAllowed(c, integration); err != nil {
+		return err
+	}
 	before, err := s.credentialBefore(r, c, integration, body.UserID)
 	if err != nil {
 		return err
@@ -516,6 +533,9 @@ func (s *Server) deleteCredential(w http.ResponseWriter, r *http.Request, c *aut
 		return invalidField("user_id", "user_id must be at most 255 characters")
 	}
 	integration := r.PathValue("integration")
+	if err := sourceAllowed(c, integration); err != nil {
+		return err
+	}
 	before, err := s.credentialBefore(r, c, integration, userID)
 	if err != nil {
 		return err

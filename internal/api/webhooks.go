@@ -59,6 +59,10 @@ type deliveryView struct {
 	AttemptLog     json.RawMessage `json:"attempt_log"`
 }
 
+// webhooksCarryEverySource is why a token with a sources claim creates,
+// changes, rotates or deletes no webhook.
+const webhooksCarryEverySource = "a webhook receives the invocations of every source"
+
 type webhookBody struct {
 	URL         *string             `json:"url"`
 	Events      []invocation.Notice `json:"events"`
@@ -67,6 +71,9 @@ type webhookBody struct {
 }
 
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := unnarrowed(c, webhooksCarryEverySource); err != nil {
+		return err
+	}
 	var body webhookBody
 	if err := decode(r, &body, false); err != nil {
 		return err
@@ -106,6 +113,9 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, c *auth.Clai
 }
 
 func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := unnarrowed(c, webhooksCarryEverySource); err != nil {
+		return err
+	}
 	var body webhookBody
 	if err := decode(r, &body, false); err != nil {
 		return err
@@ -134,6 +144,9 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, c *auth.C
 }
 
 func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := unnarrowed(c, webhooksCarryEverySource); err != nil {
+		return err
+	}
 	before, err := s.webhookBefore(r, c)
 	if err != nil {
 		return err
@@ -147,6 +160,9 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, c *auth.C
 }
 
 func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := unnarrowed(c, webhooksCarryEverySource); err != nil {
+		return err
+	}
 	overlap, err := decodeOverlap(r)
 	if err != nil {
 		return err

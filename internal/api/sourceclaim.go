@@ -1,0 +1,106 @@
+package api
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+
+	"github.com/outboxd/outboxd/internal/domain/auth"
+	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/settings"
+	"github.com/outboxd/outboxd/policy"
+)
+
+// sourceAllowed is nil when c's sources claim allows the source id, else
+// the 403 source_not_allowed an invoke of that source gets: a token
+// narrowed to some sources changes nothing of another's (its action
+// modes, credential, connector or database).
+func sourceAllowed(c *auth.Claims, id string) error {
+	if c.Sources.Allows(id) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", errs.SourceNotAllowed, id)
+}
+
+// unnarrowed is nil when c carries no sources claim, else a 403
+// source_not_allowed saying why what it asks needs a token of every
+// source: a new source is in no claim, and a webhook carries every
+// source's invocations.
+func unnarrowed(c *auth.Claims, why string) error {
+	if !c.Sources.Present() {
+		return nil
+	}
+	return errs.Errorf(errs.SourceNotAllowed, "%s: %s; use a token without a sources claim", errs.SourceNotAllowed, why)
+}
+
+// inClaim is the items whose source c's sources claim allows, in their
+// order (nil stays nil).
+func inClaim[T any](c *auth.Claims, items []T, source func(T) string) []T {
+	if items == nil || !c.Sources.Present() {
+		return items
+	}
+	out := make([]T, 0, len(items))
+	for _, item := range items {
+		if c.Sources.Allows(source(item)) {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// modeSource is the source of an action-mode key "<source>:<action>" (the
+// source may hold colons, as mcp:<id> does), and false for a key of no
+// such shape, which the settings refuse.
+func modeSource(key string) (string, bool) {
+	i := strings.LastIndex(key, ":")
+	if i <= 0 || i == len(key)-1 {
+		return "", false
+	}
+	return key[:i], true
+}
+
+// modesInClaim is the overrides whose source c's sources claim allows.
+func modesInClaim(c *auth.Claims, modes policy.Modes) policy.Modes {
+	if !c.Sources.Present() {
+		return modes
+	}
+	out := make(policy.Modes, len(modes))
+	for key, mode := range modes {
+		if src, ok := modeSource(key); ok && c.Sources.Allows(src) {
+			out[key] = mode
+		}
+	}
+	return out
+}
+
+// replaceModes stores body as the overrides of the path's scope. With a
+// sources claim, the overrides of the sources outside it are read and
+// kept: the replacement is made If-Match what was read (the request's own
+// If-Match when it has one), and read again when another replacement came
+// between, a few times.
+func (s *Server) replaceModes(r *http.Request, c *auth.Claims, body map[string]string) (policy.Modes, error) {
+	automationID, ifMatch := r.PathValue("automation_id"), r.Header.Get("If-Match")
+	if !c.Sources.Present() {
+		return s.settings.PutModes(r.Context(), c.Org, automationID, c.Subject, body, ifMatch)
+	}
+	for attempt := 1; ; attempt++ {
+		current, err := s.settings.GetModes(r.Context(), c.Org, automationID)
+		if err != nil {
+			return nil, err
+		}
+		merged := maps.Clone(body)
+		for key, mode := range current {
+			if src, ok := modeSource(key); !ok || !c.Sources.Allows(src) {
+				merged[key] = string(mode)
+			}
+		}
+		modes, err := s.settings.PutModes(r.Context(), c.Org, automationID, c.Subject, merged, cmp.Or(ifMatch, settings.ETag(current)))
+		if ifMatch == "" && attempt < 5 && errors.Is(err, errs.PreconditionFailed) {
+			continue
+		}
+		return modes, err
+	}
+}
