@@ -44,10 +44,20 @@ func setETag(w http.ResponseWriter, etag string) {
 	w.Header().Set("ETag", etag)
 }
 
+// auditSpansSources is why a token with a sources claim reads no audit
+// trail: its entries name every source's invocations, grants (with their
+// fixed params), credentials, connectors, databases and action modes, and
+// the chain is exported and verified whole.
+const auditSpansSources = "the audit log spans every source"
+
 // listAudit answers a page of the trail. Its entries are in the shape of
 // the export (audit.Entry, the fields its hash covers) rather than a view
 // of the HTTP layer's: the same object is listed, exported and verified.
+// A token with a sources claim is refused (auditSpansSources).
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := unnarrowed(c, auditSpansSources); err != nil {
+		return err
+	}
 	if s.audit == nil {
 		return &apiError{status: http.StatusNotFound, code: "not_found", message: "the audit trail is not served"}
 	}
@@ -101,8 +111,12 @@ const exportWriteTimeout = time.Minute
 // first, after its anchor's line when retention deleted its oldest
 // entries: what `outboxd audit verify` checks. A failure once the answer has
 // begun breaks the connection, so that a cut export is an error at the
-// client rather than a shorter trail that verifies.
+// client rather than a shorter trail that verifies. A token with a
+// sources claim is refused, as for the listing.
 func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
+	if err := unnarrowed(c, auditSpansSources); err != nil {
+		return err
+	}
 	if s.audit == nil {
 		return &apiError{status: http.StatusNotFound, code: "not_found", message: "the audit trail is not served"}
 	}
