@@ -17,9 +17,7 @@ import (
 // A token's claim limits what it reads as it limits what it may invoke and
 // what its event streams show.
 
-// anySource is the claim of the service's own reads, which no token
-// narrows: every source.
-var anySource auth.SourceClaim
+
 
 // NotFound is the error of an invocation id the caller may not see:
 // exactly that of an id the organization does not have, so that an answer
