@@ -17,8 +17,6 @@ import (
 // A token's claim limits what it reads as it limits what it may invoke and
 // what its event streams show.
 
-
-
 // NotFound is the error of an invocation id the caller may not see:
 // exactly that of an id the organization does not have, so that an answer
 // never tells one from the other.
