@@ -109,6 +109,8 @@ type Options struct {
 	Console signin.Config
 	// MetricsToken is metrics.token; default none (/metrics is open).
 	MetricsToken string
+	// OrgConnWait is database.org_conn_wait; default its default (10s).
+	OrgConnWait time.Duration
 }
 
 // Bundle is a running outboxd under test.
@@ -173,6 +175,7 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		Tracing:              opts.Tracing,
 		Console:              opts.Console,
 		MetricsToken:         opts.MetricsToken,
+		OrgConnWait:          opts.OrgConnWait,
 	}
 	if cfg.Revocations.RefreshInterval == 0 {
 		cfg.Revocations.RefreshInterval = 100 * time.Millisecond
