@@ -23,9 +23,9 @@ import (
 // first organization's extra requests wait for their own share, another
 // organization is answered, and no request is refused.
 func TestOrgPoolShare_OneOrganizationCannotHoldEveryConnection(t *testing.T) {
-	// Org-1's requests past its share wait for one of its connections for
-	// as long as this test holds its chain, on a busy machine too.
-	b := apptest.Start(t, &apptest.Options{OrgConnWait: 5 * time.Minute})
+	// Org-1's requests wait for one of its connections, and for its chain,
+	// for as long as this test holds it, on a busy machine too.
+	b := apptest.Start(t, &apptest.Options{OrgConnWait: 5 * time.Minute, StatementTimeout: 5 * time.Minute})
 	ctx := context.Background()
 	poolSize := int(b.Pool.Config().MaxConns) // the tenant pool is at most this
 

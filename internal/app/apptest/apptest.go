@@ -109,8 +109,9 @@ type Options struct {
 	Console signin.Config
 	// MetricsToken is metrics.token; default none (/metrics is open).
 	MetricsToken string
-	// OrgConnWait is database.org_conn_wait; default its default (10s).
-	OrgConnWait time.Duration
+	// OrgConnWait and StatementTimeout are database.org_conn_wait and
+	// database.statement_timeout; default theirs (10s, 30s).
+	OrgConnWait, StatementTimeout time.Duration
 }
 
 // Bundle is a running outboxd under test.
@@ -176,6 +177,7 @@ func Start(t testing.TB, opts *Options) *Bundle {
 		Console:              opts.Console,
 		MetricsToken:         opts.MetricsToken,
 		OrgConnWait:          opts.OrgConnWait,
+		StatementTimeout:     opts.StatementTimeout,
 	}
 	if cfg.Revocations.RefreshInterval == 0 {
 		cfg.Revocations.RefreshInterval = 100 * time.Millisecond
