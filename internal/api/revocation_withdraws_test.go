@@ -13,13 +13,20 @@ import (
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
+	"github.com/outboxd/outboxd/worker"
 )
 
 // withdrawBundle runs outboxd with Slack approval messages in
-// C0APPROVALS and Slack credentials in Org and org-2.
+// C0APPROVALS and Slack credentials in Org and org-2. A job a paused
+// queue holds is looked at again after a second: one the worker was
+// holding as the queue resumed (its snooze written after the resume
+// released the held ones) runs then, not a minute later.
 func withdrawBundle(t *testing.T) *apptest.Bundle {
 	t.Helper()
-	b := apptest.Start(t, &apptest.Options{Slack: slackapproval.Config{Channel: "C0APPROVALS", SigningSecret: "withdraw-secret"}})
+	b := apptest.Start(t, &apptest.Options{
+		Slack:  slackapproval.Config{Channel: "C0APPROVALS", SigningSecret: "withdraw-secret"},
+		Worker: worker.Config{PauseRecheck: time.Second},
+	})
 	b.StoreSlackToken("xoxb-withdraw")
 	r := b.Do("PUT", "/v1/credentials/slack", b.Token(auth.Claims{Org: "org-2", Kind: auth.KindUser, Role: auth.RoleOwner}), map[string]string{"token": "xoxb-org-2"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
