@@ -460,13 +460,11 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: ve.Message, details: map[string]any{"fields": ve.Fields}}
 	case errors.As(err, &rle):
 		return rateLimited(err.Error(), rle.RetryAfter)
-	case errors.Is(err, dbutil.ErrOrgBusy):
-		return databaseBusy()
-	case dbutil.TimedOut(err):
-		return databaseTimeout()
-	case dbutil.Unavailable(err):
-		return databaseUnavailable()
-	case isUnstorableValue(err):
+	}
+	if code, retryAfter, ok := dbutil.Passing(err); ok {
+		return databaseRetry(code, retryAfter)
+	}
+	if isUnstorableValue(err) {
 		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: "a value is too long or is not storable text"}
 	}
 	if kind := errs.KindOf(err); kind != nil {

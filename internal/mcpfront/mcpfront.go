@@ -538,20 +538,11 @@ func (s *Server) own(ctx context.Context, method string, err error) error {
 // ({"code", "retry_after_seconds"}); nil for any other error. Nothing was
 // stored: a retried call with its idempotency key is safe.
 func retryable(err error) *jsonrpc.Error {
-	var (
-		code string
-		secs int
-	)
-	switch {
-	case errors.Is(err, dbutil.ErrOrgBusy):
-		code, secs = "database_busy", 1 // one of its organization's requests ends soon
-	case dbutil.TimedOut(err):
-		code, secs = "database_timeout", 5
-	case dbutil.Unavailable(err):
-		code, secs = "database_unavailable", 5 // a restart or failover takes seconds
-	default:
+	code, retryAfter, ok := dbutil.Passing(err)
+	if !ok {
 		return nil
 	}
+	secs := int(retryAfter.Seconds())
 	data, _ := json.Marshal(map[string]any{"code": code, "retry_after_seconds": secs})
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Data: data,
 		Message: fmt.Sprintf("%s: the database cannot serve this request now; retry in %d s", code, secs)}

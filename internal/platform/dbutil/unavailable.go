@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -37,4 +38,24 @@ func Unavailable(err error) bool {
 	return errors.As(err, &connectErr) || errors.As(err, &driverErr) ||
 		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, context.DeadlineExceeded)
+}
+
+// Passing classifies an error of the database that passes, which a
+// client may retry after a while with nothing stored meanwhile: its
+// organization's share of the pool stayed taken ("database_busy", 1 s:
+// one of its requests ends soon; ErrOrgBusy), a statement was cut at its
+// statement_timeout ("database_timeout", 5 s; TimedOut), or Postgres
+// could not be reached ("database_unavailable", 5 s: a restart or
+// failover takes seconds; Unavailable). ok is false for any other error.
+// The REST API's 503s and the MCP front door's errors say the same.
+func Passing(err error) (code string, retryAfter time.Duration, ok bool) {
+	switch {
+	case errors.Is(err, ErrOrgBusy): // before Unavailable: it is a deadline too
+		return "database_busy", time.Second, true
+	case TimedOut(err):
+		return "database_timeout", 5 * time.Second, true
+	case Unavailable(err):
+		return "database_unavailable", 5 * time.Second, true
+	}
+	return "", 0, false
 }
