@@ -97,6 +97,16 @@ func (s SourceClaim) Present() bool { return s.present }
 // IDs returns the source ids a present claim lists.
 func (s SourceClaim) IDs() []string { return slices.Clone(s.ids) }
 
+// Filter is the claim as a query's filter of source ids: nil when it is
+// absent (any source), else the ids it lists, an empty but non-nil list
+// (no source) for "sources": [].
+func (s SourceClaim) Filter() []string {
+	if !s.present {
+		return nil
+	}
+	return append([]string{}, s.ids...)
+}
+
 // IsZero reports whether the claim is absent, for omitzero.
 func (s SourceClaim) IsZero() bool { return !s.present }
 

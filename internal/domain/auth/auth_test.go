@@ -254,3 +254,14 @@ func TestVerifier_UnstorableClaims(t *testing.T) {
 		require.NoError(t, err)
 	})
 }
+
+// TestSourceClaim_Filter: an absent claim filters nothing (nil: any
+// source); a present one its ids, and "sources": [] an empty list, which
+// allows none, never nil.
+func TestSourceClaim_Filter(t *testing.T) {
+	require.Nil(t, SourceClaim{}.Filter())
+	require.Equal(t, []string{"github"}, OnlySources("github").Filter())
+	none := OnlySources().Filter()
+	require.NotNil(t, none)
+	require.Empty(t, none)
+}

@@ -279,11 +279,7 @@ func NewService(pool *pgxpool.Pool) *Service {
 // List returns org's grants of the sources sources allows, newest first;
 // only the live ones with active.
 func (s *Service) List(ctx context.Context, org string, sources auth.SourceClaim, active bool) ([]Grant, error) {
-	var ids []string // nil: any source
-	if sources.Present() {
-		ids = append([]string{}, sources.IDs()...)
-	}
-	return s.store.List(dbutil.WithOrg(ctx, org), s.pool, org, ids, active, listLimit)
+	return s.store.List(dbutil.WithOrg(ctx, org), s.pool, org, sources.Filter(), active, listLimit)
 }
 
 // Get returns one of org's grants of a source sources allows.

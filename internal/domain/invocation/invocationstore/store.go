@@ -229,21 +229,12 @@ func window(p invocation.Page) (limit, offset int32) {
 	return int32(min(l, 100)), int32(min(max(p.Offset, 0), math.MaxInt32))
 }
 
-// sourceIDs is a sources claim as the listings take it: nil (any source)
-// when absent; when present, its ids, an empty list allowing none.
-func sourceIDs(c auth.SourceClaim) []string {
-	if !c.Present() {
-		return nil
-	}
-	return append([]string{}, c.IDs()...)
-}
-
 // ListSession returns a session's invocations of the sources the claim
 // allows, newest first.
 func (s *Store) ListSession(ctx context.Context, db DB, org, sessionID string, sources auth.SourceClaim, page invocation.Page) ([]invocation.Invocation, error) {
 	limit, offset := window(page)
 	rows, err := s.q.InvocationListBySession(ctx, db, dbsqlc.InvocationListBySessionParams{
-		OrganizationID: org, SessionID: &sessionID, Sources: sourceIDs(sources), Max: limit, Skip: offset,
+		OrganizationID: org, SessionID: &sessionID, Sources: sources.Filter(), Max: limit, Skip: offset,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("listing invocations: %w", err)
@@ -262,7 +253,7 @@ func (s *Store) ListOrg(ctx context.Context, db DB, org string, f invocation.Lis
 	}
 	limit, offset := window(page)
 	rows, err := s.q.InvocationListByOrg(ctx, db, dbsqlc.InvocationListByOrgParams{
-		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), Sources: sourceIDs(f.Sources), Origin: opt(f.Origin),
+		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), Sources: f.Sources.Filter(), Origin: opt(f.Origin),
 		SessionID: opt(f.SessionID), AutomationID: opt(f.AutomationID), CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore,
 		Max: limit, Skip: offset,
 	})
@@ -270,7 +261,7 @@ func (s *Store) ListOrg(ctx context.Context, db DB, org string, f invocation.Lis
 		return nil, 0, fmt.Errorf("listing invocations: %w", err)
 	}
 	total, err := s.q.InvocationCountByOrg(ctx, db, dbsqlc.InvocationCountByOrgParams{
-		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), Sources: sourceIDs(f.Sources), Origin: opt(f.Origin),
+		OrganizationID: org, Status: opt(string(f.Status)), Integration: opt(f.Integration), Sources: f.Sources.Filter(), Origin: opt(f.Origin),
 		SessionID: opt(f.SessionID), AutomationID: opt(f.AutomationID), CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore,
 	})
 	if err != nil {
@@ -287,7 +278,7 @@ func (s *Store) ListOrg(ctx context.Context, db DB, org string, f invocation.Lis
 // page from the table, where one without a claim reads the index alone.
 func (s *Store) ListDeadLetters(ctx context.Context, db DB, org string, sources auth.SourceClaim, page invocation.Page) ([]invocation.Invocation, int64, error) {
 	limit, offset := window(page)
-	ids, planned := sourceIDs(sources), dbutil.CustomPlans{DBTX: db}
+	ids, planned := sources.Filter(), dbutil.CustomPlans{DBTX: db}
 	rows, err := s.q.DeadLetterList(ctx, planned, dbsqlc.DeadLetterListParams{OrganizationID: org, Sources: ids, Max: limit, Skip: offset})
 	if err != nil {
 		return nil, 0, fmt.Errorf("listing dead letters: %w", err)
