@@ -27,11 +27,11 @@ func (q *Queries) FeedCursor(ctx context.Context, db DBTX, arg FeedCursorParams)
 }
 
 const feedHorizon = `-- name: FeedHorizon :one
-SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon
+SELECT feed_horizon()::text::bigint AS horizon
 `
 
-// Everything below the horizon has ended: a feed that starts now starts
-// here.
+// Every transaction below the horizon that could write events has ended
+// (migration 050): a feed that starts now starts here.
 func (q *Queries) FeedHorizon(ctx context.Context, db DBTX) (int64, error) {
 	row := db.QueryRow(ctx, feedHorizon)
 	var horizon int64
@@ -42,7 +42,7 @@ func (q *Queries) FeedHorizon(ctx context.Context, db DBTX) (int64, error) {
 const feedList = `-- name: FeedList :many
 SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.reason, e.created_at AS event_created_at,
        e.xid::text::bigint AS xid,
-       (e.xid < pg_snapshot_xmin(pg_current_snapshot()))::bool AS settled,
+       (e.xid < pg_snapshot_xmin(pg_current_snapshot()) OR e.xid < (SELECT feed_horizon()))::bool AS settled,
        e.notice::text AS kind,
        a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry, a.steps, a.trace_context, a.approval_trace, a.intent_digest, a.intent, a.approved_digest, a.intent_changes, a.params_original, a.edits, a.grant_id, a.nothing_done
 FROM invocation_events e JOIN action_invocations a ON a.id = e.invocation_id
@@ -82,7 +82,8 @@ type FeedListRow struct {
 // The events after a cursor in (xid, id) order with their invocations and
 // their notice kind, limited to kinds. settled is false for an event whose
 // transaction is not yet below the horizon: it and the events after it
-// must wait.
+// must wait (feed_horizon, migration 050: read once, as a scalar
+// subquery, and only for an event the snapshot's xmin does not settle).
 // "notice IS NOT NULL" is the predicate of the feed indexes (migration
 // 024), there for the planner.
 func (q *Queries) FeedList(ctx context.Context, db DBTX, arg FeedListParams) ([]FeedListRow, error) {
@@ -184,7 +185,7 @@ func (q *Queries) FeedList(ctx context.Context, db DBTX, arg FeedListParams) ([]
 const feedListAll = `-- name: FeedListAll :many
 SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.reason, e.created_at AS event_created_at,
        e.xid::text::bigint AS xid,
-       (e.xid < pg_snapshot_xmin(pg_current_snapshot()))::bool AS settled,
+       (e.xid < pg_snapshot_xmin(pg_current_snapshot()) OR e.xid < (SELECT feed_horizon()))::bool AS settled,
        e.notice::text AS kind,
        a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry, a.steps, a.trace_context, a.approval_trace, a.intent_digest, a.intent, a.approved_digest, a.intent_changes, a.params_original, a.edits, a.grant_id, a.nothing_done
 FROM invocation_events e JOIN action_invocations a ON a.id = e.invocation_id

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
@@ -153,4 +154,48 @@ func TestStore_FeedsReadTheNoticeIndexes(t *testing.T) {
 	require.Contains(t, plan, "invocation_events_org_xid", plan)
 	plan = pgtest.Kept(t, conn, "FeedListAll", `('0', 0, true, '{}', 100)`).Explain
 	require.Contains(t, plan, "invocation_events_xid", plan)
+}
+
+// TestStore_FeedNotHeldByOtherDatabases: a writing transaction left open
+// in another database of the same server cannot write events here, so it
+// holds back no feed; before the horizon was this database's, it held
+// every organization's streams, webhooks and Slack messages for as long as
+// it stayed open.
+func TestStore_FeedNotHeldByOtherDatabases(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	other, err := pgx.Connect(ctx, pgtest.URL(t))
+	require.NoError(t, err)
+	defer other.Close(ctx)
+	away, err := other.Begin(ctx)
+	require.NoError(t, err)
+	defer away.Rollback(ctx)
+	var awayXID int64
+	require.NoError(t, away.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&awayXID))
+
+	start, err := b.store.FeedNow(ctx, b.pool)
+	require.NoError(t, err)
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	inv := b.create(t, tx, invocation.StatusPending)
+	require.NoError(t, tx.Commit(ctx))
+
+	// Transactions of parallel tests in this database's cluster end; the
+	// one in the other database stays open throughout.
+	var items, all []invocation.FeedItem
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && (len(items) == 0 || len(all) == 0); time.Sleep(20 * time.Millisecond) {
+		items, _, err = b.store.Feed(ctx, b.pool, &invocation.FeedParams{Org: "org-1", After: start})
+		require.NoError(t, err)
+		all, _, err = b.store.FeedAll(ctx, b.pool, start, invocation.FeedScope{All: true}, 10)
+		require.NoError(t, err)
+	}
+	for _, got := range [][]invocation.FeedItem{items, all} {
+		require.Len(t, got, 1, "the open transaction of the other database holds the feed back")
+		require.Equal(t, inv.ID, got[0].InvocationID)
+		require.Greater(t, got[0].Cursor.XID, awayXID)
+	}
+	now, err := b.store.FeedNow(ctx, b.pool)
+	require.NoError(t, err)
+	require.Greater(t, now.XID, awayXID, "a feed starting now starts past the other database's transaction")
 }
