@@ -30,7 +30,7 @@ type fakeSettings struct {
 	putModes func(raw map[string]string) (policy.Modes, error)
 }
 
-func (f *fakeSettings) PutModes(_ context.Context, _, _, _ string, raw map[string]string, _ string) (policy.Modes, error) {
+func (f *fakeSettings) PutModesOf(_ context.Context, _, _, _ string, _ auth.SourceClaim, raw map[string]string, _ string) (policy.Modes, error) {
 	return f.putModes(raw)
 }
 

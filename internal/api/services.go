@@ -112,7 +112,9 @@ type Feeds interface {
 // (internal/domain/settings).
 type Settings interface {
 	GetModes(ctx context.Context, org, automationID string) (policy.Modes, error)
-	PutModes(ctx context.Context, org, automationID, userID string, raw map[string]string, ifMatch string) (policy.Modes, error)
+	// PutModesOf replaces the overrides of the sources the claim allows
+	// and keeps the others, in one transaction.
+	PutModesOf(ctx context.Context, org, automationID, userID string, sources auth.SourceClaim, raw map[string]string, ifMatch string) (policy.Modes, error)
 	GetQuietHours(ctx context.Context, org string) ([]settings.QuietHoursWindow, error)
 	PutQuietHours(ctx context.Context, org, by string, windows []settings.QuietHoursWindow, ifMatch string) ([]settings.QuietHoursWindow, error)
 	GetDoNotContact(ctx context.Context, org string) ([]string, error)

@@ -1,16 +1,12 @@
 package api
 
 import (
-	"cmp"
-	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"strings"
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
-	"github.com/outboxd/outboxd/internal/domain/settings"
 	"github.com/outboxd/outboxd/policy"
 )
 
@@ -77,30 +73,9 @@ func modesInClaim(c *auth.Claims, modes policy.Modes) policy.Modes {
 }
 
 // replaceModes stores body as the overrides of the path's scope. With a
-// sources claim, the overrides of the sources outside it are read and
-// kept: the replacement is made If-Match what was read (the request's own
-// If-Match when it has one), and read again when another replacement came
-// between, a few times.
+// sources claim, only the overrides of its sources are replaced and the
+// others kept, in the settings' one transaction (settings.PutModesOf), the
+// request's If-Match, if any, naming every override's ETag.
 func (s *Server) replaceModes(r *http.Request, c *auth.Claims, body map[string]string) (policy.Modes, error) {
-	automationID, ifMatch := r.PathValue("automation_id"), r.Header.Get("If-Match")
-	if !c.Sources.Present() {
-		return s.settings.PutModes(r.Context(), c.Org, automationID, c.Subject, body, ifMatch)
-	}
-	for attempt := 1; ; attempt++ {
-		current, err := s.settings.GetModes(r.Context(), c.Org, automationID)
-		if err != nil {
-			return nil, err
-		}
-		merged := maps.Clone(body)
-		for key, mode := range current {
-			if src, ok := modeSource(key); !ok || !c.Sources.Allows(src) {
-				merged[key] = string(mode)
-			}
-		}
-		modes, err := s.settings.PutModes(r.Context(), c.Org, automationID, c.Subject, merged, cmp.Or(ifMatch, settings.ETag(current)))
-		if ifMatch == "" && attempt < 5 && errors.Is(err, errs.PreconditionFailed) {
-			continue
-		}
-		return modes, err
-	}
+	return s.settings.PutModesOf(r.Context(), c.Org, r.PathValue("automation_id"), c.Subject, c.Sources, body, r.Header.Get("If-Match"))
 }

@@ -3,12 +3,15 @@ package settings
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/audit"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/settings/settingsstore"
 	"github.com/outboxd/outboxd/policy"
@@ -39,6 +42,23 @@ const maxModeKeyBytes = 255
 // PutModes replaces the overrides of the org or of one automation. A
 // non-empty ifMatch must name the current overrides' ETag.
 func (s *Service) PutModes(ctx context.Context, org, automationID, userID string, raw map[string]string, ifMatch string) (policy.Modes, error) {
+	return s.PutModesOf(ctx, org, automationID, userID, auth.SourceClaim{}, raw, ifMatch)
+}
+
+// PutModesOf replaces the overrides of the sources that the sources claim
+// allows (every source without a claim) in the org or one automation, and
+// keeps the others as they are, in one transaction under the setting's
+// lock: a replacement of other sources' overrides made at the same time
+// is neither lost nor refused. raw naming a source outside the claim is
+// errs.SourceNotAllowed and nothing changes. A non-empty ifMatch must name
+// the ETag of every current override, as GetModes returns them. The
+// answer is every override after the replacement.
+func (s *Service) PutModesOf(ctx context.Context, org, automationID, userID string, sources auth.SourceClaim, raw map[string]string, ifMatch string) (policy.Modes, error) {
+	for _, key := range slices.Sorted(maps.Keys(raw)) {
+		if i := strings.LastIndex(key, ":"); i > 0 && i < len(key)-1 && !sources.Allows(key[:i]) {
+			return nil, fmt.Errorf("%w: %s", errs.SourceNotAllowed, key[:i])
+		}
+	}
 	var fieldErrs []executors.FieldError
 	entries := make([]settingsstore.Mode, 0, len(raw))
 	for key, value := range raw {
@@ -69,7 +89,7 @@ func (s *Service) PutModes(ctx context.Context, org, automationID, userID string
 			return toModes(rows), err
 		},
 		func(ctx context.Context, tx pgx.Tx) error {
-			return s.store.ReplaceModes(ctx, tx, org, scope, scopeID, userID, entries)
+			return s.store.ReplaceModes(ctx, tx, org, scope, scopeID, userID, sources.Filter(), entries)
 		})
 	if err != nil {
 		return nil, fmt.Errorf("storing modes: %w", err)

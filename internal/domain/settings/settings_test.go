@@ -9,6 +9,7 @@ import (
 
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/executors/demo"
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/settings"
@@ -79,4 +80,16 @@ func TestPutCredential_RefusesBadInput(t *testing.T) {
 	require.Equal(t, []string{"token"}, fields(t, put(settings.PutCredentialParams{Integration: demo.SourceID, Token: "  "})))
 	require.Equal(t, []string{"user_id"}, fields(t, put(settings.PutCredentialParams{Integration: demo.SourceID, Token: "t", UserID: string(make([]byte, 256))})))
 	require.Equal(t, []string{"token_kind"}, fields(t, put(settings.PutCredentialParams{Integration: demo.SourceID, Token: "t", TokenKind: "password"})))
+}
+
+// A replacement through a sources claim naming another source's override
+// is refused before the database is touched, even among valid keys.
+func TestPutModesOf_RefusesSourcesOutsideTheClaim(t *testing.T) {
+	svc := newService(t)
+	_, err := svc.PutModesOf(context.Background(), "org-1", "", "alice", auth.OnlySources("github"), map[string]string{
+		"github:create_issue": "allow",
+		"slack:send_message":  "allow",
+	}, "")
+	require.ErrorIs(t, err, errs.SourceNotAllowed)
+	require.ErrorContains(t, err, "slack")
 }

@@ -10,17 +10,27 @@ import (
 )
 
 const modeDeleteScope = `-- name: ModeDeleteScope :exec
-DELETE FROM action_modes WHERE organization_id = $1 AND scope = $2 AND scope_id = $3
+DELETE FROM action_modes
+WHERE organization_id = $1 AND scope = $2 AND scope_id = $3
+  AND ($4::text[] IS NULL OR source_id = ANY($4::text[]))
 `
 
 type ModeDeleteScopeParams struct {
 	OrganizationID string
 	Scope          string
 	ScopeID        string
+	Sources        []string
 }
 
+// Deletes the modes of one scope; with @sources (a token's sources claim;
+// NULL: any source), only those of the sources it lists.
 func (q *Queries) ModeDeleteScope(ctx context.Context, db DBTX, arg ModeDeleteScopeParams) error {
-	_, err := db.Exec(ctx, modeDeleteScope, arg.OrganizationID, arg.Scope, arg.ScopeID)
+	_, err := db.Exec(ctx, modeDeleteScope,
+		arg.OrganizationID,
+		arg.Scope,
+		arg.ScopeID,
+		arg.Sources,
+	)
 	return err
 }
 

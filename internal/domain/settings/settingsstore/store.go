@@ -64,9 +64,12 @@ func (s *Store) ModesIn(ctx context.Context, db dbutil.DB, org, scope, scopeID s
 	return out, nil
 }
 
-// ReplaceModes replaces the modes of one scope of org in tx.
-func (s *Store) ReplaceModes(ctx context.Context, tx pgx.Tx, org, scope, scopeID, by string, modes []Mode) error {
-	if err := s.queries.ModeDeleteScope(ctx, tx, dbsqlc.ModeDeleteScopeParams{OrganizationID: org, Scope: scope, ScopeID: scopeID}); err != nil {
+// ReplaceModes replaces the modes of one scope of org in tx: with sources
+// (a token's sources claim as a filter; nil: any source), only the modes
+// of those sources are deleted, and the others kept.
+func (s *Store) ReplaceModes(ctx context.Context, tx pgx.Tx, org, scope, scopeID, by string, sources []string, modes []Mode) error {
+	err := s.queries.ModeDeleteScope(ctx, tx, dbsqlc.ModeDeleteScopeParams{OrganizationID: org, Scope: scope, ScopeID: scopeID, Sources: sources})
+	if err != nil {
 		return err
 	}
 	for _, m := range modes {

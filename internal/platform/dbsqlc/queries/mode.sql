@@ -4,7 +4,11 @@ WHERE organization_id = @organization_id AND scope = @scope AND scope_id = @scop
 ORDER BY source_id, action_id;
 
 -- name: ModeDeleteScope :exec
-DELETE FROM action_modes WHERE organization_id = @organization_id AND scope = @scope AND scope_id = @scope_id;
+-- Deletes the modes of one scope; with @sources (a token's sources claim;
+-- NULL: any source), only those of the sources it lists.
+DELETE FROM action_modes
+WHERE organization_id = @organization_id AND scope = @scope AND scope_id = @scope_id
+  AND (sqlc.narg(sources)::text[] IS NULL OR source_id = ANY(sqlc.narg(sources)::text[]));
 
 -- name: ModeUpsert :exec
 INSERT INTO action_modes (organization_id, scope, scope_id, source_id, action_id, mode, updated_by)
