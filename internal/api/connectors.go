@@ -142,7 +142,7 @@ func (s *Server) listConnectors(w http.ResponseWriter, r *http.Request, c *auth.
 	if err != nil {
 		return err
 	}
-	list = inClaim(c, list, func(v connectors.View) string { return v.SourceID })
+	list = inClaim(c, list, connectorSource)
 	writeJSON(w, http.StatusOK, map[string]any{"connectors": viewEach(list, viewConnector)})
 	return nil
 }
@@ -181,9 +181,6 @@ func (s *Server) updateConnector(w http.ResponseWriter, r *http.Request, c *auth
 	if err != nil {
 		return err
 	}
-	if err := s.connectorInClaim(r, c); err != nil {
-		return err
-	}
 	before, err := s.connectorBefore(r, c)
 	if err != nil {
 		return err
@@ -199,9 +196,6 @@ func (s *Server) updateConnector(w http.ResponseWriter, r *http.Request, c *auth
 }
 
 func (s *Server) deleteConnector(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := s.connectorInClaim(r, c); err != nil {
-		return err
-	}
 	before, err := s.connectorBefore(r, c)
 	if err != nil {
 		return err
@@ -218,29 +212,23 @@ func (s *Server) deleteConnector(w http.ResponseWriter, r *http.Request, c *auth
 // connector (or c carries none), else its 403 source_not_allowed; an
 // unknown connector is not found.
 func (s *Server) connectorInClaim(r *http.Request, c *auth.Claims) error {
-	if !c.Sources.Present() {
-		return nil
-	}
-	conn, err := s.connectors.Get(r.Context(), c.Org, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	return sourceAllowed(c, conn.SourceID)
+	_, err := pathRecord(r, c, false, s.connectors.Get, connectorSource)
+	return err
 }
 
 // connectorBefore is the connector of the path before a change, for the
-// audit trail (nil when nothing is recorded).
+// audit trail (nil when nothing is recorded), once c's sources claim is
+// checked as connectorInClaim does, on the same read.
 func (s *Server) connectorBefore(r *http.Request, c *auth.Claims) (*connectorView, error) {
-	if s.audit == nil {
-		return nil, nil
-	}
-	conn, err := s.connectors.Get(r.Context(), c.Org, r.PathValue("id"))
-	if err != nil {
+	conn, err := pathRecord(r, c, s.audit != nil, s.connectors.Get, connectorSource)
+	if err != nil || s.audit == nil {
 		return nil, err
 	}
-	v := auditedConnector(conn)
+	v := auditedConnector(*conn)
 	return &v, nil
 }
+
+func connectorSource(v connectors.View) string { return v.SourceID }
 
 // connectorChange is a connector after a change, for the audit trail: its
 // view, and whether the change set its secret (never the secret).
@@ -334,9 +322,6 @@ func (s *Server) connectorTools(w http.ResponseWriter, r *http.Request, c *auth.
 func (s *Server) reviewConnectorTools(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	reviews, err := decodeToolReviews(r)
 	if err != nil {
-		return err
-	}
-	if err := s.connectorInClaim(r, c); err != nil {
 		return err
 	}
 	before, err := s.connectorBefore(r, c)

@@ -68,7 +68,7 @@ func (s *Server) listDatabases(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err != nil {
 		return err
 	}
-	list = inClaim(c, list, func(v databases.View) string { return v.SourceID })
+	list = inClaim(c, list, databaseSource)
 	writeJSON(w, http.StatusOK, map[string]any{"databases": viewEach(list, viewDatabase)})
 	return nil
 }
@@ -107,9 +107,6 @@ func (s *Server) updateDatabase(w http.ResponseWriter, r *http.Request, c *auth.
 	if err != nil {
 		return err
 	}
-	if err := s.databaseInClaim(r, c); err != nil {
-		return err
-	}
 	before, err := s.databaseBefore(r, c)
 	if err != nil {
 		return err
@@ -125,9 +122,6 @@ func (s *Server) updateDatabase(w http.ResponseWriter, r *http.Request, c *auth.
 }
 
 func (s *Server) deleteDatabase(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := s.databaseInClaim(r, c); err != nil {
-		return err
-	}
 	before, err := s.databaseBefore(r, c)
 	if err != nil {
 		return err
@@ -159,29 +153,23 @@ func databaseError(err error) error {
 // database (or c carries none), else its 403 source_not_allowed; an
 // unknown database is not found.
 func (s *Server) databaseInClaim(r *http.Request, c *auth.Claims) error {
-	if !c.Sources.Present() {
-		return nil
-	}
-	db, err := s.databases.Get(r.Context(), c.Org, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	return sourceAllowed(c, db.SourceID)
+	_, err := pathRecord(r, c, false, s.databases.Get, databaseSource)
+	return err
 }
 
 // databaseBefore is the database of the path before a change, for the
-// audit trail (nil when nothing is recorded).
+// audit trail (nil when nothing is recorded), once c's sources claim is
+// checked as databaseInClaim does, on the same read.
 func (s *Server) databaseBefore(r *http.Request, c *auth.Claims) (*databaseView, error) {
-	if s.audit == nil {
-		return nil, nil
-	}
-	db, err := s.databases.Get(r.Context(), c.Org, r.PathValue("id"))
-	if err != nil {
+	db, err := pathRecord(r, c, s.audit != nil, s.databases.Get, databaseSource)
+	if err != nil || s.audit == nil {
 		return nil, err
 	}
-	v := viewDatabase(db)
+	v := viewDatabase(*db)
 	return &v, nil
 }
+
+func databaseSource(v databases.View) string { return v.SourceID }
 
 // databaseChange is a database after a change, for the audit trail: its
 // view, and whether the change set its URL, which holds its password
