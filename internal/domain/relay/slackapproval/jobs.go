@@ -25,7 +25,7 @@ import (
 
 // Consumer is the relay consumer of Slack approvals: for organizations
 // with a channel, a request makes a post job, a decision (approval
-// result, or cancellation while pending) an update job.
+// result, or cancellation before the start: relevant) an update job.
 func (s *Service) Consumer() relay.Consumer {
 	return relay.Consumer{Name: "slack", Every: s.cfg.RelayInterval, Scope: s.scope, Jobs: s.jobs}
 }
@@ -75,10 +75,21 @@ func (s *Service) jobs(_ context.Context, _ pgx.Tx, items []invocation.FeedItem)
 	return jobs, nil
 }
 
-// relevant reports whether an event changes an approval message.
+// relevant reports whether an event changes an approval message: a
+// request, its result, and a cancellation before the start, of a request
+// (pending) or of one a human approved (approved, approved_by set: its
+// message says "Approved by …"; an admin's or the agent's cancel, a
+// revocation's withdrawal). The other ends of an approved invocation
+// (completed, failed, skipped) are its execution's, which the message does
+// not show.
 func relevant(it *invocation.FeedItem) bool {
-	return it.Notice == invocation.NoticeApprovalRequest || it.Notice == invocation.NoticeApprovalResult ||
-		(it.Notice == invocation.NoticeCompleted && it.From == invocation.StatusPending)
+	switch it.Notice {
+	case invocation.NoticeApprovalRequest, invocation.NoticeApprovalResult:
+		return true
+	case invocation.NoticeCompleted:
+		return it.Type == invocation.EventCancelled && (it.From == invocation.StatusPending || it.Invocation.ApprovedBy != nil)
+	}
+	return false
 }
 
 // PostArgs posts the approval message of a pending invocation.
@@ -212,7 +223,13 @@ func (w *UpdateWorker) Work(ctx context.Context, job *river.Job[UpdateArgs]) err
 	if err != nil {
 		return err
 	}
-	text, blocks := decidedMessage(&inv)
+	var cancel *invocation.Event
+	if inv.Status == invocation.StatusCancelled {
+		if cancel, err = s.cancelEvent(ctx, &inv); err != nil {
+			return err
+		}
+	}
+	text, blocks := decidedMessage(&inv, cancel)
 	if inv.Status == invocation.StatusPending {
 		// Still pending: who approved so far, or its preview is ready
 		// (the preview job asked).
@@ -229,6 +246,21 @@ func (w *UpdateWorker) Work(ctx context.Context, job *river.Job[UpdateArgs]) err
 	_, err = s.call(ctx, inv.OrganizationID, "chat.update", map[string]any{"channel": msg.Channel, "ts": msg.TS, "text": text, "blocks": blocks})
 	s.count("update", err)
 	return err
+}
+
+// cancelEvent is a cancelled invocation's cancelled event (who cancelled
+// it and why: a revocation's withdrawal says so); nil if none is found.
+func (s *Service) cancelEvent(ctx context.Context, inv *invocation.Invocation) (*invocation.Event, error) {
+	events, err := s.store.Events(ctx, s.deps.Owner, inv.OrganizationID, inv.ID)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type == invocation.EventCancelled {
+			return &events[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // QueueUpdate returns the hook (approvers.Deps.Progressed) that queues,
@@ -335,7 +367,9 @@ func progressLine(p *approvers.Progress) string {
 	return line
 }
 
-func decidedMessage(inv *invocation.Invocation) (string, []any) {
+// decidedMessage is the message of a decided invocation, buttons gone;
+// cancel is a cancelled one's cancelled event.
+func decidedMessage(inv *invocation.Invocation, cancel *invocation.Event) (string, []any) {
 	var outcome string
 	switch inv.Status {
 	case invocation.StatusDenied:
@@ -347,11 +381,23 @@ func decidedMessage(inv *invocation.Invocation) (string, []any) {
 		outcome = "Expired: nobody decided in time"
 	case invocation.StatusCancelled:
 		outcome = "Cancelled before anyone decided"
+		if inv.ApprovedBy != nil {
+			outcome = fmt.Sprintf("Approved by %s, then cancelled before it ran", *inv.ApprovedBy)
+		}
+		if cancel != nil && cancel.Actor != "" {
+			outcome += ", by " + cancel.Actor
+		}
+		if cancel != nil && cancel.Reason != "" {
+			outcome += ": " + cancel.Reason
+		}
 	case invocation.StatusPending:
 		outcome = "Waiting for approval"
 	default:
 		outcome = fmt.Sprintf("Approved by %s", deref(inv.ApprovedBy, "someone"))
 	}
+	// Names and reasons are text, not Slack markup (a reason's <!channel>
+	// would notify the channel).
+	outcome = escapeMarkup.Replace(outcome)
 	text := fmt.Sprintf("%s.%s — %s", inv.Integration, inv.Action, outcome)
 	blocks := append(summary(inv, fmt.Sprintf("%s.%s", inv.Integration, inv.Action), nil),
 		map[string]any{"type": "section", "text": mrkdwn("*" + outcome + "*")})
@@ -396,6 +442,10 @@ func preformatted(text string) map[string]any {
 		"type": "rich_text_preformatted", "elements": []any{map[string]any{"type": "text", "text": text}},
 	}}}
 }
+
+// escapeMarkup escapes the three characters Slack reads as markup in
+// text.
+var escapeMarkup = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 func plain(s string) map[string]any  { return map[string]any{"type": "plain_text", "text": s} }
 func mrkdwn(s string) map[string]any { return map[string]any{"type": "mrkdwn", "text": s} }
