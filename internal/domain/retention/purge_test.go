@@ -115,6 +115,9 @@ SELECT 1`, org)
 		`INSERT INTO slack_settings (organization_id, updated_by) VALUES ($1, 'me')`,
 		`INSERT INTO retention_runs (organization_id, table_name, last_run_at, last_deleted, deleted_total) VALUES ($1, 'action_invocations', now(), 1, 1)`,
 		`INSERT INTO flow_buckets (name, scope_key, tokens, refilled_at) VALUES ('slack', $1, 1, now())`,
+		// A concurrency lease in a global bucket, which every organization
+		// shares (lease_orgs names each lease's organization).
+		leaseSQL,
 		`INSERT INTO audit_entries (organization_id, seq, occurred_at, actor_subject, actor_kind, action, target_type, before_state, after_state, prev_hash, hash)
 			VALUES ($1, 1, now(), 'me', 'user', 'action_modes.replace', 'action_modes', 'null', '{}', '', 'h')`,
 		`INSERT INTO token_revocations (organization_id, session_id, issued_before, revoked_by) VALUES ($1, 's', now(), 'me')`,
@@ -147,6 +150,7 @@ func rowsOf(ctx context.Context, t *testing.T, pool *pgxpool.Pool, org string) m
 		out[table] = count(ctx, t, pool, `SELECT count(*) FROM `+pgx.Identifier{table}.Sanitize()+` WHERE organization_id = $1`, org)
 	}
 	out["flow_buckets"] = count(ctx, t, pool, `SELECT count(*) FROM flow_buckets WHERE scope_key = $1`, org)
+	out["flow_leases"] = count(ctx, t, pool, `SELECT count(*) FROM flow_buckets, jsonb_each_text(lease_orgs) l WHERE l.value = $1`, org)
 	out["invocation_waits"] = count(ctx, t, pool, `SELECT count(*) FROM invocation_waits w
         JOIN action_invocations i ON i.id = w.invocation_id WHERE i.organization_id = $1`, org)
 	out["river_job"] = count(ctx, t, pool, `SELECT count(*) FROM river_job WHERE args::text LIKE '%' || $1 || '%'
@@ -321,6 +325,73 @@ func TestPurge_FlowBucketsOfTheOrganizationOnly(t *testing.T) {
 	_, _, err = purger.Purge(ctx, "acme/x", nil)
 	require.NoError(t, err)
 	require.Equal(t, []string{""}, keys(`SELECT scope_key FROM flow_buckets ORDER BY scope_key`))
+}
+
+// leaseSQL gives organization $1 a live concurrency lease in the global
+// "plugin" bucket, holder "job-$1", as FlowAcquire records it.
+const leaseSQL = `INSERT INTO flow_buckets (name, scope_key, tokens, refilled_at, leases, lease_orgs)
+VALUES ('plugin', '', 1, now(), jsonb_build_object('job-' || $1, now() + interval '1 minute'), jsonb_build_object('job-' || $1, $1::text))
+ON CONFLICT (name, scope_key) DO UPDATE
+SET leases = flow_buckets.leases || EXCLUDED.leases, lease_orgs = flow_buckets.lease_orgs || EXCLUDED.lease_orgs`
+
+// The purge removes the organization's leases from the rows of global
+// buckets, which stay: their lease_orgs (migration 047) named it, and its
+// leases held their slots, until they expired. The dry run counts them;
+// the other organizations' leases, and a lease of no recorded
+// organization, stay. Before, the purge left them.
+func TestPurge_FlowLeasesInGlobalBuckets(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	for _, org := range []string{"acme", "acme/x", "other"} {
+		_, err := b.pool.Exec(ctx, leaseSQL, org)
+		require.NoError(t, err)
+	}
+	// A second lease of acme's, an expired one in another global bucket,
+	// and a lease taken before leases named their organization.
+	_, err := b.pool.Exec(ctx, `UPDATE flow_buckets SET
+		leases = leases || jsonb_build_object('job-acme-2', now() + interval '1 minute', 'job-old', now() + interval '1 minute'),
+		lease_orgs = lease_orgs || '{"job-acme-2": "acme"}'
+		WHERE name = 'plugin' AND scope_key = ''`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `INSERT INTO flow_buckets (name, scope_key, tokens, refilled_at, leases, lease_orgs)
+		VALUES ('linear.api', '', 3, now(), jsonb_build_object('job-acme-3', now() - interval '1 minute'), '{"job-acme-3": "acme"}')`)
+	require.NoError(t, err)
+	revocations, err := revocation.New(&revocation.Deps{Pool: b.pool, Owner: b.pool}, &revocation.Config{})
+	require.NoError(t, err)
+	purger := retention.NewPurger(b.pool, 1, revocations, defaultBuckets)
+	leasesOf := func(bucket string) (holders, orgs string) {
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT (SELECT coalesce(string_agg(k, ' ' ORDER BY k), '') FROM jsonb_object_keys(leases) k),
+			(SELECT coalesce(string_agg(k || '=' || v, ' ' ORDER BY k), '') FROM jsonb_each_text(lease_orgs) AS e(k, v))
+			FROM flow_buckets WHERE name = $1 AND scope_key = ''`, bucket).Scan(&holders, &orgs))
+		return holders, orgs
+	}
+
+	counts, err := purger.Count(ctx, "acme")
+	require.NoError(t, err)
+	deleted, _, err := purger.Purge(ctx, "acme", nil)
+	require.NoError(t, err)
+	for _, c := range slices.Concat(counts, deleted) {
+		if c.Table == "flow_leases" {
+			require.EqualValues(t, 3, c.Rows, "acme's three leases, the expired one too")
+		}
+	}
+	holders, orgs := leasesOf("plugin")
+	require.Equal(t, "job-acme/x job-old job-other", holders)
+	require.Equal(t, "job-acme/x=acme/x job-other=other", orgs)
+	holders, orgs = leasesOf("linear.api")
+	require.Empty(t, holders)
+	require.Empty(t, orgs)
+	var tokens float64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT tokens FROM flow_buckets WHERE name = 'linear.api'`).Scan(&tokens))
+	require.EqualValues(t, 3, tokens, "the bucket's tokens stay")
+
+	counts, err = purger.Count(ctx, "acme")
+	require.NoError(t, err)
+	for _, c := range counts {
+		if c.Table == "flow_leases" {
+			require.Zero(t, c.Rows)
+		}
+	}
 }
 
 // defaultBuckets are the scopes of outboxd's default buckets

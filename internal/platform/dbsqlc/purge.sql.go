@@ -127,7 +127,9 @@ SELECT
         OR (c.name = ANY($2::text[])
             AND starts_with(c.scope_key, $1::text || '/')
             AND strpos(substr(c.scope_key, length($1::text) + 2), '/') = 0)
-        OR c.scope_key IN (SELECT w.id::text FROM webhooks w WHERE w.organization_id = $1::text))::bigint AS flow_buckets
+        OR c.scope_key IN (SELECT w.id::text FROM webhooks w WHERE w.organization_id = $1::text))::bigint AS flow_buckets,
+    (SELECT count(*) FROM flow_buckets c, jsonb_each_text(c.lease_orgs) AS l(holder, org)
+     WHERE l.org = $1::text)::bigint AS flow_leases
 `
 
 type PurgeCountsParams struct {
@@ -161,6 +163,7 @@ type PurgeCountsRow struct {
 	AuditAnchors        int64
 	TokenRevocations    int64
 	FlowBuckets         int64
+	FlowLeases          int64
 }
 
 // Purging an organization (outboxd org purge): every table with an
@@ -197,6 +200,7 @@ func (q *Queries) PurgeCounts(ctx context.Context, db DBTX, arg PurgeCountsParam
 		&i.AuditAnchors,
 		&i.TokenRevocations,
 		&i.FlowBuckets,
+		&i.FlowLeases,
 	)
 	return i, err
 }
@@ -283,6 +287,50 @@ func (q *Queries) PurgeFlowBuckets(ctx context.Context, db DBTX, arg PurgeFlowBu
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const purgeFlowLeases = `-- name: PurgeFlowLeases :one
+WITH hit AS (
+    SELECT c.name, c.scope_key,
+           ARRAY(SELECT l.holder FROM jsonb_each_text(c.lease_orgs) AS l(holder, org)
+                 WHERE l.org = $1::text)::text[] AS holders
+    FROM flow_buckets c
+    WHERE EXISTS (SELECT FROM jsonb_each_text(c.lease_orgs) AS l(holder, org) WHERE l.org = $1::text)
+    LIMIT $2::int
+    FOR UPDATE
+), gone AS (
+    UPDATE flow_buckets d
+    SET leases = d.leases - hit.holders, lease_orgs = d.lease_orgs - hit.holders
+    FROM hit
+    WHERE d.name = hit.name AND d.scope_key = hit.scope_key
+    RETURNING cardinality(hit.holders) AS leases
+)
+SELECT count(*)::bigint AS rows, coalesce(sum(gone.leases), 0)::bigint AS leases FROM gone
+`
+
+type PurgeFlowLeasesParams struct {
+	OrganizationID string
+	MaxRows        int32
+}
+
+type PurgeFlowLeasesRow struct {
+	Rows   int64
+	Leases int64
+}
+
+// The organization's concurrency leases in the rows of the buckets it
+// shares with others (global buckets), which stay: lease_orgs names the
+// organization of each lease (migration 047), and its leases go with
+// their entries, at most @max_rows rows at a time. Left, they held their
+// slots and counted the purged organization's share of the bucket until
+// they expired. Returns the rows changed and the leases removed (expired
+// ones too: PurgeCounts counts alike). FOR UPDATE takes the rows as the
+// takers (FlowAcquire) leave them.
+func (q *Queries) PurgeFlowLeases(ctx context.Context, db DBTX, arg PurgeFlowLeasesParams) (PurgeFlowLeasesRow, error) {
+	row := db.QueryRow(ctx, purgeFlowLeases, arg.OrganizationID, arg.MaxRows)
+	var i PurgeFlowLeasesRow
+	err := row.Scan(&i.Rows, &i.Leases)
+	return i, err
 }
 
 const purgeGrants = `-- name: PurgeGrants :execrows

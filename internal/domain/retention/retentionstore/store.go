@@ -125,10 +125,12 @@ func (s *Store) ClearPreviousSecrets(ctx context.Context, db dbutil.DB) (int64, 
 
 // PurgeTable is one table an organization's rows are purged from.
 type PurgeTable struct {
-	// Name is the table's.
+	// Name is the table's; flow_leases stands for the organization's
+	// leases in the rows of global buckets, which stay (PurgeFlowLeases).
 	Name string
 	// Delete deletes a batch of org's rows, at most limit, and returns how
 	// many, and whether the table may hold more of them (false: done).
+	// flow_leases counts leases, limit bounds the bucket rows it changes.
 	Delete func(ctx context.Context, db dbutil.DB, org string, limit int) (deleted int64, more bool, err error)
 }
 
@@ -199,7 +201,8 @@ func execRows[P any](q func(context.Context, dbsqlc.DBTX, P) (int64, error), par
 // invocations and deliveries they name), then what refers to invocations
 // and webhooks (approvals and waits cascade from their invocation, so they
 // go first to be counted; grants name the invocation they were made from), then
-// those, then the organization's settings, its pause last. A test checks
+// those, then the organization's settings, its pause last. Its leases in
+// global buckets (flow_leases) go with its own bucket rows. A test checks
 // every table with an organization_id column is here. sourceBuckets are
 // the rate buckets configured per source (flow.ScopeSource), whose rows
 // are keyed "<org>/<source>" (PurgeFlowBuckets). The list serves one
@@ -238,6 +241,10 @@ func (s *Store) PurgeTables(sourceBuckets []string) []PurgeTable {
 		{Name: "flow_buckets", Delete: execRows(q.PurgeFlowBuckets, func(org string, n int32) dbsqlc.PurgeFlowBucketsParams {
 			return dbsqlc.PurgeFlowBucketsParams{OrganizationID: org, SourceBuckets: sourceBuckets, MaxRows: n}
 		})},
+		{Name: "flow_leases", Delete: func(ctx context.Context, db dbutil.DB, org string, limit int) (int64, bool, error) {
+			r, err := q.PurgeFlowLeases(ctx, db, dbsqlc.PurgeFlowLeasesParams{OrganizationID: org, MaxRows: int32(limit)})
+			return r.Leases, r.Rows >= int64(limit), err
+		}},
 		{Name: "webhooks", Delete: execRows(q.PurgeWebhooks, func(org string, n int32) dbsqlc.PurgeWebhooksParams {
 			return dbsqlc.PurgeWebhooksParams{OrganizationID: org, MaxRows: n}
 		})},
@@ -327,6 +334,7 @@ func (s *Store) PurgeCounts(ctx context.Context, db dbutil.DB, org string, sourc
 		"audit_anchors":        c.AuditAnchors,
 		"token_revocations":    c.TokenRevocations,
 		"flow_buckets":         c.FlowBuckets,
+		"flow_leases":          c.FlowLeases,
 	}, nil
 }
 

@@ -36,7 +36,9 @@ SELECT
         OR (c.name = ANY(@source_buckets::text[])
             AND starts_with(c.scope_key, @organization_id::text || '/')
             AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), '/') = 0)
-        OR c.scope_key IN (SELECT w.id::text FROM webhooks w WHERE w.organization_id = @organization_id::text))::bigint AS flow_buckets;
+        OR c.scope_key IN (SELECT w.id::text FROM webhooks w WHERE w.organization_id = @organization_id::text))::bigint AS flow_buckets,
+    (SELECT count(*) FROM flow_buckets c, jsonb_each_text(c.lease_orgs) AS l(holder, org)
+     WHERE l.org = @organization_id::text)::bigint AS flow_leases;
 
 -- name: PurgeActionInvocations :execrows
 DELETE FROM action_invocations d WHERE d.ctid IN (SELECT c.ctid FROM action_invocations c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
@@ -129,6 +131,32 @@ DELETE FROM flow_buckets d WHERE d.ctid IN (
            AND strpos(substr(c.scope_key, length(@organization_id::text) + 2), '/') = 0)
        OR c.scope_key IN (SELECT w.id::text FROM webhooks w WHERE w.organization_id = @organization_id::text)
     LIMIT @max_rows::int);
+
+-- name: PurgeFlowLeases :one
+-- The organization's concurrency leases in the rows of the buckets it
+-- shares with others (global buckets), which stay: lease_orgs names the
+-- organization of each lease (migration 047), and its leases go with
+-- their entries, at most @max_rows rows at a time. Left, they held their
+-- slots and counted the purged organization's share of the bucket until
+-- they expired. Returns the rows changed and the leases removed (expired
+-- ones too: PurgeCounts counts alike). FOR UPDATE takes the rows as the
+-- takers (FlowAcquire) leave them.
+WITH hit AS (
+    SELECT c.name, c.scope_key,
+           ARRAY(SELECT l.holder FROM jsonb_each_text(c.lease_orgs) AS l(holder, org)
+                 WHERE l.org = @organization_id::text)::text[] AS holders
+    FROM flow_buckets c
+    WHERE EXISTS (SELECT FROM jsonb_each_text(c.lease_orgs) AS l(holder, org) WHERE l.org = @organization_id::text)
+    LIMIT @max_rows::int
+    FOR UPDATE
+), gone AS (
+    UPDATE flow_buckets d
+    SET leases = d.leases - hit.holders, lease_orgs = d.lease_orgs - hit.holders
+    FROM hit
+    WHERE d.name = hit.name AND d.scope_key = hit.scope_key
+    RETURNING cardinality(hit.holders) AS leases
+)
+SELECT count(*)::bigint AS rows, coalesce(sum(gone.leases), 0)::bigint AS leases FROM gone;
 
 -- name: PurgeRetentionRuns :execrows
 DELETE FROM retention_runs d WHERE d.ctid IN (SELECT c.ctid FROM retention_runs c WHERE c.organization_id = @organization_id::text LIMIT @max_rows::int);
