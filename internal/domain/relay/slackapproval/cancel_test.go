@@ -83,3 +83,20 @@ func TestSlack_CancelledAfterApprovalUpdatesTheMessage(t *testing.T) {
 		require.Equal(t, "cancelled", b.Invocation(id)["status"])
 	}
 }
+
+// A decision's reason and names are text in the updated message, not
+// Slack markup: a deny reason's <!channel> does not notify the channel.
+func TestSlack_DecisionReasonIsNotMarkup(t *testing.T) {
+	t.Parallel()
+	b := approvalsBundle(t)
+	id := b.Invoke("send_message", message).Body["invocation_id"].(string)
+	newClicker(t, b, id, "") // posted, and recorded
+	r := b.Do("POST", "/v1/invocations/"+id+"/deny", b.Admin(), map[string]string{"reason": "<!channel> see <https://evil.example|this> & that"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Eventually(t, func() bool { return len(slackCalls(b, "/chat.update")) == 1 }, 10*time.Second, 20*time.Millisecond)
+	update := slackCalls(b, "/chat.update")[0]
+	raw, _ := json.Marshal(update.Body)
+	require.NotContains(t, string(raw), "<!channel>")
+	require.NotContains(t, string(raw), `\u003c!channel\u003e`)
+	require.Contains(t, update.Body["text"], "Denied by user-admin: &lt;!channel&gt; see &lt;https://evil.example|this&gt; &amp; that")
+}
