@@ -179,6 +179,7 @@ func newServeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			warnNoMaxLifetime(logger, cfg, role)
 			ctx := cmd.Context()
 			pool, err := openServingPool(cmd, v, role, cfg.Worker.WithDefaults().MaxWorkers, logger)
 			if err != nil {
