@@ -9,10 +9,10 @@ import (
 // warnNoMaxLifetime warns, once as `outboxd serve` starts a process that
 // serves the API, when auth.max_lifetime is unset: the API then accepts a
 // token of any lifetime (a 30-day one works for 30 days once leaked), and
-// keeps every revocation but one by jti given its token's exp for ever,
-// since nothing bounds the tokens it refuses (package revocation). It has no default, which would
-// refuse `outboxd dev`'s 30-day tokens and long-lived service tokens; dev
-// does not warn.
+// keeps its revocations for ever, since nothing bounds how long a revoked
+// token would otherwise be accepted (package revocation). It has no
+// default, which would refuse `outboxd dev`'s 30-day tokens and long-lived
+// service tokens; dev does not warn.
 func warnNoMaxLifetime(logger *slog.Logger, cfg *app.Config, role app.Role) {
 	if role == app.RoleWorker || cfg.Auth.MaxLifetime > 0 {
 		return
