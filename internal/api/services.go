@@ -76,7 +76,8 @@ type Webhooks interface {
 	Update(ctx context.Context, org, id string, p *webhook.Params) (webhook.Endpoint, error)
 	Delete(ctx context.Context, org, id string) error
 	RotateSecret(ctx context.Context, org, id string, overlap time.Duration) (webhook.Endpoint, string, error)
-	Deliveries(ctx context.Context, org, id string, limit, offset int) ([]webhook.Delivery, error)
+	// Deliveries lists only those of the sources the claim allows.
+	Deliveries(ctx context.Context, org, id string, sources auth.SourceClaim, limit, offset int) ([]webhook.Delivery, error)
 }
 
 // Slack holds an organization's Slack approval settings and, as a

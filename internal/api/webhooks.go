@@ -250,7 +250,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *auth.
 	if err != nil {
 		return err
 	}
-	ds, err := s.webhooks.Deliveries(r.Context(), c.Org, r.PathValue("id"), page.Limit, page.Offset)
+	ds, err := s.webhooks.Deliveries(r.Context(), c.Org, r.PathValue("id"), c.Sources, page.Limit, page.Offset)
 	if err != nil {
 		return err
 	}

@@ -71,22 +71,33 @@ func (q *Queries) DeliveryInsert(ctx context.Context, db DBTX, arg DeliveryInser
 }
 
 const deliveryList = `-- name: DeliveryList :many
-SELECT id, webhook_id, organization_id, event_id, event_type, payload, status, attempts, last_status_code, last_error, last_latency_ms, attempt_log, next_attempt_at, delivered_at, created_at, updated_at FROM webhook_deliveries WHERE webhook_id = $1 AND organization_id = $2
-ORDER BY created_at DESC, id DESC
-LIMIT $4 OFFSET $3
+SELECT d.id, d.webhook_id, d.organization_id, d.event_id, d.event_type, d.payload, d.status, d.attempts, d.last_status_code, d.last_error, d.last_latency_ms, d.attempt_log, d.next_attempt_at, d.delivered_at, d.created_at, d.updated_at FROM webhook_deliveries d
+WHERE d.webhook_id = $1 AND d.organization_id = $2
+  AND ($3::text[] IS NULL OR EXISTS (
+      SELECT FROM invocation_events e JOIN action_invocations i ON i.id = e.invocation_id
+      WHERE e.id = d.event_id AND e.organization_id = d.organization_id
+        AND i.integration = ANY($3::text[])))
+ORDER BY d.created_at DESC, d.id DESC
+LIMIT $5 OFFSET $4
 `
 
 type DeliveryListParams struct {
 	WebhookID      uuid.UUID
 	OrganizationID string
+	Sources        []string
 	Skip           int32
 	Max            int32
 }
 
+// An endpoint's deliveries, newest first; with @sources (a token's sources
+// claim; NULL: any source), only the deliveries of the events of
+// invocations of the sources it lists (one whose invocation retention has
+// deleted is of none).
 func (q *Queries) DeliveryList(ctx context.Context, db DBTX, arg DeliveryListParams) ([]WebhookDelivery, error) {
 	rows, err := db.Query(ctx, deliveryList,
 		arg.WebhookID,
 		arg.OrganizationID,
+		arg.Sources,
 		arg.Skip,
 		arg.Max,
 	)

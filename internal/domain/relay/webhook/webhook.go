@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
@@ -311,13 +312,16 @@ func (s *Service) RotateSecret(ctx context.Context, org, id string, overlap time
 // Delivery is one notice to one endpoint and how its attempts went.
 type Delivery = webhookstore.Delivery
 
-// Deliveries returns an endpoint's deliveries, newest first.
-func (s *Service) Deliveries(ctx context.Context, org, id string, limit, offset int) ([]Delivery, error) {
+// Deliveries returns an endpoint's deliveries, newest first: with a
+// sources claim, only those of the invocations of the sources it allows
+// (a delivery whose invocation is gone is of no source), filtered before
+// the page is cut.
+func (s *Service) Deliveries(ctx context.Context, org, id string, sources auth.SourceClaim, limit, offset int) ([]Delivery, error) {
 	ep, err := s.Get(ctx, org, id)
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.api.Deliveries(ctx, org, ep.ID, int32(cmp.Or(limit, 50)), int32(offset))
+	out, err := s.api.Deliveries(ctx, org, ep.ID, sources.Filter(), int32(cmp.Or(limit, 50)), int32(offset))
 	if err != nil {
 		return nil, fmt.Errorf("listing deliveries: %w", err)
 	}

@@ -85,8 +85,17 @@ RETURNING id;
 SELECT * FROM webhook_deliveries WHERE id = @id;
 
 -- name: DeliveryList :many
-SELECT * FROM webhook_deliveries WHERE webhook_id = @webhook_id AND organization_id = @organization_id
-ORDER BY created_at DESC, id DESC
+-- An endpoint's deliveries, newest first; with @sources (a token's sources
+-- claim; NULL: any source), only the deliveries of the events of
+-- invocations of the sources it lists (one whose invocation retention has
+-- deleted is of none).
+SELECT d.* FROM webhook_deliveries d
+WHERE d.webhook_id = @webhook_id AND d.organization_id = @organization_id
+  AND (sqlc.narg(sources)::text[] IS NULL OR EXISTS (
+      SELECT FROM invocation_events e JOIN action_invocations i ON i.id = e.invocation_id
+      WHERE e.id = d.event_id AND e.organization_id = d.organization_id
+        AND i.integration = ANY(sqlc.narg(sources)::text[])))
+ORDER BY d.created_at DESC, d.id DESC
 LIMIT @max OFFSET @skip;
 
 -- name: DeliveryRecord :one

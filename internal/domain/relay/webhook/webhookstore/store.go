@@ -176,10 +176,12 @@ type Delivery struct {
 }
 
 // Deliveries returns max deliveries of org's endpoint webhookID, newest
-// first, after skipping skip.
-func (s *Store) Deliveries(ctx context.Context, org string, webhookID uuid.UUID, maxRows, skip int32) ([]Delivery, error) {
+// first, after skipping skip; with sources (a token's sources claim as a
+// filter; nil: any source), only those of the events of the invocations
+// of those sources.
+func (s *Store) Deliveries(ctx context.Context, org string, webhookID uuid.UUID, sources []string, maxRows, skip int32) ([]Delivery, error) {
 	rows, err := s.q.DeliveryList(ctx, s.pool, dbsqlc.DeliveryListParams{
-		WebhookID: webhookID, OrganizationID: org, Max: maxRows, Skip: skip,
+		WebhookID: webhookID, OrganizationID: org, Sources: sources, Max: maxRows, Skip: skip,
 	})
 	if err != nil {
 		return nil, err
