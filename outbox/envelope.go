@@ -100,6 +100,9 @@ type Enqueuer struct {
 	// Sources is the token's sources claim: absent, any source; present,
 	// only those it lists.
 	Sources auth.SourceClaim
+	// Token is the verified token that enqueues, nil for none (as
+	// InvokeParams.Token).
+	Token *auth.Claims
 }
 
 // EnqueueParams is one envelope and who enqueues it.
@@ -195,6 +198,7 @@ func (s *Service) envelopeRequest(ctx context.Context, by *Enqueuer, env *Envelo
 		userID:           by.UserID,
 		requestedBy:      by.RequestedBy,
 		sources:          by.Sources,
+		token:            invocation.TokenOf(by.Token),
 		origin:           originEnvelope,
 		source:           source,
 		action:           action,

@@ -20,7 +20,11 @@ type InvokeParams struct {
 	RequestedBy string
 	// Sources is the token's sources claim: absent, any source; present,
 	// only those it lists.
-	Sources        auth.SourceClaim
+	Sources auth.SourceClaim
+	// Token is the verified token that asks, nil for none: the invocation
+	// records its jti and iat, and is withdrawn if a revocation refuses it
+	// when it is recorded (invocation.CreateParams.Token).
+	Token          *auth.Claims
 	Integration    string
 	Action         string
 	Params         json.RawMessage
@@ -59,6 +63,7 @@ func (s *Service) Invoke(ctx context.Context, p *InvokeParams) (invocation.Invoc
 		action:         p.Action,
 		params:         p.Params,
 		sources:        p.Sources,
+		token:          invocation.TokenOf(p.Token),
 		idempotencyKey: p.IdempotencyKey,
 	})
 	if err != nil {

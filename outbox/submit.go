@@ -56,6 +56,8 @@ type request struct {
 	// traceContext is the traceparent of the request's enqueue span, or
 	// "" untraced.
 	traceContext string
+	// token is the token that asks, nil for none.
+	token *invocation.Token
 }
 
 // submit runs the pipeline shared by invoke and envelopes: resolve and
@@ -315,6 +317,7 @@ func (s *Service) plan(p *prepared, orgMode, automationMode string) *invocation.
 		Approval:       "auto",
 		RiskHint:       r.riskHint,
 		TraceContext:   r.traceContext,
+		Token:          r.token,
 	}
 	if r.approvalRequired {
 		create.Approval = "required"

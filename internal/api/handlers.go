@@ -47,6 +47,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request, c *auth.Claims) 
 		UserID:         c.UserID,
 		RequestedBy:    c.Subject,
 		Sources:        c.Sources,
+		Token:          c,
 		Integration:    body.Integration,
 		Action:         body.Action,
 		Params:         body.Params,
@@ -594,7 +595,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, c *auth.Claims)
 }
 
 func enqueuer(c *auth.Claims) *outbox.Enqueuer {
-	return &outbox.Enqueuer{OrganizationID: c.Org, RequestedBy: c.Subject, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources}
+	return &outbox.Enqueuer{OrganizationID: c.Org, RequestedBy: c.Subject, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources, Token: c}
 }
 
 // enqueueBatch answers each envelope of a batch in request order: its

@@ -13,19 +13,15 @@ import (
 	"github.com/outboxd/outboxd/internal/app/apptest"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
-	"github.com/outboxd/outboxd/worker"
+	"github.com/outboxd/outboxd/internal/domain/revocation"
 )
 
 // withdrawBundle runs outboxd with Slack approval messages in
-// C0APPROVALS and Slack credentials in Org and org-2. A job a paused
-// queue holds is looked at again after a second: one the worker was
-// holding as the queue resumed (its snooze written after the resume
-// released the held ones) runs then, not a minute later.
+// C0APPROVALS and Slack credentials in Org and org-2.
 func withdrawBundle(t *testing.T) *apptest.Bundle {
 	t.Helper()
 	b := apptest.Start(t, &apptest.Options{
-		Slack:  slackapproval.Config{Channel: "C0APPROVALS", SigningSecret: "withdraw-secret"},
-		Worker: worker.Config{PauseRecheck: time.Second},
+		Slack: slackapproval.Config{Channel: "C0APPROVALS", SigningSecret: "withdraw-secret"},
 	})
 	b.StoreSlackToken("xoxb-withdraw")
 	r := b.Do("PUT", "/v1/credentials/slack", b.Token(auth.Claims{Org: "org-2", Kind: auth.KindUser, Role: auth.RoleOwner}), map[string]string{"token": "xoxb-org-2"})
@@ -177,15 +173,27 @@ func TestRevocation_WithdrawsWhatTheRevokedAgentAskedFor(t *testing.T) {
 }
 
 // TestRevocation_WithdrawsBySelector: each selector withdraws the
-// not-started invocations its tokens asked for, matched by what an
-// invocation records (session_id, automation_id, created before the
-// cut-off), and no other; a revocation by jti withdraws none, since an
-// invocation does not record its token's jti.
+// not-started invocations its tokens asked for, and no other. An
+// invocation records its token's jti and iat: a revocation by jti withdraws
+// that token's (before, none: not another token's of the same session
+// either, which it still leaves); one with issued_before those asked for
+// by a token issued before the cut-off, whenever they were created (before,
+// those created before the cut-off: also a token's issued at the cut-off,
+// and not an old token's created after it). Session and automation
+// revocations withdraw theirs.
 func TestRevocation_WithdrawsBySelector(t *testing.T) {
 	t.Parallel()
 	b := withdrawBundle(t)
 	sandbox := func(session string) string {
 		return b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: session})
+	}
+	issued := func(session, jti string, iat time.Time) string {
+		claims := jwt.MapClaims{"org": apptest.Org, "sub": "sandbox-" + session, "kind": "sandbox", "session_id": session,
+			"iat": iat.Unix(), "exp": time.Now().Add(time.Hour).Unix()}
+		if jti != "" {
+			claims["jti"] = jti
+		}
+		return signed(t, b, claims)
 	}
 	revoke := func(body map[string]string) *apptest.Response {
 		r := b.Do("POST", "/v1/revocations", b.Owner(), body)
@@ -193,12 +201,14 @@ func TestRevocation_WithdrawsBySelector(t *testing.T) {
 		return r
 	}
 
-	// By jti: the token's invocation is not matched.
-	jtiToken := signed(t, b, jwt.MapClaims{"org": apptest.Org, "sub": "sandbox-jti", "kind": "sandbox", "session_id": "sess-jti", "jti": "jti-1",
-		"iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()})
-	byJTI := askAs(t, b, "sess-jti", jtiToken, "jti")
-	require.EqualValues(t, 0, revoke(map[string]string{"jti": "jti-1"}).Body["withdrawn"])
-	require.Equal(t, "pending", statusIn(t, b, apptest.Org, byJTI))
+	// By jti: that token's, not another token's of the same session.
+	byJTI := askAs(t, b, "sess-jti", issued("sess-jti", "jti-1", time.Now()), "jti")
+	sameSession := askAs(t, b, "sess-jti", issued("sess-jti", "jti-2", time.Now()), "jti, another token")
+	r := revoke(map[string]string{"jti": "jti-1"})
+	require.EqualValues(t, 1, r.Body["withdrawn"])
+	require.Equal(t, "cancelled", statusIn(t, b, apptest.Org, byJTI))
+	require.Contains(t, lastEvent(t, b, byJTI, "cancelled")["reason"], fmt.Sprintf(`revocation %v, jti "jti-1"`, r.Body["id"]))
+	require.Equal(t, "pending", statusIn(t, b, apptest.Org, sameSession))
 
 	// By session: that session's, not another's.
 	s1 := askAs(t, b, "sess-1", sandbox("sess-1"), "s1")
@@ -218,20 +228,86 @@ func TestRevocation_WithdrawsBySelector(t *testing.T) {
 	require.Equal(t, "cancelled", statusIn(t, b, apptest.Org, nightly))
 	require.Equal(t, "pending", statusIn(t, b, apptest.Org, weekly))
 
-	// By issued_before: every one of the organization's created before the
-	// cut-off, none of another organization's, none created after it.
+	// By issued_before: the organization's asked for by tokens issued
+	// before the cut-off, also after it; not those of a token issued at
+	// the cut-off (within the verifier's leeway, before it), nor another
+	// organization's.
 	other := askAs(t, b, "sess-x", b.Token(auth.Claims{Org: "org-2", Kind: auth.KindSandbox, SessionID: "sess-x"}), "org-2")
 	var now time.Time
 	require.NoError(t, b.Pool.QueryRow(t.Context(), `SELECT now()`).Scan(&now))
-	cut := now.Truncate(time.Second).Add(time.Second)
+	cut := now.Truncate(time.Second).Add(2 * time.Second)
+	old, current := issued("sess-old", "", now.Add(-time.Hour)), issued("sess-new", "", cut)
+	oldEarly := askAs(t, b, "sess-old", old, "old token before the cut-off")
+	currentEarly := askAs(t, b, "sess-new", current, "token of the cut-off before it")
 	time.Sleep(time.Until(cut))
+	oldLate := askAs(t, b, "sess-old", old, "old token after the cut-off")
 	after := askAs(t, b, "sess-3", sandbox("sess-3"), "after the cut-off")
-	r := revoke(map[string]string{"issued_before": cut.UTC().Format(time.RFC3339)})
-	require.EqualValues(t, 3, r.Body["withdrawn"], "the jti's, the other session's and the other automation's")
+	r = revoke(map[string]string{"issued_before": cut.UTC().Format(time.RFC3339)})
+	require.EqualValues(t, 5, r.Body["withdrawn"], "the other jti's, the other session's, the other automation's and the old token's two")
 	require.Contains(t, lastEvent(t, b, weekly, "cancelled")["reason"], "every token issued before "+cut.UTC().Format(time.RFC3339))
-	for _, id := range []string{byJTI, s2, weekly} {
+	for _, id := range []string{sameSession, s2, weekly, oldEarly, oldLate} {
 		require.Equal(t, "cancelled", statusIn(t, b, apptest.Org, id))
 	}
-	require.Equal(t, "pending", statusIn(t, b, apptest.Org, after))
+	for _, id := range []string{currentEarly, after} {
+		require.Equal(t, "pending", statusIn(t, b, apptest.Org, id))
+	}
 	require.Equal(t, "pending", statusIn(t, b, "org-2", other))
+}
+
+// TestRevocation_WithdrawsWhatARevokedTokenAsksForAfterwards: a token is
+// revoked in another API process, and this one, which has not refreshed
+// its revocations yet (auth.revocation_refresh), still lets the token in.
+// Before, what it asked for then was recorded as asked: an allow-mode
+// invoke ran (the message reached Slack), an envelope of a revoked
+// automation waited for its approval. Now the transaction that records an
+// invocation looks for its token's revocations: the invocation is
+// withdrawn there, answered cancelled (the invoke 409 conflict, the
+// envelope with its status), its cancelled event naming the revocation and
+// the revoker, its job cancelled, and nothing reaches Slack. Another
+// session's token runs as asked.
+func TestRevocation_WithdrawsWhatARevokedTokenAsksForAfterwards(t *testing.T) {
+	t.Parallel()
+	b := apptest.Start(t, &apptest.Options{Revocations: revocation.Config{RefreshInterval: time.Hour}})
+	b.StoreSlackToken("xoxb-later")
+	b.SetModes(map[string]string{"slack:send_message": "allow"})
+	agent := b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: "sess-revoked"})
+	nightly := b.Token(auth.Claims{Kind: auth.KindService, AutomationID: "nightly"})
+	kept := b.Token(auth.Claims{Kind: auth.KindSandbox, SessionID: "sess-kept"})
+
+	// Another API process revokes the session and the automation.
+	elsewhere, err := revocation.New(&revocation.Deps{Pool: b.Pool, Owner: b.Pool}, &revocation.Config{})
+	require.NoError(t, err)
+	bySession, err := elsewhere.Revoke(t.Context(), apptest.Org, &revocation.Params{SessionID: "sess-revoked", By: "owner-elsewhere"})
+	require.NoError(t, err)
+	byAutomation, err := elsewhere.Revoke(t.Context(), apptest.Org, &revocation.Params{AutomationID: "nightly", By: "owner-elsewhere"})
+	require.NoError(t, err)
+
+	r := b.Do("POST", "/v1/sessions/sess-revoked/actions/invoke", agent, map[string]any{
+		"integration": "slack", "action": "send_message", "params": map[string]any{"channel": "C0123456789", "text": "after the revocation"}})
+	requireAPIError(t, r, http.StatusConflict, "conflict")
+	invoked := r.Body["invocation"].(map[string]any)
+	require.Equal(t, "cancelled", invoked["status"])
+	id := invoked["id"].(string)
+	ev := lastEvent(t, b, id, "cancelled")
+	require.Equal(t, "owner-elsewhere", ev["actor"])
+	require.Contains(t, ev["reason"], fmt.Sprintf(`revocation %d, session_id "sess-revoked"`, bySession.ID))
+
+	r = b.Do("POST", "/v1/envelopes", nightly, envelope("n-later", map[string]any{"approval": "required"}))
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	enqueued := r.Body["action_id"].(string)
+	require.Equal(t, "cancelled", r.Body["invocation_status"])
+	require.Contains(t, lastEvent(t, b, enqueued, "cancelled")["reason"], fmt.Sprintf(`revocation %d, automation_id "nightly"`, byAutomation.ID))
+
+	r = b.Do("POST", "/v1/sessions/sess-kept/actions/invoke", kept, map[string]any{
+		"integration": "slack", "action": "send_message", "params": map[string]any{"channel": "C0123456789", "text": "kept"}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+
+	for _, id := range []string{id, enqueued} {
+		require.Equal(t, "cancelled", statusIn(t, b, apptest.Org, id))
+		waitJobState(t, b, id, "cancelled")
+	}
+	waitJobsSettled(t, b)
+	require.Zero(t, actionCalls(b, "after the revocation"))
+	require.Zero(t, actionCalls(b, "envelope n-later"))
+	require.Equal(t, 1, actionCalls(b, "kept"))
 }

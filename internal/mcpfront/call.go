@@ -181,6 +181,7 @@ func (s *Server) submit(ctx context.Context, c *outboxauth.Claims, watch *outbox
 		UserID:         c.UserID,
 		RequestedBy:    c.Subject,
 		Sources:        c.Sources,
+		Token:          c,
 		Integration:    source,
 		Action:         action,
 		Params:         args,
@@ -199,7 +200,7 @@ func (s *Server) enqueue(ctx context.Context, c *outboxauth.Claims, watch *outbo
 		externalID = "mcp-" + uuid.NewString()
 	}
 	inv, _, err := s.outbox.Enqueue(ctx, &outbox.EnqueueParams{
-		Enqueuer: outbox.Enqueuer{OrganizationID: c.Org, RequestedBy: c.Subject, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources},
+		Enqueuer: outbox.Enqueuer{OrganizationID: c.Org, RequestedBy: c.Subject, AutomationID: c.AutomationID, UserID: c.UserID, Sources: c.Sources, Token: c},
 		Envelope: outbox.Envelope{ExternalID: externalID, AutomationID: c.AutomationID, Tool: outbox.EnvelopeTool{Source: source, Action: action}, Args: args},
 		Watch:    watch,
 	})

@@ -115,6 +115,32 @@ type CreateParams struct {
 	// created pending (package intent); empty otherwise.
 	IntentDigest string
 	Intent       json.RawMessage
+	// Token is the bearer token that asked for the invocation; nil when
+	// none did. Its jti and iat are recorded with the invocation, and the
+	// revocations that refuse it are looked for in the transaction that
+	// records it (invocationstore.Store.CreateMany).
+	Token *Token
+}
+
+// Token is the bearer token that asked for an invocation, as a revocation
+// matches it (package revocation): its claims, "" where it has none, and
+// its iat, nil without one.
+type Token struct {
+	JTI, SessionID, AutomationID, Subject, UserID string
+	IssuedAt                                      *time.Time
+}
+
+// TokenOf is the token of verified claims c; nil for nil.
+func TokenOf(c *auth.Claims) *Token {
+	if c == nil {
+		return nil
+	}
+	t := &Token{JTI: c.ID, SessionID: c.SessionID, AutomationID: c.AutomationID, Subject: c.Subject, UserID: c.UserID}
+	if c.IssuedAt != nil {
+		iat := c.IssuedAt.Time
+		t.IssuedAt = &iat
+	}
+	return t
 }
 
 // Outcome is a successful provider call.

@@ -33,8 +33,18 @@
 // approve, and their approved ones not yet started are cancelled, with
 // their jobs, the cancelled event naming the revocation and the revoker as
 // actor. An invocation records its token's session_id, automation_id,
-// user_id and subject, not its iat or jti: those created before the
-// cut-off are matched, none for a revocation by jti.
+// user_id, subject, jti and iat: those of the revocation's selector (its
+// jti's for one by jti) whose token was issued before the cut-off are
+// matched, by creation time (before the cut-off) when the token had no
+// iat or the invocation predates migration 048.
+//
+// What a revoked token asks for after the revocation committed, while an
+// API process has not refreshed yet or its request was past its check,
+// is withdrawn too, in the transaction that records it: that transaction
+// looks for its token's revocations after taking the organization's
+// revocation lock shared, which a revocation's transaction takes first,
+// exclusive (revocationstore.Refusing). The invocation is recorded, then
+// cancelled as a revocation cancels it, and never runs.
 //
 // Every API process keeps all organizations' revocations in memory
 // (Service.Revoked is a map look-up on every request) and polls one

@@ -3,7 +3,6 @@ package revocation
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -26,15 +25,25 @@ type Invocations interface {
 // Revocation.Withdrawn counts them. Invocations that are executing or have
 // ended are left as they are. Call it before the Service is used.
 //
-// An invocation records its token's session_id, automation_id, user_id
-// and subject (requested_by) but not its iat or jti: the ones matched are
-// those created before the revocation's cut-off (so asked for by a token
-// issued before it) whose session, automation or person is the
-// revocation's (a subject's: requested_by or user_id); with issued_before,
-// every one of the organization's created before it. A revocation by jti
-// withdraws none. One created after the revocation was stored, by a
-// revoked token another API process still accepted (within
-// auth.revocation_refresh), is not withdrawn either.
+// An invocation records its token's session_id, automation_id, user_id,
+// subject (requested_by), jti and iat: the ones matched are those whose
+// session, automation or person is the revocation's (a subject's:
+// requested_by or user_id), or whose token's jti is, and whose token was
+// issued before the revocation's cut-off; with issued_before, every one of
+// the organization's whose token was. One whose token had no iat, or
+// recorded before invocations kept it (migration 048), is matched by its
+// creation time instead: created before the cut-off.
+//
+// The revocation's transaction first takes the organization's revocation
+// lock, and waits for the transactions recording invocations of the
+// organization under way (they hold it shared), so that it finds their
+// invocations. One recorded after the revocation committed, by a revoked
+// token that another API process still accepted (within
+// auth.revocation_refresh) or whose request was past its check, is
+// withdrawn by the transaction that records it, which sees the revocation
+// (revocationstore.Refusing; invocationstore.Store.CreateMany): it is
+// answered cancelled, its event naming the revocation, and never runs.
+// Such an invocation is not counted in Revocation.Withdrawn.
 func (s *Service) SetInvocations(inv Invocations) {
 	s.invocations = inv
 }
@@ -49,7 +58,7 @@ func (s *Service) withdraw(ctx context.Context, tx pgx.Tx, r *Revocation) error 
 	if err != nil {
 		return fmt.Errorf("finding the invocations the revoked tokens asked for: %w", err)
 	}
-	reason := withdrawalReason(r)
+	reason := r.WithdrawalReason()
 	for _, id := range ids {
 		if _, err := s.invocations.Withdraw(ctx, tx, id, r.RevokedBy, reason); err != nil {
 			return fmt.Errorf("withdrawing invocation %s: %w", id, err)
@@ -57,19 +66,4 @@ func (s *Service) withdraw(ctx context.Context, tx pgx.Tx, r *Revocation) error 
 		r.Withdrawn++
 	}
 	return nil
-}
-
-// withdrawalReason is a withdrawn invocation's cancelled event's reason:
-// the revocation and what it revoked.
-func withdrawalReason(r *Revocation) string {
-	what := "every token issued before " + r.IssuedBefore.UTC().Format(time.RFC3339)
-	switch {
-	case r.SessionID != "":
-		what = fmt.Sprintf("session_id %q", r.SessionID)
-	case r.AutomationID != "":
-		what = fmt.Sprintf("automation_id %q", r.AutomationID)
-	case r.Subject != "":
-		what = fmt.Sprintf("subject %q", r.Subject)
-	}
-	return fmt.Sprintf("withdrawn: the tokens that asked for it were revoked (revocation %d, %s)", r.ID, what)
 }

@@ -44,7 +44,7 @@ SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.r
        e.xid::text::bigint AS xid,
        (e.xid < pg_snapshot_xmin(pg_current_snapshot()) OR e.xid < (SELECT feed_horizon()))::bool AS settled,
        e.notice::text AS kind,
-       a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry, a.steps, a.trace_context, a.approval_trace, a.intent_digest, a.intent, a.approved_digest, a.intent_changes, a.params_original, a.edits, a.grant_id, a.nothing_done
+       a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry, a.steps, a.trace_context, a.approval_trace, a.intent_digest, a.intent, a.approved_digest, a.intent_changes, a.params_original, a.edits, a.grant_id, a.nothing_done, a.token_jti, a.token_issued_at
 FROM invocation_events e JOIN action_invocations a ON a.id = e.invocation_id
 WHERE e.organization_id = $1
   AND (e.xid, e.id) > (CAST($2::text AS xid8), $3::bigint)
@@ -171,6 +171,8 @@ func (q *Queries) FeedList(ctx context.Context, db DBTX, arg FeedListParams) ([]
 			&i.ActionInvocation.Edits,
 			&i.ActionInvocation.GrantID,
 			&i.ActionInvocation.NothingDone,
+			&i.ActionInvocation.TokenJti,
+			&i.ActionInvocation.TokenIssuedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -187,7 +189,7 @@ SELECT e.id AS event_id, e.seq, e.type, e.from_status, e.to_status, e.actor, e.r
        e.xid::text::bigint AS xid,
        (e.xid < pg_snapshot_xmin(pg_current_snapshot()) OR e.xid < (SELECT feed_horizon()))::bool AS settled,
        e.notice::text AS kind,
-       a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry, a.steps, a.trace_context, a.approval_trace, a.intent_digest, a.intent, a.approved_digest, a.intent_changes, a.params_original, a.edits, a.grant_id, a.nothing_done
+       a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry, a.steps, a.trace_context, a.approval_trace, a.intent_digest, a.intent, a.approved_digest, a.intent_changes, a.params_original, a.edits, a.grant_id, a.nothing_done, a.token_jti, a.token_issued_at
 FROM invocation_events e JOIN action_invocations a ON a.id = e.invocation_id
 WHERE (e.xid, e.id) > (CAST($1::text AS xid8), $2::bigint)
   AND ($3::bool OR e.organization_id = ANY($4::text[]))
@@ -305,6 +307,8 @@ func (q *Queries) FeedListAll(ctx context.Context, db DBTX, arg FeedListAllParam
 			&i.ActionInvocation.Edits,
 			&i.ActionInvocation.GrantID,
 			&i.ActionInvocation.NothingDone,
+			&i.ActionInvocation.TokenJti,
+			&i.ActionInvocation.TokenIssuedAt,
 		); err != nil {
 			return nil, err
 		}

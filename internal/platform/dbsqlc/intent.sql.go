@@ -23,12 +23,12 @@ WITH prev AS (
         edits = coalesce(i.edits, '[]'::jsonb) || jsonb_build_array($4::jsonb),
         intent_digest = $5, intent = $6, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done, i.token_jti, i.token_issued_at
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'edited', prev.status, next.status, $7, $8 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM next
 `
 
 type InvocationEditParams struct {
@@ -100,6 +100,8 @@ type InvocationEditRow struct {
 	Edits          []byte
 	GrantID        *uuid.UUID
 	NothingDone    bool
+	TokenJti       *string
+	TokenIssuedAt  *time.Time
 }
 
 // Sealed intents and approvers' edits (package intent, docs/intents.md).
@@ -177,6 +179,8 @@ func (q *Queries) InvocationEdit(ctx context.Context, db DBTX, arg InvocationEdi
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
@@ -192,12 +196,12 @@ WITH prev AS (
         started_at = CASE WHEN $8::bool THEN i.started_at END,
         updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done, i.token_jti, i.token_issued_at
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'intent_changed', prev.status, next.status, NULL, $9 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM next
 `
 
 type InvocationIntentChangedParams struct {
@@ -270,6 +274,8 @@ type InvocationIntentChangedRow struct {
 	Edits          []byte
 	GrantID        *uuid.UUID
 	NothingDone    bool
+	TokenJti       *string
+	TokenIssuedAt  *time.Time
 }
 
 // What an approval approved changed before the call: the invocation goes
@@ -348,6 +354,8 @@ func (q *Queries) InvocationIntentChanged(ctx context.Context, db DBTX, arg Invo
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }

@@ -31,7 +31,7 @@ func (q *Queries) DeadLetterCount(ctx context.Context, db DBTX, arg DeadLetterCo
 }
 
 const deadLetterList = `-- name: DeadLetterList :many
-SELECT a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry, a.steps, a.trace_context, a.approval_trace, a.intent_digest, a.intent, a.approved_digest, a.intent_changes, a.params_original, a.edits, a.grant_id, a.nothing_done FROM action_invocations a
+SELECT a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry, a.steps, a.trace_context, a.approval_trace, a.intent_digest, a.intent, a.approved_digest, a.intent_changes, a.params_original, a.edits, a.grant_id, a.nothing_done, a.token_jti, a.token_issued_at FROM action_invocations a
 JOIN (
     SELECT p.id, p.dead_lettered_at FROM action_invocations p
     WHERE p.organization_id = $1 AND p.dead_lettered_at IS NOT NULL AND p.discarded_at IS NULL
@@ -125,6 +125,8 @@ func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterLis
 			&i.Edits,
 			&i.GrantID,
 			&i.NothingDone,
+			&i.TokenJti,
+			&i.TokenIssuedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -188,13 +190,13 @@ WITH prev AS (
     SET status = 'approved', approved_by = $2, approved_at = now(), updated_at = now(), event_seq = i.event_seq + 1,
         approval_trace = $3, approved_digest = i.intent_digest
     FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done, i.token_jti, i.token_issued_at
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'approved', prev.status, next.status, $2,
         'intent ' || left(next.approved_digest, 12) FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM next
 `
 
 type InvocationApproveParams struct {
@@ -261,6 +263,8 @@ type InvocationApproveRow struct {
 	Edits          []byte
 	GrantID        *uuid.UUID
 	NothingDone    bool
+	TokenJti       *string
+	TokenIssuedAt  *time.Time
 }
 
 func (q *Queries) InvocationApprove(ctx context.Context, db DBTX, arg InvocationApproveParams) (InvocationApproveRow, error) {
@@ -324,6 +328,8 @@ func (q *Queries) InvocationApprove(ctx context.Context, db DBTX, arg Invocation
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
@@ -366,7 +372,7 @@ WITH prev AS (
     SELECT next.id, next.organization_id, next.event_seq, 'started', next.from_status, next.status, NULL, 'attempt ' || next.attempt
     FROM next
 )
-SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done, go.patterns, go.windows, go.paused_at, go.credential_version,
+SELECT i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done, i.token_jti, i.token_issued_at, go.patterns, go.windows, go.paused_at, go.credential_version,
     go.status AS locked_status, (go.started_at IS NOT NULL AND NOT go.nothing_done)::bool AS started_before,
     go.start AS started,
     go.attempt::int AS attempt_new, coalesce(go.started_at, now())::timestamptz AS started_at_new,
@@ -486,6 +492,8 @@ func (q *Queries) InvocationBeginMany(ctx context.Context, db DBTX, arg Invocati
 			&i.ActionInvocation.Edits,
 			&i.ActionInvocation.GrantID,
 			&i.ActionInvocation.NothingDone,
+			&i.ActionInvocation.TokenJti,
+			&i.ActionInvocation.TokenIssuedAt,
 			&i.Patterns,
 			&i.Windows,
 			&i.PausedAt,
@@ -514,12 +522,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'cancelled', completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('pending', 'approved')
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done, i.token_jti, i.token_issued_at
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'cancelled', prev.status, next.status, $2, $3 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM next
 `
 
 type InvocationCancelParams struct {
@@ -586,6 +594,8 @@ type InvocationCancelRow struct {
 	Edits          []byte
 	GrantID        *uuid.UUID
 	NothingDone    bool
+	TokenJti       *string
+	TokenIssuedAt  *time.Time
 }
 
 // reason, when given, says why on the cancelled event (a revocation's
@@ -651,6 +661,8 @@ func (q *Queries) InvocationCancel(ctx context.Context, db DBTX, arg InvocationC
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
@@ -796,12 +808,12 @@ WITH prev AS (
     SET status = 'denied', denied_reason = $2, error = $3, approved_by = $4,
         approved_at = now(), completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'pending'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done, i.token_jti, i.token_issued_at
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'denied', prev.status, next.status, $4, $3 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM next
 `
 
 type InvocationDenyParams struct {
@@ -869,6 +881,8 @@ type InvocationDenyRow struct {
 	Edits          []byte
 	GrantID        *uuid.UUID
 	NothingDone    bool
+	TokenJti       *string
+	TokenIssuedAt  *time.Time
 }
 
 func (q *Queries) InvocationDeny(ctx context.Context, db DBTX, arg InvocationDenyParams) (InvocationDenyRow, error) {
@@ -937,6 +951,8 @@ func (q *Queries) InvocationDeny(ctx context.Context, db DBTX, arg InvocationDen
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
@@ -948,12 +964,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET discarded_by = $2, discarded_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'failed' AND i.dead_lettered_at IS NOT NULL AND i.discarded_at IS NULL
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done, i.token_jti, i.token_issued_at
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'discarded', prev.status, next.status, $2, NULL FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM next
 `
 
 type InvocationDiscardParams struct {
@@ -1019,6 +1035,8 @@ type InvocationDiscardRow struct {
 	Edits          []byte
 	GrantID        *uuid.UUID
 	NothingDone    bool
+	TokenJti       *string
+	TokenIssuedAt  *time.Time
 }
 
 func (q *Queries) InvocationDiscard(ctx context.Context, db DBTX, arg InvocationDiscardParams) (InvocationDiscardRow, error) {
@@ -1082,6 +1100,8 @@ func (q *Queries) InvocationDiscard(ctx context.Context, db DBTX, arg Invocation
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
@@ -1093,12 +1113,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'expired', denied_reason = 'expired', completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'pending' AND prev.expires_at IS NOT DISTINCT FROM $2::timestamptz
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done, i.token_jti, i.token_issued_at
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'expired', prev.status, next.status, NULL, 'approval window closed' FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM next
 `
 
 type InvocationExpireParams struct {
@@ -1164,6 +1184,8 @@ type InvocationExpireRow struct {
 	Edits          []byte
 	GrantID        *uuid.UUID
 	NothingDone    bool
+	TokenJti       *string
+	TokenIssuedAt  *time.Time
 }
 
 // Expires a pending invocation whose approval window is still the one its
@@ -1229,6 +1251,8 @@ func (q *Queries) InvocationExpire(ctx context.Context, db DBTX, arg InvocationE
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
@@ -1240,12 +1264,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'failed', error = $2, duration_ms = $3, steps = $4, completed_at = now(), dead_lettered_at = now(), updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done, i.token_jti, i.token_issued_at
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'failed', prev.status, next.status, NULL, $2 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM next
 `
 
 type InvocationFailParams struct {
@@ -1313,6 +1337,8 @@ type InvocationFailRow struct {
 	Edits          []byte
 	GrantID        *uuid.UUID
 	NothingDone    bool
+	TokenJti       *string
+	TokenIssuedAt  *time.Time
 }
 
 // A failure in the worker is a dead letter an operator may replay; it keeps
@@ -1383,12 +1409,14 @@ func (q *Queries) InvocationFail(ctx context.Context, db DBTX, arg InvocationFai
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
 
 const invocationGet = `-- name: InvocationGet :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM action_invocations WHERE id = $1 AND organization_id = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM action_invocations WHERE id = $1 AND organization_id = $2
 `
 
 type InvocationGetParams struct {
@@ -1457,12 +1485,14 @@ func (q *Queries) InvocationGet(ctx context.Context, db DBTX, arg InvocationGetP
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
 
 const invocationGetByExternalID = `-- name: InvocationGetByExternalID :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM action_invocations WHERE organization_id = $1 AND external_id = $2
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM action_invocations WHERE organization_id = $1 AND external_id = $2
 `
 
 type InvocationGetByExternalIDParams struct {
@@ -1531,12 +1561,14 @@ func (q *Queries) InvocationGetByExternalID(ctx context.Context, db DBTX, arg In
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
 
 const invocationGetByID = `-- name: InvocationGetByID :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM action_invocations WHERE id = $1
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM action_invocations WHERE id = $1
 `
 
 func (q *Queries) InvocationGetByID(ctx context.Context, db DBTX, id uuid.UUID) (ActionInvocation, error) {
@@ -1600,12 +1632,14 @@ func (q *Queries) InvocationGetByID(ctx context.Context, db DBTX, id uuid.UUID) 
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
 
 const invocationGetByIdempotencyKey = `-- name: InvocationGetByIdempotencyKey :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM action_invocations
 WHERE organization_id = $1 AND session_id = $2 AND idempotency_key = $3
 `
 
@@ -1677,12 +1711,14 @@ func (q *Queries) InvocationGetByIdempotencyKey(ctx context.Context, db DBTX, ar
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
 
 const invocationGetForUpdate = `-- name: InvocationGetForUpdate :one
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM action_invocations WHERE id = $1 AND organization_id = $2 FOR UPDATE
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM action_invocations WHERE id = $1 AND organization_id = $2 FOR UPDATE
 `
 
 type InvocationGetForUpdateParams struct {
@@ -1751,6 +1787,8 @@ func (q *Queries) InvocationGetForUpdate(ctx context.Context, db DBTX, arg Invoc
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
@@ -1796,22 +1834,22 @@ WITH next AS (
         integration, action, risk_level, mode, mode_source, params, params_sealed, params_hash,
         status, denied_reason, expires_at, external_id, idempotency_key,
         rate_bucket, must_run_before, approval, risk_hint, retry, trace_context, grant_id, event_seq, completed_at,
-        intent_digest, intent
+        intent_digest, intent, token_jti, token_issued_at
     )
     SELECT r.id, r.job_id, r.organization_id, r.session_id, r.automation_id, r.user_id, r.requested_by, r.origin,
         r.integration, r.action, r.risk_level, r.mode, r.mode_source, r.params, r.params_sealed, r.params_hash,
         r.status, r.denied_reason, r.expires_at, r.external_id, r.idempotency_key,
         r.rate_bucket, r.must_run_before, r.approval, r.risk_hint, r.retry, r.trace_context, r.grant_id, 1,
         CASE WHEN r.status = 'denied' THEN now() END,
-        r.intent_digest, r.intent
+        r.intent_digest, r.intent, r.token_jti, r.token_issued_at
     FROM jsonb_populate_recordset(NULL::action_invocations, $1::jsonb) AS r
     ON CONFLICT DO NOTHING
-    RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done
+    RETURNING id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, to_status, actor, reason)
     SELECT next.id, next.organization_id, 1, 'created', next.status, next.requested_by, next.denied_reason FROM next
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM next
 `
 
 type InvocationInsertManyRow struct {
@@ -1872,6 +1910,8 @@ type InvocationInsertManyRow struct {
 	Edits          []byte
 	GrantID        *uuid.UUID
 	NothingDone    bool
+	TokenJti       *string
+	TokenIssuedAt  *time.Time
 }
 
 // Records new invocations, one per element of the JSON array @invocations (the
@@ -1946,6 +1986,8 @@ func (q *Queries) InvocationInsertMany(ctx context.Context, db DBTX, invocations
 			&i.Edits,
 			&i.GrantID,
 			&i.NothingDone,
+			&i.TokenJti,
+			&i.TokenIssuedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -1958,7 +2000,7 @@ func (q *Queries) InvocationInsertMany(ctx context.Context, db DBTX, invocations
 }
 
 const invocationListByExternalIDs = `-- name: InvocationListByExternalIDs :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM action_invocations
 WHERE organization_id = $1 AND external_id = ANY($2::text[])
 `
 
@@ -2034,6 +2076,8 @@ func (q *Queries) InvocationListByExternalIDs(ctx context.Context, db DBTX, arg 
 			&i.Edits,
 			&i.GrantID,
 			&i.NothingDone,
+			&i.TokenJti,
+			&i.TokenIssuedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -2046,7 +2090,7 @@ func (q *Queries) InvocationListByExternalIDs(ctx context.Context, db DBTX, arg 
 }
 
 const invocationListByIDs = `-- name: InvocationListByIDs :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM action_invocations WHERE id = ANY($1::uuid[])
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM action_invocations WHERE id = ANY($1::uuid[])
 `
 
 // The invocations of several waiting requests, read together (see
@@ -2118,6 +2162,8 @@ func (q *Queries) InvocationListByIDs(ctx context.Context, db DBTX, ids []uuid.U
 			&i.Edits,
 			&i.GrantID,
 			&i.NothingDone,
+			&i.TokenJti,
+			&i.TokenIssuedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -2130,7 +2176,7 @@ func (q *Queries) InvocationListByIDs(ctx context.Context, db DBTX, ids []uuid.U
 }
 
 const invocationListByOrg = `-- name: InvocationListByOrg :many
-SELECT a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry, a.steps, a.trace_context, a.approval_trace, a.intent_digest, a.intent, a.approved_digest, a.intent_changes, a.params_original, a.edits, a.grant_id, a.nothing_done FROM action_invocations a
+SELECT a.id, a.organization_id, a.session_id, a.automation_id, a.requested_by, a.origin, a.integration, a.action, a.risk_level, a.mode, a.mode_source, a.params, a.params_hash, a.status, a.result, a.error, a.denied_reason, a.duration_ms, a.approved_by, a.approved_at, a.started_at, a.completed_at, a.expires_at, a.created_at, a.updated_at, a.external_id, a.idempotency_key, a.job_id, a.attempt, a.rate_bucket, a.must_run_before, a.provider_ref, a.conflict, a.approval, a.risk_hint, a.user_id, a.dead_lettered_at, a.replay_count, a.replayed_by, a.replayed_at, a.discarded_by, a.discarded_at, a.provider_waits, a.params_sealed, a.event_seq, a.retry, a.steps, a.trace_context, a.approval_trace, a.intent_digest, a.intent, a.approved_digest, a.intent_changes, a.params_original, a.edits, a.grant_id, a.nothing_done, a.token_jti, a.token_issued_at FROM action_invocations a
 JOIN (
     SELECT p.id, p.created_at FROM action_invocations p
     WHERE p.organization_id = $1
@@ -2249,6 +2295,8 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 			&i.Edits,
 			&i.GrantID,
 			&i.NothingDone,
+			&i.TokenJti,
+			&i.TokenIssuedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -2261,7 +2309,7 @@ func (q *Queries) InvocationListByOrg(ctx context.Context, db DBTX, arg Invocati
 }
 
 const invocationListBySession = `-- name: InvocationListBySession :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM action_invocations
 WHERE organization_id = $1 AND session_id = $2
   AND ($3::text[] IS NULL OR integration = ANY($3::text[]))
 ORDER BY created_at DESC, id
@@ -2351,6 +2399,8 @@ func (q *Queries) InvocationListBySession(ctx context.Context, db DBTX, arg Invo
 			&i.Edits,
 			&i.GrantID,
 			&i.NothingDone,
+			&i.TokenJti,
+			&i.TokenIssuedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -2363,7 +2413,7 @@ func (q *Queries) InvocationListBySession(ctx context.Context, db DBTX, arg Invo
 }
 
 const invocationListExpiredForUpdate = `-- name: InvocationListExpiredForUpdate :many
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM action_invocations
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM action_invocations
 WHERE status = 'pending' AND expires_at <= now()
 ORDER BY expires_at
 LIMIT $1
@@ -2437,6 +2487,8 @@ func (q *Queries) InvocationListExpiredForUpdate(ctx context.Context, db DBTX, m
 			&i.Edits,
 			&i.GrantID,
 			&i.NothingDone,
+			&i.TokenJti,
+			&i.TokenIssuedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -2500,12 +2552,12 @@ WITH prev AS (
     SET status = 'approved', dead_lettered_at = NULL, completed_at = NULL, steps = NULL, replay_count = i.replay_count + 1,
         replayed_by = $2, replayed_at = now(), job_id = $3, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'failed' AND i.dead_lettered_at IS NOT NULL AND i.discarded_at IS NULL
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done, i.token_jti, i.token_issued_at
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'replayed', prev.status, next.status, $2, NULL FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM next
 `
 
 type InvocationReplayParams struct {
@@ -2572,6 +2624,8 @@ type InvocationReplayRow struct {
 	Edits          []byte
 	GrantID        *uuid.UUID
 	NothingDone    bool
+	TokenJti       *string
+	TokenIssuedAt  *time.Time
 }
 
 func (q *Queries) InvocationReplay(ctx context.Context, db DBTX, arg InvocationReplayParams) (InvocationReplayRow, error) {
@@ -2635,6 +2689,8 @@ func (q *Queries) InvocationReplay(ctx context.Context, db DBTX, arg InvocationR
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
@@ -2646,12 +2702,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'approved', error = $2, duration_ms = $3, nothing_done = $4::bool, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done, i.token_jti, i.token_issued_at
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'retry_scheduled', prev.status, next.status, NULL, $2 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM next
 `
 
 type InvocationScheduleRetryParams struct {
@@ -2719,6 +2775,8 @@ type InvocationScheduleRetryRow struct {
 	Edits          []byte
 	GrantID        *uuid.UUID
 	NothingDone    bool
+	TokenJti       *string
+	TokenIssuedAt  *time.Time
 }
 
 // nothing_done: the attempt's refusal did nothing (see migration 039).
@@ -2788,6 +2846,8 @@ func (q *Queries) InvocationScheduleRetry(ctx context.Context, db DBTX, arg Invo
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
@@ -2799,12 +2859,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'skipped', error = $2, completed_at = now(), params_sealed = NULL, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done, i.token_jti, i.token_issued_at
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'skipped', prev.status, next.status, NULL, $2 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM next
 `
 
 type InvocationSkipParams struct {
@@ -2870,6 +2930,8 @@ type InvocationSkipRow struct {
 	Edits          []byte
 	GrantID        *uuid.UUID
 	NothingDone    bool
+	TokenJti       *string
+	TokenIssuedAt  *time.Time
 }
 
 func (q *Queries) InvocationSkip(ctx context.Context, db DBTX, arg InvocationSkipParams) (InvocationSkipRow, error) {
@@ -2933,6 +2995,8 @@ func (q *Queries) InvocationSkip(ctx context.Context, db DBTX, arg InvocationSki
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
@@ -2945,12 +3009,12 @@ WITH prev AS (
     SET status = 'approved', error = $2, duration_ms = $3, provider_waits = i.provider_waits + 1,
         nothing_done = $4::bool, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status = 'executing'
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done, i.token_jti, i.token_issued_at
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'snoozed', prev.status, next.status, NULL, $2 FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM next
 `
 
 type InvocationSnoozeParams struct {
@@ -3018,6 +3082,8 @@ type InvocationSnoozeRow struct {
 	Edits          []byte
 	GrantID        *uuid.UUID
 	NothingDone    bool
+	TokenJti       *string
+	TokenIssuedAt  *time.Time
 }
 
 // A provider asked to wait (429 Retry-After); no attempt is spent.
@@ -3088,6 +3154,8 @@ func (q *Queries) InvocationSnooze(ctx context.Context, db DBTX, arg InvocationS
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }
@@ -3099,12 +3167,12 @@ WITH prev AS (
     UPDATE action_invocations AS i
     SET status = 'executing', attempt = $2, started_at = coalesce(i.started_at, now()), nothing_done = false, updated_at = now(), event_seq = i.event_seq + 1
     FROM prev WHERE i.id = prev.id AND prev.status IN ('approved', 'executing')
-    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done
+    RETURNING i.id, i.organization_id, i.session_id, i.automation_id, i.requested_by, i.origin, i.integration, i.action, i.risk_level, i.mode, i.mode_source, i.params, i.params_hash, i.status, i.result, i.error, i.denied_reason, i.duration_ms, i.approved_by, i.approved_at, i.started_at, i.completed_at, i.expires_at, i.created_at, i.updated_at, i.external_id, i.idempotency_key, i.job_id, i.attempt, i.rate_bucket, i.must_run_before, i.provider_ref, i.conflict, i.approval, i.risk_hint, i.user_id, i.dead_lettered_at, i.replay_count, i.replayed_by, i.replayed_at, i.discarded_by, i.discarded_at, i.provider_waits, i.params_sealed, i.event_seq, i.retry, i.steps, i.trace_context, i.approval_trace, i.intent_digest, i.intent, i.approved_digest, i.intent_changes, i.params_original, i.edits, i.grant_id, i.nothing_done, i.token_jti, i.token_issued_at
 ), event AS (
     INSERT INTO invocation_events (invocation_id, organization_id, seq, type, from_status, to_status, actor, reason)
     SELECT next.id, next.organization_id, next.event_seq, 'started', prev.status, next.status, NULL, 'attempt ' || $2::int FROM next, prev
 )
-SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done FROM next
+SELECT id, organization_id, session_id, automation_id, requested_by, origin, integration, action, risk_level, mode, mode_source, params, params_hash, status, result, error, denied_reason, duration_ms, approved_by, approved_at, started_at, completed_at, expires_at, created_at, updated_at, external_id, idempotency_key, job_id, attempt, rate_bucket, must_run_before, provider_ref, conflict, approval, risk_hint, user_id, dead_lettered_at, replay_count, replayed_by, replayed_at, discarded_by, discarded_at, provider_waits, params_sealed, event_seq, retry, steps, trace_context, approval_trace, intent_digest, intent, approved_digest, intent_changes, params_original, edits, grant_id, nothing_done, token_jti, token_issued_at FROM next
 `
 
 type InvocationStartParams struct {
@@ -3170,6 +3238,8 @@ type InvocationStartRow struct {
 	Edits          []byte
 	GrantID        *uuid.UUID
 	NothingDone    bool
+	TokenJti       *string
+	TokenIssuedAt  *time.Time
 }
 
 func (q *Queries) InvocationStart(ctx context.Context, db DBTX, arg InvocationStartParams) (InvocationStartRow, error) {
@@ -3233,6 +3303,8 @@ func (q *Queries) InvocationStart(ctx context.Context, db DBTX, arg InvocationSt
 		&i.Edits,
 		&i.GrantID,
 		&i.NothingDone,
+		&i.TokenJti,
+		&i.TokenIssuedAt,
 	)
 	return i, err
 }

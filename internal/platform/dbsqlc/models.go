@@ -69,6 +69,8 @@ type ActionInvocation struct {
 	Edits          []byte
 	GrantID        *uuid.UUID
 	NothingDone    bool
+	TokenJti       *string
+	TokenIssuedAt  *time.Time
 }
 
 type ActionMode struct {

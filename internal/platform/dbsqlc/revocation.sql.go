@@ -148,15 +148,124 @@ func (q *Queries) RevocationList(ctx context.Context, db DBTX, arg RevocationLis
 	return items, nil
 }
 
+const revocationLock = `-- name: RevocationLock :exec
+SELECT pg_advisory_xact_lock(hashtextextended('token_revocations/' || $1::text, 0))
+`
+
+// Orders a revocation of an organization with the transactions recording
+// its invocations (RevocationLockShared): the revocation's transaction
+// takes it first, so it waits for those under way, and those that begin
+// wait for it to commit.
+func (q *Queries) RevocationLock(ctx context.Context, db DBTX, organizationID string) error {
+	_, err := db.Exec(ctx, revocationLock, organizationID)
+	return err
+}
+
+const revocationLockShared = `-- name: RevocationLockShared :exec
+SELECT pg_advisory_xact_lock_shared(hashtextextended('token_revocations/' || $1::text, 0))
+`
+
+// Taken by a transaction recording invocations of an organization before
+// it looks for their tokens' revocations (RevocationRefusing), in a
+// statement of its own, so that that look's snapshot follows every
+// revocation of the organization that committed before it.
+func (q *Queries) RevocationLockShared(ctx context.Context, db DBTX, organizationID string) error {
+	_, err := db.Exec(ctx, revocationLockShared, organizationID)
+	return err
+}
+
+const revocationRefusing = `-- name: RevocationRefusing :many
+SELECT t.token::int AS token, r.id, r.jti, r.session_id, r.automation_id, r.subject, r.issued_before, r.revoked_by
+FROM jsonb_to_recordset($1::jsonb)
+    AS t(token int, jti text, issued_at timestamptz, session_id text, automation_id text, subject text, user_id text)
+CROSS JOIN LATERAL (
+    SELECT s.id, s.jti, s.session_id, s.automation_id, s.subject, s.issued_before, s.revoked_by FROM (
+        SELECT id, organization_id, jti, session_id, automation_id, issued_before, revoked_by, revoked_at, expires_at, subject FROM token_revocations AS x WHERE x.organization_id = $2 AND x.jti = t.jti
+        UNION ALL
+        SELECT id, organization_id, jti, session_id, automation_id, issued_before, revoked_by, revoked_at, expires_at, subject FROM token_revocations AS x WHERE x.organization_id = $2 AND x.session_id = t.session_id
+        UNION ALL
+        SELECT id, organization_id, jti, session_id, automation_id, issued_before, revoked_by, revoked_at, expires_at, subject FROM token_revocations AS x WHERE x.organization_id = $2 AND x.automation_id = t.automation_id
+        UNION ALL
+        SELECT id, organization_id, jti, session_id, automation_id, issued_before, revoked_by, revoked_at, expires_at, subject FROM token_revocations AS x WHERE x.organization_id = $2 AND x.subject = t.subject
+        UNION ALL
+        SELECT id, organization_id, jti, session_id, automation_id, issued_before, revoked_by, revoked_at, expires_at, subject FROM token_revocations AS x WHERE x.organization_id = $2 AND x.subject = t.user_id
+        UNION ALL
+        SELECT id, organization_id, jti, session_id, automation_id, issued_before, revoked_by, revoked_at, expires_at, subject FROM token_revocations AS x WHERE x.organization_id = $2
+            AND x.jti IS NULL AND x.session_id IS NULL AND x.automation_id IS NULL AND x.subject IS NULL
+    ) AS s
+    WHERE (s.expires_at IS NULL OR s.expires_at > now())
+      AND (t.issued_at IS NULL OR t.issued_at < s.issued_before)
+    ORDER BY s.id
+    LIMIT 1
+) AS r
+ORDER BY t.token
+`
+
+type RevocationRefusingParams struct {
+	Tokens         []byte
+	OrganizationID string
+}
+
+type RevocationRefusingRow struct {
+	Token        int32
+	ID           int64
+	Jti          *string
+	SessionID    *string
+	AutomationID *string
+	Subject      *string
+	IssuedBefore time.Time
+	RevokedBy    string
+}
+
+// For each token of the JSON array @tokens (its position "token", its
+// claims "jti", "issued_at", "session_id", "automation_id", "subject" and
+// "user_id", absent or null when it has none), the organization's oldest
+// revocation in effect that refuses it, as the API processes' memory does
+// (revocation's index): one of its selectors names the token's jti,
+// session_id, automation_id, subject, or its user_id as a subject, or it
+// has none; and the token was issued before its cut-off, or has no iat.
+// A token no revocation refuses is not in the answer. Each selector is an
+// index lookup of its own (migration 048), not a walk through the
+// organization's revocations.
+func (q *Queries) RevocationRefusing(ctx context.Context, db DBTX, arg RevocationRefusingParams) ([]RevocationRefusingRow, error) {
+	rows, err := db.Query(ctx, revocationRefusing, arg.Tokens, arg.OrganizationID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RevocationRefusingRow
+	for rows.Next() {
+		var i RevocationRefusingRow
+		if err := rows.Scan(
+			&i.Token,
+			&i.ID,
+			&i.Jti,
+			&i.SessionID,
+			&i.AutomationID,
+			&i.Subject,
+			&i.IssuedBefore,
+			&i.RevokedBy,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const revocationRequested = `-- name: RevocationRequested :many
 SELECT a.id FROM action_invocations AS a
 WHERE a.organization_id = $1
   AND (a.status = 'pending' OR (a.status = 'approved' AND a.started_at IS NULL))
-  AND a.created_at < $2
+  AND coalesce(a.token_issued_at, a.created_at) < $2::timestamptz
   AND CASE
-      WHEN $3::text IS NOT NULL THEN a.session_id = $3::text
-      WHEN $4::text IS NOT NULL THEN a.automation_id = $4::text
-      WHEN $5::text IS NOT NULL THEN a.requested_by = $5::text OR a.user_id = $5::text
+      WHEN $3::text IS NOT NULL THEN a.token_jti = $3::text
+      WHEN $4::text IS NOT NULL THEN a.session_id = $4::text
+      WHEN $5::text IS NOT NULL THEN a.automation_id = $5::text
+      WHEN $6::text IS NOT NULL THEN a.requested_by = $6::text OR a.user_id = $6::text
       ELSE true
   END
 ORDER BY a.id
@@ -166,6 +275,7 @@ FOR UPDATE
 type RevocationRequestedParams struct {
 	OrganizationID string
 	IssuedBefore   time.Time
+	Jti            *string
 	SessionID      *string
 	AutomationID   *string
 	Subject        *string
@@ -173,15 +283,18 @@ type RevocationRequestedParams struct {
 
 // The invocations of an organization that tokens a revocation refuses
 // asked for and that have not started (pending, or approved and never
-// started), locked in id order. They record the token's session_id,
-// automation_id, user_id and subject (requested_by), not its iat or jti:
-// an invocation created before the cut-off was asked for by a token issued
-// before it, so only those are matched. With no selector, every one of the
-// organization's created before the cut-off.
+// started), locked in id order. An invocation records its token's
+// session_id, automation_id, user_id and subject (requested_by), jti
+// (token_jti) and iat (token_issued_at): one whose token was issued before
+// the cut-off is matched, by its creation time when the token had no iat
+// or the row predates them (created before the cut-off, so asked for by a
+// token issued before it). With no selector, every one of the
+// organization's asked for before the cut-off.
 func (q *Queries) RevocationRequested(ctx context.Context, db DBTX, arg RevocationRequestedParams) ([]uuid.UUID, error) {
 	rows, err := db.Query(ctx, revocationRequested,
 		arg.OrganizationID,
 		arg.IssuedBefore,
+		arg.Jti,
 		arg.SessionID,
 		arg.AutomationID,
 		arg.Subject,

@@ -313,8 +313,19 @@ func (s *Store) Events(ctx context.Context, db DB, org string, id uuid.UUID) ([]
 // events in another. An invocation whose idempotency key or external id
 // another one took meanwhile is nil in the answer (its jobs are deleted);
 // the others are recorded.
+//
+// Each records the jti and iat of the token that asked for it (Token).
+// Before, two statements look for the revocations that refuse those
+// tokens (refusals), after the lock that orders them with the
+// revocations' transactions; an invocation of a refused token is recorded
+// and then withdrawn, in tx, as the revocation withdraws those recorded
+// before it: it is answered cancelled and never runs.
 func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.CreateParams) ([]*invocation.Invocation, error) {
 	client, err := s.jobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	refused, err := refusals(ctx, tx, ps)
 	if err != nil {
 		return nil, err
 	}
@@ -387,6 +398,9 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.Crea
 			}
 		}
 	}
+	if err := s.withdrawRefused(ctx, tx, out, refused); err != nil {
+		return nil, fmt.Errorf("withdrawing what a revoked token asked for: %w", err)
+	}
 	return out, nil
 }
 
@@ -424,6 +438,8 @@ type insertRow struct {
 	GrantID        *uuid.UUID        `json:"grant_id"`
 	IntentDigest   *string           `json:"intent_digest"`
 	Intent         json.RawMessage   `json:"intent,omitempty"`
+	TokenJTI       *string           `json:"token_jti"`
+	TokenIssuedAt  *time.Time        `json:"token_issued_at"`
 }
 
 // insertRowOf is p as an element of InvocationInsertMany's array.
@@ -437,6 +453,9 @@ func insertRowOf(p *invocation.CreateParams) insertRow {
 		RateBucket: nilIfEmpty(p.RateBucket), MustRunBefore: p.MustRunBefore, Approval: p.Approval, RiskHint: nilIfEmpty(p.RiskHint),
 		Retry: p.Retry, TraceContext: nilIfEmpty(p.TraceContext), GrantID: p.GrantID,
 		IntentDigest: nilIfEmpty(p.IntentDigest), Intent: p.Intent,
+	}
+	if p.Token != nil {
+		r.TokenJTI, r.TokenIssuedAt = nilIfEmpty(p.Token.JTI), p.Token.IssuedAt
 	}
 	if p.ParamsSealed != nil {
 		sealed := `\x` + hex.EncodeToString(p.ParamsSealed)

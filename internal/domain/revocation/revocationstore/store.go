@@ -7,12 +7,15 @@ package revocationstore
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 )
@@ -53,8 +56,17 @@ func New(pool *pgxpool.Pool) *Store {
 // the same transaction, drops the revocations that have expired and then
 // runs then (nil: nothing) with the stored revocation: the revocation is
 // committed with what then does, or not at all.
+//
+// The transaction first takes r's organization's revocation lock, which
+// the transactions recording its invocations take shared (Refusing): it
+// waits for those under way to commit, so that what then looks for
+// (Requested) includes their invocations, and those that begin wait for
+// it to commit, and then see r.
 func (s *Store) Insert(ctx context.Context, r *Revocation, then func(ctx context.Context, tx pgx.Tx, stored *Revocation) error) (Revocation, error) {
 	return dbutil.WithTxV(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) (Revocation, error) {
+		if err := s.queries.RevocationLock(ctx, tx, r.Org); err != nil {
+			return Revocation{}, err
+		}
 		if _, err := s.queries.RevocationDeleteExpired(ctx, tx); err != nil {
 			return Revocation{}, err
 		}
@@ -74,17 +86,92 @@ func (s *Store) Insert(ctx context.Context, r *Revocation, then func(ctx context
 // r's organization that tokens r refuses asked for and that have not
 // started: pending, or approved and never started. An invocation records
 // its token's session_id, automation_id, user_id and subject
-// (requested_by), not its iat or jti, so only those created before r's
-// cut-off are matched (their token was issued before it), and a
-// revocation by jti matches none.
+// (requested_by), jti and iat: those of r's selector whose token was
+// issued before r's cut-off are matched (a revocation by jti: its token's).
+// One whose token had no iat, or recorded before invocations kept their
+// token's (migration 048), is matched by its creation time: created
+// before the cut-off.
 func (s *Store) Requested(ctx context.Context, tx pgx.Tx, r *Revocation) ([]uuid.UUID, error) {
-	if r.JTI != "" {
-		return nil, nil
-	}
 	return s.queries.RevocationRequested(ctx, tx, dbsqlc.RevocationRequestedParams{
-		OrganizationID: r.Org, IssuedBefore: r.IssuedBefore,
+		OrganizationID: r.Org, IssuedBefore: r.IssuedBefore, Jti: nilIfEmpty(r.JTI),
 		SessionID: nilIfEmpty(r.SessionID), AutomationID: nilIfEmpty(r.AutomationID), Subject: nilIfEmpty(r.Subject),
 	})
+}
+
+// Refusing returns, for each of tokens, the revocation of org in effect
+// that refuses it (the oldest), nil where none does: looked for in tx, a
+// transaction recording invocations of org that these tokens asked for,
+// which the caller withdraws (WithdrawalReason) before tx commits.
+//
+// The API processes refuse a revoked token from memory, which another
+// process's revocation reaches up to auth.revocation_refresh later, and a
+// request past its check goes on anyway; a revocation withdraws, in its
+// own transaction, the invocations committed before it looks (Requested).
+// An invocation committed after that, by a token revoked before it
+// committed, is what this catches, with no gap between the two: tx takes
+// its organization's revocation lock shared, in a statement of its own,
+// then looks, and a revocation's transaction takes the lock exclusive
+// before anything (Insert). Either the revocation holds it first, and tx
+// waits until it committed and then sees it (the look's snapshot, taken
+// after the lock, in read committed), or tx does, and the revocation
+// waits for tx to commit and then finds its invocations. Shared holders do
+// not wait for each other: the cost on the hot path is two statements in
+// each transaction recording invocations (a group commit's, for all of
+// them), the look an index lookup per token (migration 048), and a
+// revocation waits for the organization's recording transactions under
+// way.
+func Refusing(ctx context.Context, tx pgx.Tx, org string, tokens []*invocation.Token) ([]*Revocation, error) {
+	type look struct {
+		Token        int        `json:"token"`
+		JTI          *string    `json:"jti"`
+		IssuedAt     *time.Time `json:"issued_at"`
+		SessionID    *string    `json:"session_id"`
+		AutomationID *string    `json:"automation_id"`
+		Subject      *string    `json:"subject"`
+		UserID       *string    `json:"user_id"`
+	}
+	looks := make([]look, len(tokens))
+	for i, t := range tokens {
+		looks[i] = look{Token: i, JTI: nilIfEmpty(t.JTI), IssuedAt: t.IssuedAt, SessionID: nilIfEmpty(t.SessionID),
+			AutomationID: nilIfEmpty(t.AutomationID), Subject: nilIfEmpty(t.Subject), UserID: nilIfEmpty(t.UserID)}
+	}
+	encoded, err := json.Marshal(looks)
+	if err != nil {
+		return nil, err
+	}
+	// Both statements go in one round trip: the server runs the look once
+	// the lock is taken, with a snapshot of its own.
+	q, p := dbsqlc.New(), &pipeline{tx: tx}
+	_ = q.RevocationLockShared(ctx, p, org) // queued: its error comes with the look's
+	rows, err := q.RevocationRefusing(ctx, p, dbsqlc.RevocationRefusingParams{Tokens: encoded, OrganizationID: org})
+	if err != nil {
+		return nil, fmt.Errorf("looking for the tokens' revocations: %w", err)
+	}
+	out := make([]*Revocation, len(tokens))
+	for _, r := range rows {
+		out[r.Token] = &Revocation{
+			ID: r.ID, Org: org, JTI: deref(r.Jti), SessionID: deref(r.SessionID), AutomationID: deref(r.AutomationID),
+			Subject: deref(r.Subject), IssuedBefore: r.IssuedBefore, RevokedBy: r.RevokedBy,
+		}
+	}
+	return out, nil
+}
+
+// WithdrawalReason is the reason on the cancelled event of an invocation
+// r withdrew: the revocation and what it revoked.
+func (r *Revocation) WithdrawalReason() string {
+	what := "every token issued before " + r.IssuedBefore.UTC().Format(time.RFC3339)
+	switch {
+	case r.JTI != "":
+		what = fmt.Sprintf("jti %q", r.JTI)
+	case r.SessionID != "":
+		what = fmt.Sprintf("session_id %q", r.SessionID)
+	case r.AutomationID != "":
+		what = fmt.Sprintf("automation_id %q", r.AutomationID)
+	case r.Subject != "":
+		what = fmt.Sprintf("subject %q", r.Subject)
+	}
+	return fmt.Sprintf("withdrawn: the tokens that asked for it were revoked (revocation %d, %s)", r.ID, what)
 }
 
 // List returns org's revocations in effect, newest first, at most limit.

@@ -10,14 +10,14 @@ WITH next AS (
         integration, action, risk_level, mode, mode_source, params, params_sealed, params_hash,
         status, denied_reason, expires_at, external_id, idempotency_key,
         rate_bucket, must_run_before, approval, risk_hint, retry, trace_context, grant_id, event_seq, completed_at,
-        intent_digest, intent
+        intent_digest, intent, token_jti, token_issued_at
     )
     SELECT r.id, r.job_id, r.organization_id, r.session_id, r.automation_id, r.user_id, r.requested_by, r.origin,
         r.integration, r.action, r.risk_level, r.mode, r.mode_source, r.params, r.params_sealed, r.params_hash,
         r.status, r.denied_reason, r.expires_at, r.external_id, r.idempotency_key,
         r.rate_bucket, r.must_run_before, r.approval, r.risk_hint, r.retry, r.trace_context, r.grant_id, 1,
         CASE WHEN r.status = 'denied' THEN now() END,
-        r.intent_digest, r.intent
+        r.intent_digest, r.intent, r.token_jti, r.token_issued_at
     FROM jsonb_populate_recordset(NULL::action_invocations, @invocations::jsonb) AS r
     ON CONFLICT DO NOTHING
     RETURNING *
