@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/admin/adminstore"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/policy"
@@ -140,8 +143,9 @@ func quietHours(raw []byte, now time.Time, buckets ...string) (time.Duration, er
 
 // metaPausedAt is the River metadata key naming the organization pause
 // (its paused_at) that held a job. Resuming that pause makes the jobs it
-// held available at once (dbsqlc OrgPauseRelease); a job that runs again
-// unpaused sets it to null.
+// held available at once (adminstore's DeletePause), and so does the pause
+// watch for a job snoozed after the resume (watchPause); a job that runs
+// again unpaused sets it to null.
 const metaPausedAt = "org_paused_at"
 
 // hold snoozes a job of a paused organization for Config.PauseRecheck
@@ -153,7 +157,130 @@ func (w *ExecuteWorker) hold(ctx context.Context, org string, pausedAt time.Time
 	}
 	w.deps.Metrics.PauseHolds.Inc()
 	w.logger.DebugContext(ctx, "organization paused; holding the job", "organization_id", org, "paused_at", pausedAt, "recheck", w.cfg.PauseRecheck)
+	w.watchPause(ctx, adminstore.Held{Org: org, PausedAt: pausedAt})
 	return river.JobSnooze(w.cfg.PauseRecheck)
+}
+
+// pauseWatchEvery is how often the pause watch asks whether the pauses
+// that held jobs here lately have ended: the longest a job held as its
+// pause ended waits, instead of Config.PauseRecheck.
+const pauseWatchEvery = 2 * time.Second
+
+// pauseWatch releases the jobs a resume missed. Resuming releases the
+// jobs whose metadata names the pause, but River writes a hold's snooze
+// after the worker returns: a job the worker was holding as the resume
+// committed is snoozed after the release, and would wait PauseRecheck.
+// So each pause that held a job of this worker is watched for
+// PauseRecheck after its last hold here (by then every job it held here
+// is due anyway): every pauseWatchEvery, one statement asks which of the
+// watched pauses have ended, and the jobs an ended one still holds are
+// released as its resume released the others. A worker that holds nothing
+// watches nothing: the watch starts with a hold and stops when its last
+// pause is PauseRecheck old, or when the worker's River client stops.
+type pauseWatch struct {
+	mu sync.Mutex
+	// held is when each watched pause last held a job here.
+	held    map[adminstore.Held]time.Time
+	running bool
+}
+
+// pauseWatches are the workers' pause watches (*ExecuteWorker to
+// *pauseWatch), while they watch.
+var pauseWatches sync.Map
+
+// pauseStore reads pauses and releases what they held.
+var pauseStore = adminstore.New(nil)
+
+// watchPause watches pause, which held a job here now, starting the
+// worker's watch if it was not running. The watch runs on Deps.Pool, as
+// long as the River client running the job (in ctx): none runs for a
+// worker on a test's transaction (Deps.DB), whose jobs the pool cannot
+// see, or outside a client.
+func (w *ExecuteWorker) watchPause(ctx context.Context, pause adminstore.Held) {
+	if w.deps.Pool == nil || w.deps.DB != nil {
+		return
+	}
+	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil || client.Stopped() == nil {
+		return
+	}
+	pause.PausedAt = pause.PausedAt.UTC() // one key per instant
+	v, _ := pauseWatches.LoadOrStore(w, &pauseWatch{})
+	pw := v.(*pauseWatch)
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	if pw.held == nil {
+		pw.held = map[adminstore.Held]time.Time{}
+	}
+	pw.held[pause] = time.Now()
+	if !pw.running {
+		pw.running = true
+		go w.runPauseWatch(pw, client.Stopped())
+	}
+}
+
+// runPauseWatch releases, every pauseWatchEvery, what the watched pauses
+// that ended still hold, until none is watched or stopped is closed.
+func (w *ExecuteWorker) runPauseWatch(pw *pauseWatch, stopped <-chan struct{}) {
+	tick := time.NewTicker(pauseWatchEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stopped:
+			w.watched(pw, true)
+			return
+		case <-tick.C:
+		}
+		pauses := w.watched(pw, false)
+		if len(pauses) == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.JobTimeout())
+		w.releaseEnded(ctx, pauses)
+		cancel()
+	}
+}
+
+// watched returns the pauses pw still watches, forgetting those that
+// last held a job here more than PauseRecheck ago, or all of them when
+// stop; with none left, the watch stops.
+func (w *ExecuteWorker) watched(pw *pauseWatch, stop bool) []adminstore.Held {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	var out []adminstore.Held
+	for pause, last := range pw.held {
+		if stop || time.Since(last) > w.cfg.PauseRecheck+pauseWatchEvery {
+			delete(pw.held, pause)
+			continue
+		}
+		out = append(out, pause)
+	}
+	if len(out) == 0 {
+		pw.running = false
+		pauseWatches.CompareAndDelete(w, pw)
+	}
+	return out
+}
+
+// releaseEnded releases the jobs that those of pauses that ended still
+// hold.
+func (w *ExecuteWorker) releaseEnded(ctx context.Context, pauses []adminstore.Held) {
+	ended, err := pauseStore.Ended(ctx, w.deps.Pool, pauses)
+	if err != nil {
+		w.logger.WarnContext(ctx, "pause watch: reading the pauses", "error", err)
+		return
+	}
+	for _, pause := range ended {
+		n, err := pauseStore.ReleaseHeld(ctx, w.deps.Pool, pause)
+		if err != nil {
+			w.logger.WarnContext(ctx, "pause watch: releasing held jobs", "organization_id", pause.Org, "paused_at", pause.PausedAt, "error", err)
+			continue
+		}
+		if n > 0 {
+			w.logger.InfoContext(ctx, "released jobs held as their organization's pause ended", "organization_id", pause.Org,
+				"paused_at", pause.PausedAt, "jobs", n)
+		}
+	}
 }
 
 // heldBefore reports whether a pause held the job on an earlier run.

@@ -141,6 +141,46 @@ func (q *Queries) OrgPausedSince(ctx context.Context, db DBTX, organizationID st
 	return items, nil
 }
 
+const orgPausesEnded = `-- name: OrgPausesEnded :many
+SELECT h.organization_id::text AS organization_id, h.paused_at::timestamptz AS paused_at
+FROM (SELECT unnest($1::text[]) AS organization_id, unnest($2::timestamptz[]) AS paused_at) h
+WHERE NOT EXISTS (
+    SELECT FROM org_pauses p WHERE p.organization_id = h.organization_id AND p.paused_at = h.paused_at)
+`
+
+type OrgPausesEndedParams struct {
+	Orgs      []string
+	PausedAts []time.Time
+}
+
+type OrgPausesEndedRow struct {
+	OrganizationID string
+	PausedAt       time.Time
+}
+
+// Those of the pauses named (@orgs[i]'s, begun at @paused_ats[i]) that
+// have ended: the organization is not paused, or by a later pause. What a
+// worker asks of the pauses that held its jobs lately.
+func (q *Queries) OrgPausesEnded(ctx context.Context, db DBTX, arg OrgPausesEndedParams) ([]OrgPausesEndedRow, error) {
+	rows, err := db.Query(ctx, orgPausesEnded, arg.Orgs, arg.PausedAts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OrgPausesEndedRow
+	for rows.Next() {
+		var i OrgPausesEndedRow
+		if err := rows.Scan(&i.OrganizationID, &i.PausedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const quietHoursDeleteAll = `-- name: QuietHoursDeleteAll :exec
 DELETE FROM quiet_hours WHERE organization_id = $1
 `

@@ -96,14 +96,48 @@ func (s *Store) DeletePause(ctx context.Context, org string) (paused bool, relea
 			return err
 		}
 		paused = true
-		tag, err := tx.Exec(ctx, releaseHeldSQL, org, pauses[0].PausedAt)
-		if err != nil {
-			return err
-		}
-		released = tag.RowsAffected()
-		return s.queries.RiverWakeQueue(ctx, tx, invocation.QueueActions)
+		released, err = s.ReleaseHeld(ctx, tx, Held{Org: org, PausedAt: pauses[0].PausedAt})
+		return err
 	})
 	return paused, released, err
+}
+
+// Held names a pause that held jobs: its organization and when it began
+// (the jobs' River metadata org_paused_at).
+type Held struct {
+	Org      string
+	PausedAt time.Time
+}
+
+// ReleaseHeld makes the execute jobs pause held available now and wakes
+// the actions queue, and returns how many it released.
+func (s *Store) ReleaseHeld(ctx context.Context, db dbutil.DB, pause Held) (int64, error) {
+	tag, err := db.Exec(ctx, releaseHeldSQL, pause.Org, pause.PausedAt)
+	if err != nil {
+		return 0, err
+	}
+	if tag.RowsAffected() == 0 {
+		return 0, nil
+	}
+	return tag.RowsAffected(), s.queries.RiverWakeQueue(ctx, db, invocation.QueueActions)
+}
+
+// Ended returns those of pauses that have ended: their organization is
+// not paused, or paused again since (a later pause).
+func (s *Store) Ended(ctx context.Context, db dbutil.DB, pauses []Held) ([]Held, error) {
+	p := dbsqlc.OrgPausesEndedParams{Orgs: make([]string, len(pauses)), PausedAts: make([]time.Time, len(pauses))}
+	for i, h := range pauses {
+		p.Orgs[i], p.PausedAts[i] = h.Org, h.PausedAt
+	}
+	rows, err := s.queries.OrgPausesEnded(ctx, db, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Held, len(rows))
+	for i, r := range rows {
+		out[i] = Held{Org: r.OrganizationID, PausedAt: r.PausedAt}
+	}
+	return out, nil
 }
 
 // InFlight counts an organization's invocations in one unfinished status,

@@ -37,3 +37,12 @@ RETURNING *;
 -- Resumes @organization_id; no row when it was not paused.
 DELETE FROM org_pauses WHERE organization_id = @organization_id RETURNING *;
 
+
+-- name: OrgPausesEnded :many
+-- Those of the pauses named (@orgs[i]'s, begun at @paused_ats[i]) that
+-- have ended: the organization is not paused, or by a later pause. What a
+-- worker asks of the pauses that held its jobs lately.
+SELECT h.organization_id::text AS organization_id, h.paused_at::timestamptz AS paused_at
+FROM (SELECT unnest(@orgs::text[]) AS organization_id, unnest(@paused_ats::timestamptz[]) AS paused_at) h
+WHERE NOT EXISTS (
+    SELECT FROM org_pauses p WHERE p.organization_id = h.organization_id AND p.paused_at = h.paused_at);
