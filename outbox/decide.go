@@ -326,6 +326,7 @@ func (s *Service) audited(ctx context.Context, tx pgx.Tx, decision string, inv i
 	action := map[string]string{"approved": "invocation.approve", "denied": "invocation.deny"}[decision]
 	err := s.deps.Trail.RecordTx(ctx, tx, &audit.Change{
 		Org: inv.OrganizationID, Action: action, TargetType: "invocation", TargetID: inv.ID.String(), After: after,
+		Sources: []string{inv.Integration},
 	})
 	if err != nil {
 		return fmt.Errorf("recording the decision in the audit trail: %w", err)

@@ -39,7 +39,7 @@ func (s *Service) useGrant(ctx context.Context, tx pgx.Tx, p *prepared, create *
 	if err != nil {
 		return err
 	}
-	if err := s.auditDriftRevoked(ctx, tx, create.OrganizationID, revoked); err != nil {
+	if err := s.auditDriftRevoked(ctx, tx, create.OrganizationID, create.Integration, revoked); err != nil {
 		return err
 	}
 	if id == nil {
@@ -65,17 +65,17 @@ func (s *Service) useGrant(ctx context.Context, tx pgx.Tx, p *prepared, create *
 	return nil
 }
 
-// auditDriftRevoked records in the audit trail, in tx, the grants that
-// an action's changed definition revoked: outboxd's own change, as the
-// grants revoked with a replaced credential are.
-func (s *Service) auditDriftRevoked(ctx context.Context, tx pgx.Tx, org string, revoked []uuid.UUID) error {
+// auditDriftRevoked records in the audit trail, in tx, the grants of
+// source that an action's changed definition revoked: outboxd's own
+// change, as the grants revoked with a replaced credential are.
+func (s *Service) auditDriftRevoked(ctx context.Context, tx pgx.Tx, org, source string, revoked []uuid.UUID) error {
 	if s.deps.Trail == nil {
 		return nil
 	}
 	for _, id := range revoked {
 		err := s.deps.Trail.RecordTx(ctx, tx, &audit.Change{
 			Org: org, Actor: &audit.Actor{Subject: grant.System, Kind: audit.KindInternal},
-			Action: "grant.revoke", TargetType: "grant", TargetID: id.String(),
+			Action: "grant.revoke", TargetType: "grant", TargetID: id.String(), Sources: []string{source},
 			After: map[string]string{"revoke_reason": grant.ReasonDrift, "revoked_by": grant.System},
 		})
 		if err != nil {

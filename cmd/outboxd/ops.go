@@ -127,7 +127,7 @@ func newDLQCommand() *cobra.Command {
 					}
 					enc := json.NewEncoder(cmd.OutOrStdout())
 					failed := 0
-					var done []string
+					var done, sources []string
 					lines := make([]batchLine, len(results))
 					for i, r := range results {
 						lines[i] = batchLine(r)
@@ -140,11 +140,14 @@ func newDLQCommand() *cobra.Command {
 						if r.Status == "retried" || r.Status == "discarded" {
 							done = append(done, r.ID)
 						}
+						if r.Source != "" {
+							sources = append(sources, r.Source)
+						}
 					}
 					// As the API records the same operation.
 					if len(done) > 0 {
 						if err := record(cmd, trail, &audit.Change{Org: org, Action: action, TargetType: "dead_letters",
-							After: map[string]any{"ids": done, "results": lines}}); err != nil {
+							After: map[string]any{"ids": done, "results": lines}, Sources: sources}); err != nil {
 							return err
 						}
 					}
@@ -168,6 +171,8 @@ type batchLine struct {
 	ID     string `json:"id"`
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
+	// Source is not printed: the audit entry's sources.
+	Source string `json:"-"`
 }
 
 func newQueueCommand() *cobra.Command {

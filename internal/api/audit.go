@@ -44,25 +44,28 @@ func setETag(w http.ResponseWriter, etag string) {
 	w.Header().Set("ETag", etag)
 }
 
-// auditSpansSources is why a token with a sources claim reads no audit
-// trail: its entries name every source's invocations, grants (with their
-// fixed params), credentials, connectors, databases and action modes, and
-// the chain is exported and verified whole.
-const auditSpansSources = "the audit log spans every source"
+// auditExportSpansSources is why a token with a sources claim exports no
+// audit trail: the export is the organization's whole chain, every
+// source's entries with those of the organization, which is what verifies
+// (outboxd audit verify). Its listing shows it the entries of its sources.
+const auditExportSpansSources = "the audit export is the whole chain, of every source; GET /v1/audit lists the entries of the token's sources"
 
 // listAudit answers a page of the trail. Its entries are in the shape of
 // the export (audit.Entry, the fields its hash covers) rather than a view
 // of the HTTP layer's: the same object is listed, exported and verified.
-// A token with a sources claim is refused (auditSpansSources).
+// A token with a sources claim lists only the entries that name a source
+// and none outside its claim (audit.Filter's Sources): an entry of the
+// whole organization (tokens, settings, webhooks, ...) names none. Its
+// pages are those of the trail's order; an entry's hash is still that of
+// its fields and prev_hash, the hash of the entry before it in the whole
+// chain, which may be one it does not list.
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := unnarrowed(c, auditSpansSources); err != nil {
-		return err
-	}
 	if s.audit == nil {
 		return &apiError{status: http.StatusNotFound, code: "not_found", message: "the audit trail is not served"}
 	}
 	q := r.URL.Query()
-	f := audit.Filter{Actor: q.Get("actor"), Action: q.Get("action"), TargetType: q.Get("target_type"), TargetID: q.Get("target_id")}
+	f := audit.Filter{Actor: q.Get("actor"), Action: q.Get("action"), TargetType: q.Get("target_type"), TargetID: q.Get("target_id"),
+		Sources: c.Sources.Filter()}
 	for name, dst := range map[string]**time.Time{"since": &f.Since, "until": &f.Until} {
 		raw := q.Get(name)
 		if raw == "" {
@@ -112,9 +115,9 @@ const exportWriteTimeout = time.Minute
 // entries: what `outboxd audit verify` checks. A failure once the answer has
 // begun breaks the connection, so that a cut export is an error at the
 // client rather than a shorter trail that verifies. A token with a
-// sources claim is refused, as for the listing.
+// sources claim is refused (auditExportSpansSources).
 func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
-	if err := unnarrowed(c, auditSpansSources); err != nil {
+	if err := unnarrowed(c, auditExportSpansSources); err != nil {
 		return err
 	}
 	if s.audit == nil {

@@ -143,7 +143,8 @@ func (s *Server) revokeGrant(w http.ResponseWriter, r *http.Request, c *auth.Cla
 	}
 	before := g
 	before.RevokedAt, before.RevokedBy, before.RevokeReason = nil, "", ""
-	s.record(r, &audit.Change{Action: "grant.revoke", TargetType: "grant", TargetID: g.ID.String(), Before: viewGrant(before), After: viewGrant(g)})
+	s.record(r, &audit.Change{Action: "grant.revoke", TargetType: "grant", TargetID: g.ID.String(), Before: viewGrant(before), After: viewGrant(g),
+		Sources: []string{g.SourceID}})
 	writeJSON(w, http.StatusOK, map[string]any{"grant": viewGrant(g)})
 	return nil
 }
@@ -163,18 +164,19 @@ func (s *Server) grantCreated(r *http.Request, c *auth.Claims, inv invocation.In
 		return nil
 	}
 	v := viewGrant(g)
-	s.record(r, &audit.Change{Action: "grant.create", TargetType: "grant", TargetID: g.ID.String(), After: v})
+	s.record(r, &audit.Change{Action: "grant.create", TargetType: "grant", TargetID: g.ID.String(), After: v, Sources: []string{g.SourceID}})
 	return &v
 }
 
-// recordRevokedGrants records in the audit trail the grants revoked with
-// a credential stored again or deleted, or a connector given another url
-// or auth (settings and connectors revoke them in that change's
-// transaction: outboxd cannot tell whether a new token is the same
-// identity's, so any replacement revokes).
-func (s *Server) recordRevokedGrants(r *http.Request, ids []uuid.UUID) {
+// recordRevokedGrants records in the audit trail the grants of sources
+// revoked with a credential stored again or deleted, or a connector given
+// another url or auth (settings and connectors revoke them in that
+// change's transaction: outboxd cannot tell whether a new token is the
+// same identity's, so any replacement revokes). Without sources the
+// entries are the organization's (audit.Change's Sources).
+func (s *Server) recordRevokedGrants(r *http.Request, ids []uuid.UUID, sources ...string) {
 	for _, id := range ids {
-		s.record(r, &audit.Change{Action: "grant.revoke", TargetType: "grant", TargetID: id.String(),
+		s.record(r, &audit.Change{Action: "grant.revoke", TargetType: "grant", TargetID: id.String(), Sources: sources,
 			After: map[string]string{"revoke_reason": grant.ReasonCredential, "revoked_by": grant.System}})
 	}
 }

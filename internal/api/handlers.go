@@ -509,7 +509,7 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.C
 	if err != nil {
 		return err
 	}
-	change := &audit.Change{Action: "credential.store", TargetType: "credential", TargetID: integration, Before: before,
+	change := &audit.Change{Action: "credential.store", TargetType: "credential", TargetID: integration, Before: before, Sources: []string{integration},
 		After: struct {
 			credentialView
 			TokenReplaced bool `json:"token_replaced"`
@@ -521,7 +521,7 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, c *auth.C
 		change.Action = "credential.replace"
 	}
 	s.record(r, change)
-	s.recordRevokedGrants(r, revoked)
+	s.recordRevokedGrants(r, revoked, integration)
 	writeJSON(w, http.StatusOK, map[string]any{"credential": credentialView(info)})
 	return nil
 }
@@ -545,12 +545,12 @@ func (s *Server) deleteCredential(w http.ResponseWriter, r *http.Request, c *aut
 	if err != nil {
 		return err
 	}
-	change := &audit.Change{Action: "credential.delete", TargetType: "credential", TargetID: integration, Before: before}
+	change := &audit.Change{Action: "credential.delete", TargetType: "credential", TargetID: integration, Before: before, Sources: []string{integration}}
 	if userID != "" {
 		change.TargetID += "/" + userID
 	}
 	s.record(r, change)
-	s.recordRevokedGrants(r, revoked)
+	s.recordRevokedGrants(r, revoked, integration)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -132,7 +132,7 @@ func (s *Server) deadLetterOp(retry bool) handlerFunc {
 				action = "dead_letter.retry"
 			}
 			s.record(r, &audit.Change{Action: action, TargetType: "dead_letters", TargetID: r.PathValue("id"),
-				After: map[string]any{"ids": done, "results": views}})
+				After: map[string]any{"ids": done, "results": views}, Sources: doneSources(results)})
 		}
 		if r.PathValue("id") != "" && results[0].Status != "retried" && results[0].Status != "discarded" {
 			status := http.StatusConflict
@@ -144,6 +144,18 @@ func (s *Server) deadLetterOp(retry bool) handlerFunc {
 		writeJSON(w, http.StatusOK, map[string]any{"results": views})
 		return nil
 	}
+}
+
+// doneSources are the sources of the dead letters a batch retried or
+// discarded.
+func doneSources(results []adm.BatchResult) []string {
+	var out []string
+	for _, b := range results {
+		if b.Source != "" {
+			out = append(out, b.Source)
+		}
+	}
+	return out
 }
 
 // doneIDs are the ids of the dead letters a batch retried or discarded.
@@ -227,6 +239,8 @@ type batchResultView struct {
 	ID     string `json:"id"`
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
+	// Source is not shown: the audit entry's sources (doneSources).
+	Source string `json:"-"`
 }
 
 // orgQueueView is the API shape of an organization's queue (admin.OrgQueue).

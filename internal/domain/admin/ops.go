@@ -31,6 +31,9 @@ type BatchResult struct {
 	ID     string
 	Status string
 	Error  string
+	// Source is the dead letter's source when it was retried or
+	// discarded, for the audit trail; "" otherwise.
+	Source string
 }
 
 // RetryDeadLetters replays dead letters: each goes back to approved with a
@@ -66,6 +69,7 @@ func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string,
 	ctx = dbutil.WithOrg(ctx, org)
 	out := make([]BatchResult, 0, len(ids))
 	for _, id := range ids {
+		var source string
 		err := dbutil.WithTx(ctx, s.deps.Pool, func(ctx context.Context, tx pgx.Tx) error {
 			uid, err := uuid.Parse(id)
 			if err != nil {
@@ -81,11 +85,12 @@ func (s *Service) deadLetterBatch(ctx context.Context, org string, ids []string,
 			if inv.Status != invocation.StatusFailed || inv.DeadLetteredAt == nil || inv.DiscardedAt != nil {
 				return fmt.Errorf("%w: invocation is %s and not a dead letter", errs.Conflict, inv.Status)
 			}
+			source = inv.Integration
 			return fn(ctx, tx, inv)
 		})
 		switch {
 		case err == nil:
-			out = append(out, BatchResult{ID: id, Status: done})
+			out = append(out, BatchResult{ID: id, Status: done, Source: source})
 			s.logger.InfoContext(ctx, "dead letter "+done, "invocation_id", id, "organization_id", org)
 		case errors.Is(err, errs.NotFound):
 			out = append(out, BatchResult{ID: id, Status: "not_found", Error: "no such invocation"})

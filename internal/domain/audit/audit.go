@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,6 +80,16 @@ type Change struct {
 	// API shows it (nil for none: before a create, after a delete). They
 	// are encoded as JSON and redacted (Redact).
 	Before, After any
+	// Sources are the sources the change concerns (a credential's
+	// integration, an invocation's, a grant's, the dead letters'): a token
+	// with a sources claim lists the entry when the claim allows every one
+	// of them. None (nil or empty) is a change of the whole organization,
+	// listed to tokens without a claim only. Nil takes, for action modes
+	// (target type "action_modes"), the sources their keys name before and
+	// after, and for a connector or a database (target type "connector",
+	// "database"), its source id. They are stored beside the entry, not
+	// hashed (Canonical).
+	Sources []string
 }
 
 // Entry is one recorded change, as listed and exported: every field the
@@ -117,6 +128,10 @@ type Filter struct {
 	Since, Until *time.Time
 	// BeforeSeq is the cursor: entries older than this seq (0: newest).
 	BeforeSeq int64
+	// Sources, when not nil, are a token's sources claim (auth.SourceClaim's
+	// Filter): only the entries that name a source and none outside it
+	// match; an empty list matches none.
+	Sources []string
 	// Limit is at most MaxLimit; 0 is DefaultLimit.
 	Limit int
 }
@@ -155,6 +170,10 @@ func (s *Service) RecordTx(ctx context.Context, tx pgx.Tx, c *Change) error {
 	if err != nil {
 		return err
 	}
+	sources, err := sourcesOf(c, &e)
+	if err != nil {
+		return err
+	}
 	if err := s.store.LockChain(ctx, tx, c.Org); err != nil {
 		return fmt.Errorf("locking the audit chain: %w", err)
 	}
@@ -174,7 +193,9 @@ func (s *Service) RecordTx(ctx context.Context, tx pgx.Tx, c *Change) error {
 	}
 	e.Seq, e.PrevHash = seq+1, prev
 	e.Hash = Hash(&e)
-	if err := s.store.Insert(ctx, tx, toRow(&e)); err != nil {
+	row := toRow(&e)
+	row.Sources = sources
+	if err := s.store.Insert(ctx, tx, row); err != nil {
 		return fmt.Errorf("recording %s: %w", c.Action, err)
 	}
 	return nil
@@ -215,23 +236,47 @@ func (s *Service) List(ctx context.Context, org string, f *Filter) ([]Entry, int
 		limit = DefaultLimit
 	}
 	limit = min(limit, MaxLimit)
-	rows, err := s.store.List(ctx, s.pool, &auditstore.ListParams{
+	if f.Sources != nil && len(f.Sources) == 0 {
+		return nil, 0, nil // a claim of no source allows no entry
+	}
+	p := &auditstore.ListParams{
 		Org: org, BeforeSeq: f.BeforeSeq, Actor: f.Actor, Action: f.Action, TargetType: f.TargetType, TargetID: f.TargetID,
-		Since: f.Since, Until: f.Until, Limit: limit + 1,
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("listing audit entries: %w", err)
+		Since: f.Since, Until: f.Until, Sources: f.Sources, Limit: limit + 1,
+	}
+	out := make([]Entry, 0, limit+1)
+	for {
+		rows, err := s.store.List(ctx, s.pool, p)
+		if err != nil {
+			return nil, 0, fmt.Errorf("listing audit entries: %w", err)
+		}
+		for i := range rows {
+			// The store lists those naming one of the sources; an entry
+			// that also names another is not listed (Filter.Sources).
+			if f.Sources == nil || within(rows[i].Sources, f.Sources) {
+				out = append(out, fromRow(&rows[i]))
+			}
+		}
+		if len(rows) < p.Limit || len(out) > limit {
+			break
+		}
+		p.BeforeSeq = rows[len(rows)-1].Seq // some were dropped: read on
 	}
 	var next int64
-	if len(rows) > limit {
-		rows = rows[:limit]
-		next = rows[limit-1].Seq
-	}
-	out := make([]Entry, len(rows))
-	for i := range rows {
-		out[i] = fromRow(&rows[i])
+	if len(out) > limit {
+		out = out[:limit]
+		next = out[limit-1].Seq
 	}
 	return out, next, nil
+}
+
+// within reports whether every one of sources is in claim.
+func within(sources, claim []string) bool {
+	for _, id := range sources {
+		if !slices.Contains(claim, id) {
+			return false
+		}
+	}
+	return true
 }
 
 // exportBatch is how many entries an export reads at a time.

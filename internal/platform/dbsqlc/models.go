@@ -116,6 +116,7 @@ type AuditEntry struct {
 	AfterState     string
 	PrevHash       string
 	Hash           string
+	Sources        []string
 }
 
 type Credential struct {

@@ -11,12 +11,16 @@ LIMIT 1;
 
 -- name: AuditInsert :exec
 INSERT INTO audit_entries (organization_id, seq, occurred_at, actor_subject, actor_kind, actor_role, client_addr,
-    action, target_type, target_id, before_state, after_state, prev_hash, hash)
+    action, target_type, target_id, before_state, after_state, prev_hash, hash, sources)
 VALUES (@organization_id, @seq, @occurred_at, @actor_subject, @actor_kind, @actor_role, @client_addr,
-    @action, @target_type, @target_id, @before_state, @after_state, @prev_hash, @hash);
+    @action, @target_type, @target_id, @before_state, @after_state, @prev_hash, @hash, @sources::text[]);
 
 -- name: AuditList :many
--- Newest first, before the cursor (before_seq 0: from the newest).
+-- Newest first, before the cursor (before_seq 0: from the newest). With
+-- sources (NULL: any), only the entries that name one of them; the caller
+-- drops those that also name another (internal/domain/audit), which the
+-- planner could not estimate: it would take a common source for a rare
+-- one and read all its entries for a page.
 SELECT * FROM audit_entries
 WHERE organization_id = @organization_id
   AND (@before_seq::bigint = 0 OR seq < @before_seq::bigint)
@@ -26,6 +30,7 @@ WHERE organization_id = @organization_id
   AND (@target_id::text = '' OR target_id = @target_id::text)
   AND (sqlc.narg('since')::timestamptz IS NULL OR occurred_at >= sqlc.narg('since')::timestamptz)
   AND (sqlc.narg('until')::timestamptz IS NULL OR occurred_at < sqlc.narg('until')::timestamptz)
+  AND (sqlc.narg('sources')::text[] IS NULL OR sources && sqlc.narg('sources')::text[])
 ORDER BY seq DESC
 LIMIT @max_rows;
 
