@@ -419,8 +419,9 @@ func (s *Server) getModes(w http.ResponseWriter, r *http.Request, c *auth.Claims
 
 // putModes replaces the overrides of the org or of one automation. A
 // token with a sources claim names only its sources' actions (else 403
-// source_not_allowed, nothing changed) and replaces only their overrides:
-// the others are kept as they are. The ETag, here and on GET, is of every
+// source_not_allowed, nothing changed) and replaces only their overrides,
+// in the settings' one transaction (settings.PutModesOf): the others are
+// kept as they are. The ETag, here and on GET, is of every
 // override, so that If-Match guards the whole replacement.
 func (s *Server) putModes(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	var body map[string]string
@@ -431,14 +432,7 @@ func (s *Server) putModes(w http.ResponseWriter, r *http.Request, c *auth.Claims
 		// A JSON null would otherwise replace every override with none.
 		return badRequest("invalid_json", `request body must be a JSON object of "<source>:<action>": mode`)
 	}
-	for key := range body {
-		if src, ok := modeSource(key); ok {
-			if err := sourceAllowed(c, src); err != nil {
-				return err
-			}
-		}
-	}
-	modes, err := s.replaceModes(r, c, body)
+	modes, err := s.settings.PutModesOf(r.Context(), c.Org, r.PathValue("automation_id"), c.Subject, c.Sources, body, r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}

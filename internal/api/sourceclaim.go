@@ -92,11 +92,3 @@ func modesInClaim(c *auth.Claims, modes policy.Modes) policy.Modes {
 	}
 	return out
 }
-
-// replaceModes stores body as the overrides of the path's scope. With a
-// sources claim, only the overrides of its sources are replaced and the
-// others kept, in the settings' one transaction (settings.PutModesOf), the
-// request's If-Match, if any, naming every override's ETag.
-func (s *Server) replaceModes(r *http.Request, c *auth.Claims, body map[string]string) (policy.Modes, error) {
-	return s.settings.PutModesOf(r.Context(), c.Org, r.PathValue("automation_id"), c.Subject, c.Sources, body, r.Header.Get("If-Match"))
-}
