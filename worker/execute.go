@@ -48,6 +48,8 @@ type ExecuteWorker struct {
 	tracer    tracing.Tracer
 	// orgs holds each organization's share of the workers.
 	orgs *keyed.Limiter
+	// pauses releases the jobs a resume missed (gates.go).
+	pauses pauseWatch
 }
 
 // orgSlotWait is how long a job whose organization has all its workers

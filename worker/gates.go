@@ -184,9 +184,7 @@ type pauseWatch struct {
 	running bool
 }
 
-// pauseWatches are the workers' pause watches (*ExecuteWorker to
-// *pauseWatch), while they watch.
-var pauseWatches sync.Map
+
 
 // pauseStore reads pauses and releases what they held.
 var pauseStore = adminstore.New(nil)
@@ -205,8 +203,7 @@ func (w *ExecuteWorker) watchPause(ctx context.Context, pause adminstore.Held) {
 		return
 	}
 	pause.PausedAt = pause.PausedAt.UTC() // one key per instant
-	v, _ := pauseWatches.LoadOrStore(w, &pauseWatch{})
-	pw := v.(*pauseWatch)
+	pw := &w.pauses
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
 	if pw.held == nil {
@@ -257,7 +254,6 @@ func (w *ExecuteWorker) watched(pw *pauseWatch, stop bool) []adminstore.Held {
 	}
 	if len(out) == 0 {
 		pw.running = false
-		pauseWatches.CompareAndDelete(w, pw)
 	}
 	return out
 }
