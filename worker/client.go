@@ -84,8 +84,9 @@ type Config struct {
 	FetchCooldown time.Duration
 	// PauseRecheck is how long a job of a paused organization is held
 	// before its worker looks at the pause again. Resuming brings the
-	// held jobs forward at once; this bounds only a job whose hold began
-	// while the resume committed. Default 1m.
+	// held jobs forward at once, and a job whose hold was under way as
+	// the resume committed within a few seconds (the worker's pause
+	// watch). Default 1m.
 	PauseRecheck time.Duration
 	// CompletedJobRetention, CancelledJobRetention and
 	// DiscardedJobRetention are how long River keeps its finished jobs
