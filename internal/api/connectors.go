@@ -190,7 +190,7 @@ func (s *Server) updateConnector(w http.ResponseWriter, r *http.Request, c *auth
 		return err
 	}
 	s.record(r, &audit.Change{Action: "connector.update", TargetType: "connector", TargetID: conn.ID.String(), Before: before, After: connectorChange(conn, in)})
-	s.recordRevokedGrants(r, revoked)
+	s.recordRevokedGrants(r, revoked, conn.SourceID)
 	writeJSON(w, http.StatusOK, map[string]any{"connector": viewConnector(conn)})
 	return nil
 }

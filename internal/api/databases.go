@@ -116,7 +116,7 @@ func (s *Server) updateDatabase(w http.ResponseWriter, r *http.Request, c *auth.
 		return databaseError(err)
 	}
 	s.record(r, &audit.Change{Action: "database.update", TargetType: "database", TargetID: db.ID.String(), Before: before, After: databaseChange(db, in)})
-	s.recordRevokedGrants(r, revoked)
+	s.recordRevokedGrants(r, revoked, db.SourceID)
 	writeJSON(w, http.StatusOK, map[string]any{"database": viewDatabase(db)})
 	return nil
 }

@@ -168,15 +168,14 @@ func (s *Server) grantCreated(r *http.Request, c *auth.Claims, inv invocation.In
 	return &v
 }
 
-// recordRevokedGrants records in the audit trail the grants of sources
-// revoked with a credential stored again or deleted, or a connector given
-// another url or auth (settings and connectors revoke them in that
-// change's transaction: outboxd cannot tell whether a new token is the
-// same identity's, so any replacement revokes). Without sources the
-// entries are the organization's (audit.Change's Sources).
-func (s *Server) recordRevokedGrants(r *http.Request, ids []uuid.UUID, sources ...string) {
+// recordRevokedGrants records in the audit trail the grants of source
+// revoked with a credential stored again or deleted, or a connector or a
+// database given another url or auth (settings, connectors and databases
+// revoke them in that change's transaction: outboxd cannot tell whether a
+// new token is the same identity's, so any replacement revokes).
+func (s *Server) recordRevokedGrants(r *http.Request, ids []uuid.UUID, source string) {
 	for _, id := range ids {
-		s.record(r, &audit.Change{Action: "grant.revoke", TargetType: "grant", TargetID: id.String(), Sources: sources,
+		s.record(r, &audit.Change{Action: "grant.revoke", TargetType: "grant", TargetID: id.String(), Sources: []string{source},
 			After: map[string]string{"revoke_reason": grant.ReasonCredential, "revoked_by": grant.System}})
 	}
 }

@@ -209,6 +209,34 @@ func TestSourcesClaim_AuditDeadLetters(t *testing.T) {
 	require.Equal(t, []string{strings.Join(mixed, ","), own}, discards(b.Admin()))
 }
 
+// TestSourcesClaim_AuditConnector: a token narrowed to a connector lists
+// the connector's entries, its grant's creation and the grant's revocation
+// by the connector's new secret, and nothing of Slack's.
+func TestSourcesClaim_AuditConnector(t *testing.T) {
+	t.Parallel()
+	srv := newMCPServer(t)
+	b := apptest.Start(t, nil)
+	b.StoreSlackToken("xoxb-sources-audit-connector")
+	id, source := createConnector(t, b, srv, map[string]any{"type": "bearer", "secret": "first-secret-value"})
+	r := invokeTool(b, source, "create_note", map[string]any{"title": "note"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	g := approveWithGrant(t, b, r.Body["invocation_id"].(string), map[string]any{"count": 5, "minutes": 10})
+	r = b.Do("PATCH", "/v1/connectors/"+id, b.Owner(), map[string]any{"auth": map[string]any{"type": "bearer", "secret": "second-secret-value"}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Equal(t, "credential", listGrant(t, b, g["id"].(string))["revoke_reason"])
+
+	narrowed := b.Token(auth.Claims{Kind: auth.KindUser, Role: auth.RoleAdmin, Sources: auth.OnlySources(source)})
+	r = b.Do("GET", "/v1/audit", narrowed, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	var listed []string
+	for _, e := range r.Body["entries"].([]any) {
+		e := e.(map[string]any)
+		listed = append(listed, e["action"].(string))
+		require.NotEqual(t, "slack", e["target_id"])
+	}
+	require.Equal(t, []string{"grant.revoke", "connector.update", "grant.create", "invocation.approve", "connector.create"}, listed)
+}
+
 // requireNoEntry requires r to name no audit entry, nor the invocation id.
 func requireNoEntry(t *testing.T, r *apptest.Response, id string) {
 	t.Helper()
