@@ -184,8 +184,6 @@ type pauseWatch struct {
 	running bool
 }
 
-
-
 // pauseStore reads pauses and releases what they held.
 var pauseStore = adminstore.New(nil)
 
