@@ -43,7 +43,12 @@ func newBenchCommand() *cobra.Command {
      reaching Slack;
   7. with --backlog B: B envelopes left queued (their jobs scheduled an hour
      ahead, as a rate bucket's snooze leaves them), then single and batch
-     again.
+     again;
+  8. with --flood F: one organization posts F envelopes through the batch
+     endpoint while a second posts one envelope every 20ms until the flood
+     has run; the second's p50/p99 is how long one organization's flood
+     holds back another's actions.
+
 
 Each phase reports actions/s (first request to last completion), its ratio
 to River raw, enqueue→completed p50/p99, Postgres transactions per action
@@ -69,6 +74,7 @@ otherwise an embedded Postgres in a temporary directory.`,
 	cmd.Flags().Int("offered-rate", 500, "envelopes per second of the offered-rate phase (0 skips it)")
 	cmd.Flags().Int("approvals", 20, "require_approval invocations approved one by one (0 skips the phase)")
 	cmd.Flags().Int("backlog", 0, "envelopes left queued before the single and batch phases are run again (0 skips it)")
+	cmd.Flags().Int("flood", 0, "envelopes one organization posts through the batch endpoint while another posts one every 20ms, whose wait is measured (0 skips it)")
 	cmd.Flags().StringSlice("skip", nil, "phases to leave out: single, invoke, mcp, batch, river-call (the other phases are left out by their flag's 0)")
 	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	cmd.Flags().String("profile-phase", "", "narrow --cpuprofile to one phase: single, invoke, mcp, batch, slow, offered, backlog-single or backlog-batch")
@@ -96,6 +102,8 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	cfg.BatchSize, _ = flags.GetInt("batch-size")
 	cfg.Approvals, _ = flags.GetInt("approvals")
 	cfg.Backlog, _ = flags.GetInt("backlog")
+	cfg.Flood, _ = flags.GetInt("flood")
+
 	cfg.OfferedRate, _ = flags.GetInt("offered-rate")
 	cfg.ProviderLatency, _ = flags.GetDuration("provider-latency")
 	cfg.StatsSettle, _ = flags.GetDuration("stats-settle")

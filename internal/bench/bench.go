@@ -4,6 +4,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,8 @@ import (
 
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/client"
+	"github.com/outboxd/outboxd/internal/domain/auth"
+
 	"github.com/outboxd/outboxd/migrations"
 	"github.com/outboxd/outboxd/worker"
 )
@@ -52,6 +55,9 @@ type Config struct {
 	// Backlog is the envelopes left queued before the single and batch
 	// phases run again (0 skips it).
 	Backlog int
+	// Flood is the envelopes one organization posts through the batch
+	// endpoint while another posts one every 20 ms (0 skips the phase).
+	Flood int
 	// Skip names phases to leave out: single, invoke, mcp, batch,
 	// river-call.
 	Skip []string
@@ -115,8 +121,8 @@ func (f *Config) Check() error {
 		return errors.New("--n, --concurrency, --workers and --river-workers must be positive, --river-n not negative")
 	case f.BatchSize < 1 || f.BatchSize > 1000:
 		return errors.New("--batch-size must be between 1 and 1000")
-	case f.Approvals < 0 || f.Backlog < 0 || f.ProviderLatency < 0 || f.OfferedRate < 0:
-		return errors.New("--approvals, --backlog, --provider-latency and --offered-rate must not be negative")
+	case f.Approvals < 0 || f.Backlog < 0 || f.Flood < 0 || f.ProviderLatency < 0 || f.OfferedRate < 0:
+		return errors.New("--approvals, --backlog, --flood, --provider-latency and --offered-rate must not be negative")
 	}
 	return nil
 }
@@ -275,6 +281,13 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("batch with a backlog: %w", err)
 		}
 	}
+	if f.Flood > 0 {
+		rs, err := b.flood(ctx, f.Flood)
+		if err != nil {
+			return fmt.Errorf("flood: %w", err)
+		}
+		results = append(results, rs...)
+	}
 	if err := b.readLatencies(ctx, results); err != nil {
 		return err
 	}
@@ -312,12 +325,17 @@ type runner struct {
 	failed     atomic.Int64
 	listenDone chan struct{}
 	noBatch    string // why the batch endpoint cannot be measured, if it cannot
+	// clientOf is a client of the server under test with a token of org
+	// carrying c.
+	clientOf func(org string, c auth.Claims) *client.Client
 }
 
 // phaseResult is one row of the report.
 type phaseResult struct {
 	name    string
 	prefix  string // external id (or idempotency key) prefix of the phase's actions; "" when none
+	org     string // the organization of those actions; "": the bench's
+
 	actions int
 	// enqueue is how long the requests took (zero when not measured),
 	// total how long until the last action completed.
@@ -547,7 +565,7 @@ func (b *runner) readLatencies(ctx context.Context, results []*phaseResult) erro
 		}
 		rows, err := conn.Query(ctx, `SELECT coalesce(i.external_id, i.idempotency_key), i.created_at, j.attempted_at, i.started_at, i.completed_at
 			FROM action_invocations i LEFT JOIN river_job j ON j.id = i.job_id
-			WHERE i.organization_id = $1 AND coalesce(i.external_id, i.idempotency_key) LIKE $2 AND i.status = 'completed'`, benchOrg, r.prefix+"-%")
+			WHERE i.organization_id = $1 AND coalesce(i.external_id, i.idempotency_key) LIKE $2 AND i.status = 'completed'`, cmp.Or(r.org, benchOrg), r.prefix+"-%")
 		if err != nil {
 			return err
 		}

@@ -137,30 +137,25 @@ func (b *runner) startOutboxd(ctx context.Context, size int32) (stop func(), err
 	cleanups = append(cleanups, func() { cancel(); <-served })
 	base := "http://" + ln.Addr().String()
 
-	mint := func(c auth.Claims) string {
-		c.Org = benchOrg
-		t, _ := auth.Mint(appCfg.JWTSecret, c, 24*time.Hour)
-		return t
-	}
 	httpClient := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: b.cfg.Concurrency + 8}, Timeout: 5 * time.Minute}
-	b.owner = &client.Client{BaseURL: base, HTTP: httpClient,
-		Token: mint(auth.Claims{Kind: auth.KindUser, Role: auth.RoleOwner, RegisteredClaims: jwt.RegisteredClaims{Subject: "bench-owner"}})}
-	b.service = &client.Client{BaseURL: base, HTTP: httpClient,
-		Token: mint(auth.Claims{Kind: auth.KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: "bench"}})}
+	b.clientOf = func(org string, c auth.Claims) *client.Client {
+		c.Org = org
+		t, _ := auth.Mint(appCfg.JWTSecret, c, 24*time.Hour)
+		return &client.Client{BaseURL: base, HTTP: httpClient, Token: t}
+	}
+	
+	b.owner = b.clientOf(benchOrg, ownerClaims)
+	b.service = b.clientOf(benchOrg, serviceClaims)
 	// One agent session per client of the invoke phase, as agents each
 	// have their own.
 	b.sessions = make([]*client.Session, b.cfg.Concurrency)
 	for i := range b.sessions {
 		id := fmt.Sprintf("bench-session-%d", i)
-		c := &client.Client{BaseURL: base, HTTP: httpClient,
-			Token: mint(auth.Claims{Kind: auth.KindSandbox, SessionID: id, RegisteredClaims: jwt.RegisteredClaims{Subject: "bench-agent"}})}
+		c := b.clientOf(benchOrg, auth.Claims{Kind: auth.KindSandbox, SessionID: id, RegisteredClaims: jwt.RegisteredClaims{Subject: "bench-agent"}})
 		b.sessions[i] = c.Session(id)
 	}
-	if err := b.owner.PutCredential(ctx, "slack", "xoxb-bench", ""); err != nil {
-		return nil, fmt.Errorf("storing the bench credential: %w", err)
-	}
-	if err := b.owner.PutActionModes(ctx, map[string]string{"slack:send_message": "allow"}); err != nil {
-		return nil, fmt.Errorf("allowing send_message: %w", err)
+	if err := allowSlack(ctx, b.owner); err != nil {
+		return nil, err
 	}
 	// Until the batch endpoint exists, its phases are reported as skipped.
 	_, err = b.service.EnqueueBatch(ctx, nil)
@@ -172,6 +167,23 @@ func (b *runner) startOutboxd(ctx context.Context, size int32) (stop func(), err
 		b.noBatch = fmt.Sprintf("POST /v1/envelopes/batch answered %d: not built yet", apiErr.Status)
 	}
 	return stop, nil
+}
+
+var (
+	ownerClaims   = auth.Claims{Kind: auth.KindUser, Role: auth.RoleOwner, RegisteredClaims: jwt.RegisteredClaims{Subject: "bench-owner"}}
+	serviceClaims = auth.Claims{Kind: auth.KindService, RegisteredClaims: jwt.RegisteredClaims{Subject: "bench"}}
+)
+
+// allowSlack stores the bench's Slack credential in the organization of
+// owner and allows send_message there.
+func allowSlack(ctx context.Context, owner *client.Client) error {
+	if err := owner.PutCredential(ctx, "slack", "xoxb-bench", ""); err != nil {
+		return fmt.Errorf("storing the bench credential: %w", err)
+	}
+	if err := owner.PutActionModes(ctx, map[string]string{"slack:send_message": "allow"}); err != nil {
+		return fmt.Errorf("allowing send_message: %w", err)
+	}
+	return nil
 }
 
 // listen counts the execute jobs River finishes. It does not LISTEN on

@@ -108,6 +108,12 @@ type CreateParams struct {
 	// or empty: stored with the invocation and given to its job, whose
 	// spans then join that trace.
 	TraceContext string
+	// Behind queues its job behind every job not Behind, whenever and
+	// wherever it waits to be fetched (River's priority 2 rather than 1):
+	// the invocations of an organization asking faster than its fair
+	// rate (package outbox), so that a flood from one does not hold back
+	// another's.
+	Behind bool
 	// GrantID is the grant that lets the invocation through without a
 	// human (ModeSource "grant"); nil for every other.
 	GrantID *uuid.UUID

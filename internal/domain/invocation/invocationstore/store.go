@@ -340,6 +340,9 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.Crea
 			continue
 		}
 		args, opts := executeJob(p.ID, p.OrganizationID, p.Integration, p.RateBucket, p.Retry, p.Status == invocation.StatusPending, p.TraceContext)
+		if p.Behind {
+			opts.Priority = priorityBehind
+		}
 		refs[i].item = len(jobs)
 		jobs = append(jobs, river.InsertManyParams{Args: args, InsertOpts: opts})
 		if p.Status == invocation.StatusPending {
@@ -673,6 +676,10 @@ func nilIfEmpty(s string) *string {
 	}
 	return &s
 }
+
+// priorityBehind is the River priority of the execute job of an invocation
+// created Behind; the others' is River's default, 1, fetched first.
+const priorityBehind = 2
 
 // executeJob is the one place an invocation's execute job is built: its
 // args and insert options follow from the invocation, so a replay carries
