@@ -17,6 +17,8 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
+	"github.com/outboxd/outboxd/internal/domain/fairness"
+
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/intent"
@@ -49,6 +51,12 @@ type Config struct {
 	// RetryBySource sets a retry policy per source id (an envelope may
 	// override it). Unset fields use the worker's defaults.
 	RetryBySource map[string]invocation.Retry
+	// FairRate and FairBurst are each organization's fair rate of new
+	// invocations in this process, per second and at once: the jobs of
+	// those past it queue behind every other organization's (package
+	// fairness). Default 100 and 1000.
+	FairRate  float64
+	FairBurst int
 }
 
 // WithDefaults returns a copy with unset fields defaulted.
@@ -59,6 +67,8 @@ func (c *Config) WithDefaults() *Config {
 		PendingPerSession: cmp.Or(c.PendingPerSession, 10),
 		InvokesPerMinute:  cmp.Or(c.InvokesPerMinute, 60),
 		SyncWait:          cmp.Or(c.SyncWait, 30*time.Second),
+		FairRate:          cmp.Or(c.FairRate, 100),
+		FairBurst:         cmp.Or(c.FairBurst, 1000),
 
 		RetryBySource: c.RetryBySource,
 	}
@@ -72,6 +82,8 @@ func (c *Config) validate() error {
 		return errors.New("limits.pending_per_session must be at least 1")
 	case c.InvokesPerMinute < 1:
 		return errors.New("limits.invokes_per_minute must be at least 1")
+	case !(c.FairRate > 0) || c.FairBurst < 1:
+		return errors.New("limits.org_fair_rate must be positive and limits.org_fair_burst at least 1")
 	}
 	return nil
 }
@@ -140,6 +152,7 @@ type Service struct {
 	groups    sync.Map // organization → its requests' group commit (see submit)
 	reads     sync.Map // organization → its waits' shared reads (see wait)
 	grants    *grant.Keeper
+	fair      *fairness.Meter // which organizations' new jobs queue behind
 	tracer    tracing.Tracer
 	// stopWaits is closed by StopWaiting: every wait answers then.
 	stopWaits chan struct{}
@@ -172,6 +185,8 @@ func New(deps *Deps, config *Config) (*Service, error) {
 		validator: executors.NewValidator(),
 		store:     invocationstore.New(deps.River),
 		grants:    grant.NewKeeper(),
+		fair:      fairness.NewMeter(cfg.FairRate, cfg.FairBurst),
+
 		tracer:    tracing.NewTracer(deps.Tracer, "github.com/outboxd/outboxd/outbox"),
 		stopWaits: make(chan struct{}),
 	}, nil

@@ -175,6 +175,7 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*inv
 		if err := s.seal(ctx, tx, ps[i], create); err != nil {
 			return nil, err
 		}
+		create.Behind = create.Status != invocation.StatusDenied && s.fair.Behind(r.org, time.Now())
 		if create.Status == invocation.StatusPending && r.sessionID != "" {
 			if err := s.checkPendingCap(ctx, tx, r.org, r.sessionID, pending[r.sessionID]); err != nil {
 				return nil, err

@@ -61,63 +61,66 @@ var defaults = func() map[string]any {
 	claims := auth.ClaimNames{}.WithDefaults()
 	keep := (&retention.Config{}).WithDefaults()
 	return withProviderDefaults(map[string]any{
-		"database.url":                       "",
-		"database.max_conns":                 0, // sized from the role
-		"database.max_org_conns":             0, // three quarters of the API's tenant pool
-		"database.org_conn_wait":             dbutil.DefaultOrgWait,
-		"database.statement_timeout":         dbutil.DefaultStatementTimeout,
-		"http.addr":                          app.DefaultHTTPAddr,
-		"metrics.token":                      "",
-		"http.read_header_timeout":           httpd.ReadHeaderTimeout,
-		"http.read_timeout":                  httpd.ReadTimeout,
-		"http.write_timeout":                 httpd.WriteTimeout,
-		"http.idle_timeout":                  httpd.IdleTimeout,
-		"http.max_conns":                     0, // derived from the open-file limit
-		"http.max_org_requests":              0, // three quarters of http.max_conns
-		"http.unauthenticated_rate":          float64(httpserver.DefaultUnauthenticatedRate),
-		"http.unauthenticated_burst":         httpd.UnauthenticatedBurst,
-		"http.trust_forwarded_for":           false,
-		"auth.jwt_secret":                    "",
-		"auth.jwt_secret_previous":           "",
-		"auth.jwt_secret_previous_until":     "",
-		"auth.leeway":                        auth.DefaultLeeway,
-		"auth.max_lifetime":                  time.Duration(0), // no maximum
-		"auth.revocation_refresh":            revocation.DefaultRefreshInterval,
-		"auth.idp.issuer":                    "",
-		"auth.idp.jwks_url":                  "", // discovered from the issuer
-		"auth.idp.audience":                  []any{},
-		"auth.idp.refresh_interval":          idp.DefaultRefreshInterval,
-		"auth.idp.unknown_kid_interval":      idp.DefaultUnknownKIDInterval,
-		"auth.idp.timeout":                   idp.DefaultTimeout,
-		"auth.idp.claims.subject":            claims.Subject,
-		"auth.idp.claims.org":                claims.Org,
-		"auth.idp.claims.kind":               claims.Kind,
-		"auth.idp.claims.role":               claims.Role,
-		"auth.idp.claims.session_id":         claims.SessionID,
-		"auth.idp.claims.automation_id":      claims.AutomationID,
-		"auth.idp.claims.user_id":            claims.UserID,
-		"auth.idp.claims.sources":            claims.Sources,
-		"auth.idp.defaults.org":              "",
-		"auth.idp.defaults.kind":             "",
-		"auth.idp.defaults.role":             "",
-		"console.oidc.client_id":             "",                                  // no console sign-in
-		"console.oidc.client_secret":         "",                                  // a public client
-		"console.oidc.redirect_url":          "",                                  // derived from each request
-		"console.oidc.scopes":                []any{"openid", "profile", "email"}, // signin.DefaultScopes
-		"secrets.key":                        "",
-		"secrets.keys":                       []any{},
-		"tokens.source":                      app.DefaultTokenSource,
-		"connectors.allow_private_networks":  false,
-		"buckets":                            []any{},
-		"bucket_max_org_share":               0.0, // flow.DefaultMaxOrgShare, three quarters
-		"connectors.tools_cache_ttl":         mcp.DefaultCacheTTL,
-		"connectors.max_per_org":             connectors.DefaultMaxPerOrg,
-		"databases.max_per_org":              orgdatabases.DefaultMaxPerOrg,
-		"tokens.broker_url":                  "",
-		"approval.interactive_ttl":           ob.InteractiveTTL,
-		"approval.unattended_ttl":            ob.UnattendedTTL,
-		"limits.pending_per_session":         ob.PendingPerSession,
-		"limits.invokes_per_minute":          ob.InvokesPerMinute,
+		"database.url":                      "",
+		"database.max_conns":                0, // sized from the role
+		"database.max_org_conns":            0, // three quarters of the API's tenant pool
+		"database.org_conn_wait":            dbutil.DefaultOrgWait,
+		"database.statement_timeout":        dbutil.DefaultStatementTimeout,
+		"http.addr":                         app.DefaultHTTPAddr,
+		"metrics.token":                     "",
+		"http.read_header_timeout":          httpd.ReadHeaderTimeout,
+		"http.read_timeout":                 httpd.ReadTimeout,
+		"http.write_timeout":                httpd.WriteTimeout,
+		"http.idle_timeout":                 httpd.IdleTimeout,
+		"http.max_conns":                    0, // derived from the open-file limit
+		"http.max_org_requests":             0, // three quarters of http.max_conns
+		"http.unauthenticated_rate":         float64(httpserver.DefaultUnauthenticatedRate),
+		"http.unauthenticated_burst":        httpd.UnauthenticatedBurst,
+		"http.trust_forwarded_for":          false,
+		"auth.jwt_secret":                   "",
+		"auth.jwt_secret_previous":          "",
+		"auth.jwt_secret_previous_until":    "",
+		"auth.leeway":                       auth.DefaultLeeway,
+		"auth.max_lifetime":                 time.Duration(0), // no maximum
+		"auth.revocation_refresh":           revocation.DefaultRefreshInterval,
+		"auth.idp.issuer":                   "",
+		"auth.idp.jwks_url":                 "", // discovered from the issuer
+		"auth.idp.audience":                 []any{},
+		"auth.idp.refresh_interval":         idp.DefaultRefreshInterval,
+		"auth.idp.unknown_kid_interval":     idp.DefaultUnknownKIDInterval,
+		"auth.idp.timeout":                  idp.DefaultTimeout,
+		"auth.idp.claims.subject":           claims.Subject,
+		"auth.idp.claims.org":               claims.Org,
+		"auth.idp.claims.kind":              claims.Kind,
+		"auth.idp.claims.role":              claims.Role,
+		"auth.idp.claims.session_id":        claims.SessionID,
+		"auth.idp.claims.automation_id":     claims.AutomationID,
+		"auth.idp.claims.user_id":           claims.UserID,
+		"auth.idp.claims.sources":           claims.Sources,
+		"auth.idp.defaults.org":             "",
+		"auth.idp.defaults.kind":            "",
+		"auth.idp.defaults.role":            "",
+		"console.oidc.client_id":            "",                                  // no console sign-in
+		"console.oidc.client_secret":        "",                                  // a public client
+		"console.oidc.redirect_url":         "",                                  // derived from each request
+		"console.oidc.scopes":               []any{"openid", "profile", "email"}, // signin.DefaultScopes
+		"secrets.key":                       "",
+		"secrets.keys":                      []any{},
+		"tokens.source":                     app.DefaultTokenSource,
+		"connectors.allow_private_networks": false,
+		"buckets":                           []any{},
+		"bucket_max_org_share":              0.0, // flow.DefaultMaxOrgShare, three quarters
+		"connectors.tools_cache_ttl":        mcp.DefaultCacheTTL,
+		"connectors.max_per_org":            connectors.DefaultMaxPerOrg,
+		"databases.max_per_org":             orgdatabases.DefaultMaxPerOrg,
+		"tokens.broker_url":                 "",
+		"approval.interactive_ttl":          ob.InteractiveTTL,
+		"approval.unattended_ttl":           ob.UnattendedTTL,
+		"limits.pending_per_session":        ob.PendingPerSession,
+		"limits.invokes_per_minute":         ob.InvokesPerMinute,
+		"limits.org_fair_rate":              ob.FairRate,
+		"limits.org_fair_burst":             ob.FairBurst,
+
 		"sync_wait":                          ob.SyncWait,
 		"mcp.stateless":                      false,
 		"mcp.session_timeout":                front.SessionTimeout,
@@ -415,6 +418,8 @@ func appConfig(v *viper.Viper) (*app.Config, error) {
 			PendingPerSession: v.GetInt("limits.pending_per_session"),
 			InvokesPerMinute:  v.GetInt("limits.invokes_per_minute"),
 			SyncWait:          v.GetDuration("sync_wait"),
+			FairRate:          v.GetFloat64("limits.org_fair_rate"),
+			FairBurst:         v.GetInt("limits.org_fair_burst"),
 		},
 		Worker: worker.Config{
 			MaxWorkers:       v.GetInt("worker.max_workers"),

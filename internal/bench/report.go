@@ -43,8 +43,12 @@ func printBenchTable(w io.Writer, results []*phaseResult) {
 				cpu += fmt.Sprintf(" + %d PG", r.pgCPU.Microseconds()/int64(r.actions))
 			}
 		}
-		fmt.Fprintf(w, "%-28s %7d %10s %10s %8s %9s %9s %12.2f %6d MB %17s\n",
-			r.name, r.actions, enqueue, rate, ratio, p50, p99, float64(r.xacts)/float64(r.actions), r.peakRSSkB/1024, cpu)
+		xacts, rss := dash, dash
+		if r.total > 0 { // a phase's own row, not the neighbour's beside it
+			xacts, rss = fmt.Sprintf("%.2f", float64(r.xacts)/float64(r.actions)), fmt.Sprintf("%d MB", r.peakRSSkB/1024)
+		}
+		fmt.Fprintf(w, "%-28s %7d %10s %10s %8s %9s %9s %12s %9s %17s\n",
+			r.name, r.actions, enqueue, rate, ratio, p50, p99, xacts, rss, cpu)
 		if r.note != "" {
 			notes = append(notes, r.name+": "+r.note)
 		}

@@ -356,6 +356,9 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.Crea
 			// Its preview renders while it waits (package preview).
 			refs[i].preview = len(jobs)
 			jobs = append(jobs, previewJob(p.ID, p.OrganizationID, p.TraceContext))
+			if p.Behind {
+				jobs[len(jobs)-1].InsertOpts.Priority = priorityBehind
+			}
 		}
 	}
 	var jobIDs []int64
