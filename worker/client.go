@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/outboxd/outboxd/internal/domain/admin/adminstore"
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/flow"
@@ -295,6 +296,7 @@ func NewExecuteWorker(deps *Deps, config *Config) *ExecuteWorker {
 	w := &ExecuteWorker{
 		deps: deps, cfg: config.WithDefaults(), logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)),
 		store: invocationstore.New(nil), grants: grantstore.New(), tracer: tracing.NewTracer(deps.Tracer, tracerName),
+		pauseStore: adminstore.New(nil),
 	}
 	w.orgs = keyed.New(w.cfg.MaxOrgWorkers)
 	w.starter.Max, w.completer.Max = maxGroup, maxGroup

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outboxd/outboxd/executors"
+	"github.com/outboxd/outboxd/internal/domain/admin/adminstore"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
 	"github.com/outboxd/outboxd/internal/domain/errs"
@@ -48,8 +49,10 @@ type ExecuteWorker struct {
 	tracer    tracing.Tracer
 	// orgs holds each organization's share of the workers.
 	orgs *keyed.Limiter
-	// pauses releases the jobs a resume missed (gates.go).
-	pauses pauseWatch
+	// pauses releases the jobs a resume missed (gates.go), reading the
+	// pauses and releasing what they held through pauseStore.
+	pauses     pauseWatch
+	pauseStore *adminstore.Store
 }
 
 // orgSlotWait is how long a job whose organization has all its workers

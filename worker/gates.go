@@ -184,9 +184,6 @@ type pauseWatch struct {
 	running bool
 }
 
-// pauseStore reads pauses and releases what they held.
-var pauseStore = adminstore.New(nil)
-
 // watchPause watches pause, which held a job here now, starting the
 // worker's watch if it was not running. The watch runs on Deps.Pool, as
 // long as the River client running the job (in ctx): none runs for a
@@ -259,13 +256,13 @@ func (w *ExecuteWorker) watched(pw *pauseWatch, stop bool) []adminstore.Held {
 // releaseEnded releases the jobs that those of pauses that ended still
 // hold.
 func (w *ExecuteWorker) releaseEnded(ctx context.Context, pauses []adminstore.Held) {
-	ended, err := pauseStore.Ended(ctx, w.deps.Pool, pauses)
+	ended, err := w.pauseStore.Ended(ctx, w.deps.Pool, pauses)
 	if err != nil {
 		w.logger.WarnContext(ctx, "pause watch: reading the pauses", "error", err)
 		return
 	}
 	for _, pause := range ended {
-		n, err := pauseStore.ReleaseHeld(ctx, w.deps.Pool, pause)
+		n, err := w.pauseStore.ReleaseHeld(ctx, w.deps.Pool, pause)
 		if err != nil {
 			w.logger.WarnContext(ctx, "pause watch: releasing held jobs", "organization_id", pause.Org, "paused_at", pause.PausedAt, "error", err)
 			continue
