@@ -84,11 +84,10 @@ type Change struct {
 	// integration, an invocation's, a grant's, the dead letters'): a token
 	// with a sources claim lists the entry when the claim allows every one
 	// of them. None (nil or empty) is a change of the whole organization,
-	// listed to tokens without a claim only. Nil takes, for action modes
-	// (target type "action_modes"), the sources their keys name before and
-	// after, and for a connector or a database (target type "connector",
-	// "database"), its source id. They are stored beside the entry, not
-	// hashed (Canonical).
+	// listed to tokens without a claim only. Nil takes, for a connector or
+	// a database (target type "connector", "database"), its source id.
+	// Action modes name the sources whose overrides changed (settings).
+	// They are stored beside the entry, not hashed (Canonical).
 	Sources []string
 }
 
@@ -170,10 +169,7 @@ func (s *Service) RecordTx(ctx context.Context, tx pgx.Tx, c *Change) error {
 	if err != nil {
 		return err
 	}
-	sources, err := sourcesOf(c, &e)
-	if err != nil {
-		return err
-	}
+	sources := sourcesOf(c)
 	if err := s.store.LockChain(ctx, tx, c.Org); err != nil {
 		return fmt.Errorf("locking the audit chain: %w", err)
 	}

@@ -54,13 +54,14 @@
 // column sources of migration 049): a decision's invocation source, a
 // credential's integration, a connector's or database's source id, a
 // grant's, the dead letters' of a retry or discard, and for action modes
-// every source their keys name before and after (every override of the
-// scope, changed or not: both states show them). An entry of the whole
-// organization (tokens, revocations, settings, webhooks, the pause,
-// approval policy, key rotation, retention) names none. A listing with
-// Filter.Sources (a token's sources claim) shows the entries that name a
-// source and none outside the claim, so an entry never shows a token
-// another source's state. The sources are not hashed (Canonical is
+// the sources whose overrides the replacement changed, the only overrides
+// its before and after show (internal/domain/settings; earlier entries
+// show every override of the scope and name every source their keys
+// name). An entry of the whole organization (tokens, revocations,
+// settings, webhooks, the pause, approval policy, key rotation,
+// retention) names none. A listing with Filter.Sources (a token's sources
+// claim) shows the entries that name a source and none outside the
+// claim, so an entry never shows a token another source's state. The sources are not hashed (Canonical is
 // unchanged, so chains written before verify as they did) nor exported;
 // an entry a narrowed token lists still hashes to its hash, but its
 // prev_hash may be that of an entry it is not shown. The export, the

@@ -14,9 +14,8 @@ import (
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // TestList_Sources: an entry records the sources its change names (sorted,
-// once each, without empty ids), or given none, for action modes the
-// sources of their keys before and after, for a connector or a database
-// its source id; a listing with Filter.Sources
+// once each, without empty ids), or given none, for a connector or a
+// database its source id; a listing with Filter.Sources
 // lists the entries that name a source and none outside them (an empty
 // list: none), one without lists every entry, and the chain is that of
 // the entries' fields alone.
@@ -30,11 +29,11 @@ func TestList_Sources(t *testing.T) {
 		{Action: "invocation.approve", TargetType: "invocation", TargetID: "inv-slack", Sources: []string{"slack"}},
 		{Action: "invocation.approve", TargetType: "invocation", TargetID: "inv-github", Sources: []string{"github"}},
 		{Action: "dead_letter.retry", TargetType: "dead_letters", TargetID: "both", Sources: []string{"slack", "", "github", "slack"}},
-		{Action: "action_modes.replace", TargetType: "action_modes", TargetID: "automation/a-slack",
+		{Action: "action_modes.replace", TargetType: "action_modes", TargetID: "automation/a-slack", Sources: []string{"slack"},
 			Before: map[string]string{}, After: map[string]string{"slack:send_message": "allow"}},
-		{Action: "action_modes.replace", TargetType: "action_modes", TargetID: "automation/a-github",
-			Before: map[string]string{"github:create_issue": "deny"}, After: nil},
-		{Action: "action_modes.replace", TargetType: "action_modes", TargetID: "org",
+		{Action: "action_modes.replace", TargetType: "action_modes", TargetID: "automation/a-github", Sources: []string{"github"},
+			Before: map[string]string{"github:create_issue": "deny"}, After: map[string]string{}},
+		{Action: "action_modes.replace", TargetType: "action_modes", TargetID: "org", Sources: []string{"github", "connector:c-1"},
 			Before: map[string]string{"github:create_issue": "deny"}, After: map[string]string{"connector:c-1:search": "allow"}},
 		{Action: "do_not_contact.replace", TargetType: "do_not_contact", After: []string{"#general"}},
 		{Action: "webhook.create", TargetType: "webhook", TargetID: "w-1", Sources: []string{}},

@@ -20,10 +20,11 @@ func ETag(v any) string { return etag.Of(v) }
 // replace runs one replacement of a setting under its lock: it reads the
 // value before, checks ifMatch against it, writes, reads the value after
 // and records the change, all in one transaction. read and write run in
-// that transaction; change names the setting for the audit trail, which
-// records its values as record shows them, and by as its actor when the
-// context names none (audit.Internal).
-func replace[T any](ctx context.Context, s *Service, org, by, setting, ifMatch string, change audit.Change, record func(T) any,
+// that transaction; change names the setting for the audit trail, record
+// fills in what it records of the values before and after (states, or
+// modesChange), and by is its actor when the context names none
+// (audit.Internal).
+func replace[T any](ctx context.Context, s *Service, org, by, setting, ifMatch string, change audit.Change, record func(c *audit.Change, before, after T),
 	read func(ctx context.Context, tx pgx.Tx) (T, error), write func(ctx context.Context, tx pgx.Tx) error,
 ) (T, error) {
 	var after T
@@ -45,11 +46,20 @@ func replace[T any](ctx context.Context, s *Service, org, by, setting, ifMatch s
 		if s.deps.Audit == nil {
 			return nil
 		}
-		change.Org, change.Before, change.After = org, record(before), record(after)
+		change.Org = org
+		record(&change, before, after)
 		change.Actor = audit.Internal(ctx, by)
 		return s.deps.Audit.RecordTx(ctx, tx, &change)
 	})
 	return after, err
+}
+
+// states records the values before and after the replacement whole, as
+// show shows them.
+func states[T any](show func(T) any) func(c *audit.Change, before, after T) {
+	return func(c *audit.Change, before, after T) {
+		c.Before, c.After = show(before), show(after)
+	}
 }
 
 // asIs records a value as it is: its JSON is the setting's own.

@@ -91,7 +91,7 @@ func (s *Service) PutQuietHours(ctx context.Context, org, by string, windows []Q
 		return nil, &errs.ValidationError{Message: "invalid quiet hours", Fields: fieldErrs}
 	}
 	out, err := replace(ctx, s, org, by, "quiet_hours", ifMatch,
-		audit.Change{Action: "quiet_hours.replace", TargetType: "quiet_hours"}, windowRecords,
+		audit.Change{Action: "quiet_hours.replace", TargetType: "quiet_hours"}, states(windowRecords),
 		func(ctx context.Context, tx pgx.Tx) ([]QuietHoursWindow, error) {
 			rows, err := s.store.QuietHoursIn(ctx, tx, org)
 			return toWindows(rows), err
@@ -132,7 +132,7 @@ func (s *Service) PutDoNotContact(ctx context.Context, org, by string, patterns 
 		trimmed[i] = strings.TrimSpace(p)
 	}
 	out, err := replace(ctx, s, org, by, "do_not_contact", ifMatch,
-		audit.Change{Action: "do_not_contact.replace", TargetType: "do_not_contact"}, asIs[[]string],
+		audit.Change{Action: "do_not_contact.replace", TargetType: "do_not_contact"}, states(asIs[[]string]),
 		func(ctx context.Context, tx pgx.Tx) ([]string, error) {
 			patterns, err := s.store.DoNotContactIn(ctx, tx, org)
 			if patterns == nil {

@@ -52,7 +52,8 @@ func (s *Service) PutModes(ctx context.Context, org, automationID, userID string
 // is neither lost nor refused. raw naming a source outside the claim is
 // errs.SourceNotAllowed and nothing changes. A non-empty ifMatch must name
 // the ETag of every current override, as GetModes returns them. The
-// answer is every override after the replacement.
+// answer is every override after the replacement. The audit trail
+// records the overrides of the sources it changed only (modesChange).
 func (s *Service) PutModesOf(ctx context.Context, org, automationID, userID string, sources auth.SourceClaim, raw map[string]string, ifMatch string) (policy.Modes, error) {
 	for _, key := range slices.Sorted(maps.Keys(raw)) {
 		if i := strings.LastIndex(key, ":"); i > 0 && i < len(key)-1 && !sources.Allows(key[:i]) {
@@ -83,7 +84,7 @@ func (s *Service) PutModesOf(ctx context.Context, org, automationID, userID stri
 		target = "automation/" + automationID
 	}
 	modes, err := replace(ctx, s, org, userID, "action_modes:"+scope+":"+scopeID, ifMatch,
-		audit.Change{Action: "action_modes.replace", TargetType: "action_modes", TargetID: target}, asIs[policy.Modes],
+		audit.Change{Action: "action_modes.replace", TargetType: "action_modes", TargetID: target}, modesChange(slices.Collect(maps.Keys(raw))),
 		func(ctx context.Context, tx pgx.Tx) (policy.Modes, error) {
 			rows, err := s.store.ModesIn(ctx, tx, org, scope, scopeID)
 			return toModes(rows), err
@@ -95,6 +96,53 @@ func (s *Service) PutModesOf(ctx context.Context, org, automationID, userID stri
 		return nil, fmt.Errorf("storing modes: %w", err)
 	}
 	return modes, nil
+}
+
+// modesChange records a replacement of a scope's overrides as the
+// overrides of the sources whose overrides it changed (one added, removed
+// or set to another mode), before and after, with those sources as the
+// entry's: a token whose sources claim allows them lists the entry, and
+// it shows nothing of another source. A replacement that changed nothing
+// records the overrides of the sources its keys named (the same before
+// and after), or, naming none, {} and {} as an entry of the organization.
+func modesChange(keys []string) func(c *audit.Change, before, after policy.Modes) {
+	return func(c *audit.Change, before, after policy.Modes) {
+		var changed []string
+		for key, mode := range before {
+			if m, ok := after[key]; !ok || m != mode {
+				changed = append(changed, modeSource(key))
+			}
+		}
+		for key := range after {
+			if _, ok := before[key]; !ok {
+				changed = append(changed, modeSource(key))
+			}
+		}
+		if len(changed) == 0 {
+			for _, key := range keys {
+				changed = append(changed, modeSource(key))
+			}
+		}
+		slices.Sort(changed)
+		c.Sources = slices.Compact(changed)
+		c.Before, c.After = modesOf(before, c.Sources), modesOf(after, c.Sources)
+	}
+}
+
+// modeSource is the source of an override's key ("<source>:<action>").
+func modeSource(key string) string {
+	return key[:max(strings.LastIndex(key, ":"), 0)]
+}
+
+// modesOf returns the overrides of modes whose source is one of sources.
+func modesOf(modes policy.Modes, sources []string) policy.Modes {
+	out := policy.Modes{}
+	for key, mode := range modes {
+		if slices.Contains(sources, modeSource(key)) {
+			out[key] = mode
+		}
+	}
+	return out
 }
 
 func modeScope(org, automationID string) (string, string) {
