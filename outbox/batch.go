@@ -10,6 +10,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/platform/batch"
 	"github.com/outboxd/outboxd/internal/platform/tracing"
 )
 
@@ -18,7 +19,8 @@ const MaxBatch = 1000
 
 // BatchItem is the outcome of one envelope of a batch: its invocation
 // (Created false when its external id already existed), or why it was
-// refused.
+// refused. One recorded and withdrawn there, its token revoked, has both:
+// its cancelled invocation and an invocation.RevokedError.
 type BatchItem struct {
 	Invocation invocation.Invocation
 	Created    bool
@@ -71,33 +73,39 @@ func (s *Service) EnqueueBatch(ctx context.Context, by *Enqueuer, envs []Envelop
 		return items, nil
 	}
 
-	recorded, err := s.write(ctx, firsts)
+	results, err := s.write(ctx, firsts)
 	if err != nil {
 		// One envelope's failure (a value Postgres refuses, a deadlock
 		// over a grant) failed the transaction: write them one at a time,
 		// as the group commit of single envelopes does (batch.Isolated),
 		// so that it is that envelope's error alone.
-		recorded = make([]*invocation.Invocation, len(firsts))
+		results = make([]batch.Result[*invocation.Invocation], len(firsts))
 		for k := range firsts {
 			one, err := s.write(ctx, firsts[k:k+1])
 			if err != nil {
-				items[owners[k]].Err = err
+				results[k].Err = err
 				continue
 			}
-			recorded[k] = one[0]
+			results[k] = one[0]
 		}
 	}
+	recorded := make([]*invocation.Invocation, len(firsts))
 	var held []string // external ids an earlier or concurrent request holds
-	for k, inv := range recorded {
-		if items[owners[k]].Err != nil {
+	for k, res := range results {
+		inv := res.Value
+		recorded[k] = inv
+		if inv != nil {
+			// Recorded: created, or withdrawn there as its token is
+			// revoked (an invocation.RevokedError, which is its answer).
+			items[owners[k]] = BatchItem{Invocation: *inv, Created: true, Err: res.Err}
+			s.created(ctx, *inv)
 			continue
 		}
-		if inv == nil {
-			held = append(held, firsts[k].r.externalID)
+		if res.Err != nil {
+			items[owners[k]].Err = res.Err
 			continue
 		}
-		items[owners[k]] = BatchItem{Invocation: *inv, Created: true}
-		s.created(ctx, *inv)
+		held = append(held, firsts[k].r.externalID)
 	}
 	if len(held) > 0 {
 		stored, err := s.store.ByExternalIDs(ctx, s.deps.Pool, by.OrganizationID, held)

@@ -23,7 +23,8 @@ type InvokeParams struct {
 	Sources auth.SourceClaim
 	// Token is the verified token that asks, nil for none: the invocation
 	// records its jti and iat, and is withdrawn if a revocation refuses it
-	// when it is recorded (invocation.CreateParams.Token).
+	// when it is recorded (invocation.CreateParams.Token): Invoke then
+	// returns it, cancelled, with an invocation.RevokedError.
 	Token          *auth.Claims
 	Integration    string
 	Action         string

@@ -24,6 +24,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/intent"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
+	"github.com/outboxd/outboxd/internal/domain/revocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/secretbox"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
@@ -183,7 +184,7 @@ func New(deps *Deps, config *Config) (*Service, error) {
 		logger:    logger,
 		queries:   outboxstore.New(),
 		validator: executors.NewValidator(),
-		store:     invocationstore.New(deps.River),
+		store:     invocationstore.NewRecording(deps.River, revocation.Refusals{}),
 		grants:    grant.NewKeeper(),
 		fair:      fairness.NewMeter(cfg.FairRate, cfg.FairBurst),
 

@@ -85,6 +85,11 @@ func (s *Service) submit(ctx context.Context, r *request) (inv invocation.Invoca
 		return inv, false, err
 	}
 	recorded, err := s.group(r.org).Do(ctx, p)
+	if revoked := (*invocation.RevokedError)(nil); errors.As(err, &revoked) && recorded != nil {
+		// Recorded, and withdrawn there: its token is revoked.
+		s.created(ctx, *recorded)
+		return *recorded, true, err
+	}
 	if err != nil {
 		return inv, false, err
 	}
@@ -111,8 +116,8 @@ func endEnqueue(span trace.Span, inv invocation.Invocation, err error) {
 // their own, whose statements are planned once per connection
 // (dbutil.Keyed): the read before the writes cost twice its own work in
 // planning when planned for each group.
-func (s *Service) write(ctx context.Context, ps []*prepared) ([]*invocation.Invocation, error) {
-	return dbutil.WithTxV(ctx, dbutil.Keyed{Pool: s.deps.Pool}, func(ctx context.Context, tx pgx.Tx) ([]*invocation.Invocation, error) {
+func (s *Service) write(ctx context.Context, ps []*prepared) ([]batch.Result[*invocation.Invocation], error) {
+	return dbutil.WithTxV(ctx, dbutil.Keyed{Pool: s.deps.Pool}, func(ctx context.Context, tx pgx.Tx) ([]batch.Result[*invocation.Invocation], error) {
 		return s.record(ctx, tx, ps)
 	})
 }
@@ -121,7 +126,9 @@ func (s *Service) write(ctx context.Context, ps []*prepared) ([]*invocation.Invo
 // their repeats and mode overrides (a deny override committed before the
 // read is always seen), then, for an invoke, its session's rate and
 // pending cap, then the invocations and their jobs. A request whose key an
-// earlier or concurrent one holds is nil in the answer.
+// earlier or concurrent one holds is nil in the answer. One whose token a
+// revocation refuses is recorded and withdrawn (invocationstore's Record):
+// its answer is the withdrawn invocation with an invocation.RevokedError.
 //
 // Groups of other API processes lock the same rows, so the locks are taken
 // in one order: every session's rate row first (one statement takes them
@@ -129,7 +136,7 @@ func (s *Service) write(ctx context.Context, ps []*prepared) ([]*invocation.Invo
 // pending cap, sessions in the order of their ids. Two groups can then only
 // deadlock on two grants used in opposite orders; Postgres breaks that,
 // and the group is done again one request at a time.
-func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*invocation.Invocation, error) {
+func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]batch.Result[*invocation.Invocation], error) {
 	look := make([]outboxstore.Request, len(ps))
 	for i, p := range ps {
 		look[i] = outboxstore.Request{
@@ -185,16 +192,19 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]*inv
 		creates = append(creates, create)
 		owners = append(owners, i)
 	}
-	out := make([]*invocation.Invocation, len(ps))
+	out := make([]batch.Result[*invocation.Invocation], len(ps))
 	if len(creates) == 0 {
 		return out, nil
 	}
-	created, err := s.store.CreateMany(ctx, tx, creates)
+	created, refused, err := s.store.Record(ctx, tx, creates)
 	if err != nil {
 		return nil, err
 	}
 	for k, inv := range created {
-		out[owners[k]] = inv
+		out[owners[k]].Value = inv
+		if refused[k] != nil {
+			out[owners[k]].Err = &invocation.RevokedError{Invocation: inv.ID, Refusal: *refused[k]}
+		}
 		if inv == nil && creates[k].GrantID != nil {
 			if err := s.grants.GiveBack(ctx, tx, creates[k].OrganizationID, *creates[k].GrantID); err != nil {
 				return nil, fmt.Errorf("giving back a grant's use: %w", err)
@@ -213,17 +223,7 @@ func (s *Service) group(org string) *batch.Group[*prepared, *invocation.Invocati
 	}
 	g, _ := s.groups.LoadOrStore(org, &batch.Group[*prepared, *invocation.Invocation]{
 		Max: MaxBatch,
-		Run: batch.Isolated(func(ctx context.Context, ps []*prepared) ([]batch.Result[*invocation.Invocation], error) {
-			invs, err := s.write(ctx, ps)
-			if err != nil {
-				return nil, err
-			}
-			out := make([]batch.Result[*invocation.Invocation], len(invs))
-			for i, inv := range invs {
-				out[i].Value = inv
-			}
-			return out, nil
-		}),
+		Run: batch.Isolated(s.write),
 	})
 	return g.(*batch.Group[*prepared, *invocation.Invocation])
 }
@@ -543,6 +543,8 @@ func errorCode(err error) string {
 		return "invalid"
 	case errors.As(err, &limited):
 		return "rate_limited"
+	case errors.Is(err, auth.ErrTokenRevoked):
+		return "token_revoked"
 	}
 	return "internal"
 }

@@ -2,9 +2,11 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -593,7 +595,10 @@ func enqueuer(c *auth.Claims) *outbox.Enqueuer {
 }
 
 // enqueueBatch answers each envelope of a batch in request order: its
-// envelope view with "created", or its own error.
+// envelope view with "created", or its own error. An envelope whose token
+// was revoked after its check let the batch in is recorded and withdrawn
+// (invocation.RevokedError): its error is token_revoked, and when every
+// envelope's is, the batch is answered as a revoked token is, 401.
 func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request, c *auth.Claims) error {
 	bodies, decodeErrs, err := decodeBatch(r)
 	if err != nil {
@@ -622,6 +627,9 @@ func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request, c *auth.Cl
 		for k, item := range enqueued {
 			items[owner[k]] = item
 		}
+	}
+	if !slices.ContainsFunc(items, func(item outbox.BatchItem) bool { return !errors.Is(item.Err, auth.ErrTokenRevoked) }) {
+		return tokenRevoked()
 	}
 	out := make([]any, len(items))
 	for i, item := range items {

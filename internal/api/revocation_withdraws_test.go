@@ -261,8 +261,8 @@ func TestRevocation_WithdrawsBySelector(t *testing.T) {
 // invoke ran (the message reached Slack), an envelope of a revoked
 // automation waited for its approval. Now the transaction that records an
 // invocation looks for its token's revocations: the invocation is
-// withdrawn there, answered cancelled (the invoke 409 conflict, the
-// envelope with its status), its cancelled event naming the revocation and
+// withdrawn there, its request answered as a revoked token is (401
+// token_revoked), its cancelled event naming the revocation and
 // the revoker, its job cancelled, and nothing reaches Slack. Another
 // session's token runs as asked.
 func TestRevocation_WithdrawsWhatARevokedTokenAsksForAfterwards(t *testing.T) {
@@ -284,18 +284,15 @@ func TestRevocation_WithdrawsWhatARevokedTokenAsksForAfterwards(t *testing.T) {
 
 	r := b.Do("POST", "/v1/sessions/sess-revoked/actions/invoke", agent, map[string]any{
 		"integration": "slack", "action": "send_message", "params": map[string]any{"channel": "C0123456789", "text": "after the revocation"}})
-	requireAPIError(t, r, http.StatusConflict, "conflict")
-	invoked := r.Body["invocation"].(map[string]any)
-	require.Equal(t, "cancelled", invoked["status"])
-	id := invoked["id"].(string)
+	requireAPIError(t, r, http.StatusUnauthorized, "token_revoked")
+	id := invocationWhere(t, b, `session_id = 'sess-revoked'`)
 	ev := lastEvent(t, b, id, "cancelled")
 	require.Equal(t, "owner-elsewhere", ev["actor"])
 	require.Contains(t, ev["reason"], fmt.Sprintf(`revocation %d, session_id "sess-revoked"`, bySession.ID))
 
 	r = b.Do("POST", "/v1/envelopes", nightly, envelope("n-later", map[string]any{"approval": "required"}))
-	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
-	enqueued := r.Body["action_id"].(string)
-	require.Equal(t, "cancelled", r.Body["invocation_status"])
+	requireAPIError(t, r, http.StatusUnauthorized, "token_revoked")
+	enqueued := invocationWhere(t, b, `external_id = 'n-later'`)
 	require.Contains(t, lastEvent(t, b, enqueued, "cancelled")["reason"], fmt.Sprintf(`revocation %d, automation_id "nightly"`, byAutomation.ID))
 
 	r = b.Do("POST", "/v1/sessions/sess-kept/actions/invoke", kept, map[string]any{

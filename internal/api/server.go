@@ -235,12 +235,19 @@ func (s *Server) bearerClaims(r *http.Request) (*auth.Claims, error) {
 	}
 	claims, err := s.verifier.Verify(strings.TrimSpace(token))
 	if errors.Is(err, auth.ErrTokenRevoked) {
-		return nil, &apiError{status: http.StatusUnauthorized, code: "token_revoked", message: "token revoked"}
+		return nil, tokenRevoked()
 	}
 	if err != nil {
 		return nil, &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "invalid token: " + err.Error()}
 	}
 	return claims, nil
+}
+
+// tokenRevoked is the answer to a revoked token: to its request, when the
+// verifier refuses it, and to a request it made past that check whose
+// invocation was withdrawn as it was recorded (invocation.RevokedError).
+func tokenRevoked() *apiError {
+	return &apiError{status: http.StatusUnauthorized, code: "token_revoked", message: "token revoked"}
 }
 
 // closeUnread makes a refusal that leaves a request's body unread close
@@ -460,6 +467,10 @@ func toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, code: "invalid_request", message: ve.Message, details: map[string]any{"fields": ve.Fields}}
 	case errors.As(err, &rle):
 		return rateLimited(err.Error(), rle.RetryAfter)
+	case errors.Is(err, auth.ErrTokenRevoked):
+		// The token was revoked after its check let the request in: what
+		// it asked for was withdrawn as it was recorded.
+		return tokenRevoked()
 	}
 	if code, retryAfter, ok := dbutil.Passing(err); ok {
 		return databaseRetry(code, retryAfter)

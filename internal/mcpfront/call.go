@@ -31,10 +31,10 @@ const idempotencyMeta = "idempotency_key"
 // callTool is tools/call: the call becomes an invocation through the
 // outbox, exactly as a REST invoke of the sandbox token's session (or an
 // envelope of the service token's automation), and its outcome a tool
-// result. What the model should see (a denial, a provider failure,
-// a limit) is a result with isError; a request that cannot be an
-// invocation at all (an unknown tool, arguments that fail the schema) is
-// a JSON-RPC error naming what is wrong.
+// result. What the model should see (a denial, a provider failure, a
+// limit, its token revoked) is a result with isError; a request that
+// cannot be an invocation at all (an unknown tool, arguments that fail the
+// schema) is a JSON-RPC error naming what is wrong.
 func (s *Server) callTool(ctx context.Context, c *outboxauth.Claims, p *mcp.CallToolParamsRaw, cr callRequest) (*mcp.CallToolResult, error) {
 	// The call waits sync_wait in all: an allow-mode invoke's own wait
 	// (the outbox's, as over REST) counts in it.
@@ -373,6 +373,14 @@ func (s *Server) refusal(err error) (*mcp.CallToolResult, error) {
 	case errors.As(err, &rle):
 		s.metrics.MCPCalls.WithLabelValues("refused").Inc()
 		return toolError("rate_limited", fmt.Sprintf("%s; retry in %d s", err, int(rle.RetryAfter.Seconds())+1)), nil
+	case errors.Is(err, outboxauth.ErrTokenRevoked):
+		// Revoked after the request's check let it in: the invocation was
+		// withdrawn as it was recorded (invocation.RevokedError). Every
+		// later request with the token is refused, HTTP 401 token_revoked.
+		s.metrics.MCPCalls.WithLabelValues("refused").Inc()
+		return toolError("token_revoked", "token revoked: your access token was revoked, so this call was not run and will not run "+
+			"(it is recorded as cancelled). Do not retry it: every further request with this token is refused. "+
+			"Tell the user that your access to outboxd was revoked."), nil
 	}
 	if kind := errs.KindOf(err); kind != nil {
 		switch kind {

@@ -43,8 +43,10 @@
 // is withdrawn too, in the transaction that records it: that transaction
 // looks for its token's revocations after taking the organization's
 // revocation lock shared, which a revocation's transaction takes first,
-// exclusive (revocationstore.Refusing). The invocation is recorded, then
-// cancelled as a revocation cancels it, and never runs.
+// exclusive (Refusals, revocationstore.Refusing). The invocation is
+// recorded, then cancelled as a revocation cancels it, and never runs; the
+// request is answered as a revoked token is (invocation.RevokedError: the
+// API's 401 token_revoked).
 //
 // Every API process keeps all organizations' revocations in memory
 // (Service.Revoked is a map look-up on every request) and polls one

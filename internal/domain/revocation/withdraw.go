@@ -41,8 +41,9 @@ type Invocations interface {
 // token that another API process still accepted (within
 // auth.revocation_refresh) or whose request was past its check, is
 // withdrawn by the transaction that records it, which sees the revocation
-// (revocationstore.Refusing; invocationstore.Store.CreateMany): it is
-// answered cancelled, its event naming the revocation, and never runs.
+// (Refusals; invocationstore.Store.Record): it is recorded cancelled, its
+// event naming the revocation, never runs, and its request is answered as
+// a revoked token is (invocation.RevokedError).
 // Such an invocation is not counted in Revocation.Withdrawn.
 func (s *Service) SetInvocations(inv Invocations) {
 	s.invocations = inv
@@ -58,7 +59,7 @@ func (s *Service) withdraw(ctx context.Context, tx pgx.Tx, r *Revocation) error 
 	if err != nil {
 		return fmt.Errorf("finding the invocations the revoked tokens asked for: %w", err)
 	}
-	reason := r.WithdrawalReason()
+	reason := WithdrawalReason(r)
 	for _, id := range ids {
 		if _, err := s.invocations.Withdraw(ctx, tx, id, r.RevokedBy, reason); err != nil {
 			return fmt.Errorf("withdrawing invocation %s: %w", id, err)

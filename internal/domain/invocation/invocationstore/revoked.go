@@ -2,24 +2,41 @@ package invocationstore
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
-	"github.com/outboxd/outboxd/internal/domain/revocation/revocationstore"
 )
+
+// Refusals finds the revocations that refuse the tokens asking for the
+// invocations a transaction records (package revocation's Refusals).
+type Refusals interface {
+	// Refusing returns, for each of tokens, the revocation of org in
+	// effect that refuses it, nil where none does: looked for in tx, a
+	// transaction recording invocations of org that these tokens asked
+	// for, after taking org's revocation lock shared (one round trip for
+	// both), so that a token revoked before tx commits is either seen or
+	// its revocation waits for tx and withdraws the invocations itself.
+	Refusing(ctx context.Context, tx pgx.Tx, org string, tokens []*invocation.Token) ([]*invocation.Refusal, error)
+}
+
+// errNoRefusals refuses to record what a token asked for with a Store made
+// without Refusals (New rather than NewRecording): its revocations would
+// go unchecked.
+var errNoRefusals = errors.New("invocationstore: recording invocations asked for by tokens needs a Store made with NewRecording")
 
 // refusals returns, for each of ps, the revocation in effect that refuses
 // the token that asked for it, nil where none does or no token asked: a
 // token revoked in another API process and not refused here yet (that
 // process refreshes every auth.revocation_refresh), or revoked while its
-// request was past its check. It is looked for in tx, ordered with the
-// revocations' own transactions by a lock (revocationstore.Refusing), so
-// that a token revoked before tx commits is either seen here or, if the
+// request was past its check. It is looked for in tx by s's Refusals,
+// ordered with the revocations' own transactions by a lock, so that a
+// token revoked before tx commits is either seen here or, if the
 // revocation comes later, withdraws the invocation itself.
-func refusals(ctx context.Context, tx pgx.Tx, ps []*invocation.CreateParams) ([]*revocationstore.Revocation, error) {
-	out := make([]*revocationstore.Revocation, len(ps))
+func (s *Store) refusals(ctx context.Context, tx pgx.Tx, ps []*invocation.CreateParams) ([]*invocation.Refusal, error) {
+	out := make([]*invocation.Refusal, len(ps))
 	// The tokens of each organization, each once.
 	type key struct {
 		org string
@@ -48,16 +65,25 @@ func refusals(ctx context.Context, tx pgx.Tx, ps []*invocation.CreateParams) ([]
 		}
 		at[i] = j
 	}
+	if len(byOrg) == 0 {
+		return out, nil
+	}
+	if s.revoked == nil {
+		return nil, errNoRefusals
+	}
 	orgs := make([]string, 0, len(byOrg))
 	for org := range byOrg {
 		orgs = append(orgs, org)
 	}
 	slices.Sort(orgs)
-	refused := map[string][]*revocationstore.Revocation{}
+	refused := map[string][]*invocation.Refusal{}
 	for _, org := range orgs {
-		rs, err := revocationstore.Refusing(ctx, tx, org, byOrg[org])
+		rs, err := s.revoked.Refusing(ctx, tx, org, byOrg[org])
 		if err != nil {
 			return nil, err
+		}
+		if len(rs) != len(byOrg[org]) {
+			return nil, errors.New("invocationstore: Refusals answered another number of tokens than asked")
 		}
 		refused[org] = rs
 	}
@@ -72,18 +98,25 @@ func refusals(ctx context.Context, tx pgx.Tx, ps []*invocation.CreateParams) ([]
 // withdrawRefused withdraws, in tx, each of invs (created from ps) that
 // has not ended and whose token a revocation refuses (refused, from
 // refusals), as that revocation would have: cancelled with its job, the
-// cancelled event naming the revocation, with the revoker as actor.
-func (s *Store) withdrawRefused(ctx context.Context, tx pgx.Tx, invs []*invocation.Invocation, refused []*revocationstore.Revocation) error {
+// cancelled event naming the revocation, with the revoker as actor (one
+// created denied stays denied). It returns the refusal of each recorded
+// one whose token is refused, nil for the others.
+func (s *Store) withdrawRefused(ctx context.Context, tx pgx.Tx, invs []*invocation.Invocation, refused []*invocation.Refusal) ([]*invocation.Refusal, error) {
+	out := make([]*invocation.Refusal, len(invs))
 	for i, inv := range invs {
 		r := refused[i]
-		if inv == nil || r == nil || (inv.Status != invocation.StatusPending && inv.Status != invocation.StatusApproved) {
+		if inv == nil || r == nil {
 			continue
 		}
-		withdrawn, err := s.Withdraw(ctx, tx, inv.ID, r.RevokedBy, r.WithdrawalReason())
+		out[i] = r
+		if inv.Status != invocation.StatusPending && inv.Status != invocation.StatusApproved {
+			continue
+		}
+		withdrawn, err := s.Withdraw(ctx, tx, inv.ID, r.RevokedBy, r.Reason)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		invs[i] = &withdrawn
 	}
-	return nil
+	return out, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
+	"github.com/outboxd/outboxd/internal/domain/revocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
 )
@@ -33,7 +34,7 @@ func BenchmarkCreateMany_Token(b *testing.B) {
 	pool := pgtest.Pool(b)
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(b, err)
-	store := invocationstore.New(client)
+	store := invocationstore.NewRecording(client, revocation.Refusals{})
 	_, err = pool.Exec(ctx, `INSERT INTO token_revocations (organization_id, session_id, issued_before, revoked_by)
 		SELECT 'org-1', 'old-' || i, now(), 'bench' FROM generate_series(1, 100) AS i`)
 	require.NoError(b, err)

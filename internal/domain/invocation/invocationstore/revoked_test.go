@@ -9,9 +9,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/domain/invocation"
+	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/domain/revocation"
 )
 
@@ -174,4 +177,79 @@ func TestCreateMany_RevocationWaitsForRecording(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, invocation.StatusCancelled, got.Status)
 	require.Equal(t, "cancelled", b.jobState(t, inv))
+}
+
+// TestRecord_AnswersTheRefusal: Record answers, for each invocation a
+// revoked token asked for, the refusal that withdrew it (the revocation,
+// its revoker and the cancelled event's reason, revocation's
+// WithdrawalReason), so that its request is answered as a revoked token
+// is; nil for the others. Before, the recording answered the invocation
+// cancelled only, which the API could not tell from a cancellation. One
+// the policy denied stays denied and is answered refused too.
+func TestRecord_AnswersTheRefusal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	r, err := revocations(t, b).Revoke(ctx, "org-1", &revocation.Params{SessionID: "session-1", By: "owner"})
+	require.NoError(t, err)
+	iat := time.Now().Add(-time.Minute).Truncate(time.Second)
+	revoked := &invocation.Token{SessionID: "session-1", Subject: "agent", IssuedAt: &iat}
+	params := func(status invocation.Status, token *invocation.Token) *invocation.CreateParams {
+		p := &invocation.CreateParams{
+			ID: uuid.Must(uuid.NewV7()), OrganizationID: "org-1", SessionID: "session-1", RequestedBy: "agent",
+			Origin: "invoke", Integration: "slack", Action: "send_message", RiskLevel: "write",
+			Mode: "allow", ModeSource: "org_default", Params: json.RawMessage(`{"channel":"C1"}`),
+			ParamsHash: "h", Status: status, Approval: "auto", Token: token,
+		}
+		if status == invocation.StatusDenied {
+			p.DeniedReason = "policy"
+		}
+		return p
+	}
+	tx := b.begin(t)
+	invs, refused, err := b.store.Record(ctx, tx, []*invocation.CreateParams{
+		params(invocation.StatusApproved, revoked),
+		params(invocation.StatusApproved, &invocation.Token{SessionID: "session-2", Subject: "agent", IssuedAt: &iat}),
+		params(invocation.StatusDenied, revoked),
+		params(invocation.StatusApproved, nil),
+	})
+	require.NoError(t, err)
+	require.Len(t, refused, 4)
+	want := &invocation.Refusal{RevocationID: r.ID, RevokedBy: "owner", Reason: revocation.WithdrawalReason(&r)}
+	require.Equal(t, want, refused[0])
+	require.Equal(t, invocation.StatusCancelled, invs[0].Status)
+	require.Nil(t, refused[1])
+	require.Equal(t, invocation.StatusApproved, invs[1].Status)
+	require.Equal(t, want, refused[2])
+	require.Equal(t, invocation.StatusDenied, invs[2].Status, "a denied invocation stays denied")
+	require.Nil(t, refused[3])
+	require.Equal(t, invocation.StatusApproved, invs[3].Status)
+	events, err := b.store.Events(ctx, tx, "org-1", invs[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, want.Reason, events[len(events)-1].Reason)
+	require.Contains(t, want.Reason, fmt.Sprintf(`revocation %d, session_id "session-1"`, r.ID))
+}
+
+// TestCreateMany_RefusesTokensWithoutRefusals: a Store made with New
+// cannot look for revocations, and refuses to record what a token asked
+// for rather than record it unchecked; what no token asked for it records.
+func TestCreateMany_RefusesTokensWithoutRefusals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	client, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{})
+	require.NoError(t, err)
+	bare := &testBundle{pool: b.pool, store: invocationstore.New(client)}
+	iat := time.Now()
+	tx := b.begin(t)
+	_, err = bare.store.Create(ctx, tx, &invocation.CreateParams{
+		ID: uuid.Must(uuid.NewV7()), OrganizationID: "org-1", SessionID: "session-1", RequestedBy: "agent",
+		Origin: "invoke", Integration: "slack", Action: "send_message", RiskLevel: "write",
+		Mode: "allow", ModeSource: "org_default", Params: json.RawMessage(`{}`), ParamsHash: "h",
+		Status: invocation.StatusApproved, Approval: "auto", Token: &invocation.Token{SessionID: "session-1", IssuedAt: &iat},
+	})
+	require.ErrorContains(t, err, "NewRecording")
+	require.NoError(t, tx.Rollback(ctx))
+	inv := bare.committed(t, invocation.StatusApproved, nil)
+	require.Equal(t, invocation.StatusApproved, inv.Status)
 }

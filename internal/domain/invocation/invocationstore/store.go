@@ -45,12 +45,26 @@ type DB = dbutil.DB
 type Store struct {
 	river *river.Client[pgx.Tx]
 	q     *dbsqlc.Queries
+	// revoked finds the revocations refusing the tokens that ask for the
+	// invocations recorded (NewRecording); nil: a token's cannot be
+	// recorded.
+	revoked Refusals
 }
 
 // New returns a Store that inserts, releases and cancels jobs with client.
-// A nil client is taken from the context: inside a River worker.
+// A nil client is taken from the context: inside a River worker. It
+// records no invocation asked for by a token (NewRecording does).
 func New(client *river.Client[pgx.Tx]) *Store {
 	return &Store{river: client, q: dbsqlc.New()}
+}
+
+// NewRecording is New for a Store that also records the invocations
+// tokens ask for (Record, CreateMany), withdrawing, as it records them,
+// those whose token refusals finds revoked.
+func NewRecording(client *river.Client[pgx.Tx], refusals Refusals) *Store {
+	s := New(client)
+	s.revoked = refusals
+	return s
 }
 
 func (s *Store) jobs(ctx context.Context) (*river.Client[pgx.Tx], error) {
@@ -308,26 +322,34 @@ func (s *Store) Events(ctx context.Context, db DB, org string, id uuid.UUID) ([]
 	return out, nil
 }
 
-// CreateMany records new invocations with their jobs and created events in
+// CreateMany is Record without the refusals: a withdrawn invocation is
+// answered cancelled.
+func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.CreateParams) ([]*invocation.Invocation, error) {
+	out, _, err := s.Record(ctx, tx, ps)
+	return out, err
+}
+
+// Record records new invocations with their jobs and created events in
 // two statements: the jobs in one bulk insert, the invocations and their
 // events in another. An invocation whose idempotency key or external id
 // another one took meanwhile is nil in the answer (its jobs are deleted);
 // the others are recorded.
 //
 // Each records the jti and iat of the token that asked for it (Token).
-// Before, two statements look for the revocations that refuse those
-// tokens (refusals), after the lock that orders them with the
-// revocations' transactions; an invocation of a refused token is recorded
-// and then withdrawn, in tx, as the revocation withdraws those recorded
-// before it: it is answered cancelled and never runs.
-func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.CreateParams) ([]*invocation.Invocation, error) {
+// Before, the Store's Refusals looks for the revocations that refuse those
+// tokens (refusals), after the lock that orders it with the revocations'
+// transactions; an invocation of a refused token is recorded and then
+// withdrawn, in tx, as the revocation withdraws those recorded before it:
+// it is answered cancelled (one created denied, denied) and never runs,
+// and refused holds the refusal at its index (nil at the others').
+func (s *Store) Record(ctx context.Context, tx pgx.Tx, ps []*invocation.CreateParams) (out []*invocation.Invocation, refused []*invocation.Refusal, err error) {
 	client, err := s.jobs(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	refused, err := refusals(ctx, tx, ps)
+	refusing, err := s.refusals(ctx, tx, ps)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rows := make([]insertRow, len(ps))
 	var jobs []river.InsertManyParams
@@ -347,7 +369,7 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.Crea
 		jobs = append(jobs, river.InsertManyParams{Args: args, InsertOpts: opts})
 		if p.Status == invocation.StatusPending {
 			if p.ExpiresAt == nil {
-				return nil, errors.New("a pending invocation needs ExpiresAt")
+				return nil, nil, errors.New("a pending invocation needs ExpiresAt")
 			}
 			refs[i].expiry = len(jobs)
 			jobs = append(jobs, river.InsertManyParams{Args: invocation.ExpireArgs{InvocationID: p.ID, OrganizationID: p.OrganizationID}, InsertOpts: &river.InsertOpts{
@@ -365,7 +387,7 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.Crea
 	if len(jobs) > 0 {
 		res, err := client.InsertManyTx(ctx, tx, jobs)
 		if err != nil {
-			return nil, fmt.Errorf("inserting jobs: %w", err)
+			return nil, nil, fmt.Errorf("inserting jobs: %w", err)
 		}
 		for _, r := range res {
 			jobIDs = append(jobIDs, r.Job.ID)
@@ -379,18 +401,18 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.Crea
 
 	encoded, err := json.Marshal(rows)
 	if err != nil {
-		return nil, fmt.Errorf("encoding invocations: %w", err)
+		return nil, nil, fmt.Errorf("encoding invocations: %w", err)
 	}
 	inserted, err := s.q.InvocationInsertMany(ctx, tx, encoded)
 	if err != nil {
-		return nil, fmt.Errorf("inserting invocations: %w", err)
+		return nil, nil, fmt.Errorf("inserting invocations: %w", err)
 	}
 	byID := make(map[uuid.UUID]*invocation.Invocation, len(inserted))
 	for _, r := range inserted {
 		inv := fromRow(r)
 		byID[inv.ID] = &inv
 	}
-	out := make([]*invocation.Invocation, len(ps))
+	out = make([]*invocation.Invocation, len(ps))
 	for i, p := range ps {
 		if out[i] = byID[p.ID]; out[i] != nil {
 			continue
@@ -400,14 +422,14 @@ func (s *Store) CreateMany(ctx context.Context, tx pgx.Tx, ps []*invocation.Crea
 				continue
 			}
 			if _, err := client.JobDeleteTx(ctx, tx, jobIDs[j]); err != nil && !errors.Is(err, river.ErrNotFound) {
-				return nil, fmt.Errorf("deleting the job of a duplicate: %w", err)
+				return nil, nil, fmt.Errorf("deleting the job of a duplicate: %w", err)
 			}
 		}
 	}
-	if err := s.withdrawRefused(ctx, tx, out, refused); err != nil {
-		return nil, fmt.Errorf("withdrawing what a revoked token asked for: %w", err)
+	if refused, err = s.withdrawRefused(ctx, tx, out, refusing); err != nil {
+		return nil, nil, fmt.Errorf("withdrawing what a revoked token asked for: %w", err)
 	}
-	return out, nil
+	return out, refused, nil
 }
 
 // insertRow is one element of InvocationInsertMany's array: the columns by

@@ -19,6 +19,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
+	"github.com/outboxd/outboxd/internal/domain/revocation"
 	"github.com/outboxd/outboxd/internal/platform/dbutil"
 	"github.com/outboxd/outboxd/internal/platform/pgtest"
 )
@@ -33,7 +34,7 @@ func setup(t *testing.T) *testBundle {
 	pool := pgtest.Pool(t)
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
-	return &testBundle{pool: pool, store: invocationstore.New(client)}
+	return &testBundle{pool: pool, store: invocationstore.NewRecording(client, revocation.Refusals{})}
 }
 
 // begin opens a transaction rolled back at the end of the test.

@@ -101,7 +101,8 @@ func (s *Store) Requested(ctx context.Context, tx pgx.Tx, r *Revocation) ([]uuid
 // Refusing returns, for each of tokens, the revocation of org in effect
 // that refuses it (the oldest), nil where none does: looked for in tx, a
 // transaction recording invocations of org that these tokens asked for,
-// which the caller withdraws (WithdrawalReason) before tx commits.
+// which the caller withdraws (package revocation's Refusals) before tx
+// commits.
 //
 // The API processes refuse a revoked token from memory, which another
 // process's revocation reaches up to auth.revocation_refresh later, and a
@@ -155,23 +156,6 @@ func Refusing(ctx context.Context, tx pgx.Tx, org string, tokens []*invocation.T
 		}
 	}
 	return out, nil
-}
-
-// WithdrawalReason is the reason on the cancelled event of an invocation
-// r withdrew: the revocation and what it revoked.
-func (r *Revocation) WithdrawalReason() string {
-	what := "every token issued before " + r.IssuedBefore.UTC().Format(time.RFC3339)
-	switch {
-	case r.JTI != "":
-		what = fmt.Sprintf("jti %q", r.JTI)
-	case r.SessionID != "":
-		what = fmt.Sprintf("session_id %q", r.SessionID)
-	case r.AutomationID != "":
-		what = fmt.Sprintf("automation_id %q", r.AutomationID)
-	case r.Subject != "":
-		what = fmt.Sprintf("subject %q", r.Subject)
-	}
-	return fmt.Sprintf("withdrawn: the tokens that asked for it were revoked (revocation %d, %s)", r.ID, what)
 }
 
 // List returns org's revocations in effect, newest first, at most limit.
