@@ -332,9 +332,9 @@ type runner struct {
 
 // phaseResult is one row of the report.
 type phaseResult struct {
-	name    string
-	prefix  string // external id (or idempotency key) prefix of the phase's actions; "" when none
-	org     string // the organization of those actions; "": the bench's
+	name   string
+	prefix string // external id (or idempotency key) prefix of the phase's actions; "" when none
+	org    string // the organization of those actions; "": the bench's
 
 	actions int
 	// enqueue is how long the requests took (zero when not measured),

@@ -120,5 +120,3 @@ func (b *runner) flood(ctx context.Context, n int) ([]*phaseResult, error) {
 		note: "another organization's envelopes, one every " + neighbourEvery.String() + " while the flood ran: p50/p99 are their wait behind it",
 	}}, nil
 }
-
-

@@ -143,7 +143,7 @@ func (b *runner) startOutboxd(ctx context.Context, size int32) (stop func(), err
 		t, _ := auth.Mint(appCfg.JWTSecret, c, 24*time.Hour)
 		return &client.Client{BaseURL: base, HTTP: httpClient, Token: t}
 	}
-	
+
 	b.owner = b.clientOf(benchOrg, ownerClaims)
 	b.service = b.clientOf(benchOrg, serviceClaims)
 	// One agent session per client of the invoke phase, as agents each
