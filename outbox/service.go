@@ -187,7 +187,6 @@ func New(deps *Deps, config *Config) (*Service, error) {
 		store:     invocationstore.NewRecording(deps.River, revocation.Refusals{}),
 		grants:    grant.NewKeeper(),
 		fair:      fairness.NewMeter(cfg.FairRate, cfg.FairBurst),
-
 		tracer:    tracing.NewTracer(deps.Tracer, "github.com/outboxd/outboxd/outbox"),
 		stopWaits: make(chan struct{}),
 	}, nil
