@@ -182,7 +182,10 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, ps []*prepared) ([]batc
 		if err := s.seal(ctx, tx, ps[i], create); err != nil {
 			return nil, err
 		}
-		create.Behind = create.Status != invocation.StatusDenied && s.fair.Behind(r.org, time.Now())
+		if create.Status != invocation.StatusDenied {
+			create.Behind = s.behind(r.org)
+		}
+
 		if create.Status == invocation.StatusPending && r.sessionID != "" {
 			if err := s.checkPendingCap(ctx, tx, r.org, r.sessionID, pending[r.sessionID]); err != nil {
 				return nil, err
@@ -349,6 +352,21 @@ func (s *Service) plan(p *prepared, orgMode, automationMode string) *invocation.
 		create.ParamsSealed = s.deps.Box.Seal(r.params, create.ID[:])
 	}
 	return create
+}
+
+// behind counts a new invocation of org against its fair rate and says
+// whether its jobs queue behind other organizations' (package fairness);
+// the log says so once a minute at most for each organization.
+func (s *Service) behind(org string) bool {
+	behind, tell := s.fair.Behind(org, time.Now())
+	if behind {
+		s.deps.Metrics.Behind.Inc()
+	}
+	if tell {
+		s.logger.Warn("organization asking faster than its fair rate: its new jobs queue behind other organizations'",
+			"organization_id", org, "org_fair_rate", s.cfg.FairRate, "org_fair_burst", s.cfg.FairBurst)
+	}
+	return behind
 }
 
 // created counts and logs a new invocation.

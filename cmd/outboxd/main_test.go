@@ -604,6 +604,7 @@ func TestConfigs_OperationsFilesParse(t *testing.T) {
 			"outboxd_approval_latency_seconds", "outboxd_connector_drift_total", "outboxd_queue_age_seconds",
 			"outboxd_connector_list_duration_seconds", "outboxd_event_stream_subscribers",
 			"outboxd_webhook_deliveries_total", "outboxd_webhook_delivery_duration_seconds", "outboxd_slack_notifications_total",
+			"outboxd_invocations_behind_total",
 			"outboxd_mcp_calls_total", "outboxd_mcp_wait_seconds", "outboxd_mcp_sessions", "outboxd_mcp_list_changed_total",
 			"outboxd_mcp_sessions_limited_total"}, name)
 	}

@@ -82,6 +82,7 @@ func TestConfigs_LabelsExist(t *testing.T) {
 		"outboxd_mcp_sessions":                      {},
 		"outboxd_mcp_list_changed_total":            {},
 		"outboxd_mcp_sessions_limited_total":        {"outcome"},
+		"outboxd_invocations_behind_total":          {},
 		"up":                                        {"job", "instance"},
 	}
 	selector := regexp.MustCompile(`\b(outboxd_[a-z_]+|up)\b(\{([^}]*)\})?`)

@@ -59,6 +59,8 @@ func TestFairness_FloodQueuesBehindAnotherOrganization(t *testing.T) {
 		FROM action_invocations i JOIN river_job j ON j.id = i.job_id`, apptest.Org).Scan(&behind, &neighbour))
 	require.Equal(t, flood-5, behind, "the flood's jobs past its burst queue behind")
 	require.Equal(t, 1, neighbour, "the neighbour's job does not")
+	metrics := b.Do("GET", "/metrics", "", nil)
+	require.Contains(t, string(metrics.Raw), fmt.Sprintf("outboxd_invocations_behind_total %d\n", flood-5))
 
 	require.NoError(t, b.App.River.QueueResume(ctx, invocation.QueueActions, nil))
 	deadline := time.Now().Add(60 * time.Second)

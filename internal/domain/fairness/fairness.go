@@ -18,8 +18,12 @@ import (
 )
 
 // sweepEvery is how often the meters of organizations that have asked for
-// nothing for a while are forgotten.
-const sweepEvery = time.Minute
+// nothing for a while are forgotten; tellEvery how often at most Behind
+// says to tell of an organization past its rate.
+const (
+	sweepEvery = time.Minute
+	tellEvery  = time.Minute
+)
 
 // Meter counts each organization's invocations in this process against a
 // token bucket: perSecond, with burst at once. It is one process's view:
@@ -30,39 +34,54 @@ type Meter struct {
 	burst int
 
 	mu    sync.Mutex
-	orgs  map[string]*rate.Limiter
+	orgs  map[string]*meter
 	swept time.Time
+}
+
+// meter is one organization's bucket, and when Behind last said to tell.
+type meter struct {
+	bucket *rate.Limiter
+	told   time.Time
 }
 
 // NewMeter returns a Meter allowing each organization perSecond
 // invocations, burst of them at once.
 func NewMeter(perSecond float64, burst int) *Meter {
-	return &Meter{limit: rate.Limit(perSecond), burst: burst, orgs: map[string]*rate.Limiter{}}
+	return &Meter{limit: rate.Limit(perSecond), burst: burst, orgs: map[string]*meter{}}
 }
 
 // Behind counts an invocation of org made at now and reports whether it
 // is past the organization's fair rate: its job then queues behind the
-// jobs of organizations within theirs.
-func (m *Meter) Behind(org string, now time.Time) bool {
+// jobs of organizations within theirs. tell is true for the first such
+// invocation of the organization in a minute, for a log line that does
+// not repeat for each.
+func (m *Meter) Behind(org string, now time.Time) (behind, tell bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if now.Sub(m.swept) >= sweepEvery {
 		m.sweep(now)
 	}
-	l, ok := m.orgs[org]
+	o, ok := m.orgs[org]
 	if !ok {
-		l = rate.NewLimiter(m.limit, m.burst)
-		m.orgs[org] = l
+		o = &meter{bucket: rate.NewLimiter(m.limit, m.burst)}
+		m.orgs[org] = o
 	}
-	return !l.AllowN(now, 1)
+	if o.bucket.AllowN(now, 1) {
+		return false, false
+	}
+	if now.Sub(o.told) >= tellEvery {
+		o.told = now
+		return true, true
+	}
+	return true, false
 }
 
 // sweep forgets the organizations whose buckets have filled again: a new
 // one starts full, the same.
 func (m *Meter) sweep(now time.Time) {
 	m.swept = now
-	for org, l := range m.orgs {
-		if l.TokensAt(now) >= float64(m.burst) {
+	for org, o := range m.orgs {
+		if o.bucket.TokensAt(now) >= float64(m.burst) {
 			delete(m.orgs, org)
 		}
 	}

@@ -40,6 +40,9 @@ type Metrics struct {
 	// PauseHolds counts execute jobs held (snoozed) because their
 	// organization is paused.
 	PauseHolds prometheus.Counter
+	// Behind counts invocations whose jobs were queued behind other
+	// organizations' because theirs asked past limits.org_fair_rate.
+	Behind prometheus.Counter
 	// QuietHoursHolds counts execute jobs held (snoozed until the window
 	// ends, no attempt spent) by quiet hours.
 	QuietHoursHolds prometheus.Counter
@@ -118,6 +121,10 @@ func New(reg prometheus.Registerer) *Metrics {
 		Name: "outboxd_slack_notifications_total",
 		Help: "Slack approval messages posted and updated, and clicks answered, by kind (post, update, click) and outcome.",
 	}, []string{"kind", "outcome"})
+	m.Behind = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "outboxd_invocations_behind_total",
+		Help: "Invocations whose jobs were queued behind other organizations' because their organization asked faster than limits.org_fair_rate.",
+	})
 	m.PauseHolds = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "outboxd_org_pause_holds_total",
 		Help: "Execute jobs held (snoozed, no attempt spent) because their organization is paused.",
@@ -164,7 +171,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help: "MCP sessions closed (closed: the organization's session idle longest, to make room) or refused (refused: none was idle) at mcp.max_sessions.",
 	}, []string{"outcome"})
 	reg.MustRegister(m.Invocations, m.JobDuration, m.ApprovalLatency, m.Drift, m.ConnectorList,
-		m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications, m.PauseHolds, m.QuietHoursHolds, m.GateSkips,
+		m.StreamSubscribers, m.WebhookDeliveries, m.WebhookLatency, m.SlackNotifications, m.Behind, m.PauseHolds, m.QuietHoursHolds, m.GateSkips,
 		m.BucketWaits, m.BucketDrains, m.Unreconciled,
 		m.MCPCalls, m.MCPWait, m.MCPSessions, m.MCPListChanged, m.MCPSessionsLimited)
 	return m
