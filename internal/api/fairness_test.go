@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outboxd/outboxd/internal/app/apptest"
@@ -78,4 +80,84 @@ func TestFairness_FloodQueuesBehindAnotherOrganization(t *testing.T) {
 		require.Contains(t, later, "envelope flood-", "posts after the neighbour's: %v", texts)
 	}
 	require.Equal(t, flood-5, len(texts)-at-1, "every job behind ran after the neighbour's: %v", texts)
+}
+
+// The webhook deliveries and Slack approval messages of an organization
+// past its fair rate queue behind another organization's, as its
+// invocations do.
+func TestFairness_RelayJobsQueueBehind(t *testing.T) {
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(receiver.Close)
+	for _, tc := range []struct {
+		name, mode string
+		setup      func(b *apptest.Bundle, owner string) *apptest.Response
+		// jobs counts the relay's jobs by organization and priority.
+		jobs string
+	}{{
+		name: "webhook deliveries", mode: "allow",
+		setup: func(b *apptest.Bundle, owner string) *apptest.Response {
+			return b.Do("POST", "/v1/webhooks", owner, map[string]any{"url": receiver.URL, "events": []string{"action_completed"}})
+		},
+		jobs: `SELECT d.organization_id, j.priority, count(*)::int
+			FROM river_job j JOIN webhook_deliveries d ON d.id = (j.args->>'delivery_id')::uuid
+			WHERE j.kind = 'webhook_deliver' GROUP BY 1, 2 ORDER BY 1, 2`,
+	}, {
+		name: "slack approval messages", mode: "require_approval",
+		setup: func(b *apptest.Bundle, owner string) *apptest.Response {
+			return b.Do("PUT", "/v1/notifications/slack", owner, map[string]any{"channel": "C0123456789"})
+		},
+		jobs: `SELECT i.organization_id, j.priority, count(*)::int
+			FROM river_job j JOIN action_invocations i ON i.id = (j.args->>'invocation_id')::uuid
+			WHERE j.kind = 'slack_post_approval' GROUP BY 1, 2 ORDER BY 1, 2`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := apptest.Start(t, &apptest.Options{Outbox: outbox.Config{FairRate: 0.001, FairBurst: 5}})
+			owner2 := b.Token(auth.Claims{Org: "org-2", Kind: auth.KindUser, Role: auth.RoleOwner})
+			service2 := b.Token(auth.Claims{Org: "org-2", Kind: auth.KindService, AutomationID: "neighbour"})
+			for _, owner := range []string{b.Owner(), owner2} {
+				r := b.Do("PUT", "/v1/credentials/slack", owner, map[string]string{"token": "xoxb-fair"})
+				require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+				r = b.Do("PUT", "/v1/action-modes", owner, map[string]string{"slack:send_message": tc.mode})
+				require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+				r = tc.setup(b, owner)
+				require.Less(t, r.Status, 300, string(r.Raw))
+			}
+			const flood = 20
+			items := make([]any, flood)
+			for i := range items {
+				items[i] = envelope(fmt.Sprintf("flood-%02d", i+1), nil)
+			}
+			r := b.Do("POST", "/v1/envelopes/batch", b.Service(), map[string]any{"envelopes": items})
+			require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+			r = b.Do("POST", "/v1/envelopes", service2, envelope("neighbour-1", nil))
+			require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+
+			// Each invocation makes one job of the relay, which stays in
+			// river_job once done, with the priority it was inserted at.
+			type count struct {
+				Org      string
+				Priority int
+				N        int
+			}
+			var got []count
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				rows, err := b.Pool.Query(context.Background(), tc.jobs)
+				require.NoError(t, err)
+				got, err = pgx.CollectRows(rows, pgx.RowToStructByPos[count])
+				require.NoError(t, err)
+				total := 0
+				for _, c := range got {
+					total += c.N
+				}
+				if total >= flood+1 {
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "jobs in 60s: %v", got)
+				time.Sleep(100 * time.Millisecond)
+			}
+			require.Equal(t, []count{{apptest.Org, 1, 5}, {apptest.Org, 2, flood - 5}, {"org-2", 1, 1}}, got,
+				"the flood's jobs past its burst queue behind, the neighbour's do not")
+		})
+	}
 }

@@ -43,6 +43,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/catalog"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/credential/credentialstore"
+	"github.com/outboxd/outboxd/internal/domain/fairness"
 	"github.com/outboxd/outboxd/internal/domain/feed"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/grant"
@@ -437,9 +438,13 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	}
 	whcfg := cfg.Webhooks
 	whcfg.AllowPrivateNetworks = cfg.AllowPrivateNetworks
+	// The relays' jobs of an organization past its fair rate queue behind
+	// other organizations', as its invocations' do (limits.org_fair_rate).
+	fairCfg := cfg.Outbox.WithDefaults()
 	webhooks, err := webhook.New(&webhook.Deps{
 		Pool: tenantPool, Owner: pool, Box: box, Flow: limiter, Metrics: metrics, Logger: logger,
 		Payload: func(item *invocation.FeedItem) any { return api.Notice(item) },
+		Fair:    fairness.NewMeter(fairCfg.FairRate, fairCfg.FairBurst),
 	}, &whcfg)
 	if err != nil {
 		return nil, err
@@ -459,7 +464,7 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 			return slackApprovals.QueueUpdate(client)(ctx, tx, inv)
 		}}, &cfg.Approvals)
 	slackApprovals, err = slackapproval.New(&slackapproval.Deps{Pool: tenantPool, Owner: pool, Tokens: tokens, Metrics: metrics, Logger: logger, Audit: trail,
-		Approvals: approvalSvc}, &slackCfg)
+		Approvals: approvalSvc, Fair: fairness.NewMeter(fairCfg.FairRate, fairCfg.FairBurst)}, &slackCfg)
 	if err != nil {
 		return nil, err
 	}

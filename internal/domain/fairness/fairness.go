@@ -50,12 +50,19 @@ func NewMeter(perSecond float64, burst int) *Meter {
 	return &Meter{limit: rate.Limit(perSecond), burst: burst, orgs: map[string]*meter{}}
 }
 
-// Behind counts an invocation of org made at now and reports whether it
-// is past the organization's fair rate: its job then queues behind the
-// jobs of organizations within theirs. tell is true for the first such
-// invocation of the organization in a minute, for a log line that does
-// not repeat for each.
+// PriorityBehind is the River priority of a job queued behind: River
+// fetches every available job of priority 1 (its default) first.
+const PriorityBehind = 2
+
+// Behind counts an invocation (or a job) of org made at now and reports
+// whether it is past the organization's fair rate: its job then queues
+// behind the jobs of organizations within theirs (PriorityBehind). tell is
+// true for the first such one of the organization in a minute, for a log
+// line that does not repeat for each. A nil Meter puts nothing behind.
 func (m *Meter) Behind(org string, now time.Time) (behind, tell bool) {
+	if m == nil {
+		return false, false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if now.Sub(m.swept) >= sweepEvery {

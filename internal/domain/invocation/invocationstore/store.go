@@ -31,6 +31,7 @@ import (
 	"github.com/outboxd/outboxd/executors"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/fairness"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/platform/batch"
 	"github.com/outboxd/outboxd/internal/platform/dbsqlc"
@@ -363,7 +364,7 @@ func (s *Store) Record(ctx context.Context, tx pgx.Tx, ps []*invocation.CreatePa
 		}
 		args, opts := executeJob(p.ID, p.OrganizationID, p.Integration, p.RateBucket, p.Retry, p.Status == invocation.StatusPending, p.TraceContext)
 		if p.Behind {
-			opts.Priority = priorityBehind
+			opts.Priority = fairness.PriorityBehind
 		}
 		refs[i].item = len(jobs)
 		jobs = append(jobs, river.InsertManyParams{Args: args, InsertOpts: opts})
@@ -379,7 +380,7 @@ func (s *Store) Record(ctx context.Context, tx pgx.Tx, ps []*invocation.CreatePa
 			refs[i].preview = len(jobs)
 			jobs = append(jobs, previewJob(p.ID, p.OrganizationID, p.TraceContext))
 			if p.Behind {
-				jobs[len(jobs)-1].InsertOpts.Priority = priorityBehind
+				jobs[len(jobs)-1].InsertOpts.Priority = fairness.PriorityBehind
 			}
 		}
 	}
@@ -701,10 +702,6 @@ func nilIfEmpty(s string) *string {
 	}
 	return &s
 }
-
-// priorityBehind is the River priority of the execute job of an invocation
-// created Behind; the others' is River's default, 1, fetched first.
-const priorityBehind = 2
 
 // executeJob is the one place an invocation's execute job is built: its
 // args and insert options follow from the invocation, so a replay carries

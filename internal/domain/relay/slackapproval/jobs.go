@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/outboxd/outboxd/internal/domain/approvers"
+	"github.com/outboxd/outboxd/internal/domain/fairness"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/preview"
 	"github.com/outboxd/outboxd/internal/domain/preview/previewstore"
@@ -59,6 +60,7 @@ func (s *Service) scope(ctx context.Context, tx pgx.Tx) (invocation.FeedScope, e
 // organization with a channel (the scope).
 func (s *Service) jobs(_ context.Context, _ pgx.Tx, items []invocation.FeedItem) ([]river.InsertManyParams, error) {
 	var jobs []river.InsertManyParams
+	now := time.Now()
 	for i := range items {
 		it := &items[i]
 		if !relevant(it) {
@@ -66,6 +68,9 @@ func (s *Service) jobs(_ context.Context, _ pgx.Tx, items []invocation.FeedItem)
 		}
 		// Each message's job joins its invocation's trace, if traced.
 		opts := &river.InsertOpts{Metadata: tracing.JobMetadata(it.Invocation.TraceContext)}
+		if behind, _ := s.deps.Fair.Behind(it.Invocation.OrganizationID, now); behind {
+			opts.Priority = fairness.PriorityBehind
+		}
 		if it.Notice == invocation.NoticeApprovalRequest {
 			jobs = append(jobs, river.InsertManyParams{Args: PostArgs{InvocationID: it.InvocationID}, InsertOpts: opts})
 		} else {

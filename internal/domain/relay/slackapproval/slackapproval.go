@@ -18,6 +18,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/credential"
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/fairness"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval/slackapprovalstore"
@@ -82,6 +83,9 @@ type Deps struct {
 	// counts its approvals (internal/domain/approvers); nil: every
 	// request goes to the organization's channel, one approval decides.
 	Approvals Approvals
+	// Fair counts each organization's messages: those of one past its
+	// fair rate queue behind every other organization's. nil: none do.
+	Fair *fairness.Meter
 }
 
 // Approvals is what Slack needs of the approval policies.

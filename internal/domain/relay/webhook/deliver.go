@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/outboxd/outboxd/internal/domain/fairness"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/relay"
 	"github.com/outboxd/outboxd/internal/domain/relay/webhook/webhookstore"
@@ -63,6 +64,7 @@ func (s *Service) jobs(ctx context.Context, tx pgx.Tx, items []invocation.FeedIt
 		return nil, fmt.Errorf("loading endpoints: %w", err)
 	}
 	var jobs []river.InsertManyParams
+	now := time.Now()
 	for i := range items {
 		it := &items[i]
 		var payload []byte
@@ -85,9 +87,11 @@ func (s *Service) jobs(ctx context.Context, tx pgx.Tx, items []invocation.FeedIt
 				continue
 			}
 			// Each delivery's job joins its invocation's trace, if traced.
-			jobs = append(jobs, river.InsertManyParams{Args: DeliverArgs{DeliveryID: id}, InsertOpts: &river.InsertOpts{
-				MaxAttempts: s.cfg.MaxAttempts, Metadata: tracing.JobMetadata(it.Invocation.TraceContext),
-			}})
+			opts := &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts, Metadata: tracing.JobMetadata(it.Invocation.TraceContext)}
+			if behind, _ := s.deps.Fair.Behind(ep.OrganizationID, now); behind {
+				opts.Priority = fairness.PriorityBehind
+			}
+			jobs = append(jobs, river.InsertManyParams{Args: DeliverArgs{DeliveryID: id}, InsertOpts: opts})
 		}
 	}
 	return jobs, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/fairness"
 	"github.com/outboxd/outboxd/internal/domain/flow"
 	"github.com/outboxd/outboxd/internal/domain/invocation"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
@@ -115,6 +116,9 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Payload is the data of a notice, as the event stream sends it.
 	Payload func(*invocation.FeedItem) any
+	// Fair counts each organization's deliveries: those of one past its
+	// fair rate queue behind every other organization's. nil: none do.
+	Fair *fairness.Meter
 }
 
 // Service manages endpoints and delivers to them.
