@@ -23,6 +23,8 @@ import (
 // jobs queued behind another organization's: an envelope of the second,
 // posted after the first's flood, runs before the flood's rest.
 func TestFairness_FloodQueuesBehindAnotherOrganization(t *testing.T) {
+	t.Parallel()
+
 	b := apptest.Start(t, &apptest.Options{
 		// A burst of 5 and next to no rate: the flood's sixth envelope on
 		// is past it. One worker runs the jobs one at a time, in the
@@ -86,6 +88,8 @@ func TestFairness_FloodQueuesBehindAnotherOrganization(t *testing.T) {
 // past its fair rate queue behind another organization's, as its
 // invocations do.
 func TestFairness_RelayJobsQueueBehind(t *testing.T) {
+	t.Parallel()
+
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	t.Cleanup(receiver.Close)
 	for _, tc := range []struct {
@@ -111,6 +115,8 @@ func TestFairness_RelayJobsQueueBehind(t *testing.T) {
 			WHERE j.kind = 'slack_post_approval' GROUP BY 1, 2 ORDER BY 1, 2`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+
 			b := apptest.Start(t, &apptest.Options{Outbox: outbox.Config{FairRate: 0.001, FairBurst: 5}})
 			owner2 := b.Token(auth.Claims{Org: "org-2", Kind: auth.KindUser, Role: auth.RoleOwner})
 			service2 := b.Token(auth.Claims{Org: "org-2", Kind: auth.KindService, AutomationID: "neighbour"})
