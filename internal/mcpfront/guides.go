@@ -3,6 +3,7 @@ package mcpfront
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 
@@ -54,7 +55,7 @@ func (s *Server) readGuide(ctx context.Context, c *outboxauth.Claims, p *mcp.Rea
 		guide, err := s.catalog.Guide(ctx, caller(c), source)
 		switch {
 		case errors.Is(err, errs.NotFound):
-			return nil, mcp.ResourceNotFoundError(p.URI)
+			return nil, resourceNotFound(p.URI)
 		case errors.Is(err, errs.SourceUnavailable):
 			// Down for now (a connector's server unreachable), as the
 			// REST guide says (503): not a resource that does not exist.
@@ -64,9 +65,20 @@ func (s *Server) readGuide(ctx context.Context, c *outboxauth.Claims, p *mcp.Rea
 		}
 		text = guide
 	default:
-		return nil, mcp.ResourceNotFoundError(p.URI)
+		return nil, resourceNotFound(p.URI)
 	}
 	return &mcp.ReadResourceResult{Cacheable: perCaller, Contents: []*mcp.ResourceContents{{URI: p.URI, MIMEType: "text/markdown", Text: text}}}, nil
+}
+
+// resourceNotFound is the SDK's resource not found error for uri, its data
+// encoded as JSON: the SDK's own (mcp.ResourceNotFoundError) quotes the URI
+// as Go does, so a URI with a NUL, another control character or bytes that
+// are not UTF-8 gave data that is not JSON ("\x00"), which the SDK could
+// not send; the session's connection then broke, the request was answered
+// with an empty body, and every later request of the session too.
+func resourceNotFound(uri string) error {
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: "Resource not found", Data: data}
 }
 
 // perCaller is how long, and by whom, a client may keep a list or a guide
