@@ -156,12 +156,13 @@ func (s *Service) preresolve(ctx context.Context, org, id string, sources auth.S
 }
 
 // ownRequest reports whether approver asked for inv: with their own token,
-// or as the person an automation's token acts for (its owner's own run).
-// A person may approve what an agent's session asks on their behalf: that
-// is what approvals are for.
+// or as the person an automation's token acts for (its owner's own run):
+// a token with an automation, or any service token's envelope, one
+// without an automation_id claim included. A person may approve what an
+// agent's session asks on their behalf: that is what approvals are for.
 func ownRequest(inv invocation.Invocation, approver string) bool {
 	return inv.RequestedBy == approver ||
-		(inv.AutomationID != nil && inv.UserID != nil && *inv.UserID == approver)
+		((inv.AutomationID != nil || inv.Origin == originEnvelope) && inv.UserID != nil && *inv.UserID == approver)
 }
 
 // DenyParams is a human's denial.
