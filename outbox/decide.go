@@ -104,7 +104,11 @@ func (s *Service) Approve(ctx context.Context, p *ApproveParams) (invocation.Inv
 				return inv, err
 			}
 		}
-		approved, err := s.store.Approve(ctx, tx, inv.ID, p.UserID)
+		// Released, its job counts against the organization's fair rate
+		// again: approvals at once (an approver's script, a backlog
+		// decided together) queue behind other organizations' work as a
+		// flood of new invocations does.
+		approved, err := s.store.Approve(ctx, tx, inv.ID, p.UserID, s.behind(inv.OrganizationID))
 		if err == nil && p.Grant != nil {
 			err = s.createGrant(ctx, tx, &inv, p.Grant, p.UserID, action)
 		}

@@ -84,6 +84,46 @@ func TestFairness_FloodQueuesBehindAnotherOrganization(t *testing.T) {
 	require.Equal(t, flood-5, len(texts)-at-1, "every job behind ran after the neighbour's: %v", texts)
 }
 
+// An approval releases its job at the place its organization's fair rate
+// gives it then: approvals at once past the rate queue behind, whatever
+// place their invocations were given when asked for.
+func TestFairness_ApprovalsPastTheRateQueueBehind(t *testing.T) {
+	t.Parallel()
+
+	// A burst of 5 and next to no rate: three invocations asked for take
+	// three, the first two approvals the rest.
+	b := apptest.Start(t, &apptest.Options{Outbox: outbox.Config{FairRate: 0.001, FairBurst: 5}})
+	ctx := context.Background()
+	b.StoreSlackToken("xoxb-approvals")
+	b.SetModes(map[string]string{"slack:send_message": "require_approval"})
+	require.NoError(t, b.App.River.QueuePause(ctx, invocation.QueueActions, nil))
+	var ids []string
+	for i := range 3 {
+		env := postEnvelope(t, b, envelope(fmt.Sprintf("approve-%d", i+1), nil), http.StatusCreated)
+		require.Equal(t, "pending", env["invocation_status"])
+		ids = append(ids, env["action_id"].(string))
+	}
+	priority := func(id string) (p int) {
+		require.NoError(t, b.Pool.QueryRow(ctx, `SELECT j.priority FROM action_invocations i JOIN river_job j ON j.id = i.job_id
+			WHERE i.id = $1`, id).Scan(&p))
+		return p
+	}
+	for _, id := range ids {
+		require.Equal(t, 1, priority(id), "asked for within the burst")
+	}
+	for i, id := range ids {
+		r := b.Do("POST", "/v1/invocations/"+id+"/approve", b.Owner(), map[string]string{"mode": "once"})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+		want := 1
+		if i == 2 {
+			want = 2
+		}
+		require.Equal(t, want, priority(id), "approval %d: released past the burst queues behind", i+1)
+	}
+	metrics := b.Do("GET", "/metrics", "", nil)
+	require.Contains(t, string(metrics.Raw), "outboxd_invocations_behind_total 1\n")
+}
+
 // The webhook deliveries and Slack approval messages of an organization
 // past its fair rate queue behind another organization's, as its
 // invocations do.

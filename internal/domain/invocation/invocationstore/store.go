@@ -493,8 +493,11 @@ func insertRowOf(p *invocation.CreateParams) insertRow {
 	return r
 }
 
-// Approve clears a pending invocation to run and releases its parked job.
-func (s *Store) Approve(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string) (invocation.Invocation, error) {
+// Approve clears a pending invocation to run and releases its parked job,
+// queued behind other organizations' when behind (package fairness): its
+// place is decided when it becomes available, whatever it was given when
+// it was asked for.
+func (s *Store) Approve(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor string, behind bool) (invocation.Invocation, error) {
 	r, err := s.q.InvocationApprove(ctx, tx, dbsqlc.InvocationApproveParams{ID: id, Actor: &actor, TraceContext: nilIfEmpty(tracing.Traceparent(ctx))})
 	inv, err := transitioned(r, err, id, "approving")
 	if err != nil || inv.JobID == nil {
@@ -507,6 +510,13 @@ func (s *Store) Approve(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor stri
 	if _, err := client.JobRetryTx(ctx, tx, *inv.JobID); err != nil {
 		return inv, fmt.Errorf("releasing job: %w", err)
 	}
+	priority := 1
+	if behind {
+		priority = fairness.PriorityBehind
+	}
+	if _, err := tx.Exec(ctx, setPriority, *inv.JobID, priority); err != nil {
+		return inv, fmt.Errorf("placing the released job: %w", err)
+	}
 	// River sends no notification for a retried job; without one the
 	// approval would wait for the next fetch poll.
 	if err := s.q.RiverWakeQueue(ctx, tx, invocation.QueueActions); err != nil {
@@ -514,6 +524,10 @@ func (s *Store) Approve(ctx context.Context, tx pgx.Tx, id uuid.UUID, actor stri
 	}
 	return inv, nil
 }
+
+// setPriority gives River's job $1 the priority $2 (1, River's default, or
+// fairness.PriorityBehind).
+const setPriority = `UPDATE river_job SET priority = $2 WHERE id = $1 AND priority <> $2`
 
 // Deny rejects a pending invocation and cancels its parked job. reason is
 // a human's text; the caller redacts it.

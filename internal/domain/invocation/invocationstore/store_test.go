@@ -93,6 +93,32 @@ func jobState(t *testing.T, db invocationstore.DB, id int64) string {
 	return state
 }
 
+// An approval places the released job by the fairness decided then, not
+// the one its invocation was given when asked for.
+func TestStore_ApproveReleasesAtThePlaceDecidedThen(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	priority := func(tx pgx.Tx, job int64) (p int) {
+		require.NoError(t, tx.QueryRow(ctx, `SELECT priority FROM river_job WHERE id = $1`, job).Scan(&p))
+		return p
+	}
+	tx := b.begin(t)
+	asked := b.create(t, tx, invocation.StatusPending)
+	_, err := tx.Exec(ctx, `UPDATE river_job SET priority = 2 WHERE id = $1`, *asked.JobID)
+	require.NoError(t, err)
+	_, err = b.store.Approve(ctx, tx, asked.ID, "alice", false)
+	require.NoError(t, err)
+	require.Equal(t, 1, priority(tx, *asked.JobID), "asked for behind, approved within the rate")
+
+	approved := b.create(t, tx, invocation.StatusPending)
+	require.Equal(t, 1, priority(tx, *approved.JobID))
+	_, err = b.store.Approve(ctx, tx, approved.ID, "alice", true)
+	require.NoError(t, err)
+	require.Equal(t, 2, priority(tx, *approved.JobID), "asked for within the rate, approved past it")
+	require.Equal(t, "available", jobState(t, tx, *approved.JobID))
+}
+
 func TestStore_Timeline(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -102,7 +128,7 @@ func TestStore_Timeline(t *testing.T) {
 		tx := b.begin(t)
 		inv := b.create(t, tx, invocation.StatusPending)
 		require.Equal(t, "pending", jobState(t, tx, *inv.JobID))
-		approved, err := b.store.Approve(ctx, tx, inv.ID, "alice")
+		approved, err := b.store.Approve(ctx, tx, inv.ID, "alice", false)
 		require.NoError(t, err)
 		require.Equal(t, invocation.StatusApproved, approved.Status)
 		require.Equal(t, "available", jobState(t, tx, *inv.JobID), "approval releases the parked job")
@@ -142,7 +168,7 @@ func TestStore_Timeline(t *testing.T) {
 		_, err := b.store.Expire(ctx, tx, inv)
 		require.NoError(t, err)
 		require.Equal(t, "cancelled", jobState(t, tx, *inv.JobID))
-		_, err = b.store.Approve(ctx, tx, inv.ID, "late")
+		_, err = b.store.Approve(ctx, tx, inv.ID, "late", false)
 		require.ErrorIs(t, err, errs.Conflict)
 		requireTimeline(t, b, tx, inv.ID,
 			step{invocation.EventCreated, "", invocation.StatusPending},
@@ -389,7 +415,7 @@ func TestStore_RacingTransitions(t *testing.T) {
 	}
 
 	approve := func(tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
-		return b.store.Approve(ctx, tx, inv.ID, "alice")
+		return b.store.Approve(ctx, tx, inv.ID, "alice", false)
 	}
 	expire := func(tx pgx.Tx, inv invocation.Invocation) (invocation.Invocation, error) {
 		return b.store.Expire(ctx, tx, inv)
@@ -436,7 +462,7 @@ func TestStore_EventsAreAnnounced(t *testing.T) {
 	var inv invocation.Invocation
 	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		inv = b.create(t, tx, invocation.StatusPending)
-		_, err := b.store.Approve(ctx, tx, inv.ID, "alice")
+		_, err := b.store.Approve(ctx, tx, inv.ID, "alice", false)
 		return err
 	}))
 

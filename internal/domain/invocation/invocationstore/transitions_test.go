@@ -81,7 +81,7 @@ func appliers() []applier {
 	ignore := func(_ invocation.Invocation, err error) error { return err }
 	return []applier{
 		{"Approve", invocation.EventApproved, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
-			return ignore(s.Approve(ctx, tx, inv.ID, "alice"))
+			return ignore(s.Approve(ctx, tx, inv.ID, "alice", false))
 		}},
 		{"Deny", invocation.EventDenied, func(ctx context.Context, s *invocationstore.Store, tx pgx.Tx, inv invocation.Invocation) error {
 			return ignore(s.Deny(ctx, tx, inv.ID, "alice", "human", "no"))
