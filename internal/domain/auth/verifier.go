@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -386,9 +387,38 @@ func (v *Verifier) verify(token string, now time.Time) (knownToken, error) {
 	claims.AcceptedUntil = until
 	if kid, key := known.kid, known.key; key != nil && kid != "" {
 		claims.keyPublished = func() bool { return v.keys.Publishes(kid, key) }
+	} else if set, ok := key.(jwt.VerificationKeySet); ok {
+		// Without a kid, the key of the set that verified the token
+		// must stay published for it, as a named key must: its event
+		// streams end once the provider withdrew it.
+		alg := t.Method.Alg()
+		if one := verifyingKey(token, t.Method, set); one != nil {
+			claims.keyPublished = func() bool { return v.keys.PublishesForAlg(alg, one) }
+		} else {
+			claims.keyPublished = func() bool { return false }
+		}
 	}
 	known.claims, known.until = claims, until
 	return known, nil
+}
+
+// verifyingKey is the key of set whose signature token carries (token
+// verified with set), nil when none is.
+func verifyingKey(token string, method jwt.SigningMethod, set jwt.VerificationKeySet) any {
+	i := strings.LastIndexByte(token, '.')
+	if i < 0 {
+		return nil
+	}
+	sig, err := jwt.NewParser().DecodeSegment(token[i+1:])
+	if err != nil {
+		return nil
+	}
+	for _, key := range set.Keys {
+		if method.Verify(token[:i], sig, key) == nil {
+			return key
+		}
+	}
+	return nil
 }
 
 var errNoVerifier = errors.New("this process accepts no tokens")

@@ -267,6 +267,23 @@ func (k *KeySet) Publishes(kid string, key any) bool {
 	return false
 }
 
+// PublishesForAlg reports whether the set in memory still holds key
+// among the keys that may verify a token of alg without a kid
+// (signingKeys): whether a token without a kid it verified earlier would
+// verify now. It fetches nothing.
+func (k *KeySet) PublishesForAlg(alg string, key any) bool {
+	set, err := k.signingKeys(alg)
+	if err != nil {
+		return false
+	}
+	for _, published := range set.(jwt.VerificationKeySet).Keys {
+		if eq, ok := published.(interface{ Equal(crypto.PublicKey) bool }); ok && eq.Equal(key) {
+			return true
+		}
+	}
+	return false
+}
+
 // signingKeys are the keys of the set that may verify a token of alg
 // without a kid: those published for signatures (or for no stated use)
 // and for alg (or for no stated alg). keyfunc's own answer for such a
