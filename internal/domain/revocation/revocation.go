@@ -255,9 +255,18 @@ func (s *Service) Revoke(ctx context.Context, org string, p *Params) (Revocation
 		return Revocation{}, err
 	}
 	r := &Revocation{Org: org, JTI: p.JTI, SessionID: p.SessionID, AutomationID: p.AutomationID, Subject: p.Subject, RevokedBy: p.By}
-	if p.IssuedBefore != nil {
+	switch {
+	case p.IssuedBefore != nil:
 		r.IssuedBefore = *p.IssuedBefore
-	} else {
+	case p.JTI != "":
+		// A jti names one token, which the verifier let in up to the
+		// leeway before its iat (an issuer whose clock runs ahead): its
+		// revocation refuses it however far ahead it was issued, the
+		// invocations it asked for included. A token minted later
+		// under the same jti works from the cut-off on, as for the
+		// other selectors.
+		r.IssuedBefore = cutoff(now.Add(s.cfg.Leeway))
+	default:
 		r.IssuedBefore = cutoff(now)
 	}
 	return s.insert(ctx, r, p.TokenExpiresAt)
