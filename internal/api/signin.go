@@ -1,12 +1,15 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/auth/signin"
 	"github.com/outboxd/outboxd/internal/domain/revocation"
@@ -227,7 +230,14 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 		c := sess.Claims
 		// A public route: the caller's organization is the session's.
 		ctx := dbutil.WithOrg(r.Context(), c.Org)
-		_, err := s.revocations.Revoke(ctx, c.Org, &revocation.Params{JTI: c.ID, TokenExpiresAt: &c.ExpiresAt.Time, By: c.Subject})
+		rev, err := s.revocations.Revoke(ctx, c.Org, &revocation.Params{JTI: c.ID, TokenExpiresAt: &c.ExpiresAt.Time, By: c.Subject})
+		if err == nil {
+			// The revocation is in the audit trail as an owner's is, by
+			// the person who signed out.
+			rr := r.WithContext(audit.WithActor(context.WithValue(ctx, claimsKey{}, c), s.actor(r, c)))
+			s.record(rr, &audit.Change{Action: "tokens.revoke", TargetType: "revocation", TargetID: strconv.FormatInt(rev.ID, 10),
+				After: revokedView{viewRevocation(&rev), rev.Withdrawn}})
+		}
 		if err != nil {
 			s.logger.ErrorContext(ctx, "signing out: revoking the console session", "organization_id", c.Org, "error", err)
 			writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "sign_out_incomplete",
