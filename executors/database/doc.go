@@ -28,8 +28,8 @@
 // pg_read_server_files, whose queries would run programs on the server
 // or reach its files even in a read-only transaction, or a role that can
 // open connections from the server: execute a function of dblink (whose
-// dblink_exec writes outside the read-only transaction), pg_background or
-// pgsql-http, use a foreign-data wrapper or server, or read a foreign
+// dblink_exec writes outside the read-only transaction), pg_background,
+// pgsql-http or pgmemcache, use a foreign-data wrapper or server, or read a foreign
 // table (privileged.go).
 //
 // The registered databases themselves (their CRUD and their registration

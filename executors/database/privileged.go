@@ -51,11 +51,13 @@ func (e *PrivilegedRoleError) Error() string {
 // functions that open connections or sessions of their own from the
 // database server: dblink (dblink_exec, dblink_connect, dblink ...),
 // pg_background (runs a statement in a background worker, its own
-// transaction) and pgsql-http (http_post ...). The library, not the
+// transaction), pgsql-http (http_post ...) and pgmemcache
+// (memcache_server_add names any host and port, memcache_set writes
+// there). The library, not the
 // function's name or schema, says what a function does: dblink's
 // functions created under other names are its too. Its one group is the
 // library's name, for the error.
-const connectingLibraries = `(?:^|/)(dblink|pg_background|http)(?:[.][A-Za-z]+)?$`
+const connectingLibraries = `(?:^|/)(dblink|pg_background|http|pgmemcache)(?:[.][A-Za-z]+)?$`
 
 // privilegedRoles is the query of refusePrivileged. Every name is
 // pg_catalog's and every comparison is pg_catalog's operator, so that a
