@@ -105,6 +105,15 @@ func (s *Service) edit(ctx context.Context, tx pgx.Tx, inv invocation.Invocation
 	if !bytes.HasPrefix(bytes.TrimSpace(params), []byte("{")) {
 		return inv, errs.Invalid("params", "params must be a JSON object")
 	}
+	// A key repeated in one object is refused as in an invoke's params:
+	// checked on the approver's own text, which KeepSealed reads (of the
+	// two, the last) before the schema is.
+	if fieldErrs, err := s.validator.Validate(anyObject, params); err != nil || len(fieldErrs) > 0 {
+		if err != nil {
+			return inv, err
+		}
+		return inv, &errs.ValidationError{Message: "invalid params for " + inv.Integration + "." + inv.Action, Fields: fieldErrs}
+	}
 	exact, err := s.exactParams(inv)
 	if err != nil {
 		return inv, err
@@ -182,6 +191,9 @@ func (s *Service) edit(ctx context.Context, tx pgx.Tx, inv invocation.Invocation
 	p.Reason = fmt.Sprintf("params edited (%s); intent %s", strings.Join(paths, ", "), intent.Prefix(p.IntentDigest))
 	return s.store.Edit(ctx, tx, inv.ID, p)
 }
+
+// anyObject is the schema of any JSON object.
+var anyObject = json.RawMessage(`{"type":"object"}`)
 
 // sameJSON reports whether a and b are the same document, whatever their
 // key order and spacing.
