@@ -204,6 +204,13 @@ func (s *Server) enqueue(ctx context.Context, c *outboxauth.Claims, watch *outbo
 		Envelope: outbox.Envelope{ExternalID: externalID, AutomationID: c.AutomationID, Tool: outbox.EnvelopeTool{Source: source, Action: action}, Args: args},
 		Watch:    watch,
 	})
+	// The envelope's external id is the call's key, not one of its
+	// arguments (a key of blanks is refused there): named as the request
+	// names it.
+	var ve *errs.ValidationError
+	if errors.As(err, &ve) && len(ve.Fields) > 0 && ve.Fields[0].Field == "external_id" {
+		return inv, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "_meta." + idempotencyMeta + " (or Idempotency-Key), the envelope's external_id: " + ve.Fields[0].Message}
+	}
 	return inv, err
 }
 
