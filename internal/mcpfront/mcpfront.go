@@ -17,15 +17,18 @@
 package mcpfront
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"reflect"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -316,7 +319,51 @@ func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, c *outboxauth.
 			end()
 		}
 	}
+	if r.Method == http.MethodPost {
+		if problem := s.numericID(r); problem != "" {
+			jw.Header().Set("Content-Type", "application/json")
+			jw.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(jw).Encode(map[string]any{"jsonrpc": "2.0", "id": nil,
+				"error": map[string]any{"code": jsonrpc.CodeInvalidRequest, "message": problem}})
+			return
+		}
+	}
 	s.handler.ServeHTTP(jw, r.WithContext(context.WithValue(r.Context(), verifiedKey{}, verified{claims: c, origin: origin})))
+}
+
+// maxIDBody is how much of a POST's body numericID reads: the SDK's own
+// limit, past which it answers 413 itself.
+const maxIDBody = 4 << 20
+
+// numericID says why a request's id cannot be answered as it was sent,
+// or "" (leaving r's body to be read again). The SDK reads a numeric id
+// as a float64 made an int64, so it answered 9007199254740993 with
+// 9007199254740992, 1.5 with 1 and 2^64 with -2^63: a client never
+// matched its answer, and two such ids of a session were one. A number id
+// is an integer of at most 2^53 in magnitude (JSON-RPC's ids have no
+// fractional part; 2^53 is the largest every client's numbers hold).
+func (s *Server) numericID(r *http.Request) string {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxIDBody+1))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+	if err != nil || len(body) > maxIDBody {
+		return "" // the SDK answers it
+	}
+	var msg struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(body, &msg) != nil || len(msg.ID) == 0 {
+		return ""
+	}
+	if c := msg.ID[0]; c != '-' && (c < '0' || c > '9') {
+		return "" // a string, null or not an id at all: the SDK's to answer
+	}
+	if n, err := strconv.ParseInt(string(msg.ID), 10, 64); err != nil || n > 1<<53 || n < -(1<<53) {
+		return "id: a number id must be an integer of at most 2^53 in magnitude (or send a string id)"
+	}
+	return ""
 }
 
 // jsonErrors turns the SDK's plain-text refusals (a body that is not JSON,
