@@ -48,15 +48,22 @@ func withServiceAndTrail(cmd *cobra.Command, fn func(svc *admin.Service, trail *
 // trail, as the API does for a change made through it; the change is
 // made already, so a failure says so.
 func record(cmd *cobra.Command, trail *audit.Service, c *audit.Change) error {
-	actor := operatorActor()
-	if by, _ := cmd.Flags().GetString("by"); by != "" {
-		actor.Subject = by
-	}
+	actor := operatorOf(cmd)
 	c.Actor = &actor
 	if err := trail.Record(context.WithoutCancel(cmd.Context()), c); err != nil {
 		return fmt.Errorf("%s is done, but recording it in the audit trail failed: %w", c.Action, err)
 	}
 	return nil
+}
+
+// operatorOf is the operator of cmd as the audit trail records them
+// (operatorActor, named by --by when given).
+func operatorOf(cmd *cobra.Command) audit.Actor {
+	actor := operatorActor()
+	if by, _ := cmd.Flags().GetString("by"); by != "" {
+		actor.Subject = by
+	}
+	return actor
 }
 
 func operator(cmd *cobra.Command) string {

@@ -15,6 +15,7 @@ import (
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
+	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/revocation"
 	"github.com/outboxd/outboxd/internal/platform/telemetry"
 	"github.com/outboxd/outboxd/worker"
@@ -25,7 +26,8 @@ import (
 // operator acts for any organization. The API processes learn of a
 // revocation within auth.revocation_refresh. A revocation withdraws the
 // invocations the revoked tokens asked for that have not started, and
-// deschedules their jobs with an insert-only River client.
+// deschedules their jobs with an insert-only River client; one by subject
+// removes the Slack approvers mapped to the person.
 func withRevocations(cmd *cobra.Command, fn func(svc *revocation.Service, trail *audit.Service) error) error {
 	return withOwnerPool(cmd, func(cfg *app.Config, pool *pgxpool.Pool) error {
 		svc, err := ownerRevocations(cfg, pool)
@@ -37,7 +39,14 @@ func withRevocations(cmd *cobra.Command, fn func(svc *revocation.Service, trail 
 			return err
 		}
 		svc.SetInvocations(invocationstore.New(client))
-		return fn(svc, audit.New(pool))
+		trail := audit.New(pool)
+		// --subject removes the Slack approvers mapped to the person.
+		slack, err := slackapproval.New(&slackapproval.Deps{Pool: pool, Owner: pool, Audit: trail}, &slackapproval.Config{})
+		if err != nil {
+			return err
+		}
+		svc.SetPeople(slack)
+		return fn(svc, trail)
 	})
 }
 
@@ -62,8 +71,8 @@ func newTokensCommand() *cobra.Command {
 --automation, --subject and --issued-before. --subject revokes one
 person's tokens and console sessions (their verified subject: sub, or the
 claim auth.idp.claims.subject names) and the sandbox and service tokens
-acting for them (their user_id), for offboarding someone without
-revoking the whole organization. A revocation refuses the tokens issued
+acting for them (their user_id), and removes the Slack approvers mapped
+to them, for offboarding someone without revoking the whole organization. A revocation refuses the tokens issued
 before it (iat; a token without iat counts as issued before), on every
 route, event stream and /mcp, within auth.revocation_refresh in every API
 process; tokens minted later for the same session, automation or person
@@ -87,7 +96,9 @@ work.`,
 				*dst = &t
 			}
 			return withRevocations(cmd, func(svc *revocation.Service, trail *audit.Service) error {
-				r, err := svc.Revoke(cmd.Context(), get("org"), p)
+				// What the revocation changes in its transaction (a
+				// person's Slack approvers) is recorded as the operator's.
+				r, err := svc.Revoke(audit.WithActor(cmd.Context(), operatorOf(cmd)), get("org"), p)
 				var ve *errs.ValidationError
 				if errors.As(err, &ve) {
 					return errors.New(flagNames(ve.Message))

@@ -95,6 +95,11 @@ func TestTokens_OperatorRevokesASubject(t *testing.T) {
 		require.Equal(t, http.StatusOK, b.Do("GET", probe, tok, nil).Status)
 	}
 	stream := b.Stream("/v1/events", alice)
+	r := b.Do("PUT", "/v1/approvers/slack", b.Owner(), map[string]any{
+		"U_ALICE": map[string]string{"user_id": "alice", "role": "admin"},
+		"U_BOB":   map[string]string{"user_id": "bob", "role": "admin"},
+	})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 
 	env := []string{"DATABASE_URL=" + b.DBURL, "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY="}
 	for args, want := range map[string][]string{
@@ -123,6 +128,14 @@ func TestTokens_OperatorRevokesASubject(t *testing.T) {
 	require.NoError(t, err)
 	entry := operatorEntry(t, b, "tokens.revoke")
 	require.Equal(t, "alice", entry["after"].(map[string]any)["subject"])
+	// Her Slack approvals end with it: the approvers mapped to her are
+	// removed, by the operator; bob's stay.
+	entries := b.AuditEntries("action=slack_settings.replace_approvers")
+	require.Len(t, entries, 2, "the owner's mapping and the removal")
+	entry = entries[0]
+	require.Equal(t, "operator", entry["actor"].(map[string]any)["kind"])
+	require.Equal(t, "ops", entry["actor"].(map[string]any)["subject"])
+	require.Equal(t, map[string]any{"U_BOB": map[string]any{"user_id": "bob", "role": "admin"}}, entry["after"].(map[string]any)["approvers"])
 
 	deadline := time.Now().Add(15 * time.Second)
 	for b.Do("GET", probe, alice, nil).Status == http.StatusOK {

@@ -505,6 +505,9 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	// A revocation withdraws the invocations the revoked tokens asked for
 	// that have not started, and deschedules their jobs with the client.
 	revocations.SetInvocations(invocationstore.New(client))
+	// A revocation by subject removes the Slack approvers mapped to the
+	// person too: their clicks carry no token.
+	revocations.SetPeople(slackApprovals)
 	// The event feeds read through the tenant pool and LISTEN through the
 	// owner's, for every organization with subscribers.
 	feeds := feed.New(&feed.Deps{Pool: tenantPool, Listeners: pool, Metrics: metrics, Logger: logger})

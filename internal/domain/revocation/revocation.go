@@ -99,6 +99,9 @@ type Service struct {
 	// invocations withdraws what revoked tokens asked for (SetInvocations);
 	// nil: nothing is withdrawn.
 	invocations Invocations
+	// people removes what a person revoked by subject may do without a
+	// token (SetPeople); nil: nothing.
+	people People
 }
 
 // watcher is an open stream's token, ended when it is revoked.
@@ -290,7 +293,7 @@ func cutoff(now time.Time) time.Time {
 // again.
 func (s *Service) insert(ctx context.Context, r *Revocation, tokenExp *time.Time) (Revocation, error) {
 	r.ExpiresAt = s.expiry(r.IssuedBefore, tokenExp)
-	stored, err := s.store.Insert(ctx, r, s.withdraw)
+	stored, err := s.store.Insert(ctx, r, s.inTx)
 	if err != nil {
 		return Revocation{}, fmt.Errorf("storing the revocation: %w", err)
 	}

@@ -49,8 +49,40 @@ func (s *Service) SetInvocations(inv Invocations) {
 	s.invocations = inv
 }
 
+// People removes, in a revocation's transaction, what lets a person act
+// without a token of theirs: the Slack approvers mapped to them
+// (slackapproval.Service.Offboard), whose clicks no token check sees.
+type People interface {
+	Offboard(ctx context.Context, tx pgx.Tx, org, subject, by string) error
+}
+
+// SetPeople makes every revocation by subject stored from now on remove,
+// in its own transaction, what lets that person act without a token (see
+// People): offboarding someone ends their approvals from Slack as it ends
+// their tokens. Someone admitted again is mapped again by an admin. Call
+// it before the Service is used.
+func (s *Service) SetPeople(p People) {
+	s.people = p
+}
+
+// inTx is what the transaction that stores r does besides (see
+// revocationstore.Store.Insert): withdraw what r's revoked tokens asked
+// for and, by subject, offboard the person.
+func (s *Service) inTx(ctx context.Context, tx pgx.Tx, r *Revocation) error {
+	if err := s.withdraw(ctx, tx, r); err != nil {
+		return err
+	}
+	if r.Subject == "" || s.people == nil {
+		return nil
+	}
+	if err := s.people.Offboard(ctx, tx, r.Org, r.Subject, r.RevokedBy); err != nil {
+		return fmt.Errorf("removing what %s may do without a token: %w", r.Subject, err)
+	}
+	return nil
+}
+
 // withdraw withdraws what r's revoked tokens asked for, in the transaction
-// that stores r (revocationstore.Store.Insert).
+// that stores r.
 func (s *Service) withdraw(ctx context.Context, tx pgx.Tx, r *Revocation) error {
 	if s.invocations == nil {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"time"
 
@@ -194,19 +195,50 @@ func (s *Service) change(ctx context.Context, org, by, ifMatch, action string, w
 		if current := ETag(before); !etag.Matches(ifMatch, current) {
 			return errs.Errorf(errs.PreconditionFailed, "the Slack settings changed since they were read: If-Match %s, current ETag %s; read them again and reapply the change", ifMatch, current)
 		}
-		if err := write(ctx, tx); err != nil {
-			return err
-		}
-		if after, err = settingsOf(ctx, s.api, tx, org); err != nil {
-			return err
-		}
-		if s.deps.Audit == nil {
-			return nil
-		}
-		return s.deps.Audit.RecordTx(ctx, tx, &audit.Change{Org: org, Actor: audit.Internal(ctx, by), Action: action, TargetType: "slack_settings",
-			Before: settingsJSON(before), After: settingsJSON(after)})
+		after, err = s.write(ctx, tx, org, by, action, before, write)
+		return err
 	})
 	return after, err
+}
+
+// write runs a change of org's settings, read as before, in tx holding
+// their lock: it writes, reads them again and records the change as
+// action.
+func (s *Service) write(ctx context.Context, tx pgx.Tx, org, by, action string, before Settings, write func(ctx context.Context, tx pgx.Tx) error) (Settings, error) {
+	if err := write(ctx, tx); err != nil {
+		return Settings{}, err
+	}
+	after, err := settingsOf(ctx, s.api, tx, org)
+	if err != nil || s.deps.Audit == nil {
+		return after, err
+	}
+	return after, s.deps.Audit.RecordTx(ctx, tx, &audit.Change{Org: org, Actor: audit.Internal(ctx, by), Action: action, TargetType: "slack_settings",
+		Before: settingsJSON(before), After: settingsJSON(after)})
+}
+
+// Offboard removes the approvers mapped to subject, a person whose tokens
+// are revoked by subject, in tx (the revocation's; revocation.People): a
+// click is no token's, so the revocation alone would not stop their
+// approvals from Slack. The change is recorded as a replacement of the
+// approvers, by by; with none mapped to subject nothing is written.
+func (s *Service) Offboard(ctx context.Context, tx pgx.Tx, org, subject, by string) error {
+	if err := s.api.Lock(ctx, tx, org); err != nil {
+		return err
+	}
+	before, err := settingsOf(ctx, s.api, tx, org)
+	if err != nil {
+		return err
+	}
+	kept := maps.Clone(before.Approvers)
+	maps.DeleteFunc(kept, func(_ string, a Approver) bool { return a.UserID == subject })
+	if len(kept) == len(before.Approvers) {
+		return nil
+	}
+	raw, _ := json.Marshal(kept)
+	_, err = s.write(ctx, tx, org, by, "slack_settings.replace_approvers", before, func(ctx context.Context, tx pgx.Tx) error {
+		return s.api.PutApprovers(ctx, tx, org, by, raw)
+	})
+	return err
 }
 
 // PutApprovers replaces the organization's approvers. Only admins and

@@ -55,11 +55,17 @@ func (s *Store) SettingsIn(ctx context.Context, db dbutil.DB, org string) (Setti
 // compare with, take turns.
 func (s *Store) Locked(ctx context.Context, org string, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	return dbutil.WithTx(ctx, s.pool, func(ctx context.Context, tx pgx.Tx) error {
-		if err := s.q.SettingsLock(ctx, tx, "outboxd.settings:"+org+":slack"); err != nil {
+		if err := s.Lock(ctx, tx, org); err != nil {
 			return err
 		}
 		return fn(ctx, tx)
 	})
+}
+
+// Lock takes the lock of org's Slack settings in tx (another's, such as a
+// revocation's), until it ends.
+func (s *Store) Lock(ctx context.Context, tx pgx.Tx, org string) error {
+	return s.q.SettingsLock(ctx, tx, "outboxd.settings:"+org+":slack")
 }
 
 // PutChannel sets (or, with nil, clears) org's channel in tx.
