@@ -128,5 +128,7 @@ func clientAddr(r *http.Request, forwardedFor bool) netip.Addr {
 		}
 		addr, _ = netip.ParseAddr(host)
 	}
-	return addr.Unmap()
+	// An IPv6 zone (fe80::1%eth0) names an interface of the host that
+	// wrote it, not the client, and may be any text.
+	return addr.WithZone("").Unmap()
 }

@@ -97,7 +97,8 @@ func TestAddrLimiter(t *testing.T) {
 
 // TestClientAddr: the address the audit trail records is the peer's, or
 // with forwardedFor the last X-Forwarded-For entry that parses; whole (an
-// IPv6 address is not cut to its /64) and without an IPv4 mapping.
+// IPv6 address is not cut to its /64) and without an IPv4 mapping or a
+// zone.
 func TestClientAddr(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -111,6 +112,11 @@ func TestClientAddr(t *testing.T) {
 		{request("[2001:db8::1:2]:443"), false, "2001:db8::1:2"},
 		{request("[::ffff:192.0.2.5]:443"), false, "192.0.2.5"},
 		{request("nonsense"), false, ""},
+		// A zone is no part of a client's address, and could be any
+		// text to write into the audit trail (invalid UTF-8 failing its
+		// insert).
+		{request("192.0.2.1:1234", "fe80::1%\xff<script>"), true, "fe80::1"},
+		{request("192.0.2.1:1234", "2001:db8::7%eth0"), true, "2001:db8::7"},
 	} {
 		require.Equal(t, tc.want, ClientAddr(tc.r, tc.forwardedFor), "%s %v", tc.r.RemoteAddr, tc.r.Header)
 	}
