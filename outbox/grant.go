@@ -33,7 +33,7 @@ func (s *Service) useGrant(ctx context.Context, tx pgx.Tx, p *prepared, create *
 	}
 	id, revoked, err := s.grants.Use(ctx, tx, &grant.Request{
 		Org: create.OrganizationID, SourceID: create.Integration, ActionID: create.Action,
-		SessionID: create.SessionID, AutomationID: create.AutomationID, UserID: create.UserID, Params: create.Params,
+		SessionID: create.SessionID, AutomationID: create.AutomationID, UserID: create.UserID, Params: create.Params, Exact: p.r.params,
 		DefinitionHash: hash, Drifted: p.action.ReviewDrifted(hash),
 	})
 	if err != nil {
@@ -108,6 +108,10 @@ func (s *Service) createGrant(ctx context.Context, tx pgx.Tx, inv *invocation.In
 	if len(inv.Intent) > 0 && json.Unmarshal(inv.Intent, &sealed) == nil && sealed.Definition != "" && sealed.Definition != hash {
 		return errs.Errorf(errs.Conflict, "%s.%s was redefined since this invocation was asked for, and no grant is made for a definition its approver did not see: approve it without a grant (it is then asked again for the new definition, whose approval may make one)", inv.Integration, inv.Action)
 	}
-	_, err = s.grants.Create(ctx, tx, inv, spec, hash, by)
+	exact, err := s.exactParams(*inv)
+	if err != nil {
+		return err
+	}
+	_, err = s.grants.Create(ctx, tx, inv, exact, spec, hash, by)
 	return err
 }

@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/google/uuid"
@@ -123,9 +124,10 @@ func NewKeeper() *Keeper {
 // Create stores the grant spec asks for with the approval of inv, by the
 // approver by, in db (the approval's transaction). definitionHash is the
 // action's current definition hash. An invocation without a session or
-// automation, or a fixed param that is missing or holds a secret, is an
-// errs.ValidationError.
-func (k *Keeper) Create(ctx context.Context, db dbutil.DB, inv *invocation.Invocation, spec *Spec, definitionHash, by string) (Grant, error) {
+// automation, or a fixed param that is missing, holds a secret or is
+// stored other than sent, is an errs.ValidationError. exact are inv's
+// params as sent (nil: its stored params are).
+func (k *Keeper) Create(ctx context.Context, db dbutil.DB, inv *invocation.Invocation, exact json.RawMessage, spec *Spec, definitionHash, by string) (Grant, error) {
 	if err := spec.Validate(); err != nil {
 		return Grant{}, err
 	}
@@ -145,7 +147,7 @@ func (k *Keeper) Create(ctx context.Context, db dbutil.DB, inv *invocation.Invoc
 	default:
 		return Grant{}, errs.Invalid("grant", "only an invocation of a session or an automation can get a grant")
 	}
-	fixed, err := fixedValues(inv.Params, spec.Fixed)
+	fixed, err := fixedValues(inv.Params, exact, spec.Fixed)
 	if err != nil {
 		return Grant{}, err
 	}
@@ -162,11 +164,12 @@ func (k *Keeper) Create(ctx context.Context, db dbutil.DB, inv *invocation.Invoc
 
 // fixedValues takes the values of names from params (an invocation's
 // stored, redacted params): each must be a top-level param whose value
-// holds nothing redacted, so a grant never keeps a secret.
-func fixedValues(params json.RawMessage, names []string) (map[string]json.RawMessage, error) {
+// holds nothing redacted, so a grant never keeps a secret, and is stored
+// as sent (exact; nil: params are), so a grant fixes the value approved.
+func fixedValues(params, exact json.RawMessage, names []string) (map[string]json.RawMessage, error) {
 	var top map[string]json.RawMessage
 	if len(names) > 0 {
-		if err := json.Unmarshal(params, &top); err != nil {
+		if err := json.Unmarshal(matchable(params, exact), &top); err != nil {
 			return nil, errs.Invalid("grant.fixed", "the invocation's params are not an object: no param can be fixed")
 		}
 	}
@@ -174,6 +177,10 @@ func fixedValues(params json.RawMessage, names []string) (map[string]json.RawMes
 	for _, name := range names {
 		v, ok := top[name]
 		if !ok {
+			var stored map[string]json.RawMessage
+			if json.Unmarshal(params, &stored) == nil && stored[name] != nil {
+				return nil, errs.Invalid("grant.fixed", "param %q is stored other than sent (a secret, or a number too large to store as one) and cannot be fixed in a grant", name)
+			}
 			return nil, errs.Invalid("grant.fixed", "the invocation has no param %q to fix", name)
 		}
 		if bytes.Contains(v, []byte(policy.Redacted)) {
@@ -193,6 +200,10 @@ type Request struct {
 	UserID string
 	// Params are the invocation's stored (redacted) params.
 	Params json.RawMessage
+	// Exact are the params as sent, which the provider receives (nil:
+	// Params). A fixed value matches only a param whose stored value is
+	// the one sent (matchable).
+	Exact json.RawMessage
 	// DefinitionHash is the action's current definition hash.
 	DefinitionHash string
 	// Drifted is set when a reviewed connector tool changed since its
@@ -226,7 +237,7 @@ func (k *Keeper) Use(ctx context.Context, db dbutil.DB, r *Request) (id *uuid.UU
 		}
 		return nil, revoked, nil
 	}
-	cands, err := k.store.Candidates(ctx, db, r.Org, r.SourceID, r.ActionID, r.SessionID, r.AutomationID, r.UserID, r.Params)
+	cands, err := k.store.Candidates(ctx, db, r.Org, r.SourceID, r.ActionID, r.SessionID, r.AutomationID, r.UserID, matchable(r.Params, r.Exact))
 	if err != nil {
 		return nil, nil, fmt.Errorf("looking up grants: %w", err)
 	}
@@ -251,6 +262,51 @@ func (k *Keeper) Use(ctx context.Context, db dbutil.DB, r *Request) (id *uuid.UU
 		}
 	}
 	return nil, revoked, nil
+}
+
+// matchable returns the params a grant's fixed values are compared with:
+// the stored ones, less each top-level param whose stored value is not the
+// one sent (a secret redacted, a number jsonb cannot hold stored as its
+// text, a key with a token scrubbed from it), which then matches no fixed
+// value: a grant fixes exact values, and the string "1e999999" it fixed
+// is not the number 1e999999 a request sends (and the provider receives),
+// though both are stored alike. Params that cannot be read match none.
+func matchable(stored, exact json.RawMessage) json.RawMessage {
+	var compact bytes.Buffer
+	if len(exact) == 0 || (json.Compact(&compact, exact) == nil && bytes.Equal(compact.Bytes(), stored)) {
+		return stored
+	}
+	var s, x map[string]json.RawMessage
+	if json.Unmarshal(stored, &s) != nil || json.Unmarshal(exact, &x) != nil {
+		return json.RawMessage(`{}`)
+	}
+	for k, v := range s {
+		if !sameValue(v, x[k]) {
+			delete(s, k)
+		}
+	}
+	out, err := json.Marshal(s)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return out
+}
+
+// sameValue reports whether a and b are the same JSON value, numbers
+// compared as written; a missing (nil) one is no value.
+func sameValue(a, b json.RawMessage) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	decode := func(raw json.RawMessage) (any, bool) {
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		var v any
+		return v, d.Decode(&v) == nil
+	}
+	av, aok := decode(a)
+	bv, bok := decode(b)
+	return aok && bok && reflect.DeepEqual(av, bv)
 }
 
 // GiveBack returns the use of grant id that Use took for an invocation of

@@ -44,7 +44,7 @@ func TestKeeper_RacingUsesLetExactlyN(t *testing.T) {
 	pool := pgtest.Pool(t)
 	k := grant.NewKeeper()
 	const n = 6
-	g, err := k.Create(ctx, pool, approved(`{"channel":"C1","text":"x"}`), &grant.Spec{Count: n, Minutes: 5, Fixed: []string{"channel"}}, "h1", "alice")
+	g, err := k.Create(ctx, pool, approved(`{"channel":"C1","text":"x"}`), nil, &grant.Spec{Count: n, Minutes: 5, Fixed: []string{"channel"}}, "h1", "alice")
 	require.NoError(t, err)
 	var (
 		wg  sync.WaitGroup
@@ -77,7 +77,7 @@ func TestKeeper_Constraints(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	k := grant.NewKeeper()
-	_, err := k.Create(ctx, pool, approved(`{"channel":"C1","opts":{"a":[1,2]},"text":"x"}`), &grant.Spec{Count: 10, Minutes: 5, Fixed: []string{"channel", "opts"}}, "h1", "alice")
+	_, err := k.Create(ctx, pool, approved(`{"channel":"C1","opts":{"a":[1,2]},"text":"x"}`), nil, &grant.Spec{Count: 10, Minutes: 5, Fixed: []string{"channel", "opts"}}, "h1", "alice")
 	require.NoError(t, err)
 	use := func(r *grant.Request) bool {
 		id, _, err := k.Use(ctx, pool, r)
@@ -125,7 +125,7 @@ func TestKeeper_BadSpecs(t *testing.T) {
 		"too many":                 {approved(`{}`), grant.Spec{Count: grant.MaxCount + 1, Minutes: 1}},
 		"too long":                 {approved(`{}`), grant.Spec{Count: 1, Minutes: grant.MaxMinutes + 1}},
 	} {
-		_, err := k.Create(ctx, pool, c.inv, &c.spec, "h1", "alice")
+		_, err := k.Create(ctx, pool, c.inv, nil, &c.spec, "h1", "alice")
 		var invalid *errs.ValidationError
 		require.True(t, errors.As(err, &invalid), "%s: %v", name, err)
 	}
@@ -137,7 +137,7 @@ func TestKeeper_BadSpecs(t *testing.T) {
 	auto := approved(`{"channel":"C1"}`)
 	a := "automation-1"
 	auto.AutomationID = &a
-	g, err := k.Create(ctx, pool, auto, &grant.Spec{Count: 1, Minutes: 1}, "h1", "alice")
+	g, err := k.Create(ctx, pool, auto, nil, &grant.Spec{Count: 1, Minutes: 1}, "h1", "alice")
 	require.NoError(t, err)
 	require.Equal(t, grant.ScopeAutomation, g.Scope)
 	require.Equal(t, a, g.ScopeID)
