@@ -14,6 +14,7 @@ import (
 	"github.com/outboxd/outboxd/internal/app"
 	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/errs"
+	"github.com/outboxd/outboxd/internal/domain/grant"
 	"github.com/outboxd/outboxd/internal/domain/invocation/invocationstore"
 	"github.com/outboxd/outboxd/internal/domain/relay/slackapproval"
 	"github.com/outboxd/outboxd/internal/domain/revocation"
@@ -27,7 +28,8 @@ import (
 // revocation within auth.revocation_refresh. A revocation withdraws the
 // invocations the revoked tokens asked for that have not started, and
 // deschedules their jobs with an insert-only River client; one by subject
-// removes the Slack approvers mapped to the person.
+// removes the Slack approvers mapped to the person and revokes their
+// grants.
 func withRevocations(cmd *cobra.Command, fn func(svc *revocation.Service, trail *audit.Service) error) error {
 	return withOwnerPool(cmd, func(cfg *app.Config, pool *pgxpool.Pool) error {
 		svc, err := ownerRevocations(cfg, pool)
@@ -40,12 +42,13 @@ func withRevocations(cmd *cobra.Command, fn func(svc *revocation.Service, trail 
 		}
 		svc.SetInvocations(invocationstore.New(client))
 		trail := audit.New(pool)
-		// --subject removes the Slack approvers mapped to the person.
+		// --subject removes the Slack approvers mapped to the person and
+		// revokes their grants.
 		slack, err := slackapproval.New(&slackapproval.Deps{Pool: pool, Owner: pool, Audit: trail}, &slackapproval.Config{})
 		if err != nil {
 			return err
 		}
-		svc.SetPeople(slack)
+		svc.SetPeople(slack, grant.Offboarding{Trail: trail})
 		return fn(svc, trail)
 	})
 }
@@ -71,8 +74,9 @@ func newTokensCommand() *cobra.Command {
 --automation, --subject and --issued-before. --subject revokes one
 person's tokens and console sessions (their verified subject: sub, or the
 claim auth.idp.claims.subject names) and the sandbox and service tokens
-acting for them (their user_id), and removes the Slack approvers mapped
-to them, for offboarding someone without revoking the whole organization. A revocation refuses the tokens issued
+acting for them (their user_id), removes the Slack approvers mapped to
+them and revokes the grants they made, for offboarding someone without
+revoking the whole organization. A revocation refuses the tokens issued
 before it (iat; a token without iat counts as issued before), on every
 route, event stream and /mcp, within auth.revocation_refresh in every API
 process; tokens minted later for the same session, automation or person

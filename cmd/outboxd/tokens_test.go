@@ -100,6 +100,14 @@ func TestTokens_OperatorRevokesASubject(t *testing.T) {
 		"U_BOB":   map[string]string{"user_id": "bob", "role": "admin"},
 	})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	// A grant of hers.
+	b.StoreSlackToken("xoxb-grants")
+	b.SetModes(map[string]string{"slack:send_message": "require_approval"})
+	r = b.Invoke("send_message", map[string]any{"channel": "C0123456789", "text": "granted"})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Raw))
+	r = b.Do("POST", "/v1/invocations/"+r.Body["invocation_id"].(string)+"/approve", alice,
+		map[string]any{"mode": "once", "grant": map[string]any{"count": 5, "minutes": 60}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
 
 	env := []string{"DATABASE_URL=" + b.DBURL, "OUTBOXD_AUTH_JWT_SECRET=", "OUTBOXD_SECRETS_KEY="}
 	for args, want := range map[string][]string{
@@ -136,6 +144,13 @@ func TestTokens_OperatorRevokesASubject(t *testing.T) {
 	require.Equal(t, "operator", entry["actor"].(map[string]any)["kind"])
 	require.Equal(t, "ops", entry["actor"].(map[string]any)["subject"])
 	require.Equal(t, map[string]any{"U_BOB": map[string]any{"user_id": "bob", "role": "admin"}}, entry["after"].(map[string]any)["approvers"])
+	// And her grants.
+	r = b.Do("GET", "/v1/grants", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	require.Len(t, r.Body["grants"], 1)
+	g := r.Body["grants"].([]any)[0].(map[string]any)
+	require.Equal(t, "offboarded", g["revoke_reason"])
+	require.Equal(t, "ops", g["revoked_by"])
 
 	deadline := time.Now().Add(15 * time.Second)
 	for b.Do("GET", probe, alice, nil).Status == http.StatusOK {

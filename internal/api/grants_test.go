@@ -627,3 +627,44 @@ func TestGrants_AreTheirUsers(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, "the grant lets its user's through: %s", r.Raw)
 	require.Equal(t, g["id"], r.Body["invocation"].(map[string]any)["grant_id"])
 }
+
+// TestGrants_OffboardedApproverRevokes: revoking a person's tokens by
+// subject revokes the grants they made (their approvals given ahead), in
+// the revocation's transaction and the audit trail, by the revoker;
+// another approver's grant keeps letting invocations through.
+func TestGrants_OffboardedApproverRevokes(t *testing.T) {
+	t.Parallel()
+	b := grantBundle(t)
+	byAdmin := approveWithGrant(t, b, pendingInvoke(t, b, "C0000000001", "first"), map[string]any{"count": 5, "minutes": 60, "fixed": []string{"channel"}})
+	require.Equal(t, "user-admin", byAdmin["created_by"])
+	r := b.Do("POST", "/v1/invocations/"+pendingInvoke(t, b, "C0000000002", "second")+"/approve", b.Owner(),
+		map[string]any{"mode": "once", "grant": map[string]any{"count": 5, "minutes": 60, "fixed": []string{"channel"}}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	byOwner := r.Body["grant"].(map[string]any)
+
+	r = b.Do("POST", "/v1/revocations", b.Owner(), map[string]any{"subject": "user-admin"})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	// Read as the owner: the admin's tokens are revoked.
+	r = b.Do("GET", "/v1/grants", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	grants := map[any]map[string]any{}
+	for _, g := range r.Body["grants"].([]any) {
+		grants[g.(map[string]any)["id"]] = g.(map[string]any)
+	}
+	require.Equal(t, "offboarded", grants[byAdmin["id"]]["revoke_reason"])
+	require.Equal(t, "user-owner", grants[byAdmin["id"]]["revoked_by"])
+	require.Equal(t, false, grants[byAdmin["id"]]["active"])
+	require.Equal(t, true, grants[byOwner["id"]]["active"])
+	r = b.Do("GET", "/v1/audit?action=grant.revoke", b.Owner(), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+	entries := r.Body["entries"].([]any)
+	require.Len(t, entries, 1)
+	entry := entries[0].(map[string]any)
+	require.Equal(t, byAdmin["id"], entry["target_id"])
+	require.Equal(t, "user-owner", entry["actor"].(map[string]any)["subject"])
+	require.Equal(t, "offboarded", entry["after"].(map[string]any)["revoke_reason"])
+
+	pendingInvoke(t, b, "C0000000001", "its grant is revoked")
+	r = b.Invoke("send_message", map[string]any{"channel": "C0000000002", "text": "the owner's grant holds"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Raw))
+}

@@ -506,8 +506,8 @@ func New(cfg *Config, role Role, pool *pgxpool.Pool, logger *slog.Logger) (_ *Ap
 	// that have not started, and deschedules their jobs with the client.
 	revocations.SetInvocations(invocationstore.New(client))
 	// A revocation by subject removes the Slack approvers mapped to the
-	// person too: their clicks carry no token.
-	revocations.SetPeople(slackApprovals)
+	// person too (their clicks carry no token), and revokes their grants.
+	revocations.SetPeople(slackApprovals, grant.Offboarding{Trail: trail})
 	// The event feeds read through the tenant pool and LISTEN through the
 	// owner's, for every organization with subscribers.
 	feeds := feed.New(&feed.Deps{Pool: tenantPool, Listeners: pool, Metrics: metrics, Logger: logger})

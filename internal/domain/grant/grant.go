@@ -38,6 +38,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outboxd/outboxd/internal/domain/audit"
 	"github.com/outboxd/outboxd/internal/domain/auth"
 	"github.com/outboxd/outboxd/internal/domain/errs"
 	"github.com/outboxd/outboxd/internal/domain/grant/grantstore"
@@ -61,6 +62,9 @@ const (
 	ReasonManual     = "manual"
 	ReasonDrift      = "drift"
 	ReasonCredential = "credential"
+	// ReasonOffboarded: the person who made it had their tokens revoked
+	// by subject (Offboarding).
+	ReasonOffboarded = "offboarded"
 )
 
 // System is the revoker of the grants outboxd revokes itself.
@@ -307,6 +311,33 @@ func sameValue(a, b json.RawMessage) bool {
 	av, aok := decode(a)
 	bv, bok := decode(b)
 	return aok && bok && reflect.DeepEqual(av, bv)
+}
+
+// Offboarding revokes the live grants a person created when their tokens
+// are revoked by subject (revocation.People), in the revocation's
+// transaction: a grant is that person's approval given ahead, which
+// should not outlast their access. Each is recorded in Trail as
+// grant.revoke (reason ReasonOffboarded), by the revoker.
+type Offboarding struct {
+	Trail audit.Recorder
+}
+
+// Offboard revokes the live grants of org that subject created, by by.
+func (o Offboarding) Offboard(ctx context.Context, tx pgx.Tx, org, subject, by string) error {
+	revoked, err := grantstore.New().RevokeCreatedBy(ctx, tx, org, subject, by, ReasonOffboarded)
+	if err != nil {
+		return fmt.Errorf("revoking the grants %s created: %w", subject, err)
+	}
+	for _, g := range revoked {
+		err := o.Trail.RecordTx(ctx, tx, &audit.Change{
+			Org: org, Actor: audit.Internal(ctx, by), Action: "grant.revoke", TargetType: "grant", TargetID: g.ID.String(),
+			Sources: []string{g.Source}, After: map[string]string{"revoke_reason": ReasonOffboarded, "revoked_by": by},
+		})
+		if err != nil {
+			return fmt.Errorf("recording a grant's revocation in the audit trail: %w", err)
+		}
+	}
+	return nil
 }
 
 // GiveBack returns the use of grant id that Use took for an invocation of

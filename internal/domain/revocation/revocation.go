@@ -99,9 +99,9 @@ type Service struct {
 	// invocations withdraws what revoked tokens asked for (SetInvocations);
 	// nil: nothing is withdrawn.
 	invocations Invocations
-	// people removes what a person revoked by subject may do without a
-	// token (SetPeople); nil: nothing.
-	people People
+	// people remove what a person revoked by subject may do without a
+	// token (SetPeople).
+	people []People
 }
 
 // watcher is an open stream's token, ended when it is revoked.

@@ -51,18 +51,20 @@ func (s *Service) SetInvocations(inv Invocations) {
 
 // People removes, in a revocation's transaction, what lets a person act
 // without a token of theirs: the Slack approvers mapped to them
-// (slackapproval.Service.Offboard), whose clicks no token check sees.
+// (slackapproval.Service.Offboard), whose clicks no token check sees,
+// and the grants they made (grant.Offboarding), their approvals given
+// ahead.
 type People interface {
 	Offboard(ctx context.Context, tx pgx.Tx, org, subject, by string) error
 }
 
 // SetPeople makes every revocation by subject stored from now on remove,
 // in its own transaction, what lets that person act without a token (see
-// People): offboarding someone ends their approvals from Slack as it ends
-// their tokens. Someone admitted again is mapped again by an admin. Call
-// it before the Service is used.
-func (s *Service) SetPeople(p People) {
-	s.people = p
+// People): offboarding someone ends their approvals from Slack and their
+// grants as it ends their tokens. Someone admitted again is mapped again,
+// and grants again, by hand. Call it before the Service is used.
+func (s *Service) SetPeople(ps ...People) {
+	s.people = ps
 }
 
 // inTx is what the transaction that stores r does besides (see
@@ -72,11 +74,13 @@ func (s *Service) inTx(ctx context.Context, tx pgx.Tx, r *Revocation) error {
 	if err := s.withdraw(ctx, tx, r); err != nil {
 		return err
 	}
-	if r.Subject == "" || s.people == nil {
+	if r.Subject == "" {
 		return nil
 	}
-	if err := s.people.Offboard(ctx, tx, r.Org, r.Subject, r.RevokedBy); err != nil {
-		return fmt.Errorf("removing what %s may do without a token: %w", r.Subject, err)
+	for _, p := range s.people {
+		if err := p.Offboard(ctx, tx, r.Org, r.Subject, r.RevokedBy); err != nil {
+			return fmt.Errorf("removing what %s may do without a token: %w", r.Subject, err)
+		}
 	}
 	return nil
 }

@@ -379,6 +379,52 @@ func (q *Queries) GrantRevokeAction(ctx context.Context, db DBTX, arg GrantRevok
 	return items, nil
 }
 
+const grantRevokeCreatedBy = `-- name: GrantRevokeCreatedBy :many
+UPDATE grants SET revoked_at = now(), revoked_by = $1, revoke_reason = $2
+WHERE organization_id = $3 AND created_by = $4
+  AND revoked_at IS NULL AND remaining > 0 AND expires_at > now()
+RETURNING id, source_id
+`
+
+type GrantRevokeCreatedByParams struct {
+	RevokedBy      *string
+	Reason         *string
+	OrganizationID string
+	CreatedBy      string
+}
+
+type GrantRevokeCreatedByRow struct {
+	ID       uuid.UUID
+	SourceID string
+}
+
+// Revokes the live grants one person created (their tokens revoked by
+// subject).
+func (q *Queries) GrantRevokeCreatedBy(ctx context.Context, db DBTX, arg GrantRevokeCreatedByParams) ([]GrantRevokeCreatedByRow, error) {
+	rows, err := db.Query(ctx, grantRevokeCreatedBy,
+		arg.RevokedBy,
+		arg.Reason,
+		arg.OrganizationID,
+		arg.CreatedBy,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []GrantRevokeCreatedByRow
+	for rows.Next() {
+		var i GrantRevokeCreatedByRow
+		if err := rows.Scan(&i.ID, &i.SourceID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const grantRevokeSource = `-- name: GrantRevokeSource :many
 UPDATE grants SET revoked_at = now(), revoked_by = $1, revoke_reason = $2
 WHERE organization_id = $3 AND source_id = $4 AND revoked_at IS NULL

@@ -126,6 +126,24 @@ func (s *Store) RevokeSource(ctx context.Context, db dbutil.DB, org, source, by,
 	})
 }
 
+// Revoked is a grant revoked with others, and its source.
+type Revoked struct {
+	ID     uuid.UUID
+	Source string
+}
+
+// RevokeCreatedBy revokes the live grants of org that createdBy created.
+func (s *Store) RevokeCreatedBy(ctx context.Context, db dbutil.DB, org, createdBy, by, reason string) ([]Revoked, error) {
+	rows, err := s.q.GrantRevokeCreatedBy(ctx, db, dbsqlc.GrantRevokeCreatedByParams{
+		OrganizationID: org, CreatedBy: createdBy, RevokedBy: &by, Reason: &reason,
+	})
+	out := make([]Revoked, len(rows))
+	for i, r := range rows {
+		out[i] = Revoked{ID: r.ID, Source: r.SourceID}
+	}
+	return out, err
+}
+
 // Revoke revokes one grant; ok is false when it is unknown or already
 // revoked.
 func (s *Store) Revoke(ctx context.Context, db dbutil.DB, org string, id uuid.UUID, by, reason string) (g Grant, ok bool, err error) {

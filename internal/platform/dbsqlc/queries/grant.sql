@@ -47,6 +47,14 @@ UPDATE grants SET revoked_at = now(), revoked_by = @revoked_by, revoke_reason = 
 WHERE organization_id = @organization_id AND source_id = @source_id AND revoked_at IS NULL
 RETURNING id;
 
+-- name: GrantRevokeCreatedBy :many
+-- Revokes the live grants one person created (their tokens revoked by
+-- subject).
+UPDATE grants SET revoked_at = now(), revoked_by = @revoked_by, revoke_reason = @reason
+WHERE organization_id = @organization_id AND created_by = @created_by
+  AND revoked_at IS NULL AND remaining > 0 AND expires_at > now()
+RETURNING id, source_id;
+
 -- name: GrantRevoke :one
 -- Revokes one grant; no row when it is unknown or already revoked.
 UPDATE grants SET revoked_at = now(), revoked_by = @revoked_by, revoke_reason = @reason
