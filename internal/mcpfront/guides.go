@@ -78,7 +78,7 @@ func (s *Server) readGuide(ctx context.Context, c *outboxauth.Claims, p *mcp.Rea
 // with an empty body, and every later request of the session too.
 func resourceNotFound(uri string) error {
 	data, _ := json.Marshal(map[string]string{"uri": uri})
-	return &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: "Resource not found", Data: data}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Resource not found", Data: data}
 }
 
 // perCaller is how long, and by whom, a client may keep a list or a guide
